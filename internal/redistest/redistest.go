@@ -1,0 +1,284 @@
+// Package redistest starts real redis-server processes for tests: one per
+// test or script, on a unix socket or a free loopback port, stopped when the
+// test ends. No mocks: every test talks to a real server.
+package redistest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Binary is the server binary: $IDMPCTL_TEST_REDIS_SERVER (for example a
+// Redis 8.6 or valkey-server build) or redis-server from PATH.
+func Binary() string {
+	if b := os.Getenv("IDMPCTL_TEST_REDIS_SERVER"); b != "" {
+		return b
+	}
+	return "redis-server"
+}
+
+// Options says how to start a server.
+type Options struct {
+	Dir    string   // working directory (data, logs, socket); required
+	Unix   bool     // listen on Dir/redis.sock only; otherwise a free loopback port
+	Port   int      // a fixed port (restart on the same port); 0 picks a free one
+	Config []string // extra config lines, e.g. "requirepass s3cret"
+}
+
+// Server is a running redis-server.
+type Server struct {
+	Opts   Options
+	Addr   string // host:port, or the socket path
+	URL    string // redis://127.0.0.1:port/0 or unix:///path
+	cmd    *exec.Cmd
+	done   chan struct{}
+	waitMu sync.Mutex
+}
+
+// Start launches redis-server and waits until it answers PING.
+func Start(opts Options) (*Server, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("redistest: Options.Dir is required")
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	s := &Server{Opts: opts}
+	conf := []string{
+		"dir " + opts.Dir,
+		"save \"\"",
+		"appendonly no",
+		"logfile " + filepath.Join(opts.Dir, "redis.log"),
+		"daemonize no",
+	}
+	if opts.Unix {
+		sock := filepath.Join(opts.Dir, "redis.sock")
+		if len(sock) > 100 { // sun_path is 108 bytes
+			d, err := os.MkdirTemp("", "rs")
+			if err != nil {
+				return nil, err
+			}
+			sock = filepath.Join(d, "redis.sock")
+		}
+		conf = append(conf, "port 0", "unixsocket "+sock, "unixsocketperm 700")
+		s.Addr, s.URL = sock, "unix://"+sock
+	} else {
+		port := opts.Port
+		if port == 0 {
+			p, err := FreePort()
+			if err != nil {
+				return nil, err
+			}
+			port = p
+		}
+		s.Opts.Port = port
+		conf = append(conf, "bind 127.0.0.1", "port "+strconv.Itoa(port))
+		s.Addr = "127.0.0.1:" + strconv.Itoa(port)
+		s.URL = "redis://" + s.Addr + "/0"
+	}
+	conf = append(conf, opts.Config...)
+	confPath := filepath.Join(opts.Dir, "redis.conf")
+	if err := os.WriteFile(confPath, []byte(strings.Join(conf, "\n")+"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	if err := s.launch(confPath); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) launch(confPath string) error {
+	cmd := exec.Command(Binary(), confPath)
+	cmd.Dir = s.Opts.Dir
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("redistest: start %s: %w (install redis-server)", Binary(), err)
+	}
+	s.cmd, s.done = cmd, make(chan struct{})
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.done:
+			log, _ := os.ReadFile(filepath.Join(s.Opts.Dir, "redis.log"))
+			return fmt.Errorf("redistest: redis-server exited: %s", tail(string(log), 600))
+		default:
+		}
+		if reply, err := s.Do("PING"); err == nil && (reply == "PONG" || strings.HasPrefix(reply, "NOAUTH")) {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.Kill()
+	return errors.New("redistest: redis-server did not answer PING within 10s")
+}
+
+// Restart starts the server again on the same directory and address
+// (after Kill, to test crash recovery).
+func (s *Server) Restart() error {
+	return s.launch(filepath.Join(s.Opts.Dir, "redis.conf"))
+}
+
+// Pid is the server's process id.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
+// Kill stops the server at once (SIGKILL) and waits for it to exit.
+func (s *Server) Kill() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.done
+}
+
+// Stop shuts the server down.
+func (s *Server) Stop() { s.Kill() }
+
+// Do sends one command with a raw RESP client and returns the reply as text
+// (errors as their message). It needs no client library, so tests of the
+// client library's callers can check state independently.
+func (s *Server) Do(args ...string) (string, error) {
+	network := "tcp"
+	if s.Opts.Unix {
+		network = "unix"
+	}
+	c, err := net.DialTimeout(network, s.Addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := c.Write([]byte(b.String())); err != nil {
+		return "", err
+	}
+	return readReply(bufio.NewReader(c))
+}
+
+func readReply(r *bufio.Reader) (string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return "", errors.New("empty reply")
+	}
+	switch line[0] {
+	case '+', ':':
+		return line[1:], nil
+	case '-':
+		return line[1:], nil
+	case '$':
+		n, _ := strconv.Atoi(line[1:])
+		if n < 0 {
+			return "(nil)", nil
+		}
+		buf := make([]byte, n+2)
+		if _, err := ioReadFull(r, buf); err != nil {
+			return "", err
+		}
+		return string(buf[:n]), nil
+	case '*':
+		n, _ := strconv.Atoi(line[1:])
+		parts := make([]string, 0, max(n, 0))
+		for i := 0; i < n; i++ {
+			p, err := readReply(r)
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, p)
+		}
+		return strings.Join(parts, "\n"), nil
+	}
+	return line, nil
+}
+
+func ioReadFull(r *bufio.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+var (
+	versionOnce sync.Once
+	version     [3]int
+	versionErr  error
+)
+
+// Version is the server binary's version (from --version), cached.
+func Version() ([3]int, error) {
+	versionOnce.Do(func() {
+		out, err := exec.Command(Binary(), "--version").Output()
+		if err != nil {
+			versionErr = err
+			return
+		}
+		m := regexp.MustCompile(`v=(\d+)\.(\d+)\.(\d+)`).FindStringSubmatch(string(out))
+		if m == nil {
+			versionErr = fmt.Errorf("redistest: cannot read a version from %q", out)
+			return
+		}
+		for i := range 3 {
+			version[i], _ = strconv.Atoi(m[i+1])
+		}
+	})
+	return version, versionErr
+}
+
+// AtLeast reports whether the server binary is at least major.minor.
+func AtLeast(major, minor int) bool {
+	v, err := Version()
+	if err != nil {
+		return false
+	}
+	return v[0] > major || (v[0] == major && v[1] >= minor)
+}
+
+// IsValkey reports whether the server binary is valkey-server.
+func IsValkey() bool {
+	out, _ := exec.Command(Binary(), "--version").Output()
+	return strings.Contains(strings.ToLower(string(out)), "valkey")
+}
+
+// WithTimeout is a small helper for tests that need a bounded context.
+func WithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}
