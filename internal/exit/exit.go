@@ -49,6 +49,9 @@ type Error struct {
 	What string
 	Err  error
 	Hint string
+	// Silent errors carry an exit code whose story was already told on
+	// stdout/stderr (claim acquire's "done", a command's own exit status).
+	Silent bool
 }
 
 func (e *Error) Error() string {
@@ -63,6 +66,11 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Status is a silent exit with code: nothing more to print.
+func Status(code int) *Error {
+	return &Error{Code: code, Err: fmt.Errorf("exit status %d", code), Silent: true}
+}
 
 // New returns an *Error with a formatted reason.
 func New(code int, what string, format string, args ...any) *Error {

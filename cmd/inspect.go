@@ -1,0 +1,132 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops"
+	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/spf13/cobra"
+)
+
+// InspectOptions are inspect's inputs.
+type InspectOptions struct {
+	Factory *Factory
+
+	Keys    []string
+	Server  bool
+	Match   string
+	Literal bool
+	Status  string
+	Limit   int64
+	Watch   string
+}
+
+// Validate checks the flag combinations; it needs no server.
+func (o *InspectOptions) Validate() error {
+	modes := 0
+	for _, on := range []bool{len(o.Keys) > 0, o.Server, o.Match != ""} {
+		if on {
+			modes++
+		}
+	}
+	switch {
+	case modes == 0:
+		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("inspect needs KEY..., --match PATTERN or --server"),
+			Hint: "see 'idmpctl inspect --help'"}
+	case modes > 1:
+		return exit.Usagef("give one of KEY..., --match PATTERN or --server")
+	case o.Limit < 0:
+		return exit.Usagef("--limit %d: must not be negative", o.Limit)
+	}
+	return nil
+}
+
+// NewCmdInspect builds inspect; runF replaces the run step in tests.
+func NewCmdInspect(f *Factory, runF func(*InspectOptions) error) *cobra.Command {
+	o := &InspectOptions{Factory: f}
+	c := &cobra.Command{
+		Use:   "inspect KEY... | --match PATTERN | --server",
+		Short: "Show streams, idempotency keys, or the server's capabilities",
+		Long: `Show a stream's IDMP settings, counters and health; a claim record or any
+common idempotency record; a scan of keys with counts by status; or, with
+--server, the server's version, mode, native IDMP support and round-trip time.`,
+		Example: `  idmpctl inspect --server
+  idmpctl inspect orders
+  idmpctl inspect --match 'idem:*' --status PROCESSING`,
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Keys = args
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return inspectRun(c, o)
+		},
+	}
+	fl := c.Flags()
+	fl.BoolVar(&o.Server, "server", false, "show the server's capabilities")
+	fl.StringVar(&o.Match, "match", "", "scan keys matching a glob pattern")
+	fl.BoolVar(&o.Literal, "literal", false, "match --match literally (no glob metacharacters)")
+	fl.StringVar(&o.Status, "status", "", "with --match: only these statuses (PROCESSING,COMPLETED,FAILED,EXPIRED,UNKNOWN)")
+	fl.Int64Var(&o.Limit, "limit", 0, "with --match: show at most N keys (0: all)")
+	fl.StringVar(&o.Watch, "watch", "", "redraw a stream view every INTERVAL (e.g. 1s) on a terminal")
+	return c
+}
+
+func inspectRun(c *cobra.Command, o *InspectOptions) error {
+	switch {
+	case o.Server:
+		return inspectServer(c, o)
+	case o.Match != "":
+		return inspectMatch(c, o)
+	}
+	return inspectKeys(c, o)
+}
+
+func inspectServer(c *cobra.Command, o *InspectOptions) error {
+	ctx := c.Context()
+	conn, err := o.Factory.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	r, err := ops.InspectServer(ctx, conn)
+	if err != nil {
+		return exit.Wrap(err, "inspect "+conn.Display)
+	}
+	p := o.Factory.Printer
+	if p.Format == render.JSON {
+		return p.JSON(r)
+	}
+	idmp := "no (idmpctl emulates IDMP with Lua)"
+	if r.NativeIDMP {
+		idmp = "yes (XADD IDMP, XCFGSET)"
+	}
+	pairs := []render.Pair{
+		{"url", r.URL},
+		{"server", r.Product + " " + r.Version},
+		{"mode", r.Mode},
+		{"role", r.Role},
+	}
+	if len(r.Primaries) > 0 {
+		pairs = append(pairs, render.Pair{"primaries", strings.Join(r.Primaries, " ")})
+	}
+	pairs = append(pairs, render.Pair{"native-idmp", idmp})
+	if r.Defaults != nil {
+		pairs = append(pairs,
+			render.Pair{"stream-idmp-duration", fmt.Sprint(r.Defaults.Duration)},
+			render.Pair{"stream-idmp-maxsize", fmt.Sprint(r.Defaults.MaxSize)})
+	}
+	rtt := fmt.Sprint(r.PingRTTus)
+	if p.TTY {
+		rtt = fmt.Sprintf("%.3f ms", float64(r.PingRTTus)/1000)
+	}
+	pairs = append(pairs, render.Pair{"ping-rtt-us", rtt})
+	if p.TTY {
+		pairs[len(pairs)-1][0] = "ping rtt"
+	}
+	p.KV("Server", pairs)
+	return nil
+}

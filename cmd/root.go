@@ -1,0 +1,225 @@
+// Package cmd holds idmpctl's commands: flags, validation and wiring. Redis
+// logic lives in internal/ops and output in internal/render.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops"
+	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+)
+
+// Factory carries what every command depends on: the I/O streams, the
+// environment, the printer and a lazily opened connection.
+type Factory struct {
+	In       io.Reader
+	Out, Err io.Writer
+	Getenv   func(string) string
+	IsTTY    func(f any) bool
+	Now      func() time.Time
+
+	Printer *render.Printer
+	Global  GlobalOptions
+
+	conn    *ops.Conn
+	started bool // flags parsed: errors from here on are not usage errors
+}
+
+// GlobalOptions are the persistent flags.
+type GlobalOptions struct {
+	URL         string
+	TLSCA       string
+	TLSCert     string
+	TLSKey      string
+	TLSInsecure bool
+	Timeout     time.Duration
+	Retries     int
+	Cluster     bool
+	Output      string
+	NoColor     bool
+}
+
+// Conn opens the connection on first use; commands that need no server
+// never call it.
+func (f *Factory) Conn(ctx context.Context) (*ops.Conn, error) {
+	if f.conn != nil {
+		return f.conn, nil
+	}
+	cfg := ops.ConnConfig{
+		URL: f.Global.URL, URLFromFlag: f.Global.URL != "",
+		TLSCA: f.Global.TLSCA, TLSCert: f.Global.TLSCert, TLSKey: f.Global.TLSKey,
+		TLSInsecure: f.Global.TLSInsecure, Timeout: f.Global.Timeout, Cluster: f.Global.Cluster,
+	}
+	if cfg.URL == "" {
+		cfg.URL = firstNonEmpty(f.Getenv("IDMPCTL_URL"), f.Getenv("REDIS_URL"), ops.DefaultURL)
+	}
+	cfg.Password = firstNonEmpty(f.Getenv("IDMPCTL_PASSWORD"), f.Getenv("REDISCLI_AUTH"))
+	c, err := ops.Connect(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range c.Warnings {
+		f.Printer.Warnf("%s", w)
+	}
+	f.conn = c
+	return c, nil
+}
+
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func (f *Factory) close() {
+	if f.conn != nil {
+		f.conn.Close()
+	}
+}
+
+// NewRootCmd builds the command tree.
+func NewRootCmd(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "idmpctl",
+		Short: "Operate Redis idempotency state: IDMP streams, idempotency keys, capacity",
+		Long: `idmpctl operates Redis idempotency state: idempotent stream production
+(XADD IDMP, native on Redis 8.6+, emulated with atomic Lua elsewhere),
+idempotency keys claimed by workers, and the sizing of IDMP settings.
+
+Connection: --url, or IDMPCTL_URL, or REDIS_URL (default ` + ops.DefaultURL + `);
+password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
+			return f.setup()
+		},
+	}
+	root.SetIn(f.In)
+	root.SetOut(f.Out)
+	root.SetErr(f.Err)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &exit.Error{Code: exit.Usage, Err: err, Hint: "see '" + c.CommandPath() + " --help'"}
+	})
+	root.SetUsageTemplate(root.UsageTemplate() + "\n" + exit.Table + "\n")
+	root.CompletionOptions.DisableDefaultCmd = true
+
+	pf := root.PersistentFlags()
+	g := &f.Global
+	pf.StringVar(&g.URL, "url", "", "server URL: redis://[user@]host:port/db, rediss://..., unix:///path (env IDMPCTL_URL, REDIS_URL)")
+	pf.StringVar(&g.TLSCA, "tls-ca", "", "PEM file of the CA that signed the server's certificate")
+	pf.StringVar(&g.TLSCert, "tls-cert", "", "PEM client certificate (with --tls-key)")
+	pf.StringVar(&g.TLSKey, "tls-key", "", "PEM client key (with --tls-cert)")
+	pf.BoolVar(&g.TLSInsecure, "tls-insecure", false, "do not verify the server's certificate")
+	pf.DurationVar(&g.Timeout, "timeout", 5*time.Second, "bound on each command sent to Redis")
+	pf.IntVar(&g.Retries, "retries", 3, "retries of idempotent operations after a network error")
+	pf.BoolVar(&g.Cluster, "cluster", false, "use the Redis Cluster protocol (detected when not given)")
+	pf.StringVarP(&g.Output, "output", "o", "", "output: table, json or raw (default table on a terminal, raw otherwise)")
+	pf.BoolVar(&g.NoColor, "no-color", false, "no colour (also NO_COLOR)")
+
+	root.AddCommand(
+		NewCmdCalcMaxsize(f, nil),
+		NewCmdInspect(f, nil),
+		NewCmdVersion(f),
+		NewCmdCompletion(f),
+	)
+	for _, add := range extraCommands {
+		root.AddCommand(add(f))
+	}
+	return root
+}
+
+// extraCommands lets each verb's file register itself.
+var extraCommands []func(*Factory) *cobra.Command
+
+// setup runs once flags are parsed: the output and colour decisions.
+func (f *Factory) setup() error {
+	tty := f.IsTTY(f.Out) || f.Getenv("IDMPCTL_FORCE_TTY") != ""
+	format, err := render.ParseFormat(f.Global.Output, tty)
+	if err != nil {
+		return exit.Usagef("%v", err)
+	}
+	if f.Global.Timeout <= 0 {
+		return exit.Usagef("--timeout %s: must be greater than zero", f.Global.Timeout)
+	}
+	if f.Global.Retries < 0 {
+		return exit.Usagef("--retries %d: must not be negative", f.Global.Retries)
+	}
+	color := tty
+	if v := f.Getenv("CLICOLOR_FORCE"); v != "" && v != "0" {
+		color = true
+	}
+	if f.Getenv("NO_COLOR") != "" || f.Global.NoColor {
+		color = false
+	}
+	f.Printer = &render.Printer{
+		Out: f.Out, Err: f.Err, Format: format, TTY: tty, Color: color,
+		ErrTTY: f.IsTTY(f.Err) || f.Getenv("IDMPCTL_FORCE_TTY") != "",
+	}
+	f.started = true
+	return nil
+}
+
+// Main runs idmpctl and returns its exit code.
+func Main() int {
+	f := &Factory{
+		In: os.Stdin, Out: os.Stdout, Err: os.Stderr, Getenv: os.Getenv, Now: time.Now,
+		IsTTY: func(w any) bool {
+			if file, ok := w.(*os.File); ok {
+				return isatty.IsTerminal(file.Fd())
+			}
+			return false
+		},
+	}
+	return run(f, os.Args[1:])
+}
+
+func run(f *Factory, args []string) int {
+	defer f.close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := NewRootCmd(f)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exit.OK
+	}
+	var e *exit.Error
+	if !f.started && !errors.As(err, &e) {
+		err = &exit.Error{Code: exit.Usage, Err: err, Hint: "see 'idmpctl --help'"}
+	}
+	printError(f, err)
+	return exit.Code(err)
+}
+
+func printError(f *Factory, err error) {
+	var e *exit.Error
+	if errors.As(err, &e) && e.Silent {
+		return
+	}
+	msg := err.Error()
+	if errors.Is(err, context.Canceled) {
+		msg = "interrupted"
+	}
+	bad := func(s string) string { return s }
+	if f.Printer != nil {
+		bad = f.Printer.Bad
+	}
+	fmt.Fprintf(f.Err, "%s %s\n", bad("idmpctl:"), strings.TrimSpace(msg))
+	if e != nil && e.Hint != "" {
+		fmt.Fprintf(f.Err, "hint: %s\n", e.Hint)
+	}
+}

@@ -1,0 +1,53 @@
+package cmd
+
+import (
+	"runtime"
+	"runtime/debug"
+
+	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/spf13/cobra"
+)
+
+// version is stamped at release: -ldflags "-X github.com/idmpctl/idmpctl/cmd.version=1.2.3".
+var version = ""
+
+// Version is idmpctl's version: the stamped one, else the module's build info.
+func Version() (v, commit string) {
+	v = version
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if v == "" && bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				commit = s.Value[:12]
+			}
+		}
+	}
+	if v == "" {
+		v = "(devel)"
+	}
+	return v, commit
+}
+
+// NewCmdVersion prints the version.
+func NewCmdVersion(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print idmpctl's version",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			v, commit := Version()
+			p := f.Printer
+			switch p.Format {
+			case render.JSON:
+				return p.JSON(map[string]string{"version": v, "commit": commit, "go": runtime.Version()})
+			case render.Table:
+				p.KV("idmpctl", []render.Pair{{"version", v}, {"commit", commit}, {"go", runtime.Version()}})
+			default:
+				p.Line("idmpctl %s", v)
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,150 @@
+package capacity
+
+import (
+	"fmt"
+	"math/big"
+	"strings"
+	"time"
+)
+
+// Limits of XCFGSET (idmp.md R7) and the server defaults (R4).
+const (
+	MaxMaxSize      = 10000
+	MaxDuration     = 86400
+	DefaultDuration = 100
+	DefaultMaxSize  = 100
+)
+
+// NativeBytesPerIID is an estimate of Redis 8.6's own cost per tracked iid
+// (the iid string, its entry ID and dict/rax overhead) for 36-byte iids. It
+// cannot be measured here (no Redis 8.6), so it is shown as approximate.
+const NativeBytesPerIID = 120
+
+// Inputs are the normalised inputs of calc-maxsize.
+type Inputs struct {
+	Rate      *big.Rat      // messages per second, all producers together
+	MarkDelay time.Duration // XADD reply -> delivered mark
+	Recovery  time.Duration // 0: not given, keep the server default
+	Producers int64
+	Margin    *big.Rat // 0.25 for 25%
+	// EmulatedBytesPerIID is idmpctl's measured cost per iid in emulated mode.
+	EmulatedBytesPerIID int64
+}
+
+// Result is what calc-maxsize computes.
+type Result struct {
+	MaxSize         int64   // to configure (clamped to the limit)
+	MaxSizeNeeded   int64   // before clamping
+	Duration        int64   // to configure (clamped)
+	DurationNeeded  int64   // before clamping
+	PerPIDRate      float64 // messages per millisecond per pid
+	EvictAfter      float64 // seconds a healthy pid's iid stays before eviction by count
+	PIDsNeeded      int64   // pids the rate must be spread over (when MaxSize is clamped)
+	MaxSizeFormula  string
+	DurationFormula string
+	Interplay       string
+	Memory          Memory
+	Warnings        []string
+}
+
+// Memory estimates the stream's IDMP state at full occupancy.
+type Memory struct {
+	NativePerPID, NativeTotal     int64 // approximate
+	EmulatedPerPID, EmulatedTotal int64 // from the measured constant
+}
+
+// Calculate applies capacity.md's rules.
+func Calculate(in Inputs) Result {
+	var r Result
+	producers := big.NewRat(in.Producers, 1)
+	perPID := new(big.Rat).Quo(in.Rate, big.NewRat(1000, 1)) // msg/ms
+	perPID.Quo(perPID, producers)
+	r.PerPIDRate, _ = perPID.Float64()
+
+	delayMs := new(big.Rat).SetFrac64(in.MarkDelay.Nanoseconds(), int64(time.Millisecond))
+	factor := new(big.Rat).Add(big.NewRat(1, 1), in.Margin)
+	need := new(big.Rat).Mul(delayMs, perPID)
+	need.Mul(need, factor)
+	r.MaxSizeNeeded = max(ceilRat(need), 1)
+	r.MaxSize = min(r.MaxSizeNeeded, MaxMaxSize)
+	r.MaxSizeFormula = fmt.Sprintf("IDMP-MAXSIZE = ceil(%s ms x %s msg/ms x %s) = %d",
+		ratString(delayMs), ratString(perPID), ratString(factor), r.MaxSizeNeeded)
+	if r.MaxSizeNeeded > MaxMaxSize {
+		total := new(big.Rat).Mul(need, producers)
+		r.PIDsNeeded = ceilRat(new(big.Rat).Quo(total, big.NewRat(MaxMaxSize, 1)))
+		r.Warnings = append(r.Warnings, fmt.Sprintf(
+			"IDMP-MAXSIZE %d is over the limit %d: clamped to %d; spread the rate over at least %d producer IDs (--producers %d) so each needs at most %d",
+			r.MaxSizeNeeded, MaxMaxSize, MaxMaxSize, r.PIDsNeeded, r.PIDsNeeded, MaxMaxSize))
+	}
+
+	if in.Recovery > 0 {
+		secs := new(big.Rat).SetFrac64(in.Recovery.Nanoseconds(), int64(time.Second))
+		r.DurationNeeded = max(ceilRat(secs), 1)
+		r.DurationFormula = fmt.Sprintf("IDMP-DURATION = ceil(%s s) = %d", ratString(secs), r.DurationNeeded)
+	} else {
+		r.DurationNeeded = DefaultDuration
+		r.DurationFormula = fmt.Sprintf("IDMP-DURATION = %d (no --recovery: the server default)", DefaultDuration)
+	}
+	r.Duration = min(r.DurationNeeded, MaxDuration)
+	if r.DurationNeeded > MaxDuration {
+		r.Warnings = append(r.Warnings, fmt.Sprintf(
+			"IDMP-DURATION %d is over the limit %d: clamped to %d; stream IDMP cannot cover a %s recovery, guard the work with a claim key whose --ttl covers it (idmpctl claim run KEY --ttl %s -- ...)",
+			r.DurationNeeded, MaxDuration, MaxDuration, in.Recovery, in.Recovery))
+	}
+
+	if r.PerPIDRate > 0 {
+		r.EvictAfter = float64(r.MaxSize) / r.PerPIDRate / 1000
+	}
+	r.Interplay = fmt.Sprintf(
+		"MAXSIZE is stronger than DURATION: while a producer is healthy its iids are evicted by count after about %s, long before %d s expire them; DURATION matters while it is down and sending nothing.",
+		humanSeconds(r.EvictAfter), r.Duration)
+	if r.EvictAfter > float64(r.Duration) {
+		r.Interplay = fmt.Sprintf(
+			"At this rate DURATION (%d s) expires iids before MAXSIZE evicts them (after about %s): the dedupe window is DURATION.",
+			r.Duration, humanSeconds(r.EvictAfter))
+	}
+	r.Memory = Memory{
+		NativePerPID:   r.MaxSize * NativeBytesPerIID,
+		NativeTotal:    r.MaxSize * NativeBytesPerIID * in.Producers,
+		EmulatedPerPID: r.MaxSize * in.EmulatedBytesPerIID,
+		EmulatedTotal:  r.MaxSize * in.EmulatedBytesPerIID * in.Producers,
+	}
+	return r
+}
+
+func ceilRat(r *big.Rat) int64 {
+	q, m := new(big.Int).QuoRem(r.Num(), r.Denom(), new(big.Int))
+	if m.Sign() > 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	if !q.IsInt64() {
+		return 1 << 62
+	}
+	return q.Int64()
+}
+
+// ratString prints an exact value with up to 6 decimals, trailing zeros trimmed.
+func ratString(r *big.Rat) string {
+	s := r.FloatString(6)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
+
+// RatString is ratString for callers that print normalised inputs.
+func RatString(r *big.Rat) string { return ratString(r) }
+
+func humanSeconds(s float64) string {
+	switch {
+	case s <= 0:
+		return "0 s"
+	case s < 1:
+		return fmt.Sprintf("%.0f ms", s*1000)
+	case s < 120:
+		return fmt.Sprintf("%.3g s", s)
+	case s < 7200:
+		return fmt.Sprintf("%.3g min", s/60)
+	}
+	return fmt.Sprintf("%.3g h", s/3600)
+}

@@ -1,0 +1,160 @@
+package capacity
+
+import (
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+)
+
+func mustRate(t *testing.T, s string) *big.Rat {
+	t.Helper()
+	r, err := ParseRate("rate", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestParseRateForms(t *testing.T) {
+	for in, want := range map[string]string{
+		"1000": "1000", "1000/s": "1000", "1k/s": "1000", "2.5k/s": "2500",
+		"60000/m": "1000", "3.6M/h": "1000", "1/ms": "1000", "86400/d": "1",
+		"0.5": "1/2", "1e3/s": "1000",
+	} {
+		if got := mustRate(t, in).RatString(); got != want {
+			t.Errorf("ParseRate(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestParseRateErrors(t *testing.T) {
+	for _, in := range []string{"", "0", "0/s", "-5", "-1k/s", "NaN", "Inf", "abc", "1/fortnight",
+		"1e999", "1e13", "5x/s", "1//s", "0x10"} {
+		_, err := ParseRate("rate", in)
+		if err == nil {
+			t.Errorf("ParseRate(%q) accepted", in)
+			continue
+		}
+		if !strings.Contains(err.Error(), "--rate") || !strings.Contains(err.Error(), "for example") {
+			t.Errorf("ParseRate(%q) error %q does not name the flag and an accepted form", in, err)
+		}
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	if d, err := ParseDuration("mark-delay", "80ms", "80ms"); err != nil || d != 80*time.Millisecond {
+		t.Fatalf("80ms: %v %v", d, err)
+	}
+	for in, why := range map[string]string{
+		"80": "needs a unit", "0s": "greater than zero", "-1s": "positive", "NaN": "not a duration",
+		"9999999999h": "overflow", "soon": "not a duration", "": "not a duration",
+	} {
+		_, err := ParseDuration("mark-delay", in, "80ms")
+		if err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("ParseDuration(%q) = %v, want %q", in, err, why)
+		}
+	}
+}
+
+func TestParseMargin(t *testing.T) {
+	for in, want := range map[string]string{"25%": "1/4", "0.25": "1/4", "0": "0", "0%": "0", "100%": "1"} {
+		r, err := ParseMargin("margin", in)
+		if err != nil || r.RatString() != want {
+			t.Errorf("ParseMargin(%q) = %v, %v; want %s", in, r, err, want)
+		}
+	}
+	for _, in := range []string{"-5%", "NaN", "x", "20000%"} {
+		if _, err := ParseMargin("margin", in); err == nil {
+			t.Errorf("ParseMargin(%q) accepted", in)
+		}
+	}
+}
+
+func calc(t *testing.T, rate, delay string, recovery time.Duration, producers int64) Result {
+	t.Helper()
+	d, err := ParseDuration("mark-delay", delay, "80ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Calculate(Inputs{Rate: mustRate(t, rate), MarkDelay: d, Recovery: recovery,
+		Producers: producers, Margin: big.NewRat(1, 4), EmulatedBytesPerIID: 100})
+}
+
+func TestWorkedExamples(t *testing.T) {
+	r := calc(t, "1000/s", "80ms", 1000*time.Second, 1)
+	if r.MaxSize != 100 || r.Duration != 1000 || len(r.Warnings) != 0 {
+		t.Fatalf("1000/s + 80ms + 1000s -> %+v", r)
+	}
+	if r.MaxSizeFormula != "IDMP-MAXSIZE = ceil(80 ms x 1 msg/ms x 1.25) = 100" {
+		t.Errorf("formula %q", r.MaxSizeFormula)
+	}
+}
+
+func TestExactArithmetic(t *testing.T) {
+	// 0.1 is not exact in binary floating point; 80 x 1 x 1.1 must be 88, not 89.
+	d, _ := ParseDuration("mark-delay", "80ms", "")
+	r := Calculate(Inputs{Rate: mustRate(t, "1/ms"), MarkDelay: d, Producers: 1,
+		Margin: big.NewRat(1, 10)})
+	if r.MaxSize != 88 {
+		t.Fatalf("MaxSize = %d, want 88", r.MaxSize)
+	}
+}
+
+func TestClamping(t *testing.T) {
+	r := calc(t, "1M/s", "80ms", 48*time.Hour, 1)
+	if r.MaxSize != MaxMaxSize || r.MaxSizeNeeded != 100000 || r.PIDsNeeded != 10 {
+		t.Errorf("maxsize clamp: %+v", r)
+	}
+	if r.Duration != MaxDuration || r.DurationNeeded != 172800 {
+		t.Errorf("duration clamp: %+v", r)
+	}
+	if len(r.Warnings) != 2 || !strings.Contains(r.Warnings[1], "claim") {
+		t.Errorf("warnings: %q", r.Warnings)
+	}
+	// Spreading over the advised number of pids removes the clamp.
+	if r2 := calc(t, "1M/s", "80ms", time.Hour, r.PIDsNeeded); r2.MaxSizeNeeded > MaxMaxSize {
+		t.Errorf("advice of %d pids still needs %d", r.PIDsNeeded, r2.MaxSizeNeeded)
+	}
+}
+
+func TestAtLeastOne(t *testing.T) {
+	r := calc(t, "1/h", "1ms", time.Millisecond, 1)
+	if r.MaxSize != 1 || r.Duration != 1 {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestProducersSplitRate(t *testing.T) {
+	r := calc(t, "4k/s", "80ms", 0, 4)
+	if r.MaxSize != 100 || r.Duration != DefaultDuration {
+		t.Fatalf("%+v", r)
+	}
+	if r.Memory.EmulatedTotal != 4*100*100 {
+		t.Errorf("memory %+v", r.Memory)
+	}
+}
+
+func FuzzParseRate(f *testing.F) {
+	for _, s := range []string{"1000", "2.5k/s", "3.6M/h", "1/ms", "NaN", "-1", "1e999", "0x1p3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseRate("rate", s)
+		if err == nil && (r.Sign() <= 0) {
+			t.Fatalf("ParseRate(%q) = %v without error", s, r)
+		}
+	})
+}
+
+func FuzzParseDuration(f *testing.F) {
+	for _, s := range []string{"80ms", "1.5s", "80", "-1s", "0s", "9999999999h"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDuration("mark-delay", s, "80ms")
+		if err == nil && d <= 0 {
+			t.Fatalf("ParseDuration(%q) = %v without error", s, d)
+		}
+	})
+}

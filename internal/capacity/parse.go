@@ -1,0 +1,155 @@
+// Package capacity computes IDMP-DURATION and IDMP-MAXSIZE from what an
+// operator knows about a producer (capacity.md). It is pure: no server.
+package capacity
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// InputError names the flag a bad value came from and shows an accepted form.
+type InputError struct {
+	Flag, Value, Why, Example string
+}
+
+func (e *InputError) Error() string {
+	return fmt.Sprintf("--%s %q: %s (for example --%s %s)", e.Flag, e.Value, e.Why, e.Flag, e.Example)
+}
+
+var (
+	numberRE = regexp.MustCompile(`^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$`)
+	rateRE   = regexp.MustCompile(`^([0-9.eE+-]+)([kKMG]?)(?:/([a-z]+))?$`)
+)
+
+// maxRate bounds rates far beyond any real producer so that arithmetic stays
+// meaningful; past it the value is called an overflow.
+const maxRate = 1e12
+
+var rateUnits = map[string]*big.Rat{
+	"":    big.NewRat(1, 1),
+	"s":   big.NewRat(1, 1),
+	"sec": big.NewRat(1, 1),
+	"ms":  big.NewRat(1000, 1),
+	"m":   big.NewRat(1, 60),
+	"min": big.NewRat(1, 60),
+	"h":   big.NewRat(1, 3600),
+	"d":   big.NewRat(1, 86400),
+}
+
+var rateScale = map[string]int64{"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
+
+// ParseRate reads a message rate and returns it exactly, in messages per
+// second. Accepted: 1000, 1000/s, 1k/s, 2.5k/s, 60000/m, 3.6M/h, 1/ms.
+// A bare number is per second.
+func ParseRate(flag, s string) (*big.Rat, error) {
+	bad := func(why string) error {
+		return &InputError{Flag: flag, Value: s, Why: why, Example: "1000/s, 2.5k/s, 60000/m or 1/ms"}
+	}
+	s = strings.TrimSpace(s)
+	m := rateRE.FindStringSubmatch(s)
+	if m == nil || len(s) > 64 {
+		return nil, bad("not a rate")
+	}
+	num, err := parsePositive(m[1])
+	if err != nil {
+		return nil, bad(err.Error())
+	}
+	unit, ok := rateUnits[m[3]]
+	if !ok {
+		return nil, bad(fmt.Sprintf("unknown unit /%s (use /ms, /s, /m, /h or /d)", m[3]))
+	}
+	r := new(big.Rat).Mul(num, big.NewRat(rateScale[m[2]], 1))
+	r.Mul(r, unit)
+	if f, _ := r.Float64(); f > maxRate {
+		return nil, bad("overflow: more than 10^12 messages per second")
+	}
+	return r, nil
+}
+
+// parsePositive reads a finite decimal number > 0 exactly.
+func parsePositive(s string) (*big.Rat, error) {
+	if s == "" || strings.HasPrefix(s, "-") {
+		return nil, fmt.Errorf("must be positive")
+	}
+	if !numberRE.MatchString(s) {
+		return nil, fmt.Errorf("not a number")
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	switch {
+	case err != nil || math.IsInf(f, 0) || f > maxRate:
+		return nil, fmt.Errorf("overflow")
+	case f == 0:
+		return nil, fmt.Errorf("must be greater than zero")
+	}
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return nil, fmt.Errorf("not a number")
+	}
+	return r, nil
+}
+
+// ParseDuration reads a Go duration that must be > 0 and carry a unit:
+// a bare number is refused rather than guessed.
+func ParseDuration(flag, s, example string) (time.Duration, error) {
+	bad := func(why string) error {
+		return &InputError{Flag: flag, Value: s, Why: why, Example: example}
+	}
+	s = strings.TrimSpace(s)
+	if numberRE.MatchString(s) {
+		return 0, bad("a duration needs a unit: say which you mean")
+	}
+	if strings.HasPrefix(s, "-") {
+		return 0, bad("must be positive")
+	}
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil && strings.Contains(err.Error(), "invalid duration") && looksNumeric(s):
+		return 0, bad("overflow: longer than 290 years")
+	case err != nil:
+		return 0, bad("not a duration")
+	case d <= 0:
+		return 0, bad("must be greater than zero")
+	}
+	return d, nil
+}
+
+func looksNumeric(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return r >= '0' && r <= '9' }) >= 0 &&
+		!strings.ContainsAny(s, "NnIi")
+}
+
+// ParseMargin reads a safety margin: 25% or 0.25. Zero is allowed (no
+// margin); negative, NaN and more than 100x are not.
+func ParseMargin(flag, s string) (*big.Rat, error) {
+	bad := func(why string) error {
+		return &InputError{Flag: flag, Value: s, Why: why, Example: "25% or 0.25"}
+	}
+	s = strings.TrimSpace(s)
+	pct := strings.HasSuffix(s, "%")
+	num := strings.TrimSuffix(s, "%")
+	if strings.HasPrefix(num, "-") {
+		return nil, bad("must not be negative")
+	}
+	if num == "0" || num == "0.0" {
+		return new(big.Rat), nil
+	}
+	r, err := parsePositive(num)
+	if err != nil {
+		if err.Error() == "must be greater than zero" {
+			return new(big.Rat), nil
+		}
+		return nil, bad(err.Error())
+	}
+	if pct {
+		r.Quo(r, big.NewRat(100, 1))
+	}
+	if r.Cmp(big.NewRat(100, 1)) > 0 {
+		return nil, bad("more than 10000% is not a margin")
+	}
+	return r, nil
+}

@@ -1,0 +1,9 @@
+package main
+
+import (
+	"os"
+
+	"github.com/idmpctl/idmpctl/cmd"
+)
+
+func main() { os.Exit(cmd.Main()) }

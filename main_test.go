@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idmpctl/idmpctl/cmd"
+	"github.com/idmpctl/idmpctl/internal/ops"
+	"github.com/idmpctl/idmpctl/internal/redistest"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/script")
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"idmpctl": func() { os.Exit(cmd.Main()) },
+	})
+}
+
+// TestScript runs the golden CLI scripts of testdata/script, each against a
+// redis-server of its own on a unix socket in $WORK ($IDMPCTL_URL). A
+// script may add a `redis.conf` section with extra server config lines.
+func TestScript(t *testing.T) {
+	testscript.Run(t, scriptParams("testdata/script"))
+}
+
+func scriptParams(dir string) testscript.Params {
+	return testscript.Params{
+		Dir:                 dir,
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		UpdateScripts:       *update,
+		Setup:               setupRedis,
+		Condition:           condition,
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exits":         cmdExits,
+			"redis-stop":    cmdRedisStop,
+			"redis-freeze":  cmdRedisSignal("STOP"),
+			"redis-thaw":    cmdRedisSignal("CONT"),
+			"redis-restart": cmdRedisRestart,
+		},
+	}
+}
+
+func setupRedis(env *testscript.Env) error {
+	var extra []string
+	if b, err := os.ReadFile(filepath.Join(env.WorkDir, "redis.conf")); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+				extra = append(extra, line)
+			}
+		}
+	}
+	srv, err := redistest.Start(redistest.Options{Dir: filepath.Join(env.WorkDir, ".redis"), Unix: true, Config: extra})
+	if err != nil {
+		return err
+	}
+	env.Values["redis"] = srv
+	env.Defer(srv.Stop)
+	env.Setenv("IDMPCTL_URL", srv.URL)
+	env.Setenv("REDIS_SOCK", srv.Addr)
+	env.Setenv("HOME", env.WorkDir)
+	for _, k := range []string{"REDIS_URL", "IDMPCTL_PASSWORD", "REDISCLI_AUTH", "NO_COLOR", "CLICOLOR_FORCE", "IDMPCTL_FORCE_TTY"} {
+		env.Setenv(k, "")
+	}
+	return nil
+}
+
+// cmdExits runs a program and checks its exact exit code:
+//
+//	exits 64 idmpctl calc-maxsize --rate 0 --mark-delay 80ms
+//
+// Its stdout and stderr are kept for the stdout/stderr/cmp checks after it.
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits CODE PROGRAM [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("%s: %v", args[1], err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
+}
+
+func server(ts *testscript.TestScript) *redistest.Server {
+	return ts.Value("redis").(*redistest.Server)
+}
+
+func cmdRedisStop(ts *testscript.TestScript, neg bool, args []string) {
+	server(ts).Kill()
+}
+
+func cmdRedisRestart(ts *testscript.TestScript, neg bool, args []string) {
+	ts.Check(server(ts).Restart())
+}
+
+func cmdRedisSignal(sig string) func(ts *testscript.TestScript, neg bool, args []string) {
+	return func(ts *testscript.TestScript, neg bool, args []string) {
+		p, err := os.FindProcess(server(ts).Pid())
+		ts.Check(err)
+		if sig == "STOP" {
+			ts.Check(p.Signal(stopSignal))
+		} else {
+			ts.Check(p.Signal(contSignal))
+		}
+	}
+}
+
+var (
+	nativeOnce sync.Once
+	nativeIDMP bool
+	nativeErr  error
+)
+
+// condition knows [redis:8.6]: the test server binary has native IDMP
+// (probed once, with COMMAND INFO XCFGSET), and [valkey].
+func condition(cond string) (bool, error) {
+	switch cond {
+	case "redis:8.6":
+		nativeOnce.Do(func() { nativeIDMP, nativeErr = probeNativeIDMP() })
+		return nativeIDMP, nativeErr
+	case "valkey":
+		return redistest.IsValkey(), nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
+}
+
+func probeNativeIDMP() (bool, error) {
+	dir, err := os.MkdirTemp("", "idmp-probe")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(dir)
+	srv, err := redistest.Start(redistest.Options{Dir: dir, Unix: true})
+	if err != nil {
+		return false, err
+	}
+	defer srv.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := ops.Connect(ctx, ops.ConnConfig{URL: srv.URL, Timeout: 5 * time.Second})
+	if err != nil {
+		return false, err
+	}
+	defer c.Close()
+	return c.Caps.NativeIDMP, nil
+}

@@ -1,0 +1,10 @@
+//go:build unix
+
+package main
+
+import "syscall"
+
+var (
+	stopSignal = syscall.SIGSTOP
+	contSignal = syscall.SIGCONT
+)
