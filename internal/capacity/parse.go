@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -21,24 +22,30 @@ func (e *InputError) Error() string {
 	return fmt.Sprintf("--%s %q: %s (for example --%s %s)", e.Flag, e.Value, e.Why, e.Flag, e.Example)
 }
 
+// The patterns compile on first use: process start stays cheap for the
+// commands that never parse a rate.
 var (
-	numberRE = regexp.MustCompile(`^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$`)
-	rateRE   = regexp.MustCompile(`^([0-9.eE+-]+)([kKMG]?)(?:/([a-z]+))?$`)
+	numberRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$`)
+	})
+	rateRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^([0-9.eE+-]+)([kKMG]?)(?:/([a-z]+))?$`)
+	})
 )
 
 // maxRate bounds rates far beyond any real producer so that arithmetic stays
 // meaningful; past it the value is called an overflow.
 const maxRate = 1e12
 
-var rateUnits = map[string]*big.Rat{
-	"":    big.NewRat(1, 1),
-	"s":   big.NewRat(1, 1),
-	"sec": big.NewRat(1, 1),
-	"ms":  big.NewRat(1000, 1),
-	"m":   big.NewRat(1, 60),
-	"min": big.NewRat(1, 60),
-	"h":   big.NewRat(1, 3600),
-	"d":   big.NewRat(1, 86400),
+var rateUnits = map[string][2]int64{
+	"":    {1, 1},
+	"s":   {1, 1},
+	"sec": {1, 1},
+	"ms":  {1000, 1},
+	"m":   {1, 60},
+	"min": {1, 60},
+	"h":   {1, 3600},
+	"d":   {1, 86400},
 }
 
 var rateScale = map[string]int64{"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
@@ -51,7 +58,7 @@ func ParseRate(flag, s string) (*big.Rat, error) {
 		return &InputError{Flag: flag, Value: s, Why: why, Example: "1000/s, 2.5k/s, 60000/m or 1/ms"}
 	}
 	s = strings.TrimSpace(s)
-	m := rateRE.FindStringSubmatch(s)
+	m := rateRE().FindStringSubmatch(s)
 	if m == nil || len(s) > 64 {
 		return nil, bad("not a rate")
 	}
@@ -64,7 +71,7 @@ func ParseRate(flag, s string) (*big.Rat, error) {
 		return nil, bad(fmt.Sprintf("unknown unit /%s (use /ms, /s, /m, /h or /d)", m[3]))
 	}
 	r := new(big.Rat).Mul(num, big.NewRat(rateScale[m[2]], 1))
-	r.Mul(r, unit)
+	r.Mul(r, big.NewRat(unit[0], unit[1]))
 	if f, _ := r.Float64(); f > maxRate {
 		return nil, bad("overflow: more than 10^12 messages per second")
 	}
@@ -76,7 +83,7 @@ func parsePositive(s string) (*big.Rat, error) {
 	if s == "" || strings.HasPrefix(s, "-") {
 		return nil, fmt.Errorf("must be positive")
 	}
-	if !numberRE.MatchString(s) {
+	if !numberRE().MatchString(s) {
 		return nil, fmt.Errorf("not a number")
 	}
 	f, err := strconv.ParseFloat(s, 64)
@@ -100,7 +107,7 @@ func ParseDuration(flag, s, example string) (time.Duration, error) {
 		return &InputError{Flag: flag, Value: s, Why: why, Example: example}
 	}
 	s = strings.TrimSpace(s)
-	if numberRE.MatchString(s) {
+	if numberRE().MatchString(s) {
 		return 0, bad("a duration needs a unit: say which you mean")
 	}
 	if strings.HasPrefix(s, "-") {

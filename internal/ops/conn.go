@@ -12,6 +12,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -70,7 +71,7 @@ func (c *Conn) Ctx(parent context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeout(parent, c.Timeout)
 }
 
-var urlPassword = regexp.MustCompile(`(//[^:/@]*:)[^@/]*@`)
+var urlPassword = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(//[^:/@]*:)[^@/]*@`) })
 
 // Redact hides the password in a URL, also in one that does not parse.
 func Redact(raw string) string {
@@ -80,7 +81,7 @@ func Redact(raw string) string {
 		}
 		return raw
 	}
-	return urlPassword.ReplaceAllString(raw, "${1}xxxxx@")
+	return urlPassword().ReplaceAllString(raw, "${1}xxxxx@")
 }
 
 // Options turns the config into client options without touching the network.
