@@ -1,0 +1,266 @@
+// Package batch reads xadd's NDJSON input: one JSON object a line,
+// {"iid":"order-17","fields":{"amount":"100"}}, where fields may also be a
+// list of pairs [["f","v"],["f","v2"]] when order or repeated names matter.
+// It streams: memory does not grow with the input.
+package batch
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// MaxLine bounds one input line; a longer line is malformed.
+const MaxLine = 64 << 20
+
+// Line is one parsed input line.
+type Line struct {
+	IID    string
+	HasIID bool
+	Fields []string // flat: field, value, ...
+}
+
+// LineError is a malformed line, numbered from 1.
+type LineError struct {
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// ParseLine reads one line. With auto, an "iid" is an error (IDMPAUTO
+// derives it); without, it is required.
+func ParseLine(b []byte, auto bool) (Line, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var l Line
+	if err := expectDelim(dec, '{', "an object"); err != nil {
+		return l, err
+	}
+	seenFields := false
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return l, jsonErr(err)
+		}
+		key, _ := tok.(string)
+		switch key {
+		case "iid":
+			tok, err := dec.Token()
+			if err != nil {
+				return l, jsonErr(err)
+			}
+			s, ok := tok.(string)
+			if !ok {
+				return l, errors.New(`"iid" must be a string`)
+			}
+			if l.HasIID {
+				return l, errors.New(`"iid" given twice`)
+			}
+			l.IID, l.HasIID = s, true
+		case "fields":
+			if seenFields {
+				return l, errors.New(`"fields" given twice`)
+			}
+			seenFields = true
+			if l.Fields, err = parseFields(dec); err != nil {
+				return l, err
+			}
+		default:
+			return l, fmt.Errorf("unknown key %q (want \"iid\" and \"fields\")", key)
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return l, jsonErr(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return l, errors.New("text after the object")
+	}
+	switch {
+	case auto && l.HasIID:
+		return l, errors.New(`"iid" given with --auto (IDMPAUTO derives it from the fields)`)
+	case !auto && !l.HasIID:
+		return l, errors.New(`no "iid" (or use --auto)`)
+	case !auto && l.IID == "":
+		return l, errors.New(`empty "iid" (IDMP requires a non-empty idempotent ID)`)
+	case len(l.Fields) == 0:
+		return l, errors.New(`no "fields"`)
+	}
+	return l, nil
+}
+
+// ParseFields reads a fields value on its own (the --json flag).
+func ParseFields(b []byte) ([]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	f, err := parseFields(dec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("text after the fields")
+	}
+	if len(f) == 0 {
+		return nil, errors.New("no fields")
+	}
+	return f, nil
+}
+
+// parseFields reads {"f":"v",...} keeping order and repeated names, or
+// [["f","v"],...]. Values may be strings, numbers or booleans.
+func parseFields(dec *json.Decoder) ([]string, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, jsonErr(err)
+	}
+	var out []string
+	switch tok {
+	case json.Delim('{'):
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return nil, jsonErr(err)
+			}
+			v, err := scalar(dec)
+			if err != nil {
+				return nil, fmt.Errorf("field %q: %w", k, err)
+			}
+			out = append(out, k.(string), v)
+		}
+	case json.Delim('['):
+		for dec.More() {
+			if err := expectDelim(dec, '[', `a ["field","value"] pair`); err != nil {
+				return nil, err
+			}
+			f, err := scalar(dec)
+			if err != nil {
+				return nil, err
+			}
+			v, err := scalar(dec)
+			if err != nil {
+				return nil, err
+			}
+			if err := expectDelim(dec, ']', `a ["field","value"] pair of two`); err != nil {
+				return nil, err
+			}
+			out = append(out, f, v)
+		}
+	default:
+		return nil, errors.New(`"fields" must be an object or a list of ["field","value"] pairs`)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, jsonErr(err)
+	}
+	return out, nil
+}
+
+func scalar(dec *json.Decoder) (string, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", jsonErr(err)
+	}
+	switch v := tok.(type) {
+	case string:
+		return v, nil
+	case json.Number:
+		return v.String(), nil
+	case bool:
+		return strconv.FormatBool(v), nil
+	}
+	return "", fmt.Errorf("values must be strings, numbers or booleans, not %v", describe(tok))
+}
+
+func describe(tok json.Token) string {
+	switch tok {
+	case nil:
+		return "null"
+	case json.Delim('{'):
+		return "an object"
+	case json.Delim('['):
+		return "a list"
+	case json.Delim(']'), json.Delim('}'):
+		return "the end of " + map[json.Delim]string{']': "a list", '}': "an object"}[tok.(json.Delim)]
+	}
+	return fmt.Sprint(tok)
+}
+
+func expectDelim(dec *json.Decoder, d json.Delim, what string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return jsonErr(err)
+	}
+	if tok != d {
+		return fmt.Errorf("want %s, got %s", what, describe(tok))
+	}
+	return nil
+}
+
+func jsonErr(err error) error {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return errors.New("unexpected end of JSON")
+	}
+	return fmt.Errorf("invalid JSON: %w", err)
+}
+
+// Reader yields parsed lines from an NDJSON stream, skipping blank lines.
+type Reader struct {
+	r    *bufio.Reader
+	auto bool
+	n    int
+}
+
+// NewReader reads NDJSON lines from r.
+func NewReader(r io.Reader, auto bool) *Reader {
+	return &Reader{r: bufio.NewReaderSize(r, 64<<10), auto: auto}
+}
+
+// Next returns the next line and its number; io.EOF at the end; a
+// *LineError for a malformed line.
+func (br *Reader) Next() (Line, int, error) {
+	for {
+		raw, err := br.readLine()
+		if err != nil {
+			return Line{}, br.n, err
+		}
+		if len(bytes.TrimSpace(raw)) == 0 {
+			continue
+		}
+		l, perr := ParseLine(raw, br.auto)
+		if perr != nil {
+			return Line{}, br.n, &LineError{Line: br.n, Err: perr}
+		}
+		return l, br.n, nil
+	}
+}
+
+func (br *Reader) readLine() ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := br.r.ReadSlice('\n')
+		if len(buf)+len(chunk) > MaxLine {
+			br.n++
+			return nil, &LineError{Line: br.n, Err: fmt.Errorf("longer than %d bytes", MaxLine)}
+		}
+		if err == bufio.ErrBufferFull {
+			buf = append(buf, chunk...)
+			continue
+		}
+		if buf != nil {
+			chunk = append(buf, chunk...)
+		}
+		if err == io.EOF && len(chunk) > 0 {
+			br.n++
+			return chunk, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		br.n++
+		return chunk, nil
+	}
+}
