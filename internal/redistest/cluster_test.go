@@ -1,0 +1,29 @@
+package redistest
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestStartCluster(t *testing.T) {
+	if !HaveCLI() {
+		t.Skip("redis-cli not found: cluster tests need it")
+	}
+	c, err := StartCluster(t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	if !strings.HasPrefix(c.URL, "redis://127.0.0.1:") {
+		t.Fatalf("URL = %q", c.URL)
+	}
+	for _, s := range c.Nodes {
+		info, err := s.Do("CLUSTER", "INFO")
+		if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:3") {
+			t.Fatalf("%s: %v %q", s.Addr, err, info)
+		}
+	}
+	if _, err := StartCluster(t.TempDir(), 2); err == nil {
+		t.Fatal("a 2-node cluster was accepted")
+	}
+}
