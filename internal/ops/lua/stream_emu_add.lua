@@ -1,0 +1,206 @@
+-- Emulated IDMP: a batch of idempotent adds to one stream, decided and
+-- written atomically on the server clock.
+--
+-- KEYS[4 + 2(j-1)], KEYS[5 + 2(j-1)]: ids hash and order list of pid j.
+-- ARGV[4..8]: nomkstream ('1'|''), trim ('MAXLEN'|'MINID'|''), '='|'~',
+-- threshold, limit (''|n), for every item; ARGV[9] = npids, then per pid:
+-- pid, number of items for it; then nitems, then per item: pid index, iid,
+-- nfields, fields...
+-- Reply: a flat array of (code, id-or-message, original-exists) per item:
+--   'a' added, 'd' duplicate of id, 'n' no stream (NOMKSTREAM), 'e' error.
+-- Processing stops after an 'n' or 'e' item; earlier items stay written.
+--
+-- Per item the script only calls XADD: each pid's known iids are read with
+-- one HMGET up front and its new iids written in bulk at the end. MAXSIZE
+-- eviction inside the batch is tracked by list position, so a later repeat
+-- of an iid evicted earlier in the same batch is a new entry (R5, R11).
+
+local t = key_type(STREAM)
+if t ~= 'none' and t ~= 'stream' then return redis.error_reply(WRONGTYPE) end
+local m = load_meta()
+local err = conflict(m)
+if err then return err end
+
+local exists, info = t == 'stream', nil
+if exists then
+  info = xinfo()
+  if stale(info, m) then
+    drop_state(false)
+    m = fresh_meta()
+  end
+elseif m.owner or redis.call('EXISTS', PIDS) == 1 then
+  -- R13: the stream is gone, so is everything it remembered.
+  drop_state(false)
+  m = fresh_meta()
+end
+
+-- Variadic calls in slices: Lua's unpack is bounded by the C stack.
+local function bulk(cmd, key, list)
+  for i = 1, #list, 4000 do
+    redis.call(cmd, key, unpack(list, i, math.min(i + 3999, #list)))
+  end
+end
+
+local now = now_ms()
+local dur_ms, maxsize = m.duration * 1000, m.maxsize
+local nomk = ARGV[4] == '1'
+-- XADD's arguments before the fields, the same for every item.
+local head = { STREAM }
+if nomk then head[#head + 1] = 'NOMKSTREAM' end
+if ARGV[5] ~= '' then
+  head[#head + 1], head[#head + 2], head[#head + 3] = ARGV[5], ARGV[6], ARGV[7]
+  if ARGV[8] ~= '' then head[#head + 1], head[#head + 2] = 'LIMIT', ARGV[8] end
+end
+head[#head + 1] = '*'
+local nhead = #head
+
+local npids = tonumber(ARGV[9])
+local first = 11 + 2 * npids -- the first item
+local nitems = tonumber(ARGV[first - 1])
+
+-- Per pid: drop expired iids, then read what may matter to this batch.
+local per = {}
+for j = 1, npids do
+  local ids, order = KEYS[2 + 2 * j], KEYS[3 + 2 * j]
+  while true do
+    local oldest = redis.call('LINDEX', order, 0)
+    if not oldest then break end
+    local id = redis.call('HGET', ids, oldest)
+    if id and id_ms(id) + dur_ms > now then break end
+    redis.call('LPOP', order)
+    redis.call('HDEL', ids, oldest)
+  end
+  local p = { ids = ids, order = order, pid = ARGV[8 + 2 * j], start = redis.call('LLEN', order),
+    known = {}, pos = {}, cand = {}, pushed = {}, newid = {}, n = 0 }
+  -- Old iids this batch can evict: the list's first (start + count - maxsize).
+  local reach = math.min(p.start, p.start + tonumber(ARGV[9 + 2 * j]) - maxsize)
+  if reach > 0 then
+    for i, iid in ipairs(redis.call('LRANGE', order, 0, reach - 1)) do p.cand[iid] = i - 1 end
+  end
+  per[j] = p
+end
+-- One HMGET per pid for the iids of the batch.
+local asked = {}
+local a = first
+for _ = 1, nitems do
+  local pj = tonumber(ARGV[a])
+  local l = asked[pj] or {}
+  l[#l + 1] = ARGV[a + 1]
+  asked[pj] = l
+  a = a + 3 + tonumber(ARGV[a + 2])
+end
+for j, l in pairs(asked) do
+  for i = 1, #l, 4000 do
+    local last = math.min(i + 3999, #l)
+    local v = redis.call('HMGET', per[j].ids, unpack(l, i, last))
+    for k = i, last do
+      if v[k - i + 1] then per[j].known[l[k]] = v[k - i + 1] end
+    end
+  end
+end
+
+local nadds, ndups, last_id = 0, 0, nil
+local out, nout = {}, 0
+local function reply(code, text, flag)
+  out[nout + 1], out[nout + 2], out[nout + 3] = code, text, flag
+  nout = nout + 3
+end
+a = first
+for _ = 1, nitems do
+  local p, iid, nf = per[tonumber(ARGV[a])], ARGV[a + 1], tonumber(ARGV[a + 2])
+  local f0 = a + 3
+  a = f0 + nf
+  if p.pid == '' or iid == '' then
+    local what = 'producer'
+    if p.pid ~= '' then what = 'idempotent' end
+    reply('e', 'ERR IDMP requires a non-empty ' .. what .. ' ID', 0)
+    break
+  end
+  if not exists and nomk then
+    reply('n', '', 0)
+    break
+  end
+  -- List positions below evict are gone (R5): old ones, or pushed earlier here.
+  local evict = p.start + p.n - maxsize
+  local orig
+  local k = p.pos[iid]
+  if k then
+    if p.start + k - 1 >= evict then orig = p.newid[iid] end
+  else
+    orig = p.known[iid]
+    if orig then
+      local c = p.cand[iid]
+      if c and c < evict then orig = nil end
+    end
+  end
+  if orig then
+    -- R2/R10: reply the original ID; add nothing, trim nothing.
+    ndups = ndups + 1
+    local still = 0
+    if #redis.call('XRANGE', STREAM, orig, orig) > 0 then still = 1 end
+    reply('d', orig, still)
+  else
+    local id
+    if nhead == 2 and nf == 2 then
+      id = redis.pcall('XADD', STREAM, '*', ARGV[f0], ARGV[f0 + 1])
+    elseif nhead == 2 and nf == 4 then
+      id = redis.pcall('XADD', STREAM, '*', ARGV[f0], ARGV[f0 + 1], ARGV[f0 + 2], ARGV[f0 + 3])
+    else
+      local args = { unpack(head) }
+      for f = f0, f0 + nf - 1 do args[nhead + f - f0 + 1] = ARGV[f] end
+      id = redis.pcall('XADD', unpack(args))
+    end
+    if type(id) ~= 'string' then
+      if id then reply('e', id.err, 0) else reply('n', '', 0) end
+      break
+    end
+    local n = p.n + 1
+    p.n, p.pushed[n], p.pos[iid], p.newid[iid] = n, iid, n, id
+    nadds, exists, last_id = nadds + 1, true, id
+    reply('a', id, 0)
+  end
+end
+
+if nadds + ndups > 0 then
+  local set_ttl = 0
+  for _, p in ipairs(per) do
+    local n = p.n
+    if n > 0 then
+      bulk('RPUSH', p.order, p.pushed)
+      local evict = p.start + n - maxsize
+      local gone = {}
+      if evict > 0 then gone = redis.call('LPOP', p.order, evict) end
+      local keep, drop = {}, {}
+      for k, iid in ipairs(p.pushed) do
+        if p.pos[iid] == k and p.start + k - 1 >= evict then
+          keep[#keep + 1], keep[#keep + 2] = iid, p.newid[iid]
+        end
+      end
+      for _, iid in ipairs(gone) do
+        local k = p.pos[iid]
+        if not (k and p.start + k - 1 >= evict) then drop[#drop + 1] = iid end
+      end
+      bulk('HDEL', p.ids, drop)
+      bulk('HSET', p.ids, keep)
+      local ahead = id_ms(p.newid[p.pushed[n]]) - now
+      if ahead < 0 then ahead = 0 elseif ahead > MAX_AHEAD_MS then ahead = MAX_AHEAD_MS end
+      local ttl = ahead + dur_ms + TTL_SLACK_MS
+      redis.call('SADD', PIDS, p.pid)
+      redis.call('PEXPIRE', p.ids, ttl)
+      redis.call('PEXPIRE', p.order, ttl)
+      if ttl > set_ttl then set_ttl = ttl end
+    end
+  end
+  -- The pids set lives as long as its longest-lived pid.
+  if set_ttl > 0 and redis.call('PTTL', PIDS) < set_ttl then
+    redis.call('PEXPIRE', PIDS, set_ttl)
+  end
+  -- Drop a few pids whose keys have expired, so the set stays bounded.
+  for _, p in ipairs(redis.call('SRANDMEMBER', PIDS, 2)) do
+    if redis.call('EXISTS', ORDER_PREFIX .. p) == 0 then redis.call('SREM', PIDS, p) end
+  end
+  redis.call('HSET', META, unpack(snapshot(info, last_id, nadds)))
+  if nadds > 0 then redis.call('HINCRBY', META, 'iids-added', nadds) end
+  if ndups > 0 then redis.call('HINCRBY', META, 'iids-duplicates', ndups) end
+end
+return out

@@ -1,0 +1,43 @@
+-- Emulated XCFGSET (R7). ARGV[4] = duration, ARGV[5] = maxsize ('0' keeps).
+-- Reply: {before-duration, before-maxsize, after-duration, after-maxsize,
+-- changed (0|1), iids cleared}. Same values change and clear nothing.
+
+local t = key_type(STREAM)
+if t ~= 'none' and t ~= 'stream' then return redis.error_reply(WRONGTYPE) end
+local m = load_meta()
+local err = conflict(m)
+if err then return err end
+if t == 'none' then
+  if m.owner or redis.call('EXISTS', PIDS) == 1 then drop_state(false) end
+  return redis.error_reply('ERR no such key')
+end
+
+local d, n = tonumber(ARGV[4]), tonumber(ARGV[5])
+if d == nil or n == nil then return redis.error_reply('ERR value is not an integer or out of range') end
+if d == 0 and n == 0 then
+  return redis.error_reply('ERR At least one parameter (IDMP-DURATION or IDMP-MAXSIZE) must be given')
+end
+if d < 0 or d > 86400 then return redis.error_reply('ERR IDMP-DURATION must be between 1 and 86400') end
+if n < 0 or n > 10000 then return redis.error_reply('ERR IDMP-MAXSIZE must be between 1 and 10000') end
+
+local info = xinfo()
+if stale(info, m) then
+  drop_state(false)
+  m = fresh_meta()
+end
+local ad, am = m.duration, m.maxsize
+if d > 0 then ad = d end
+if n > 0 then am = n end
+if ad == m.duration and am == m.maxsize then
+  return { m.duration, m.maxsize, ad, am, 0, 0 }
+end
+
+local now, dur_ms, cleared = now_ms(), m.duration * 1000, 0
+for _, pid in ipairs(redis.call('SMEMBERS', PIDS)) do
+  cleared = cleared + live_count(IDS_PREFIX .. pid, ORDER_PREFIX .. pid, dur_ms, now)
+end
+drop_state(true)
+local h = snapshot(info, nil, 0)
+h[#h + 1], h[#h + 2], h[#h + 3], h[#h + 4] = 'duration', ad, 'maxsize', am
+redis.call('HSET', META, unpack(h))
+return { m.duration, m.maxsize, ad, am, 1, cleared }
