@@ -1,0 +1,190 @@
+package records
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// maxMarker bounds what can be a plain status marker.
+const maxMarker = 32
+
+func decodeHash(r *Record, h map[string]string, lens map[string]int64) {
+	r.Fields = h
+	_, hasStatus := h["status"]
+	_, hasToken := h["token"]
+	switch {
+	case hasStatus && hasToken:
+		r.Format = FormatIdmpctl
+		decodeIdmpctl(r, h)
+		if !r.HasResult && lens["result"] > 0 {
+			r.HasResult, r.ResultBytes = true, int(lens["result"])
+		}
+	default:
+		raw, ok := lookup(h, statusNames...)
+		if !ok {
+			return
+		}
+		r.Format = FormatHash
+		r.RawStatus, r.Status = raw, NormaliseStatus(raw)
+		decodeGeneric(r, h)
+		if !r.HasResult {
+			for _, n := range resultNames {
+				if l := lens[n]; l > 0 {
+					r.HasResult, r.ResultBytes = true, int(l)
+					break
+				}
+			}
+		}
+	}
+}
+
+// decodeIdmpctl reads claim.md's record: integers are server ms, exactly.
+func decodeIdmpctl(r *Record, h map[string]string) {
+	r.RawStatus = h["status"]
+	r.Status = NormaliseStatus(r.RawStatus)
+	r.Owner = h["owner"]
+	r.Token = exactInt(h["token"])
+	r.Attempts = exactInt(h["attempts"])
+	r.LeaseUntilMs = exactInt(h["lease_until"])
+	r.CreatedMs = exactInt(h["created"])
+	r.UpdatedMs = exactInt(h["updated"])
+	r.Fingerprint = h["fingerprint"]
+	if v, ok := h["result"]; ok {
+		r.HasResult, r.ResultBytes = true, len(v)
+	}
+	r.Error = h["error"]
+}
+
+// decodeGeneric reads the common field names of other libraries, guessing
+// units where they vary.
+func decodeGeneric(r *Record, m map[string]string) {
+	if v, ok := lookup(m, ownerNames...); ok {
+		r.Owner = v
+	}
+	if v, ok := lookup(m, tokenNames...); ok {
+		r.Token = looseInt(v)
+	}
+	if v, ok := lookup(m, attemptNames...); ok {
+		r.Attempts = looseInt(v)
+	}
+	if v, ok := lookup(m, createdNames...); ok {
+		r.CreatedMs = timestampMs(v)
+	}
+	if v, ok := lookup(m, updatedNames...); ok {
+		r.UpdatedMs = timestampMs(v)
+	}
+	if v, ok := lookup(m, leaseNames...); ok {
+		r.LeaseUntilMs = timestampMs(v)
+	}
+	if v, ok := lookup(m, deadlineNames...); ok {
+		r.DeadlineMs = timestampMs(v)
+	}
+	if v, ok := lookup(m, fingerprintNames...); ok {
+		r.Fingerprint = v
+	}
+	if v, ok := lookup(m, resultNames...); ok && v != "null" {
+		r.HasResult, r.ResultBytes = true, len(v)
+	}
+	if v, ok := lookup(m, errorNames...); ok && v != "null" {
+		r.Error = v
+	}
+}
+
+func decodeString(r *Record, s string, lockTargetExists *bool) {
+	trimmed := strings.TrimSpace(s)
+	if strings.HasSuffix(r.Key, ":lock") && strings.EqualFold(trimmed, "true") {
+		// Powertools' orphan-record takeover lock (Python writes "True",
+		// TypeScript "true"), kept for orphan_lock_timeout seconds.
+		r.Format, r.Status, r.RawStatus = FormatPowertoolsLock, Processing, s
+		if lockTargetExists != nil && !*lockTargetExists {
+			r.Flags = append(r.Flags, FlagOrphanLock)
+		}
+		return
+	}
+	if strings.HasPrefix(trimmed, "{") {
+		if m, ok := jsonObject(trimmed); ok {
+			r.Fields = m
+			if isPowertools(m) {
+				decodePowertools(r, m)
+				return
+			}
+			if raw, ok := lookup(m, statusNames...); ok {
+				r.Format = FormatJSON
+				r.RawStatus, r.Status = raw, NormaliseStatus(raw)
+				decodeGeneric(r, m)
+			}
+		}
+		return
+	}
+	if st, ok := marker(trimmed); ok {
+		r.Format, r.Status, r.RawStatus = FormatMarker, st, s
+		return
+	}
+	if s != "" && len(r.Key) > len(s)+1 && strings.HasSuffix(r.Key, ":"+s) {
+		// Camel's RedisStringIdempotentRepository: SET NX "repo:id" "id".
+		r.Format, r.Status = FormatCamel, Completed
+	}
+}
+
+// marker recognises a plain status string: a status word, or "1"/"true"
+// (the `SET key 1 NX` "seen" marker, read as COMPLETED), optionally
+// JSON-quoted as Jackson serialisers write it.
+func marker(s string) (Status, bool) {
+	if len(s) > maxMarker {
+		return Unknown, false
+	}
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		s = strings.TrimSpace(s[1 : len(s)-1])
+	}
+	if s == "1" || strings.EqualFold(s, "true") {
+		return Completed, true
+	}
+	st := NormaliseStatus(s)
+	return st, st != Unknown
+}
+
+// jsonObject reads a JSON object's top-level members as strings: JSON
+// strings unquoted, anything else (numbers, objects, arrays) as its raw text.
+func jsonObject(s string) (map[string]string, bool) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &raw); err != nil || raw == nil {
+		return nil, false
+	}
+	m := make(map[string]string, len(raw))
+	for k, v := range raw {
+		if len(v) > 0 && v[0] == '"' {
+			var str string
+			if json.Unmarshal(v, &str) == nil {
+				m[k] = str
+				continue
+			}
+		}
+		m[k] = string(v)
+	}
+	return m, true
+}
+
+// Powertools statuses (aws_lambda_powertools STATUS_CONSTANTS).
+var powertoolsStatus = map[string]Status{"INPROGRESS": Processing, "COMPLETED": Completed, "EXPIRED": Expired}
+
+// isPowertools: every record Powertools writes has status and expiration.
+func isPowertools(m map[string]string) bool {
+	_, known := powertoolsStatus[m["status"]]
+	_, hasExp := m["expiration"]
+	return known && hasExp
+}
+
+// decodePowertools reads an AWS Powertools idempotency record: expiration in
+// seconds, in_progress_expiration in ms. Decode's judge turns a record past
+// its expiration into EXPIRED.
+func decodePowertools(r *Record, m map[string]string) {
+	r.Format = FormatPowertools
+	r.RawStatus = m["status"]
+	r.Status = powertoolsStatus[r.RawStatus]
+	r.ExpiresMs = secondsMs(m["expiration"])
+	r.DeadlineMs = millis(m["in_progress_expiration"])
+	r.Fingerprint = m["validation"]
+	if v, ok := m["data"]; ok && v != "null" {
+		r.HasResult, r.ResultBytes = true, len(v)
+	}
+}

@@ -1,0 +1,242 @@
+// Package records decodes the idempotency records that idmpctl and other
+// libraries leave in Redis into one normalised view. It is pure: callers read
+// the key (TYPE, PTTL, the value) and hand the replies to Decode, which never
+// panics and never fails: what it cannot read is Format unknown.
+//
+// Recognition rules, in order (the first that fits wins):
+//
+//	type none                          -> none, status ABSENT
+//	hash with status and token fields   -> idmpctl (claim.md's record)
+//	hash with a status or state field   -> hash (any case of the field name)
+//	set                                 -> camel (one repository; Members = SCARD)
+//	stream                              -> stream (the caller shows the stream view)
+//	string KEY:lock holding true/True   -> powertools-lock (Powertools' takeover lock)
+//	string holding a JSON object with status INPROGRESS|COMPLETED|EXPIRED
+//	  and an expiration field           -> powertools
+//	string holding a JSON object with a status or state member -> json
+//	string holding a status word or "1"/"true" (optionally JSON-quoted)
+//	                                    -> marker
+//	string P:V holding V (V non-empty)  -> camel (Camel's string repository)
+//	anything else                       -> unknown
+//
+// A set is read as a Camel repository because no other known idempotency
+// store keeps its ids in a set; no cross-key heuristic is needed, and purge
+// deletes a whole set only with --any-type.
+package records
+
+import (
+	"strings"
+)
+
+// Format names the shape a record was written in.
+type Format string
+
+// Formats, as shown by inspect and accepted in JSON output.
+const (
+	FormatIdmpctl        Format = "idmpctl"
+	FormatHash           Format = "hash"
+	FormatJSON           Format = "json"
+	FormatMarker         Format = "marker"
+	FormatPowertools     Format = "powertools"
+	FormatPowertoolsLock Format = "powertools-lock"
+	FormatCamel          Format = "camel"
+	FormatStream         Format = "stream"
+	FormatUnknown        Format = "unknown"
+	FormatNone           Format = "none" // the key does not exist
+)
+
+// Status is a normalised record status.
+type Status string
+
+// Statuses. ABSENT is for keys that do not exist (inspect of a missing key).
+const (
+	Processing Status = "PROCESSING"
+	Completed  Status = "COMPLETED"
+	Failed     Status = "FAILED"
+	Expired    Status = "EXPIRED"
+	Unknown    Status = "UNKNOWN"
+	Absent     Status = "ABSENT"
+)
+
+// Flag marks what an operator needs to see.
+type Flag string
+
+// Flags.
+const (
+	FlagStale      Flag = "stale"       // PROCESSING past its lease or deadline
+	FlagNoTTL      Flag = "no-ttl"      // the key never expires
+	FlagOrphanLock Flag = "orphan-lock" // a Powertools lock whose record is gone
+	FlagExpired    Flag = "expired"     // past its own expiration (Powertools)
+)
+
+// Record is the normalised view of one key. Times are Unix milliseconds
+// (0 = not known); TTLms is PTTL's reply (-1 no TTL, -2 missing).
+type Record struct {
+	Key          string            `json:"key"`
+	Format       Format            `json:"format"`
+	Type         string            `json:"type"` // the Redis type (TYPE)
+	Status       Status            `json:"status"`
+	RawStatus    string            `json:"raw_status,omitempty"`
+	Owner        string            `json:"owner,omitempty"`
+	Token        int64             `json:"token,omitempty"`
+	Attempts     int64             `json:"attempts,omitempty"`
+	CreatedMs    int64             `json:"created,omitempty"`
+	UpdatedMs    int64             `json:"updated,omitempty"`
+	LeaseUntilMs int64             `json:"lease_until,omitempty"`
+	DeadlineMs   int64             `json:"deadline,omitempty"` // in-progress deadline (Powertools in_progress_expiration)
+	ExpiresMs    int64             `json:"expires,omitempty"`  // the record's own expiry (Powertools expiration)
+	TTLms        int64             `json:"ttl_ms"`
+	NowMs        int64             `json:"now,omitempty"` // the server time the record was judged at
+	Fingerprint  string            `json:"fingerprint,omitempty"`
+	HasResult    bool              `json:"has_result,omitempty"`
+	ResultBytes  int               `json:"result_bytes,omitempty"`
+	Error        string            `json:"error,omitempty"`
+	Members      int64             `json:"members,omitempty"` // a Camel set's SCARD
+	Truncated    bool              `json:"truncated,omitempty"`
+	Flags        []Flag            `json:"flags,omitempty"`
+	Fields       map[string]string `json:"fields,omitempty"` // hash fields or top-level JSON members, raw
+}
+
+// RawValue is what the caller read for a key; only the part for its type is
+// set.
+type RawValue struct {
+	// String is the value of a string key, or its first bytes when StringLen
+	// is larger (the read was capped).
+	String    *string
+	StringLen int64
+	// Hash holds a hash's fields; HashPartial says it holds only some (a
+	// huge hash is read in part, plus every field the decoders use).
+	Hash        map[string]string
+	HashPartial bool
+	// HashLens holds the lengths of payload fields (PayloadFields) whose
+	// values were not read; a field with length 0 counts as absent.
+	HashLens map[string]int64
+	SetCard  int64
+	// LockTargetExists says, for a key named X:lock, whether X exists
+	// (nil: not checked).
+	LockTargetExists *bool
+}
+
+// Recognised reports whether the record is an idempotency record in a format
+// purge may delete without --any-type: not unknown, not a missing key, not a
+// stream (purge --stream), not a whole Camel set.
+func (r Record) Recognised() bool {
+	switch r.Format {
+	case FormatUnknown, FormatNone, FormatStream, "":
+		return false
+	case FormatCamel:
+		return r.Type == "string"
+	}
+	return true
+}
+
+// HasFlag reports whether f is set.
+func (r Record) HasFlag(f Flag) bool {
+	for _, g := range r.Flags {
+		if g == f {
+			return true
+		}
+	}
+	return false
+}
+
+// LastActivityMs is the record's most recent known time (updated, else
+// created), 0 when it carries none.
+func (r Record) LastActivityMs() int64 {
+	if r.UpdatedMs > 0 {
+		return r.UpdatedMs
+	}
+	return r.CreatedMs
+}
+
+// Decode normalises one key. nowMs is the server's time; with nowMs <= 0
+// nothing is judged stale or expired.
+func Decode(key, redisType string, value RawValue, ttlMs, nowMs int64) Record {
+	r := Record{Key: key, Type: redisType, TTLms: ttlMs, Format: FormatUnknown, Status: Unknown, NowMs: max(nowMs, 0)}
+	switch redisType {
+	case "none", "":
+		r.Type, r.Format, r.Status, r.TTLms = "none", FormatNone, Absent, -2
+		return r
+	case "hash":
+		r.Truncated = value.HashPartial
+		decodeHash(&r, value.Hash, value.HashLens)
+	case "string":
+		if value.String != nil {
+			s := *value.String
+			r.Truncated = value.StringLen > int64(len(s))
+			decodeString(&r, s, value.LockTargetExists)
+		}
+	case "set":
+		r.Format, r.Status, r.RawStatus, r.Members = FormatCamel, Completed, "set", value.SetCard
+	case "stream":
+		r.Format = FormatStream
+	}
+	judge(&r, nowMs)
+	return r
+}
+
+// judge sets the flags that depend on time and TTL.
+func judge(r *Record, nowMs int64) {
+	if r.TTLms == -1 {
+		r.Flags = append(r.Flags, FlagNoTTL)
+	}
+	if nowMs <= 0 {
+		return
+	}
+	if r.Format == FormatPowertools && r.ExpiresMs > 0 && r.ExpiresMs <= nowMs {
+		r.Status = Expired
+	}
+	if r.Status == Expired {
+		r.Flags = append(r.Flags, FlagExpired)
+	}
+	if r.Status == Processing &&
+		((r.LeaseUntilMs > 0 && r.LeaseUntilMs <= nowMs) || (r.DeadlineMs > 0 && r.DeadlineMs <= nowMs)) {
+		r.Flags = append(r.Flags, FlagStale)
+	}
+}
+
+// statusWords maps the status names applications use to the normalised
+// ones. Keys are upper case with spaces and hyphens turned into underscores.
+var statusWords = map[string]Status{
+	"PROCESSING": Processing, "STARTED": Processing, "INPROGRESS": Processing,
+	"IN_PROGRESS": Processing, "RUNNING": Processing, "PENDING": Processing,
+	"LOCKED": Processing, "CLAIMED": Processing, "ACQUIRED": Processing,
+	"COMPLETED": Completed, "COMPLETE": Completed, "DONE": Completed,
+	"SUCCESS": Completed, "SUCCEEDED": Completed, "SUCCESSFUL": Completed,
+	"FINISHED": Completed, "PROCESSED": Completed,
+	"FAILED": Failed, "FAIL": Failed, "ERROR": Failed, "ERRORED": Failed, "FAILURE": Failed,
+	"EXPIRED": Expired,
+}
+
+// NormaliseStatus maps a status as an application wrote it to a Status;
+// UNKNOWN when it is not a known word.
+func NormaliseStatus(raw string) Status {
+	if s, ok := statusWords[statusKey(raw)]; ok {
+		return s
+	}
+	return Unknown
+}
+
+func statusKey(raw string) string {
+	raw = strings.TrimSpace(raw)
+	if len(raw) > 32 {
+		return ""
+	}
+	return strings.Map(func(r rune) rune {
+		if r == ' ' || r == '-' {
+			return '_'
+		}
+		return r
+	}, strings.ToUpper(raw))
+}
+
+// ParseStatus reads a user's --status value: a normalised name or any word
+// NormaliseStatus knows, in any case. ok is false for anything else.
+func ParseStatus(s string) (Status, bool) {
+	switch st := Status(strings.ToUpper(strings.TrimSpace(s))); st {
+	case Processing, Completed, Failed, Expired, Unknown, Absent:
+		return st, true
+	}
+	st := NormaliseStatus(s)
+	return st, st != Unknown
+}
