@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +46,7 @@ func scriptParams(dir string) testscript.Params {
 		Condition:           condition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":         cmdExits,
+			"sleep":         cmdSleep,
 			"redis-stop":    cmdRedisStop,
 			"redis-freeze":  cmdRedisSignal("STOP"),
 			"redis-thaw":    cmdRedisSignal("CONT"),
@@ -71,10 +73,21 @@ func setupRedis(env *testscript.Env) error {
 	env.Setenv("IDMPCTL_URL", srv.URL)
 	env.Setenv("REDIS_SOCK", srv.Addr)
 	env.Setenv("HOME", env.WorkDir)
-	for _, k := range []string{"REDIS_URL", "IDMPCTL_PASSWORD", "REDISCLI_AUTH", "NO_COLOR", "CLICOLOR_FORCE", "IDMPCTL_FORCE_TTY"} {
-		env.Setenv(k, "")
-	}
+	unsetenv(env, "REDIS_URL", "IDMPCTL_PASSWORD", "REDISCLI_AUTH", "NO_COLOR", "CLICOLOR_FORCE", "IDMPCTL_FORCE_TTY")
 	return nil
+}
+
+// unsetenv removes variables the host may have set, so scripts start clean
+// (an empty REDISCLI_AUTH would still make redis-cli send AUTH).
+func unsetenv(env *testscript.Env, keys ...string) {
+	kept := env.Vars[:0]
+	for _, kv := range env.Vars {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(keys, name) {
+			kept = append(kept, kv)
+		}
+	}
+	env.Vars = kept
 }
 
 // cmdExits runs a program and checks its exact exit code:
@@ -99,6 +112,17 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
 	}
+}
+
+// cmdSleep waits: sleep 400ms. Scripts use it only where a lease or a
+// duration must pass on the server's clock; they never assert a speed.
+func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: sleep DURATION")
+	}
+	d, err := time.ParseDuration(args[0])
+	ts.Check(err)
+	time.Sleep(d)
 }
 
 func server(ts *testscript.TestScript) *redistest.Server {

@@ -19,6 +19,7 @@ type CalcMaxsizeOptions struct {
 	Producers                                         int64
 	Apply                                             string
 	Yes, DryRun                                       bool
+	Mode                                              string
 
 	Inputs capacity.Inputs
 }

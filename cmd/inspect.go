@@ -72,7 +72,8 @@ common idempotency record; a scan of keys with counts by status; or, with
 	fl.BoolVar(&o.Literal, "literal", false, "match --match literally (no glob metacharacters)")
 	fl.StringVar(&o.Status, "status", "", "with --match: only these statuses (PROCESSING,COMPLETED,FAILED,EXPIRED,UNKNOWN)")
 	fl.Int64Var(&o.Limit, "limit", 0, "with --match: show at most N keys (0: all)")
-	fl.StringVar(&o.Watch, "watch", "", "redraw a stream view every INTERVAL (e.g. 1s) on a terminal")
+	fl.StringVar(&o.Watch, "watch", "", "redraw a stream view every INTERVAL (e.g. 1s) with adds/s and duplicates/s")
+	fl.IntVar(&f.watchCount, "count", 0, "with --watch: stop after N views (0: until interrupted)")
 	return c
 }
 

@@ -1,15 +1,438 @@
 package cmd
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/health"
+	"github.com/idmpctl/idmpctl/internal/ops"
+	"github.com/idmpctl/idmpctl/internal/records"
+	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/spf13/cobra"
 )
 
-// The key and stream views arrive with the stream and claim work.
+// tableRowCap bounds the rows a terminal table holds in memory; past it,
+// the table says how many more there are (use -o raw or json for all).
+const tableRowCap = 1000
+
+// inspectKeys shows each key: streams with the stream view, records
+// normalised whatever their format. Missing keys: 66 after the others.
 func inspectKeys(c *cobra.Command, o *InspectOptions) error {
-	return exit.Usagef("inspect KEY is not available yet")
+	ctx := c.Context()
+	conn, err := o.Factory.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	recs, err := ops.InspectKeys(ctx, conn, o.Keys)
+	if err != nil && recs == nil {
+		return err
+	}
+	var sv *streamViewer
+	var missing []string
+	for _, r := range recs {
+		if r.Status == records.Absent {
+			missing = append(missing, strconv.Quote(r.Key))
+			continue
+		}
+		if r.Format == records.FormatStream {
+			if sv == nil {
+				if sv, err = newStreamViewer(ctx, o.Factory, conn); err != nil {
+					return err
+				}
+			}
+			if err := sv.show(ctx, r.Key, o.Watch); err != nil {
+				return err
+			}
+			continue
+		}
+		if o.Watch != "" {
+			return exit.Usagef("--watch is for streams; %q is a %s record", r.Key, r.Format)
+		}
+		if err := printRecord(o.Factory.Printer, r); err != nil {
+			return err
+		}
+	}
+	if len(missing) > 0 {
+		return exit.New(exit.NotFound, "inspect", "no such key: %s", strings.Join(missing, ", "))
+	}
+	return nil
 }
 
+// recordJSON is a record in -o json, with the derived times.
+type recordJSON struct {
+	records.Record
+	AgeMs       *int64 `json:"age_ms,omitempty"`
+	LeaseLeftMs *int64 `json:"lease_left_ms,omitempty"`
+}
+
+func withTimes(r records.Record) recordJSON {
+	j := recordJSON{Record: r}
+	now := r.NowMs
+	if t := max(r.UpdatedMs, r.CreatedMs); t > 0 && now > 0 {
+		age := now - t
+		j.AgeMs = &age
+	}
+	if until := max(r.LeaseUntilMs, r.DeadlineMs); until > 0 && r.Status == records.Processing && now > 0 {
+		left := until - now
+		j.LeaseLeftMs = &left
+	}
+	return j
+}
+
+func printRecord(p *render.Printer, r records.Record) error {
+	j := withTimes(r)
+	if p.Format == render.JSON {
+		return p.JSON(j)
+	}
+	pairs := []render.Pair{{"key", r.Key}, {"format", string(r.Format)}, {"type", r.Type}, {"status", statusText(p, r)}}
+	opt := func(label, v string) {
+		if v != "" {
+			pairs = append(pairs, render.Pair{label, v})
+		}
+	}
+	if r.RawStatus != "" && r.RawStatus != string(r.Status) {
+		opt("raw-status", r.RawStatus)
+	}
+	opt("owner", r.Owner)
+	if r.Token > 0 {
+		opt("token", strconv.FormatInt(r.Token, 10))
+	}
+	if r.Attempts > 0 {
+		opt("attempts", strconv.FormatInt(r.Attempts, 10))
+	}
+	opt("created", msTime(p, r.CreatedMs, r.NowMs))
+	opt("updated", msTime(p, r.UpdatedMs, r.NowMs))
+	if j.LeaseLeftMs != nil {
+		opt("lease-left", msDuration(p, *j.LeaseLeftMs))
+	}
+	opt("expires", msTime(p, r.ExpiresMs, r.NowMs))
+	opt("ttl", ttlText(p, r.TTLms))
+	opt("fingerprint", r.Fingerprint)
+	if r.HasResult {
+		opt("result", fmt.Sprintf("%d bytes", r.ResultBytes))
+	}
+	opt("error", r.Error)
+	if r.Members > 0 {
+		opt("members", strconv.FormatInt(r.Members, 10))
+	}
+	if len(r.Flags) > 0 {
+		opt("flags", p.Warn(flagsText(r.Flags)))
+	}
+	p.KV(r.Key, pairs)
+	return nil
+}
+
+func statusText(p *render.Printer, r records.Record) string {
+	s := string(r.Status)
+	switch r.Status {
+	case records.Completed:
+		return p.Good(s)
+	case records.Failed, records.Expired:
+		return p.Bad(s)
+	case records.Processing:
+		return p.Warn(s)
+	}
+	return s
+}
+
+func flagsText(fl []records.Flag) string {
+	s := make([]string, len(fl))
+	for i, f := range fl {
+		s[i] = string(f)
+	}
+	return strings.Join(s, ",")
+}
+
+// msTime is RFC 3339 when piped, "3m ago" on a terminal.
+func msTime(p *render.Printer, ms, nowMs int64) string {
+	if ms <= 0 {
+		return ""
+	}
+	t := time.UnixMilli(ms).UTC()
+	if !p.TTY || nowMs <= 0 {
+		return t.Format(time.RFC3339Nano)
+	}
+	d := time.Duration(nowMs-ms) * time.Millisecond
+	if d < 0 {
+		return "in " + roundDur(-d).String()
+	}
+	return roundDur(d).String() + " ago"
+}
+
+// msDuration is milliseconds when piped, a Go duration on a terminal.
+func msDuration(p *render.Printer, ms int64) string {
+	if !p.TTY {
+		return strconv.FormatInt(ms, 10)
+	}
+	if ms < 0 {
+		return p.Bad("expired " + roundDur(time.Duration(-ms)*time.Millisecond).String() + " ago")
+	}
+	return roundDur(time.Duration(ms) * time.Millisecond).String()
+}
+
+func ttlText(p *render.Printer, ttl int64) string {
+	switch {
+	case !p.TTY:
+		return strconv.FormatInt(ttl, 10)
+	case ttl == -1:
+		return p.Warn("none")
+	case ttl < 0:
+		return ""
+	}
+	return msDuration(p, ttl)
+}
+
+func roundDur(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Hour:
+		return d.Round(time.Minute)
+	case d >= time.Minute:
+		return d.Round(time.Second)
+	case d >= time.Second:
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
+}
+
+// inspectMatch scans keys: one line (or JSON object) per record, streamed,
+// and a summary of counts by status on stderr.
 func inspectMatch(c *cobra.Command, o *InspectOptions) error {
-	return exit.Usagef("inspect --match is not available yet")
+	ctx := c.Context()
+	statuses, err := parseStatuses(o.Status)
+	if err != nil {
+		return err
+	}
+	conn, err := o.Factory.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	p := o.Factory.Printer
+	header := []string{"KEY", "FORMAT", "STATUS", "OWNER", "AGE", "LEASE LEFT", "TTL", "FLAGS"}
+	var rows [][]string
+	var streams []string
+	shown := 0
+	row := func(r records.Record) []string {
+		j := withTimes(r)
+		age, lease := "", ""
+		if j.AgeMs != nil {
+			age = msDuration(p, *j.AgeMs)
+		}
+		if j.LeaseLeftMs != nil {
+			lease = msDuration(p, *j.LeaseLeftMs)
+		}
+		return []string{r.Key, string(r.Format), statusText(p, r), r.Owner, age, lease, ttlText(p, r.TTLms), flagsText(r.Flags)}
+	}
+	opts := ops.ScanOptions{Pattern: o.Match, Literal: o.Literal, Statuses: statuses, Limit: o.Limit}
+	if p.ErrTTY {
+		opts.Progress = func(n int64) { fmt.Fprintf(p.Err, "\rscanned %d keys", n) }
+	}
+	sum, err := ops.ScanKeys(ctx, conn, opts, func(r records.Record) error {
+		switch {
+		case p.Format == render.JSON:
+			return p.JSON(withTimes(r))
+		case p.Format == render.Raw:
+			p.Line("%s", strings.Join(row(r), "\t"))
+		case len(rows) < tableRowCap:
+			rows = append(rows, row(r))
+		}
+		if r.Format == records.FormatStream && len(streams) < tableRowCap {
+			streams = append(streams, r.Key)
+		}
+		shown++
+		return nil
+	})
+	if p.ErrTTY {
+		fmt.Fprint(p.Err, "\r\033[K")
+	}
+	if err != nil {
+		return err
+	}
+	if p.Format == render.Table {
+		if p.TTY {
+			fmt.Fprintf(p.Out, "Showing %d of %d matching keys (%d scanned)\n", len(rows), sum.Matched, sum.Scanned)
+		}
+		if err := p.Table(header, rows); err != nil {
+			return err
+		}
+		if shown > len(rows) {
+			fmt.Fprintf(p.Out, "... %d more: use -o raw or -o json for all\n", shown-len(rows))
+		}
+		if len(streams) > 0 {
+			sv, err := newStreamViewer(ctx, o.Factory, conn)
+			if err != nil {
+				return err
+			}
+			for _, s := range streams {
+				if err := sv.show(ctx, s, ""); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if p.Format == render.JSON {
+		return p.JSON(map[string]any{"summary": sum})
+	}
+	p.Status("%s", summaryText(sum))
+	return nil
+}
+
+func summaryText(s ops.Summary) string {
+	parts := []string{}
+	for _, st := range []records.Status{records.Processing, records.Completed, records.Failed, records.Expired, records.Unknown} {
+		if n := s.ByStatus[st]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", st, n))
+		}
+	}
+	more := ""
+	if s.Limited {
+		more = " (stopped at --limit)"
+	}
+	return fmt.Sprintf("scanned %d keys, matched %d%s: %s", s.Scanned, s.Matched, more, strings.Join(parts, ", "))
+}
+
+// parseStatuses reads --status A,B.
+func parseStatuses(s string) ([]records.Status, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []records.Status
+	for _, part := range strings.Split(s, ",") {
+		st, ok := records.ParseStatus(strings.TrimSpace(part))
+		if !ok {
+			return nil, exit.Usagef("--status %q: want PROCESSING, COMPLETED, FAILED, EXPIRED or UNKNOWN", part)
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// streamViewer shows streams with their IDMP state and health.
+type streamViewer struct {
+	f       *Factory
+	streams *ops.Streams
+	ctx     health.StreamContext
+}
+
+func newStreamViewer(ctx context.Context, f *Factory, conn *ops.Conn) (*streamViewer, error) {
+	streams, err := ops.NewStreams(conn, ops.ModeAuto)
+	if err != nil {
+		return nil, err
+	}
+	d, m, err := streams.ServerDefaults(ctx)
+	if err != nil {
+		d, m = ops.DefaultIDMPDuration, ops.DefaultIDMPMaxSize
+	}
+	return &streamViewer{f: f, streams: streams,
+		ctx: health.StreamContext{DefaultDuration: d, DefaultMaxSize: m, Role: ops.Role(ctx, conn)}}, nil
+}
+
+// streamJSON is a stream in -o json: XINFO names, mode and lints.
+type streamJSON struct {
+	Key  string `json:"key"`
+	Type string `json:"type"`
+	ops.StreamInfo
+	Lints []health.Lint `json:"lints"`
+}
+
+func (sv *streamViewer) show(ctx context.Context, stream, watch string) error {
+	if watch != "" {
+		return sv.watch(ctx, stream, watch)
+	}
+	info, err := sv.streams.Info(ctx, stream)
+	if err != nil {
+		return err
+	}
+	return sv.print(info, nil)
+}
+
+type rates struct{ adds, dups float64 }
+
+func (sv *streamViewer) print(info ops.StreamInfo, r *rates) error {
+	p := sv.f.Printer
+	lints := health.Stream(info, sv.ctx)
+	if lints == nil {
+		lints = []health.Lint{}
+	}
+	if p.Format == render.JSON {
+		return p.JSON(streamJSON{Key: info.Stream, Type: "stream", StreamInfo: info, Lints: lints})
+	}
+	n := strconv.FormatInt
+	pairs := []render.Pair{
+		{"key", info.Stream}, {"type", "stream"}, {"mode", info.Mode},
+		{"length", n(info.Length, 10)}, {"first-entry-id", info.FirstID}, {"last-entry-id", info.LastID},
+		{"last-generated-id", info.LastGeneratedID}, {"entries-added", n(info.EntriesAdded, 10)},
+		{"idmp-duration", n(info.IDMPDuration, 10)}, {"idmp-maxsize", n(info.IDMPMaxSize, 10)},
+		{"pids-tracked", n(info.PIDsTracked, 10)}, {"iids-tracked", n(info.IIDsTracked, 10)},
+		{"iids-added", n(info.IIDsAdded, 10)}, {"iids-duplicates", n(info.IIDsDuplicates, 10)},
+	}
+	if r != nil {
+		pairs = append(pairs, render.Pair{"adds/s", fmt.Sprintf("%.1f", r.adds)}, render.Pair{"duplicates/s", fmt.Sprintf("%.1f", r.dups)})
+	}
+	if p.TTY {
+		for _, pid := range info.PIDs {
+			pairs = append(pairs, render.Pair{"  pid " + strconv.Quote(pid.PID), n(pid.IIDs, 10) + " iids"})
+		}
+	}
+	for _, l := range lints {
+		v := l.Message
+		if p.TTY {
+			if l.Level == "warn" {
+				v = p.Warn("! " + v)
+			} else {
+				v = p.Dim(v)
+			}
+			pairs = append(pairs, render.Pair{"health", v})
+		} else {
+			pairs = append(pairs, render.Pair{"lint", l.Code + "\t" + l.Message})
+		}
+	}
+	p.KV(info.Stream, pairs)
+	return nil
+}
+
+// watch redraws the stream view every interval with rates from counter
+// deltas, until interrupted (or --count views have been drawn).
+func (sv *streamViewer) watch(ctx context.Context, stream, every string) error {
+	interval, err := time.ParseDuration(every)
+	if err != nil || interval < 10*time.Millisecond {
+		return exit.Usagef("--watch %q: want an interval of at least 10ms, e.g. 1s", every)
+	}
+	p := sv.f.Printer
+	var prev ops.StreamInfo
+	var prevAt time.Time
+	for i := 0; sv.f.watchCount == 0 || i < sv.f.watchCount; i++ {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(interval):
+			}
+		}
+		info, err := sv.streams.Info(ctx, stream)
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		var r *rates
+		if i > 0 {
+			dt := now.Sub(prevAt).Seconds()
+			r = &rates{adds: float64(info.IIDsAdded-prev.IIDsAdded) / dt, dups: float64(info.IIDsDuplicates-prev.IIDsDuplicates) / dt}
+		}
+		if p.TTY {
+			fmt.Fprint(p.Out, "\033[H\033[2J")
+		}
+		if err := sv.print(info, r); err != nil {
+			return err
+		}
+		prev, prevAt = info, now
+	}
+	return nil
 }

@@ -32,8 +32,9 @@ type Factory struct {
 	Printer *render.Printer
 	Global  GlobalOptions
 
-	conn    *ops.Conn
-	started bool // flags parsed: errors from here on are not usage errors
+	conn       *ops.Conn
+	started    bool
+	watchCount int // inspect --watch: stop after this many views (0: until interrupted) // flags parsed: errors from here on are not usage errors
 }
 
 // GlobalOptions are the persistent flags.

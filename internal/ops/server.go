@@ -93,3 +93,15 @@ func ServerIDMPDefaults(ctx context.Context, c redis.UniversalClient) (IDMPDefau
 	}
 	return d, nil
 }
+
+// Role is the replication role of the node reached (INFO replication):
+// "master" or "slave"; "" when it cannot be read.
+func Role(ctx context.Context, c *Conn) string {
+	ctx, cancel := c.Ctx(ctx)
+	defer cancel()
+	info, err := c.Client.Info(ctx, "replication").Result()
+	if err != nil {
+		return ""
+	}
+	return ParseInfo(info)["role"]
+}

@@ -1,0 +1,349 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops"
+	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/spf13/cobra"
+)
+
+// DefaultMaxResult is the default cap on a stored result (--max-result).
+const DefaultMaxResult = ops.DefaultMaxResult
+
+// ClaimOptions are the inputs shared by the claim verbs.
+type ClaimOptions struct {
+	Factory *Factory
+
+	Key         string
+	Owner       string
+	Lease, TTL  time.Duration
+	Payload     string
+	MaxAttempts int64
+	Token       int64
+	Result      string
+	ResultSet   bool
+	ErrorText   string
+	Release     bool
+	MaxResult   int
+	Wait        time.Duration
+	Command     []string
+
+	fingerprint string
+}
+
+func defaultOwner() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	return host + ":" + strconv.Itoa(os.Getpid())
+}
+
+// readArg reads STRING, @FILE, or - (stdin) for flags that take either.
+func readArg(f *Factory, flag, v string, allowStdin bool) (string, error) {
+	switch {
+	case allowStdin && v == "-":
+		b, err := io.ReadAll(f.In)
+		if err != nil {
+			return "", exit.New(exit.Usage, "--"+flag, "read stdin: %v", err)
+		}
+		return string(b), nil
+	case len(v) > 1 && v[0] == '@':
+		b, err := os.ReadFile(v[1:])
+		if err != nil {
+			return "", exit.New(exit.Usage, "--"+flag, "%v", err)
+		}
+		return string(b), nil
+	}
+	return v, nil
+}
+
+// validateCommon checks what every verb shares.
+func (o *ClaimOptions) validateCommon(needToken bool) error {
+	switch {
+	case o.Key == "":
+		return exit.Usagef("the KEY must not be empty")
+	case o.Lease <= 0:
+		return exit.Usagef("--lease %s: must be greater than zero", o.Lease)
+	case o.TTL <= 0:
+		return exit.Usagef("--ttl %s: must be greater than zero", o.TTL)
+	case o.Lease > o.TTL:
+		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--lease %s is longer than --ttl %s", o.Lease, o.TTL),
+			Hint: "the record must outlive its lease: raise --ttl or lower --lease"}
+	case needToken && o.Token < 1:
+		return exit.Usagef("--token is required: the token acquire printed (1 or more)")
+	case o.MaxResult < 0:
+		return exit.Usagef("--max-result %d: must not be negative", o.MaxResult)
+	case o.MaxAttempts < 0:
+		return exit.Usagef("--max-attempts %d: give 0 (unlimited) or more", o.MaxAttempts)
+	}
+	if o.Payload != "" {
+		p, err := readArg(o.Factory, "payload", o.Payload, false)
+		if err != nil {
+			return err
+		}
+		o.fingerprint = ops.Fingerprint([]byte(p))
+	}
+	return nil
+}
+
+func (o *ClaimOptions) acquireParams() ops.AcquireParams {
+	return ops.AcquireParams{Key: o.Key, Owner: o.Owner, Lease: o.Lease, TTL: o.TTL,
+		Fingerprint: o.fingerprint, MaxAttempts: o.MaxAttempts}
+}
+
+// NewCmdClaim builds `claim` and its verbs.
+func NewCmdClaim(f *Factory) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "claim acquire|renew|complete|fail|release|run KEY",
+		Short: "Claim idempotency keys: at most once per key, with leases and fencing tokens",
+		Long: `The claim protocol for idempotency keys. Every transition is one Lua script
+decided on the server's clock. The record is a hash at KEY with the fields
+status, owner, token, attempts, lease_until, created, updated, fingerprint,
+result and error.
+
+  acquire   absent or claimable -> PROCESSING; prints the fencing token
+            exit 0 acquired (also a stale takeover or a retry after FAILED)
+            exit 1 already COMPLETED (prints the stored result): skip the work
+            exit 75 busy (a live owner holds it), 65 fingerprint mismatch,
+            attempts exhausted, or a key that is not a claim record
+  renew     extend the lease of a live claim (exit 76 when lost)
+  complete  PROCESSING -> COMPLETED with --result (exit 76 when lost)
+  fail      -> FAILED with --error, or --release to delete (exit 76 when lost)
+  release   delete the claim so a redelivery starts afresh (exit 76 when lost)
+  run       claim, run a command with the claim renewed, record the outcome`,
+	}
+	c.AddCommand(newClaimVerb(f, "acquire", "Claim KEY and print the fencing token", claimAcquireRun),
+		newClaimVerb(f, "renew", "Extend the lease of the claim held with --token", claimRenewRun),
+		newClaimVerb(f, "complete", "Record COMPLETED (with --result) for the claim held with --token", claimCompleteRun),
+		newClaimVerb(f, "fail", "Record FAILED (with --error), or --release, for the claim held with --token", claimFailRun),
+		newClaimVerb(f, "release", "Delete the claim held with --token", claimReleaseRun),
+		newCmdClaimRun(f))
+	return c
+}
+
+func init() {
+	extraCommands = append(extraCommands, NewCmdClaim)
+}
+
+func addClaimFlags(c *cobra.Command, o *ClaimOptions) {
+	fl := c.Flags()
+	fl.StringVar(&o.Owner, "owner", defaultOwner(), "who holds the claim")
+	fl.DurationVar(&o.Lease, "lease", 5*time.Minute, "how long a claim stays live without renewal")
+	fl.DurationVar(&o.TTL, "ttl", 24*time.Hour, "retention of the record (set on every write)")
+	fl.StringVar(&o.Payload, "payload", "", "request payload (STRING or @FILE): its SHA-256 must match on redelivery")
+	fl.Int64Var(&o.MaxAttempts, "max-attempts", 0, "refuse a retry after this many attempts (0: unlimited)")
+	fl.IntVar(&o.MaxResult, "max-result", DefaultMaxResult, "largest result stored, in bytes")
+}
+
+func newClaimVerb(f *Factory, verb, short string, run func(context.Context, *ClaimOptions) error) *cobra.Command {
+	o := &ClaimOptions{Factory: f}
+	c := &cobra.Command{
+		Use:   verb + " KEY",
+		Short: short,
+		Args:  exactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Key = args[0]
+			o.ResultSet = c.Flags().Changed("result")
+			if err := o.validateCommon(verb != "acquire"); err != nil {
+				return err
+			}
+			if o.ResultSet {
+				r, err := readArg(f, "result", o.Result, true)
+				if err != nil {
+					return err
+				}
+				o.Result = r
+			}
+			return run(c.Context(), o)
+		},
+	}
+	addClaimFlags(c, o)
+	fl := c.Flags()
+	if verb != "acquire" {
+		fl.Int64Var(&o.Token, "token", 0, "the fencing token acquire printed")
+	}
+	switch verb {
+	case "complete":
+		fl.StringVar(&o.Result, "result", "", "outcome to replay to a redelivery (STRING, @FILE or - for stdin)")
+	case "fail":
+		fl.StringVar(&o.ErrorText, "error", "", "reason of the failure")
+		fl.BoolVar(&o.Release, "release", false, "delete the record instead of recording FAILED")
+	}
+	return c
+}
+
+// acquireJSON is acquire's -o json (claim run's too, with its outcome).
+type acquireJSON struct {
+	Key           string           `json:"key"`
+	Outcome       string           `json:"outcome"`
+	Token         int64            `json:"token,omitempty"`
+	Attempt       int64            `json:"attempt,omitempty"`
+	PreviousOwner string           `json:"previous_owner,omitempty"`
+	LeaseLeftMs   int64            `json:"lease_left_ms,omitempty"`
+	Record        *ops.ClaimRecord `json:"record,omitempty"`
+}
+
+func claimAcquireRun(ctx context.Context, o *ClaimOptions) error {
+	conn, err := o.Factory.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	res, err := ops.Acquire(ctx, conn.Client, o.acquireParams())
+	if err != nil {
+		return err
+	}
+	p := o.Factory.Printer
+	switch p.Format {
+	case render.JSON:
+		rec := res.Record
+		if err := p.JSON(acquireJSON{Key: o.Key, Outcome: string(res.Outcome), Token: res.Token, Attempt: res.Attempt,
+			PreviousOwner: res.PreviousOwner, LeaseLeftMs: res.LeaseLeftMs, Record: &rec}); err != nil {
+			return err
+		}
+	case render.Table:
+		printClaim(p, "acquire "+o.Key+": "+string(res.Outcome), res.Record)
+	default:
+		switch {
+		case res.Acquired():
+			p.Line("%d", res.Token)
+		case res.Outcome == ops.Done:
+			fmt.Fprint(p.Out, res.Record.Result)
+		}
+	}
+	return acquireExit(p, o.Key, res)
+}
+
+// acquireExit tells on stderr what a non-acquired outcome means, and
+// returns its exit code.
+func acquireExit(p *render.Printer, key string, res ops.AcquireResult) error {
+	r := res.Record
+	switch res.Outcome {
+	case ops.Takeover:
+		p.Status("idmpctl: took over %q from %s, whose lease had passed (token %d, attempt %d)", key, res.PreviousOwner, res.Token, res.Attempt)
+	case ops.Done:
+		return exit.Status(exit.Done)
+	case ops.Busy:
+		return &exit.Error{Code: exit.Busy, What: "claim " + strconv.Quote(key),
+			Err:  fmt.Errorf("busy: held by %s (token %d) for %s more", r.Owner, r.Token, time.Duration(res.LeaseLeftMs)*time.Millisecond),
+			Hint: "retry later, or use claim run --wait"}
+	case ops.Mismatch:
+		return &exit.Error{Code: exit.Data, What: "claim " + strconv.Quote(key),
+			Err:  fmt.Errorf("fingerprint mismatch: the key was claimed for a different payload (stored %.12s...)", r.Fingerprint),
+			Hint: "the same key with a different request is a client bug; use a new key for a new request"}
+	case ops.Exhausted:
+		return &exit.Error{Code: exit.Data, What: "claim " + strconv.Quote(key),
+			Err: fmt.Errorf("attempts exhausted: FAILED after %d attempts (last error: %s)", r.Attempts, orDash(r.Error))}
+	}
+	return nil
+}
+
+func printClaim(p *render.Printer, title string, r ops.ClaimRecord) {
+	pairs := []render.Pair{{"status", r.Status}, {"owner", r.Owner}, {"token", strconv.FormatInt(r.Token, 10)},
+		{"attempts", strconv.FormatInt(r.Attempts, 10)}}
+	if r.Status == ops.StatusProcessing {
+		pairs = append(pairs, render.Pair{"lease-left", msDuration(p, r.LeaseUntil-r.Now)})
+	}
+	pairs = append(pairs, render.Pair{"ttl", ttlText(p, r.TTLms)})
+	if r.Fingerprint != "" {
+		pairs = append(pairs, render.Pair{"fingerprint", r.Fingerprint})
+	}
+	if r.HasResult {
+		pairs = append(pairs, render.Pair{"result", fmt.Sprintf("%d bytes", len(r.Result))})
+	}
+	if r.Error != "" {
+		pairs = append(pairs, render.Pair{"error", r.Error})
+	}
+	p.KV(title, pairs)
+}
+
+// claimStepOut prints the outcome of renew/complete/fail/release.
+func claimStepOut(p *render.Printer, verb, key, raw string, r ops.ClaimRecord) error {
+	switch p.Format {
+	case render.JSON:
+		return p.JSON(map[string]any{"key": key, "verb": verb, "outcome": raw, "record": r})
+	case render.Table:
+		printClaim(p, verb+" "+key+": "+raw, r)
+	default:
+		p.Line("%s", raw)
+	}
+	return nil
+}
+
+func claimRenewRun(ctx context.Context, o *ClaimOptions) error {
+	conn, err := o.Factory.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	var r ops.ClaimRecord
+	err = ops.WithRetries(ctx, o.Factory.Global.Retries, func() (err error) {
+		r, err = ops.Renew(ctx, conn.Client, o.Key, o.Token, o.Lease, o.TTL)
+		return err
+	}, nil)
+	if err != nil {
+		return err
+	}
+	return claimStepOut(o.Factory.Printer, "renew", o.Key, strconv.FormatInt(r.LeaseUntil-r.Now, 10), r)
+}
+
+func claimCompleteRun(ctx context.Context, o *ClaimOptions) error {
+	conn, err := o.Factory.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	var result *string
+	if o.ResultSet {
+		result = &o.Result
+	}
+	var r ops.ClaimRecord
+	err = ops.WithRetries(ctx, o.Factory.Global.Retries, func() (err error) {
+		r, err = ops.Complete(ctx, conn.Client, o.Key, o.Token, result, o.TTL, o.MaxResult)
+		return err
+	}, nil)
+	if err != nil {
+		return err
+	}
+	return claimStepOut(o.Factory.Printer, "complete", o.Key, r.Status, r)
+}
+
+func claimFailRun(ctx context.Context, o *ClaimOptions) error {
+	conn, err := o.Factory.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	retries := o.Factory.Global.Retries
+	if o.Release {
+		retries = 0 // see ops.Release: not blindly retryable
+	}
+	var r ops.ClaimRecord
+	err = ops.WithRetries(ctx, retries, func() (err error) {
+		r, err = ops.Fail(ctx, conn.Client, o.Key, o.Token, o.ErrorText, o.TTL, o.Release)
+		return err
+	}, nil)
+	if err != nil {
+		return err
+	}
+	outcome := r.Status
+	if o.Release {
+		outcome = "RELEASED"
+	}
+	return claimStepOut(o.Factory.Printer, "fail", o.Key, outcome, r)
+}
+
+func claimReleaseRun(ctx context.Context, o *ClaimOptions) error {
+	conn, err := o.Factory.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	if err := ops.Release(ctx, conn.Client, o.Key, o.Token); err != nil {
+		return err
+	}
+	return claimStepOut(o.Factory.Printer, "release", o.Key, "RELEASED", ops.ClaimRecord{Key: o.Key, TTLms: -2})
+}

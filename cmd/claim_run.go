@@ -1,0 +1,340 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops"
+	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/spf13/cobra"
+)
+
+// killGrace is how long a stopped command gets between SIGTERM and SIGKILL.
+var killGrace = 5 * time.Second
+
+func newCmdClaimRun(f *Factory) *cobra.Command {
+	o := &ClaimOptions{Factory: f}
+	c := &cobra.Command{
+		Use:   "run KEY [flags] -- COMMAND [ARGS...]",
+		Short: "Run a command at most once per KEY: claim, run with renewals, record the outcome",
+		Long: `Claim KEY, run COMMAND with the claim renewed every lease/3, and record the
+outcome: exit 0 -> COMPLETED with the command's stdout (up to --max-result),
+non-zero -> FAILED; the command's exit code is passed through. Its stdout
+streams to ours; its stderr passes through; SIGINT and SIGTERM are forwarded.
+The command sees IDMPCTL_KEY, IDMPCTL_TOKEN and IDMPCTL_ATTEMPT.
+
+  already COMPLETED   prints the stored output, exits 0, runs nothing
+  busy                exits 75 (or waits with --wait, polling until done or free)
+  claim lost          a renewal found another owner, or renewals failed for
+                      longer than the lease: the command is stopped, exit 76
+  Redis unreachable   exits 69 and the command never runs (fail closed)
+
+With -o json the command's stdout is not streamed: it is captured into the
+one JSON object printed at the end, with the outcome and exit code.`,
+		Example: `  idmpctl claim run "payment:$MSG_ID" --lease 1m -- ./charge.sh "$MSG_ID"
+  idmpctl claim run "job:$ID" --wait 30s -- make deploy`,
+		Args: func(c *cobra.Command, args []string) error {
+			if c.ArgsLenAtDash() != 1 || len(args) < 2 {
+				return &exit.Error{Code: exit.Usage, Err: errors.New("claim run needs KEY -- COMMAND [ARGS...]"),
+					Hint: "put the command after --, e.g. idmpctl claim run job:17 -- ./job.sh 17"}
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Key, o.Command = args[0], args[1:]
+			if err := o.validateCommon(false); err != nil {
+				return err
+			}
+			if o.Wait < 0 {
+				return exit.Usagef("--wait %s: must not be negative", o.Wait)
+			}
+			return claimRunRun(c.Context(), o)
+		},
+	}
+	addClaimFlags(c, o)
+	c.Flags().DurationVar(&o.Wait, "wait", 0, "when busy, poll up to this long for the key to become done or free")
+	return c
+}
+
+// runJSON is claim run's -o json.
+type runJSON struct {
+	Key             string `json:"key"`
+	Outcome         string `json:"outcome"` // ran, replayed, busy, mismatch, exhausted, lost
+	Ran             bool   `json:"ran"`
+	ExitCode        int    `json:"exit_code"`
+	Token           int64  `json:"token,omitempty"`
+	Attempt         int64  `json:"attempt,omitempty"`
+	Recorded        string `json:"recorded,omitempty"` // COMPLETED or FAILED
+	Output          string `json:"output"`
+	OutputTruncated bool   `json:"output_truncated,omitempty"`
+	Error           string `json:"error,omitempty"`
+}
+
+func claimRunRun(ctx context.Context, o *ClaimOptions) error {
+	p := o.Factory.Printer
+	conn, err := o.Factory.Conn(ctx)
+	if err != nil {
+		return exit.WithHint(err, "the command was not run (fail closed)")
+	}
+	res, err := acquireWaiting(ctx, conn, o)
+	if err != nil {
+		return exit.WithHint(err, "the command was not run (fail closed)")
+	}
+	report := runJSON{Key: o.Key, Outcome: string(res.Outcome)}
+	if !res.Acquired() {
+		switch res.Outcome {
+		case ops.Done:
+			report.Outcome, report.Output = "replayed", res.Record.Result
+			if p.Format == render.JSON {
+				return p.JSON(report)
+			}
+			fmt.Fprint(p.Out, res.Record.Result)
+			return nil
+		}
+		err := acquireExit(p, o.Key, res)
+		report.ExitCode, report.Error = exit.Code(err), err.Error()
+		if p.Format == render.JSON {
+			_ = p.JSON(report)
+		}
+		return err
+	}
+	if res.Outcome == ops.Takeover {
+		_ = acquireExit(p, o.Key, res)
+	}
+	report.Token, report.Attempt = res.Token, res.Attempt
+	run := &claimedRun{o: o, conn: conn, token: res.Token, attempt: res.Attempt,
+		out: &capWriter{max: o.MaxResult}}
+	code, runErr := run.execute(ctx)
+	report.Ran, report.ExitCode = run.started, code
+	report.Output, report.OutputTruncated = string(run.out.buf), run.out.over
+	report.Recorded = run.recorded
+	if runErr != nil {
+		report.Error = runErr.Error()
+		if exit.Code(runErr) == exit.Lost {
+			report.Outcome = "lost"
+		}
+	} else {
+		report.Outcome = "ran"
+	}
+	if p.Format == render.JSON {
+		if err := p.JSON(report); err != nil {
+			return err
+		}
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if code != 0 {
+		return exit.Status(code)
+	}
+	return nil
+}
+
+// acquireWaiting acquires, polling while busy for up to --wait.
+func acquireWaiting(ctx context.Context, conn *ops.Conn, o *ClaimOptions) (ops.AcquireResult, error) {
+	deadline := time.Now().Add(o.Wait)
+	pause := 50 * time.Millisecond
+	for {
+		res, err := ops.Acquire(ctx, conn.Client, o.acquireParams())
+		if err != nil || res.Outcome != ops.Busy || time.Now().After(deadline) {
+			return res, err
+		}
+		wait := min(pause, time.Until(deadline), time.Duration(res.LeaseLeftMs)*time.Millisecond+10*time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(max(wait, 10*time.Millisecond)):
+		}
+		pause = min(pause*2, time.Second)
+	}
+}
+
+// claimedRun runs the command while holding the claim.
+type claimedRun struct {
+	o              *ClaimOptions
+	conn           *ops.Conn
+	token, attempt int64
+	out            *capWriter
+	started        bool
+	recorded       string
+}
+
+// execute runs the command and records its outcome. It returns the exit code
+// to pass through and an error when the claim was lost or could not be
+// recorded.
+func (r *claimedRun) execute(ctx context.Context) (int, error) {
+	o, f := r.o, r.o.Factory
+	// Recording the outcome must survive the SIGINT that cancels ctx.
+	bg := context.WithoutCancel(ctx)
+	cmd := exec.Command(o.Command[0], o.Command[1:]...)
+	cmd.Env = append(os.Environ(), "IDMPCTL_KEY="+o.Key,
+		"IDMPCTL_TOKEN="+strconv.FormatInt(r.token, 10), "IDMPCTL_ATTEMPT="+strconv.FormatInt(r.attempt, 10))
+	cmd.Stdin, cmd.Stderr = f.In, f.Err
+	if f.Printer.Format == render.JSON {
+		cmd.Stdout = r.out
+	} else {
+		cmd.Stdout = io.MultiWriter(f.Out, r.out)
+	}
+	cmd.SysProcAttr = childProcAttr()
+	if err := cmd.Start(); err != nil {
+		code := 126
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			code = 127
+		}
+		ferr := r.record(bg, code, "cannot start: "+err.Error())
+		if ferr != nil {
+			return code, ferr
+		}
+		return code, exit.New(code, "claim run "+strconv.Quote(o.Key), "%v", err)
+	}
+	r.started = true
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	lost := make(chan error, 1)
+	stopRenew := make(chan struct{})
+	defer close(stopRenew)
+	go r.renew(bg, stopRenew, lost)
+
+	for {
+		select {
+		case s := <-sigs:
+			signalChild(cmd, s)
+		case lerr := <-lost:
+			r.stop(cmd, waited)
+			return -1, exit.WithHint(lerr, "the command was stopped; another worker may now hold the key")
+		case werr := <-waited:
+			code := exitCodeOf(werr)
+			reason := ""
+			if code != 0 {
+				reason = fmt.Sprintf("exit status %d", code)
+			}
+			return code, r.record(bg, code, reason)
+		}
+	}
+}
+
+// renew extends the lease every lease/3; a lost claim, or renewals failing
+// for longer than the lease, is reported on lost.
+func (r *claimedRun) renew(ctx context.Context, stop <-chan struct{}, lost chan<- error) {
+	o := r.o
+	every := max(o.Lease/3, 10*time.Millisecond)
+	retry := max(min(o.Lease/10, time.Second), 10*time.Millisecond)
+	lastOK := time.Now()
+	next := every
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(next):
+		}
+		cctx, cancel := r.conn.Ctx(ctx)
+		_, err := ops.Renew(cctx, r.conn.Client, o.Key, r.token, o.Lease, o.TTL)
+		cancel()
+		switch {
+		case err == nil:
+			lastOK, next = time.Now(), every
+		case exit.Code(err) == exit.Lost:
+			lost <- err
+			return
+		case time.Since(lastOK) >= o.Lease:
+			lost <- &exit.Error{Code: exit.Lost, What: "claim run " + strconv.Quote(o.Key),
+				Err: fmt.Errorf("renewals failed for %s, longer than the lease %s: the claim may be taken over: %v",
+					time.Since(lastOK).Round(time.Millisecond), o.Lease, err)}
+			return
+		default:
+			next = retry
+		}
+	}
+}
+
+// stop ends the command: SIGTERM to its process group, SIGKILL after a grace.
+func (r *claimedRun) stop(cmd *exec.Cmd, waited <-chan error) {
+	signalChild(cmd, syscall.SIGTERM)
+	select {
+	case <-waited:
+	case <-time.After(killGrace):
+		signalChild(cmd, os.Kill)
+		<-waited
+	}
+}
+
+// record writes COMPLETED (code 0) or FAILED, retrying network errors (both
+// are safe to repeat with the same token).
+func (r *claimedRun) record(ctx context.Context, code int, reason string) error {
+	o, f := r.o, r.o.Factory
+	var rec ops.ClaimRecord
+	err := ops.WithRetries(ctx, f.Global.Retries, func() error {
+		cctx, cancel := r.conn.Ctx(ctx)
+		defer cancel()
+		var err error
+		if code == 0 {
+			var result *string
+			if !r.out.over {
+				s := string(r.out.buf)
+				result = &s
+			}
+			rec, err = ops.Complete(cctx, r.conn.Client, o.Key, r.token, result, o.TTL, 0)
+		} else {
+			rec, err = ops.Fail(cctx, r.conn.Client, o.Key, r.token, reason, o.TTL, false)
+		}
+		return err
+	}, nil)
+	if err != nil {
+		what := "the command failed"
+		if code == 0 {
+			what = "the command succeeded"
+		}
+		return exit.WithHint(exit.Wrap(err, "claim run "+strconv.Quote(o.Key)),
+			what+" but its outcome could not be recorded; the key stays PROCESSING until its lease passes")
+	}
+	r.recorded = rec.Status
+	if code == 0 && r.out.over {
+		f.Printer.Warnf("claim run %q: output over --max-result %d bytes: recorded COMPLETED without it (a redelivery replays nothing)", o.Key, o.MaxResult)
+	}
+	return nil
+}
+
+func exitCodeOf(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if sig, ok := signaled(ee); ok {
+			return 128 + sig
+		}
+		return ee.ExitCode()
+	}
+	return exit.Internal
+}
+
+// capWriter keeps up to max bytes and notes whether more came.
+type capWriter struct {
+	max  int
+	buf  []byte
+	over bool
+}
+
+func (w *capWriter) Write(b []byte) (int, error) {
+	room := w.max - len(w.buf)
+	if len(b) > room {
+		w.buf = append(w.buf, b[:max(room, 0)]...)
+		w.over = true
+		return len(b), nil
+	}
+	w.buf = append(w.buf, b...)
+	return len(b), nil
+}

@@ -1,0 +1,33 @@
+//go:build unix
+
+package cmd
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// childProcAttr puts the command in its own process group, so signals and a
+// stop reach everything it started.
+func childProcAttr() *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	setDeathSignal(attr)
+	return attr
+}
+
+// signalChild signals the command's whole process group.
+func signalChild(cmd *exec.Cmd, s os.Signal) {
+	if sig, ok := s.(syscall.Signal); ok {
+		_ = syscall.Kill(-cmd.Process.Pid, sig)
+		return
+	}
+	_ = cmd.Process.Signal(s)
+}
+
+func signaled(ee *exec.ExitError) (int, bool) {
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return int(ws.Signal()), true
+	}
+	return 0, false
+}

@@ -1,0 +1,240 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/idmpctl/idmpctl/internal/capacity"
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops"
+	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/spf13/cobra"
+)
+
+// PurgeOptions are purge's inputs.
+type PurgeOptions struct {
+	Factory *Factory
+
+	Match, Stream, PID    string
+	StatusFlag            string
+	Stale, NoTTL, AnyType bool
+	Literal               bool
+	OlderThanFlag         string
+	MaxRateFlag           string
+	Limit                 int64
+	DryRun, Yes           bool
+	Mode                  string
+
+	Ops ops.PurgeOptions // parsed --match options
+}
+
+// Validate checks flag combinations and values without a server.
+func (o *PurgeOptions) Validate() error {
+	switch {
+	case o.Match == "" && o.Stream == "":
+		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("purge needs --match PATTERN or --stream STREAM"),
+			Hint: "see 'idmpctl purge --help'"}
+	case o.Match != "" && o.Stream != "":
+		return exit.Usagef("give --match or --stream, not both")
+	case o.Stream != "" && (o.StatusFlag != "" || o.Stale || o.NoTTL || o.AnyType || o.Literal || o.OlderThanFlag != "" || o.MaxRateFlag != "" || o.Limit != 0):
+		return exit.Usagef("--stream takes only --pid, --dry-run and --yes")
+	case o.Match != "" && o.PID != "":
+		return exit.Usagef("--pid goes with --stream")
+	case o.Stream != "":
+		return nil
+	}
+	statuses, err := parseStatuses(o.StatusFlag)
+	if err != nil {
+		return err
+	}
+	o.Ops = ops.PurgeOptions{Pattern: o.Match, Literal: o.Literal, Statuses: statuses, Stale: o.Stale,
+		NoTTL: o.NoTTL, AnyType: o.AnyType, DryRun: o.DryRun, Limit: o.Limit}
+	if o.OlderThanFlag != "" {
+		d, err := capacity.ParseDuration("older-than", o.OlderThanFlag, "24h or 90m")
+		if err != nil {
+			return &exit.Error{Code: exit.Usage, Err: err}
+		}
+		o.Ops.OlderThan = d
+	}
+	if o.MaxRateFlag != "" {
+		r, err := capacity.ParseRate("max-rate", o.MaxRateFlag)
+		if err != nil {
+			return &exit.Error{Code: exit.Usage, Err: err}
+		}
+		o.Ops.MaxRate, _ = r.Float64()
+	}
+	return o.Ops.Validate()
+}
+
+// NewCmdPurge builds purge; runF replaces the run step in tests.
+func NewCmdPurge(f *Factory, runF func(*PurgeOptions) error) *cobra.Command {
+	o := &PurgeOptions{Factory: f}
+	c := &cobra.Command{
+		Use:   "purge --match PATTERN [filters] | --stream STREAM [--pid P]",
+		Short: "Delete idempotency records safely, or clear a stream's IDMP tracking",
+		Long: `Delete idempotency records matching a pattern, on every primary of a cluster.
+Each deletion is re-checked on the server: a record that changed since it was
+scanned is kept and counted as "changed". Only recognised records are deleted
+unless --any-type. FLUSHDB/FLUSHALL are never used.
+
+With --stream, forget a stream's tracked iids (keeping its settings, counters
+and entries): retries of earlier messages will no longer dedupe.
+
+Deleting needs --yes unless on a terminal, where it asks; --dry-run shows what
+would go. Raw output: "deleted|changed|would-delete<TAB>KEY" per record, and a
+summary on stderr.`,
+		Example: `  idmpctl purge --match 'idem:*' --status FAILED --older-than 24h --dry-run
+  idmpctl purge --match 'idem:*' --stale --yes --max-rate 5k/s
+  idmpctl purge --stream orders --yes`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			if o.Stream != "" {
+				return purgeStreamRun(c.Context(), o)
+			}
+			return purgeMatchRun(c.Context(), o)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&o.Match, "match", "", "glob pattern of the keys to purge")
+	fl.BoolVar(&o.Literal, "literal", false, "match --match literally (no glob metacharacters)")
+	fl.StringVar(&o.StatusFlag, "status", "", "only these statuses (PROCESSING,COMPLETED,FAILED,EXPIRED,UNKNOWN)")
+	fl.BoolVar(&o.Stale, "stale", false, "only PROCESSING records past their lease or deadline")
+	fl.StringVar(&o.OlderThanFlag, "older-than", "", "only records last updated at least this long ago (24h)")
+	fl.BoolVar(&o.NoTTL, "no-ttl", false, "only keys without a TTL")
+	fl.BoolVar(&o.AnyType, "any-type", false, "also delete keys that are not recognised records")
+	fl.Int64Var(&o.Limit, "limit", 0, "stop after N candidates (0: no limit)")
+	fl.StringVar(&o.MaxRateFlag, "max-rate", "", "at most this many deletions per second (5000, 5k/s)")
+	fl.StringVar(&o.Stream, "stream", "", "clear this stream's tracked iids instead")
+	fl.StringVar(&o.PID, "pid", "", "with --stream: only this producer's iids (emulated mode)")
+	fl.BoolVar(&o.DryRun, "dry-run", false, "delete nothing; show what would be deleted")
+	fl.BoolVar(&o.Yes, "yes", false, "confirm the deletion")
+	addModeFlag(c, &o.Mode)
+	return c
+}
+
+func init() {
+	extraCommands = append(extraCommands, func(f *Factory) *cobra.Command { return NewCmdPurge(f, nil) })
+}
+
+func purgeMatchRun(ctx context.Context, o *PurgeOptions) error {
+	f := o.Factory
+	p := f.Printer
+	conn, err := f.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	if !o.DryRun && !o.Yes {
+		// Count first, so the question can say how many.
+		count := o.Ops
+		count.DryRun = true
+		sum, err := ops.Purge(ctx, conn, count, func(ops.PurgeItem) {})
+		if err != nil {
+			return err
+		}
+		if sum.Matched == 0 {
+			return printPurge(p, sum, o)
+		}
+		q := fmt.Sprintf("delete %d records matching %q (scanned %d keys)", sum.Matched, o.Match, sum.Scanned)
+		if err := confirm(f, false, q, ""); err != nil {
+			return exit.Wrap(err, "purge")
+		}
+	}
+	if p.ErrTTY {
+		o.Ops.Progress = func(s ops.PurgeSummary) {
+			fmt.Fprintf(p.Err, "\rscanned %d, deleted %d, changed %d", s.Scanned, s.Deleted, s.Changed)
+		}
+	}
+	sum, err := ops.Purge(ctx, conn, o.Ops, func(it ops.PurgeItem) {
+		switch p.Format {
+		case render.JSON:
+			_ = p.JSON(it)
+		case render.Raw:
+			p.Line("%s\t%s", it.Outcome, it.Record.Key)
+		}
+	})
+	if p.ErrTTY {
+		fmt.Fprint(p.Err, "\r\033[K")
+	}
+	if perr := printPurge(p, sum, o); err == nil {
+		err = perr
+	}
+	return err
+}
+
+func printPurge(p *render.Printer, s ops.PurgeSummary, o *PurgeOptions) error {
+	what := "deleted"
+	if o.DryRun {
+		what = "would delete"
+	}
+	switch p.Format {
+	case render.JSON:
+		return p.JSON(map[string]any{"summary": s, "dry_run": o.DryRun})
+	case render.Table:
+		p.KV("purge "+o.Match, []render.Pair{
+			{"scanned", strconv.FormatInt(s.Scanned, 10)}, {"matched", strconv.FormatInt(s.Matched, 10)},
+			{what, strconv.FormatInt(map[bool]int64{true: s.Matched, false: s.Deleted}[o.DryRun], 10)},
+			{"kept", strconv.FormatInt(s.Kept, 10)}, {"changed (kept)", strconv.FormatInt(s.Changed, 10)},
+		})
+	default:
+		p.Status("purge: scanned %d, matched %d, %s %d, kept %d, changed %d", s.Scanned, s.Matched, what,
+			map[bool]int64{true: s.Matched, false: s.Deleted}[o.DryRun], s.Kept, s.Changed)
+	}
+	return nil
+}
+
+func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
+	f := o.Factory
+	streams, err := openStreams(ctx, f, o.Mode)
+	if err != nil {
+		return err
+	}
+	info, err := streams.Info(ctx, o.Stream)
+	if err != nil {
+		return err
+	}
+	tracked := info.IIDsTracked
+	if o.PID != "" {
+		tracked = 0
+		for _, p := range info.PIDs {
+			if p.PID == o.PID {
+				tracked = p.IIDs
+			}
+		}
+	}
+	status, cleared := "dry-run", tracked
+	if !o.DryRun {
+		if tracked > 0 {
+			q := fmt.Sprintf("forget %d tracked iids of %s (retries of earlier messages will add again)", tracked, o.Stream)
+			if err := confirm(f, o.Yes, q, ""); err != nil {
+				return exit.Wrap(err, "purge --stream "+strconv.Quote(o.Stream))
+			}
+		}
+		if cleared, err = streams.ClearTracking(ctx, o.Stream, o.PID); err != nil {
+			return err
+		}
+		status = "cleared"
+	}
+	p := f.Printer
+	switch p.Format {
+	case render.JSON:
+		return p.JSON(map[string]any{"stream": o.Stream, "mode": streams.Mode.String(), "pid": o.PID,
+			"status": status, "cleared-iids": cleared, "dry_run": o.DryRun})
+	case render.Table:
+		v := fmt.Sprintf("%d tracked iids cleared; settings, counters and entries kept", cleared)
+		if o.DryRun {
+			v = fmt.Sprintf("dry run: would clear %d tracked iids", cleared)
+		}
+		p.KV("purge --stream "+o.Stream+" ("+streams.Mode.String()+")", []render.Pair{{"result", v}})
+	default:
+		p.Line("status\t%s", status)
+		p.Line("cleared-iids\t%d", cleared)
+	}
+	return nil
+}

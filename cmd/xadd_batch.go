@@ -1,0 +1,142 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/idmpctl/idmpctl/internal/batch"
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops"
+	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/spf13/cobra"
+)
+
+// batchChunk is how many adds go in one round trip (one script call when
+// emulated, one pipeline when native). Memory is bounded by it.
+const batchChunk = 256
+
+type nopCloser struct{ io.Reader }
+
+func (nopCloser) Close() error { return nil }
+
+// batchRun streams NDJSON adds in chunks and prints each result in order.
+type batchRun struct {
+	o        *XAddOptions
+	streams  *ops.Streams
+	p        *render.Printer
+	reqs     []ops.AddRequest
+	lines    []int
+	written  int // lines whose result was printed
+	added    int
+	dups     int
+	lastLine int
+}
+
+func xaddBatchRun(c *cobra.Command, o *XAddOptions) error {
+	ctx := c.Context()
+	in, err := openBatch(o.Factory, o.Batch)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	streams, err := openStreams(ctx, o.Factory, o.Mode)
+	if err != nil {
+		return err
+	}
+	b := &batchRun{o: o, streams: streams, p: o.Factory.Printer,
+		reqs: make([]ops.AddRequest, 0, batchChunk), lines: make([]int, 0, batchChunk)}
+	r := batch.NewReader(in, o.Auto)
+	for {
+		line, n, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if ferr := b.flush(c); ferr != nil {
+				return ferr
+			}
+			b.summary()
+			var le *batch.LineError
+			if errors.As(err, &le) {
+				return &exit.Error{Code: exit.Data, What: "xadd --batch " + o.Batch, Err: le,
+					Hint: fmt.Sprintf("the %d lines before it were written; fix the line and re-run the whole file (every add is idempotent)", b.written)}
+			}
+			return exit.Wrap(err, "xadd --batch: read "+o.Batch)
+		}
+		b.reqs = append(b.reqs, o.request(line.IID, line.Fields))
+		b.lines = append(b.lines, n)
+		b.lastLine = n
+		if len(b.reqs) == batchChunk {
+			if err := b.flush(c); err != nil {
+				b.summary()
+				return err
+			}
+		}
+	}
+	err = b.flush(c)
+	b.summary()
+	return err
+}
+
+// flush sends the pending adds, retrying what is unconfirmed after a
+// network error, and prints the confirmed results in order.
+func (b *batchRun) flush(c *cobra.Command) error {
+	ctx := c.Context()
+	retried := false
+	err := ops.WithRetries(ctx, b.o.Factory.Global.Retries, func() error {
+		res, err := b.streams.AddBatch(ctx, b.reqs)
+		b.print(res, retried)
+		b.reqs, b.lines = b.reqs[len(res):], b.lines[len(res):]
+		var be *ops.BatchError
+		if errors.As(err, &be) {
+			return be.Err
+		}
+		return err
+	}, func(attempt int, err error) {
+		retried = true
+		b.p.Warnf("xadd --batch: line %d: %v: retrying (%d of %d)", b.lines[0], err, attempt, b.o.Factory.Global.Retries)
+	})
+	if err != nil {
+		line := b.lastLine
+		if len(b.lines) > 0 {
+			line = b.lines[0]
+		}
+		e := exit.Wrap(err, fmt.Sprintf("xadd --batch %s: line %d", b.o.Batch, line))
+		return exit.WithHint(e, fmt.Sprintf("%d lines were written before it; re-run the whole file when the problem is fixed (every add is idempotent)", b.written))
+	}
+	b.reqs, b.lines = b.reqs[:0], b.lines[:0]
+	return nil
+}
+
+func (b *batchRun) print(res []ops.AddResult, retried bool) {
+	for i, r := range res {
+		line := b.lines[i]
+		switch b.p.Format {
+		case render.JSON:
+			_ = b.p.JSON(toAddJSON(b.o, r, line, retried))
+		default:
+			outcome := "added"
+			if r.Duplicate {
+				outcome = "duplicate"
+			}
+			b.p.Line("%s\t%s", r.ID, outcome)
+		}
+		if r.Duplicate {
+			b.dups++
+		} else {
+			b.added++
+		}
+		b.written++
+	}
+	if b.p.ErrTTY && len(res) > 0 {
+		fmt.Fprintf(b.p.Err, "\r%d lines", b.written)
+	}
+}
+
+func (b *batchRun) summary() {
+	if b.p.ErrTTY && b.written > 0 {
+		fmt.Fprint(b.p.Err, "\r")
+	}
+	b.p.Status("xadd --batch: %d lines: %d added, %d duplicates (%s)", b.written, b.added, b.dups, b.streams.Mode)
+}

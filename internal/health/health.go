@@ -1,0 +1,60 @@
+// Package health turns what inspect reads into the lints operators need to
+// see. It is pure: inputs in, findings out.
+package health
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/ops"
+)
+
+// Lint is one finding: a stable code for scripts and a sentence for people.
+type Lint struct {
+	Code    string `json:"code"`
+	Level   string `json:"level"` // warn or info
+	Message string `json:"message"`
+}
+
+// SaturationRatio is how full (iids-tracked / (pids x maxsize)) a stream must
+// be, with evictions happening, to be called saturated.
+const SaturationRatio = 0.9
+
+// ClockTolerance is how far a last-generated-id may lead the server clock.
+const ClockTolerance = time.Second
+
+// StreamContext is what the lints need besides the stream itself.
+type StreamContext struct {
+	DefaultDuration, DefaultMaxSize int64
+	Role                            string // master, slave/replica
+}
+
+// Stream lints a stream's IDMP state.
+func Stream(i ops.StreamInfo, c StreamContext) []Lint {
+	var out []Lint
+	add := func(code, level, format string, args ...any) {
+		out = append(out, Lint{Code: code, Level: level, Message: fmt.Sprintf(format, args...)})
+	}
+	if i.Mode == "none" {
+		add("not-idempotent", "info", "never written idempotently: no IDMP state (the first idempotent add uses IDMP-DURATION %d, IDMP-MAXSIZE %d)", i.IDMPDuration, i.IDMPMaxSize)
+	}
+	capacity := i.PIDsTracked * i.IDMPMaxSize
+	if capacity > 0 && float64(i.IIDsTracked) >= SaturationRatio*float64(capacity) && i.IIDsAdded > i.IIDsTracked {
+		add("saturated", "warn", "saturated: %d of %d iid slots (%d pids x maxsize %d) in use while iids-added climbs: iids are evicted by count, so a retry sent more than %d adds after its original will duplicate; raise IDMP-MAXSIZE (see calc-maxsize) or spread the rate over more pids",
+			i.IIDsTracked, capacity, i.PIDsTracked, i.IDMPMaxSize, i.IDMPMaxSize)
+	}
+	if i.LastIDAheadOfClock(ClockTolerance.Milliseconds()) {
+		add("clock-ahead", "warn", "last-generated-id %s is ahead of the server clock (%d ms): iids are not expired by IDMP-DURATION until the clock catches up (an open upstream bug)",
+			i.LastGeneratedID, i.ServerTimeMS)
+	}
+	if i.Mode != "none" && (i.IDMPDuration != c.DefaultDuration || i.IDMPMaxSize != c.DefaultMaxSize) {
+		add("non-default", "info", "settings differ from the server defaults (IDMP-DURATION %d, IDMP-MAXSIZE %d)", c.DefaultDuration, c.DefaultMaxSize)
+	}
+	if c.Role == "slave" || c.Role == "replica" {
+		add("replica", "warn", "read from a replica: idempotent adds go to the primary, and what is shown may lag it")
+	}
+	if i.OtherMode != "" {
+		add("mixed-modes", "warn", "this stream also holds %s IDMP state: adds in one mode do not dedupe against the other", i.OtherMode)
+	}
+	return out
+}

@@ -1,0 +1,51 @@
+package health
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/idmpctl/idmpctl/internal/ops"
+)
+
+func codes(ls []Lint) string {
+	var s []string
+	for _, l := range ls {
+		s = append(s, l.Code)
+	}
+	return strings.Join(s, ",")
+}
+
+func TestStreamLints(t *testing.T) {
+	def := StreamContext{DefaultDuration: 100, DefaultMaxSize: 100, Role: "master"}
+	healthy := ops.StreamInfo{Mode: "emulated", IDMPDuration: 100, IDMPMaxSize: 100, PIDsTracked: 2, IIDsTracked: 50, IIDsAdded: 50}
+	if got := codes(Stream(healthy, def)); got != "" {
+		t.Errorf("healthy stream: %s", got)
+	}
+	full := healthy
+	full.IIDsTracked, full.IIDsAdded = 195, 5000
+	if got := codes(Stream(full, def)); got != "saturated" {
+		t.Errorf("saturated stream: %q", got)
+	}
+	// Full but no eviction yet (added == tracked): not saturated.
+	full.IIDsAdded = 195
+	if got := codes(Stream(full, def)); got != "" {
+		t.Errorf("full without evictions: %q", got)
+	}
+	ahead := healthy
+	ahead.ServerTimeMS, ahead.LastGeneratedID = 1_000_000, "1002000-0"
+	if got := codes(Stream(ahead, def)); got != "clock-ahead" {
+		t.Errorf("clock: %q", got)
+	}
+	ahead.LastGeneratedID = "1000500-0"
+	if got := codes(Stream(ahead, def)); got != "" {
+		t.Errorf("within tolerance: %q", got)
+	}
+	odd := healthy
+	odd.IDMPMaxSize, odd.OtherMode = 500, "native"
+	if got := codes(Stream(odd, StreamContext{DefaultDuration: 100, DefaultMaxSize: 100, Role: "slave"})); got != "non-default,replica,mixed-modes" {
+		t.Errorf("odd: %q", got)
+	}
+	if got := codes(Stream(ops.StreamInfo{Mode: "none", IDMPDuration: 100, IDMPMaxSize: 100}, def)); got != "not-idempotent" {
+		t.Errorf("none: %q", got)
+	}
+}
