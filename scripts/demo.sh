@@ -29,7 +29,10 @@ else
   done
 fi
 
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@" || echo "(exit $?)"; }
+step() {
+  printf '\n\033[1m$'; printf ' %q' "$@"; printf '\033[0m\n'
+  "$@" || printf '\n(exit %d)\n' "$?"
+}
 say() { printf '\n# %s\n' "$*"; }
 
 say "The server: version, mode, native IDMP or emulated, round-trip time"
@@ -40,10 +43,48 @@ step $BIN calc-maxsize --rate 1000/s --mark-delay 80ms --recovery 1000s -o table
 step $BIN calc-maxsize --rate 1000/s --mark-delay 80ms --recovery 1000s
 step $BIN calc-maxsize --rate 2.5M/s --mark-delay 80ms --recovery 48h
 
-if [ -f scripts/demo-more.sh ]; then
-  # shellcheck source=/dev/null
-  source scripts/demo-more.sh
-fi
+demo=demo$$   # key prefix, so a shared DEMO_URL server is not disturbed
+
+say "Idempotent stream adds: the same (pid, iid) twice is one entry; the reply is the same ID"
+step $BIN xadd $demo:orders --pid api-1 --iid order-17 amount 100
+step $BIN xadd $demo:orders --pid api-1 --iid order-17 amount 100 -o json
+step $BIN xadd $demo:orders --pid api-1 --auto --json '{"amount":"250","currency":"EUR"}' -o json
+
+say "Batch mode: NDJSON in, one line out per line (a repeat inside the batch dedupes)"
+printf '%s\n' '{"iid":"order-18","fields":{"amount":"5"}}' '{"iid":"order-19","fields":[["item","a"],["item","b"]]}' \
+  '{"iid":"order-18","fields":{"amount":"5"}}' > "$tmp/orders.ndjson"
+step $BIN xadd $demo:orders --pid api-1 --batch "$tmp/orders.ndjson"
+
+say "A stream's IDMP settings, counters (XINFO names) and health"
+step $BIN inspect $demo:orders -o table
+
+say "Size the settings, then apply them (a change clears tracked iids, so it needs --yes)"
+step $BIN calc-maxsize --rate 2k/s --mark-delay 80ms --recovery 1000s --apply $demo:orders --dry-run
+step $BIN cfgset $demo:orders --duration 1000 --maxsize 200 --yes -o table
+
+say "Idempotency keys: claim, complete, and a redelivery is told to skip (exit 1)"
+step $BIN claim acquire $demo:pay:1 --lease 30s --payload 'amount=100'
+step $BIN claim complete $demo:pay:1 --token 1 --result 'charged 100'
+step $BIN claim acquire $demo:pay:1 --payload 'amount=100'
+
+say "claim run: a shell command at most once per key; a redelivery replays its output"
+step $BIN claim run $demo:job:1 -- sh -c 'echo "sending invoice (attempt $IDMPCTL_ATTEMPT)"'
+step $BIN claim run $demo:job:1 -- sh -c 'echo "this never runs"'
+step $BIN claim run $demo:job:2 -- sh -c 'echo "flaky"; exit 3'
+step $BIN claim run $demo:job:2 -- sh -c 'echo "retried: attempt $IDMPCTL_ATTEMPT"'
+
+say "Records written by other libraries are recognised too"
+redis_cli() { if [ -n "${DEMO_URL:-}" ]; then redis-cli -u "$DEMO_URL" "$@"; else redis-cli -p "$port" "$@"; fi; }
+stale_ms=$(( $(date +%s) * 1000 - 60000 ))   # its worker's deadline passed a minute ago
+redis_cli SET "$demo:pt:1" "{\"id\":\"x\",\"expiration\":4102444800,\"in_progress_expiration\":$stale_ms,\"status\":\"INPROGRESS\"}" >/dev/null
+redis_cli SET "$demo:marker:1" COMPLETED >/dev/null
+step $BIN inspect --match "$demo:*" -o table
+step $BIN inspect "$demo:pt:1"
+
+say "Purge safely: dry run first, then only what matches (re-checked on the server)"
+step $BIN purge --match "$demo:*" --stale --dry-run
+step $BIN purge --match "$demo:*" --stale --yes
+step $BIN purge --stream $demo:orders --yes
 
 say "Errors carry exit codes a script can branch on"
 step $BIN calc-maxsize --rate 1000/s --mark-delay 80

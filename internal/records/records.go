@@ -6,6 +6,8 @@
 // Recognition rules, in order (the first that fits wins):
 //
 //	type none                          -> none, status ABSENT
+//	idmpctl's emulated stream state ({S}:idmp, {S}:idmp:pids,
+//	  {S}:idmp:ids:<pid>, {S}:idmp:order:<pid>) -> idmp-state
 //	hash with status and token fields   -> idmpctl (claim.md's record)
 //	hash with a status or state field   -> hash (any case of the field name)
 //	set                                 -> camel (one repository; Members = SCARD)
@@ -42,7 +44,8 @@ const (
 	FormatCamel          Format = "camel"
 	FormatStream         Format = "stream"
 	FormatUnknown        Format = "unknown"
-	FormatNone           Format = "none" // the key does not exist
+	FormatIDMPState      Format = "idmp-state" // idmpctl's emulated stream IDMP state (purge --stream clears it)
+	FormatNone           Format = "none"       // the key does not exist
 )
 
 // Status is a normalised record status.
@@ -122,7 +125,7 @@ type RawValue struct {
 // stream (purge --stream), not a whole Camel set.
 func (r Record) Recognised() bool {
 	switch r.Format {
-	case FormatUnknown, FormatNone, FormatStream, "":
+	case FormatUnknown, FormatNone, FormatStream, FormatIDMPState, "":
 		return false
 	case FormatCamel:
 		return r.Type == "string"
@@ -153,6 +156,11 @@ func (r Record) LastActivityMs() int64 {
 // nothing is judged stale or expired.
 func Decode(key, redisType string, value RawValue, ttlMs, nowMs int64) Record {
 	r := Record{Key: key, Type: redisType, TTLms: ttlMs, Format: FormatUnknown, Status: Unknown, NowMs: max(nowMs, 0)}
+	if part, ok := idmpStatePart(key, redisType); ok {
+		r.Format, r.RawStatus = FormatIDMPState, part
+		judge(&r, nowMs)
+		return r
+	}
 	switch redisType {
 	case "none", "":
 		r.Type, r.Format, r.Status, r.TTLms = "none", FormatNone, Absent, -2
@@ -173,6 +181,45 @@ func Decode(key, redisType string, value RawValue, ttlMs, nowMs int64) Record {
 	}
 	judge(&r, nowMs)
 	return r
+}
+
+// idmpStatePart recognises the keys of idmpctl's emulated stream state
+// (README, "State layout"): B:idmp, B:idmp:pids, B:idmp:ids:<pid> and
+// B:idmp:order:<pid>, where B carries a hash tag.
+func idmpStatePart(key, redisType string) (string, bool) {
+	open := strings.IndexByte(key, '{')
+	if open < 0 {
+		return "", false
+	}
+	end := strings.IndexByte(key[open+1:], '}')
+	if end <= 0 {
+		return "", false
+	}
+	rest := key[open+1+end+1:]
+	i := strings.LastIndex(rest, ":idmp")
+	if i < 0 {
+		return "", false
+	}
+	tail := rest[i+len(":idmp"):]
+	switch {
+	case tail == "" && redisType == "hash":
+		return "settings", true
+	case tail == ":pids" && redisType == "set":
+		return "pids", true
+	}
+	// Per-pid keys: the pid may itself contain ":idmp", so look at the first.
+	j := strings.Index(rest, ":idmp:")
+	if j < 0 {
+		return "", false
+	}
+	tail = rest[j+len(":idmp:"):]
+	switch {
+	case strings.HasPrefix(tail, "ids:") && redisType == "hash":
+		return "iids of pid " + tail[len("ids:"):], true
+	case strings.HasPrefix(tail, "order:") && redisType == "list":
+		return "order of pid " + tail[len("order:"):], true
+	}
+	return "", false
 }
 
 // judge sets the flags that depend on time and TTL.

@@ -298,3 +298,19 @@ func TestDecodeHashPayloadLengths(t *testing.T) {
 		t.Errorf("hash: %+v", r)
 	}
 }
+
+func TestDecodeIDMPState(t *testing.T) {
+	for key, typ := range map[string]string{
+		"{orders}:idmp": "hash", "{orders}:idmp:pids": "set", "{orders}:idmp:ids:api-1": "hash",
+		"{orders}:idmp:order:api-1": "list", "{o}.s:idmp": "hash", "{orders}:idmp:ids:p:idmp": "hash",
+	} {
+		if r := Decode(key, typ, RawValue{Hash: map[string]string{"status": "x"}}, -1, 1); r.Format != FormatIDMPState || r.Recognised() {
+			t.Errorf("%s (%s): format %s, recognised %v", key, typ, r.Format, r.Recognised())
+		}
+	}
+	for key, typ := range map[string]string{"orders:idmp": "hash", "{orders}:idmp": "string", "{}:idmp": "hash"} {
+		if r := Decode(key, typ, RawValue{}, -1, 1); r.Format == FormatIDMPState {
+			t.Errorf("%s (%s) taken for IDMP state", key, typ)
+		}
+	}
+}
