@@ -30,10 +30,10 @@ func mustLua(name string) string {
 }
 
 var (
-	emuAddScript    = redis.NewScript(mustLua("stream_common.lua") + mustLua("stream_emu_add.lua"))
-	emuCfgSetScript = redis.NewScript(mustLua("stream_common.lua") + mustLua("stream_emu_cfgset.lua"))
-	emuInfoScript   = redis.NewScript(mustLua("stream_common.lua") + mustLua("stream_emu_info.lua"))
-	emuClearScript  = redis.NewScript(mustLua("stream_common.lua") + mustLua("stream_emu_clear.lua"))
+	emuAddScript    = lazyScript(func() string { return mustLua("stream_common.lua") + mustLua("stream_emu_add.lua") })
+	emuCfgSetScript = lazyScript(func() string { return mustLua("stream_common.lua") + mustLua("stream_emu_cfgset.lua") })
+	emuInfoScript   = lazyScript(func() string { return mustLua("stream_common.lua") + mustLua("stream_emu_info.lua") })
+	emuClearScript  = lazyScript(func() string { return mustLua("stream_common.lua") + mustLua("stream_emu_clear.lua") })
 )
 
 // emuCall is the keys and leading arguments every emulated script takes.
@@ -113,7 +113,7 @@ func (s *Streams) emulatedAddRun(ctx context.Context, reqs []AddRequest) ([]AddR
 
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	reply, err := emuAddScript.Run(ctx, s.Conn.Client, keys, args...).Slice()
+	reply, err := emuAddScript().Run(ctx, s.Conn.Client, keys, args...).Slice()
 	if err != nil {
 		return nil, emuErr(err)
 	}
@@ -150,7 +150,7 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (StreamInfo, 
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	reply, err := emuInfoScript.Run(ctx, s.Conn.Client, keys, args...).Slice()
+	reply, err := emuInfoScript().Run(ctx, s.Conn.Client, keys, args...).Slice()
 	if errors.Is(err, redis.Nil) {
 		return StreamInfo{}, errNoSuchKey()
 	} else if err != nil {
@@ -190,7 +190,7 @@ func (s *Streams) emulatedCfgSet(ctx context.Context, stream string, duration, m
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	reply, err := emuCfgSetScript.Run(ctx, s.Conn.Client, keys, append(args, duration, maxsize)...).Int64Slice()
+	reply, err := emuCfgSetScript().Run(ctx, s.Conn.Client, keys, append(args, duration, maxsize)...).Int64Slice()
 	if err != nil {
 		return CfgResult{}, notFound(emuErr(err))
 	}
@@ -215,7 +215,7 @@ func (s *Streams) emulatedClear(ctx context.Context, stream, pid string) (int64,
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	n, err := emuClearScript.Run(ctx, s.Conn.Client, keys, append(args, pid)...).Int64()
+	n, err := emuClearScript().Run(ctx, s.Conn.Client, keys, append(args, pid)...).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, errNoSuchKey()
 	}
