@@ -140,7 +140,7 @@ func Classify(err error) int {
 	}
 	msg := err.Error()
 	switch {
-	case hasServerPrefix(msg, "NOAUTH", "WRONGPASS", "NOPERM"):
+	case hasServerPrefix(msg, "NOAUTH", "WRONGPASS", "NOPERM"), isScriptACL(msg):
 		return Permission
 	case hasServerPrefix(msg, "WRONGTYPE"):
 		return Data
@@ -168,6 +168,15 @@ func hasServerPrefix(msg string, prefixes ...string) bool {
 	return false
 }
 
+// isScriptACL reports an ACL denial inside a Lua script, which the server
+// reports as ERR, not NOPERM: "The user executing the script can't run this
+// command or subcommand" (Redis 6.2, 7.0) or "ACL failure in script: ..."
+// (Redis 7.2+, Valkey).
+func isScriptACL(msg string) bool {
+	return strings.Contains(msg, "The user executing the script can't") ||
+		strings.Contains(msg, "ACL failure in script")
+}
+
 func isNetError(err error) bool {
 	var ne net.Error
 	if errors.As(err, &ne) {
@@ -188,9 +197,20 @@ func hintFor(err error) string {
 	case Unavailable:
 		return "is the server running and reachable? set --url or IDMPCTL_URL; --timeout bounds each command"
 	case Permission:
+		if msg := err.Error(); hasServerPrefix(msg, "NOPERM") || isScriptACL(msg) {
+			return "the ACL user may not run what this command needs: grant it (ACL SETUSER) or use another user; ACL LOG on the server names what was denied"
+		}
 		return "give a password with IDMPCTL_PASSWORD (or REDISCLI_AUTH), and an ACL user in the URL (redis://user@host)"
 	case Config:
-		if isTLSVerify(err) {
+		// A remote alert is the server refusing us (tls-auth-clients), not
+		// us refusing its certificate: --tls-ca is not the fix.
+		msg := err.Error()
+		switch {
+		case strings.Contains(msg, "remote error: tls: certificate required"):
+			return "the server requires a client certificate (tls-auth-clients): give --tls-cert and --tls-key"
+		case strings.Contains(msg, "remote error: tls:"):
+			return "the server refused the TLS handshake: check --tls-cert and --tls-key (signed by a CA the server trusts) and the server's TLS settings"
+		case isTLSVerify(err):
 			return "check --tls-ca (the CA that signed the server's certificate); --tls-insecure skips verification"
 		}
 	}

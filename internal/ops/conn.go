@@ -57,7 +57,7 @@ type Conn struct {
 type Capabilities struct {
 	Product    string // "redis" or "valkey"
 	Version    string
-	Mode       string // standalone, cluster, sentinel (INFO redis_mode)
+	Mode       string // standalone, cluster, sentinel (INFO redis_mode, Valkey 8: server_mode)
 	Cluster    bool
 	NativeIDMP bool // COMMAND INFO XCFGSET is known
 	Info       map[string]string
@@ -174,7 +174,7 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 	caps, err := probe(ctx, client, c.Timeout)
 	if err != nil {
 		client.Close()
-		return nil, exit.Wrap(err, "connect "+display)
+		return nil, schemeHint(exit.Wrap(err, "connect "+display), err, opt)
 	}
 	if caps.Cluster && !cfg.Cluster {
 		client.Close()
@@ -182,6 +182,23 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 	}
 	c.Client, c.Caps = client, caps
 	return c, nil
+}
+
+// schemeHint names the usual scheme mix-ups when a TCP connect fails: a
+// TLS port given a redis:// URL drops the connection (EOF), and a plain port
+// given a rediss:// URL never answers the handshake (a timeout).
+func schemeHint(wrapped, err error, opt *redis.Options) error {
+	if opt.Network != "tcp" || exit.Code(wrapped) != exit.Unavailable {
+		return wrapped
+	}
+	msg := err.Error()
+	switch {
+	case opt.TLSConfig == nil && (msg == "EOF" || strings.HasSuffix(msg, ": EOF")):
+		return exit.WithHint(wrapped, "the server closed the connection at once: if this port speaks TLS, use rediss://")
+	case opt.TLSConfig != nil && (errors.Is(err, context.DeadlineExceeded) || strings.Contains(msg, "i/o timeout")):
+		return exit.WithHint(wrapped, "no answer to the TLS handshake: is the server running, and does this port speak TLS? (a plain port takes redis://; --timeout bounds the wait)")
+	}
+	return wrapped
 }
 
 func clusterOptions(o *redis.Options) *redis.ClusterOptions {
@@ -228,6 +245,9 @@ func probe(ctx context.Context, client redis.UniversalClient, timeout time.Durat
 		caps.Product, caps.Version = "valkey", v
 	}
 	caps.Mode = caps.Info["redis_mode"]
+	if caps.Mode == "" {
+		caps.Mode = caps.Info["server_mode"] // Valkey 8 renamed redis_mode
+	}
 	if caps.Mode == "" {
 		caps.Mode = "standalone"
 	}

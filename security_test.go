@@ -1,0 +1,824 @@
+package main
+
+// Security tests against real servers: TLS (server verification, client
+// certificates, --tls-insecure, bad TLS configuration), ACL users (reads
+// allowed, writes refused with the server's NOPERM kept verbatim), and
+// secrets (a password from the environment never printed, never in ps).
+// Each test execs the `idmpctl` that TestMain puts on PATH.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idmpctl/idmpctl/cmd"
+	"github.com/idmpctl/idmpctl/internal/redistest"
+	"github.com/spf13/cobra"
+)
+
+// secResult is one idmpctl run.
+type secResult struct {
+	args           []string
+	code           int
+	stdout, stderr string
+}
+
+func (r secResult) String() string {
+	return fmt.Sprintf("idmpctl %s\nexit %d\n--- stdout\n%s--- stderr\n%s", strings.Join(r.args, " "), r.code, r.stdout, r.stderr)
+}
+
+// secEnv is the test process's environment without anything that would
+// change how idmpctl connects or prints, plus extra.
+func secEnv(extra ...string) []string {
+	drop := map[string]bool{
+		"IDMPCTL_URL": true, "REDIS_URL": true, "IDMPCTL_PASSWORD": true, "REDISCLI_AUTH": true,
+		"NO_COLOR": true, "CLICOLOR_FORCE": true, "IDMPCTL_FORCE_TTY": true,
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); !drop[name] {
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
+}
+
+// secRun runs the idmpctl binary with env (on top of cleanEnv) and returns its
+// exit code and output.
+func secRun(t *testing.T, env []string, args ...string) secResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, "idmpctl", args...)
+	c.Env = secEnv(env...)
+	c.Stdin = strings.NewReader("")
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	r := secResult{args: args}
+	if err := c.Run(); err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("idmpctl %s: %v", strings.Join(args, " "), err)
+		}
+		r.code = ee.ExitCode()
+	}
+	r.stdout, r.stderr = out.String(), errb.String()
+	return r
+}
+
+// secWant checks the exit code and that stderr matches every pattern (each a
+// multi-line regexp, so ^ and $ anchor lines).
+func secWant(t *testing.T, r secResult, code int, stderr ...string) {
+	t.Helper()
+	if r.code != code {
+		t.Errorf("exit %d, want %d\n%s", r.code, code, r)
+		return
+	}
+	for _, pat := range stderr {
+		if !regexp.MustCompile("(?m)" + pat).MatchString(r.stderr) {
+			t.Errorf("stderr does not match %q\n%s", pat, r)
+		}
+	}
+}
+
+func secStdout(t *testing.T, r secResult, patterns ...string) {
+	t.Helper()
+	for _, pat := range patterns {
+		if !regexp.MustCompile("(?m)" + pat).MatchString(r.stdout) {
+			t.Errorf("stdout does not match %q\n%s", pat, r)
+		}
+	}
+}
+
+func secServer(t *testing.T, config ...string) *redistest.Server {
+	t.Helper()
+	srv, err := redistest.Start(redistest.Options{Dir: t.TempDir(), Config: config})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	return srv
+}
+
+func secTLSServer(t *testing.T, files *redistest.TLSFiles, tlsOpts redistest.TLSOptions, config ...string) *redistest.TLSServer {
+	t.Helper()
+	tlsOpts.Files = files
+	srv, err := redistest.StartTLS(redistest.Options{Dir: t.TempDir(), Config: config}, tlsOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	return srv
+}
+
+func secPKI(t *testing.T) *redistest.TLSFiles {
+	t.Helper()
+	files, err := redistest.GenerateTLS(filepath.Join(t.TempDir(), "pki"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// secServerSays sends AUTH user pass and then one command on a fresh TCP
+// connection and returns the command's reply line as the server wrote it
+// (an error without its '-', an integer with its ':', a bulk string's
+// text): for errors, what idmpctl must pass on verbatim.
+func secServerSays(t *testing.T, addr, user, pass string, args ...string) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	var b strings.Builder
+	for _, cmd := range [][]string{{"AUTH", user, pass}, args} {
+		fmt.Fprintf(&b, "*%d\r\n", len(cmd))
+		for _, a := range cmd {
+			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+		}
+	}
+	if _, err := io.WriteString(c, b.String()); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(c)
+	readLine := func() string {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return strings.TrimRight(line, "\r\n")
+	}
+	if ok := readLine(); ok != "+OK" {
+		t.Fatalf("AUTH %s: %s", user, ok)
+	}
+	reply := readLine()
+	if strings.HasPrefix(reply, "$") && reply != "$-1" {
+		reply = readLine() // a bulk string (short, no CRLF inside)
+	}
+	return strings.TrimPrefix(reply, "-")
+}
+
+// ---------------------------------------------------------------- TLS
+
+func TestTLS(t *testing.T) {
+	t.Parallel()
+	files := secPKI(t)
+	verified := secTLSServer(t, files, redistest.TLSOptions{})
+	ca := []string{"--tls-ca", files.CA}
+
+	t.Run("verified", func(t *testing.T) {
+		r := secRun(t, nil, append([]string{"inspect", "--server", "--url", verified.TLSURL}, ca...)...)
+		secWant(t, r, 0)
+		secStdout(t, r, `^url\t`+regexp.QuoteMeta(verified.TLSURL)+`$`, `^role\tmaster$`)
+		if r.stderr != "" {
+			t.Errorf("a verified connection warns:\n%s", r)
+		}
+		// The certificate names localhost as well as 127.0.0.1.
+		env := []string{"IDMPCTL_URL=rediss://localhost:" + strconv.Itoa(verified.TLSPort) + "/0"}
+		secWant(t, secRun(t, env, append([]string{"inspect", "--server"}, ca...)...), 0)
+		// Writes (Lua on a server without native IDMP) and claims over TLS.
+		env = []string{"IDMPCTL_URL=" + verified.TLSURL}
+		r = secRun(t, env, append([]string{"xadd", "orders", "--pid", "api", "--iid", "o-1", "amount", "100"}, ca...)...)
+		secWant(t, r, 0)
+		secStdout(t, r, `^\d+-\d+$`)
+		r = secRun(t, env, append([]string{"claim", "acquire", "idem:tls"}, ca...)...)
+		secWant(t, r, 0)
+		secStdout(t, r, `^1$`)
+		r = secRun(t, env, append([]string{"inspect", "idem:tls", "-o", "json"}, ca...)...)
+		secWant(t, r, 0)
+		secStdout(t, r, `"status":"PROCESSING"`)
+	})
+
+	t.Run("client-certificate", func(t *testing.T) {
+		srv := secTLSServer(t, files, redistest.TLSOptions{AuthClients: true})
+		env := []string{"IDMPCTL_URL=" + srv.TLSURL}
+		cert := []string{"--tls-cert", files.ClientCert, "--tls-key", files.ClientKey}
+		r := secRun(t, env, append(append([]string{"inspect", "--server"}, ca...), cert...)...)
+		secWant(t, r, 0)
+		secStdout(t, r, `^role\tmaster$`)
+		r = secRun(t, env, append(append([]string{"claim", "acquire", "idem:mtls"}, ca...), cert...)...)
+		secWant(t, r, 0)
+
+		// Without a certificate the server ends the handshake with an alert
+		// (TLS 1.3: certificate_required): a configuration error, with the
+		// TLS text and a hint naming the missing flags, not --tls-ca.
+		r = secRun(t, env, append([]string{"inspect", "--server"}, ca...)...)
+		secWant(t, r, 78,
+			`^idmpctl: connect `+regexp.QuoteMeta(srv.TLSURL)+`: remote error: tls: certificate required$`,
+			`^hint: the server requires a client certificate .*--tls-cert and --tls-key$`)
+		if r.stdout != "" {
+			t.Errorf("stdout on failure:\n%s", r)
+		}
+		secWant(t, secRun(t, env, append([]string{"xadd", "orders", "--pid", "p", "--iid", "i", "f", "v"}, ca...)...), 78,
+			`remote error: tls: certificate required`)
+
+		// A certificate from a CA the server does not trust: 78 as well.
+		other := []string{"--tls-cert", files.OtherClientCert, "--tls-key", files.OtherClientKey}
+		r = secRun(t, env, append(append([]string{"inspect", "--server"}, ca...), other...)...)
+		secWant(t, r, 78, `^idmpctl: connect .*: remote error: tls: `, `^hint: the server refused the TLS handshake: check --tls-cert and --tls-key`)
+	})
+
+	t.Run("client-certificate-tls1.2", func(t *testing.T) {
+		// TLS 1.2 rejects a missing certificate inside the handshake, with
+		// another alert: the same code.
+		srv := secTLSServer(t, files, redistest.TLSOptions{AuthClients: true}, `tls-protocols "TLSv1.2"`)
+		env := []string{"IDMPCTL_URL=" + srv.TLSURL}
+		secWant(t, secRun(t, env, append([]string{"inspect", "--server"}, ca...)...), 78,
+			`^idmpctl: connect .*: remote error: tls: `, `^hint: the server `)
+		secWant(t, secRun(t, env, append([]string{"inspect", "--server", "--tls-cert", files.ClientCert, "--tls-key", files.ClientKey}, ca...)...), 0)
+	})
+
+	t.Run("unknown-ca", func(t *testing.T) {
+		// The server's certificate is signed by another CA.
+		srv := secTLSServer(t, files, redistest.TLSOptions{Cert: files.OtherServerCert, Key: files.OtherServerKey})
+		env := []string{"IDMPCTL_URL=" + srv.TLSURL}
+		unknown := `^idmpctl: connect ` + regexp.QuoteMeta(srv.TLSURL) + `: tls: failed to verify certificate: x509: certificate signed by unknown authority`
+		hint := `^hint: check --tls-ca \(the CA that signed the server's certificate\)`
+		for _, args := range [][]string{
+			append([]string{"inspect", "--server"}, ca...),
+			{"inspect", "--server"}, // the system's roots do not know it either
+			append([]string{"xadd", "orders", "--pid", "p", "--iid", "i", "f", "v"}, ca...),
+			append([]string{"claim", "acquire", "k"}, ca...),
+		} {
+			r := secRun(t, env, args...)
+			secWant(t, r, 78, unknown, hint)
+			if r.stdout != "" {
+				t.Errorf("stdout on failure:\n%s", r)
+			}
+		}
+		// The certificate is good when its own CA is given.
+		secWant(t, secRun(t, env, "inspect", "--server", "--tls-ca", files.OtherCA), 0)
+	})
+
+	t.Run("insecure", func(t *testing.T) {
+		srv := secTLSServer(t, files, redistest.TLSOptions{Cert: files.OtherServerCert, Key: files.OtherServerKey})
+		env := []string{"IDMPCTL_URL=" + srv.TLSURL}
+		const warning = "idmpctl: warning: --tls-insecure: the server's certificate is not verified\n"
+		r := secRun(t, env, "inspect", "--server", "--tls-insecure")
+		secWant(t, r, 0)
+		if r.stderr != warning {
+			t.Errorf("stderr = %q, want %q", r.stderr, warning)
+		}
+		r = secRun(t, env, "inspect", "--server", "--tls-insecure", "-o", "json")
+		secWant(t, r, 0)
+		if r.stderr != warning {
+			t.Errorf("stderr = %q, want %q", r.stderr, warning)
+		}
+		var rep map[string]any
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep["url"] != srv.TLSURL {
+			t.Errorf("json: %v %v\n%s", err, rep, r)
+		}
+		r = secRun(t, env, "xadd", "orders", "--pid", "p", "--iid", "i", "f", "v", "--tls-insecure")
+		secWant(t, r, 0, `^idmpctl: warning: --tls-insecure`)
+	})
+
+	t.Run("tls-flags-need-rediss", func(t *testing.T) {
+		plain := secServer(t)
+		for _, url := range []string{plain.URL, "unix://" + filepath.Join(t.TempDir(), "x.sock")} {
+			for _, flags := range [][]string{
+				{"--tls-ca", files.CA},
+				{"--tls-cert", files.ClientCert, "--tls-key", files.ClientKey},
+				{"--tls-insecure"},
+			} {
+				r := secRun(t, nil, append([]string{"inspect", "--server", "--url", url}, flags...)...)
+				secWant(t, r, 78, `^idmpctl: TLS options: "`+regexp.QuoteMeta(url)+`" is not a rediss:// URL$`)
+			}
+		}
+		secWant(t, secRun(t, []string{"IDMPCTL_URL=" + plain.URL}, "claim", "acquire", "k", "--tls-insecure"), 78, `is not a rediss:// URL`)
+	})
+
+	t.Run("unreadable-files", func(t *testing.T) {
+		dir := t.TempDir()
+		env := []string{"IDMPCTL_URL=" + verified.TLSURL}
+		missing := filepath.Join(dir, "missing.pem")
+		notPEM := filepath.Join(dir, "not.pem")
+		if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cases := []struct {
+			flags  []string
+			stderr string
+		}{
+			{[]string{"--tls-ca", missing}, `^idmpctl: read --tls-ca: open .*missing.pem: no such file or directory$`},
+			{[]string{"--tls-ca", dir}, `^idmpctl: read --tls-ca: read .*: is a directory$`},
+			{[]string{"--tls-ca", notPEM}, `^idmpctl: read --tls-ca: .*not.pem holds no PEM certificate$`},
+			{[]string{"--tls-ca", files.CA, "--tls-cert", files.ClientCert}, `--tls-cert and --tls-key go together`},
+			{[]string{"--tls-ca", files.CA, "--tls-key", files.ClientKey}, `--tls-cert and --tls-key go together`},
+			{[]string{"--tls-ca", files.CA, "--tls-cert", missing, "--tls-key", files.ClientKey}, `^idmpctl: read --tls-cert/--tls-key: open .*missing.pem: no such file or directory$`},
+			{[]string{"--tls-ca", files.CA, "--tls-cert", files.ClientCert, "--tls-key", dir}, `^idmpctl: read --tls-cert/--tls-key: read .*: is a directory$`},
+			{[]string{"--tls-ca", files.CA, "--tls-cert", files.ClientCert, "--tls-key", files.OtherClientKey}, `^idmpctl: read --tls-cert/--tls-key: tls: private key does not match public key$`},
+		}
+		if os.Geteuid() != 0 { // root reads a mode-0 file
+			locked := filepath.Join(dir, "locked.pem")
+			b, err := os.ReadFile(files.CA)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(locked, b, 0o000); err != nil {
+				t.Fatal(err)
+			}
+			cases = append(cases, struct {
+				flags  []string
+				stderr string
+			}{[]string{"--tls-ca", locked}, `^idmpctl: read --tls-ca: open .*locked.pem: permission denied$`})
+		}
+		for _, c := range cases {
+			for _, verb := range [][]string{{"inspect", "--server"}, {"xadd", "s", "--pid", "p", "--iid", "i", "f", "v"}} {
+				r := secRun(t, env, append(verb, c.flags...)...)
+				secWant(t, r, 78, c.stderr)
+				if r.stdout != "" {
+					t.Errorf("stdout on failure:\n%s", r)
+				}
+			}
+		}
+	})
+
+	t.Run("scheme-mixups", func(t *testing.T) {
+		// redis:// on a TLS port: the server drops the plain connection.
+		r := secRun(t, nil, "inspect", "--server", "--url", "redis://"+verified.TLSAddr+"/0", "--timeout", "2s")
+		secWant(t, r, 69, `^idmpctl: connect redis://`+regexp.QuoteMeta(verified.TLSAddr)+`/0: .*EOF$`, `^hint: .*use rediss://`)
+		// rediss:// on a plain port: the handshake is never answered.
+		plain := secServer(t)
+		r = secRun(t, nil, "inspect", "--server", "--url", "rediss://"+plain.Addr+"/0", "--tls-ca", files.CA, "--timeout", "1s")
+		secWant(t, r, 69, `^idmpctl: connect rediss://`, `^hint: no answer to the TLS handshake: .*does this port speak TLS\?`)
+	})
+}
+
+// ---------------------------------------------------------------- ACL
+
+// secACLConfig: the default user has a password; reader may read (plus INFO,
+// COMMAND for the connect probe, and TIME: reads decide lease and age on
+// the server's clock); noinfo lacks INFO and COMMAND (the probe falls back
+// to PING); scripter may run scripts but not the writes inside them;
+// narrow may do anything, but only on app:* keys.
+var secACLConfig = []string{
+	"user default on >default-pw ~* &* +@all",
+	"user reader on >reader-pw ~* +@read +ping +info +command +time",
+	"user noinfo on >noinfo-pw ~* +@read +ping +time",
+	"user scripter on >scripter-pw ~* +@read +ping +info +command +time +evalsha +eval +script|load",
+	"user narrow on >narrow-pw ~app:* +@all",
+}
+
+func TestACL(t *testing.T) {
+	t.Parallel()
+	srv := secServer(t, secACLConfig...)
+	as := func(user, pw string) []string {
+		return []string{"IDMPCTL_URL=redis://" + user + "@" + srv.Addr + "/0", "IDMPCTL_PASSWORD=" + pw}
+	}
+	admin := []string{"IDMPCTL_URL=" + srv.URL, "REDISCLI_AUTH=default-pw"}
+	secWant(t, secRun(t, admin, "xadd", "orders", "--pid", "api", "--iid", "o-1", "amount", "100"), 0)
+	for _, k := range []string{"idem:a", "idem:b"} {
+		secWant(t, secRun(t, admin, "claim", "acquire", k), 0)
+	}
+
+	t.Run("reader-reads", func(t *testing.T) {
+		env := as("reader", "reader-pw")
+		r := secRun(t, env, "inspect", "--server")
+		secWant(t, r, 0)
+		secStdout(t, r, `^url\tredis://reader@`+regexp.QuoteMeta(srv.Addr)+`/0$`, `^server\tredis \d+\.\d+`, `^role\tmaster$`)
+		r = secRun(t, env, "inspect", "--server", "-o", "json")
+		secWant(t, r, 0)
+		secStdout(t, r, `"url":"redis://reader@`)
+		r = secRun(t, env, "inspect", "idem:a")
+		secWant(t, r, 0)
+		secStdout(t, r, `^status\tPROCESSING$`)
+		r = secRun(t, env, "inspect", "idem:a", "-o", "json")
+		secWant(t, r, 0)
+		secStdout(t, r, `"status":"PROCESSING"`)
+		r = secRun(t, env, "inspect", "--match", "idem:*", "-o", "json")
+		secWant(t, r, 0)
+		secStdout(t, r, `"key":"idem:a"`, `"key":"idem:b"`)
+		if r.stderr != "" {
+			t.Errorf("stderr:\n%s", r)
+		}
+	})
+
+	t.Run("reader-writes-denied", func(t *testing.T) {
+		env := as("reader", "reader-pw")
+		for _, c := range []struct {
+			args []string
+			what string
+		}{
+			{[]string{"xadd", "orders", "--pid", "api", "--iid", "o-2", "amount", "5"}, `xadd "orders"`},
+			{[]string{"xadd", "orders", "--pid", "api", "--iid", "o-2", "amount", "5", "-o", "json"}, `xadd "orders"`},
+			{[]string{"claim", "acquire", "idem:c"}, `acquire "idem:c"`},
+		} {
+			r := secRun(t, env, c.args...)
+			secWant(t, r, 77, `^idmpctl: `+regexp.QuoteMeta(c.what)+`: NOPERM `, `^hint: the ACL user may not run`)
+			if r.stdout != "" {
+				t.Errorf("stdout on failure:\n%s", r)
+			}
+			// The server's text, verbatim: ask the server the same denied
+			// command as the same user.
+			m := regexp.MustCompile(`NOPERM .*'([a-z]+)' command`).FindStringSubmatch(r.stderr)
+			if m == nil {
+				t.Errorf("no NOPERM for a command in\n%s", r)
+				continue
+			}
+			denied := []string{m[1], "k", "0"} // EVALSHA sha numkeys
+			if m[1] == "xadd" {                // native IDMP (Redis 8.6+)
+				denied = []string{m[1], "k", "*", "f", "v"}
+			}
+			says := secServerSays(t, srv.Addr, "reader", "reader-pw", denied...)
+			if !strings.Contains(r.stderr, ": "+says+"\n") {
+				t.Errorf("server says %q; idmpctl's stderr does not keep it verbatim:\n%s", says, r)
+			}
+		}
+		// Nothing was written.
+		if got := secServerSays(t, srv.Addr, "default", "default-pw", "EXISTS", "idem:c"); got != ":0" {
+			t.Errorf("idem:c exists after a denied acquire: %s", got)
+		}
+		if got := secServerSays(t, srv.Addr, "default", "default-pw", "XLEN", "orders"); got != ":1" {
+			t.Errorf("XLEN orders = %s after a denied xadd, want :1", got)
+		}
+	})
+
+	t.Run("probe-without-info", func(t *testing.T) {
+		// INFO and COMMAND denied: the connect probe proves the connection
+		// with PING and reads go on.
+		env := as("noinfo", "noinfo-pw")
+		r := secRun(t, env, "inspect", "--server")
+		secWant(t, r, 0)
+		secStdout(t, r, `^url\tredis://noinfo@`, `^mode\tstandalone$`, `^ping-rtt-us\t\d+$`)
+		r = secRun(t, env, "inspect", "--server", "-o", "json")
+		secWant(t, r, 0)
+		var rep map[string]any
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Errorf("json: %v\n%s", err, r)
+		}
+		r = secRun(t, env, "inspect", "idem:b")
+		secWant(t, r, 0)
+		secStdout(t, r, `^status\tPROCESSING$`)
+		r = secRun(t, env, "inspect", "--match", "idem:*")
+		secWant(t, r, 0)
+		secStdout(t, r, `^idem:a\t`, `^idem:b\t`)
+	})
+
+	t.Run("denied-inside-script", func(t *testing.T) {
+		// EVALSHA allowed, the write inside it denied: the server says ERR,
+		// not NOPERM, and it is still a permission failure. (Native IDMP
+		// sends XADD itself: a plain NOPERM.)
+		env := as("scripter", "scripter-pw")
+		for _, args := range [][]string{
+			{"xadd", "orders", "--pid", "api", "--iid", "o-3", "amount", "5"},
+			{"claim", "acquire", "idem:d"},
+		} {
+			r := secRun(t, env, args...)
+			secWant(t, r, 77, `(NOPERM |The user executing the script can't run this command|ACL failure in script)`, `^hint: the ACL user may not run`)
+		}
+	})
+
+	t.Run("key-patterns", func(t *testing.T) {
+		env := as("narrow", "narrow-pw")
+		r := secRun(t, env, "claim", "acquire", "idem:e")
+		secWant(t, r, 77, `^idmpctl: acquire "idem:e": NOPERM .*key`)
+		says := secServerSays(t, srv.Addr, "narrow", "narrow-pw", "EXISTS", "idem:e")
+		if !strings.Contains(r.stderr, ": "+says+"\n") {
+			t.Errorf("server says %q; not verbatim in\n%s", says, r)
+		}
+		secWant(t, secRun(t, env, "claim", "acquire", "app:e"), 0)
+		secWant(t, secRun(t, env, "inspect", "idem:a"), 77, `NOPERM .*key`)
+	})
+
+	t.Run("wrong-password", func(t *testing.T) {
+		wrongpass := `^idmpctl: connect redis://[^:]*@?` + regexp.QuoteMeta(srv.Addr) + `/0: WRONGPASS invalid username-password pair or user is disabled\.$`
+		hint := `^hint: give a password with IDMPCTL_PASSWORD`
+		for _, env := range [][]string{
+			as("reader", "not-the-reader-pw"),
+			as("nobody", "reader-pw"),
+			{"IDMPCTL_URL=" + srv.URL, "REDISCLI_AUTH=not-the-default-pw"},
+		} {
+			for _, args := range [][]string{{"inspect", "--server"}, {"xadd", "s", "--pid", "p", "--iid", "i", "f", "v"}, {"claim", "acquire", "k"}} {
+				r := secRun(t, env, args...)
+				secWant(t, r, 77, wrongpass, hint)
+				if strings.Contains(r.stderr+r.stdout, "not-the-") {
+					t.Errorf("the password was echoed:\n%s", r)
+				}
+			}
+		}
+		// No password at all: NOAUTH.
+		secWant(t, secRun(t, []string{"IDMPCTL_URL=redis://reader@" + srv.Addr + "/0"}, "inspect", "--server"), 77,
+			`: NOAUTH Authentication required\.$`, hint)
+	})
+
+	t.Run("default-user-off", func(t *testing.T) {
+		off := secServer(t, "user default off", secACLConfig[1])
+		r := secRun(t, []string{"IDMPCTL_URL=redis://reader@" + off.Addr + "/0", "IDMPCTL_PASSWORD=reader-pw"}, "inspect", "--server")
+		secWant(t, r, 0)
+		secStdout(t, r, `^role\tmaster$`)
+		// Without a user the password goes to the disabled default user.
+		secWant(t, secRun(t, []string{"IDMPCTL_URL=" + off.URL, "IDMPCTL_PASSWORD=reader-pw"}, "inspect", "--server"), 77,
+			`: WRONGPASS invalid username-password pair or user is disabled\.$`)
+		secWant(t, secRun(t, []string{"IDMPCTL_URL=" + off.URL}, "claim", "acquire", "k"), 77, `: NOAUTH Authentication required\.$`)
+	})
+}
+
+// ---------------------------------------------------------------- secrets
+
+const (
+	secPassword       = "Sw0rdf1sh-Zq81-secret"
+	secReaderPassword = "R3ader-Kp44-secret"
+)
+
+// secNoSecret fails when either output holds a password (or a recognisable
+// part of it).
+func secNoSecret(t *testing.T, r secResult) {
+	t.Helper()
+	for _, s := range []string{secPassword, secReaderPassword, "Sw0rdf1sh", "R3ader-Kp44"} {
+		if strings.Contains(r.stdout, s) || strings.Contains(r.stderr, s) {
+			t.Errorf("output holds the password %q\n%s", s, r)
+			return
+		}
+	}
+}
+
+// secCommandPaths lists every command of the tree, as argument lists.
+func secCommandPaths() [][]string {
+	f := &cmd.Factory{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard, Getenv: os.Getenv, Now: time.Now,
+		IsTTY: func(any) bool { return false }}
+	var paths [][]string
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		paths = append(paths, path)
+		for _, sub := range c.Commands() {
+			walk(sub, append(append([]string(nil), path...), sub.Name()))
+		}
+	}
+	walk(cmd.NewRootCmd(f), nil)
+	return paths
+}
+
+func TestSecretNeverPrinted(t *testing.T) {
+	t.Parallel()
+	files := secPKI(t)
+	srv := secServer(t,
+		"user default on >"+secPassword+" ~* &* +@all",
+		"user reader on >"+secReaderPassword+" ~* +@read +ping +info +command +time")
+	tlsSrv := secTLSServer(t, files, redistest.TLSOptions{Cert: files.OtherServerCert, Key: files.OtherServerKey}, "requirepass "+secPassword)
+	other := secServer(t, "requirepass some-other-password")
+
+	// A port that accepts and never answers: the timeout path.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+
+	forms := map[string]func(url string) []string{
+		"IDMPCTL_PASSWORD": func(url string) []string { return []string{"IDMPCTL_URL=" + url, "IDMPCTL_PASSWORD=" + secPassword} },
+		"REDISCLI_AUTH":    func(url string) []string { return []string{"IDMPCTL_URL=" + url, "REDISCLI_AUTH=" + secPassword} },
+	}
+	for name, envFor := range forms {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			env := envFor(srv.URL)
+			readerEnv := []string{"IDMPCTL_URL=redis://reader@" + srv.Addr + "/0", name + "=" + secReaderPassword}
+			key := "idem:" + strings.ToLower(name)
+			steps := []struct {
+				env  []string
+				code int
+				args []string
+			}{
+				{env, 0, []string{"inspect", "--server"}},
+				{env, 0, []string{"inspect", "--server", "-o", "json"}},
+				{append(env, "IDMPCTL_FORCE_TTY=1", "NO_COLOR=1"), 0, []string{"inspect", "--server"}},
+				{env, 0, []string{"xadd", "orders", "--pid", "api", "--iid", "o-1", "amount", "1"}},
+				{env, 0, []string{"xadd", "orders", "--pid", "api", "--iid", "o-1", "amount", "1", "-o", "json"}},
+				{env, 0, []string{"inspect", "orders", "-o", "json"}},
+				{env, 0, []string{"claim", "acquire", key, "-o", "json"}},
+				{env, 0, []string{"inspect", key, "-o", "json"}},
+				{env, 0, []string{"inspect", "--match", "idem:*", "-o", "json"}},
+				{env, 0, []string{"claim", "run", key + ":run", "-o", "json", "--", "true"}},
+				{env, 0, []string{"purge", "--match", "idem:*", "--dry-run", "-o", "json"}},
+				{env, 0, []string{"calc-maxsize", "--rate", "100", "--mark-delay", "1s", "-o", "json"}},
+				{env, 0, []string{"version"}},
+				// Failures.
+				{envFor("redis://127.0.0.1:1/0"), 69, []string{"inspect", "--server"}},
+				{envFor("redis://localhost:1/0"), 69, []string{"xadd", "s", "--pid", "p", "--iid", "i", "f", "v", "-o", "json"}},
+				{envFor("redis://" + ln.Addr().String() + "/0"), 69, []string{"inspect", "--server", "--timeout", "300ms"}},
+				{envFor("unix://" + filepath.Join(t.TempDir(), "none.sock")), 69, []string{"claim", "acquire", "k"}},
+				{envFor(other.URL), 77, []string{"inspect", "--server", "-o", "json"}},
+				{envFor("redis://nobody@" + srv.Addr + "/0"), 77, []string{"claim", "acquire", "k"}},
+				{readerEnv, 77, []string{"xadd", "orders", "--pid", "api", "--iid", "o-2", "amount", "1", "-o", "json"}},
+				{readerEnv, 77, []string{"claim", "acquire", "idem:x", "-o", "json"}},
+				{readerEnv, 0, []string{"inspect", "--server", "-o", "json"}},
+				{envFor(tlsSrv.TLSURL), 78, []string{"inspect", "--server", "--tls-ca", files.CA}},
+				{envFor(tlsSrv.TLSURL), 0, []string{"inspect", "--server", "--tls-ca", files.OtherCA, "-o", "json"}},
+				{envFor("redis://[::1"), 78, []string{"inspect", "--server"}},
+				{env, 64, []string{"xadd", "orders", "--bogus"}},
+				{env, 64, []string{"inspect"}},
+			}
+			for _, s := range steps {
+				r := secRun(t, s.env, s.args...)
+				if r.code != s.code {
+					t.Errorf("exit %d, want %d\n%s", r.code, s.code, r)
+				}
+				secNoSecret(t, r)
+			}
+		})
+	}
+
+	t.Run("help", func(t *testing.T) {
+		// Every command's help, with every way of giving a password set:
+		// flag defaults never show the environment.
+		env := []string{"IDMPCTL_PASSWORD=" + secPassword, "REDISCLI_AUTH=" + secPassword,
+			"IDMPCTL_URL=redis://reader:" + secReaderPassword + "@" + srv.Addr + "/0",
+			"REDIS_URL=redis://:" + secPassword + "@127.0.0.1:1/0"}
+		paths := secCommandPaths()
+		if len(paths) < 10 {
+			t.Fatalf("only %d commands found: %v", len(paths), paths)
+		}
+		for _, p := range paths {
+			r := secRun(t, env, append(p, "--help")...)
+			secWant(t, r, 0)
+			if !strings.Contains(r.stdout, "Usage:") {
+				t.Errorf("no usage in\n%s", r)
+			}
+			secNoSecret(t, r)
+		}
+		for _, args := range [][]string{{"help"}, {"help", "claim", "run"}, {}} {
+			r := secRun(t, env, args...)
+			secNoSecret(t, r)
+		}
+	})
+
+	t.Run("password-in-url", func(t *testing.T) {
+		const warning = `^idmpctl: warning: a password in --url is visible to other users \(ps, shell history\); use IDMPCTL_PASSWORD or REDISCLI_AUTH$`
+		for _, c := range []struct{ url, shown string }{
+			{"redis://:" + secPassword + "@" + srv.Addr + "/0", "redis://:xxxxx@" + srv.Addr + "/0"},
+			{"redis://reader:" + secReaderPassword + "@" + srv.Addr + "/0", "redis://reader:xxxxx@" + srv.Addr + "/0"},
+		} {
+			r := secRun(t, nil, "inspect", "--server", "--url", c.url)
+			secWant(t, r, 0, warning)
+			secStdout(t, r, `^url\t`+regexp.QuoteMeta(c.shown)+`$`)
+			secNoSecret(t, r)
+			r = secRun(t, nil, "inspect", "--server", "--url", c.url, "-o", "json")
+			secWant(t, r, 0, warning)
+			var rep map[string]any
+			if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep["url"] != c.shown {
+				t.Errorf("json url = %v (%v), want %q\n%s", rep["url"], err, c.shown, r)
+			}
+			secNoSecret(t, r)
+		}
+		// From IDMPCTL_URL it is not on the command line: no warning, and
+		// still redacted.
+		r := secRun(t, []string{"IDMPCTL_URL=redis://:" + secPassword + "@" + srv.Addr + "/0"}, "inspect", "--server")
+		secWant(t, r, 0)
+		if r.stderr != "" {
+			t.Errorf("a password from IDMPCTL_URL warns:\n%s", r)
+		}
+		secNoSecret(t, r)
+		// Redacted in failures too.
+		for _, c := range []struct {
+			url  string
+			code int
+			args []string
+		}{
+			{"redis://:" + secPassword + "@127.0.0.1:1/0", 69, []string{"inspect", "--server"}},
+			{"redis://reader:" + secPassword + "@" + srv.Addr + "/0", 77, []string{"claim", "acquire", "k"}},
+			{"redis://reader:" + secReaderPassword + "@" + srv.Addr + "/0", 77, []string{"xadd", "s", "--pid", "p", "--iid", "i", "f", "v"}},
+			{"rediss://:" + secPassword + "@" + tlsSrv.TLSAddr + "/0", 78, []string{"inspect", "--server", "--tls-ca", files.CA}},
+			{"http://:" + secPassword + "@" + srv.Addr + "/0", 78, []string{"inspect", "--server"}},
+			{"redis://:" + secPassword + "@" + srv.Addr + "/notadb", 78, []string{"inspect", "--server"}},
+		} {
+			r := secRun(t, nil, append(c.args, "--url", c.url)...)
+			if r.code != c.code {
+				t.Errorf("exit %d, want %d\n%s", r.code, c.code, r)
+			}
+			secNoSecret(t, r)
+		}
+	})
+}
+
+// TestSecretNotInProcessArgs reads the command line of a running idmpctl
+// the way ps does: a password from the environment is not there; one in
+// --url is, which is why idmpctl warns about it.
+func TestSecretNotInProcessArgs(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
+		t.Skip("no /proc")
+	}
+	srv := secServer(t, "requirepass "+secPassword)
+	for _, c := range []struct {
+		name   string
+		env    []string
+		args   []string
+		inArgs bool
+	}{
+		{"IDMPCTL_PASSWORD", []string{"IDMPCTL_URL=" + srv.URL, "IDMPCTL_PASSWORD=" + secPassword}, nil, false},
+		{"REDISCLI_AUTH", []string{"IDMPCTL_URL=" + srv.URL, "REDISCLI_AUTH=" + secPassword}, nil, false},
+		{"IDMPCTL_URL", []string{"IDMPCTL_URL=redis://:" + secPassword + "@" + srv.Addr + "/0"}, nil, false},
+		{"--url", nil, []string{"--url", "redis://:" + secPassword + "@" + srv.Addr + "/0"}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			key := "ps:" + c.name
+			args := append([]string{"claim", "run", key}, c.args...)
+			args = append(args, "--", "sleep", "3")
+			p := exec.Command("idmpctl", args...)
+			p.Env = secEnv(c.env...)
+			var out, errb bytes.Buffer
+			p.Stdout, p.Stderr = &out, &errb
+			if err := p.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Wait until the claim is held: idmpctl has connected and runs
+			// the command.
+			deadline := time.Now().Add(20 * time.Second)
+			for secServerSays(t, srv.Addr, "default", secPassword, "HGET", key, "status") != "PROCESSING" {
+				if time.Now().After(deadline) {
+					_ = p.Process.Kill()
+					_ = p.Wait()
+					t.Fatalf("the claim was never taken\n%s%s", out.String(), errb.String())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.Process.Pid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			shown := strings.ReplaceAll(string(cmdline), "\x00", " ")
+			if !strings.HasPrefix(shown, "idmpctl claim run "+key) {
+				t.Errorf("cmdline %q is not idmpctl's", shown)
+			}
+			if got := strings.Contains(shown, secPassword); got != c.inArgs {
+				t.Errorf("password in the command line (ps) = %v, want %v: %q", got, c.inArgs, shown)
+			}
+			// Nor in the command it runs.
+			for _, child := range secChildren(p.Process.Pid) {
+				if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child)); err == nil && strings.Contains(string(b), secPassword) {
+					t.Errorf("password in the command line of child %d: %q", child, b)
+				}
+			}
+			if err := p.Wait(); err != nil {
+				t.Errorf("claim run: %v\n%s%s", err, out.String(), errb.String())
+			}
+			warned := strings.Contains(errb.String(), "a password in --url is visible to other users")
+			if warned != c.inArgs {
+				t.Errorf("warning = %v, want %v: %q", warned, c.inArgs, errb.String())
+			}
+			if strings.Contains(out.String()+errb.String(), secPassword) {
+				t.Errorf("password printed: %q %q", out.String(), errb.String())
+			}
+		})
+	}
+}
+
+// secChildren lists the pids whose parent is pid (from /proc/*/stat).
+func secChildren(pid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var kids []int
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so cut at the last ')'.
+		s := string(b)
+		if i := strings.LastIndexByte(s, ')'); i >= 0 {
+			if f := strings.Fields(s[i+1:]); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+				kids = append(kids, n)
+			}
+		}
+	}
+	return kids
+}
