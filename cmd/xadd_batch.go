@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,21 @@ import (
 // emulated, one pipeline when native). Memory is bounded by it.
 const batchChunk = 256
 
+// chunkFor bounds a chunk by the stream's IDMP-MAXSIZE. A retry re-sends
+// the whole unconfirmed chunk, and it dedupes only if every add of it is
+// still tracked: a chunk of more than MAXSIZE adds that the server ran before
+// the connection failed would otherwise be written twice. A stream that does
+// not exist yet gets the server defaults.
+func chunkFor(ctx context.Context, streams *ops.Streams, stream string) int {
+	maxsize := int64(ops.DefaultIDMPMaxSize)
+	if info, err := streams.Info(ctx, stream); err == nil && info.IDMPMaxSize > 0 {
+		maxsize = info.IDMPMaxSize
+	} else if _, n, err := streams.ServerDefaults(ctx); err == nil && n > 0 {
+		maxsize = n
+	}
+	return int(min(batchChunk, maxsize))
+}
+
 type nopCloser struct{ io.Reader }
 
 func (nopCloser) Close() error { return nil }
@@ -25,6 +41,7 @@ type batchRun struct {
 	o        *XAddOptions
 	streams  *ops.Streams
 	p        *render.Printer
+	chunk    int // adds per round trip: see chunkFor
 	reqs     []ops.AddRequest
 	lines    []int
 	written  int // lines whose result was printed
@@ -44,8 +61,9 @@ func xaddBatchRun(c *cobra.Command, o *XAddOptions) error {
 	if err != nil {
 		return err
 	}
-	b := &batchRun{o: o, streams: streams, p: o.Factory.Printer,
-		reqs: make([]ops.AddRequest, 0, batchChunk), lines: make([]int, 0, batchChunk)}
+	chunk := chunkFor(ctx, streams, o.Stream)
+	b := &batchRun{o: o, streams: streams, p: o.Factory.Printer, chunk: chunk,
+		reqs: make([]ops.AddRequest, 0, chunk), lines: make([]int, 0, chunk)}
 	r := batch.NewReader(in, o.Auto)
 	for {
 		line, n, err := r.Next()
@@ -67,7 +85,7 @@ func xaddBatchRun(c *cobra.Command, o *XAddOptions) error {
 		b.reqs = append(b.reqs, o.request(line.IID, line.Fields))
 		b.lines = append(b.lines, n)
 		b.lastLine = n
-		if len(b.reqs) == batchChunk {
+		if len(b.reqs) == b.chunk {
 			if err := b.flush(c); err != nil {
 				b.summary()
 				return err

@@ -73,29 +73,41 @@ func Start(opts Options) (*Server, error) {
 		}
 		conf = append(conf, "port 0", "unixsocket "+sock, "unixsocketperm 700")
 		s.Addr, s.URL = sock, "unix://"+sock
-	} else {
+		if err := s.start(append(conf, opts.Config...)); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	// A free port can be taken by a parallel test between the check and
+	// the bind: pick another and try again.
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
 		port := opts.Port
 		if port == 0 {
-			p, err := FreePort()
-			if err != nil {
+			if port, err = FreePort(); err != nil {
 				return nil, err
 			}
-			port = p
 		}
 		s.Opts.Port = port
-		conf = append(conf, "bind 127.0.0.1", "port "+strconv.Itoa(port))
 		s.Addr = "127.0.0.1:" + strconv.Itoa(port)
 		s.URL = "redis://" + s.Addr + "/0"
+		err = s.start(append(append(conf[:len(conf):len(conf)], "bind 127.0.0.1", "port "+strconv.Itoa(port)), opts.Config...))
+		if err == nil {
+			return s, nil
+		}
+		if opts.Port != 0 || !strings.Contains(err.Error(), "in use") {
+			break
+		}
 	}
-	conf = append(conf, opts.Config...)
-	confPath := filepath.Join(opts.Dir, "redis.conf")
+	return nil, err
+}
+
+func (s *Server) start(conf []string) error {
+	confPath := filepath.Join(s.Opts.Dir, "redis.conf")
 	if err := os.WriteFile(confPath, []byte(strings.Join(conf, "\n")+"\n"), 0o644); err != nil {
-		return nil, err
+		return err
 	}
-	if err := s.launch(confPath); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return s.launch(confPath)
 }
 
 func (s *Server) launch(confPath string) error {
