@@ -123,12 +123,13 @@ func TestScenarioKilledRunnerLeaseTakeover(t *testing.T) {
 	c := newFaultCLI(t, srv.URL)
 	const key = "job:c"
 	p := c.start("claim", "run", key, "--lease", "1s", "--ttl", "1m", "--",
-		"sh", "-c", `echo $$ > cmdpid; touch started; sleep 30; touch finished`)
+		"sh", "-c", `echo $$ > cmdpid; cut -d' ' -f5 /proc/$$/stat > cmdpgid; touch started; sleep 30; touch finished`)
 	if !faultWaitFor(20*time.Second, func() bool { return faultExists(filepath.Join(c.dir, "started")) || p.exited() }) || p.exited() {
 		t.Fatalf("the command did not start: %s", p.status())
 	}
 	cmdPid := faultReadPid(t, filepath.Join(c.dir, "cmdpid"))
-	t.Cleanup(func() { _ = syscall.Kill(-cmdPid, syscall.SIGKILL) })
+	cmdGroup := faultReadPid(t, filepath.Join(c.dir, "cmdpgid"))
+	t.Cleanup(func() { _ = syscall.Kill(-cmdGroup, syscall.SIGKILL) })
 	_ = p.kill()
 	killedAt := time.Now()
 	if r := p.wait(10 * time.Second); r.Signal != syscall.SIGKILL {
@@ -166,13 +167,12 @@ func TestScenarioKilledRunnerLeaseTakeover(t *testing.T) {
 	t.Logf("killed the runner; busy right after; taken over with token 2 %s after the kill (%d acquire attempts); token 1 lost (76)",
 		takenAfter.Round(time.Millisecond), polls)
 
-	// What Pdeathsig does not cover: the command's own children. sh is
-	// killed with idmpctl, but the sleep it started lives on in the
-	// command's process group while another worker holds the key.
+	// The command's own children die too: the guard that leads the
+	// command's process group kills the group once idmpctl is gone.
 	t.Run("command's children", func(t *testing.T) {
-		if left := faultGroupMembers(cmdPid); len(left) > 0 {
-			t.Skipf("KNOWN GAP: %d process(es) of the killed run's command still run (pids %v, process group %d): "+
-				"Pdeathsig stops only the direct child", len(left), left, cmdPid)
+		if !faultWaitFor(5*time.Second, func() bool { return len(faultGroupMembers(cmdGroup)) == 0 }) {
+			left := faultGroupMembers(cmdGroup)
+			t.Errorf("%d process(es) of the killed run's command still run (pids %v, process group %d)", len(left), left, cmdGroup)
 		}
 	})
 }

@@ -175,7 +175,7 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	o, f := r.o, r.o.Factory
 	// Recording the outcome must survive the SIGINT that cancels ctx.
 	bg := context.WithoutCancel(ctx)
-	cmd := exec.Command(o.Command[0], o.Command[1:]...)
+	cmd := commandFor(o.Command)
 	cmd.Env = append(os.Environ(), "IDMPCTL_KEY="+o.Key,
 		"IDMPCTL_TOKEN="+strconv.FormatInt(r.token, 10), "IDMPCTL_ATTEMPT="+strconv.FormatInt(r.attempt, 10))
 	cmd.Stdin, cmd.Stderr = f.In, f.Err
@@ -186,10 +186,7 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	}
 	cmd.SysProcAttr = childProcAttr()
 	if err := cmd.Start(); err != nil {
-		code := 126
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			code = 127
-		}
+		code := startFailureCode(err)
 		ferr := r.record(bg, code, "cannot start: "+err.Error())
 		if ferr != nil {
 			return code, ferr
@@ -305,6 +302,15 @@ func (r *claimedRun) record(ctx context.Context, code int, reason string) error 
 		f.Printer.Warnf("claim run %q: output over --max-result %d bytes: recorded COMPLETED without it (a redelivery replays nothing)", o.Key, o.MaxResult)
 	}
 	return nil
+}
+
+// startFailureCode is the shell's code for a command that cannot start:
+// 127 not found, 126 not executable.
+func startFailureCode(err error) int {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		return 127
+	}
+	return 126
 }
 
 func exitCodeOf(err error) int {

@@ -2,7 +2,13 @@
 
 package cmd
 
-import "syscall"
+import (
+	"os/exec"
+	"syscall"
+)
 
-// setDeathSignal: only Linux can tie the command's life to idmpctl's.
+// commandFor runs the command directly: only Linux can tie its life to
+// idmpctl's (a parent-death signal).
+func commandFor(args []string) *exec.Cmd { return exec.Command(args[0], args[1:]...) }
+
 func setDeathSignal(*syscall.SysProcAttr) {}

@@ -1,7 +1,84 @@
 package cmd
 
-import "syscall"
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
 
-// setDeathSignal stops the command when idmpctl dies (kill -9 included): no
-// one renews its claim any more, so it must not run on unguarded.
-func setDeathSignal(attr *syscall.SysProcAttr) { attr.Pdeathsig = syscall.SIGKILL }
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/spf13/cobra"
+)
+
+// guardCommand is the hidden verb that leads the command's process group.
+const guardCommand = "__claim-guard"
+
+// commandFor runs the command under a guard: a small idmpctl process that
+// leads the command's process group and gets a parent-death signal. When
+// idmpctl dies (kill -9 included) nobody renews the claim any more, so the
+// guard kills the whole group: the command and everything it started.
+func commandFor(args []string) *exec.Cmd {
+	self, err := os.Executable()
+	if err != nil {
+		return exec.Command(args[0], args[1:]...)
+	}
+	cmd := exec.Command(self, append([]string{guardCommand, "--"}, args...)...)
+	cmd.Args[0] = "idmpctl"
+	return cmd
+}
+
+// setDeathSignal makes the kernel signal the guard when idmpctl dies.
+func setDeathSignal(attr *syscall.SysProcAttr) { attr.Pdeathsig = syscall.SIGTERM }
+
+func init() {
+	extraCommands = append(extraCommands, func(f *Factory) *cobra.Command {
+		return &cobra.Command{
+			Use:                guardCommand + " -- COMMAND [ARGS...]",
+			Hidden:             true,
+			DisableFlagParsing: true,
+			RunE: func(c *cobra.Command, args []string) error {
+				if len(args) > 0 && args[0] == "--" {
+					args = args[1:]
+				}
+				if len(args) == 0 {
+					return exit.Usagef("%s needs a command", guardCommand)
+				}
+				return runGuard(f, args)
+			},
+		}
+	})
+}
+
+// runGuard runs the command in the guard's own process group and waits.
+// A SIGINT/SIGTERM while idmpctl lives was sent to the whole group (the
+// command has it too); once idmpctl is gone, the guard kills the group.
+func runGuard(f *Factory, args []string) error {
+	parent := os.Getppid()
+	if parent == 1 {
+		return exit.Status(exit.Lost) // idmpctl died before we started
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(f.Err, "idmpctl: claim run: %v\n", err)
+		return exit.Status(startFailureCode(err))
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case <-sigs:
+			if os.Getppid() != parent {
+				_ = syscall.Kill(0, syscall.SIGKILL)
+			}
+		case err := <-done:
+			if code := exitCodeOf(err); code != 0 {
+				return exit.Status(code)
+			}
+			return nil
+		}
+	}
+}
