@@ -116,6 +116,9 @@ func cfgsetRun(ctx context.Context, f *Factory, stream string, duration, maxsize
 		return err
 	}
 	info, err := streams.Info(ctx, stream)
+	if exit.Code(err) == exit.NotFound {
+		return exit.New(exit.NotFound, "cfgset "+strconv.Quote(stream), "ERR no such key")
+	}
 	if err != nil {
 		return err
 	}

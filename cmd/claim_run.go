@@ -327,7 +327,8 @@ func exitCodeOf(err error) int {
 	return exit.Internal
 }
 
-// capWriter keeps up to max bytes and notes whether more came.
+// capWriter keeps up to max bytes (0: no cap, as for claim complete) and
+// notes whether more came.
 type capWriter struct {
 	max  int
 	buf  []byte
@@ -336,7 +337,7 @@ type capWriter struct {
 
 func (w *capWriter) Write(b []byte) (int, error) {
 	room := w.max - len(w.buf)
-	if len(b) > room {
+	if w.max > 0 && len(b) > room {
 		w.buf = append(w.buf, b[:max(room, 0)]...)
 		w.over = true
 		return len(b), nil

@@ -38,13 +38,12 @@ func init() {
 			Hidden:             true,
 			DisableFlagParsing: true,
 			RunE: func(c *cobra.Command, args []string) error {
-				if len(args) > 0 && args[0] == "--" {
-					args = args[1:]
+				// Flags are not parsed (they belong to the command), so the
+				// command must follow "--"; anything else gets the help.
+				if len(args) < 2 || args[0] != "--" {
+					return c.Help()
 				}
-				if len(args) == 0 {
-					return exit.Usagef("%s needs a command", guardCommand)
-				}
-				return runGuard(f, args)
+				return runGuard(f, args[1:])
 			},
 		}
 	})

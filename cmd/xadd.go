@@ -29,6 +29,7 @@ type XAddOptions struct {
 	Limit      int64
 	NoMkStream bool
 	Mode       string
+	Skip       int
 }
 
 // Validate checks flags and arguments without a server.
@@ -51,12 +52,20 @@ func (o *XAddOptions) Validate() error {
 		return exit.Usagef("fields come in FIELD VALUE pairs: %q has no value", o.Fields[len(o.Fields)-1])
 	case o.JSON != "" && len(o.Fields) > 0:
 		return exit.Usagef("give the fields as FIELD VALUE pairs or --json, not both")
+	case o.Skip < 0:
+		return exit.Usagef("--skip %d: must not be negative", o.Skip)
+	case o.Skip > 0 && o.Batch == "":
+		return exit.Usagef("--skip goes with --batch")
 	case o.Batch == "" && o.JSON == "" && len(o.Fields) == 0:
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("no fields to add"),
 			Hint: "give FIELD VALUE pairs after the stream name, or --json '{\"field\":\"value\"}'"}
 	}
 	if o.JSON != "" {
-		fields, err := batch.ParseFields([]byte(o.JSON))
+		raw, err := readArg(o.Factory, "json", o.JSON, true)
+		if err != nil {
+			return err
+		}
+		fields, err := batch.ParseFields([]byte(raw))
 		if err != nil {
 			return exit.Usagef("--json: %v", err)
 		}
@@ -98,8 +107,8 @@ Batch mode reads NDJSON, one object a line:
   {"iid":"order-17","fields":{"amount":"100"}}
   {"iid":"order-18","fields":[["f","v"],["f","v2"]]}
 and prints one line per input line in order; a malformed line stops the run
-(exit 65) after the lines before it were written, so re-running the corrected
-file is safe.
+(exit 65) after the lines before it were written: fix it and go on with
+--skip N (the error says N).
 
 Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 		Example: `  idmpctl xadd orders --pid api-1 --iid order-17 amount 100
@@ -125,8 +134,9 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 	fl.StringVar(&o.PID, "pid", "", "producer ID")
 	fl.StringVar(&o.IID, "iid", "", "idempotent ID of the message")
 	fl.BoolVar(&o.Auto, "auto", false, "derive the iid from the fields (IDMPAUTO)")
-	fl.StringVar(&o.JSON, "json", "", `fields as JSON: {"f":"v"} or [["f","v"],...]`)
+	fl.StringVar(&o.JSON, "json", "", `fields as JSON: {"f":"v"} or [["f","v"],...]; @FILE or - reads it`)
 	fl.StringVar(&o.Batch, "batch", "", "NDJSON file of adds, - for stdin")
+	fl.IntVar(&o.Skip, "skip", 0, "with --batch: pass over the first N lines (resume a stopped run)")
 	fl.Int64Var(&o.MaxLen, "maxlen", 0, "trim to MAXLEN N")
 	fl.StringVar(&o.MinID, "minid", "", "trim with MINID ID")
 	fl.BoolVar(&o.Approx, "approx", false, "approximate trimming (~)")

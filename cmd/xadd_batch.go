@@ -65,6 +65,7 @@ func xaddBatchRun(c *cobra.Command, o *XAddOptions) error {
 	b := &batchRun{o: o, streams: streams, p: o.Factory.Printer, chunk: chunk,
 		reqs: make([]ops.AddRequest, 0, chunk), lines: make([]int, 0, chunk)}
 	r := batch.NewReader(in, o.Auto)
+	r.Skip = o.Skip
 	for {
 		line, n, err := r.Next()
 		if err == io.EOF {
@@ -78,7 +79,7 @@ func xaddBatchRun(c *cobra.Command, o *XAddOptions) error {
 			var le *batch.LineError
 			if errors.As(err, &le) {
 				return &exit.Error{Code: exit.Data, What: "xadd --batch " + o.Batch, Err: le,
-					Hint: fmt.Sprintf("the %d lines before it were written; fix the line and re-run the whole file (every add is idempotent)", b.written)}
+					Hint: resumeHint(b.written, le.Line-1, chunk)}
 			}
 			return exit.Wrap(err, "xadd --batch: read "+o.Batch)
 		}
@@ -121,10 +122,19 @@ func (b *batchRun) flush(c *cobra.Command) error {
 			line = b.lines[0]
 		}
 		e := exit.Wrap(err, fmt.Sprintf("xadd --batch %s: line %d", b.o.Batch, line))
-		return exit.WithHint(e, fmt.Sprintf("%d lines were written before it; re-run the whole file when the problem is fixed (every add is idempotent)", b.written))
+		return exit.WithHint(e, resumeHint(b.written, line-1, b.chunk))
 	}
 	b.reqs, b.lines = b.reqs[:0], b.lines[:0]
 	return nil
+}
+
+// resumeHint says how to go on after a stop. Re-sending lines that were
+// written dedupes only while their iids are still tracked (the newest
+// IDMP-MAXSIZE per pid, within IDMP-DURATION), so the safe way on is --skip;
+// re-sending the last few is harmless.
+func resumeHint(written, before, chunk int) string {
+	return fmt.Sprintf("%d lines were written before it; when it is fixed, go on with --skip %d (re-sending up to %d lines before that dedupes; a whole large file may not, as only the newest IDMP-MAXSIZE iids per pid are remembered)",
+		written, before, chunk)
 }
 
 func (b *batchRun) print(res []ops.AddResult, retried bool) {

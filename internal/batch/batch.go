@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"unicode/utf8"
 )
 
 // MaxLine bounds one input line; a longer line is malformed.
@@ -36,6 +37,9 @@ func (e *LineError) Unwrap() error { return e.Err }
 // ParseLine reads one line. With auto, an "iid" is an error (IDMPAUTO
 // derives it); without, it is required.
 func ParseLine(b []byte, auto bool) (Line, error) {
+	if err := checkUTF8(b); err != nil {
+		return Line{}, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var l Line
@@ -96,6 +100,9 @@ func ParseLine(b []byte, auto bool) (Line, error) {
 
 // ParseFields reads a fields value on its own (the --json flag).
 func ParseFields(b []byte) ([]string, error) {
+	if err := checkUTF8(b); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	f, err := parseFields(dec)
@@ -109,6 +116,23 @@ func ParseFields(b []byte) ([]string, error) {
 		return nil, errors.New("no fields")
 	}
 	return f, nil
+}
+
+// checkUTF8 refuses bytes that are not UTF-8: encoding/json would silently
+// turn each into U+FFFD and store something else than was given.
+func checkUTF8(b []byte) error {
+	if utf8.Valid(b) {
+		return nil
+	}
+	valid := 0
+	for valid < len(b) {
+		r, size := utf8.DecodeRune(b[valid:])
+		if r == utf8.RuneError && size == 1 {
+			break
+		}
+		valid += size
+	}
+	return fmt.Errorf("byte %d is not UTF-8: JSON cannot carry binary bytes (give binary values as FIELD VALUE arguments)", valid+1)
 }
 
 // parseFields reads {"f":"v",...} keeping order and repeated names, or
@@ -212,6 +236,9 @@ type Reader struct {
 	r    *bufio.Reader
 	auto bool
 	n    int
+	// Skip is how many input lines to pass over unread (resuming a run that
+	// stopped): they are counted, not parsed.
+	Skip int
 }
 
 // NewReader reads NDJSON lines from r.
@@ -227,7 +254,7 @@ func (br *Reader) Next() (Line, int, error) {
 		if err != nil {
 			return Line{}, br.n, err
 		}
-		if len(bytes.TrimSpace(raw)) == 0 {
+		if br.n <= br.Skip || len(bytes.TrimSpace(raw)) == 0 {
 			continue
 		}
 		l, perr := ParseLine(raw, br.auto)

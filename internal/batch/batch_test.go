@@ -124,3 +124,13 @@ func FuzzParseLine(f *testing.F) {
 		}
 	})
 }
+
+func TestReaderSkip(t *testing.T) {
+	in := "not even json\n\n{\"iid\":\"c\",\"fields\":{\"f\":\"3\"}}\n"
+	r := NewReader(strings.NewReader(in), false)
+	r.Skip = 2
+	l, n, err := r.Next()
+	if err != nil || l.IID != "c" || n != 3 {
+		t.Fatalf("after skipping 2 lines: %+v line %d, %v", l, n, err)
+	}
+}
