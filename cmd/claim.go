@@ -66,8 +66,13 @@ func readArg(f *Factory, flag, v string, allowStdin bool) (string, error) {
 }
 
 // validateCommon checks what every verb shares.
-func (o *ClaimOptions) validateCommon(needToken bool) error {
+func (o *ClaimOptions) validateCommon(c *cobra.Command, needToken bool) error {
+	if !c.Flags().Changed("owner") {
+		o.Owner = defaultOwner() // looked up only when a claim verb runs
+	}
 	switch {
+	case o.Owner == "":
+		return exit.Usagef("--owner must not be empty")
 	case o.Key == "":
 		return exit.Usagef("the KEY must not be empty")
 	case o.Lease <= 0:
@@ -135,12 +140,12 @@ func init() {
 
 func addClaimFlags(c *cobra.Command, o *ClaimOptions) {
 	fl := c.Flags()
-	fl.StringVar(&o.Owner, "owner", defaultOwner(), "who holds the claim")
+	fl.StringVar(&o.Owner, "owner", "", "who holds the claim (default hostname:pid)")
 	fl.DurationVar(&o.Lease, "lease", 5*time.Minute, "how long a claim stays live without renewal")
 	fl.DurationVar(&o.TTL, "ttl", 24*time.Hour, "retention of the record (set on every write)")
 	fl.StringVar(&o.Payload, "payload", "", "request payload (STRING or @FILE): its SHA-256 must match on redelivery")
 	fl.Int64Var(&o.MaxAttempts, "max-attempts", 0, "refuse a retry after this many attempts (0: unlimited)")
-	fl.IntVar(&o.MaxResult, "max-result", DefaultMaxResult, "largest result stored, in bytes")
+	fl.IntVar(&o.MaxResult, "max-result", DefaultMaxResult, "largest result stored, in bytes (0: no cap)")
 }
 
 func newClaimVerb(f *Factory, verb, short string, run func(context.Context, *ClaimOptions) error) *cobra.Command {
@@ -152,7 +157,7 @@ func newClaimVerb(f *Factory, verb, short string, run func(context.Context, *Cla
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Key = args[0]
 			o.ResultSet = c.Flags().Changed("result")
-			if err := o.validateCommon(verb != "acquire"); err != nil {
+			if err := o.validateCommon(c, verb != "acquire"); err != nil {
 				return err
 			}
 			if o.ResultSet {
@@ -232,7 +237,7 @@ func acquireExit(p *render.Printer, key string, res ops.AcquireResult) error {
 		return exit.Status(exit.Done)
 	case ops.Busy:
 		return &exit.Error{Code: exit.Busy, What: "claim " + strconv.Quote(key),
-			Err:  fmt.Errorf("busy: held by %s (token %d) for %s more", r.Owner, r.Token, time.Duration(res.LeaseLeftMs)*time.Millisecond),
+			Err:  fmt.Errorf("busy: held by %s (token %d) for %s more", render.Field(r.Owner), r.Token, time.Duration(res.LeaseLeftMs)*time.Millisecond),
 			Hint: "retry later, or use claim run --wait"}
 	case ops.Mismatch:
 		return &exit.Error{Code: exit.Data, What: "claim " + strconv.Quote(key),
@@ -246,20 +251,20 @@ func acquireExit(p *render.Printer, key string, res ops.AcquireResult) error {
 }
 
 func printClaim(p *render.Printer, title string, r ops.ClaimRecord) {
-	pairs := []render.Pair{{"status", r.Status}, {"owner", r.Owner}, {"token", strconv.FormatInt(r.Token, 10)},
+	pairs := []render.Pair{{"status", render.Field(r.Status)}, {"owner", render.Field(r.Owner)}, {"token", strconv.FormatInt(r.Token, 10)},
 		{"attempts", strconv.FormatInt(r.Attempts, 10)}}
 	if r.Status == ops.StatusProcessing {
 		pairs = append(pairs, render.Pair{"lease-left", msDuration(p, r.LeaseUntil-r.Now)})
 	}
 	pairs = append(pairs, render.Pair{"ttl", ttlText(p, r.TTLms)})
 	if r.Fingerprint != "" {
-		pairs = append(pairs, render.Pair{"fingerprint", r.Fingerprint})
+		pairs = append(pairs, render.Pair{"fingerprint", render.Field(r.Fingerprint)})
 	}
 	if r.HasResult {
 		pairs = append(pairs, render.Pair{"result", fmt.Sprintf("%d bytes", len(r.Result))})
 	}
 	if r.Error != "" {
-		pairs = append(pairs, render.Pair{"error", r.Error})
+		pairs = append(pairs, render.Pair{"error", render.Field(r.Error)})
 	}
 	p.KV(title, pairs)
 }

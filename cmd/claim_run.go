@@ -51,7 +51,7 @@ one JSON object printed at the end, with the outcome and exit code.`,
 		},
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Key, o.Command = args[0], args[1:]
-			if err := o.validateCommon(false); err != nil {
+			if err := o.validateCommon(c, false); err != nil {
 				return err
 			}
 			if o.Wait < 0 {
