@@ -390,7 +390,7 @@ func TestACL(t *testing.T) {
 		env := as("reader", "reader-pw")
 		r := secRun(t, env, "inspect", "--server")
 		secWant(t, r, 0)
-		secStdout(t, r, `^url\tredis://reader@`+regexp.QuoteMeta(srv.Addr)+`/0$`, `^server\tredis \d+\.\d+`, `^role\tmaster$`)
+		secStdout(t, r, `^url\tredis://reader@`+regexp.QuoteMeta(srv.Addr)+`/0$`, `^server\t(redis|valkey) \d+\.\d+`, `^role\tmaster$`)
 		r = secRun(t, env, "inspect", "--server", "-o", "json")
 		secWant(t, r, 0)
 		secStdout(t, r, `"url":"redis://reader@`)

@@ -130,6 +130,7 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) error {
 	if err != nil {
 		return err
 	}
+	defer scanGC(f.Getenv)()
 	if !o.DryRun && !o.Yes {
 		// Count first, so the question can say how many.
 		count := o.Ops
@@ -151,14 +152,16 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) error {
 			fmt.Fprintf(p.Err, "\rscanned %d, deleted %d, changed %d", s.Scanned, s.Deleted, s.Changed)
 		}
 	}
+	flush := bufferStream(p)
 	sum, err := ops.Purge(ctx, conn, o.Ops, func(it ops.PurgeItem) {
 		switch p.Format {
 		case render.JSON:
 			_ = p.JSON(it)
 		case render.Raw:
-			p.Line("%s\t%s", it.Outcome, it.Record.Key)
+			p.Line("%s\t%s", it.Outcome, render.Field(it.Record.Key))
 		}
 	})
+	flush()
 	if p.ErrTTY {
 		fmt.Fprint(p.Err, "\r\033[K")
 	}
