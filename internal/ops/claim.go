@@ -31,14 +31,28 @@ var (
 	claimReleaseLua string
 	//go:embed lua/claim_read.lua
 	claimReadLua string
+	//go:embed lua/claim_steps.lua
+	claimStepsLua string
 
-	claimAcquireScript  = redis.NewScript(claimLib + claimAcquireLua)
-	claimRenewScript    = redis.NewScript(claimLib + claimRenewLua)
-	claimCompleteScript = redis.NewScript(claimLib + claimCompleteLua)
-	claimFailScript     = redis.NewScript(claimLib + claimFailLua)
-	claimReleaseScript  = redis.NewScript(claimLib + claimReleaseLua)
-	claimReadScript     = redis.NewScript(claimLib + claimReadLua)
+	claimAcquireScript  = claimScript(claimAcquireLua, "acquire")
+	claimRenewScript    = claimScript(claimRenewLua, "renew")
+	claimCompleteScript = claimScript(claimCompleteLua, "complete")
+	claimFailScript     = claimScript(claimFailLua, "fail")
+	claimReleaseScript  = claimScript(claimReleaseLua, "release")
+	claimReadScript     = claimScript(claimReadLua, "read")
+	// claimStepsScript runs many steps in one call (ClaimPipeline).
+	claimStepsScript = lazyScript(func() string {
+		return claimLib + claimAcquireLua + claimRenewLua + claimCompleteLua + claimFailLua + claimStepsLua
+	})
 )
+
+// claimScript is the single-key script of one verb: the prelude, the verb's
+// function, and a call of it on KEYS[1] at the server's time.
+func claimScript(verbLua, verb string) func() *redis.Script {
+	return lazyScript(func() string {
+		return claimLib + verbLua + "return " + verb + "(KEYS[1], now_ms(), unpack(ARGV, 2))\n"
+	})
+}
 
 // Claim statuses, as stored in the record's status field.
 const (
@@ -164,15 +178,76 @@ func Fingerprint(payload []byte) string {
 // try may have succeeded, and a repeat would report busy (or take over after
 // the lease). A claim whose reply was lost only delays the key by one lease.
 func Acquire(ctx context.Context, c redis.UniversalClient, p AcquireParams) (AcquireResult, error) {
-	if err := p.Validate(); err != nil {
-		return AcquireResult{}, err
-	}
-	what := "acquire " + strconv.Quote(p.Key)
-	rep, err := runClaimScript(ctx, c, claimAcquireScript, what, p.Key,
-		p.Owner, p.Lease.Milliseconds(), p.TTL.Milliseconds(), p.Fingerprint, p.MaxAttempts)
+	st, err := acquireStep(p)
 	if err != nil {
 		return AcquireResult{}, err
 	}
+	rep, err := st.run(ctx, c)
+	if err != nil {
+		return AcquireResult{}, err
+	}
+	return st.acquireResult(rep)
+}
+
+// claimStep is one prepared claim transition: the verb's script and its
+// checked inputs as ARGV (after the reply mode, see claim_lib.lua).
+type claimStep struct {
+	script *redis.Script
+	verb   string
+	what   string
+	key    string
+	args   []any
+	result *string // complete: the result sent (not echoed back)
+}
+
+func newClaimStep(s *redis.Script, verb, key string, args ...any) claimStep {
+	return claimStep{script: s, verb: verb, what: verb + " " + strconv.Quote(key), key: key, args: args}
+}
+
+// argv is the step's ARGV as a single-key call: the reply mode, then its
+// arguments.
+func (st claimStep) argv(full bool) []any {
+	return append([]any{replyMode(full)}, st.args...)
+}
+
+func replyMode(full bool) string {
+	if full {
+		return "1"
+	}
+	return "0"
+}
+
+// run calls the step's script with the whole record in every reply.
+func (st claimStep) run(ctx context.Context, c redis.UniversalClient) (claimReply, error) {
+	v, err := st.script.Run(ctx, c, []string{st.key}, st.argv(true)...).Slice()
+	return st.reply(v, err)
+}
+
+// reply reads a step's reply: a transport or server error, an internal
+// error for a malformed reply, or the error for a key that is no record.
+func (st claimStep) reply(v []any, err error) (claimReply, error) {
+	if err != nil {
+		return claimReply{}, exit.Wrap(err, st.what)
+	}
+	rep, err := parseClaimReply(st.key, v)
+	if err != nil {
+		return claimReply{}, exit.New(exit.Internal, st.what, "unexpected reply from the claim script: %v", err)
+	}
+	if rep.outcome == "foreign" {
+		return claimReply{}, rep.notClaim(st.what)
+	}
+	return rep, nil
+}
+
+func acquireStep(p AcquireParams) (claimStep, error) {
+	if err := p.Validate(); err != nil {
+		return claimStep{}, err
+	}
+	return newClaimStep(claimAcquireScript(), "acquire", p.Key,
+		p.Owner, p.Lease.Milliseconds(), p.TTL.Milliseconds(), p.Fingerprint, p.MaxAttempts), nil
+}
+
+func (st claimStep) acquireResult(rep claimReply) (AcquireResult, error) {
 	res := AcquireResult{Outcome: AcquireOutcome(rep.outcome), Record: rep.record}
 	switch res.Outcome {
 	case Acquired, Retry:
@@ -182,7 +257,7 @@ func Acquire(ctx context.Context, c redis.UniversalClient, p AcquireParams) (Acq
 		res.LeaseLeftMs = rep.record.LeaseLeftMs()
 	case Done, Mismatch, Exhausted:
 	default:
-		return AcquireResult{}, rep.unexpected(what)
+		return AcquireResult{}, rep.unexpected(st.what)
 	}
 	if res.Acquired() {
 		res.Token, res.Attempt = rep.record.Token, rep.record.Attempts
@@ -195,15 +270,31 @@ func Acquire(ctx context.Context, c redis.UniversalClient, p AcquireParams) (Acq
 // lease, as long as nobody took over. Safe to retry. Lost: an *exit.Error
 // (exit.Lost) wrapping a *LostError.
 func Renew(ctx context.Context, c redis.UniversalClient, key string, token int64, lease, ttl time.Duration) (ClaimRecord, error) {
-	if err := firstClaimErr(checkClaimKey(key), checkClaimToken(token), checkClaimLease(lease, ttl)); err != nil {
-		return ClaimRecord{}, err
-	}
-	what := "renew " + strconv.Quote(key)
-	rep, err := runClaimScript(ctx, c, claimRenewScript, what, key, token, lease.Milliseconds(), ttl.Milliseconds())
+	st, err := renewStep(key, token, lease, ttl)
 	if err != nil {
 		return ClaimRecord{}, err
 	}
-	return rep.settle(what, token, "ok")
+	rep, err := st.run(ctx, c)
+	if err != nil {
+		return ClaimRecord{}, err
+	}
+	return rep.settle(st.what, token, "ok")
+}
+
+func renewStep(key string, token int64, lease, ttl time.Duration) (claimStep, error) {
+	if err := firstClaimErr(checkClaimKey(key), checkClaimToken(token), checkClaimLease(lease, ttl)); err != nil {
+		return claimStep{}, err
+	}
+	return newClaimStep(claimRenewScript(), "renew", key, token, lease.Milliseconds(), ttl.Milliseconds()), nil
+}
+
+// CompleteParams are the inputs of a complete (see Complete).
+type CompleteParams struct {
+	Key       string
+	Token     int64
+	Result    *string // nil: none stored
+	TTL       time.Duration
+	MaxResult int // a longer Result is refused; <= 0: no cap
 }
 
 // Complete records COMPLETED (with result when non-nil) and sets the TTL.
@@ -211,25 +302,39 @@ func Renew(ctx context.Context, c redis.UniversalClient, key string, token int64
 // over. Safe to retry: a repeat by the same token succeeds and changes
 // nothing. A result over maxResult bytes (<= 0: no cap) is refused (exit.Data).
 func Complete(ctx context.Context, c redis.UniversalClient, key string, token int64, result *string, ttl time.Duration, maxResult int) (ClaimRecord, error) {
-	if err := firstClaimErr(checkClaimKey(key), checkClaimToken(token), checkClaimTTL(ttl)); err != nil {
-		return ClaimRecord{}, err
-	}
-	what := "complete " + strconv.Quote(key)
-	hasResult, value := "0", ""
-	if result != nil {
-		if err := CheckResultSize(len(*result), maxResult); err != nil {
-			return ClaimRecord{}, exit.Wrap(err, what)
-		}
-		hasResult, value = "1", *result
-	}
-	rep, err := runClaimScript(ctx, c, claimCompleteScript, what, key, token, ttl.Milliseconds(), hasResult, value)
+	st, err := completeStep(CompleteParams{Key: key, Token: token, Result: result, TTL: ttl, MaxResult: maxResult})
 	if err != nil {
 		return ClaimRecord{}, err
 	}
-	if rep.outcome == "ok" && result != nil { // the script does not echo it back
-		rep.record.Result, rep.record.HasResult = *result, true
+	rep, err := st.run(ctx, c)
+	if err != nil {
+		return ClaimRecord{}, err
 	}
-	return rep.settle(what, token, "ok", "again")
+	return st.completeResult(rep, token)
+}
+
+func completeStep(p CompleteParams) (claimStep, error) {
+	if err := firstClaimErr(checkClaimKey(p.Key), checkClaimToken(p.Token), checkClaimTTL(p.TTL)); err != nil {
+		return claimStep{}, err
+	}
+	what := "complete " + strconv.Quote(p.Key)
+	hasResult, value := "0", ""
+	if p.Result != nil {
+		if err := CheckResultSize(len(*p.Result), p.MaxResult); err != nil {
+			return claimStep{}, exit.Wrap(err, what)
+		}
+		hasResult, value = "1", *p.Result
+	}
+	st := newClaimStep(claimCompleteScript(), "complete", p.Key, p.Token, p.TTL.Milliseconds(), hasResult, value)
+	st.result = p.Result
+	return st, nil
+}
+
+func (st claimStep) completeResult(rep claimReply, token int64) (ClaimRecord, error) {
+	if rep.outcome == "ok" && st.result != nil { // the script does not echo it back
+		rep.record.Result, rep.record.HasResult = *st.result, true
+	}
+	return rep.settle(st.what, token, "ok", "again")
 }
 
 // CheckResultSize refuses a result over max bytes (max <= 0: no cap).
@@ -247,23 +352,30 @@ func CheckResultSize(size, max int) error {
 // redelivery starts afresh, and returns an empty record (TTLms -2). Without
 // release it is safe to retry; with release see Release.
 func Fail(ctx context.Context, c redis.UniversalClient, key string, token int64, errText string, ttl time.Duration, release bool) (ClaimRecord, error) {
+	st, err := failStep(key, token, errText, ttl, release)
+	if err != nil {
+		return ClaimRecord{}, err
+	}
+	rep, err := st.run(ctx, c)
+	if err != nil {
+		return ClaimRecord{}, err
+	}
+	return rep.settle(st.what, token, "ok", "again", "released")
+}
+
+func failStep(key string, token int64, errText string, ttl time.Duration, release bool) (claimStep, error) {
 	checks := []error{checkClaimKey(key), checkClaimToken(token)}
 	if !release {
 		checks = append(checks, checkClaimTTL(ttl))
 	}
 	if err := firstClaimErr(checks...); err != nil {
-		return ClaimRecord{}, err
+		return claimStep{}, err
 	}
-	what := "fail " + strconv.Quote(key)
 	rel := "0"
 	if release {
 		rel = "1"
 	}
-	rep, err := runClaimScript(ctx, c, claimFailScript, what, key, token, ttl.Milliseconds(), errText, rel)
-	if err != nil {
-		return ClaimRecord{}, err
-	}
-	return rep.settle(what, token, "ok", "again", "released")
+	return newClaimStep(claimFailScript(), "fail", key, token, ttl.Milliseconds(), errText, rel), nil
 }
 
 // Release deletes the caller's PROCESSING or FAILED record so a redelivery
@@ -275,12 +387,12 @@ func Release(ctx context.Context, c redis.UniversalClient, key string, token int
 	if err := firstClaimErr(checkClaimKey(key), checkClaimToken(token)); err != nil {
 		return err
 	}
-	what := "release " + strconv.Quote(key)
-	rep, err := runClaimScript(ctx, c, claimReleaseScript, what, key, token)
+	st := newClaimStep(claimReleaseScript(), "release", key, token)
+	rep, err := st.run(ctx, c)
 	if err != nil {
 		return err
 	}
-	_, err = rep.settle(what, token, "released")
+	_, err = rep.settle(st.what, token, "released")
 	return err
 }
 
@@ -290,8 +402,8 @@ func ReadClaim(ctx context.Context, c redis.UniversalClient, key string) (ClaimR
 	if err := checkClaimKey(key); err != nil {
 		return ClaimRecord{}, err
 	}
-	what := "read " + strconv.Quote(key)
-	rep, err := runClaimScript(ctx, c, claimReadScript, what, key)
+	st := newClaimStep(claimReadScript(), "read", key)
+	rep, err := st.run(ctx, c)
 	if err != nil {
 		return ClaimRecord{}, err
 	}
@@ -299,9 +411,9 @@ func ReadClaim(ctx context.Context, c redis.UniversalClient, key string) (ClaimR
 	case "ok":
 		return rep.record, nil
 	case "none":
-		return ClaimRecord{}, exit.New(exit.NotFound, what, "the key does not exist")
+		return ClaimRecord{}, exit.New(exit.NotFound, st.what, "the key does not exist")
 	}
-	return ClaimRecord{}, rep.unexpected(what)
+	return ClaimRecord{}, rep.unexpected(st.what)
 }
 
 func checkClaimKey(key string) error {

@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/redis/go-redis/v9"
 )
 
 // ErrNotClaimRecord marks a key that holds something a claim script never
@@ -44,21 +42,6 @@ type claimReply struct {
 	extra   string // takeover: the previous owner; otherwise the key's TYPE
 	record  ClaimRecord
 	fields  map[string]string
-}
-
-func runClaimScript(ctx context.Context, c redis.UniversalClient, s *redis.Script, what, key string, args ...any) (claimReply, error) {
-	v, err := s.Run(ctx, c, []string{key}, args...).Slice()
-	if err != nil {
-		return claimReply{}, exit.Wrap(err, what)
-	}
-	rep, err := parseClaimReply(key, v)
-	if err != nil {
-		return claimReply{}, exit.New(exit.Internal, what, "unexpected reply from the claim script: %v", err)
-	}
-	if rep.outcome == "foreign" {
-		return claimReply{}, rep.notClaim(what)
-	}
-	return rep, nil
 }
 
 func parseClaimReply(key string, v []any) (claimReply, error) {

@@ -80,24 +80,23 @@ type Summary struct {
 
 // ScanKeys walks the keyspace with SCAN MATCH (every primary of a cluster),
 // reads and decodes each batch in pipelines, and calls emit for each record
-// that passes the status filter, in SCAN order within a batch. Memory stays
-// constant: only one batch per node is held at a time.
+// that passes the status filter, in SCAN order. Memory stays constant: a
+// node's next few batches (scanAhead) are read while emit sees this one, and
+// no more are held.
 //
 // In a cluster the primaries are scanned concurrently; emit and Progress are
 // never called concurrently, but the order across nodes is unspecified (sort
 // small outputs). SCAN may return a key twice while the keyspace is being
-// rehashed, and keys that vanish between SCAN and the read are skipped.
+// rehashed (repeats within a few batches are dropped), and keys that vanish
+// between SCAN and the read are skipped.
 // An error from emit stops the scan and is returned as is.
 func ScanKeys(ctx context.Context, c *Conn, opts ScanOptions, emit func(records.Record) error) (Summary, error) {
 	sum := Summary{ByStatus: map[records.Status]int64{}, ByFormat: map[records.Format]int64{}}
 	want := recordStatusSet(opts.Statuses)
 	var mu sync.Mutex
 	var emitErr error
-	err := scanNodes(ctx, c, scanMatch(opts.Pattern, opts.Literal), opts.Count, func(ctx context.Context, keys []string) error {
-		reads, err := readKeys(ctx, c, keys, readOptions{maxValue: opts.MaxValueBytes})
-		if err != nil {
-			return err
-		}
+	ro := readOptions{maxValue: opts.MaxValueBytes}
+	err := scanNodes(ctx, c, scanMatch(opts.Pattern, opts.Literal), opts.Count, ro, func(ctx context.Context, keys []string, reads []keyRead) error {
 		mu.Lock()
 		defer mu.Unlock()
 		sum.Scanned += int64(len(keys))
@@ -136,37 +135,183 @@ func ScanKeys(ctx context.Context, c *Conn, opts ScanOptions, emit func(records.
 // errStopScan ends a scan early without an error.
 var errStopScan = errors.New("stop scan")
 
-// scanNodes runs batch on every batch of keys SCAN MATCH returns, on every
-// primary of a cluster (concurrently: batch must be safe for that) or on the
-// one server. A batch returning errStopScan ends every node's scan quietly.
-func scanNodes(ctx context.Context, c *Conn, match string, count int64, batch func(ctx context.Context, keys []string) error) error {
+const (
+	// scanReaders is how many batches of a node are read at once: while one
+	// reader waits for the server, another parses and decodes, so the
+	// server is kept busy.
+	scanReaders = 2
+	// scanAhead is how many batches of a node may wait, read or being read,
+	// for the caller to handle them, in SCAN order. Memory stays bounded by
+	// it (and by scanReaders).
+	scanAhead = 3
+	// scanWindowBatches is how many jobs back a job may still be unhandled
+	// when SCAN makes a new one: those waiting in order (scanAhead), the one
+	// handled, and the new one.
+	scanWindowBatches = scanAhead + 2
+	// readBatch is how many keys one job reads (a SCAN reply is split):
+	// small enough that a key's data is still in the server's CPU caches
+	// from one round to the next (SCAN, probe, value read, purge's
+	// re-check), which saves more server time than the extra round trips
+	// cost. SCAN itself keeps its COUNT, which selective patterns need.
+	readBatch = 250
+)
+
+// scanJob is up to readBatch keys of one SCAN reply, read by a reader (done
+// closed) for the caller.
+type scanJob struct {
+	keys  []string
+	reads []keyRead
+	err   error
+	done  chan struct{}
+}
+
+// scanWindow drops the keys SCAN returns again within the last
+// scanWindowBatches jobs (and the job being made). SCAN may return a key
+// twice while the keyspace is rehashed (as a purge shrinks it), and with the
+// reads running ahead, the second read of a key may come before the first
+// was handled: a purge would then re-check the key, which it deleted
+// meanwhile, against a read from before its deletion. A repeat from further
+// back is read after its first was handled, as without read-ahead. The
+// window counts jobs, not SCAN replies: a run of empty replies (a selective
+// pattern) must not shrink it.
+type scanWindow struct {
+	seen    map[string]struct{}
+	batches [scanWindowBatches][]string // ring of the last jobs' keys
+	next    int
+}
+
+// filter returns keys without those of the window (nor repeats among
+// keys), in place, and makes them the newest job of the window when any.
+func (w *scanWindow) filter(keys []string) []string {
+	if w.seen == nil {
+		w.seen = make(map[string]struct{}, len(keys)*scanWindowBatches)
+	}
+	out := keys[:0]
+	for _, k := range keys {
+		if _, dup := w.seen[k]; !dup {
+			w.seen[k] = struct{}{}
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		return out
+	}
+	for _, k := range w.batches[w.next] { // none is in out: they were seen
+		delete(w.seen, k)
+	}
+	w.batches[w.next] = out
+	w.next = (w.next + 1) % len(w.batches)
+	return out
+}
+
+// scanNodes runs handle on every batch of keys SCAN MATCH returns, read with
+// ro, on every primary of a cluster (concurrently: handle must be safe for
+// that) or on the one server. On each node, SCAN and scanReaders readers run
+// ahead of handle (at most scanAhead batches), which sees the batches in
+// SCAN order, one at a time. A handle returning errStopScan ends every
+// node's scan quietly; scanNodes returns only once every goroutine it
+// started has stopped.
+func scanNodes(ctx context.Context, c *Conn, match string, count int64, ro readOptions,
+	handle func(ctx context.Context, keys []string, reads []keyRead) error) error {
 	if count <= 0 {
 		count = DefaultScanCount
 	}
 	var stopped atomic.Bool
 	scanOne := func(ctx context.Context, node redis.Cmdable) error {
-		var cursor uint64
-		for !stopped.Load() {
-			sctx, cancel := c.Ctx(ctx)
-			keys, next, err := node.Scan(sctx, cursor, match, count).Result()
-			cancel()
-			if err != nil {
-				stopped.Store(true)
-				return err
-			}
-			if len(keys) > 0 {
-				if err := batch(ctx, keys); err != nil {
-					stopped.Store(true)
-					if errors.Is(err, errStopScan) {
-						return nil
+		ctx, cancel := context.WithCancel(ctx)
+		jobs := make(chan *scanJob)             // to the readers
+		order := make(chan *scanJob, scanAhead) // to handle, in SCAN order
+		free := make(chan []keyRead, scanAhead+scanReaders+1)
+		var wg sync.WaitGroup
+		wg.Add(1 + scanReaders)
+		go func() { // SCAN
+			defer wg.Done()
+			defer close(order)
+			defer close(jobs)
+			var window scanWindow
+			var cursor uint64
+			for !stopped.Load() {
+				sctx, cancelScan := c.Ctx(ctx)
+				keys, next, err := node.Scan(sctx, cursor, match, count).Result()
+				cancelScan()
+				if err != nil {
+					job := &scanJob{err: err, done: make(chan struct{})}
+					close(job.done)
+					select {
+					case order <- job:
+					case <-ctx.Done():
 					}
-					return err
+					return
+				}
+				for part := range slices.Chunk(keys, readBatch) {
+					if part = window.filter(part); len(part) == 0 {
+						continue
+					}
+					job := &scanJob{keys: part, done: make(chan struct{})}
+					select {
+					case order <- job:
+					case <-ctx.Done():
+						return
+					}
+					select {
+					case jobs <- job:
+					case <-ctx.Done():
+						close(job.done) // the caller is gone: nobody reads it
+						return
+					}
+				}
+				if next == 0 {
+					return
+				}
+				cursor = next
+			}
+		}()
+		for range scanReaders {
+			go func() {
+				defer wg.Done()
+				rdr := newKeyReader(c, ro)
+				for job := range jobs {
+					var buf []keyRead
+					select {
+					case buf = <-free:
+					default:
+					}
+					job.reads, job.err = rdr.read(ctx, job.keys, buf)
+					close(job.done)
+				}
+			}()
+		}
+		defer func() {
+			cancel()
+			for range order { // let SCAN finish
+			}
+			wg.Wait()
+		}()
+		for job := range order {
+			select {
+			case <-job.done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if stopped.Load() {
+				return nil // another node failed or hit the limit
+			}
+			err := job.err
+			if err == nil {
+				err = handle(ctx, job.keys, job.reads)
+				clear(job.reads) // handle copied what it keeps
+				select {
+				case free <- job.reads:
+				default:
 				}
 			}
-			if next == 0 {
-				return nil
+			if err != nil {
+				stopped.Store(true)
+				if errors.Is(err, errStopScan) {
+					return nil
+				}
+				return err
 			}
-			cursor = next
 		}
 		return nil
 	}

@@ -8,6 +8,7 @@ package ops
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/records"
@@ -45,9 +46,15 @@ type readOptions struct {
 	fullHashes bool  // read large hashes whole when they are small enough
 }
 
-// keyProbe is round one: what a key is.
+// keyProbe is round one: what a key is. The first read of a key asks for
+// its encoding (and PTTL) only, and infers the type from it: one command
+// fewer per key than TYPE + OBJECT ENCODING, and the server's cost per key
+// is what bounds a scan. Where the encoding is shared by several types
+// (listpack, hashtable) the value read of round two assumes a hash, the
+// common case; a WRONGTYPE reply, an unknown encoding or a failed OBJECT
+// (an ACL without it) sends the key to a re-read that asks TYPE.
 type keyProbe struct {
-	typ  *redis.StatusCmd
+	typ  *redis.StatusCmd // TYPE: re-reads only
 	pttl *redis.DurationCmd
 	enc  *redis.StringCmd
 	lock *redis.IntCmd // EXISTS of X for a key named X:lock
@@ -69,25 +76,85 @@ var (
 	recordPayloads = records.PayloadFields()
 )
 
-// readKeys reads keys in one to three pipelined round trips (through the
-// cluster client in a cluster, which routes every command by its key) and
-// decodes each at the server's time (TIME, in the first round).
-func readKeys(ctx context.Context, c *Conn, keys []string, ro readOptions) ([]keyRead, error) {
-	return readKeysAttempt(ctx, c, keys, ro, 1)
+// typeOfEncoding is the type an OBJECT ENCODING reply implies; ok is false
+// for an encoding this table does not know (then TYPE decides). listpack
+// and hashtable are also sets, sorted sets and lists on some versions: they
+// are read as hashes first, and WRONGTYPE says otherwise.
+func typeOfEncoding(enc string) (typ string, ok bool) {
+	switch enc {
+	case "raw", "embstr", "int":
+		return "string", true
+	case "listpack", "ziplist", "listpackex", "hashtable":
+		return "hash", true
+	case "intset":
+		return "set", true
+	case "skiplist":
+		return "zset", true
+	case "quicklist", "linkedlist":
+		return "list", true
+	case "stream":
+		return "stream", true
+	}
+	return "", false
 }
 
-func readKeysAttempt(ctx context.Context, c *Conn, keys []string, ro readOptions, attempt int) ([]keyRead, error) {
+// smallHash: an encoding whose size the server bounds (hash-max-listpack-*),
+// so the hash is read whole.
+func smallHash(enc string) bool {
+	return enc == "listpack" || enc == "ziplist" || enc == "listpackex"
+}
+
+// readKeys reads keys in two pipelined round trips (through the cluster
+// client in a cluster, which routes every command by its key), plus one for
+// the few keys whose type the encoding does not tell, and decodes each at
+// the server's time (TIME, in the first round).
+func readKeys(ctx context.Context, c *Conn, keys []string, ro readOptions) ([]keyRead, error) {
+	return newKeyReader(c, ro).read(ctx, keys, nil)
+}
+
+// keyReader reads batch after batch, reusing its buffers (one goroutine).
+type keyReader struct {
+	c      *Conn
+	ro     readOptions
+	probes []keyProbe
+	values []keyValue
+	types  []string
+}
+
+func newKeyReader(c *Conn, ro readOptions) *keyReader {
 	if ro.maxValue <= 0 {
 		ro.maxValue = ScanMaxValue
 	}
-	probes := make([]keyProbe, len(keys))
+	return &keyReader{c: c, ro: ro}
+}
+
+// read reads keys into out (reused when its capacity suffices) and returns
+// it, one keyRead per key in order.
+func (r *keyReader) read(ctx context.Context, keys []string, out []keyRead) ([]keyRead, error) {
+	return r.readAttempt(ctx, keys, out, 1)
+}
+
+// readAttempt reads keys; attempt 1 infers types from encodings, later
+// attempts (re-reads) ask TYPE.
+func (r *keyReader) readAttempt(ctx context.Context, keys []string, out []keyRead, attempt int) ([]keyRead, error) {
+	c, ro := r.c, r.ro
+	typed := attempt > 1
+	n := len(keys)
+	r.probes, r.values, r.types = grow(r.probes, n), grow(r.values, n), grow(r.types, n)
+	probes, values, types := r.probes, r.values, r.types
+	clear(values)
 	var clock *redis.TimeCmd
 	err := keysPipelined(ctx, c, func(p redis.Pipeliner, ctx context.Context) {
 		clock = p.Time(ctx)
 		for i, k := range keys {
-			probes[i] = keyProbe{typ: p.Type(ctx, k), pttl: p.PTTL(ctx, k), enc: p.ObjectEncoding(ctx, k)}
+			pr := &probes[i]
+			*pr = keyProbe{}
+			if typed {
+				pr.typ = p.Type(ctx, k)
+			}
+			pr.enc, pr.pttl = p.ObjectEncoding(ctx, k), p.PTTL(ctx, k)
 			if base, ok := strings.CutSuffix(k, ":lock"); ok && base != "" {
-				probes[i].lock = p.Exists(ctx, base)
+				pr.lock = p.Exists(ctx, base)
 			}
 		}
 	})
@@ -99,13 +166,28 @@ func readKeysAttempt(ctx context.Context, c *Conn, keys []string, ro readOptions
 	}
 	nowMs := clock.Val().UnixMilli()
 
-	types := make([]string, len(keys))
-	values := make([]keyValue, len(keys))
+	var again []int // read again, asking TYPE
 	for i, pr := range probes {
-		if err := firstReadErr(pr.typ.Err(), pr.pttl.Err()); err != nil {
+		types[i] = ""
+		if err := firstReadErr(pr.pttl.Err()); err != nil {
 			return nil, err
 		}
-		types[i] = pr.typ.Val()
+		switch {
+		case typed:
+			if err := firstReadErr(pr.typ.Err()); err != nil {
+				return nil, err
+			}
+			types[i] = pr.typ.Val()
+		case errors.Is(pr.enc.Err(), redis.Nil):
+			types[i] = "none"
+		default:
+			t, ok := typeOfEncoding(pr.enc.Val())
+			if pr.enc.Err() != nil || !ok {
+				again = append(again, i)
+				continue
+			}
+			types[i] = t
+		}
 	}
 	err = keysPipelined(ctx, c, func(p redis.Pipeliner, ctx context.Context) {
 		for i, k := range keys {
@@ -114,8 +196,7 @@ func readKeysAttempt(ctx context.Context, c *Conn, keys []string, ro readOptions
 			case "string":
 				v.strlen, v.getrange = p.StrLen(ctx, k), p.GetRange(ctx, k, 0, ro.maxValue-1)
 			case "hash":
-				if enc := probes[i].enc.Val(); enc == "listpack" || enc == "ziplist" {
-					// Small by the server's own bounds (hash-max-listpack-*).
+				if smallHash(probes[i].enc.Val()) {
 					v.hgetall = p.HGetAll(ctx, k)
 					continue
 				}
@@ -139,39 +220,70 @@ func readKeysAttempt(ctx context.Context, c *Conn, keys []string, ro readOptions
 		return nil, err
 	}
 	if ro.fullHashes {
-		if err := readWholeHashes(ctx, c, keys, types, values, ro.maxValue); err != nil {
+		if err := readWholeHashes(ctx, c, keys, types[:n], values[:n], ro.maxValue); err != nil {
 			return nil, err
 		}
 	}
 
-	out := make([]keyRead, len(keys))
-	var raced []int // the type changed between rounds: read again
+	out = grow(out, n)
 	for i, k := range keys {
-		rd, err := assemble(k, types[i], probes[i], values[i], nowMs)
-		if redis.HasErrorPrefix(err, "WRONGTYPE") && attempt < readAttempts {
-			raced = append(raced, i)
+		if types[i] == "" {
+			continue // in again already
+		}
+		rd := &out[i]
+		err := assemble(rd, k, types[i], probes[i], values[i], nowMs)
+		wrongType := err != nil && redis.HasErrorPrefix(err, "WRONGTYPE")
+		if !typed && (wrongType || vanishedHash(types[i], values[i])) {
+			// Not the type the encoding suggested, or changed since: ask TYPE.
+			again = append(again, i)
 			continue
 		}
-		if err != nil && !redis.HasErrorPrefix(err, "WRONGTYPE") {
+		if wrongType && attempt < readAttempts {
+			again = append(again, i) // the type changed between rounds
+			continue
+		}
+		if err != nil && !wrongType {
 			return nil, err
 		}
-		out[i] = rd // still changing after readAttempts: decoded from its type alone
-
+		// Still changing after readAttempts: decoded from its type alone.
 	}
-	if len(raced) > 0 {
-		again := make([]string, len(raced))
-		for j, i := range raced {
-			again[j] = keys[i]
+	if len(again) > 0 {
+		slices.Sort(again)
+		keysAgain := make([]string, len(again))
+		for j, i := range again {
+			keysAgain[j] = keys[i]
 		}
-		reads, err := readKeysAttempt(ctx, c, again, ro, attempt+1)
+		reads, err := newKeyReader(c, ro).readAttempt(ctx, keysAgain, nil, attempt+1)
 		if err != nil {
 			return nil, err
 		}
-		for j, i := range raced {
+		for j, i := range again {
 			out[i] = reads[j]
 		}
 	}
 	return out, nil
+}
+
+// grow returns s with length n, reusing its array when large enough.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// vanishedHash: a key read as a hash that came back empty, which a hash
+// never is: it was deleted (or replaced) between the rounds.
+func vanishedHash(typ string, v keyValue) bool {
+	switch {
+	case typ != "hash":
+		return false
+	case v.hgetall != nil:
+		return v.hgetall.Err() == nil && len(v.hgetall.Val()) == 0
+	case v.hlen != nil:
+		return v.hlen.Err() == nil && v.hlen.Val() == 0
+	}
+	return false
 }
 
 // readWholeHashes replaces the partial read of large hashes by HGETALL when
@@ -200,11 +312,11 @@ func readWholeHashes(ctx context.Context, c *Conn, keys, types []string, values 
 	})
 }
 
-// assemble decodes one key from its replies. A WRONGTYPE error says the key
-// changed type between rounds; the record is then decoded from its type
-// alone (Format unknown).
-func assemble(key, typ string, pr keyProbe, v keyValue, nowMs int64) (keyRead, error) {
-	rd, err := assembleValue(pr, v)
+// assemble decodes one key from its replies into rd. A WRONGTYPE error says
+// the key changed type between rounds; the record is then decoded from its
+// type alone (Format unknown).
+func assemble(rd *keyRead, key, typ string, pr keyProbe, v keyValue, nowMs int64) error {
+	err := assembleValue(rd, pr, v)
 	rd.nowMs = nowMs
 	if err != nil {
 		rd.raw, rd.str, rd.size = records.RawValue{}, "", -1
@@ -217,11 +329,11 @@ func assemble(key, typ string, pr keyProbe, v keyValue, nowMs int64) (keyRead, e
 		ttl = pr.pttl.Val().Milliseconds()
 	}
 	rd.rec = records.Decode(key, typ, rd.raw, ttl, nowMs)
-	return rd, err
+	return err
 }
 
-func assembleValue(pr keyProbe, v keyValue) (keyRead, error) {
-	rd := keyRead{size: -1}
+func assembleValue(rd *keyRead, pr keyProbe, v keyValue) error {
+	*rd = keyRead{size: -1}
 	if pr.lock != nil && pr.lock.Err() == nil {
 		exists := pr.lock.Val() > 0
 		rd.raw.LockTargetExists = &exists
@@ -229,16 +341,17 @@ func assembleValue(pr keyProbe, v keyValue) (keyRead, error) {
 	switch {
 	case v.getrange != nil:
 		if err := firstReadErr(v.strlen.Err(), v.getrange.Err()); err != nil {
-			return rd, err
+			return err
 		}
-		rd.str, rd.size = v.getrange.Val(), v.strlen.Val()
-		rd.raw.String, rd.raw.StringLen = &rd.str, rd.size
+		str := v.getrange.Val()
+		rd.str, rd.size = str, v.strlen.Val()
+		rd.raw.String, rd.raw.StringLen = &str, rd.size
 	case v.hgetall != nil && v.hgetall.Err() == nil:
 		rd.raw.Hash = v.hgetall.Val()
 		rd.size = int64(len(rd.raw.Hash))
 	case v.hmget != nil:
 		if err := firstReadErr(v.hlen.Err(), v.hmget.Err()); err != nil {
-			return rd, err
+			return err
 		}
 		rd.size = v.hlen.Val()
 		h := make(map[string]string)
@@ -250,7 +363,7 @@ func assembleValue(pr keyProbe, v keyValue) (keyRead, error) {
 		lens := make(map[string]int64)
 		for j, l := range v.hstrlen {
 			if err := l.Err(); err != nil {
-				return rd, err
+				return err
 			}
 			if l.Val() > 0 {
 				lens[recordPayloads[j]] = l.Val()
@@ -259,15 +372,15 @@ func assembleValue(pr keyProbe, v keyValue) (keyRead, error) {
 		// Payloads are measured, not read, so such a hash is always partial.
 		rd.raw.Hash, rd.raw.HashLens, rd.raw.HashPartial = h, lens, true
 	case v.hgetall != nil:
-		return rd, v.hgetall.Err()
+		return v.hgetall.Err()
 	case v.size != nil:
 		if err := v.size.Err(); err != nil {
-			return rd, err
+			return err
 		}
 		rd.size = v.size.Val()
 		rd.raw.SetCard = rd.size
 	}
-	return rd, nil
+	return nil
 }
 
 // keysPipelined runs one pipeline under the per-command timeout. Errors of single

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/records"
@@ -182,5 +184,68 @@ func TestScanKeysLiteralPattern(t *testing.T) {
 	}
 	if got := GlobEscape(`*?[]\x`); got != `\*\?\[\]\\x` {
 		t.Errorf("GlobEscape = %q", got)
+	}
+}
+
+// SCAN repeats within the read-ahead window are dropped (a purge must not
+// re-check a key against a read from before its own deletion); a repeat
+// from further back is read again, as without read-ahead.
+func TestScanWindowDropsRecentRepeats(t *testing.T) {
+	var w scanWindow
+	if got := w.filter([]string{"a", "b", "a"}); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("a repeat within a batch: kept %v", got)
+	}
+	// "b" again in each of the next scanWindowBatches-1 batches: dropped.
+	for i := 1; i < scanWindowBatches; i++ {
+		k := "x" + strconv.Itoa(i)
+		if got := w.filter([]string{k, "b"}); !slices.Equal(got, []string{k}) {
+			t.Errorf("batch %d: kept %v, want [%s]", i, got, k)
+		}
+	}
+	// Empty results (a run of SCAN replies matching nothing new) do not
+	// move the window.
+	for range 2 * scanWindowBatches {
+		if got := w.filter([]string{"b"}); len(got) != 0 {
+			t.Fatalf("kept %v", got)
+		}
+	}
+	// A job more, and "a" is scanWindowBatches jobs back: read again; "x1"
+	// is still within the window.
+	if got := w.filter([]string{"z"}); !slices.Equal(got, []string{"z"}) {
+		t.Errorf("kept %v", got)
+	}
+	if got := w.filter([]string{"a", "x1", "y"}); !slices.Equal(got, []string{"a", "y"}) {
+		t.Errorf("a repeat from beyond the window: kept %v", got)
+	}
+}
+
+// A scan whose context is cancelled stops with the context's error and
+// leaves no reader behind, however far the readers had run ahead.
+func TestScanKeysCancelled(t *testing.T) {
+	c, _ := testConn(t)
+	fillClaims(t, c.Client, "c:", 200)
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	emitted := 0
+	_, err := ScanKeys(ctx, c, ScanOptions{Pattern: "c:*", Count: 10}, func(records.Record) error {
+		emitted++
+		cancel()
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	if emitted >= 200 {
+		t.Errorf("emitted %d records after the cancel", emitted)
+	}
+	// go-redis may close a connection in the background; our goroutines
+	// are gone when ScanKeys returns.
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after the scan, %d before", n, before)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,7 +25,7 @@ import (
 //go:embed lua/purge_recheck.lua
 var purgeRecheckLua string
 
-var purgeRecheckScript = redis.NewScript(purgeRecheckLua)
+var purgeRecheckScript = lazyScript(func() string { return purgeRecheckLua })
 
 const (
 	// purgeChunk is how many candidates one re-check carries.
@@ -121,7 +122,8 @@ func Purge(ctx context.Context, c *Conn, opts PurgeOptions, emit func(PurgeItem)
 		// Several small chunks a second rather than one burst a chunk.
 		p.chunk = min(purgeChunk, max(1, int(opts.MaxRate/4)))
 	}
-	err := scanNodes(ctx, c, scanMatch(opts.Pattern, opts.Literal), opts.Count, p.batch)
+	ro := readOptions{maxValue: opts.MaxValueBytes}
+	err := scanNodes(ctx, c, scanMatch(opts.Pattern, opts.Literal), opts.Count, ro, p.batch)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.sum, exit.Wrap(err, "purge")
@@ -140,16 +142,12 @@ type purger struct {
 	sum PurgeSummary
 }
 
-// batch handles one SCAN batch: read, choose, re-check and delete.
-func (p *purger) batch(ctx context.Context, keys []string) error {
-	reads, err := readKeys(ctx, p.c, keys, readOptions{maxValue: p.opts.MaxValueBytes})
-	if err != nil {
-		return err
-	}
-	var cands []keyRead
-	for _, rd := range reads {
-		if p.selects(rd) {
-			cands = append(cands, rd)
+// batch handles one SCAN batch as read: choose, re-check and delete.
+func (p *purger) batch(ctx context.Context, keys []string, reads []keyRead) error {
+	cands := reads[:0] // chosen in place: the batch's reads are this call's
+	for i := range reads {
+		if p.selects(&reads[i]) {
+			cands = append(cands, reads[i])
 		}
 	}
 	p.mu.Lock()
@@ -188,7 +186,7 @@ func (p *purger) batch(ctx context.Context, keys []string) error {
 
 // selects is the client-side choice of a candidate, at the server time of
 // its read.
-func (p *purger) selects(rd keyRead) bool {
+func (p *purger) selects(rd *keyRead) bool {
 	r, o := rd.rec, p.opts
 	switch {
 	case r.Format == records.FormatNone:
@@ -223,11 +221,11 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []keyRead) error {
 	if err := p.limiter.wait(ctx, len(chunk)); err != nil {
 		return err
 	}
-	keys := make([]string, len(chunk))
-	for i, rd := range chunk {
-		keys[i] = rd.rec.Key
-	}
 	if p.opts.BeforeDelete != nil {
+		keys := make([]string, len(chunk))
+		for i := range chunk {
+			keys[i] = chunk[i].rec.Key
+		}
 		p.opts.BeforeDelete(keys)
 	}
 	deleted, err := p.recheck(ctx, chunk)
@@ -236,7 +234,7 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []keyRead) error {
 	if err != nil {
 		return err
 	}
-	for i, rd := range chunk {
+	for i := range chunk {
 		outcome := PurgeChanged
 		if deleted[i] {
 			outcome = PurgeDeleted
@@ -244,7 +242,7 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []keyRead) error {
 		} else {
 			p.sum.Changed++
 		}
-		p.report(PurgeItem{Record: rd.rec, Outcome: outcome})
+		p.report(PurgeItem{Record: chunk[i].rec, Outcome: outcome})
 	}
 	return nil
 }
@@ -254,32 +252,30 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []keyRead) error {
 // slot), pipelined, each routed by its key. A script cache without the
 // script (NOSCRIPT) is answered by EVAL.
 func (p *purger) recheck(ctx context.Context, chunk []keyRead) ([]bool, error) {
-	type call struct {
-		first int
-		keys  []string
-		args  []any
-		cmd   *redis.Cmd
-	}
-	var calls []*call
+	var calls []*recheckCall
 	if p.cluster {
-		for i, rd := range chunk {
-			calls = append(calls, &call{first: i, keys: []string{rd.rec.Key}, args: recheckArgs(rd, p.opts.NoTTL)})
+		for i := range chunk {
+			cl := &recheckCall{first: i}
+			cl.add(&chunk[i], p.opts.NoTTL)
+			calls = append(calls, cl)
 		}
 	} else {
-		cl := &call{keys: make([]string, 0, len(chunk))}
-		for _, rd := range chunk {
-			cl.keys = append(cl.keys, rd.rec.Key)
-			cl.args = append(cl.args, recheckArgs(rd, p.opts.NoTTL)...)
+		cl := &recheckCall{keys: make([]string, 0, len(chunk)), body: make([]any, 0, len(chunk)+16)}
+		for i := range chunk {
+			cl.add(&chunk[i], p.opts.NoTTL)
 		}
 		calls = append(calls, cl)
 	}
-	run := func(calls []*call, eval bool) error {
+	for _, cl := range calls {
+		cl.finish()
+	}
+	run := func(calls []*recheckCall, eval bool) error {
 		return keysPipelined(ctx, p.c, func(pipe redis.Pipeliner, ctx context.Context) {
 			for _, cl := range calls {
 				if eval {
-					cl.cmd = purgeRecheckScript.Eval(ctx, pipe, cl.keys, cl.args...)
+					cl.cmd = purgeRecheckScript().Eval(ctx, pipe, cl.keys, cl.args...)
 				} else {
-					cl.cmd = purgeRecheckScript.EvalSha(ctx, pipe, cl.keys, cl.args...)
+					cl.cmd = purgeRecheckScript().EvalSha(ctx, pipe, cl.keys, cl.args...)
 				}
 			}
 		})
@@ -287,7 +283,7 @@ func (p *purger) recheck(ctx context.Context, chunk []keyRead) ([]bool, error) {
 	if err := run(calls, false); err != nil {
 		return nil, err
 	}
-	var missing []*call
+	var missing []*recheckCall
 	for _, cl := range calls {
 		if redis.HasErrorPrefix(cl.cmd.Err(), "NOSCRIPT") {
 			missing = append(missing, cl)
@@ -314,20 +310,84 @@ func (p *purger) recheck(ctx context.Context, chunk []keyRead) ([]bool, error) {
 	return deleted, nil
 }
 
-// recheckArgs is one key's part of the re-check script's ARGV: the kind of
-// fingerprint and the fingerprint of the value as it was read.
-func recheckArgs(rd keyRead, noTTL bool) []any {
+const (
+	// recheckInlineValue is the longest hash field value the re-check
+	// compares as is; a hash with a longer one (or one holding a NUL) is
+	// compared by a digest.
+	recheckInlineValue = 256
+	// recheckInlineString is the longest string compared as is.
+	recheckInlineString = 1024
+)
+
+// recheckCall is one call of the re-check script: its keys, and its ARGV
+// (the script's header of field lists, then runs of keys compared alike;
+// see lua/purge_recheck.lua). Candidates of one format share their field
+// list and, in a run, the rest of what they are compared by: each key adds
+// one value to ARGV.
+type recheckCall struct {
+	first  int // index in the chunk of keys[0]
+	keys   []string
+	lists  [][]string
+	list   map[string]int // the joined names of lists[i] -> i+1
+	last   int            // the list the previous hash used
+	fields []string       // a buffer for one key's field names
+	run    recheckRun     // the current run's header
+	runAt  int            // where in body its count is
+	body   []any
+	args   []any
+	cmd    *redis.Cmd
+}
+
+// recheckRun is what the keys of a run share.
+type recheckRun struct {
+	kind  string
+	ttl   string
+	size  int64 // hash kinds: HLEN
+	list  int   // hash kinds: the field list
+	count int
+}
+
+// open makes the next key part of a run headed by r: the current one when
+// alike, else a new one.
+func (cl *recheckCall) open(r recheckRun) {
+	cur := cl.run
+	if cur.count > 0 && cur.kind == r.kind && cur.ttl == r.ttl && cur.size == r.size && cur.list == r.list {
+		cl.run.count++
+		cl.body[cl.runAt] = cl.run.count
+		return
+	}
+	r.count = 1
+	cl.run, cl.runAt = r, len(cl.body)
+	cl.body = append(cl.body, 1, r.kind, r.ttl)
+	if r.kind == "hash" || r.kind == "hashd" {
+		cl.body = append(cl.body, r.size, r.list)
+	}
+}
+
+// add appends one key: the kind of comparison and what it compares with,
+// as the value was read.
+func (cl *recheckCall) add(rd *keyRead, noTTL bool) {
+	cl.keys = append(cl.keys, rd.rec.Key)
 	ttl := "0"
 	if noTTL {
 		ttl = "1"
 	}
 	switch rd.rec.Type {
 	case "string":
-		return []any{"string", ttl, rd.size, len(rd.str), purgeSHA1(rd.str)}
+		if int64(len(rd.str)) == rd.size && len(rd.str) <= recheckInlineString {
+			cl.open(recheckRun{kind: "string", ttl: ttl})
+			cl.body = append(cl.body, rd.str)
+			return
+		}
+		cl.open(recheckRun{kind: "strd", ttl: ttl})
+		cl.body = append(cl.body, rd.size, len(rd.str), purgeSHA1(rd.str))
+		return
 	case "hash":
-		fields := make([]string, 0, len(rd.raw.Hash))
-		for f := range rd.raw.Hash {
+		fields := cl.fields[:0]
+		inline := true
+		for f, v := range rd.raw.Hash {
 			fields = append(fields, f)
+			inline = inline && len(v) <= recheckInlineValue && strings.IndexByte(v, 0) < 0
 		}
 		if len(fields) > maxDigestFields {
 			fields = fields[:0]
@@ -338,23 +398,81 @@ func recheckArgs(rd keyRead, noTTL bool) []any {
 			}
 		}
 		slices.Sort(fields)
+		cl.fields = fields
+		list := cl.fieldList(fields)
+		if inline {
+			cl.open(recheckRun{kind: "hash", ttl: ttl, size: rd.size, list: list})
+			n := len(fields)
+			for _, f := range fields {
+				n += len(rd.raw.Hash[f])
+			}
+			b := make([]byte, 0, n)
+			for i, f := range fields {
+				if i > 0 {
+					b = append(b, 0)
+				}
+				b = append(b, rd.raw.Hash[f]...)
+			}
+			cl.body = append(cl.body, string(b))
+			return
+		}
+		cl.open(recheckRun{kind: "hashd", ttl: ttl, size: rd.size, list: list})
 		h := sha1.New()
-		args := make([]any, 0, 5+len(fields))
 		for _, f := range fields {
 			v := rd.raw.Hash[f]
 			h.Write([]byte(strconv.Itoa(len(v)) + ":" + v))
 		}
-		args = append(args, "hash", ttl, rd.size, hex.EncodeToString(h.Sum(nil)), len(fields))
-		for _, f := range fields {
-			args = append(args, f)
-		}
-		return args
+		cl.body = append(cl.body, hex.EncodeToString(h.Sum(nil)))
+		return
 	}
 	size := ""
 	if rd.size >= 0 {
 		size = strconv.FormatInt(rd.size, 10)
 	}
-	return []any{"type", ttl, rd.rec.Type, size}
+	cl.open(recheckRun{kind: "type", ttl: ttl})
+	cl.body = append(cl.body, rd.rec.Type, size)
+}
+
+// fieldList is the 1-based number of the list of these field names (sorted),
+// added to the header when new. Candidates of one format share one: the
+// last list is tried first.
+func (cl *recheckCall) fieldList(fields []string) int {
+	if n := len(cl.lists); n > 0 && slices.Equal(cl.lists[n-1], fields) {
+		return n
+	}
+	if cl.last > 0 && slices.Equal(cl.lists[cl.last-1], fields) {
+		return cl.last
+	}
+	name := strings.Join(fields, "\x00")
+	n, ok := cl.list[name]
+	if !ok {
+		if cl.list == nil {
+			cl.list = map[string]int{}
+		}
+		cl.lists = append(cl.lists, slices.Clone(fields))
+		n = len(cl.lists)
+		cl.list[name] = n
+	}
+	cl.last = n
+	return n
+}
+
+// finish assembles ARGV: the header of field lists, then the keys' parts.
+func (cl *recheckCall) finish() {
+	n := 1 + len(cl.body)
+	for _, l := range cl.lists {
+		n += 1 + len(l)
+	}
+	cl.args = make([]any, 0, n)
+	cl.args = append(cl.args, len(cl.lists))
+	for _, l := range cl.lists {
+		cl.args = append(cl.args, len(l))
+		for _, f := range l {
+			cl.args = append(cl.args, f)
+		}
+	}
+	cl.args = append(cl.args, cl.body...)
+	cl.body = nil
 }
 
 func purgeSHA1(s string) string {

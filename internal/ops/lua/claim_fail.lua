@@ -1,32 +1,34 @@
--- fail(KEYS[1]; token, ttl ms, error or '', release '1'|'0')
-local key = KEYS[1]
-local token, ttl, err, release = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4] == '1'
-local now = now_ms()
-local kind, h, current = load(key)
+-- fail(key, now; token, ttl ms, error or '', release '1'|'0')
+local function fail(key, now, token, ttl, err, release)
+  token, release = tonumber(token), release == '1'
+  local kind, h, current = load(key)
 
-if kind == 'foreign' then return foreign(key, now) end
-if kind == 'none' then
-  -- Released already (by this call's first attempt, or by whoever held it last).
-  if release then return reply('released', now, -2) end
-  return reply('lost', now, -2)
-end
-if current ~= token or h.status == 'COMPLETED' then
-  return reply('lost', now, redis.call('PTTL', key), '', h)
-end
-if release then
-  redis.call('DEL', key)
-  return reply('released', now, -2)
-end
--- A retried fail whose first reply was lost finds its own failure.
-if h.status == 'FAILED' then return reply('again', now, redis.call('PTTL', key), '', h) end
+  if kind == 'foreign' then return foreign(key, now) end
+  if kind == 'none' then
+    -- Released already (by this call's first attempt, or by whoever held it last).
+    if release then return reply('released', now, -2) end
+    return reply('lost', now, -2)
+  end
+  if current ~= token or h.status == 'COMPLETED' then
+    return reply('lost', now, redis.call('PTTL', key), '', h)
+  end
+  if release then
+    redis.call('DEL', key)
+    return reply('released', now, -2)
+  end
+  -- A retried fail whose first reply was lost finds its own failure.
+  if h.status == 'FAILED' then return reply('again', now, redis.call('PTTL', key), '', h) end
 
--- The error belongs to this failure: an older attempt's reason is removed.
-hset(key, h, 'status', 'FAILED', 'updated', fmt(now))
-if err ~= '' then
-  hset(key, h, 'error', err)
-elseif h.error then
-  redis.call('HDEL', key, 'error')
-  h.error = nil
+  -- The error belongs to this failure: an older attempt's reason is removed.
+  if err ~= '' then
+    hset(key, h, { 'status', 'FAILED', 'updated', fmt(now), 'error', err })
+  else
+    hset(key, h, { 'status', 'FAILED', 'updated', fmt(now) })
+    if h.error then
+      redis.call('HDEL', key, 'error')
+      h.error = nil
+    end
+  end
+  redis.call('PEXPIRE', key, ttl)
+  return reply('ok', now, tonumber(ttl), '', h, CORE)
 end
-redis.call('PEXPIRE', key, ttl)
-return reply('ok', now, tonumber(ttl), '', h)

@@ -1,14 +1,14 @@
--- release(KEYS[1]; token): the current holder deletes its PROCESSING or
+-- release(key, now; token): the current holder deletes its PROCESSING or
 -- FAILED record so a redelivery starts afresh. A COMPLETED record stays.
-local key = KEYS[1]
-local token = tonumber(ARGV[1])
-local now = now_ms()
-local kind, h, current = load(key)
+local function release(key, now, token)
+  token = tonumber(token)
+  local kind, h, current = load(key)
 
-if kind == 'foreign' then return foreign(key, now) end
-if kind == 'none' then return reply('released', now, -2) end
-if current ~= token or h.status == 'COMPLETED' then
-  return reply('lost', now, redis.call('PTTL', key), '', h)
+  if kind == 'foreign' then return foreign(key, now) end
+  if kind == 'none' then return reply('released', now, -2) end
+  if current ~= token or h.status == 'COMPLETED' then
+    return reply('lost', now, redis.call('PTTL', key), '', h)
+  end
+  redis.call('DEL', key)
+  return reply('released', now, -2)
 end
-redis.call('DEL', key)
-return reply('released', now, -2)
