@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -223,23 +224,20 @@ func clusterOptions(o *redis.Options) *redis.ClusterOptions {
 func probe(ctx context.Context, client redis.UniversalClient, timeout time.Duration) (Capabilities, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var info *redis.StringCmd
-	var cmdInfo *redis.Cmd
-	_, err := client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		info = p.Info(ctx, "server")
-		cmdInfo = p.Do(ctx, "COMMAND", "INFO", "XCFGSET")
-		return nil
-	})
-	if ierr := info.Err(); ierr != nil && exit.Classify(ierr) != exit.Permission {
+	// Single commands, not a pipeline: go-redis serves pipelines from a pool
+	// of their own, so a pipelined probe would cost the command that follows
+	// a second dial and handshake.
+	info, ierr := client.Info(ctx, "server").Result()
+	if ierr != nil && exit.Classify(ierr) != exit.Permission {
 		return Capabilities{}, ierr
-	} else if ierr != nil || (err != nil && info.Val() == "") {
+	} else if ierr != nil {
 		// An ACL user may lack INFO (@dangerous): prove the connection with PING
 		// and go on without knowing more.
 		if perr := client.Ping(ctx).Err(); perr != nil {
 			return Capabilities{}, perr
 		}
 	}
-	caps := Capabilities{Info: ParseInfo(info.Val())}
+	caps := Capabilities{Info: ParseInfo(info)}
 	caps.Product, caps.Version = "redis", caps.Info["redis_version"]
 	if v := caps.Info["valkey_version"]; v != "" {
 		caps.Product, caps.Version = "valkey", v
@@ -252,10 +250,37 @@ func probe(ctx context.Context, client redis.UniversalClient, timeout time.Durat
 		caps.Mode = "standalone"
 	}
 	caps.Cluster = caps.Mode == "cluster"
-	if vals, err := cmdInfo.Slice(); err == nil && len(vals) > 0 && vals[0] != nil {
-		caps.NativeIDMP = true
+	// Native IDMP is known by its command. Servers whose version rules it
+	// out (Redis before 8.6, Valkey 8) are not asked: one round trip less.
+	if mayHaveIDMP(caps) {
+		if vals, err := client.Do(ctx, "COMMAND", "INFO", "XCFGSET").Slice(); err == nil && len(vals) > 0 && vals[0] != nil {
+			caps.NativeIDMP = true
+		}
 	}
 	return caps, nil
+}
+
+// mayHaveIDMP is false only for versions known to lack XCFGSET: Redis
+// before 8.6 and Valkey before 9. Unknown versions are asked.
+func mayHaveIDMP(c Capabilities) bool {
+	major, minor, ok := majorMinor(c.Version)
+	switch {
+	case !ok:
+		return true
+	case c.Product == "valkey":
+		return major >= 9
+	}
+	return major > 8 || (major == 8 && minor >= 6)
+}
+
+func majorMinor(v string) (int, int, bool) {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return 0, 0, false
+	}
+	major, err1 := strconv.Atoi(parts[0])
+	minor, err2 := strconv.Atoi(parts[1])
+	return major, minor, err1 == nil && err2 == nil
 }
 
 // ParseInfo reads an INFO reply into field -> value.

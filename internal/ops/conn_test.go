@@ -64,3 +64,18 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+func TestMayHaveIDMP(t *testing.T) {
+	for _, c := range []struct {
+		product, version string
+		want             bool
+	}{
+		{"redis", "7.0.15", false}, {"redis", "8.4.0", false}, {"redis", "8.6.0", true},
+		{"redis", "9.0.1", true}, {"valkey", "8.0.1", false}, {"valkey", "9.0.0", true},
+		{"redis", "", true}, {"redis", "weird", true},
+	} {
+		if got := mayHaveIDMP(Capabilities{Product: c.product, Version: c.version}); got != c.want {
+			t.Errorf("%s %s: %v, want %v", c.product, c.version, got, c.want)
+		}
+	}
+}
