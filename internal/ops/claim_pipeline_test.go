@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/redistest"
-	"github.com/redis/go-redis/v9"
 )
 
 func TestClaimPipelineAcquireManyAndCompleteMany(t *testing.T) {
@@ -247,21 +245,7 @@ func TestClaimPipelineRoundTripFailure(t *testing.T) {
 
 // In a cluster the steps go to their keys' nodes, still in one Exec.
 func TestClaimPipelineOnCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("cluster test in -short mode")
-	}
-	if !redistest.HaveCLI() {
-		t.Skip("redis-cli not found: cluster tests need it")
-	}
-	cl, err := redistest.StartCluster(t.TempDir(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Stop)
-	c := connectTo(t, cl.URL)
-	if _, ok := c.Client.(*redis.ClusterClient); !ok {
-		t.Fatalf("client is %T", c.Client)
-	}
+	c, cl := clusterConn(t)
 	ctx := context.Background()
 	var params []AcquireParams
 	for i := range 30 {

@@ -7,29 +7,13 @@ import (
 	"testing"
 
 	"github.com/idmpctl/idmpctl/internal/records"
-	"github.com/idmpctl/idmpctl/internal/redistest"
-	"github.com/redis/go-redis/v9"
 )
 
 // TestKeysAndPurgeOnCluster runs inspect, scan and purge against a real
 // three-primary cluster: every primary is scanned, reads cross slots, and
 // the re-check runs per key on the key's node.
 func TestKeysAndPurgeOnCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("cluster test in -short mode")
-	}
-	if !redistest.HaveCLI() {
-		t.Skip("redis-cli not found: cluster tests need it")
-	}
-	cl, err := redistest.StartCluster(t.TempDir(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Stop)
-	c := connectTo(t, cl.URL)
-	if _, ok := c.Client.(*redis.ClusterClient); !ok {
-		t.Fatalf("client is %T, want a cluster client", c.Client)
-	}
+	c, cl := clusterConn(t)
 	ctx := context.Background()
 	fx := writeKeysFixtures(t, c.Client)
 	fillClaims(t, c.Client, "bulk:", 300)
