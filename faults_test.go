@@ -690,9 +690,9 @@ func TestFaultRestartBetweenSteps(t *testing.T) {
 // acquire, during the command, after the record), round after round: per key
 // the command runs at most once, and the key ends COMPLETED (its runner
 // lived), PROCESSING under a live lease whose owner is dead, or absent
-// (everyone died before acquiring), never two runs. Rounds stop at 200 or
-// after 40 s (30 / 8 s with -short); then the expired dead claims are taken
-// over. IDMPCTL_FAULT_SEED replays a logged seed.
+// (everyone died before acquiring), never two runs. 200 rounds, bounded by
+// 150 s on a slow machine (30 rounds / 8 s with -short); then the expired
+// dead claims are taken over. IDMPCTL_FAULT_SEED replays a logged seed.
 //
 // Not parallel: 16 race-built processes a round saturate two cores; alone,
 // it does not starve the timing-sensitive tests (they run after it).
@@ -701,7 +701,7 @@ func TestFaultRandomWorkerKills(t *testing.T) {
 		t.Skip("a killed claim run stops its command through Pdeathsig, which is Linux only")
 	}
 	const workers = 16
-	lease, rounds, budget := 10*time.Second, 200, 40*time.Second
+	lease, rounds, budget := 10*time.Second, 200, 150*time.Second
 	if testing.Short() {
 		lease, rounds, budget = 5*time.Second, 30, 8*time.Second
 	}
