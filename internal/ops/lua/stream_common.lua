@@ -137,6 +137,22 @@ local function drop_state(keep_meta)
   if not keep_meta then redis.call('DEL', META) end
 end
 
+-- The meta of an existing stream, or nil and the reply to return at once:
+-- WRONGTYPE, a name conflict, or `missing` when the stream does not exist
+-- (whose leftover state is dropped then: R13).
+local function open_existing(missing)
+  local t = key_type(STREAM)
+  if t ~= 'none' and t ~= 'stream' then return nil, redis.error_reply(WRONGTYPE) end
+  local m = load_meta()
+  local err = conflict(m)
+  if err then return nil, err end
+  if t == 'none' then
+    if m.owner or redis.call('EXISTS', PIDS) == 1 then drop_state(false) end
+    return nil, missing
+  end
+  return m, nil
+end
+
 -- Number of a pid's iids still within DURATION. The order list is in entry
 -- order, so the expired ones are a prefix: binary search for its end.
 local function live_count(ids, order, dur_ms, now)

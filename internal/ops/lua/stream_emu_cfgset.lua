@@ -2,15 +2,8 @@
 -- Reply: {before-duration, before-maxsize, after-duration, after-maxsize,
 -- changed (0|1), iids cleared}. Same values change and clear nothing.
 
-local t = key_type(STREAM)
-if t ~= 'none' and t ~= 'stream' then return redis.error_reply(WRONGTYPE) end
-local m = load_meta()
-local err = conflict(m)
-if err then return err end
-if t == 'none' then
-  if m.owner or redis.call('EXISTS', PIDS) == 1 then drop_state(false) end
-  return redis.error_reply('ERR no such key')
-end
+local m, early = open_existing(redis.error_reply('ERR no such key'))
+if not m then return early end
 
 local d, n = tonumber(ARGV[4]), tonumber(ARGV[5])
 if d == nil or n == nil then return redis.error_reply('ERR value is not an integer or out of range') end

@@ -3,15 +3,8 @@
 -- lifetime counters stay. Reply: live iids cleared, or nil when the stream
 -- does not exist (its leftover state is dropped then).
 
-local t = key_type(STREAM)
-if t ~= 'none' and t ~= 'stream' then return redis.error_reply(WRONGTYPE) end
-local m = load_meta()
-local err = conflict(m)
-if err then return err end
-if t == 'none' then
-  if m.owner or redis.call('EXISTS', PIDS) == 1 then drop_state(false) end
-  return false
-end
+local m, early = open_existing(false)
+if not m then return early end
 if stale(xinfo(), m) then
   drop_state(false)
   return 0
