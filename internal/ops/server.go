@@ -40,11 +40,9 @@ func InspectServer(ctx context.Context, c *Conn) (ServerReport, error) {
 		URL: c.Display, Product: c.Caps.Product, Version: c.Caps.Version,
 		Mode: c.Caps.Mode, NativeIDMP: c.Caps.NativeIDMP,
 	}
+	r.Role = Role(ctx, c)
 	ctx, cancel := c.Ctx(ctx)
 	defer cancel()
-	if info, err := c.Client.Info(ctx, "replication").Result(); err == nil {
-		r.Role = ParseInfo(info)["role"]
-	}
 	if cc, ok := c.Client.(*redis.ClusterClient); ok {
 		var mu sync.Mutex
 		err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
