@@ -37,8 +37,8 @@ test-short:
 # every run is several round trips to its redis-server.
 FUZZTIME ?= 2m
 fuzz: redis-server
-	$(GO) test ./internal/ops -run '^$$' -fuzz '^FuzzEmulatedAdd$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
-	$(GO) test ./internal/ops -run '^$$' -fuzz '^FuzzParseClaimReply$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./internal/stream -run '^$$' -fuzz '^FuzzEmulatedAdd$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./internal/claim -run '^$$' -fuzz '^FuzzParseClaimReply$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 
 # Benchmarks report the figures the issues ask for (b.ReportMetric), the
 # purge and scan ones over IDMPCTL_BENCH_KEYS records; then the CLI's own

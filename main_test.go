@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/idmpctl/idmpctl/cmd"
-	"github.com/idmpctl/idmpctl/internal/ops"
+	"github.com/idmpctl/idmpctl/internal/redisconn"
 	"github.com/idmpctl/idmpctl/internal/redistest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -181,7 +181,7 @@ func probeNativeIDMP() (bool, error) {
 	defer srv.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := ops.Connect(ctx, ops.ConnConfig{URL: srv.URL, Timeout: 5 * time.Second})
+	c, err := redisconn.Connect(ctx, redisconn.ConnConfig{URL: srv.URL, Timeout: 5 * time.Second})
 	if err != nil {
 		return false, err
 	}

@@ -2,13 +2,13 @@ package cmd
 
 import (
 	"github.com/idmpctl/idmpctl/internal/capacity"
-	"github.com/idmpctl/idmpctl/internal/ops"
+	"github.com/idmpctl/idmpctl/internal/stream"
 	"github.com/spf13/cobra"
 )
 
 // emulatedBytesPerIID is the measured cost of one iid in emulated mode
 // (BenchmarkEmulatedMemoryPerIID; a test holds it within 30%).
-var emulatedBytesPerIID int64 = ops.EmulatedBytesPerIID
+var emulatedBytesPerIID int64 = stream.EmulatedBytesPerIID
 
 func addApplyFlags(c *cobra.Command, o *CalcMaxsizeOptions) {
 	fl := c.Flags()

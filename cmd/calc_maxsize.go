@@ -182,11 +182,11 @@ func calcTable(p *render.Printer, o *CalcMaxsizeOptions, r capacity.Result) {
 		}
 		p.KV("Warnings", pairs)
 	}
-	stream := "STREAM"
+	name := "STREAM"
 	if o.Apply != "" {
-		stream = o.Apply
+		name = o.Apply
 	}
-	p.KV("Run", []render.Pair{{"$", fmt.Sprintf("idmpctl cfgset %s --duration %d --maxsize %d", stream, r.Duration, r.MaxSize)}})
+	p.KV("Run", []render.Pair{{"$", fmt.Sprintf("idmpctl cfgset %s --duration %d --maxsize %d", name, r.Duration, r.MaxSize)}})
 }
 
 func trimFloat(f float64) string { return fmt.Sprintf("%.6g", f) }

@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/ops"
+	"github.com/idmpctl/idmpctl/internal/idmp"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/spf13/cobra"
 )
@@ -43,12 +43,12 @@ func (o *CfgSetOptions) Validate() error {
 	}
 	var err error
 	if o.DurationFlag != "" {
-		if o.Duration, err = parseSetting("duration", o.DurationFlag, ops.MaxIDMPDuration, "IDMP-DURATION"); err != nil {
+		if o.Duration, err = parseSetting("duration", o.DurationFlag, idmp.MaxDuration, "IDMP-DURATION"); err != nil {
 			return err
 		}
 	}
 	if o.MaxSizeFlag != "" {
-		if o.MaxSize, err = parseSetting("maxsize", o.MaxSizeFlag, ops.MaxIDMPMaxSize, "IDMP-MAXSIZE"); err != nil {
+		if o.MaxSize, err = parseSetting("maxsize", o.MaxSizeFlag, idmp.MaxMaxSize, "IDMP-MAXSIZE"); err != nil {
 			return err
 		}
 	}
@@ -110,19 +110,19 @@ type cfgsetJSON struct {
 }
 
 // cfgsetRun is shared by cfgset and calc-maxsize --apply.
-func cfgsetRun(ctx context.Context, f *Factory, stream string, duration, maxsize int64, yes, dryRun bool, mode string) error {
+func cfgsetRun(ctx context.Context, f *Factory, name string, duration, maxsize int64, yes, dryRun bool, mode string) error {
 	streams, err := openStreams(ctx, f, mode)
 	if err != nil {
 		return err
 	}
-	info, err := streams.Info(ctx, stream)
+	info, err := streams.Info(ctx, name)
 	if exit.Code(err) == exit.NotFound {
-		return exit.New(exit.NotFound, "cfgset "+strconv.Quote(stream), "ERR no such key")
+		return exit.New(exit.NotFound, "cfgset "+strconv.Quote(name), "ERR no such key")
 	}
 	if err != nil {
 		return err
 	}
-	before := ops.IDMPConfig{Duration: info.IDMPDuration, MaxSize: info.IDMPMaxSize}
+	before := idmp.Config{Duration: info.IDMPDuration, MaxSize: info.IDMPMaxSize}
 	after := before
 	if duration > 0 {
 		after.Duration = duration
@@ -137,12 +137,12 @@ func cfgsetRun(ctx context.Context, f *Factory, stream string, duration, maxsize
 		status, cleared = "dry-run", info.IIDsTracked
 	default:
 		if info.IIDsTracked > 0 {
-			q := fmt.Sprintf("changing %s clears %d tracked iids of %d producers", stream, info.IIDsTracked, info.PIDsTracked)
+			q := fmt.Sprintf("changing %s clears %d tracked iids of %d producers", name, info.IIDsTracked, info.PIDsTracked)
 			if err := confirm(f, yes, q, ""); err != nil {
-				return exit.Wrap(err, "cfgset "+strconv.Quote(stream))
+				return exit.Wrap(err, "cfgset "+strconv.Quote(name))
 			}
 		}
-		res, err := streams.CfgSet(ctx, stream, duration, maxsize)
+		res, err := streams.CfgSet(ctx, name, duration, maxsize)
 		if err != nil {
 			return err
 		}
@@ -153,7 +153,7 @@ func cfgsetRun(ctx context.Context, f *Factory, stream string, duration, maxsize
 		}
 	}
 	return printCfgSet(f.Printer, cfgsetJSON{
-		Stream: stream, Mode: streams.Mode.String(), Status: status, ClearedIIDs: cleared,
+		Stream: name, Mode: streams.Mode.String(), Status: status, ClearedIIDs: cleared,
 		Before: map[string]int{"idmp-duration": int(before.Duration), "idmp-maxsize": int(before.MaxSize)},
 		After:  map[string]int{"idmp-duration": int(after.Duration), "idmp-maxsize": int(after.MaxSize)},
 	})

@@ -8,14 +8,15 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/claim"
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/ops"
+	"github.com/idmpctl/idmpctl/internal/redisconn"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/spf13/cobra"
 )
 
 // DefaultMaxResult is the default cap on a stored result (--max-result).
-const DefaultMaxResult = ops.DefaultMaxResult
+const DefaultMaxResult = claim.DefaultMaxResult
 
 // ClaimOptions are the inputs shared by the claim verbs.
 type ClaimOptions struct {
@@ -94,13 +95,13 @@ func (o *ClaimOptions) validateCommon(c *cobra.Command, needToken bool) error {
 		if err != nil {
 			return err
 		}
-		o.fingerprint = ops.Fingerprint([]byte(p))
+		o.fingerprint = claim.Fingerprint([]byte(p))
 	}
 	return nil
 }
 
-func (o *ClaimOptions) acquireParams() ops.AcquireParams {
-	return ops.AcquireParams{Key: o.Key, Owner: o.Owner, Lease: o.Lease, TTL: o.TTL,
+func (o *ClaimOptions) acquireParams() claim.AcquireParams {
+	return claim.AcquireParams{Key: o.Key, Owner: o.Owner, Lease: o.Lease, TTL: o.TTL,
 		Fingerprint: o.fingerprint, MaxAttempts: o.MaxAttempts}
 }
 
@@ -187,13 +188,13 @@ func newClaimVerb(f *Factory, verb, short string, run func(context.Context, *Cla
 
 // acquireJSON is acquire's -o json (claim run's too, with its outcome).
 type acquireJSON struct {
-	Key           string           `json:"key"`
-	Outcome       string           `json:"outcome"`
-	Token         int64            `json:"token,omitempty"`
-	Attempt       int64            `json:"attempt,omitempty"`
-	PreviousOwner string           `json:"previous_owner,omitempty"`
-	LeaseLeftMs   int64            `json:"lease_left_ms,omitempty"`
-	Record        *ops.ClaimRecord `json:"record,omitempty"`
+	Key           string             `json:"key"`
+	Outcome       string             `json:"outcome"`
+	Token         int64              `json:"token,omitempty"`
+	Attempt       int64              `json:"attempt,omitempty"`
+	PreviousOwner string             `json:"previous_owner,omitempty"`
+	LeaseLeftMs   int64              `json:"lease_left_ms,omitempty"`
+	Record        *claim.ClaimRecord `json:"record,omitempty"`
 }
 
 func claimAcquireRun(ctx context.Context, o *ClaimOptions) error {
@@ -201,7 +202,7 @@ func claimAcquireRun(ctx context.Context, o *ClaimOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := ops.Acquire(ctx, conn.Client, o.acquireParams())
+	res, err := claim.Acquire(ctx, conn.Client, o.acquireParams())
 	if err != nil {
 		return err
 	}
@@ -219,7 +220,7 @@ func claimAcquireRun(ctx context.Context, o *ClaimOptions) error {
 		switch {
 		case res.Acquired():
 			p.Line("%d", res.Token)
-		case res.Outcome == ops.Done:
+		case res.Outcome == claim.Done:
 			fmt.Fprint(p.Out, res.Record.Result)
 		}
 	}
@@ -228,32 +229,32 @@ func claimAcquireRun(ctx context.Context, o *ClaimOptions) error {
 
 // acquireExit tells on stderr what a non-acquired outcome means, and
 // returns its exit code.
-func acquireExit(p *render.Printer, key string, res ops.AcquireResult) error {
+func acquireExit(p *render.Printer, key string, res claim.AcquireResult) error {
 	r := res.Record
 	switch res.Outcome {
-	case ops.Takeover:
+	case claim.Takeover:
 		p.Status("idmpctl: took over %q from %s, whose lease had passed (token %d, attempt %d)", key, res.PreviousOwner, res.Token, res.Attempt)
-	case ops.Done:
+	case claim.Done:
 		return exit.Status(exit.Done)
-	case ops.Busy:
+	case claim.Busy:
 		return &exit.Error{Code: exit.Busy, What: "claim " + strconv.Quote(key),
 			Err:  fmt.Errorf("busy: held by %s (token %d) for %s more", render.Field(r.Owner), r.Token, time.Duration(res.LeaseLeftMs)*time.Millisecond),
 			Hint: "retry later, or use claim run --wait"}
-	case ops.Mismatch:
+	case claim.Mismatch:
 		return &exit.Error{Code: exit.Data, What: "claim " + strconv.Quote(key),
 			Err:  fmt.Errorf("fingerprint mismatch: the key was claimed for a different payload (stored %.12s...)", r.Fingerprint),
 			Hint: "the same key with a different request is a client bug; use a new key for a new request"}
-	case ops.Exhausted:
+	case claim.Exhausted:
 		return &exit.Error{Code: exit.Data, What: "claim " + strconv.Quote(key),
 			Err: fmt.Errorf("attempts exhausted: FAILED after %d attempts (last error: %s)", r.Attempts, orDash(r.Error))}
 	}
 	return nil
 }
 
-func printClaim(p *render.Printer, title string, r ops.ClaimRecord) {
+func printClaim(p *render.Printer, title string, r claim.ClaimRecord) {
 	pairs := []render.Pair{{"status", render.Field(r.Status)}, {"owner", render.Field(r.Owner)}, {"token", strconv.FormatInt(r.Token, 10)},
 		{"attempts", strconv.FormatInt(r.Attempts, 10)}}
-	if r.Status == ops.StatusProcessing {
+	if r.Status == claim.StatusProcessing {
 		pairs = append(pairs, render.Pair{"lease-left", msDuration(p, r.LeaseUntil-r.Now)})
 	}
 	pairs = append(pairs, render.Pair{"ttl", ttlText(p, r.TTLms)})
@@ -270,7 +271,7 @@ func printClaim(p *render.Printer, title string, r ops.ClaimRecord) {
 }
 
 // claimStepOut prints the outcome of renew/complete/fail/release.
-func claimStepOut(p *render.Printer, verb, key, raw string, r ops.ClaimRecord) error {
+func claimStepOut(p *render.Printer, verb, key, raw string, r claim.ClaimRecord) error {
 	switch p.Format {
 	case render.JSON:
 		return p.JSON(map[string]any{"key": key, "verb": verb, "outcome": raw, "record": r})
@@ -287,9 +288,9 @@ func claimRenewRun(ctx context.Context, o *ClaimOptions) error {
 	if err != nil {
 		return err
 	}
-	var r ops.ClaimRecord
-	err = ops.WithRetries(ctx, o.Factory.Global.Retries, func() (err error) {
-		r, err = ops.Renew(ctx, conn.Client, o.Key, o.Token, o.Lease, o.TTL)
+	var r claim.ClaimRecord
+	err = redisconn.WithRetries(ctx, o.Factory.Global.Retries, func() (err error) {
+		r, err = claim.Renew(ctx, conn.Client, o.Key, o.Token, o.Lease, o.TTL)
 		return err
 	}, nil)
 	if err != nil {
@@ -307,9 +308,9 @@ func claimCompleteRun(ctx context.Context, o *ClaimOptions) error {
 	if o.ResultSet {
 		result = &o.Result
 	}
-	var r ops.ClaimRecord
-	err = ops.WithRetries(ctx, o.Factory.Global.Retries, func() (err error) {
-		r, err = ops.Complete(ctx, conn.Client, o.Key, o.Token, result, o.TTL, o.MaxResult)
+	var r claim.ClaimRecord
+	err = redisconn.WithRetries(ctx, o.Factory.Global.Retries, func() (err error) {
+		r, err = claim.Complete(ctx, conn.Client, o.Key, o.Token, result, o.TTL, o.MaxResult)
 		return err
 	}, nil)
 	if err != nil {
@@ -325,11 +326,11 @@ func claimFailRun(ctx context.Context, o *ClaimOptions) error {
 	}
 	retries := o.Factory.Global.Retries
 	if o.Release {
-		retries = 0 // see ops.Release: not blindly retryable
+		retries = 0 // see claim.Release: not blindly retryable
 	}
-	var r ops.ClaimRecord
-	err = ops.WithRetries(ctx, retries, func() (err error) {
-		r, err = ops.Fail(ctx, conn.Client, o.Key, o.Token, o.ErrorText, o.TTL, o.Release)
+	var r claim.ClaimRecord
+	err = redisconn.WithRetries(ctx, retries, func() (err error) {
+		r, err = claim.Fail(ctx, conn.Client, o.Key, o.Token, o.ErrorText, o.TTL, o.Release)
 		return err
 	}, nil)
 	if err != nil {
@@ -347,8 +348,8 @@ func claimReleaseRun(ctx context.Context, o *ClaimOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := ops.Release(ctx, conn.Client, o.Key, o.Token); err != nil {
+	if err := claim.Release(ctx, conn.Client, o.Key, o.Token); err != nil {
 		return err
 	}
-	return claimStepOut(o.Factory.Printer, "release", o.Key, "RELEASED", ops.ClaimRecord{Key: o.Key, TTLms: -2})
+	return claimStepOut(o.Factory.Printer, "release", o.Key, "RELEASED", claim.ClaimRecord{Key: o.Key, TTLms: -2})
 }

@@ -12,8 +12,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/claim"
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/ops"
+	"github.com/idmpctl/idmpctl/internal/redisconn"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/spf13/cobra"
 )
@@ -92,7 +93,7 @@ func claimRunRun(ctx context.Context, o *ClaimOptions) error {
 	report := runJSON{Key: o.Key, Outcome: string(res.Outcome)}
 	if !res.Acquired() {
 		switch res.Outcome {
-		case ops.Done:
+		case claim.Done:
 			report.Outcome, report.Output = "replayed", res.Record.Result
 			if p.Format == render.JSON {
 				return p.JSON(report)
@@ -107,7 +108,7 @@ func claimRunRun(ctx context.Context, o *ClaimOptions) error {
 		}
 		return err
 	}
-	if res.Outcome == ops.Takeover {
+	if res.Outcome == claim.Takeover {
 		_ = acquireExit(p, o.Key, res)
 	}
 	report.Token, report.Attempt = res.Token, res.Attempt
@@ -140,12 +141,12 @@ func claimRunRun(ctx context.Context, o *ClaimOptions) error {
 }
 
 // acquireWaiting acquires, polling while busy for up to --wait.
-func acquireWaiting(ctx context.Context, conn *ops.Conn, o *ClaimOptions) (ops.AcquireResult, error) {
+func acquireWaiting(ctx context.Context, conn *redisconn.Conn, o *ClaimOptions) (claim.AcquireResult, error) {
 	deadline := time.Now().Add(o.Wait)
 	pause := 50 * time.Millisecond
 	for {
-		res, err := ops.Acquire(ctx, conn.Client, o.acquireParams())
-		if err != nil || res.Outcome != ops.Busy || time.Now().After(deadline) {
+		res, err := claim.Acquire(ctx, conn.Client, o.acquireParams())
+		if err != nil || res.Outcome != claim.Busy || time.Now().After(deadline) {
 			return res, err
 		}
 		wait := min(pause, time.Until(deadline), time.Duration(res.LeaseLeftMs)*time.Millisecond+10*time.Millisecond)
@@ -161,7 +162,7 @@ func acquireWaiting(ctx context.Context, conn *ops.Conn, o *ClaimOptions) (ops.A
 // claimedRun runs the command while holding the claim.
 type claimedRun struct {
 	o              *ClaimOptions
-	conn           *ops.Conn
+	conn           *redisconn.Conn
 	token, attempt int64
 	out            *capWriter
 	started        bool
@@ -238,7 +239,7 @@ func (r *claimedRun) renew(ctx context.Context, stop <-chan struct{}, lost chan<
 		case <-time.After(next):
 		}
 		cctx, cancel := r.conn.Ctx(ctx)
-		_, err := ops.Renew(cctx, r.conn.Client, o.Key, r.token, o.Lease, o.TTL)
+		_, err := claim.Renew(cctx, r.conn.Client, o.Key, r.token, o.Lease, o.TTL)
 		cancel()
 		switch {
 		case err == nil:
@@ -272,8 +273,8 @@ func (r *claimedRun) stop(cmd *exec.Cmd, waited <-chan error) {
 // are safe to repeat with the same token).
 func (r *claimedRun) record(ctx context.Context, code int, reason string) error {
 	o, f := r.o, r.o.Factory
-	var rec ops.ClaimRecord
-	err := ops.WithRetries(ctx, f.Global.Retries, func() error {
+	var rec claim.ClaimRecord
+	err := redisconn.WithRetries(ctx, f.Global.Retries, func() error {
 		cctx, cancel := r.conn.Ctx(ctx)
 		defer cancel()
 		var err error
@@ -283,9 +284,9 @@ func (r *claimedRun) record(ctx context.Context, code int, reason string) error 
 				s := string(r.out.buf)
 				result = &s
 			}
-			rec, err = ops.Complete(cctx, r.conn.Client, o.Key, r.token, result, o.TTL, 0)
+			rec, err = claim.Complete(cctx, r.conn.Client, o.Key, r.token, result, o.TTL, 0)
 		} else {
-			rec, err = ops.Fail(cctx, r.conn.Client, o.Key, r.token, reason, o.TTL, false)
+			rec, err = claim.Fail(cctx, r.conn.Client, o.Key, r.token, reason, o.TTL, false)
 		}
 		return err
 	}, nil)

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/ops"
+	"github.com/idmpctl/idmpctl/internal/redisconn"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/spf13/cobra"
 )
@@ -93,7 +93,7 @@ func inspectServer(c *cobra.Command, o *InspectOptions) error {
 	if err != nil {
 		return err
 	}
-	r, err := ops.InspectServer(ctx, conn)
+	r, err := redisconn.InspectServer(ctx, conn)
 	if err != nil {
 		return exit.Wrap(err, "inspect "+conn.Display)
 	}

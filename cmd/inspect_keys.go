@@ -12,9 +12,12 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/health"
-	"github.com/idmpctl/idmpctl/internal/ops"
+	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/idmpctl/idmpctl/internal/keyspace"
 	"github.com/idmpctl/idmpctl/internal/records"
+	"github.com/idmpctl/idmpctl/internal/redisconn"
 	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/stream"
 	"github.com/spf13/cobra"
 )
 
@@ -30,7 +33,7 @@ func inspectKeys(c *cobra.Command, o *InspectOptions) error {
 	if err != nil {
 		return err
 	}
-	recs, err := ops.InspectKeys(ctx, conn, o.Keys)
+	recs, err := keyspace.InspectKeys(ctx, conn, o.Keys)
 	if err != nil && recs == nil {
 		return err
 	}
@@ -229,13 +232,13 @@ func inspectMatch(c *cobra.Command, o *InspectOptions) error {
 		}
 		return []string{render.Field(r.Key), string(r.Format), statusText(p, r), render.Field(r.Owner), age, lease, ttlText(p, r.TTLms), flagsText(r.Flags)}
 	}
-	opts := ops.ScanOptions{Pattern: o.Match, Literal: o.Literal, Statuses: statuses, Limit: o.Limit}
+	opts := keyspace.ScanOptions{Pattern: o.Match, Literal: o.Literal, Statuses: statuses, Limit: o.Limit}
 	if p.ErrTTY {
 		opts.Progress = func(n int64) { fmt.Fprintf(p.Err, "\rscanned %d keys", n) }
 	}
 	defer scanGC(o.Factory.Getenv)()
 	flush := bufferStream(p)
-	sum, err := ops.ScanKeys(ctx, conn, opts, func(r records.Record) error {
+	sum, err := keyspace.ScanKeys(ctx, conn, opts, func(r records.Record) error {
 		switch {
 		case p.Format == render.JSON:
 			return p.JSON(withTimes(r))
@@ -323,7 +326,7 @@ func scanGC(getenv func(string) string) (restore func()) {
 	}
 }
 
-func summaryText(s ops.Summary) string {
+func summaryText(s keyspace.Summary) string {
 	parts := []string{}
 	for _, st := range []records.Status{records.Processing, records.Completed, records.Failed, records.Expired, records.Unknown} {
 		if n := s.ByStatus[st]; n > 0 {
@@ -356,36 +359,36 @@ func parseStatuses(s string) ([]records.Status, error) {
 // streamViewer shows streams with their IDMP state and health.
 type streamViewer struct {
 	f       *Factory
-	streams *ops.Streams
+	streams *stream.Streams
 	ctx     health.StreamContext
 }
 
-func newStreamViewer(ctx context.Context, f *Factory, conn *ops.Conn) (*streamViewer, error) {
-	streams, err := ops.NewStreams(conn, ops.ModeAuto)
+func newStreamViewer(ctx context.Context, f *Factory, conn *redisconn.Conn) (*streamViewer, error) {
+	streams, err := stream.NewStreams(conn, stream.ModeAuto)
 	if err != nil {
 		return nil, err
 	}
 	d, m, err := streams.ServerDefaults(ctx)
 	if err != nil {
-		d, m = ops.DefaultIDMPDuration, ops.DefaultIDMPMaxSize
+		d, m = idmp.DefaultDuration, idmp.DefaultMaxSize
 	}
 	return &streamViewer{f: f, streams: streams,
-		ctx: health.StreamContext{DefaultDuration: d, DefaultMaxSize: m, Role: ops.Role(ctx, conn)}}, nil
+		ctx: health.StreamContext{DefaultDuration: d, DefaultMaxSize: m, Role: redisconn.Role(ctx, conn)}}, nil
 }
 
 // streamJSON is a stream in -o json: XINFO names, mode and lints.
 type streamJSON struct {
 	Key  string `json:"key"`
 	Type string `json:"type"`
-	ops.StreamInfo
+	stream.StreamInfo
 	Lints []health.Lint `json:"lints"`
 }
 
-func (sv *streamViewer) show(ctx context.Context, stream, watch string) error {
+func (sv *streamViewer) show(ctx context.Context, name, watch string) error {
 	if watch != "" {
-		return sv.watch(ctx, stream, watch)
+		return sv.watch(ctx, name, watch)
 	}
-	info, err := sv.streams.Info(ctx, stream)
+	info, err := sv.streams.Info(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -394,7 +397,7 @@ func (sv *streamViewer) show(ctx context.Context, stream, watch string) error {
 
 type rates struct{ adds, dups float64 }
 
-func (sv *streamViewer) print(info ops.StreamInfo, r *rates) error {
+func (sv *streamViewer) print(info stream.StreamInfo, r *rates) error {
 	p := sv.f.Printer
 	lints := health.Stream(info, sv.ctx)
 	if lints == nil {
@@ -437,15 +440,15 @@ func (sv *streamViewer) print(info ops.StreamInfo, r *rates) error {
 	return nil
 }
 
-// watch redraws the stream view every interval with rates from counter
+// watch redraws the name view every interval with rates from counter
 // deltas, until interrupted (or --count views have been drawn).
-func (sv *streamViewer) watch(ctx context.Context, stream, every string) error {
+func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
 	interval, err := time.ParseDuration(every)
 	if err != nil || interval < 10*time.Millisecond {
 		return exit.Usagef("--watch %q: want an interval of at least 10ms, e.g. 1s", every)
 	}
 	p := sv.f.Printer
-	var prev ops.StreamInfo
+	var prev stream.StreamInfo
 	var prevAt time.Time
 	for i := 0; sv.f.watchCount == 0 || i < sv.f.watchCount; i++ {
 		if i > 0 {
@@ -455,7 +458,7 @@ func (sv *streamViewer) watch(ctx context.Context, stream, every string) error {
 			case <-time.After(interval):
 			}
 		}
-		info, err := sv.streams.Info(ctx, stream)
+		info, err := sv.streams.Info(ctx, name)
 		if errors.Is(err, context.Canceled) {
 			return nil
 		}

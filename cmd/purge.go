@@ -7,7 +7,7 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/ops"
+	"github.com/idmpctl/idmpctl/internal/keyspace"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/spf13/cobra"
 )
@@ -26,7 +26,7 @@ type PurgeOptions struct {
 	DryRun, Yes           bool
 	Mode                  string
 
-	Ops ops.PurgeOptions // parsed --match options
+	Ops keyspace.PurgeOptions // parsed --match options
 }
 
 // Validate checks flag combinations and values without a server.
@@ -48,7 +48,7 @@ func (o *PurgeOptions) Validate() error {
 	if err != nil {
 		return err
 	}
-	o.Ops = ops.PurgeOptions{Pattern: o.Match, Literal: o.Literal, Statuses: statuses, Stale: o.Stale,
+	o.Ops = keyspace.PurgeOptions{Pattern: o.Match, Literal: o.Literal, Statuses: statuses, Stale: o.Stale,
 		NoTTL: o.NoTTL, AnyType: o.AnyType, DryRun: o.DryRun, Limit: o.Limit}
 	if o.OlderThanFlag != "" {
 		d, err := capacity.ParseDuration("older-than", o.OlderThanFlag, "24h or 90m")
@@ -135,7 +135,7 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) error {
 		// Count first, so the question can say how many.
 		count := o.Ops
 		count.DryRun = true
-		sum, err := ops.Purge(ctx, conn, count, func(ops.PurgeItem) {})
+		sum, err := keyspace.Purge(ctx, conn, count, func(keyspace.PurgeItem) {})
 		if err != nil {
 			return err
 		}
@@ -148,12 +148,12 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) error {
 		}
 	}
 	if p.ErrTTY {
-		o.Ops.Progress = func(s ops.PurgeSummary) {
+		o.Ops.Progress = func(s keyspace.PurgeSummary) {
 			fmt.Fprintf(p.Err, "\rscanned %d, deleted %d, changed %d", s.Scanned, s.Deleted, s.Changed)
 		}
 	}
 	flush := bufferStream(p)
-	sum, err := ops.Purge(ctx, conn, o.Ops, func(it ops.PurgeItem) {
+	sum, err := keyspace.Purge(ctx, conn, o.Ops, func(it keyspace.PurgeItem) {
 		switch p.Format {
 		case render.JSON:
 			_ = p.JSON(it)
@@ -171,7 +171,7 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) error {
 	return err
 }
 
-func printPurge(p *render.Printer, s ops.PurgeSummary, o *PurgeOptions) error {
+func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions) error {
 	what := "deleted"
 	if o.DryRun {
 		what = "would delete"

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/ops"
+	"github.com/idmpctl/idmpctl/internal/redisconn"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
@@ -32,7 +32,7 @@ type Factory struct {
 	Printer *render.Printer
 	Global  GlobalOptions
 
-	conn       *ops.Conn
+	conn       *redisconn.Conn
 	started    bool
 	watchCount int // inspect --watch: stop after this many views (0: until interrupted) // flags parsed: errors from here on are not usage errors
 }
@@ -53,20 +53,20 @@ type GlobalOptions struct {
 
 // Conn opens the connection on first use; commands that need no server
 // never call it.
-func (f *Factory) Conn(ctx context.Context) (*ops.Conn, error) {
+func (f *Factory) Conn(ctx context.Context) (*redisconn.Conn, error) {
 	if f.conn != nil {
 		return f.conn, nil
 	}
-	cfg := ops.ConnConfig{
+	cfg := redisconn.ConnConfig{
 		URL: f.Global.URL, URLFromFlag: f.Global.URL != "",
 		TLSCA: f.Global.TLSCA, TLSCert: f.Global.TLSCert, TLSKey: f.Global.TLSKey,
 		TLSInsecure: f.Global.TLSInsecure, Timeout: f.Global.Timeout, Cluster: f.Global.Cluster,
 	}
 	if cfg.URL == "" {
-		cfg.URL = firstNonEmpty(f.Getenv("IDMPCTL_URL"), f.Getenv("REDIS_URL"), ops.DefaultURL)
+		cfg.URL = firstNonEmpty(f.Getenv("IDMPCTL_URL"), f.Getenv("REDIS_URL"), redisconn.DefaultURL)
 	}
 	cfg.Password = firstNonEmpty(f.Getenv("IDMPCTL_PASSWORD"), f.Getenv("REDISCLI_AUTH"))
-	c, err := ops.Connect(ctx, cfg)
+	c, err := redisconn.Connect(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 (XADD IDMP, native on Redis 8.6+, emulated with atomic Lua elsewhere),
 idempotency keys claimed by workers, and the sizing of IDMP settings.
 
-Connection: --url, or IDMPCTL_URL, or REDIS_URL (default ` + ops.DefaultURL + `);
+Connection: --url, or IDMPCTL_URL, or REDIS_URL (default ` + redisconn.DefaultURL + `);
 password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,

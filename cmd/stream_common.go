@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/ops"
+	"github.com/idmpctl/idmpctl/internal/stream"
 	"github.com/spf13/cobra"
 )
 
@@ -17,8 +17,8 @@ func addModeFlag(c *cobra.Command, mode *string) {
 }
 
 // openStreams connects and resolves the IDMP mode.
-func openStreams(ctx context.Context, f *Factory, mode string) (*ops.Streams, error) {
-	m, err := ops.ParseMode(mode)
+func openStreams(ctx context.Context, f *Factory, mode string) (*stream.Streams, error) {
+	m, err := stream.ParseMode(mode)
 	if err != nil {
 		return nil, err
 	}
@@ -26,7 +26,7 @@ func openStreams(ctx context.Context, f *Factory, mode string) (*ops.Streams, er
 	if err != nil {
 		return nil, err
 	}
-	return ops.NewStreams(conn, m)
+	return stream.NewStreams(conn, m)
 }
 
 // confirm asks on a terminal; elsewhere the change needs --yes.

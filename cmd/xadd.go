@@ -6,8 +6,9 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/batch"
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/ops"
+	"github.com/idmpctl/idmpctl/internal/redisconn"
 	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/stream"
 	"github.com/spf13/cobra"
 )
 
@@ -82,8 +83,8 @@ func (o *XAddOptions) Validate() error {
 	return exit.Wrap(o.request(placeholder, []string{"f", "v"}).Validate(), "xadd")
 }
 
-func (o *XAddOptions) request(iid string, fields []string) ops.AddRequest {
-	return ops.AddRequest{
+func (o *XAddOptions) request(iid string, fields []string) stream.AddRequest {
+	return stream.AddRequest{
 		Stream: o.Stream, PID: o.PID, IID: iid, Auto: o.Auto, Fields: fields,
 		NoMkStream: o.NoMkStream, MaxLen: o.MaxLen, MinID: o.MinID, Approx: o.Approx, Limit: o.Limit,
 	}
@@ -164,7 +165,7 @@ type addJSON struct {
 	Retried        bool   `json:"retried,omitempty"`
 }
 
-func toAddJSON(o *XAddOptions, r ops.AddResult, line int, retried bool) addJSON {
+func toAddJSON(o *XAddOptions, r stream.AddResult, line int, retried bool) addJSON {
 	j := addJSON{Stream: o.Stream, ID: r.ID, PID: o.PID, IID: r.IID, Auto: o.Auto,
 		Duplicate: r.Duplicate, Mode: r.Mode.String(), Line: line, Retried: retried}
 	if r.Duplicate {
@@ -182,9 +183,9 @@ func xaddRun(c *cobra.Command, o *XAddOptions) error {
 	}
 	req := o.request(o.IID, o.Fields)
 	p := o.Factory.Printer
-	var res ops.AddResult
+	var res stream.AddResult
 	retried := false
-	err = ops.WithRetries(ctx, o.Factory.Global.Retries, func() error {
+	err = redisconn.WithRetries(ctx, o.Factory.Global.Retries, func() error {
 		var err error
 		res, err = streams.Add(ctx, req)
 		return err
@@ -213,7 +214,7 @@ func xaddRun(c *cobra.Command, o *XAddOptions) error {
 	return nil
 }
 
-func addOutcome(p *render.Printer, r ops.AddResult) string {
+func addOutcome(p *render.Printer, r stream.AddResult) string {
 	switch {
 	case !r.Duplicate:
 		return p.Good("added")

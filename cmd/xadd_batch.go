@@ -8,8 +8,10 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/batch"
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/ops"
+	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/idmpctl/idmpctl/internal/redisconn"
 	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/stream"
 	"github.com/spf13/cobra"
 )
 
@@ -22,9 +24,9 @@ const batchChunk = 256
 // still tracked: a chunk of more than MAXSIZE adds that the server ran before
 // the connection failed would otherwise be written twice. A stream that does
 // not exist yet gets the server defaults.
-func chunkFor(ctx context.Context, streams *ops.Streams, stream string) int {
-	maxsize := int64(ops.DefaultIDMPMaxSize)
-	if info, err := streams.Info(ctx, stream); err == nil && info.IDMPMaxSize > 0 {
+func chunkFor(ctx context.Context, streams *stream.Streams, name string) int {
+	maxsize := int64(idmp.DefaultMaxSize)
+	if info, err := streams.Info(ctx, name); err == nil && info.IDMPMaxSize > 0 {
 		maxsize = info.IDMPMaxSize
 	} else if _, n, err := streams.ServerDefaults(ctx); err == nil && n > 0 {
 		maxsize = n
@@ -39,10 +41,10 @@ func (nopCloser) Close() error { return nil }
 // batchRun streams NDJSON adds in chunks and prints each result in order.
 type batchRun struct {
 	o        *XAddOptions
-	streams  *ops.Streams
+	streams  *stream.Streams
 	p        *render.Printer
 	chunk    int // adds per round trip: see chunkFor
-	reqs     []ops.AddRequest
+	reqs     []stream.AddRequest
 	lines    []int
 	written  int // lines whose result was printed
 	added    int
@@ -63,7 +65,7 @@ func xaddBatchRun(c *cobra.Command, o *XAddOptions) error {
 	}
 	chunk := chunkFor(ctx, streams, o.Stream)
 	b := &batchRun{o: o, streams: streams, p: o.Factory.Printer, chunk: chunk,
-		reqs: make([]ops.AddRequest, 0, chunk), lines: make([]int, 0, chunk)}
+		reqs: make([]stream.AddRequest, 0, chunk), lines: make([]int, 0, chunk)}
 	r := batch.NewReader(in, o.Auto)
 	r.Skip = o.Skip
 	for {
@@ -103,11 +105,11 @@ func xaddBatchRun(c *cobra.Command, o *XAddOptions) error {
 func (b *batchRun) flush(c *cobra.Command) error {
 	ctx := c.Context()
 	retried := false
-	err := ops.WithRetries(ctx, b.o.Factory.Global.Retries, func() error {
+	err := redisconn.WithRetries(ctx, b.o.Factory.Global.Retries, func() error {
 		res, err := b.streams.AddBatch(ctx, b.reqs)
 		b.print(res, retried)
 		b.reqs, b.lines = b.reqs[len(res):], b.lines[len(res):]
-		var be *ops.BatchError
+		var be *stream.BatchError
 		if errors.As(err, &be) {
 			return be.Err
 		}
@@ -137,7 +139,7 @@ func resumeHint(written, before, chunk int) string {
 		written, before, chunk)
 }
 
-func (b *batchRun) print(res []ops.AddResult, retried bool) {
+func (b *batchRun) print(res []stream.AddResult, retried bool) {
 	for i, r := range res {
 		line := b.lines[i]
 		switch b.p.Format {

@@ -5,14 +5,8 @@ import (
 	"math/big"
 	"strings"
 	"time"
-)
 
-// Limits of XCFGSET (idmp.md R7) and the server defaults (R4).
-const (
-	MaxMaxSize      = 10000
-	MaxDuration     = 86400
-	DefaultDuration = 100
-	DefaultMaxSize  = 100
+	"github.com/idmpctl/idmpctl/internal/idmp"
 )
 
 // NativeBytesPerIID is an estimate of Redis 8.6's own cost per tracked iid
@@ -66,15 +60,15 @@ func Calculate(in Inputs) Result {
 	need := new(big.Rat).Mul(delayMs, perPID)
 	need.Mul(need, factor)
 	r.MaxSizeNeeded = max(ceilRat(need), 1)
-	r.MaxSize = min(r.MaxSizeNeeded, MaxMaxSize)
+	r.MaxSize = min(r.MaxSizeNeeded, idmp.MaxMaxSize)
 	r.MaxSizeFormula = fmt.Sprintf("IDMP-MAXSIZE = ceil(%s ms x %s msg/ms x %s) = %d",
 		ratString(delayMs), ratString(perPID), ratString(factor), r.MaxSizeNeeded)
-	if r.MaxSizeNeeded > MaxMaxSize {
+	if r.MaxSizeNeeded > idmp.MaxMaxSize {
 		total := new(big.Rat).Mul(need, producers)
-		r.PIDsNeeded = ceilRat(new(big.Rat).Quo(total, big.NewRat(MaxMaxSize, 1)))
+		r.PIDsNeeded = ceilRat(new(big.Rat).Quo(total, big.NewRat(idmp.MaxMaxSize, 1)))
 		r.Warnings = append(r.Warnings, fmt.Sprintf(
 			"IDMP-MAXSIZE %d is over the limit %d: clamped to %d; spread the rate over at least %d producer IDs (--producers %d) so each needs at most %d",
-			r.MaxSizeNeeded, MaxMaxSize, MaxMaxSize, r.PIDsNeeded, r.PIDsNeeded, MaxMaxSize))
+			r.MaxSizeNeeded, idmp.MaxMaxSize, idmp.MaxMaxSize, r.PIDsNeeded, r.PIDsNeeded, idmp.MaxMaxSize))
 	}
 
 	if in.Recovery > 0 {
@@ -82,14 +76,14 @@ func Calculate(in Inputs) Result {
 		r.DurationNeeded = max(ceilRat(secs), 1)
 		r.DurationFormula = fmt.Sprintf("IDMP-DURATION = ceil(%s s) = %d", ratString(secs), r.DurationNeeded)
 	} else {
-		r.DurationNeeded = DefaultDuration
-		r.DurationFormula = fmt.Sprintf("IDMP-DURATION = %d (no --recovery: the server default)", DefaultDuration)
+		r.DurationNeeded = idmp.DefaultDuration
+		r.DurationFormula = fmt.Sprintf("IDMP-DURATION = %d (no --recovery: the server default)", idmp.DefaultDuration)
 	}
-	r.Duration = min(r.DurationNeeded, MaxDuration)
-	if r.DurationNeeded > MaxDuration {
+	r.Duration = min(r.DurationNeeded, idmp.MaxDuration)
+	if r.DurationNeeded > idmp.MaxDuration {
 		r.Warnings = append(r.Warnings, fmt.Sprintf(
 			"IDMP-DURATION %d is over the limit %d: clamped to %d; stream IDMP cannot cover a %s recovery, guard the work with a claim key whose --ttl covers it (idmpctl claim run KEY --ttl %s -- ...)",
-			r.DurationNeeded, MaxDuration, MaxDuration, in.Recovery, in.Recovery))
+			r.DurationNeeded, idmp.MaxDuration, idmp.MaxDuration, in.Recovery, in.Recovery))
 	}
 
 	if r.PerPIDRate > 0 {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idmpctl/idmpctl/internal/idmp"
 )
 
 func mustRate(t *testing.T, s string) *big.Rat {
@@ -103,17 +105,17 @@ func TestExactArithmetic(t *testing.T) {
 
 func TestClamping(t *testing.T) {
 	r := calc(t, "1M/s", "80ms", 48*time.Hour, 1)
-	if r.MaxSize != MaxMaxSize || r.MaxSizeNeeded != 100000 || r.PIDsNeeded != 10 {
+	if r.MaxSize != idmp.MaxMaxSize || r.MaxSizeNeeded != 100000 || r.PIDsNeeded != 10 {
 		t.Errorf("maxsize clamp: %+v", r)
 	}
-	if r.Duration != MaxDuration || r.DurationNeeded != 172800 {
+	if r.Duration != idmp.MaxDuration || r.DurationNeeded != 172800 {
 		t.Errorf("duration clamp: %+v", r)
 	}
 	if len(r.Warnings) != 2 || !strings.Contains(r.Warnings[1], "claim") {
 		t.Errorf("warnings: %q", r.Warnings)
 	}
 	// Spreading over the advised number of pids removes the clamp.
-	if r2 := calc(t, "1M/s", "80ms", time.Hour, r.PIDsNeeded); r2.MaxSizeNeeded > MaxMaxSize {
+	if r2 := calc(t, "1M/s", "80ms", time.Hour, r.PIDsNeeded); r2.MaxSizeNeeded > idmp.MaxMaxSize {
 		t.Errorf("advice of %d pids still needs %d", r.PIDsNeeded, r2.MaxSizeNeeded)
 	}
 }
@@ -127,7 +129,7 @@ func TestAtLeastOne(t *testing.T) {
 
 func TestProducersSplitRate(t *testing.T) {
 	r := calc(t, "4k/s", "80ms", 0, 4)
-	if r.MaxSize != 100 || r.Duration != DefaultDuration {
+	if r.MaxSize != 100 || r.Duration != idmp.DefaultDuration {
 		t.Fatalf("%+v", r)
 	}
 	if r.Memory.EmulatedTotal != 4*100*100 {

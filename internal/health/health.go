@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/idmpctl/idmpctl/internal/ops"
+	"github.com/idmpctl/idmpctl/internal/stream"
 )
 
 // Lint is one finding: a stable code for scripts and a sentence for people.
@@ -30,7 +30,7 @@ type StreamContext struct {
 }
 
 // Stream lints a stream's IDMP state.
-func Stream(i ops.StreamInfo, c StreamContext) []Lint {
+func Stream(i stream.StreamInfo, c StreamContext) []Lint {
 	var out []Lint
 	add := func(code, level, format string, args ...any) {
 		out = append(out, Lint{Code: code, Level: level, Message: fmt.Sprintf(format, args...)})

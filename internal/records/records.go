@@ -28,6 +28,8 @@ package records
 
 import (
 	"strings"
+
+	"github.com/idmpctl/idmpctl/internal/idmp"
 )
 
 // Format names the shape a record was written in.
@@ -156,7 +158,7 @@ func (r Record) LastActivityMs() int64 {
 // nothing is judged stale or expired.
 func Decode(key, redisType string, value RawValue, ttlMs, nowMs int64) Record {
 	r := Record{Key: key, Type: redisType, TTLms: ttlMs, Format: FormatUnknown, Status: Unknown, NowMs: max(nowMs, 0)}
-	if part, ok := idmpStatePart(key, redisType); ok {
+	if part, ok := idmp.ParseStateKey(key, redisType); ok {
 		r.Format, r.RawStatus = FormatIDMPState, part
 		judge(&r, nowMs)
 		return r
@@ -181,45 +183,6 @@ func Decode(key, redisType string, value RawValue, ttlMs, nowMs int64) Record {
 	}
 	judge(&r, nowMs)
 	return r
-}
-
-// idmpStatePart recognises the keys of idmpctl's emulated stream state
-// (README, "State layout"): B:idmp, B:idmp:pids, B:idmp:ids:<pid> and
-// B:idmp:order:<pid>, where B carries a hash tag.
-func idmpStatePart(key, redisType string) (string, bool) {
-	open := strings.IndexByte(key, '{')
-	if open < 0 {
-		return "", false
-	}
-	end := strings.IndexByte(key[open+1:], '}')
-	if end <= 0 {
-		return "", false
-	}
-	rest := key[open+1+end+1:]
-	i := strings.LastIndex(rest, ":idmp")
-	if i < 0 {
-		return "", false
-	}
-	tail := rest[i+len(":idmp"):]
-	switch {
-	case tail == "" && redisType == "hash":
-		return "settings", true
-	case tail == ":pids" && redisType == "set":
-		return "pids", true
-	}
-	// Per-pid keys: the pid may itself contain ":idmp", so look at the first.
-	j := strings.Index(rest, ":idmp:")
-	if j < 0 {
-		return "", false
-	}
-	tail = rest[j+len(":idmp:"):]
-	switch {
-	case strings.HasPrefix(tail, "ids:") && redisType == "hash":
-		return "iids of pid " + tail[len("ids:"):], true
-	case strings.HasPrefix(tail, "order:") && redisType == "list":
-		return "order of pid " + tail[len("order:"):], true
-	}
-	return "", false
 }
 
 // judge sets the flags that depend on time and TTL.

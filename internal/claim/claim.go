@@ -1,0 +1,462 @@
+package claim
+
+// The claim protocol of claim.md: every transition is one Lua script decided
+// on the server's clock. Renew, Complete and Fail (without release) are safe
+// to retry after a network error; Acquire and Release are not (see each).
+
+import (
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"strconv"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/redisconn"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/claim_lib.lua
+	claimLib string
+	//go:embed lua/claim_acquire.lua
+	claimAcquireLua string
+	//go:embed lua/claim_renew.lua
+	claimRenewLua string
+	//go:embed lua/claim_complete.lua
+	claimCompleteLua string
+	//go:embed lua/claim_fail.lua
+	claimFailLua string
+	//go:embed lua/claim_release.lua
+	claimReleaseLua string
+	//go:embed lua/claim_read.lua
+	claimReadLua string
+	//go:embed lua/claim_steps.lua
+	claimStepsLua string
+
+	claimAcquireScript  = claimScript(claimAcquireLua, "acquire")
+	claimRenewScript    = claimScript(claimRenewLua, "renew")
+	claimCompleteScript = claimScript(claimCompleteLua, "complete")
+	claimFailScript     = claimScript(claimFailLua, "fail")
+	claimReleaseScript  = claimScript(claimReleaseLua, "release")
+	claimReadScript     = claimScript(claimReadLua, "read")
+	// claimStepsScript runs many steps in one call (ClaimPipeline).
+	claimStepsScript = redisconn.LazyScript(func() string {
+		return claimLib + claimAcquireLua + claimRenewLua + claimCompleteLua + claimFailLua + claimStepsLua
+	})
+)
+
+// claimScript is the single-key script of one verb: the prelude, the verb's
+// function, and a call of it on KEYS[1] at the server's time.
+func claimScript(verbLua, verb string) func() *redis.Script {
+	return redisconn.LazyScript(func() string {
+		return claimLib + verbLua + "return " + verb + "(KEYS[1], now_ms(), unpack(ARGV, 2))\n"
+	})
+}
+
+// Claim statuses, as stored in the record's status field.
+const (
+	StatusProcessing = "PROCESSING"
+	StatusCompleted  = "COMPLETED"
+	StatusFailed     = "FAILED"
+)
+
+// DefaultMaxResult is the default cap on a stored result (--max-result).
+const DefaultMaxResult = 64 << 10
+
+// ClaimRecord is a claim hash as read by the script that last touched it.
+// Times are server ms; TTLms is the key's PTTL (-1 no expiry, -2 absent).
+type ClaimRecord struct {
+	Key         string `json:"key"`
+	Status      string `json:"status"`
+	Owner       string `json:"owner"`
+	Token       int64  `json:"token"`
+	Attempts    int64  `json:"attempts"`
+	LeaseUntil  int64  `json:"lease_until"`
+	Created     int64  `json:"created"`
+	Updated     int64  `json:"updated"`
+	Fingerprint string `json:"fingerprint,omitempty"`
+	Result      string `json:"result,omitempty"`
+	Error       string `json:"error,omitempty"`
+	HasResult   bool   `json:"-"`
+	TTLms       int64  `json:"ttl_ms"`
+	Now         int64  `json:"now"` // server ms at read
+}
+
+// LeaseLeftMs is how long a PROCESSING claim stays live (0 when stale or not
+// PROCESSING).
+func (r ClaimRecord) LeaseLeftMs() int64 {
+	if r.Status != StatusProcessing || r.LeaseUntil <= r.Now {
+		return 0
+	}
+	return r.LeaseUntil - r.Now
+}
+
+// Stale reports a PROCESSING claim whose lease has passed: claimable.
+func (r ClaimRecord) Stale() bool {
+	return r.Status == StatusProcessing && r.Now >= r.LeaseUntil
+}
+
+// AcquireOutcome is what an acquire found and did.
+type AcquireOutcome string
+
+// Acquire outcomes. The first three hand the caller a claim.
+const (
+	Acquired  AcquireOutcome = "acquired"  // the key was absent
+	Takeover  AcquireOutcome = "takeover"  // a stale PROCESSING claim was taken over
+	Retry     AcquireOutcome = "retry"     // a FAILED record was claimed again
+	Busy      AcquireOutcome = "busy"      // a live owner holds it: nothing changed
+	Done      AcquireOutcome = "done"      // COMPLETED: skip the work, replay Record.Result
+	Mismatch  AcquireOutcome = "mismatch"  // the stored fingerprint differs: nothing changed
+	Exhausted AcquireOutcome = "exhausted" // FAILED with attempts >= MaxAttempts: nothing changed
+)
+
+// AcquireParams are the inputs of Acquire.
+type AcquireParams struct {
+	Key         string
+	Owner       string
+	Lease       time.Duration
+	TTL         time.Duration
+	Fingerprint string // optional; see Fingerprint
+	MaxAttempts int64  // 0: unlimited
+}
+
+// AcquireResult is the outcome with the record as it stands after the call.
+type AcquireResult struct {
+	Outcome       AcquireOutcome
+	Token         int64  // the caller's fencing token; 0 unless Acquired()
+	Attempt       int64  // the caller's attempt number; 0 unless Acquired()
+	PreviousOwner string // Takeover: whose stale claim was taken over
+	Record        ClaimRecord
+	LeaseLeftMs   int64 // Busy: how long the live owner's lease runs
+}
+
+// Acquired reports whether the caller now holds the claim.
+func (r AcquireResult) Acquired() bool {
+	return r.Outcome == Acquired || r.Outcome == Takeover || r.Outcome == Retry
+}
+
+// ExitCode maps the outcome to the exit-code contract.
+func (r AcquireResult) ExitCode() int {
+	switch r.Outcome {
+	case Acquired, Takeover, Retry:
+		return exit.OK
+	case Done:
+		return exit.Done
+	case Busy:
+		return exit.Busy
+	case Mismatch, Exhausted:
+		return exit.Data
+	}
+	return exit.Internal
+}
+
+// Validate checks the inputs without a server.
+func (p AcquireParams) Validate() error {
+	if err := checkClaimKey(p.Key); err != nil {
+		return err
+	}
+	if p.Owner == "" {
+		return exit.Usagef("--owner is empty")
+	}
+	if err := checkClaimLease(p.Lease, p.TTL); err != nil {
+		return err
+	}
+	if p.MaxAttempts < 0 {
+		return exit.Usagef("--max-attempts is %d: give 0 (unlimited) or more", p.MaxAttempts)
+	}
+	return nil
+}
+
+// Fingerprint is the hex SHA-256 of a request payload.
+func Fingerprint(payload []byte) string {
+	sum := sha256.Sum256(payload)
+	return hex.EncodeToString(sum[:])
+}
+
+// Acquire claims a key. It is not retried after a network error: the first
+// try may have succeeded, and a repeat would report busy (or take over after
+// the lease). A claim whose reply was lost only delays the key by one lease.
+func Acquire(ctx context.Context, c redis.UniversalClient, p AcquireParams) (AcquireResult, error) {
+	st, err := acquireStep(p)
+	if err != nil {
+		return AcquireResult{}, err
+	}
+	rep, err := st.run(ctx, c)
+	if err != nil {
+		return AcquireResult{}, err
+	}
+	return st.acquireResult(rep)
+}
+
+// claimStep is one prepared claim transition: the verb's script and its
+// checked inputs as ARGV (after the reply mode, see claim_lib.lua).
+type claimStep struct {
+	script *redis.Script
+	verb   string
+	what   string
+	key    string
+	args   []any
+	result *string // complete: the result sent (not echoed back)
+}
+
+func newClaimStep(s *redis.Script, verb, key string, args ...any) claimStep {
+	return claimStep{script: s, verb: verb, what: verb + " " + strconv.Quote(key), key: key, args: args}
+}
+
+// argv is the step's ARGV as a single-key call: the reply mode, then its
+// arguments.
+func (st claimStep) argv(full bool) []any {
+	return append([]any{replyMode(full)}, st.args...)
+}
+
+func replyMode(full bool) string {
+	if full {
+		return "1"
+	}
+	return "0"
+}
+
+// run calls the step's script with the whole record in every reply.
+func (st claimStep) run(ctx context.Context, c redis.UniversalClient) (claimReply, error) {
+	v, err := st.script.Run(ctx, c, []string{st.key}, st.argv(true)...).Slice()
+	return st.reply(v, err)
+}
+
+// reply reads a step's reply: a transport or server error, an internal
+// error for a malformed reply, or the error for a key that is no record.
+func (st claimStep) reply(v []any, err error) (claimReply, error) {
+	if err != nil {
+		return claimReply{}, exit.Wrap(err, st.what)
+	}
+	rep, err := parseClaimReply(st.key, v)
+	if err != nil {
+		return claimReply{}, exit.New(exit.Internal, st.what, "unexpected reply from the claim script: %v", err)
+	}
+	if rep.outcome == "foreign" {
+		return claimReply{}, rep.notClaim(st.what)
+	}
+	return rep, nil
+}
+
+func acquireStep(p AcquireParams) (claimStep, error) {
+	if err := p.Validate(); err != nil {
+		return claimStep{}, err
+	}
+	return newClaimStep(claimAcquireScript(), "acquire", p.Key,
+		p.Owner, p.Lease.Milliseconds(), p.TTL.Milliseconds(), p.Fingerprint, p.MaxAttempts), nil
+}
+
+func (st claimStep) acquireResult(rep claimReply) (AcquireResult, error) {
+	res := AcquireResult{Outcome: AcquireOutcome(rep.outcome), Record: rep.record}
+	switch res.Outcome {
+	case Acquired, Retry:
+	case Takeover:
+		res.PreviousOwner = rep.extra
+	case Busy:
+		res.LeaseLeftMs = rep.record.LeaseLeftMs()
+	case Done, Mismatch, Exhausted:
+	default:
+		return AcquireResult{}, rep.unexpected(st.what)
+	}
+	if res.Acquired() {
+		res.Token, res.Attempt = rep.record.Token, rep.record.Attempts
+	}
+	return res, nil
+}
+
+// Renew extends a live claim to now+lease and raises the key's TTL to ttl if
+// it is shorter (never shortens it). The current token renews even past its
+// lease, as long as nobody took over. Safe to retry. Lost: an *exit.Error
+// (exit.Lost) wrapping a *LostError.
+func Renew(ctx context.Context, c redis.UniversalClient, key string, token int64, lease, ttl time.Duration) (ClaimRecord, error) {
+	st, err := renewStep(key, token, lease, ttl)
+	if err != nil {
+		return ClaimRecord{}, err
+	}
+	rep, err := st.run(ctx, c)
+	if err != nil {
+		return ClaimRecord{}, err
+	}
+	return rep.settle(st.what, token, "ok")
+}
+
+func renewStep(key string, token int64, lease, ttl time.Duration) (claimStep, error) {
+	if err := firstClaimErr(checkClaimKey(key), checkClaimToken(token), checkClaimLease(lease, ttl)); err != nil {
+		return claimStep{}, err
+	}
+	return newClaimStep(claimRenewScript(), "renew", key, token, lease.Milliseconds(), ttl.Milliseconds()), nil
+}
+
+// CompleteParams are the inputs of a complete (see Complete).
+type CompleteParams struct {
+	Key       string
+	Token     int64
+	Result    *string // nil: none stored
+	TTL       time.Duration
+	MaxResult int // a longer Result is refused; <= 0: no cap
+}
+
+// Complete records COMPLETED (with result when non-nil) and sets the TTL.
+// The current token completes even past its lease, as long as nobody took
+// over. Safe to retry: a repeat by the same token succeeds and changes
+// nothing. A result over maxResult bytes (<= 0: no cap) is refused (exit.Data).
+func Complete(ctx context.Context, c redis.UniversalClient, key string, token int64, result *string, ttl time.Duration, maxResult int) (ClaimRecord, error) {
+	st, err := completeStep(CompleteParams{Key: key, Token: token, Result: result, TTL: ttl, MaxResult: maxResult})
+	if err != nil {
+		return ClaimRecord{}, err
+	}
+	rep, err := st.run(ctx, c)
+	if err != nil {
+		return ClaimRecord{}, err
+	}
+	return st.completeResult(rep, token)
+}
+
+func completeStep(p CompleteParams) (claimStep, error) {
+	if err := firstClaimErr(checkClaimKey(p.Key), checkClaimToken(p.Token), checkClaimTTL(p.TTL)); err != nil {
+		return claimStep{}, err
+	}
+	what := "complete " + strconv.Quote(p.Key)
+	hasResult, value := "0", ""
+	if p.Result != nil {
+		if err := CheckResultSize(len(*p.Result), p.MaxResult); err != nil {
+			return claimStep{}, exit.Wrap(err, what)
+		}
+		hasResult, value = "1", *p.Result
+	}
+	st := newClaimStep(claimCompleteScript(), "complete", p.Key, p.Token, p.TTL.Milliseconds(), hasResult, value)
+	st.result = p.Result
+	return st, nil
+}
+
+func (st claimStep) completeResult(rep claimReply, token int64) (ClaimRecord, error) {
+	if rep.outcome == "ok" && st.result != nil { // the script does not echo it back
+		rep.record.Result, rep.record.HasResult = *st.result, true
+	}
+	return rep.settle(st.what, token, "ok", "again")
+}
+
+// CheckResultSize refuses a result over max bytes (max <= 0: no cap).
+func CheckResultSize(size, max int) error {
+	if max > 0 && size > max {
+		e := exit.New(exit.Data, "", "result is %d bytes, over --max-result %d", size, max)
+		e.Hint = "raise --max-result, or store a smaller result"
+		return e
+	}
+	return nil
+}
+
+// Fail records FAILED with errText (an empty one removes the previous
+// attempt's error) and sets the TTL; with release it deletes the record so a
+// redelivery starts afresh, and returns an empty record (TTLms -2). Without
+// release it is safe to retry; with release see Release.
+func Fail(ctx context.Context, c redis.UniversalClient, key string, token int64, errText string, ttl time.Duration, release bool) (ClaimRecord, error) {
+	st, err := failStep(key, token, errText, ttl, release)
+	if err != nil {
+		return ClaimRecord{}, err
+	}
+	rep, err := st.run(ctx, c)
+	if err != nil {
+		return ClaimRecord{}, err
+	}
+	return rep.settle(st.what, token, "ok", "again", "released")
+}
+
+func failStep(key string, token int64, errText string, ttl time.Duration, release bool) (claimStep, error) {
+	checks := []error{checkClaimKey(key), checkClaimToken(token)}
+	if !release {
+		checks = append(checks, checkClaimTTL(ttl))
+	}
+	if err := firstClaimErr(checks...); err != nil {
+		return claimStep{}, err
+	}
+	rel := "0"
+	if release {
+		rel = "1"
+	}
+	return newClaimStep(claimFailScript(), "fail", key, token, ttl.Milliseconds(), errText, rel), nil
+}
+
+// Release deletes the caller's PROCESSING or FAILED record so a redelivery
+// starts afresh; a COMPLETED record is never released (lost). An absent key
+// counts as released. Do not retry it blindly: if a new claim re-created the
+// key in between, its token restarts at 1 and a retry by token 1 would
+// delete that claim.
+func Release(ctx context.Context, c redis.UniversalClient, key string, token int64) error {
+	if err := firstClaimErr(checkClaimKey(key), checkClaimToken(token)); err != nil {
+		return err
+	}
+	st := newClaimStep(claimReleaseScript(), "release", key, token)
+	rep, err := st.run(ctx, c)
+	if err != nil {
+		return err
+	}
+	_, err = rep.settle(st.what, token, "released")
+	return err
+}
+
+// ReadClaim reads a claim record: exit.NotFound when the key is absent,
+// exit.Data when it holds something else.
+func ReadClaim(ctx context.Context, c redis.UniversalClient, key string) (ClaimRecord, error) {
+	if err := checkClaimKey(key); err != nil {
+		return ClaimRecord{}, err
+	}
+	st := newClaimStep(claimReadScript(), "read", key)
+	rep, err := st.run(ctx, c)
+	if err != nil {
+		return ClaimRecord{}, err
+	}
+	switch rep.outcome {
+	case "ok":
+		return rep.record, nil
+	case "none":
+		return ClaimRecord{}, exit.New(exit.NotFound, st.what, "the key does not exist")
+	}
+	return ClaimRecord{}, rep.unexpected(st.what)
+}
+
+func checkClaimKey(key string) error {
+	if key == "" {
+		return exit.Usagef("the key is empty")
+	}
+	return nil
+}
+
+func checkClaimToken(token int64) error {
+	if token < 1 {
+		return exit.Usagef("--token is %d: a fencing token is 1 or more", token)
+	}
+	return nil
+}
+
+func checkClaimTTL(ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return exit.Usagef("--ttl (%s) must be at least 1ms", claimDuration(ttl))
+	}
+	return nil
+}
+
+func checkClaimLease(lease, ttl time.Duration) error {
+	if lease < time.Millisecond {
+		return exit.Usagef("--lease (%s) must be at least 1ms", claimDuration(lease))
+	}
+	if err := checkClaimTTL(ttl); err != nil {
+		return err
+	}
+	if lease > ttl {
+		return exit.Usagef("--lease (%s) is longer than --ttl (%s): the record would expire while its claim is live, and its fencing token restart at 1",
+			claimDuration(lease), claimDuration(ttl))
+	}
+	return nil
+}
+
+func firstClaimErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

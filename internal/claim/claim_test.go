@@ -1,0 +1,414 @@
+package claim
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+func claimClient(t *testing.T) (context.Context, redis.UniversalClient) {
+	t.Helper()
+	c, _ := redistest.Conn(t)
+	return context.Background(), c.Client
+}
+
+func acquireParams(key, owner string) AcquireParams {
+	return AcquireParams{Key: key, Owner: owner, Lease: time.Minute, TTL: time.Hour}
+}
+
+func mustAcquire(t *testing.T, ctx context.Context, c redis.UniversalClient, p AcquireParams, want AcquireOutcome) AcquireResult {
+	t.Helper()
+	res, err := Acquire(ctx, c, p)
+	if err != nil {
+		t.Fatalf("acquire %s by %s: %v", p.Key, p.Owner, err)
+	}
+	if res.Outcome != want {
+		t.Fatalf("acquire %s by %s: outcome %q, want %q (record %+v)", p.Key, p.Owner, res.Outcome, want, res.Record)
+	}
+	return res
+}
+
+func hash(t *testing.T, ctx context.Context, c redis.UniversalClient, key string) map[string]string {
+	t.Helper()
+	h, err := c.HGetAll(ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func pttl(t *testing.T, ctx context.Context, c redis.UniversalClient, key string) time.Duration {
+	t.Helper()
+	d, err := c.PTTL(ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// wantTTL checks the key's TTL was just set to about ttl.
+func wantTTL(t *testing.T, ctx context.Context, c redis.UniversalClient, key string, ttl time.Duration) {
+	t.Helper()
+	if got := pttl(t, ctx, c, key); got > ttl || got < ttl-5*time.Second {
+		t.Errorf("%s: PTTL %v, want about %v", key, got, ttl)
+	}
+}
+
+func wantCode(t *testing.T, err error, code int, contains string) {
+	t.Helper()
+	if got := exit.Code(err); got != code {
+		t.Fatalf("error %v: code %d, want %d", err, got, code)
+	}
+	if !strings.Contains(err.Error(), contains) {
+		t.Errorf("error %q does not say %q", err, contains)
+	}
+}
+
+func TestClaimAcquireFresh(t *testing.T) {
+	ctx, c := claimClient(t)
+	p := acquireParams("job:1", "w1")
+	p.Fingerprint = Fingerprint([]byte("payload"))
+	res := mustAcquire(t, ctx, c, p, Acquired)
+	if res.Token != 1 || res.Attempt != 1 || res.ExitCode() != exit.OK {
+		t.Errorf("token %d attempt %d code %d, want 1 1 0", res.Token, res.Attempt, res.ExitCode())
+	}
+	h := hash(t, ctx, c, "job:1")
+	now := res.Record.Now
+	want := map[string]string{
+		"status": "PROCESSING", "owner": "w1", "token": "1", "attempts": "1",
+		"lease_until": strconv.FormatInt(now+60_000, 10),
+		"created":     strconv.FormatInt(now, 10), "updated": strconv.FormatInt(now, 10),
+		"fingerprint": p.Fingerprint,
+	}
+	if !reflect.DeepEqual(h, want) {
+		t.Errorf("record\n got %v\nwant %v", h, want)
+	}
+	if d := time.Since(time.UnixMilli(now)); d < -time.Minute || d > time.Minute {
+		t.Errorf("created %d is not the server's clock in ms", now)
+	}
+	wantTTL(t, ctx, c, "job:1", time.Hour)
+	r := res.Record
+	if r.Status != StatusProcessing || r.Owner != "w1" || r.Token != 1 || r.LeaseUntil != now+60_000 ||
+		r.Fingerprint != p.Fingerprint || r.HasResult || r.TTLms <= 0 || r.LeaseLeftMs() != 60_000 {
+		t.Errorf("returned record %+v", r)
+	}
+}
+
+func TestClaimAcquireBusy(t *testing.T) {
+	ctx, c := claimClient(t)
+	mustAcquire(t, ctx, c, acquireParams("job", "w1"), Acquired)
+	before := hash(t, ctx, c, "job")
+	c.PExpire(ctx, "job", 10*time.Hour) // busy must not touch the TTL either
+	res := mustAcquire(t, ctx, c, acquireParams("job", "w2"), Busy)
+	if res.Record.Owner != "w1" || res.LeaseLeftMs <= 0 || res.LeaseLeftMs > 60_000 {
+		t.Errorf("busy: owner %q, %dms left", res.Record.Owner, res.LeaseLeftMs)
+	}
+	if res.Token != 0 || res.Attempt != 0 || res.ExitCode() != exit.Busy || res.Acquired() {
+		t.Errorf("busy result %+v", res)
+	}
+	// The same owner asking again is busy too: acquire is not reentrant.
+	mustAcquire(t, ctx, c, acquireParams("job", "w1"), Busy)
+	if after := hash(t, ctx, c, "job"); !reflect.DeepEqual(before, after) {
+		t.Errorf("busy changed the record:\n%v\n%v", before, after)
+	}
+	if d := pttl(t, ctx, c, "job"); d < 9*time.Hour {
+		t.Errorf("busy changed the TTL to %v", d)
+	}
+}
+
+func TestClaimStaleTakeover(t *testing.T) {
+	ctx, c := claimClient(t)
+	p := acquireParams("job", "w1")
+	p.Lease, p.Fingerprint = 150*time.Millisecond, "fp"
+	mustAcquire(t, ctx, c, p, Acquired)
+	time.Sleep(200 * time.Millisecond)
+
+	p2 := acquireParams("job", "w2")
+	p2.Fingerprint = "fp"
+	res := mustAcquire(t, ctx, c, p2, Takeover)
+	if res.Token != 2 || res.Attempt != 2 || res.PreviousOwner != "w1" || res.Record.Owner != "w2" || res.ExitCode() != exit.OK {
+		t.Errorf("takeover: %+v", res)
+	}
+	h := hash(t, ctx, c, "job")
+	if h["token"] != "2" || h["attempts"] != "2" || h["owner"] != "w2" || h["fingerprint"] != "fp" || h["created"] != strconv.FormatInt(res.Record.Created, 10) {
+		t.Errorf("after takeover: %v", h)
+	}
+	if res.Record.Created >= res.Record.Updated {
+		t.Errorf("takeover rewrote created: %+v", res.Record)
+	}
+
+	// The stale worker wakes up: every step it takes is lost, nothing changes.
+	res1 := "stale result"
+	_, err := Complete(ctx, c, "job", 1, &res1, time.Hour, 0)
+	wantCode(t, err, exit.Lost, "token 1 is not current: the key is now held by token 2 (owner w2)")
+	var lost *LostError
+	if !errors.As(err, &lost) || lost.Record.Token != 2 || lost.Record.Owner != "w2" {
+		t.Errorf("lost error carries %+v", lost)
+	}
+	_, err = Renew(ctx, c, "job", 1, time.Minute, time.Hour)
+	wantCode(t, err, exit.Lost, "token 1 is not current")
+	_, err = Fail(ctx, c, "job", 1, "boom", time.Hour, false)
+	wantCode(t, err, exit.Lost, "token 1 is not current")
+	wantCode(t, Release(ctx, c, "job", 1), exit.Lost, "token 1 is not current")
+	if after := hash(t, ctx, c, "job"); !reflect.DeepEqual(h, after) {
+		t.Errorf("a stale token changed the record:\n%v\n%v", h, after)
+	}
+
+	// The new holder completes; the old token still cannot.
+	if _, err := Complete(ctx, c, "job", 2, nil, time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Complete(ctx, c, "job", 1, &res1, time.Hour, 0)
+	wantCode(t, err, exit.Lost, "token 1 is not current: the key is COMPLETED, by token 2 (owner w2)")
+}
+
+func TestClaimMaxAttempts(t *testing.T) {
+	ctx, c := claimClient(t)
+	p := acquireParams("job", "w")
+	p.MaxAttempts = 2
+	mustAcquire(t, ctx, c, p, Acquired)
+	mustFail(t, ctx, c, "job", 1)
+	mustAcquire(t, ctx, c, p, Retry)
+	mustFail(t, ctx, c, "job", 2)
+	before := hash(t, ctx, c, "job")
+	res := mustAcquire(t, ctx, c, p, Exhausted)
+	if res.ExitCode() != exit.Data || res.Record.Attempts != 2 || res.Token != 0 {
+		t.Errorf("exhausted: %+v", res)
+	}
+	if !reflect.DeepEqual(before, hash(t, ctx, c, "job")) {
+		t.Error("exhausted changed the record")
+	}
+	// A higher limit, or none, lets it go on.
+	p.MaxAttempts = 3
+	mustAcquire(t, ctx, c, p, Retry)
+	mustFail(t, ctx, c, "job", 3)
+	p.MaxAttempts = 0
+	for tok := int64(4); tok <= 6; tok++ {
+		if res := mustAcquire(t, ctx, c, p, Retry); res.Token != tok {
+			t.Fatalf("unlimited retry: token %d, want %d", res.Token, tok)
+		}
+		mustFail(t, ctx, c, "job", tok)
+	}
+}
+
+func TestClaimFingerprintMismatch(t *testing.T) {
+	ctx, c := claimClient(t)
+	with := func(owner, fp string) AcquireParams {
+		p := acquireParams("job", owner)
+		p.Fingerprint = fp
+		return p
+	}
+	mustAcquire(t, ctx, c, with("w1", Fingerprint([]byte("a"))), Acquired)
+	check := func(status string) {
+		t.Helper()
+		before := hash(t, ctx, c, "job")
+		res := mustAcquire(t, ctx, c, with("w2", Fingerprint([]byte("b"))), Mismatch)
+		if res.ExitCode() != exit.Data || res.Record.Fingerprint != Fingerprint([]byte("a")) || res.Record.Status != status {
+			t.Errorf("%s mismatch: %+v", status, res)
+		}
+		if !reflect.DeepEqual(before, hash(t, ctx, c, "job")) {
+			t.Errorf("%s: mismatch changed the record", status)
+		}
+	}
+	check(StatusProcessing)
+	mustAcquire(t, ctx, c, with("w2", ""), Busy) // no fingerprint given: no check
+	mustFail(t, ctx, c, "job", 1)
+	check(StatusFailed)
+	mustAcquire(t, ctx, c, with("w2", Fingerprint([]byte("a"))), Retry)
+	if _, err := Complete(ctx, c, "job", 2, nil, time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+	check(StatusCompleted)
+
+	// A record claimed without a fingerprint adopts the first one given.
+	p := acquireParams("bare", "w1")
+	mustAcquire(t, ctx, c, p, Acquired)
+	mustFail(t, ctx, c, "bare", 1)
+	p.Fingerprint = "late"
+	mustAcquire(t, ctx, c, p, Retry)
+	if fp := hash(t, ctx, c, "bare")["fingerprint"]; fp != "late" {
+		t.Errorf("fingerprint %q, want late", fp)
+	}
+}
+
+func TestClaimFingerprint(t *testing.T) {
+	if got := Fingerprint([]byte("abc")); got != "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" {
+		t.Errorf("Fingerprint(abc) = %s", got)
+	}
+}
+
+func TestClaimNotARecordIsNeverWritten(t *testing.T) {
+	ctx, c := claimClient(t)
+	setups := map[string]func(key string){
+		"string":         func(k string) { c.Set(ctx, k, "PROCESSING", time.Hour) },
+		"json string":    func(k string) { c.Set(ctx, k, `{"status":"PROCESSING","owner":"c-1"}`, 0) },
+		"list":           func(k string) { c.RPush(ctx, k, "a") },
+		"set":            func(k string) { c.SAdd(ctx, k, "a") },
+		"zset":           func(k string) { c.ZAdd(ctx, k, redis.Z{Score: 1, Member: "a"}) },
+		"stream":         func(k string) { c.XAdd(ctx, &redis.XAddArgs{Stream: k, Values: []string{"f", "v"}}) },
+		"hash no status": func(k string) { c.HSet(ctx, k, "owner", "x", "token", "1") },
+		"hash state":     func(k string) { c.HSet(ctx, k, "state", "STARTED") },
+		"hash status":    func(k string) { c.HSet(ctx, k, "status", "DONE", "token", "1") },
+		"hash no token":  func(k string) { c.HSet(ctx, k, "status", "FAILED") },
+		"hash token 0":   func(k string) { c.HSet(ctx, k, "status", "FAILED", "token", "0") },
+		"hash bad token": func(k string) { c.HSet(ctx, k, "status", "COMPLETED", "token", "1.5") },
+		"no lease_until": func(k string) { c.HSet(ctx, k, "status", "PROCESSING", "token", "1", "owner", "x") },
+	}
+	verbs := map[string]func(key string) error{
+		"acquire": func(k string) error {
+			p := acquireParams(k, "w")
+			p.Fingerprint = "fp"
+			_, err := Acquire(ctx, c, p)
+			return err
+		},
+		"renew":    func(k string) error { _, err := Renew(ctx, c, k, 1, time.Minute, time.Hour); return err },
+		"complete": func(k string) error { s := "r"; _, err := Complete(ctx, c, k, 1, &s, time.Hour, 0); return err },
+		"fail":     func(k string) error { _, err := Fail(ctx, c, k, 1, "e", time.Hour, false); return err },
+		"fail --release": func(k string) error {
+			_, err := Fail(ctx, c, k, 1, "", time.Hour, true)
+			return err
+		},
+		"release": func(k string) error { return Release(ctx, c, k, 1) },
+		"read":    func(k string) error { _, err := ReadClaim(ctx, c, k); return err },
+	}
+	for name, setup := range setups {
+		key := "foreign:" + name
+		setup(key)
+		dump, err := c.Dump(ctx, key).Result()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		ttl := pttl(t, ctx, c, key)
+		for verb, run := range verbs {
+			err := run(key)
+			if exit.Code(err) != exit.Data || !errors.Is(err, ErrNotClaimRecord) {
+				t.Errorf("%s on %s: %v (code %d), want not a claim record (65)", verb, name, err, exit.Code(err))
+			}
+		}
+		after, _ := c.Dump(ctx, key).Result()
+		if after != dump || pttl(t, ctx, c, key) > ttl {
+			t.Errorf("%s: the key was modified", name)
+		}
+	}
+	_, err := ReadClaim(ctx, c, "foreign:list")
+	wantCode(t, err, exit.Data, `read "foreign:list": not a claim record: the key holds a list`)
+	_, err = ReadClaim(ctx, c, "foreign:hash status")
+	wantCode(t, err, exit.Data, `status "DONE" is not PROCESSING, COMPLETED or FAILED`)
+	_, err = ReadClaim(ctx, c, "foreign:no lease_until")
+	wantCode(t, err, exit.Data, "a PROCESSING hash without a valid lease_until")
+}
+
+func TestClaimConcurrentAcquire(t *testing.T) {
+	ctx, c := claimClient(t)
+	const workers = 16
+	results := make([]AcquireResult, workers)
+	errs := make([]error, workers)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			results[i], errs[i] = Acquire(ctx, c, acquireParams("hot", "w"+strconv.Itoa(i)))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	winner, busy := "", 0
+	for i, res := range results {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		switch res.Outcome {
+		case Acquired:
+			if winner != "" {
+				t.Fatalf("two acquired: %s and w%d", winner, i)
+			}
+			winner = res.Record.Owner
+		case Busy:
+			busy++
+		default:
+			t.Errorf("w%d: %s", i, res.Outcome)
+		}
+	}
+	if winner == "" || busy != workers-1 {
+		t.Fatalf("winner %q, %d busy", winner, busy)
+	}
+	for _, res := range results {
+		if res.Record.Owner != winner || res.Record.Token != 1 {
+			t.Errorf("%s saw owner %s token %d, want %s 1", res.Outcome, res.Record.Owner, res.Record.Token, winner)
+		}
+	}
+}
+
+func TestClaimValidationNeedsNoServer(t *testing.T) {
+	ctx, c := claimClient(t)
+	p := acquireParams("job", "w")
+	cases := map[string]struct {
+		mutate func(*AcquireParams)
+		says   string
+	}{
+		"lease > ttl":  {func(p *AcquireParams) { p.Lease, p.TTL = 5*time.Minute, time.Minute }, "--lease (5m) is longer than --ttl (1m): "},
+		"no lease":     {func(p *AcquireParams) { p.Lease = 0 }, "--lease (0s) must be at least 1ms"},
+		"sub-ms lease": {func(p *AcquireParams) { p.Lease = time.Microsecond }, "--lease (1µs) must be at least 1ms"},
+		"no ttl":       {func(p *AcquireParams) { p.TTL = -time.Second }, "--ttl (-1s) must be at least 1ms"},
+		"empty key":    {func(p *AcquireParams) { p.Key = "" }, "the key is empty"},
+		"empty owner":  {func(p *AcquireParams) { p.Owner = "" }, "--owner is empty"},
+		"max attempts": {func(p *AcquireParams) { p.MaxAttempts = -1 }, "--max-attempts is -1"},
+	}
+	for name, tc := range cases {
+		q := p
+		tc.mutate(&q)
+		_, err := Acquire(ctx, c, q)
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+			continue
+		}
+		wantCode(t, err, exit.Usage, tc.says)
+		if q.Validate() == nil {
+			t.Errorf("%s: Validate accepted", name)
+		}
+	}
+	if err := p.Validate(); err != nil {
+		t.Errorf("valid params: %v", err)
+	}
+	_, err := Renew(ctx, c, "job", 0, time.Minute, time.Hour)
+	wantCode(t, err, exit.Usage, "--token is 0")
+	_, err = Renew(ctx, c, "job", 1, 2*time.Hour, time.Hour)
+	wantCode(t, err, exit.Usage, "--lease (2h) is longer than --ttl (1h)")
+	_, err = Complete(ctx, c, "job", 1, nil, 0, 0)
+	wantCode(t, err, exit.Usage, "--ttl (0s)")
+	_, err = Fail(ctx, c, "", 1, "", time.Hour, false)
+	wantCode(t, err, exit.Usage, "the key is empty")
+	wantCode(t, Release(ctx, c, "job", -3), exit.Usage, "--token is -3")
+	if n, _ := c.DBSize(ctx).Result(); n != 0 {
+		t.Errorf("validation failures wrote %d keys", n)
+	}
+}
+
+func TestClaimScriptsSurviveScriptFlush(t *testing.T) {
+	ctx, c := claimClient(t)
+	mustAcquire(t, ctx, c, acquireParams("a", "w"), Acquired)
+	c.ScriptFlush(ctx)
+	mustAcquire(t, ctx, c, acquireParams("b", "w"), Acquired) // EVALSHA falls back to EVAL
+}
+
+func TestClaimAcquireResultExitCodes(t *testing.T) {
+	for outcome, code := range map[AcquireOutcome]int{
+		Acquired: 0, Takeover: 0, Retry: 0, Done: 1, Busy: 75, Mismatch: 65, Exhausted: 65, "odd": 70,
+	} {
+		if got := (AcquireResult{Outcome: outcome}).ExitCode(); got != code {
+			t.Errorf("%s: %d, want %d", outcome, got, code)
+		}
+	}
+}

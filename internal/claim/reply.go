@@ -1,0 +1,138 @@
+package claim
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+)
+
+// ErrNotClaimRecord marks a key that holds something a claim script never
+// wrote (errors.Is); such a key is never written to.
+var ErrNotClaimRecord = errors.New("not a claim record")
+
+// LostError says why a token no longer holds its claim. It is wrapped in an
+// *exit.Error with code exit.Lost; Record is the key's state (Status "" when
+// the key does not exist).
+type LostError struct {
+	Token  int64
+	Record ClaimRecord
+}
+
+func (e *LostError) Error() string {
+	r := e.Record
+	switch {
+	case r.Status == "":
+		return "the key does not exist"
+	case r.Token != e.Token && r.Status == StatusProcessing:
+		return fmt.Sprintf("token %d is not current: the key is now held by token %d (owner %s)", e.Token, r.Token, r.Owner)
+	case r.Token != e.Token:
+		return fmt.Sprintf("token %d is not current: the key is %s, by token %d (owner %s)", e.Token, r.Status, r.Token, r.Owner)
+	}
+	return "the key is " + r.Status
+}
+
+// claimReply is the shape every claim script returns: outcome, server ms,
+// PTTL, one outcome-specific string, then the hash's fields after the call.
+type claimReply struct {
+	outcome string
+	extra   string // takeover: the previous owner; otherwise the key's TYPE
+	record  ClaimRecord
+	fields  map[string]string
+}
+
+func parseClaimReply(key string, v []any) (claimReply, error) {
+	if len(v) < 4 || len(v)%2 != 0 {
+		return claimReply{}, fmt.Errorf("%d elements", len(v))
+	}
+	outcome, ok1 := v[0].(string)
+	now, ok2 := v[1].(int64)
+	pttl, ok3 := v[2].(int64)
+	extra, ok4 := v[3].(string)
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return claimReply{}, fmt.Errorf("header %v", v[:4])
+	}
+	fields := make(map[string]string, (len(v)-4)/2)
+	for i := 4; i < len(v); i += 2 {
+		k, okk := v[i].(string)
+		val, okv := v[i+1].(string)
+		if !okk || !okv {
+			return claimReply{}, fmt.Errorf("field %v", v[i])
+		}
+		fields[k] = val
+	}
+	rep := claimReply{outcome: outcome, extra: extra, fields: fields}
+	rep.record = ClaimRecord{Key: key, TTLms: pttl, Now: now}
+	if pttl == -2 { // absent (deleted by this call, or never there)
+		return rep, nil
+	}
+	num := func(f string) int64 { n, _ := strconv.ParseInt(fields[f], 10, 64); return n }
+	r := &rep.record
+	r.Status, r.Owner = fields["status"], fields["owner"]
+	r.Token, r.Attempts, r.LeaseUntil = num("token"), num("attempts"), num("lease_until")
+	r.Created, r.Updated = num("created"), num("updated")
+	r.Fingerprint, r.Error = fields["fingerprint"], fields["error"]
+	r.Result, r.HasResult = fields["result"]
+	if _, ok := fields["attempts"]; !ok {
+		r.Attempts = r.Token
+	}
+	return rep, nil
+}
+
+// settle turns a renew/complete/fail/release reply into the record, a lost
+// error, or an internal error for an outcome the verb never returns.
+func (rep claimReply) settle(what string, token int64, success ...string) (ClaimRecord, error) {
+	for _, s := range success {
+		if rep.outcome == s {
+			return rep.record, nil
+		}
+	}
+	if rep.outcome == "lost" {
+		return rep.record, &exit.Error{Code: exit.Lost, What: what, Err: &LostError{Token: token, Record: rep.record}}
+	}
+	return ClaimRecord{}, rep.unexpected(what)
+}
+
+func (rep claimReply) unexpected(what string) error {
+	return exit.New(exit.Internal, what, "unexpected outcome %q from the claim script", rep.outcome)
+}
+
+// notClaim explains what the key holds instead of a claim record.
+func (rep claimReply) notClaim(what string) error {
+	var why string
+	switch {
+	case rep.extra != "hash":
+		why = "the key holds a " + rep.extra
+	case rep.fields["status"] == "" && rep.fields["state"] == "":
+		why = "a hash without a status field"
+	case rep.fields["status"] == "":
+		why = fmt.Sprintf("a hash with state %q, not a claim status", rep.fields["state"])
+	case rep.fields["status"] != StatusProcessing && rep.fields["status"] != StatusCompleted && rep.fields["status"] != StatusFailed:
+		why = fmt.Sprintf("a hash whose status %q is not PROCESSING, COMPLETED or FAILED", rep.fields["status"])
+	case rep.fields["status"] == StatusProcessing && !claimDigits(rep.fields["lease_until"]):
+		why = "a PROCESSING hash without a valid lease_until"
+	default:
+		why = fmt.Sprintf("a hash whose token %q is not a positive integer", rep.fields["token"])
+	}
+	return &exit.Error{Code: exit.Data, What: what, Err: fmt.Errorf("%w: %s", ErrNotClaimRecord, why),
+		Hint: "nothing was written; idmpctl inspect shows what the key holds"}
+}
+
+func claimDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}
+
+// claimDuration prints 5m rather than 5m0s.
+func claimDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

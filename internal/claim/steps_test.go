@@ -1,0 +1,349 @@
+package claim
+
+// Renew, complete, fail and release: the steps after a claim.
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestClaimCompleteAfterLeaseWithoutTakeover(t *testing.T) {
+	ctx, c := claimClient(t)
+	p := acquireParams("job", "w1")
+	p.Lease = 100 * time.Millisecond
+	mustAcquire(t, ctx, c, p, Acquired)
+	time.Sleep(150 * time.Millisecond)
+	rec, err := ReadClaim(ctx, c, "job")
+	if err != nil || !rec.Stale() || rec.LeaseLeftMs() != 0 {
+		t.Fatalf("read: %+v %v, want stale", rec, err)
+	}
+	// Fencing: the token is still current, so the late worker's outcome counts.
+	rec, err = Renew(ctx, c, "job", 1, time.Minute, time.Hour)
+	if err != nil || rec.Stale() || rec.LeaseLeftMs() != 60_000 {
+		t.Fatalf("late renew: %+v %v", rec, err)
+	}
+	if _, err := Complete(ctx, c, "job", 1, nil, time.Hour, 0); err != nil {
+		t.Fatalf("late complete: %v", err)
+	}
+}
+
+func TestClaimCompleteKeepsFields(t *testing.T) {
+	ctx, c := claimClient(t)
+	p := acquireParams("job", "w1")
+	p.Fingerprint = "fp-1"
+	acq := mustAcquire(t, ctx, c, p, Acquired)
+	before := hash(t, ctx, c, "job")
+	c.HSet(ctx, "job", "x-app", "kept") // a field a claim does not own
+	time.Sleep(5 * time.Millisecond)
+
+	out := "line 1\nline 2\x00binary"
+	rec, err := Complete(ctx, c, "job", 1, &out, 2*time.Hour, DefaultMaxResult)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hash(t, ctx, c, "job")
+	for _, f := range []string{"owner", "token", "attempts", "lease_until", "created", "fingerprint"} {
+		if h[f] != before[f] {
+			t.Errorf("complete changed %s: %q -> %q", f, before[f], h[f])
+		}
+	}
+	if h["status"] != "COMPLETED" || h["result"] != out || h["x-app"] != "kept" {
+		t.Errorf("after complete: %q", h)
+	}
+	if rec.Updated <= acq.Record.Created || rec.Status != StatusCompleted || !rec.HasResult || rec.Result != out {
+		t.Errorf("returned record %+v", rec)
+	}
+	wantTTL(t, ctx, c, "job", 2*time.Hour)
+
+	// A redelivery replays the result; the same fingerprint (or none) is fine.
+	for _, fp := range []string{"fp-1", ""} {
+		p := acquireParams("job", "w2")
+		p.Fingerprint = fp
+		res := mustAcquire(t, ctx, c, p, Done)
+		if res.Record.Result != out || !res.Record.HasResult || res.ExitCode() != exit.Done || res.Token != 0 {
+			t.Errorf("done: %+v", res)
+		}
+	}
+	if !reflect.DeepEqual(h, hash(t, ctx, c, "job")) {
+		t.Error("done changed the record")
+	}
+}
+
+func TestClaimCompleteWithoutResult(t *testing.T) {
+	ctx, c := claimClient(t)
+	mustAcquire(t, ctx, c, acquireParams("job", "w1"), Acquired)
+	rec, err := Complete(ctx, c, "job", 1, nil, time.Hour, 0)
+	if err != nil || rec.HasResult {
+		t.Fatalf("%+v %v", rec, err)
+	}
+	empty := ""
+	mustAcquire(t, ctx, c, acquireParams("job2", "w1"), Acquired)
+	rec, err = Complete(ctx, c, "job2", 1, &empty, time.Hour, 0)
+	if err != nil || !rec.HasResult || rec.Result != "" {
+		t.Fatalf("empty result: %+v %v", rec, err)
+	}
+	if res := mustAcquire(t, ctx, c, acquireParams("job", "w2"), Done); res.Record.HasResult {
+		t.Errorf("no result was stored, got %+v", res.Record)
+	}
+}
+
+func TestClaimFailThenRetry(t *testing.T) {
+	ctx, c := claimClient(t)
+	p := acquireParams("job", "w1")
+	p.Fingerprint = "fp"
+	acq := mustAcquire(t, ctx, c, p, Acquired)
+	c.Persist(ctx, "job")
+	rec, err := Fail(ctx, c, "job", 1, "exit status 3", 30*time.Minute, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hash(t, ctx, c, "job")
+	if h["status"] != "FAILED" || h["error"] != "exit status 3" || h["fingerprint"] != "fp" ||
+		h["created"] != strconv.FormatInt(acq.Record.Created, 10) || h["attempts"] != "1" || h["owner"] != "w1" || h["token"] != "1" {
+		t.Errorf("after fail: %v", h)
+	}
+	if rec.Status != StatusFailed || rec.Error != "exit status 3" {
+		t.Errorf("returned %+v", rec)
+	}
+	wantTTL(t, ctx, c, "job", 30*time.Minute)
+
+	// A redelivery retries: token 2, attempt 2, same fingerprint and created.
+	p2 := acquireParams("job", "w2")
+	p2.Fingerprint = "fp"
+	res := mustAcquire(t, ctx, c, p2, Retry)
+	if res.Token != 2 || res.Attempt != 2 || res.Record.Owner != "w2" || res.Record.Fingerprint != "fp" ||
+		res.Record.Created != acq.Record.Created || res.ExitCode() != exit.OK {
+		t.Errorf("retry: %+v", res)
+	}
+	wantTTL(t, ctx, c, "job", time.Hour)
+	// A failure without a reason clears the previous attempt's.
+	if rec, err = Fail(ctx, c, "job", 2, "", time.Hour, false); err != nil || rec.Error != "" {
+		t.Fatalf("fail 2: %+v %v", rec, err)
+	}
+	if _, ok := hash(t, ctx, c, "job")["error"]; ok {
+		t.Error("an empty error kept the previous attempt's")
+	}
+	res = mustAcquire(t, ctx, c, p2, Retry)
+	if res.Token != 3 || res.Attempt != 3 {
+		t.Errorf("second retry: %+v", res)
+	}
+	if _, err := Complete(ctx, c, "job", 3, nil, time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustFail(t *testing.T, ctx context.Context, c redis.UniversalClient, key string, token int64) {
+	t.Helper()
+	if _, err := Fail(ctx, c, key, token, "boom", time.Hour, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestClaimRetriedStepsAreIdempotent(t *testing.T) {
+	ctx, c := claimClient(t)
+	mustAcquire(t, ctx, c, acquireParams("job", "w1"), Acquired)
+	first, second := "first", "second"
+	if _, err := Complete(ctx, c, "job", 1, &first, time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+	h := hash(t, ctx, c, "job")
+	// The first reply was lost; the retry succeeds and changes nothing.
+	rec, err := Complete(ctx, c, "job", 1, &second, time.Hour, 0)
+	if err != nil || rec.Result != "first" || !reflect.DeepEqual(h, hash(t, ctx, c, "job")) {
+		t.Fatalf("re-complete: %+v %v", rec, err)
+	}
+	_, err = Fail(ctx, c, "job", 1, "x", time.Hour, false)
+	wantCode(t, err, exit.Lost, `fail "job": the key is COMPLETED`)
+	_, err = Renew(ctx, c, "job", 1, time.Minute, time.Hour)
+	wantCode(t, err, exit.Lost, "the key is COMPLETED")
+	wantCode(t, Release(ctx, c, "job", 1), exit.Lost, "the key is COMPLETED")
+	_, err = Fail(ctx, c, "job", 1, "", time.Hour, true)
+	wantCode(t, err, exit.Lost, "the key is COMPLETED")
+	if !reflect.DeepEqual(h, hash(t, ctx, c, "job")) {
+		t.Fatal("a lost step changed the record")
+	}
+
+	mustAcquire(t, ctx, c, acquireParams("job2", "w1"), Acquired)
+	mustFail(t, ctx, c, "job2", 1)
+	h = hash(t, ctx, c, "job2")
+	if rec, err := Fail(ctx, c, "job2", 1, "other", time.Hour, false); err != nil || rec.Error != "boom" {
+		t.Fatalf("re-fail: %+v %v", rec, err)
+	}
+	if !reflect.DeepEqual(h, hash(t, ctx, c, "job2")) {
+		t.Fatal("re-fail changed the record")
+	}
+	_, err = Complete(ctx, c, "job2", 1, nil, time.Hour, 0)
+	wantCode(t, err, exit.Lost, "the key is FAILED")
+	_, err = Renew(ctx, c, "job2", 1, time.Minute, time.Hour)
+	wantCode(t, err, exit.Lost, "the key is FAILED")
+}
+
+func TestClaimRenew(t *testing.T) {
+	ctx, c := claimClient(t)
+	p := acquireParams("job", "w1")
+	p.Lease, p.TTL = 200*time.Millisecond, time.Hour
+	acq := mustAcquire(t, ctx, c, p, Acquired)
+	time.Sleep(20 * time.Millisecond)
+	rec, err := Renew(ctx, c, "job", 1, time.Minute, 2*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.LeaseUntil != rec.Now+60_000 || rec.LeaseUntil <= acq.Record.LeaseUntil || rec.Updated != rec.Now || rec.Created != acq.Record.Created {
+		t.Errorf("renewed: %+v (acquired %+v)", rec, acq.Record)
+	}
+	h := hash(t, ctx, c, "job")
+	if h["lease_until"] != strconv.FormatInt(rec.LeaseUntil, 10) || h["token"] != "1" || h["attempts"] != "1" || h["owner"] != "w1" {
+		t.Errorf("after renew: %v", h)
+	}
+	wantTTL(t, ctx, c, "job", 2*time.Hour)
+	// A renewal never shortens the retention, and restores a removed one.
+	if _, err := Renew(ctx, c, "job", 1, time.Minute, 10*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	wantTTL(t, ctx, c, "job", 2*time.Hour)
+	c.Persist(ctx, "job")
+	if _, err := Renew(ctx, c, "job", 1, time.Minute, 10*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	wantTTL(t, ctx, c, "job", 10*time.Minute)
+	// A renewed claim is busy to others well past its first lease.
+	time.Sleep(250 * time.Millisecond)
+	mustAcquire(t, ctx, c, acquireParams("job", "w2"), Busy)
+
+	_, err = Renew(ctx, c, "job", 2, time.Minute, time.Hour)
+	wantCode(t, err, exit.Lost, `renew "job": token 2 is not current: the key is now held by token 1 (owner w1)`)
+	_, err = Renew(ctx, c, "absent", 1, time.Minute, time.Hour)
+	wantCode(t, err, exit.Lost, `renew "absent": the key does not exist`)
+	var lost *LostError
+	if !errors.As(err, &lost) || lost.Record.Status != "" || lost.Record.TTLms != -2 {
+		t.Errorf("lost on an absent key: %+v", lost)
+	}
+	if n, _ := c.Exists(ctx, "absent").Result(); n != 0 {
+		t.Error("a lost renew created the key")
+	}
+}
+
+func TestClaimRelease(t *testing.T) {
+	ctx, c := claimClient(t)
+	p := acquireParams("job", "w1")
+	p.Fingerprint = "fp"
+	mustAcquire(t, ctx, c, p, Acquired)
+	mustFail(t, ctx, c, "job", 1)
+	mustAcquire(t, ctx, c, p, Retry)
+	wantCode(t, Release(ctx, c, "job", 1), exit.Lost, "token 1 is not current")
+	if err := Release(ctx, c, "job", 2); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Exists(ctx, "job").Result(); n != 0 {
+		t.Fatal("release kept the record")
+	}
+	if err := Release(ctx, c, "job", 2); err != nil {
+		t.Errorf("release of an absent key: %v", err)
+	}
+	// A redelivery starts afresh, with any fingerprint.
+	p.Fingerprint = "other"
+	if res := mustAcquire(t, ctx, c, p, Acquired); res.Token != 1 || res.Attempt != 1 {
+		t.Errorf("after release: %+v", res)
+	}
+
+	// fail --release deletes a PROCESSING record, and a FAILED one of its token.
+	rec, err := Fail(ctx, c, "job", 1, "gone", time.Hour, true)
+	if err != nil || rec.Status != "" || rec.TTLms != -2 {
+		t.Fatalf("fail --release: %+v %v", rec, err)
+	}
+	if n, _ := c.Exists(ctx, "job").Result(); n != 0 {
+		t.Fatal("fail --release kept the record")
+	}
+	mustAcquire(t, ctx, c, p, Acquired)
+	mustFail(t, ctx, c, "job", 1)
+	if _, err := Fail(ctx, c, "job", 1, "", 0, true); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Exists(ctx, "job").Result(); n != 0 {
+		t.Fatal("fail --release kept a FAILED record")
+	}
+	// A stale token cannot release the new holder's claim.
+	mustAcquire(t, ctx, c, p, Acquired)
+	_, err = Fail(ctx, c, "job", 3, "", 0, true)
+	wantCode(t, err, exit.Lost, "token 3 is not current: the key is now held by token 1")
+	_, err = Fail(ctx, c, "job", 3, "", time.Hour, false)
+	wantCode(t, err, exit.Lost, "token 3 is not current")
+	if n, _ := c.Exists(ctx, "job").Result(); n != 1 {
+		t.Fatal("a stale token released the claim")
+	}
+}
+
+func TestClaimResultCap(t *testing.T) {
+	ctx, c := claimClient(t)
+	mustAcquire(t, ctx, c, acquireParams("job", "w"), Acquired)
+	big := strings.Repeat("x", 1001)
+	_, err := Complete(ctx, c, "job", 1, &big, time.Hour, 1000)
+	wantCode(t, err, exit.Data, `complete "job": result is 1001 bytes, over --max-result 1000`)
+	if h := hash(t, ctx, c, "job"); h["status"] != "PROCESSING" {
+		t.Errorf("an oversized result changed the record: %v", h)
+	}
+	fits := big[:1000]
+	if rec, err := Complete(ctx, c, "job", 1, &fits, time.Hour, 1000); err != nil || rec.Result != fits {
+		t.Fatalf("a result at the cap: %v", err)
+	}
+}
+
+func TestClaimReadClaim(t *testing.T) {
+	ctx, c := claimClient(t)
+	_, err := ReadClaim(ctx, c, "job")
+	wantCode(t, err, exit.NotFound, `read "job": the key does not exist`)
+	p := acquireParams("job", "w")
+	p.Fingerprint = "fp"
+	acq := mustAcquire(t, ctx, c, p, Acquired)
+	rec, err := ReadClaim(ctx, c, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := rec, acq.Record
+	got.Now, got.TTLms, want.Now, want.TTLms = 0, 0, 0, 0
+	if got != want || rec.Now < acq.Record.Now || rec.TTLms <= 0 {
+		t.Errorf("read %+v\nacquire returned %+v", rec, acq.Record)
+	}
+}
+
+// Every write sets the retention, even on a key someone made persistent.
+func TestClaimEveryWriteSetsTTL(t *testing.T) {
+	ctx, c := claimClient(t)
+	p := acquireParams("job", "w")
+	p.Lease, p.TTL = 100*time.Millisecond, 3*time.Hour
+	mustAcquire(t, ctx, c, p, Acquired)
+	wantTTL(t, ctx, c, "job", 3*time.Hour)
+	steps := []struct {
+		name string
+		run  func() error
+		ttl  time.Duration
+	}{
+		{"renew", func() error { _, err := Renew(ctx, c, "job", 1, 100*time.Millisecond, 4*time.Hour); return err }, 4 * time.Hour},
+		{"fail", func() error { _, err := Fail(ctx, c, "job", 1, "", 5*time.Hour, false); return err }, 5 * time.Hour},
+		{"retry", func() error { _, err := Acquire(ctx, c, p); return err }, 3 * time.Hour},
+		{"takeover", func() error {
+			time.Sleep(150 * time.Millisecond)
+			res, err := Acquire(ctx, c, p)
+			if err == nil && res.Outcome != Takeover {
+				t.Errorf("outcome %s, want takeover", res.Outcome)
+			}
+			return err
+		}, 3 * time.Hour},
+		{"complete", func() error { _, err := Complete(ctx, c, "job", 3, nil, 6*time.Hour, 0); return err }, 6 * time.Hour},
+	}
+	for _, s := range steps {
+		c.Persist(ctx, "job")
+		if err := s.run(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		wantTTL(t, ctx, c, "job", s.ttl)
+	}
+}

@@ -1,0 +1,147 @@
+// Package idmp holds the facts of Redis 8.6's idempotent stream production
+// that several parts of idmpctl share, each in one place: the limits and
+// defaults of IDMP-DURATION and IDMP-MAXSIZE, and the key layout of
+// idmpctl's emulated IDMP state (built for the Lua scripts, parsed again
+// when a scan meets those keys). It is pure: no Redis, no printing.
+package idmp
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+)
+
+// Server defaults of stream-idmp-duration and stream-idmp-maxsize (R4), and
+// the XCFGSET ranges (R7).
+const (
+	DefaultDuration = 100
+	DefaultMaxSize  = 100
+	MaxDuration     = 86400
+	MaxMaxSize      = 10000
+)
+
+// Config is a stream's IDMP-DURATION (seconds) and IDMP-MAXSIZE.
+type Config struct {
+	Duration int64
+	MaxSize  int64
+}
+
+// Defaults are the server-wide stream-idmp-* settings.
+type Defaults struct {
+	Duration int64 `json:"stream-idmp-duration"`
+	MaxSize  int64 `json:"stream-idmp-maxsize"`
+}
+
+// LuaConstants declares the limits for a Lua script, so the scripts use the
+// values above rather than copies of them.
+func LuaConstants() string {
+	return "local DEFAULT_DURATION, DEFAULT_MAXSIZE = " + strconv.Itoa(DefaultDuration) + ", " + strconv.Itoa(DefaultMaxSize) + "\n" +
+		"local MAX_DURATION, MAX_MAXSIZE = " + strconv.Itoa(MaxDuration) + ", " + strconv.Itoa(MaxMaxSize) + "\n"
+}
+
+// StateLayout names the keys that hold a stream's emulated IDMP state. They
+// all share the stream's cluster slot: Base is the stream name when it has a
+// valid hash tag, "{stream}" otherwise.
+//
+//	<Base>:idmp              hash: settings, lifetime counters, owner, stream snapshot (no TTL)
+//	<Base>:idmp:pids         set: pids that hold state (PEXPIRE duration+slack)
+//	<Base>:idmp:ids:<pid>    hash: iid -> original entry ID (PEXPIRE duration+slack)
+//	<Base>:idmp:order:<pid>  list: the pid's iids, oldest first (PEXPIRE duration+slack)
+type StateLayout struct {
+	Stream      string
+	Base        string
+	Meta        string
+	PIDs        string
+	IDsPrefix   string // + pid
+	OrderPrefix string // + pid
+}
+
+// Suffixes of the state keys after the base.
+const (
+	metaSuffix  = ":idmp"
+	pidsSuffix  = ":pids"
+	idsPart     = "ids:"
+	orderPart   = "order:"
+	perPIDInfix = metaSuffix + ":"
+)
+
+// IDs is the hash of one pid's tracked iids (iid -> entry ID).
+func (l StateLayout) IDs(pid string) string { return l.IDsPrefix + pid }
+
+// Order is the list of one pid's tracked iids in insertion order.
+func (l StateLayout) Order(pid string) string { return l.OrderPrefix + pid }
+
+// StateKeys derives the emulated state's key names for stream. In cluster
+// mode a name that holds '}' without a valid hash tag is refused: no suffix
+// can make a key that hashes to its slot.
+func StateKeys(stream string, cluster bool) (StateLayout, error) {
+	base := stream
+	if !HasHashTag(stream) {
+		if cluster && strings.Contains(stream, "}") {
+			e := exit.New(exit.Usage, "emulated IDMP on stream "+strconv.Quote(stream),
+				"the name holds '}' but no valid hash tag, so no state key can share its cluster slot")
+			e.Hint = "use a hash-tagged stream name such as " + strconv.Quote("{"+strings.ReplaceAll(stream, "}", "_")+"}") +
+				", or a server with native IDMP (Redis 8.6+)"
+			return StateLayout{}, e
+		}
+		base = "{" + stream + "}"
+	}
+	meta := base + metaSuffix
+	return StateLayout{
+		Stream:      stream,
+		Base:        base,
+		Meta:        meta,
+		PIDs:        meta + pidsSuffix,
+		IDsPrefix:   meta + ":" + idsPart,
+		OrderPrefix: meta + ":" + orderPart,
+	}, nil
+}
+
+// HasHashTag applies Redis Cluster's rule: the first '{', then the first '}'
+// after it, with at least one byte between them.
+func HasHashTag(key string) bool {
+	open := strings.IndexByte(key, '{')
+	if open < 0 {
+		return false
+	}
+	return strings.IndexByte(key[open+1:], '}') > 0
+}
+
+// ParseStateKey recognises a key of the layout above by its name and Redis
+// type, and says which part it is ("settings", "pids", "iids of pid P",
+// "order of pid P"). The base carries a hash tag, as StateKeys makes it.
+func ParseStateKey(key, redisType string) (part string, ok bool) {
+	open := strings.IndexByte(key, '{')
+	if open < 0 {
+		return "", false
+	}
+	end := strings.IndexByte(key[open+1:], '}')
+	if end <= 0 {
+		return "", false
+	}
+	rest := key[open+1+end+1:]
+	i := strings.LastIndex(rest, metaSuffix)
+	if i < 0 {
+		return "", false
+	}
+	switch tail := rest[i+len(metaSuffix):]; {
+	case tail == "" && redisType == "hash":
+		return "settings", true
+	case tail == pidsSuffix && redisType == "set":
+		return "pids", true
+	}
+	// Per-pid keys: the pid may itself contain ":idmp", so look at the first.
+	j := strings.Index(rest, perPIDInfix)
+	if j < 0 {
+		return "", false
+	}
+	tail := rest[j+len(perPIDInfix):]
+	switch {
+	case strings.HasPrefix(tail, idsPart) && redisType == "hash":
+		return "iids of pid " + tail[len(idsPart):], true
+	case strings.HasPrefix(tail, orderPart) && redisType == "list":
+		return "order of pid " + tail[len(orderPart):], true
+	}
+	return "", false
+}

@@ -1,0 +1,43 @@
+package idmp
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+)
+
+func TestStateKeys(t *testing.T) {
+	cases := []struct {
+		stream, base string
+		cluster      bool
+		refused      bool
+	}{
+		{stream: "orders", base: "{orders}"},
+		{stream: "{orders}.s", base: "{orders}.s"},
+		{stream: "x{t}y", base: "x{t}y"},
+		{stream: "a{b", base: "{a{b}", cluster: true},
+		{stream: "{}x", base: "{{}x}"},
+		{stream: "a}b", base: "{a}b}"},
+		{stream: "a}b", cluster: true, refused: true},
+		{stream: "{}a}", cluster: true, refused: true},
+		{stream: "bin\x00ary", base: "{bin\x00ary}", cluster: true},
+	}
+	for _, c := range cases {
+		l, err := StateKeys(c.stream, c.cluster)
+		if c.refused {
+			if exit.Code(err) != exit.Usage || !strings.Contains(err.Error(), "hash tag") {
+				t.Errorf("StateKeys(%q, cluster) err = %v, want a usage error about hash tags", c.stream, err)
+			}
+			continue
+		}
+		if err != nil || l.Base != c.base {
+			t.Errorf("StateKeys(%q) = %q, %v; want base %q", c.stream, l.Base, err, c.base)
+			continue
+		}
+		if l.Meta != c.base+":idmp" || l.PIDs != c.base+":idmp:pids" ||
+			l.IDs("p\x00") != c.base+":idmp:ids:p\x00" || l.Order("p") != c.base+":idmp:order:p" {
+			t.Errorf("StateKeys(%q) = %+v", c.stream, l)
+		}
+	}
+}

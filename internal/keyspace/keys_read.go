@@ -1,0 +1,416 @@
+package keyspace
+
+// Reading keys of any shape for inspect, scan and purge: pipelined rounds of
+// plain read commands (no scripts, so a read-only ACL user can inspect), with
+// every transfer bounded so that a scan over a keyspace of big values stays
+// small.
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/idmpctl/idmpctl/internal/records"
+	"github.com/idmpctl/idmpctl/internal/redisconn"
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	// InspectMaxValue caps how much of a string `inspect KEY` reads.
+	InspectMaxValue = 1 << 20
+	// ScanMaxValue is the default cap per string for scans and purges:
+	// longer strings are read in part and decode as unknown.
+	ScanMaxValue = 64 << 10
+	// maxFullHashFields bounds the hashtable-encoded hashes inspect reads whole.
+	maxFullHashFields = 1000
+	// keyBatch is how many keys one pipeline reads.
+	keyBatch = 1000
+	// readAttempts bounds re-reads of keys whose type changed mid-read.
+	readAttempts = 3
+)
+
+// keyRead is one key as read: its decoded record, the raw value the purge
+// re-check fingerprints, and its size by its type's length command (STRLEN,
+// HLEN, SCARD, LLEN, ZCARD, XLEN; -1 when not known).
+type keyRead struct {
+	rec  records.Record
+	raw  records.RawValue
+	size int64
+	// str is the string value as read (a prefix when rec.Truncated).
+	str   string
+	nowMs int64 // server time of the read
+}
+
+type readOptions struct {
+	maxValue   int64 // bytes of a string read at most
+	fullHashes bool  // read large hashes whole when they are small enough
+}
+
+// keyProbe is round one: what a key is. The first read of a key asks for
+// its encoding (and PTTL) only, and infers the type from it: one command
+// fewer per key than TYPE + OBJECT ENCODING, and the server's cost per key
+// is what bounds a scan. Where the encoding is shared by several types
+// (listpack, hashtable) the value read of round two assumes a hash, the
+// common case; a WRONGTYPE reply, an unknown encoding or a failed OBJECT
+// (an ACL without it) sends the key to a re-read that asks TYPE.
+type keyProbe struct {
+	typ  *redis.StatusCmd // TYPE: re-reads only
+	pttl *redis.DurationCmd
+	enc  *redis.StringCmd
+	lock *redis.IntCmd // EXISTS of X for a key named X:lock
+}
+
+// keyValue is round two and three: the value reads for its type.
+type keyValue struct {
+	getrange *redis.StringCmd
+	strlen   *redis.IntCmd
+	hgetall  *redis.MapStringStringCmd
+	hmget    *redis.SliceCmd
+	hlen     *redis.IntCmd
+	hstrlen  []*redis.IntCmd // PayloadFields, in order
+	size     *redis.IntCmd
+}
+
+var (
+	recordFields   = records.DecodedFields()
+	recordPayloads = records.PayloadFields()
+)
+
+// typeOfEncoding is the type an OBJECT ENCODING reply implies; ok is false
+// for an encoding this table does not know (then TYPE decides). listpack
+// and hashtable are also sets, sorted sets and lists on some versions: they
+// are read as hashes first, and WRONGTYPE says otherwise.
+func typeOfEncoding(enc string) (typ string, ok bool) {
+	switch enc {
+	case "raw", "embstr", "int":
+		return "string", true
+	case "listpack", "ziplist", "listpackex", "hashtable":
+		return "hash", true
+	case "intset":
+		return "set", true
+	case "skiplist":
+		return "zset", true
+	case "quicklist", "linkedlist":
+		return "list", true
+	case "stream":
+		return "stream", true
+	}
+	return "", false
+}
+
+// smallHash: an encoding whose size the server bounds (hash-max-listpack-*),
+// so the hash is read whole.
+func smallHash(enc string) bool {
+	return enc == "listpack" || enc == "ziplist" || enc == "listpackex"
+}
+
+// readKeys reads keys in two pipelined round trips (through the cluster
+// client in a cluster, which routes every command by its key), plus one for
+// the few keys whose type the encoding does not tell, and decodes each at
+// the server's time (TIME, in the first round).
+func readKeys(ctx context.Context, c *redisconn.Conn, keys []string, ro readOptions) ([]keyRead, error) {
+	return newKeyReader(c, ro).read(ctx, keys, nil)
+}
+
+// keyReader reads batch after batch, reusing its buffers (one goroutine).
+type keyReader struct {
+	c      *redisconn.Conn
+	ro     readOptions
+	probes []keyProbe
+	values []keyValue
+	types  []string
+}
+
+func newKeyReader(c *redisconn.Conn, ro readOptions) *keyReader {
+	if ro.maxValue <= 0 {
+		ro.maxValue = ScanMaxValue
+	}
+	return &keyReader{c: c, ro: ro}
+}
+
+// read reads keys into out (reused when its capacity suffices) and returns
+// it, one keyRead per key in order.
+func (r *keyReader) read(ctx context.Context, keys []string, out []keyRead) ([]keyRead, error) {
+	return r.readAttempt(ctx, keys, out, 1)
+}
+
+// readAttempt reads keys; attempt 1 infers types from encodings, later
+// attempts (re-reads) ask TYPE.
+func (r *keyReader) readAttempt(ctx context.Context, keys []string, out []keyRead, attempt int) ([]keyRead, error) {
+	c, ro := r.c, r.ro
+	typed := attempt > 1
+	n := len(keys)
+	r.probes, r.values, r.types = grow(r.probes, n), grow(r.values, n), grow(r.types, n)
+	probes, values, types := r.probes, r.values, r.types
+	clear(values)
+	var clock *redis.TimeCmd
+	err := keysPipelined(ctx, c, func(p redis.Pipeliner, ctx context.Context) {
+		clock = p.Time(ctx)
+		for i, k := range keys {
+			pr := &probes[i]
+			*pr = keyProbe{}
+			if typed {
+				pr.typ = p.Type(ctx, k)
+			}
+			pr.enc, pr.pttl = p.ObjectEncoding(ctx, k), p.PTTL(ctx, k)
+			if base, ok := strings.CutSuffix(k, ":lock"); ok && base != "" {
+				pr.lock = p.Exists(ctx, base)
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := clock.Err(); err != nil {
+		return nil, err
+	}
+	nowMs := clock.Val().UnixMilli()
+
+	var again []int // read again, asking TYPE
+	for i, pr := range probes {
+		types[i] = ""
+		if err := firstReadErr(pr.pttl.Err()); err != nil {
+			return nil, err
+		}
+		switch {
+		case typed:
+			if err := firstReadErr(pr.typ.Err()); err != nil {
+				return nil, err
+			}
+			types[i] = pr.typ.Val()
+		case errors.Is(pr.enc.Err(), redis.Nil):
+			types[i] = "none"
+		default:
+			t, ok := typeOfEncoding(pr.enc.Val())
+			if pr.enc.Err() != nil || !ok {
+				again = append(again, i)
+				continue
+			}
+			types[i] = t
+		}
+	}
+	err = keysPipelined(ctx, c, func(p redis.Pipeliner, ctx context.Context) {
+		for i, k := range keys {
+			v := &values[i]
+			switch types[i] {
+			case "string":
+				v.strlen, v.getrange = p.StrLen(ctx, k), p.GetRange(ctx, k, 0, ro.maxValue-1)
+			case "hash":
+				if smallHash(probes[i].enc.Val()) {
+					v.hgetall = p.HGetAll(ctx, k)
+					continue
+				}
+				v.hlen, v.hmget = p.HLen(ctx, k), p.HMGet(ctx, k, recordFields...)
+				v.hstrlen = make([]*redis.IntCmd, len(recordPayloads))
+				for j, f := range recordPayloads {
+					v.hstrlen[j] = p.HStrLen(ctx, k, f)
+				}
+			case "set":
+				v.size = p.SCard(ctx, k)
+			case "list":
+				v.size = p.LLen(ctx, k)
+			case "zset":
+				v.size = p.ZCard(ctx, k)
+			case "stream":
+				v.size = p.XLen(ctx, k)
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if ro.fullHashes {
+		if err := readWholeHashes(ctx, c, keys, types[:n], values[:n], ro.maxValue); err != nil {
+			return nil, err
+		}
+	}
+
+	out = grow(out, n)
+	for i, k := range keys {
+		if types[i] == "" {
+			continue // in again already
+		}
+		rd := &out[i]
+		err := assemble(rd, k, types[i], probes[i], values[i], nowMs)
+		wrongType := err != nil && redis.HasErrorPrefix(err, "WRONGTYPE")
+		if !typed && (wrongType || vanishedHash(types[i], values[i])) {
+			// Not the type the encoding suggested, or changed since: ask TYPE.
+			again = append(again, i)
+			continue
+		}
+		if wrongType && attempt < readAttempts {
+			again = append(again, i) // the type changed between rounds
+			continue
+		}
+		if err != nil && !wrongType {
+			return nil, err
+		}
+		// Still changing after readAttempts: decoded from its type alone.
+	}
+	if len(again) > 0 {
+		slices.Sort(again)
+		keysAgain := make([]string, len(again))
+		for j, i := range again {
+			keysAgain[j] = keys[i]
+		}
+		reads, err := newKeyReader(c, ro).readAttempt(ctx, keysAgain, nil, attempt+1)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range again {
+			out[i] = reads[j]
+		}
+	}
+	return out, nil
+}
+
+// grow returns s with length n, reusing its array when large enough.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// vanishedHash: a key read as a hash that came back empty, which a hash
+// never is: it was deleted (or replaced) between the rounds.
+func vanishedHash(typ string, v keyValue) bool {
+	switch {
+	case typ != "hash":
+		return false
+	case v.hgetall != nil:
+		return v.hgetall.Err() == nil && len(v.hgetall.Val()) == 0
+	case v.hlen != nil:
+		return v.hlen.Err() == nil && v.hlen.Val() == 0
+	}
+	return false
+}
+
+// readWholeHashes replaces the partial read of large hashes by HGETALL when
+// the hash is small enough to show whole (inspect KEY).
+func readWholeHashes(ctx context.Context, c *redisconn.Conn, keys, types []string, values []keyValue, maxValue int64) error {
+	var whole []int
+	for i, v := range values {
+		if types[i] != "hash" || v.hlen == nil || v.hlen.Err() != nil || v.hlen.Val() > maxFullHashFields {
+			continue
+		}
+		var payload int64
+		for _, l := range v.hstrlen {
+			payload += l.Val()
+		}
+		if payload <= maxValue {
+			whole = append(whole, i)
+		}
+	}
+	if len(whole) == 0 {
+		return nil
+	}
+	return keysPipelined(ctx, c, func(p redis.Pipeliner, ctx context.Context) {
+		for _, i := range whole {
+			values[i].hgetall = p.HGetAll(ctx, keys[i])
+		}
+	})
+}
+
+// assemble decodes one key from its replies into rd. A WRONGTYPE error says
+// the key changed type between rounds; the record is then decoded from its
+// type alone (Format unknown).
+func assemble(rd *keyRead, key, typ string, pr keyProbe, v keyValue, nowMs int64) error {
+	err := assembleValue(rd, pr, v)
+	rd.nowMs = nowMs
+	if err != nil {
+		rd.raw, rd.str, rd.size = records.RawValue{}, "", -1
+	}
+	if typ == "none" {
+		rd.size = -1
+	}
+	ttl := int64(pr.pttl.Val())
+	if ttl >= 0 {
+		ttl = pr.pttl.Val().Milliseconds()
+	}
+	rd.rec = records.Decode(key, typ, rd.raw, ttl, nowMs)
+	return err
+}
+
+func assembleValue(rd *keyRead, pr keyProbe, v keyValue) error {
+	*rd = keyRead{size: -1}
+	if pr.lock != nil && pr.lock.Err() == nil {
+		exists := pr.lock.Val() > 0
+		rd.raw.LockTargetExists = &exists
+	}
+	switch {
+	case v.getrange != nil:
+		if err := firstReadErr(v.strlen.Err(), v.getrange.Err()); err != nil {
+			return err
+		}
+		str := v.getrange.Val()
+		rd.str, rd.size = str, v.strlen.Val()
+		rd.raw.String, rd.raw.StringLen = &str, rd.size
+	case v.hgetall != nil && v.hgetall.Err() == nil:
+		rd.raw.Hash = v.hgetall.Val()
+		rd.size = int64(len(rd.raw.Hash))
+	case v.hmget != nil:
+		if err := firstReadErr(v.hlen.Err(), v.hmget.Err()); err != nil {
+			return err
+		}
+		rd.size = v.hlen.Val()
+		h := make(map[string]string)
+		for j, val := range v.hmget.Val() {
+			if s, ok := val.(string); ok {
+				h[recordFields[j]] = s
+			}
+		}
+		lens := make(map[string]int64)
+		for j, l := range v.hstrlen {
+			if err := l.Err(); err != nil {
+				return err
+			}
+			if l.Val() > 0 {
+				lens[recordPayloads[j]] = l.Val()
+			}
+		}
+		// Payloads are measured, not read, so such a hash is always partial.
+		rd.raw.Hash, rd.raw.HashLens, rd.raw.HashPartial = h, lens, true
+	case v.hgetall != nil:
+		return v.hgetall.Err()
+	case v.size != nil:
+		if err := v.size.Err(); err != nil {
+			return err
+		}
+		rd.size = v.size.Val()
+		rd.raw.SetCard = rd.size
+	}
+	return nil
+}
+
+// keysPipelined runs one pipeline under the per-command timeout. Errors of single
+// commands stay on their commands for the caller to judge; only a failure of
+// the whole round trip (network, timeout) is returned.
+func keysPipelined(ctx context.Context, c *redisconn.Conn, fn func(p redis.Pipeliner, ctx context.Context)) error {
+	ctx, cancel := c.Ctx(ctx)
+	defer cancel()
+	cmds, err := c.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		fn(p, ctx)
+		return nil
+	})
+	if err == nil || len(cmds) == 0 {
+		return err
+	}
+	// Pipelined reports the first failed command; a reply error from the
+	// server (WRONGTYPE, a nil) belongs to its command, anything else to all.
+	var rerr redis.Error
+	if errors.As(err, &rerr) || errors.Is(err, redis.Nil) {
+		return nil
+	}
+	return err
+}
+
+func firstReadErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,517 @@
+package keyspace
+
+// purge --match PATTERN: delete idempotency records safely. SCAN picks
+// candidates by a client-side decode; every deletion is then re-checked on
+// the server by one script that deletes a key only if it is still exactly
+// what was read (claim.md: "purge deletes only what it matched, re-checked
+// server-side, and never uses FLUSHDB/FLUSHALL").
+
+import (
+	"context"
+	"crypto/sha1"
+	_ "embed"
+	"encoding/hex"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/records"
+	"github.com/idmpctl/idmpctl/internal/redisconn"
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed lua/purge_recheck.lua
+var purgeRecheckLua string
+
+var purgeRecheckScript = redisconn.LazyScript(func() string { return purgeRecheckLua })
+
+const (
+	// purgeChunk is how many candidates one re-check carries.
+	purgeChunk = 500
+	// maxDigestFields bounds the hash fields a re-check compares; beyond it
+	// only the fields the decoders read are compared (with HLEN).
+	maxDigestFields = 256
+)
+
+// PurgeOptions selects what Purge deletes. Filters combine with AND.
+type PurgeOptions struct {
+	Pattern   string           // SCAN MATCH glob; required
+	Literal   bool             // match Pattern as a plain key name
+	Statuses  []records.Status // only these statuses; empty: any
+	Stale     bool             // only records flagged stale (PROCESSING past lease or deadline)
+	OlderThan time.Duration    // only records whose updated (else created) time is at least this old; records without one never match
+	NoTTL     bool             // only keys without a TTL
+	AnyType   bool             // also keys that are not recognised records (unknown, streams, whole Camel sets)
+	DryRun    bool             // delete nothing, report what would be deleted
+	Limit     int64            // stop after this many candidates; 0: no limit
+	MaxRate   float64          // deletions per second; 0: unlimited
+	Count     int64            // SCAN COUNT hint; 0: DefaultScanCount
+	// MaxValueBytes caps the read of a string; longer ones decode as
+	// unknown and are deleted only with AnyType. 0: ScanMaxValue.
+	MaxValueBytes int64
+	// Progress, when set, is called after each batch with the running counts
+	// (never concurrently).
+	Progress func(PurgeSummary)
+	// BeforeDelete, when set, is called with each chunk of candidates after
+	// they were chosen and before the server re-checks and deletes them: a
+	// test seam to change a record in between.
+	BeforeDelete func(keys []string)
+}
+
+// Validate checks the options without a server (usage errors, 64).
+func (o PurgeOptions) Validate() error {
+	switch {
+	case o.Pattern == "":
+		return exit.Usagef("purge needs a pattern (--match)")
+	case o.Limit < 0:
+		return exit.Usagef("--limit must not be negative")
+	case o.MaxRate < 0:
+		return exit.Usagef("--max-rate must not be negative")
+	case o.OlderThan < 0:
+		return exit.Usagef("--older-than must not be negative")
+	}
+	for _, s := range o.Statuses {
+		if s == records.Absent {
+			return exit.Usagef("--status ABSENT matches nothing a purge can delete")
+		}
+	}
+	return nil
+}
+
+// PurgeOutcome is what happened to one candidate.
+type PurgeOutcome string
+
+// Outcomes.
+const (
+	PurgeDeleted     PurgeOutcome = "deleted"
+	PurgeChanged     PurgeOutcome = "changed"      // changed or gone since it was read: kept
+	PurgeWouldDelete PurgeOutcome = "would-delete" // dry run
+)
+
+// PurgeItem is one candidate and its outcome.
+type PurgeItem struct {
+	Record  records.Record `json:"record"`
+	Outcome PurgeOutcome   `json:"outcome"`
+}
+
+// PurgeSummary counts a purge. Scanned = Kept + Matched; without DryRun,
+// Matched = Deleted + Changed.
+type PurgeSummary struct {
+	Scanned int64 `json:"scanned"` // keys SCAN returned
+	Matched int64 `json:"matched"` // candidates: recognised and passing every filter
+	Deleted int64 `json:"deleted"`
+	Kept    int64 `json:"kept"`    // scanned but not candidates (filtered out, unrecognised, gone, past Limit)
+	Changed int64 `json:"changed"` // candidates the server re-check refused
+	Limited bool  `json:"limited,omitempty"`
+}
+
+// Purge deletes the records opts selects and calls emit for every candidate
+// with its outcome. In a cluster every primary is scanned concurrently;
+// emit and Progress are never called concurrently. Stopped by an error, the
+// summary counts what was done until then.
+func Purge(ctx context.Context, c *redisconn.Conn, opts PurgeOptions, emit func(PurgeItem)) (PurgeSummary, error) {
+	if err := opts.Validate(); err != nil {
+		return PurgeSummary{}, err
+	}
+	p := &purger{c: c, opts: opts, emit: emit, want: recordStatusSet(opts.Statuses), chunk: purgeChunk}
+	_, p.cluster = c.Client.(*redis.ClusterClient)
+	if opts.MaxRate > 0 {
+		p.limiter = &deleteLimiter{rate: opts.MaxRate}
+		// Several small chunks a second rather than one burst a chunk.
+		p.chunk = min(purgeChunk, max(1, int(opts.MaxRate/4)))
+	}
+	ro := readOptions{maxValue: opts.MaxValueBytes}
+	err := scanNodes(ctx, c, scanMatch(opts.Pattern, opts.Literal), opts.Count, ro, p.batch)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sum, exit.Wrap(err, "purge")
+}
+
+type purger struct {
+	c       *redisconn.Conn
+	opts    PurgeOptions
+	emit    func(PurgeItem)
+	want    map[records.Status]bool
+	chunk   int
+	cluster bool
+	limiter *deleteLimiter
+
+	mu  sync.Mutex
+	sum PurgeSummary
+}
+
+// batch handles one SCAN batch as read: choose, re-check and delete.
+func (p *purger) batch(ctx context.Context, keys []string, reads []keyRead) error {
+	cands := reads[:0] // chosen in place: the batch's reads are this call's
+	for i := range reads {
+		if p.selects(&reads[i]) {
+			cands = append(cands, reads[i])
+		}
+	}
+	p.mu.Lock()
+	p.sum.Scanned += int64(len(keys))
+	if l := p.opts.Limit; l > 0 && p.sum.Matched+int64(len(cands)) >= l {
+		cands = cands[:l-p.sum.Matched]
+		p.sum.Limited = true
+	}
+	p.sum.Matched += int64(len(cands))
+	p.sum.Kept += int64(len(keys) - len(cands))
+	if p.opts.DryRun {
+		for _, rd := range cands {
+			p.report(PurgeItem{Record: rd.rec, Outcome: PurgeWouldDelete})
+		}
+	}
+	limited := p.sum.Limited
+	p.mu.Unlock()
+
+	if !p.opts.DryRun {
+		for chunk := range slices.Chunk(cands, p.chunk) {
+			if err := p.deleteChunk(ctx, chunk); err != nil {
+				return err
+			}
+		}
+	}
+	p.mu.Lock()
+	if p.opts.Progress != nil {
+		p.opts.Progress(p.sum)
+	}
+	p.mu.Unlock()
+	if limited {
+		return errStopScan
+	}
+	return nil
+}
+
+// selects is the client-side choice of a candidate, at the server time of
+// its read.
+func (p *purger) selects(rd *keyRead) bool {
+	r, o := rd.rec, p.opts
+	switch {
+	case r.Format == records.FormatNone:
+		return false // gone since SCAN
+	case !o.AnyType && !r.Recognised():
+		return false
+	case p.want != nil && !p.want[r.Status]:
+		return false
+	case o.Stale && !r.HasFlag(records.FlagStale):
+		return false
+	case o.NoTTL && r.TTLms != -1:
+		return false
+	}
+	if o.OlderThan > 0 {
+		last := r.LastActivityMs()
+		if last <= 0 || rd.nowMs-last < o.OlderThan.Milliseconds() {
+			return false
+		}
+	}
+	return true
+}
+
+// report calls emit; p.mu is held.
+func (p *purger) report(it PurgeItem) {
+	if p.emit != nil {
+		p.emit(it)
+	}
+}
+
+// deleteChunk re-checks and deletes one chunk of candidates.
+func (p *purger) deleteChunk(ctx context.Context, chunk []keyRead) error {
+	if err := p.limiter.wait(ctx, len(chunk)); err != nil {
+		return err
+	}
+	if p.opts.BeforeDelete != nil {
+		keys := make([]string, len(chunk))
+		for i := range chunk {
+			keys[i] = chunk[i].rec.Key
+		}
+		p.opts.BeforeDelete(keys)
+	}
+	deleted, err := p.recheck(ctx, chunk)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	for i := range chunk {
+		outcome := PurgeChanged
+		if deleted[i] {
+			outcome = PurgeDeleted
+			p.sum.Deleted++
+		} else {
+			p.sum.Changed++
+		}
+		p.report(PurgeItem{Record: chunk[i].rec, Outcome: outcome})
+	}
+	return nil
+}
+
+// recheck runs the re-check script: one call for the chunk on a single
+// server; one call per key in a cluster (keys of one call must share a
+// slot), pipelined, each routed by its key. A script cache without the
+// script (NOSCRIPT) is answered by EVAL.
+func (p *purger) recheck(ctx context.Context, chunk []keyRead) ([]bool, error) {
+	var calls []*recheckCall
+	if p.cluster {
+		for i := range chunk {
+			cl := &recheckCall{first: i}
+			cl.add(&chunk[i], p.opts.NoTTL)
+			calls = append(calls, cl)
+		}
+	} else {
+		cl := &recheckCall{keys: make([]string, 0, len(chunk)), body: make([]any, 0, len(chunk)+16)}
+		for i := range chunk {
+			cl.add(&chunk[i], p.opts.NoTTL)
+		}
+		calls = append(calls, cl)
+	}
+	for _, cl := range calls {
+		cl.finish()
+	}
+	run := func(calls []*recheckCall, eval bool) error {
+		return keysPipelined(ctx, p.c, func(pipe redis.Pipeliner, ctx context.Context) {
+			for _, cl := range calls {
+				if eval {
+					cl.cmd = purgeRecheckScript().Eval(ctx, pipe, cl.keys, cl.args...)
+				} else {
+					cl.cmd = purgeRecheckScript().EvalSha(ctx, pipe, cl.keys, cl.args...)
+				}
+			}
+		})
+	}
+	if err := run(calls, false); err != nil {
+		return nil, err
+	}
+	var missing []*recheckCall
+	for _, cl := range calls {
+		if redis.HasErrorPrefix(cl.cmd.Err(), "NOSCRIPT") {
+			missing = append(missing, cl)
+		}
+	}
+	if len(missing) > 0 {
+		if err := run(missing, true); err != nil {
+			return nil, err
+		}
+	}
+	deleted := make([]bool, len(chunk))
+	for _, cl := range calls {
+		vals, err := cl.cmd.Int64Slice()
+		if err != nil {
+			return nil, err
+		}
+		if len(vals) != len(cl.keys) {
+			return nil, exit.New(exit.Internal, "purge re-check", "%d replies for %d keys", len(vals), len(cl.keys))
+		}
+		for j, v := range vals {
+			deleted[cl.first+j] = v == 1
+		}
+	}
+	return deleted, nil
+}
+
+const (
+	// recheckInlineValue is the longest hash field value the re-check
+	// compares as is; a hash with a longer one (or one holding a NUL) is
+	// compared by a digest.
+	recheckInlineValue = 256
+	// recheckInlineString is the longest string compared as is.
+	recheckInlineString = 1024
+)
+
+// recheckCall is one call of the re-check script: its keys, and its ARGV
+// (the script's header of field lists, then runs of keys compared alike;
+// see lua/purge_recheck.lua). Candidates of one format share their field
+// list and, in a run, the rest of what they are compared by: each key adds
+// one value to ARGV.
+type recheckCall struct {
+	first  int // index in the chunk of keys[0]
+	keys   []string
+	lists  [][]string
+	list   map[string]int // the joined names of lists[i] -> i+1
+	last   int            // the list the previous hash used
+	fields []string       // a buffer for one key's field names
+	run    recheckRun     // the current run's header
+	runAt  int            // where in body its count is
+	body   []any
+	args   []any
+	cmd    *redis.Cmd
+}
+
+// recheckRun is what the keys of a run share.
+type recheckRun struct {
+	kind  string
+	ttl   string
+	size  int64 // hash kinds: HLEN
+	list  int   // hash kinds: the field list
+	count int
+}
+
+// open makes the next key part of a run headed by r: the current one when
+// alike, else a new one.
+func (cl *recheckCall) open(r recheckRun) {
+	cur := cl.run
+	if cur.count > 0 && cur.kind == r.kind && cur.ttl == r.ttl && cur.size == r.size && cur.list == r.list {
+		cl.run.count++
+		cl.body[cl.runAt] = cl.run.count
+		return
+	}
+	r.count = 1
+	cl.run, cl.runAt = r, len(cl.body)
+	cl.body = append(cl.body, 1, r.kind, r.ttl)
+	if r.kind == "hash" || r.kind == "hashd" {
+		cl.body = append(cl.body, r.size, r.list)
+	}
+}
+
+// add appends one key: the kind of comparison and what it compares with,
+// as the value was read.
+func (cl *recheckCall) add(rd *keyRead, noTTL bool) {
+	cl.keys = append(cl.keys, rd.rec.Key)
+	ttl := "0"
+	if noTTL {
+		ttl = "1"
+	}
+	switch rd.rec.Type {
+	case "string":
+		if int64(len(rd.str)) == rd.size && len(rd.str) <= recheckInlineString {
+			cl.open(recheckRun{kind: "string", ttl: ttl})
+			cl.body = append(cl.body, rd.str)
+			return
+		}
+		cl.open(recheckRun{kind: "strd", ttl: ttl})
+		cl.body = append(cl.body, rd.size, len(rd.str), purgeSHA1(rd.str))
+		return
+	case "hash":
+		fields := cl.fields[:0]
+		inline := true
+		for f, v := range rd.raw.Hash {
+			fields = append(fields, f)
+			inline = inline && len(v) <= recheckInlineValue && strings.IndexByte(v, 0) < 0
+		}
+		if len(fields) > maxDigestFields {
+			fields = fields[:0]
+			for _, f := range recordFields {
+				if _, ok := rd.raw.Hash[f]; ok {
+					fields = append(fields, f)
+				}
+			}
+		}
+		slices.Sort(fields)
+		cl.fields = fields
+		list := cl.fieldList(fields)
+		if inline {
+			cl.open(recheckRun{kind: "hash", ttl: ttl, size: rd.size, list: list})
+			n := len(fields)
+			for _, f := range fields {
+				n += len(rd.raw.Hash[f])
+			}
+			b := make([]byte, 0, n)
+			for i, f := range fields {
+				if i > 0 {
+					b = append(b, 0)
+				}
+				b = append(b, rd.raw.Hash[f]...)
+			}
+			cl.body = append(cl.body, string(b))
+			return
+		}
+		cl.open(recheckRun{kind: "hashd", ttl: ttl, size: rd.size, list: list})
+		h := sha1.New()
+		for _, f := range fields {
+			v := rd.raw.Hash[f]
+			h.Write([]byte(strconv.Itoa(len(v)) + ":" + v))
+		}
+		cl.body = append(cl.body, hex.EncodeToString(h.Sum(nil)))
+		return
+	}
+	size := ""
+	if rd.size >= 0 {
+		size = strconv.FormatInt(rd.size, 10)
+	}
+	cl.open(recheckRun{kind: "type", ttl: ttl})
+	cl.body = append(cl.body, rd.rec.Type, size)
+}
+
+// fieldList is the 1-based number of the list of these field names (sorted),
+// added to the header when new. Candidates of one format share one: the
+// last list is tried first.
+func (cl *recheckCall) fieldList(fields []string) int {
+	if n := len(cl.lists); n > 0 && slices.Equal(cl.lists[n-1], fields) {
+		return n
+	}
+	if cl.last > 0 && slices.Equal(cl.lists[cl.last-1], fields) {
+		return cl.last
+	}
+	name := strings.Join(fields, "\x00")
+	n, ok := cl.list[name]
+	if !ok {
+		if cl.list == nil {
+			cl.list = map[string]int{}
+		}
+		cl.lists = append(cl.lists, slices.Clone(fields))
+		n = len(cl.lists)
+		cl.list[name] = n
+	}
+	cl.last = n
+	return n
+}
+
+// finish assembles ARGV: the header of field lists, then the keys' parts.
+func (cl *recheckCall) finish() {
+	n := 1 + len(cl.body)
+	for _, l := range cl.lists {
+		n += 1 + len(l)
+	}
+	cl.args = make([]any, 0, n)
+	cl.args = append(cl.args, len(cl.lists))
+	for _, l := range cl.lists {
+		cl.args = append(cl.args, len(l))
+		for _, f := range l {
+			cl.args = append(cl.args, f)
+		}
+	}
+	cl.args = append(cl.args, cl.body...)
+	cl.body = nil
+}
+
+func purgeSHA1(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// deleteLimiter spaces deletions to rate per second (virtual scheduling: each
+// chunk of n may start n/rate seconds after the previous one), shared by the
+// nodes of a cluster.
+type deleteLimiter struct {
+	rate float64
+	mu   sync.Mutex
+	next time.Time
+}
+
+func (l *deleteLimiter) wait(ctx context.Context, n int) error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	now := time.Now()
+	if l.next.Before(now) {
+		l.next = now
+	}
+	at := l.next
+	l.next = l.next.Add(time.Duration(float64(n) / l.rate * float64(time.Second)))
+	l.mu.Unlock()
+	d := time.Until(at)
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,306 @@
+// Package redisconn reaches a Redis server the way the user asked: URL,
+// password, TLS, cluster detection, timeouts, the retry policy for
+// idempotent operations, Lua script loading, and what the server is
+// (version, mode, native IDMP). It knows nothing of streams, claims or
+// records, and it never prints: packages stream, claim and keyspace build on
+// it, and cmd hands their results to internal/render.
+package redisconn
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+func init() { redis.SetLogger(silentLogger{}) }
+
+// silentLogger keeps go-redis from writing to stderr: errors reach the user
+// through idmpctl's own error line.
+type silentLogger struct{}
+
+func (silentLogger) Printf(context.Context, string, ...any) {}
+
+// DefaultURL is used when neither --url nor IDMPCTL_URL nor REDIS_URL is set.
+const DefaultURL = "redis://127.0.0.1:6379/0"
+
+// ConnConfig is everything needed to reach a server, as the user gave it.
+type ConnConfig struct {
+	URL         string
+	URLFromFlag bool   // the URL came from --url (visible in ps)
+	Password    string // from IDMPCTL_PASSWORD or REDISCLI_AUTH; the URL's wins
+	TLSCA       string
+	TLSCert     string
+	TLSKey      string
+	TLSInsecure bool
+	Timeout     time.Duration
+	Cluster     bool // forced with --cluster; otherwise detected
+}
+
+// Conn is an open connection with what was learned about the server.
+type Conn struct {
+	Client   redis.UniversalClient
+	Caps     Capabilities
+	Display  string        // the URL with any password redacted
+	Timeout  time.Duration // per-command bound
+	Warnings []string      // for the caller to show on stderr
+}
+
+// Capabilities is what the connect probe learned, in one round trip.
+type Capabilities struct {
+	Product    string // "redis" or "valkey"
+	Version    string
+	Mode       string // standalone, cluster, sentinel (INFO redis_mode, Valkey 8: server_mode)
+	Cluster    bool
+	NativeIDMP bool // COMMAND INFO XCFGSET is known
+	Info       map[string]string
+}
+
+// Close releases the client.
+func (c *Conn) Close() error { return c.Client.Close() }
+
+// Ctx bounds one command by the configured timeout.
+func (c *Conn) Ctx(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, c.Timeout)
+}
+
+var urlPassword = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(//[^:/@]*:)[^@/]*@`) })
+
+// Redact hides the password in a URL, also in one that does not parse.
+func Redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			return u.Redacted()
+		}
+		return raw
+	}
+	return urlPassword().ReplaceAllString(raw, "${1}xxxxx@")
+}
+
+// Options turns the config into client options without touching the network.
+// Failures are configuration errors (78).
+func (cfg ConnConfig) Options() (*redis.Options, []string, error) {
+	display := Redact(cfg.URL)
+	opt, err := redis.ParseURL(cfg.URL)
+	if err != nil {
+		msg := strings.ReplaceAll(err.Error(), cfg.URL, display)
+		e := exit.New(exit.Config, "bad URL "+quote(display), "%s", msg)
+		e.Hint = "use redis://[user[:password]@]host[:port][/db], rediss:// for TLS, or unix:///path/to/socket"
+		return nil, nil, e
+	}
+	var warnings []string
+	if opt.Password != "" && cfg.URLFromFlag {
+		warnings = append(warnings, "a password in --url is visible to other users (ps, shell history); use IDMPCTL_PASSWORD or REDISCLI_AUTH")
+	}
+	if opt.Password == "" && cfg.Password != "" {
+		opt.Password = cfg.Password
+	}
+	tlsFlags := cfg.TLSCA != "" || cfg.TLSCert != "" || cfg.TLSKey != "" || cfg.TLSInsecure
+	if tlsFlags && opt.TLSConfig == nil {
+		return nil, nil, exit.New(exit.Config, "TLS options", "%s is not a rediss:// URL", quote(display))
+	}
+	if opt.TLSConfig != nil {
+		if err := cfg.applyTLS(opt.TLSConfig); err != nil {
+			return nil, nil, err
+		}
+		if cfg.TLSInsecure {
+			warnings = append(warnings, "--tls-insecure: the server's certificate is not verified")
+		}
+	}
+	t := cfg.Timeout
+	if t <= 0 {
+		t = 5 * time.Second
+	}
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = t, t, t
+	opt.ContextTimeoutEnabled = true
+	opt.MaxRetries = -1 // idmpctl decides what is safe to retry
+	opt.DisableIdentity = true
+	opt.PoolSize = 8
+	opt.DialerRetries = 1
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	return opt, warnings, nil
+}
+
+func (cfg ConnConfig) applyTLS(tc *tls.Config) error {
+	if cfg.TLSCA != "" {
+		pem, err := os.ReadFile(cfg.TLSCA)
+		if err != nil {
+			return exit.New(exit.Config, "read --tls-ca", "%v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return exit.New(exit.Config, "read --tls-ca", "%s holds no PEM certificate", cfg.TLSCA)
+		}
+		tc.RootCAs = pool
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return exit.New(exit.Config, "TLS client certificate", "--tls-cert and --tls-key go together")
+	}
+	if cfg.TLSCert != "" {
+		pair, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return exit.New(exit.Config, "read --tls-cert/--tls-key", "%v", err)
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	}
+	tc.InsecureSkipVerify = cfg.TLSInsecure
+	return nil
+}
+
+func quote(s string) string { return fmt.Sprintf("%q", s) }
+
+// Connect opens a client and probes the server in one round trip: version,
+// mode (a cluster node switches to a cluster client) and native IDMP.
+func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
+	opt, warnings, err := cfg.Options()
+	if err != nil {
+		return nil, err
+	}
+	display := Redact(cfg.URL)
+	c := &Conn{Display: display, Timeout: opt.ReadTimeout, Warnings: warnings}
+	var client redis.UniversalClient
+	if cfg.Cluster {
+		client = redis.NewClusterClient(clusterOptions(opt))
+	} else {
+		client = redis.NewClient(opt)
+	}
+	caps, err := probe(ctx, client, c.Timeout)
+	if err != nil {
+		client.Close()
+		return nil, schemeHint(exit.Wrap(err, "connect "+display), err, opt)
+	}
+	if caps.Cluster && !cfg.Cluster {
+		client.Close()
+		client = redis.NewClusterClient(clusterOptions(opt))
+	}
+	c.Client, c.Caps = client, caps
+	return c, nil
+}
+
+// schemeHint names the usual scheme mix-ups when a TCP connect fails: a
+// TLS port given a redis:// URL drops the connection (EOF), and a plain port
+// given a rediss:// URL never answers the handshake (a timeout).
+func schemeHint(wrapped, err error, opt *redis.Options) error {
+	if opt.Network != "tcp" || exit.Code(wrapped) != exit.Unavailable {
+		return wrapped
+	}
+	msg := err.Error()
+	switch {
+	case opt.TLSConfig == nil && (msg == "EOF" || strings.HasSuffix(msg, ": EOF")):
+		return exit.WithHint(wrapped, "the server closed the connection at once: if this port speaks TLS, use rediss://")
+	case opt.TLSConfig != nil && (errors.Is(err, context.DeadlineExceeded) || strings.Contains(msg, "i/o timeout")):
+		return exit.WithHint(wrapped, "no answer to the TLS handshake: is the server running, and does this port speak TLS? (a plain port takes redis://; --timeout bounds the wait)")
+	}
+	return wrapped
+}
+
+func clusterOptions(o *redis.Options) *redis.ClusterOptions {
+	return &redis.ClusterOptions{
+		Addrs:                    []string{o.Addr},
+		Username:                 o.Username,
+		Password:                 o.Password,
+		TLSConfig:                o.TLSConfig,
+		DialTimeout:              o.DialTimeout,
+		ReadTimeout:              o.ReadTimeout,
+		WriteTimeout:             o.WriteTimeout,
+		ContextTimeoutEnabled:    true,
+		MaxRetries:               -1,
+		MaxRedirects:             8,
+		DisableIdentity:          true,
+		PoolSize:                 o.PoolSize,
+		DialerRetries:            o.DialerRetries,
+		MaintNotificationsConfig: o.MaintNotificationsConfig,
+	}
+}
+
+func probe(ctx context.Context, client redis.UniversalClient, timeout time.Duration) (Capabilities, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	// Single commands, not a pipeline: go-redis serves pipelines from a pool
+	// of their own, so a pipelined probe would cost the command that follows
+	// a second dial and handshake.
+	info, ierr := client.Info(ctx, "server").Result()
+	if ierr != nil && exit.Classify(ierr) != exit.Permission {
+		return Capabilities{}, ierr
+	} else if ierr != nil {
+		// An ACL user may lack INFO (@dangerous): prove the connection with PING
+		// and go on without knowing more.
+		if perr := client.Ping(ctx).Err(); perr != nil {
+			return Capabilities{}, perr
+		}
+	}
+	caps := Capabilities{Info: ParseInfo(info)}
+	caps.Product, caps.Version = "redis", caps.Info["redis_version"]
+	if v := caps.Info["valkey_version"]; v != "" {
+		caps.Product, caps.Version = "valkey", v
+	}
+	caps.Mode = caps.Info["redis_mode"]
+	if caps.Mode == "" {
+		caps.Mode = caps.Info["server_mode"] // Valkey 8 renamed redis_mode
+	}
+	if caps.Mode == "" {
+		caps.Mode = "standalone"
+	}
+	caps.Cluster = caps.Mode == "cluster"
+	// Native IDMP is known by its command. Servers whose version rules it
+	// out (Redis before 8.6, Valkey 8) are not asked: one round trip less.
+	if mayHaveIDMP(caps) {
+		if vals, err := client.Do(ctx, "COMMAND", "INFO", "XCFGSET").Slice(); err == nil && len(vals) > 0 && vals[0] != nil {
+			caps.NativeIDMP = true
+		}
+	}
+	return caps, nil
+}
+
+// mayHaveIDMP is false only for versions known to lack XCFGSET: Redis
+// before 8.6 and Valkey before 9. Unknown versions are asked.
+func mayHaveIDMP(c Capabilities) bool {
+	major, minor, ok := majorMinor(c.Version)
+	switch {
+	case !ok:
+		return true
+	case c.Product == "valkey":
+		return major >= 9
+	}
+	return major > 8 || (major == 8 && minor >= 6)
+}
+
+func majorMinor(v string) (int, int, bool) {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return 0, 0, false
+	}
+	major, err1 := strconv.Atoi(parts[0])
+	minor, err2 := strconv.Atoi(parts[1])
+	return major, minor, err1 == nil && err2 == nil
+}
+
+// ParseInfo reads an INFO reply into field -> value.
+func ParseInfo(s string) map[string]string {
+	m := make(map[string]string)
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimRight(line, "\r")
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// IsNil reports whether err is a nil reply.
+func IsNil(err error) bool { return errors.Is(err, redis.Nil) }

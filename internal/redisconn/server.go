@@ -1,0 +1,100 @@
+package redisconn
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/redis/go-redis/v9"
+)
+
+// ServerReport is what `inspect --server` shows.
+type ServerReport struct {
+	URL        string         `json:"url"`
+	Product    string         `json:"product"`
+	Version    string         `json:"version"`
+	Mode       string         `json:"mode"` // standalone or cluster
+	Role       string         `json:"role"` // master or replica (of the node reached)
+	Primaries  []string       `json:"primaries,omitempty"`
+	NativeIDMP bool           `json:"native_idmp"`
+	Defaults   *idmp.Defaults `json:"defaults,omitempty"` // only when native
+	PingRTT    time.Duration  `json:"-"`
+	PingRTTus  int64          `json:"ping_rtt_us"`
+}
+
+// pingSamples is how many PINGs the round-trip figure is the median of.
+const pingSamples = 5
+
+// InspectServer reports the server's capabilities, its role and a PING
+// round-trip time (median of a few).
+func InspectServer(ctx context.Context, c *Conn) (ServerReport, error) {
+	r := ServerReport{
+		URL: c.Display, Product: c.Caps.Product, Version: c.Caps.Version,
+		Mode: c.Caps.Mode, NativeIDMP: c.Caps.NativeIDMP,
+	}
+	r.Role = Role(ctx, c)
+	ctx, cancel := c.Ctx(ctx)
+	defer cancel()
+	if cc, ok := c.Client.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			mu.Lock()
+			r.Primaries = append(r.Primaries, node.Options().Addr)
+			mu.Unlock()
+			return nil
+		})
+		if err != nil {
+			return r, err
+		}
+		slices.Sort(r.Primaries)
+	}
+	if r.NativeIDMP {
+		d, err := ServerIDMPDefaults(ctx, c.Client)
+		if err == nil {
+			r.Defaults = &d
+		}
+	}
+	rtts := make([]time.Duration, 0, pingSamples)
+	for range pingSamples {
+		start := time.Now()
+		if err := c.Client.Ping(ctx).Err(); err != nil {
+			return r, err
+		}
+		rtts = append(rtts, time.Since(start))
+	}
+	slices.Sort(rtts)
+	r.PingRTT = rtts[len(rtts)/2]
+	r.PingRTTus = r.PingRTT.Microseconds()
+	return r, nil
+}
+
+// ServerIDMPDefaults reads CONFIG GET stream-idmp-duration/-maxsize.
+func ServerIDMPDefaults(ctx context.Context, c redis.UniversalClient) (idmp.Defaults, error) {
+	vals, err := c.ConfigGet(ctx, "stream-idmp-*").Result()
+	if err != nil {
+		return idmp.Defaults{}, err
+	}
+	d := idmp.Defaults{Duration: idmp.DefaultDuration, MaxSize: idmp.DefaultMaxSize}
+	if v, err := strconv.ParseInt(vals["stream-idmp-duration"], 10, 64); err == nil {
+		d.Duration = v
+	}
+	if v, err := strconv.ParseInt(vals["stream-idmp-maxsize"], 10, 64); err == nil {
+		d.MaxSize = v
+	}
+	return d, nil
+}
+
+// Role is the replication role of the node reached (INFO replication):
+// "master" or "slave"; "" when it cannot be read.
+func Role(ctx context.Context, c *Conn) string {
+	ctx, cancel := c.Ctx(ctx)
+	defer cancel()
+	info, err := c.Client.Info(ctx, "replication").Result()
+	if err != nil {
+		return ""
+	}
+	return ParseInfo(info)["role"]
+}

@@ -1,0 +1,80 @@
+package redistest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/redisconn"
+	"github.com/redis/go-redis/v9"
+)
+
+// New starts a server on a unix socket for one test, stopped when the test
+// ends. config lines are added to its redis.conf.
+func New(t testing.TB, config ...string) *Server {
+	t.Helper()
+	return NewWith(t, Options{Unix: true, Config: config})
+}
+
+// NewWith starts a server with opts for one test (Dir defaults to a
+// temporary directory of the test), stopped when the test ends.
+func NewWith(t testing.TB, opts Options) *Server {
+	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	srv, err := Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	return srv
+}
+
+// NewCluster starts a real 3-primary cluster for one test. It skips with
+// -short, or without redis-cli (which forms the cluster).
+func NewCluster(t testing.TB) *Cluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("cluster test in -short mode")
+	}
+	if !HaveCLI() {
+		t.Skip("redis-cli not found: cluster tests need it")
+	}
+	cl, err := StartCluster(t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Stop)
+	return cl
+}
+
+// Connect connects to url the way the CLI does, closed when the test ends.
+func Connect(t testing.TB, url string) *redisconn.Conn {
+	t.Helper()
+	c, err := redisconn.Connect(context.Background(), redisconn.ConnConfig{URL: url, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Conn starts a server for one test and connects to it as the CLI does.
+func Conn(t testing.TB, config ...string) (*redisconn.Conn, *Server) {
+	t.Helper()
+	srv := New(t, config...)
+	return Connect(t, srv.URL), srv
+}
+
+// ClusterConn starts a cluster for one test (see NewCluster) and connects to
+// it as the CLI does: a cluster client, detected.
+func ClusterConn(t testing.TB) (*redisconn.Conn, *Cluster) {
+	t.Helper()
+	cl := NewCluster(t)
+	c := Connect(t, cl.URL)
+	if _, ok := c.Client.(*redis.ClusterClient); !ok || !c.Caps.Cluster {
+		t.Fatalf("client is %T (cluster %v), want a detected cluster client", c.Client, c.Caps.Cluster)
+	}
+	return c, cl
+}

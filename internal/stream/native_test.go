@@ -1,0 +1,78 @@
+package stream
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/idmpctl/idmpctl/internal/redisconn"
+	"github.com/idmpctl/idmpctl/internal/redistest"
+)
+
+// Native-only behaviour beyond the shared rules. These run on a server with
+// IDMP (Redis 8.6+, e.g. IDMPCTL_TEST_REDIS_SERVER=/path/to/redis-server) and
+// skip visibly elsewhere.
+
+func nativeHarness(t *testing.T) *streamHarness {
+	t.Helper()
+	conn, srv := redistest.Conn(t)
+	if !conn.Caps.NativeIDMP {
+		t.Skipf("%s %s has no native IDMP (needs Redis 8.6+): native test NOT run", conn.Caps.Product, conn.Caps.Version)
+	}
+	s, err := NewStreams(conn, ModeAuto)
+	if err != nil || s.Mode != ModeNative {
+		t.Fatalf("auto on a native server: %v, %v", s, err)
+	}
+	return newHarness(t, s, srv.URL)
+}
+
+// xcfgsetCalls reads how many XCFGSET the server has run.
+func xcfgsetCalls(t *testing.T, h *streamHarness) int64 {
+	t.Helper()
+	stats := redisconn.ParseInfo(h.rdb.Info(h.ctx, "commandstats").Val())["cmdstat_xcfgset"]
+	for _, kv := range strings.Split(stats, ",") {
+		if v, ok := strings.CutPrefix(kv, "calls="); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func TestNativeCfgSetSameValuesSendsNothing(t *testing.T) {
+	t.Parallel()
+	h := nativeHarness(t)
+	s := h.key("s")
+	h.mustNew(t, s, "p1", "a")
+	before := xcfgsetCalls(t, h)
+	if r := h.cfgset(t, s, 100, 100); r.Changed {
+		t.Fatalf("same values: %+v", r)
+	}
+	if after := xcfgsetCalls(t, h); after != before {
+		t.Fatalf("XCFGSET calls %d -> %d for an unchanged setting", before, after)
+	}
+	if r := h.cfgset(t, s, 60, 0); !r.Changed || r.ClearedIIDs != 1 || xcfgsetCalls(t, h) != before+1 {
+		t.Fatalf("a change: %+v", r)
+	}
+}
+
+// TestNativeAndEmulatedStateAreNamed: inspect never mixes modes silently.
+func TestNativeAndEmulatedStateAreNamed(t *testing.T) {
+	t.Parallel()
+	h := nativeHarness(t)
+	emu, err := NewStreams(h.s.Conn, ModeEmulated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := h.key("s")
+	if _, err := emu.Add(h.ctx, AddRequest{Stream: s, PID: "p", IID: "e", Fields: []string{"f", "v"}}); err != nil {
+		t.Fatal(err)
+	}
+	if i := h.info(t, s); i.Mode != "native" || i.OtherMode != "emulated" {
+		t.Fatalf("native view of emulated state: %+v", i)
+	}
+	h.mustNew(t, s, "p", "n")
+	if i, err := emu.Info(h.ctx, s); err != nil || i.Mode != "emulated" || i.OtherMode != "native" {
+		t.Fatalf("emulated view of native state: %+v, %v", i, err)
+	}
+}

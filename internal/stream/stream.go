@@ -1,0 +1,340 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/idmpctl/idmpctl/internal/redisconn"
+)
+
+// Mode is how idempotent production is done: by the server (native, Redis
+// 8.6+) or by idmpctl's server-side Lua emulation.
+type Mode int
+
+// Modes. ModeAuto resolves to native when the server has IDMP.
+const (
+	ModeAuto Mode = iota
+	ModeNative
+	ModeEmulated
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeNative:
+		return "native"
+	case ModeEmulated:
+		return "emulated"
+	}
+	return "auto"
+}
+
+// ParseMode reads "auto", "native" or "emulated" (the --mode values).
+func ParseMode(s string) (Mode, error) {
+	switch strings.ToLower(s) {
+	case "", "auto":
+		return ModeAuto, nil
+	case "native":
+		return ModeNative, nil
+	case "emulated":
+		return ModeEmulated, nil
+	}
+	return ModeAuto, exit.Usagef("invalid mode %q: use auto, native or emulated", s)
+}
+
+// AddRequest is one idempotent XADD: IDMP PID IID, or IDMPAUTO PID with Auto.
+// MaxLen > 0 or MinID ask for trimming (Approx: "~"); Limit > 0 sends LIMIT n
+// and Limit < 0 sends LIMIT 0, as go-redis does. ID may only be "" or "*".
+type AddRequest struct {
+	Stream     string
+	PID        string
+	IID        string
+	Auto       bool
+	Fields     []string // flat: field, value, field, value...
+	NoMkStream bool
+	MaxLen     int64
+	MinID      string
+	Approx     bool
+	Limit      int64
+	ID         string
+}
+
+// Validate checks a request without a server, with the texts Redis uses (R12).
+// Failures are usage errors (64).
+func (r AddRequest) Validate() error {
+	usage := func(msg string) error { return exit.New(exit.Usage, "", "%s", msg) }
+	switch {
+	case r.PID == "" && r.Auto:
+		return usage("ERR IDMPAUTO requires a non-empty producer ID")
+	case r.PID == "":
+		return usage("ERR IDMP requires a non-empty producer ID")
+	case r.Auto && r.IID != "":
+		return usage("ERR IDMP/IDMPAUTO specified multiple times")
+	case !r.Auto && r.IID == "":
+		return usage("ERR IDMP requires a non-empty idempotent ID")
+	case r.ID != "" && r.ID != "*":
+		return usage("ERR IDMP/IDMPAUTO can be used only with auto-generated IDs")
+	case len(r.Fields) == 0 || len(r.Fields)%2 != 0:
+		return usage("ERR wrong number of arguments for 'xadd' command")
+	case r.MaxLen < 0:
+		return usage("ERR The MAXLEN argument must be >= 0.")
+	case r.MaxLen > 0 && r.MinID != "":
+		return usage("ERR syntax error, MAXLEN and MINID options at the same time are not compatible")
+	case r.Approx && r.MaxLen == 0 && r.MinID == "":
+		return usage("ERR syntax error, the ~ option needs MAXLEN or MINID")
+	case r.Limit != 0 && !r.Approx:
+		return usage("ERR syntax error, LIMIT cannot be used without the special ~ option")
+	}
+	return nil
+}
+
+// AddResult is the outcome of one add. IID is the iid used (the derived one
+// for Auto in emulated mode; empty for Auto in native mode, where Redis does
+// not reveal it). OriginalExists is only meaningful when Duplicate.
+type AddResult struct {
+	ID             string
+	IID            string
+	Duplicate      bool
+	OriginalExists bool
+	Mode           Mode
+}
+
+// BatchError says which request of a batch failed. The results of the
+// requests before it come with it; requests after it may or may not have been
+// written, and re-sending them is safe because every add is idempotent.
+type BatchError struct {
+	Index int
+	Err   error
+}
+
+func (e *BatchError) Error() string { return fmt.Sprintf("request %d: %v", e.Index+1, e.Err) }
+func (e *BatchError) Unwrap() error { return e.Err }
+
+// CfgResult is what CfgSet did: the settings before and after, and how many
+// tracked iids a change cleared (R7).
+type CfgResult struct {
+	Before, After idmp.Config
+	Changed       bool
+	ClearedIIDs   int64
+}
+
+// PIDTracking is one producer's live iid count (emulated mode).
+type PIDTracking struct {
+	PID  string `json:"pid"`
+	IIDs int64  `json:"iids-tracked"`
+}
+
+// StreamInfo is the XINFO-equivalent view of a stream's IDMP state. Mode is
+// "native", "emulated", or "none" (no emulated state: defaults and zero
+// counters, R4/R8). OtherMode names state of the other mode found for the
+// same stream ("emulated" or "native"), so mixed use is never silent.
+type StreamInfo struct {
+	Stream          string        `json:"stream"`
+	Mode            string        `json:"mode"`
+	Length          int64         `json:"length"`
+	FirstID         string        `json:"first-entry-id"`
+	LastID          string        `json:"last-entry-id"`
+	LastGeneratedID string        `json:"last-generated-id"`
+	EntriesAdded    int64         `json:"entries-added"` // -1 when the server does not report it (Redis < 7.0)
+	IDMPDuration    int64         `json:"idmp-duration"`
+	IDMPMaxSize     int64         `json:"idmp-maxsize"`
+	PIDsTracked     int64         `json:"pids-tracked"`
+	IIDsTracked     int64         `json:"iids-tracked"`
+	IIDsAdded       int64         `json:"iids-added"`
+	IIDsDuplicates  int64         `json:"iids-duplicates"`
+	ServerTimeMS    int64         `json:"server-time-ms"` // server clock (TIME) when read
+	PIDs            []PIDTracking `json:"pids,omitempty"` // emulated only, sorted by pid
+	OtherMode       string        `json:"other-mode,omitempty"`
+}
+
+// LastIDAheadOfClock reports whether the stream's last generated ID lies in
+// the server's future by more than toleranceMS (iids then outlive DURATION).
+func (i StreamInfo) LastIDAheadOfClock(toleranceMS int64) bool {
+	ms, ok := idMillis(i.LastGeneratedID)
+	return ok && i.ServerTimeMS > 0 && ms > uint64(i.ServerTimeMS+toleranceMS)
+}
+
+func idMillis(id string) (uint64, bool) {
+	msPart, _, _ := strings.Cut(id, "-")
+	ms, err := strconv.ParseUint(msPart, 10, 64)
+	return ms, err == nil
+}
+
+// Streams does idempotent production on one connection in one resolved mode.
+type Streams struct {
+	Conn *redisconn.Conn
+	Mode Mode // ModeNative or ModeEmulated
+}
+
+// NewStreams resolves the requested mode: auto is native iff the server has
+// IDMP; native on a server without it is a usage error.
+func NewStreams(c *redisconn.Conn, requested Mode) (*Streams, error) {
+	switch requested {
+	case ModeAuto:
+		if c.Caps.NativeIDMP {
+			return &Streams{Conn: c, Mode: ModeNative}, nil
+		}
+		return &Streams{Conn: c, Mode: ModeEmulated}, nil
+	case ModeNative:
+		if !c.Caps.NativeIDMP {
+			what := strings.TrimSpace(c.Caps.Product + " " + c.Caps.Version)
+			if what == "" {
+				what = "the server"
+			}
+			e := exit.New(exit.Usage, "native IDMP", "%s has no XCFGSET (native IDMP needs Redis 8.6 or later)", what)
+			e.Hint = "use --mode emulated (or auto) to emulate IDMP with server-side Lua"
+			return nil, e
+		}
+		return &Streams{Conn: c, Mode: ModeNative}, nil
+	case ModeEmulated:
+		return &Streams{Conn: c, Mode: ModeEmulated}, nil
+	}
+	return nil, exit.Usagef("invalid mode %d", requested)
+}
+
+// bound applies the connection's per-command timeout to one round trip.
+func (s *Streams) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.Conn.Timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return s.Conn.Ctx(ctx)
+}
+
+// Add performs one idempotent add. A missing stream with NoMkStream is
+// exit.NotFound ("stream does not exist"); a key of another type is WRONGTYPE
+// (exit.Data).
+func (s *Streams) Add(ctx context.Context, req AddRequest) (AddResult, error) {
+	res, err := s.AddBatch(ctx, []AddRequest{req})
+	var be *BatchError
+	if errors.As(err, &be) {
+		err = be.Err
+	}
+	if err != nil {
+		return AddResult{}, err
+	}
+	return res[0], nil
+}
+
+// AddBatch performs many adds with few round trips and returns the results
+// in order: one round trip per run of up to maxRun requests to the same
+// stream with the same options. Requests are validated first; on a failure
+// at request i it returns the results before i and a *BatchError. Later
+// duplicates of earlier requests in the batch dedupe (R11).
+func (s *Streams) AddBatch(ctx context.Context, reqs []AddRequest) ([]AddResult, error) {
+	valid := len(reqs)
+	var verr error
+	for i, r := range reqs {
+		if err := r.Validate(); err != nil {
+			valid, verr = i, &BatchError{Index: i, Err: exit.Wrap(err, "xadd "+strconv.Quote(r.Stream))}
+			break
+		}
+	}
+	out := make([]AddResult, 0, valid)
+	for start := 0; start < valid; {
+		end := start + 1
+		for end < valid && end-start < maxRun && reqs[end].sameRun(reqs[start]) {
+			end++
+		}
+		var res []AddResult
+		var err error
+		if s.Mode == ModeNative {
+			res, err = s.nativeAddRun(ctx, reqs[start:end])
+		} else {
+			res, err = s.emulatedAddRun(ctx, reqs[start:end])
+		}
+		out = append(out, res...)
+		if err != nil {
+			idx := start + len(res)
+			return out, &BatchError{Index: idx, Err: exit.Wrap(err, "xadd "+strconv.Quote(reqs[idx].Stream))}
+		}
+		start = end
+	}
+	return out, verr
+}
+
+// maxRun bounds the adds of one round trip, so one script call or MULTI
+// never blocks the server for long.
+const maxRun = 1000
+
+// sameRun reports whether two requests can share one round trip: the same
+// stream and the same NOMKSTREAM and trimming options.
+func (r AddRequest) sameRun(o AddRequest) bool {
+	return r.Stream == o.Stream && r.NoMkStream == o.NoMkStream && r.MaxLen == o.MaxLen &&
+		r.MinID == o.MinID && r.Approx == o.Approx && r.Limit == o.Limit
+}
+
+// errNoStream is the NOMKSTREAM outcome on a missing stream (R9).
+func errNoStream() error {
+	return exit.New(exit.NotFound, "", "stream does not exist")
+}
+
+// Info reads a stream's IDMP settings, counters and health inputs. A missing
+// stream is exit.NotFound.
+func (s *Streams) Info(ctx context.Context, stream string) (StreamInfo, error) {
+	var info StreamInfo
+	var err error
+	if s.Mode == ModeNative {
+		info, err = s.nativeInfo(ctx, stream)
+	} else {
+		info, err = s.emulatedInfo(ctx, stream)
+	}
+	return info, exit.Wrap(err, "inspect "+strconv.Quote(stream))
+}
+
+// validateCfg checks CfgSet's values with XCFGSET's texts (R7); 0 keeps a value.
+func validateCfg(duration, maxsize int64) error {
+	switch {
+	case duration == 0 && maxsize == 0:
+		return exit.New(exit.Usage, "", "ERR At least one parameter (IDMP-DURATION or IDMP-MAXSIZE) must be given")
+	case duration < 0 || duration > idmp.MaxDuration:
+		return exit.New(exit.Usage, "", "ERR IDMP-DURATION must be between 1 and %d", idmp.MaxDuration)
+	case maxsize < 0 || maxsize > idmp.MaxMaxSize:
+		return exit.New(exit.Usage, "", "ERR IDMP-MAXSIZE must be between 1 and %d", idmp.MaxMaxSize)
+	}
+	return nil
+}
+
+// CfgSet sets a stream's IDMP-DURATION and/or IDMP-MAXSIZE (0 keeps the
+// current value). Setting the current values sends nothing and clears nothing;
+// a change clears every pid's tracked iids (R7). A missing stream is
+// exit.NotFound.
+func (s *Streams) CfgSet(ctx context.Context, stream string, duration, maxsize int64) (CfgResult, error) {
+	if err := validateCfg(duration, maxsize); err != nil {
+		return CfgResult{}, exit.Wrap(err, "cfgset "+strconv.Quote(stream))
+	}
+	var res CfgResult
+	var err error
+	if s.Mode == ModeNative {
+		res, err = s.nativeCfgSet(ctx, stream, duration, maxsize)
+	} else {
+		res, err = s.emulatedCfgSet(ctx, stream, duration, maxsize)
+	}
+	return res, exit.Wrap(err, "cfgset "+strconv.Quote(stream))
+}
+
+// ClearTracking forgets tracked iids of one pid, or of all pids when pid is
+// "", keeping settings, counters and entries (purge --stream). Natively only
+// all pids can be cleared. A missing stream is exit.NotFound.
+func (s *Streams) ClearTracking(ctx context.Context, stream, pid string) (int64, error) {
+	var n int64
+	var err error
+	if s.Mode == ModeNative {
+		n, err = s.nativeClear(ctx, stream, pid)
+	} else {
+		n, err = s.emulatedClear(ctx, stream, pid)
+	}
+	return n, exit.Wrap(err, "purge --stream "+strconv.Quote(stream))
+}
+
+// ServerDefaults returns the settings a stream gets at its first idempotent
+// add: CONFIG GET stream-idmp-duration/-maxsize natively, 100/100 emulated.
+func (s *Streams) ServerDefaults(ctx context.Context) (duration, maxsize int64, err error) {
+	if s.Mode != ModeNative {
+		return idmp.DefaultDuration, idmp.DefaultMaxSize, nil
+	}
+	return s.nativeDefaults(ctx)
+}
