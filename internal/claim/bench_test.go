@@ -19,49 +19,17 @@ import (
 // round of benchRound cycles, so that `make bench` (-benchtime 1x) measures
 // thousands of cycles, not one.
 //
-// Shapes, by round trips per cycle:
-//   - ClaimCycle: acquire, then complete: 2 (the work happens in between).
-//   - ClaimCyclePipelined: a worker loop sending complete(previous) and
-//     acquire(next) in one trip (ClaimPipeline): 1, as the pipelined
-//     SetNXBaseline.
-//   - ClaimCycleBatch: AcquireMany then CompleteMany of benchBatch keys: 2
-//     per batch, against SetNXBaselineBatch: 1 per batch.
-//
-// BenchmarkClaimVsBaseline reports each shape's ratio to its baseline from
+// ClaimCycle is acquire, then complete: 2 round trips (the work happens in
+// between). BenchmarkClaimVsBaseline reports its ratio to the baseline from
 // interleaved rounds on one server.
 
-const (
-	benchRound = 1000 // cycles per benchmark iteration
-	benchBatch = 100  // keys per round trip in the batch shapes
-)
+const benchRound = 1000 // cycles per benchmark iteration
 
 func BenchmarkClaimCycle(b *testing.B) {
 	ctx, c := benchClient(b)
 	var n int
 	for b.Loop() {
 		if err := claimRound(ctx, c, &n); err != nil {
-			b.Fatal(err)
-		}
-	}
-	reportCycles(b, benchRound)
-}
-
-func BenchmarkClaimCyclePipelined(b *testing.B) {
-	ctx, c := benchClient(b)
-	var n int
-	for b.Loop() {
-		if err := claimPipelinedRound(ctx, c, &n); err != nil {
-			b.Fatal(err)
-		}
-	}
-	reportCycles(b, benchRound)
-}
-
-func BenchmarkClaimCycleBatch(b *testing.B) {
-	ctx, c := benchClient(b)
-	var n int
-	for b.Loop() {
-		if err := claimBatchRound(ctx, c, &n); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -94,17 +62,6 @@ func BenchmarkSetNXBaselineTwoTrips(b *testing.B) {
 			if err := c.Set(ctx, key, "COMPLETED", 24*time.Hour).Err(); err != nil {
 				b.Fatal(err)
 			}
-		}
-	}
-	reportCycles(b, benchRound)
-}
-
-func BenchmarkSetNXBaselineBatch(b *testing.B) {
-	ctx, c := benchClient(b)
-	var n int
-	for b.Loop() {
-		if err := baselineBatchRound(ctx, c, &n); err != nil {
-			b.Fatal(err)
 		}
 	}
 	reportCycles(b, benchRound)
@@ -156,8 +113,6 @@ func BenchmarkClaimVsBaseline(b *testing.B) {
 		claim, baseline func(context.Context, redis.UniversalClient, *int) error
 	}{
 		{"single", claimRound, baselineRound}, // 2 trips a cycle against 1
-		{"pipelined", claimPipelinedRound, baselineRound},
-		{"batch", claimBatchRound, baselineBatchRound},
 	} {
 		b.Run(shape.name, func(b *testing.B) {
 			ctx, c := benchClient(b)
@@ -261,68 +216,6 @@ func claimRound(ctx context.Context, c redis.UniversalClient, n *int) error {
 
 // claimPipelinedRound: a worker loop, one round trip a message: complete the
 // previous one and claim the next together.
-func claimPipelinedRound(ctx context.Context, c redis.UniversalClient, n *int) error {
-	result := "ok"
-	var p ClaimPipeline
-	var prev *AcquireCall
-	var prevKey string
-	var done *StepCall
-	for i := 0; i <= benchRound; i++ {
-		if prev != nil {
-			done = p.Complete(CompleteParams{Key: prevKey, Token: prev.Result.Token, Result: &result, TTL: 24 * time.Hour, MaxResult: DefaultMaxResult})
-		}
-		var next *AcquireCall
-		var key string
-		if i < benchRound {
-			key = benchKey(n)
-			next = p.Acquire(AcquireParams{Key: key, Owner: "bench", Lease: time.Minute, TTL: time.Hour})
-		}
-		if err := p.Exec(ctx, c); err != nil {
-			return err
-		}
-		if done != nil && done.Err != nil {
-			return done.Err
-		}
-		if next != nil && (next.Err != nil || next.Result.Outcome != Acquired) {
-			return fmt.Errorf("acquire %s: %s %v", key, next.Result.Outcome, next.Err)
-		}
-		prev, prevKey = next, key
-	}
-	return nil
-}
-
-// claimBatchRound: AcquireMany then CompleteMany of benchBatch keys.
-func claimBatchRound(ctx context.Context, c redis.UniversalClient, n *int) error {
-	result := "ok"
-	params := make([]AcquireParams, benchBatch)
-	done := make([]CompleteParams, benchBatch)
-	for range benchRound / benchBatch {
-		for i := range params {
-			params[i] = AcquireParams{Key: benchKey(n), Owner: "bench", Lease: time.Minute, TTL: time.Hour}
-		}
-		acq, err := AcquireMany(ctx, c, params)
-		if err != nil {
-			return err
-		}
-		for i, call := range acq {
-			if call.Err != nil || call.Result.Outcome != Acquired {
-				return fmt.Errorf("acquire %s: %s %v", params[i].Key, call.Result.Outcome, call.Err)
-			}
-			done[i] = CompleteParams{Key: params[i].Key, Token: call.Result.Token, Result: &result, TTL: 24 * time.Hour, MaxResult: DefaultMaxResult}
-		}
-		cmp, err := CompleteMany(ctx, c, done)
-		if err != nil {
-			return err
-		}
-		for _, call := range cmp {
-			if call.Err != nil {
-				return call.Err
-			}
-		}
-	}
-	return nil
-}
-
 func setNXPipelined(ctx context.Context, c redis.UniversalClient, key string) error {
 	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.SetNX(ctx, key, "PROCESSING", time.Hour)
@@ -336,24 +229,6 @@ func setNXPipelined(ctx context.Context, c redis.UniversalClient, key string) er
 func baselineRound(ctx context.Context, c redis.UniversalClient, n *int) error {
 	for range benchRound {
 		if err := setNXPipelined(ctx, c, benchKey(n)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// baselineBatchRound: SET NX and SET of benchBatch keys in one round trip.
-func baselineBatchRound(ctx context.Context, c redis.UniversalClient, n *int) error {
-	for range benchRound / benchBatch {
-		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for range benchBatch {
-				key := benchKey(n)
-				p.SetNX(ctx, key, "PROCESSING", time.Hour)
-				p.Set(ctx, key, "COMPLETED", 24*time.Hour)
-			}
-			return nil
-		})
-		if err != nil {
 			return err
 		}
 	}

@@ -30,29 +30,18 @@ var (
 	claimFailLua string
 	//go:embed lua/claim_release.lua
 	claimReleaseLua string
-	//go:embed lua/claim_read.lua
-	claimReadLua string
-	//go:embed lua/claim_steps.lua
-	claimStepsLua string
 
 	claimAcquireScript  = claimScript(claimAcquireLua, "acquire")
 	claimRenewScript    = claimScript(claimRenewLua, "renew")
 	claimCompleteScript = claimScript(claimCompleteLua, "complete")
 	claimFailScript     = claimScript(claimFailLua, "fail")
 	claimReleaseScript  = claimScript(claimReleaseLua, "release")
-	claimReadScript     = claimScript(claimReadLua, "read")
-	// claimStepsScript runs many steps in one call (ClaimPipeline).
-	claimStepsScript = redisconn.LazyScript(func() string {
-		return claimLib + claimAcquireLua + claimRenewLua + claimCompleteLua + claimFailLua + claimStepsLua
-	})
 )
 
-// claimScript is the single-key script of one verb: the prelude, the verb's
-// function, and a call of it on KEYS[1] at the server's time.
-func claimScript(verbLua, verb string) func() *redis.Script {
-	return redisconn.LazyScript(func() string {
-		return claimLib + verbLua + "return " + verb + "(KEYS[1], now_ms(), unpack(ARGV, 2))\n"
-	})
+// claimScript is the single-key script of one verb: the claim prelude, the
+// verb's function, and a call of it on KEYS[1] at the server's time.
+func claimScript(verbLua, verb string) *redisconn.Script {
+	return redisconn.NewScript(claimLib, verbLua, "return "+verb+"(KEYS[1], now_ms(), unpack(ARGV))\n")
 }
 
 // Claim statuses, as stored in the record's status field.
@@ -137,21 +126,6 @@ func (r AcquireResult) Acquired() bool {
 	return r.Outcome == Acquired || r.Outcome == Takeover || r.Outcome == Retry
 }
 
-// ExitCode maps the outcome to the exit-code contract.
-func (r AcquireResult) ExitCode() int {
-	switch r.Outcome {
-	case Acquired, Takeover, Retry:
-		return exit.OK
-	case Done:
-		return exit.Done
-	case Busy:
-		return exit.Busy
-	case Mismatch, Exhausted:
-		return exit.Data
-	}
-	return exit.Internal
-}
-
 // Validate checks the inputs without a server.
 func (p AcquireParams) Validate() error {
 	if err := checkClaimKey(p.Key); err != nil {
@@ -191,9 +165,9 @@ func Acquire(ctx context.Context, c redis.UniversalClient, p AcquireParams) (Acq
 }
 
 // claimStep is one prepared claim transition: the verb's script and its
-// checked inputs as ARGV (after the reply mode, see claim_lib.lua).
+// checked inputs as ARGV.
 type claimStep struct {
-	script *redis.Script
+	script *redisconn.Script
 	verb   string
 	what   string
 	key    string
@@ -201,26 +175,13 @@ type claimStep struct {
 	result *string // complete: the result sent (not echoed back)
 }
 
-func newClaimStep(s *redis.Script, verb, key string, args ...any) claimStep {
+func newClaimStep(s *redisconn.Script, verb, key string, args ...any) claimStep {
 	return claimStep{script: s, verb: verb, what: verb + " " + strconv.Quote(key), key: key, args: args}
 }
 
-// argv is the step's ARGV as a single-key call: the reply mode, then its
-// arguments.
-func (st claimStep) argv(full bool) []any {
-	return append([]any{replyMode(full)}, st.args...)
-}
-
-func replyMode(full bool) string {
-	if full {
-		return "1"
-	}
-	return "0"
-}
-
-// run calls the step's script with the whole record in every reply.
+// run calls the step's script; every reply carries the whole record.
 func (st claimStep) run(ctx context.Context, c redis.UniversalClient) (claimReply, error) {
-	v, err := st.script.Run(ctx, c, []string{st.key}, st.argv(true)...).Slice()
+	v, err := st.script.Run(ctx, c, []string{st.key}, st.args...).Slice()
 	return st.reply(v, err)
 }
 
@@ -244,7 +205,7 @@ func acquireStep(p AcquireParams) (claimStep, error) {
 	if err := p.Validate(); err != nil {
 		return claimStep{}, err
 	}
-	return newClaimStep(claimAcquireScript(), "acquire", p.Key,
+	return newClaimStep(claimAcquireScript, "acquire", p.Key,
 		p.Owner, p.Lease.Milliseconds(), p.TTL.Milliseconds(), p.Fingerprint, p.MaxAttempts), nil
 }
 
@@ -286,7 +247,7 @@ func renewStep(key string, token int64, lease, ttl time.Duration) (claimStep, er
 	if err := firstClaimErr(checkClaimKey(key), checkClaimToken(token), checkClaimLease(lease, ttl)); err != nil {
 		return claimStep{}, err
 	}
-	return newClaimStep(claimRenewScript(), "renew", key, token, lease.Milliseconds(), ttl.Milliseconds()), nil
+	return newClaimStep(claimRenewScript, "renew", key, token, lease.Milliseconds(), ttl.Milliseconds()), nil
 }
 
 // CompleteParams are the inputs of a complete (see Complete).
@@ -326,7 +287,7 @@ func completeStep(p CompleteParams) (claimStep, error) {
 		}
 		hasResult, value = "1", *p.Result
 	}
-	st := newClaimStep(claimCompleteScript(), "complete", p.Key, p.Token, p.TTL.Milliseconds(), hasResult, value)
+	st := newClaimStep(claimCompleteScript, "complete", p.Key, p.Token, p.TTL.Milliseconds(), hasResult, value)
 	st.result = p.Result
 	return st, nil
 }
@@ -376,7 +337,7 @@ func failStep(key string, token int64, errText string, ttl time.Duration, releas
 	if release {
 		rel = "1"
 	}
-	return newClaimStep(claimFailScript(), "fail", key, token, ttl.Milliseconds(), errText, rel), nil
+	return newClaimStep(claimFailScript, "fail", key, token, ttl.Milliseconds(), errText, rel), nil
 }
 
 // Release deletes the caller's PROCESSING or FAILED record so a redelivery
@@ -388,33 +349,13 @@ func Release(ctx context.Context, c redis.UniversalClient, key string, token int
 	if err := firstClaimErr(checkClaimKey(key), checkClaimToken(token)); err != nil {
 		return err
 	}
-	st := newClaimStep(claimReleaseScript(), "release", key, token)
+	st := newClaimStep(claimReleaseScript, "release", key, token)
 	rep, err := st.run(ctx, c)
 	if err != nil {
 		return err
 	}
 	_, err = rep.settle(st.what, token, "released")
 	return err
-}
-
-// ReadClaim reads a claim record: exit.NotFound when the key is absent,
-// exit.Data when it holds something else.
-func ReadClaim(ctx context.Context, c redis.UniversalClient, key string) (ClaimRecord, error) {
-	if err := checkClaimKey(key); err != nil {
-		return ClaimRecord{}, err
-	}
-	st := newClaimStep(claimReadScript(), "read", key)
-	rep, err := st.run(ctx, c)
-	if err != nil {
-		return ClaimRecord{}, err
-	}
-	switch rep.outcome {
-	case "ok":
-		return rep.record, nil
-	case "none":
-		return ClaimRecord{}, exit.New(exit.NotFound, st.what, "the key does not exist")
-	}
-	return ClaimRecord{}, rep.unexpected(st.what)
 }
 
 func checkClaimKey(key string) error {

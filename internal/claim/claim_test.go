@@ -78,8 +78,8 @@ func TestClaimAcquireFresh(t *testing.T) {
 	p := acquireParams("job:1", "w1")
 	p.Fingerprint = Fingerprint([]byte("payload"))
 	res := mustAcquire(t, ctx, c, p, Acquired)
-	if res.Token != 1 || res.Attempt != 1 || res.ExitCode() != exit.OK {
-		t.Errorf("token %d attempt %d code %d, want 1 1 0", res.Token, res.Attempt, res.ExitCode())
+	if res.Token != 1 || res.Attempt != 1 || !res.Acquired() {
+		t.Errorf("token %d attempt %d acquired %v, want 1 1 true", res.Token, res.Attempt, res.Acquired())
 	}
 	h := hash(t, ctx, c, "job:1")
 	now := res.Record.Now
@@ -112,7 +112,7 @@ func TestClaimAcquireBusy(t *testing.T) {
 	if res.Record.Owner != "w1" || res.LeaseLeftMs <= 0 || res.LeaseLeftMs > 60_000 {
 		t.Errorf("busy: owner %q, %dms left", res.Record.Owner, res.LeaseLeftMs)
 	}
-	if res.Token != 0 || res.Attempt != 0 || res.ExitCode() != exit.Busy || res.Acquired() {
+	if res.Token != 0 || res.Attempt != 0 || res.Outcome != Busy || res.Acquired() {
 		t.Errorf("busy result %+v", res)
 	}
 	// The same owner asking again is busy too: acquire is not reentrant.
@@ -135,7 +135,7 @@ func TestClaimStaleTakeover(t *testing.T) {
 	p2 := acquireParams("job", "w2")
 	p2.Fingerprint = "fp"
 	res := mustAcquire(t, ctx, c, p2, Takeover)
-	if res.Token != 2 || res.Attempt != 2 || res.PreviousOwner != "w1" || res.Record.Owner != "w2" || res.ExitCode() != exit.OK {
+	if res.Token != 2 || res.Attempt != 2 || res.PreviousOwner != "w1" || res.Record.Owner != "w2" || !res.Acquired() {
 		t.Errorf("takeover: %+v", res)
 	}
 	h := hash(t, ctx, c, "job")
@@ -181,7 +181,7 @@ func TestClaimMaxAttempts(t *testing.T) {
 	mustFail(t, ctx, c, "job", 2)
 	before := hash(t, ctx, c, "job")
 	res := mustAcquire(t, ctx, c, p, Exhausted)
-	if res.ExitCode() != exit.Data || res.Record.Attempts != 2 || res.Token != 0 {
+	if res.Outcome != Exhausted || res.Acquired() || res.Record.Attempts != 2 || res.Token != 0 {
 		t.Errorf("exhausted: %+v", res)
 	}
 	if !reflect.DeepEqual(before, hash(t, ctx, c, "job")) {
@@ -212,7 +212,7 @@ func TestClaimFingerprintMismatch(t *testing.T) {
 		t.Helper()
 		before := hash(t, ctx, c, "job")
 		res := mustAcquire(t, ctx, c, with("w2", Fingerprint([]byte("b"))), Mismatch)
-		if res.ExitCode() != exit.Data || res.Record.Fingerprint != Fingerprint([]byte("a")) || res.Record.Status != status {
+		if res.Outcome != Mismatch || res.Acquired() || res.Record.Fingerprint != Fingerprint([]byte("a")) || res.Record.Status != status {
 			t.Errorf("%s mismatch: %+v", status, res)
 		}
 		if !reflect.DeepEqual(before, hash(t, ctx, c, "job")) {
@@ -278,7 +278,6 @@ func TestClaimNotARecordIsNeverWritten(t *testing.T) {
 			return err
 		},
 		"release": func(k string) error { return Release(ctx, c, k, 1) },
-		"read":    func(k string) error { _, err := ReadClaim(ctx, c, k); return err },
 	}
 	for name, setup := range setups {
 		key := "foreign:" + name
@@ -299,11 +298,11 @@ func TestClaimNotARecordIsNeverWritten(t *testing.T) {
 			t.Errorf("%s: the key was modified", name)
 		}
 	}
-	_, err := ReadClaim(ctx, c, "foreign:list")
-	wantCode(t, err, exit.Data, `read "foreign:list": not a claim record: the key holds a list`)
-	_, err = ReadClaim(ctx, c, "foreign:hash status")
+	_, err := Renew(ctx, c, "foreign:list", 1, time.Minute, time.Hour)
+	wantCode(t, err, exit.Data, `renew "foreign:list": not a claim record: the key holds a list`)
+	_, err = Renew(ctx, c, "foreign:hash status", 1, time.Minute, time.Hour)
 	wantCode(t, err, exit.Data, `status "DONE" is not PROCESSING, COMPLETED or FAILED`)
-	_, err = ReadClaim(ctx, c, "foreign:no lease_until")
+	_, err = Renew(ctx, c, "foreign:no lease_until", 1, time.Minute, time.Hour)
 	wantCode(t, err, exit.Data, "a PROCESSING hash without a valid lease_until")
 }
 
@@ -401,14 +400,4 @@ func TestClaimScriptsSurviveScriptFlush(t *testing.T) {
 	mustAcquire(t, ctx, c, acquireParams("a", "w"), Acquired)
 	c.ScriptFlush(ctx)
 	mustAcquire(t, ctx, c, acquireParams("b", "w"), Acquired) // EVALSHA falls back to EVAL
-}
-
-func TestClaimAcquireResultExitCodes(t *testing.T) {
-	for outcome, code := range map[AcquireOutcome]int{
-		Acquired: 0, Takeover: 0, Retry: 0, Done: 1, Busy: 75, Mismatch: 65, Exhausted: 65, "odd": 70,
-	} {
-		if got := (AcquireResult{Outcome: outcome}).ExitCode(); got != code {
-			t.Errorf("%s: %d, want %d", outcome, got, code)
-		}
-	}
 }

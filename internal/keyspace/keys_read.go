@@ -145,7 +145,7 @@ func (r *keyReader) readAttempt(ctx context.Context, keys []string, out []keyRea
 	probes, values, types := r.probes, r.values, r.types
 	clear(values)
 	var clock *redis.TimeCmd
-	err := keysPipelined(ctx, c, func(p redis.Pipeliner, ctx context.Context) {
+	err := c.Pipelined(ctx, func(p redis.Pipeliner, ctx context.Context) {
 		clock = p.Time(ctx)
 		for i, k := range keys {
 			pr := &probes[i]
@@ -190,7 +190,7 @@ func (r *keyReader) readAttempt(ctx context.Context, keys []string, out []keyRea
 			types[i] = t
 		}
 	}
-	err = keysPipelined(ctx, c, func(p redis.Pipeliner, ctx context.Context) {
+	err = c.Pipelined(ctx, func(p redis.Pipeliner, ctx context.Context) {
 		for i, k := range keys {
 			v := &values[i]
 			switch types[i] {
@@ -306,7 +306,7 @@ func readWholeHashes(ctx context.Context, c *redisconn.Conn, keys, types []strin
 	if len(whole) == 0 {
 		return nil
 	}
-	return keysPipelined(ctx, c, func(p redis.Pipeliner, ctx context.Context) {
+	return c.Pipelined(ctx, func(p redis.Pipeliner, ctx context.Context) {
 		for _, i := range whole {
 			values[i].hgetall = p.HGetAll(ctx, keys[i])
 		}
@@ -382,28 +382,6 @@ func assembleValue(rd *keyRead, pr keyProbe, v keyValue) error {
 		rd.raw.SetCard = rd.size
 	}
 	return nil
-}
-
-// keysPipelined runs one pipeline under the per-command timeout. Errors of single
-// commands stay on their commands for the caller to judge; only a failure of
-// the whole round trip (network, timeout) is returned.
-func keysPipelined(ctx context.Context, c *redisconn.Conn, fn func(p redis.Pipeliner, ctx context.Context)) error {
-	ctx, cancel := c.Ctx(ctx)
-	defer cancel()
-	cmds, err := c.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		fn(p, ctx)
-		return nil
-	})
-	if err == nil || len(cmds) == 0 {
-		return err
-	}
-	// Pipelined reports the first failed command; a reply error from the
-	// server (WRONGTYPE, a nil) belongs to its command, anything else to all.
-	var rerr redis.Error
-	if errors.As(err, &rerr) || errors.Is(err, redis.Nil) {
-		return nil
-	}
-	return err
 }
 
 func firstReadErr(errs ...error) error {

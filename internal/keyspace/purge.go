@@ -26,7 +26,7 @@ import (
 //go:embed lua/purge_recheck.lua
 var purgeRecheckLua string
 
-var purgeRecheckScript = redisconn.LazyScript(func() string { return purgeRecheckLua })
+var purgeRecheckScript = redisconn.NewScript(purgeRecheckLua)
 
 const (
 	// purgeChunk is how many candidates one re-check carries.
@@ -270,34 +270,16 @@ func (p *purger) recheck(ctx context.Context, chunk []keyRead) ([]bool, error) {
 	for _, cl := range calls {
 		cl.finish()
 	}
-	run := func(calls []*recheckCall, eval bool) error {
-		return keysPipelined(ctx, p.c, func(pipe redis.Pipeliner, ctx context.Context) {
-			for _, cl := range calls {
-				if eval {
-					cl.cmd = purgeRecheckScript().Eval(ctx, pipe, cl.keys, cl.args...)
-				} else {
-					cl.cmd = purgeRecheckScript().EvalSha(ctx, pipe, cl.keys, cl.args...)
-				}
-			}
-		})
+	pipe := make([]*redisconn.Call, len(calls))
+	for i, cl := range calls {
+		pipe[i] = &redisconn.Call{Script: purgeRecheckScript, Keys: cl.keys, Args: cl.args}
 	}
-	if err := run(calls, false); err != nil {
+	if err := p.c.RunPipelined(ctx, pipe); err != nil {
 		return nil, err
 	}
-	var missing []*recheckCall
-	for _, cl := range calls {
-		if redis.HasErrorPrefix(cl.cmd.Err(), "NOSCRIPT") {
-			missing = append(missing, cl)
-		}
-	}
-	if len(missing) > 0 {
-		if err := run(missing, true); err != nil {
-			return nil, err
-		}
-	}
 	deleted := make([]bool, len(chunk))
-	for _, cl := range calls {
-		vals, err := cl.cmd.Int64Slice()
+	for i, cl := range calls {
+		vals, err := pipe[i].Cmd.Int64Slice()
 		if err != nil {
 			return nil, err
 		}
@@ -336,7 +318,6 @@ type recheckCall struct {
 	runAt  int            // where in body its count is
 	body   []any
 	args   []any
-	cmd    *redis.Cmd
 }
 
 // recheckRun is what the keys of a run share.

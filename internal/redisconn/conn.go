@@ -302,5 +302,24 @@ func ParseInfo(s string) map[string]string {
 	return m
 }
 
-// IsNil reports whether err is a nil reply.
-func IsNil(err error) bool { return errors.Is(err, redis.Nil) }
+// Pipelined runs one pipeline under the per-command timeout. Errors of single
+// commands stay on their commands for the caller to judge; only a failure of
+// the whole round trip (network, timeout) is returned.
+func (c *Conn) Pipelined(ctx context.Context, fn func(p redis.Pipeliner, ctx context.Context)) error {
+	ctx, cancel := c.Ctx(ctx)
+	defer cancel()
+	cmds, err := c.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		fn(p, ctx)
+		return nil
+	})
+	if err == nil || len(cmds) == 0 {
+		return err
+	}
+	// Pipelined reports the first failed command; a reply error from the
+	// server (WRONGTYPE, a nil) belongs to its command, anything else to all.
+	var rerr redis.Error
+	if errors.As(err, &rerr) || errors.Is(err, redis.Nil) {
+		return nil
+	}
+	return err
+}

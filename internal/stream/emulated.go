@@ -31,11 +31,17 @@ func mustLua(name string) string {
 	return string(b)
 }
 
+// emulatedScript is one emulated-IDMP script: the IDMP limits, the common
+// helpers of lua/stream_common.lua and its own file.
+func emulatedScript(name string) *redisconn.Script {
+	return redisconn.NewScript(idmp.LuaConstants(), mustLua("stream_common.lua"), mustLua(name))
+}
+
 var (
-	emuAddScript    = redisconn.LazyScript(func() string { return mustLua("stream_common.lua") + mustLua("stream_emu_add.lua") })
-	emuCfgSetScript = redisconn.LazyScript(func() string { return mustLua("stream_common.lua") + mustLua("stream_emu_cfgset.lua") })
-	emuInfoScript   = redisconn.LazyScript(func() string { return mustLua("stream_common.lua") + mustLua("stream_emu_info.lua") })
-	emuClearScript  = redisconn.LazyScript(func() string { return mustLua("stream_common.lua") + mustLua("stream_emu_clear.lua") })
+	emuAddScript    = emulatedScript("stream_emu_add.lua")
+	emuCfgSetScript = emulatedScript("stream_emu_cfgset.lua")
+	emuInfoScript   = emulatedScript("stream_emu_info.lua")
+	emuClearScript  = emulatedScript("stream_emu_clear.lua")
 )
 
 // emuCall is the keys and leading arguments every emulated script takes.
@@ -115,7 +121,7 @@ func (s *Streams) emulatedAddRun(ctx context.Context, reqs []AddRequest) ([]AddR
 
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	reply, err := emuAddScript().Run(ctx, s.Conn.Client, keys, args...).Slice()
+	reply, err := emuAddScript.Run(ctx, s.Conn.Client, keys, args...).Slice()
 	if err != nil {
 		return nil, emuErr(err)
 	}
@@ -152,7 +158,7 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (StreamInfo, 
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	reply, err := emuInfoScript().Run(ctx, s.Conn.Client, keys, args...).Slice()
+	reply, err := emuInfoScript.Run(ctx, s.Conn.Client, keys, args...).Slice()
 	if errors.Is(err, redis.Nil) {
 		return StreamInfo{}, errNoSuchKey()
 	} else if err != nil {
@@ -192,7 +198,7 @@ func (s *Streams) emulatedCfgSet(ctx context.Context, stream string, duration, m
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	reply, err := emuCfgSetScript().Run(ctx, s.Conn.Client, keys, append(args, duration, maxsize)...).Int64Slice()
+	reply, err := emuCfgSetScript.Run(ctx, s.Conn.Client, keys, append(args, duration, maxsize)...).Int64Slice()
 	if err != nil {
 		return CfgResult{}, notFound(emuErr(err))
 	}
@@ -217,7 +223,7 @@ func (s *Streams) emulatedClear(ctx context.Context, stream, pid string) (int64,
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	n, err := emuClearScript().Run(ctx, s.Conn.Client, keys, append(args, pid)...).Int64()
+	n, err := emuClearScript.Run(ctx, s.Conn.Client, keys, append(args, pid)...).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, errNoSuchKey()
 	}

@@ -202,7 +202,7 @@ func withCfg(c idmp.Config, duration, maxsize int64) idmp.Config {
 
 // nativeClearScript changes IDMP-DURATION and sets it back, atomically and on
 // the value current at that moment: Redis clears every pid's iids on a change.
-var nativeClearScript = redisconn.LazyScript(func() string { return mustLua("stream_native_clear.lua") })
+var nativeClearScript = redisconn.NewScript(idmp.LuaConstants(), mustLua("stream_native_clear.lua"))
 
 func (s *Streams) nativeClear(ctx context.Context, stream, pid string) (int64, error) {
 	if pid != "" {
@@ -212,7 +212,7 @@ func (s *Streams) nativeClear(ctx context.Context, stream, pid string) (int64, e
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	n, err := nativeClearScript().Run(ctx, s.Conn.Client, []string{stream}).Int64()
+	n, err := nativeClearScript.Run(ctx, s.Conn.Client, []string{stream}).Int64()
 	return n, notFound(err)
 }
 

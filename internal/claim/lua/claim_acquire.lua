@@ -14,7 +14,7 @@ local function acquire(key, now, owner, lease, ttl, fp, max_attempts)
     end
     hset(key, h, kv)
     redis.call('PEXPIRE', key, ttl)
-    return reply('acquired', now, tonumber(ttl), '', h, CORE)
+    return reply('acquired', now, tonumber(ttl), '', h)
   end
 
   local stored_fp = h.fingerprint or ''
@@ -41,5 +41,5 @@ local function acquire(key, now, owner, lease, ttl, fp, max_attempts)
   end
   hset(key, h, kv)
   redis.call('PEXPIRE', key, ttl)
-  return reply(outcome, now, tonumber(ttl), previous, h, CORE)
+  return reply(outcome, now, tonumber(ttl), previous, h)
 end

@@ -30,5 +30,5 @@ local function fail(key, now, token, ttl, err, release)
     end
   end
   redis.call('PEXPIRE', key, ttl)
-  return reply('ok', now, tonumber(ttl), '', h, CORE)
+  return reply('ok', now, tonumber(ttl), '', h)
 end

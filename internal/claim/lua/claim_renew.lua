@@ -16,5 +16,5 @@ local function renew(key, now, token, lease, ttl)
     redis.call('PEXPIRE', key, ttl)
     pttl = ttl_ms
   end
-  return reply('ok', now, pttl, '', h, CORE)
+  return reply('ok', now, pttl, '', h)
 end

@@ -5,12 +5,11 @@
 -- stream name (owner of the meta hash). Per-pid keys are prefix .. pid; all
 -- keys share the stream's hash tag, so they live in its cluster slot.
 
--- Effects replication: needed on Redis 6.2 for TIME and SRANDMEMBER before
--- writes; always on (and a no-op) from 7.0.
-if redis.replicate_commands then redis.replicate_commands() end
+-- The redisconn prelude (now_ms, to_table, effects replication) and the
+-- IDMP limits (DEFAULT_DURATION, DEFAULT_MAXSIZE, MAX_DURATION,
+-- MAX_MAXSIZE, from internal/idmp) come before this file.
 
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
-local DEFAULT_DURATION, DEFAULT_MAXSIZE = 100, 100
 -- Per-pid keys outlive their newest iid by this much, so TTL never forgets
 -- an iid that DURATION still covers.
 local TTL_SLACK_MS = 1000
@@ -43,20 +42,12 @@ local function id_ms(id)
   return tonumber((split_id(id)))
 end
 
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
 local function key_type(key)
   return redis.call('TYPE', key)['ok']
 end
 
 local function xinfo()
-  local r = redis.call('XINFO', 'STREAM', STREAM)
-  local t = {}
-  for i = 1, #r, 2 do t[r[i]] = r[i + 1] end
-  return t
+  return to_table(redis.call('XINFO', 'STREAM', STREAM))
 end
 
 -- The meta hash; absent fields take the defaults. owner is nil when there is

@@ -41,6 +41,12 @@ local function bulk(cmd, key, list)
   end
 end
 
+-- Whether the iid this batch pushed k-th for pid p is still tracked once
+-- the order list's positions below evict are gone (R5).
+local function tracked(p, k, evict)
+  return p.start + k - 1 >= evict
+end
+
 local now = now_ms()
 local dur_ms, maxsize = m.duration * 1000, m.maxsize
 local nomk = ARGV[4] == '1'
@@ -125,7 +131,7 @@ for _ = 1, nitems do
   local orig
   local k = p.pos[iid]
   if k then
-    if p.start + k - 1 >= evict then orig = p.newid[iid] end
+    if tracked(p, k, evict) then orig = p.newid[iid] end
   else
     orig = p.known[iid]
     if orig then
@@ -172,13 +178,13 @@ if nadds + ndups > 0 then
       if evict > 0 then gone = redis.call('LPOP', p.order, evict) end
       local keep, drop = {}, {}
       for k, iid in ipairs(p.pushed) do
-        if p.pos[iid] == k and p.start + k - 1 >= evict then
+        if p.pos[iid] == k and tracked(p, k, evict) then
           keep[#keep + 1], keep[#keep + 2] = iid, p.newid[iid]
         end
       end
       for _, iid in ipairs(gone) do
         local k = p.pos[iid]
-        if not (k and p.start + k - 1 >= evict) then drop[#drop + 1] = iid end
+        if not (k and tracked(p, k, evict)) then drop[#drop + 1] = iid end
       end
       bulk('HDEL', p.ids, drop)
       bulk('HSET', p.ids, keep)

@@ -10,8 +10,8 @@ if d == nil or n == nil then return redis.error_reply('ERR value is not an integ
 if d == 0 and n == 0 then
   return redis.error_reply('ERR At least one parameter (IDMP-DURATION or IDMP-MAXSIZE) must be given')
 end
-if d < 0 or d > 86400 then return redis.error_reply('ERR IDMP-DURATION must be between 1 and 86400') end
-if n < 0 or n > 10000 then return redis.error_reply('ERR IDMP-MAXSIZE must be between 1 and 10000') end
+if d < 0 or d > MAX_DURATION then return redis.error_reply('ERR IDMP-DURATION must be between 1 and ' .. MAX_DURATION) end
+if n < 0 or n > MAX_MAXSIZE then return redis.error_reply('ERR IDMP-MAXSIZE must be between 1 and ' .. MAX_MAXSIZE) end
 
 local info = xinfo()
 if stale(info, m) then

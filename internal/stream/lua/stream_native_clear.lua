@@ -4,11 +4,10 @@
 -- Reply: iids-tracked before, or the server's error (no such key, WRONGTYPE).
 local r = redis.pcall('XINFO', 'STREAM', KEYS[1])
 if r.err then return r end
-local info = {}
-for i = 1, #r, 2 do info[r[i]] = r[i + 1] end
+local info = to_table(r)
 local d = tonumber(info['idmp-duration'])
 local alt = d + 1
-if d >= 86400 then alt = d - 1 end
+if d >= MAX_DURATION then alt = d - 1 end
 redis.call('XCFGSET', KEYS[1], 'IDMP-DURATION', alt)
 redis.call('XCFGSET', KEYS[1], 'IDMP-DURATION', d)
 return info['iids-tracked']
