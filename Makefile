@@ -38,7 +38,7 @@ test-short:
 FUZZTIME ?= 2m
 fuzz: redis-server
 	$(GO) test ./internal/stream -run '^$$' -fuzz '^FuzzEmulatedAdd$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
-	$(GO) test ./internal/claim -run '^$$' -fuzz '^FuzzParseClaimReply$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./internal/claim -run '^$$' -fuzz '^FuzzParseReply$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 
 # Benchmarks report the figures the issues ask for (b.ReportMetric), the
 # purge and scan ones over IDMPCTL_BENCH_KEYS records; then the CLI's own

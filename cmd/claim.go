@@ -188,13 +188,13 @@ func newClaimVerb(f *Factory, verb, short string, run func(context.Context, *Cla
 
 // acquireJSON is acquire's -o json (claim run's too, with its outcome).
 type acquireJSON struct {
-	Key           string             `json:"key"`
-	Outcome       string             `json:"outcome"`
-	Token         int64              `json:"token,omitempty"`
-	Attempt       int64              `json:"attempt,omitempty"`
-	PreviousOwner string             `json:"previous_owner,omitempty"`
-	LeaseLeftMs   int64              `json:"lease_left_ms,omitempty"`
-	Record        *claim.ClaimRecord `json:"record,omitempty"`
+	Key           string        `json:"key"`
+	Outcome       string        `json:"outcome"`
+	Token         int64         `json:"token,omitempty"`
+	Attempt       int64         `json:"attempt,omitempty"`
+	PreviousOwner string        `json:"previous_owner,omitempty"`
+	LeaseLeftMs   int64         `json:"lease_left_ms,omitempty"`
+	Record        *claim.Record `json:"record,omitempty"`
 }
 
 func claimAcquireRun(ctx context.Context, o *ClaimOptions) error {
@@ -251,7 +251,7 @@ func acquireExit(p *render.Printer, key string, res claim.AcquireResult) error {
 	return nil
 }
 
-func printClaim(p *render.Printer, title string, r claim.ClaimRecord) {
+func printClaim(p *render.Printer, title string, r claim.Record) {
 	pairs := []render.Pair{{"status", render.Field(r.Status)}, {"owner", render.Field(r.Owner)}, {"token", strconv.FormatInt(r.Token, 10)},
 		{"attempts", strconv.FormatInt(r.Attempts, 10)}}
 	if r.Status == claim.StatusProcessing {
@@ -271,7 +271,7 @@ func printClaim(p *render.Printer, title string, r claim.ClaimRecord) {
 }
 
 // claimStepOut prints the outcome of renew/complete/fail/release.
-func claimStepOut(p *render.Printer, verb, key, raw string, r claim.ClaimRecord) error {
+func claimStepOut(p *render.Printer, verb, key, raw string, r claim.Record) error {
 	switch p.Format {
 	case render.JSON:
 		return p.JSON(map[string]any{"key": key, "verb": verb, "outcome": raw, "record": r})
@@ -288,7 +288,7 @@ func claimRenewRun(ctx context.Context, o *ClaimOptions) error {
 	if err != nil {
 		return err
 	}
-	var r claim.ClaimRecord
+	var r claim.Record
 	err = redisconn.WithRetries(ctx, o.Factory.Global.Retries, func() (err error) {
 		r, err = claim.Renew(ctx, conn.Client, o.Key, o.Token, o.Lease, o.TTL)
 		return err
@@ -308,7 +308,7 @@ func claimCompleteRun(ctx context.Context, o *ClaimOptions) error {
 	if o.ResultSet {
 		result = &o.Result
 	}
-	var r claim.ClaimRecord
+	var r claim.Record
 	err = redisconn.WithRetries(ctx, o.Factory.Global.Retries, func() (err error) {
 		r, err = claim.Complete(ctx, conn.Client, o.Key, o.Token, result, o.TTL, o.MaxResult)
 		return err
@@ -328,7 +328,7 @@ func claimFailRun(ctx context.Context, o *ClaimOptions) error {
 	if o.Release {
 		retries = 0 // see claim.Release: not blindly retryable
 	}
-	var r claim.ClaimRecord
+	var r claim.Record
 	err = redisconn.WithRetries(ctx, retries, func() (err error) {
 		r, err = claim.Fail(ctx, conn.Client, o.Key, o.Token, o.ErrorText, o.TTL, o.Release)
 		return err
@@ -351,5 +351,5 @@ func claimReleaseRun(ctx context.Context, o *ClaimOptions) error {
 	if err := claim.Release(ctx, conn.Client, o.Key, o.Token); err != nil {
 		return err
 	}
-	return claimStepOut(o.Factory.Printer, "release", o.Key, "RELEASED", claim.ClaimRecord{Key: o.Key, TTLms: -2})
+	return claimStepOut(o.Factory.Printer, "release", o.Key, "RELEASED", claim.Record{Key: o.Key, TTLms: -2})
 }

@@ -273,7 +273,7 @@ func (r *claimedRun) stop(cmd *exec.Cmd, waited <-chan error) {
 // are safe to repeat with the same token).
 func (r *claimedRun) record(ctx context.Context, code int, reason string) error {
 	o, f := r.o, r.o.Factory
-	var rec claim.ClaimRecord
+	var rec claim.Record
 	err := redisconn.WithRetries(ctx, f.Global.Retries, func() error {
 		cctx, cancel := r.conn.Ctx(ctx)
 		defer cancel()

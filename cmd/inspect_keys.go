@@ -380,7 +380,7 @@ func newStreamViewer(ctx context.Context, f *Factory, conn *redisconn.Conn) (*st
 type streamJSON struct {
 	Key  string `json:"key"`
 	Type string `json:"type"`
-	stream.StreamInfo
+	stream.Info
 	Lints []health.Lint `json:"lints"`
 }
 
@@ -397,14 +397,14 @@ func (sv *streamViewer) show(ctx context.Context, name, watch string) error {
 
 type rates struct{ adds, dups float64 }
 
-func (sv *streamViewer) print(info stream.StreamInfo, r *rates) error {
+func (sv *streamViewer) print(info stream.Info, r *rates) error {
 	p := sv.f.Printer
 	lints := health.Stream(info, sv.ctx)
 	if lints == nil {
 		lints = []health.Lint{}
 	}
 	if p.Format == render.JSON {
-		return p.JSON(streamJSON{Key: info.Stream, Type: "stream", StreamInfo: info, Lints: lints})
+		return p.JSON(streamJSON{Key: info.Stream, Type: "stream", Info: info, Lints: lints})
 	}
 	n := strconv.FormatInt
 	pairs := []render.Pair{
@@ -448,7 +448,7 @@ func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
 		return exit.Usagef("--watch %q: want an interval of at least 10ms, e.g. 1s", every)
 	}
 	p := sv.f.Printer
-	var prev stream.StreamInfo
+	var prev stream.Info
 	var prevAt time.Time
 	for i := 0; sv.f.watchCount == 0 || i < sv.f.watchCount; i++ {
 		if i > 0 {

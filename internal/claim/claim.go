@@ -19,29 +19,29 @@ import (
 
 var (
 	//go:embed lua/claim_lib.lua
-	claimLib string
+	libLua string
 	//go:embed lua/claim_acquire.lua
-	claimAcquireLua string
+	acquireLua string
 	//go:embed lua/claim_renew.lua
-	claimRenewLua string
+	renewLua string
 	//go:embed lua/claim_complete.lua
-	claimCompleteLua string
+	completeLua string
 	//go:embed lua/claim_fail.lua
-	claimFailLua string
+	failLua string
 	//go:embed lua/claim_release.lua
-	claimReleaseLua string
+	releaseLua string
 
-	claimAcquireScript  = claimScript(claimAcquireLua, "acquire")
-	claimRenewScript    = claimScript(claimRenewLua, "renew")
-	claimCompleteScript = claimScript(claimCompleteLua, "complete")
-	claimFailScript     = claimScript(claimFailLua, "fail")
-	claimReleaseScript  = claimScript(claimReleaseLua, "release")
+	acquireScript  = verbScript(acquireLua, "acquire")
+	renewScript    = verbScript(renewLua, "renew")
+	completeScript = verbScript(completeLua, "complete")
+	failScript     = verbScript(failLua, "fail")
+	releaseScript  = verbScript(releaseLua, "release")
 )
 
-// claimScript is the single-key script of one verb: the claim prelude, the
+// verbScript is the single-key script of one verb: the claim prelude, the
 // verb's function, and a call of it on KEYS[1] at the server's time.
-func claimScript(verbLua, verb string) *redisconn.Script {
-	return redisconn.NewScript(claimLib, verbLua, "return "+verb+"(KEYS[1], now_ms(), unpack(ARGV))\n")
+func verbScript(verbLua, verb string) *redisconn.Script {
+	return redisconn.NewScript(libLua, verbLua, "return "+verb+"(KEYS[1], now_ms(), unpack(ARGV))\n")
 }
 
 // Claim statuses, as stored in the record's status field.
@@ -54,9 +54,9 @@ const (
 // DefaultMaxResult is the default cap on a stored result (--max-result).
 const DefaultMaxResult = 64 << 10
 
-// ClaimRecord is a claim hash as read by the script that last touched it.
+// Record is a claim hash as read by the script that last touched it.
 // Times are server ms; TTLms is the key's PTTL (-1 no expiry, -2 absent).
-type ClaimRecord struct {
+type Record struct {
 	Key         string `json:"key"`
 	Status      string `json:"status"`
 	Owner       string `json:"owner"`
@@ -75,7 +75,7 @@ type ClaimRecord struct {
 
 // LeaseLeftMs is how long a PROCESSING claim stays live (0 when stale or not
 // PROCESSING).
-func (r ClaimRecord) LeaseLeftMs() int64 {
+func (r Record) LeaseLeftMs() int64 {
 	if r.Status != StatusProcessing || r.LeaseUntil <= r.Now {
 		return 0
 	}
@@ -83,7 +83,7 @@ func (r ClaimRecord) LeaseLeftMs() int64 {
 }
 
 // Stale reports a PROCESSING claim whose lease has passed: claimable.
-func (r ClaimRecord) Stale() bool {
+func (r Record) Stale() bool {
 	return r.Status == StatusProcessing && r.Now >= r.LeaseUntil
 }
 
@@ -117,7 +117,7 @@ type AcquireResult struct {
 	Token         int64  // the caller's fencing token; 0 unless Acquired()
 	Attempt       int64  // the caller's attempt number; 0 unless Acquired()
 	PreviousOwner string // Takeover: whose stale claim was taken over
-	Record        ClaimRecord
+	Record        Record
 	LeaseLeftMs   int64 // Busy: how long the live owner's lease runs
 }
 
@@ -128,13 +128,13 @@ func (r AcquireResult) Acquired() bool {
 
 // Validate checks the inputs without a server.
 func (p AcquireParams) Validate() error {
-	if err := checkClaimKey(p.Key); err != nil {
+	if err := checkKey(p.Key); err != nil {
 		return err
 	}
 	if p.Owner == "" {
 		return exit.Usagef("--owner is empty")
 	}
-	if err := checkClaimLease(p.Lease, p.TTL); err != nil {
+	if err := checkLease(p.Lease, p.TTL); err != nil {
 		return err
 	}
 	if p.MaxAttempts < 0 {
@@ -164,9 +164,9 @@ func Acquire(ctx context.Context, c redis.UniversalClient, p AcquireParams) (Acq
 	return st.acquireResult(rep)
 }
 
-// claimStep is one prepared claim transition: the verb's script and its
+// step is one prepared claim transition: the verb's script and its
 // checked inputs as ARGV.
-type claimStep struct {
+type step struct {
 	script *redisconn.Script
 	verb   string
 	what   string
@@ -175,41 +175,41 @@ type claimStep struct {
 	result *string // complete: the result sent (not echoed back)
 }
 
-func newClaimStep(s *redisconn.Script, verb, key string, args ...any) claimStep {
-	return claimStep{script: s, verb: verb, what: verb + " " + strconv.Quote(key), key: key, args: args}
+func newStep(s *redisconn.Script, verb, key string, args ...any) step {
+	return step{script: s, verb: verb, what: verb + " " + strconv.Quote(key), key: key, args: args}
 }
 
 // run calls the step's script; every reply carries the whole record.
-func (st claimStep) run(ctx context.Context, c redis.UniversalClient) (claimReply, error) {
+func (st step) run(ctx context.Context, c redis.UniversalClient) (scriptReply, error) {
 	v, err := st.script.Run(ctx, c, []string{st.key}, st.args...).Slice()
 	return st.reply(v, err)
 }
 
 // reply reads a step's reply: a transport or server error, an internal
 // error for a malformed reply, or the error for a key that is no record.
-func (st claimStep) reply(v []any, err error) (claimReply, error) {
+func (st step) reply(v []any, err error) (scriptReply, error) {
 	if err != nil {
-		return claimReply{}, exit.Wrap(err, st.what)
+		return scriptReply{}, exit.Wrap(err, st.what)
 	}
-	rep, err := parseClaimReply(st.key, v)
+	rep, err := parseReply(st.key, v)
 	if err != nil {
-		return claimReply{}, exit.New(exit.Internal, st.what, "unexpected reply from the claim script: %v", err)
+		return scriptReply{}, exit.New(exit.Internal, st.what, "unexpected reply from the claim script: %v", err)
 	}
 	if rep.outcome == "foreign" {
-		return claimReply{}, rep.notClaim(st.what)
+		return scriptReply{}, rep.notClaim(st.what)
 	}
 	return rep, nil
 }
 
-func acquireStep(p AcquireParams) (claimStep, error) {
+func acquireStep(p AcquireParams) (step, error) {
 	if err := p.Validate(); err != nil {
-		return claimStep{}, err
+		return step{}, err
 	}
-	return newClaimStep(claimAcquireScript, "acquire", p.Key,
+	return newStep(acquireScript, "acquire", p.Key,
 		p.Owner, p.Lease.Milliseconds(), p.TTL.Milliseconds(), p.Fingerprint, p.MaxAttempts), nil
 }
 
-func (st claimStep) acquireResult(rep claimReply) (AcquireResult, error) {
+func (st step) acquireResult(rep scriptReply) (AcquireResult, error) {
 	res := AcquireResult{Outcome: AcquireOutcome(rep.outcome), Record: rep.record}
 	switch res.Outcome {
 	case Acquired, Retry:
@@ -231,23 +231,23 @@ func (st claimStep) acquireResult(rep claimReply) (AcquireResult, error) {
 // it is shorter (never shortens it). The current token renews even past its
 // lease, as long as nobody took over. Safe to retry. Lost: an *exit.Error
 // (exit.Lost) wrapping a *LostError.
-func Renew(ctx context.Context, c redis.UniversalClient, key string, token int64, lease, ttl time.Duration) (ClaimRecord, error) {
+func Renew(ctx context.Context, c redis.UniversalClient, key string, token int64, lease, ttl time.Duration) (Record, error) {
 	st, err := renewStep(key, token, lease, ttl)
 	if err != nil {
-		return ClaimRecord{}, err
+		return Record{}, err
 	}
 	rep, err := st.run(ctx, c)
 	if err != nil {
-		return ClaimRecord{}, err
+		return Record{}, err
 	}
 	return rep.settle(st.what, token, "ok")
 }
 
-func renewStep(key string, token int64, lease, ttl time.Duration) (claimStep, error) {
-	if err := firstClaimErr(checkClaimKey(key), checkClaimToken(token), checkClaimLease(lease, ttl)); err != nil {
-		return claimStep{}, err
+func renewStep(key string, token int64, lease, ttl time.Duration) (step, error) {
+	if err := firstErr(checkKey(key), checkToken(token), checkLease(lease, ttl)); err != nil {
+		return step{}, err
 	}
-	return newClaimStep(claimRenewScript, "renew", key, token, lease.Milliseconds(), ttl.Milliseconds()), nil
+	return newStep(renewScript, "renew", key, token, lease.Milliseconds(), ttl.Milliseconds()), nil
 }
 
 // CompleteParams are the inputs of a complete (see Complete).
@@ -263,36 +263,36 @@ type CompleteParams struct {
 // The current token completes even past its lease, as long as nobody took
 // over. Safe to retry: a repeat by the same token succeeds and changes
 // nothing. A result over maxResult bytes (<= 0: no cap) is refused (exit.Data).
-func Complete(ctx context.Context, c redis.UniversalClient, key string, token int64, result *string, ttl time.Duration, maxResult int) (ClaimRecord, error) {
+func Complete(ctx context.Context, c redis.UniversalClient, key string, token int64, result *string, ttl time.Duration, maxResult int) (Record, error) {
 	st, err := completeStep(CompleteParams{Key: key, Token: token, Result: result, TTL: ttl, MaxResult: maxResult})
 	if err != nil {
-		return ClaimRecord{}, err
+		return Record{}, err
 	}
 	rep, err := st.run(ctx, c)
 	if err != nil {
-		return ClaimRecord{}, err
+		return Record{}, err
 	}
 	return st.completeResult(rep, token)
 }
 
-func completeStep(p CompleteParams) (claimStep, error) {
-	if err := firstClaimErr(checkClaimKey(p.Key), checkClaimToken(p.Token), checkClaimTTL(p.TTL)); err != nil {
-		return claimStep{}, err
+func completeStep(p CompleteParams) (step, error) {
+	if err := firstErr(checkKey(p.Key), checkToken(p.Token), checkTTL(p.TTL)); err != nil {
+		return step{}, err
 	}
 	what := "complete " + strconv.Quote(p.Key)
 	hasResult, value := "0", ""
 	if p.Result != nil {
 		if err := CheckResultSize(len(*p.Result), p.MaxResult); err != nil {
-			return claimStep{}, exit.Wrap(err, what)
+			return step{}, exit.Wrap(err, what)
 		}
 		hasResult, value = "1", *p.Result
 	}
-	st := newClaimStep(claimCompleteScript, "complete", p.Key, p.Token, p.TTL.Milliseconds(), hasResult, value)
+	st := newStep(completeScript, "complete", p.Key, p.Token, p.TTL.Milliseconds(), hasResult, value)
 	st.result = p.Result
 	return st, nil
 }
 
-func (st claimStep) completeResult(rep claimReply, token int64) (ClaimRecord, error) {
+func (st step) completeResult(rep scriptReply, token int64) (Record, error) {
 	if rep.outcome == "ok" && st.result != nil { // the script does not echo it back
 		rep.record.Result, rep.record.HasResult = *st.result, true
 	}
@@ -313,31 +313,31 @@ func CheckResultSize(size, max int) error {
 // attempt's error) and sets the TTL; with release it deletes the record so a
 // redelivery starts afresh, and returns an empty record (TTLms -2). Without
 // release it is safe to retry; with release see Release.
-func Fail(ctx context.Context, c redis.UniversalClient, key string, token int64, errText string, ttl time.Duration, release bool) (ClaimRecord, error) {
+func Fail(ctx context.Context, c redis.UniversalClient, key string, token int64, errText string, ttl time.Duration, release bool) (Record, error) {
 	st, err := failStep(key, token, errText, ttl, release)
 	if err != nil {
-		return ClaimRecord{}, err
+		return Record{}, err
 	}
 	rep, err := st.run(ctx, c)
 	if err != nil {
-		return ClaimRecord{}, err
+		return Record{}, err
 	}
 	return rep.settle(st.what, token, "ok", "again", "released")
 }
 
-func failStep(key string, token int64, errText string, ttl time.Duration, release bool) (claimStep, error) {
-	checks := []error{checkClaimKey(key), checkClaimToken(token)}
+func failStep(key string, token int64, errText string, ttl time.Duration, release bool) (step, error) {
+	checks := []error{checkKey(key), checkToken(token)}
 	if !release {
-		checks = append(checks, checkClaimTTL(ttl))
+		checks = append(checks, checkTTL(ttl))
 	}
-	if err := firstClaimErr(checks...); err != nil {
-		return claimStep{}, err
+	if err := firstErr(checks...); err != nil {
+		return step{}, err
 	}
 	rel := "0"
 	if release {
 		rel = "1"
 	}
-	return newClaimStep(claimFailScript, "fail", key, token, ttl.Milliseconds(), errText, rel), nil
+	return newStep(failScript, "fail", key, token, ttl.Milliseconds(), errText, rel), nil
 }
 
 // Release deletes the caller's PROCESSING or FAILED record so a redelivery
@@ -346,10 +346,10 @@ func failStep(key string, token int64, errText string, ttl time.Duration, releas
 // key in between, its token restarts at 1 and a retry by token 1 would
 // delete that claim.
 func Release(ctx context.Context, c redis.UniversalClient, key string, token int64) error {
-	if err := firstClaimErr(checkClaimKey(key), checkClaimToken(token)); err != nil {
+	if err := firstErr(checkKey(key), checkToken(token)); err != nil {
 		return err
 	}
-	st := newClaimStep(claimReleaseScript, "release", key, token)
+	st := newStep(releaseScript, "release", key, token)
 	rep, err := st.run(ctx, c)
 	if err != nil {
 		return err
@@ -358,42 +358,42 @@ func Release(ctx context.Context, c redis.UniversalClient, key string, token int
 	return err
 }
 
-func checkClaimKey(key string) error {
+func checkKey(key string) error {
 	if key == "" {
 		return exit.Usagef("the key is empty")
 	}
 	return nil
 }
 
-func checkClaimToken(token int64) error {
+func checkToken(token int64) error {
 	if token < 1 {
 		return exit.Usagef("--token is %d: a fencing token is 1 or more", token)
 	}
 	return nil
 }
 
-func checkClaimTTL(ttl time.Duration) error {
+func checkTTL(ttl time.Duration) error {
 	if ttl < time.Millisecond {
-		return exit.Usagef("--ttl (%s) must be at least 1ms", claimDuration(ttl))
+		return exit.Usagef("--ttl (%s) must be at least 1ms", shortDuration(ttl))
 	}
 	return nil
 }
 
-func checkClaimLease(lease, ttl time.Duration) error {
+func checkLease(lease, ttl time.Duration) error {
 	if lease < time.Millisecond {
-		return exit.Usagef("--lease (%s) must be at least 1ms", claimDuration(lease))
+		return exit.Usagef("--lease (%s) must be at least 1ms", shortDuration(lease))
 	}
-	if err := checkClaimTTL(ttl); err != nil {
+	if err := checkTTL(ttl); err != nil {
 		return err
 	}
 	if lease > ttl {
 		return exit.Usagef("--lease (%s) is longer than --ttl (%s): the record would expire while its claim is live, and its fencing token restart at 1",
-			claimDuration(lease), claimDuration(ttl))
+			shortDuration(lease), shortDuration(ttl))
 	}
 	return nil
 }
 
-func firstClaimErr(errs ...error) error {
+func firstErr(errs ...error) error {
 	for _, err := range errs {
 		if err != nil {
 			return err

@@ -289,7 +289,7 @@ func TestClaimNotARecordIsNeverWritten(t *testing.T) {
 		ttl := pttl(t, ctx, c, key)
 		for verb, run := range verbs {
 			err := run(key)
-			if exit.Code(err) != exit.Data || !errors.Is(err, ErrNotClaimRecord) {
+			if exit.Code(err) != exit.Data || !errors.Is(err, ErrNotRecord) {
 				t.Errorf("%s on %s: %v (code %d), want not a claim record (65)", verb, name, err, exit.Code(err))
 			}
 		}

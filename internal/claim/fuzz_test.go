@@ -8,14 +8,14 @@ import (
 	"github.com/idmpctl/idmpctl/internal/exit"
 )
 
-// FuzzParseClaimReply feeds parseClaimReply arbitrary replies (any length,
+// FuzzParseReply feeds parseReply arbitrary replies (any length,
 // any element types, binary strings, nested arrays): it must never panic,
 // must accept only the documented shape, and what it builds from an
 // accepted reply (errors, lost and not-a-claim explanations) must not panic
 // either.
 //
-//	make fuzz (or: go test ./internal/ops -run '^$' -fuzz FuzzParseClaimReply -fuzztime 2m)
-func FuzzParseClaimReply(f *testing.F) {
+//	make fuzz (or: go test ./internal/ops -run '^$' -fuzz FuzzParseReply -fuzztime 2m)
+func FuzzParseReply(f *testing.F) {
 	f.Add("job:1", encodeFuzzReply("ok", int64(1700000000000), int64(3600000), "hash",
 		"status", "PROCESSING", "owner", "w1", "token", "1", "attempts", "1", "lease_until", "1700000060000",
 		"created", "1700000000000", "updated", "1700000000000"))
@@ -32,7 +32,7 @@ func FuzzParseClaimReply(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, key string, blob []byte) {
 		v := decodeFuzzReply(&blob, 0)
-		rep, err := parseClaimReply(key, v)
+		rep, err := parseReply(key, v)
 		if err != nil {
 			if err.Error() == "" {
 				t.Fatal("an error without a message")
@@ -63,7 +63,7 @@ func FuzzParseClaimReply(f *testing.F) {
 			}
 		}
 		nc := rep.notClaim("claim")
-		if !errors.Is(nc, ErrNotClaimRecord) || exit.Code(nc) != exit.Data {
+		if !errors.Is(nc, ErrNotRecord) || exit.Code(nc) != exit.Data {
 			t.Fatalf("notClaim: %v (exit %d)", nc, exit.Code(nc))
 		}
 		_ = rep.record.LeaseLeftMs()

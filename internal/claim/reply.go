@@ -10,16 +10,16 @@ import (
 	"github.com/idmpctl/idmpctl/internal/exit"
 )
 
-// ErrNotClaimRecord marks a key that holds something a claim script never
+// ErrNotRecord marks a key that holds something a claim script never
 // wrote (errors.Is); such a key is never written to.
-var ErrNotClaimRecord = errors.New("not a claim record")
+var ErrNotRecord = errors.New("not a claim record")
 
 // LostError says why a token no longer holds its claim. It is wrapped in an
 // *exit.Error with code exit.Lost; Record is the key's state (Status "" when
 // the key does not exist).
 type LostError struct {
 	Token  int64
-	Record ClaimRecord
+	Record Record
 }
 
 func (e *LostError) Error() string {
@@ -35,37 +35,37 @@ func (e *LostError) Error() string {
 	return "the key is " + r.Status
 }
 
-// claimReply is the shape every claim script returns: outcome, server ms,
+// scriptReply is the shape every claim script returns: outcome, server ms,
 // PTTL, one outcome-specific string, then the hash's fields after the call.
-type claimReply struct {
+type scriptReply struct {
 	outcome string
 	extra   string // takeover: the previous owner; otherwise the key's TYPE
-	record  ClaimRecord
+	record  Record
 	fields  map[string]string
 }
 
-func parseClaimReply(key string, v []any) (claimReply, error) {
+func parseReply(key string, v []any) (scriptReply, error) {
 	if len(v) < 4 || len(v)%2 != 0 {
-		return claimReply{}, fmt.Errorf("%d elements", len(v))
+		return scriptReply{}, fmt.Errorf("%d elements", len(v))
 	}
 	outcome, ok1 := v[0].(string)
 	now, ok2 := v[1].(int64)
 	pttl, ok3 := v[2].(int64)
 	extra, ok4 := v[3].(string)
 	if !ok1 || !ok2 || !ok3 || !ok4 {
-		return claimReply{}, fmt.Errorf("header %v", v[:4])
+		return scriptReply{}, fmt.Errorf("header %v", v[:4])
 	}
 	fields := make(map[string]string, (len(v)-4)/2)
 	for i := 4; i < len(v); i += 2 {
 		k, okk := v[i].(string)
 		val, okv := v[i+1].(string)
 		if !okk || !okv {
-			return claimReply{}, fmt.Errorf("field %v", v[i])
+			return scriptReply{}, fmt.Errorf("field %v", v[i])
 		}
 		fields[k] = val
 	}
-	rep := claimReply{outcome: outcome, extra: extra, fields: fields}
-	rep.record = ClaimRecord{Key: key, TTLms: pttl, Now: now}
+	rep := scriptReply{outcome: outcome, extra: extra, fields: fields}
+	rep.record = Record{Key: key, TTLms: pttl, Now: now}
 	if pttl == -2 { // absent (deleted by this call, or never there)
 		return rep, nil
 	}
@@ -84,7 +84,7 @@ func parseClaimReply(key string, v []any) (claimReply, error) {
 
 // settle turns a renew/complete/fail/release reply into the record, a lost
 // error, or an internal error for an outcome the verb never returns.
-func (rep claimReply) settle(what string, token int64, success ...string) (ClaimRecord, error) {
+func (rep scriptReply) settle(what string, token int64, success ...string) (Record, error) {
 	for _, s := range success {
 		if rep.outcome == s {
 			return rep.record, nil
@@ -93,15 +93,15 @@ func (rep claimReply) settle(what string, token int64, success ...string) (Claim
 	if rep.outcome == "lost" {
 		return rep.record, &exit.Error{Code: exit.Lost, What: what, Err: &LostError{Token: token, Record: rep.record}}
 	}
-	return ClaimRecord{}, rep.unexpected(what)
+	return Record{}, rep.unexpected(what)
 }
 
-func (rep claimReply) unexpected(what string) error {
+func (rep scriptReply) unexpected(what string) error {
 	return exit.New(exit.Internal, what, "unexpected outcome %q from the claim script", rep.outcome)
 }
 
 // notClaim explains what the key holds instead of a claim record.
-func (rep claimReply) notClaim(what string) error {
+func (rep scriptReply) notClaim(what string) error {
 	var why string
 	switch {
 	case rep.extra != "hash":
@@ -112,21 +112,21 @@ func (rep claimReply) notClaim(what string) error {
 		why = fmt.Sprintf("a hash with state %q, not a claim status", rep.fields["state"])
 	case rep.fields["status"] != StatusProcessing && rep.fields["status"] != StatusCompleted && rep.fields["status"] != StatusFailed:
 		why = fmt.Sprintf("a hash whose status %q is not PROCESSING, COMPLETED or FAILED", rep.fields["status"])
-	case rep.fields["status"] == StatusProcessing && !claimDigits(rep.fields["lease_until"]):
+	case rep.fields["status"] == StatusProcessing && !allDigits(rep.fields["lease_until"]):
 		why = "a PROCESSING hash without a valid lease_until"
 	default:
 		why = fmt.Sprintf("a hash whose token %q is not a positive integer", rep.fields["token"])
 	}
-	return &exit.Error{Code: exit.Data, What: what, Err: fmt.Errorf("%w: %s", ErrNotClaimRecord, why),
+	return &exit.Error{Code: exit.Data, What: what, Err: fmt.Errorf("%w: %s", ErrNotRecord, why),
 		Hint: "nothing was written; idmpctl inspect shows what the key holds"}
 }
 
-func claimDigits(s string) bool {
+func allDigits(s string) bool {
 	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
-// claimDuration prints 5m rather than 5m0s.
-func claimDuration(d time.Duration) string {
+// shortDuration prints 5m rather than 5m0s.
+func shortDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")

@@ -30,7 +30,7 @@ type StreamContext struct {
 }
 
 // Stream lints a stream's IDMP state.
-func Stream(i stream.StreamInfo, c StreamContext) []Lint {
+func Stream(i stream.Info, c StreamContext) []Lint {
 	var out []Lint
 	add := func(code, level, format string, args ...any) {
 		out = append(out, Lint{Code: code, Level: level, Message: fmt.Sprintf(format, args...)})

@@ -17,7 +17,7 @@ func codes(ls []Lint) string {
 
 func TestStreamLints(t *testing.T) {
 	def := StreamContext{DefaultDuration: 100, DefaultMaxSize: 100, Role: "master"}
-	healthy := stream.StreamInfo{Mode: "emulated", IDMPDuration: 100, IDMPMaxSize: 100, PIDsTracked: 2, IIDsTracked: 50, IIDsAdded: 50}
+	healthy := stream.Info{Mode: "emulated", IDMPDuration: 100, IDMPMaxSize: 100, PIDsTracked: 2, IIDsTracked: 50, IIDsAdded: 50}
 	if got := codes(Stream(healthy, def)); got != "" {
 		t.Errorf("healthy stream: %s", got)
 	}
@@ -45,7 +45,7 @@ func TestStreamLints(t *testing.T) {
 	if got := codes(Stream(odd, StreamContext{DefaultDuration: 100, DefaultMaxSize: 100, Role: "slave"})); got != "non-default,replica,mixed-modes" {
 		t.Errorf("odd: %q", got)
 	}
-	if got := codes(Stream(stream.StreamInfo{Mode: "none", IDMPDuration: 100, IDMPMaxSize: 100}, def)); got != "not-idempotent" {
+	if got := codes(Stream(stream.Info{Mode: "none", IDMPDuration: 100, IDMPMaxSize: 100}, def)); got != "not-idempotent" {
 		t.Errorf("none: %q", got)
 	}
 }

@@ -24,13 +24,13 @@ import (
 )
 
 //go:embed lua/purge_recheck.lua
-var purgeRecheckLua string
+var recheckLua string
 
-var purgeRecheckScript = redisconn.NewScript(purgeRecheckLua)
+var recheckScript = redisconn.NewScript(recheckLua)
 
 const (
-	// purgeChunk is how many candidates one re-check carries.
-	purgeChunk = 500
+	// deleteChunkSize is how many candidates one re-check carries.
+	deleteChunkSize = 500
 	// maxDigestFields bounds the hash fields a re-check compares; beyond it
 	// only the fields the decoders read are compared (with HLEN).
 	maxDigestFields = 256
@@ -116,12 +116,12 @@ func Purge(ctx context.Context, c *redisconn.Conn, opts PurgeOptions, emit func(
 	if err := opts.Validate(); err != nil {
 		return PurgeSummary{}, err
 	}
-	p := &purger{c: c, opts: opts, emit: emit, want: recordStatusSet(opts.Statuses), chunk: purgeChunk}
+	p := &purger{c: c, opts: opts, emit: emit, want: recordStatusSet(opts.Statuses), chunk: deleteChunkSize}
 	_, p.cluster = c.Client.(*redis.ClusterClient)
 	if opts.MaxRate > 0 {
 		p.limiter = &deleteLimiter{rate: opts.MaxRate}
 		// Several small chunks a second rather than one burst a chunk.
-		p.chunk = min(purgeChunk, max(1, int(opts.MaxRate/4)))
+		p.chunk = min(deleteChunkSize, max(1, int(opts.MaxRate/4)))
 	}
 	ro := readOptions{maxValue: opts.MaxValueBytes}
 	err := scanNodes(ctx, c, scanMatch(opts.Pattern, opts.Literal), opts.Count, ro, p.batch)
@@ -272,7 +272,7 @@ func (p *purger) recheck(ctx context.Context, chunk []keyRead) ([]bool, error) {
 	}
 	pipe := make([]*redisconn.Call, len(calls))
 	for i, cl := range calls {
-		pipe[i] = &redisconn.Call{Script: purgeRecheckScript, Keys: cl.keys, Args: cl.args}
+		pipe[i] = &redisconn.Call{Script: recheckScript, Keys: cl.keys, Args: cl.args}
 	}
 	if err := p.c.RunPipelined(ctx, pipe); err != nil {
 		return nil, err
@@ -362,7 +362,7 @@ func (cl *recheckCall) add(rd *keyRead, noTTL bool) {
 			return
 		}
 		cl.open(recheckRun{kind: "strd", ttl: ttl})
-		cl.body = append(cl.body, rd.size, len(rd.str), purgeSHA1(rd.str))
+		cl.body = append(cl.body, rd.size, len(rd.str), sha1hex(rd.str))
 		return
 	case "hash":
 		fields := cl.fields[:0]
@@ -457,7 +457,7 @@ func (cl *recheckCall) finish() {
 	cl.body = nil
 }
 
-func purgeSHA1(s string) string {
+func sha1hex(s string) string {
 	sum := sha1.Sum([]byte(s))
 	return hex.EncodeToString(sum[:])
 }

@@ -43,7 +43,6 @@ type Server struct {
 	URL    string // redis://127.0.0.1:port/0 or unix:///path
 	cmd    *exec.Cmd
 	done   chan struct{}
-	waitMu sync.Mutex
 }
 
 // Start launches redis-server and waits until it answers PING.

@@ -38,14 +38,14 @@ func emulatedScript(name string) *redisconn.Script {
 }
 
 var (
-	emuAddScript    = emulatedScript("stream_emu_add.lua")
-	emuCfgSetScript = emulatedScript("stream_emu_cfgset.lua")
-	emuInfoScript   = emulatedScript("stream_emu_info.lua")
-	emuClearScript  = emulatedScript("stream_emu_clear.lua")
+	addScript    = emulatedScript("stream_emu_add.lua")
+	cfgsetScript = emulatedScript("stream_emu_cfgset.lua")
+	infoScript   = emulatedScript("stream_emu_info.lua")
+	clearScript  = emulatedScript("stream_emu_clear.lua")
 )
 
-// emuCall is the keys and leading arguments every emulated script takes.
-func (s *Streams) emuCall(stream string) (idmp.StateLayout, []string, []any, error) {
+// stateCall is the keys and leading arguments every emulated script takes.
+func (s *Streams) stateCall(stream string) (idmp.StateLayout, []string, []any, error) {
 	l, err := idmp.StateKeys(stream, s.Conn.Caps.Cluster)
 	if err != nil {
 		return l, nil, nil, err
@@ -53,8 +53,8 @@ func (s *Streams) emuCall(stream string) (idmp.StateLayout, []string, []any, err
 	return l, []string{stream, l.Meta, l.PIDs}, []any{l.IDsPrefix, l.OrderPrefix, stream}, nil
 }
 
-// emuErr gives script errors their exit codes: a state-key conflict is data.
-func emuErr(err error) error {
+// scriptErr gives script errors their exit codes: a state-key conflict is data.
+func scriptErr(err error) error {
 	if err == nil || !strings.HasPrefix(err.Error(), "IDMPCONFLICT ") {
 		return err
 	}
@@ -67,7 +67,7 @@ func emuErr(err error) error {
 // and options (see AddBatch): options once, then pid, iid, fields per item.
 func (s *Streams) emulatedAddRun(ctx context.Context, reqs []AddRequest) ([]AddResult, error) {
 	r0 := reqs[0]
-	l, keys, args, err := s.emuCall(r0.Stream)
+	l, keys, args, err := s.stateCall(r0.Stream)
 	if err != nil {
 		return nil, err
 	}
@@ -121,9 +121,9 @@ func (s *Streams) emulatedAddRun(ctx context.Context, reqs []AddRequest) ([]AddR
 
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	reply, err := emuAddScript.Run(ctx, s.Conn.Client, keys, args...).Slice()
+	reply, err := addScript.Run(ctx, s.Conn.Client, keys, args...).Slice()
 	if err != nil {
-		return nil, emuErr(err)
+		return nil, scriptErr(err)
 	}
 	if len(reply)%3 != 0 || len(reply) > 3*len(reqs) {
 		return nil, exit.New(exit.Internal, "emulated XADD", "unexpected reply %v", reply)
@@ -151,25 +151,25 @@ func (s *Streams) emulatedAddRun(ctx context.Context, reqs []AddRequest) ([]AddR
 	return out, nil
 }
 
-func (s *Streams) emulatedInfo(ctx context.Context, stream string) (StreamInfo, error) {
-	_, keys, args, err := s.emuCall(stream)
+func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error) {
+	_, keys, args, err := s.stateCall(stream)
 	if err != nil {
-		return StreamInfo{}, err
+		return Info{}, err
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	reply, err := emuInfoScript.Run(ctx, s.Conn.Client, keys, args...).Slice()
+	reply, err := infoScript.Run(ctx, s.Conn.Client, keys, args...).Slice()
 	if errors.Is(err, redis.Nil) {
-		return StreamInfo{}, errNoSuchKey()
+		return Info{}, errNoSuchKey()
 	} else if err != nil {
-		return StreamInfo{}, emuErr(err)
+		return Info{}, scriptErr(err)
 	}
 	if len(reply) < 11 || len(reply)%2 != 1 {
-		return StreamInfo{}, exit.New(exit.Internal, "emulated XINFO", "unexpected reply %v", reply)
+		return Info{}, exit.New(exit.Internal, "emulated XINFO", "unexpected reply %v", reply)
 	}
 	str := func(i int) string { v, _ := reply[i].(string); return v }
 	num := func(i int) int64 { v, _ := reply[i].(int64); return v }
-	info := StreamInfo{
+	info := Info{
 		Stream: stream, Mode: str(0), IDMPDuration: num(1), IDMPMaxSize: num(2),
 		IIDsAdded: num(3), IIDsDuplicates: num(4), ServerTimeMS: num(5), Length: num(6),
 		LastGeneratedID: str(7), EntriesAdded: num(8), FirstID: str(9), LastID: str(10),
@@ -192,15 +192,15 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (StreamInfo, 
 }
 
 func (s *Streams) emulatedCfgSet(ctx context.Context, stream string, duration, maxsize int64) (CfgResult, error) {
-	_, keys, args, err := s.emuCall(stream)
+	_, keys, args, err := s.stateCall(stream)
 	if err != nil {
 		return CfgResult{}, err
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	reply, err := emuCfgSetScript.Run(ctx, s.Conn.Client, keys, append(args, duration, maxsize)...).Int64Slice()
+	reply, err := cfgsetScript.Run(ctx, s.Conn.Client, keys, append(args, duration, maxsize)...).Int64Slice()
 	if err != nil {
-		return CfgResult{}, notFound(emuErr(err))
+		return CfgResult{}, notFound(scriptErr(err))
 	}
 	if len(reply) != 6 {
 		return CfgResult{}, exit.New(exit.Internal, "emulated XCFGSET", "unexpected reply %v", reply)
@@ -214,7 +214,7 @@ func (s *Streams) emulatedCfgSet(ctx context.Context, stream string, duration, m
 }
 
 func (s *Streams) emulatedClear(ctx context.Context, stream, pid string) (int64, error) {
-	l, keys, args, err := s.emuCall(stream)
+	l, keys, args, err := s.stateCall(stream)
 	if err != nil {
 		return 0, err
 	}
@@ -223,11 +223,11 @@ func (s *Streams) emulatedClear(ctx context.Context, stream, pid string) (int64,
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	n, err := emuClearScript.Run(ctx, s.Conn.Client, keys, append(args, pid)...).Int64()
+	n, err := clearScript.Run(ctx, s.Conn.Client, keys, append(args, pid)...).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, errNoSuchKey()
 	}
-	return n, emuErr(err)
+	return n, scriptErr(err)
 }
 
 // EmulatedBytesPerIID is the server memory one tracked iid costs in emulated

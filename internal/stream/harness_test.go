@@ -125,7 +125,7 @@ func (h *streamHarness) xlen(t testing.TB, stream string) int64 {
 	return n
 }
 
-func (h *streamHarness) info(t testing.TB, stream string) StreamInfo {
+func (h *streamHarness) info(t testing.TB, stream string) Info {
 	t.Helper()
 	i, err := h.s.Info(h.ctx, stream)
 	if err != nil {

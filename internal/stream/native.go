@@ -107,7 +107,7 @@ func notFound(err error) error {
 // errNoSuchKey is the emulated scripts' "stream missing" in the server's words.
 func errNoSuchKey() error { return notFound(errors.New("ERR no such key")) }
 
-func (s *Streams) nativeInfo(ctx context.Context, stream string) (StreamInfo, error) {
+func (s *Streams) nativeInfo(ctx context.Context, stream string) (Info, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	layout, lerr := idmp.StateKeys(stream, s.Conn.Caps.Cluster)
@@ -124,9 +124,9 @@ func (s *Streams) nativeInfo(ctx context.Context, stream string) (StreamInfo, er
 	})
 	v, err := xi.Result()
 	if err != nil {
-		return StreamInfo{}, notFound(err)
+		return Info{}, notFound(err)
 	}
-	info := StreamInfo{
+	info := Info{
 		Stream:          stream,
 		Mode:            "native",
 		Length:          v.Length,

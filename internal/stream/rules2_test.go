@@ -337,12 +337,12 @@ var _ = rule("ClearTracking forgets iids, keeps settings and counters", func(t *
 	s := h.key("s")
 	a := h.mustNew(t, s, "p1", "a")
 	h.mustNew(t, s, "p1", "b")
-	c := h.mustNew(t, s, "p2", "c")
+	h.mustNew(t, s, "p2", "c")
 	h.mustDup(t, s, "p1", "a", a)
 	h.cfgset(t, s, 300, 0)
 	a = h.mustNew(t, s, "p1", "a")
 	h.mustNew(t, s, "p1", "b")
-	c = h.mustNew(t, s, "p2", "c")
+	c := h.mustNew(t, s, "p2", "c")
 	n, err := h.s.ClearTracking(h.ctx, s, "p1")
 	if h.emulated() {
 		if err != nil || n != 2 {

@@ -128,11 +128,11 @@ type PIDTracking struct {
 	IIDs int64  `json:"iids-tracked"`
 }
 
-// StreamInfo is the XINFO-equivalent view of a stream's IDMP state. Mode is
+// Info is the XINFO-equivalent view of a stream's IDMP state. Mode is
 // "native", "emulated", or "none" (no emulated state: defaults and zero
 // counters, R4/R8). OtherMode names state of the other mode found for the
 // same stream ("emulated" or "native"), so mixed use is never silent.
-type StreamInfo struct {
+type Info struct {
 	Stream          string        `json:"stream"`
 	Mode            string        `json:"mode"`
 	Length          int64         `json:"length"`
@@ -153,7 +153,7 @@ type StreamInfo struct {
 
 // LastIDAheadOfClock reports whether the stream's last generated ID lies in
 // the server's future by more than toleranceMS (iids then outlive DURATION).
-func (i StreamInfo) LastIDAheadOfClock(toleranceMS int64) bool {
+func (i Info) LastIDAheadOfClock(toleranceMS int64) bool {
 	ms, ok := idMillis(i.LastGeneratedID)
 	return ok && i.ServerTimeMS > 0 && ms > uint64(i.ServerTimeMS+toleranceMS)
 }
@@ -274,8 +274,8 @@ func errNoStream() error {
 
 // Info reads a stream's IDMP settings, counters and health inputs. A missing
 // stream is exit.NotFound.
-func (s *Streams) Info(ctx context.Context, stream string) (StreamInfo, error) {
-	var info StreamInfo
+func (s *Streams) Info(ctx context.Context, stream string) (Info, error) {
+	var info Info
 	var err error
 	if s.Mode == ModeNative {
 		info, err = s.nativeInfo(ctx, stream)

@@ -157,11 +157,11 @@ func TestAddBatchValidatesFirst(t *testing.T) {
 }
 
 func TestLastIDAheadOfClock(t *testing.T) {
-	i := StreamInfo{LastGeneratedID: "2000-0", ServerTimeMS: 1000}
+	i := Info{LastGeneratedID: "2000-0", ServerTimeMS: 1000}
 	if !i.LastIDAheadOfClock(500) || i.LastIDAheadOfClock(1000) {
 		t.Error("2000-0 vs clock 1000")
 	}
-	if (StreamInfo{LastGeneratedID: "0-0", ServerTimeMS: 1000}).LastIDAheadOfClock(0) {
+	if (Info{LastGeneratedID: "0-0", ServerTimeMS: 1000}).LastIDAheadOfClock(0) {
 		t.Error("0-0 is not ahead")
 	}
 }
