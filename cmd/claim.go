@@ -202,7 +202,7 @@ func claimAcquireRun(ctx context.Context, o *ClaimOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := claim.Acquire(ctx, conn.Client, o.acquireParams())
+	res, err := claim.Acquire(ctx, conn, o.acquireParams())
 	if err != nil {
 		return err
 	}
@@ -290,7 +290,7 @@ func claimRenewRun(ctx context.Context, o *ClaimOptions) error {
 	}
 	var r claim.Record
 	err = redisconn.WithRetries(ctx, o.Factory.Global.Retries, func() (err error) {
-		r, err = claim.Renew(ctx, conn.Client, o.Key, o.Token, o.Lease, o.TTL)
+		r, err = claim.Renew(ctx, conn, o.Key, o.Token, o.Lease, o.TTL)
 		return err
 	}, nil)
 	if err != nil {
@@ -310,7 +310,7 @@ func claimCompleteRun(ctx context.Context, o *ClaimOptions) error {
 	}
 	var r claim.Record
 	err = redisconn.WithRetries(ctx, o.Factory.Global.Retries, func() (err error) {
-		r, err = claim.Complete(ctx, conn.Client, o.Key, o.Token, result, o.TTL, o.MaxResult)
+		r, err = claim.Complete(ctx, conn, o.Key, o.Token, result, o.TTL, o.MaxResult)
 		return err
 	}, nil)
 	if err != nil {
@@ -330,7 +330,7 @@ func claimFailRun(ctx context.Context, o *ClaimOptions) error {
 	}
 	var r claim.Record
 	err = redisconn.WithRetries(ctx, retries, func() (err error) {
-		r, err = claim.Fail(ctx, conn.Client, o.Key, o.Token, o.ErrorText, o.TTL, o.Release)
+		r, err = claim.Fail(ctx, conn, o.Key, o.Token, o.ErrorText, o.TTL, o.Release)
 		return err
 	}, nil)
 	if err != nil {
@@ -348,7 +348,7 @@ func claimReleaseRun(ctx context.Context, o *ClaimOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := claim.Release(ctx, conn.Client, o.Key, o.Token); err != nil {
+	if err := claim.Release(ctx, conn, o.Key, o.Token); err != nil {
 		return err
 	}
 	return claimStepOut(o.Factory.Printer, "release", o.Key, "RELEASED", claim.Record{Key: o.Key, TTLms: -2})

@@ -145,7 +145,7 @@ func acquireWaiting(ctx context.Context, conn *redisconn.Conn, o *ClaimOptions) 
 	deadline := time.Now().Add(o.Wait)
 	pause := 50 * time.Millisecond
 	for {
-		res, err := claim.Acquire(ctx, conn.Client, o.acquireParams())
+		res, err := claim.Acquire(ctx, conn, o.acquireParams())
 		if err != nil || res.Outcome != claim.Busy || time.Now().After(deadline) {
 			return res, err
 		}
@@ -239,7 +239,7 @@ func (r *claimedRun) renew(ctx context.Context, stop <-chan struct{}, lost chan<
 		case <-time.After(next):
 		}
 		cctx, cancel := r.conn.Ctx(ctx)
-		_, err := claim.Renew(cctx, r.conn.Client, o.Key, r.token, o.Lease, o.TTL)
+		_, err := claim.Renew(cctx, r.conn, o.Key, r.token, o.Lease, o.TTL)
 		cancel()
 		switch {
 		case err == nil:
@@ -284,9 +284,9 @@ func (r *claimedRun) record(ctx context.Context, code int, reason string) error 
 				s := string(r.out.buf)
 				result = &s
 			}
-			rec, err = claim.Complete(cctx, r.conn.Client, o.Key, r.token, result, o.TTL, 0)
+			rec, err = claim.Complete(cctx, r.conn, o.Key, r.token, result, o.TTL, 0)
 		} else {
-			rec, err = claim.Fail(cctx, r.conn.Client, o.Key, r.token, reason, o.TTL, false)
+			rec, err = claim.Fail(cctx, r.conn, o.Key, r.token, reason, o.TTL, false)
 		}
 		return err
 	}, nil)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/redisconn"
 	"github.com/idmpctl/idmpctl/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -56,10 +57,10 @@ func BenchmarkSetNXBaselineTwoTrips(b *testing.B) {
 	for b.Loop() {
 		for range benchRound {
 			key := benchKey(&n)
-			if err := c.SetNX(ctx, key, "PROCESSING", time.Hour).Err(); err != nil {
+			if err := c.Client.SetNX(ctx, key, "PROCESSING", time.Hour).Err(); err != nil {
 				b.Fatal(err)
 			}
-			if err := c.Set(ctx, key, "COMPLETED", 24*time.Hour).Err(); err != nil {
+			if err := c.Client.Set(ctx, key, "COMPLETED", 24*time.Hour).Err(); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -110,7 +111,7 @@ func BenchmarkSetNXBaselineParallel(b *testing.B) {
 func BenchmarkClaimVsBaseline(b *testing.B) {
 	for _, shape := range []struct {
 		name            string
-		claim, baseline func(context.Context, redis.UniversalClient, *int) error
+		claim, baseline func(context.Context, *redisconn.Conn, *int) error
 	}{
 		{"single", claimRound, baselineRound}, // 2 trips a cycle against 1
 	} {
@@ -154,8 +155,8 @@ func BenchmarkClaimVsBaseline(b *testing.B) {
 }
 
 // benchServerCPU is the server's CPU seconds so far (INFO cpu, user + sys).
-func benchServerCPU(b *testing.B, ctx context.Context, c redis.UniversalClient) float64 {
-	info, err := c.Info(ctx, "cpu").Result()
+func benchServerCPU(b *testing.B, ctx context.Context, c *redisconn.Conn) float64 {
+	info, err := c.Client.Info(ctx, "cpu").Result()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -173,17 +174,17 @@ func benchServerCPU(b *testing.B, ctx context.Context, c redis.UniversalClient) 
 	return total
 }
 
-func benchClient(b *testing.B) (context.Context, redis.UniversalClient) {
+func benchClient(b *testing.B) (context.Context, *redisconn.Conn) {
 	b.Helper()
 	c, _ := redistest.Conn(b)
 	ctx := context.Background()
 	// Load the scripts so the first iteration measures EVALSHA, not EVAL.
 	result := "ok"
-	if err := claimCycle(ctx, c.Client, "bench:warm", &result); err != nil {
+	if err := claimCycle(ctx, c, "bench:warm", &result); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
-	return ctx, c.Client
+	return ctx, c
 }
 
 func benchKey(n *int) string {
@@ -191,7 +192,7 @@ func benchKey(n *int) string {
 	return "bench:" + strconv.Itoa(*n)
 }
 
-func claimCycle(ctx context.Context, c redis.UniversalClient, key string, result *string) error {
+func claimCycle(ctx context.Context, c *redisconn.Conn, key string, result *string) error {
 	res, err := Acquire(ctx, c, AcquireParams{Key: key, Owner: "bench", Lease: time.Minute, TTL: time.Hour})
 	if err != nil {
 		return err
@@ -204,7 +205,7 @@ func claimCycle(ctx context.Context, c redis.UniversalClient, key string, result
 }
 
 // claimRound: acquire, then complete, one key at a time.
-func claimRound(ctx context.Context, c redis.UniversalClient, n *int) error {
+func claimRound(ctx context.Context, c *redisconn.Conn, n *int) error {
 	result := "ok"
 	for range benchRound {
 		if err := claimCycle(ctx, c, benchKey(n), &result); err != nil {
@@ -216,8 +217,8 @@ func claimRound(ctx context.Context, c redis.UniversalClient, n *int) error {
 
 // claimPipelinedRound: a worker loop, one round trip a message: complete the
 // previous one and claim the next together.
-func setNXPipelined(ctx context.Context, c redis.UniversalClient, key string) error {
-	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+func setNXPipelined(ctx context.Context, c *redisconn.Conn, key string) error {
+	_, err := c.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.SetNX(ctx, key, "PROCESSING", time.Hour)
 		p.Set(ctx, key, "COMPLETED", 24*time.Hour)
 		return nil
@@ -226,7 +227,7 @@ func setNXPipelined(ctx context.Context, c redis.UniversalClient, key string) er
 }
 
 // baselineRound: SET NX and SET of a key pipelined, one key a round trip.
-func baselineRound(ctx context.Context, c redis.UniversalClient, n *int) error {
+func baselineRound(ctx context.Context, c *redisconn.Conn, n *int) error {
 	for range benchRound {
 		if err := setNXPipelined(ctx, c, benchKey(n)); err != nil {
 			return err

@@ -14,7 +14,6 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/redisconn"
-	"github.com/redis/go-redis/v9"
 )
 
 var (
@@ -152,7 +151,7 @@ func Fingerprint(payload []byte) string {
 // Acquire claims a key. It is not retried after a network error: the first
 // try may have succeeded, and a repeat would report busy (or take over after
 // the lease). A claim whose reply was lost only delays the key by one lease.
-func Acquire(ctx context.Context, c redis.UniversalClient, p AcquireParams) (AcquireResult, error) {
+func Acquire(ctx context.Context, c *redisconn.Conn, p AcquireParams) (AcquireResult, error) {
 	st, err := acquireStep(p)
 	if err != nil {
 		return AcquireResult{}, err
@@ -180,8 +179,8 @@ func newStep(s *redisconn.Script, verb, key string, args ...any) step {
 }
 
 // run calls the step's script; every reply carries the whole record.
-func (st step) run(ctx context.Context, c redis.UniversalClient) (scriptReply, error) {
-	v, err := st.script.Run(ctx, c, []string{st.key}, st.args...).Slice()
+func (st step) run(ctx context.Context, c *redisconn.Conn) (scriptReply, error) {
+	v, err := st.script.Run(ctx, c.Client, []string{st.key}, st.args...).Slice()
 	return st.reply(v, err)
 }
 
@@ -231,7 +230,7 @@ func (st step) acquireResult(rep scriptReply) (AcquireResult, error) {
 // it is shorter (never shortens it). The current token renews even past its
 // lease, as long as nobody took over. Safe to retry. Lost: an *exit.Error
 // (exit.Lost) wrapping a *LostError.
-func Renew(ctx context.Context, c redis.UniversalClient, key string, token int64, lease, ttl time.Duration) (Record, error) {
+func Renew(ctx context.Context, c *redisconn.Conn, key string, token int64, lease, ttl time.Duration) (Record, error) {
 	st, err := renewStep(key, token, lease, ttl)
 	if err != nil {
 		return Record{}, err
@@ -263,7 +262,7 @@ type CompleteParams struct {
 // The current token completes even past its lease, as long as nobody took
 // over. Safe to retry: a repeat by the same token succeeds and changes
 // nothing. A result over maxResult bytes (<= 0: no cap) is refused (exit.Data).
-func Complete(ctx context.Context, c redis.UniversalClient, key string, token int64, result *string, ttl time.Duration, maxResult int) (Record, error) {
+func Complete(ctx context.Context, c *redisconn.Conn, key string, token int64, result *string, ttl time.Duration, maxResult int) (Record, error) {
 	st, err := completeStep(CompleteParams{Key: key, Token: token, Result: result, TTL: ttl, MaxResult: maxResult})
 	if err != nil {
 		return Record{}, err
@@ -313,7 +312,7 @@ func CheckResultSize(size, max int) error {
 // attempt's error) and sets the TTL; with release it deletes the record so a
 // redelivery starts afresh, and returns an empty record (TTLms -2). Without
 // release it is safe to retry; with release see Release.
-func Fail(ctx context.Context, c redis.UniversalClient, key string, token int64, errText string, ttl time.Duration, release bool) (Record, error) {
+func Fail(ctx context.Context, c *redisconn.Conn, key string, token int64, errText string, ttl time.Duration, release bool) (Record, error) {
 	st, err := failStep(key, token, errText, ttl, release)
 	if err != nil {
 		return Record{}, err
@@ -345,7 +344,7 @@ func failStep(key string, token int64, errText string, ttl time.Duration, releas
 // counts as released. Do not retry it blindly: if a new claim re-created the
 // key in between, its token restarts at 1 and a retry by token 1 would
 // delete that claim.
-func Release(ctx context.Context, c redis.UniversalClient, key string, token int64) error {
+func Release(ctx context.Context, c *redisconn.Conn, key string, token int64) error {
 	if err := firstErr(checkKey(key), checkToken(token)); err != nil {
 		return err
 	}
