@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"context"
+
 	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/stream"
 	"github.com/spf13/cobra"
@@ -18,6 +20,7 @@ func addApplyFlags(c *cobra.Command, o *CalcMaxsizeOptions) {
 	fl.StringVar(&o.Mode, "mode", "auto", "with --apply: IDMP mode: auto, native or emulated")
 }
 
-func applyCalc(c *cobra.Command, o *CalcMaxsizeOptions, r capacity.Result) error {
-	return cfgsetRun(c.Context(), o.Factory, o.Apply, r.Duration, r.MaxSize, o.Yes, o.DryRun, o.Mode)
+func applyCalc(ctx context.Context, o *CalcMaxsizeOptions, r capacity.Result) error {
+	return cfgsetRun(ctx, &CfgSetOptions{Factory: o.Factory, Stream: o.Apply, Duration: r.Duration, MaxSize: r.MaxSize,
+		Yes: o.Yes, DryRun: o.DryRun, Mode: o.Mode})
 }

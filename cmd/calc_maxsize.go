@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"math/big"
 	"time"
@@ -87,7 +88,7 @@ Raw output is one line to paste after XCFGSET key:
 			if runF != nil {
 				return runF(o)
 			}
-			return calcMaxsizeRun(c, o)
+			return calcMaxsizeRun(c.Context(), o)
 		},
 	}
 	fl := c.Flags()
@@ -100,7 +101,7 @@ Raw output is one line to paste after XCFGSET key:
 	return c
 }
 
-func calcMaxsizeRun(c *cobra.Command, o *CalcMaxsizeOptions) error {
+func calcMaxsizeRun(ctx context.Context, o *CalcMaxsizeOptions) error {
 	res := capacity.Calculate(o.Inputs)
 	p := o.Factory.Printer
 	switch p.Format {
@@ -117,7 +118,7 @@ func calcMaxsizeRun(c *cobra.Command, o *CalcMaxsizeOptions) error {
 		}
 	}
 	if o.Apply != "" {
-		return applyCalc(c, o, res)
+		return applyCalc(ctx, o, res)
 	}
 	return nil
 }

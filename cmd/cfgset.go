@@ -83,7 +83,7 @@ Raw output: "status<TAB>changed|unchanged|dry-run", then
 			if runF != nil {
 				return runF(o)
 			}
-			return cfgsetRun(c.Context(), o.Factory, o.Stream, o.Duration, o.MaxSize, o.Yes, o.DryRun, o.Mode)
+			return cfgsetRun(c.Context(), o)
 		},
 	}
 	fl := c.Flags()
@@ -110,7 +110,9 @@ type cfgsetJSON struct {
 }
 
 // cfgsetRun is shared by cfgset and calc-maxsize --apply.
-func cfgsetRun(ctx context.Context, f *Factory, name string, duration, maxsize int64, yes, dryRun bool, mode string) error {
+func cfgsetRun(ctx context.Context, o *CfgSetOptions) error {
+	f, name, duration, maxsize := o.Factory, o.Stream, o.Duration, o.MaxSize
+	yes, dryRun, mode := o.Yes, o.DryRun, o.Mode
 	streams, err := openStreams(ctx, f, mode)
 	if err != nil {
 		return err

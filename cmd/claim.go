@@ -15,26 +15,16 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// DefaultMaxResult is the default cap on a stored result (--max-result).
-const DefaultMaxResult = claim.DefaultMaxResult
-
-// ClaimOptions are the inputs shared by the claim verbs.
-type ClaimOptions struct {
-	Factory *Factory
-
+// ClaimFlags are the inputs every claim verb takes (the verbs have kept one
+// set of flags since the first release; each verb uses what it needs).
+type ClaimFlags struct {
 	Key         string
 	Owner       string
+	OwnerSet    bool // --owner was given; otherwise Complete looks up hostname:pid
 	Lease, TTL  time.Duration
 	Payload     string
 	MaxAttempts int64
-	Token       int64
-	Result      string
-	ResultSet   bool
-	ErrorText   string
-	Release     bool
 	MaxResult   int
-	Wait        time.Duration
-	Command     []string
 
 	fingerprint string
 }
@@ -48,10 +38,10 @@ func defaultOwner() string {
 }
 
 // readArg reads STRING, @FILE, or - (stdin) for flags that take either.
-func readArg(f *Factory, flag, v string, allowStdin bool) (string, error) {
+func readArg(in io.Reader, flag, v string, allowStdin bool) (string, error) {
 	switch {
 	case allowStdin && v == "-":
-		b, err := io.ReadAll(f.In)
+		b, err := io.ReadAll(in)
 		if err != nil {
 			return "", exit.New(exit.Usage, "--"+flag, "read stdin: %v", err)
 		}
@@ -66,11 +56,24 @@ func readArg(f *Factory, flag, v string, allowStdin bool) (string, error) {
 	return v, nil
 }
 
-// validateCommon checks what every verb shares.
-func (o *ClaimOptions) validateCommon(c *cobra.Command, needToken bool) error {
-	if !c.Flags().Changed("owner") {
-		o.Owner = defaultOwner() // looked up only when a claim verb runs
+// complete does the I/O the flags need before validation: the default
+// owner (looked up only when a claim verb runs) and the --payload file.
+func (o *ClaimFlags) complete(f *Factory) error {
+	if !o.OwnerSet {
+		o.Owner = defaultOwner()
 	}
+	if o.Payload != "" {
+		p, err := readArg(f.In, "payload", o.Payload, false)
+		if err != nil {
+			return err
+		}
+		o.fingerprint = claim.Fingerprint([]byte(p))
+	}
+	return nil
+}
+
+// validate checks what every verb shares, without I/O.
+func (o *ClaimFlags) validate() error {
 	switch {
 	case o.Owner == "":
 		return exit.Usagef("--owner must not be empty")
@@ -83,26 +86,63 @@ func (o *ClaimOptions) validateCommon(c *cobra.Command, needToken bool) error {
 	case o.Lease > o.TTL:
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--lease %s is longer than --ttl %s", o.Lease, o.TTL),
 			Hint: "the record must outlive its lease: raise --ttl or lower --lease"}
-	case needToken && o.Token < 1:
-		return exit.Usagef("--token is required: the token acquire printed (1 or more)")
 	case o.MaxResult < 0:
 		return exit.Usagef("--max-result %d: must not be negative", o.MaxResult)
 	case o.MaxAttempts < 0:
 		return exit.Usagef("--max-attempts %d: give 0 (unlimited) or more", o.MaxAttempts)
 	}
-	if o.Payload != "" {
-		p, err := readArg(o.Factory, "payload", o.Payload, false)
-		if err != nil {
-			return err
-		}
-		o.fingerprint = claim.Fingerprint([]byte(p))
+	return nil
+}
+
+func validateToken(token int64) error {
+	if token < 1 {
+		return exit.Usagef("--token is required: the token acquire printed (1 or more)")
 	}
 	return nil
 }
 
-func (o *ClaimOptions) acquireParams() claim.AcquireParams {
+func (o *ClaimFlags) acquireParams() claim.AcquireParams {
 	return claim.AcquireParams{Key: o.Key, Owner: o.Owner, Lease: o.Lease, TTL: o.TTL,
 		Fingerprint: o.fingerprint, MaxAttempts: o.MaxAttempts}
+}
+
+func addClaimFlags(c *cobra.Command, o *ClaimFlags) {
+	fl := c.Flags()
+	fl.StringVar(&o.Owner, "owner", "", "who holds the claim (default hostname:pid)")
+	fl.DurationVar(&o.Lease, "lease", 5*time.Minute, "how long a claim stays live without renewal")
+	fl.DurationVar(&o.TTL, "ttl", 24*time.Hour, "retention of the record (set on every write)")
+	fl.StringVar(&o.Payload, "payload", "", "request payload (STRING or @FILE): its SHA-256 must match on redelivery")
+	fl.Int64Var(&o.MaxAttempts, "max-attempts", 0, "refuse a retry after this many attempts (0: unlimited)")
+	fl.IntVar(&o.MaxResult, "max-result", claim.DefaultMaxResult, "largest result stored, in bytes (0: no cap)")
+}
+
+func addTokenFlag(c *cobra.Command, token *int64) {
+	c.Flags().Int64Var(token, "token", 0, "the fencing token acquire printed")
+}
+
+// claimVerb builds one verb: KEY, the shared flags, then complete (I/O),
+// validate (none) and runF or run.
+func claimVerb(f *Factory, use, short string, o *ClaimFlags, prepare func(c *cobra.Command) error, run func(context.Context) error) *cobra.Command {
+	c := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  exactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Key, o.OwnerSet = args[0], c.Flags().Changed("owner")
+			if err := o.complete(f); err != nil {
+				return err
+			}
+			if err := o.validate(); err != nil {
+				return err
+			}
+			if err := prepare(c); err != nil {
+				return err
+			}
+			return run(c.Context())
+		},
+	}
+	addClaimFlags(c, o)
+	return c
 }
 
 // NewCmdClaim builds `claim` and its verbs.
@@ -126,12 +166,8 @@ result and error.
   release   delete the claim so a redelivery starts afresh (exit 76 when lost)
   run       claim, run a command with the claim renewed, record the outcome`,
 	}
-	c.AddCommand(newClaimVerb(f, "acquire", "Claim KEY and print the fencing token", claimAcquireRun),
-		newClaimVerb(f, "renew", "Extend the lease of the claim held with --token", claimRenewRun),
-		newClaimVerb(f, "complete", "Record COMPLETED (with --result) for the claim held with --token", claimCompleteRun),
-		newClaimVerb(f, "fail", "Record FAILED (with --error), or --release, for the claim held with --token", claimFailRun),
-		newClaimVerb(f, "release", "Delete the claim held with --token", claimReleaseRun),
-		newCmdClaimRun(f))
+	c.AddCommand(NewCmdClaimAcquire(f, nil), NewCmdClaimRenew(f, nil), NewCmdClaimComplete(f, nil),
+		NewCmdClaimFail(f, nil), NewCmdClaimRelease(f, nil), NewCmdClaimRun(f, nil))
 	return c
 }
 
@@ -139,50 +175,129 @@ func init() {
 	extraCommands = append(extraCommands, NewCmdClaim)
 }
 
-func addClaimFlags(c *cobra.Command, o *ClaimOptions) {
-	fl := c.Flags()
-	fl.StringVar(&o.Owner, "owner", "", "who holds the claim (default hostname:pid)")
-	fl.DurationVar(&o.Lease, "lease", 5*time.Minute, "how long a claim stays live without renewal")
-	fl.DurationVar(&o.TTL, "ttl", 24*time.Hour, "retention of the record (set on every write)")
-	fl.StringVar(&o.Payload, "payload", "", "request payload (STRING or @FILE): its SHA-256 must match on redelivery")
-	fl.Int64Var(&o.MaxAttempts, "max-attempts", 0, "refuse a retry after this many attempts (0: unlimited)")
-	fl.IntVar(&o.MaxResult, "max-result", DefaultMaxResult, "largest result stored, in bytes (0: no cap)")
+// AcquireOptions are claim acquire's inputs.
+type AcquireOptions struct {
+	Factory *Factory
+	ClaimFlags
 }
 
-func newClaimVerb(f *Factory, verb, short string, run func(context.Context, *ClaimOptions) error) *cobra.Command {
-	o := &ClaimOptions{Factory: f}
-	c := &cobra.Command{
-		Use:   verb + " KEY",
-		Short: short,
-		Args:  exactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			o.Key = args[0]
-			o.ResultSet = c.Flags().Changed("result")
-			if err := o.validateCommon(c, verb != "acquire"); err != nil {
+// NewCmdClaimAcquire builds claim acquire; runF replaces the run step in tests.
+func NewCmdClaimAcquire(f *Factory, runF func(*AcquireOptions) error) *cobra.Command {
+	o := &AcquireOptions{Factory: f}
+	return claimVerb(f, "acquire KEY", "Claim KEY and print the fencing token", &o.ClaimFlags,
+		func(*cobra.Command) error { return nil },
+		func(ctx context.Context) error {
+			if runF != nil {
+				return runF(o)
+			}
+			return claimAcquireRun(ctx, o)
+		})
+}
+
+// RenewOptions are claim renew's inputs.
+type RenewOptions struct {
+	Factory *Factory
+	ClaimFlags
+	Token int64
+}
+
+// NewCmdClaimRenew builds claim renew; runF replaces the run step in tests.
+func NewCmdClaimRenew(f *Factory, runF func(*RenewOptions) error) *cobra.Command {
+	o := &RenewOptions{Factory: f}
+	c := claimVerb(f, "renew KEY", "Extend the lease of the claim held with --token", &o.ClaimFlags,
+		func(*cobra.Command) error { return validateToken(o.Token) },
+		func(ctx context.Context) error {
+			if runF != nil {
+				return runF(o)
+			}
+			return claimRenewRun(ctx, o)
+		})
+	addTokenFlag(c, &o.Token)
+	return c
+}
+
+// CompleteOptions are claim complete's inputs.
+type CompleteOptions struct {
+	Factory *Factory
+	ClaimFlags
+	Token     int64
+	Result    string
+	ResultSet bool // --result was given (an empty result is still stored)
+}
+
+// NewCmdClaimComplete builds claim complete; runF replaces the run step in tests.
+func NewCmdClaimComplete(f *Factory, runF func(*CompleteOptions) error) *cobra.Command {
+	o := &CompleteOptions{Factory: f}
+	c := claimVerb(f, "complete KEY", "Record COMPLETED (with --result) for the claim held with --token", &o.ClaimFlags,
+		func(c *cobra.Command) error {
+			if err := validateToken(o.Token); err != nil {
 				return err
 			}
-			if o.ResultSet {
-				r, err := readArg(f, "result", o.Result, true)
+			if o.ResultSet = c.Flags().Changed("result"); o.ResultSet {
+				r, err := readArg(f.In, "result", o.Result, true)
 				if err != nil {
 					return err
 				}
 				o.Result = r
 			}
-			return run(c.Context(), o)
+			return nil
 		},
-	}
-	addClaimFlags(c, o)
-	fl := c.Flags()
-	if verb != "acquire" {
-		fl.Int64Var(&o.Token, "token", 0, "the fencing token acquire printed")
-	}
-	switch verb {
-	case "complete":
-		fl.StringVar(&o.Result, "result", "", "outcome to replay to a redelivery (STRING, @FILE or - for stdin)")
-	case "fail":
-		fl.StringVar(&o.ErrorText, "error", "", "reason of the failure")
-		fl.BoolVar(&o.Release, "release", false, "delete the record instead of recording FAILED")
-	}
+		func(ctx context.Context) error {
+			if runF != nil {
+				return runF(o)
+			}
+			return claimCompleteRun(ctx, o)
+		})
+	addTokenFlag(c, &o.Token)
+	c.Flags().StringVar(&o.Result, "result", "", "outcome to replay to a redelivery (STRING, @FILE or - for stdin)")
+	return c
+}
+
+// FailOptions are claim fail's inputs.
+type FailOptions struct {
+	Factory *Factory
+	ClaimFlags
+	Token     int64
+	ErrorText string
+	Release   bool
+}
+
+// NewCmdClaimFail builds claim fail; runF replaces the run step in tests.
+func NewCmdClaimFail(f *Factory, runF func(*FailOptions) error) *cobra.Command {
+	o := &FailOptions{Factory: f}
+	c := claimVerb(f, "fail KEY", "Record FAILED (with --error), or --release, for the claim held with --token", &o.ClaimFlags,
+		func(*cobra.Command) error { return validateToken(o.Token) },
+		func(ctx context.Context) error {
+			if runF != nil {
+				return runF(o)
+			}
+			return claimFailRun(ctx, o)
+		})
+	addTokenFlag(c, &o.Token)
+	c.Flags().StringVar(&o.ErrorText, "error", "", "reason of the failure")
+	c.Flags().BoolVar(&o.Release, "release", false, "delete the record instead of recording FAILED")
+	return c
+}
+
+// ReleaseOptions are claim release's inputs.
+type ReleaseOptions struct {
+	Factory *Factory
+	ClaimFlags
+	Token int64
+}
+
+// NewCmdClaimRelease builds claim release; runF replaces the run step in tests.
+func NewCmdClaimRelease(f *Factory, runF func(*ReleaseOptions) error) *cobra.Command {
+	o := &ReleaseOptions{Factory: f}
+	c := claimVerb(f, "release KEY", "Delete the claim held with --token", &o.ClaimFlags,
+		func(*cobra.Command) error { return validateToken(o.Token) },
+		func(ctx context.Context) error {
+			if runF != nil {
+				return runF(o)
+			}
+			return claimReleaseRun(ctx, o)
+		})
+	addTokenFlag(c, &o.Token)
 	return c
 }
 
@@ -197,7 +312,7 @@ type acquireJSON struct {
 	Record        *claim.Record `json:"record,omitempty"`
 }
 
-func claimAcquireRun(ctx context.Context, o *ClaimOptions) error {
+func claimAcquireRun(ctx context.Context, o *AcquireOptions) error {
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err
@@ -283,7 +398,7 @@ func claimStepOut(p *render.Printer, verb, key, raw string, r claim.Record) erro
 	return nil
 }
 
-func claimRenewRun(ctx context.Context, o *ClaimOptions) error {
+func claimRenewRun(ctx context.Context, o *RenewOptions) error {
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err
@@ -299,7 +414,7 @@ func claimRenewRun(ctx context.Context, o *ClaimOptions) error {
 	return claimStepOut(o.Factory.Printer, "renew", o.Key, strconv.FormatInt(r.LeaseUntil-r.Now, 10), r)
 }
 
-func claimCompleteRun(ctx context.Context, o *ClaimOptions) error {
+func claimCompleteRun(ctx context.Context, o *CompleteOptions) error {
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err
@@ -319,7 +434,7 @@ func claimCompleteRun(ctx context.Context, o *ClaimOptions) error {
 	return claimStepOut(o.Factory.Printer, "complete", o.Key, r.Status, r)
 }
 
-func claimFailRun(ctx context.Context, o *ClaimOptions) error {
+func claimFailRun(ctx context.Context, o *FailOptions) error {
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err
@@ -343,7 +458,7 @@ func claimFailRun(ctx context.Context, o *ClaimOptions) error {
 	return claimStepOut(o.Factory.Printer, "fail", o.Key, outcome, r)
 }
 
-func claimReleaseRun(ctx context.Context, o *ClaimOptions) error {
+func claimReleaseRun(ctx context.Context, o *ReleaseOptions) error {
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err

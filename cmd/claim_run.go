@@ -22,8 +22,17 @@ import (
 // killGrace is how long a stopped command gets between SIGTERM and SIGKILL.
 var killGrace = 5 * time.Second
 
-func newCmdClaimRun(f *Factory) *cobra.Command {
-	o := &ClaimOptions{Factory: f}
+// RunOptions are claim run's inputs.
+type RunOptions struct {
+	Factory *Factory
+	ClaimFlags
+	Wait    time.Duration
+	Command []string
+}
+
+// NewCmdClaimRun builds claim run; runF replaces the run step in tests.
+func NewCmdClaimRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
+	o := &RunOptions{Factory: f}
 	c := &cobra.Command{
 		Use:   "run KEY [flags] -- COMMAND [ARGS...]",
 		Short: "Run a command at most once per KEY: claim, run with renewals, record the outcome",
@@ -51,17 +60,23 @@ one JSON object printed at the end, with the outcome and exit code.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			o.Key, o.Command = args[0], args[1:]
-			if err := o.validateCommon(c, false); err != nil {
+			o.Key, o.Command, o.OwnerSet = args[0], args[1:], c.Flags().Changed("owner")
+			if err := o.complete(f); err != nil {
+				return err
+			}
+			if err := o.validate(); err != nil {
 				return err
 			}
 			if o.Wait < 0 {
 				return exit.Usagef("--wait %s: must not be negative", o.Wait)
 			}
+			if runF != nil {
+				return runF(o)
+			}
 			return claimRunRun(c.Context(), o)
 		},
 	}
-	addClaimFlags(c, o)
+	addClaimFlags(c, &o.ClaimFlags)
 	c.Flags().DurationVar(&o.Wait, "wait", 0, "when busy, poll up to this long for the key to become done or free")
 	return c
 }
@@ -80,7 +95,7 @@ type runJSON struct {
 	Error           string `json:"error,omitempty"`
 }
 
-func claimRunRun(ctx context.Context, o *ClaimOptions) error {
+func claimRunRun(ctx context.Context, o *RunOptions) error {
 	p := o.Factory.Printer
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
@@ -141,7 +156,7 @@ func claimRunRun(ctx context.Context, o *ClaimOptions) error {
 }
 
 // acquireWaiting acquires, polling while busy for up to --wait.
-func acquireWaiting(ctx context.Context, conn *redisconn.Conn, o *ClaimOptions) (claim.AcquireResult, error) {
+func acquireWaiting(ctx context.Context, conn *redisconn.Conn, o *RunOptions) (claim.AcquireResult, error) {
 	deadline := time.Now().Add(o.Wait)
 	pause := 50 * time.Millisecond
 	for {
@@ -161,7 +176,7 @@ func acquireWaiting(ctx context.Context, conn *redisconn.Conn, o *ClaimOptions) 
 
 // claimedRun runs the command while holding the claim.
 type claimedRun struct {
-	o              *ClaimOptions
+	o              *RunOptions
 	conn           *redisconn.Conn
 	token, attempt int64
 	out            *capWriter

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -21,6 +22,7 @@ type InspectOptions struct {
 	Status  string
 	Limit   int64
 	Watch   string
+	Count   int // with --watch: stop after this many views (0: until interrupted)
 }
 
 // Validate checks the flag combinations; it needs no server.
@@ -63,7 +65,7 @@ common idempotency record; a scan of keys with counts by status; or, with
 			if runF != nil {
 				return runF(o)
 			}
-			return inspectRun(c, o)
+			return inspectRun(c.Context(), o)
 		},
 	}
 	fl := c.Flags()
@@ -73,22 +75,21 @@ common idempotency record; a scan of keys with counts by status; or, with
 	fl.StringVar(&o.Status, "status", "", "with --match: only these statuses (PROCESSING,COMPLETED,FAILED,EXPIRED,UNKNOWN)")
 	fl.Int64Var(&o.Limit, "limit", 0, "with --match: show at most N keys (0: all)")
 	fl.StringVar(&o.Watch, "watch", "", "redraw a stream view every INTERVAL (e.g. 1s) with adds/s and duplicates/s")
-	fl.IntVar(&f.watchCount, "count", 0, "with --watch: stop after N views (0: until interrupted)")
+	fl.IntVar(&o.Count, "count", 0, "with --watch: stop after N views (0: until interrupted)")
 	return c
 }
 
-func inspectRun(c *cobra.Command, o *InspectOptions) error {
+func inspectRun(ctx context.Context, o *InspectOptions) error {
 	switch {
 	case o.Server:
-		return inspectServer(c, o)
+		return inspectServer(ctx, o)
 	case o.Match != "":
-		return inspectMatch(c, o)
+		return inspectMatch(ctx, o)
 	}
-	return inspectKeys(c, o)
+	return inspectKeys(ctx, o)
 }
 
-func inspectServer(c *cobra.Command, o *InspectOptions) error {
-	ctx := c.Context()
+func inspectServer(ctx context.Context, o *InspectOptions) error {
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err

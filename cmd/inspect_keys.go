@@ -18,7 +18,6 @@ import (
 	"github.com/idmpctl/idmpctl/internal/redisconn"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/idmpctl/idmpctl/internal/stream"
-	"github.com/spf13/cobra"
 )
 
 // tableRowCap bounds the rows a terminal table holds in memory; past it,
@@ -27,8 +26,7 @@ const tableRowCap = 1000
 
 // inspectKeys shows each key: streams with the stream view, records
 // normalised whatever their format. Missing keys: 66 after the others.
-func inspectKeys(c *cobra.Command, o *InspectOptions) error {
-	ctx := c.Context()
+func inspectKeys(ctx context.Context, o *InspectOptions) error {
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err
@@ -49,6 +47,7 @@ func inspectKeys(c *cobra.Command, o *InspectOptions) error {
 				if sv, err = newStreamViewer(ctx, o.Factory, conn); err != nil {
 					return err
 				}
+				sv.count = o.Count
 			}
 			if err := sv.show(ctx, r.Key, o.Watch); err != nil {
 				return err
@@ -206,8 +205,7 @@ func roundDur(d time.Duration) time.Duration {
 
 // inspectMatch scans keys: one line (or JSON object) per record, streamed,
 // and a summary of counts by status on stderr.
-func inspectMatch(c *cobra.Command, o *InspectOptions) error {
-	ctx := c.Context()
+func inspectMatch(ctx context.Context, o *InspectOptions) error {
 	statuses, err := parseStatuses(o.Status)
 	if err != nil {
 		return err
@@ -361,6 +359,7 @@ type streamViewer struct {
 	f       *Factory
 	streams *stream.Streams
 	ctx     health.StreamContext
+	count   int // --watch: views to draw (0: until interrupted)
 }
 
 func newStreamViewer(ctx context.Context, f *Factory, conn *redisconn.Conn) (*streamViewer, error) {
@@ -450,7 +449,7 @@ func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
 	p := sv.f.Printer
 	var prev stream.Info
 	var prevAt time.Time
-	for i := 0; sv.f.watchCount == 0 || i < sv.f.watchCount; i++ {
+	for i := 0; sv.count == 0 || i < sv.count; i++ {
 		if i > 0 {
 			select {
 			case <-ctx.Done():

@@ -32,9 +32,8 @@ type Factory struct {
 	Printer *render.Printer
 	Global  GlobalOptions
 
-	conn       *redisconn.Conn
-	started    bool
-	watchCount int // inspect --watch: stop after this many views (0: until interrupted) // flags parsed: errors from here on are not usage errors
+	conn    *redisconn.Conn
+	started bool // flags parsed: errors from here on are not usage errors
 }
 
 // GlobalOptions are the persistent flags.

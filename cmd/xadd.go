@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -31,9 +32,23 @@ type XAddOptions struct {
 	NoMkStream bool
 	Mode       string
 	Skip       int
+
+	jsonText string // --json as read by complete (the file or stdin)
 }
 
-// Validate checks flags and arguments without a server.
+// complete reads what --json names (@FILE or - for stdin): the I/O before
+// validation.
+func (o *XAddOptions) complete() error {
+	if o.JSON == "" {
+		return nil
+	}
+	raw, err := readArg(o.Factory.In, "json", o.JSON, true)
+	o.jsonText = raw
+	return err
+}
+
+// Validate checks flags and arguments without a server or other I/O (the
+// --json text was read by complete).
 func (o *XAddOptions) Validate() error {
 	switch {
 	case o.IIDSet && o.Auto:
@@ -62,11 +77,7 @@ func (o *XAddOptions) Validate() error {
 			Hint: "give FIELD VALUE pairs after the stream name, or --json '{\"field\":\"value\"}'"}
 	}
 	if o.JSON != "" {
-		raw, err := readArg(o.Factory, "json", o.JSON, true)
-		if err != nil {
-			return err
-		}
-		fields, err := batch.ParseFields([]byte(raw))
+		fields, err := batch.ParseFields([]byte(o.jsonText))
 		if err != nil {
 			return exit.Usagef("--json: %v", err)
 		}
@@ -119,6 +130,9 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Stream, o.Fields = args[0], args[1:]
 			o.IIDSet = c.Flags().Changed("iid")
+			if err := o.complete(); err != nil {
+				return err
+			}
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -126,9 +140,9 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 				return runF(o)
 			}
 			if o.Batch != "" {
-				return xaddBatchRun(c, o)
+				return xaddBatchRun(c.Context(), o)
 			}
-			return xaddRun(c, o)
+			return xaddRun(c.Context(), o)
 		},
 	}
 	fl := c.Flags()
@@ -175,8 +189,7 @@ func toAddJSON(o *XAddOptions, r stream.AddResult, line int, retried bool) addJS
 	return j
 }
 
-func xaddRun(c *cobra.Command, o *XAddOptions) error {
-	ctx := c.Context()
+func xaddRun(ctx context.Context, o *XAddOptions) error {
 	streams, err := openStreams(ctx, o.Factory, o.Mode)
 	if err != nil {
 		return err

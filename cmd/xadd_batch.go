@@ -12,7 +12,6 @@ import (
 	"github.com/idmpctl/idmpctl/internal/redisconn"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/idmpctl/idmpctl/internal/stream"
-	"github.com/spf13/cobra"
 )
 
 // batchChunk is how many adds go in one round trip (one script call when
@@ -52,8 +51,7 @@ type batchRun struct {
 	lastLine int
 }
 
-func xaddBatchRun(c *cobra.Command, o *XAddOptions) error {
-	ctx := c.Context()
+func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 	in, err := openBatch(o.Factory, o.Batch)
 	if err != nil {
 		return err
@@ -74,7 +72,7 @@ func xaddBatchRun(c *cobra.Command, o *XAddOptions) error {
 			break
 		}
 		if err != nil {
-			if ferr := b.flush(c); ferr != nil {
+			if ferr := b.flush(ctx); ferr != nil {
 				return ferr
 			}
 			b.summary()
@@ -89,21 +87,20 @@ func xaddBatchRun(c *cobra.Command, o *XAddOptions) error {
 		b.lines = append(b.lines, n)
 		b.lastLine = n
 		if len(b.reqs) == b.chunk {
-			if err := b.flush(c); err != nil {
+			if err := b.flush(ctx); err != nil {
 				b.summary()
 				return err
 			}
 		}
 	}
-	err = b.flush(c)
+	err = b.flush(ctx)
 	b.summary()
 	return err
 }
 
 // flush sends the pending adds, retrying what is unconfirmed after a
 // network error, and prints the confirmed results in order.
-func (b *batchRun) flush(c *cobra.Command) error {
-	ctx := c.Context()
+func (b *batchRun) flush(ctx context.Context) error {
 	retried := false
 	err := redisconn.WithRetries(ctx, b.o.Factory.Global.Retries, func() error {
 		res, err := b.streams.AddBatch(ctx, b.reqs)

@@ -38,11 +38,11 @@ type Options struct {
 
 // Server is a running redis-server.
 type Server struct {
-	Opts   Options
-	Addr   string // host:port, or the socket path
-	URL    string // redis://127.0.0.1:port/0 or unix:///path
-	cmd    *exec.Cmd
-	done   chan struct{}
+	Opts Options
+	Addr string // host:port, or the socket path
+	URL  string // redis://127.0.0.1:port/0 or unix:///path
+	cmd  *exec.Cmd
+	done chan struct{}
 }
 
 // Start launches redis-server and waits until it answers PING.

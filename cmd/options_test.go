@@ -1,0 +1,307 @@
+package cmd
+
+// Flag parsing and validation of every verb, through the runF seams: no
+// server is started or contacted. What each verb does with Redis is tested
+// by the golden scripts (testdata/script) and the fault and scenario tests.
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/claim"
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/records"
+	"github.com/spf13/cobra"
+)
+
+// testFactory has no server: a runF seam must stop before any connection.
+func testFactory(stdin string) *Factory {
+	return &Factory{In: strings.NewReader(stdin), Out: &bytes.Buffer{}, Err: &bytes.Buffer{},
+		Getenv: func(string) string { return "" }, IsTTY: func(any) bool { return false }, Now: time.Now}
+}
+
+// execute runs one verb's command under a root with the real one's flag
+// error handling, and returns its error.
+func execute(t *testing.T, f *Factory, c *cobra.Command, args ...string) error {
+	t.Helper()
+	root := NewRootCmd(f)
+	for _, sub := range root.Commands() {
+		if sub.Name() == c.Name() {
+			root.RemoveCommand(sub)
+		}
+	}
+	root.AddCommand(c)
+	root.SetArgs(args)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return root.ExecuteContext(ctx)
+}
+
+// wantUsage checks that err is a usage error (64) whose text holds want.
+func wantUsage(t *testing.T, err error, want string) {
+	t.Helper()
+	if exit.Code(err) != exit.Usage || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v (exit %d), want a usage error with %q", err, exit.Code(err), want)
+	}
+}
+
+func TestXAddOptions(t *testing.T) {
+	var got *XAddOptions
+	runF := func(o *XAddOptions) error { got = o; return nil }
+	f := testFactory("")
+	if err := execute(t, f, NewCmdXAdd(f, runF), "xadd", "orders", "--pid", "p", "--iid", "i-1", "amount", "100", "--maxlen", "10", "--approx"); err != nil {
+		t.Fatal(err)
+	}
+	if got.Stream != "orders" || got.PID != "p" || got.IID != "i-1" || !got.IIDSet || strings.Join(got.Fields, " ") != "amount 100" ||
+		got.MaxLen != 10 || !got.Approx || got.Mode != "auto" {
+		t.Errorf("parsed %+v", got)
+	}
+
+	// --json @FILE is read before validation; - reads stdin.
+	file := filepath.Join(t.TempDir(), "fields.json")
+	if err := os.WriteFile(file, []byte(`[["b","2"],["a","1"]]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	f = testFactory("")
+	if err := execute(t, f, NewCmdXAdd(f, runF), "xadd", "s", "--pid", "p", "--auto", "--json", "@"+file); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got.Fields, " ") != "b 2 a 1" || !got.Auto {
+		t.Errorf("--json @file: %+v", got)
+	}
+	f = testFactory(`{"k":"v"}`)
+	if err := execute(t, f, NewCmdXAdd(f, runF), "xadd", "s", "--pid", "p", "--iid", "x", "--json", "-"); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got.Fields, " ") != "k v" {
+		t.Errorf("--json -: %+v", got.Fields)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"s", "--pid", "p", "--iid", "i", "--auto", "f", "v"}, "--iid and --auto exclude each other"},
+		{[]string{"s", "--pid", "p", "f", "v"}, "give --iid IID or --auto"},
+		{[]string{"s", "--pid", "p", "--iid", "i", "f"}, `"f" has no value`},
+		{[]string{"s", "--pid", "p", "--iid", "i"}, "no fields to add"},
+		{[]string{"s", "--iid", "i", "f", "v"}, "--pid is required"},
+		{[]string{"s", "--pid", "p", "--iid", "", "f", "v"}, "--iid must not be empty"},
+		{[]string{"s", "--pid", "p", "--batch", "in.ndjson", "--iid", "i"}, "drop --iid"},
+		{[]string{"s", "--pid", "p", "--batch", "in.ndjson", "f", "v"}, "drop FIELD VALUE"},
+		{[]string{"s", "--pid", "p", "--iid", "i", "--skip", "2", "f", "v"}, "--skip goes with --batch"},
+		{[]string{"s", "--pid", "p", "--iid", "i", "--json", "{}", "f", "v"}, "not both"},
+		{[]string{"s", "--pid", "p", "--iid", "i", "--json", "@/nonexistent/x.json"}, "--json"},
+		{[]string{"s", "--pid", "p", "--iid", "i", "--limit", "5", "--maxlen", "9", "f", "v"}, "LIMIT cannot be used without"},
+		{[]string{"s", "--pid", "p", "--iid", "i", "--nosuchflag", "f", "v"}, "unknown flag"},
+		{[]string{}, "needs a STREAM"},
+	} {
+		f := testFactory("")
+		called := false
+		err := execute(t, f, NewCmdXAdd(f, func(*XAddOptions) error { called = true; return nil }), append([]string{"xadd"}, c.args...)...)
+		wantUsage(t, err, c.want)
+		if called {
+			t.Errorf("%v: runF called after a usage error", c.args)
+		}
+	}
+}
+
+func TestCfgSetOptions(t *testing.T) {
+	var got *CfgSetOptions
+	f := testFactory("")
+	if err := execute(t, f, NewCmdCfgSet(f, func(o *CfgSetOptions) error { got = o; return nil }),
+		"cfgset", "orders", "--duration", "1000", "--maxsize", "100", "--yes", "--mode", "emulated"); err != nil {
+		t.Fatal(err)
+	}
+	if got.Stream != "orders" || got.Duration != 1000 || got.MaxSize != 100 || !got.Yes || got.Mode != "emulated" {
+		t.Errorf("parsed %+v", got)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"s"}, "give --duration, --maxsize or both"},
+		{[]string{"s", "--duration", "0"}, "IDMP-DURATION must be between 1 and 86400"},
+		{[]string{"s", "--maxsize", "10001"}, "IDMP-MAXSIZE must be between 1 and 10000"},
+		{[]string{"s", "--duration", "3.14"}, "not an integer"},
+		{[]string{"a", "b", "--duration", "5"}, "needs 1 argument"},
+	} {
+		f := testFactory("")
+		wantUsage(t, execute(t, f, NewCmdCfgSet(f, func(*CfgSetOptions) error { return nil }), append([]string{"cfgset"}, c.args...)...), c.want)
+	}
+}
+
+func TestCalcMaxsizeOptions(t *testing.T) {
+	var got *CalcMaxsizeOptions
+	f := testFactory("")
+	if err := execute(t, f, NewCmdCalcMaxsize(f, func(o *CalcMaxsizeOptions) error { got = o; return nil }),
+		"calc-maxsize", "--rate", "1k/s", "--mark-delay", "80ms", "--recovery", "17m", "--producers", "2"); err != nil {
+		t.Fatal(err)
+	}
+	in := got.Inputs
+	if in.Rate.RatString() != "1000" || in.MarkDelay != 80*time.Millisecond || in.Recovery != 17*time.Minute ||
+		in.Producers != 2 || in.Margin.RatString() != "1/4" {
+		t.Errorf("parsed %+v", in)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--mark-delay", "80ms"}, "--rate is required"},
+		{[]string{"--rate", "1000"}, "--mark-delay is required"},
+		{[]string{"--rate", "1000", "--mark-delay", "80"}, "mark-delay"},
+		{[]string{"--rate", "1000", "--mark-delay", "80ms", "--producers", "0"}, "--producers 0"},
+		{[]string{"--rate", "1000", "--mark-delay", "80ms", "extra"}, "takes no arguments"},
+	} {
+		f := testFactory("")
+		wantUsage(t, execute(t, f, NewCmdCalcMaxsize(f, func(*CalcMaxsizeOptions) error { return nil }), append([]string{"calc-maxsize"}, c.args...)...), c.want)
+	}
+}
+
+func TestInspectOptions(t *testing.T) {
+	var got *InspectOptions
+	f := testFactory("")
+	if err := execute(t, f, NewCmdInspect(f, func(o *InspectOptions) error { got = o; return nil }),
+		"inspect", "orders", "--watch", "1s", "--count", "3"); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got.Keys, ",") != "orders" || got.Watch != "1s" || got.Count != 3 {
+		t.Errorf("parsed %+v", got)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "inspect needs KEY..., --match PATTERN or --server"},
+		{[]string{"k", "--server"}, "give one of"},
+		{[]string{"--match", "x:*", "--limit", "-1"}, "--limit -1"},
+	} {
+		f := testFactory("")
+		wantUsage(t, execute(t, f, NewCmdInspect(f, func(*InspectOptions) error { return nil }), append([]string{"inspect"}, c.args...)...), c.want)
+	}
+}
+
+func TestPurgeOptions(t *testing.T) {
+	var got *PurgeOptions
+	f := testFactory("")
+	if err := execute(t, f, NewCmdPurge(f, func(o *PurgeOptions) error { got = o; return nil }),
+		"purge", "--match", "idem:*", "--status", "failed,STARTED", "--older-than", "24h", "--max-rate", "5k/s", "--dry-run"); err != nil {
+		t.Fatal(err)
+	}
+	ops := got.Ops
+	if ops.Pattern != "idem:*" || len(ops.Statuses) != 2 || ops.Statuses[0] != records.Failed || ops.Statuses[1] != records.Processing ||
+		ops.OlderThan != 24*time.Hour || ops.MaxRate != 5000 || !ops.DryRun {
+		t.Errorf("parsed %+v", ops)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "purge needs --match PATTERN or --stream STREAM"},
+		{[]string{"--match", "a", "--stream", "s"}, "not both"},
+		{[]string{"--stream", "s", "--status", "FAILED"}, "--stream takes only"},
+		{[]string{"--match", "a", "--pid", "p"}, "--pid goes with --stream"},
+		{[]string{"--match", "a", "--status", "NOPE"}, `--status "NOPE"`},
+		{[]string{"--match", "a", "--older-than", "24"}, "older-than"},
+		{[]string{"--match", "a", "--limit", "-1"}, "--limit must not be negative"},
+	} {
+		f := testFactory("")
+		wantUsage(t, execute(t, f, NewCmdPurge(f, func(*PurgeOptions) error { return nil }), append([]string{"purge"}, c.args...)...), c.want)
+	}
+}
+
+func TestClaimVerbOptions(t *testing.T) {
+	payload := filepath.Join(t.TempDir(), "req.json")
+	if err := os.WriteFile(payload, []byte(`{"amount":100}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var acq *AcquireOptions
+	f := testFactory("")
+	if err := execute(t, f, NewCmdClaimAcquire(f, func(o *AcquireOptions) error { acq = o; return nil }),
+		"acquire", "pay:1", "--lease", "1m", "--payload", "@"+payload, "--max-attempts", "3"); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	if acq.Key != "pay:1" || acq.Lease != time.Minute || acq.TTL != 24*time.Hour || acq.MaxAttempts != 3 ||
+		!strings.HasPrefix(acq.Owner, host+":") || acq.fingerprint != claim.Fingerprint([]byte(`{"amount":100}`)) {
+		t.Errorf("acquire parsed %+v", acq)
+	}
+
+	var cmp *CompleteOptions
+	f = testFactory("charged 100")
+	if err := execute(t, f, NewCmdClaimComplete(f, func(o *CompleteOptions) error { cmp = o; return nil }),
+		"complete", "pay:1", "--token", "2", "--result", "-", "--owner", "w1"); err != nil {
+		t.Fatal(err)
+	}
+	if cmp.Token != 2 || !cmp.ResultSet || cmp.Result != "charged 100" || cmp.Owner != "w1" {
+		t.Errorf("complete parsed %+v", cmp)
+	}
+
+	var fail *FailOptions
+	f = testFactory("")
+	if err := execute(t, f, NewCmdClaimFail(f, func(o *FailOptions) error { fail = o; return nil }),
+		"fail", "pay:1", "--token", "1", "--error", "card declined", "--release"); err != nil {
+		t.Fatal(err)
+	}
+	if fail.Token != 1 || fail.ErrorText != "card declined" || !fail.Release {
+		t.Errorf("fail parsed %+v", fail)
+	}
+
+	var run *RunOptions
+	f = testFactory("")
+	if err := execute(t, f, NewCmdClaimRun(f, func(o *RunOptions) error { run = o; return nil }),
+		"run", "job:1", "--wait", "2s", "--", "sh", "-c", "echo hi"); err != nil {
+		t.Fatal(err)
+	}
+	if run.Key != "job:1" || run.Wait != 2*time.Second || strings.Join(run.Command, "|") != "sh|-c|echo hi" {
+		t.Errorf("run parsed %+v", run)
+	}
+
+	never := func(string) func() error {
+		return func() error { t.Error("runF called after a usage error"); return nil }
+	}
+	verbs := map[string]func(f *Factory) *cobra.Command{
+		"acquire": func(f *Factory) *cobra.Command {
+			return NewCmdClaimAcquire(f, func(*AcquireOptions) error { return never("")() })
+		},
+		"renew": func(f *Factory) *cobra.Command {
+			return NewCmdClaimRenew(f, func(*RenewOptions) error { return never("")() })
+		},
+		"complete": func(f *Factory) *cobra.Command {
+			return NewCmdClaimComplete(f, func(*CompleteOptions) error { return never("")() })
+		},
+		"release": func(f *Factory) *cobra.Command {
+			return NewCmdClaimRelease(f, func(*ReleaseOptions) error { return never("")() })
+		},
+		"run": func(f *Factory) *cobra.Command {
+			return NewCmdClaimRun(f, func(*RunOptions) error { return never("")() })
+		},
+	}
+	for _, c := range []struct {
+		verb string
+		args []string
+		want string
+	}{
+		{"acquire", []string{"k", "--lease", "2h", "--ttl", "1h"}, "--lease 2h0m0s is longer than --ttl 1h0m0s"},
+		{"acquire", []string{"k", "--owner", ""}, "--owner must not be empty"},
+		{"acquire", []string{"k", "--max-attempts", "-1"}, "--max-attempts -1"},
+		{"acquire", []string{"k", "--payload", "@/nonexistent/p"}, "--payload"},
+		{"acquire", []string{""}, "the KEY must not be empty"},
+		{"acquire", []string{"a", "b"}, "needs 1 argument"},
+		{"renew", []string{"k"}, "--token is required"},
+		{"complete", []string{"k", "--token", "0"}, "--token is required"},
+		{"release", []string{"k", "--token", "-3"}, "--token is required"},
+		{"run", []string{"k", "true"}, "claim run needs KEY -- COMMAND"},
+		{"run", []string{"k", "--wait", "-1s", "--", "true"}, "--wait -1s"},
+		{"run", []string{"k", "--max-result", "-1", "--", "true"}, "--max-result -1"},
+	} {
+		f := testFactory("")
+		wantUsage(t, execute(t, f, verbs[c.verb](f), append([]string{c.verb}, c.args...)...), c.want)
+	}
+}
