@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -259,6 +260,10 @@ func inspectMatch(ctx context.Context, o *InspectOptions) error {
 		return err
 	}
 	if p.Format == render.Table {
+		// SCAN order says nothing (and differs between the nodes of a
+		// cluster, scanned concurrently): a table reads best by key.
+		slices.SortFunc(rows, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
+		slices.Sort(streams)
 		if p.TTY {
 			fmt.Fprintf(p.Out, "Showing %d of %d matching keys (%d scanned)\n", len(rows), sum.Matched, sum.Scanned)
 		}
