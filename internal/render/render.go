@@ -7,12 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/charmbracelet/lipgloss"
-	"github.com/muesli/termenv"
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
 )
 
 // Format is an output mode of -o.
@@ -45,47 +39,35 @@ type Printer struct {
 	TTY      bool // stdout is a terminal (or IDMPCTL_FORCE_TTY)
 	ErrTTY   bool // stderr is a terminal: progress may be drawn
 	Color    bool
-
-	styles *styles
 }
 
-type styles struct {
-	bold, dim, good, warn, bad, head lipgloss.Style
-}
+// Styles are plain SGR sequences. The output needs five colours and bold,
+// and nothing that asks the terminal anything: a styling library's
+// renderer, profile detection and width tables would cost every start of
+// the process (scripts start idmpctl once per message) for that.
+const (
+	sgrBold = "\x1b[1m"
+	sgrDim  = "\x1b[38;5;245m"
+	sgrGood = "\x1b[32m"
+	sgrWarn = "\x1b[33m"
+	sgrBad  = "\x1b[1;31m"
+	sgrHead = "\x1b[1;36m"
+	sgrOff  = "\x1b[0m"
+)
 
-func (p *Printer) st() *styles {
-	if p.styles == nil {
-		r := lipgloss.NewRenderer(p.Out)
-		if p.Color {
-			r.SetColorProfile(termenv.ANSI256)
-		} else {
-			r.SetColorProfile(termenv.Ascii)
-		}
-		p.styles = &styles{
-			bold: r.NewStyle().Bold(true),
-			dim:  r.NewStyle().Foreground(lipgloss.Color("245")),
-			good: r.NewStyle().Foreground(lipgloss.Color("2")),
-			warn: r.NewStyle().Foreground(lipgloss.Color("3")),
-			bad:  r.NewStyle().Foreground(lipgloss.Color("1")).Bold(true),
-			head: r.NewStyle().Bold(true).Foreground(lipgloss.Color("6")),
-		}
-	}
-	return p.styles
-}
+// Bold, Dim, Good, Warn, Bad and Head style text when colour is on.
+func (p *Printer) Bold(s string) string { return p.style(sgrBold, s) }
+func (p *Printer) Dim(s string) string  { return p.style(sgrDim, s) }
+func (p *Printer) Good(s string) string { return p.style(sgrGood, s) }
+func (p *Printer) Warn(s string) string { return p.style(sgrWarn, s) }
+func (p *Printer) Bad(s string) string  { return p.style(sgrBad, s) }
+func (p *Printer) Head(s string) string { return p.style(sgrHead, s) }
 
-// Bold, Dim, Good, Warn and Bad style text when colour is on.
-func (p *Printer) Bold(s string) string { return p.style(p.st().bold, s) }
-func (p *Printer) Dim(s string) string  { return p.style(p.st().dim, s) }
-func (p *Printer) Good(s string) string { return p.style(p.st().good, s) }
-func (p *Printer) Warn(s string) string { return p.style(p.st().warn, s) }
-func (p *Printer) Bad(s string) string  { return p.style(p.st().bad, s) }
-func (p *Printer) Head(s string) string { return p.style(p.st().head, s) }
-
-func (p *Printer) style(st lipgloss.Style, s string) string {
+func (p *Printer) style(sgr, s string) string {
 	if !p.Color || s == "" {
 		return s
 	}
-	return st.Render(s)
+	return sgr + s + sgrOff
 }
 
 // JSON writes v as one JSON object: indented on a terminal, one line
@@ -124,22 +106,11 @@ func (p *Printer) Table(header []string, rows [][]string) error {
 		}
 		return nil
 	}
-	t := tablewriter.NewTable(p.Out,
-		tablewriter.WithEastAsian(tw.Off),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleRounded)})),
-	)
-	h := make([]any, len(header))
-	for i, s := range header {
-		h[i] = p.Head(s)
+	head := make([]string, len(header))
+	for i, h := range header {
+		head[i] = p.Head(h)
 	}
-	t.Header(h...)
-	for _, r := range rows {
-		if err := t.Append(r); err != nil {
-			return err
-		}
-	}
-	return t.Render()
+	return drawTable(p.Out, head, rows)
 }
 
 // Pair is one label/value row of a key-value view: {label, value}.
