@@ -186,5 +186,6 @@ func probeNativeIDMP() (bool, error) {
 		return false, err
 	}
 	defer c.Close()
-	return c.Caps.NativeIDMP, nil
+	caps, err := c.Capabilities(ctx)
+	return caps.NativeIDMP, err
 }

@@ -351,7 +351,7 @@ func TestTLS(t *testing.T) {
 	t.Run("scheme-mixups", func(t *testing.T) {
 		// redis:// on a TLS port: the server drops the plain connection.
 		r := secRun(t, nil, "inspect", "--server", "--url", "redis://"+verified.TLSAddr+"/0", "--timeout", "2s")
-		secWant(t, r, 69, `^idmpctl: connect redis://`+regexp.QuoteMeta(verified.TLSAddr)+`/0: .*EOF$`, `^hint: .*use rediss://`)
+		secWant(t, r, 69, `^idmpctl: connect redis://`+regexp.QuoteMeta(verified.TLSAddr)+`/0: .*(EOF|connection reset by peer)$`, `^hint: .*use rediss://`)
 		// rediss:// on a plain port: the handshake is never answered.
 		plain := secServer(t)
 		r = secRun(t, nil, "inspect", "--server", "--url", "rediss://"+plain.Addr+"/0", "--tls-ca", files.CA, "--timeout", "1s")

@@ -65,7 +65,7 @@ func (f *Factory) Conn(ctx context.Context) (*redisconn.Conn, error) {
 		cfg.URL = firstNonEmpty(f.Getenv("IDMPCTL_URL"), f.Getenv("REDIS_URL"), redisconn.DefaultURL)
 	}
 	cfg.Password = firstNonEmpty(f.Getenv("IDMPCTL_PASSWORD"), f.Getenv("REDISCLI_AUTH"))
-	c, err := redisconn.Connect(ctx, cfg)
+	c, err := redisconn.Open(cfg)
 	if err != nil {
 		return nil, err
 	}

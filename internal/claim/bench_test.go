@@ -57,10 +57,10 @@ func BenchmarkSetNXBaselineTwoTrips(b *testing.B) {
 	for b.Loop() {
 		for range benchRound {
 			key := benchKey(&n)
-			if err := c.Client.SetNX(ctx, key, "PROCESSING", time.Hour).Err(); err != nil {
+			if err := c.Client().SetNX(ctx, key, "PROCESSING", time.Hour).Err(); err != nil {
 				b.Fatal(err)
 			}
-			if err := c.Client.Set(ctx, key, "COMPLETED", 24*time.Hour).Err(); err != nil {
+			if err := c.Client().Set(ctx, key, "COMPLETED", 24*time.Hour).Err(); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -156,7 +156,7 @@ func BenchmarkClaimVsBaseline(b *testing.B) {
 
 // benchServerCPU is the server's CPU seconds so far (INFO cpu, user + sys).
 func benchServerCPU(b *testing.B, ctx context.Context, c *redisconn.Conn) float64 {
-	info, err := c.Client.Info(ctx, "cpu").Result()
+	info, err := c.Client().Info(ctx, "cpu").Result()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func claimRound(ctx context.Context, c *redisconn.Conn, n *int) error {
 // claimPipelinedRound: a worker loop, one round trip a message: complete the
 // previous one and claim the next together.
 func setNXPipelined(ctx context.Context, c *redisconn.Conn, key string) error {
-	_, err := c.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := c.Client().Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.SetNX(ctx, key, "PROCESSING", time.Hour)
 		p.Set(ctx, key, "COMPLETED", 24*time.Hour)
 		return nil

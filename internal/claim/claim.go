@@ -14,6 +14,7 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/redisconn"
+	"github.com/redis/go-redis/v9"
 )
 
 var (
@@ -180,7 +181,11 @@ func newStep(s *redisconn.Script, verb, key string, args ...any) step {
 
 // run calls the step's script; every reply carries the whole record.
 func (st step) run(ctx context.Context, c *redisconn.Conn) (scriptReply, error) {
-	v, err := st.script.Run(ctx, c.Client, []string{st.key}, st.args...).Slice()
+	var v []any
+	err := c.Do(func(rc redis.UniversalClient) (err error) {
+		v, err = st.script.Run(ctx, rc, []string{st.key}, st.args...).Slice()
+		return err
+	})
 	return st.reply(v, err)
 }
 

@@ -40,7 +40,7 @@ func mustAcquire(t *testing.T, ctx context.Context, c *redisconn.Conn, p Acquire
 
 func hash(t *testing.T, ctx context.Context, c *redisconn.Conn, key string) map[string]string {
 	t.Helper()
-	h, err := c.Client.HGetAll(ctx, key).Result()
+	h, err := c.Client().HGetAll(ctx, key).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func hash(t *testing.T, ctx context.Context, c *redisconn.Conn, key string) map[
 
 func pttl(t *testing.T, ctx context.Context, c *redisconn.Conn, key string) time.Duration {
 	t.Helper()
-	d, err := c.Client.PTTL(ctx, key).Result()
+	d, err := c.Client().PTTL(ctx, key).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestClaimAcquireBusy(t *testing.T) {
 	ctx, c := claimClient(t)
 	mustAcquire(t, ctx, c, acquireParams("job", "w1"), Acquired)
 	before := hash(t, ctx, c, "job")
-	c.Client.PExpire(ctx, "job", 10*time.Hour) // busy must not touch the TTL either
+	c.Client().PExpire(ctx, "job", 10*time.Hour) // busy must not touch the TTL either
 	res := mustAcquire(t, ctx, c, acquireParams("job", "w2"), Busy)
 	if res.Record.Owner != "w1" || res.LeaseLeftMs <= 0 || res.LeaseLeftMs > 60_000 {
 		t.Errorf("busy: owner %q, %dms left", res.Record.Owner, res.LeaseLeftMs)
@@ -250,19 +250,19 @@ func TestClaimFingerprint(t *testing.T) {
 func TestClaimNotARecordIsNeverWritten(t *testing.T) {
 	ctx, c := claimClient(t)
 	setups := map[string]func(key string){
-		"string":         func(k string) { c.Client.Set(ctx, k, "PROCESSING", time.Hour) },
-		"json string":    func(k string) { c.Client.Set(ctx, k, `{"status":"PROCESSING","owner":"c-1"}`, 0) },
-		"list":           func(k string) { c.Client.RPush(ctx, k, "a") },
-		"set":            func(k string) { c.Client.SAdd(ctx, k, "a") },
-		"zset":           func(k string) { c.Client.ZAdd(ctx, k, redis.Z{Score: 1, Member: "a"}) },
-		"stream":         func(k string) { c.Client.XAdd(ctx, &redis.XAddArgs{Stream: k, Values: []string{"f", "v"}}) },
-		"hash no status": func(k string) { c.Client.HSet(ctx, k, "owner", "x", "token", "1") },
-		"hash state":     func(k string) { c.Client.HSet(ctx, k, "state", "STARTED") },
-		"hash status":    func(k string) { c.Client.HSet(ctx, k, "status", "DONE", "token", "1") },
-		"hash no token":  func(k string) { c.Client.HSet(ctx, k, "status", "FAILED") },
-		"hash token 0":   func(k string) { c.Client.HSet(ctx, k, "status", "FAILED", "token", "0") },
-		"hash bad token": func(k string) { c.Client.HSet(ctx, k, "status", "COMPLETED", "token", "1.5") },
-		"no lease_until": func(k string) { c.Client.HSet(ctx, k, "status", "PROCESSING", "token", "1", "owner", "x") },
+		"string":         func(k string) { c.Client().Set(ctx, k, "PROCESSING", time.Hour) },
+		"json string":    func(k string) { c.Client().Set(ctx, k, `{"status":"PROCESSING","owner":"c-1"}`, 0) },
+		"list":           func(k string) { c.Client().RPush(ctx, k, "a") },
+		"set":            func(k string) { c.Client().SAdd(ctx, k, "a") },
+		"zset":           func(k string) { c.Client().ZAdd(ctx, k, redis.Z{Score: 1, Member: "a"}) },
+		"stream":         func(k string) { c.Client().XAdd(ctx, &redis.XAddArgs{Stream: k, Values: []string{"f", "v"}}) },
+		"hash no status": func(k string) { c.Client().HSet(ctx, k, "owner", "x", "token", "1") },
+		"hash state":     func(k string) { c.Client().HSet(ctx, k, "state", "STARTED") },
+		"hash status":    func(k string) { c.Client().HSet(ctx, k, "status", "DONE", "token", "1") },
+		"hash no token":  func(k string) { c.Client().HSet(ctx, k, "status", "FAILED") },
+		"hash token 0":   func(k string) { c.Client().HSet(ctx, k, "status", "FAILED", "token", "0") },
+		"hash bad token": func(k string) { c.Client().HSet(ctx, k, "status", "COMPLETED", "token", "1.5") },
+		"no lease_until": func(k string) { c.Client().HSet(ctx, k, "status", "PROCESSING", "token", "1", "owner", "x") },
 	}
 	verbs := map[string]func(key string) error{
 		"acquire": func(k string) error {
@@ -283,7 +283,7 @@ func TestClaimNotARecordIsNeverWritten(t *testing.T) {
 	for name, setup := range setups {
 		key := "foreign:" + name
 		setup(key)
-		dump, err := c.Client.Dump(ctx, key).Result()
+		dump, err := c.Client().Dump(ctx, key).Result()
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -294,7 +294,7 @@ func TestClaimNotARecordIsNeverWritten(t *testing.T) {
 				t.Errorf("%s on %s: %v (code %d), want not a claim record (65)", verb, name, err, exit.Code(err))
 			}
 		}
-		after, _ := c.Client.Dump(ctx, key).Result()
+		after, _ := c.Client().Dump(ctx, key).Result()
 		if after != dump || pttl(t, ctx, c, key) > ttl {
 			t.Errorf("%s: the key was modified", name)
 		}
@@ -391,7 +391,7 @@ func TestClaimValidationNeedsNoServer(t *testing.T) {
 	_, err = Fail(ctx, c, "", 1, "", time.Hour, false)
 	wantCode(t, err, exit.Usage, "the key is empty")
 	wantCode(t, Release(ctx, c, "job", -3), exit.Usage, "--token is -3")
-	if n, _ := c.Client.DBSize(ctx).Result(); n != 0 {
+	if n, _ := c.Client().DBSize(ctx).Result(); n != 0 {
 		t.Errorf("validation failures wrote %d keys", n)
 	}
 }
@@ -399,6 +399,6 @@ func TestClaimValidationNeedsNoServer(t *testing.T) {
 func TestClaimScriptsSurviveScriptFlush(t *testing.T) {
 	ctx, c := claimClient(t)
 	mustAcquire(t, ctx, c, acquireParams("a", "w"), Acquired)
-	c.Client.ScriptFlush(ctx)
+	c.Client().ScriptFlush(ctx)
 	mustAcquire(t, ctx, c, acquireParams("b", "w"), Acquired) // EVALSHA falls back to EVAL
 }

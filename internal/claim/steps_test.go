@@ -21,7 +21,7 @@ func TestClaimCompleteAfterLeaseWithoutTakeover(t *testing.T) {
 	p.Lease = 100 * time.Millisecond
 	mustAcquire(t, ctx, c, p, Acquired)
 	time.Sleep(150 * time.Millisecond)
-	now, err := c.Client.Time(ctx).Result()
+	now, err := c.Client().Time(ctx).Result()
 	if lease := hash(t, ctx, c, "job")["lease_until"]; err != nil || lease >= strconv.FormatInt(now.UnixMilli(), 10) {
 		t.Fatalf("lease_until %s at server time %v (%v), want passed", lease, now, err)
 	}
@@ -41,7 +41,7 @@ func TestClaimCompleteKeepsFields(t *testing.T) {
 	p.Fingerprint = "fp-1"
 	acq := mustAcquire(t, ctx, c, p, Acquired)
 	before := hash(t, ctx, c, "job")
-	c.Client.HSet(ctx, "job", "x-app", "kept") // a field a claim does not own
+	c.Client().HSet(ctx, "job", "x-app", "kept") // a field a claim does not own
 	time.Sleep(5 * time.Millisecond)
 
 	out := "line 1\nline 2\x00binary"
@@ -100,7 +100,7 @@ func TestClaimFailThenRetry(t *testing.T) {
 	p := acquireParams("job", "w1")
 	p.Fingerprint = "fp"
 	acq := mustAcquire(t, ctx, c, p, Acquired)
-	c.Client.Persist(ctx, "job")
+	c.Client().Persist(ctx, "job")
 	rec, err := Fail(ctx, c, "job", 1, "exit status 3", 30*time.Minute, false)
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +209,7 @@ func TestClaimRenew(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantTTL(t, ctx, c, "job", 2*time.Hour)
-	c.Client.Persist(ctx, "job")
+	c.Client().Persist(ctx, "job")
 	if _, err := Renew(ctx, c, "job", 1, time.Minute, 10*time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestClaimRenew(t *testing.T) {
 	if !errors.As(err, &lost) || lost.Record.Status != "" || lost.Record.TTLms != -2 {
 		t.Errorf("lost on an absent key: %+v", lost)
 	}
-	if n, _ := c.Client.Exists(ctx, "absent").Result(); n != 0 {
+	if n, _ := c.Client().Exists(ctx, "absent").Result(); n != 0 {
 		t.Error("a lost renew created the key")
 	}
 }
@@ -242,7 +242,7 @@ func TestClaimRelease(t *testing.T) {
 	if err := Release(ctx, c, "job", 2); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := c.Client.Exists(ctx, "job").Result(); n != 0 {
+	if n, _ := c.Client().Exists(ctx, "job").Result(); n != 0 {
 		t.Fatal("release kept the record")
 	}
 	if err := Release(ctx, c, "job", 2); err != nil {
@@ -259,7 +259,7 @@ func TestClaimRelease(t *testing.T) {
 	if err != nil || rec.Status != "" || rec.TTLms != -2 {
 		t.Fatalf("fail --release: %+v %v", rec, err)
 	}
-	if n, _ := c.Client.Exists(ctx, "job").Result(); n != 0 {
+	if n, _ := c.Client().Exists(ctx, "job").Result(); n != 0 {
 		t.Fatal("fail --release kept the record")
 	}
 	mustAcquire(t, ctx, c, p, Acquired)
@@ -267,7 +267,7 @@ func TestClaimRelease(t *testing.T) {
 	if _, err := Fail(ctx, c, "job", 1, "", 0, true); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := c.Client.Exists(ctx, "job").Result(); n != 0 {
+	if n, _ := c.Client().Exists(ctx, "job").Result(); n != 0 {
 		t.Fatal("fail --release kept a FAILED record")
 	}
 	// A stale token cannot release the new holder's claim.
@@ -276,7 +276,7 @@ func TestClaimRelease(t *testing.T) {
 	wantCode(t, err, exit.Lost, "token 3 is not current: the key is now held by token 1")
 	_, err = Fail(ctx, c, "job", 3, "", time.Hour, false)
 	wantCode(t, err, exit.Lost, "token 3 is not current")
-	if n, _ := c.Client.Exists(ctx, "job").Result(); n != 1 {
+	if n, _ := c.Client().Exists(ctx, "job").Result(); n != 1 {
 		t.Fatal("a stale token released the claim")
 	}
 }
@@ -322,7 +322,7 @@ func TestClaimEveryWriteSetsTTL(t *testing.T) {
 		{"complete", func() error { _, err := Complete(ctx, c, "job", 3, nil, 6*time.Hour, 0); return err }, 6 * time.Hour},
 	}
 	for _, s := range steps {
-		c.Client.Persist(ctx, "job")
+		c.Client().Persist(ctx, "job")
 		if err := s.run(); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}

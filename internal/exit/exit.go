@@ -52,6 +52,9 @@ type Error struct {
 	// Silent errors carry an exit code whose story was already told on
 	// stdout/stderr (claim acquire's "done", a command's own exit status).
 	Silent bool
+	// Root errors are not about what the command was doing (the server
+	// could not be reached): Wrap keeps their What as it is.
+	Root bool
 }
 
 func (e *Error) Error() string {
@@ -85,6 +88,9 @@ func Wrap(err error, what string) error {
 	}
 	var e *Error
 	if errors.As(err, &e) {
+		if e.Root {
+			return e
+		}
 		return &Error{Code: e.Code, What: joinWhat(what, e.What), Err: e.Err, Hint: e.Hint}
 	}
 	return &Error{Code: Classify(err), What: what, Err: err, Hint: hintFor(err)}
@@ -98,6 +104,12 @@ func joinWhat(outer, inner string) string {
 		return inner
 	}
 	return outer + ": " + inner
+}
+
+// Connect is a failure to reach the server at url (redacted): Root, so the
+// message is "connect URL: why" whatever the command was doing.
+func Connect(err error, url string) *Error {
+	return &Error{Code: Classify(err), What: "connect " + url, Err: err, Hint: hintFor(err), Root: true}
 }
 
 // WithHint returns err with a hint line attached.

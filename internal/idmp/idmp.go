@@ -6,6 +6,8 @@
 package idmp
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 	"strings"
 
@@ -48,6 +50,11 @@ func LuaConstants() string {
 //	<Base>:idmp:pids         set: pids that hold state (PEXPIRE duration+slack)
 //	<Base>:idmp:ids:<pid>    hash: iid -> original entry ID (PEXPIRE duration+slack)
 //	<Base>:idmp:order:<pid>  list: the pid's iids, oldest first (PEXPIRE duration+slack)
+//	<Base>:idmp:batch:<h>    hash: an xadd --batch progress record, h = BatchHash(pid, id) (PEXPIRE --progress-ttl)
+//	<Base>:idmp:batches      zset: the stream's progress records by last update (PEXPIRE as its newest)
+//
+// The two batch keys exist in both modes: a batch's progress is written with
+// its adds, by the emulated script or in the native MULTI/EXEC.
 type StateLayout struct {
 	Stream      string
 	Base        string
@@ -55,15 +62,19 @@ type StateLayout struct {
 	PIDs        string
 	IDsPrefix   string // + pid
 	OrderPrefix string // + pid
+	Batches     string
+	BatchPrefix string // + BatchHash(pid, id)
 }
 
 // Suffixes of the state keys after the base.
 const (
-	metaSuffix  = ":idmp"
-	pidsSuffix  = ":pids"
-	idsPart     = "ids:"
-	orderPart   = "order:"
-	perPIDInfix = metaSuffix + ":"
+	metaSuffix    = ":idmp"
+	pidsSuffix    = ":pids"
+	batchesSuffix = ":batches"
+	idsPart       = "ids:"
+	orderPart     = "order:"
+	batchPart     = "batch:"
+	perPIDInfix   = metaSuffix + ":"
 )
 
 // IDs is the hash of one pid's tracked iids (iid -> entry ID).
@@ -71,6 +82,19 @@ func (l StateLayout) IDs(pid string) string { return l.IDsPrefix + pid }
 
 // Order is the list of one pid's tracked iids in insertion order.
 func (l StateLayout) Order(pid string) string { return l.OrderPrefix + pid }
+
+// Batch is the progress record of the batch id of pid.
+func (l StateLayout) Batch(pid, id string) string { return l.BatchPrefix + BatchHash(pid, id) }
+
+// BatchHash names a batch in key names: pid and id are any bytes, of any
+// length, so the name holds a digest of them.
+func BatchHash(pid, id string) string {
+	h := sha256.New()
+	h.Write([]byte(strconv.Itoa(len(pid)) + ":"))
+	h.Write([]byte(pid))
+	h.Write([]byte(id))
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
 
 // StateKeys derives the emulated state's key names for stream. In cluster
 // mode a name that holds '}' without a valid hash tag is refused: no suffix
@@ -95,6 +119,8 @@ func StateKeys(stream string, cluster bool) (StateLayout, error) {
 		PIDs:        meta + pidsSuffix,
 		IDsPrefix:   meta + ":" + idsPart,
 		OrderPrefix: meta + ":" + orderPart,
+		Batches:     meta + batchesSuffix,
+		BatchPrefix: meta + ":" + batchPart,
 	}, nil
 }
 
@@ -130,6 +156,8 @@ func ParseStateKey(key, redisType string) (part string, ok bool) {
 		return "settings", true
 	case tail == pidsSuffix && redisType == "set":
 		return "pids", true
+	case tail == batchesSuffix && redisType == "zset":
+		return "batch progress index", true
 	}
 	// Per-pid keys: the pid may itself contain ":idmp", so look at the first.
 	j := strings.Index(rest, perPIDInfix)
@@ -142,6 +170,8 @@ func ParseStateKey(key, redisType string) (part string, ok bool) {
 		return "iids of pid " + tail[len(idsPart):], true
 	case strings.HasPrefix(tail, orderPart) && redisType == "list":
 		return "order of pid " + tail[len(orderPart):], true
+	case strings.HasPrefix(tail, batchPart) && redisType == "hash":
+		return "batch progress", true
 	}
 	return "", false
 }

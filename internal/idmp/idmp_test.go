@@ -41,3 +41,26 @@ func TestStateKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestParseStateKey(t *testing.T) {
+	l, _ := StateKeys("orders", false)
+	for key, c := range map[string]struct{ typ, part string }{
+		l.Meta:                  {"hash", "settings"},
+		l.PIDs:                  {"set", "pids"},
+		l.IDs("p:idmp:1"):       {"hash", "iids of pid p:idmp:1"},
+		l.Order("p"):            {"list", "order of pid p"},
+		l.Batch("p", "b"):       {"hash", "batch progress"},
+		l.Batches:               {"zset", "batch progress index"},
+		"{orders}:idmp:batches": {"hash", ""},
+		"orders:idmp":           {"hash", ""},
+		"{orders}:idmp:other:x": {"hash", ""},
+	} {
+		part, ok := ParseStateKey(key, c.typ)
+		if part != c.part || ok != (c.part != "") {
+			t.Errorf("ParseStateKey(%q, %s) = %q, %v; want %q", key, c.typ, part, ok, c.part)
+		}
+	}
+	if BatchHash("p", "b1") == BatchHash("p", "b2") || BatchHash("ab", "c") == BatchHash("a", "bc") {
+		t.Error("batch names collide")
+	}
+}

@@ -28,6 +28,10 @@ const DefaultScanCount = 1000
 // together with a not-found error (exit 66), so a caller may print them and
 // still exit 66; when some exist the error is nil.
 func InspectKeys(ctx context.Context, c *redisconn.Conn, keys []string) ([]records.Record, error) {
+	// The topology first: a cluster is read node by node.
+	if _, err := c.Capabilities(ctx); err != nil {
+		return nil, err
+	}
 	out := make([]records.Record, 0, len(keys))
 	for chunk := range slices.Chunk(keys, keyBatch) {
 		reads, err := readKeys(ctx, c, chunk, readOptions{maxValue: InspectMaxValue, fullHashes: true})
@@ -93,6 +97,10 @@ type Summary struct {
 // between SCAN and the read are skipped.
 // An error from emit stops the scan and is returned as is.
 func ScanKeys(ctx context.Context, c *redisconn.Conn, opts ScanOptions, emit func(records.Record) error) (Summary, error) {
+	// The topology first: a cluster is read node by node.
+	if _, err := c.Capabilities(ctx); err != nil {
+		return Summary{}, err
+	}
 	sum := Summary{ByStatus: map[records.Status]int64{}, ByFormat: map[records.Format]int64{}}
 	want := recordStatusSet(opts.Statuses)
 	var mu sync.Mutex
@@ -317,12 +325,12 @@ func scanNodes(ctx context.Context, c *redisconn.Conn, match string, count int64
 		}
 		return nil
 	}
-	if cc, ok := c.Client.(*redis.ClusterClient); ok {
+	if cc, ok := c.Client().(*redis.ClusterClient); ok {
 		return cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
 			return scanOne(ctx, node)
 		})
 	}
-	return scanOne(ctx, c.Client)
+	return scanOne(ctx, c.Client())
 }
 
 // GlobEscape quotes the glob metacharacters of SCAN MATCH (* ? [ ] \) so

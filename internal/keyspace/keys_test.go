@@ -18,7 +18,7 @@ import (
 
 func TestInspectKeysDecodesEveryFormat(t *testing.T) {
 	c, _ := redistest.Conn(t)
-	fx := writeKeysFixtures(t, c.Client)
+	fx := writeKeysFixtures(t, c.Client())
 	keys := make([]string, len(fx))
 	for i, f := range fx {
 		keys[i] = f.key
@@ -54,7 +54,7 @@ func TestInspectKeysDecodesEveryFormat(t *testing.T) {
 func TestInspectKeysMissing(t *testing.T) {
 	c, _ := redistest.Conn(t)
 	ctx := context.Background()
-	c.Client.Set(ctx, "here", "COMPLETED", 0)
+	c.Client().Set(ctx, "here", "COMPLETED", 0)
 
 	recs, err := InspectKeys(ctx, c, []string{"gone", "here"})
 	if err != nil {
@@ -80,15 +80,15 @@ func TestInspectKeysBoundsReads(t *testing.T) {
 	c, _ := redistest.Conn(t)
 	ctx := context.Background()
 	big := `{"status":"COMPLETED","data":"` + strings.Repeat("x", InspectMaxValue) + `"}`
-	c.Client.Set(ctx, "big:json", big, 0)
+	c.Client().Set(ctx, "big:json", big, 0)
 	// A claim with a large result is hashtable-encoded: read whole by inspect.
-	c.Client.HSet(ctx, "idem:bigresult", "status", "COMPLETED", "token", "1", "result", strings.Repeat("r", 5000))
+	c.Client().HSet(ctx, "idem:bigresult", "status", "COMPLETED", "token", "1", "result", strings.Repeat("r", 5000))
 	// A huge hash is read in part, and still decoded from its status.
 	args := []any{"status", "FAILED"}
 	for i := range 3000 {
 		args = append(args, "f"+strconv.Itoa(i), "v")
 	}
-	c.Client.HSet(ctx, "huge", args...)
+	c.Client().HSet(ctx, "huge", args...)
 
 	recs, err := InspectKeys(ctx, c, []string{"big:json", "idem:bigresult", "huge"})
 	if err != nil {
@@ -117,7 +117,7 @@ func TestInspectKeysBoundsReads(t *testing.T) {
 func TestScanKeysFiltersAndCounts(t *testing.T) {
 	c, _ := redistest.Conn(t)
 	ctx := context.Background()
-	fx := writeKeysFixtures(t, c.Client)
+	fx := writeKeysFixtures(t, c.Client())
 
 	var got []string
 	sum, err := ScanKeys(ctx, c, ScanOptions{}, func(r records.Record) error { got = append(got, r.Key); return nil })
@@ -160,7 +160,7 @@ func TestScanKeysLiteralPattern(t *testing.T) {
 	c, _ := redistest.Conn(t)
 	ctx := context.Background()
 	for _, k := range []string{"a*b", "axb", `a\b`, "a[1]", "a1"} {
-		c.Client.Set(ctx, k, "DONE", 0)
+		c.Client().Set(ctx, k, "DONE", 0)
 	}
 	scan := func(pattern string, literal bool) []string {
 		var got []string
@@ -224,7 +224,7 @@ func TestScanWindowDropsRecentRepeats(t *testing.T) {
 // leaves no reader behind, however far the readers had run ahead.
 func TestScanKeysCancelled(t *testing.T) {
 	c, _ := redistest.Conn(t)
-	fillClaims(t, c.Client, "c:", 200)
+	fillClaims(t, c.Client(), "c:", 200)
 	before := runtime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

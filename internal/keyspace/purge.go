@@ -116,8 +116,11 @@ func Purge(ctx context.Context, c *redisconn.Conn, opts PurgeOptions, emit func(
 	if err := opts.Validate(); err != nil {
 		return PurgeSummary{}, err
 	}
+	if _, err := c.Capabilities(ctx); err != nil { // a cluster is purged node by node
+		return PurgeSummary{}, err
+	}
 	p := &purger{c: c, opts: opts, emit: emit, want: recordStatusSet(opts.Statuses), chunk: deleteChunkSize}
-	_, p.cluster = c.Client.(*redis.ClusterClient)
+	_, p.cluster = c.Client().(*redis.ClusterClient)
 	if opts.MaxRate > 0 {
 		p.limiter = &deleteLimiter{rate: opts.MaxRate}
 		// Several small chunks a second rather than one burst a chunk.

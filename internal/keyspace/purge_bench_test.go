@@ -36,7 +36,7 @@ func BenchmarkPurge(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		fillClaims(b, c.Client, "bench:", n)
+		fillClaims(b, c.Client(), "bench:", n)
 		peak.start()
 		b.StartTimer()
 		sum, err := Purge(context.Background(), c, PurgeOptions{Pattern: "bench:*", Statuses: []records.Status{records.Completed}}, nil)
@@ -58,7 +58,7 @@ func BenchmarkPurge(b *testing.B) {
 func BenchmarkScanInspect(b *testing.B) {
 	c, _ := redistest.Conn(b)
 	n := benchKeyCount(b)
-	fillClaims(b, c.Client, "bench:", n)
+	fillClaims(b, c.Client(), "bench:", n)
 	var peak heapPeak
 	peak.start()
 	b.ResetTimer()

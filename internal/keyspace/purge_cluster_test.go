@@ -16,8 +16,8 @@ import (
 func TestKeysAndPurgeOnCluster(t *testing.T) {
 	c, cl := redistest.ClusterConn(t)
 	ctx := context.Background()
-	fx := writeKeysFixtures(t, c.Client)
-	fillClaims(t, c.Client, "bulk:", 300)
+	fx := writeKeysFixtures(t, c.Client())
+	fillClaims(t, c.Client(), "bulk:", 300)
 	for _, n := range cl.Nodes {
 		if size, err := n.Do("DBSIZE"); err != nil || size == "0" {
 			t.Fatalf("node %s holds %s keys (%v): the keys should spread", n.Addr, size, err)

@@ -19,7 +19,7 @@ func TestPurgeRecheckComparisonKinds(t *testing.T) {
 	claim := func(key string, extra ...any) {
 		args := append([]any{"status", "COMPLETED", "owner", "w", "token", "1", "attempts", "1",
 			"lease_until", "1", "created", "1", "updated", "2"}, extra...)
-		if err := c.Client.HSet(ctx, key, args...).Err(); err != nil {
+		if err := c.Client().HSet(ctx, key, args...).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -34,7 +34,7 @@ func TestPurgeRecheckComparisonKinds(t *testing.T) {
 		claim(k, "error", "x")
 	}
 	for _, k := range []string{"str:same", "str:changed"} {
-		c.Client.Set(ctx, k, `{"status":"DONE"}`, 0)
+		c.Client().Set(ctx, k, `{"status":"DONE"}`, 0)
 	}
 	sum, items := purgeRun(t, c, PurgeOptions{Pattern: "*", BeforeDelete: purgeHookRuns(t, c,
 		[]any{"HSET", "nul:changed", "error", "a\x00c"},
@@ -56,7 +56,7 @@ func TestPurgeRecheckComparisonKinds(t *testing.T) {
 func TestPurgeRecheckKeyTwice(t *testing.T) {
 	c, _ := redistest.Conn(t)
 	ctx := context.Background()
-	c.Client.Set(ctx, "m", "DONE", 0)
+	c.Client().Set(ctx, "m", "DONE", 0)
 	reads, err := readKeys(ctx, c, []string{"m"}, readOptions{})
 	if err != nil || reads[0].rec.Format != records.FormatMarker {
 		t.Fatalf("read: %+v %v", reads, err)

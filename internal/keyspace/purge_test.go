@@ -49,7 +49,7 @@ func fixtureKeys(fx []keysFixture, except ...string) []string {
 
 func wantKeysExist(t *testing.T, c *redisconn.Conn, exist bool, keys ...string) {
 	t.Helper()
-	for k, ok := range keysExist(t, c.Client, keys...) {
+	for k, ok := range keysExist(t, c.Client(), keys...) {
 		if ok != exist {
 			t.Errorf("%s exists = %v, want %v", k, ok, exist)
 		}
@@ -58,7 +58,7 @@ func wantKeysExist(t *testing.T, c *redisconn.Conn, exist bool, keys ...string) 
 
 func TestPurgeDeletesOnlyMatchedRecognisedRecords(t *testing.T) {
 	c, _ := redistest.Conn(t)
-	fx := writeKeysFixtures(t, c.Client)
+	fx := writeKeysFixtures(t, c.Client())
 	sum, items := purgeRun(t, c, PurgeOptions{Pattern: "*", Statuses: []records.Status{records.Completed}})
 	// Recognised COMPLETED records; the Camel set (a whole repository) is not
 	// one without --any-type.
@@ -81,7 +81,7 @@ func TestPurgeDeletesOnlyMatchedRecognisedRecords(t *testing.T) {
 
 func TestPurgeDryRunDeletesNothing(t *testing.T) {
 	c, _ := redistest.Conn(t)
-	fx := writeKeysFixtures(t, c.Client)
+	fx := writeKeysFixtures(t, c.Client())
 	var hooked bool
 	sum, items := purgeRun(t, c, PurgeOptions{Pattern: "idem:*", DryRun: true, BeforeDelete: func([]string) { hooked = true }})
 	want := []string{"idem:done", "idem:failed", "idem:live", "idem:stale"}
@@ -94,7 +94,7 @@ func TestPurgeDryRunDeletesNothing(t *testing.T) {
 func TestPurgeFilters(t *testing.T) {
 	c, _ := redistest.Conn(t)
 	ctx := context.Background()
-	fx := writeKeysFixtures(t, c.Client)
+	fx := writeKeysFixtures(t, c.Client())
 	all := fixtureKeys(fx)
 
 	for _, tc := range []struct {
@@ -134,10 +134,10 @@ func TestPurgeFilters(t *testing.T) {
 			}
 			wantKeysExist(t, c, true, rest...)
 			// Put everything back for the next case.
-			if err := c.Client.Del(ctx, all...).Err(); err != nil {
+			if err := c.Client().Del(ctx, all...).Err(); err != nil {
 				t.Fatal(err)
 			}
-			fx = writeKeysFixtures(t, c.Client)
+			fx = writeKeysFixtures(t, c.Client())
 		})
 	}
 }
@@ -149,7 +149,7 @@ func purgeHookRuns(t *testing.T, c *redisconn.Conn, cmds ...[]any) func([]string
 	return func([]string) {
 		once.Do(func() {
 			for _, cmd := range cmds {
-				if err := c.Client.Do(context.Background(), cmd...).Err(); err != nil {
+				if err := c.Client().Do(context.Background(), cmd...).Err(); err != nil {
 					t.Errorf("%v: %v", cmd, err)
 				}
 			}
@@ -160,7 +160,7 @@ func purgeHookRuns(t *testing.T, c *redisconn.Conn, cmds ...[]any) func([]string
 func TestPurgeRecheckKeepsWhatChanged(t *testing.T) {
 	c, _ := redistest.Conn(t)
 	ctx := context.Background()
-	writeKeysFixtures(t, c.Client)
+	writeKeysFixtures(t, c.Client())
 
 	// A worker completes its claim, a JSON record is rewritten, a marker
 	// vanishes: each is counted changed, and what was rewritten survives.
@@ -174,7 +174,7 @@ func TestPurgeRecheckKeepsWhatChanged(t *testing.T) {
 	if !slices.Contains(items[PurgeDeleted], "idem:done") || sum.Deleted != sum.Matched-3 {
 		t.Errorf("deleted %v (%+v)", items[PurgeDeleted], sum)
 	}
-	if st, _ := c.Client.HGet(ctx, "idem:live", "status").Result(); st != "COMPLETED" {
+	if st, _ := c.Client().HGet(ctx, "idem:live", "status").Result(); st != "COMPLETED" {
 		t.Errorf("idem:live status %q", st)
 	}
 	wantKeysExist(t, c, true, "idem:live", "json:1")
@@ -184,9 +184,9 @@ func TestPurgeRecheckComparesTypeTTLAndWholeValue(t *testing.T) {
 	c, _ := redistest.Conn(t)
 	ctx := context.Background()
 	for _, k := range []string{"n:marker", "n:other", "n:big", "n:gone", "n:keep"} {
-		c.Client.Set(ctx, k, "1", 0)
+		c.Client().Set(ctx, k, "1", 0)
 	}
-	c.Client.Set(ctx, "n:big", string(make([]byte, 100<<10)), 0)
+	c.Client().Set(ctx, "n:big", string(make([]byte, 100<<10)), 0)
 	// --no-ttl: a key given a TTL in between no longer matches; a key
 	// replaced by another type, or a long string changed in its last byte
 	// (read whole: MaxValueBytes), is a different value.
@@ -207,7 +207,7 @@ func TestPurgeRecheckComparesTypeTTLAndWholeValue(t *testing.T) {
 
 func TestPurgeLimitAndRate(t *testing.T) {
 	c, _ := redistest.Conn(t)
-	fillClaims(t, c.Client, "r:", 60)
+	fillClaims(t, c.Client(), "r:", 60)
 
 	sum, items := purgeRun(t, c, PurgeOptions{Pattern: "r:*", Limit: 7, Count: 10})
 	if sum.Deleted != 7 || sum.Matched != 7 || !sum.Limited || len(items[PurgeDeleted]) != 7 {
@@ -245,8 +245,8 @@ func TestPurgeValidate(t *testing.T) {
 func TestPurgeSurvivesScriptFlush(t *testing.T) {
 	c, _ := redistest.Conn(t)
 	ctx := context.Background()
-	fillClaims(t, c.Client, "f:", 5)
-	if err := c.Client.ScriptFlush(ctx).Err(); err != nil {
+	fillClaims(t, c.Client(), "f:", 5)
+	if err := c.Client().ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if sum, _ := purgeRun(t, c, PurgeOptions{Pattern: "f:*"}); sum.Deleted != 5 {
@@ -261,7 +261,7 @@ func TestPurgeLargeHashesAreReadInPart(t *testing.T) {
 	for _, k := range []string{"L:1", "L:2", "L:3"} {
 		// A claim with a large result is hashtable-encoded: a scan reads its
 		// decision fields and measures the result.
-		c.Client.HSet(ctx, k, "status", "COMPLETED", "owner", "w", "token", "1", "attempts", "1",
+		c.Client().HSet(ctx, k, "status", "COMPLETED", "owner", "w", "token", "1", "attempts", "1",
 			"lease_until", "1", "created", "1", "updated", "2", "result", big)
 	}
 	sum, items := purgeRun(t, c, PurgeOptions{Pattern: "L:*", BeforeDelete: purgeHookRuns(t, c,

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -49,16 +50,24 @@ type ConnConfig struct {
 	Cluster     bool // forced with --cluster; otherwise detected
 }
 
-// Conn is an open connection with what was learned about the server.
+// Conn is a client for the server the user named, and what was learned
+// about that server. Opening it costs nothing: the first command dials. What
+// the server is (Capabilities) is asked only by the commands that need it,
+// so a single add or claim costs one round trip after connect.
 type Conn struct {
-	Client   redis.UniversalClient
-	Caps     Capabilities
 	Display  string        // the URL with any password redacted
 	Timeout  time.Duration // per-command bound
 	Warnings []string      // for the caller to show on stderr
+
+	opt *redis.Options
+
+	mu      sync.Mutex
+	client  redis.UniversalClient
+	cluster bool          // client is a cluster client (forced, probed or redirected)
+	caps    *Capabilities // probed, once
 }
 
-// Capabilities is what the connect probe learned, in one round trip.
+// Capabilities is what the probe learned about the server.
 type Capabilities struct {
 	Product    string // "redis" or "valkey"
 	Version    string
@@ -69,7 +78,61 @@ type Capabilities struct {
 }
 
 // Close releases the client.
-func (c *Conn) Close() error { return c.Client.Close() }
+func (c *Conn) Close() error { return c.Client().Close() }
+
+// Client is the client to send commands with: a cluster client once the
+// server is known to be a cluster node.
+func (c *Conn) Client() redis.UniversalClient {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.client
+}
+
+// Cluster reports whether commands go through the Redis Cluster protocol.
+func (c *Conn) Cluster() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cluster
+}
+
+// useCluster switches to a cluster client (the server is a cluster node).
+func (c *Conn) useCluster() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cluster {
+		return
+	}
+	old := c.client
+	cc := redis.NewClusterClient(clusterOptions(c.opt))
+	cc.AddHook(&connHook{display: c.Display, opt: c.opt})
+	c.client, c.cluster = cc, true
+	_ = old.Close()
+}
+
+// Do runs op with the client. A plain client that reached a cluster node
+// learns so from the reply (MOVED or ASK: the key lives elsewhere; CROSSSLOT:
+// keys of several slots): the server ran nothing of such a command, so Do
+// switches to a cluster client and runs op once more. Commands that must
+// know the topology first (scans) ask Capabilities instead.
+func (c *Conn) Do(op func(redis.UniversalClient) error) error {
+	err := op(c.Client())
+	if err != nil && !c.Cluster() && clusterReply(err) {
+		c.useCluster()
+		err = op(c.Client())
+	}
+	return err
+}
+
+// clusterReply reports a reply only a cluster node gives a plain client.
+func clusterReply(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"MOVED ", "ASK ", "CROSSSLOT "} {
+		if strings.HasPrefix(msg, p) || strings.Contains(msg, ": "+p) {
+			return true
+		}
+	}
+	return false
+}
 
 // Ctx bounds one command by the configured timeout.
 func (c *Conn) Ctx(parent context.Context) (context.Context, context.CancelFunc) {
@@ -127,6 +190,9 @@ func (cfg ConnConfig) Options() (*redis.Options, []string, error) {
 	opt.ContextTimeoutEnabled = true
 	opt.MaxRetries = -1 // idmpctl decides what is safe to retry
 	opt.DisableIdentity = true
+	// RESP2: what redis-cli speaks, and a new connection needs no HELLO for
+	// it (see dialer).
+	opt.Protocol = 2
 	opt.PoolSize = 8
 	opt.DialerRetries = 1
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
@@ -161,32 +227,66 @@ func (cfg ConnConfig) applyTLS(tc *tls.Config) error {
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }
 
-// Connect opens a client and probes the server in one round trip: version,
-// mode (a cluster node switches to a cluster client) and native IDMP.
-func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
+// Open makes a client for cfg without touching the network: a cluster
+// client with --cluster, a plain one otherwise (switched to a cluster client
+// when the server turns out to be a cluster node).
+func Open(cfg ConnConfig) (*Conn, error) {
 	opt, warnings, err := cfg.Options()
 	if err != nil {
 		return nil, err
 	}
-	display := Redact(cfg.URL)
-	c := &Conn{Display: display, Timeout: opt.ReadTimeout, Warnings: warnings}
-	var client redis.UniversalClient
+	c := &Conn{Display: Redact(cfg.URL), Timeout: opt.ReadTimeout, Warnings: warnings, opt: opt}
+	opt.Dialer = dialer(opt, c.Display)
+	hook := &connHook{display: c.Display, opt: opt}
 	if cfg.Cluster {
-		client = redis.NewClusterClient(clusterOptions(opt))
+		cc := redis.NewClusterClient(clusterOptions(opt))
+		cc.AddHook(hook)
+		c.client, c.cluster = cc, true
 	} else {
-		client = redis.NewClient(opt)
+		rc := redis.NewClient(opt)
+		rc.AddHook(hook)
+		c.client = rc
 	}
-	caps, err := probe(ctx, client, c.Timeout)
-	if err != nil {
-		client.Close()
-		return nil, schemeHint(exit.Wrap(err, "connect "+display), err, opt)
-	}
-	if caps.Cluster && !cfg.Cluster {
-		client.Close()
-		client = redis.NewClusterClient(clusterOptions(opt))
-	}
-	c.Client, c.Caps = client, caps
 	return c, nil
+}
+
+// Connect opens a client and probes the server (see Capabilities).
+func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
+	c, err := Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.Capabilities(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Capabilities asks the server what it is, once: version, mode (a cluster
+// node switches the client to a cluster client) and native IDMP.
+func (c *Conn) Capabilities(ctx context.Context) (Capabilities, error) {
+	c.mu.Lock()
+	known := c.caps
+	c.mu.Unlock()
+	if known != nil {
+		return *known, nil
+	}
+	caps, err := probe(ctx, c.Client(), c.Timeout)
+	if err != nil {
+		var e *exit.Error
+		if errors.As(err, &e) {
+			return Capabilities{}, err // a dial error says "connect" already
+		}
+		return Capabilities{}, schemeHint(exit.Connect(err, c.Display), err, c.opt)
+	}
+	if caps.Cluster {
+		c.useCluster()
+	}
+	c.mu.Lock()
+	c.caps = &caps
+	c.mu.Unlock()
+	return caps, nil
 }
 
 // schemeHint names the usual scheme mix-ups when a TCP connect fails: a
@@ -198,7 +298,7 @@ func schemeHint(wrapped, err error, opt *redis.Options) error {
 	}
 	msg := err.Error()
 	switch {
-	case opt.TLSConfig == nil && (msg == "EOF" || strings.HasSuffix(msg, ": EOF")):
+	case opt.TLSConfig == nil && (msg == "EOF" || strings.HasSuffix(msg, ": EOF") || errors.Is(err, syscall.ECONNRESET)):
 		return exit.WithHint(wrapped, "the server closed the connection at once: if this port speaks TLS, use rediss://")
 	case opt.TLSConfig != nil && (errors.Is(err, context.DeadlineExceeded) || strings.Contains(msg, "i/o timeout")):
 		return exit.WithHint(wrapped, "no answer to the TLS handshake: is the server running, and does this port speak TLS? (a plain port takes redis://; --timeout bounds the wait)")
@@ -219,6 +319,8 @@ func clusterOptions(o *redis.Options) *redis.ClusterOptions {
 		MaxRetries:               -1,
 		MaxRedirects:             8,
 		DisableIdentity:          true,
+		Protocol:                 o.Protocol,
+		Dialer:                   o.Dialer,
 		PoolSize:                 o.PoolSize,
 		DialerRetries:            o.DialerRetries,
 		MaintNotificationsConfig: o.MaintNotificationsConfig,
@@ -308,7 +410,7 @@ func ParseInfo(s string) map[string]string {
 func (c *Conn) Pipelined(ctx context.Context, fn func(p redis.Pipeliner, ctx context.Context)) error {
 	ctx, cancel := c.Ctx(ctx)
 	defer cancel()
-	cmds, err := c.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+	cmds, err := c.Client().Pipelined(ctx, func(p redis.Pipeliner) error {
 		fn(p, ctx)
 		return nil
 	})

@@ -2,6 +2,7 @@ package redisconn_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -9,15 +10,82 @@ import (
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/redisconn"
 	"github.com/idmpctl/idmpctl/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 func TestConnectProbesStandalone(t *testing.T) {
 	c, _ := redistest.Conn(t)
-	if c.Caps.Cluster || c.Caps.Mode != "standalone" {
-		t.Fatalf("caps = %+v, want standalone", c.Caps)
+	caps := redistest.Caps(t, c)
+	if caps.Cluster || caps.Mode != "standalone" || c.Cluster() {
+		t.Fatalf("caps = %+v, want standalone", caps)
 	}
-	if c.Caps.Version == "" {
+	if caps.Version == "" {
 		t.Fatal("no version probed")
+	}
+}
+
+// Open touches no server; the first command dials, and a bare HELLO 2 is
+// answered without a round trip: the server sees the command alone.
+func TestOpenSendsNoHandshake(t *testing.T) {
+	srv := redistest.New(t)
+	c, err := redisconn.Open(redisconn.ConnConfig{URL: srv.URL, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	before := commandCalls(t, srv)
+	ctx := context.Background()
+	if err := c.Client().Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	after := commandCalls(t, srv)
+	if after["set"] != before["set"]+1 || after["hello"] != before["hello"] || after["client|setinfo"] != before["client|setinfo"] {
+		t.Errorf("commands sent for one SET: before %v, after %v; want one SET and no HELLO or CLIENT SETINFO", before, after)
+	}
+	if c.Cluster() {
+		t.Error("a standalone server made a cluster client")
+	}
+}
+
+// commandCalls reads INFO commandstats: calls by command name.
+func commandCalls(t *testing.T, srv *redistest.Server) map[string]int {
+	t.Helper()
+	info, err := srv.Do("INFO", "commandstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]int{}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":calls=")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
+		calls[name] = n
+	}
+	return calls
+}
+
+// A plain client that reaches a cluster node learns from MOVED and switches
+// to a cluster client, running the command again.
+func TestDoFollowsTheCluster(t *testing.T) {
+	cl := redistest.NewCluster(t)
+	ctx := context.Background()
+	for _, node := range cl.Nodes {
+		c, err := redisconn.Open(redisconn.ConnConfig{URL: node.URL, Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 20 { // keys on every node
+			key := "k" + strconv.Itoa(i)
+			if err := c.Do(func(rc redis.UniversalClient) error { return rc.Set(ctx, key, "v", 0).Err() }); err != nil {
+				t.Fatalf("%s via %s: %v", key, node.Addr, err)
+			}
+		}
+		if !c.Cluster() {
+			t.Errorf("via %s: no switch to a cluster client", node.Addr)
+		}
+		c.Close()
 	}
 }
 

@@ -31,14 +31,18 @@ const pingSamples = 5
 // InspectServer reports the server's capabilities, its role and a PING
 // round-trip time (median of a few).
 func InspectServer(ctx context.Context, c *Conn) (ServerReport, error) {
+	caps, err := c.Capabilities(ctx)
+	if err != nil {
+		return ServerReport{}, err
+	}
 	r := ServerReport{
-		URL: c.Display, Product: c.Caps.Product, Version: c.Caps.Version,
-		Mode: c.Caps.Mode, NativeIDMP: c.Caps.NativeIDMP,
+		URL: c.Display, Product: caps.Product, Version: caps.Version,
+		Mode: caps.Mode, NativeIDMP: caps.NativeIDMP,
 	}
 	r.Role = Role(ctx, c)
 	ctx, cancel := c.Ctx(ctx)
 	defer cancel()
-	if cc, ok := c.Client.(*redis.ClusterClient); ok {
+	if cc, ok := c.Client().(*redis.ClusterClient); ok {
 		var mu sync.Mutex
 		err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
 			mu.Lock()
@@ -52,7 +56,7 @@ func InspectServer(ctx context.Context, c *Conn) (ServerReport, error) {
 		slices.Sort(r.Primaries)
 	}
 	if r.NativeIDMP {
-		d, err := ServerIDMPDefaults(ctx, c.Client)
+		d, err := ServerIDMPDefaults(ctx, c.Client())
 		if err == nil {
 			r.Defaults = &d
 		}
@@ -60,7 +64,7 @@ func InspectServer(ctx context.Context, c *Conn) (ServerReport, error) {
 	rtts := make([]time.Duration, 0, pingSamples)
 	for range pingSamples {
 		start := time.Now()
-		if err := c.Client.Ping(ctx).Err(); err != nil {
+		if err := c.Client().Ping(ctx).Err(); err != nil {
 			return r, err
 		}
 		rtts = append(rtts, time.Since(start))
@@ -92,7 +96,7 @@ func ServerIDMPDefaults(ctx context.Context, c redis.UniversalClient) (idmp.Defa
 func Role(ctx context.Context, c *Conn) string {
 	ctx, cancel := c.Ctx(ctx)
 	defer cancel()
-	info, err := c.Client.Info(ctx, "replication").Result()
+	info, err := c.Client().Info(ctx, "replication").Result()
 	if err != nil {
 		return ""
 	}

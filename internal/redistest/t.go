@@ -73,8 +73,18 @@ func ClusterConn(t testing.TB) (*redisconn.Conn, *Cluster) {
 	t.Helper()
 	cl := NewCluster(t)
 	c := Connect(t, cl.URL)
-	if _, ok := c.Client.(*redis.ClusterClient); !ok || !c.Caps.Cluster {
-		t.Fatalf("client is %T (cluster %v), want a detected cluster client", c.Client, c.Caps.Cluster)
+	if _, ok := c.Client().(*redis.ClusterClient); !ok || !c.Cluster() {
+		t.Fatalf("client is %T (cluster %v), want a detected cluster client", c.Client(), c.Cluster())
 	}
 	return c, cl
+}
+
+// Caps is what the server is, as the connection learned it.
+func Caps(t testing.TB, c *redisconn.Conn) redisconn.Capabilities {
+	t.Helper()
+	caps, err := c.Capabilities(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return caps
 }

@@ -41,13 +41,13 @@ func bytesPerIID(tb testing.TB, s *Streams, stream string, n int) float64 {
 	l, _ := idmp.StateKeys(stream, false)
 	var total int64
 	for _, k := range []string{l.IDs("p"), l.Order("p")} {
-		v, err := s.Conn.Client.MemoryUsage(ctx, k, 0).Result()
+		v, err := s.Conn.Client().MemoryUsage(ctx, k, 0).Result()
 		if err != nil {
 			tb.Fatal(err)
 		}
 		total += v
 	}
-	if got := s.Conn.Client.HLen(ctx, l.IDs("p")).Val(); got != int64(n) {
+	if got := s.Conn.Client().HLen(ctx, l.IDs("p")).Val(); got != int64(n) {
 		tb.Fatalf("%d iids tracked, want %d", got, n)
 	}
 	return float64(total) / float64(n)
@@ -115,7 +115,7 @@ func BenchmarkPipelinedXAdd(b *testing.B) {
 	for n := 0; n < b.N; n++ {
 		stream := fmt.Sprint("bench-plain-", n)
 		for i := 0; i < benchMessages; i += benchChunk {
-			_, err := conn.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			_, err := conn.Client().Pipelined(ctx, func(p redis.Pipeliner) error {
 				for j := i; j < min(i+benchChunk, benchMessages); j++ {
 					p.XAdd(ctx, &redis.XAddArgs{Stream: stream, Values: benchFields(j)})
 				}

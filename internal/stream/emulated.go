@@ -4,9 +4,11 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
@@ -46,12 +48,16 @@ var (
 
 // stateCall is the keys and leading arguments every emulated script takes.
 func (s *Streams) stateCall(stream string) (idmp.StateLayout, []string, []any, error) {
-	l, err := idmp.StateKeys(stream, s.Conn.Caps.Cluster)
+	l, err := idmp.StateKeys(stream, s.Conn.Cluster())
 	if err != nil {
 		return l, nil, nil, err
 	}
 	return l, []string{stream, l.Meta, l.PIDs}, []any{l.IDsPrefix, l.OrderPrefix, stream}, nil
 }
+
+// errNativeServer is the add script's refusal in auto mode: the server has
+// IDMP of its own.
+var errNativeServer = errors.New("the server has native IDMP")
 
 // scriptErr gives script errors their exit codes: a state-key conflict is data.
 func scriptErr(err error) error {
@@ -64,12 +70,49 @@ func scriptErr(err error) error {
 }
 
 // emulatedAddRun sends one script call for requests that share a stream
-// and options (see AddBatch): options once, then pid, iid, fields per item.
+// and options (see AddBatch). In auto mode the script refuses a server with
+// IDMP of its own (errNativeServer).
 func (s *Streams) emulatedAddRun(ctx context.Context, reqs []AddRequest) ([]AddResult, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var call *redisconn.Call
+	var iids []string
+	err := s.Conn.Do(func(c redis.UniversalClient) error {
+		// The state keys depend on whether the server is a cluster node, which
+		// a redirect may have just taught: made for each try.
+		var err error
+		if call, iids, err = s.emulatedAddCall(reqs, nil, s.Mode == ModeAuto); err != nil {
+			return err
+		}
+		call.Cmd = call.Script.Run(ctx, c, call.Keys, call.Args...)
+		return call.Cmd.Err()
+	})
+	if err != nil {
+		return nil, scriptErr(err)
+	}
+	return parseAddReply(call.Cmd.Val(), iids, len(reqs))
+}
+
+// chunkProgress is what a chunk of xadd --batch adds to its script call:
+// the progress record it moves from From to To input lines (see batch.go).
+type chunkProgress struct {
+	Key, Index  string // the record and the stream's index of records
+	ID, PID     string
+	From, To    int64
+	Digest      string
+	DropReplies int64 // From of the chunk whose kept replies go; -1 none
+	TTL         time.Duration
+	Lines       []int64 // each request's input line
+}
+
+// emulatedAddCall prepares the add script's call for requests that share a
+// stream and options: keys, then options once, then pid, line, iid and
+// fields per item. It returns the iid of each request (derived for Auto).
+func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNative bool) (*redisconn.Call, []string, error) {
 	r0 := reqs[0]
 	l, keys, args, err := s.stateCall(r0.Stream)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	nomk, trim, op, threshold, limit := "", "", "=", "", ""
 	if r0.NoMkStream {
@@ -90,12 +133,25 @@ func (s *Streams) emulatedAddRun(ctx context.Context, reqs []AddRequest) ([]AddR
 	case r0.Limit < 0:
 		limit = "0"
 	}
-	args = append(args, nomk, trim, op, threshold, limit)
+	native := ""
+	if checkNative {
+		native = "1"
+	}
+	args = append(args, nomk, trim, op, threshold, limit, native)
+	if cp == nil {
+		args = append(args, "", "", "", "", "", "", "")
+	} else {
+		drop := ""
+		if cp.DropReplies >= 0 {
+			drop = strconv.FormatInt(cp.DropReplies, 10)
+		}
+		args = append(args, cp.From, cp.To, cp.Digest, drop, cp.TTL.Milliseconds(), cp.ID, cp.PID)
+	}
 
 	pidIndex := make(map[string]int)
 	var pids []any // pid, number of items for it
 	iids := make([]string, len(reqs))
-	items := make([]any, 0, len(reqs)*7)
+	items := make([]any, 0, len(reqs)*8)
 	for i, r := range reqs {
 		j, ok := pidIndex[r.PID]
 		if !ok {
@@ -109,26 +165,56 @@ func (s *Streams) emulatedAddRun(ctx context.Context, reqs []AddRequest) ([]AddR
 		if r.Auto {
 			iids[i] = AutoIID(r.Fields)
 		}
-		items = append(items, j, iids[i], len(r.Fields))
+		var line int64
+		if cp != nil {
+			line = cp.Lines[i]
+		}
+		items = append(items, j, line, iids[i], len(r.Fields))
 		for _, f := range r.Fields {
 			items = append(items, f)
 		}
+	}
+	if cp != nil {
+		keys = append(keys, cp.Key, cp.Index)
 	}
 	args = append(args, len(pids)/2)
 	args = append(args, pids...)
 	args = append(args, len(reqs))
 	args = append(args, items...)
+	return &redisconn.Call{Script: addScript, Keys: keys, Args: args}, iids, nil
+}
 
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	reply, err := addScript.Run(ctx, s.Conn.Client, keys, args...).Slice()
-	if err != nil {
-		return nil, scriptErr(err)
+// errProgressMoved is a batch chunk the script refused: its progress record
+// stands at Line input lines, not where the chunk starts.
+type errProgressMoved struct{ Line int64 }
+
+func (e *errProgressMoved) Error() string {
+	return fmt.Sprintf("the batch's progress record stands at line %d", e.Line)
+}
+
+// parseAddReply reads the add script's reply for n requests.
+func parseAddReply(v any, iids []string, n int) ([]AddResult, error) {
+	reply, ok := v.([]any)
+	if !ok {
+		return nil, exit.New(exit.Internal, "emulated XADD", "unexpected reply %v", v)
 	}
-	if len(reply)%3 != 0 || len(reply) > 3*len(reqs) {
+	if len(reply) >= 1 && len(reply) <= 2 {
+		switch code, _ := reply[0].(string); {
+		case code == "N" && len(reply) == 1:
+			return nil, errNativeServer
+		case code == "P" && len(reply) == 2:
+			text, _ := reply[1].(string)
+			line, err := strconv.ParseInt(text, 10, 64)
+			if err != nil {
+				return nil, exit.New(exit.Internal, "emulated XADD", "unexpected reply %v", reply)
+			}
+			return nil, &errProgressMoved{Line: line}
+		}
+	}
+	if len(reply)%3 != 0 || len(reply) > 3*n {
 		return nil, exit.New(exit.Internal, "emulated XADD", "unexpected reply %v", reply)
 	}
-	out := make([]AddResult, 0, len(reqs))
+	out := make([]AddResult, 0, n)
 	for k := 0; k < len(reply); k += 3 {
 		code, _ := reply[k].(string)
 		text, _ := reply[k+1].(string)
@@ -145,8 +231,8 @@ func (s *Streams) emulatedAddRun(ctx context.Context, reqs []AddRequest) ([]AddR
 			return out, exit.New(exit.Internal, "emulated XADD", "unexpected reply %v", reply)
 		}
 	}
-	if len(out) != len(reqs) {
-		return out, exit.New(exit.Internal, "emulated XADD", "%d replies for %d requests", len(out), len(reqs))
+	if len(out) != n {
+		return out, exit.New(exit.Internal, "emulated XADD", "%d replies for %d requests", len(out), n)
 	}
 	return out, nil
 }
@@ -158,7 +244,7 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	reply, err := infoScript.Run(ctx, s.Conn.Client, keys, args...).Slice()
+	reply, err := infoScript.Run(ctx, s.Conn.Client(), keys, args...).Slice()
 	if errors.Is(err, redis.Nil) {
 		return Info{}, errNoSuchKey()
 	} else if err != nil {
@@ -181,10 +267,10 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 		info.IIDsTracked += p.IIDs
 	}
 	slices.SortFunc(info.PIDs, func(a, b PIDTracking) int { return strings.Compare(a.PID, b.PID) })
-	if s.Conn.Caps.NativeIDMP {
+	if caps, err := s.Conn.Capabilities(ctx); err == nil && caps.NativeIDMP {
 		// Emulated state written on purpose to a native server: say whether the
 		// server tracks iids of its own for this stream too.
-		if v, err := s.Conn.Client.XInfoStream(ctx, stream).Result(); err == nil && (v.IIDsAdded > 0 || v.PIDsTracked > 0) {
+		if v, err := s.Conn.Client().XInfoStream(ctx, stream).Result(); err == nil && (v.IIDsAdded > 0 || v.PIDsTracked > 0) {
 			info.OtherMode = "native"
 		}
 	}
@@ -198,7 +284,7 @@ func (s *Streams) emulatedCfgSet(ctx context.Context, stream string, duration, m
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	reply, err := cfgsetScript.Run(ctx, s.Conn.Client, keys, append(args, duration, maxsize)...).Int64Slice()
+	reply, err := cfgsetScript.Run(ctx, s.Conn.Client(), keys, append(args, duration, maxsize)...).Int64Slice()
 	if err != nil {
 		return CfgResult{}, notFound(scriptErr(err))
 	}
@@ -223,7 +309,7 @@ func (s *Streams) emulatedClear(ctx context.Context, stream, pid string) (int64,
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	n, err := clearScript.Run(ctx, s.Conn.Client, keys, append(args, pid)...).Int64()
+	n, err := clearScript.Run(ctx, s.Conn.Client(), keys, append(args, pid)...).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, errNoSuchKey()
 	}

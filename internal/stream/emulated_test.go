@@ -213,7 +213,7 @@ func TestEmulatedCluster(t *testing.T) {
 	}
 	t.Cleanup(c.Stop)
 	conn := redistest.Connect(t, c.URL)
-	if !conn.Caps.Cluster {
+	if !redistest.Caps(t, conn).Cluster {
 		t.Fatal("cluster not detected")
 	}
 	s, err := NewStreams(conn, ModeEmulated)
@@ -231,12 +231,12 @@ func TestEmulatedCluster(t *testing.T) {
 		h.mustNew(t, name, "p1", "a")
 		h.wantCounters(t, name, counters{pids: 1, tracked: 1, added: 2, dups: 1})
 		l, _ := idmp.StateKeys(name, true)
-		slot := conn.Client.ClusterKeySlot(ctx, name).Val()
+		slot := conn.Client().ClusterKeySlot(ctx, name).Val()
 		for _, k := range []string{l.Meta, l.PIDs, l.IDs("p1"), l.Order("p1")} {
-			if ks := conn.Client.ClusterKeySlot(ctx, k).Val(); ks != slot {
+			if ks := conn.Client().ClusterKeySlot(ctx, k).Val(); ks != slot {
 				t.Fatalf("%q is in slot %d, the stream %q in %d", k, ks, name, slot)
 			}
-			if conn.Client.Exists(ctx, k).Val() != 1 {
+			if conn.Client().Exists(ctx, k).Val() != 1 {
 				t.Fatalf("%q missing", k)
 			}
 		}

@@ -91,7 +91,7 @@ func FuzzEmulatedAdd(f *testing.F) {
 		if !again.Duplicate || again.ID != res[0].ID || !again.OriginalExists {
 			t.Fatalf("repeat: %+v, want a duplicate of %s", again, res[0].ID)
 		}
-		if l, err := conn.Client.XLen(ctx, stream).Result(); err != nil || l != 1 {
+		if l, err := conn.Client().XLen(ctx, stream).Result(); err != nil || l != 1 {
 			t.Fatalf("XLEN = %d, %v; want 1", l, err)
 		}
 	})
@@ -100,7 +100,7 @@ func FuzzEmulatedAdd(f *testing.F) {
 // xrangeFields reads one entry's flat field/value list, in order and with
 // repeats (go-redis's XMessage map would lose both).
 func xrangeFields(ctx context.Context, c *redisconn.Conn, stream, id string) ([]string, error) {
-	v, err := c.Client.Do(ctx, "XRANGE", stream, id, id).Slice()
+	v, err := c.Client().Do(ctx, "XRANGE", stream, id, id).Slice()
 	if err != nil {
 		return nil, err
 	}
@@ -130,11 +130,11 @@ func dropFuzzStream(ctx context.Context, t *testing.T, c *redisconn.Conn, stream
 		t.Fatal(err)
 	}
 	keys := []string{stream, l.Meta, l.PIDs}
-	pids, _ := c.Client.SMembers(ctx, l.PIDs).Result()
+	pids, _ := c.Client().SMembers(ctx, l.PIDs).Result()
 	for _, p := range pids {
 		keys = append(keys, l.IDs(p), l.Order(p))
 	}
-	if err := c.Client.Del(ctx, keys...).Err(); err != nil {
+	if err := c.Client().Del(ctx, keys...).Err(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -48,8 +48,8 @@ func TestStreamConformance(t *testing.T) {
 func runRules(t *testing.T, label string, conn *redisconn.Conn, url string) {
 	for _, mode := range []Mode{ModeEmulated, ModeNative} {
 		t.Run(label+"/"+mode.String(), func(t *testing.T) {
-			if mode == ModeNative && !conn.Caps.NativeIDMP {
-				t.Skipf("%s %s has no native IDMP (needs Redis 8.6+): native rules NOT checked", conn.Caps.Product, conn.Caps.Version)
+			if mode == ModeNative && !redistest.Caps(t, conn).NativeIDMP {
+				t.Skipf("%s %s has no native IDMP (needs Redis 8.6+): native rules NOT checked", redistest.Caps(t, conn).Product, redistest.Caps(t, conn).Version)
 			}
 			s, err := NewStreams(conn, mode)
 			if err != nil {
@@ -77,7 +77,7 @@ type streamHarness struct {
 func newHarness(t *testing.T, s *Streams, url string) *streamHarness {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	return &streamHarness{s: s, rdb: s.Conn.Client, url: url, ctx: context.Background(),
+	return &streamHarness{s: s, rdb: s.Conn.Client(), url: url, ctx: context.Background(),
 		prefix: "idmpctl-test:" + hex.EncodeToString(b) + ":"}
 }
 

@@ -40,14 +40,21 @@ func (s *Streams) nativeAddRun(ctx context.Context, reqs []AddRequest) ([]AddRes
 	defer cancel()
 	infos := make([]*redis.XInfoStreamCmd, len(reqs)+1)
 	adds := make([]*redis.StringCmd, len(reqs))
-	_, _ = s.Conn.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		infos[0] = p.XInfoStream(ctx, stream)
-		for i, r := range reqs {
-			adds[i] = p.XAdd(ctx, nativeXAddArgs(r))
-			infos[i+1] = p.XInfoStream(ctx, stream)
-		}
-		return nil
+	err := s.Conn.Do(func(c redis.UniversalClient) error {
+		_, _ = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			infos[0] = p.XInfoStream(ctx, stream)
+			for i, r := range reqs {
+				adds[i] = p.XAdd(ctx, nativeXAddArgs(r))
+				infos[i+1] = p.XInfoStream(ctx, stream)
+			}
+			return nil
+		})
+		return adds[0].Err() // MOVED reaches every command of a redirected MULTI
 	})
+	var reply redis.Error
+	if err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &reply) {
+		return nil, err // the round trip failed; server replies are read below
+	}
 	// The first XINFO fails when the stream does not exist yet: no duplicate
 	// is possible then, so the count before is 0.
 	var prev int64
@@ -75,7 +82,7 @@ func (s *Streams) nativeAddRun(ctx context.Context, reqs []AddRequest) ([]AddRes
 // nativeOriginals fills OriginalExists of the duplicates with XRANGE id id.
 func (s *Streams) nativeOriginals(ctx context.Context, stream string, res []AddResult) error {
 	ranges := make(map[int]*redis.XMessageSliceCmd)
-	_, err := s.Conn.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.Conn.Client().Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, r := range res {
 			if r.Duplicate {
 				ranges[i] = p.XRangeN(ctx, stream, r.ID, r.ID, 1)
@@ -110,11 +117,11 @@ func errNoSuchKey() error { return notFound(errors.New("ERR no such key")) }
 func (s *Streams) nativeInfo(ctx context.Context, stream string) (Info, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	layout, lerr := idmp.StateKeys(stream, s.Conn.Caps.Cluster)
+	layout, lerr := idmp.StateKeys(stream, s.Conn.Cluster())
 	var xi *redis.XInfoStreamCmd
 	var tm *redis.TimeCmd
 	var emu *redis.IntCmd
-	_, _ = s.Conn.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, _ = s.Conn.Client().Pipelined(ctx, func(p redis.Pipeliner) error {
 		xi = p.XInfoStream(ctx, stream)
 		tm = p.Time(ctx)
 		if lerr == nil {
@@ -155,7 +162,7 @@ func (s *Streams) nativeInfo(ctx context.Context, stream string) (Info, error) {
 func (s *Streams) nativeCfgSet(ctx context.Context, stream string, duration, maxsize int64) (CfgResult, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	cur, err := s.Conn.Client.XInfoStream(ctx, stream).Result()
+	cur, err := s.Conn.Client().XInfoStream(ctx, stream).Result()
 	if err != nil {
 		return CfgResult{}, notFound(err)
 	}
@@ -165,7 +172,7 @@ func (s *Streams) nativeCfgSet(ctx context.Context, stream string, duration, max
 	}
 	var xb, xa *redis.XInfoStreamCmd
 	var set *redis.StatusCmd
-	_, _ = s.Conn.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	_, _ = s.Conn.Client().TxPipelined(ctx, func(p redis.Pipeliner) error {
 		xb = p.XInfoStream(ctx, stream)
 		// validateCfg ruled out both zero, which go-redis would send as a bare XCFGSET.
 		set = p.XCfgSet(ctx, &redis.XCfgSetArgs{Stream: stream, Duration: duration, MaxSize: maxsize})
@@ -212,14 +219,14 @@ func (s *Streams) nativeClear(ctx context.Context, stream, pid string) (int64, e
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	n, err := nativeClearScript.Run(ctx, s.Conn.Client, []string{stream}).Int64()
+	n, err := nativeClearScript.Run(ctx, s.Conn.Client(), []string{stream}).Int64()
 	return n, notFound(err)
 }
 
 func (s *Streams) nativeDefaults(ctx context.Context) (int64, int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	d, err := redisconn.ServerIDMPDefaults(ctx, s.Conn.Client)
+	d, err := redisconn.ServerIDMPDefaults(ctx, s.Conn.Client())
 	if err != nil {
 		return idmp.DefaultDuration, idmp.DefaultMaxSize, exit.Wrap(err, "CONFIG GET stream-idmp-*")
 	}

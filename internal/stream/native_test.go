@@ -16,8 +16,8 @@ import (
 func nativeHarness(t *testing.T) *streamHarness {
 	t.Helper()
 	conn, srv := redistest.Conn(t)
-	if !conn.Caps.NativeIDMP {
-		t.Skipf("%s %s has no native IDMP (needs Redis 8.6+): native test NOT run", conn.Caps.Product, conn.Caps.Version)
+	if !redistest.Caps(t, conn).NativeIDMP {
+		t.Skipf("%s %s has no native IDMP (needs Redis 8.6+): native test NOT run", redistest.Caps(t, conn).Product, redistest.Caps(t, conn).Version)
 	}
 	s, err := NewStreams(conn, ModeAuto)
 	if err != nil || s.Mode != ModeNative {

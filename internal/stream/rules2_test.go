@@ -122,7 +122,7 @@ var _ = rule("R9 NOMKSTREAM on a missing stream creates nothing", func(t *testin
 		wantErr(t, err, exit.NotFound, "stream does not exist")
 	}
 	keys := []string{s}
-	if l, err := idmp.StateKeys(s, h.s.Conn.Caps.Cluster); err == nil {
+	if l, err := idmp.StateKeys(s, h.s.Conn.Cluster()); err == nil {
 		keys = append(keys, l.Meta, l.PIDs, l.IDs("p1"), l.Order("p1"))
 	}
 	for _, k := range keys {
@@ -276,7 +276,7 @@ var _ = rule("R12 a key of another type is WRONGTYPE everywhere", func(t *testin
 })
 
 var _ = rule("R13 a deleted and recreated stream remembers nothing", func(t *testing.T, h *streamHarness) {
-	other := redistest.Connect(t, h.url).Client // another client deletes and recreates
+	other := redistest.Connect(t, h.url).Client() // another client deletes and recreates
 	recreate := map[string]func(s string){
 		"by us":           func(s string) { other.Del(h.ctx, s) },
 		"by a plain XADD": func(s string) { other.Del(h.ctx, s); h.plainXAdd(t, s) },

@@ -164,36 +164,56 @@ func idMillis(id string) (uint64, bool) {
 	return ms, err == nil
 }
 
-// Streams does idempotent production on one connection in one resolved mode.
+// Streams does idempotent production on one connection. Mode is the mode
+// asked for until the server settles it: auto becomes native or emulated
+// at the first add (whose script checks the server, so no round trip is
+// spent asking) or when a command needs to know first (resolve).
 type Streams struct {
 	Conn *redisconn.Conn
-	Mode Mode // ModeNative or ModeEmulated
+	Mode Mode
 }
 
-// NewStreams resolves the requested mode: auto is native iff the server has
-// IDMP; native on a server without it is a usage error.
+// NewStreams prepares idempotent production in the requested mode, without
+// touching the server.
 func NewStreams(c *redisconn.Conn, requested Mode) (*Streams, error) {
 	switch requested {
-	case ModeAuto:
-		if c.Caps.NativeIDMP {
-			return &Streams{Conn: c, Mode: ModeNative}, nil
-		}
-		return &Streams{Conn: c, Mode: ModeEmulated}, nil
-	case ModeNative:
-		if !c.Caps.NativeIDMP {
-			what := strings.TrimSpace(c.Caps.Product + " " + c.Caps.Version)
-			if what == "" {
-				what = "the server"
-			}
-			e := exit.New(exit.Usage, "native IDMP", "%s has no XCFGSET (native IDMP needs Redis 8.6 or later)", what)
-			e.Hint = "use --mode emulated (or auto) to emulate IDMP with server-side Lua"
-			return nil, e
-		}
-		return &Streams{Conn: c, Mode: ModeNative}, nil
-	case ModeEmulated:
-		return &Streams{Conn: c, Mode: ModeEmulated}, nil
+	case ModeAuto, ModeNative, ModeEmulated:
+		return &Streams{Conn: c, Mode: requested}, nil
 	}
 	return nil, exit.Usagef("invalid mode %d", requested)
+}
+
+// resolve settles the mode by asking the server what it is: auto is native
+// iff it has IDMP; native on a server without it is a usage error.
+func (s *Streams) resolve(ctx context.Context) error {
+	if s.Mode == ModeEmulated {
+		return nil
+	}
+	caps, err := s.Conn.Capabilities(ctx)
+	if err != nil {
+		return err
+	}
+	switch {
+	case s.Mode == ModeAuto && caps.NativeIDMP:
+		s.Mode = ModeNative
+	case s.Mode == ModeAuto:
+		s.Mode = ModeEmulated
+	case !caps.NativeIDMP:
+		what := strings.TrimSpace(caps.Product + " " + caps.Version)
+		if what == "" {
+			what = "the server"
+		}
+		e := exit.New(exit.Usage, "native IDMP", "%s has no XCFGSET (native IDMP needs Redis 8.6 or later)", what)
+		e.Hint = "use --mode emulated (or auto) to emulate IDMP with server-side Lua"
+		return e
+	}
+	return nil
+}
+
+// Resolved is the mode after asking the server if need be.
+func (s *Streams) Resolved(ctx context.Context) (Mode, error) {
+	err := s.resolve(ctx)
+	return s.Mode, err
 }
 
 // bound applies the connection's per-command timeout to one round trip.
@@ -239,13 +259,7 @@ func (s *Streams) AddBatch(ctx context.Context, reqs []AddRequest) ([]AddResult,
 		for end < valid && end-start < maxRun && reqs[end].sameRun(reqs[start]) {
 			end++
 		}
-		var res []AddResult
-		var err error
-		if s.Mode == ModeNative {
-			res, err = s.nativeAddRun(ctx, reqs[start:end])
-		} else {
-			res, err = s.emulatedAddRun(ctx, reqs[start:end])
-		}
+		res, err := s.addRun(ctx, reqs[start:end])
 		out = append(out, res...)
 		if err != nil {
 			idx := start + len(res)
@@ -254,6 +268,31 @@ func (s *Streams) AddBatch(ctx context.Context, reqs []AddRequest) ([]AddResult,
 		start = end
 	}
 	return out, verr
+}
+
+// addRun adds one run of requests in the mode asked for. In auto mode the
+// emulated script first checks that the server has no IDMP of its own, and
+// refuses otherwise: the run then goes natively, and so does every later one.
+func (s *Streams) addRun(ctx context.Context, reqs []AddRequest) ([]AddResult, error) {
+	if s.Mode != ModeNative {
+		res, err := s.emulatedAddRun(ctx, reqs)
+		if !errors.Is(err, errNativeServer) {
+			if err == nil && s.Mode == ModeAuto {
+				s.Mode = ModeEmulated
+			}
+			return res, err
+		}
+		s.Mode = ModeNative
+	}
+	res, err := s.nativeAddRun(ctx, reqs)
+	if err != nil && len(res) == 0 && exit.Code(err) != exit.Unavailable {
+		// A server without IDMP refuses XADD IDMP with a syntax error of its
+		// own: say what is missing instead.
+		if rerr := s.resolve(ctx); rerr != nil {
+			return nil, rerr
+		}
+	}
+	return res, err
 }
 
 // maxRun bounds the adds of one round trip, so one script call or MULTI
@@ -275,6 +314,9 @@ func errNoStream() error {
 // Info reads a stream's IDMP settings, counters and health inputs. A missing
 // stream is exit.NotFound.
 func (s *Streams) Info(ctx context.Context, stream string) (Info, error) {
+	if err := s.resolve(ctx); err != nil {
+		return Info{}, err
+	}
 	var info Info
 	var err error
 	if s.Mode == ModeNative {
@@ -306,6 +348,9 @@ func (s *Streams) CfgSet(ctx context.Context, stream string, duration, maxsize i
 	if err := validateCfg(duration, maxsize); err != nil {
 		return CfgResult{}, exit.Wrap(err, "cfgset "+strconv.Quote(stream))
 	}
+	if err := s.resolve(ctx); err != nil {
+		return CfgResult{}, err
+	}
 	var res CfgResult
 	var err error
 	if s.Mode == ModeNative {
@@ -320,6 +365,9 @@ func (s *Streams) CfgSet(ctx context.Context, stream string, duration, maxsize i
 // "", keeping settings, counters and entries (purge --stream). Natively only
 // all pids can be cleared. A missing stream is exit.NotFound.
 func (s *Streams) ClearTracking(ctx context.Context, stream, pid string) (int64, error) {
+	if err := s.resolve(ctx); err != nil {
+		return 0, err
+	}
 	var n int64
 	var err error
 	if s.Mode == ModeNative {
@@ -333,6 +381,9 @@ func (s *Streams) ClearTracking(ctx context.Context, stream, pid string) (int64,
 // ServerDefaults returns the settings a stream gets at its first idempotent
 // add: CONFIG GET stream-idmp-duration/-maxsize natively, 100/100 emulated.
 func (s *Streams) ServerDefaults(ctx context.Context) (duration, maxsize int64, err error) {
+	if err := s.resolve(ctx); err != nil {
+		return 0, 0, err
+	}
 	if s.Mode != ModeNative {
 		return idmp.DefaultDuration, idmp.DefaultMaxSize, nil
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/redisconn"
+	"github.com/idmpctl/idmpctl/internal/redistest"
 )
 
 // Pure checks: no server.
@@ -106,25 +107,44 @@ func TestAutoIID(t *testing.T) {
 	}
 }
 
-func TestNewStreamsResolvesMode(t *testing.T) {
-	plain := &redisconn.Conn{Caps: redisconn.Capabilities{Product: "redis", Version: "7.0.15"}}
-	native := &redisconn.Conn{Caps: redisconn.Capabilities{NativeIDMP: true}}
+func TestModeResolution(t *testing.T) {
+	conn, _ := redistest.Conn(t)
+	ctx := context.Background()
+	caps := redistest.Caps(t, conn)
+	native := caps.NativeIDMP
 	for _, c := range []struct {
-		conn      *redisconn.Conn
-		requested Mode
-		want      Mode
+		requested, want Mode
 	}{
-		{plain, ModeAuto, ModeEmulated}, {plain, ModeEmulated, ModeEmulated},
-		{native, ModeAuto, ModeNative}, {native, ModeNative, ModeNative}, {native, ModeEmulated, ModeEmulated},
+		{ModeAuto, map[bool]Mode{true: ModeNative, false: ModeEmulated}[native]},
+		{ModeEmulated, ModeEmulated},
 	} {
-		s, err := NewStreams(c.conn, c.requested)
-		if err != nil || s.Mode != c.want {
-			t.Errorf("NewStreams(native=%v, %v) = %v, %v; want %v", c.conn.Caps.NativeIDMP, c.requested, s, err, c.want)
+		s, err := NewStreams(conn, c.requested)
+		if err != nil || s.Mode != c.requested {
+			t.Fatalf("NewStreams(%v) = %v, %v: it must not decide before the server is asked", c.requested, s, err)
+		}
+		if got, err := s.Resolved(ctx); err != nil || got != c.want {
+			t.Errorf("Resolved(%v) = %v, %v; want %v", c.requested, got, err, c.want)
 		}
 	}
-	_, err := NewStreams(plain, ModeNative)
-	if exit.Code(err) != exit.Usage || !strings.Contains(err.Error(), "redis 7.0.15 has no XCFGSET") {
-		t.Errorf("native on 7.0: err = %v", err)
+	// The first add settles auto mode without a probe of its own.
+	s, _ := NewStreams(redistest.Connect(t, conn.Display), ModeAuto)
+	if _, err := s.Add(ctx, AddRequest{Stream: "s", PID: "p", IID: "i", Fields: []string{"f", "v"}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[bool]Mode{true: ModeNative, false: ModeEmulated}[native]; s.Mode != want {
+		t.Errorf("after an add in auto mode: %v, want %v", s.Mode, want)
+	}
+	if native {
+		return
+	}
+	s, _ = NewStreams(conn, ModeNative)
+	_, err := s.Resolved(ctx)
+	if exit.Code(err) != exit.Usage || !strings.Contains(err.Error(), caps.Product+" "+caps.Version+" has no XCFGSET") {
+		t.Errorf("native on %s %s: err = %v", caps.Product, caps.Version, err)
+	}
+	_, err = s.Add(ctx, AddRequest{Stream: "s2", PID: "p", IID: "i", Fields: []string{"f", "v"}})
+	if exit.Code(err) != exit.Usage || !strings.Contains(err.Error(), "has no XCFGSET") {
+		t.Errorf("a native add on %s %s: err = %v, want the usage error", caps.Product, caps.Version, err)
 	}
 }
 

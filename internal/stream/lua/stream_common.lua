@@ -17,6 +17,8 @@ local TTL_SLACK_MS = 1000
 local MAX_AHEAD_MS = 10 * 365 * 86400 * 1000
 
 local STREAM, META, PIDS = KEYS[1], KEYS[2], KEYS[3]
+-- The index of xadd --batch progress records (see internal/idmp).
+local BATCH_INDEX = META .. ':batches'
 local IDS_PREFIX, ORDER_PREFIX, OWNER = ARGV[1], ARGV[2], ARGV[3]
 
 -- An entry ID's ms and seq parts as digit strings.
@@ -119,13 +121,18 @@ local function stale(info, m)
   return len > k
 end
 
--- Deletes every pid's state, and the meta hash unless keep_meta.
+-- Deletes every pid's state, and unless keep_meta (a stream that is gone
+-- or was recreated, R13) the meta hash and the progress records of batches
+-- too: their lines are not in this stream.
 local function drop_state(keep_meta)
   for _, pid in ipairs(redis.call('SMEMBERS', PIDS)) do
     redis.call('DEL', IDS_PREFIX .. pid, ORDER_PREFIX .. pid)
   end
   redis.call('DEL', PIDS)
-  if not keep_meta then redis.call('DEL', META) end
+  if not keep_meta then
+    for _, k in ipairs(redis.call('ZRANGE', BATCH_INDEX, 0, -1)) do redis.call('DEL', k) end
+    redis.call('DEL', META, BATCH_INDEX)
+  end
 end
 
 -- The meta of an existing stream, or nil and the reply to return at once:

@@ -1,19 +1,37 @@
 -- Emulated IDMP: a batch of idempotent adds to one stream, decided and
 -- written atomically on the server clock.
 --
--- KEYS[4 + 2(j-1)], KEYS[5 + 2(j-1)]: ids hash and order list of pid j.
+-- KEYS[4 + 2(j-1)], KEYS[5 + 2(j-1)]: ids hash and order list of pid j;
+-- then, for a chunk of xadd --batch, its progress record and the stream's
+-- index of progress records.
 -- ARGV[4..8]: nomkstream ('1'|''), trim ('MAXLEN'|'MINID'|''), '='|'~',
--- threshold, limit (''|n), for every item; ARGV[9] = npids, then per pid:
--- pid, number of items for it; then nitems, then per item: pid index, iid,
--- nfields, fields...
+-- threshold, limit (''|n), for every item.
+-- ARGV[9]: '1' to refuse on a server that has IDMP of its own (auto mode).
+-- ARGV[10..16]: a batch chunk's progress ('' in ARGV[10] for none): lines
+-- done before it, lines done after it, the digest of those lines, the lines
+-- done before the chunk whose stored replies go now ('' none), the record's
+-- TTL in ms, the batch ID and its pid.
+-- ARGV[17] = npids, then per pid: pid, number of items for it; then nitems,
+-- then per item: pid index, input line (0 outside a batch), iid, nfields,
+-- fields...
 -- Reply: a flat array of (code, id-or-message, original-exists) per item:
 --   'a' added, 'd' duplicate of id, 'n' no stream (NOMKSTREAM), 'e' error.
 -- Processing stops after an 'n' or 'e' item; earlier items stay written.
+-- Refusals, with nothing written: {'N'} the server has native IDMP (ARGV[9]);
+-- {'P', lines} the progress record stands at another line count (a chunk
+-- sent again after it was committed, or another run of the same batch).
 --
 -- Per item the script only calls XADD: each pid's known iids are read with
 -- one HMGET up front and its new iids written in bulk at the end. MAXSIZE
 -- eviction inside the batch is tracked by list position, so a later repeat
 -- of an iid evicted earlier in the same batch is a new entry (R5, R11).
+
+-- A command the server does not know is "Unknown" to a script; one it knows
+-- fails on its arity first (before ACL checks), and changes nothing.
+if ARGV[9] == '1' then
+  local r = redis.pcall('XCFGSET')
+  if not (type(r) == 'table' and r.err and string.find(r.err, 'nknown', 1, true)) then return { 'N' } end
+end
 
 local t = key_type(STREAM)
 if t ~= 'none' and t ~= 'stream' then return redis.error_reply(WRONGTYPE) end
@@ -60,9 +78,19 @@ end
 head[#head + 1] = '*'
 local nhead = #head
 
-local npids = tonumber(ARGV[9])
-local first = 11 + 2 * npids -- the first item
+local npids = tonumber(ARGV[17])
+local first = 19 + 2 * npids -- the first item
 local nitems = tonumber(ARGV[first - 1])
+
+-- The chunk's progress record moves from ARGV[10] lines to ARGV[11] with
+-- the adds, compare-and-set: a chunk that was committed already (its reply
+-- lost, or its connection stalled and given up) finds the record moved on.
+local batch = ARGV[10] ~= ''
+local PROGRESS, BATCHES = KEYS[4 + 2 * npids], KEYS[5 + 2 * npids]
+if batch then
+  local line = redis.call('HGET', PROGRESS, 'line') or '0'
+  if line ~= ARGV[10] then return { 'P', line } end
+end
 
 -- Per pid: drop expired iids, then read what may matter to this batch.
 local per = {}
@@ -76,10 +104,10 @@ for j = 1, npids do
     redis.call('LPOP', order)
     redis.call('HDEL', ids, oldest)
   end
-  local p = { ids = ids, order = order, pid = ARGV[8 + 2 * j], start = redis.call('LLEN', order),
+  local p = { ids = ids, order = order, pid = ARGV[16 + 2 * j], start = redis.call('LLEN', order),
     known = {}, pos = {}, cand = {}, pushed = {}, newid = {}, n = 0 }
   -- Old iids this batch can evict: the list's first (start + count - maxsize).
-  local reach = math.min(p.start, p.start + tonumber(ARGV[9 + 2 * j]) - maxsize)
+  local reach = math.min(p.start, p.start + tonumber(ARGV[17 + 2 * j]) - maxsize)
   if reach > 0 then
     for i, iid in ipairs(redis.call('LRANGE', order, 0, reach - 1)) do p.cand[iid] = i - 1 end
   end
@@ -91,9 +119,9 @@ local a = first
 for _ = 1, nitems do
   local pj = tonumber(ARGV[a])
   local l = asked[pj] or {}
-  l[#l + 1] = ARGV[a + 1]
+  l[#l + 1] = ARGV[a + 2]
   asked[pj] = l
-  a = a + 3 + tonumber(ARGV[a + 2])
+  a = a + 4 + tonumber(ARGV[a + 3])
 end
 for j, l in pairs(asked) do
   for i = 1, #l, 4000 do
@@ -105,7 +133,7 @@ for j, l in pairs(asked) do
   end
 end
 
-local nadds, ndups, last_id = 0, 0, nil
+local nadds, ndups, last_id, last_line = 0, 0, nil, nil
 local out, nout = {}, 0
 local function reply(code, text, flag)
   out[nout + 1], out[nout + 2], out[nout + 3] = code, text, flag
@@ -113,8 +141,8 @@ local function reply(code, text, flag)
 end
 a = first
 for _ = 1, nitems do
-  local p, iid, nf = per[tonumber(ARGV[a])], ARGV[a + 1], tonumber(ARGV[a + 2])
-  local f0 = a + 3
+  local p, line, iid, nf = per[tonumber(ARGV[a])], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
+  local f0 = a + 4
   a = f0 + nf
   if p.pid == '' or iid == '' then
     local what = 'producer'
@@ -145,6 +173,7 @@ for _ = 1, nitems do
     local still = 0
     if #redis.call('XRANGE', STREAM, orig, orig) > 0 then still = 1 end
     reply('d', orig, still)
+    last_line = line
   else
     local id
     if nhead == 2 and nf == 2 then
@@ -162,7 +191,7 @@ for _ = 1, nitems do
     end
     local n = p.n + 1
     p.n, p.pushed[n], p.pos[iid], p.newid[iid] = n, iid, n, id
-    nadds, exists, last_id = nadds + 1, true, id
+    nadds, exists, last_id, last_line = nadds + 1, true, id, line
     reply('a', id, 0)
   end
 end
@@ -208,5 +237,34 @@ if nadds + ndups > 0 then
   redis.call('HSET', META, unpack(snapshot(info, last_id, nadds)))
   if nadds > 0 then redis.call('HINCRBY', META, 'iids-added', nadds) end
   if ndups > 0 then redis.call('HINCRBY', META, 'iids-duplicates', ndups) end
+end
+
+-- The progress record counts the input lines whose adds are written: all of
+-- the chunk's, or those up to the last item before one that stopped it (the
+-- digest of those is not known here, so digest-line stays where it was).
+-- The chunk's replies are kept for a client whose reply was lost; older
+-- ones go (ARGV[13]).
+local ndone = nadds + ndups
+if batch and ndone > 0 then
+  local from, ttl = tonumber(ARGV[10]), tonumber(ARGV[14])
+  local replies = {}
+  for k = 1, ndone do
+    local i = 3 * (k - 1)
+    if out[i + 1] == 'a' then replies[k] = 'a' .. out[i + 2] else replies[k] = 'd' .. out[i + 3] .. out[i + 2] end
+  end
+  local done = last_line
+  if ndone == nitems then done = ARGV[11] end
+  local h = { 'line', done, 'batch', ARGV[15], 'pid', ARGV[16], 'stream', OWNER,
+    'mode', 'emulated', 'updated', now, 'r:' .. ARGV[10], table.concat(replies, ',') }
+  if ndone == nitems then h[#h + 1], h[#h + 2], h[#h + 3], h[#h + 4] = 'digest', ARGV[12], 'digest-line', ARGV[11] end
+  if from == 0 then h[#h + 1], h[#h + 2] = 'started', now end
+  local ea = info and info['entries-added']
+  if ea ~= nil then h[#h + 1], h[#h + 2] = 'entries', ea + nadds
+  elseif info == nil then h[#h + 1], h[#h + 2] = 'entries', nadds end
+  redis.call('HSET', PROGRESS, unpack(h))
+  if ARGV[13] ~= '' then redis.call('HDEL', PROGRESS, 'r:' .. ARGV[13]) end
+  redis.call('PEXPIRE', PROGRESS, ttl)
+  redis.call('ZADD', BATCHES, now, PROGRESS)
+  if redis.call('PTTL', BATCHES) < ttl then redis.call('PEXPIRE', BATCHES, ttl) end
 end
 return out
