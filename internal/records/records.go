@@ -24,6 +24,12 @@
 // A set is read as a Camel repository because no other known idempotency
 // store keeps its ids in a set; no cross-key heuristic is needed, and purge
 // deletes a whole set only with --any-type.
+//
+// Times: a PROCESSING record is stale once LeaseEndMs (the earlier of its
+// lease and its deadline) has passed, and LeaseLeftMs counts down to that
+// same instant, so the two never disagree. AgeMs says when a record carries
+// no time at all, so that callers print "age unknown" rather than a fresh
+// age.
 package records
 
 import (
@@ -149,7 +155,48 @@ func (r Record) LastActivityMs() int64 {
 	if r.UpdatedMs > 0 {
 		return r.UpdatedMs
 	}
-	return r.CreatedMs
+	return max(r.CreatedMs, 0)
+}
+
+// AgeMs is how long ago the record was last active (LastActivityMs) at the
+// time it was judged (NowMs). known is false when the record carries no
+// time (Powertools, @node-idempotency, markers, older express-idempotency
+// records) or no clock was given: show "age unknown", never a fresh age.
+// A record written by a client whose clock runs ahead of the server's has
+// a negative age.
+func (r Record) AgeMs() (ms int64, known bool) {
+	last := r.LastActivityMs()
+	if last <= 0 || r.NowMs <= 0 {
+		return 0, false
+	}
+	return r.NowMs - last, true
+}
+
+// LeaseEndMs is the instant a PROCESSING record stops being protected: the
+// earlier of its lease (lease_until) and its deadline (Powertools'
+// in_progress_expiration) where both are set; 0 when neither is. The record
+// is stale once this instant has passed, so stale and lease-left follow one
+// rule (a live lease never hides a passed deadline).
+func (r Record) LeaseEndMs() int64 {
+	switch {
+	case r.LeaseUntilMs > 0 && r.DeadlineMs > 0:
+		return min(r.LeaseUntilMs, r.DeadlineMs)
+	case r.LeaseUntilMs > 0:
+		return r.LeaseUntilMs
+	}
+	return max(r.DeadlineMs, 0)
+}
+
+// LeaseLeftMs is the time from NowMs to LeaseEndMs of a PROCESSING record:
+// negative once it has passed (then the record is flagged stale). known is
+// false for other statuses, for records without a lease or deadline, and
+// without a clock.
+func (r Record) LeaseLeftMs() (ms int64, known bool) {
+	end := r.LeaseEndMs()
+	if r.Status != Processing || end <= 0 || r.NowMs <= 0 {
+		return 0, false
+	}
+	return end - r.NowMs, true
 }
 
 // Decode normalises one key. nowMs is the server's time; with nowMs <= 0
@@ -236,8 +283,7 @@ func judge(r *Record, nowMs int64) {
 	if r.Status == Expired {
 		r.Flags = append(r.Flags, FlagExpired)
 	}
-	if r.Status == Processing &&
-		((r.LeaseUntilMs > 0 && r.LeaseUntilMs <= nowMs) || (r.DeadlineMs > 0 && r.DeadlineMs <= nowMs)) {
+	if left, known := r.LeaseLeftMs(); known && left <= 0 {
 		r.Flags = append(r.Flags, FlagStale)
 	}
 }
