@@ -8,8 +8,19 @@ import (
 // maxMarker bounds what can be a plain status marker.
 const maxMarker = 32
 
-func decodeHash(r *Record, h map[string]string, lens map[string]int64) {
+func decodeHash(r *Record, h map[string]string, lens map[string]int64, lockTargetExists *bool) {
 	r.Fields = h
+	decodeHashRecord(r, h, lens)
+	if target, lockNamed := LockTarget(r.Key); lockNamed && r.Format == FormatUnknown {
+		if owner, held := lockObject(h); held {
+			setLock(r, FormatLock, target, lockTargetExists)
+			decodeGeneric(r, h)
+			r.Owner = owner
+		}
+	}
+}
+
+func decodeHashRecord(r *Record, h map[string]string, lens map[string]int64) {
 	_, hasStatus := h["status"]
 	_, hasToken := h["token"]
 	switch {
@@ -92,29 +103,37 @@ func decodeGeneric(r *Record, m map[string]string) {
 
 func decodeString(r *Record, s string, lockTargetExists *bool) {
 	trimmed := strings.TrimSpace(s)
-	if strings.HasSuffix(r.Key, ":lock") && strings.EqualFold(trimmed, "true") {
-		// Powertools' orphan-record takeover lock (Python writes "True",
-		// TypeScript "true"), kept for orphan_lock_timeout seconds.
-		r.Format, r.Status, r.RawStatus = FormatPowertoolsLock, Processing, s
-		if lockTargetExists != nil && !*lockTargetExists {
-			r.Flags = append(r.Flags, FlagOrphanLock)
+	target, lockNamed := LockTarget(r.Key)
+	if strings.HasPrefix(trimmed, "{") {
+		m, ok := jsonObject(trimmed)
+		if !ok {
+			return
+		}
+		r.Fields = m
+		decodeJSONObject(r, m)
+		if owner, held := lockObject(m); r.Format == FormatUnknown && lockNamed && held {
+			// A lock-named key holding JSON that is not a record but names
+			// its holder: a lock.
+			setLock(r, FormatLock, target, lockTargetExists)
+			decodeGeneric(r, m)
+			r.Owner = owner
 		}
 		return
 	}
-	if strings.HasPrefix(trimmed, "{") {
-		if m, ok := jsonObject(trimmed); ok {
-			r.Fields = m
-			if isPowertools(m) {
-				decodePowertools(r, m)
-				return
+	if lockNamed {
+		if owner, held := lockValue(s, r.TTLms); held {
+			format := FormatLock
+			if strings.HasSuffix(r.Key, ":lock") && strings.EqualFold(trimmed, "true") {
+				format = FormatPowertoolsLock
 			}
-			if raw, ok := lookup(m, statusNames...); ok {
-				r.Format = FormatJSON
-				r.RawStatus, r.Status = raw, NormaliseStatus(raw)
-				decodeGeneric(r, m)
+			setLock(r, format, target, lockTargetExists)
+			if owner != "" {
+				r.Owner = owner
+			} else {
+				r.RawStatus = s
 			}
+			return
 		}
-		return
 	}
 	if st, ok := marker(trimmed); ok {
 		r.Format, r.Status, r.RawStatus = FormatMarker, st, s
@@ -123,6 +142,20 @@ func decodeString(r *Record, s string, lockTargetExists *bool) {
 	if s != "" && len(r.Key) > len(s)+1 && strings.HasSuffix(r.Key, ":"+s) {
 		// Camel's RedisStringIdempotentRepository: SET NX "repo:id" "id".
 		r.Format, r.Status = FormatCamel, Completed
+	}
+}
+
+// decodeJSONObject decodes a JSON string's members: Powertools, then any
+// object with a status or state member.
+func decodeJSONObject(r *Record, m map[string]string) {
+	if isPowertools(m) {
+		decodePowertools(r, m)
+		return
+	}
+	if raw, ok := lookup(m, statusNames...); ok {
+		r.Format = FormatJSON
+		r.RawStatus, r.Status = raw, NormaliseStatus(raw)
+		decodeGeneric(r, m)
 	}
 }
 

@@ -10,16 +10,35 @@
 //	  {S}:idmp:ids:<pid>, {S}:idmp:order:<pid>) -> idmp-state
 //	hash with status and token fields   -> idmpctl (claim.md's record)
 //	hash with a status or state field   -> hash (any case of the field name)
+//	hash at a lock-named key naming its holder (an owner or token field,
+//	  or Redisson's one "<uuid>:<thread>" field) -> lock, LOCKED
 //	set                                 -> camel (one repository; Members = SCARD)
 //	stream                              -> stream (the caller shows the stream view)
-//	string KEY:lock holding true/True   -> powertools-lock (Powertools' takeover lock)
 //	string holding a JSON object with status INPROGRESS|COMPLETED|EXPIRED
 //	  and an expiration field           -> powertools
 //	string holding a JSON object with a status or state member -> json
+//	string holding a JSON object at a lock-named key, no record by the
+//	  rules above, naming its holder    -> lock, LOCKED
+//	string at a lock-named key holding a lock value -> lock, LOCKED
+//	  (powertools-lock for KEY:lock holding true/True, Powertools'
+//	  takeover lock)
 //	string holding a status word or "1"/"true" (optionally JSON-quoted)
 //	                                    -> marker
 //	string P:V holding V (V non-empty)  -> camel (Camel's string repository)
 //	anything else                       -> unknown
+//
+// Locks (locks.go names the libraries): a key is lock-named when LockTarget
+// names the key it guards (K:lock and lock:K), and is a lock when its value
+// says "held": "1", true/True, yes, locked, held, busy, a PROCESSING word
+// (processing, started, running, ...), or a holder's token (a UUID, host:pid,
+// pid@host, 8+ hex digits, digits, a random token of 16+ base64 characters
+// mixing letters and digits; any other token-shaped value only when the TTL
+// is at most LockTTLHintMs). "0", false, no, unlocked and a record's
+// terminal status words (COMPLETED, FAILED, ...) are not locks: such keys,
+// and lock-named keys holding records, are decoded by their content. A lock
+// is never a result: its status is LOCKED, Guards names the guarded key,
+// FlagOrphanLock says that key does not exist (RawValue.LockTargetExists),
+// and PurgeBlocked holds the rule purge applies to locks.
 //
 // A set is read as a Camel repository because no other known idempotency
 // store keeps its ids in a set; no cross-key heuristic is needed, and purge
@@ -47,6 +66,7 @@ const (
 	FormatMarker         Format = "marker"
 	FormatPowertools     Format = "powertools"
 	FormatPowertoolsLock Format = "powertools-lock"
+	FormatLock           Format = "lock" // a lock key beside the record it guards (lock:K, K:lock)
 	FormatCamel          Format = "camel"
 	FormatStream         Format = "stream"
 	FormatUnknown        Format = "unknown"
@@ -58,8 +78,10 @@ const (
 type Status string
 
 // Statuses. ABSENT is for keys that do not exist (inspect of a missing key).
+// LOCKED is a lock key's: it holds no result, whatever its value says.
 const (
 	Processing Status = "PROCESSING"
+	Locked     Status = "LOCKED"
 	Completed  Status = "COMPLETED"
 	Failed     Status = "FAILED"
 	Expired    Status = "EXPIRED"
@@ -72,9 +94,9 @@ type Flag string
 
 // Flags.
 const (
-	FlagStale      Flag = "stale"       // PROCESSING past its lease or deadline
+	FlagStale      Flag = "stale"       // PROCESSING past its lease or deadline; a lock without a TTL
 	FlagNoTTL      Flag = "no-ttl"      // the key never expires
-	FlagOrphanLock Flag = "orphan-lock" // a Powertools lock whose record is gone
+	FlagOrphanLock Flag = "orphan-lock" // a lock whose guarded record does not exist
 	FlagExpired    Flag = "expired"     // past its own expiration (Powertools)
 )
 
@@ -101,6 +123,7 @@ type Record struct {
 	ResultBytes  int               `json:"result_bytes,omitempty"`
 	Error        string            `json:"error,omitempty"`
 	Members      int64             `json:"members,omitempty"` // a Camel set's SCARD
+	Guards       string            `json:"guards,omitempty"`  // a lock's guarded key (LockTarget)
 	Truncated    bool              `json:"truncated,omitempty"`
 	Flags        []Flag            `json:"flags,omitempty"`
 	Fields       map[string]string `json:"fields,omitempty"` // hash fields or top-level JSON members, raw
@@ -121,8 +144,8 @@ type RawValue struct {
 	// values were not read; a field with length 0 counts as absent.
 	HashLens map[string]int64
 	SetCard  int64
-	// LockTargetExists says, for a key named X:lock, whether X exists
-	// (nil: not checked).
+	// LockTargetExists says, for a lock-named key (LockTarget(key) is ok),
+	// whether its target exists (nil: not checked).
 	LockTargetExists *bool
 }
 
@@ -214,7 +237,7 @@ func Decode(key, redisType string, value RawValue, ttlMs, nowMs int64) Record {
 		return r
 	case "hash":
 		r.Truncated = value.HashPartial
-		decodeHash(&r, value.Hash, value.HashLens)
+		decodeHash(&r, value.Hash, value.HashLens, value.LockTargetExists)
 	case "string":
 		if value.String != nil {
 			s := *value.String
@@ -283,6 +306,10 @@ func judge(r *Record, nowMs int64) {
 	if r.Status == Expired {
 		r.Flags = append(r.Flags, FlagExpired)
 	}
+	if r.Status == Locked && r.TTLms == -1 {
+		// A lock that never expires outlives a crashed holder for good.
+		r.Flags = append(r.Flags, FlagStale)
+	}
 	if left, known := r.LeaseLeftMs(); known && left <= 0 {
 		r.Flags = append(r.Flags, FlagStale)
 	}
@@ -323,11 +350,16 @@ func statusKey(raw string) string {
 	}, strings.ToUpper(raw))
 }
 
+// Statuses lists every status in the order summaries show them.
+func Statuses() []Status {
+	return []Status{Processing, Locked, Completed, Failed, Expired, Unknown, Absent}
+}
+
 // ParseStatus reads a user's --status value: a normalised name or any word
 // NormaliseStatus knows, in any case. ok is false for anything else.
 func ParseStatus(s string) (Status, bool) {
 	switch st := Status(strings.ToUpper(strings.TrimSpace(s))); st {
-	case Processing, Completed, Failed, Expired, Unknown, Absent:
+	case Processing, Locked, Completed, Failed, Expired, Unknown, Absent:
 		return st, true
 	}
 	st := NormaliseStatus(s)

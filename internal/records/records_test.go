@@ -121,11 +121,11 @@ func TestDecode(t *testing.T) {
 			str(`{"status":"INPROGRESS","expiration":1700003600.0,"in_progress_expiration":"1700000160000"}`), 1000,
 			want{format: FormatPowertools, status: Processing, raw: "INPROGRESS", expires: 1700003600000, deadline: 1700000160000, result: -1}},
 		{"powertools lock orphan", "fn#5:lock", "string", RawValue{String: strp("True"), StringLen: 4, LockTargetExists: boolp(false)}, 9000,
-			want{format: FormatPowertoolsLock, status: Processing, raw: "True", result: -1, flags: []Flag{FlagOrphanLock}}},
+			want{format: FormatPowertoolsLock, status: Locked, raw: "True", result: -1, flags: []Flag{FlagOrphanLock}}},
 		{"powertools lock held", "fn#6:lock", "string", RawValue{String: strp("true"), StringLen: 4, LockTargetExists: boolp(true)}, 9000,
-			want{format: FormatPowertoolsLock, status: Processing, raw: "true", result: -1}},
-		{"other lock", "job:lock", "string", str("7c1e-4f2a-token"), 9000,
-			want{format: FormatUnknown, status: Unknown, result: -1}},
+			want{format: FormatPowertoolsLock, status: Locked, raw: "true", result: -1}},
+		{"other lock, token with a short TTL", "job:lock", "string", str("7c1e-4f2a-token"), 9000,
+			want{format: FormatLock, status: Locked, owner: "7c1e-4f2a-token", result: -1}},
 
 		// Plain markers.
 		{"marker processing", "seen:a", "string", str("PROCESSING"), 60000,
@@ -205,6 +205,7 @@ func TestRecognised(t *testing.T) {
 		{Record{Format: FormatIdmpctl, Type: "hash"}, true},
 		{Record{Format: FormatMarker, Type: "string"}, true},
 		{Record{Format: FormatPowertoolsLock, Type: "string"}, true},
+		{Record{Format: FormatLock, Type: "string"}, true},
 		{Record{Format: FormatCamel, Type: "string"}, true},
 		{Record{Format: FormatCamel, Type: "set"}, false},
 		{Record{Format: FormatStream, Type: "stream"}, false},
@@ -233,7 +234,7 @@ func TestNormaliseStatus(t *testing.T) {
 
 func TestParseStatus(t *testing.T) {
 	for in, want := range map[string]Status{"completed": Completed, "PROCESSING": Processing, "unknown": Unknown,
-		"absent": Absent, "inprogress": Processing, "expired": Expired} {
+		"absent": Absent, "inprogress": Processing, "expired": Expired, "locked": Locked, " LOCKED": Locked} {
 		if got, ok := ParseStatus(in); !ok || got != want {
 			t.Errorf("ParseStatus(%q) = %s, %v", in, got, ok)
 		}
