@@ -152,6 +152,10 @@ func decodeJSONObject(r *Record, m map[string]string) {
 		decodePowertools(r, m)
 		return
 	}
+	if isExpress(m) {
+		decodeExpress(r, m)
+		return
+	}
 	if raw, ok := lookup(m, statusNames...); ok {
 		r.Format = FormatJSON
 		r.RawStatus, r.Status = raw, NormaliseStatus(raw)

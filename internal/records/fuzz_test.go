@@ -7,11 +7,12 @@ import (
 
 var (
 	validFormats = map[Format]bool{FormatIdmpctl: true, FormatHash: true, FormatJSON: true, FormatMarker: true,
-		FormatPowertools: true, FormatPowertoolsLock: true, FormatLock: true, FormatCamel: true, FormatStream: true,
+		FormatPowertools: true, FormatPowertoolsLock: true, FormatLock: true, FormatExpress: true, FormatCamel: true, FormatStream: true,
 		FormatUnknown: true, FormatNone: true}
 	validStatuses = map[Status]bool{Processing: true, Locked: true, Completed: true, Failed: true, Expired: true,
 		Unknown: true, Absent: true}
-	validFlags = map[Flag]bool{FlagStale: true, FlagNoTTL: true, FlagOrphanLock: true, FlagExpired: true}
+	validFlags = map[Flag]bool{FlagStale: true, FlagNoTTL: true, FlagOrphanLock: true, FlagExpired: true,
+		FlagErrorResponse: true}
 )
 
 // checkInvariants holds for every decoded record, whatever the input.
@@ -47,6 +48,12 @@ func checkInvariants(t *testing.T, r Record) {
 		if target, ok := LockTarget(r.Key); !ok || target != r.Guards {
 			t.Fatalf("guards %q, LockTarget(%q) = %q, %v", r.Guards, r.Key, target, ok)
 		}
+	}
+	if r.HasFlag(FlagErrorResponse) && (r.Status != Completed || r.Error == "") {
+		t.Fatalf("error-response with status %s, error %q", r.Status, r.Error)
+	}
+	if r.HTTPStatus != 0 && (r.HTTPStatus < 100 || r.HTTPStatus > 999) {
+		t.Fatalf("http status %d", r.HTTPStatus)
 	}
 	if r.Format == FormatUnknown && r.Status != Unknown {
 		t.Fatalf("unknown format with status %s", r.Status)

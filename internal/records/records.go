@@ -16,6 +16,11 @@
 //	stream                              -> stream (the caller shows the stream view)
 //	string holding a JSON object with status INPROGRESS|COMPLETED|EXPIRED
 //	  and an expiration field           -> powertools
+//	string holding a JSON object with no status or state member, a
+//	  request object (method, url or headers) and maybe a response object
+//	                                    -> express (express-idempotency's
+//	  IdempotencyResource via express-idempotency-redis-adapter, see
+//	  http.go): PROCESSING without a response, COMPLETED with one
 //	string holding a JSON object with a status or state member -> json
 //	string holding a JSON object at a lock-named key, no record by the
 //	  rules above, naming its holder    -> lock, LOCKED
@@ -26,6 +31,13 @@
 //	                                    -> marker
 //	string P:V holding V (V non-empty)  -> camel (Camel's string repository)
 //	anything else                       -> unknown
+//
+// HTTP middlewares (http.go names the libraries) store the response they
+// replay: HTTPStatus is its status code, ResultSummary says "HTTP 201, 57
+// bytes", and a 4xx/5xx or error response is flagged error-response with
+// its message in Error; such a record is COMPLETED (the request completed,
+// with an error, and replays it), not FAILED (which claim.md keeps for
+// failures a retry may redo).
 //
 // Locks (locks.go names the libraries): a key is lock-named when LockTarget
 // names the key it guards (K:lock and lock:K), and is a lock when its value
@@ -67,6 +79,7 @@ const (
 	FormatPowertools     Format = "powertools"
 	FormatPowertoolsLock Format = "powertools-lock"
 	FormatLock           Format = "lock" // a lock key beside the record it guards (lock:K, K:lock)
+	FormatExpress        Format = "express"
 	FormatCamel          Format = "camel"
 	FormatStream         Format = "stream"
 	FormatUnknown        Format = "unknown"
@@ -94,10 +107,11 @@ type Flag string
 
 // Flags.
 const (
-	FlagStale      Flag = "stale"       // PROCESSING past its lease or deadline; a lock without a TTL
-	FlagNoTTL      Flag = "no-ttl"      // the key never expires
-	FlagOrphanLock Flag = "orphan-lock" // a lock whose guarded record does not exist
-	FlagExpired    Flag = "expired"     // past its own expiration (Powertools)
+	FlagStale         Flag = "stale"          // PROCESSING past its lease or deadline; a lock without a TTL
+	FlagNoTTL         Flag = "no-ttl"         // the key never expires
+	FlagOrphanLock    Flag = "orphan-lock"    // a lock whose guarded record does not exist
+	FlagExpired       Flag = "expired"        // past its own expiration (Powertools)
+	FlagErrorResponse Flag = "error-response" // the stored response is an error (HTTP 4xx/5xx), replayed as such
 )
 
 // Record is the normalised view of one key. Times are Unix milliseconds
@@ -121,6 +135,7 @@ type Record struct {
 	Fingerprint  string            `json:"fingerprint,omitempty"`
 	HasResult    bool              `json:"has_result,omitempty"`
 	ResultBytes  int               `json:"result_bytes,omitempty"`
+	HTTPStatus   int               `json:"http_status,omitempty"` // the stored response's status code (HTTP middlewares)
 	Error        string            `json:"error,omitempty"`
 	Members      int64             `json:"members,omitempty"` // a Camel set's SCARD
 	Guards       string            `json:"guards,omitempty"`  // a lock's guarded key (LockTarget)
