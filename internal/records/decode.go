@@ -156,6 +156,10 @@ func decodeJSONObject(r *Record, m map[string]string) {
 		decodeExpress(r, m)
 		return
 	}
+	if isNodeIdempotency(r.Key, m) {
+		decodeNodeIdempotency(r, m)
+		return
+	}
 	if raw, ok := lookup(m, statusNames...); ok {
 		r.Format = FormatJSON
 		r.RawStatus, r.Status = raw, NormaliseStatus(raw)

@@ -7,7 +7,8 @@ import (
 
 var (
 	validFormats = map[Format]bool{FormatIdmpctl: true, FormatHash: true, FormatJSON: true, FormatMarker: true,
-		FormatPowertools: true, FormatPowertoolsLock: true, FormatLock: true, FormatExpress: true, FormatCamel: true, FormatStream: true,
+		FormatPowertools: true, FormatPowertoolsLock: true, FormatLock: true, FormatExpress: true, FormatNodeIdempotency: true,
+		FormatCamel: true, FormatStream: true,
 		FormatUnknown: true, FormatNone: true}
 	validStatuses = map[Status]bool{Processing: true, Locked: true, Completed: true, Failed: true, Expired: true,
 		Unknown: true, Absent: true}

@@ -63,6 +63,58 @@ func decodeExpress(r *Record, m map[string]string) {
 	setHTTPOutcome(r, httpStatusCode(rm["statusCode"]), rm["body"], false)
 }
 
+// isNodeIdempotency recognises @node-idempotency's StoragePayload
+// (packages/core/src/types.ts: status IN_PROGRESS|COMPLETE, fingerPrint?,
+// response? {body?, additional? {statusCode, cached headers}, error?}),
+// written by packages/core/src/idempotency.ts (onRequest: SET NX PX of
+// {status: IN_PROGRESS, fingerPrint}; onResponse: SET PX of {status:
+// COMPLETE, fingerPrint, response}) through
+// packages/storage-adapter-redis/src/adapter-redis.ts at
+// "node-idempotency:METHOD:PATH:KEY" (cacheKeyPrefix). Its exact status
+// words, with a fingerPrint, a response object or the default key prefix,
+// tell it from other JSON records.
+func isNodeIdempotency(key string, m map[string]string) bool {
+	if st := m["status"]; st != "IN_PROGRESS" && st != "COMPLETE" {
+		return false
+	}
+	if _, ok := m["fingerPrint"]; ok {
+		return true
+	}
+	if resp, ok := m["response"]; ok {
+		if _, ok := jsonObject(resp); ok {
+			return true
+		}
+	}
+	return strings.HasPrefix(key, "node-idempotency:")
+}
+
+// decodeNodeIdempotency: a stored error response (the express plugin keeps
+// the body of a status >= 400 as error, middleware.ts handleResponse; the
+// NestJS interceptor keeps the thrown HttpException, whose message it has)
+// is COMPLETED with the error-response flag and "HTTP 402: message" in
+// Error. The record carries no time: its age is unknown.
+func decodeNodeIdempotency(r *Record, m map[string]string) {
+	r.Format, r.RawStatus = FormatNodeIdempotency, m["status"]
+	r.Status = NormaliseStatus(r.RawStatus)
+	r.Fingerprint = m["fingerPrint"]
+	resp, ok := m["response"]
+	if !ok || resp == "null" {
+		return
+	}
+	r.HasResult, r.ResultBytes = true, len(resp)
+	rm, ok := jsonObject(resp)
+	if !ok || r.Status != Completed {
+		return
+	}
+	add, _ := jsonObject(rm["additional"])
+	code := httpStatusCode(add["statusCode"])
+	if e, ok := rm["error"]; ok && e != "null" {
+		setHTTPOutcome(r, code, e, true)
+		return
+	}
+	setHTTPOutcome(r, code, rm["body"], false)
+}
+
 // setHTTPOutcome records a stored response's status code and, for a 4xx or
 // 5xx response or an explicit error, the error-response flag and Error
 // ("HTTP 402: message").
@@ -130,6 +182,13 @@ func messageOf(v any, depth int) string {
 		}
 		return strings.Join(parts, "; ")
 	case map[string]any:
+		// A NestJS HttpException keeps the detail (validation messages) in
+		// response; its message is the generic "Bad Request Exception".
+		if name, _ := x["name"].(string); strings.HasSuffix(name, "Exception") {
+			if m := messageOf(x["response"], depth+1); m != "" {
+				return m
+			}
+		}
 		for _, n := range messageNames {
 			if m := messageOf(x[n], depth+1); m != "" {
 				return m

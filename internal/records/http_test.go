@@ -142,3 +142,90 @@ func FuzzDecodeExpress(f *testing.F) {
 		_ = r.ResultSummary()
 	})
 }
+
+// @node-idempotency records as its redis storage adapter writes them
+// (packages/storage-adapter-redis/src/adapter-redis.ts: SET key json NX PX
+// ttl, then SET key json PX ttl) at cacheKeyPrefix:METHOD:PATH:KEY
+// (packages/core/src/idempotency.ts getIdempotencyCacheKey). The payload is
+// StoragePayload (packages/core/src/types.ts); fingerPrint is a blake2s256
+// hex of the body. Responses: plugin-express middleware.ts handleResponse
+// stores {additional: {statusCode, cached headers}, body} below 400 and
+// {additional, error: body} from 400; the NestJS interceptor
+// (node-idempotency.interceptor.ts) stores {additional: {statusCode}, error:
+// the HttpException}, which JSON.stringify writes as {response, status,
+// options, message, name}.
+func TestDecodeNodeIdempotency(t *testing.T) {
+	const key = "node-idempotency:POST:/payments:k-2"
+	const fp = "9a1d2c3b4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9"
+	type nodeWant struct {
+		format  Format
+		status  Status
+		raw     string
+		fp      string
+		code    int
+		errText string
+		flags   []Flag
+		summary string
+	}
+	okResp := `{"additional":{"statusCode":201,"content-type":"application/json; charset=utf-8"},"body":{"id":"pay_1"}}`
+	expressErr := `{"additional":{"statusCode":402,"content-type":"application/json; charset=utf-8"},"error":{"message":"insufficient funds"}}`
+	nestErr := `{"additional":{"statusCode":402},"error":{"response":"insufficient funds","status":402,"options":{},"message":"insufficient funds","name":"HttpException"}}`
+	nestValidation := `{"additional":{"statusCode":400},"error":{"response":{"statusCode":400,"message":["amount must be positive"],"error":"Bad Request"},"status":400,"options":{},"message":"Bad Request Exception","name":"BadRequestException"}}`
+	for _, tc := range []struct {
+		name, key, value string
+		want             nodeWant
+	}{
+		{"in progress", key, `{"status":"IN_PROGRESS","fingerPrint":"` + fp + `"}`,
+			nodeWant{FormatNodeIdempotency, Processing, "IN_PROGRESS", fp, 0, "", nil, ""}},
+		{"in progress, no body, default prefix", key, `{"status":"IN_PROGRESS"}`,
+			nodeWant{FormatNodeIdempotency, Processing, "IN_PROGRESS", "", 0, "", nil, ""}},
+		{"in progress, no body, own prefix: generic json", "api:POST:/p:k", `{"status":"IN_PROGRESS"}`,
+			nodeWant{FormatJSON, Processing, "IN_PROGRESS", "", 0, "", nil, ""}},
+		{"completed 201", key, `{"status":"COMPLETE","fingerPrint":"` + fp + `","response":` + okResp + `}`,
+			nodeWant{FormatNodeIdempotency, Completed, "COMPLETE", fp, 201, "", nil, fmt.Sprintf("HTTP 201, %d bytes", len(okResp))}},
+		{"express plugin 402", key, `{"status":"COMPLETE","fingerPrint":"` + fp + `","response":` + expressErr + `}`,
+			nodeWant{FormatNodeIdempotency, Completed, "COMPLETE", fp, 402, "HTTP 402: insufficient funds", []Flag{FlagErrorResponse}, ""}},
+		{"nestjs HttpException 402", "idem:POST:/payments:k-3", `{"status":"COMPLETE","fingerPrint":"` + fp + `","response":` + nestErr + `}`,
+			nodeWant{FormatNodeIdempotency, Completed, "COMPLETE", fp, 402, "HTTP 402: insufficient funds", []Flag{FlagErrorResponse}, ""}},
+		{"nestjs validation 400", key, `{"status":"COMPLETE","response":` + nestValidation + `}`,
+			nodeWant{FormatNodeIdempotency, Completed, "COMPLETE", "", 400, "HTTP 400: amount must be positive", []Flag{FlagErrorResponse}, ""}},
+		{"error without status code", key, `{"status":"COMPLETE","response":{"error":"boom"}}`,
+			nodeWant{FormatNodeIdempotency, Completed, "COMPLETE", "", 0, "boom", []Flag{FlagErrorResponse}, ""}},
+		{"5xx body without error member", key, `{"status":"COMPLETE","response":{"additional":{"statusCode":503},"body":"down"}}`,
+			nodeWant{FormatNodeIdempotency, Completed, "COMPLETE", "", 503, "HTTP 503: down", []Flag{FlagErrorResponse}, ""}},
+		{"COMPLETED is not its word", key, `{"status":"COMPLETED","fingerPrint":"x"}`,
+			nodeWant{FormatJSON, Completed, "COMPLETED", "x", 0, "", nil, ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Decode(tc.key, "string", str(tc.value), 86400000, now)
+			got := nodeWant{r.Format, r.Status, r.RawStatus, r.Fingerprint, r.HTTPStatus, r.Error, r.Flags, ""}
+			if tc.want.summary != "" {
+				got.summary = r.ResultSummary()
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("\n got %+v\nwant %+v", got, tc.want)
+			}
+			if _, known := r.AgeMs(); known {
+				t.Error("age known for a record without a time")
+			}
+		})
+	}
+}
+
+func FuzzDecodeNodeIdempotency(f *testing.F) {
+	f.Add("COMPLETE", "9a1d", `{"additional":{"statusCode":402},"error":{"message":"insufficient funds"}}`)
+	f.Add("IN_PROGRESS", "", `null`)
+	f.Add("COMPLETE", "\xff", `{"additional":{"statusCode":"2e2"},"body":[1,{"error":2}]}`)
+	f.Add("COMPLETE", "x", `{"additional":null,"error":{"response":{"message":[1,"a",null]}}}`)
+	f.Fuzz(func(t *testing.T, status, fingerprint, response string) {
+		// response goes in raw, so many inputs are malformed JSON on purpose.
+		s := fmt.Sprintf(`{"status":%q,"fingerPrint":%q,"response":%s}`, status, fingerprint, response)
+		for _, key := range []string{"node-idempotency:POST:/p:k", "k"} {
+			r := Decode(key, "string", RawValue{String: &s, StringLen: int64(len(s))}, 1000, now)
+			checkInvariants(t, r)
+			if r.Format == FormatNodeIdempotency && r.Status != Processing && r.Status != Completed {
+				t.Fatalf("status %s", r.Status)
+			}
+		}
+	})
+}

@@ -21,6 +21,10 @@
 //	                                    -> express (express-idempotency's
 //	  IdempotencyResource via express-idempotency-redis-adapter, see
 //	  http.go): PROCESSING without a response, COMPLETED with one
+//	string holding a JSON object with status IN_PROGRESS|COMPLETE and a
+//	  fingerPrint, a response object or a node-idempotency: key prefix
+//	                                    -> node-idempotency (@node-idempotency's
+//	  StoragePayload via its redis storage adapter, see http.go)
 //	string holding a JSON object with a status or state member -> json
 //	string holding a JSON object at a lock-named key, no record by the
 //	  rules above, naming its holder    -> lock, LOCKED
@@ -72,19 +76,20 @@ type Format string
 
 // Formats, as shown by inspect and accepted in JSON output.
 const (
-	FormatIdmpctl        Format = "idmpctl"
-	FormatHash           Format = "hash"
-	FormatJSON           Format = "json"
-	FormatMarker         Format = "marker"
-	FormatPowertools     Format = "powertools"
-	FormatPowertoolsLock Format = "powertools-lock"
-	FormatLock           Format = "lock" // a lock key beside the record it guards (lock:K, K:lock)
-	FormatExpress        Format = "express"
-	FormatCamel          Format = "camel"
-	FormatStream         Format = "stream"
-	FormatUnknown        Format = "unknown"
-	FormatIDMPState      Format = "idmp-state" // idmpctl's emulated stream IDMP state (purge --stream clears it)
-	FormatNone           Format = "none"       // the key does not exist
+	FormatIdmpctl         Format = "idmpctl"
+	FormatHash            Format = "hash"
+	FormatJSON            Format = "json"
+	FormatMarker          Format = "marker"
+	FormatPowertools      Format = "powertools"
+	FormatPowertoolsLock  Format = "powertools-lock"
+	FormatLock            Format = "lock" // a lock key beside the record it guards (lock:K, K:lock)
+	FormatExpress         Format = "express"
+	FormatNodeIdempotency Format = "node-idempotency"
+	FormatCamel           Format = "camel"
+	FormatStream          Format = "stream"
+	FormatUnknown         Format = "unknown"
+	FormatIDMPState       Format = "idmp-state" // idmpctl's emulated stream IDMP state (purge --stream clears it)
+	FormatNone            Format = "none"       // the key does not exist
 )
 
 // Status is a normalised record status.
