@@ -43,6 +43,15 @@
 // with an error, and replays it), not FAILED (which claim.md keeps for
 // failures a retry may redo).
 //
+// Secrets: HTTP middlewares store the request, headers included (express-
+// idempotency keeps req.headers whole, Authorization and Cookie too).
+// Redact replaces the values of secret-named fields and members
+// (IsSecretName: authorization, cookie, set-cookie, x-api-key, password,
+// token, ... in any case and spelling) at any depth of Record.Fields,
+// following JSON kept as text in strings, and keeps every other byte.
+// Callers redact every record they print unless asked to show secrets;
+// RedactJSON does the same for a raw JSON value.
+//
 // Locks (locks.go names the libraries): a key is lock-named when LockTarget
 // names the key it guards (K:lock and lock:K), and is a lock when its value
 // says "held": "1", true/True, yes, locked, held, busy, a PROCESSING word
