@@ -101,7 +101,7 @@ func decodeGeneric(r *Record, m map[string]string) {
 	}
 }
 
-func decodeString(r *Record, s string, lockTargetExists *bool) {
+func decodeString(r *Record, s string, lockTargetExists *bool, opts DecodeOptions) {
 	trimmed := strings.TrimSpace(s)
 	target, lockNamed := LockTarget(r.Key)
 	if strings.HasPrefix(trimmed, "{") {
@@ -110,7 +110,7 @@ func decodeString(r *Record, s string, lockTargetExists *bool) {
 			return
 		}
 		r.Fields = m
-		decodeJSONObject(r, m)
+		decodeJSONObject(r, m, opts)
 		if owner, held := lockObject(m); r.Format == FormatUnknown && lockNamed && held {
 			// A lock-named key holding JSON that is not a record but names
 			// its holder: a lock.
@@ -145,12 +145,15 @@ func decodeString(r *Record, s string, lockTargetExists *bool) {
 	}
 }
 
-// decodeJSONObject decodes a JSON string's members: Powertools, then any
-// object with a status or state member.
-func decodeJSONObject(r *Record, m map[string]string) {
-	if isPowertools(m) {
-		decodePowertools(r, m)
-		return
+// decodeJSONObject decodes a JSON string's members: Powertools (with the
+// attribute names of opts, then the defaults), the HTTP middlewares, then
+// any object with a status or state member.
+func decodeJSONObject(r *Record, m map[string]string, opts DecodeOptions) {
+	for _, a := range opts.powertoolsAttrs() {
+		if isPowertools(m, a) {
+			decodePowertools(r, m, a)
+			return
+		}
 	}
 	if isExpress(m) {
 		decodeExpress(r, m)
@@ -203,29 +206,4 @@ func jsonObject(s string) (map[string]string, bool) {
 		m[k] = string(v)
 	}
 	return m, true
-}
-
-// Powertools statuses (aws_lambda_powertools STATUS_CONSTANTS).
-var powertoolsStatus = map[string]Status{"INPROGRESS": Processing, "COMPLETED": Completed, "EXPIRED": Expired}
-
-// isPowertools: every record Powertools writes has status and expiration.
-func isPowertools(m map[string]string) bool {
-	_, known := powertoolsStatus[m["status"]]
-	_, hasExp := m["expiration"]
-	return known && hasExp
-}
-
-// decodePowertools reads an AWS Powertools idempotency record: expiration in
-// seconds, in_progress_expiration in ms. Decode's judge turns a record past
-// its expiration into EXPIRED.
-func decodePowertools(r *Record, m map[string]string) {
-	r.Format = FormatPowertools
-	r.RawStatus = m["status"]
-	r.Status = powertoolsStatus[r.RawStatus]
-	r.ExpiresMs = secondsMs(m["expiration"])
-	r.DeadlineMs = millis(m["in_progress_expiration"])
-	r.Fingerprint = m["validation"]
-	if v, ok := m["data"]; ok && v != "null" {
-		r.HasResult, r.ResultBytes = true, len(v)
-	}
 }

@@ -15,7 +15,9 @@
 //	set                                 -> camel (one repository; Members = SCARD)
 //	stream                              -> stream (the caller shows the stream view)
 //	string holding a JSON object with status INPROGRESS|COMPLETED|EXPIRED
-//	  and an expiration field           -> powertools
+//	  and an expiration field           -> powertools (AWS Powertools'
+//	  Redis/cache persistence layers, see powertools.go; attribute names
+//	  as configured with DecodeOptions.Powertools, then the defaults)
 //	string holding a JSON object with no status or state member, a
 //	  request object (method, url or headers) and maybe a response object
 //	                                    -> express (express-idempotency's
@@ -251,9 +253,23 @@ func (r Record) LeaseLeftMs() (ms int64, known bool) {
 	return end - r.NowMs, true
 }
 
-// Decode normalises one key. nowMs is the server's time; with nowMs <= 0
-// nothing is judged stale or expired.
+// Decode normalises one key with the default DecodeOptions. nowMs is the
+// server's time; with nowMs <= 0 nothing is judged stale or expired.
 func Decode(key, redisType string, value RawValue, ttlMs, nowMs int64) Record {
+	return DecodeWith(DecodeOptions{}, key, redisType, value, ttlMs, nowMs)
+}
+
+// DecodeOptions tune Decode to how applications configured their libraries.
+// The zero value is every library's default.
+type DecodeOptions struct {
+	// Powertools names the JSON attributes of Powertools records written
+	// with custom attribute names (--powertools-attrs); records with the
+	// default names are recognised as well.
+	Powertools PowertoolsAttrs
+}
+
+// DecodeWith is Decode with options.
+func DecodeWith(opts DecodeOptions, key, redisType string, value RawValue, ttlMs, nowMs int64) Record {
 	r := Record{Key: key, Type: redisType, TTLms: ttlMs, Format: FormatUnknown, Status: Unknown, NowMs: max(nowMs, 0)}
 	if part, ok := idmpStatePart(key, redisType); ok {
 		r.Format, r.RawStatus = FormatIDMPState, part
@@ -271,7 +287,7 @@ func Decode(key, redisType string, value RawValue, ttlMs, nowMs int64) Record {
 		if value.String != nil {
 			s := *value.String
 			r.Truncated = value.StringLen > int64(len(s))
-			decodeString(&r, s, value.LockTargetExists)
+			decodeString(&r, s, value.LockTargetExists, opts)
 		}
 	case "set":
 		r.Format, r.Status, r.RawStatus, r.Members = FormatCamel, Completed, "set", value.SetCard
