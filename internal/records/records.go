@@ -73,9 +73,9 @@
 //
 // Times: a PROCESSING record is stale once LeaseEndMs (the earlier of its
 // lease and its deadline) has passed, and LeaseLeftMs counts down to that
-// same instant, so the two never disagree. AgeMs says when a record carries
-// no time at all, so that callers print "age unknown" rather than a fresh
-// age.
+// same instant, so the two never disagree. A lock without a TTL is stale
+// too: nothing ends it. AgeMs says when a record carries no time at all, so
+// that callers print "age unknown" rather than a fresh age.
 package records
 
 import (
@@ -358,55 +358,4 @@ func judge(r *Record, nowMs int64) {
 	if left, known := r.LeaseLeftMs(); known && left <= 0 {
 		r.Flags = append(r.Flags, FlagStale)
 	}
-}
-
-// statusWords maps the status names applications use to the normalised
-// ones. Keys are upper case with spaces and hyphens turned into underscores.
-var statusWords = map[string]Status{
-	"PROCESSING": Processing, "STARTED": Processing, "INPROGRESS": Processing,
-	"IN_PROGRESS": Processing, "RUNNING": Processing, "PENDING": Processing,
-	"LOCKED": Processing, "CLAIMED": Processing, "ACQUIRED": Processing,
-	"COMPLETED": Completed, "COMPLETE": Completed, "DONE": Completed,
-	"SUCCESS": Completed, "SUCCEEDED": Completed, "SUCCESSFUL": Completed,
-	"FINISHED": Completed, "PROCESSED": Completed,
-	"FAILED": Failed, "FAIL": Failed, "ERROR": Failed, "ERRORED": Failed, "FAILURE": Failed,
-	"EXPIRED": Expired,
-}
-
-// NormaliseStatus maps a status as an application wrote it to a Status;
-// UNKNOWN when it is not a known word.
-func NormaliseStatus(raw string) Status {
-	if s, ok := statusWords[statusKey(raw)]; ok {
-		return s
-	}
-	return Unknown
-}
-
-func statusKey(raw string) string {
-	raw = strings.TrimSpace(raw)
-	if len(raw) > 32 {
-		return ""
-	}
-	return strings.Map(func(r rune) rune {
-		if r == ' ' || r == '-' {
-			return '_'
-		}
-		return r
-	}, strings.ToUpper(raw))
-}
-
-// Statuses lists every status in the order summaries show them.
-func Statuses() []Status {
-	return []Status{Processing, Locked, Completed, Failed, Expired, Unknown, Absent}
-}
-
-// ParseStatus reads a user's --status value: a normalised name or any word
-// NormaliseStatus knows, in any case. ok is false for anything else.
-func ParseStatus(s string) (Status, bool) {
-	switch st := Status(strings.ToUpper(strings.TrimSpace(s))); st {
-	case Processing, Locked, Completed, Failed, Expired, Unknown, Absent:
-		return st, true
-	}
-	st := NormaliseStatus(s)
-	return st, st != Unknown
 }
