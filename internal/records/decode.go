@@ -11,13 +11,7 @@ const maxMarker = 32
 func decodeHash(r *Record, h map[string]string, lens map[string]int64, lockTargetExists *bool) {
 	r.Fields = h
 	decodeHashRecord(r, h, lens)
-	if target, lockNamed := LockTarget(r.Key); lockNamed && r.Format == FormatUnknown {
-		if owner, held := lockObject(h); held {
-			setLock(r, FormatLock, target, lockTargetExists)
-			decodeGeneric(r, h)
-			r.Owner = owner
-		}
-	}
+	lockFromObject(r, h, lockTargetExists)
 }
 
 func decodeHashRecord(r *Record, h map[string]string, lens map[string]int64) {
@@ -111,13 +105,7 @@ func decodeString(r *Record, s string, lockTargetExists *bool, opts DecodeOption
 		}
 		r.Fields = m
 		decodeJSONObject(r, m, opts)
-		if owner, held := lockObject(m); r.Format == FormatUnknown && lockNamed && held {
-			// A lock-named key holding JSON that is not a record but names
-			// its holder: a lock.
-			setLock(r, FormatLock, target, lockTargetExists)
-			decodeGeneric(r, m)
-			r.Owner = owner
-		}
+		lockFromObject(r, m, lockTargetExists)
 		return
 	}
 	if lockNamed {

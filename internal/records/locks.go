@@ -193,6 +193,39 @@ func lockObject(m map[string]string) (owner string, held bool) {
 	return "", false
 }
 
+// lockStatusWords are the status words of a record that says it is a lock.
+var lockStatusWords = map[string]bool{"LOCKED": true, "LOCK": true, "HELD": true, "ACQUIRED": true, "CLAIMED": true}
+
+// lockFromObject turns r, decoded from the hash or JSON object m, into a
+// lock when its key is lock-named and m is one: no record by the other
+// rules but naming its holder, or a json/hash record whose status says
+// LOCKED, HELD, ACQUIRED or CLAIMED. Other records at lock-named keys keep
+// their decoding.
+func lockFromObject(r *Record, m map[string]string, targetExists *bool) {
+	target, lockNamed := LockTarget(r.Key)
+	if !lockNamed {
+		return
+	}
+	switch r.Format {
+	case FormatUnknown:
+		owner, held := lockObject(m)
+		if !held {
+			return
+		}
+		decodeGeneric(r, m)
+		if owner != "" {
+			r.Owner = owner
+		}
+	case FormatJSON, FormatHash:
+		if !lockStatusWords[statusKey(r.RawStatus)] {
+			return
+		}
+	default:
+		return
+	}
+	setLock(r, FormatLock, target, targetExists)
+}
+
 // setLock makes r a lock record guarding target.
 func setLock(r *Record, format Format, target string, targetExists *bool) {
 	r.Format, r.Status, r.Guards = format, Locked, target

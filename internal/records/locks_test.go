@@ -90,6 +90,13 @@ func TestDecodeLocks(t *testing.T) {
 		{"hash holder", "order:19:lock", "hash", hash("holder", "w-2", "token", "7"), yes, 30000,
 			lockWant{FormatLock, Locked, "", "w-2", "order:19", nil}},
 
+		{"json record saying locked", "lock:order:20", "string", str(`{"status":"locked","owner":"w-1"}`), yes, 30000,
+			lockWant{FormatLock, Locked, "locked", "w-1", "order:20", nil}},
+		{"hash saying acquired", "order:21:lock", "hash", hash("state", "ACQUIRED", "holder", "w-3"), no, 30000,
+			lockWant{FormatLock, Locked, "ACQUIRED", "w-3", "order:21", []Flag{FlagOrphanLock}}},
+		{"json saying locked elsewhere", "order:22", "string", str(`{"status":"locked","owner":"w-1"}`), nil, 30000,
+			lockWant{FormatJSON, Processing, "locked", "w-1", "", nil}},
+
 		// Lock-named keys that hold records are decoded by their content.
 		{"json record", "lock:idempotency:k5", "string", str(`{"status":"COMPLETED","result":"ok"}`), yes, 30000,
 			lockWant{FormatJSON, Completed, "COMPLETED", "", "", nil}},

@@ -9,9 +9,10 @@
 //	idmpctl's emulated stream state ({S}:idmp, {S}:idmp:pids,
 //	  {S}:idmp:ids:<pid>, {S}:idmp:order:<pid>) -> idmp-state
 //	hash with status and token fields   -> idmpctl (claim.md's record)
+//	hash at a lock-named key whose status is LOCKED|HELD|ACQUIRED|CLAIMED,
+//	  or with no status but naming its holder (an owner or token field,
+//	  Redisson's one "<uuid>:<thread>" field) -> lock, LOCKED
 //	hash with a status or state field   -> hash (any case of the field name)
-//	hash at a lock-named key naming its holder (an owner or token field,
-//	  or Redisson's one "<uuid>:<thread>" field) -> lock, LOCKED
 //	set                                 -> camel (one repository; Members = SCARD)
 //	stream                              -> stream (the caller shows the stream view)
 //	string holding a JSON object with status INPROGRESS|COMPLETED|EXPIRED
@@ -27,9 +28,9 @@
 //	  fingerPrint, a response object or a node-idempotency: key prefix
 //	                                    -> node-idempotency (@node-idempotency's
 //	  StoragePayload via its redis storage adapter, see http.go)
+//	string holding a JSON object at a lock-named key, as for hashes
+//	                                    -> lock, LOCKED
 //	string holding a JSON object with a status or state member -> json
-//	string holding a JSON object at a lock-named key, no record by the
-//	  rules above, naming its holder    -> lock, LOCKED
 //	string at a lock-named key holding a lock value -> lock, LOCKED
 //	  (powertools-lock for KEY:lock holding true/True, Powertools'
 //	  takeover lock)
@@ -182,7 +183,8 @@ type RawValue struct {
 
 // Recognised reports whether the record is an idempotency record in a format
 // purge may delete without --any-type: not unknown, not a missing key, not a
-// stream (purge --stream), not a whole Camel set.
+// stream (purge --stream), not a whole Camel set. Locks are recognised;
+// PurgeBlocked decides whether purge may take them.
 func (r Record) Recognised() bool {
 	switch r.Format {
 	case FormatUnknown, FormatNone, FormatStream, FormatIDMPState, "":
