@@ -3,6 +3,7 @@ package records
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Lock keys sit beside the record they guard and are never results:
@@ -266,7 +267,11 @@ func (r Record) PurgeBlocked(f PurgeFlags) (reason string, blocked bool) {
 	case f.Force:
 		return "", false
 	case r.TTLms > 0:
-		return fmt.Sprintf("a lock held for %d ms more (TTL): it ends by itself; --force deletes it now", r.TTLms), true
+		left := time.Duration(r.TTLms) * time.Millisecond
+		if left >= time.Second {
+			left = left.Round(time.Second)
+		}
+		return fmt.Sprintf("a lock with %s of TTL left: it ends by itself; --force deletes it now", left), true
 	case r.TTLms == -1 && !f.Stale:
 		return "a lock without a TTL: --stale or --force deletes it", true
 	}

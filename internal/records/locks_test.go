@@ -174,6 +174,9 @@ func TestPurgeBlocked(t *testing.T) {
 	if !live.HasFlag(FlagOrphanLock) || live.HasFlag(FlagStale) || !forever.HasFlag(FlagStale) {
 		t.Fatalf("fixtures: live %v, forever %v", live.Flags, forever.Flags)
 	}
+	if reason, _ := live.PurgeBlocked(PurgeFlags{Locked: true}); reason != "a lock with 30s of TTL left: it ends by itself; --force deletes it now" {
+		t.Errorf("reason %q", reason)
+	}
 	for _, tc := range []struct {
 		name string
 		r    Record
