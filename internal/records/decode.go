@@ -8,8 +8,13 @@ import (
 // maxMarker bounds what can be a plain status marker.
 const maxMarker = 32
 
-func decodeHash(r *Record, h map[string]string, lens map[string]int64) {
+func decodeHash(r *Record, h map[string]string, lens map[string]int64, lockTargetExists *bool) {
 	r.Fields = h
+	decodeHashRecord(r, h, lens)
+	lockFromObject(r, h, lockTargetExists)
+}
+
+func decodeHashRecord(r *Record, h map[string]string, lens map[string]int64) {
 	_, hasStatus := h["status"]
 	_, hasToken := h["token"]
 	switch {
@@ -90,31 +95,33 @@ func decodeGeneric(r *Record, m map[string]string) {
 	}
 }
 
-func decodeString(r *Record, s string, lockTargetExists *bool) {
+func decodeString(r *Record, s string, lockTargetExists *bool, opts DecodeOptions) {
 	trimmed := strings.TrimSpace(s)
-	if strings.HasSuffix(r.Key, ":lock") && strings.EqualFold(trimmed, "true") {
-		// Powertools' orphan-record takeover lock (Python writes "True",
-		// TypeScript "true"), kept for orphan_lock_timeout seconds.
-		r.Format, r.Status, r.RawStatus = FormatPowertoolsLock, Processing, s
-		if lockTargetExists != nil && !*lockTargetExists {
-			r.Flags = append(r.Flags, FlagOrphanLock)
+	target, lockNamed := LockTarget(r.Key)
+	if strings.HasPrefix(trimmed, "{") {
+		m, ok := jsonObject(trimmed)
+		if !ok {
+			return
 		}
+		r.Fields = m
+		decodeJSONObject(r, m, opts)
+		lockFromObject(r, m, lockTargetExists)
 		return
 	}
-	if strings.HasPrefix(trimmed, "{") {
-		if m, ok := jsonObject(trimmed); ok {
-			r.Fields = m
-			if isPowertools(m) {
-				decodePowertools(r, m)
-				return
+	if lockNamed {
+		if owner, held := lockValue(s, r.TTLms); held {
+			format := FormatLock
+			if strings.HasSuffix(r.Key, ":lock") && strings.EqualFold(trimmed, "true") {
+				format = FormatPowertoolsLock
 			}
-			if raw, ok := lookup(m, statusNames...); ok {
-				r.Format = FormatJSON
-				r.RawStatus, r.Status = raw, NormaliseStatus(raw)
-				decodeGeneric(r, m)
+			setLock(r, format, target, lockTargetExists)
+			if owner != "" {
+				r.Owner = owner
+			} else {
+				r.RawStatus = s
 			}
+			return
 		}
-		return
 	}
 	if st, ok := marker(trimmed); ok {
 		r.Format, r.Status, r.RawStatus = FormatMarker, st, s
@@ -123,6 +130,31 @@ func decodeString(r *Record, s string, lockTargetExists *bool) {
 	if s != "" && len(r.Key) > len(s)+1 && strings.HasSuffix(r.Key, ":"+s) {
 		// Camel's RedisStringIdempotentRepository: SET NX "repo:id" "id".
 		r.Format, r.Status = FormatCamel, Completed
+	}
+}
+
+// decodeJSONObject decodes a JSON string's members: Powertools (with the
+// attribute names of opts, then the defaults), the HTTP middlewares, then
+// any object with a status or state member.
+func decodeJSONObject(r *Record, m map[string]string, opts DecodeOptions) {
+	for _, a := range opts.powertoolsAttrs() {
+		if isPowertools(m, a) {
+			decodePowertools(r, m, a)
+			return
+		}
+	}
+	if isExpress(m) {
+		decodeExpress(r, m)
+		return
+	}
+	if isNodeIdempotency(r.Key, m) {
+		decodeNodeIdempotency(r, m)
+		return
+	}
+	if raw, ok := lookup(m, statusNames...); ok {
+		r.Format = FormatJSON
+		r.RawStatus, r.Status = raw, NormaliseStatus(raw)
+		decodeGeneric(r, m)
 	}
 }
 
@@ -162,29 +194,4 @@ func jsonObject(s string) (map[string]string, bool) {
 		m[k] = string(v)
 	}
 	return m, true
-}
-
-// Powertools statuses (aws_lambda_powertools STATUS_CONSTANTS).
-var powertoolsStatus = map[string]Status{"INPROGRESS": Processing, "COMPLETED": Completed, "EXPIRED": Expired}
-
-// isPowertools: every record Powertools writes has status and expiration.
-func isPowertools(m map[string]string) bool {
-	_, known := powertoolsStatus[m["status"]]
-	_, hasExp := m["expiration"]
-	return known && hasExp
-}
-
-// decodePowertools reads an AWS Powertools idempotency record: expiration in
-// seconds, in_progress_expiration in ms. Decode's judge turns a record past
-// its expiration into EXPIRED.
-func decodePowertools(r *Record, m map[string]string) {
-	r.Format = FormatPowertools
-	r.RawStatus = m["status"]
-	r.Status = powertoolsStatus[r.RawStatus]
-	r.ExpiresMs = secondsMs(m["expiration"])
-	r.DeadlineMs = millis(m["in_progress_expiration"])
-	r.Fingerprint = m["validation"]
-	if v, ok := m["data"]; ok && v != "null" {
-		r.HasResult, r.ResultBytes = true, len(v)
-	}
 }

@@ -7,11 +7,13 @@ import (
 
 var (
 	validFormats = map[Format]bool{FormatIdmpctl: true, FormatHash: true, FormatJSON: true, FormatMarker: true,
-		FormatPowertools: true, FormatPowertoolsLock: true, FormatCamel: true, FormatStream: true,
+		FormatPowertools: true, FormatPowertoolsLock: true, FormatLock: true, FormatExpress: true, FormatNodeIdempotency: true,
+		FormatCamel: true, FormatStream: true,
 		FormatUnknown: true, FormatNone: true}
-	validStatuses = map[Status]bool{Processing: true, Completed: true, Failed: true, Expired: true,
+	validStatuses = map[Status]bool{Processing: true, Locked: true, Completed: true, Failed: true, Expired: true,
 		Unknown: true, Absent: true}
-	validFlags = map[Flag]bool{FlagStale: true, FlagNoTTL: true, FlagOrphanLock: true, FlagExpired: true}
+	validFlags = map[Flag]bool{FlagStale: true, FlagNoTTL: true, FlagOrphanLock: true, FlagExpired: true,
+		FlagErrorResponse: true}
 )
 
 // checkInvariants holds for every decoded record, whatever the input.
@@ -33,8 +35,26 @@ func checkInvariants(t *testing.T, r Record) {
 	if r.ResultBytes < 0 || (r.ResultBytes > 0 && !r.HasResult) {
 		t.Fatalf("result %v/%d", r.HasResult, r.ResultBytes)
 	}
-	if r.HasFlag(FlagStale) && r.Status != Processing {
+	if r.HasFlag(FlagStale) && r.Status != Processing && r.Status != Locked {
 		t.Fatalf("stale but %s", r.Status)
+	}
+	isLock := r.Format == FormatLock || r.Format == FormatPowertoolsLock
+	if isLock != (r.Status == Locked) || isLock != (r.Guards != "") {
+		t.Fatalf("format %s, status %s, guards %q", r.Format, r.Status, r.Guards)
+	}
+	if r.HasFlag(FlagOrphanLock) && !isLock {
+		t.Fatalf("orphan-lock on %s", r.Format)
+	}
+	if isLock {
+		if target, ok := LockTarget(r.Key); !ok || target != r.Guards {
+			t.Fatalf("guards %q, LockTarget(%q) = %q, %v", r.Guards, r.Key, target, ok)
+		}
+	}
+	if r.HasFlag(FlagErrorResponse) && (r.Status != Completed || r.Error == "") {
+		t.Fatalf("error-response with status %s, error %q", r.Status, r.Error)
+	}
+	if r.HTTPStatus != 0 && (r.HTTPStatus < 100 || r.HTTPStatus > 999) {
+		t.Fatalf("http status %d", r.HTTPStatus)
 	}
 	if r.Format == FormatUnknown && r.Status != Unknown {
 		t.Fatalf("unknown format with status %s", r.Status)

@@ -9,21 +9,74 @@
 //	idmpctl's emulated stream state ({S}:idmp, {S}:idmp:pids,
 //	  {S}:idmp:ids:<pid>, {S}:idmp:order:<pid>) -> idmp-state
 //	hash with status and token fields   -> idmpctl (claim.md's record)
+//	hash at a lock-named key whose status is LOCKED|HELD|ACQUIRED|CLAIMED,
+//	  or with no status but naming its holder (an owner or token field,
+//	  Redisson's one "<uuid>:<thread>" field) -> lock, LOCKED
 //	hash with a status or state field   -> hash (any case of the field name)
 //	set                                 -> camel (one repository; Members = SCARD)
 //	stream                              -> stream (the caller shows the stream view)
-//	string KEY:lock holding true/True   -> powertools-lock (Powertools' takeover lock)
 //	string holding a JSON object with status INPROGRESS|COMPLETED|EXPIRED
-//	  and an expiration field           -> powertools
+//	  and an expiration field           -> powertools (AWS Powertools'
+//	  Redis/cache persistence layers, see powertools.go; attribute names
+//	  as configured with DecodeOptions.Powertools, then the defaults)
+//	string holding a JSON object with no status or state member, a
+//	  request object (method, url or headers) and maybe a response object
+//	                                    -> express (express-idempotency's
+//	  IdempotencyResource via express-idempotency-redis-adapter, see
+//	  http.go): PROCESSING without a response, COMPLETED with one
+//	string holding a JSON object with status IN_PROGRESS|COMPLETE and a
+//	  fingerPrint, a response object or a node-idempotency: key prefix
+//	                                    -> node-idempotency (@node-idempotency's
+//	  StoragePayload via its redis storage adapter, see http.go)
+//	string holding a JSON object at a lock-named key, as for hashes
+//	                                    -> lock, LOCKED
 //	string holding a JSON object with a status or state member -> json
+//	string at a lock-named key holding a lock value -> lock, LOCKED
+//	  (powertools-lock for KEY:lock holding true/True, Powertools'
+//	  takeover lock)
 //	string holding a status word or "1"/"true" (optionally JSON-quoted)
 //	                                    -> marker
 //	string P:V holding V (V non-empty)  -> camel (Camel's string repository)
 //	anything else                       -> unknown
 //
+// HTTP middlewares (http.go names the libraries) store the response they
+// replay: HTTPStatus is its status code, ResultSummary says "HTTP 201, 57
+// bytes", and a 4xx/5xx or error response is flagged error-response with
+// its message in Error; such a record is COMPLETED (the request completed,
+// with an error, and replays it), not FAILED (which claim.md keeps for
+// failures a retry may redo).
+//
+// Secrets: HTTP middlewares store the request, headers included (express-
+// idempotency keeps req.headers whole, Authorization and Cookie too).
+// Redact replaces the values of secret-named fields and members
+// (IsSecretName: authorization, cookie, set-cookie, x-api-key, password,
+// token, ... in any case and spelling) at any depth of Record.Fields,
+// following JSON kept as text in strings, and keeps every other byte.
+// Callers redact every record they print unless asked to show secrets;
+// RedactJSON does the same for a raw JSON value.
+//
+// Locks (locks.go names the libraries): a key is lock-named when LockTarget
+// names the key it guards (K:lock and lock:K), and is a lock when its value
+// says "held": "1", true/True, yes, locked, held, busy, a PROCESSING word
+// (processing, started, running, ...), or a holder's token (a UUID, host:pid,
+// pid@host, 8+ hex digits, digits, a random token of 16+ base64 characters
+// mixing letters and digits; any other token-shaped value only when the TTL
+// is at most LockTTLHintMs). "0", false, no, unlocked and a record's
+// terminal status words (COMPLETED, FAILED, ...) are not locks: such keys,
+// and lock-named keys holding records, are decoded by their content. A lock
+// is never a result: its status is LOCKED, Guards names the guarded key,
+// FlagOrphanLock says that key does not exist (RawValue.LockTargetExists),
+// and PurgeBlocked holds the rule purge applies to locks.
+//
 // A set is read as a Camel repository because no other known idempotency
 // store keeps its ids in a set; no cross-key heuristic is needed, and purge
 // deletes a whole set only with --any-type.
+//
+// Times: a PROCESSING record is stale once LeaseEndMs (the earlier of its
+// lease and its deadline) has passed, and LeaseLeftMs counts down to that
+// same instant, so the two never disagree. A lock without a TTL is stale
+// too: nothing ends it. AgeMs says when a record carries no time at all, so
+// that callers print "age unknown" rather than a fresh age.
 package records
 
 import (
@@ -37,25 +90,30 @@ type Format string
 
 // Formats, as shown by inspect and accepted in JSON output.
 const (
-	FormatIdmpctl        Format = "idmpctl"
-	FormatHash           Format = "hash"
-	FormatJSON           Format = "json"
-	FormatMarker         Format = "marker"
-	FormatPowertools     Format = "powertools"
-	FormatPowertoolsLock Format = "powertools-lock"
-	FormatCamel          Format = "camel"
-	FormatStream         Format = "stream"
-	FormatUnknown        Format = "unknown"
-	FormatIDMPState      Format = "idmp-state" // idmpctl's emulated stream IDMP state (purge --stream clears it)
-	FormatNone           Format = "none"       // the key does not exist
+	FormatIdmpctl         Format = "idmpctl"
+	FormatHash            Format = "hash"
+	FormatJSON            Format = "json"
+	FormatMarker          Format = "marker"
+	FormatPowertools      Format = "powertools"
+	FormatPowertoolsLock  Format = "powertools-lock"
+	FormatLock            Format = "lock" // a lock key beside the record it guards (lock:K, K:lock)
+	FormatExpress         Format = "express"
+	FormatNodeIdempotency Format = "node-idempotency"
+	FormatCamel           Format = "camel"
+	FormatStream          Format = "stream"
+	FormatUnknown         Format = "unknown"
+	FormatIDMPState       Format = "idmp-state" // idmpctl's emulated stream IDMP state (purge --stream clears it)
+	FormatNone            Format = "none"       // the key does not exist
 )
 
 // Status is a normalised record status.
 type Status string
 
 // Statuses. ABSENT is for keys that do not exist (inspect of a missing key).
+// LOCKED is a lock key's: it holds no result, whatever its value says.
 const (
 	Processing Status = "PROCESSING"
+	Locked     Status = "LOCKED"
 	Completed  Status = "COMPLETED"
 	Failed     Status = "FAILED"
 	Expired    Status = "EXPIRED"
@@ -68,10 +126,11 @@ type Flag string
 
 // Flags.
 const (
-	FlagStale      Flag = "stale"       // PROCESSING past its lease or deadline
-	FlagNoTTL      Flag = "no-ttl"      // the key never expires
-	FlagOrphanLock Flag = "orphan-lock" // a Powertools lock whose record is gone
-	FlagExpired    Flag = "expired"     // past its own expiration (Powertools)
+	FlagStale         Flag = "stale"          // PROCESSING past its lease or deadline; a lock without a TTL
+	FlagNoTTL         Flag = "no-ttl"         // the key never expires
+	FlagOrphanLock    Flag = "orphan-lock"    // a lock whose guarded record does not exist
+	FlagExpired       Flag = "expired"        // past its own expiration (Powertools)
+	FlagErrorResponse Flag = "error-response" // the stored response is an error (HTTP 4xx/5xx), replayed as such
 )
 
 // Record is the normalised view of one key. Times are Unix milliseconds
@@ -95,8 +154,10 @@ type Record struct {
 	Fingerprint  string            `json:"fingerprint,omitempty"`
 	HasResult    bool              `json:"has_result,omitempty"`
 	ResultBytes  int               `json:"result_bytes,omitempty"`
+	HTTPStatus   int               `json:"http_status,omitempty"` // the stored response's status code (HTTP middlewares)
 	Error        string            `json:"error,omitempty"`
 	Members      int64             `json:"members,omitempty"` // a Camel set's SCARD
+	Guards       string            `json:"guards,omitempty"`  // a lock's guarded key (LockTarget)
 	Truncated    bool              `json:"truncated,omitempty"`
 	Flags        []Flag            `json:"flags,omitempty"`
 	Fields       map[string]string `json:"fields,omitempty"` // hash fields or top-level JSON members, raw
@@ -117,14 +178,15 @@ type RawValue struct {
 	// values were not read; a field with length 0 counts as absent.
 	HashLens map[string]int64
 	SetCard  int64
-	// LockTargetExists says, for a key named X:lock, whether X exists
-	// (nil: not checked).
+	// LockTargetExists says, for a lock-named key (LockTarget(key) is ok),
+	// whether its target exists (nil: not checked).
 	LockTargetExists *bool
 }
 
 // Recognised reports whether the record is an idempotency record in a format
 // purge may delete without --any-type: not unknown, not a missing key, not a
-// stream (purge --stream), not a whole Camel set.
+// stream (purge --stream), not a whole Camel set. Locks are recognised;
+// PurgeBlocked decides whether purge may take them.
 func (r Record) Recognised() bool {
 	switch r.Format {
 	case FormatUnknown, FormatNone, FormatStream, FormatIDMPState, "":
@@ -151,12 +213,67 @@ func (r Record) LastActivityMs() int64 {
 	if r.UpdatedMs > 0 {
 		return r.UpdatedMs
 	}
-	return r.CreatedMs
+	return max(r.CreatedMs, 0)
 }
 
-// Decode normalises one key. nowMs is the server's time; with nowMs <= 0
-// nothing is judged stale or expired.
+// AgeMs is how long ago the record was last active (LastActivityMs) at the
+// time it was judged (NowMs). known is false when the record carries no
+// time (Powertools, @node-idempotency, markers, older express-idempotency
+// records) or no clock was given: show "age unknown", never a fresh age.
+// A record written by a client whose clock runs ahead of the server's has
+// a negative age.
+func (r Record) AgeMs() (ms int64, known bool) {
+	last := r.LastActivityMs()
+	if last <= 0 || r.NowMs <= 0 {
+		return 0, false
+	}
+	return r.NowMs - last, true
+}
+
+// LeaseEndMs is the instant a PROCESSING record stops being protected: the
+// earlier of its lease (lease_until) and its deadline (Powertools'
+// in_progress_expiration) where both are set; 0 when neither is. The record
+// is stale once this instant has passed, so stale and lease-left follow one
+// rule (a live lease never hides a passed deadline).
+func (r Record) LeaseEndMs() int64 {
+	switch {
+	case r.LeaseUntilMs > 0 && r.DeadlineMs > 0:
+		return min(r.LeaseUntilMs, r.DeadlineMs)
+	case r.LeaseUntilMs > 0:
+		return r.LeaseUntilMs
+	}
+	return max(r.DeadlineMs, 0)
+}
+
+// LeaseLeftMs is the time from NowMs to LeaseEndMs of a PROCESSING record:
+// negative once it has passed (then the record is flagged stale). known is
+// false for other statuses, for records without a lease or deadline, and
+// without a clock.
+func (r Record) LeaseLeftMs() (ms int64, known bool) {
+	end := r.LeaseEndMs()
+	if r.Status != Processing || end <= 0 || r.NowMs <= 0 {
+		return 0, false
+	}
+	return end - r.NowMs, true
+}
+
+// Decode normalises one key with the default DecodeOptions. nowMs is the
+// server's time; with nowMs <= 0 nothing is judged stale or expired.
 func Decode(key, redisType string, value RawValue, ttlMs, nowMs int64) Record {
+	return DecodeWith(DecodeOptions{}, key, redisType, value, ttlMs, nowMs)
+}
+
+// DecodeOptions tune Decode to how applications configured their libraries.
+// The zero value is every library's default.
+type DecodeOptions struct {
+	// Powertools names the JSON attributes of Powertools records written
+	// with custom attribute names (--powertools-attrs); records with the
+	// default names are recognised as well.
+	Powertools PowertoolsAttrs
+}
+
+// DecodeWith is Decode with options.
+func DecodeWith(opts DecodeOptions, key, redisType string, value RawValue, ttlMs, nowMs int64) Record {
 	r := Record{Key: key, Type: redisType, TTLms: ttlMs, Format: FormatUnknown, Status: Unknown, NowMs: max(nowMs, 0)}
 	if part, ok := idmp.ParseStateKey(key, redisType); ok {
 		r.Format, r.RawStatus = FormatIDMPState, part
@@ -169,12 +286,12 @@ func Decode(key, redisType string, value RawValue, ttlMs, nowMs int64) Record {
 		return r
 	case "hash":
 		r.Truncated = value.HashPartial
-		decodeHash(&r, value.Hash, value.HashLens)
+		decodeHash(&r, value.Hash, value.HashLens, value.LockTargetExists)
 	case "string":
 		if value.String != nil {
 			s := *value.String
 			r.Truncated = value.StringLen > int64(len(s))
-			decodeString(&r, s, value.LockTargetExists)
+			decodeString(&r, s, value.LockTargetExists, opts)
 		}
 	case "set":
 		r.Format, r.Status, r.RawStatus, r.Members = FormatCamel, Completed, "set", value.SetCard
@@ -199,54 +316,11 @@ func judge(r *Record, nowMs int64) {
 	if r.Status == Expired {
 		r.Flags = append(r.Flags, FlagExpired)
 	}
-	if r.Status == Processing &&
-		((r.LeaseUntilMs > 0 && r.LeaseUntilMs <= nowMs) || (r.DeadlineMs > 0 && r.DeadlineMs <= nowMs)) {
+	if r.Status == Locked && r.TTLms == -1 {
+		// A lock that never expires outlives a crashed holder for good.
 		r.Flags = append(r.Flags, FlagStale)
 	}
-}
-
-// statusWords maps the status names applications use to the normalised
-// ones. Keys are upper case with spaces and hyphens turned into underscores.
-var statusWords = map[string]Status{
-	"PROCESSING": Processing, "STARTED": Processing, "INPROGRESS": Processing,
-	"IN_PROGRESS": Processing, "RUNNING": Processing, "PENDING": Processing,
-	"LOCKED": Processing, "CLAIMED": Processing, "ACQUIRED": Processing,
-	"COMPLETED": Completed, "COMPLETE": Completed, "DONE": Completed,
-	"SUCCESS": Completed, "SUCCEEDED": Completed, "SUCCESSFUL": Completed,
-	"FINISHED": Completed, "PROCESSED": Completed,
-	"FAILED": Failed, "FAIL": Failed, "ERROR": Failed, "ERRORED": Failed, "FAILURE": Failed,
-	"EXPIRED": Expired,
-}
-
-// NormaliseStatus maps a status as an application wrote it to a Status;
-// UNKNOWN when it is not a known word.
-func NormaliseStatus(raw string) Status {
-	if s, ok := statusWords[statusKey(raw)]; ok {
-		return s
+	if left, known := r.LeaseLeftMs(); known && left <= 0 {
+		r.Flags = append(r.Flags, FlagStale)
 	}
-	return Unknown
-}
-
-func statusKey(raw string) string {
-	raw = strings.TrimSpace(raw)
-	if len(raw) > 32 {
-		return ""
-	}
-	return strings.Map(func(r rune) rune {
-		if r == ' ' || r == '-' {
-			return '_'
-		}
-		return r
-	}, strings.ToUpper(raw))
-}
-
-// ParseStatus reads a user's --status value: a normalised name or any word
-// NormaliseStatus knows, in any case. ok is false for anything else.
-func ParseStatus(s string) (Status, bool) {
-	switch st := Status(strings.ToUpper(strings.TrimSpace(s))); st {
-	case Processing, Completed, Failed, Expired, Unknown, Absent:
-		return st, true
-	}
-	st := NormaliseStatus(s)
-	return st, st != Unknown
 }

@@ -2,6 +2,7 @@ package records
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -120,11 +121,11 @@ func TestDecode(t *testing.T) {
 			str(`{"status":"INPROGRESS","expiration":1700003600.0,"in_progress_expiration":"1700000160000"}`), 1000,
 			want{format: FormatPowertools, status: Processing, raw: "INPROGRESS", expires: 1700003600000, deadline: 1700000160000, result: -1}},
 		{"powertools lock orphan", "fn#5:lock", "string", RawValue{String: strp("True"), StringLen: 4, LockTargetExists: boolp(false)}, 9000,
-			want{format: FormatPowertoolsLock, status: Processing, raw: "True", result: -1, flags: []Flag{FlagOrphanLock}}},
+			want{format: FormatPowertoolsLock, status: Locked, raw: "True", result: -1, flags: []Flag{FlagOrphanLock}}},
 		{"powertools lock held", "fn#6:lock", "string", RawValue{String: strp("true"), StringLen: 4, LockTargetExists: boolp(true)}, 9000,
-			want{format: FormatPowertoolsLock, status: Processing, raw: "true", result: -1}},
-		{"other lock", "job:lock", "string", str("7c1e-4f2a-token"), 9000,
-			want{format: FormatUnknown, status: Unknown, result: -1}},
+			want{format: FormatPowertoolsLock, status: Locked, raw: "true", result: -1}},
+		{"other lock, token with a short TTL", "job:lock", "string", str("7c1e-4f2a-token"), 9000,
+			want{format: FormatLock, status: Locked, owner: "7c1e-4f2a-token", result: -1}},
 
 		// Plain markers.
 		{"marker processing", "seen:a", "string", str("PROCESSING"), 60000,
@@ -204,6 +205,7 @@ func TestRecognised(t *testing.T) {
 		{Record{Format: FormatIdmpctl, Type: "hash"}, true},
 		{Record{Format: FormatMarker, Type: "string"}, true},
 		{Record{Format: FormatPowertoolsLock, Type: "string"}, true},
+		{Record{Format: FormatLock, Type: "string"}, true},
 		{Record{Format: FormatCamel, Type: "string"}, true},
 		{Record{Format: FormatCamel, Type: "set"}, false},
 		{Record{Format: FormatStream, Type: "stream"}, false},
@@ -232,7 +234,7 @@ func TestNormaliseStatus(t *testing.T) {
 
 func TestParseStatus(t *testing.T) {
 	for in, want := range map[string]Status{"completed": Completed, "PROCESSING": Processing, "unknown": Unknown,
-		"absent": Absent, "inprogress": Processing, "expired": Expired} {
+		"absent": Absent, "inprogress": Processing, "expired": Expired, "locked": Locked, " LOCKED": Locked} {
 		if got, ok := ParseStatus(in); !ok || got != want {
 			t.Errorf("ParseStatus(%q) = %s, %v", in, got, ok)
 		}
@@ -312,5 +314,76 @@ func TestDecodeIDMPState(t *testing.T) {
 		if r := Decode(key, typ, RawValue{}, -1, 1); r.Format == FormatIDMPState {
 			t.Errorf("%s (%s) taken for IDMP state", key, typ)
 		}
+	}
+}
+
+// TestLeaseOneRule: lease-left and stale follow one instant, the earlier of
+// lease and deadline. The regression: a lease an hour ahead beside a passed
+// deadline showed +59 min lease-left next to the stale flag.
+func TestLeaseOneRule(t *testing.T) {
+	const minute = int64(60000)
+	for _, tc := range []struct {
+		name            string
+		lease, deadline int64
+		status          Status
+		left            int64
+		known, stale    bool
+	}{
+		{"lease ahead, deadline passed", now + 59*minute, now - 1000, Processing, -1000, true, true},
+		{"deadline ahead, lease passed", now - minute, now + 59*minute, Processing, -minute, true, true},
+		{"both ahead", now + 2*minute, now + minute, Processing, minute, true, false},
+		{"lease only", now + minute, 0, Processing, minute, true, false},
+		{"deadline only, passed", 0, now - 1, Processing, -1, true, true},
+		{"exactly now", now, 0, Processing, 0, true, true},
+		{"neither", 0, 0, Processing, 0, false, false},
+		{"completed", now - minute, now - minute, Completed, 0, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := map[string]string{"status": string(tc.status), "token": "1"}
+			if tc.lease != 0 {
+				h["lease_until"] = strconv.FormatInt(tc.lease, 10)
+			}
+			r := Decode("idem:k", "hash", RawValue{Hash: h}, 1000, now)
+			r.DeadlineMs = tc.deadline // idmpctl's hash has no deadline; set it as Powertools would
+			r.Flags = nil
+			judge(&r, now)
+			left, known := r.LeaseLeftMs()
+			if left != tc.left || known != tc.known || r.HasFlag(FlagStale) != tc.stale {
+				t.Errorf("lease-left %d (known %v), stale %v; want %d (%v), %v", left, known, r.HasFlag(FlagStale), tc.left, tc.known, tc.stale)
+			}
+			if known && left > 0 && r.HasFlag(FlagStale) {
+				t.Error("positive lease-left beside stale")
+			}
+		})
+	}
+	// The same through a Powertools record: in_progress_expiration passed.
+	r := Decode("fn#1", "string", str(`{"status":"INPROGRESS","expiration":1700003600,"in_progress_expiration":1700000000000}`), 1000, now)
+	if left, known := r.LeaseLeftMs(); !known || left != -100000 || !r.HasFlag(FlagStale) {
+		t.Errorf("powertools: lease-left %d (%v), flags %v", left, known, r.Flags)
+	}
+}
+
+func TestAgeMs(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		r     Record
+		ms    int64
+		known bool
+	}{
+		{"updated wins", Record{CreatedMs: now - 5000, UpdatedMs: now - 1000, NowMs: now}, 1000, true},
+		{"created only", Record{CreatedMs: now - 5000, NowMs: now}, 5000, true},
+		{"no time", Record{NowMs: now}, 0, false},
+		{"no clock", Record{CreatedMs: now}, 0, false},
+		{"client clock ahead", Record{CreatedMs: now + 2000, NowMs: now}, -2000, true},
+		{"negative created", Record{CreatedMs: -5, NowMs: now}, 0, false},
+	} {
+		if ms, known := tc.r.AgeMs(); ms != tc.ms || known != tc.known {
+			t.Errorf("%s: AgeMs() = %d, %v; want %d, %v", tc.name, ms, known, tc.ms, tc.known)
+		}
+	}
+	// A Powertools record carries no write time: its age is unknown.
+	r := Decode("fn#2", "string", str(`{"status":"COMPLETED","expiration":1700003600,"data":"{}"}`), 1000, now)
+	if _, known := r.AgeMs(); known {
+		t.Error("powertools record has a known age")
 	}
 }

@@ -1,0 +1,281 @@
+package records
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+)
+
+// Redacted replaces a secret's value in every output unless the user asked
+// for secrets (--show-secrets).
+const Redacted = "[redacted]"
+
+// maxStringNest bounds how deep JSON kept as text inside JSON strings is
+// followed (a Powertools data member, an express body).
+const maxStringNest = 4
+
+// Secret names, compared lower-case with '-', '_', '.' and spaces dropped:
+// these exactly, and any name ending in one of secretSuffixes (x-api-key,
+// set-cookie, proxy-authorization, access_token, clientSecret, db_password).
+var (
+	secretNames    = []string{"authorization", "cookie", "password", "passwd", "secret", "apikey", "token", "privatekey", "credentials"}
+	secretSuffixes = []string{"authorization", "cookie", "password", "passwd", "secret", "apikey", "token"}
+)
+
+// IsSecretName reports whether a header, hash field or JSON member of this
+// name holds a secret (credentials, session cookies, API keys, tokens),
+// in any case and spelling (Authorization, x-api-key, X_API_KEY, apiKey).
+func IsSecretName(name string) bool {
+	if len(name) > 64 {
+		return false
+	}
+	n := strings.Map(func(r rune) rune {
+		switch r {
+		case '-', '_', '.', ' ':
+			return -1
+		}
+		return r
+	}, strings.ToLower(name))
+	if slices.Contains(secretNames, n) {
+		return true
+	}
+	for _, s := range secretSuffixes {
+		if strings.HasSuffix(n, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Redact returns r with every secret in Fields replaced by Redacted: hash
+// fields and top-level JSON members with a secret name, and members with a
+// secret name at any depth of the JSON they hold, including JSON kept as
+// text in a string (an express request's headers.authorization, a
+// set-cookie array, a password in a stored body). Everything else keeps its
+// bytes: key order, spacing and the other values. An integer in a
+// top-level token field is idmpctl's (or another library's) fencing token,
+// not a secret, and is kept. The input's Fields map, which callers may
+// share with the raw value they read, is never modified.
+func Redact(r Record) Record {
+	var out map[string]string
+	for k, v := range r.Fields {
+		nv := redactField(k, v)
+		if nv == v {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]string, len(r.Fields))
+			for k2, v2 := range r.Fields {
+				out[k2] = v2
+			}
+		}
+		out[k] = nv
+	}
+	if out != nil {
+		r.Fields = out
+	}
+	return r
+}
+
+func redactField(name, v string) string {
+	if IsSecretName(name) {
+		if slices.Contains(tokenNames, name) && exactIntOK(v) {
+			return v // a fencing token
+		}
+		if v == "" {
+			return v
+		}
+		if t := strings.TrimSpace(v); strings.HasPrefix(t, "[") && json.Valid([]byte(t)) {
+			return string(redactedValue([]byte(t)))
+		}
+		return Redacted
+	}
+	if out, changed := RedactJSON(v); changed {
+		return out
+	}
+	return v
+}
+
+func exactIntOK(s string) bool {
+	s = strings.TrimSpace(s)
+	s = strings.TrimPrefix(s, "-")
+	return isAllDigits(s) && len(s) <= 19
+}
+
+// RedactJSON replaces the values of secret-named members (IsSecretName) at
+// any depth of the JSON text s, following JSON kept as text in strings.
+// changed is false, and s comes back as it is, when s is not JSON or holds
+// no secret.
+func RedactJSON(s string) (out string, changed bool) {
+	return redactJSONText(s, 0)
+}
+
+func redactJSONText(s string, nest int) (string, bool) {
+	t := strings.TrimSpace(s)
+	if t == "" || (t[0] != '{' && t[0] != '[') || !json.Valid([]byte(s)) {
+		return s, false
+	}
+	b := []byte(s)
+	w := jsonRedactor{src: b, nest: nest}
+	w.value(skipSpace(b, 0))
+	w.out = append(w.out, b[w.pos:]...)
+	if bytes.Equal(w.out, b) {
+		return s, false
+	}
+	return string(w.out), true
+}
+
+// jsonRedactor copies valid JSON from src to out, replacing secret values.
+// pos is the next byte of src not yet copied or skipped.
+type jsonRedactor struct {
+	src, out []byte
+	pos      int
+	nest     int
+}
+
+// copyTo copies src up to i.
+func (w *jsonRedactor) copyTo(i int) {
+	w.out = append(w.out, w.src[w.pos:i]...)
+	w.pos = i
+}
+
+// value rewrites the value starting at i (the input is valid JSON) and
+// returns the index after it.
+func (w *jsonRedactor) value(i int) int {
+	switch w.src[i] {
+	case '{':
+		i = skipSpace(w.src, i+1)
+		for w.src[i] != '}' {
+			end := stringEnd(w.src, i)
+			var name string
+			_ = json.Unmarshal(w.src[i:end], &name)
+			i = skipSpace(w.src, end) // at ':'
+			i = skipSpace(w.src, i+1) // at the value
+			if IsSecretName(name) {
+				vend := valueEnd(w.src, i)
+				w.copyTo(i)
+				w.out = append(w.out, redactedValue(w.src[i:vend])...)
+				w.pos = vend
+				i = vend
+			} else {
+				i = w.value(i)
+			}
+			i = skipSpace(w.src, i)
+			if w.src[i] == ',' {
+				i = skipSpace(w.src, i+1)
+			}
+		}
+		return i + 1
+	case '[':
+		i = skipSpace(w.src, i+1)
+		for w.src[i] != ']' {
+			i = skipSpace(w.src, w.value(i))
+			if w.src[i] == ',' {
+				i = skipSpace(w.src, i+1)
+			}
+		}
+		return i + 1
+	case '"':
+		end := stringEnd(w.src, i)
+		if w.nest < maxStringNest {
+			w.redactString(i, end)
+		}
+		return end
+	}
+	return valueEnd(w.src, i)
+}
+
+// redactString follows JSON kept as text in the string src[i:end].
+func (w *jsonRedactor) redactString(i, end int) {
+	var s string
+	if json.Unmarshal(w.src[i:end], &s) != nil {
+		return
+	}
+	inner, changed := redactJSONText(s, w.nest+1)
+	if !changed {
+		return
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(inner) != nil {
+		return
+	}
+	w.copyTo(i)
+	w.out = append(w.out, bytes.TrimRight(buf.Bytes(), "\n")...)
+	w.pos = end
+}
+
+// redactedValue is what replaces a secret's JSON value: null and "" stay
+// (they hold nothing), an array keeps its length with each element
+// redacted (a set-cookie list), anything else becomes "[redacted]".
+func redactedValue(v []byte) []byte {
+	switch t := bytes.TrimSpace(v); {
+	case string(t) == "null", string(t) == `""`:
+		return t
+	case len(t) > 0 && t[0] == '[':
+		var elems []json.RawMessage
+		if json.Unmarshal(t, &elems) != nil {
+			break
+		}
+		out := []byte{'['}
+		for j, e := range elems {
+			if j > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, redactedValue(e)...)
+		}
+		return append(out, ']')
+	}
+	return []byte(`"` + Redacted + `"`)
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index after the JSON string starting at b[i] == '"'.
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(b)
+}
+
+// valueEnd returns the index after the JSON value starting at b[i].
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = stringEnd(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	j := i
+	for j < len(b) && strings.IndexByte(",}] \t\n\r", b[j]) < 0 {
+		j++
+	}
+	return j
+}

@@ -1,0 +1,56 @@
+package records
+
+import "strings"
+
+// statusWords maps the status names applications use to the normalised
+// ones. Keys are upper case with spaces and hyphens turned into underscores.
+// A record whose status field says LOCKED is a record being worked on
+// (PROCESSING); the LOCKED status is a lock key's (locks.go).
+var statusWords = map[string]Status{
+	"PROCESSING": Processing, "STARTED": Processing, "INPROGRESS": Processing,
+	"IN_PROGRESS": Processing, "RUNNING": Processing, "PENDING": Processing,
+	"LOCKED": Processing, "CLAIMED": Processing, "ACQUIRED": Processing,
+	"COMPLETED": Completed, "COMPLETE": Completed, "DONE": Completed,
+	"SUCCESS": Completed, "SUCCEEDED": Completed, "SUCCESSFUL": Completed,
+	"FINISHED": Completed, "PROCESSED": Completed,
+	"FAILED": Failed, "FAIL": Failed, "ERROR": Failed, "ERRORED": Failed, "FAILURE": Failed,
+	"EXPIRED": Expired,
+}
+
+// NormaliseStatus maps a status as an application wrote it to a Status;
+// UNKNOWN when it is not a known word.
+func NormaliseStatus(raw string) Status {
+	if s, ok := statusWords[statusKey(raw)]; ok {
+		return s
+	}
+	return Unknown
+}
+
+func statusKey(raw string) string {
+	raw = strings.TrimSpace(raw)
+	if len(raw) > 32 {
+		return ""
+	}
+	return strings.Map(func(r rune) rune {
+		if r == ' ' || r == '-' {
+			return '_'
+		}
+		return r
+	}, strings.ToUpper(raw))
+}
+
+// Statuses lists every status in the order summaries show them.
+func Statuses() []Status {
+	return []Status{Processing, Locked, Completed, Failed, Expired, Unknown, Absent}
+}
+
+// ParseStatus reads a user's --status value: a normalised name or any word
+// NormaliseStatus knows, in any case. ok is false for anything else.
+func ParseStatus(s string) (Status, bool) {
+	switch st := Status(strings.ToUpper(strings.TrimSpace(s))); st {
+	case Processing, Locked, Completed, Failed, Expired, Unknown, Absent:
+		return st, true
+	}
+	st := NormaliseStatus(s)
+	return st, st != Unknown
+}
