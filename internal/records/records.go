@@ -80,8 +80,6 @@
 package records
 
 import (
-	"strings"
-
 	"github.com/idmpctl/idmpctl/internal/idmp"
 )
 
