@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/records"
 	"github.com/idmpctl/idmpctl/internal/redisconn"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/spf13/cobra"
@@ -23,6 +24,10 @@ type InspectOptions struct {
 	Limit   int64
 	Watch   string
 	Count   int // with --watch: stop after this many views (0: until interrupted)
+
+	ShowSecrets     bool   // print stored secrets (authorization headers, cookies, tokens) as they are
+	PowertoolsAttrs string // --powertools-attrs
+	Decode          records.DecodeOptions
 }
 
 // Validate checks the flag combinations; it needs no server.
@@ -42,7 +47,28 @@ func (o *InspectOptions) Validate() error {
 	case o.Limit < 0:
 		return exit.Usagef("--limit %d: must not be negative", o.Limit)
 	}
-	return nil
+	var err error
+	o.Decode, err = parseDecodeOptions(o.PowertoolsAttrs)
+	return err
+}
+
+// parseDecodeOptions reads --powertools-attrs.
+func parseDecodeOptions(attrs string) (records.DecodeOptions, error) {
+	if attrs == "" {
+		return records.DecodeOptions{}, nil
+	}
+	a, err := records.ParsePowertoolsAttrs(attrs)
+	if err != nil {
+		return records.DecodeOptions{}, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--powertools-attrs: %w", err),
+			Hint: "name the attributes as Powertools was configured: status=...,expiry=...,in-progress-expiry=...,data=...,validation=..."}
+	}
+	return records.DecodeOptions{Powertools: a}, nil
+}
+
+// addRecordFlags adds the flags of commands that print records.
+func addRecordFlags(c *cobra.Command, showSecrets *bool, attrs *string) {
+	c.Flags().BoolVar(showSecrets, "show-secrets", false, "print stored secrets (Authorization headers, cookies, API keys, passwords, tokens) as they are")
+	c.Flags().StringVar(attrs, "powertools-attrs", "", "AWS Powertools records with custom attribute names: status=A,expiry=B,in-progress-expiry=C,data=D,validation=E")
 }
 
 // NewCmdInspect builds inspect; runF replaces the run step in tests.
@@ -72,10 +98,11 @@ common idempotency record; a scan of keys with counts by status; or, with
 	fl.BoolVar(&o.Server, "server", false, "show the server's capabilities")
 	fl.StringVar(&o.Match, "match", "", "scan keys matching a glob pattern")
 	fl.BoolVar(&o.Literal, "literal", false, "match --match literally (no glob metacharacters)")
-	fl.StringVar(&o.Status, "status", "", "with --match: only these statuses (PROCESSING,COMPLETED,FAILED,EXPIRED,UNKNOWN)")
+	fl.StringVar(&o.Status, "status", "", "with --match: only these statuses (PROCESSING,LOCKED,COMPLETED,FAILED,EXPIRED,UNKNOWN)")
 	fl.Int64Var(&o.Limit, "limit", 0, "with --match: show at most N keys (0: all)")
 	fl.StringVar(&o.Watch, "watch", "", "redraw a stream view every INTERVAL (e.g. 1s) with adds/s and duplicates/s")
 	fl.IntVar(&o.Count, "count", 0, "with --watch: stop after N views (0: until interrupted)")
+	addRecordFlags(c, &o.ShowSecrets, &o.PowertoolsAttrs)
 	return c
 }
 

@@ -32,7 +32,7 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 	if err != nil {
 		return err
 	}
-	recs, err := keyspace.InspectKeys(ctx, conn, o.Keys)
+	recs, err := keyspace.InspectKeys(ctx, conn, o.Keys, o.Decode)
 	if err != nil && recs == nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 		if o.Watch != "" {
 			return exit.Usagef("--watch is for streams; %q is a %s record", r.Key, r.Format)
 		}
-		if err := printRecord(o.Factory.Printer, r); err != nil {
+		if err := printRecord(o.Factory.Printer, shownRecord(r, o.ShowSecrets)); err != nil {
 			return err
 		}
 	}
@@ -68,25 +68,50 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 	return nil
 }
 
+// shown is the record as printed: stored secrets (Authorization headers,
+// cookies, API keys, passwords, tokens) redacted unless --show-secrets.
+func shownRecord(r records.Record, showSecrets bool) records.Record {
+	if showSecrets {
+		return r
+	}
+	return records.Redact(r)
+}
+
 // recordJSON is a record in -o json, with the derived times.
 type recordJSON struct {
 	records.Record
-	AgeMs       *int64 `json:"age_ms,omitempty"`
-	LeaseLeftMs *int64 `json:"lease_left_ms,omitempty"`
+	AgeMs         *int64 `json:"age_ms,omitempty"`
+	AgeUnknown    bool   `json:"age_unknown,omitempty"` // a record that carries no time
+	LeaseLeftMs   *int64 `json:"lease_left_ms,omitempty"`
+	ResultSummary string `json:"result_summary,omitempty"`
 }
 
+// withTimes adds the derived times, by the records package's rules: the
+// age of the last activity, and the lease left until the earlier of lease
+// and deadline (the instant the stale flag uses too).
 func withTimes(r records.Record) recordJSON {
-	j := recordJSON{Record: r}
-	now := r.NowMs
-	if t := max(r.UpdatedMs, r.CreatedMs); t > 0 && now > 0 {
-		age := now - t
+	j := recordJSON{Record: r, ResultSummary: r.ResultSummary()}
+	if age, ok := r.AgeMs(); ok {
 		j.AgeMs = &age
+	} else {
+		j.AgeUnknown = r.Recognised()
 	}
-	if until := max(r.LeaseUntilMs, r.DeadlineMs); until > 0 && r.Status == records.Processing && now > 0 {
-		left := until - now
+	if left, ok := r.LeaseLeftMs(); ok && r.Status == records.Processing {
 		j.LeaseLeftMs = &left
 	}
 	return j
+}
+
+// ageText is the AGE column: a duration, "unknown" for a record that
+// carries no time, empty for keys that are no record.
+func ageText(p *render.Printer, j recordJSON) string {
+	switch {
+	case j.AgeMs != nil:
+		return msDuration(p, *j.AgeMs)
+	case j.AgeUnknown && p.TTY:
+		return p.Dim("unknown")
+	}
+	return ""
 }
 
 func printRecord(p *render.Printer, r records.Record) error {
@@ -110,15 +135,21 @@ func printRecord(p *render.Printer, r records.Record) error {
 	if r.Attempts > 0 {
 		opt("attempts", strconv.FormatInt(r.Attempts, 10))
 	}
+	opt("guards", render.Field(r.Guards))
 	opt("created", msTime(p, r.CreatedMs, r.NowMs))
 	opt("updated", msTime(p, r.UpdatedMs, r.NowMs))
+	if j.AgeUnknown {
+		opt("age", "unknown (the record carries no time)")
+	}
 	if j.LeaseLeftMs != nil {
 		opt("lease-left", msDuration(p, *j.LeaseLeftMs))
 	}
 	opt("expires", msTime(p, r.ExpiresMs, r.NowMs))
 	opt("ttl", ttlText(p, r.TTLms))
 	opt("fingerprint", render.Field(r.Fingerprint))
-	if r.HasResult {
+	if sum := r.ResultSummary(); sum != "" {
+		opt("result", sum)
+	} else if r.HasResult {
 		opt("result", fmt.Sprintf("%d bytes", r.ResultBytes))
 	}
 	opt("error", render.Field(r.Error))
@@ -139,7 +170,7 @@ func statusText(p *render.Printer, r records.Record) string {
 		return p.Good(s)
 	case records.Failed, records.Expired:
 		return p.Bad(s)
-	case records.Processing:
+	case records.Processing, records.Locked:
 		return p.Warn(s)
 	}
 	return s
@@ -222,16 +253,13 @@ func inspectMatch(ctx context.Context, o *InspectOptions) error {
 	shown := 0
 	row := func(r records.Record) []string {
 		j := withTimes(r)
-		age, lease := "", ""
-		if j.AgeMs != nil {
-			age = msDuration(p, *j.AgeMs)
-		}
+		lease := ""
 		if j.LeaseLeftMs != nil {
 			lease = msDuration(p, *j.LeaseLeftMs)
 		}
-		return []string{render.Field(r.Key), string(r.Format), statusText(p, r), render.Field(r.Owner), age, lease, ttlText(p, r.TTLms), flagsText(r.Flags)}
+		return []string{render.Field(r.Key), string(r.Format), statusText(p, r), render.Field(r.Owner), ageText(p, j), lease, ttlText(p, r.TTLms), flagsText(r.Flags)}
 	}
-	opts := keyspace.ScanOptions{Pattern: o.Match, Literal: o.Literal, Statuses: statuses, Limit: o.Limit}
+	opts := keyspace.ScanOptions{Pattern: o.Match, Literal: o.Literal, Statuses: statuses, Limit: o.Limit, Decode: o.Decode}
 	if p.ErrTTY {
 		opts.Progress = func(n int64) { fmt.Fprintf(p.Err, "\rscanned %d keys", n) }
 	}
@@ -240,7 +268,7 @@ func inspectMatch(ctx context.Context, o *InspectOptions) error {
 	sum, err := keyspace.ScanKeys(ctx, conn, opts, func(r records.Record) error {
 		switch {
 		case p.Format == render.JSON:
-			return p.JSON(withTimes(r))
+			return p.JSON(withTimes(shownRecord(r, o.ShowSecrets)))
 		case p.Format == render.Raw:
 			p.Line("%s", strings.Join(row(r), "\t"))
 		case len(rows) < tableRowCap:
@@ -331,7 +359,7 @@ func scanGC(getenv func(string) string) (restore func()) {
 
 func summaryText(s keyspace.Summary) string {
 	parts := []string{}
-	for _, st := range []records.Status{records.Processing, records.Completed, records.Failed, records.Expired, records.Unknown} {
+	for _, st := range records.Statuses() {
 		if n := s.ByStatus[st]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", st, n))
 		}
@@ -352,7 +380,7 @@ func parseStatuses(s string) ([]records.Status, error) {
 	for _, part := range strings.Split(s, ",") {
 		st, ok := records.ParseStatus(strings.TrimSpace(part))
 		if !ok {
-			return nil, exit.Usagef("--status %q: want PROCESSING, COMPLETED, FAILED, EXPIRED or UNKNOWN", part)
+			return nil, exit.Usagef("--status %q: want PROCESSING, LOCKED, COMPLETED, FAILED, EXPIRED or UNKNOWN", part)
 		}
 		out = append(out, st)
 	}

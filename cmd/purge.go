@@ -24,7 +24,11 @@ type PurgeOptions struct {
 	MaxRateFlag           string
 	Limit                 int64
 	DryRun, Yes           bool
+	Force                 bool
 	Mode                  string
+
+	ShowSecrets     bool
+	PowertoolsAttrs string
 
 	Ops keyspace.PurgeOptions // parsed --match options
 }
@@ -37,7 +41,7 @@ func (o *PurgeOptions) Validate() error {
 			Hint: "see 'idmpctl purge --help'"}
 	case o.Match != "" && o.Stream != "":
 		return exit.Usagef("give --match or --stream, not both")
-	case o.Stream != "" && (o.StatusFlag != "" || o.Stale || o.NoTTL || o.AnyType || o.Literal || o.OlderThanFlag != "" || o.MaxRateFlag != "" || o.Limit != 0):
+	case o.Stream != "" && (o.StatusFlag != "" || o.Stale || o.NoTTL || o.AnyType || o.Force || o.Literal || o.OlderThanFlag != "" || o.MaxRateFlag != "" || o.Limit != 0):
 		return exit.Usagef("--stream takes only --pid, --dry-run and --yes")
 	case o.Match != "" && o.PID != "":
 		return exit.Usagef("--pid goes with --stream")
@@ -48,8 +52,12 @@ func (o *PurgeOptions) Validate() error {
 	if err != nil {
 		return err
 	}
+	decode, err := parseDecodeOptions(o.PowertoolsAttrs)
+	if err != nil {
+		return err
+	}
 	o.Ops = keyspace.PurgeOptions{Pattern: o.Match, Literal: o.Literal, Statuses: statuses, Stale: o.Stale,
-		NoTTL: o.NoTTL, AnyType: o.AnyType, DryRun: o.DryRun, Limit: o.Limit}
+		NoTTL: o.NoTTL, AnyType: o.AnyType, Force: o.Force, DryRun: o.DryRun, Limit: o.Limit, Decode: decode}
 	if o.OlderThanFlag != "" {
 		d, err := capacity.ParseDuration("older-than", o.OlderThanFlag, "24h or 90m")
 		if err != nil {
@@ -104,11 +112,12 @@ summary on stderr.`,
 	fl := c.Flags()
 	fl.StringVar(&o.Match, "match", "", "glob pattern of the keys to purge")
 	fl.BoolVar(&o.Literal, "literal", false, "match --match literally (no glob metacharacters)")
-	fl.StringVar(&o.StatusFlag, "status", "", "only these statuses (PROCESSING,COMPLETED,FAILED,EXPIRED,UNKNOWN)")
+	fl.StringVar(&o.StatusFlag, "status", "", "only these statuses (PROCESSING,LOCKED,COMPLETED,FAILED,EXPIRED,UNKNOWN); locks only when LOCKED is named")
 	fl.BoolVar(&o.Stale, "stale", false, "only PROCESSING records past their lease or deadline")
 	fl.StringVar(&o.OlderThanFlag, "older-than", "", "only records last updated at least this long ago (24h)")
 	fl.BoolVar(&o.NoTTL, "no-ttl", false, "only keys without a TTL")
 	fl.BoolVar(&o.AnyType, "any-type", false, "also delete keys that are not recognised records")
+	fl.BoolVar(&o.Force, "force", false, "with --status LOCKED: also delete locks whose TTL still runs")
 	fl.Int64Var(&o.Limit, "limit", 0, "stop after N candidates (0: no limit)")
 	fl.StringVar(&o.MaxRateFlag, "max-rate", "", "at most this many deletions per second (5000, 5k/s)")
 	fl.StringVar(&o.Stream, "stream", "", "clear this stream's tracked iids instead")
@@ -116,6 +125,7 @@ summary on stderr.`,
 	fl.BoolVar(&o.DryRun, "dry-run", false, "delete nothing; show what would be deleted")
 	fl.BoolVar(&o.Yes, "yes", false, "confirm the deletion")
 	addModeFlag(c, &o.Mode)
+	addRecordFlags(c, &o.ShowSecrets, &o.PowertoolsAttrs)
 	return c
 }
 
@@ -156,6 +166,7 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) error {
 	sum, err := keyspace.Purge(ctx, conn, o.Ops, func(it keyspace.PurgeItem) {
 		switch p.Format {
 		case render.JSON:
+			it.Record = shownRecord(it.Record, o.ShowSecrets)
 			_ = p.JSON(it)
 		case render.Raw:
 			p.Line("%s\t%s", it.Outcome, render.Field(it.Record.Key))
@@ -185,9 +196,16 @@ func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions) err
 			{what, strconv.FormatInt(map[bool]int64{true: s.Matched, false: s.Deleted}[o.DryRun], 10)},
 			{"kept", strconv.FormatInt(s.Kept, 10)}, {"changed (kept)", strconv.FormatInt(s.Changed, 10)},
 		})
+		if s.LocksKept > 0 {
+			p.KV("", []render.Pair{{"locks kept", fmt.Sprintf("%d (%s)", s.LocksKept, s.LockReason)}})
+		}
+		return nil
 	default:
 		p.Status("purge: scanned %d, matched %d, %s %d, kept %d, changed %d", s.Scanned, s.Matched, what,
 			map[bool]int64{true: s.Matched, false: s.Deleted}[o.DryRun], s.Kept, s.Changed)
+	}
+	if s.LocksKept > 0 && p.Format != render.JSON {
+		p.Status("purge: %d locks kept (%s)", s.LocksKept, s.LockReason)
 	}
 	return nil
 }

@@ -27,14 +27,14 @@ const DefaultScanCount = 1000
 // none, TTLms -2). When every key is missing the records are returned
 // together with a not-found error (exit 66), so a caller may print them and
 // still exit 66; when some exist the error is nil.
-func InspectKeys(ctx context.Context, c *redisconn.Conn, keys []string) ([]records.Record, error) {
+func InspectKeys(ctx context.Context, c *redisconn.Conn, keys []string, decode records.DecodeOptions) ([]records.Record, error) {
 	// The topology first: a cluster is read node by node.
 	if _, err := c.Capabilities(ctx); err != nil {
 		return nil, err
 	}
 	out := make([]records.Record, 0, len(keys))
 	for chunk := range slices.Chunk(keys, keyBatch) {
-		reads, err := readKeys(ctx, c, chunk, readOptions{maxValue: InspectMaxValue, fullHashes: true})
+		reads, err := readKeys(ctx, c, chunk, readOptions{maxValue: InspectMaxValue, fullHashes: true, decode: decode})
 		if err != nil {
 			return nil, exit.Wrap(err, "inspect")
 		}
@@ -69,6 +69,7 @@ type ScanOptions struct {
 	Limit         int64            // stop after this many reported; 0: no limit
 	Count         int64            // SCAN COUNT hint; 0: DefaultScanCount
 	MaxValueBytes int64            // read at most this much of a string; 0: ScanMaxValue
+	Decode        records.DecodeOptions
 	// Progress, when set, is called after each batch with the number of keys
 	// scanned so far (never concurrently).
 	Progress func(scanned int64)
@@ -105,7 +106,7 @@ func ScanKeys(ctx context.Context, c *redisconn.Conn, opts ScanOptions, emit fun
 	want := recordStatusSet(opts.Statuses)
 	var mu sync.Mutex
 	var emitErr error
-	ro := readOptions{maxValue: opts.MaxValueBytes}
+	ro := readOptions{maxValue: opts.MaxValueBytes, decode: opts.Decode}
 	err := scanNodes(ctx, c, scanMatch(opts.Pattern, opts.Literal), opts.Count, ro, func(ctx context.Context, keys []string, reads []keyRead) error {
 		mu.Lock()
 		defer mu.Unlock()

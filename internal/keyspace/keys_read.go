@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/records"
 	"github.com/idmpctl/idmpctl/internal/redisconn"
@@ -45,6 +44,7 @@ type keyRead struct {
 type readOptions struct {
 	maxValue   int64 // bytes of a string read at most
 	fullHashes bool  // read large hashes whole when they are small enough
+	decode     records.DecodeOptions
 }
 
 // keyProbe is round one: what a key is. The first read of a key asks for
@@ -72,10 +72,9 @@ type keyValue struct {
 	size     *redis.IntCmd
 }
 
-var (
-	recordFields   = records.DecodedFields()
-	recordPayloads = records.PayloadFields()
-)
+// recordPayloads are the hash fields that hold a stored result: measured
+// (HSTRLEN) in a large hash rather than read.
+var recordPayloads = records.PayloadFields()
 
 // typeOfEncoding is the type an OBJECT ENCODING reply implies; ok is false
 // for an encoding this table does not know (then TYPE decides). listpack
@@ -117,6 +116,7 @@ func readKeys(ctx context.Context, c *redisconn.Conn, keys []string, ro readOpti
 type keyReader struct {
 	c      *redisconn.Conn
 	ro     readOptions
+	fields []string // the hash fields the decoders read (DecodedFieldsWith)
 	probes []keyProbe
 	values []keyValue
 	types  []string
@@ -126,7 +126,7 @@ func newKeyReader(c *redisconn.Conn, ro readOptions) *keyReader {
 	if ro.maxValue <= 0 {
 		ro.maxValue = ScanMaxValue
 	}
-	return &keyReader{c: c, ro: ro}
+	return &keyReader{c: c, ro: ro, fields: records.DecodedFieldsWith(ro.decode)}
 }
 
 // read reads keys into out (reused when its capacity suffices) and returns
@@ -154,8 +154,8 @@ func (r *keyReader) readAttempt(ctx context.Context, keys []string, out []keyRea
 				pr.typ = p.Type(ctx, k)
 			}
 			pr.enc, pr.pttl = p.ObjectEncoding(ctx, k), p.PTTL(ctx, k)
-			if base, ok := strings.CutSuffix(k, ":lock"); ok && base != "" {
-				pr.lock = p.Exists(ctx, base)
+			if target, ok := records.LockTarget(k); ok {
+				pr.lock = p.Exists(ctx, target)
 			}
 		}
 	})
@@ -201,7 +201,7 @@ func (r *keyReader) readAttempt(ctx context.Context, keys []string, out []keyRea
 					v.hgetall = p.HGetAll(ctx, k)
 					continue
 				}
-				v.hlen, v.hmget = p.HLen(ctx, k), p.HMGet(ctx, k, recordFields...)
+				v.hlen, v.hmget = p.HLen(ctx, k), p.HMGet(ctx, k, r.fields...)
 				v.hstrlen = make([]*redis.IntCmd, len(recordPayloads))
 				for j, f := range recordPayloads {
 					v.hstrlen[j] = p.HStrLen(ctx, k, f)
@@ -232,7 +232,7 @@ func (r *keyReader) readAttempt(ctx context.Context, keys []string, out []keyRea
 			continue // in again already
 		}
 		rd := &out[i]
-		err := assemble(rd, k, types[i], probes[i], values[i], nowMs)
+		err := r.assemble(rd, k, types[i], probes[i], values[i], nowMs)
 		wrongType := err != nil && redis.HasErrorPrefix(err, "WRONGTYPE")
 		if !typed && (wrongType || vanishedHash(types[i], values[i])) {
 			// Not the type the encoding suggested, or changed since: ask TYPE.
@@ -316,8 +316,8 @@ func readWholeHashes(ctx context.Context, c *redisconn.Conn, keys, types []strin
 // assemble decodes one key from its replies into rd. A WRONGTYPE error says
 // the key changed type between rounds; the record is then decoded from its
 // type alone (Format unknown).
-func assemble(rd *keyRead, key, typ string, pr keyProbe, v keyValue, nowMs int64) error {
-	err := assembleValue(rd, pr, v)
+func (r *keyReader) assemble(rd *keyRead, key, typ string, pr keyProbe, v keyValue, nowMs int64) error {
+	err := assembleValue(rd, pr, v, r.fields)
 	rd.nowMs = nowMs
 	if err != nil {
 		rd.raw, rd.str, rd.size = records.RawValue{}, "", -1
@@ -329,11 +329,11 @@ func assemble(rd *keyRead, key, typ string, pr keyProbe, v keyValue, nowMs int64
 	if ttl >= 0 {
 		ttl = pr.pttl.Val().Milliseconds()
 	}
-	rd.rec = records.Decode(key, typ, rd.raw, ttl, nowMs)
+	rd.rec = records.DecodeWith(r.ro.decode, key, typ, rd.raw, ttl, nowMs)
 	return err
 }
 
-func assembleValue(rd *keyRead, pr keyProbe, v keyValue) error {
+func assembleValue(rd *keyRead, pr keyProbe, v keyValue, fields []string) error {
 	*rd = keyRead{size: -1}
 	if pr.lock != nil && pr.lock.Err() == nil {
 		exists := pr.lock.Val() > 0
@@ -358,7 +358,7 @@ func assembleValue(rd *keyRead, pr keyProbe, v keyValue) error {
 		h := make(map[string]string)
 		for j, val := range v.hmget.Val() {
 			if s, ok := val.(string); ok {
-				h[recordFields[j]] = s
+				h[fields[j]] = s
 			}
 		}
 		lens := make(map[string]int64)

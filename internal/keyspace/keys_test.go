@@ -23,7 +23,7 @@ func TestInspectKeysDecodesEveryFormat(t *testing.T) {
 	for i, f := range fx {
 		keys[i] = f.key
 	}
-	recs, err := InspectKeys(context.Background(), c, keys)
+	recs, err := InspectKeys(context.Background(), c, keys, records.DecodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestInspectKeysMissing(t *testing.T) {
 	ctx := context.Background()
 	c.Client().Set(ctx, "here", "COMPLETED", 0)
 
-	recs, err := InspectKeys(ctx, c, []string{"gone", "here"})
+	recs, err := InspectKeys(ctx, c, []string{"gone", "here"}, records.DecodeOptions{})
 	if err != nil {
 		t.Fatalf("mixed: %v", err)
 	}
@@ -67,7 +67,7 @@ func TestInspectKeysMissing(t *testing.T) {
 		t.Errorf("here = %+v", recs[1])
 	}
 
-	recs, err = InspectKeys(ctx, c, []string{"a", "b", "c", "d"})
+	recs, err = InspectKeys(ctx, c, []string{"a", "b", "c", "d"}, records.DecodeOptions{})
 	if got := exit.Code(err); got != exit.NotFound {
 		t.Fatalf("all missing: code %d (%v)", got, err)
 	}
@@ -90,7 +90,7 @@ func TestInspectKeysBoundsReads(t *testing.T) {
 	}
 	c.Client().HSet(ctx, "huge", args...)
 
-	recs, err := InspectKeys(ctx, c, []string{"big:json", "idem:bigresult", "huge"})
+	recs, err := InspectKeys(ctx, c, []string{"big:json", "idem:bigresult", "huge"}, records.DecodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,7 @@ type PurgeOptions struct {
 	OlderThan time.Duration    // only records whose updated (else created) time is at least this old; records without one never match
 	NoTTL     bool             // only keys without a TTL
 	AnyType   bool             // also keys that are not recognised records (unknown, streams, whole Camel sets)
+	Force     bool             // also locks whose TTL still runs (records.PurgeBlocked)
 	DryRun    bool             // delete nothing, report what would be deleted
 	Limit     int64            // stop after this many candidates; 0: no limit
 	MaxRate   float64          // deletions per second; 0: unlimited
@@ -52,6 +53,7 @@ type PurgeOptions struct {
 	// MaxValueBytes caps the read of a string; longer ones decode as
 	// unknown and are deleted only with AnyType. 0: ScanMaxValue.
 	MaxValueBytes int64
+	Decode        records.DecodeOptions
 	// Progress, when set, is called after each batch with the running counts
 	// (never concurrently).
 	Progress func(PurgeSummary)
@@ -106,6 +108,10 @@ type PurgeSummary struct {
 	Kept    int64 `json:"kept"`    // scanned but not candidates (filtered out, unrecognised, gone, past Limit)
 	Changed int64 `json:"changed"` // candidates the server re-check refused
 	Limited bool  `json:"limited,omitempty"`
+	// LocksKept counts locks that passed the other filters but stay (see
+	// records.PurgeBlocked); LockReason says why, for the first of them.
+	LocksKept  int64  `json:"locks_kept,omitempty"`
+	LockReason string `json:"lock_reason,omitempty"`
 }
 
 // Purge deletes the records opts selects and calls emit for every candidate
@@ -119,14 +125,15 @@ func Purge(ctx context.Context, c *redisconn.Conn, opts PurgeOptions, emit func(
 	if _, err := c.Capabilities(ctx); err != nil { // a cluster is purged node by node
 		return PurgeSummary{}, err
 	}
-	p := &purger{c: c, opts: opts, emit: emit, want: recordStatusSet(opts.Statuses), chunk: deleteChunkSize}
+	p := &purger{c: c, opts: opts, emit: emit, want: recordStatusSet(opts.Statuses), chunk: deleteChunkSize,
+		decoded: records.DecodedFieldsWith(opts.Decode)}
 	_, p.cluster = c.Client().(*redis.ClusterClient)
 	if opts.MaxRate > 0 {
 		p.limiter = &deleteLimiter{rate: opts.MaxRate}
 		// Several small chunks a second rather than one burst a chunk.
 		p.chunk = min(deleteChunkSize, max(1, int(opts.MaxRate/4)))
 	}
-	ro := readOptions{maxValue: opts.MaxValueBytes}
+	ro := readOptions{maxValue: opts.MaxValueBytes, decode: opts.Decode}
 	err := scanNodes(ctx, c, scanMatch(opts.Pattern, opts.Literal), opts.Count, ro, p.batch)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -141,6 +148,7 @@ type purger struct {
 	chunk   int
 	cluster bool
 	limiter *deleteLimiter
+	decoded []string
 
 	mu  sync.Mutex
 	sum PurgeSummary
@@ -149,13 +157,25 @@ type purger struct {
 // batch handles one SCAN batch as read: choose, re-check and delete.
 func (p *purger) batch(ctx context.Context, keys []string, reads []keyRead) error {
 	cands := reads[:0] // chosen in place: the batch's reads are this call's
+	var locks int64
+	var lockReason string
 	for i := range reads {
-		if p.selects(&reads[i]) {
+		ok, reason := p.selects(&reads[i])
+		if ok {
 			cands = append(cands, reads[i])
+		} else if reason != "" {
+			locks++
+			if lockReason == "" {
+				lockReason = reason
+			}
 		}
 	}
 	p.mu.Lock()
 	p.sum.Scanned += int64(len(keys))
+	p.sum.LocksKept += locks
+	if p.sum.LockReason == "" {
+		p.sum.LockReason = lockReason
+	}
 	if l := p.opts.Limit; l > 0 && p.sum.Matched+int64(len(cands)) >= l {
 		cands = cands[:l-p.sum.Matched]
 		p.sum.Limited = true
@@ -189,28 +209,32 @@ func (p *purger) batch(ctx context.Context, keys []string, reads []keyRead) erro
 }
 
 // selects is the client-side choice of a candidate, at the server time of
-// its read.
-func (p *purger) selects(rd *keyRead) bool {
+// its read. A lock that passes every filter but the lock rule
+// (records.PurgeBlocked) comes back with the reason it stays.
+func (p *purger) selects(rd *keyRead) (bool, string) {
 	r, o := rd.rec, p.opts
 	switch {
 	case r.Format == records.FormatNone:
-		return false // gone since SCAN
+		return false, "" // gone since SCAN
 	case !o.AnyType && !r.Recognised():
-		return false
-	case p.want != nil && !p.want[r.Status]:
-		return false
+		return false, ""
+	case p.want != nil && !p.want[r.Status] && r.Status != records.Locked:
+		return false, ""
 	case o.Stale && !r.HasFlag(records.FlagStale):
-		return false
+		return false, ""
 	case o.NoTTL && r.TTLms != -1:
-		return false
+		return false, ""
 	}
 	if o.OlderThan > 0 {
 		last := r.LastActivityMs()
 		if last <= 0 || rd.nowMs-last < o.OlderThan.Milliseconds() {
-			return false
+			return false, ""
 		}
 	}
-	return true
+	if reason, blocked := r.PurgeBlocked(records.PurgeFlags{Locked: p.want[records.Locked], Stale: o.Stale, Force: o.Force}); blocked {
+		return false, reason
+	}
+	return true, ""
 }
 
 // report calls emit; p.mu is held.
@@ -259,12 +283,12 @@ func (p *purger) recheck(ctx context.Context, chunk []keyRead) ([]bool, error) {
 	var calls []*recheckCall
 	if p.cluster {
 		for i := range chunk {
-			cl := &recheckCall{first: i}
+			cl := &recheckCall{first: i, decoded: p.decoded}
 			cl.add(&chunk[i], p.opts.NoTTL)
 			calls = append(calls, cl)
 		}
 	} else {
-		cl := &recheckCall{keys: make([]string, 0, len(chunk)), body: make([]any, 0, len(chunk)+16)}
+		cl := &recheckCall{keys: make([]string, 0, len(chunk)), body: make([]any, 0, len(chunk)+16), decoded: p.decoded}
 		for i := range chunk {
 			cl.add(&chunk[i], p.opts.NoTTL)
 		}
@@ -311,16 +335,17 @@ const (
 // list and, in a run, the rest of what they are compared by: each key adds
 // one value to ARGV.
 type recheckCall struct {
-	first  int // index in the chunk of keys[0]
-	keys   []string
-	lists  [][]string
-	list   map[string]int // the joined names of lists[i] -> i+1
-	last   int            // the list the previous hash used
-	fields []string       // a buffer for one key's field names
-	run    recheckRun     // the current run's header
-	runAt  int            // where in body its count is
-	body   []any
-	args   []any
+	first   int      // index in the chunk of keys[0]
+	decoded []string // the fields the decoders read (compared in a huge hash)
+	keys    []string
+	lists   [][]string
+	list    map[string]int // the joined names of lists[i] -> i+1
+	last    int            // the list the previous hash used
+	fields  []string       // a buffer for one key's field names
+	run     recheckRun     // the current run's header
+	runAt   int            // where in body its count is
+	body    []any
+	args    []any
 }
 
 // recheckRun is what the keys of a run share.
@@ -376,7 +401,7 @@ func (cl *recheckCall) add(rd *keyRead, noTTL bool) {
 		}
 		if len(fields) > maxDigestFields {
 			fields = fields[:0]
-			for _, f := range recordFields {
+			for _, f := range cl.decoded {
 				if _, ok := rd.raw.Hash[f]; ok {
 					fields = append(fields, f)
 				}

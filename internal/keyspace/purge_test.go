@@ -3,6 +3,7 @@ package keyspace
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -69,10 +70,14 @@ func TestPurgeDeletesOnlyMatchedRecognisedRecords(t *testing.T) {
 	wantKeysExist(t, c, false, want...)
 	wantKeysExist(t, c, true, fixtureKeys(fx, want...)...)
 
-	// Without filters: every recognised record; streams, sets, unknowns stay.
-	_, items = purgeRun(t, c, PurgeOptions{Pattern: "*"})
-	kept := []string{"camel-repo", "events", "other:list", "other:str"}
+	// Without filters: every recognised record; streams, sets, unknowns stay,
+	// and so do locks (only --status LOCKED selects them).
+	sum, items = purgeRun(t, c, PurgeOptions{Pattern: "*"})
+	kept := []string{"camel-repo", "events", "other:list", "other:str", "pt:fn#abc:lock", "pt:fn#gone:lock"}
 	wantKeysExist(t, c, true, kept...)
+	if sum.LocksKept != 2 || !strings.Contains(sum.LockReason, "--status LOCKED") {
+		t.Errorf("locks kept: %+v", sum)
+	}
 	wantKeysExist(t, c, false, fixtureKeys(fx, kept...)...)
 	if len(items[PurgeDeleted]) != len(fx)-len(want)-len(kept) {
 		t.Errorf("second purge deleted %v", items[PurgeDeleted])
@@ -270,5 +275,39 @@ func TestPurgeLargeHashesAreReadInPart(t *testing.T) {
 	)})
 	if !slices.Equal(items[PurgeDeleted], []string{"L:1"}) || !slices.Equal(items[PurgeChanged], []string{"L:2", "L:3"}) {
 		t.Errorf("%v (%+v)", items, sum)
+	}
+}
+
+// Locks: only --status LOCKED selects them; one whose TTL still runs goes
+// only with --force; one without a TTL goes with --stale.
+func TestPurgeLocks(t *testing.T) {
+	c, _ := redistest.Conn(t)
+	ctx := context.Background()
+	rc := c.Client()
+	for _, cmd := range [][]any{
+		{"SET", "lock:idempotency:a", "1", "EX", 30},
+		{"SET", "lock:idempotency:b", "4f9f7c0e-2f55-4d6c-9a1e-3d2b8f1e6c11", "PX", 5000},
+		{"SET", "lock:idempotency:c", "1"},
+		{"HSET", "idempotency:a", "status", "COMPLETED"},
+	} {
+		if err := rc.Do(ctx, cmd...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum, items := purgeRun(t, c, PurgeOptions{Pattern: "*idempotency:*", Statuses: []records.Status{records.Completed}})
+	if want := []string{"idempotency:a"}; !slices.Equal(items[PurgeDeleted], want) || sum.LocksKept != 3 {
+		t.Errorf("purge --status COMPLETED deleted %v (%+v), want only the record", items[PurgeDeleted], sum)
+	}
+	sum, items = purgeRun(t, c, PurgeOptions{Pattern: "lock:*", Statuses: []records.Status{records.Locked}})
+	if len(items[PurgeDeleted]) != 0 || sum.LocksKept != 3 || !strings.Contains(sum.LockReason, "--force") {
+		t.Errorf("--status LOCKED deleted %v (%+v): live locks go only with --force", items[PurgeDeleted], sum)
+	}
+	_, items = purgeRun(t, c, PurgeOptions{Pattern: "lock:*", Statuses: []records.Status{records.Locked}, Stale: true})
+	if want := []string{"lock:idempotency:c"}; !slices.Equal(items[PurgeDeleted], want) {
+		t.Errorf("--stale deleted %v, want the lock without a TTL", items[PurgeDeleted])
+	}
+	_, items = purgeRun(t, c, PurgeOptions{Pattern: "lock:*", Statuses: []records.Status{records.Locked}, Force: true})
+	if want := []string{"lock:idempotency:a", "lock:idempotency:b"}; !slices.Equal(items[PurgeDeleted], want) {
+		t.Errorf("--force deleted %v, want %v", items[PurgeDeleted], want)
 	}
 }
