@@ -3,11 +3,11 @@ package claim
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/records"
 )
 
 // ErrNotRecord marks a key that holds something a claim script never
@@ -69,16 +69,11 @@ func parseReply(key string, v []any) (scriptReply, error) {
 	if pttl == -2 { // absent (deleted by this call, or never there)
 		return rep, nil
 	}
-	num := func(f string) int64 { n, _ := strconv.ParseInt(fields[f], 10, 64); return n }
+	c := records.ParseClaimFields(fields)
 	r := &rep.record
-	r.Status, r.Owner = fields["status"], fields["owner"]
-	r.Token, r.Attempts, r.LeaseUntil = num("token"), num("attempts"), num("lease_until")
-	r.Created, r.Updated = num("created"), num("updated")
-	r.Fingerprint, r.Error = fields["fingerprint"], fields["error"]
-	r.Result, r.HasResult = fields["result"]
-	if _, ok := fields["attempts"]; !ok {
-		r.Attempts = r.Token
-	}
+	r.Status, r.Owner, r.Token, r.Attempts, r.LeaseUntil = c.Status, c.Owner, c.Token, c.Attempts, c.LeaseUntil
+	r.Created, r.Updated, r.Fingerprint, r.Error = c.Created, c.Updated, c.Fingerprint, c.Error
+	r.Result, r.HasResult = c.Result, c.HasResult
 	return rep, nil
 }
 

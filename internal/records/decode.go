@@ -45,19 +45,14 @@ func decodeHashRecord(r *Record, h map[string]string, lens map[string]int64) {
 
 // decodeIdmpctl reads claim.md's record: integers are server ms, exactly.
 func decodeIdmpctl(r *Record, h map[string]string) {
-	r.RawStatus = h["status"]
-	r.Status = NormaliseStatus(r.RawStatus)
-	r.Owner = h["owner"]
-	r.Token = exactInt(h["token"])
-	r.Attempts = exactInt(h["attempts"])
-	r.LeaseUntilMs = exactInt(h["lease_until"])
-	r.CreatedMs = exactInt(h["created"])
-	r.UpdatedMs = exactInt(h["updated"])
-	r.Fingerprint = h["fingerprint"]
-	if v, ok := h["result"]; ok {
-		r.HasResult, r.ResultBytes = true, len(v)
+	c := ParseClaimFields(h)
+	r.RawStatus, r.Status = c.Status, NormaliseStatus(c.Status)
+	r.Owner, r.Token, r.Attempts = c.Owner, c.Token, c.Attempts
+	r.LeaseUntilMs, r.CreatedMs, r.UpdatedMs = c.LeaseUntil, c.Created, c.Updated
+	r.Fingerprint, r.Error = c.Fingerprint, c.Error
+	if c.HasResult {
+		r.HasResult, r.ResultBytes = true, len(c.Result)
 	}
-	r.Error = h["error"]
 }
 
 // decodeGeneric reads the common field names of other libraries, guessing

@@ -66,7 +66,7 @@ func TestDecode(t *testing.T) {
 			want{format: FormatIdmpctl, status: Completed, raw: "COMPLETED", owner: "w", token: 2, attempts: 2, lease: 1,
 				created: 5, updated: 6, result: 5, flags: []Flag{FlagNoTTL}}},
 		{"idmpctl failed", "idem:order-20", "hash", hash("status", "FAILED", "token", "1", "error", "exit status 3"), 1000,
-			want{format: FormatIdmpctl, status: Failed, raw: "FAILED", token: 1, result: -1, errText: "exit status 3"}},
+			want{format: FormatIdmpctl, status: Failed, raw: "FAILED", token: 1, attempts: 1, result: -1, errText: "exit status 3"}},
 		{"idmpctl junk numbers", "idem:x", "hash", hash("status", "PROCESSING", "token", "x", "lease_until", "1.5e3"), 1000,
 			want{format: FormatIdmpctl, status: Processing, raw: "PROCESSING", result: -1}},
 
@@ -385,5 +385,20 @@ func TestAgeMs(t *testing.T) {
 	r := Decode("fn#2", "string", str(`{"status":"COMPLETED","expiration":1700003600,"data":"{}"}`), 1000, now)
 	if _, known := r.AgeMs(); known {
 		t.Error("powertools record has a known age")
+	}
+}
+
+// One decoder for claim.md's record: inspect and the claim replies agree,
+// also on a record written before attempts existed.
+func TestClaimFieldsOneRule(t *testing.T) {
+	h := map[string]string{"status": "PROCESSING", "owner": "w", "token": "3", "lease_until": "1700000000000",
+		"created": "1", "updated": "2", "result": ""}
+	c := ParseClaimFields(h)
+	if c.Attempts != 3 || c.Token != 3 || !c.HasResult || c.LeaseUntil != 1700000000000 {
+		t.Errorf("ParseClaimFields = %+v", c)
+	}
+	r := Decode("k", "hash", RawValue{Hash: h}, -1, 1)
+	if r.Format != FormatIdmpctl || r.Attempts != c.Attempts || r.Token != c.Token || !r.HasResult {
+		t.Errorf("Decode = %+v, want the attempts ParseClaimFields gives (%d)", r, c.Attempts)
 	}
 }

@@ -1,0 +1,36 @@
+package records
+
+// ClaimFields is claim.md's record as its hash holds it (the field names
+// are a contract: operators read them with HGETALL). Integers are server
+// milliseconds, written by idmpctl itself: read exactly, no unit guessing.
+type ClaimFields struct {
+	Status      string
+	Owner       string
+	Token       int64
+	Attempts    int64
+	LeaseUntil  int64
+	Created     int64
+	Updated     int64
+	Fingerprint string
+	Error       string
+	Result      string
+	HasResult   bool
+}
+
+// ParseClaimFields reads a claim record's hash: the one decoder of it, for
+// inspect and for the claim scripts' replies alike. A record without
+// attempts (written before the field existed) was claimed token times, as
+// the claim scripts count it.
+func ParseClaimFields(h map[string]string) ClaimFields {
+	f := ClaimFields{
+		Status: h["status"], Owner: h["owner"],
+		Token: exactInt(h["token"]), Attempts: exactInt(h["attempts"]),
+		LeaseUntil: exactInt(h["lease_until"]), Created: exactInt(h["created"]), Updated: exactInt(h["updated"]),
+		Fingerprint: h["fingerprint"], Error: h["error"],
+	}
+	f.Result, f.HasResult = h["result"]
+	if _, ok := h["attempts"]; !ok {
+		f.Attempts = f.Token
+	}
+	return f
+}
