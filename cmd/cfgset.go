@@ -17,37 +17,40 @@ type CfgSetOptions struct {
 
 	Stream                    string
 	DurationFlag, MaxSizeFlag string
+	DurationSet, MaxSizeSet   bool  // given, even as "" (which Redis calls no integer)
 	Duration, MaxSize         int64 // 0: keep
 	Yes, DryRun               bool
 	Mode                      string
 }
 
-// parseSetting reads an XCFGSET value: a plain integer in range, as Redis
-// would accept it, checked before Redis is contacted.
+// parseSetting reads an XCFGSET value as Redis does (idmp.ParseInt), with
+// its texts, before Redis is contacted.
 func parseSetting(flag, s string, limit int64, name string) (int64, error) {
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, exit.Usagef("--%s %q: not an integer (ERR value is not an integer or out of range)", flag, s)
+	v, ok := idmp.ParseInt(s)
+	if !ok {
+		return 0, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--%s %q: ERR value is not an integer or out of range", flag, s),
+			Hint: fmt.Sprintf("give a plain integer from 1 to %d, without sign, leading zeros or unit", limit)}
 	}
 	if v < 1 || v > limit {
-		return 0, exit.Usagef("--%s %d: ERR %s must be between 1 and %d", flag, v, name, limit)
+		return 0, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--%s %s: ERR %s must be between 1 and %d", flag, s, name, limit),
+			Hint: "idmpctl calc-maxsize computes both from your rate and mark-delay"}
 	}
 	return v, nil
 }
 
 // Validate parses and range-checks the settings.
 func (o *CfgSetOptions) Validate() error {
-	if o.DurationFlag == "" && o.MaxSizeFlag == "" {
+	if !o.DurationSet && !o.MaxSizeSet {
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("give --duration, --maxsize or both (ERR At least one parameter)"),
 			Hint: "idmpctl calc-maxsize computes both from your rate and mark-delay"}
 	}
 	var err error
-	if o.DurationFlag != "" {
+	if o.DurationSet {
 		if o.Duration, err = parseSetting("duration", o.DurationFlag, idmp.MaxDuration, "IDMP-DURATION"); err != nil {
 			return err
 		}
 	}
-	if o.MaxSizeFlag != "" {
+	if o.MaxSizeSet {
 		if o.MaxSize, err = parseSetting("maxsize", o.MaxSizeFlag, idmp.MaxMaxSize, "IDMP-MAXSIZE"); err != nil {
 			return err
 		}
@@ -77,6 +80,7 @@ Raw output: "status<TAB>changed|unchanged|dry-run", then
 		Args: exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Stream = args[0]
+			o.DurationSet, o.MaxSizeSet = c.Flags().Changed("duration"), c.Flags().Changed("maxsize")
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -92,6 +96,11 @@ Raw output: "status<TAB>changed|unchanged|dry-run", then
 	fl.BoolVar(&o.Yes, "yes", false, "confirm a change that clears tracked iids")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "show what would change, change nothing")
 	addModeFlag(c, &o.Mode)
+	// XCFGSET's syntax errors in Redis's words: a setting without its value
+	// or an unknown one.
+	c.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("ERR syntax error: %w", err), Hint: "see '" + c.CommandPath() + " --help'"}
+	})
 	return c
 }
 

@@ -305,3 +305,54 @@ func TestClaimVerbOptions(t *testing.T) {
 		wantUsage(t, execute(t, f, verbs[c.verb](f), append([]string{c.verb}, c.args...)...), c.want)
 	}
 }
+
+// Redis's XADD and XCFGSET forms and errors, with its wording.
+func TestRedisWording(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"xadd", "s", "--pid", "a", "--pid", "b", "--iid", "i", "f", "v"}, "IDMP/IDMPAUTO specified multiple times"},
+		{[]string{"xadd", "s", "--pid", "a", "--iid", "i", "--iid", "j", "f", "v"}, "IDMP/IDMPAUTO specified multiple times"},
+		{[]string{"xadd", "s", "--pid", "a", "--auto", "--auto", "f", "v"}, "IDMP/IDMPAUTO specified multiple times"},
+		{[]string{"xadd", "s", "--pid", "", "--auto", "f", "v"}, "IDMPAUTO requires a non-empty producer ID"},
+		{[]string{"xadd", "s", "--pid", "", "--iid", "i", "f", "v"}, "IDMP requires a non-empty producer ID"},
+		{[]string{"xadd", "s", "--pid", "p", "--iid", `\x0`, "--escapes", "f", "v"}, `want \xNN`},
+		{[]string{"cfgset", "s"}, "ERR At least one parameter"},
+		{[]string{"cfgset", "s", "--duration"}, "ERR syntax error"},
+		{[]string{"cfgset", "s", "--maxsize"}, "ERR syntax error"},
+		{[]string{"cfgset", "s", "--invalid", "5"}, "ERR syntax error"},
+		{[]string{"cfgset", "s", "--duration", "0"}, "ERR IDMP-DURATION must be between 1 and 86400"},
+		{[]string{"cfgset", "s", "--duration", "-100"}, "ERR IDMP-DURATION must be between 1 and 86400"},
+		{[]string{"cfgset", "s", "--duration", "86401"}, "ERR IDMP-DURATION must be between 1 and 86400"},
+		{[]string{"cfgset", "s", "--maxsize", "0"}, "ERR IDMP-MAXSIZE must be between 1 and 10000"},
+		{[]string{"cfgset", "s", "--maxsize", "-50"}, "ERR IDMP-MAXSIZE must be between 1 and 10000"},
+		{[]string{"cfgset", "s", "--maxsize", "10001"}, "ERR IDMP-MAXSIZE must be between 1 and 10000"},
+	} {
+		f := testFactory("")
+		var cmd *cobra.Command
+		if c.args[0] == "xadd" {
+			cmd = NewCmdXAdd(f, func(*XAddOptions) error { return nil })
+		} else {
+			cmd = NewCmdCfgSet(f, func(*CfgSetOptions) error { return nil })
+		}
+		wantUsage(t, execute(t, f, cmd, c.args...), c.want)
+	}
+	for _, flag := range []string{"--duration", "--maxsize"} {
+		for _, v := range []string{"A", "AAA", "*", "-", "+", "120-5", "3.14", "000000000", "IDMP-DURATION", "0100", "+5", "007", ""} {
+			f := testFactory("")
+			err := execute(t, f, NewCmdCfgSet(f, func(*CfgSetOptions) error { return nil }), "cfgset", "s", flag+"="+v)
+			wantUsage(t, err, "ERR value is not an integer or out of range")
+		}
+	}
+	// --escapes: any byte string, NUL included.
+	var got *XAddOptions
+	f := testFactory("")
+	if err := execute(t, f, NewCmdXAdd(f, func(o *XAddOptions) error { got = o; return nil }),
+		"xadd", "s", "--escapes", "--pid", `\x00\x01\x02\xff`, "--iid", `a\\b\x00`, `f\x00`, `\xFFv`); err != nil {
+		t.Fatal(err)
+	}
+	if got.PID != "\x00\x01\x02\xff" || got.IID != `a\b`+"\x00" || got.Fields[0] != "f\x00" || got.Fields[1] != "\xffv" {
+		t.Errorf("--escapes: %q %q %q", got.PID, got.IID, got.Fields)
+	}
+}

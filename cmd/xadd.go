@@ -2,8 +2,11 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/batch"
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -32,6 +35,7 @@ type XAddOptions struct {
 	NoMkStream bool
 	Mode       string
 	Skip       int
+	Escapes    bool
 
 	jsonText string // --json as read by complete (the file or stdin)
 }
@@ -50,6 +54,11 @@ func (o *XAddOptions) complete() error {
 // Validate checks flags and arguments without a server or other I/O (the
 // --json text was read by complete).
 func (o *XAddOptions) Validate() error {
+	if o.Escapes {
+		if err := o.unescape(); err != nil {
+			return err
+		}
+	}
 	switch {
 	case o.IIDSet && o.Auto:
 		return exit.Usagef("--iid and --auto exclude each other (IDMP/IDMPAUTO specified multiple times)")
@@ -60,6 +69,8 @@ func (o *XAddOptions) Validate() error {
 		return exit.Usagef("--batch takes each iid from its line: drop --iid")
 	case o.Batch != "" && (len(o.Fields) > 0 || o.JSON != ""):
 		return exit.Usagef("--batch takes the fields from its lines: drop FIELD VALUE and --json")
+	case o.PID == "" && o.Auto:
+		return exit.Usagef("--pid is required and must not be empty (IDMPAUTO requires a non-empty producer ID)")
 	case o.PID == "":
 		return exit.Usagef("--pid is required and must not be empty (IDMP requires a non-empty producer ID)")
 	case o.IIDSet && o.IID == "":
@@ -93,6 +104,114 @@ func (o *XAddOptions) Validate() error {
 	}
 	return exit.Wrap(o.request(placeholder, []string{"f", "v"}).Validate(), "xadd")
 }
+
+// unescape reads --escapes: \xNN is the byte NN, \\ a backslash. A command
+// line cannot carry a NUL byte, so this is how every byte string Redis takes
+// as a pid, iid, field or value can be given.
+func (o *XAddOptions) unescape() error {
+	var err error
+	read := func(what string, s *string) {
+		if err != nil {
+			return
+		}
+		var u string
+		if u, err = unescapeArg(*s); err != nil {
+			err = exit.Usagef("--escapes: %s %q: %v", what, *s, err)
+		}
+		*s = u
+	}
+	read("--pid", &o.PID)
+	read("--iid", &o.IID)
+	for i := range o.Fields {
+		read("argument", &o.Fields[i])
+	}
+	return err
+}
+
+// unescapeArg decodes \xNN and \\; any other backslash is an error, so a
+// typo never passes for data.
+func unescapeArg(s string) (string, error) {
+	if !strings.Contains(s, `\`) {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch {
+		case i+1 < len(s) && s[i+1] == '\\':
+			b.WriteByte('\\')
+			i++
+		case i+3 < len(s) && s[i+1] == 'x' && isHex(s[i+2]) && isHex(s[i+3]):
+			n, _ := strconv.ParseUint(s[i+2:i+4], 16, 8)
+			b.WriteByte(byte(n))
+			i += 3
+		default:
+			return "", fmt.Errorf(`byte %d: want \xNN (two hex digits) or \\`, i+1)
+		}
+	}
+	return b.String(), nil
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// onceString and onceBool are flags that may be given once: Redis refuses
+// IDMP twice ("IDMP/IDMPAUTO specified multiple times"), and so does xadd,
+// rather than letting the last one win.
+type onceString struct {
+	v    *string
+	seen *bool
+}
+
+func newOnceString(v *string) onceString { return onceString{v: v, seen: new(bool)} }
+
+func (f onceString) String() string {
+	if f.v == nil {
+		return ""
+	}
+	return *f.v
+}
+func (f onceString) Type() string { return "string" }
+func (f onceString) Set(s string) error {
+	if *f.seen {
+		return errTwice
+	}
+	*f.v, *f.seen = s, true
+	return nil
+}
+
+type onceBool struct {
+	v    *bool
+	seen *bool
+}
+
+func newOnceBool(v *bool) onceBool { return onceBool{v: v, seen: new(bool)} }
+
+func (f onceBool) String() string {
+	if f.v == nil {
+		return "false"
+	}
+	return strconv.FormatBool(*f.v)
+}
+func (f onceBool) Type() string     { return "bool" }
+func (f onceBool) IsBoolFlag() bool { return true }
+func (f onceBool) Set(s string) error {
+	if *f.seen {
+		return errTwice
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*f.v, *f.seen = b, true
+	return nil
+}
+
+var errTwice = errors.New("IDMP/IDMPAUTO specified multiple times")
 
 func (o *XAddOptions) request(iid string, fields []string) stream.AddRequest {
 	return stream.AddRequest{
@@ -146,9 +265,11 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&o.PID, "pid", "", "producer ID")
-	fl.StringVar(&o.IID, "iid", "", "idempotent ID of the message")
-	fl.BoolVar(&o.Auto, "auto", false, "derive the iid from the fields (IDMPAUTO)")
+	fl.Var(newOnceString(&o.PID), "pid", "producer ID")
+	fl.Var(newOnceString(&o.IID), "iid", "idempotent ID of the message")
+	fl.Var(newOnceBool(&o.Auto), "auto", "derive the iid from the fields (IDMPAUTO)")
+	fl.Lookup("auto").NoOptDefVal = "true"
+	fl.BoolVar(&o.Escapes, "escapes", false, `read \xNN (any byte) and \\ in --pid, --iid, FIELD and VALUE: binary IDs and values`)
 	fl.StringVar(&o.JSON, "json", "", `fields as JSON: {"f":"v"} or [["f","v"],...]; @FILE or - reads it`)
 	fl.StringVar(&o.Batch, "batch", "", "NDJSON file of adds, - for stdin")
 	fl.IntVar(&o.Skip, "skip", 0, "with --batch: pass over the first N lines (resume a stopped run)")

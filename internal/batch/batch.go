@@ -1,12 +1,16 @@
 // Package batch reads xadd's NDJSON input: one JSON object a line,
 // {"iid":"order-17","fields":{"amount":"100"}}, where fields may also be a
-// list of pairs [["f","v"],["f","v2"]] when order or repeated names matter.
+// list of pairs [["f","v"],["f","v2"]] when order or repeated names matter,
+// and a line may name its own producer ID ("pid"). Wherever a string goes
+// (iid, pid, field names and values), {"b64":"AAEC/w=="} gives the bytes
+// in standard base64: JSON cannot carry bytes that are not UTF-8.
 // It streams: memory does not grow with the input.
 package batch
 
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +26,8 @@ const MaxLine = 64 << 20
 type Line struct {
 	IID    string
 	HasIID bool
+	PID    string // the line's own producer ID, when HasPID
+	HasPID bool
 	Fields []string // flat: field, value, ...
 }
 
@@ -55,18 +61,26 @@ func ParseLine(b []byte, auto bool) (Line, error) {
 		key, _ := tok.(string)
 		switch key {
 		case "iid":
-			tok, err := dec.Token()
+			s, err := text(dec, `"iid"`)
 			if err != nil {
-				return l, jsonErr(err)
-			}
-			s, ok := tok.(string)
-			if !ok {
-				return l, errors.New(`"iid" must be a string`)
+				return l, err
 			}
 			if l.HasIID {
-				return l, errors.New(`"iid" given twice`)
+				return l, errors.New(`"iid" given twice (IDMP/IDMPAUTO specified multiple times)`)
 			}
 			l.IID, l.HasIID = s, true
+		case "pid":
+			s, err := text(dec, `"pid"`)
+			if err != nil {
+				return l, err
+			}
+			if l.HasPID {
+				return l, errors.New(`"pid" given twice (IDMP/IDMPAUTO specified multiple times)`)
+			}
+			if s == "" {
+				return l, errors.New(`empty "pid" (IDMP requires a non-empty producer ID)`)
+			}
+			l.PID, l.HasPID = s, true
 		case "fields":
 			if seenFields {
 				return l, errors.New(`"fields" given twice`)
@@ -76,7 +90,7 @@ func ParseLine(b []byte, auto bool) (Line, error) {
 				return l, err
 			}
 		default:
-			return l, fmt.Errorf("unknown key %q (want \"iid\" and \"fields\")", key)
+			return l, fmt.Errorf("unknown key %q (want \"iid\", \"pid\" and \"fields\")", key)
 		}
 	}
 	if _, err := dec.Token(); err != nil {
@@ -156,6 +170,7 @@ func parseFields(dec *json.Decoder) ([]string, error) {
 			}
 			out = append(out, k.(string), v)
 		}
+
 	case json.Delim('['):
 		for dec.More() {
 			if err := expectDelim(dec, '[', `a ["field","value"] pair`); err != nil {
@@ -195,8 +210,56 @@ func scalar(dec *json.Decoder) (string, error) {
 		return v.String(), nil
 	case bool:
 		return strconv.FormatBool(v), nil
+	case json.Delim:
+		if v == '{' {
+			return base64Object(dec)
+		}
 	}
-	return "", fmt.Errorf("values must be strings, numbers or booleans, not %v", describe(tok))
+	return "", fmt.Errorf(`values must be strings, numbers, booleans or {"b64":"..."}, not %v`, describe(tok))
+}
+
+// text reads what must be a string: a JSON string or {"b64":"..."}.
+func text(dec *json.Decoder, what string) (string, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", jsonErr(err)
+	}
+	switch v := tok.(type) {
+	case string:
+		return v, nil
+	case json.Delim:
+		if v == '{' {
+			return base64Object(dec)
+		}
+	}
+	return "", fmt.Errorf(`%s must be a string or {"b64":"..."}`, what)
+}
+
+// base64Object reads the rest of {"b64":"..."}: bytes JSON cannot carry.
+func base64Object(dec *json.Decoder) (string, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", jsonErr(err)
+	}
+	if tok != "b64" {
+		return "", fmt.Errorf(`an object in place of a string must be {"b64":"..."}, not a %v member`, describe(tok))
+	}
+	tok, err = dec.Token()
+	if err != nil {
+		return "", jsonErr(err)
+	}
+	enc, ok := tok.(string)
+	if !ok {
+		return "", errors.New(`"b64" must be a string of standard base64`)
+	}
+	raw, err := base64.StdEncoding.Strict().DecodeString(enc)
+	if err != nil {
+		return "", fmt.Errorf(`"b64": %v`, err)
+	}
+	if err := expectDelim(dec, '}', `the end of {"b64":"..."}`); err != nil {
+		return "", err
+	}
+	return string(raw), nil
 }
 
 func describe(tok json.Token) string {

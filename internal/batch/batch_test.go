@@ -107,6 +107,7 @@ func FuzzParseLine(f *testing.F) {
 	for _, s := range []string{
 		`{"iid":"order-17","fields":{"amount":"100"}}`, `{"iid":"x","fields":[["f","v"]]}`,
 		`{"fields":{"a":1}}`, `{"iid":"a\u0000","fields":{"":""}}`, `[`, `{"iid":`, `{}`,
+		`{"iid":{"b64":"AAEC/w=="},"pid":{"b64":"cA=="},"fields":[[{"b64":"AA=="},{"b64":"/w=="}]]}`, `{"iid":{"b64":"`,
 	} {
 		f.Add([]byte(s), false)
 		f.Add([]byte(s), true)
@@ -132,5 +133,34 @@ func TestReaderSkip(t *testing.T) {
 	l, n, err := r.Next()
 	if err != nil || l.IID != "c" || n != 3 {
 		t.Fatalf("after skipping 2 lines: %+v line %d, %v", l, n, err)
+	}
+}
+
+// Bytes JSON cannot carry, and a line's own pid.
+func TestParseLineBinary(t *testing.T) {
+	l, err := ParseLine([]byte(`{"iid":{"b64":"AAEC/w=="},"pid":{"b64":"cA=="},"fields":[[{"b64":"AA=="},{"b64":"/w=="}],["b64","plain"]]}`), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.IID != "\x00\x01\x02\xff" || !l.HasPID || l.PID != "p" || strings.Join(l.Fields, "|") != "\x00|\xff|b64|plain" {
+		t.Errorf("parsed %+v", l)
+	}
+	l, err = ParseLine([]byte(`{"iid":"i","fields":{"b64":{"b64":"AAE="}}}`), false)
+	if err != nil || strings.Join(l.Fields, "|") != "b64|\x00\x01" {
+		t.Errorf("a field named b64 with a binary value: %q, %v", l.Fields, err)
+	}
+	for line, want := range map[string]string{
+		`{"iid":{"b64":"!!"},"fields":{"f":"v"}}`:            `"b64": illegal base64`,
+		`{"iid":{"hex":"00"},"fields":{"f":"v"}}`:            `must be {"b64":"..."}`,
+		`{"iid":{"b64":"AA==","x":1},"fields":{"f":"v"}}`:    `the end of {"b64":"..."}`,
+		`{"iid":"a","iid":"b","fields":{"f":"v"}}`:           `IDMP/IDMPAUTO specified multiple times`,
+		`{"iid":"a","pid":"","fields":{"f":"v"}}`:            `IDMP requires a non-empty producer ID`,
+		`{"iid":"a","pid":"p","pid":"q","fields":{"f":"v"}}`: `"pid" given twice`,
+		`{"iid":1,"fields":{"f":"v"}}`:                       `"iid" must be a string or {"b64":"..."}`,
+		`{"iid":"a","fields":{"f":{"b64":"AA=","x":"y"}}}`:   `illegal base64`,
+	} {
+		if _, err := ParseLine([]byte(line), false); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err %v, want %q", line, err, want)
+		}
 	}
 }

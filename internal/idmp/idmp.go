@@ -35,6 +35,25 @@ type Defaults struct {
 	MaxSize  int64 `json:"stream-idmp-maxsize"`
 }
 
+// ParseInt reads an integer the way Redis reads a command's integer
+// argument (string2ll): an optional '-', then digits without a leading zero
+// ("0" alone is zero), within int64. "+5", "007", "000000000", "-0", "3.14"
+// and " 5" are not integers to Redis, so not to idmpctl either.
+func ParseInt(s string) (int64, bool) {
+	digits := strings.TrimPrefix(s, "-")
+	switch {
+	case digits == "", digits == "0" && s != "0", len(digits) > 1 && digits[0] == '0':
+		return 0, false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
 // LuaConstants declares the limits for a Lua script, so the scripts use the
 // values above rather than copies of them.
 func LuaConstants() string {

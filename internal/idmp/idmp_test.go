@@ -64,3 +64,18 @@ func TestParseStateKey(t *testing.T) {
 		t.Error("batch names collide")
 	}
 }
+
+// The integers of Redis's XCFGSET syntax tests (and string2ll's rules).
+func TestParseInt(t *testing.T) {
+	for s, want := range map[string]any{
+		"0": int64(0), "5": int64(5), "86400": int64(86400), "-100": int64(-100), "9223372036854775807": int64(9223372036854775807),
+		"A": nil, "AAA": nil, "*": nil, "-": nil, "+": nil, "120-5": nil, "3.14": nil, "000000000": nil,
+		"IDMP-DURATION": nil, "0100": nil, "+5": nil, "007": nil, "-0": nil, "": nil, " 5": nil, "5 ": nil,
+		"9223372036854775808": nil, "1e3": nil, "0x10": nil,
+	} {
+		n, ok := ParseInt(s)
+		if want == nil && ok || want != nil && (!ok || n != want.(int64)) {
+			t.Errorf("ParseInt(%q) = %d, %v; want %v", s, n, ok, want)
+		}
+	}
+}
