@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/idmpctl/idmpctl/internal/batch"
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -20,22 +20,26 @@ import (
 type XAddOptions struct {
 	Factory *Factory
 
-	Stream     string
-	PID        string
-	IID        string
-	IIDSet     bool
-	Auto       bool
-	Fields     []string
-	JSON       string
-	Batch      string
-	MaxLen     int64
-	MinID      string
-	Approx     bool
-	Limit      int64
-	NoMkStream bool
-	Mode       string
-	Skip       int
-	Escapes    bool
+	Stream      string
+	PID         string
+	IID         string
+	IIDSet      bool
+	Auto        bool
+	Fields      []string
+	JSON        string
+	Batch       string
+	MaxLen      int64
+	MinID       string
+	Approx      bool
+	Limit       int64
+	NoMkStream  bool
+	Mode        string
+	Skip        int
+	SkipSet     bool
+	BatchID     string
+	Resume      bool
+	ProgressTTL time.Duration
+	Escapes     bool
 
 	jsonText string // --json as read by complete (the file or stdin)
 }
@@ -81,8 +85,12 @@ func (o *XAddOptions) Validate() error {
 		return exit.Usagef("give the fields as FIELD VALUE pairs or --json, not both")
 	case o.Skip < 0:
 		return exit.Usagef("--skip %d: must not be negative", o.Skip)
-	case o.Skip > 0 && o.Batch == "":
-		return exit.Usagef("--skip goes with --batch")
+	case o.Batch == "" && (o.SkipSet || o.BatchID != "" || o.Resume || o.ProgressTTL != 0):
+		return exit.Usagef("--skip, --batch-id, --resume and --progress-ttl go with --batch")
+	case o.Resume && o.SkipSet:
+		return exit.Usagef("--resume goes on where the progress record says; --skip N starts after line N: give one")
+	case o.ProgressTTL < 0:
+		return exit.Usagef("--progress-ttl %s: must not be negative", o.ProgressTTL)
 	case o.Batch == "" && o.JSON == "" && len(o.Fields) == 0:
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("no fields to add"),
 			Hint: "give FIELD VALUE pairs after the stream name, or --json '{\"field\":\"value\"}'"}
@@ -236,10 +244,15 @@ add is retried (--retries, backoff with jitter); never after a server error.
 
 Batch mode reads NDJSON, one object a line:
   {"iid":"order-17","fields":{"amount":"100"}}
-  {"iid":"order-18","fields":[["f","v"],["f","v2"]]}
-and prints one line per input line in order; a malformed line stops the run
-(exit 65) after the lines before it were written: fix it and go on with
---skip N (the error says N).
+  {"iid":"order-18","fields":[["f","v"],["f","v2"]],"pid":"other"}
+  {"iid":{"b64":"AAEC/w=="},"fields":[[{"b64":"AA=="},"v"]]}
+and prints one line per input line in order. Every line is added exactly
+once: a progress record, written atomically with each chunk of adds, says
+which lines are committed, so a run stopped by a malformed line, a network
+error or a kill goes on after its last committed line when run again (the
+batch is the stream, --pid and --batch-id, which defaults to a digest of the
+input's path and first line). --resume insists on a record; --skip N starts
+after line N instead.
 
 Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 		Example: `  idmpctl xadd orders --pid api-1 --iid order-17 amount 100
@@ -248,7 +261,10 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 		Args: minArgs(1, "a STREAM"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Stream, o.Fields = args[0], args[1:]
-			o.IIDSet = c.Flags().Changed("iid")
+			o.IIDSet, o.SkipSet = c.Flags().Changed("iid"), c.Flags().Changed("skip")
+			if !c.Flags().Changed("progress-ttl") {
+				o.ProgressTTL = 0 // the default, which --batch alone may have
+			}
 			if err := o.complete(); err != nil {
 				return err
 			}
@@ -272,7 +288,10 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 	fl.BoolVar(&o.Escapes, "escapes", false, `read \xNN (any byte) and \\ in --pid, --iid, FIELD and VALUE: binary IDs and values`)
 	fl.StringVar(&o.JSON, "json", "", `fields as JSON: {"f":"v"} or [["f","v"],...]; @FILE or - reads it`)
 	fl.StringVar(&o.Batch, "batch", "", "NDJSON file of adds, - for stdin")
-	fl.IntVar(&o.Skip, "skip", 0, "with --batch: pass over the first N lines (resume a stopped run)")
+	fl.IntVar(&o.Skip, "skip", 0, "with --batch: start after line N, whatever the progress record says")
+	fl.StringVar(&o.BatchID, "batch-id", "", "with --batch: the batch's identity (default: a digest of the input's path and first line)")
+	fl.BoolVar(&o.Resume, "resume", false, "with --batch: go on after the last committed line; fail if there is no progress record")
+	fl.DurationVar(&o.ProgressTTL, "progress-ttl", stream.DefaultProgressTTL, "with --batch: how long the progress record outlives its last chunk")
 	fl.Int64Var(&o.MaxLen, "maxlen", 0, "trim to MAXLEN N")
 	fl.StringVar(&o.MinID, "minid", "", "trim with MINID ID")
 	fl.BoolVar(&o.Approx, "approx", false, "approximate trimming (~)")
@@ -298,6 +317,7 @@ type addJSON struct {
 	Mode           string `json:"mode"`
 	Line           int    `json:"line,omitempty"`
 	Retried        bool   `json:"retried,omitempty"`
+	ReplyLost      bool   `json:"reply_lost,omitempty"` // committed, its reply lost (native batches): id unknown
 }
 
 func toAddJSON(o *XAddOptions, r stream.AddResult, line int, retried bool) addJSON {
@@ -363,19 +383,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// openBatch opens the --batch input: a file, or stdin for "-".
-func openBatch(f *Factory, name string) (interface {
-	Read([]byte) (int, error)
-	Close() error
-}, error) {
-	if name == "-" {
-		return nopCloser{f.In}, nil
-	}
-	file, err := os.Open(name)
-	if err != nil {
-		return nil, exit.New(exit.NotFound, "--batch", "%v", err)
-	}
-	return file, nil
 }

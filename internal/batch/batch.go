@@ -309,6 +309,36 @@ func NewReader(r io.Reader, auto bool) *Reader {
 	return &Reader{r: bufio.NewReaderSize(r, 64<<10), auto: auto}
 }
 
+// Raw returns the next line as it is, without its line ending, and its
+// number; the bytes are valid until the next call. io.EOF at the end; a
+// *LineError for a line over MaxLine.
+func (br *Reader) Raw() (int, []byte, error) {
+	raw, err := br.readLine()
+	if err != nil {
+		return br.n, nil, err
+	}
+	raw = bytes.TrimSuffix(raw, []byte("\n"))
+	raw = bytes.TrimSuffix(raw, []byte("\r"))
+	return br.n, raw, nil
+}
+
+// Buffered reports whether a line's bytes are read already: Raw would not
+// wait for the writer of a pipe.
+func (br *Reader) Buffered() bool { return br.r.Buffered() > 0 }
+
+// Parse reads line n's bytes (from Raw): ok is false for a blank line; a
+// malformed one is a *LineError.
+func (br *Reader) Parse(n int, raw []byte) (l Line, ok bool, err error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return Line{}, false, nil
+	}
+	l, err = ParseLine(raw, br.auto)
+	if err != nil {
+		return Line{}, false, &LineError{Line: n, Err: err}
+	}
+	return l, true, nil
+}
+
 // Next returns the next line and its number; io.EOF at the end; a
 // *LineError for a malformed line.
 func (br *Reader) Next() (Line, int, error) {

@@ -106,8 +106,8 @@ type chunkProgress struct {
 }
 
 // emulatedAddCall prepares the add script's call for requests that share a
-// stream and options: keys, then options once, then pid, line, iid and
-// fields per item. It returns the iid of each request (derived for Auto).
+// stream and options: keys, then options once, then pid, iid and fields
+// per item. It returns the iid of each request (derived for Auto).
 func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNative bool) (*redisconn.Call, []string, error) {
 	r0 := reqs[0]
 	l, keys, args, err := s.stateCall(r0.Stream)
@@ -139,19 +139,26 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNat
 	}
 	args = append(args, nomk, trim, op, threshold, limit, native)
 	if cp == nil {
-		args = append(args, "", "", "", "", "", "", "")
+		args = append(args, "", "", "", "", "", "", "", "")
 	} else {
 		drop := ""
 		if cp.DropReplies >= 0 {
 			drop = strconv.FormatInt(cp.DropReplies, 10)
 		}
-		args = append(args, cp.From, cp.To, cp.Digest, drop, cp.TTL.Milliseconds(), cp.ID, cp.PID)
+		lines := make([]byte, 0, len(cp.Lines)*7)
+		for i, n := range cp.Lines {
+			if i > 0 {
+				lines = append(lines, ',')
+			}
+			lines = strconv.AppendInt(lines, n, 10)
+		}
+		args = append(args, cp.From, cp.To, cp.Digest, drop, cp.TTL.Milliseconds(), cp.ID, cp.PID, string(lines))
 	}
 
 	pidIndex := make(map[string]int)
 	var pids []any // pid, number of items for it
 	iids := make([]string, len(reqs))
-	items := make([]any, 0, len(reqs)*8)
+	items := make([]any, 0, len(reqs)*7)
 	for i, r := range reqs {
 		j, ok := pidIndex[r.PID]
 		if !ok {
@@ -165,11 +172,7 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNat
 		if r.Auto {
 			iids[i] = AutoIID(r.Fields)
 		}
-		var line int64
-		if cp != nil {
-			line = cp.Lines[i]
-		}
-		items = append(items, j, line, iids[i], len(r.Fields))
+		items = append(items, j, iids[i], len(r.Fields))
 		for _, f := range r.Fields {
 			items = append(items, f)
 		}
@@ -192,47 +195,67 @@ func (e *errProgressMoved) Error() string {
 	return fmt.Sprintf("the batch's progress record stands at line %d", e.Line)
 }
 
-// parseAddReply reads the add script's reply for n requests.
+// parseAddReply reads the add script's reply for n requests (see
+// lua/stream_emu_add.lua).
 func parseAddReply(v any, iids []string, n int) ([]AddResult, error) {
 	reply, ok := v.([]any)
 	if !ok {
 		return nil, exit.New(exit.Internal, "emulated XADD", "unexpected reply %v", v)
 	}
-	if len(reply) >= 1 && len(reply) <= 2 {
-		switch code, _ := reply[0].(string); {
-		case code == "N" && len(reply) == 1:
-			return nil, errNativeServer
-		case code == "P" && len(reply) == 2:
-			text, _ := reply[1].(string)
-			line, err := strconv.ParseInt(text, 10, 64)
-			if err != nil {
-				return nil, exit.New(exit.Internal, "emulated XADD", "unexpected reply %v", reply)
-			}
-			return nil, &errProgressMoved{Line: line}
+	code, _ := reply[0].(string)
+	switch {
+	case len(reply) == 1 && code == "N":
+		return nil, errNativeServer
+	case len(reply) == 2 && code == "P":
+		text, _ := reply[1].(string)
+		line, err := strconv.ParseInt(text, 10, 64)
+		if err != nil {
+			return nil, exit.New(exit.Internal, "emulated XADD", "unexpected reply %v", reply)
 		}
-	}
-	if len(reply)%3 != 0 || len(reply) > 3*n {
+		return nil, &errProgressMoved{Line: line}
+	case len(reply) != 3:
 		return nil, exit.New(exit.Internal, "emulated XADD", "unexpected reply %v", reply)
 	}
-	out := make([]AddResult, 0, n)
-	for k := 0; k < len(reply); k += 3 {
-		code, _ := reply[k].(string)
-		text, _ := reply[k+1].(string)
-		flag, _ := reply[k+2].(int64)
-		switch code {
-		case "a", "d":
-			out = append(out, AddResult{ID: text, IID: iids[len(out)], Duplicate: code == "d",
-				OriginalExists: flag == 1, Mode: ModeEmulated})
-		case "n":
-			return out, errNoStream()
-		case "e":
-			return out, errors.New(text)
-		default:
-			return out, exit.New(exit.Internal, "emulated XADD", "unexpected reply %v", reply)
-		}
+	done, _ := reply[0].(string)
+	stop, _ := reply[1].(string)
+	message, _ := reply[2].(string)
+	out, err := parseDone(done, iids, n)
+	if err != nil {
+		return nil, exit.New(exit.Internal, "emulated XADD", "%v", err)
 	}
-	if len(out) != n {
-		return out, exit.New(exit.Internal, "emulated XADD", "%d replies for %d requests", len(out), n)
+	switch {
+	case stop == "n":
+		return out, errNoStream()
+	case stop == "e":
+		return out, errors.New(message)
+	case stop != "" || len(out) != n:
+		return out, exit.New(exit.Internal, "emulated XADD", "%d replies for %d requests (stop %q)", len(out), n, stop)
+	}
+	return out, nil
+}
+
+// parseDone reads the done items of an add reply, or a batch chunk's
+// replies as its progress record keeps them: 'a' and the new ID, or 'd',
+// 0|1 and the original's ID, comma-separated.
+func parseDone(done string, iids []string, n int) ([]AddResult, error) {
+	if done == "" {
+		return nil, nil
+	}
+	out := make([]AddResult, 0, n)
+	for item := range strings.SplitSeq(done, ",") {
+		if len(out) == n {
+			return nil, fmt.Errorf("more than %d replies", n)
+		}
+		r := AddResult{IID: iids[len(out)], Mode: ModeEmulated}
+		switch {
+		case len(item) > 1 && item[0] == 'a':
+			r.ID = item[1:]
+		case len(item) > 2 && item[0] == 'd' && (item[1] == '0' || item[1] == '1'):
+			r.ID, r.Duplicate, r.OriginalExists = item[2:], true, item[1] == '1'
+		default:
+			return nil, fmt.Errorf("reply %q", item)
+		}
+		out = append(out, r)
 	}
 	return out, nil
 }

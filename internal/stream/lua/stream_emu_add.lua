@@ -7,16 +7,20 @@
 -- ARGV[4..8]: nomkstream ('1'|''), trim ('MAXLEN'|'MINID'|''), '='|'~',
 -- threshold, limit (''|n), for every item.
 -- ARGV[9]: '1' to refuse on a server that has IDMP of its own (auto mode).
--- ARGV[10..16]: a batch chunk's progress ('' in ARGV[10] for none): lines
+-- ARGV[10..17]: a batch chunk's progress ('' in ARGV[10] for none): lines
 -- done before it, lines done after it, the digest of those lines, the lines
 -- done before the chunk whose stored replies go now ('' none), the record's
--- TTL in ms, the batch ID and its pid.
--- ARGV[17] = npids, then per pid: pid, number of items for it; then nitems,
--- then per item: pid index, input line (0 outside a batch), iid, nfields,
--- fields...
--- Reply: a flat array of (code, id-or-message, original-exists) per item:
---   'a' added, 'd' duplicate of id, 'n' no stream (NOMKSTREAM), 'e' error.
--- Processing stops after an 'n' or 'e' item; earlier items stay written.
+-- TTL in ms, the batch ID, its pid, and each item's input line (joined by
+-- commas: read only when an item stops the chunk).
+-- ARGV[18] = npids, then per pid: pid, number of items for it; then nitems,
+-- then per item: pid index, iid, nfields, fields...
+-- Reply: {done, stop, message}: done is the items written, comma-separated,
+-- each 'a' and its new ID, or 'd', 0|1 (the original entry still exists)
+-- and the original's ID; stop is '' when every item was done, else why the
+-- next one stopped the run: 'n' no stream (NOMKSTREAM), 'e' an error
+-- (message). Items before a stop stay written. One string, not three
+-- values an item: a reply of thousands of elements costs the server more
+-- than the adds.
 -- Refusals, with nothing written: {'N'} the server has native IDMP (ARGV[9]);
 -- {'P', lines} the progress record stands at another line count (a chunk
 -- sent again after it was committed, or another run of the same batch).
@@ -78,8 +82,20 @@ end
 head[#head + 1] = '*'
 local nhead = #head
 
-local npids = tonumber(ARGV[17])
-local first = 19 + 2 * npids -- the first item
+-- Small integers recur on every item (pid index, field count): each string
+-- is converted once.
+local ints = {}
+local function int(s)
+  local v = ints[s]
+  if not v then
+    v = tonumber(s)
+    ints[s] = v
+  end
+  return v
+end
+
+local npids = tonumber(ARGV[18])
+local first = 20 + 2 * npids -- the first item
 local nitems = tonumber(ARGV[first - 1])
 
 -- The chunk's progress record moves from ARGV[10] lines to ARGV[11] with
@@ -104,54 +120,63 @@ for j = 1, npids do
     redis.call('LPOP', order)
     redis.call('HDEL', ids, oldest)
   end
-  local p = { ids = ids, order = order, pid = ARGV[16 + 2 * j], start = redis.call('LLEN', order),
+  local p = { ids = ids, order = order, pid = ARGV[17 + 2 * j], start = redis.call('LLEN', order),
     known = {}, pos = {}, cand = {}, pushed = {}, newid = {}, n = 0 }
   -- Old iids this batch can evict: the list's first (start + count - maxsize).
-  local reach = math.min(p.start, p.start + tonumber(ARGV[17 + 2 * j]) - maxsize)
+  local reach = math.min(p.start, p.start + tonumber(ARGV[18 + 2 * j]) - maxsize)
   if reach > 0 then
     for i, iid in ipairs(redis.call('LRANGE', order, 0, reach - 1)) do p.cand[iid] = i - 1 end
   end
   per[j] = p
 end
--- One HMGET per pid for the iids of the batch.
+-- The iids each pid tracks that this batch asks about: all of them when
+-- they are few (a small hash is a listpack, where every HMGET field is a
+-- scan), else one HMGET of the batch's iids.
 local asked = {}
 local a = first
 for _ = 1, nitems do
-  local pj = tonumber(ARGV[a])
-  local l = asked[pj] or {}
-  l[#l + 1] = ARGV[a + 2]
-  asked[pj] = l
-  a = a + 4 + tonumber(ARGV[a + 3])
+  local pj = int(ARGV[a])
+  local l = asked[pj]
+  if not l then
+    l = {}
+    asked[pj] = l
+  end
+  l[#l + 1] = ARGV[a + 1]
+  a = a + 3 + int(ARGV[a + 2])
 end
 for j, l in pairs(asked) do
-  for i = 1, #l, 4000 do
-    local last = math.min(i + 3999, #l)
-    local v = redis.call('HMGET', per[j].ids, unpack(l, i, last))
-    for k = i, last do
-      if v[k - i + 1] then per[j].known[l[k]] = v[k - i + 1] end
+  local p = per[j]
+  if p.start <= 512 or p.start <= 2 * #l then
+    p.known = to_table(redis.call('HGETALL', p.ids))
+  else
+    for i = 1, #l, 4000 do
+      local last = math.min(i + 3999, #l)
+      local v = redis.call('HMGET', p.ids, unpack(l, i, last))
+      for k = i, last do
+        if v[k - i + 1] then p.known[l[k]] = v[k - i + 1] end
+      end
     end
   end
 end
 
-local nadds, ndups, last_id, last_line = 0, 0, nil, nil
-local out, nout = {}, 0
-local function reply(code, text, flag)
-  out[nout + 1], out[nout + 2], out[nout + 3] = code, text, flag
-  nout = nout + 3
-end
+-- The loop below runs once an item: globals it uses are made locals (a
+-- global is a table lookup at every use).
+local argv, rpcall, xadd = ARGV, redis.pcall, 'XADD'
+local nadds, ndups, last_id = 0, 0, nil
+local done, ndone, stop, message = {}, 0, '', ''
 a = first
 for _ = 1, nitems do
-  local p, line, iid, nf = per[tonumber(ARGV[a])], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
-  local f0 = a + 4
+  local p, iid, nf = per[int(argv[a])], argv[a + 1], int(argv[a + 2])
+  local f0 = a + 3
   a = f0 + nf
   if p.pid == '' or iid == '' then
     local what = 'producer'
     if p.pid ~= '' then what = 'idempotent' end
-    reply('e', 'ERR IDMP requires a non-empty ' .. what .. ' ID', 0)
+    stop, message = 'e', 'ERR IDMP requires a non-empty ' .. what .. ' ID'
     break
   end
   if not exists and nomk then
-    reply('n', '', 0)
+    stop = 'n'
     break
   end
   -- List positions below evict are gone (R5): old ones, or pushed earlier here.
@@ -172,27 +197,28 @@ for _ = 1, nitems do
     ndups = ndups + 1
     local still = 0
     if #redis.call('XRANGE', STREAM, orig, orig) > 0 then still = 1 end
-    reply('d', orig, still)
-    last_line = line
+    ndone = ndone + 1
+    done[ndone] = 'd' .. still .. orig
   else
     local id
     if nhead == 2 and nf == 2 then
-      id = redis.pcall('XADD', STREAM, '*', ARGV[f0], ARGV[f0 + 1])
+      id = rpcall(xadd, STREAM, '*', argv[f0], argv[f0 + 1])
     elseif nhead == 2 and nf == 4 then
-      id = redis.pcall('XADD', STREAM, '*', ARGV[f0], ARGV[f0 + 1], ARGV[f0 + 2], ARGV[f0 + 3])
+      id = rpcall(xadd, STREAM, '*', argv[f0], argv[f0 + 1], argv[f0 + 2], argv[f0 + 3])
     else
       local args = { unpack(head) }
-      for f = f0, f0 + nf - 1 do args[nhead + f - f0 + 1] = ARGV[f] end
-      id = redis.pcall('XADD', unpack(args))
+      for f = f0, f0 + nf - 1 do args[nhead + f - f0 + 1] = argv[f] end
+      id = rpcall(xadd, unpack(args))
     end
     if type(id) ~= 'string' then
-      if id then reply('e', id.err, 0) else reply('n', '', 0) end
+      if id then stop, message = 'e', id.err else stop = 'n' end
       break
     end
     local n = p.n + 1
     p.n, p.pushed[n], p.pos[iid], p.newid[iid] = n, iid, n, id
-    nadds, exists, last_id, last_line = nadds + 1, true, id, line
-    reply('a', id, 0)
+    nadds, exists, last_id = nadds + 1, true, id
+    ndone = ndone + 1
+    done[ndone] = 'a' .. id
   end
 end
 
@@ -201,20 +227,24 @@ if nadds + ndups > 0 then
   for _, p in ipairs(per) do
     local n = p.n
     if n > 0 then
-      bulk('RPUSH', p.order, p.pushed)
+      -- The list loses its first evict positions: old iids, then iids
+      -- pushed here. Only the old ones are popped, and only the pushed
+      -- ones that stay are pushed: the others were never written.
       local evict = p.start + n - maxsize
       local gone = {}
-      if evict > 0 then gone = redis.call('LPOP', p.order, evict) end
-      local keep, drop = {}, {}
-      for k, iid in ipairs(p.pushed) do
-        if p.pos[iid] == k and tracked(p, k, evict) then
-          keep[#keep + 1], keep[#keep + 2] = iid, p.newid[iid]
-        end
+      if evict > 0 and p.start > 0 then gone = redis.call('LPOP', p.order, math.min(evict, p.start)) or {} end
+      local kfirst = math.max(1, evict - p.start + 1)
+      local keep, stay, drop = {}, {}, {}
+      for k = kfirst, n do
+        local iid = p.pushed[k]
+        stay[#stay + 1] = iid
+        if p.pos[iid] == k then keep[#keep + 1], keep[#keep + 2] = iid, p.newid[iid] end
       end
       for _, iid in ipairs(gone) do
         local k = p.pos[iid]
         if not (k and tracked(p, k, evict)) then drop[#drop + 1] = iid end
       end
+      bulk('RPUSH', p.order, stay)
       bulk('HDEL', p.ids, drop)
       bulk('HSET', p.ids, keep)
       local ahead = id_ms(p.newid[p.pushed[n]]) - now
@@ -244,18 +274,19 @@ end
 -- digest of those is not known here, so digest-line stays where it was).
 -- The chunk's replies are kept for a client whose reply was lost; older
 -- ones go (ARGV[13]).
-local ndone = nadds + ndups
+local replies = table.concat(done, ',')
 if batch and ndone > 0 then
   local from, ttl = tonumber(ARGV[10]), tonumber(ARGV[14])
-  local replies = {}
-  for k = 1, ndone do
-    local i = 3 * (k - 1)
-    if out[i + 1] == 'a' then replies[k] = 'a' .. out[i + 2] else replies[k] = 'd' .. out[i + 3] .. out[i + 2] end
+  local line = ARGV[11]
+  if ndone < nitems then
+    local k = 0
+    for l in string.gmatch(ARGV[17], '[^,]+') do
+      k = k + 1
+      if k == ndone then line = l break end
+    end
   end
-  local done = last_line
-  if ndone == nitems then done = ARGV[11] end
-  local h = { 'line', done, 'batch', ARGV[15], 'pid', ARGV[16], 'stream', OWNER,
-    'mode', 'emulated', 'updated', now, 'r:' .. ARGV[10], table.concat(replies, ',') }
+  local h = { 'line', line, 'batch', ARGV[15], 'pid', ARGV[16], 'stream', OWNER,
+    'mode', 'emulated', 'updated', now, 'r:' .. ARGV[10], replies }
   if ndone == nitems then h[#h + 1], h[#h + 2], h[#h + 3], h[#h + 4] = 'digest', ARGV[12], 'digest-line', ARGV[11] end
   if from == 0 then h[#h + 1], h[#h + 2] = 'started', now end
   local ea = info and info['entries-added']
@@ -267,4 +298,4 @@ if batch and ndone > 0 then
   redis.call('ZADD', BATCHES, now, PROGRESS)
   if redis.call('PTTL', BATCHES) < ttl then redis.call('PEXPIRE', BATCHES, ttl) end
 end
-return out
+return { replies, stop, message }

@@ -1,0 +1,788 @@
+package stream
+
+// Exactly-once batches (xadd --batch). Each chunk of adds moves the batch's
+// progress record (idmp.StateLayout.Batch) from the input line it starts
+// after to its last line, in the same atomic step as its adds: in the
+// emulated script (compare-and-set: a chunk whose record moved on writes
+// nothing), or in the native MULTI/EXEC. The record is the truth about what
+// was written: after a network error, a stalled server or a crash, the run
+// goes on exactly after the last committed line, however small IDMP-MAXSIZE
+// is. A new run of the same batch (same stream, pid and batch ID) resumes
+// there too, once it has checked that the input's committed lines are the
+// ones recorded (a digest of their bytes).
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/idmpctl/idmpctl/internal/redisconn"
+	"github.com/redis/go-redis/v9"
+)
+
+// Batch defaults.
+const (
+	// DefaultProgressTTL bounds a progress record's life after its last
+	// chunk: long enough to resume after a weekend, short enough that
+	// abandoned batches leave nothing for good.
+	DefaultProgressTTL = 7 * 24 * time.Hour
+	// batchChunk is the adds of one emulated script call (the script runs
+	// atomically: it must not block the server for long).
+	batchChunk = 1000
+	// batchWindow is how many chunks one round trip carries.
+	batchWindow = 4
+)
+
+// BatchSpec says what to send and how.
+type BatchSpec struct {
+	// Template is every add's stream and options; each line gives its iid
+	// and fields, and may give its own PID.
+	Template AddRequest
+	ID       string // the batch's identity (with the stream and Template.PID)
+	// Resume says a progress record must exist (xadd --resume).
+	Resume bool
+	// SkipSet starts after line Skip whatever the record says (xadd --skip);
+	// otherwise a run starts where the record says.
+	SkipSet bool
+	Skip    int64
+	TTL     time.Duration // of the progress record; 0: DefaultProgressTTL
+	Retries int           // after network errors
+	OnRetry func(attempt int, err error)
+	// Chunk and Window override batchChunk and batchWindow (tests).
+	Chunk, Window int
+}
+
+// BatchInput is the input of a batch: Next yields each line's number (from
+// 1) and bytes as read (valid until the next call), io.EOF at the end;
+// Parse reads the add a line asks for (nil for a blank line). Lines a run
+// skips (committed already, or --skip) are digested but never parsed.
+// Ready reports whether Next would return without waiting for a writer: a
+// chunk is sent as soon as the input has nothing more ready, so a slow
+// producer's lines are not held back.
+type BatchInput interface {
+	Next() (n int64, raw []byte, err error)
+	Parse(n int64, raw []byte) (*AddRequest, error)
+	Ready() bool
+}
+
+// BatchResult is one line's add.
+type BatchResult struct {
+	Line int64
+	AddResult
+	Retried   bool // it came through a recovery after a network error
+	ReplyLost bool // committed, but its reply was lost and not kept (native): ID unknown
+}
+
+// BatchSummary is what a run did.
+type BatchSummary struct {
+	Progress   string // the progress record's key
+	ResumedAt  int64  // lines committed before this run (0: from the start)
+	Restarted  bool   // a record was found for a stream deleted or recreated since: started over
+	Lines      int64  // lines whose adds this run committed
+	Added      int64
+	Duplicates int64
+	LastLine   int64 // the last line committed, by this run or before
+	Mode       Mode
+}
+
+// Progress is a batch's progress record.
+type Progress struct {
+	Exists     bool
+	Line       int64 // input lines committed
+	DigestLine int64 // lines Digest covers (Line, unless a chunk stopped early)
+	Digest     string
+	Entries    int64 // the stream's entries-added after the last chunk (-1 unknown)
+	Started    int64
+	Updated    int64
+	Mode       string
+	Batch, PID string
+	replies    map[int64]string // kept replies by the line their chunk starts after
+}
+
+func parseProgress(h map[string]string) Progress {
+	if len(h) == 0 {
+		return Progress{Entries: -1}
+	}
+	num := func(f string, def int64) int64 {
+		if n, err := strconv.ParseInt(h[f], 10, 64); err == nil {
+			return n
+		}
+		return def
+	}
+	p := Progress{Exists: true, Line: num("line", 0), DigestLine: num("digest-line", 0), Digest: h["digest"],
+		Entries: num("entries", -1), Started: num("started", 0), Updated: num("updated", 0),
+		Mode: h["mode"], Batch: h["batch"], PID: h["pid"], replies: map[int64]string{}}
+	for k, v := range h {
+		if from, ok := strings.CutPrefix(k, "r:"); ok {
+			if n, err := strconv.ParseInt(from, 10, 64); err == nil {
+				p.replies[n] = v
+			}
+		}
+	}
+	return p
+}
+
+// batchRun is one run of RunBatch.
+type batchRun struct {
+	s      *Streams
+	spec   BatchSpec
+	in     BatchInput
+	emit   func(BatchResult) error
+	layout idmp.StateLayout
+	key    string
+	digest hash.Hash // over every line read so far
+	sum    BatchSummary
+	// kept is the from-line of confirmed chunks whose replies the record
+	// still keeps, oldest first: each later chunk drops one.
+	kept       []int64
+	eof        bool
+	pendingErr error // a read error met inside a chunk: returned after it
+}
+
+// chunk is a run of lines sent in one script call or MULTI.
+type chunk struct {
+	from, to int64 // lines committed before it, and its last line
+	digest   string
+	reqs     []AddRequest
+	lines    []int64
+	retried  bool
+}
+
+// RunBatch adds the input's lines exactly once and calls emit with each
+// line's result, in order.
+func (s *Streams) RunBatch(ctx context.Context, spec BatchSpec, in BatchInput, emit func(BatchResult) error) (BatchSummary, error) {
+	if spec.TTL <= 0 {
+		spec.TTL = DefaultProgressTTL
+	}
+	if spec.Chunk <= 0 {
+		spec.Chunk = batchChunk
+	}
+	if spec.Window <= 0 {
+		spec.Window = batchWindow
+	}
+	if err := s.resolve(ctx); err != nil {
+		return BatchSummary{}, err
+	}
+	layout, err := idmp.StateKeys(spec.Template.Stream, s.Conn.Cluster())
+	if err != nil {
+		return BatchSummary{}, err
+	}
+	r := &batchRun{s: s, spec: spec, in: in, emit: emit, layout: layout,
+		key: layout.Batch(spec.Template.PID, spec.ID), digest: sha256.New()}
+	r.sum.Progress, r.sum.Mode = r.key, s.Mode
+	if err := r.start(ctx); err != nil {
+		return r.sum, err
+	}
+	if s.Mode == ModeNative {
+		err = r.runNative(ctx)
+	} else {
+		err = r.runEmulated(ctx)
+	}
+	return r.sum, err
+}
+
+// what names the batch in errors.
+func (r *batchRun) what() string {
+	return "xadd --batch (batch " + strconv.Quote(r.spec.ID) + " of " + strconv.Quote(r.spec.Template.Stream) + ")"
+}
+
+// start reads the progress record and moves the input to where the run
+// begins: after the record's line (checked against the digest), after
+// --skip, or at the start.
+func (r *batchRun) start(ctx context.Context) error {
+	p, entries, err := r.readProgress(ctx)
+	if err != nil {
+		return exit.Wrap(err, r.what())
+	}
+	switch {
+	case r.spec.SkipSet:
+		if err := r.advance(r.spec.Skip, 0, ""); err != nil {
+			return err
+		}
+		return r.reset(ctx, r.spec.Skip)
+	case p.Exists && entries >= 0 && p.Entries >= 0 && entries < p.Entries, p.Exists && entries < 0 && p.Line > 0 && r.streamGone(ctx):
+		// The stream was deleted (or recreated) since: its lines are gone
+		// with it, so the batch starts over.
+		r.sum.Restarted = true
+		return r.reset(ctx, 0)
+	case p.Exists:
+		if err := r.advance(p.Line, p.DigestLine, p.Digest); err != nil {
+			return err
+		}
+		r.sum.ResumedAt, r.sum.LastLine = p.Line, p.Line
+		return nil
+	case r.spec.Resume:
+		e := exit.New(exit.NotFound, r.what(), "no progress record: nothing to resume (%s)", r.key)
+		e.Hint = "it expired (--progress-ttl), the stream was deleted, or the batch ID differs (it defaults to a digest of the input's name and first line); without --resume the batch starts from its first line"
+		return e
+	}
+	return nil
+}
+
+// streamGone reports whether the stream does not exist (a record without
+// entries to compare, on a server that does not count them).
+func (r *batchRun) streamGone(ctx context.Context) bool {
+	n, err := r.s.Conn.Client().Exists(ctx, r.spec.Template.Stream).Result()
+	return err == nil && n == 0
+}
+
+// readProgress reads the record and the stream's entries-added (-1 when
+// the stream does not exist or the server does not count).
+func (r *batchRun) readProgress(ctx context.Context) (Progress, int64, error) {
+	var rec *redis.MapStringStringCmd
+	var xi *redis.XInfoStreamCmd
+	err := r.s.Conn.Pipelined(ctx, func(p redis.Pipeliner, ctx context.Context) {
+		rec = p.HGetAll(ctx, r.key)
+		xi = p.XInfoStream(ctx, r.spec.Template.Stream)
+	})
+	if err != nil {
+		return Progress{}, -1, err
+	}
+	if err := rec.Err(); err != nil {
+		return Progress{}, -1, err
+	}
+	entries := int64(-1)
+	if v, err := xi.Result(); err == nil && v.EntriesAdded > 0 {
+		entries = v.EntriesAdded
+	}
+	return parseProgress(rec.Val()), entries, nil
+}
+
+// advance reads the input up to line n, checking that its first digestLine
+// lines are the ones whose digest the record holds.
+func (r *batchRun) advance(n, digestLine int64, digest string) error {
+	for r.sum.LastLine < n {
+		ln, raw, err := r.next()
+		if err == io.EOF {
+			return &exit.Error{Code: exit.Data, What: r.what(), Err: fmt.Errorf("the input has %d lines; %d were committed", r.sum.LastLine, n),
+				Hint: "this is not the input the batch was run with: give another --batch-id to send it as a new batch"}
+		}
+		if err != nil {
+			return err
+		}
+		r.digestLine(raw)
+		r.sum.LastLine = ln
+		if ln == digestLine && digest != "" && r.digestHex() != digest {
+			return &exit.Error{Code: exit.Data, What: r.what(),
+				Err:  fmt.Errorf("the first %d lines differ from those the batch committed", digestLine),
+				Hint: "a changed or another input under the same batch ID: give another --batch-id to send it as a new batch (lines already added are then sent again)"}
+		}
+	}
+	return nil
+}
+
+// next reads one line; the caller digests the lines it takes.
+func (r *batchRun) next() (int64, []byte, error) {
+	if r.eof {
+		return 0, nil, io.EOF
+	}
+	n, raw, err := r.in.Next()
+	if err == io.EOF {
+		r.eof = true
+	}
+	return n, raw, err
+}
+
+// digestLine adds a line to the digest: its bytes, then a newline (lines
+// come without their endings, so a last line that gains one is the same).
+func (r *batchRun) digestLine(raw []byte) {
+	r.digest.Write(raw)
+	r.digest.Write([]byte{'\n'})
+}
+
+func (r *batchRun) digestHex() string {
+	// Sum of a copy: the running hash goes on.
+	m, _ := r.digest.(encoding.BinaryMarshaler).MarshalBinary()
+	h := sha256.New()
+	_ = h.(encoding.BinaryUnmarshaler).UnmarshalBinary(m)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// reset makes the record say line (and the digest of the lines read),
+// whatever it said: --skip, or a stream started over. Line 0 is no record.
+func (r *batchRun) reset(ctx context.Context, line int64) error {
+	err := r.s.Conn.Do(func(c redis.UniversalClient) error {
+		_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Del(ctx, r.key)
+			if line > 0 {
+				p.HSet(ctx, r.key, "line", line, "digest", r.digestHex(), "digest-line", line, "batch", r.spec.ID,
+					"pid", r.spec.Template.PID, "stream", r.spec.Template.Stream, "mode", r.s.Mode.String(),
+					"updated", time.Now().UnixMilli())
+				p.PExpire(ctx, r.key, r.spec.TTL)
+			}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return exit.Wrap(err, r.what())
+	}
+	r.sum.LastLine = line
+	return nil
+}
+
+// nextChunk reads up to size adds (with the blank lines between them).
+func (r *batchRun) nextChunk(size int, from int64) (*chunk, error) {
+	c := &chunk{from: from, to: from}
+	for len(c.reqs) < size && (len(c.reqs) == 0 || r.in.Ready()) {
+		n, raw, err := r.next()
+		var req *AddRequest
+		if err == nil {
+			req, err = r.in.Parse(n, raw)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if len(c.reqs) > 0 {
+				// Send what came before it; the error comes back next time.
+				r.eof, r.pendingErr = true, err
+				break
+			}
+			return nil, err
+		}
+		r.digestLine(raw)
+		c.to = n
+		if req != nil {
+			c.reqs = append(c.reqs, *req)
+			c.lines = append(c.lines, n)
+		}
+	}
+	if len(c.reqs) == 0 { // trailing blank lines are not worth a record
+		if r.pendingErr != nil {
+			err := r.pendingErr
+			r.pendingErr = nil
+			return nil, err
+		}
+		return nil, io.EOF
+	}
+	c.digest = r.digestHex()
+	return c, nil
+}
+
+// fill reads chunks after from until the window is full or the input ends;
+// a read error after some chunks is kept for after they are sent.
+func (r *batchRun) fill(queue []*chunk, from int64) ([]*chunk, error) {
+	for len(queue) < r.spec.Window && (len(queue) == 0 || r.in.Ready()) {
+		if n := len(queue); n > 0 {
+			from = queue[n-1].to
+		}
+		c, err := r.nextChunk(r.spec.Chunk, from)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if len(queue) == 0 {
+				return nil, err
+			}
+			r.pendingErr = err
+			break
+		}
+		queue = append(queue, c)
+	}
+	return queue, nil
+}
+
+// confirm counts a chunk's results and emits them.
+func (r *batchRun) confirm(c *chunk, res []AddResult, lost bool) error {
+	for i, a := range res {
+		if a.Duplicate {
+			r.sum.Duplicates++
+		} else {
+			r.sum.Added++
+		}
+		r.sum.Lines++
+		if err := r.emit(BatchResult{Line: c.lines[i], AddResult: a, Retried: c.retried, ReplyLost: lost}); err != nil {
+			return err
+		}
+	}
+	if len(res) == len(c.reqs) {
+		r.sum.LastLine = c.to
+		r.kept = append(r.kept, c.from)
+	} else if len(res) > 0 {
+		r.sum.LastLine = c.lines[len(res)-1]
+	}
+	return nil
+}
+
+// lineError is a line whose add failed (the lines before it are committed).
+func (r *batchRun) lineError(c *chunk, i int, err error) error {
+	e := exit.Wrap(err, fmt.Sprintf("xadd --batch: line %d", c.lines[i]))
+	return exit.WithHint(e, fmt.Sprintf("%d lines are committed; once it is fixed, run the same command again: it resumes after line %d", r.sum.LastLine, r.sum.LastLine))
+}
+
+// runEmulated sends windows of chunks, one round trip each.
+func (r *batchRun) runEmulated(ctx context.Context) error {
+	var queue []*chunk
+	for {
+		var err error
+		if queue, err = r.fill(queue, r.sum.LastLine); err != nil {
+			return err
+		}
+		if len(queue) == 0 {
+			return r.tidy(ctx)
+		}
+		if err := r.sendEmulated(ctx, queue); err != nil {
+			return err
+		}
+		queue = queue[:0]
+	}
+}
+
+// sendEmulated commits queue: one pipeline of script calls; after a network
+// error (or a chunk the record says is done), the record tells what was
+// committed, whose kept replies are emitted, and the rest goes again.
+func (r *batchRun) sendEmulated(ctx context.Context, queue []*chunk) error {
+	recovering := false
+	op := func() error {
+		for len(queue) > 0 {
+			if recovering {
+				q, err := r.recover(ctx, queue)
+				if err != nil {
+					return err
+				}
+				queue, recovering = q, false
+				continue
+			}
+			calls := make([]*redisconn.Call, len(queue))
+			iids := make([][]string, len(queue))
+			for i, c := range queue {
+				drop := int64(-1)
+				if len(r.kept) > 0 {
+					drop, r.kept = r.kept[0], r.kept[1:]
+				}
+				cp := &chunkProgress{Key: r.key, Index: r.layout.Batches, ID: r.spec.ID, PID: r.spec.Template.PID,
+					From: c.from, To: c.to, Digest: c.digest, DropReplies: drop, TTL: r.spec.TTL, Lines: c.lines}
+				call, ids, err := r.s.emulatedAddCall(c.reqs, cp, false)
+				if err != nil {
+					return err
+				}
+				calls[i], iids[i] = call, ids
+			}
+			if err := r.s.Conn.RunPipelined(ctx, calls); err != nil {
+				recovering = true
+				return err
+			}
+			for i, c := range queue {
+				if err := calls[i].Cmd.Err(); err != nil {
+					if redisconn.Retryable(err) {
+						queue, recovering = queue[i:], true
+						return err
+					}
+					return exit.Wrap(scriptErr(err), r.what())
+				}
+				res, err := parseAddReply(calls[i].Cmd.Val(), iids[i], len(c.reqs))
+				var moved *errProgressMoved
+				if errors.As(err, &moved) {
+					// Committed already (a stalled copy of it ran first), or
+					// another run of the batch: the record says which.
+					queue, recovering = queue[i:], true
+					break
+				}
+				if cerr := r.confirm(c, res, false); cerr != nil {
+					return cerr
+				}
+				if err != nil {
+					return r.lineError(c, len(res), err)
+				}
+				if i == len(queue)-1 {
+					queue = queue[:0]
+				}
+			}
+		}
+		return nil
+	}
+	err := redisconn.WithRetries(ctx, r.spec.Retries, op, r.spec.OnRetry)
+	return r.unavailable(err)
+}
+
+// unavailable explains a run stopped by the network: what it confirmed,
+// and that the progress record knows the rest.
+func (r *batchRun) unavailable(err error) error {
+	if err == nil || !redisconn.Retryable(err) {
+		return err
+	}
+	return exit.WithHint(exit.Wrap(err, r.what()), fmt.Sprintf(
+		"lines 1-%d are confirmed committed, and the progress record knows exactly how far the rest got: run the same command again once the server is back: it resumes after the last committed line", r.sum.LastLine))
+}
+
+// recover reads the progress record after a failed round trip and settles
+// the chunks that were in flight: those it counts were committed (their
+// kept replies are emitted), a chunk it counts in part is cut to what is
+// left, and what is left goes again.
+func (r *batchRun) recover(ctx context.Context, queue []*chunk) ([]*chunk, error) {
+	p, _, err := r.readProgress(ctx)
+	if err != nil {
+		return queue, err
+	}
+	for len(queue) > 0 {
+		c := queue[0]
+		switch {
+		case p.Line < c.from:
+			e := exit.New(exit.Data, r.what(), "the progress record went back to line %d while lines up to %d were being sent", p.Line, c.from)
+			e.Hint = "it was deleted or expired meanwhile, or the stream was deleted: check the stream before sending the rest"
+			return nil, e
+		case p.Line == c.from:
+			for _, q := range queue {
+				q.retried = true
+			}
+			return queue, nil
+		}
+		// Committed, in whole or in part: its replies were kept.
+		res, err := keptReplies(p.replies[c.from], c)
+		if err != nil {
+			return nil, exit.New(exit.Internal, r.what(), "line %d: %v", c.from, err)
+		}
+		c.retried = true
+		if p.Line < c.to && len(res) < len(c.reqs) {
+			if err := r.confirm(c, res, false); err != nil {
+				return nil, err
+			}
+			rest := &chunk{from: p.Line, to: c.to, digest: c.digest, reqs: c.reqs[len(res):], lines: c.lines[len(res):], retried: true}
+			queue[0] = rest
+			continue
+		}
+		if err := r.confirm(c, res, false); err != nil {
+			return nil, err
+		}
+		queue = queue[1:]
+	}
+	if p.Line > r.sum.LastLine {
+		e := exit.New(exit.Busy, r.what(), "another run of the batch is ahead of this one (line %d)", p.Line)
+		e.Hint = "one run per batch at a time; this one stops"
+		return nil, e
+	}
+	return queue, nil
+}
+
+// keptReplies reads a chunk's replies as the script kept them.
+func keptReplies(kept string, c *chunk) ([]AddResult, error) {
+	if kept == "" {
+		return nil, errors.New("its replies are not kept in the progress record")
+	}
+	iids := make([]string, len(c.reqs))
+	for i, r := range c.reqs {
+		iids[i] = r.IID
+		if r.Auto {
+			iids[i] = AutoIID(r.Fields)
+		}
+	}
+	return parseDone(kept, iids, len(c.reqs))
+}
+
+// tidy drops the replies the record still keeps once the run is done.
+func (r *batchRun) tidy(ctx context.Context) error {
+	if len(r.kept) == 0 {
+		return nil
+	}
+	fields := make([]string, len(r.kept))
+	for i, from := range r.kept {
+		fields[i] = "r:" + strconv.FormatInt(from, 10)
+	}
+	// Best effort: the record expires with them anyway.
+	_ = r.s.Conn.Do(func(c redis.UniversalClient) error { return c.HDel(ctx, r.key, fields...).Err() })
+	r.kept = nil
+	return nil
+}
+
+// runNative commits one chunk per MULTI/EXEC on a connection of its own:
+// [XINFO, (XADD, XINFO)..., the progress record]. MULTI/EXEC cannot compare
+// before it writes, so after a network error the connection that may still
+// hold a stalled chunk is waited out (CLIENT LIST ID) before the record is
+// read: after that no old chunk can run, and the record is the truth. Its
+// committed chunks' replies are lost (MULTI cannot keep what it is about to
+// learn): their lines are reported committed with the ID unknown.
+func (r *batchRun) runNative(ctx context.Context) error {
+	nc := &nativeBatchConn{r: r}
+	defer nc.close()
+	for {
+		queue, err := r.fill(nil, r.sum.LastLine)
+		if err != nil {
+			return err
+		}
+		if len(queue) == 0 {
+			return nil
+		}
+		for _, c := range queue {
+			if err := r.sendNative(ctx, nc, c); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// nativeBatchConn is the one connection a native batch writes on, and its
+// client ID (for the wait after a failure).
+type nativeBatchConn struct {
+	r  *batchRun
+	cn *redis.Conn
+	id int64
+}
+
+func (nc *nativeBatchConn) get(ctx context.Context) (*redis.Conn, error) {
+	if nc.cn != nil {
+		return nc.cn, nil
+	}
+	var node *redis.Client
+	switch c := nc.r.s.Conn.Client().(type) {
+	case *redis.ClusterClient:
+		n, err := c.MasterForKey(ctx, nc.r.spec.Template.Stream)
+		if err != nil {
+			return nil, err
+		}
+		node = n
+	case *redis.Client:
+		node = c
+	default:
+		return nil, exit.New(exit.Internal, nc.r.what(), "client %T", c)
+	}
+	cn := node.Conn()
+	id, err := cn.ClientID(ctx).Result()
+	if err != nil {
+		cn.Close()
+		return nil, err
+	}
+	nc.cn, nc.id = cn, id
+	return cn, nil
+}
+
+// lost gives up the connection after a failure and waits until the server
+// no longer lists it, so that nothing it sent can still run (bounded; a
+// user who may not run CLIENT LIST goes on without the wait).
+func (nc *nativeBatchConn) lost(ctx context.Context) error {
+	if nc.cn == nil {
+		return nil
+	}
+	nc.cn.Close()
+	nc.cn = nil
+	deadline := time.Now().Add(10 * nc.r.s.Conn.Timeout)
+	for time.Now().Before(deadline) {
+		cctx, cancel := nc.r.s.Conn.Ctx(ctx)
+		list, err := nc.r.s.Conn.Client().ClientList(cctx).Result()
+		cancel()
+		switch {
+		case err != nil && exit.Classify(err) == exit.Permission:
+			return nil
+		case err != nil:
+			return err
+		case !strings.Contains(list, "id="+strconv.FormatInt(nc.id, 10)+" "):
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return exit.New(exit.Unavailable, nc.r.what(), "the connection that failed is still open on the server")
+}
+
+func (nc *nativeBatchConn) close() {
+	if nc.cn != nil {
+		nc.cn.Close()
+	}
+}
+
+// sendNative commits one chunk, with recovery after network errors.
+func (r *batchRun) sendNative(ctx context.Context, nc *nativeBatchConn, c *chunk) error {
+	recovering := false
+	op := func() error {
+		if recovering {
+			if err := nc.lost(ctx); err != nil {
+				return err
+			}
+			p, _, err := r.readProgress(ctx)
+			if err != nil {
+				return err
+			}
+			switch {
+			case p.Line >= c.to:
+				res := make([]AddResult, len(c.reqs))
+				for i := range res {
+					res[i] = AddResult{IID: c.reqs[i].IID, Mode: ModeNative}
+				}
+				c.retried = true
+				return r.confirm(c, res, true)
+			case p.Line != c.from:
+				return exit.New(exit.Data, r.what(), "the progress record stands at line %d, not %d", p.Line, c.from)
+			}
+			recovering, c.retried = false, true
+		}
+		cn, err := nc.get(ctx)
+		if err != nil {
+			recovering = true
+			return err
+		}
+		res, err := r.nativeChunk(ctx, cn, c)
+		if err != nil && redisconn.Retryable(err) {
+			recovering = true
+			return err
+		}
+		if cerr := r.confirm(c, res, false); cerr != nil {
+			return cerr
+		}
+		if err != nil {
+			return r.lineError(c, len(res), err)
+		}
+		return nil
+	}
+	err := redisconn.WithRetries(ctx, r.spec.Retries, op, r.spec.OnRetry)
+	return r.unavailable(err)
+}
+
+// nativeChunk sends one chunk's MULTI/EXEC and reads its adds.
+func (r *batchRun) nativeChunk(ctx context.Context, cn *redis.Conn, c *chunk) ([]AddResult, error) {
+	stream := r.spec.Template.Stream
+	cctx, cancel := r.s.bound(ctx)
+	defer cancel()
+	infos := make([]*redis.XInfoStreamCmd, len(c.reqs)+1)
+	adds := make([]*redis.StringCmd, len(c.reqs))
+	now := time.Now().UnixMilli() // an informational time: nothing is decided on it
+	_, err := cn.TxPipelined(cctx, func(p redis.Pipeliner) error {
+		infos[0] = p.XInfoStream(cctx, stream)
+		for i, req := range c.reqs {
+			adds[i] = p.XAdd(cctx, nativeXAddArgs(req))
+			infos[i+1] = p.XInfoStream(cctx, stream)
+		}
+		h := []any{"line", c.to, "digest", c.digest, "digest-line", c.to, "batch", r.spec.ID, "pid", r.spec.Template.PID,
+			"stream", stream, "mode", "native", "updated", now}
+		if c.from == 0 {
+			h = append(h, "started", now)
+		}
+		p.HSet(cctx, r.key, h...)
+		p.PExpire(cctx, r.key, r.spec.TTL)
+		p.ZAdd(cctx, r.layout.Batches, redis.Z{Score: float64(now), Member: r.key})
+		p.PExpire(cctx, r.layout.Batches, r.spec.TTL)
+		return nil
+	})
+	var reply redis.Error
+	if err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &reply) {
+		return nil, err
+	}
+	var prev int64
+	if v, err := infos[0].Result(); err == nil {
+		prev = v.IIDsDuplicates
+	}
+	out := make([]AddResult, 0, len(c.reqs))
+	for i, req := range c.reqs {
+		id, err := adds[i].Result()
+		if errors.Is(err, redis.Nil) {
+			return out, errNoStream()
+		} else if err != nil {
+			return out, err
+		}
+		after, err := infos[i+1].Result()
+		if err != nil {
+			return out, exit.New(exit.Internal, "XINFO STREAM after XADD", "%v", err)
+		}
+		out = append(out, AddResult{ID: id, IID: req.IID, Duplicate: after.IIDsDuplicates > prev, Mode: ModeNative})
+		prev = after.IIDsDuplicates
+	}
+	return out, r.s.nativeOriginals(cctx, stream, out)
+}
