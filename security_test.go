@@ -113,10 +113,10 @@ func secServer(t *testing.T, config ...string) *redistest.Server {
 	return srv
 }
 
-func secTLSServer(t *testing.T, files *redistest.TLSFiles, tlsOpts redistest.TLSOptions, config ...string) *redistest.TLSServer {
+func secTLSServer(t *testing.T, files *redistest.TLSFiles, tlsOpts redistest.TLSOptions, config ...string) *redistest.Server {
 	t.Helper()
 	tlsOpts.Files = files
-	srv, err := redistest.StartTLS(redistest.Options{Dir: t.TempDir(), Config: config}, tlsOpts)
+	srv, err := redistest.Start(redistest.Options{Dir: t.TempDir(), Config: config, TLS: &tlsOpts})
 	if err != nil {
 		t.Fatal(err)
 	}
