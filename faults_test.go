@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -489,8 +490,10 @@ func TestFaultRestartBetweenSteps(t *testing.T) {
 
 // TestFaultRandomWorkerKills races 16 claim runs per key and kills -9 a
 // random subset of them at random moments (0-100 ms after start: before the
-// acquire, during the command, after the record), round after round: per key
-// the command runs at most once, and the key ends COMPLETED (its runner
+// acquire, during the command, after the record), round after round; every
+// fourth round instead kills all still running once the command has started,
+// so that a runner dies during its command on a machine of any speed. Per
+// key the command runs at most once, and the key ends COMPLETED (its runner
 // lived), PROCESSING under a live lease whose owner is dead, or absent
 // (everyone died before acquiring), never two runs. Then the expired dead
 // claims are taken over.
@@ -531,8 +534,8 @@ func TestFaultRandomWorkerKills(t *testing.T) {
 	host, _ := os.Hostname()
 
 	var tally struct {
-		procs, killed, ran, replayed, busy  int
-		completed, processing, absent, runs int
+		midCommand, procs, killed, ran, replayed, busy int
+		completed, processing, absent, runs            int
 	}
 	var processingKeys []string
 	began := time.Now()
@@ -545,15 +548,27 @@ func TestFaultRandomWorkerKills(t *testing.T) {
 			procs[i] = c.Start("claim", "run", key, "-o", "json", "--lease", lease.String(), "--ttl", "10m", "--",
 				"sh", "-c", `echo "$IDMPCTL_TOKEN $$" >> "$1"; sleep 0.05; echo ok`, "sh", runlog)
 		}
-		var wg sync.WaitGroup
-		for _, i := range rng.Perm(workers)[:rng.IntN(workers+1)] {
-			delay := time.Duration(rng.IntN(100)) * time.Millisecond
-			wg.Go(func() {
-				time.Sleep(delay)
-				_ = procs[i].Kill()
+		if round%4 == 3 {
+			// Kill every worker still running once the command has started:
+			// its runner dies during it however fast the machine got there.
+			tally.midCommand++
+			faultPollFast(20*time.Second, func() bool {
+				return faultExists(runlog) || !slices.ContainsFunc(procs, func(p *clitest.Proc) bool { return !p.Exited() })
 			})
+			for _, p := range procs {
+				_ = p.Kill()
+			}
+		} else {
+			var wg sync.WaitGroup
+			for _, i := range rng.Perm(workers)[:rng.IntN(workers+1)] {
+				delay := time.Duration(rng.IntN(100)) * time.Millisecond
+				wg.Go(func() {
+					time.Sleep(delay)
+					_ = procs[i].Kill()
+				})
+			}
+			wg.Wait()
 		}
-		wg.Wait()
 
 		ran, replayed := 0, 0
 		killedPids := map[int]bool{}
@@ -637,10 +652,11 @@ func TestFaultRandomWorkerKills(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("seed %d: %d rounds x %d workers in %s: %d processes, %d killed -9; %d ran, %d replayed, %d busy; "+
+	t.Logf("seed %d: %d rounds x %d workers in %s (%d killing all once the command started): "+
+		"%d processes, %d killed -9; %d ran, %d replayed, %d busy; "+
 		"keys: %d COMPLETED, %d PROCESSING with a dead owner, %d absent; %d command runs in total, 0 double runs; "+
 		"%d expired dead claims taken over with token 2",
-		seed, round, workers, loop.Round(time.Millisecond), tally.procs, tally.killed, tally.ran, tally.replayed, tally.busy,
+		seed, round, workers, loop.Round(time.Millisecond), tally.midCommand, tally.procs, tally.killed, tally.ran, tally.replayed, tally.busy,
 		tally.completed, tally.processing, tally.absent, tally.runs, len(taken))
 }
 
