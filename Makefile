@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/idmpctl/idmpctl/cmd.version=$(VERSION)
 
-.PHONY: build demo test test-valkey test-short fuzz bench completions vet fmt redis-server clean
+.PHONY: build demo test test-soak test-valkey test-short fuzz bench completions vet fmt redis-server clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o idmpctl .
@@ -15,12 +15,17 @@ demo: build
 
 # The whole suite: vet, gofmt, then every test with -race, each test
 # starting its own redis-server(s). atexit_sleep_ms=0: a -race binary
-# otherwise sleeps 1s on exit, and the scripts run idmpctl (the test binary)
-# hundreds of times, some of them against 400ms leases.
+# otherwise sleeps 1s on exit, and the tests run idmpctl (the test binary)
+# hundreds of times.
 test: redis-server
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo 'gofmt: run gofmt -w'; exit 1; }
 	GORACE="atexit_sleep_ms=0 $$GORACE" $(GO) test -race -count=1 -timeout 20m ./...
+
+# The fault tests with the long random-kill soak: 200 rounds of 16 claim
+# runs instead of make test's 25 (IDMPCTL_FAULT_SEED replays another seed).
+test-soak: redis-server
+	GORACE="atexit_sleep_ms=0 $$GORACE" IDMPCTL_SOAK=1 $(GO) test -race -count=1 -run 'TestFault' -timeout 30m .
 
 # The suite again with valkey-server as the test server (emulated IDMP,
 # Valkey's INFO and texts; redis-cli still forms the cluster). No -race, to

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idmpctl/idmpctl/internal/clitest"
 	"github.com/idmpctl/idmpctl/internal/redistest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -24,17 +25,7 @@ import (
 // 5461-10922 and 10923-16383, so `redis-cli -p $NODE1_PORT EXISTS k`
 // proves which primary holds k.
 func TestClusterScript(t *testing.T) {
-	if testing.Short() {
-		t.Skip("cluster scripts skipped in -short mode (they start a 3-primary cluster)")
-	}
-	if !redistest.HaveCLI() {
-		t.Skip("redis-cli not found: the cluster scripts need it to create the cluster and for fixtures (install redis-tools)")
-	}
-	cl, err := redistest.StartCluster(t.TempDir(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Stop)
+	cl := redistest.NewCluster(t) // skipped with -short or without redis-cli
 	ports := make([]string, len(cl.Nodes))
 	for i, n := range cl.Nodes {
 		ports[i] = strconv.Itoa(n.Opts.Port)
@@ -51,13 +42,13 @@ func TestClusterScript(t *testing.T) {
 	p.Setup = func(env *testscript.Env) error {
 		name := strings.TrimPrefix(filepath.Base(env.WorkDir), "script-")
 		node := cl.Nodes[crc32.ChecksumIEEE([]byte(name))%uint32(len(cl.Nodes))]
+		env.Vars = clitest.Scrub(env.Vars)
 		env.Setenv("IDMPCTL_URL", node.URL)
 		env.Setenv("CLUSTER_PORT", strconv.Itoa(node.Opts.Port))
 		for i, port := range ports {
 			env.Setenv("NODE"+strconv.Itoa(i)+"_PORT", port)
 		}
 		env.Setenv("HOME", env.WorkDir)
-		unsetenv(env, "REDIS_URL", "REDIS_SOCK", "IDMPCTL_PASSWORD", "REDISCLI_AUTH", "NO_COLOR", "CLICOLOR_FORCE", "IDMPCTL_FORCE_TTY")
 		return nil
 	}
 	testscript.Run(t, p)

@@ -2,8 +2,8 @@
 
 package main
 
-// Fault tests: idmpctl (the real binary, on PATH through TestMain) against a
-// real redis-server that is killed, frozen or restarted while it works, and
+// Fault tests: idmpctl (the real binary, on PATH through TestMain, run by
+// internal/clitest) against a real redis-server that is killed, frozen or restarted while it works, and
 // claim runners killed at random. Each test logs its figures (t.Logf); run
 // with -v to see them. -short shrinks sizes and rounds.
 
@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -26,30 +25,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/clitest"
 	"github.com/idmpctl/idmpctl/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
-
-// faultAOF makes every acknowledged write durable across kill -9.
-var faultAOF = []string{"appendonly yes", "appendfsync always"}
-
-// faultServer starts a redis-server on a free loopback port for t.
-func faultServer(t *testing.T, config ...string) *redistest.Server {
-	t.Helper()
-	dir := t.TempDir()
-	// The free port can be taken between FreePort and the bind by a
-	// server of a parallel test: pick another.
-	for attempt := 1; ; attempt++ {
-		srv, err := redistest.Start(redistest.Options{Dir: dir, Config: config})
-		if err == nil {
-			t.Cleanup(srv.Stop)
-			return srv
-		}
-		if attempt == 5 || !strings.Contains(err.Error(), "Address already in use") {
-			t.Fatal(err)
-		}
-	}
-}
 
 // faultFreeze SIGSTOPs srv until the test ends (or faultThaw is called).
 func faultFreeze(t *testing.T, srv *redistest.Server) {
@@ -96,182 +75,6 @@ func faultServerMs(t *testing.T, rdb *redis.Client) int64 {
 		t.Fatalf("TIME: %v", err)
 	}
 	return tm.UnixMilli()
-}
-
-// faultCLI runs idmpctl against one server, in one working directory.
-type faultCLI struct {
-	t   *testing.T
-	url string
-	dir string
-	env []string
-}
-
-func newFaultCLI(t *testing.T, url string) *faultCLI {
-	return &faultCLI{t: t, url: url, dir: t.TempDir(), env: faultEnv(url)}
-}
-
-// faultEnv is the environment of every idmpctl the tests start: the test
-// server's URL and nothing inherited that would change where or how it
-// connects. idmpctl is this test binary: under -race it would sleep 1 s at
-// exit unless told not to.
-func faultEnv(url string) []string {
-	drop := []string{"IDMPCTL_URL", "REDIS_URL", "IDMPCTL_PASSWORD", "REDISCLI_AUTH",
-		"NO_COLOR", "CLICOLOR_FORCE", "IDMPCTL_FORCE_TTY", "GORACE"}
-	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(drop, name) {
-			env = append(env, kv)
-		}
-	}
-	return append(env, "IDMPCTL_URL="+url,
-		strings.TrimSpace("GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-}
-
-// faultResult is how one idmpctl ended.
-type faultResult struct {
-	Code           int            // exit code; -1 when ended by a signal
-	Signal         syscall.Signal // the signal that ended it, if any
-	Stdout, Stderr string
-	Elapsed        time.Duration
-}
-
-func (r faultResult) String() string {
-	how := fmt.Sprintf("exit %d", r.Code)
-	if r.Signal != 0 {
-		how = "killed by " + r.Signal.String()
-	}
-	return fmt.Sprintf("%s after %s\nstdout: %s\nstderr: %s",
-		how, r.Elapsed.Round(time.Millisecond), faultClip(r.Stdout), faultClip(r.Stderr))
-}
-
-func faultClip(s string) string {
-	if len(s) > 2000 {
-		return s[:1000] + "\n...\n" + s[len(s)-1000:]
-	}
-	return s
-}
-
-// faultProc is an idmpctl started in the background. Its output goes to files,
-// not pipes, so Wait returns when idmpctl exits even when a grandchild it
-// leaves behind still holds an inherited descriptor.
-type faultProc struct {
-	t          *testing.T
-	cmd        *exec.Cmd
-	outF, errF *os.File
-	start      time.Time
-	done       chan struct{}
-	res        faultResult
-}
-
-// start launches idmpctl with args; the test's cleanup kills it if it is
-// still running.
-func (c *faultCLI) start(args ...string) *faultProc {
-	c.t.Helper()
-	return c.startIn(nil, args...)
-}
-
-// startIn is start with stdin from the given file (nil: none).
-func (c *faultCLI) startIn(stdin *os.File, args ...string) *faultProc {
-	t := c.t
-	t.Helper()
-	outF, err := os.CreateTemp(c.dir, ".stdout-*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	errF, err := os.CreateTemp(c.dir, ".stderr-*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("idmpctl", args...)
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = c.dir, c.env, outF, errF
-	if stdin != nil {
-		cmd.Stdin = stdin
-	}
-	p := &faultProc{t: t, cmd: cmd, outF: outF, errF: errF, done: make(chan struct{})}
-	p.start = time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start idmpctl: %v", err)
-	}
-	go func() {
-		_ = cmd.Wait()
-		p.res.Elapsed = time.Since(p.start)
-		p.res.Code = cmd.ProcessState.ExitCode()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			p.res.Signal = ws.Signal()
-		}
-		p.res.Stdout, p.res.Stderr = faultReadFile(outF), faultReadFile(errF)
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = p.kill()
-		<-p.done
-	})
-	return p
-}
-
-func faultReadFile(f *os.File) string {
-	b, _ := os.ReadFile(f.Name())
-	_ = f.Close()
-	_ = os.Remove(f.Name())
-	return string(b)
-}
-
-// kill sends SIGKILL to idmpctl (never to a reused pid: os.Process tracks
-// the child it started).
-func (p *faultProc) kill() error { return p.cmd.Process.Kill() }
-
-// stderrSoFar is what idmpctl has written to stderr yet.
-func (p *faultProc) stderrSoFar() string {
-	b, _ := os.ReadFile(p.errF.Name())
-	return string(b)
-}
-
-// status describes how idmpctl ended, or that it still runs.
-func (p *faultProc) status() string {
-	if !p.exited() {
-		return "still running"
-	}
-	return p.res.String()
-}
-
-func (p *faultProc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// wait waits up to bound for idmpctl to end; past it, kills it and fails.
-func (p *faultProc) wait(bound time.Duration) faultResult {
-	p.t.Helper()
-	select {
-	case <-p.done:
-		return p.res
-	case <-time.After(bound):
-	}
-	_ = p.kill()
-	<-p.done
-	p.t.Fatalf("idmpctl %s: still running after %s, killed\n%s", strings.Join(p.cmd.Args[1:], " "), bound, p.res)
-	return p.res
-}
-
-// run runs idmpctl to completion (bounded by a minute).
-func (c *faultCLI) run(args ...string) faultResult {
-	c.t.Helper()
-	return c.start(args...).wait(time.Minute)
-}
-
-// expect runs idmpctl and checks its exit code.
-func (c *faultCLI) expect(code int, args ...string) faultResult {
-	c.t.Helper()
-	r := c.run(args...)
-	if r.Code != code {
-		c.t.Fatalf("idmpctl %s: want exit %d, got %s", strings.Join(args, " "), code, r)
-	}
-	return r
 }
 
 // faultWaitFor polls cond every few ms for up to bound.
@@ -370,32 +173,32 @@ func TestFaultServerKilledMidBatch(t *testing.T) {
 		total = 20_000
 	}
 	began := time.Now()
-	srv := faultServer(t, faultAOF...)
+	srv := redistest.NewWith(t, redistest.Options{AOF: true})
 	rdb := faultRedis(t, srv)
-	c := newFaultCLI(t, srv.URL)
+	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
 	ctx := context.Background()
 
-	file := filepath.Join(c.dir, "batch.ndjson")
+	file := filepath.Join(c.Dir, "batch.ndjson")
 	faultBatchFile(t, file, total)
 	// cfgset needs the stream: create it empty.
 	if err := rdb.Do(ctx, "XADD", "s", "MAXLEN", "0", "*", "init", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	c.expect(0, "cfgset", "s", "--duration", "86400", "--maxsize", strconv.Itoa(maxsize), "--mode", "emulated", "--yes")
+	c.Expect(0, "cfgset", "s", "--duration", "86400", "--maxsize", strconv.Itoa(maxsize), "--mode", "emulated", "--yes")
 
 	batch := []string{"xadd", "s", "--pid", "p", "--batch", file, "--retries", "0", "--mode", "emulated"}
-	p := c.start(batch...)
+	p := c.Start(batch...)
 	var seen int64
 	progressed := faultPollFast(20*time.Second, func() bool {
 		n, err := rdb.XLen(ctx, "s").Result()
 		seen = n
-		return (err == nil && n > 0) || p.exited()
+		return (err == nil && n > 0) || p.Exited()
 	})
-	if !progressed || p.exited() {
-		t.Fatalf("no progress to kill in (XLEN %d): %s", seen, p.status())
+	if !progressed || p.Exited() {
+		t.Fatalf("no progress to kill in (XLEN %d): %s", seen, p.Status())
 	}
 	srv.Kill()
-	first := p.wait(30 * time.Second)
+	first := p.Wait(30 * time.Second)
 	if first.Code != 69 {
 		t.Fatalf("first run: want exit 69 (unavailable), got %s", first)
 	}
@@ -424,7 +227,7 @@ func TestFaultServerKilledMidBatch(t *testing.T) {
 
 	// The same command again resumes exactly after the last committed line,
 	// as the progress record says: nothing twice, nothing lost.
-	second := c.run(batch...)
+	second := c.Run(batch...)
 	if second.Code != 0 {
 		t.Fatalf("second run: want exit 0, got %s", second)
 	}
@@ -447,7 +250,7 @@ func TestFaultServerKilledMidBatch(t *testing.T) {
 	if xlen, _ := rdb.XLen(ctx, "s").Result(); xlen != int64(total) || missing != 0 || extra != 0 {
 		t.Fatalf("stream: XLEN %d for %d lines: %d missing, %d duplicated", xlen, total, missing, extra)
 	}
-	insp := c.expect(0, "inspect", "s", "-o", "json")
+	insp := c.Expect(0, "inspect", "s", "-o", "json")
 	if !strings.Contains(insp.Stdout, fmt.Sprintf(`"iids-added":%d,`, total)) ||
 		!strings.Contains(insp.Stdout, `"iids-duplicates":0,`) {
 		t.Errorf("inspect: counters do not say %d added, 0 duplicates: %s", total, insp.Stdout)
@@ -530,9 +333,9 @@ func faultScanStream(t *testing.T, rdb *redis.Client, stream string, total int) 
 // nothing is written when the server resumes.
 func TestFaultServerFrozenTimesOut(t *testing.T) {
 	t.Parallel()
-	srv := faultServer(t)
+	srv := redistest.NewWith(t, redistest.Options{})
 	rdb := faultRedis(t, srv)
-	c := newFaultCLI(t, srv.URL)
+	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
 	faultFreeze(t, srv)
 	runs := [][]string{
 		{"inspect", "--server", "--timeout", "500ms"},
@@ -540,7 +343,7 @@ func TestFaultServerFrozenTimesOut(t *testing.T) {
 		{"xadd", "s", "--pid", "p", "--iid", "i-1", "--timeout", "500ms", "--retries", "0", "f", "v"},
 	}
 	for _, args := range runs {
-		r := c.run(args...)
+		r := c.Run(args...)
 		if r.Code != 69 || r.Elapsed > 5*time.Second {
 			t.Errorf("idmpctl %s against a frozen server: want exit 69 within 5s, got %s", strings.Join(args, " "), r)
 		}
@@ -553,7 +356,7 @@ func TestFaultServerFrozenTimesOut(t *testing.T) {
 	if n, err := rdb.Exists(context.Background(), "s").Result(); err != nil || n != 0 {
 		t.Errorf("after thawing: EXISTS s = %d (%v): a timed-out xadd wrote", n, err)
 	}
-	c.expect(0, "inspect", "--server", "--timeout", "5s")
+	c.Expect(0, "inspect", "--server", "--timeout", "5s")
 }
 
 // TestFaultServerFrozenDuringClaimRun freezes the server while claim run's
@@ -562,23 +365,23 @@ func TestFaultServerFrozenTimesOut(t *testing.T) {
 // it was (PROCESSING, token 1) and is taken over once its lease passes.
 func TestFaultServerFrozenDuringClaimRun(t *testing.T) {
 	t.Parallel()
-	srv := faultServer(t)
+	srv := redistest.NewWith(t, redistest.Options{})
 	rdb := faultRedis(t, srv)
-	c := newFaultCLI(t, srv.URL)
+	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
 	const key = "job:frozen"
-	p := c.start("claim", "run", key, "--lease", "1s", "--ttl", "1m", "--timeout", "300ms", "--",
+	p := c.Start("claim", "run", key, "--lease", "1s", "--ttl", "1m", "--timeout", "300ms", "--",
 		"sh", "-c", `echo $$ > cmdpid; touch started; sleep 30; touch finished`)
-	if !faultWaitFor(20*time.Second, func() bool { return faultExists(filepath.Join(c.dir, "started")) || p.exited() }) || p.exited() {
-		t.Fatalf("the command did not start: %s", p.status())
+	if !faultWaitFor(20*time.Second, func() bool { return faultExists(filepath.Join(c.Dir, "started")) || p.Exited() }) || p.Exited() {
+		t.Fatalf("the command did not start: %s", p.Status())
 	}
 	before := faultHGetAll(t, rdb, key)
 	if before["status"] != "PROCESSING" || before["token"] != "1" {
 		t.Fatalf("before the freeze: %v", before)
 	}
-	cmdPid := faultReadPid(t, filepath.Join(c.dir, "cmdpid"))
+	cmdPid := faultReadPid(t, filepath.Join(c.Dir, "cmdpid"))
 	frozenAt := time.Now()
 	faultFreeze(t, srv)
-	r := p.wait(20 * time.Second)
+	r := p.Wait(20 * time.Second)
 	stoppedAfter := time.Since(frozenAt)
 	if r.Code != 76 || stoppedAfter > 5*time.Second {
 		t.Fatalf("want exit 76 within 5s of the freeze, got %s", r)
@@ -590,7 +393,7 @@ func TestFaultServerFrozenDuringClaimRun(t *testing.T) {
 	if !faultWaitFor(5*time.Second, func() bool { return len(faultGroupMembers(cmdPid)) == 0 }) {
 		t.Errorf("the command's process group still runs: %v", faultGroupMembers(cmdPid))
 	}
-	if faultExists(filepath.Join(c.dir, "finished")) {
+	if faultExists(filepath.Join(c.Dir, "finished")) {
 		t.Error("the command finished although its claim was given up")
 	}
 
@@ -608,11 +411,11 @@ func TestFaultServerFrozenDuringClaimRun(t *testing.T) {
 		t.Errorf("after thawing, PTTL %s: the record lost its retention", ttl)
 	}
 	// Claimable once the lease passes: a new worker takes over with token 2.
-	var took faultResult
+	var took clitest.Result
 	polls := 0
 	ok := faultWaitFor(10*time.Second, func() bool {
 		polls++
-		took = c.run("claim", "acquire", key, "--owner", "w2", "--lease", "1m", "--ttl", "1m")
+		took = c.Run("claim", "acquire", key, "--owner", "w2", "--lease", "1m", "--ttl", "1m")
 		return took.Code != 75
 	})
 	if !ok || took.Code != 0 || strings.TrimSpace(took.Stdout) != "2" || !strings.Contains(took.Stderr, "took over") {
@@ -628,11 +431,11 @@ func TestFaultServerFrozenDuringClaimRun(t *testing.T) {
 // the server (AOF always) is completed after it, with every field intact.
 func TestFaultRestartBetweenSteps(t *testing.T) {
 	t.Parallel()
-	srv := faultServer(t, faultAOF...)
+	srv := redistest.NewWith(t, redistest.Options{AOF: true})
 	rdb := faultRedis(t, srv)
-	c := newFaultCLI(t, srv.URL)
+	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
 	const key = "k"
-	r := c.expect(0, "claim", "acquire", key, "--owner", "w1", "--lease", "1m", "--ttl", "1h", "--payload", "order-17")
+	r := c.Expect(0, "claim", "acquire", key, "--owner", "w1", "--lease", "1m", "--ttl", "1h", "--payload", "order-17")
 	if strings.TrimSpace(r.Stdout) != "1" {
 		t.Fatalf("acquire printed %q, want token 1", r.Stdout)
 	}
@@ -645,7 +448,7 @@ func TestFaultRestartBetweenSteps(t *testing.T) {
 	if fmt.Sprint(restored) != fmt.Sprint(before) {
 		t.Fatalf("the restart changed the record: %v, was %v", restored, before)
 	}
-	c.expect(0, "claim", "complete", key, "--token", "1", "--result", "ok", "--ttl", "1h")
+	c.Expect(0, "claim", "complete", key, "--token", "1", "--result", "ok", "--ttl", "1h")
 	after := faultHGetAll(t, rdb, key)
 	want := map[string]string{"status": "COMPLETED", "token": "1", "attempts": "1", "owner": "w1",
 		"created": before["created"], "fingerprint": before["fingerprint"], "result": "ok"}
@@ -658,7 +461,7 @@ func TestFaultRestartBetweenSteps(t *testing.T) {
 		t.Errorf("PTTL %s, want the 1h retention", ttl)
 	}
 	// A redelivery with the same payload is told it is done and gets the result.
-	d := c.expect(1, "claim", "acquire", key, "--payload", "order-17")
+	d := c.Expect(1, "claim", "acquire", key, "--payload", "order-17")
 	if d.Stdout != "ok" {
 		t.Errorf("redelivery printed %q, want the stored result", d.Stdout)
 	}
@@ -667,12 +470,19 @@ func TestFaultRestartBetweenSteps(t *testing.T) {
 
 // TestFaultRandomWorkerKills races 16 claim runs per key and kills -9 a
 // random subset of them at random moments (0-100 ms after start: before the
-// acquire, during the command, after the record), round after round: per key
-// the command runs at most once, and the key ends COMPLETED (its runner
+// acquire, during the command, after the record), round after round; every
+// fourth round instead kills all still running once the command has started,
+// so that a runner dies during its command on a machine of any speed. Per
+// key the command runs at most once, and the key ends COMPLETED (its runner
 // lived), PROCESSING under a live lease whose owner is dead, or absent
-// (everyone died before acquiring), never two runs. 200 rounds, bounded by
-// 150 s on a slow machine (30 rounds / 8 s with -short); then the expired
-// dead claims are taken over. IDMPCTL_FAULT_SEED replays a logged seed.
+// (everyone died before acquiring), never two runs. Then the expired dead
+// claims are taken over.
+//
+// A fixed amount of work, whatever the machine's speed: 25 rounds (10 with
+// -short; 200 with IDMPCTL_SOAK=1, which make test-soak sets). The seed
+// (fixed; IDMPCTL_FAULT_SEED replays another) picks who is killed and when;
+// what a worker has done by then still depends on the machine. A failure
+// prints the seed.
 //
 // Not parallel: 16 race-built processes a round saturate two cores; alone,
 // it does not starve the timing-sensitive tests (they run after it).
@@ -681,54 +491,74 @@ func TestFaultRandomWorkerKills(t *testing.T) {
 		t.Skip("a killed claim run stops its command through Pdeathsig, which is Linux only")
 	}
 	const workers = 16
-	lease, rounds, budget := 10*time.Second, 200, 150*time.Second
-	if testing.Short() {
-		lease, rounds, budget = 5*time.Second, 30, 8*time.Second
+	lease, rounds := 10*time.Second, 25
+	switch {
+	case os.Getenv("IDMPCTL_SOAK") == "1":
+		rounds = 200
+	case testing.Short():
+		lease, rounds = 5*time.Second, 10
 	}
-	seed := uint64(time.Now().UnixNano())
+	seed := uint64(1)
 	if s, err := strconv.ParseUint(os.Getenv("IDMPCTL_FAULT_SEED"), 10, 64); err == nil {
 		seed = s
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("seed %d, %d rounds: replay with IDMPCTL_FAULT_SEED=%d", seed, rounds, seed)
+		}
+	})
 	rng := rand.New(rand.NewPCG(seed, 1))
-	srv := faultServer(t)
+	srv := redistest.NewWith(t, redistest.Options{})
 	rdb := faultRedis(t, srv)
-	c := newFaultCLI(t, srv.URL)
+	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
 	host, _ := os.Hostname()
 
 	var tally struct {
-		procs, killed, ran, replayed, busy  int
-		completed, processing, absent, runs int
+		midCommand, procs, killed, ran, replayed, busy int
+		completed, processing, absent, runs            int
 	}
 	var processingKeys []string
 	began := time.Now()
 	round := 0
-	for ; round < rounds && time.Since(began) < budget; round++ {
+	for ; round < rounds; round++ {
 		key := fmt.Sprintf("race:%d", round)
-		runlog := filepath.Join(c.dir, fmt.Sprintf("runlog-%d", round))
-		procs := make([]*faultProc, workers)
+		runlog := filepath.Join(c.Dir, fmt.Sprintf("runlog-%d", round))
+		procs := make([]*clitest.Proc, workers)
 		for i := range procs {
-			procs[i] = c.start("claim", "run", key, "-o", "json", "--lease", lease.String(), "--ttl", "10m", "--",
+			procs[i] = c.Start("claim", "run", key, "-o", "json", "--lease", lease.String(), "--ttl", "10m", "--",
 				"sh", "-c", `echo "$IDMPCTL_TOKEN $$" >> "$1"; sleep 0.05; echo ok`, "sh", runlog)
 		}
-		var wg sync.WaitGroup
-		for _, i := range rng.Perm(workers)[:rng.IntN(workers+1)] {
-			delay := time.Duration(rng.IntN(100)) * time.Millisecond
-			wg.Go(func() {
-				time.Sleep(delay)
-				_ = procs[i].kill()
+		if round%4 == 3 {
+			// Kill every worker still running once the command has started:
+			// its runner dies during it however fast the machine got there.
+			tally.midCommand++
+			faultPollFast(20*time.Second, func() bool {
+				return faultExists(runlog) || !slices.ContainsFunc(procs, func(p *clitest.Proc) bool { return !p.Exited() })
 			})
+			for _, p := range procs {
+				_ = p.Kill()
+			}
+		} else {
+			var wg sync.WaitGroup
+			for _, i := range rng.Perm(workers)[:rng.IntN(workers+1)] {
+				delay := time.Duration(rng.IntN(100)) * time.Millisecond
+				wg.Go(func() {
+					time.Sleep(delay)
+					_ = procs[i].Kill()
+				})
+			}
+			wg.Wait()
 		}
-		wg.Wait()
 
 		ran, replayed := 0, 0
 		killedPids := map[int]bool{}
 		for _, p := range procs {
-			r := p.wait(30 * time.Second)
+			r := p.Wait(30 * time.Second)
 			tally.procs++
 			switch {
 			case r.Signal == syscall.SIGKILL:
 				tally.killed++
-				killedPids[p.cmd.Process.Pid] = true
+				killedPids[p.Pid()] = true
 			case r.Code == 0 && strings.Contains(r.Stdout, `"outcome":"ran"`):
 				ran++
 			case r.Code == 0 && strings.Contains(r.Stdout, `"outcome":"replayed"`) && strings.Contains(r.Stdout, `"output":"ok\n"`):
@@ -786,30 +616,28 @@ func TestFaultRandomWorkerKills(t *testing.T) {
 	}
 	loop := time.Since(began)
 
-	// A dead owner's claim becomes claimable once its lease passes: wait for
-	// the oldest one (bounded by the lease), then take over a few.
-	taken := 0
-	if len(processingKeys) > 0 {
-		first := faultHGetAll(t, rdb, processingKeys[0])
-		lu := faultAtoi(first["lease_until"])
-		faultWaitFor(lease+2*time.Second, func() bool { return faultServerMs(t, rdb) > lu })
-		for _, key := range processingKeys[:min(len(processingKeys), 5)] {
-			rec := faultHGetAll(t, rdb, key)
-			if faultAtoi(rec["lease_until"]) >= faultServerMs(t, rdb) {
-				continue
-			}
-			r := c.run("claim", "acquire", key, "--owner", "checker", "--lease", "1m", "--ttl", "10m")
+	// A dead owner's claim becomes claimable once its lease passes: wait
+	// (bounded by the lease) until the first five have passed (a later
+	// round's lease ends later), then take those over.
+	taken := processingKeys[:min(len(processingKeys), 5)]
+	if len(taken) > 0 {
+		lu := faultAtoi(faultHGetAll(t, rdb, taken[len(taken)-1])["lease_until"])
+		if !faultWaitFor(lease+5*time.Second, func() bool { return faultServerMs(t, rdb) > lu }) {
+			t.Fatalf("%s: its lease (until %d ms) has not passed on the server's clock", taken[len(taken)-1], lu)
+		}
+		for _, key := range taken {
+			r := c.Run("claim", "acquire", key, "--owner", "checker", "--lease", "1m", "--ttl", "10m")
 			if r.Code != 0 || strings.TrimSpace(r.Stdout) != "2" || !strings.Contains(r.Stderr, "took over") {
 				t.Errorf("%s: a dead owner's expired claim was not taken over with token 2: %s", key, r)
 			}
-			taken++
 		}
 	}
-	t.Logf("seed %d: %d rounds x %d workers in %s: %d processes, %d killed -9; %d ran, %d replayed, %d busy; "+
+	t.Logf("seed %d: %d rounds x %d workers in %s (%d killing all once the command started): "+
+		"%d processes, %d killed -9; %d ran, %d replayed, %d busy; "+
 		"keys: %d COMPLETED, %d PROCESSING with a dead owner, %d absent; %d command runs in total, 0 double runs; "+
 		"%d expired dead claims taken over with token 2",
-		seed, round, workers, loop.Round(time.Millisecond), tally.procs, tally.killed, tally.ran, tally.replayed, tally.busy,
-		tally.completed, tally.processing, tally.absent, tally.runs, taken)
+		seed, round, workers, loop.Round(time.Millisecond), tally.midCommand, tally.procs, tally.killed, tally.ran, tally.replayed, tally.busy,
+		tally.completed, tally.processing, tally.absent, tally.runs, len(taken))
 }
 
 // TestFaultBatchRetryOfCommittedChunk: the server stalls while a batch chunk
@@ -826,22 +654,22 @@ func TestFaultBatchRetryOfCommittedChunk(t *testing.T) {
 	for _, maxsize := range []int{0, 50, 10000} { // 0: the server default (100)
 		t.Run(fmt.Sprintf("maxsize=%d", maxsize), func(t *testing.T) {
 			t.Parallel()
-			srv := faultServer(t)
+			srv := redistest.NewWith(t, redistest.Options{})
 			rdb := faultRedis(t, srv)
-			c := newFaultCLI(t, srv.URL)
+			c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
 			ctx := context.Background()
 			if maxsize > 0 {
 				if err := rdb.Do(ctx, "XADD", "s", "MAXLEN", "0", "*", "init", "1").Err(); err != nil {
 					t.Fatal(err)
 				}
-				c.expect(0, "cfgset", "s", "--maxsize", strconv.Itoa(maxsize), "--mode", "emulated", "--yes")
+				c.Expect(0, "cfgset", "s", "--maxsize", strconv.Itoa(maxsize), "--mode", "emulated", "--yes")
 			}
 			pr, pw, err := os.Pipe()
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = pw.Close() })
-			p := c.startIn(pr, "xadd", "s", "--pid", "p", "--batch", "-", "--timeout", "500ms", "--retries", "5", "--mode", "emulated")
+			p := c.WithStdin(pr).Start("xadd", "s", "--pid", "p", "--batch", "-", "--timeout", "500ms", "--retries", "5", "--mode", "emulated")
 			_ = pr.Close()
 			writeLines := func(from, to int) {
 				w := bufio.NewWriter(pw)
@@ -853,17 +681,17 @@ func TestFaultBatchRetryOfCommittedChunk(t *testing.T) {
 				}
 			}
 			writeLines(1, before)
-			if !faultWaitFor(20*time.Second, func() bool { n, _ := rdb.XLen(ctx, "s").Result(); return n == before || p.exited() }) || p.exited() {
-				t.Fatalf("the first %d lines were not written: %s", before, p.status())
+			if !faultWaitFor(20*time.Second, func() bool { n, _ := rdb.XLen(ctx, "s").Result(); return n == before || p.Exited() }) || p.Exited() {
+				t.Fatalf("the first %d lines were not written: %s", before, p.Status())
 			}
 			faultFreeze(t, srv)
 			writeLines(before+1, before+after)
-			if !faultWaitFor(20*time.Second, func() bool { return strings.Contains(p.stderrSoFar(), "retrying (1 of 5)") || p.exited() }) {
-				t.Fatalf("no retry of the stalled chunk: %s", p.stderrSoFar())
+			if !faultWaitFor(20*time.Second, func() bool { return strings.Contains(p.StderrSoFar(), "retrying (1 of 5)") || p.Exited() }) {
+				t.Fatalf("no retry of the stalled chunk: %s", p.StderrSoFar())
 			}
 			faultThaw(t, srv)
 			_ = pw.Close()
-			r := p.wait(time.Minute)
+			r := p.Wait(time.Minute)
 			if r.Code != 0 {
 				t.Fatalf("want exit 0 after the retry, got %s", r)
 			}

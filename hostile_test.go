@@ -2,88 +2,55 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/idmpctl/idmpctl/cmd"
-	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/clitest"
 	"github.com/idmpctl/idmpctl/internal/redistest"
 )
 
-// Hostile inputs that a command line cannot carry (an argument is at most
-// 128 KiB on Linux and never holds a NUL), run in process through the same
-// command tree. The scripts testdata/script/hostile_*.txtar cover what a
-// shell can pass.
+// Hostile inputs beyond what the scripts testdata/script/hostile_*.txtar
+// cover: a megabyte of JSON (through a file: one argument is at most 128 KiB
+// on Linux) and keys holding every byte value, NUL included (written with a
+// raw client, read back through idmpctl).
 
-// runInProcess runs idmpctl with args against url and returns its stdout,
-// stderr and exit code.
-func runInProcess(t *testing.T, url string, args ...string) (string, string, int) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	f := &cmd.Factory{
-		In: strings.NewReader(""), Out: &out, Err: &errb, Now: time.Now,
-		Getenv: func(k string) string {
-			if k == "IDMPCTL_URL" {
-				return url
-			}
-			return ""
-		},
-		IsTTY: func(any) bool { return false },
-	}
-	root := cmd.NewRootCmd(f)
-	root.SetArgs(args)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	err := root.ExecuteContext(ctx)
-	if err != nil {
-		errb.WriteString(err.Error())
-	}
-	return out.String(), errb.String(), exit.Code(err)
-}
-
-func startHostileServer(t *testing.T) *redistest.Server {
-	t.Helper()
-	srv, err := redistest.Start(redistest.Options{Dir: t.TempDir(), Unix: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	return srv
-}
-
-// TestHostileJSONMegabyte: a 1 MB value given with --json (possible in
-// process, or where the OS allows such an argument) is stored byte-exact,
-// and a repeat is a duplicate with the same ID.
+// TestHostileJSONMegabyte: a 1 MB value given with --json @FILE (an
+// argument cannot be that long) is stored byte-exact, and a repeat is a
+// duplicate with the same ID.
 func TestHostileJSONMegabyte(t *testing.T) {
 	t.Parallel()
-	srv := startHostileServer(t)
+	srv := redistest.New(t)
+	cli := clitest.New(t, "IDMPCTL_URL="+srv.URL)
 	value := strings.Repeat("\x00\x01é\"\\\n", 1<<20/8)
 	fields, err := json.Marshal(map[string]string{"big": value})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, errText, code := runInProcess(t, srv.URL, "xadd", "s", "--pid", "p", "--iid", "i", "--json", string(fields))
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errText)
+	file := filepath.Join(cli.Dir, "fields.json")
+	if err := os.WriteFile(file, fields, 0o644); err != nil {
+		t.Fatal(err)
 	}
-	id := strings.TrimSpace(out)
+	r := cli.Run("xadd", "s", "--pid", "p", "--iid", "i", "--json", "@"+file)
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	id := strings.TrimSpace(r.Stdout)
 	sum := sha1.Sum([]byte(value))
 	got, err := srv.Do("EVAL", `local e = redis.call("XRANGE", KEYS[1], "-", "+")[1][2]
 		return e[1] .. " " .. #e[2] .. " " .. redis.sha1hex(e[2])`, "1", "s")
 	if want := "big " + strconv.Itoa(len(value)) + " " + hex.EncodeToString(sum[:]); err != nil || got != want {
 		t.Fatalf("stored %q, %v; want %q", got, err, want)
 	}
-	out, errText, code = runInProcess(t, srv.URL, "xadd", "s", "--pid", "p", "--iid", "i", "--json", string(fields), "-o", "json")
-	if code != 0 || !strings.Contains(out, `"id":"`+id+`"`) || !strings.Contains(out, `"duplicate":true`) {
-		t.Fatalf("repeat: exit %d, %s %s", code, out, errText)
+	r = cli.Run("xadd", "s", "--pid", "p", "--iid", "i", "--json", "@"+file, "-o", "json")
+	if r.Code != 0 || !strings.Contains(r.Stdout, `"id":"`+id+`"`) || !strings.Contains(r.Stdout, `"duplicate":true`) {
+		t.Fatalf("repeat: exit %d, %s %s", r.Code, r.Stdout, r.Stderr)
 	}
 }
 
@@ -94,7 +61,8 @@ func TestHostileJSONMegabyte(t *testing.T) {
 // when it starts with '"' or holds anything but printable UTF-8.
 func TestHostileKeysRoundTrip(t *testing.T) {
 	t.Parallel()
-	srv := startHostileServer(t)
+	srv := redistest.New(t)
+	cli := clitest.New(t, "IDMPCTL_URL="+srv.URL)
 	var keys []string
 	for b := range 256 {
 		keys = append(keys, "rt:"+string([]byte{byte(b)})+"x")
@@ -124,10 +92,11 @@ func TestHostileKeysRoundTrip(t *testing.T) {
 		slices.Sort(got)
 		return got
 	}
-	out, errText, code := runInProcess(t, srv.URL, "inspect", "--match", "*rt:*")
-	if code != 0 {
-		t.Fatalf("inspect: exit %d: %s", code, errText)
+	r := cli.Run("inspect", "--match", "*rt:*")
+	if r.Code != 0 {
+		t.Fatalf("inspect: exit %d: %s", r.Code, r.Stderr)
 	}
+	out := r.Stdout
 	if got := fieldKeys(out, 0); !slices.Equal(got, keys) {
 		t.Fatalf("inspect --match: %d lines, want %d keys:\n%q\n%q", len(got), len(keys), got, keys)
 	}
@@ -136,11 +105,11 @@ func TestHostileKeysRoundTrip(t *testing.T) {
 			t.Errorf("%q is not printed as is", plain)
 		}
 	}
-	out, errText, code = runInProcess(t, srv.URL, "purge", "--match", "*rt:*", "--yes")
-	if code != 0 {
-		t.Fatalf("purge: exit %d: %s", code, errText)
+	r = cli.Run("purge", "--match", "*rt:*", "--yes")
+	if r.Code != 0 {
+		t.Fatalf("purge: exit %d: %s", r.Code, r.Stderr)
 	}
-	if got := fieldKeys(out, 1); !slices.Equal(got, keys) {
+	if got := fieldKeys(r.Stdout, 1); !slices.Equal(got, keys) {
 		t.Fatalf("purge --match: %d lines, want %d keys", len(got), len(keys))
 	}
 	if n, _ := srv.Do("DBSIZE"); n != "0" {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/idmpctl/idmpctl/cmd"
+	"github.com/idmpctl/idmpctl/internal/clitest"
 	"github.com/idmpctl/idmpctl/internal/redisconn"
 	"github.com/idmpctl/idmpctl/internal/redistest"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -70,24 +70,11 @@ func setupRedis(env *testscript.Env) error {
 	}
 	env.Values["redis"] = srv
 	env.Defer(srv.Stop)
+	env.Vars = clitest.Scrub(env.Vars)
 	env.Setenv("IDMPCTL_URL", srv.URL)
 	env.Setenv("REDIS_SOCK", srv.Addr)
 	env.Setenv("HOME", env.WorkDir)
-	unsetenv(env, "REDIS_URL", "IDMPCTL_PASSWORD", "REDISCLI_AUTH", "NO_COLOR", "CLICOLOR_FORCE", "IDMPCTL_FORCE_TTY")
 	return nil
-}
-
-// unsetenv removes variables the host may have set, so scripts start clean
-// (an empty REDISCLI_AUTH would still make redis-cli send AUTH).
-func unsetenv(env *testscript.Env, keys ...string) {
-	kept := env.Vars[:0]
-	for _, kv := range env.Vars {
-		name, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(keys, name) {
-			kept = append(kept, kv)
-		}
-	}
-	env.Vars = kept
 }
 
 // cmdExits runs a program and checks its exact exit code:

@@ -3,7 +3,8 @@
 package main
 
 // Claim scenarios from the claims issue, end to end: real idmpctl processes
-// (helpers in faults_test.go) against a real redis-server each.
+// (run by internal/clitest; state checks in faults_test.go) against a real
+// redis-server each.
 
 import (
 	"context"
@@ -15,6 +16,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/idmpctl/idmpctl/internal/clitest"
+	"github.com/idmpctl/idmpctl/internal/redistest"
 )
 
 // runReport is the part of claim run's -o json the scenarios read.
@@ -26,7 +30,7 @@ type runReport struct {
 	Output   string `json:"output"`
 }
 
-func parseRunReport(t *testing.T, r faultResult) runReport {
+func parseRunReport(t *testing.T, r clitest.Result) runReport {
 	t.Helper()
 	var rep runReport
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
@@ -49,18 +53,18 @@ func readLines(t *testing.T, path string) []string {
 // after it completed.
 func TestScenarioClaimRunSixteenWorkers(t *testing.T) {
 	t.Parallel()
-	srv := faultServer(t)
+	srv := redistest.NewWith(t, redistest.Options{})
 	rdb := faultRedis(t, srv)
-	c := newFaultCLI(t, srv.URL)
+	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
 	const key = "job:a"
-	procs := make([]*faultProc, 16)
+	procs := make([]*clitest.Proc, 16)
 	for i := range procs {
-		procs[i] = c.start("claim", "run", key, "-o", "json", "--lease", "30s", "--",
+		procs[i] = c.Start("claim", "run", key, "-o", "json", "--lease", "30s", "--",
 			"sh", "-c", `echo $$ >> runlog; sleep 0.3; echo "done by token $IDMPCTL_TOKEN"`)
 	}
 	counts := map[string]int{}
 	for _, p := range procs {
-		r := p.wait(time.Minute)
+		r := p.Wait(time.Minute)
 		rep := parseRunReport(t, r)
 		counts[rep.Outcome]++
 		switch {
@@ -71,7 +75,7 @@ func TestScenarioClaimRunSixteenWorkers(t *testing.T) {
 			t.Errorf("unexpected worker end: %+v\n%s", rep, r)
 		}
 	}
-	if runs := readLines(t, filepath.Join(c.dir, "runlog")); len(runs) != 1 || counts["ran"] != 1 {
+	if runs := readLines(t, filepath.Join(c.Dir, "runlog")); len(runs) != 1 || counts["ran"] != 1 {
 		t.Fatalf("the command ran %d times (%d workers report ran): %v", len(runs), counts["ran"], counts)
 	}
 	rec := faultHGetAll(t, rdb, key)
@@ -85,24 +89,24 @@ func TestScenarioClaimRunSixteenWorkers(t *testing.T) {
 // nothing.
 func TestScenarioRedeliveryReplays(t *testing.T) {
 	t.Parallel()
-	srv := faultServer(t)
+	srv := redistest.NewWith(t, redistest.Options{})
 	rdb := faultRedis(t, srv)
-	c := newFaultCLI(t, srv.URL)
+	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
 	const key = "job:b"
-	first := c.expect(0, "claim", "run", key, "--", "sh", "-c", `touch ran1; printf 'charged 100\nreceipt r-17\n'`)
+	first := c.Expect(0, "claim", "run", key, "--", "sh", "-c", `touch ran1; printf 'charged 100\nreceipt r-17\n'`)
 	if first.Stdout != "charged 100\nreceipt r-17\n" {
 		t.Fatalf("first run printed %q", first.Stdout)
 	}
 	for i := range 3 {
-		again := c.expect(0, "claim", "run", key, "--", "sh", "-c", `touch ran2; echo other`)
+		again := c.Expect(0, "claim", "run", key, "--", "sh", "-c", `touch ran2; echo other`)
 		if again.Stdout != first.Stdout {
 			t.Fatalf("redelivery %d printed %q, want the stored %q", i+1, again.Stdout, first.Stdout)
 		}
 	}
-	if faultExists(filepath.Join(c.dir, "ran2")) {
+	if faultExists(filepath.Join(c.Dir, "ran2")) {
 		t.Fatal("a redelivery ran the command")
 	}
-	if d := c.expect(1, "claim", "acquire", key); d.Stdout != first.Stdout {
+	if d := c.Expect(1, "claim", "acquire", key); d.Stdout != first.Stdout {
 		t.Errorf("claim acquire of a completed key printed %q, want the stored result", d.Stdout)
 	}
 	if rec := faultHGetAll(t, rdb, key); rec["status"] != "COMPLETED" || rec["attempts"] != "1" || rec["token"] != "1" {
@@ -118,50 +122,50 @@ func TestScenarioKilledRunnerLeaseTakeover(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("a killed claim run stops its command through Pdeathsig, which is Linux only")
 	}
-	srv := faultServer(t)
+	srv := redistest.NewWith(t, redistest.Options{})
 	rdb := faultRedis(t, srv)
-	c := newFaultCLI(t, srv.URL)
+	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
 	const key = "job:c"
-	p := c.start("claim", "run", key, "--lease", "1s", "--ttl", "1m", "--",
+	p := c.Start("claim", "run", key, "--lease", "1s", "--ttl", "1m", "--",
 		"sh", "-c", `echo $$ > cmdpid; cut -d' ' -f5 /proc/$$/stat > cmdpgid; touch started; sleep 30; touch finished`)
-	if !faultWaitFor(20*time.Second, func() bool { return faultExists(filepath.Join(c.dir, "started")) || p.exited() }) || p.exited() {
-		t.Fatalf("the command did not start: %s", p.status())
+	if !faultWaitFor(20*time.Second, func() bool { return faultExists(filepath.Join(c.Dir, "started")) || p.Exited() }) || p.Exited() {
+		t.Fatalf("the command did not start: %s", p.Status())
 	}
-	cmdPid := faultReadPid(t, filepath.Join(c.dir, "cmdpid"))
-	cmdGroup := faultReadPid(t, filepath.Join(c.dir, "cmdpgid"))
+	cmdPid := faultReadPid(t, filepath.Join(c.Dir, "cmdpid"))
+	cmdGroup := faultReadPid(t, filepath.Join(c.Dir, "cmdpgid"))
 	t.Cleanup(func() { _ = syscall.Kill(-cmdGroup, syscall.SIGKILL) })
-	_ = p.kill()
+	_ = p.Kill()
 	killedAt := time.Now()
-	if r := p.wait(10 * time.Second); r.Signal != syscall.SIGKILL {
+	if r := p.Wait(10 * time.Second); r.Signal != syscall.SIGKILL {
 		t.Fatalf("idmpctl was not killed: %s", r)
 	}
 	if !faultWaitFor(5*time.Second, func() bool { return faultProcessGone(cmdPid) }) {
 		t.Fatalf("the command (pid %d) outlived its killed claim run", cmdPid)
 	}
-	busy := c.run("claim", "run", key, "--lease", "1s", "--ttl", "1m", "--", "touch", "ran")
-	if busy.Code != 75 || faultExists(filepath.Join(c.dir, "ran")) {
+	busy := c.Run("claim", "run", key, "--lease", "1s", "--ttl", "1m", "--", "touch", "ran")
+	if busy.Code != 75 || faultExists(filepath.Join(c.Dir, "ran")) {
 		t.Fatalf("right after the kill: want busy (75) without running, got %s", busy)
 	}
-	var took faultResult
+	var took clitest.Result
 	polls := 0
 	faultWaitFor(10*time.Second, func() bool {
 		polls++
-		took = c.run("claim", "acquire", key, "--owner", "w2", "--lease", "1m", "--ttl", "1m")
+		took = c.Run("claim", "acquire", key, "--owner", "w2", "--lease", "1m", "--ttl", "1m")
 		return took.Code != 75
 	})
 	if took.Code != 0 || strings.TrimSpace(took.Stdout) != "2" || !strings.Contains(took.Stderr, "took over") {
 		t.Fatalf("no takeover with token 2 once the lease passed: %s", took)
 	}
 	takenAfter := time.Since(killedAt)
-	lost := c.expect(76, "claim", "complete", key, "--token", "1", "--result", "stale")
+	lost := c.Expect(76, "claim", "complete", key, "--token", "1", "--result", "stale")
 	if !strings.Contains(lost.Stderr, "token 1 is not current") {
 		t.Errorf("the stale complete does not say its token is not current: %s", lost.Stderr)
 	}
 	if rec := faultHGetAll(t, rdb, key); rec["status"] != "PROCESSING" || rec["token"] != "2" || rec["owner"] != "w2" || rec["result"] != "" {
 		t.Errorf("the stale complete changed the record: %v", rec)
 	}
-	c.expect(0, "claim", "complete", key, "--token", "2", "--result", "fresh")
-	if faultExists(filepath.Join(c.dir, "finished")) {
+	c.Expect(0, "claim", "complete", key, "--token", "2", "--result", "fresh")
+	if faultExists(filepath.Join(c.Dir, "finished")) {
 		t.Error("the killed run's command finished")
 	}
 	t.Logf("killed the runner; busy right after; taken over with token 2 %s after the kill (%d acquire attempts); token 1 lost (76)",
@@ -181,16 +185,16 @@ func TestScenarioKilledRunnerLeaseTakeover(t *testing.T) {
 // as attempt 2 and completes.
 func TestScenarioFailThenRetry(t *testing.T) {
 	t.Parallel()
-	srv := faultServer(t)
+	srv := redistest.NewWith(t, redistest.Options{})
 	rdb := faultRedis(t, srv)
-	c := newFaultCLI(t, srv.URL)
+	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
 	const key = "job:d"
-	c.expect(3, "claim", "run", key, "--", "sh", "-c", `echo "attempt $IDMPCTL_ATTEMPT"; exit 3`)
+	c.Expect(3, "claim", "run", key, "--", "sh", "-c", `echo "attempt $IDMPCTL_ATTEMPT"; exit 3`)
 	rec := faultHGetAll(t, rdb, key)
 	if rec["status"] != "FAILED" || rec["attempts"] != "1" || rec["token"] != "1" || !strings.Contains(rec["error"], "exit status 3") {
 		t.Fatalf("after the failure: %v", rec)
 	}
-	r := c.expect(0, "claim", "run", key, "--", "sh", "-c", `echo "attempt $IDMPCTL_ATTEMPT token $IDMPCTL_TOKEN"`)
+	r := c.Expect(0, "claim", "run", key, "--", "sh", "-c", `echo "attempt $IDMPCTL_ATTEMPT token $IDMPCTL_TOKEN"`)
 	if r.Stdout != "attempt 2 token 2\n" {
 		t.Fatalf("the retry printed %q", r.Stdout)
 	}
@@ -199,9 +203,9 @@ func TestScenarioFailThenRetry(t *testing.T) {
 		t.Fatalf("after the retry: %v", rec)
 	}
 	// --max-attempts refuses a retry past the limit (65) without running.
-	c.expect(5, "claim", "run", "job:d2", "--", "sh", "-c", "exit 5")
-	c.expect(65, "claim", "run", "job:d2", "--max-attempts", "1", "--", "touch", "ran")
-	if faultExists(filepath.Join(c.dir, "ran")) {
+	c.Expect(5, "claim", "run", "job:d2", "--", "sh", "-c", "exit 5")
+	c.Expect(65, "claim", "run", "job:d2", "--max-attempts", "1", "--", "touch", "ran")
+	if faultExists(filepath.Join(c.Dir, "ran")) {
 		t.Error("an exhausted key ran the command")
 	}
 }
@@ -211,26 +215,26 @@ func TestScenarioFailThenRetry(t *testing.T) {
 // same payload replays.
 func TestScenarioFingerprintMismatch(t *testing.T) {
 	t.Parallel()
-	srv := faultServer(t)
+	srv := redistest.NewWith(t, redistest.Options{})
 	rdb := faultRedis(t, srv)
-	c := newFaultCLI(t, srv.URL)
-	c.expect(0, "claim", "run", "pay:1", "--payload", `{"amount":100}`, "--", "echo", "charged 100")
+	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
+	c.Expect(0, "claim", "run", "pay:1", "--payload", `{"amount":100}`, "--", "echo", "charged 100")
 	before := faultHGetAll(t, rdb, "pay:1")
-	m := c.expect(65, "claim", "run", "pay:1", "--payload", `{"amount":999}`, "--", "touch", "ran")
-	if !strings.Contains(m.Stderr, "fingerprint mismatch") || faultExists(filepath.Join(c.dir, "ran")) {
+	m := c.Expect(65, "claim", "run", "pay:1", "--payload", `{"amount":999}`, "--", "touch", "ran")
+	if !strings.Contains(m.Stderr, "fingerprint mismatch") || faultExists(filepath.Join(c.Dir, "ran")) {
 		t.Fatalf("mismatch: %s", m)
 	}
 	if after := faultHGetAll(t, rdb, "pay:1"); after["fingerprint"] != before["fingerprint"] || after["updated"] != before["updated"] {
 		t.Errorf("the refused request changed the record: %v, was %v", after, before)
 	}
-	if r := c.expect(0, "claim", "run", "pay:1", "--payload", `{"amount":100}`, "--", "touch", "ran"); r.Stdout != "charged 100\n" {
+	if r := c.Expect(0, "claim", "run", "pay:1", "--payload", `{"amount":100}`, "--", "touch", "ran"); r.Stdout != "charged 100\n" {
 		t.Errorf("same payload: printed %q, want the stored output", r.Stdout)
 	}
 	// While the first request still runs.
-	c.expect(0, "claim", "acquire", "pay:2", "--payload", "A", "--lease", "1m")
-	c.expect(65, "claim", "run", "pay:2", "--payload", "B", "--", "touch", "ran")
-	c.expect(75, "claim", "run", "pay:2", "--payload", "A", "--", "touch", "ran")
-	if faultExists(filepath.Join(c.dir, "ran")) {
+	c.Expect(0, "claim", "acquire", "pay:2", "--payload", "A", "--lease", "1m")
+	c.Expect(65, "claim", "run", "pay:2", "--payload", "B", "--", "touch", "ran")
+	c.Expect(75, "claim", "run", "pay:2", "--payload", "A", "--", "touch", "ran")
+	if faultExists(filepath.Join(c.Dir, "ran")) {
 		t.Error("a refused request ran the command")
 	}
 }
@@ -239,13 +243,13 @@ func TestScenarioFingerprintMismatch(t *testing.T) {
 // run exits 69 and never runs the command; nothing is written later.
 func TestScenarioFailClosed(t *testing.T) {
 	t.Parallel()
-	srv := faultServer(t)
+	srv := redistest.NewWith(t, redistest.Options{})
 	rdb := faultRedis(t, srv)
-	c := newFaultCLI(t, srv.URL)
-	ran := filepath.Join(c.dir, "ran")
+	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
+	ran := filepath.Join(c.Dir, "ran")
 
 	faultFreeze(t, srv)
-	r := c.run("claim", "run", "job:f", "--timeout", "300ms", "--", "touch", ran)
+	r := c.Run("claim", "run", "job:f", "--timeout", "300ms", "--", "touch", ran)
 	if r.Code != 69 || !strings.Contains(r.Stderr, "fail closed") || r.Elapsed > 5*time.Second {
 		t.Errorf("frozen server: want 69 (fail closed) within 5s, got %s", r)
 	}
@@ -255,11 +259,11 @@ func TestScenarioFailClosed(t *testing.T) {
 	}
 
 	srv.Kill()
-	r = c.run("claim", "run", "job:f", "--", "touch", ran)
+	r = c.Run("claim", "run", "job:f", "--", "touch", ran)
 	if r.Code != 69 || !strings.Contains(r.Stderr, "fail closed") {
 		t.Errorf("server down: want 69 (fail closed), got %s", r)
 	}
-	r = c.run("claim", "run", "job:f", "-o", "json", "--", "touch", ran)
+	r = c.Run("claim", "run", "job:f", "-o", "json", "--", "touch", ran)
 	if r.Code != 69 {
 		t.Errorf("server down, -o json: want 69, got %s", r)
 	}

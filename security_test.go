@@ -4,18 +4,15 @@ package main
 // certificates, --tls-insecure, bad TLS configuration), ACL users (reads
 // allowed, writes refused with the server's NOPERM kept verbatim), and
 // secrets (a password from the environment never printed, never in ps).
-// Each test execs the `idmpctl` that TestMain puts on PATH.
+// Each test execs the `idmpctl` that TestMain puts on PATH (internal/clitest).
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -25,103 +22,33 @@ import (
 	"time"
 
 	"github.com/idmpctl/idmpctl/cmd"
+	"github.com/idmpctl/idmpctl/internal/clitest"
 	"github.com/idmpctl/idmpctl/internal/redistest"
 	"github.com/spf13/cobra"
 )
 
-// secResult is one idmpctl run.
-type secResult struct {
-	args           []string
-	code           int
-	stdout, stderr string
-}
-
-func (r secResult) String() string {
-	return fmt.Sprintf("idmpctl %s\nexit %d\n--- stdout\n%s--- stderr\n%s", strings.Join(r.args, " "), r.code, r.stdout, r.stderr)
-}
-
-// secEnv is the test process's environment without anything that would
-// change how idmpctl connects or prints, plus extra.
-func secEnv(extra ...string) []string {
-	drop := map[string]bool{
-		"IDMPCTL_URL": true, "REDIS_URL": true, "IDMPCTL_PASSWORD": true, "REDISCLI_AUTH": true,
-		"NO_COLOR": true, "CLICOLOR_FORCE": true, "IDMPCTL_FORCE_TTY": true,
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if name, _, _ := strings.Cut(kv, "="); !drop[name] {
-			env = append(env, kv)
-		}
-	}
-	return append(env, extra...)
-}
-
-// secRun runs the idmpctl binary with env (on top of cleanEnv) and returns its
-// exit code and output.
-func secRun(t *testing.T, env []string, args ...string) secResult {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c := exec.CommandContext(ctx, "idmpctl", args...)
-	c.Env = secEnv(env...)
-	c.Stdin = strings.NewReader("")
-	var out, errb bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errb
-	r := secResult{args: args}
-	if err := c.Run(); err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatalf("idmpctl %s: %v", strings.Join(args, " "), err)
-		}
-		r.code = ee.ExitCode()
-	}
-	r.stdout, r.stderr = out.String(), errb.String()
-	return r
-}
-
 // secWant checks the exit code and that stderr matches every pattern (each a
 // multi-line regexp, so ^ and $ anchor lines).
-func secWant(t *testing.T, r secResult, code int, stderr ...string) {
+func secWant(t *testing.T, r clitest.Result, code int, stderr ...string) {
 	t.Helper()
-	if r.code != code {
-		t.Errorf("exit %d, want %d\n%s", r.code, code, r)
+	if r.Code != code {
+		t.Errorf("exit %d, want %d\n%s", r.Code, code, r)
 		return
 	}
 	for _, pat := range stderr {
-		if !regexp.MustCompile("(?m)" + pat).MatchString(r.stderr) {
+		if !regexp.MustCompile("(?m)" + pat).MatchString(r.Stderr) {
 			t.Errorf("stderr does not match %q\n%s", pat, r)
 		}
 	}
 }
 
-func secStdout(t *testing.T, r secResult, patterns ...string) {
+func secStdout(t *testing.T, r clitest.Result, patterns ...string) {
 	t.Helper()
 	for _, pat := range patterns {
-		if !regexp.MustCompile("(?m)" + pat).MatchString(r.stdout) {
+		if !regexp.MustCompile("(?m)" + pat).MatchString(r.Stdout) {
 			t.Errorf("stdout does not match %q\n%s", pat, r)
 		}
 	}
-}
-
-func secServer(t *testing.T, config ...string) *redistest.Server {
-	t.Helper()
-	srv, err := redistest.Start(redistest.Options{Dir: t.TempDir(), Config: config})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	return srv
-}
-
-func secTLSServer(t *testing.T, files *redistest.TLSFiles, tlsOpts redistest.TLSOptions, config ...string) *redistest.TLSServer {
-	t.Helper()
-	tlsOpts.Files = files
-	srv, err := redistest.StartTLS(redistest.Options{Dir: t.TempDir(), Config: config}, tlsOpts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	return srv
 }
 
 func secPKI(t *testing.T) *redistest.TLSFiles {
@@ -178,74 +105,78 @@ func secServerSays(t *testing.T, addr, user, pass string, args ...string) string
 func TestTLS(t *testing.T) {
 	t.Parallel()
 	files := secPKI(t)
-	verified := secTLSServer(t, files, redistest.TLSOptions{})
+	verified := redistest.NewWith(t, redistest.Options{TLS: &redistest.TLSOptions{Files: files}})
 	ca := []string{"--tls-ca", files.CA}
 
 	t.Run("verified", func(t *testing.T) {
-		r := secRun(t, nil, append([]string{"inspect", "--server", "--url", verified.TLSURL}, ca...)...)
+		cli := clitest.New(t)
+		r := cli.Run(append([]string{"inspect", "--server", "--url", verified.TLSURL}, ca...)...)
 		secWant(t, r, 0)
 		secStdout(t, r, `^url\t`+regexp.QuoteMeta(verified.TLSURL)+`$`, `^role\tmaster$`)
-		if r.stderr != "" {
+		if r.Stderr != "" {
 			t.Errorf("a verified connection warns:\n%s", r)
 		}
 		// The certificate names localhost as well as 127.0.0.1.
 		env := []string{"IDMPCTL_URL=rediss://localhost:" + strconv.Itoa(verified.TLSPort) + "/0"}
-		secWant(t, secRun(t, env, append([]string{"inspect", "--server"}, ca...)...), 0)
+		secWant(t, cli.With(env...).Run(append([]string{"inspect", "--server"}, ca...)...), 0)
 		// Writes (Lua on a server without native IDMP) and claims over TLS.
 		env = []string{"IDMPCTL_URL=" + verified.TLSURL}
-		r = secRun(t, env, append([]string{"xadd", "orders", "--pid", "api", "--iid", "o-1", "amount", "100"}, ca...)...)
+		r = cli.With(env...).Run(append([]string{"xadd", "orders", "--pid", "api", "--iid", "o-1", "amount", "100"}, ca...)...)
 		secWant(t, r, 0)
 		secStdout(t, r, `^\d+-\d+$`)
-		r = secRun(t, env, append([]string{"claim", "acquire", "idem:tls"}, ca...)...)
+		r = cli.With(env...).Run(append([]string{"claim", "acquire", "idem:tls"}, ca...)...)
 		secWant(t, r, 0)
 		secStdout(t, r, `^1$`)
-		r = secRun(t, env, append([]string{"inspect", "idem:tls", "-o", "json"}, ca...)...)
+		r = cli.With(env...).Run(append([]string{"inspect", "idem:tls", "-o", "json"}, ca...)...)
 		secWant(t, r, 0)
 		secStdout(t, r, `"status":"PROCESSING"`)
 	})
 
 	t.Run("client-certificate", func(t *testing.T) {
-		srv := secTLSServer(t, files, redistest.TLSOptions{AuthClients: true})
+		cli := clitest.New(t)
+		srv := redistest.NewWith(t, redistest.Options{TLS: &redistest.TLSOptions{Files: files, AuthClients: true}})
 		env := []string{"IDMPCTL_URL=" + srv.TLSURL}
 		cert := []string{"--tls-cert", files.ClientCert, "--tls-key", files.ClientKey}
-		r := secRun(t, env, append(append([]string{"inspect", "--server"}, ca...), cert...)...)
+		r := cli.With(env...).Run(append(append([]string{"inspect", "--server"}, ca...), cert...)...)
 		secWant(t, r, 0)
 		secStdout(t, r, `^role\tmaster$`)
-		r = secRun(t, env, append(append([]string{"claim", "acquire", "idem:mtls"}, ca...), cert...)...)
+		r = cli.With(env...).Run(append(append([]string{"claim", "acquire", "idem:mtls"}, ca...), cert...)...)
 		secWant(t, r, 0)
 
 		// Without a certificate the server ends the handshake with an alert
 		// (TLS 1.3: certificate_required): a configuration error, with the
 		// TLS text and a hint naming the missing flags, not --tls-ca.
-		r = secRun(t, env, append([]string{"inspect", "--server"}, ca...)...)
+		r = cli.With(env...).Run(append([]string{"inspect", "--server"}, ca...)...)
 		secWant(t, r, 78,
 			`^idmpctl: connect `+regexp.QuoteMeta(srv.TLSURL)+`: remote error: tls: certificate required$`,
 			`^hint: the server requires a client certificate .*--tls-cert and --tls-key$`)
-		if r.stdout != "" {
+		if r.Stdout != "" {
 			t.Errorf("stdout on failure:\n%s", r)
 		}
-		secWant(t, secRun(t, env, append([]string{"xadd", "orders", "--pid", "p", "--iid", "i", "f", "v"}, ca...)...), 78,
+		secWant(t, cli.With(env...).Run(append([]string{"xadd", "orders", "--pid", "p", "--iid", "i", "f", "v"}, ca...)...), 78,
 			`remote error: tls: certificate required`)
 
 		// A certificate from a CA the server does not trust: 78 as well.
 		other := []string{"--tls-cert", files.OtherClientCert, "--tls-key", files.OtherClientKey}
-		r = secRun(t, env, append(append([]string{"inspect", "--server"}, ca...), other...)...)
+		r = cli.With(env...).Run(append(append([]string{"inspect", "--server"}, ca...), other...)...)
 		secWant(t, r, 78, `^idmpctl: connect .*: remote error: tls: `, `^hint: the server refused the TLS handshake: check --tls-cert and --tls-key`)
 	})
 
 	t.Run("client-certificate-tls1.2", func(t *testing.T) {
+		cli := clitest.New(t)
 		// TLS 1.2 rejects a missing certificate inside the handshake, with
 		// another alert: the same code.
-		srv := secTLSServer(t, files, redistest.TLSOptions{AuthClients: true}, `tls-protocols "TLSv1.2"`)
+		srv := redistest.NewWith(t, redistest.Options{TLS: &redistest.TLSOptions{Files: files, AuthClients: true}, Config: []string{`tls-protocols "TLSv1.2"`}})
 		env := []string{"IDMPCTL_URL=" + srv.TLSURL}
-		secWant(t, secRun(t, env, append([]string{"inspect", "--server"}, ca...)...), 78,
+		secWant(t, cli.With(env...).Run(append([]string{"inspect", "--server"}, ca...)...), 78,
 			`^idmpctl: connect .*: remote error: tls: `, `^hint: the server `)
-		secWant(t, secRun(t, env, append([]string{"inspect", "--server", "--tls-cert", files.ClientCert, "--tls-key", files.ClientKey}, ca...)...), 0)
+		secWant(t, cli.With(env...).Run(append([]string{"inspect", "--server", "--tls-cert", files.ClientCert, "--tls-key", files.ClientKey}, ca...)...), 0)
 	})
 
 	t.Run("unknown-ca", func(t *testing.T) {
+		cli := clitest.New(t)
 		// The server's certificate is signed by another CA.
-		srv := secTLSServer(t, files, redistest.TLSOptions{Cert: files.OtherServerCert, Key: files.OtherServerKey})
+		srv := redistest.NewWith(t, redistest.Options{TLS: &redistest.TLSOptions{Files: files, Cert: files.OtherServerCert, Key: files.OtherServerKey}})
 		env := []string{"IDMPCTL_URL=" + srv.TLSURL}
 		unknown := `^idmpctl: connect ` + regexp.QuoteMeta(srv.TLSURL) + `: tls: failed to verify certificate: x509: certificate signed by unknown authority`
 		hint := `^hint: check --tls-ca \(the CA that signed the server's certificate\)`
@@ -255,54 +186,57 @@ func TestTLS(t *testing.T) {
 			append([]string{"xadd", "orders", "--pid", "p", "--iid", "i", "f", "v"}, ca...),
 			append([]string{"claim", "acquire", "k"}, ca...),
 		} {
-			r := secRun(t, env, args...)
+			r := cli.With(env...).Run(args...)
 			secWant(t, r, 78, unknown, hint)
-			if r.stdout != "" {
+			if r.Stdout != "" {
 				t.Errorf("stdout on failure:\n%s", r)
 			}
 		}
 		// The certificate is good when its own CA is given.
-		secWant(t, secRun(t, env, "inspect", "--server", "--tls-ca", files.OtherCA), 0)
+		secWant(t, cli.With(env...).Run("inspect", "--server", "--tls-ca", files.OtherCA), 0)
 	})
 
 	t.Run("insecure", func(t *testing.T) {
-		srv := secTLSServer(t, files, redistest.TLSOptions{Cert: files.OtherServerCert, Key: files.OtherServerKey})
+		cli := clitest.New(t)
+		srv := redistest.NewWith(t, redistest.Options{TLS: &redistest.TLSOptions{Files: files, Cert: files.OtherServerCert, Key: files.OtherServerKey}})
 		env := []string{"IDMPCTL_URL=" + srv.TLSURL}
 		const warning = "idmpctl: warning: --tls-insecure: the server's certificate is not verified\n"
-		r := secRun(t, env, "inspect", "--server", "--tls-insecure")
+		r := cli.With(env...).Run("inspect", "--server", "--tls-insecure")
 		secWant(t, r, 0)
-		if r.stderr != warning {
-			t.Errorf("stderr = %q, want %q", r.stderr, warning)
+		if r.Stderr != warning {
+			t.Errorf("stderr = %q, want %q", r.Stderr, warning)
 		}
-		r = secRun(t, env, "inspect", "--server", "--tls-insecure", "-o", "json")
+		r = cli.With(env...).Run("inspect", "--server", "--tls-insecure", "-o", "json")
 		secWant(t, r, 0)
-		if r.stderr != warning {
-			t.Errorf("stderr = %q, want %q", r.stderr, warning)
+		if r.Stderr != warning {
+			t.Errorf("stderr = %q, want %q", r.Stderr, warning)
 		}
 		var rep map[string]any
-		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep["url"] != srv.TLSURL {
+		if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || rep["url"] != srv.TLSURL {
 			t.Errorf("json: %v %v\n%s", err, rep, r)
 		}
-		r = secRun(t, env, "xadd", "orders", "--pid", "p", "--iid", "i", "f", "v", "--tls-insecure")
+		r = cli.With(env...).Run("xadd", "orders", "--pid", "p", "--iid", "i", "f", "v", "--tls-insecure")
 		secWant(t, r, 0, `^idmpctl: warning: --tls-insecure`)
 	})
 
 	t.Run("tls-flags-need-rediss", func(t *testing.T) {
-		plain := secServer(t)
+		cli := clitest.New(t)
+		plain := redistest.NewWith(t, redistest.Options{})
 		for _, url := range []string{plain.URL, "unix://" + filepath.Join(t.TempDir(), "x.sock")} {
 			for _, flags := range [][]string{
 				{"--tls-ca", files.CA},
 				{"--tls-cert", files.ClientCert, "--tls-key", files.ClientKey},
 				{"--tls-insecure"},
 			} {
-				r := secRun(t, nil, append([]string{"inspect", "--server", "--url", url}, flags...)...)
+				r := cli.Run(append([]string{"inspect", "--server", "--url", url}, flags...)...)
 				secWant(t, r, 78, `^idmpctl: TLS options: "`+regexp.QuoteMeta(url)+`" is not a rediss:// URL$`)
 			}
 		}
-		secWant(t, secRun(t, []string{"IDMPCTL_URL=" + plain.URL}, "claim", "acquire", "k", "--tls-insecure"), 78, `is not a rediss:// URL`)
+		secWant(t, cli.With("IDMPCTL_URL="+plain.URL).Run("claim", "acquire", "k", "--tls-insecure"), 78, `is not a rediss:// URL`)
 	})
 
 	t.Run("unreadable-files", func(t *testing.T) {
+		cli := clitest.New(t)
 		dir := t.TempDir()
 		env := []string{"IDMPCTL_URL=" + verified.TLSURL}
 		missing := filepath.Join(dir, "missing.pem")
@@ -339,9 +273,9 @@ func TestTLS(t *testing.T) {
 		}
 		for _, c := range cases {
 			for _, verb := range [][]string{{"inspect", "--server"}, {"xadd", "s", "--pid", "p", "--iid", "i", "f", "v"}} {
-				r := secRun(t, env, append(verb, c.flags...)...)
+				r := cli.With(env...).Run(append(verb, c.flags...)...)
 				secWant(t, r, 78, c.stderr)
-				if r.stdout != "" {
+				if r.Stdout != "" {
 					t.Errorf("stdout on failure:\n%s", r)
 				}
 			}
@@ -349,12 +283,13 @@ func TestTLS(t *testing.T) {
 	})
 
 	t.Run("scheme-mixups", func(t *testing.T) {
+		cli := clitest.New(t)
 		// redis:// on a TLS port: the server drops the plain connection.
-		r := secRun(t, nil, "inspect", "--server", "--url", "redis://"+verified.TLSAddr+"/0", "--timeout", "2s")
+		r := cli.Run("inspect", "--server", "--url", "redis://"+verified.TLSAddr+"/0", "--timeout", "2s")
 		secWant(t, r, 69, `^idmpctl: connect redis://`+regexp.QuoteMeta(verified.TLSAddr)+`/0: .*(EOF|connection reset by peer)$`, `^hint: .*use rediss://`)
 		// rediss:// on a plain port: the handshake is never answered.
-		plain := secServer(t)
-		r = secRun(t, nil, "inspect", "--server", "--url", "rediss://"+plain.Addr+"/0", "--tls-ca", files.CA, "--timeout", "1s")
+		plain := redistest.NewWith(t, redistest.Options{})
+		r = cli.Run("inspect", "--server", "--url", "rediss://"+plain.Addr+"/0", "--tls-ca", files.CA, "--timeout", "1s")
 		secWant(t, r, 69, `^idmpctl: connect rediss://`, `^hint: no answer to the TLS handshake: .*does this port speak TLS\?`)
 	})
 }
@@ -376,39 +311,42 @@ var secACLConfig = []string{
 
 func TestACL(t *testing.T) {
 	t.Parallel()
-	srv := secServer(t, secACLConfig...)
+	srv := redistest.NewWith(t, redistest.Options{Config: secACLConfig})
+	cli := clitest.New(t)
 	as := func(user, pw string) []string {
 		return []string{"IDMPCTL_URL=redis://" + user + "@" + srv.Addr + "/0", "IDMPCTL_PASSWORD=" + pw}
 	}
 	admin := []string{"IDMPCTL_URL=" + srv.URL, "REDISCLI_AUTH=default-pw"}
-	secWant(t, secRun(t, admin, "xadd", "orders", "--pid", "api", "--iid", "o-1", "amount", "100"), 0)
+	secWant(t, cli.With(admin...).Run("xadd", "orders", "--pid", "api", "--iid", "o-1", "amount", "100"), 0)
 	for _, k := range []string{"idem:a", "idem:b"} {
-		secWant(t, secRun(t, admin, "claim", "acquire", k), 0)
+		secWant(t, cli.With(admin...).Run("claim", "acquire", k), 0)
 	}
 
 	t.Run("reader-reads", func(t *testing.T) {
+		cli := clitest.New(t)
 		env := as("reader", "reader-pw")
-		r := secRun(t, env, "inspect", "--server")
+		r := cli.With(env...).Run("inspect", "--server")
 		secWant(t, r, 0)
 		secStdout(t, r, `^url\tredis://reader@`+regexp.QuoteMeta(srv.Addr)+`/0$`, `^server\t(redis|valkey) \d+\.\d+`, `^role\tmaster$`)
-		r = secRun(t, env, "inspect", "--server", "-o", "json")
+		r = cli.With(env...).Run("inspect", "--server", "-o", "json")
 		secWant(t, r, 0)
 		secStdout(t, r, `"url":"redis://reader@`)
-		r = secRun(t, env, "inspect", "idem:a")
+		r = cli.With(env...).Run("inspect", "idem:a")
 		secWant(t, r, 0)
 		secStdout(t, r, `^status\tPROCESSING$`)
-		r = secRun(t, env, "inspect", "idem:a", "-o", "json")
+		r = cli.With(env...).Run("inspect", "idem:a", "-o", "json")
 		secWant(t, r, 0)
 		secStdout(t, r, `"status":"PROCESSING"`)
-		r = secRun(t, env, "inspect", "--match", "idem:*", "-o", "json")
+		r = cli.With(env...).Run("inspect", "--match", "idem:*", "-o", "json")
 		secWant(t, r, 0)
 		secStdout(t, r, `"key":"idem:a"`, `"key":"idem:b"`)
-		if r.stderr != "" {
+		if r.Stderr != "" {
 			t.Errorf("stderr:\n%s", r)
 		}
 	})
 
 	t.Run("reader-writes-denied", func(t *testing.T) {
+		cli := clitest.New(t)
 		env := as("reader", "reader-pw")
 		for _, c := range []struct {
 			args []string
@@ -418,14 +356,14 @@ func TestACL(t *testing.T) {
 			{[]string{"xadd", "orders", "--pid", "api", "--iid", "o-2", "amount", "5", "-o", "json"}, `xadd "orders"`},
 			{[]string{"claim", "acquire", "idem:c"}, `acquire "idem:c"`},
 		} {
-			r := secRun(t, env, c.args...)
+			r := cli.With(env...).Run(c.args...)
 			secWant(t, r, 77, `^idmpctl: `+regexp.QuoteMeta(c.what)+`: NOPERM `, `^hint: the ACL user may not run`)
-			if r.stdout != "" {
+			if r.Stdout != "" {
 				t.Errorf("stdout on failure:\n%s", r)
 			}
 			// The server's text, verbatim: ask the server the same denied
 			// command as the same user.
-			m := regexp.MustCompile(`NOPERM .*'([a-z]+)' command`).FindStringSubmatch(r.stderr)
+			m := regexp.MustCompile(`NOPERM .*'([a-z]+)' command`).FindStringSubmatch(r.Stderr)
 			if m == nil {
 				t.Errorf("no NOPERM for a command in\n%s", r)
 				continue
@@ -435,7 +373,7 @@ func TestACL(t *testing.T) {
 				denied = []string{m[1], "k", "*", "f", "v"}
 			}
 			says := secServerSays(t, srv.Addr, "reader", "reader-pw", denied...)
-			if !strings.Contains(r.stderr, ": "+says+"\n") {
+			if !strings.Contains(r.Stderr, ": "+says+"\n") {
 				t.Errorf("server says %q; idmpctl's stderr does not keep it verbatim:\n%s", says, r)
 			}
 		}
@@ -449,27 +387,29 @@ func TestACL(t *testing.T) {
 	})
 
 	t.Run("probe-without-info", func(t *testing.T) {
+		cli := clitest.New(t)
 		// INFO and COMMAND denied: the connect probe proves the connection
 		// with PING and reads go on.
 		env := as("noinfo", "noinfo-pw")
-		r := secRun(t, env, "inspect", "--server")
+		r := cli.With(env...).Run("inspect", "--server")
 		secWant(t, r, 0)
 		secStdout(t, r, `^url\tredis://noinfo@`, `^mode\tstandalone$`, `^ping-rtt-us\t\d+$`)
-		r = secRun(t, env, "inspect", "--server", "-o", "json")
+		r = cli.With(env...).Run("inspect", "--server", "-o", "json")
 		secWant(t, r, 0)
 		var rep map[string]any
-		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
 			t.Errorf("json: %v\n%s", err, r)
 		}
-		r = secRun(t, env, "inspect", "idem:b")
+		r = cli.With(env...).Run("inspect", "idem:b")
 		secWant(t, r, 0)
 		secStdout(t, r, `^status\tPROCESSING$`)
-		r = secRun(t, env, "inspect", "--match", "idem:*")
+		r = cli.With(env...).Run("inspect", "--match", "idem:*")
 		secWant(t, r, 0)
 		secStdout(t, r, `^idem:a\t`, `^idem:b\t`)
 	})
 
 	t.Run("denied-inside-script", func(t *testing.T) {
+		cli := clitest.New(t)
 		// EVALSHA allowed, the write inside it denied: the server says ERR,
 		// not NOPERM, and it is still a permission failure. (Native IDMP
 		// sends XADD itself: a plain NOPERM.)
@@ -478,24 +418,26 @@ func TestACL(t *testing.T) {
 			{"xadd", "orders", "--pid", "api", "--iid", "o-3", "amount", "5"},
 			{"claim", "acquire", "idem:d"},
 		} {
-			r := secRun(t, env, args...)
+			r := cli.With(env...).Run(args...)
 			secWant(t, r, 77, `(NOPERM |The user executing the script can't run this command|ACL failure in script)`, `^hint: the ACL user may not run`)
 		}
 	})
 
 	t.Run("key-patterns", func(t *testing.T) {
+		cli := clitest.New(t)
 		env := as("narrow", "narrow-pw")
-		r := secRun(t, env, "claim", "acquire", "idem:e")
+		r := cli.With(env...).Run("claim", "acquire", "idem:e")
 		secWant(t, r, 77, `^idmpctl: acquire "idem:e": NOPERM .*key`)
 		says := secServerSays(t, srv.Addr, "narrow", "narrow-pw", "EXISTS", "idem:e")
-		if !strings.Contains(r.stderr, ": "+says+"\n") {
+		if !strings.Contains(r.Stderr, ": "+says+"\n") {
 			t.Errorf("server says %q; not verbatim in\n%s", says, r)
 		}
-		secWant(t, secRun(t, env, "claim", "acquire", "app:e"), 0)
-		secWant(t, secRun(t, env, "inspect", "idem:a"), 77, `NOPERM .*key`)
+		secWant(t, cli.With(env...).Run("claim", "acquire", "app:e"), 0)
+		secWant(t, cli.With(env...).Run("inspect", "idem:a"), 77, `NOPERM .*key`)
 	})
 
 	t.Run("wrong-password", func(t *testing.T) {
+		cli := clitest.New(t)
 		wrongpass := `^idmpctl: connect redis://[^:]*@?` + regexp.QuoteMeta(srv.Addr) + `/0: WRONGPASS invalid username-password pair or user is disabled\.$`
 		hint := `^hint: give a password with IDMPCTL_PASSWORD`
 		for _, env := range [][]string{
@@ -504,27 +446,28 @@ func TestACL(t *testing.T) {
 			{"IDMPCTL_URL=" + srv.URL, "REDISCLI_AUTH=not-the-default-pw"},
 		} {
 			for _, args := range [][]string{{"inspect", "--server"}, {"xadd", "s", "--pid", "p", "--iid", "i", "f", "v"}, {"claim", "acquire", "k"}} {
-				r := secRun(t, env, args...)
+				r := cli.With(env...).Run(args...)
 				secWant(t, r, 77, wrongpass, hint)
-				if strings.Contains(r.stderr+r.stdout, "not-the-") {
+				if strings.Contains(r.Stderr+r.Stdout, "not-the-") {
 					t.Errorf("the password was echoed:\n%s", r)
 				}
 			}
 		}
 		// No password at all: NOAUTH.
-		secWant(t, secRun(t, []string{"IDMPCTL_URL=redis://reader@" + srv.Addr + "/0"}, "inspect", "--server"), 77,
+		secWant(t, cli.With("IDMPCTL_URL=redis://reader@"+srv.Addr+"/0").Run("inspect", "--server"), 77,
 			`: NOAUTH Authentication required\.$`, hint)
 	})
 
 	t.Run("default-user-off", func(t *testing.T) {
-		off := secServer(t, "user default off", secACLConfig[1])
-		r := secRun(t, []string{"IDMPCTL_URL=redis://reader@" + off.Addr + "/0", "IDMPCTL_PASSWORD=reader-pw"}, "inspect", "--server")
+		cli := clitest.New(t)
+		off := redistest.NewWith(t, redistest.Options{Config: []string{"user default off", secACLConfig[1]}})
+		r := cli.With("IDMPCTL_URL=redis://reader@"+off.Addr+"/0", "IDMPCTL_PASSWORD=reader-pw").Run("inspect", "--server")
 		secWant(t, r, 0)
 		secStdout(t, r, `^role\tmaster$`)
 		// Without a user the password goes to the disabled default user.
-		secWant(t, secRun(t, []string{"IDMPCTL_URL=" + off.URL, "IDMPCTL_PASSWORD=reader-pw"}, "inspect", "--server"), 77,
+		secWant(t, cli.With("IDMPCTL_URL="+off.URL, "IDMPCTL_PASSWORD=reader-pw").Run("inspect", "--server"), 77,
 			`: WRONGPASS invalid username-password pair or user is disabled\.$`)
-		secWant(t, secRun(t, []string{"IDMPCTL_URL=" + off.URL}, "claim", "acquire", "k"), 77, `: NOAUTH Authentication required\.$`)
+		secWant(t, cli.With("IDMPCTL_URL="+off.URL).Run("claim", "acquire", "k"), 77, `: NOAUTH Authentication required\.$`)
 	})
 }
 
@@ -537,10 +480,10 @@ const (
 
 // secNoSecret fails when either output holds a password (or a recognisable
 // part of it).
-func secNoSecret(t *testing.T, r secResult) {
+func secNoSecret(t *testing.T, r clitest.Result) {
 	t.Helper()
 	for _, s := range []string{secPassword, secReaderPassword, "Sw0rdf1sh", "R3ader-Kp44"} {
-		if strings.Contains(r.stdout, s) || strings.Contains(r.stderr, s) {
+		if strings.Contains(r.Stdout, s) || strings.Contains(r.Stderr, s) {
 			t.Errorf("output holds the password %q\n%s", s, r)
 			return
 		}
@@ -566,11 +509,12 @@ func secCommandPaths() [][]string {
 func TestSecretNeverPrinted(t *testing.T) {
 	t.Parallel()
 	files := secPKI(t)
-	srv := secServer(t,
-		"user default on >"+secPassword+" ~* &* +@all",
-		"user reader on >"+secReaderPassword+" ~* +@read +ping +info +command +time")
-	tlsSrv := secTLSServer(t, files, redistest.TLSOptions{Cert: files.OtherServerCert, Key: files.OtherServerKey}, "requirepass "+secPassword)
-	other := secServer(t, "requirepass some-other-password")
+	srv := redistest.NewWith(t, redistest.Options{Config: []string{
+		"user default on >" + secPassword + " ~* &* +@all",
+		"user reader on >" + secReaderPassword + " ~* +@read +ping +info +command +time",
+	}})
+	tlsSrv := redistest.NewWith(t, redistest.Options{TLS: &redistest.TLSOptions{Files: files, Cert: files.OtherServerCert, Key: files.OtherServerKey}, Config: []string{"requirepass " + secPassword}})
+	other := redistest.NewWith(t, redistest.Options{Config: []string{"requirepass some-other-password"}})
 
 	// A port that accepts and never answers: the timeout path.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -606,6 +550,7 @@ func TestSecretNeverPrinted(t *testing.T) {
 	for name, envFor := range forms {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
+			cli := clitest.New(t)
 			env := envFor(srv.URL)
 			readerEnv := []string{"IDMPCTL_URL=redis://reader@" + srv.Addr + "/0", name + "=" + secReaderPassword}
 			key := "idem:" + strings.ToLower(name)
@@ -644,9 +589,9 @@ func TestSecretNeverPrinted(t *testing.T) {
 				{env, 64, []string{"inspect"}},
 			}
 			for _, s := range steps {
-				r := secRun(t, s.env, s.args...)
-				if r.code != s.code {
-					t.Errorf("exit %d, want %d\n%s", r.code, s.code, r)
+				r := cli.With(s.env...).Run(s.args...)
+				if r.Code != s.code {
+					t.Errorf("exit %d, want %d\n%s", r.Code, s.code, r)
 				}
 				secNoSecret(t, r)
 			}
@@ -654,6 +599,7 @@ func TestSecretNeverPrinted(t *testing.T) {
 	}
 
 	t.Run("help", func(t *testing.T) {
+		cli := clitest.New(t)
 		// Every command's help, with every way of giving a password set:
 		// flag defaults never show the environment.
 		env := []string{"IDMPCTL_PASSWORD=" + secPassword, "REDISCLI_AUTH=" + secPassword,
@@ -664,42 +610,43 @@ func TestSecretNeverPrinted(t *testing.T) {
 			t.Fatalf("only %d commands found: %v", len(paths), paths)
 		}
 		for _, p := range paths {
-			r := secRun(t, env, append(p, "--help")...)
+			r := cli.With(env...).Run(append(p, "--help")...)
 			secWant(t, r, 0)
-			if !strings.Contains(r.stdout, "Usage:") {
+			if !strings.Contains(r.Stdout, "Usage:") {
 				t.Errorf("no usage in\n%s", r)
 			}
 			secNoSecret(t, r)
 		}
 		for _, args := range [][]string{{"help"}, {"help", "claim", "run"}, {}} {
-			r := secRun(t, env, args...)
+			r := cli.With(env...).Run(args...)
 			secNoSecret(t, r)
 		}
 	})
 
 	t.Run("password-in-url", func(t *testing.T) {
+		cli := clitest.New(t)
 		const warning = `^idmpctl: warning: a password in --url is visible to other users \(ps, shell history\); use IDMPCTL_PASSWORD or REDISCLI_AUTH$`
 		for _, c := range []struct{ url, shown string }{
 			{"redis://:" + secPassword + "@" + srv.Addr + "/0", "redis://:xxxxx@" + srv.Addr + "/0"},
 			{"redis://reader:" + secReaderPassword + "@" + srv.Addr + "/0", "redis://reader:xxxxx@" + srv.Addr + "/0"},
 		} {
-			r := secRun(t, nil, "inspect", "--server", "--url", c.url)
+			r := cli.Run("inspect", "--server", "--url", c.url)
 			secWant(t, r, 0, warning)
 			secStdout(t, r, `^url\t`+regexp.QuoteMeta(c.shown)+`$`)
 			secNoSecret(t, r)
-			r = secRun(t, nil, "inspect", "--server", "--url", c.url, "-o", "json")
+			r = cli.Run("inspect", "--server", "--url", c.url, "-o", "json")
 			secWant(t, r, 0, warning)
 			var rep map[string]any
-			if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep["url"] != c.shown {
+			if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || rep["url"] != c.shown {
 				t.Errorf("json url = %v (%v), want %q\n%s", rep["url"], err, c.shown, r)
 			}
 			secNoSecret(t, r)
 		}
 		// From IDMPCTL_URL it is not on the command line: no warning, and
 		// still redacted.
-		r := secRun(t, []string{"IDMPCTL_URL=redis://:" + secPassword + "@" + srv.Addr + "/0"}, "inspect", "--server")
+		r := cli.With("IDMPCTL_URL=redis://:"+secPassword+"@"+srv.Addr+"/0").Run("inspect", "--server")
 		secWant(t, r, 0)
-		if r.stderr != "" {
+		if r.Stderr != "" {
 			t.Errorf("a password from IDMPCTL_URL warns:\n%s", r)
 		}
 		secNoSecret(t, r)
@@ -716,9 +663,9 @@ func TestSecretNeverPrinted(t *testing.T) {
 			{"http://:" + secPassword + "@" + srv.Addr + "/0", 78, []string{"inspect", "--server"}},
 			{"redis://:" + secPassword + "@" + srv.Addr + "/notadb", 78, []string{"inspect", "--server"}},
 		} {
-			r := secRun(t, nil, append(c.args, "--url", c.url)...)
-			if r.code != c.code {
-				t.Errorf("exit %d, want %d\n%s", r.code, c.code, r)
+			r := cli.Run(append(c.args, "--url", c.url)...)
+			if r.Code != c.code {
+				t.Errorf("exit %d, want %d\n%s", r.Code, c.code, r)
 			}
 			secNoSecret(t, r)
 		}
@@ -733,7 +680,7 @@ func TestSecretNotInProcessArgs(t *testing.T) {
 	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
 		t.Skip("no /proc")
 	}
-	srv := secServer(t, "requirepass "+secPassword)
+	srv := redistest.NewWith(t, redistest.Options{Config: []string{"requirepass " + secPassword}})
 	for _, c := range []struct {
 		name   string
 		env    []string
@@ -750,25 +697,18 @@ func TestSecretNotInProcessArgs(t *testing.T) {
 			key := "ps:" + c.name
 			args := append([]string{"claim", "run", key}, c.args...)
 			args = append(args, "--", "sleep", "3")
-			p := exec.Command("idmpctl", args...)
-			p.Env = secEnv(c.env...)
-			var out, errb bytes.Buffer
-			p.Stdout, p.Stderr = &out, &errb
-			if err := p.Start(); err != nil {
-				t.Fatal(err)
-			}
+			p := clitest.New(t, c.env...).Start(args...)
 			// Wait until the claim is held: idmpctl has connected and runs
 			// the command.
 			deadline := time.Now().Add(20 * time.Second)
 			for secServerSays(t, srv.Addr, "default", secPassword, "HGET", key, "status") != "PROCESSING" {
 				if time.Now().After(deadline) {
-					_ = p.Process.Kill()
-					_ = p.Wait()
-					t.Fatalf("the claim was never taken\n%s%s", out.String(), errb.String())
+					_ = p.Kill()
+					t.Fatalf("the claim was never taken: %s", p.Wait(time.Minute))
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
-			cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.Process.Pid))
+			cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.Pid()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -780,20 +720,21 @@ func TestSecretNotInProcessArgs(t *testing.T) {
 				t.Errorf("password in the command line (ps) = %v, want %v: %q", got, c.inArgs, shown)
 			}
 			// Nor in the command it runs.
-			for _, child := range secChildren(p.Process.Pid) {
+			for _, child := range secChildren(p.Pid()) {
 				if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child)); err == nil && strings.Contains(string(b), secPassword) {
 					t.Errorf("password in the command line of child %d: %q", child, b)
 				}
 			}
-			if err := p.Wait(); err != nil {
-				t.Errorf("claim run: %v\n%s%s", err, out.String(), errb.String())
+			r := p.Wait(time.Minute)
+			if r.Code != 0 {
+				t.Errorf("claim run: %s", r)
 			}
-			warned := strings.Contains(errb.String(), "a password in --url is visible to other users")
+			warned := strings.Contains(r.Stderr, "a password in --url is visible to other users")
 			if warned != c.inArgs {
-				t.Errorf("warning = %v, want %v: %q", warned, c.inArgs, errb.String())
+				t.Errorf("warning = %v, want %v: %q", warned, c.inArgs, r.Stderr)
 			}
-			if strings.Contains(out.String()+errb.String(), secPassword) {
-				t.Errorf("password printed: %q %q", out.String(), errb.String())
+			if strings.Contains(r.Stdout+r.Stderr, secPassword) {
+				t.Errorf("password printed: %q %q", r.Stdout, r.Stderr)
 			}
 		})
 	}

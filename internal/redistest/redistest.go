@@ -33,7 +33,13 @@ type Options struct {
 	Dir    string   // working directory (data, logs, socket); required
 	Unix   bool     // listen on Dir/redis.sock only; otherwise a free loopback port
 	Port   int      // a fixed port (restart on the same port); 0 picks a free one
+	AOF    bool     // appendonly yes, appendfsync always: every acknowledged write survives kill -9
 	Config []string // extra config lines, e.g. "requirepass s3cret"
+
+	// TLS, when set, makes the server speak TLS only, on a free loopback
+	// port (TLSPort); Unix is implied: the plain side is the unix socket,
+	// which Do and the start-up PING use. Config lines come after the TLS ones.
+	TLS *TLSOptions
 }
 
 // Server is a running redis-server.
@@ -41,6 +47,12 @@ type Server struct {
 	Opts Options
 	Addr string // host:port, or the socket path
 	URL  string // redis://127.0.0.1:port/0 or unix:///path
+
+	// With Options.TLS: the TLS port, 127.0.0.1:port and rediss://127.0.0.1:port/0.
+	TLSPort int
+	TLSAddr string
+	TLSURL  string
+
 	cmd  *exec.Cmd
 	done chan struct{}
 }
@@ -50,6 +62,12 @@ func Start(opts Options) (*Server, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("redistest: Options.Dir is required")
 	}
+	if opts.TLS != nil {
+		if opts.TLS.Files == nil {
+			return nil, errors.New("redistest: TLSOptions.Files is required")
+		}
+		opts.Unix = true
+	}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -57,9 +75,13 @@ func Start(opts Options) (*Server, error) {
 	conf := []string{
 		"dir " + opts.Dir,
 		"save \"\"",
-		"appendonly no",
 		"logfile " + filepath.Join(opts.Dir, "redis.log"),
 		"daemonize no",
+	}
+	if opts.AOF {
+		conf = append(conf, "appendonly yes", "appendfsync always")
+	} else {
+		conf = append(conf, "appendonly no")
 	}
 	if opts.Unix {
 		sock := filepath.Join(opts.Dir, "redis.sock")
@@ -72,29 +94,36 @@ func Start(opts Options) (*Server, error) {
 		}
 		conf = append(conf, "port 0", "unixsocket "+sock, "unixsocketperm 700")
 		s.Addr, s.URL = sock, "unix://"+sock
-		if err := s.start(append(conf, opts.Config...)); err != nil {
-			return nil, err
-		}
-		return s, nil
 	}
-	// A free port can be taken by a parallel test between the check and
-	// the bind: pick another and try again.
+	// A port free a moment ago can be taken by a parallel test's server
+	// before this one binds it: pick another and try again.
+	freePort := (!opts.Unix && opts.Port == 0) || opts.TLS != nil
 	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		port := opts.Port
-		if port == 0 {
-			if port, err = FreePort(); err != nil {
+	for range 5 {
+		lines := conf[:len(conf):len(conf)]
+		if !opts.Unix {
+			port := opts.Port
+			if port == 0 {
+				if port, err = FreePort(); err != nil {
+					return nil, err
+				}
+			}
+			s.Opts.Port = port
+			s.Addr = "127.0.0.1:" + strconv.Itoa(port)
+			s.URL = "redis://" + s.Addr + "/0"
+			lines = append(lines, "bind 127.0.0.1", "port "+strconv.Itoa(port))
+		}
+		if opts.TLS != nil {
+			var tls []string
+			if tls, err = s.tlsConfig(opts.TLS); err != nil {
 				return nil, err
 			}
+			lines = append(lines, tls...)
 		}
-		s.Opts.Port = port
-		s.Addr = "127.0.0.1:" + strconv.Itoa(port)
-		s.URL = "redis://" + s.Addr + "/0"
-		err = s.start(append(append(conf[:len(conf):len(conf)], "bind 127.0.0.1", "port "+strconv.Itoa(port)), opts.Config...))
-		if err == nil {
+		if err = s.start(append(lines, opts.Config...)); err == nil {
 			return s, nil
 		}
-		if opts.Port != 0 || !strings.Contains(err.Error(), "in use") {
+		if !freePort || !strings.Contains(err.Error(), "in use") {
 			break
 		}
 	}

@@ -17,7 +17,8 @@ func New(t testing.TB, config ...string) *Server {
 }
 
 // NewWith starts a server with opts for one test (Dir defaults to a
-// temporary directory of the test), stopped when the test ends.
+// temporary directory of the test), stopped when the test ends: a unix
+// socket or a loopback port, AOF, TLS, a fixed port (see Options).
 func NewWith(t testing.TB, opts Options) *Server {
 	t.Helper()
 	if opts.Dir == "" {

@@ -7,13 +7,11 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -158,22 +156,9 @@ type TLSOptions struct {
 	AuthClients bool
 }
 
-// TLSServer is a redis-server that speaks TLS only on a loopback port; its
-// embedded Server is the plain unix socket (for Do and the start-up PING).
-type TLSServer struct {
-	*Server
-	TLSPort int
-	TLSAddr string // 127.0.0.1:port
-	TLSURL  string // rediss://127.0.0.1:port/0
-}
-
-// StartTLS starts a redis-server with no plain TCP port: TLS on a free
-// loopback port, and a unix socket (opts.Unix is forced) that the harness
-// uses to see the server is up. opts.Config lines come after the TLS ones.
-func StartTLS(opts Options, t TLSOptions) (*TLSServer, error) {
-	if t.Files == nil {
-		return nil, errors.New("redistest: TLSOptions.Files is required")
-	}
+// tlsConfig picks a free loopback port for TLS and returns the config
+// lines that serve TLS on it (with no plain TCP port).
+func (s *Server) tlsConfig(t *TLSOptions) ([]string, error) {
 	cert, key := t.Cert, t.Key
 	if cert == "" {
 		cert, key = t.Files.ServerCert, t.Files.ServerKey
@@ -182,32 +167,19 @@ func StartTLS(opts Options, t TLSOptions) (*TLSServer, error) {
 	if t.AuthClients {
 		auth = "yes"
 	}
-	extra := opts.Config
-	opts.Unix = true
-	var err error
-	// A port free a moment ago may be taken by the time the server binds
-	// it: try another.
-	for range 3 {
-		var port int
-		if port, err = FreePort(); err != nil {
-			return nil, err
-		}
-		opts.Config = append([]string{
-			"bind 127.0.0.1",
-			"tls-port " + strconv.Itoa(port),
-			"tls-cert-file " + cert,
-			"tls-key-file " + key,
-			"tls-ca-cert-file " + t.Files.CA,
-			"tls-auth-clients " + auth,
-		}, extra...)
-		var srv *Server
-		if srv, err = Start(opts); err == nil {
-			addr := "127.0.0.1:" + strconv.Itoa(port)
-			return &TLSServer{Server: srv, TLSPort: port, TLSAddr: addr, TLSURL: "rediss://" + addr + "/0"}, nil
-		}
-		if !strings.Contains(err.Error(), "in use") {
-			break
-		}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
 	}
-	return nil, err
+	s.TLSPort = port
+	s.TLSAddr = "127.0.0.1:" + strconv.Itoa(port)
+	s.TLSURL = "rediss://" + s.TLSAddr + "/0"
+	return []string{
+		"bind 127.0.0.1",
+		"tls-port " + strconv.Itoa(port),
+		"tls-cert-file " + cert,
+		"tls-key-file " + key,
+		"tls-ca-cert-file " + t.Files.CA,
+		"tls-auth-clients " + auth,
+	}, nil
 }
