@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/idmpctl/idmpctl/cmd.version=$(VERSION)
 
-.PHONY: build demo test test-valkey test-short fuzz bench completions vet fmt redis-server clean
+.PHONY: build demo test test-valkey test-short fuzz bench completions man vet fmt redis-server clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o idmpctl .
@@ -55,6 +55,12 @@ completions:
 	$(GO) run . completion zsh > completions/_idmpctl
 	$(GO) run . completion fish > completions/idmpctl.fish
 	$(GO) run . completion powershell > completions/idmpctl.ps1
+
+# man/: idmpctl(1) and a page per command, from the command tree
+# (internal/tools/genman, a separate program: cobra/doc stays out of the
+# idmpctl binary). A test fails when man/ is stale.
+man:
+	$(GO) run ./internal/tools/genman -dir man
 
 # Debian's redis-server when missing (tests start their own processes).
 redis-server:
