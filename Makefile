@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/idmpctl/idmpctl/cmd.version=$(VERSION)
 
-.PHONY: build demo test test-valkey test-short fuzz bench completions man vet fmt redis-server clean
+.PHONY: build demo test test-valkey test-short fuzz bench completions man man-gz vet fmt redis-server clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o idmpctl .
@@ -62,9 +62,16 @@ completions:
 man:
 	$(GO) run ./internal/tools/genman -dir man
 
+# Gzipped copies of man/ for the .deb and .rpm (goreleaser's before hooks):
+# -n keeps them byte-identical from run to run.
+man-gz: man
+	rm -rf build/man && mkdir -p build/man
+	for f in man/*.1; do gzip -9nc "$$f" > "build/man/$${f##*/}.gz"; done
+
 # Debian's redis-server when missing (tests start their own processes).
 redis-server:
 	@command -v redis-server >/dev/null || bash scripts/install-redis.sh
 
 clean:
 	rm -f idmpctl bench.out
+	rm -rf build
