@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/idmpctl/idmpctl/cmd.version=$(VERSION)
 
-.PHONY: build demo test test-soak test-valkey test-short fuzz bench completions vet fmt redis-server clean
+.PHONY: build demo test test-soak test-valkey test-short fuzz bench completions man man-gz vet fmt redis-server clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o idmpctl .
@@ -61,9 +61,22 @@ completions:
 	$(GO) run . completion fish > completions/idmpctl.fish
 	$(GO) run . completion powershell > completions/idmpctl.ps1
 
+# man/: idmpctl(1) and a page per command, from the command tree
+# (internal/tools/genman, a separate program: cobra/doc stays out of the
+# idmpctl binary). A test fails when man/ is stale.
+man:
+	$(GO) run ./internal/tools/genman -dir man
+
+# Gzipped copies of man/ for the .deb and .rpm (goreleaser's before hooks):
+# -n keeps them byte-identical from run to run.
+man-gz: man
+	rm -rf build/man && mkdir -p build/man
+	for f in man/*.1; do gzip -9nc "$$f" > "build/man/$${f##*/}.gz"; done
+
 # Debian's redis-server when missing (tests start their own processes).
 redis-server:
 	@command -v redis-server >/dev/null || bash scripts/install-redis.sh
 
 clean:
 	rm -f idmpctl bench.out
+	rm -rf build

@@ -1,5 +1,6 @@
 // Package cmd holds idmpctl's commands: flags, validation and wiring. Redis
-// logic lives in internal/ops and output in internal/render.
+// logic lives in internal/redisconn, stream, claim and keyspace, and output
+// in internal/render.
 package cmd
 
 import (
