@@ -5,8 +5,11 @@ LDFLAGS := -s -w -X github.com/idmpctl/idmpctl/cmd.version=$(VERSION)
 
 .PHONY: build demo test test-soak test-valkey test-short fuzz bench completions man man-gz vet fmt redis-server clean
 
+# The build users get: static (no cgo: the pure-Go resolver, no dynamic
+# loader at every start) and stripped. go install users get the same with
+# CGO_ENABLED=0 go install -trimpath -ldflags='-s -w' (README).
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o idmpctl .
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o idmpctl .
 
 # A walkthrough of every command against $DEMO_URL, or a throwaway
 # redis-server on a free loopback port (installed with apt-get if missing).

@@ -2,7 +2,7 @@ package stream
 
 import (
 	"context"
-	"embed"
+	_ "embed"
 	"errors"
 	"fmt"
 	"slices"
@@ -22,28 +22,34 @@ import (
 // defaults on an idle stream (that would shrink dedupe windows). It is a few
 // fields, and any later call on a deleted stream's name drops it (R13).
 
-//go:embed lua/stream_*.lua
-var streamLua embed.FS
-
-func mustLua(name string) string {
-	b, err := streamLua.ReadFile("lua/" + name)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}
+// The scripts' sources, embedded as strings: static data, nothing to copy
+// or build at process start.
+var (
+	//go:embed lua/stream_common.lua
+	commonLua string
+	//go:embed lua/stream_emu_add.lua
+	addLua string
+	//go:embed lua/stream_emu_cfgset.lua
+	cfgsetLua string
+	//go:embed lua/stream_emu_info.lua
+	infoLua string
+	//go:embed lua/stream_emu_clear.lua
+	clearLua string
+	//go:embed lua/stream_native_clear.lua
+	nativeClearLua string
+)
 
 // emulatedScript is one emulated-IDMP script: the IDMP limits, the common
-// helpers of lua/stream_common.lua and its own file.
-func emulatedScript(name string) *redisconn.Script {
-	return redisconn.NewScript(idmp.LuaConstants(), mustLua("stream_common.lua"), mustLua(name))
+// helpers of lua/stream_common.lua and its own source.
+func emulatedScript(source string) *redisconn.Script {
+	return redisconn.NewScript(idmp.LuaConstants(), commonLua, source)
 }
 
 var (
-	addScript    = emulatedScript("stream_emu_add.lua")
-	cfgsetScript = emulatedScript("stream_emu_cfgset.lua")
-	infoScript   = emulatedScript("stream_emu_info.lua")
-	clearScript  = emulatedScript("stream_emu_clear.lua")
+	addScript    = emulatedScript(addLua)
+	cfgsetScript = emulatedScript(cfgsetLua)
+	infoScript   = emulatedScript(infoLua)
+	clearScript  = emulatedScript(clearLua)
 )
 
 // stateCall is the keys and leading arguments every emulated script takes.

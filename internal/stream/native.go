@@ -209,7 +209,7 @@ func withCfg(c idmp.Config, duration, maxsize int64) idmp.Config {
 
 // nativeClearScript changes IDMP-DURATION and sets it back, atomically and on
 // the value current at that moment: Redis clears every pid's iids on a change.
-var nativeClearScript = redisconn.NewScript(idmp.LuaConstants(), mustLua("stream_native_clear.lua"))
+var nativeClearScript = redisconn.NewScript(idmp.LuaConstants(), nativeClearLua)
 
 func (s *Streams) nativeClear(ctx context.Context, stream, pid string) (int64, error) {
 	if pid != "" {
