@@ -263,7 +263,7 @@ func inspectMatch(ctx context.Context, o *InspectOptions) error {
 	if p.ErrTTY {
 		opts.Progress = func(n int64) { fmt.Fprintf(p.Err, "\rscanned %d keys", n) }
 	}
-	defer scanGC(o.Factory.Getenv)()
+	defer bulkGC(o.Factory.Getenv)()
 	flush := bufferStream(p)
 	sum, err := keyspace.ScanKeys(ctx, conn, opts, func(r records.Record) error {
 		switch {
@@ -338,14 +338,15 @@ func bufferStream(p *render.Printer) (flush func()) {
 	}
 }
 
-// scanGC tunes the collector for a keyspace scan (inspect --match, purge
-// --match). A scan allocates fast (every key's replies and record) and
-// holds little (a few batches), so collecting at 4x the live heap instead
+// bulkGC tunes the collector for bulk work: a keyspace scan (inspect
+// --match, purge --match) or a batch (xadd --batch). Each allocates fast
+// (every key's replies and record, every line's fields and arguments) and
+// holds little (a few batches or windows), so collecting at 4x the live heap instead
 // of 2x saves much of the collector's work; a soft limit of 40 MiB keeps the
 // heap inside purge's budget (peak RSS under 64 MB) should the values be
 // large. GOGC or GOMEMLIMIT in the environment win. The returned func
 // restores the settings.
-func scanGC(getenv func(string) string) (restore func()) {
+func bulkGC(getenv func(string) string) (restore func()) {
 	if getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" {
 		return func() {}
 	}

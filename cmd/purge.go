@@ -140,7 +140,7 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) error {
 	if err != nil {
 		return err
 	}
-	defer scanGC(f.Getenv)()
+	defer bulkGC(f.Getenv)()
 	if !o.DryRun && !o.Yes {
 		// Count first, so the question can say how many.
 		count := o.Ops

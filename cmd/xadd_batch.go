@@ -117,6 +117,7 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 			p.Warnf("xadd --batch: %v: retrying (%d of %d)", err, attempt, f.Global.Retries)
 		},
 	}
+	defer bulkGC(f.Getenv)()
 	flush := bufferStream(p)
 	sum, err := streams.RunBatch(ctx, spec, in, func(r stream.BatchResult) error {
 		printBatchResult(p, o, r)
@@ -151,7 +152,8 @@ func printBatchResult(p *render.Printer, o *XAddOptions, r stream.BatchResult) {
 	if r.ReplyLost {
 		id, outcome = "-", "committed" // its reply was lost and not kept (native)
 	}
-	p.Line("%s\t%s", id, outcome)
+	// A line per add, millions of them: no fmt.
+	_, _ = io.WriteString(p.Out, id+"\t"+outcome+"\n")
 }
 
 func printBatchSummary(p *render.Printer, o *XAddOptions, id string, s stream.BatchSummary) {

@@ -46,6 +46,14 @@ func ParseLine(b []byte, auto bool) (Line, error) {
 	if err := checkUTF8(b); err != nil {
 		return Line{}, err
 	}
+	if l, ok := parseFast(b, auto); ok {
+		return l, nil
+	}
+	return parseFull(b, auto)
+}
+
+// parseFull is ParseLine for any line: every form, and the errors.
+func parseFull(b []byte, auto bool) (Line, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var l Line

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestParseLine(t *testing.T) {
@@ -113,6 +114,14 @@ func FuzzParseLine(f *testing.F) {
 		f.Add([]byte(s), true)
 	}
 	f.Fuzz(func(t *testing.T, b []byte, auto bool) {
+		// The fast path reads what it reads exactly as the full parser does
+		// (ParseLine refuses bytes that are not UTF-8 before either runs).
+		if fast, ok := parseFast(b, auto); ok && utf8.Valid(b) {
+			full, err := parseFull(b, auto)
+			if err != nil || !reflect.DeepEqual(fast, full) {
+				t.Fatalf("%q: fast %+v, full %+v (%v)", b, fast, full, err)
+			}
+		}
 		l, err := ParseLine(b, auto)
 		if err != nil {
 			return
@@ -161,6 +170,39 @@ func TestParseLineBinary(t *testing.T) {
 	} {
 		if _, err := ParseLine([]byte(line), false); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err %v, want %q", line, err, want)
+		}
+	}
+}
+
+// The fast path takes the common shapes and gives every other line to the
+// full parser, which reads it the same (or says what is wrong).
+func TestParseFast(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		auto bool
+		fast bool
+	}{
+		{`{"iid":"order-17","fields":{"amount":"100","cur":"EUR"}}`, false, true},
+		{` { "iid" : "a" , "fields" : [ ["f","v"] , ["f","v2"] ] , "pid" : "p" } `, false, true},
+		{`{"fields":{"a":"1"}}`, true, true},
+		{`{"iid":"é€ 漢字","fields":{"k":"v\u0000"}}`, false, false},
+		{`{"iid":"a","fields":{"n":1}}`, false, false},
+		{`{"iid":"a","fields":{"f":{"b64":"AA=="}}}`, false, false},
+		{`{"iid":"a","iid":"b","fields":{"f":"v"}}`, false, false},
+		{`{"iid":"","fields":{"f":"v"}}`, false, false},
+		{`{"iid":"a","fields":{}}`, false, false},
+		{`{"iid":"a","fields":{"f":"v"}} x`, false, false},
+		{`{"iid":"a","fields":{"f":"v"}`, false, false},
+		{`{"iid":"a","fields":{"f":"v"},"x":1}`, false, false},
+		{`{"iid":"a","fields":{"f":"v"}}`, true, false},
+	} {
+		fast, ok := parseFast([]byte(c.line), c.auto)
+		if ok != c.fast {
+			t.Errorf("%s: fast path %v, want %v", c.line, ok, c.fast)
+		}
+		full, err := parseFull([]byte(c.line), c.auto)
+		if ok && (err != nil || !reflect.DeepEqual(fast, full)) {
+			t.Errorf("%s: fast %+v, full %+v (%v)", c.line, fast, full, err)
 		}
 	}
 }

@@ -134,14 +134,16 @@ func parseProgress(h map[string]string) Progress {
 
 // batchRun is one run of RunBatch.
 type batchRun struct {
-	s      *Streams
-	spec   BatchSpec
-	in     BatchInput
-	emit   func(BatchResult) error
-	layout idmp.StateLayout
-	key    string
-	digest hash.Hash // over every line read so far
-	sum    BatchSummary
+	s    *Streams
+	spec BatchSpec
+	in   BatchInput
+	emit func(BatchResult) error
+	// results carries the confirmed lines to the goroutine that emits them.
+	results chan []BatchResult
+	layout  idmp.StateLayout
+	key     string
+	digest  hash.Hash // over every line read so far
+	sum     BatchSummary
 	// kept is the from-line of confirmed chunks whose replies the record
 	// still keeps, oldest first: each later chunk drops one.
 	kept       []int64
@@ -156,6 +158,8 @@ type chunk struct {
 	reqs     []AddRequest
 	lines    []int64
 	retried  bool
+	call     *redisconn.Call // its emulated script call, once prepared
+	iids     []string        // each request's iid (derived for Auto)
 }
 
 // RunBatch adds the input's lines exactly once and calls emit with each
@@ -183,10 +187,29 @@ func (s *Streams) RunBatch(ctx context.Context, spec BatchSpec, in BatchInput, e
 	if err := r.start(ctx); err != nil {
 		return r.sum, err
 	}
+	// Results are printed by a goroutine of their own, in order, so that the
+	// next window goes to the server while this one's lines are printed.
+	r.results = make(chan []BatchResult, 2)
+	printed := make(chan error, 1)
+	go func() {
+		var perr error
+		for rs := range r.results {
+			for _, res := range rs {
+				if perr == nil {
+					perr = emit(res)
+				}
+			}
+		}
+		printed <- perr
+	}()
 	if s.Mode == ModeNative {
 		err = r.runNative(ctx)
 	} else {
 		err = r.runEmulated(ctx)
+	}
+	close(r.results)
+	if perr := <-printed; err == nil {
+		err = perr
 	}
 	return r.sum, err
 }
@@ -395,6 +418,7 @@ func (r *batchRun) fill(queue []*chunk, from int64) ([]*chunk, error) {
 
 // confirm counts a chunk's results and emits them.
 func (r *batchRun) confirm(c *chunk, res []AddResult, lost bool) error {
+	out := make([]BatchResult, len(res))
 	for i, a := range res {
 		if a.Duplicate {
 			r.sum.Duplicates++
@@ -402,9 +426,10 @@ func (r *batchRun) confirm(c *chunk, res []AddResult, lost bool) error {
 			r.sum.Added++
 		}
 		r.sum.Lines++
-		if err := r.emit(BatchResult{Line: c.lines[i], AddResult: a, Retried: c.retried, ReplyLost: lost}); err != nil {
-			return err
-		}
+		out[i] = BatchResult{Line: c.lines[i], AddResult: a, Retried: c.retried, ReplyLost: lost}
+	}
+	if len(out) > 0 {
+		r.results <- out
 	}
 	if len(res) == len(c.reqs) {
 		r.sum.LastLine = c.to
@@ -421,22 +446,66 @@ func (r *batchRun) lineError(c *chunk, i int, err error) error {
 	return exit.WithHint(e, fmt.Sprintf("%d lines are committed; once it is fixed, run the same command again: it resumes after line %d", r.sum.LastLine, r.sum.LastLine))
 }
 
-// runEmulated sends windows of chunks, one round trip each.
+// runEmulated sends windows of chunks, one round trip each. Reading and
+// parsing the input, and preparing the script calls, run ahead in a
+// goroutine of their own (at most two windows ahead): the server adds one
+// window while the next is being read.
 func (r *batchRun) runEmulated(ctx context.Context) error {
-	var queue []*chunk
-	for {
-		var err error
-		if queue, err = r.fill(queue, r.sum.LastLine); err != nil {
-			return err
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	windows := make(chan []*chunk, 2)
+	var readErr error
+	go func() {
+		defer close(windows)
+		from := r.sum.LastLine
+		for {
+			queue, err := r.fill(nil, from)
+			if err == nil && len(queue) == 0 {
+				return
+			}
+			for _, c := range queue {
+				if err == nil {
+					err = r.prepare(c)
+				}
+			}
+			if err != nil {
+				readErr = err
+				return
+			}
+			from = queue[len(queue)-1].to
+			select {
+			case windows <- queue:
+			case <-ctx.Done():
+				return
+			}
 		}
-		if len(queue) == 0 {
-			return r.tidy(ctx)
-		}
+	}()
+	for queue := range windows {
 		if err := r.sendEmulated(ctx, queue); err != nil {
+			cancel()
+			for range windows { // let the reader stop
+			}
 			return err
 		}
-		queue = queue[:0]
 	}
+	if readErr != nil {
+		return readErr
+	}
+	return r.tidy(ctx)
+}
+
+// prepare builds a chunk's script call (once: a chunk cut short by a
+// recovery gets a new one). Which kept replies it drops is decided when it
+// is sent (dropArg).
+func (r *batchRun) prepare(c *chunk) error {
+	if c.call != nil {
+		return nil
+	}
+	cp := &chunkProgress{Key: r.key, Index: r.layout.Batches, ID: r.spec.ID, PID: r.spec.Template.PID,
+		From: c.from, To: c.to, Digest: c.digest, DropReplies: -1, TTL: r.spec.TTL, Lines: c.lines}
+	call, iids, err := r.s.emulatedAddCall(c.reqs, cp, false)
+	c.call, c.iids = call, iids
+	return err
 }
 
 // sendEmulated commits queue: one pipeline of script calls; after a network
@@ -455,19 +524,16 @@ func (r *batchRun) sendEmulated(ctx context.Context, queue []*chunk) error {
 				continue
 			}
 			calls := make([]*redisconn.Call, len(queue))
-			iids := make([][]string, len(queue))
 			for i, c := range queue {
-				drop := int64(-1)
-				if len(r.kept) > 0 {
-					drop, r.kept = r.kept[0], r.kept[1:]
-				}
-				cp := &chunkProgress{Key: r.key, Index: r.layout.Batches, ID: r.spec.ID, PID: r.spec.Template.PID,
-					From: c.from, To: c.to, Digest: c.digest, DropReplies: drop, TTL: r.spec.TTL, Lines: c.lines}
-				call, ids, err := r.s.emulatedAddCall(c.reqs, cp, false)
-				if err != nil {
+				if err := r.prepare(c); err != nil {
 					return err
 				}
-				calls[i], iids[i] = call, ids
+				drop := ""
+				if len(r.kept) > 0 {
+					drop, r.kept = strconv.FormatInt(r.kept[0], 10), r.kept[1:]
+				}
+				c.call.Args[dropArg] = drop
+				calls[i] = c.call
 			}
 			if err := r.s.Conn.RunPipelined(ctx, calls); err != nil {
 				recovering = true
@@ -481,7 +547,7 @@ func (r *batchRun) sendEmulated(ctx context.Context, queue []*chunk) error {
 					}
 					return exit.Wrap(scriptErr(err), r.what())
 				}
-				res, err := parseAddReply(calls[i].Cmd.Val(), iids[i], len(c.reqs))
+				res, err := parseAddReply(calls[i].Cmd.Val(), c.iids, len(c.reqs))
 				var moved *errProgressMoved
 				if errors.As(err, &moved) {
 					// Committed already (a stalled copy of it ran first), or

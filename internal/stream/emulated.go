@@ -99,6 +99,11 @@ func (s *Streams) emulatedAddRun(ctx context.Context, reqs []AddRequest) ([]AddR
 	return parseAddReply(call.Cmd.Val(), iids, len(reqs))
 }
 
+// dropArg is where in the add script's arguments (after the three common
+// ones and six options) a chunk names the kept replies that go: set when
+// the chunk is sent.
+const dropArg = 3 + 6 + 3
+
 // chunkProgress is what a chunk of xadd --batch adds to its script call:
 // the progress record it moves from From to To input lines (see batch.go).
 type chunkProgress struct {

@@ -121,9 +121,9 @@ for j = 1, npids do
     redis.call('HDEL', ids, oldest)
   end
   local p = { ids = ids, order = order, pid = ARGV[17 + 2 * j], start = redis.call('LLEN', order),
-    known = {}, pos = {}, cand = {}, pushed = {}, newid = {}, n = 0 }
+    count = tonumber(ARGV[18 + 2 * j]), known = {}, pos = {}, cand = {}, pushed = {}, newid = {}, n = 0 }
   -- Old iids this batch can evict: the list's first (start + count - maxsize).
-  local reach = math.min(p.start, p.start + tonumber(ARGV[18 + 2 * j]) - maxsize)
+  local reach = math.min(p.start, p.start + p.count - maxsize)
   if reach > 0 then
     for i, iid in ipairs(redis.call('LRANGE', order, 0, reach - 1)) do p.cand[iid] = i - 1 end
   end
@@ -131,25 +131,27 @@ for j = 1, npids do
 end
 -- The iids each pid tracks that this batch asks about: all of them when
 -- they are few (a small hash is a listpack, where every HMGET field is a
--- scan), else one HMGET of the batch's iids.
-local asked = {}
-local a = first
-for _ = 1, nitems do
-  local pj = int(ARGV[a])
-  local l = asked[pj]
-  if not l then
-    l = {}
-    asked[pj] = l
-  end
-  l[#l + 1] = ARGV[a + 1]
-  a = a + 3 + int(ARGV[a + 2])
-end
-for j, l in pairs(asked) do
+-- scan), else one HMGET of the batch's iids, gathered in a pass over the
+-- items that only such pids need.
+local asking = false
+for j = 1, npids do
   local p = per[j]
-  if p.start <= 512 or p.start <= 2 * #l then
+  if p.start <= 512 or p.start <= 2 * p.count then
     p.known = to_table(redis.call('HGETALL', p.ids))
   else
-    for i = 1, #l, 4000 do
+    p.asked, asking = {}, true
+  end
+end
+local a = first
+if asking then
+  for _ = 1, nitems do
+    local l = per[int(ARGV[a])].asked
+    if l then l[#l + 1] = ARGV[a + 1] end
+    a = a + 3 + int(ARGV[a + 2])
+  end
+  for _, p in ipairs(per) do
+    local l = p.asked
+    for i = 1, l and #l or 0, 4000 do
       local last = math.min(i + 3999, #l)
       local v = redis.call('HMGET', p.ids, unpack(l, i, last))
       for k = i, last do
@@ -165,8 +167,17 @@ local argv, rpcall, xadd = ARGV, redis.pcall, 'XADD'
 local nadds, ndups, last_id = 0, 0, nil
 local done, ndone, stop, message = {}, 0, '', ''
 a = first
+-- The current pid's state is kept in locals while items go on with the same
+-- pid (a batch has one): a field of a table is a lookup at every use.
+local cur, p, pos, known, newid, pushed, cand, start, n
 for _ = 1, nitems do
-  local p, iid, nf = per[int(argv[a])], argv[a + 1], int(argv[a + 2])
+  local j, iid, nf = argv[a], argv[a + 1], argv[a + 2]
+  if j ~= cur then
+    if p then p.n = n end
+    cur, p = j, per[int(j)]
+    pos, known, newid, pushed, cand, start, n = p.pos, p.known, p.newid, p.pushed, p.cand, p.start, p.n
+  end
+  nf = ints[nf] or int(nf)
   local f0 = a + 3
   a = f0 + nf
   if p.pid == '' or iid == '' then
@@ -179,16 +190,17 @@ for _ = 1, nitems do
     stop = 'n'
     break
   end
-  -- List positions below evict are gone (R5): old ones, or pushed earlier here.
-  local evict = p.start + p.n - maxsize
+  -- List positions below evict are gone (R5): old ones, or pushed earlier
+  -- here (tracked, inlined).
+  local evict = start + n - maxsize
   local orig
-  local k = p.pos[iid]
+  local k = pos[iid]
   if k then
-    if tracked(p, k, evict) then orig = p.newid[iid] end
+    if start + k - 1 >= evict then orig = newid[iid] end
   else
-    orig = p.known[iid]
+    orig = known[iid]
     if orig then
-      local c = p.cand[iid]
+      local c = cand[iid]
       if c and c < evict then orig = nil end
     end
   end
@@ -201,10 +213,10 @@ for _ = 1, nitems do
     done[ndone] = 'd' .. still .. orig
   else
     local id
-    if nhead == 2 and nf == 2 then
-      id = rpcall(xadd, STREAM, '*', argv[f0], argv[f0 + 1])
-    elseif nhead == 2 and nf == 4 then
+    if nhead == 2 and nf == 4 then
       id = rpcall(xadd, STREAM, '*', argv[f0], argv[f0 + 1], argv[f0 + 2], argv[f0 + 3])
+    elseif nhead == 2 and nf == 2 then
+      id = rpcall(xadd, STREAM, '*', argv[f0], argv[f0 + 1])
     else
       local args = { unpack(head) }
       for f = f0, f0 + nf - 1 do args[nhead + f - f0 + 1] = argv[f] end
@@ -214,13 +226,14 @@ for _ = 1, nitems do
       if id then stop, message = 'e', id.err else stop = 'n' end
       break
     end
-    local n = p.n + 1
-    p.n, p.pushed[n], p.pos[iid], p.newid[iid] = n, iid, n, id
+    n = n + 1
+    pushed[n], pos[iid], newid[iid] = iid, n, id
     nadds, exists, last_id = nadds + 1, true, id
     ndone = ndone + 1
     done[ndone] = 'a' .. id
   end
 end
+if p then p.n = n end
 
 if nadds + ndups > 0 then
   local set_ttl = 0
