@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/clitest"
+	"github.com/idmpctl/idmpctl/internal/redistest"
+)
+
+// TestFaultBatchKills stops an xadd --batch again and again at random
+// points: by killing the server (appendfsync always, then restarted) or by
+// killing idmpctl with kill -9, and runs the same command again after each
+// stop, until a run completes. Whatever IDMP-MAXSIZE is (1, 100, 10000:
+// far smaller or larger than what is in flight), the stream must then hold
+// every line exactly once: the progress record, written with each chunk,
+// is what a run resumes from, not IDMP's dedupe window.
+//
+// The amount of work is fixed: rounds kills of a lines-line batch per case
+// (20 of 200,000 with IDMPCTL_SOAK=1, which make test-soak sets; 3 of
+// 20,000 otherwise). Where each kill lands depends on the seed (fixed;
+// IDMPCTL_FAULT_SEED replays another) and on how fast the machine is.
+func TestFaultBatchKills(t *testing.T) {
+	lines, rounds := 20_000, 3
+	if os.Getenv("IDMPCTL_SOAK") == "1" {
+		lines, rounds = 200_000, 20
+	}
+	seed := uint64(1)
+	if s, err := strconv.ParseUint(os.Getenv("IDMPCTL_FAULT_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("seed %d: replay with IDMPCTL_FAULT_SEED=%d", seed, seed)
+		}
+	})
+	file := filepath.Join(t.TempDir(), "batch.ndjson")
+	faultBatchFile(t, file, lines)
+	for _, maxsize := range []int{1, 100, 10000} {
+		for _, kill := range []string{"server", "idmpctl"} {
+			t.Run(fmt.Sprintf("maxsize=%d/kill=%s", maxsize, kill), func(t *testing.T) {
+				t.Parallel()
+				rng := rand.New(rand.NewPCG(seed, uint64(maxsize)*2+map[string]uint64{"server": 0, "idmpctl": 1}[kill]))
+				batchKillRounds(t, rng, file, lines, rounds, maxsize, kill)
+			})
+		}
+	}
+}
+
+func batchKillRounds(t *testing.T, rng *rand.Rand, file string, lines, rounds, maxsize int, kill string) {
+	srv := redistest.NewWith(t, redistest.Options{AOF: true})
+	rdb := faultRedis(t, srv)
+	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
+	ctx := context.Background()
+	if err := rdb.Do(ctx, "XADD", "s", "MAXLEN", "0", "*", "init", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.Expect(0, "cfgset", "s", "--maxsize", strconv.Itoa(maxsize), "--mode", "emulated", "--yes")
+	batch := []string{"xadd", "s", "--pid", "p", "--batch", file, "--retries", "0", "--mode", "emulated"}
+
+	var kills, printed int
+	var log []string
+	for attempt := 0; attempt < rounds+10; attempt++ {
+		p := c.Start(batch...)
+		down := false
+		if kills < rounds {
+			// A random point: after some progress of this run, or at once.
+			before, _ := rdb.XLen(ctx, "s").Result()
+			step := int64(rng.IntN(lines/rounds + 1))
+			faultPollFast(30*time.Second, func() bool {
+				n, err := rdb.XLen(ctx, "s").Result()
+				return err != nil || n >= before+step || p.Exited()
+			})
+			if !p.Exited() {
+				n, _ := rdb.XLen(ctx, "s").Result()
+				if kill == "server" {
+					srv.Kill()
+					down = true
+				} else {
+					_ = p.Kill()
+				}
+				kills++
+				log = append(log, strconv.FormatInt(n, 10))
+			}
+		}
+		r := p.Wait(2 * time.Minute)
+		if down {
+			if err := srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		printed += len(faultLines(r.Stdout))
+		switch {
+		case r.Code == 0:
+			if kills < rounds {
+				t.Logf("the batch completed after %d kills (of %d wanted): the machine outran the kills", kills, rounds)
+			}
+			missing, extra := faultScanStream(t, rdb, "s", lines)
+			xlen, _ := rdb.XLen(ctx, "s").Result()
+			t.Logf("maxsize %d, kill %s: %d kills at XLEN %s; %d runs; %d result lines printed; stream: XLEN %d, %d missing, %d duplicated",
+				maxsize, kill, kills, strings.Join(log, ","), attempt+1, printed, xlen, missing, extra)
+			if xlen != int64(lines) || missing != 0 || extra != 0 {
+				t.Fatalf("after %d kills: XLEN %d for %d lines, %d missing, %d duplicated", kills, xlen, lines, missing, extra)
+			}
+			if printed > lines {
+				t.Errorf("%d result lines printed for %d lines: a line was reported twice", printed, lines)
+			}
+			return
+		case kill == "server" && r.Code == 69, kill == "idmpctl" && r.Signal != 0:
+			// Stopped as intended; the next run resumes.
+		default:
+			t.Fatalf("run %d: unexpected end: %s", attempt+1, r)
+		}
+	}
+	t.Fatalf("the batch did not complete in %d runs", rounds+10)
+}
