@@ -48,15 +48,18 @@ fuzz: redis-server
 	$(GO) test ./internal/stream -run '^$$' -fuzz '^FuzzEmulatedAdd$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./internal/claim -run '^$$' -fuzz '^FuzzParseReply$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 
-# Benchmarks report the figures the issues ask for (b.ReportMetric), the
-# purge and scan ones over IDMPCTL_BENCH_KEYS records; then the CLI's own
+# First the speed table (BenchmarkCLI: the release build against redis-cli,
+# redis-benchmark -P 64 and redis-cli --pipe, medians of one run, printed
+# as markdown); then every package's benchmarks (b.ReportMetric), the purge
+# and scan ones over IDMPCTL_BENCH_KEYS records; then the CLI's own
 # inspect/purge figures over BENCH_CLI_KEYS (default 1,000,000) records on
-# a throwaway server (scripts/bench-cli.sh). Both go to bench.out.
+# a throwaway server (scripts/bench-cli.sh). All go to bench.out.
 IDMPCTL_BENCH_KEYS ?= 1000000
 bench: redis-server
-	@IDMPCTL_BENCH_KEYS=$(IDMPCTL_BENCH_KEYS) bash -o pipefail -c "$(GO) test -run '^\$$' -bench . -benchtime 1x -count 1 ./... | tee bench.out"
+	@command -v redis-benchmark >/dev/null || { echo 'bench: redis-benchmark not found (apt-get install redis-tools)'; exit 1; }
+	@bash -o pipefail -c "$(GO) test -run '^\$$' -bench '^BenchmarkCLI$$' -benchtime 1x -count 1 . | tee bench.out"
+	@IDMPCTL_BENCH_KEYS=$(IDMPCTL_BENCH_KEYS) bash -o pipefail -c "$(GO) test -run '^\$$' -bench . -benchtime 1x -count 1 ./internal/... | tee -a bench.out"
 	@bash -o pipefail -c 'bash scripts/bench-cli.sh | tee -a bench.out'
-	@bash scripts/startup.sh
 
 completions:
 	$(GO) run . completion bash > completions/idmpctl.bash
