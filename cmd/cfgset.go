@@ -105,7 +105,7 @@ Raw output: "status<TAB>changed|unchanged|dry-run", then
 }
 
 func init() {
-	extraCommands = append(extraCommands, func(f *Factory) *cobra.Command { return NewCmdCfgSet(f, nil) })
+	registerVerb("cfgset", func(f *Factory) *cobra.Command { return NewCmdCfgSet(f, nil) })
 }
 
 // cfgsetJSON is cfgset's -o json.

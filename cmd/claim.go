@@ -172,7 +172,7 @@ result and error.
 }
 
 func init() {
-	extraCommands = append(extraCommands, NewCmdClaim)
+	registerVerb("claim", NewCmdClaim)
 }
 
 // AcquireOptions are claim acquire's inputs.

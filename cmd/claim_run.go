@@ -96,6 +96,8 @@ type runJSON struct {
 }
 
 func claimRunRun(ctx context.Context, o *RunOptions) error {
+	ctx, stop := untilInterrupted(ctx)
+	defer stop()
 	p := o.Factory.Printer
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {

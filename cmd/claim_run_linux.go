@@ -71,7 +71,7 @@ const guardCommand = "__claim-guard"
 func setDeathSignal(attr *syscall.SysProcAttr) { attr.Pdeathsig = syscall.SIGTERM }
 
 func init() {
-	extraCommands = append(extraCommands, func(f *Factory) *cobra.Command {
+	registerVerb(guardCommand, func(f *Factory) *cobra.Command {
 		return &cobra.Command{
 			Use:                guardCommand + " -- COMMAND [ARGS...]",
 			Hidden:             true,

@@ -238,6 +238,8 @@ func roundDur(d time.Duration) time.Duration {
 // inspectMatch scans keys: one line (or JSON object) per record, streamed,
 // and a summary of counts by status on stderr.
 func inspectMatch(ctx context.Context, o *InspectOptions) error {
+	ctx, stop := untilInterrupted(ctx)
+	defer stop()
 	statuses, err := parseStatuses(o.Status)
 	if err != nil {
 		return err
@@ -476,6 +478,8 @@ func (sv *streamViewer) print(info stream.Info, r *rates) error {
 // watch redraws the name view every interval with rates from counter
 // deltas, until interrupted (or --count views have been drawn).
 func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
+	ctx, stop := untilInterrupted(ctx)
+	defer stop()
 	interval, err := time.ParseDuration(every)
 	if err != nil || interval < 10*time.Millisecond {
 		return exit.Usagef("--watch %q: want an interval of at least 10ms, e.g. 1s", every)

@@ -130,10 +130,12 @@ summary on stderr.`,
 }
 
 func init() {
-	extraCommands = append(extraCommands, func(f *Factory) *cobra.Command { return NewCmdPurge(f, nil) })
+	registerVerb("purge", func(f *Factory) *cobra.Command { return NewCmdPurge(f, nil) })
 }
 
 func purgeMatchRun(ctx context.Context, o *PurgeOptions) error {
+	ctx, stop := untilInterrupted(ctx)
+	defer stop()
 	f := o.Factory
 	p := f.Printer
 	conn, err := f.Conn(ctx)

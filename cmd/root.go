@@ -92,8 +92,16 @@ func (f *Factory) close() {
 	}
 }
 
-// NewRootCmd builds the command tree.
+// NewRootCmd builds the whole command tree (help, completion scripts, man
+// pages).
 func NewRootCmd(f *Factory) *cobra.Command {
+	return newRoot(f, "")
+}
+
+// newRoot builds the root with its global flags and the verb named, or every
+// verb when verb is "". Building the tree is a measurable part of a start
+// that scripts pay per message, so a run builds only the verb it runs.
+func newRoot(f *Factory, verb string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "idmpctl",
 		Short: "Operate Redis idempotency state: IDMP streams, idempotency keys, capacity",
@@ -131,20 +139,69 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 	pf.StringVarP(&g.Output, "output", "o", "", "output: table, json or raw (default table on a terminal, raw otherwise)")
 	pf.BoolVar(&g.NoColor, "no-color", false, "no colour (also NO_COLOR)")
 
-	root.AddCommand(
-		NewCmdCalcMaxsize(f, nil),
-		NewCmdInspect(f, nil),
-		NewCmdVersion(f),
-		NewCmdCompletion(f),
-	)
-	for _, add := range extraCommands {
-		root.AddCommand(add(f))
+	for _, v := range verbs {
+		if verb == "" || v.name == verb {
+			root.AddCommand(v.build(f))
+		}
 	}
 	return root
 }
 
-// extraCommands lets each verb's file register itself.
-var extraCommands []func(*Factory) *cobra.Command
+// verbs are the top-level commands; each verb's file registers itself.
+var verbs = []struct {
+	name  string
+	build func(*Factory) *cobra.Command
+}{
+	{"calc-maxsize", func(f *Factory) *cobra.Command { return NewCmdCalcMaxsize(f, nil) }},
+	{"inspect", func(f *Factory) *cobra.Command { return NewCmdInspect(f, nil) }},
+	{"version", NewCmdVersion},
+	{"completion", NewCmdCompletion},
+}
+
+func registerVerb(name string, build func(*Factory) *cobra.Command) {
+	verbs = append(verbs, struct {
+		name  string
+		build func(*Factory) *cobra.Command
+	}{name, build})
+}
+
+// verbOf is the verb args run: the first argument that is neither a global
+// flag nor its value. It is "" (the whole tree) when there is none or it is
+// not a verb, so help, completion requests and "unknown command" with its
+// suggestions see every verb.
+func verbOf(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return ""
+		case strings.HasPrefix(a, "--"):
+			if valueFlags[a] {
+				i++ // "--url URL"; "--url=URL" carries its value
+			}
+		case strings.HasPrefix(a, "-") && a != "-":
+			if a == "-o" {
+				i++ // "-o json"; "-ojson" carries its value
+			}
+		case a == "completion": // its scripts describe the whole tree
+			return ""
+		default:
+			for _, v := range verbs {
+				if v.name == a {
+					return a
+				}
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
+// valueFlags are the global flags that take a value.
+var valueFlags = map[string]bool{
+	"--url": true, "--tls-ca": true, "--tls-cert": true, "--tls-key": true,
+	"--timeout": true, "--retries": true, "--output": true,
+}
 
 // setup runs once flags are parsed: the output and colour decisions.
 func (f *Factory) setup() error {
@@ -190,11 +247,9 @@ func Main() int {
 
 func run(f *Factory, args []string) int {
 	defer f.close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	root := NewRootCmd(f)
+	root := newRoot(f, verbOf(args))
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	err := root.ExecuteContext(context.Background())
 	if err == nil {
 		return exit.OK
 	}
@@ -204,6 +259,14 @@ func run(f *Factory, args []string) int {
 	}
 	printError(f, err)
 	return exit.Code(err)
+}
+
+// untilInterrupted is ctx cancelled by SIGINT or SIGTERM, for the commands
+// that loop (batches, scans, watches, claim run): they stop cleanly and say
+// what they did. A command of one round trip keeps the default action of
+// those signals, and its start does without the signal machinery.
+func untilInterrupted(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 }
 
 func printError(f *Factory, err error) {

@@ -302,7 +302,7 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 }
 
 func init() {
-	extraCommands = append(extraCommands, func(f *Factory) *cobra.Command { return NewCmdXAdd(f, nil) })
+	registerVerb("xadd", func(f *Factory) *cobra.Command { return NewCmdXAdd(f, nil) })
 }
 
 // addJSON is one add in -o json.

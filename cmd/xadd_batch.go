@@ -87,6 +87,8 @@ func defaultBatchID(name string, first []byte) string {
 }
 
 func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
+	ctx, stop := untilInterrupted(ctx)
+	defer stop()
 	f := o.Factory
 	file, err := openBatch(f, o.Batch)
 	if err != nil {
