@@ -3,6 +3,7 @@
 //
 //	xadd --batch: 120,345 lines  48.2k lines/s  [=======>       ] 37%  ETA 0:12
 //	inspect --match: 1,204,000 keys  310.5k keys/s  0:04 elapsed
+//	purge --match: 1,204,000 keys  310.5k keys/s  3,120 deleted  0:04 elapsed
 //
 // A percentage, a bar and an ETA appear when the size of the input is
 // known (a regular file's bytes), the elapsed time otherwise.
@@ -69,6 +70,7 @@ type Bar struct {
 	done     bool
 	count    int64
 	bytes    int64
+	detail   string
 	samples  []sample // drawn states within rateWindow, oldest first
 	buf      []byte
 }
@@ -128,6 +130,15 @@ func (b *Bar) Add(count, done int64) {
 	b.count += count
 	b.bytes += done
 	b.maybeDraw()
+}
+
+// Detail sets a short text shown after the rate, for a second count the
+// work keeps ("3,120 deleted"); "" removes it. The next Set or Add draws it.
+func (b *Bar) Detail(s string) {
+	if b == nil {
+		return
+	}
+	b.detail = s
 }
 
 // Clear erases the line (carriage return, spaces over it, carriage
@@ -214,12 +225,16 @@ func (b *Bar) line(now time.Time, width int) string {
 		head.WriteString(b.opts.Label)
 		head.WriteString(": ")
 	}
-	head.WriteString(formatCount(b.count))
+	head.WriteString(FormatCount(b.count))
 	head.WriteString(unit(b.opts.Unit))
 	head.WriteString("  ")
 	head.WriteString(formatRate(itemRate))
 	head.WriteString(unit(b.opts.Unit))
 	head.WriteString("/s")
+	if b.detail != "" {
+		head.WriteString("  ")
+		head.WriteString(b.detail)
+	}
 
 	var tail string
 	pct := -1
@@ -276,8 +291,9 @@ func truncate(s string, cols int) string {
 	return string(r[:cols])
 }
 
-// formatCount writes n with thousands separators: 1204000 -> "1,204,000".
-func formatCount(n int64) string {
+// FormatCount writes n with thousands separators, as the line shows
+// counts: 1204000 -> "1,204,000".
+func FormatCount(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	neg := ""
 	if n < 0 {
