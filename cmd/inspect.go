@@ -47,6 +47,15 @@ func (o *InspectOptions) Validate() error {
 	case o.Limit < 0:
 		return exit.Usagef("--limit %d: must not be negative", o.Limit)
 	}
+	if p := o.Factory.Printer; p != nil && p.Format == render.Prometheus {
+		switch {
+		case o.Server:
+			return notMetrics("idmpctl inspect --server")
+		case o.Watch != "":
+			return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("-o prometheus: one document a run, not --watch"),
+				Hint: "let Prometheus scrape it at its own interval (see the README's \"Monitoring with Prometheus\")"}
+		}
+	}
 	var err error
 	o.Decode, err = parseDecodeOptions(o.PowertoolsAttrs)
 	return err
@@ -79,10 +88,19 @@ func NewCmdInspect(f *Factory, runF func(*InspectOptions) error) *cobra.Command 
 		Short: "Show streams, idempotency keys, or the server's capabilities",
 		Long: `Show a stream's IDMP settings, counters and health; a claim record or any
 common idempotency record; a scan of keys with counts by status; or, with
---server, the server's version, mode, native IDMP support and round-trip time.`,
+--server, the server's version, mode, native IDMP support and round-trip time.
+
+-o prometheus prints one document in the Prometheus text format for
+node_exporter's textfile collector: per stream (inspect STREAM...) its six
+IDMP fields, length and mode; per scan (inspect --match) the records by
+status and format, and those flagged stale, no-ttl or orphan-lock. A key
+that is not a stream is refused (64); a missing one exits 66 after the
+document of the others.`,
 		Example: `  idmpctl inspect --server
   idmpctl inspect orders
-  idmpctl inspect --match 'idem:*' --status PROCESSING`,
+  idmpctl inspect --match 'idem:*' --status PROCESSING
+  idmpctl inspect orders payments -o prometheus`,
+		Annotations: map[string]string{hasMetrics: "yes"},
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Keys = args
 			if err := o.Validate(); err != nil {
@@ -110,8 +128,12 @@ func inspectRun(ctx context.Context, o *InspectOptions) error {
 	switch {
 	case o.Server:
 		return inspectServer(ctx, o)
+	case o.Match != "" && o.Factory.Printer.Format == render.Prometheus:
+		return inspectMatchMetrics(ctx, o)
 	case o.Match != "":
 		return inspectMatch(ctx, o)
+	case o.Factory.Printer.Format == render.Prometheus:
+		return inspectStreamMetrics(ctx, o)
 	}
 	return inspectKeys(ctx, o)
 }

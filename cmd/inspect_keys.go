@@ -15,6 +15,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/health"
 	"github.com/idmpctl/idmpctl/internal/idmp"
 	"github.com/idmpctl/idmpctl/internal/keyspace"
+	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/records"
 	"github.com/idmpctl/idmpctl/internal/redisconn"
 	"github.com/idmpctl/idmpctl/internal/render"
@@ -262,8 +263,10 @@ func inspectMatch(ctx context.Context, o *InspectOptions) error {
 		return []string{render.Field(r.Key), string(r.Format), statusText(p, r), render.Field(r.Owner), ageText(p, j), lease, ttlText(p, r.TTLms), flagsText(r.Flags)}
 	}
 	opts := keyspace.ScanOptions{Pattern: o.Match, Literal: o.Literal, Statuses: statuses, Limit: o.Limit, Decode: o.Decode}
-	if p.ErrTTY {
-		opts.Progress = func(n int64) { fmt.Fprintf(p.Err, "\rscanned %d keys", n) }
+	bar, stopProgress := startProgress(p, p.Format == render.Raw, progress.Options{Label: "inspect --match", Unit: "keys"})
+	defer stopProgress()
+	if bar != nil {
+		opts.Progress = func(n int64) { bar.Set(n, 0) }
 	}
 	defer bulkGC(o.Factory.Getenv)()
 	flush := bufferStream(p)
@@ -283,9 +286,7 @@ func inspectMatch(ctx context.Context, o *InspectOptions) error {
 		return nil
 	})
 	flush()
-	if p.ErrTTY {
-		fmt.Fprint(p.Err, "\r\033[K")
-	}
+	stopProgress()
 	if err != nil {
 		return err
 	}

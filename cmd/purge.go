@@ -8,6 +8,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/keyspace"
+	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/spf13/cobra"
 )
@@ -147,7 +148,10 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) error {
 		// Count first, so the question can say how many.
 		count := o.Ops
 		count.DryRun = true
+		bar, stopProgress := startProgress(p, false, progress.Options{Label: "purge --match (counting)", Unit: "keys"})
+		count.Progress = purgeProgress(bar, true)
 		sum, err := keyspace.Purge(ctx, conn, count, func(keyspace.PurgeItem) {})
+		stopProgress()
 		if err != nil {
 			return err
 		}
@@ -159,11 +163,9 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) error {
 			return exit.Wrap(err, "purge")
 		}
 	}
-	if p.ErrTTY {
-		o.Ops.Progress = func(s keyspace.PurgeSummary) {
-			fmt.Fprintf(p.Err, "\rscanned %d, deleted %d, changed %d", s.Scanned, s.Deleted, s.Changed)
-		}
-	}
+	bar, stopProgress := startProgress(p, p.Format == render.Raw, progress.Options{Label: "purge --match", Unit: "keys"})
+	defer stopProgress()
+	o.Ops.Progress = purgeProgress(bar, o.DryRun)
 	flush := bufferStream(p)
 	sum, err := keyspace.Purge(ctx, conn, o.Ops, func(it keyspace.PurgeItem) {
 		switch p.Format {
@@ -175,13 +177,30 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) error {
 		}
 	})
 	flush()
-	if p.ErrTTY {
-		fmt.Fprint(p.Err, "\r\033[K")
-	}
+	stopProgress()
 	if perr := printPurge(p, sum, o); err == nil {
 		err = perr
 	}
 	return err
+}
+
+// purgeProgress feeds the progress line: keys scanned, and the records
+// matched (a dry run) or deleted so far.
+func purgeProgress(bar *progress.Bar, dryRun bool) func(keyspace.PurgeSummary) {
+	if bar == nil {
+		return nil
+	}
+	return func(s keyspace.PurgeSummary) {
+		switch {
+		case dryRun:
+			bar.Detail(progress.FormatCount(s.Matched) + " matched")
+		case s.Changed > 0:
+			bar.Detail(progress.FormatCount(s.Deleted) + " deleted, " + progress.FormatCount(s.Changed) + " changed")
+		default:
+			bar.Detail(progress.FormatCount(s.Deleted) + " deleted")
+		}
+		bar.Set(s.Scanned, 0)
+	}
 }
 
 func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions) error {

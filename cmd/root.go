@@ -114,7 +114,7 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
-			return f.setup()
+			return f.setup(c)
 		},
 	}
 	root.SetIn(f.In)
@@ -136,7 +136,7 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 	pf.DurationVar(&g.Timeout, "timeout", 5*time.Second, "bound on each command sent to Redis")
 	pf.IntVar(&g.Retries, "retries", 3, "retries of idempotent operations after a network error")
 	pf.BoolVar(&g.Cluster, "cluster", false, "use the Redis Cluster protocol (detected when not given)")
-	pf.StringVarP(&g.Output, "output", "o", "", "output: table, json or raw (default table on a terminal, raw otherwise)")
+	pf.StringVarP(&g.Output, "output", "o", "", "output: table, json, raw, or prometheus for inspect (default table on a terminal, raw otherwise)")
 	pf.BoolVar(&g.NoColor, "no-color", false, "no colour (also NO_COLOR)")
 
 	for _, v := range verbs {
@@ -203,12 +203,19 @@ var valueFlags = map[string]bool{
 	"--timeout": true, "--retries": true, "--output": true,
 }
 
-// setup runs once flags are parsed: the output and colour decisions.
-func (f *Factory) setup() error {
+// hasMetrics is the annotation of the commands that print -o prometheus.
+const hasMetrics = "idmpctl/metrics"
+
+// setup runs once flags are parsed for command c: the output and colour
+// decisions.
+func (f *Factory) setup(c *cobra.Command) error {
 	tty := f.IsTTY(f.Out) || f.Getenv("IDMPCTL_FORCE_TTY") != ""
 	format, err := render.ParseFormat(f.Global.Output, tty)
 	if err != nil {
 		return exit.Usagef("%v", err)
+	}
+	if format == render.Prometheus && c.Annotations[hasMetrics] == "" {
+		return notMetrics(c.CommandPath())
 	}
 	if f.Global.Timeout <= 0 {
 		return exit.Usagef("--timeout %s: must be greater than zero", f.Global.Timeout)

@@ -9,9 +9,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/idmpctl/idmpctl/internal/batch"
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/idmpctl/idmpctl/internal/stream"
 )
@@ -30,6 +32,21 @@ func openBatch(f *Factory, name string) (io.ReadCloser, error) {
 		return nil, exit.New(exit.NotFound, "--batch", "%v", err)
 	}
 	return file, nil
+}
+
+// countingReader counts the bytes read from the batch input, for the
+// progress line's percentage and ETA against a file's size (read ahead of
+// the lines committed by at most a chunk window and a buffer). The batch
+// reads in one goroutine and reports progress from another.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 // batchInput feeds stream.RunBatch from the NDJSON reader: each line's bytes,
@@ -95,10 +112,12 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 		return err
 	}
 	defer file.Close()
-	in := &batchInput{o: o, r: batch.NewReader(file, o.Auto)}
+	read := &countingReader{r: file}
+	in := &batchInput{o: o, r: batch.NewReader(read, o.Auto)}
+	var size int64 // a regular file's bytes: the progress line's 100%
 	if st, ok := file.(interface{ Stat() (os.FileInfo, error) }); ok {
 		if fi, err := st.Stat(); err == nil && fi.Mode().IsRegular() {
-			in.file = true
+			in.file, size = true, fi.Size()
 		}
 	}
 	id := o.BatchID
@@ -120,12 +139,20 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 		},
 	}
 	defer bulkGC(f.Getenv)()
+	// Every line prints a result on stdout: no progress line when stdout is
+	// a terminal too (startProgress).
+	bar, stopProgress := startProgress(p, true, progress.Options{Label: "xadd --batch", Unit: "lines", Total: size})
+	defer stopProgress()
+	var committed int64
 	flush := bufferStream(p)
 	sum, err := streams.RunBatch(ctx, spec, in, func(r stream.BatchResult) error {
 		printBatchResult(p, o, r)
+		committed++
+		bar.Set(committed, read.n.Load())
 		return nil
 	})
 	flush()
+	stopProgress()
 	printBatchSummary(p, o, id, sum)
 	if err == nil {
 		return nil

@@ -3,6 +3,7 @@
 //
 //	xadd --batch: 120,345 lines  48.2k lines/s  [=======>       ] 37%  ETA 0:12
 //	inspect --match: 1,204,000 keys  310.5k keys/s  0:04 elapsed
+//	purge --match: 1,204,000 keys  310.5k keys/s  3,120 deleted  0:04 elapsed
 //
 // A percentage, a bar and an ETA appear when the size of the input is
 // known (a regular file's bytes), the elapsed time otherwise.
@@ -20,6 +21,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -48,17 +50,18 @@ const (
 	fallbackWidth = 80
 )
 
-// Bar is a progress line. Its methods are not safe for concurrent use:
-// call them from one goroutine at a time (the one doing the work, or
-// callbacks serialised by a mutex, as ops.ScanKeys calls Progress). A nil
-// Bar, which New returns when disabled, does nothing. It draws only when
-// Set or Add is called, never from a goroutine of its own.
+// Bar is a progress line. Its methods are safe for concurrent use (a batch
+// counts lines in the goroutine that prints results while a retry warning,
+// which clears the line, comes from another). A nil Bar, which New returns
+// when disabled, does nothing. It draws only when Set or Add is called,
+// never from a goroutine of its own.
 //
 // The line goes to w alone: when other output reaches the same terminal
 // while the bar is shown (stdout on the same terminal, a warning on
 // stderr), call Clear first, or enable the bar only when stdout is not a
 // terminal.
 type Bar struct {
+	mu       sync.Mutex
 	w        io.Writer
 	opts     Options
 	now      func() time.Time
@@ -69,6 +72,7 @@ type Bar struct {
 	done     bool
 	count    int64
 	bytes    int64
+	detail   string
 	samples  []sample // drawn states within rateWindow, oldest first
 	buf      []byte
 }
@@ -113,7 +117,12 @@ func terminalWidth(w io.Writer) func() int {
 // Options.Total is set, done bytes of it; it redraws if the last redraw is
 // at least 100 ms old.
 func (b *Bar) Set(count, done int64) {
-	if b == nil || b.done {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
 		return
 	}
 	b.count, b.bytes = count, done
@@ -122,7 +131,12 @@ func (b *Bar) Set(count, done int64) {
 
 // Add records count more items and done more bytes, as Set does.
 func (b *Bar) Add(count, done int64) {
-	if b == nil || b.done {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
 		return
 	}
 	b.count += count
@@ -130,11 +144,31 @@ func (b *Bar) Add(count, done int64) {
 	b.maybeDraw()
 }
 
+// Detail sets a short text shown after the rate, for a second count the
+// work keeps ("3,120 deleted"); "" removes it. The next Set or Add draws it.
+func (b *Bar) Detail(s string) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	b.detail = s
+	b.mu.Unlock()
+}
+
 // Clear erases the line (carriage return, spaces over it, carriage
 // return), so that other output can be written to the terminal; the next
 // Set or Add draws it again.
 func (b *Bar) Clear() {
-	if b == nil || b.shown == 0 {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.clear()
+}
+
+func (b *Bar) clear() {
+	if b.shown == 0 {
 		return
 	}
 	b.buf = append(b.buf[:0], '\r')
@@ -152,7 +186,9 @@ func (b *Bar) Finish() {
 	if b == nil {
 		return
 	}
-	b.Clear()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.clear()
 	b.done = true
 }
 
@@ -214,12 +250,16 @@ func (b *Bar) line(now time.Time, width int) string {
 		head.WriteString(b.opts.Label)
 		head.WriteString(": ")
 	}
-	head.WriteString(formatCount(b.count))
+	head.WriteString(FormatCount(b.count))
 	head.WriteString(unit(b.opts.Unit))
 	head.WriteString("  ")
 	head.WriteString(formatRate(itemRate))
 	head.WriteString(unit(b.opts.Unit))
 	head.WriteString("/s")
+	if b.detail != "" {
+		head.WriteString("  ")
+		head.WriteString(b.detail)
+	}
 
 	var tail string
 	pct := -1
@@ -276,8 +316,9 @@ func truncate(s string, cols int) string {
 	return string(r[:cols])
 }
 
-// formatCount writes n with thousands separators: 1204000 -> "1,204,000".
-func formatCount(n int64) string {
+// FormatCount writes n with thousands separators, as the line shows
+// counts: 1204000 -> "1,204,000".
+func FormatCount(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	neg := ""
 	if n < 0 {

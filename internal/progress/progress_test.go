@@ -226,6 +226,24 @@ func TestClearThenRedraw(t *testing.T) {
 	}
 }
 
+func TestDetail(t *testing.T) {
+	b, scr, clk := newTestBar(Options{Label: "purge --match", Unit: "keys"}, 100)
+	clk.advance(time.Second)
+	b.Detail("1,200 deleted")
+	b.Set(5000, 0)
+	if want := "purge --match: 5,000 keys  5.0k keys/s  1,200 deleted  0:01 elapsed"; scr.visible() != want {
+		t.Errorf("shown %q, want %q", scr.visible(), want)
+	}
+	clk.advance(time.Second)
+	b.Detail("")
+	b.Set(6000, 0)
+	if strings.Contains(scr.visible(), "deleted") {
+		t.Errorf("detail removed, yet %q", scr.visible())
+	}
+	var nilBar *Bar
+	nilBar.Detail("x")
+}
+
 func TestETAStalled(t *testing.T) {
 	b, scr, clk := newTestBar(Options{Unit: "lines", Total: 1000}, 100)
 	clk.advance(time.Second)
@@ -250,8 +268,8 @@ func TestFormats(t *testing.T) {
 		n    int64
 		want string
 	}{{0, "0"}, {7, "7"}, {999, "999"}, {1000, "1,000"}, {120345, "120,345"}, {1204000, "1,204,000"}, {-1234, "-1,234"}} {
-		if got := formatCount(c.n); got != c.want {
-			t.Errorf("formatCount(%d) = %q, want %q", c.n, got, c.want)
+		if got := FormatCount(c.n); got != c.want {
+			t.Errorf("FormatCount(%d) = %q, want %q", c.n, got, c.want)
 		}
 	}
 	for _, c := range []struct {

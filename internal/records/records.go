@@ -104,6 +104,13 @@ const (
 	FormatNone            Format = "none"       // the key does not exist
 )
 
+// Formats lists the formats a key can be read as (FormatNone, for a key
+// that does not exist, last), in the order of their declaration.
+func Formats() []Format {
+	return []Format{FormatIdmpctl, FormatHash, FormatJSON, FormatMarker, FormatPowertools, FormatPowertoolsLock,
+		FormatLock, FormatExpress, FormatNodeIdempotency, FormatCamel, FormatStream, FormatUnknown, FormatIDMPState, FormatNone}
+}
+
 // Status is a normalised record status.
 type Status string
 

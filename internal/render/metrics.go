@@ -126,9 +126,9 @@ func WriteMetrics(w io.Writer, m Metrics) error {
 			name, help string
 			value      func(ScanMetrics) int64
 		}{
-			{"idmpctl_scan_records_stale", "PROCESSING records past their lease or deadline (stuck claims).", func(s ScanMetrics) int64 { return s.Stale }},
+			{"idmpctl_scan_records_stale", "Records flagged stale: PROCESSING past their lease or deadline (stuck claims), or a lock without a TTL.", func(s ScanMetrics) int64 { return s.Stale }},
 			{"idmpctl_scan_records_no_ttl", "Records whose key never expires.", func(s ScanMetrics) int64 { return s.NoTTL }},
-			{"idmpctl_scan_orphan_locks", "Powertools locks whose record is gone.", func(s ScanMetrics) int64 { return s.OrphanLocks }},
+			{"idmpctl_scan_orphan_locks", "Locks whose guarded record is gone (orphan-lock).", func(s ScanMetrics) int64 { return s.OrphanLocks }},
 			{"idmpctl_scan_limited", "1 when the scan stopped at --limit: the counts are lower bounds.", func(s ScanMetrics) int64 {
 				if s.Limited {
 					return 1

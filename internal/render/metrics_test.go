@@ -80,13 +80,13 @@ idmpctl_scan_records_by_status{pattern="idem:*",status="PROCESSING"} 4
 # TYPE idmpctl_scan_records_by_format gauge
 idmpctl_scan_records_by_format{pattern="idem:*",format="idmpctl"} 38
 idmpctl_scan_records_by_format{pattern="idem:*",format="powertools-lock"} 2
-# HELP idmpctl_scan_records_stale PROCESSING records past their lease or deadline (stuck claims).
+# HELP idmpctl_scan_records_stale Records flagged stale: PROCESSING past their lease or deadline (stuck claims), or a lock without a TTL.
 # TYPE idmpctl_scan_records_stale gauge
 idmpctl_scan_records_stale{pattern="idem:*"} 2
 # HELP idmpctl_scan_records_no_ttl Records whose key never expires.
 # TYPE idmpctl_scan_records_no_ttl gauge
 idmpctl_scan_records_no_ttl{pattern="idem:*"} 1
-# HELP idmpctl_scan_orphan_locks Powertools locks whose record is gone.
+# HELP idmpctl_scan_orphan_locks Locks whose guarded record is gone (orphan-lock).
 # TYPE idmpctl_scan_orphan_locks gauge
 idmpctl_scan_orphan_locks{pattern="idem:*"} 2
 # HELP idmpctl_scan_limited 1 when the scan stopped at --limit: the counts are lower bounds.

@@ -16,12 +16,15 @@ const (
 	Table Format = "table"
 	JSON  Format = "json"
 	Raw   Format = "raw"
+	// Prometheus is the Prometheus text format (WriteMetrics); only the
+	// commands that have metrics accept it.
+	Prometheus Format = "prometheus"
 )
 
 // ParseFormat checks an -o value; "" picks table on a terminal, raw otherwise.
 func ParseFormat(s string, tty bool) (Format, error) {
 	switch Format(s) {
-	case Table, JSON, Raw:
+	case Table, JSON, Raw, Prometheus:
 		return Format(s), nil
 	case "":
 		if tty {
@@ -29,7 +32,7 @@ func ParseFormat(s string, tty bool) (Format, error) {
 		}
 		return Raw, nil
 	}
-	return "", fmt.Errorf("-o %q: want table, json or raw", s)
+	return "", fmt.Errorf("-o %q: want table, json, raw or prometheus", s)
 }
 
 // Printer is where a command's output goes, and how it looks.

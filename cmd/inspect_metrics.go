@@ -1,0 +1,167 @@
+package cmd
+
+// inspect -o prometheus: one document in the Prometheus text format
+// (render.WriteMetrics) at the end of the run, for node_exporter's
+// textfile collector.
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/keyspace"
+	"github.com/idmpctl/idmpctl/internal/progress"
+	"github.com/idmpctl/idmpctl/internal/records"
+	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/stream"
+)
+
+// notMetrics is the usage error of -o prometheus given to a command
+// (cmdPath) that has no metrics: it names the ones that have.
+func notMetrics(cmdPath string) error {
+	return &exit.Error{Code: exit.Usage,
+		Err:  fmt.Errorf("-o prometheus is for inspect STREAM... and inspect --match PATTERN, not %s", cmdPath),
+		Hint: "see 'idmpctl inspect --help'"}
+}
+
+// inspectStreamMetrics writes the metrics of the streams named. Every key
+// must be a stream: a record or other key is refused (64) before anything
+// is printed, since a job exporting it would otherwise lose its series
+// silently. Missing keys: the document of the others, then 66 (a cron job
+// that replaces its file only on success keeps the last good one).
+func inspectStreamMetrics(ctx context.Context, o *InspectOptions) error {
+	conn, err := o.Factory.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	recs, err := keyspace.InspectKeys(ctx, conn, o.Keys, o.Decode)
+	if err != nil && recs == nil {
+		return err
+	}
+	var names, missing []string
+	for _, r := range recs {
+		switch {
+		case r.Status == records.Absent:
+			missing = append(missing, strconv.Quote(r.Key))
+		case r.Format != records.FormatStream:
+			return &exit.Error{Code: exit.Usage,
+				Err:  fmt.Errorf("-o prometheus: %s is not a stream (format %s)", strconv.Quote(r.Key), r.Format),
+				Hint: "inspect KEY... -o prometheus exports streams; export records with a scan: inspect --match PATTERN -o prometheus"}
+		default:
+			names = append(names, r.Key)
+		}
+	}
+	var m render.Metrics
+	if len(names) > 0 {
+		streams, err := stream.NewStreams(conn, stream.ModeAuto)
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			info, err := streams.Info(ctx, name)
+			if err != nil {
+				return err
+			}
+			m.Streams = append(m.Streams, streamMetrics(info))
+		}
+	}
+	if err := render.WriteMetrics(o.Factory.Printer.Out, m); err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return exit.New(exit.NotFound, "inspect", "no such key: %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// streamMetrics is a stream's XINFO view as metrics.
+func streamMetrics(info stream.Info) render.StreamMetrics {
+	return render.StreamMetrics{
+		Stream: info.Stream, Mode: info.Mode, Length: info.Length,
+		IDMPDuration: info.IDMPDuration, IDMPMaxSize: info.IDMPMaxSize,
+		PIDsTracked: info.PIDsTracked, IIDsTracked: info.IIDsTracked,
+		IIDsAdded: info.IIDsAdded, IIDsDuplicates: info.IIDsDuplicates,
+	}
+}
+
+// inspectMatchMetrics scans like inspect --match, counting instead of
+// printing, and writes the scan's metrics. No summary on stderr: the
+// document carries it, and a cron job mails whatever reaches stderr.
+func inspectMatchMetrics(ctx context.Context, o *InspectOptions) error {
+	statuses, err := parseStatuses(o.Status)
+	if err != nil {
+		return err
+	}
+	conn, err := o.Factory.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	p := o.Factory.Printer
+	opts := keyspace.ScanOptions{Pattern: o.Match, Literal: o.Literal, Statuses: statuses, Limit: o.Limit, Decode: o.Decode}
+	bar, stopProgress := startProgress(p, false, progress.Options{Label: "inspect --match", Unit: "keys"})
+	defer stopProgress()
+	if bar != nil {
+		opts.Progress = func(n int64) { bar.Set(n, 0) }
+	}
+	defer bulkGC(o.Factory.Getenv)()
+	var flagged flagCounts
+	sum, err := keyspace.ScanKeys(ctx, conn, opts, func(r records.Record) error {
+		flagged.add(r.Flags)
+		return nil
+	})
+	stopProgress()
+	if err != nil {
+		return err
+	}
+	return render.WriteMetrics(p.Out, render.Metrics{Scans: []render.ScanMetrics{scanMetrics(o.Match, statuses, sum, flagged)}})
+}
+
+// flagCounts counts the records of a scan by the flags metrics export.
+type flagCounts struct{ stale, noTTL, orphanLocks int64 }
+
+func (c *flagCounts) add(flags []records.Flag) {
+	for _, f := range flags {
+		switch f {
+		case records.FlagStale:
+			c.stale++
+		case records.FlagNoTTL:
+			c.noTTL++
+		case records.FlagOrphanLock:
+			c.orphanLocks++
+		}
+	}
+}
+
+// scanMetrics is a scan's summary as metrics. Every status the scan could
+// report (those of --status, else all but ABSENT) and every format a key
+// can have gets a sample, 0 included, so that no series vanishes from one
+// run to the next.
+func scanMetrics(pattern string, statuses []records.Status, sum keyspace.Summary, flagged flagCounts) render.ScanMetrics {
+	m := render.ScanMetrics{Pattern: pattern, Scanned: sum.Scanned, Matched: sum.Matched,
+		ByStatus: map[string]int64{}, ByFormat: map[string]int64{},
+		Stale: flagged.stale, NoTTL: flagged.noTTL, OrphanLocks: flagged.orphanLocks, Limited: sum.Limited}
+	if len(statuses) == 0 {
+		for _, st := range records.Statuses() {
+			if st != records.Absent {
+				statuses = append(statuses, st)
+			}
+		}
+	}
+	for _, st := range statuses {
+		m.ByStatus[string(st)] = 0
+	}
+	for _, f := range records.Formats() {
+		if f != records.FormatNone {
+			m.ByFormat[string(f)] = 0
+		}
+	}
+	for st, n := range sum.ByStatus {
+		m.ByStatus[string(st)] += n
+	}
+	for f, n := range sum.ByFormat {
+		m.ByFormat[string(f)] += n
+	}
+	return m
+}
