@@ -245,14 +245,23 @@ func (c *Conn) RunDurable(ctx context.Context, key string, d Durability, calls [
 	return again, err
 }
 
-// NodeConn is a connection of its own to the primary that holds key, for
-// commands that must share one (a MULTI/EXEC, then WAIT on it). Close it.
-func (c *Conn) NodeConn(ctx context.Context, key string) (*redis.Conn, error) {
-	node, err := nodeFor(ctx, c.Client(), key)
-	if err != nil {
-		return nil, err
-	}
-	return node.Conn(), nil
+// OnNode runs fn on a connection of its own to the primary that holds key,
+// under a bound that allows for d's wait: for writes that must share a
+// connection with the WAIT after them but cannot share its pipeline (a
+// MULTI/EXEC; see WaitOn). fn returns the error of its first command, so
+// that a plain client that reached a cluster node switches as in Do.
+func (c *Conn) OnNode(ctx context.Context, key string, d Durability, fn func(ctx context.Context, cn *redis.Conn) error) error {
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout+d.Timeout)
+	defer cancel()
+	return c.Do(func(uc redis.UniversalClient) error {
+		node, err := nodeFor(ctx, uc, key)
+		if err != nil {
+			return err
+		}
+		cn := node.Conn()
+		defer cn.Close()
+		return fn(ctx, cn)
+	})
 }
 
 // WaitOn sends WAIT or WAITAOF for d on cn, the connection that made the

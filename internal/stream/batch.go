@@ -60,6 +60,10 @@ type BatchSpec struct {
 	OnRetry func(attempt int, err error)
 	// Chunk and Window override batchChunk and batchWindow (tests).
 	Chunk, Window int
+	// Durability, when On, makes every round trip wait for the replicas
+	// asked (see durable.go): a line's result is emitted only once its
+	// write was acknowledged.
+	Durability redisconn.Durability
 }
 
 // BatchInput is the input of a batch: Next yields each line's number (from
@@ -93,6 +97,9 @@ type BatchSummary struct {
 	Duplicates int64
 	LastLine   int64 // the last line committed, by this run or before
 	Mode       Mode
+	// Unacked counts the adds committed on the primary but not acknowledged
+	// as BatchSpec.Durability asked: not emitted, and not in Lines.
+	Unacked int64
 }
 
 // Progress is a batch's progress record.
@@ -147,6 +154,9 @@ type batchRun struct {
 	kept       []int64
 	eof        bool
 	pendingErr error // a read error met inside a chunk: returned after it
+	// unacked holds committed results until a wait covers them
+	// (BatchSpec.Durability).
+	unacked []BatchResult
 }
 
 // chunk is a run of lines sent in one script call or MULTI.
@@ -187,6 +197,9 @@ func (s *Streams) RunBatch(ctx context.Context, spec BatchSpec, in BatchInput, e
 		err = r.runNative(ctx)
 	} else {
 		err = r.runEmulated(ctx)
+	}
+	if cerr := r.cover(ctx); err == nil {
+		err = cerr
 	}
 	return r.sum, err
 }
@@ -393,16 +406,16 @@ func (r *batchRun) fill(queue []*chunk, from int64) ([]*chunk, error) {
 	return queue, nil
 }
 
-// confirm counts a chunk's results and emits them.
+// confirm takes a chunk's committed results: emitted at once, or with
+// Durability kept until a wait covers them (see settle).
 func (r *batchRun) confirm(c *chunk, res []AddResult, lost bool) error {
 	for i, a := range res {
-		if a.Duplicate {
-			r.sum.Duplicates++
-		} else {
-			r.sum.Added++
+		br := BatchResult{Line: c.lines[i], AddResult: a, Retried: c.retried, ReplyLost: lost}
+		if r.spec.Durability.On() {
+			r.unacked = append(r.unacked, br)
+			continue
 		}
-		r.sum.Lines++
-		if err := r.emit(BatchResult{Line: c.lines[i], AddResult: a, Retried: c.retried, ReplyLost: lost}); err != nil {
+		if err := r.emitResult(br); err != nil {
 			return err
 		}
 	}
@@ -413,6 +426,17 @@ func (r *batchRun) confirm(c *chunk, res []AddResult, lost bool) error {
 		r.sum.LastLine = c.lines[len(res)-1]
 	}
 	return nil
+}
+
+// emitResult counts a result and emits it.
+func (r *batchRun) emitResult(br BatchResult) error {
+	if br.Duplicate {
+		r.sum.Duplicates++
+	} else {
+		r.sum.Added++
+	}
+	r.sum.Lines++
+	return r.emit(br)
 }
 
 // lineError is a line whose add failed (the lines before it are committed).
@@ -469,7 +493,8 @@ func (r *batchRun) sendEmulated(ctx context.Context, queue []*chunk) error {
 				}
 				calls[i], iids[i] = call, ids
 			}
-			if err := r.s.Conn.RunPipelined(ctx, calls); err != nil {
+			ack, err := r.send(ctx, calls)
+			if err != nil {
 				recovering = true
 				return err
 			}
@@ -493,17 +518,32 @@ func (r *batchRun) sendEmulated(ctx context.Context, queue []*chunk) error {
 					return cerr
 				}
 				if err != nil {
+					if serr := r.settle(ack); serr != nil {
+						return serr
+					}
 					return r.lineError(c, len(res), err)
 				}
 				if i == len(queue)-1 {
 					queue = queue[:0]
 				}
 			}
+			if err := r.settle(ack); err != nil {
+				return err
+			}
 		}
 		return nil
 	}
 	err := redisconn.WithRetries(ctx, r.spec.Retries, op, r.spec.OnRetry)
 	return r.unavailable(err)
+}
+
+// send sends a window's script calls in one round trip: with the wait
+// after them when Durability asks for one.
+func (r *batchRun) send(ctx context.Context, calls []*redisconn.Call) (redisconn.Ack, error) {
+	if !r.spec.Durability.On() {
+		return redisconn.Ack{}, r.s.Conn.RunPipelined(ctx, calls)
+	}
+	return r.s.Conn.RunDurable(ctx, r.spec.Template.Stream, r.spec.Durability, calls)
 }
 
 // unavailable explains a run stopped by the network: what it confirmed,
@@ -726,6 +766,14 @@ func (r *batchRun) sendNative(ctx context.Context, nc *nativeBatchConn, c *chunk
 		}
 		if cerr := r.confirm(c, res, false); cerr != nil {
 			return cerr
+		}
+		if d := r.spec.Durability; d.On() {
+			wctx, cancel := context.WithTimeout(ctx, r.s.Conn.Timeout+d.Timeout)
+			ack := r.s.Conn.WaitOn(wctx, cn, d)
+			cancel()
+			if serr := r.settle(ack); serr != nil {
+				return serr
+			}
 		}
 		if err != nil {
 			return r.lineError(c, len(res), err)
