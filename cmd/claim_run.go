@@ -47,6 +47,12 @@ The command sees IDMPCTL_KEY, IDMPCTL_TOKEN and IDMPCTL_ATTEMPT.
   claim lost          a renewal found another owner, or renewals failed for
                       longer than the lease: the command is stopped, exit 76
   Redis unreachable   exits 69 and the command never runs (fail closed)
+  not acknowledged    with --wait-replicas: the claim was not acknowledged
+                      by enough replicas in --wait-timeout: it is given up,
+                      exit 69, and the command never runs; an outcome that
+                      was not acknowledged is exit 69 too (it stands on the
+                      primary); a renewal that was not acknowledged counts
+                      as a failed renewal
 
 With -o json the command's stdout is not streamed: it is captured into the
 one JSON object printed at the end, with the outcome and exit code.`,
@@ -61,6 +67,7 @@ one JSON object printed at the end, with the outcome and exit code.`,
 		},
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Key, o.Command, o.OwnerSet = args[0], args[1:], c.Flags().Changed("owner")
+			o.Durable.noteChanged(c)
 			if err := o.complete(f); err != nil {
 				return err
 			}
@@ -84,7 +91,7 @@ one JSON object printed at the end, with the outcome and exit code.`,
 // runJSON is claim run's -o json.
 type runJSON struct {
 	Key             string `json:"key"`
-	Outcome         string `json:"outcome"` // ran, replayed, busy, mismatch, exhausted, lost
+	Outcome         string `json:"outcome"` // ran, replayed, busy, mismatch, exhausted, lost, unacknowledged
 	Ran             bool   `json:"ran"`
 	ExitCode        int    `json:"exit_code"`
 	Token           int64  `json:"token,omitempty"`
@@ -93,6 +100,9 @@ type runJSON struct {
 	Output          string `json:"output"`
 	OutputTruncated bool   `json:"output_truncated,omitempty"`
 	Error           string `json:"error,omitempty"`
+	// With --wait-replicas: the fewest replicas that acknowledged a write
+	// of this run (the claim, and the outcome when it ran).
+	ackJSON
 }
 
 func claimRunRun(ctx context.Context, o *RunOptions) error {
@@ -101,9 +111,15 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	if err != nil {
 		return exit.WithHint(err, "the command was not run (fail closed)")
 	}
-	res, err := acquireWaiting(ctx, conn, o)
+	var ack redisconn.Ack
+	res, err := acquireWaiting(ctx, conn, o, &ack)
 	if err != nil {
-		return exit.WithHint(err, "the command was not run (fail closed)")
+		var na *redisconn.NotAckedError
+		if errors.As(err, &na) && p.Format == render.JSON {
+			_ = p.JSON(runJSON{Key: o.Key, Outcome: "unacknowledged", ExitCode: exit.Code(err), Error: err.Error(),
+				ackJSON: o.ackFor(true, &ack)})
+		}
+		return failClosed(err)
 	}
 	report := runJSON{Key: o.Key, Outcome: string(res.Outcome)}
 	if !res.Acquired() {
@@ -128,8 +144,9 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	}
 	report.Token, report.Attempt = res.Token, res.Attempt
 	run := &claimedRun{o: o, conn: conn, token: res.Token, attempt: res.Attempt,
-		out: &capWriter{max: o.MaxResult}}
+		out: &capWriter{max: o.MaxResult}, ack: ack}
 	code, runErr := run.execute(ctx)
+	report.ackJSON = o.ackFor(true, &run.ack)
 	report.Ran, report.ExitCode = run.started, code
 	report.Output, report.OutputTruncated = string(run.out.buf), run.out.over
 	report.Recorded = run.recorded
@@ -155,12 +172,23 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	return nil
 }
 
+// failClosed says that the command was not run, after what the error
+// itself suggests.
+func failClosed(err error) error {
+	hint := "the command was not run (fail closed)"
+	var e *exit.Error
+	if errors.As(err, &e) && e.Hint != "" {
+		hint += "; " + e.Hint
+	}
+	return exit.WithHint(err, hint)
+}
+
 // acquireWaiting acquires, polling while busy for up to --wait.
-func acquireWaiting(ctx context.Context, conn *redisconn.Conn, o *RunOptions) (claim.AcquireResult, error) {
+func acquireWaiting(ctx context.Context, conn *redisconn.Conn, o *RunOptions, ack *redisconn.Ack) (claim.AcquireResult, error) {
 	deadline := time.Now().Add(o.Wait)
 	pause := 50 * time.Millisecond
 	for {
-		res, err := claim.Acquire(ctx, conn, o.acquireParams())
+		res, err := claim.Acquire(ctx, conn, o.acquireParams(), o.durably(ack))
 		if err != nil || res.Outcome != claim.Busy || time.Now().After(deadline) {
 			return res, err
 		}
@@ -182,6 +210,12 @@ type claimedRun struct {
 	out            *capWriter
 	started        bool
 	recorded       string
+	ack            redisconn.Ack // the fewest replicas that acknowledged a write of the run
+}
+
+// bound is the per-command timeout, plus the wait of --wait-replicas.
+func (r *claimedRun) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.conn.Timeout+r.o.Durable.durability().Timeout)
 }
 
 // execute runs the command and records its outcome. It returns the exit code
@@ -253,8 +287,8 @@ func (r *claimedRun) renew(ctx context.Context, stop <-chan struct{}, lost chan<
 			return
 		case <-time.After(next):
 		}
-		cctx, cancel := r.conn.Ctx(ctx)
-		_, err := claim.Renew(cctx, r.conn, o.Key, r.token, o.Lease, o.TTL)
+		cctx, cancel := r.bound(ctx)
+		_, err := claim.Renew(cctx, r.conn, o.Key, r.token, o.Lease, o.TTL, o.durably(nil))
 		cancel()
 		switch {
 		case err == nil:
@@ -289,8 +323,9 @@ func (r *claimedRun) stop(cmd *exec.Cmd, waited <-chan error) {
 func (r *claimedRun) record(ctx context.Context, code int, reason string) error {
 	o, f := r.o, r.o.Factory
 	var rec claim.Record
+	var ack redisconn.Ack
 	err := redisconn.WithRetries(ctx, f.Global.Retries, func() error {
-		cctx, cancel := r.conn.Ctx(ctx)
+		cctx, cancel := r.bound(ctx)
 		defer cancel()
 		var err error
 		if code == 0 {
@@ -299,21 +334,28 @@ func (r *claimedRun) record(ctx context.Context, code int, reason string) error 
 				s := string(r.out.buf)
 				result = &s
 			}
-			rec, err = claim.Complete(cctx, r.conn, o.Key, r.token, result, o.TTL, 0)
+			rec, err = claim.Complete(cctx, r.conn, o.Key, r.token, result, o.TTL, 0, o.durably(&ack))
 		} else {
-			rec, err = claim.Fail(cctx, r.conn, o.Key, r.token, reason, o.TTL, false)
+			rec, err = claim.Fail(cctx, r.conn, o.Key, r.token, reason, o.TTL, false, o.durably(&ack))
 		}
 		return err
 	}, nil)
+	what := "the command failed"
+	if code == 0 {
+		what = "the command succeeded"
+	}
+	var na *redisconn.NotAckedError
+	if errors.As(err, &na) {
+		// Recorded on the primary, but a failover could lose it.
+		r.recorded, r.ack = rec.Status, minAck(r.ack, ack)
+		return exit.WithHint(exit.Wrap(err, "claim run "+strconv.Quote(o.Key)),
+			what+" and its outcome is recorded on the primary; if a failover loses it, the key is PROCESSING again and a redelivery runs the command again once its lease passes")
+	}
 	if err != nil {
-		what := "the command failed"
-		if code == 0 {
-			what = "the command succeeded"
-		}
 		return exit.WithHint(exit.Wrap(err, "claim run "+strconv.Quote(o.Key)),
 			what+" but its outcome could not be recorded; the key stays PROCESSING until its lease passes")
 	}
-	r.recorded = rec.Status
+	r.recorded, r.ack = rec.Status, minAck(r.ack, ack)
 	if code == 0 && r.out.over {
 		f.Printer.Warnf("claim run %q: output over --max-result %d bytes: recorded COMPLETED without it (a redelivery replays nothing)", o.Key, o.MaxResult)
 	}
