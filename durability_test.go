@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +109,40 @@ func TestDurabilityClaimRunRefusesWithoutReplica(t *testing.T) {
 			}
 			t.Logf("replica %s: exit 69 after %s (--wait-timeout %s)", how, r.Elapsed.Round(time.Millisecond), timeout)
 		})
+	}
+}
+
+// A replica that stops while the command runs: the claim was acknowledged,
+// the command ran, and its COMPLETED stands on the primary only. The
+// command's exit status is passed through (it ran), with a warning, and
+// -o json says what stands unacknowledged.
+func TestDurabilityClaimRunOutcomeUnacknowledged(t *testing.T) {
+	t.Parallel()
+	primary, replica, c := replicaPair(t)
+	t.Cleanup(func() { _ = replica.Thaw() })
+	stop := "kill -STOP " + strconv.Itoa(replica.Pid())
+	r := c.Expect(0, "claim", "run", "job:1", "--wait-replicas", "1", "--wait-timeout", "200ms", "-o", "json",
+		"--", "sh", "-c", stop+"; echo ran")
+	var rep struct {
+		Outcome        string `json:"outcome"`
+		ExitCode       int    `json:"exit_code"`
+		Recorded       string `json:"recorded"`
+		Acked          *int   `json:"replicas_acked"`
+		Unacknowledged string `json:"unacknowledged"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, r)
+	}
+	if rep.Outcome != "ran" || rep.ExitCode != 0 || rep.Recorded != "COMPLETED" || rep.Acked == nil || *rep.Acked != 0 ||
+		!strings.Contains(rep.Unacknowledged, "0 of 1 replicas acknowledged the write within 200ms: COMPLETED stands on the primary") {
+		t.Fatalf("report %+v\n%s", rep, r)
+	}
+	if !strings.Contains(r.Stderr, "idmpctl: warning: claim run \"job:1\": complete \"job:1\": 0 of 1 replicas acknowledged") ||
+		!strings.Contains(r.Stderr, "its exit status is passed through") {
+		t.Errorf("stderr:\n%s", r.Stderr)
+	}
+	if got := hget(t, primary, "job:1", "status"); got != "COMPLETED" {
+		t.Errorf("the primary's status is %q", got)
 	}
 }
 

@@ -49,10 +49,10 @@ The command sees IDMPCTL_KEY, IDMPCTL_TOKEN and IDMPCTL_ATTEMPT.
   Redis unreachable   exits 69 and the command never runs (fail closed)
   not acknowledged    with --wait-replicas: the claim was not acknowledged
                       by enough replicas in --wait-timeout: it is given up,
-                      exit 69, and the command never runs; an outcome that
-                      was not acknowledged is exit 69 too (it stands on the
-                      primary); a renewal that was not acknowledged counts
-                      as a failed renewal
+                      exit 69, and the command never runs. An outcome that
+                      was not acknowledged stands on the primary: a warning
+                      says so and the command's exit code is passed through.
+                      A renewal that was not acknowledged counts as failed.
 
 With -o json the command's stdout is not streamed: it is captured into the
 one JSON object printed at the end, with the outcome and exit code.`,
@@ -101,8 +101,10 @@ type runJSON struct {
 	OutputTruncated bool   `json:"output_truncated,omitempty"`
 	Error           string `json:"error,omitempty"`
 	// With --wait-replicas: the fewest replicas that acknowledged a write
-	// of this run (the claim, and the outcome when it ran).
+	// of this run (the claim, and the outcome when it ran), and why the
+	// outcome stands unacknowledged when it does.
 	ackJSON
+	Unacknowledged string `json:"unacknowledged,omitempty"`
 }
 
 func claimRunRun(ctx context.Context, o *RunOptions) error {
@@ -146,7 +148,7 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	run := &claimedRun{o: o, conn: conn, token: res.Token, attempt: res.Attempt,
 		out: &capWriter{max: o.MaxResult}, ack: ack}
 	code, runErr := run.execute(ctx)
-	report.ackJSON = o.ackFor(true, &run.ack)
+	report.ackJSON, report.Unacknowledged = o.ackFor(true, &run.ack), run.unacked
 	report.Ran, report.ExitCode = run.started, code
 	report.Output, report.OutputTruncated = string(run.out.buf), run.out.over
 	report.Recorded = run.recorded
@@ -211,6 +213,7 @@ type claimedRun struct {
 	started        bool
 	recorded       string
 	ack            redisconn.Ack // the fewest replicas that acknowledged a write of the run
+	unacked        string        // the outcome was not acknowledged: why
 }
 
 // bound is the per-command timeout, plus the wait of --wait-replicas.
@@ -346,10 +349,14 @@ func (r *claimedRun) record(ctx context.Context, code int, reason string) error 
 	}
 	var na *redisconn.NotAckedError
 	if errors.As(err, &na) {
-		// Recorded on the primary, but a failover could lose it.
+		// Recorded on the primary, but a failover could lose it. The command
+		// ran: its exit status is passed through (the spec's contract), and
+		// the consumer that acknowledges its message on it is spared a
+		// redelivery that such a failover would turn into a second run.
 		r.recorded, r.ack = rec.Status, minAck(r.ack, ack)
-		return exit.WithHint(exit.Wrap(err, "claim run "+strconv.Quote(o.Key)),
-			what+" and its outcome is recorded on the primary; if a failover loses it, the key is PROCESSING again and a redelivery runs the command again once its lease passes")
+		r.unacked = fmt.Sprintf("%v; %s and its exit status is passed through: if a failover loses the outcome, the key is PROCESSING again and a redelivery runs the command again once the lease passes", err, what)
+		f.Printer.Warnf("claim run %q: %s", o.Key, r.unacked)
+		return nil
 	}
 	if err != nil {
 		return exit.WithHint(exit.Wrap(err, "claim run "+strconv.Quote(o.Key)),
