@@ -275,3 +275,42 @@ func TestDurabilityWaitAOF(t *testing.T) {
 		t.Errorf("stdout %s", r.Stdout)
 	}
 }
+
+// In a cluster the write and its WAIT go to the primary that holds the
+// key: with a replica under the first primary only (slots 0-5460), a key
+// there is acknowledged, and a key of another primary is not (69).
+func TestDurabilityCluster(t *testing.T) {
+	t.Parallel()
+	cl := redistest.NewCluster(t) // skipped with -short or without redis-cli
+	if _, err := cl.AddReplica(filepath.Join(t.TempDir(), "replica"), 0); err != nil {
+		t.Fatal(err)
+	}
+	keyOn := func(replicated bool) string {
+		for i := 0; ; i++ {
+			key := "job:" + strconv.Itoa(i)
+			reply, err := cl.Nodes[0].Do("CLUSTER", "KEYSLOT", key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slot, _ := strconv.Atoi(reply); (slot <= 5460) == replicated {
+				return key
+			}
+		}
+	}
+	// The URL names the second primary: the client discovers the rest.
+	c := clitest.New(t, "IDMPCTL_URL="+cl.Nodes[1].URL)
+	here, there := keyOn(true), keyOn(false)
+	r := c.Expect(0, "claim", "acquire", here, "--wait-replicas", "1", "-o", "json")
+	if !strings.Contains(r.Stdout, `"replicas_acked":1`) {
+		t.Errorf("%s on the replicated primary: %s", here, r.Stdout)
+	}
+	r = c.Expect(69, "claim", "acquire", there, "--wait-replicas", "1", "--wait-timeout", "200ms")
+	if !strings.Contains(r.Stderr, "0 of 1 replicas acknowledged") || !strings.Contains(r.Stderr, "so it was released") {
+		t.Errorf("%s elsewhere: %s", there, r)
+	}
+	stream := "{" + here + "}.s"
+	r = c.Expect(0, "xadd", stream, "--pid", "p", "--iid", "i", "--wait-replicas", "1", "-o", "json", "f", "v")
+	if !strings.Contains(r.Stdout, `"replicas_acked":1`) {
+		t.Errorf("xadd %s: %s", stream, r.Stdout)
+	}
+}
