@@ -21,6 +21,10 @@ import (
 	"github.com/idmpctl/idmpctl/internal/redistest"
 )
 
+// okWait is the --wait-timeout of writes that must be acknowledged: a
+// loaded machine (-race, shared CPUs) can take more than the default 1s.
+const okWait = "10s"
+
 // replicaPair starts a primary and one replica, and a CLI pointed at the
 // primary.
 func replicaPair(t *testing.T, config ...string) (*redistest.Server, *redistest.Server, *clitest.CLI) {
@@ -54,7 +58,7 @@ func hget(t *testing.T, srv *redistest.Server, key, field string) string {
 func TestDurabilityClaimRunAcknowledged(t *testing.T) {
 	t.Parallel()
 	_, replica, c := replicaPair(t)
-	r := c.Expect(0, "claim", "run", "job:1", "--wait-replicas", "1", "-o", "json", "--", "sh", "-c", "echo ran; touch marker")
+	r := c.Expect(0, "claim", "run", "job:1", "--wait-replicas", "1", "--wait-timeout", okWait, "-o", "json", "--", "sh", "-c", "echo ran; touch marker")
 	var rep struct {
 		Outcome  string `json:"outcome"`
 		Recorded string `json:"recorded"`
@@ -121,7 +125,7 @@ func TestDurabilityClaimRunOutcomeUnacknowledged(t *testing.T) {
 	primary, replica, c := replicaPair(t)
 	t.Cleanup(func() { _ = replica.Thaw() })
 	stop := "kill -STOP " + strconv.Itoa(replica.Pid())
-	r := c.Expect(0, "claim", "run", "job:1", "--wait-replicas", "1", "--wait-timeout", "200ms", "-o", "json",
+	r := c.Expect(0, "claim", "run", "job:1", "--wait-replicas", "1", "--wait-timeout", "2s", "-o", "json",
 		"--", "sh", "-c", stop+"; echo ran")
 	var rep struct {
 		Outcome        string `json:"outcome"`
@@ -134,7 +138,7 @@ func TestDurabilityClaimRunOutcomeUnacknowledged(t *testing.T) {
 		t.Fatalf("%v\n%s", err, r)
 	}
 	if rep.Outcome != "ran" || rep.ExitCode != 0 || rep.Recorded != "COMPLETED" || rep.Acked == nil || *rep.Acked != 0 ||
-		!strings.Contains(rep.Unacknowledged, "0 of 1 replicas acknowledged the write within 200ms: COMPLETED stands on the primary") {
+		!strings.Contains(rep.Unacknowledged, "0 of 1 replicas acknowledged the write within 2s: COMPLETED stands on the primary") {
 		t.Fatalf("report %+v\n%s", rep, r)
 	}
 	if !strings.Contains(r.Stderr, "idmpctl: warning: claim run \"job:1\": complete \"job:1\": 0 of 1 replicas acknowledged") ||
@@ -158,7 +162,7 @@ func TestDurabilityFailoverKeepsTheClaim(t *testing.T) {
 	t.Run("acknowledged", func(t *testing.T) {
 		t.Parallel()
 		primary, replica, c := replicaPair(t)
-		worker := c.Start("claim", "run", "job:1", "--wait-replicas", "1", "--lease", "1m", "--owner", "worker-1",
+		worker := c.Start("claim", "run", "job:1", "--wait-replicas", "1", "--wait-timeout", okWait, "--lease", "1m", "--owner", "worker-1",
 			"--", "sh", "-c", "touch started; exec sleep 60")
 		started := filepath.Join(c.Dir, "started")
 		if !faultWaitFor(20*time.Second, func() bool { return faultExists(started) || worker.Exited() }) || worker.Exited() {
@@ -216,7 +220,7 @@ func TestDurabilityFailoverKeepsTheClaim(t *testing.T) {
 func TestDurabilityXAdd(t *testing.T) {
 	t.Parallel()
 	primary, replica, c := replicaPair(t)
-	r := c.Expect(0, "xadd", "s", "--pid", "p", "--iid", "a", "--wait-replicas", "1", "-o", "json", "f", "v")
+	r := c.Expect(0, "xadd", "s", "--pid", "p", "--iid", "a", "--wait-replicas", "1", "--wait-timeout", okWait, "-o", "json", "f", "v")
 	if !strings.Contains(r.Stdout, `"replicas_acked":1`) || !strings.Contains(r.Stdout, `"duplicate":false`) {
 		t.Fatalf("stdout %s", r.Stdout)
 	}
@@ -227,7 +231,7 @@ func TestDurabilityXAdd(t *testing.T) {
 	if err := os.WriteFile(in, []byte("{\"iid\":\"b\",\"fields\":{\"n\":\"1\"}}\n{\"iid\":\"c\",\"fields\":{\"n\":\"2\"}}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r = c.Expect(0, "xadd", "s", "--pid", "p", "--batch", in, "--wait-replicas", "1", "-o", "json")
+	r = c.Expect(0, "xadd", "s", "--pid", "p", "--batch", in, "--wait-replicas", "1", "--wait-timeout", okWait, "-o", "json")
 	if strings.Count(r.Stdout, `"replicas_acked":1`) != 2 {
 		t.Fatalf("batch stdout %s", r.Stdout)
 	}
@@ -270,7 +274,7 @@ func TestDurabilityWaitAOF(t *testing.T) {
 		t.Skip("WAITAOF needs Redis 7.2 or later; the test server is older: only its refusal was tested")
 	}
 	_, _, c := replicaPair(t, "appendonly yes", "appendfsync always")
-	r := c.Expect(0, "claim", "acquire", "job:1", "--wait-aof", "--wait-replicas", "1", "-o", "json")
+	r := c.Expect(0, "claim", "acquire", "job:1", "--wait-aof", "--wait-replicas", "1", "--wait-timeout", okWait, "-o", "json")
 	if !strings.Contains(r.Stdout, `"replicas_acked":1`) || !strings.Contains(r.Stdout, `"local_aof_fsynced":true`) {
 		t.Errorf("stdout %s", r.Stdout)
 	}
@@ -300,7 +304,7 @@ func TestDurabilityCluster(t *testing.T) {
 	// The URL names the second primary: the client discovers the rest.
 	c := clitest.New(t, "IDMPCTL_URL="+cl.Nodes[1].URL)
 	here, there := keyOn(true), keyOn(false)
-	r := c.Expect(0, "claim", "acquire", here, "--wait-replicas", "1", "-o", "json")
+	r := c.Expect(0, "claim", "acquire", here, "--wait-replicas", "1", "--wait-timeout", okWait, "-o", "json")
 	if !strings.Contains(r.Stdout, `"replicas_acked":1`) {
 		t.Errorf("%s on the replicated primary: %s", here, r.Stdout)
 	}
@@ -309,7 +313,7 @@ func TestDurabilityCluster(t *testing.T) {
 		t.Errorf("%s elsewhere: %s", there, r)
 	}
 	stream := "{" + here + "}.s"
-	r = c.Expect(0, "xadd", stream, "--pid", "p", "--iid", "i", "--wait-replicas", "1", "-o", "json", "f", "v")
+	r = c.Expect(0, "xadd", stream, "--pid", "p", "--iid", "i", "--wait-replicas", "1", "--wait-timeout", okWait, "-o", "json", "f", "v")
 	if !strings.Contains(r.Stdout, `"replicas_acked":1`) {
 		t.Errorf("xadd %s: %s", stream, r.Stdout)
 	}
