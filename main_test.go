@@ -143,9 +143,12 @@ var (
 )
 
 // condition knows [redis:8.6]: the test server binary has native IDMP
-// (probed once, with COMMAND INFO XCFGSET), and [valkey].
+// (probed once, with COMMAND INFO XCFGSET), [redis:7.2]: its version is
+// 7.2 or later (WAITAOF), and [valkey].
 func condition(cond string) (bool, error) {
 	switch cond {
+	case "redis:7.2":
+		return redistest.AtLeast(7, 2), nil
 	case "redis:8.6":
 		nativeOnce.Do(func() { nativeIDMP, nativeErr = probeNativeIDMP() })
 		return nativeIDMP, nativeErr

@@ -25,6 +25,7 @@ type ClaimFlags struct {
 	Payload     string
 	MaxAttempts int64
 	MaxResult   int
+	Durable     WaitFlags
 
 	fingerprint string
 }
@@ -91,7 +92,7 @@ func (o *ClaimFlags) validate() error {
 	case o.MaxAttempts < 0:
 		return exit.Usagef("--max-attempts %d: give 0 (unlimited) or more", o.MaxAttempts)
 	}
-	return nil
+	return o.Durable.validate()
 }
 
 func validateToken(token int64) error {
@@ -114,6 +115,13 @@ func addClaimFlags(c *cobra.Command, o *ClaimFlags) {
 	fl.StringVar(&o.Payload, "payload", "", "request payload (STRING or @FILE): its SHA-256 must match on redelivery")
 	fl.Int64Var(&o.MaxAttempts, "max-attempts", 0, "refuse a retry after this many attempts (0: unlimited)")
 	fl.IntVar(&o.MaxResult, "max-result", claim.DefaultMaxResult, "largest result stored, in bytes (0: no cap)")
+	addWaitFlags(c, &o.Durable)
+}
+
+// durably is the claim option of the wait flags; ack receives what was
+// acknowledged.
+func (o *ClaimFlags) durably(ack *redisconn.Ack) claim.Option {
+	return claim.Durably(o.Durable.durability(), ack)
 }
 
 func addTokenFlag(c *cobra.Command, token *int64) {
@@ -129,6 +137,7 @@ func claimVerb(f *Factory, use, short string, o *ClaimFlags, prepare func(c *cob
 		Args:  exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Key, o.OwnerSet = args[0], c.Flags().Changed("owner")
+			o.Durable.noteChanged(c)
 			if err := o.complete(f); err != nil {
 				return err
 			}
@@ -164,7 +173,14 @@ result and error.
   complete  PROCESSING -> COMPLETED with --result (exit 76 when lost)
   fail      -> FAILED with --error, or --release to delete (exit 76 when lost)
   release   delete the claim so a redelivery starts afresh (exit 76 when lost)
-  run       claim, run a command with the claim renewed, record the outcome`,
+  run       claim, run a command with the claim renewed, record the outcome
+
+--wait-replicas N makes every write wait until N replicas acknowledged it
+(WAIT, in the write's own round trip; --wait-aof: WAITAOF, Redis 7.2+),
+for at most --wait-timeout. Fewer is exit 69: the write stands on the
+primary but a failover could lose it. An acquire that was not acknowledged
+is given up again (released, or recorded FAILED after a takeover or a
+retry) and prints no token; renew, complete and fail can be repeated.`,
 	}
 	c.AddCommand(NewCmdClaimAcquire(f, nil), NewCmdClaimRenew(f, nil), NewCmdClaimComplete(f, nil),
 		NewCmdClaimFail(f, nil), NewCmdClaimRelease(f, nil), NewCmdClaimRun(f, nil))
@@ -310,6 +326,7 @@ type acquireJSON struct {
 	PreviousOwner string        `json:"previous_owner,omitempty"`
 	LeaseLeftMs   int64         `json:"lease_left_ms,omitempty"`
 	Record        *claim.Record `json:"record,omitempty"`
+	ackJSON
 }
 
 func claimAcquireRun(ctx context.Context, o *AcquireOptions) error {
@@ -317,20 +334,22 @@ func claimAcquireRun(ctx context.Context, o *AcquireOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := claim.Acquire(ctx, conn, o.acquireParams())
+	var ack redisconn.Ack
+	res, err := claim.Acquire(ctx, conn, o.acquireParams(), o.durably(&ack))
 	if err != nil {
-		return err
+		return err // an unacknowledged claim was given up: no token
 	}
+	aj := o.ackFor(res.Acquired(), &ack)
 	p := o.Factory.Printer
 	switch p.Format {
 	case render.JSON:
 		rec := res.Record
 		if err := p.JSON(acquireJSON{Key: o.Key, Outcome: string(res.Outcome), Token: res.Token, Attempt: res.Attempt,
-			PreviousOwner: res.PreviousOwner, LeaseLeftMs: res.LeaseLeftMs, Record: &rec}); err != nil {
+			PreviousOwner: res.PreviousOwner, LeaseLeftMs: res.LeaseLeftMs, Record: &rec, ackJSON: aj}); err != nil {
 			return err
 		}
 	case render.Table:
-		printClaim(p, "acquire "+o.Key+": "+string(res.Outcome), res.Record)
+		printClaim(p, "acquire "+o.Key+": "+string(res.Outcome), res.Record, aj.pairs()...)
 	default:
 		switch {
 		case res.Acquired():
@@ -366,7 +385,7 @@ func acquireExit(p *render.Printer, key string, res claim.AcquireResult) error {
 	return nil
 }
 
-func printClaim(p *render.Printer, title string, r claim.Record) {
+func printClaim(p *render.Printer, title string, r claim.Record, extra ...render.Pair) {
 	pairs := []render.Pair{{"status", render.Field(r.Status)}, {"owner", render.Field(r.Owner)}, {"token", strconv.FormatInt(r.Token, 10)},
 		{"attempts", strconv.FormatInt(r.Attempts, 10)}}
 	if r.Status == claim.StatusProcessing {
@@ -382,16 +401,32 @@ func printClaim(p *render.Printer, title string, r claim.Record) {
 	if r.Error != "" {
 		pairs = append(pairs, render.Pair{"error", render.Field(r.Error)})
 	}
-	p.KV(title, pairs)
+	p.KV(title, append(pairs, extra...))
+}
+
+// ackFor is the acknowledgement to show for a call that wrote (an outcome
+// that wrote nothing waited for nothing).
+func (o *ClaimFlags) ackFor(wrote bool, ack *redisconn.Ack) ackJSON {
+	if !wrote {
+		return ackJSON{}
+	}
+	return toAckJSON(o.Durable.durability(), ack)
 }
 
 // claimStepOut prints the outcome of renew/complete/fail/release.
-func claimStepOut(p *render.Printer, verb, key, raw string, r claim.Record) error {
+func claimStepOut(p *render.Printer, verb, key, raw string, r claim.Record, aj ackJSON) error {
 	switch p.Format {
 	case render.JSON:
-		return p.JSON(map[string]any{"key": key, "verb": verb, "outcome": raw, "record": r})
+		j := map[string]any{"key": key, "verb": verb, "outcome": raw, "record": r}
+		if aj.ReplicasAcked != nil {
+			j["replicas_acked"] = *aj.ReplicasAcked
+		}
+		if aj.LocalAOF != nil {
+			j["local_aof_fsynced"] = *aj.LocalAOF
+		}
+		return p.JSON(j)
 	case render.Table:
-		printClaim(p, verb+" "+key+": "+raw, r)
+		printClaim(p, verb+" "+key+": "+raw, r, aj.pairs()...)
 	default:
 		p.Line("%s", raw)
 	}
@@ -404,14 +439,15 @@ func claimRenewRun(ctx context.Context, o *RenewOptions) error {
 		return err
 	}
 	var r claim.Record
+	var ack redisconn.Ack
 	err = redisconn.WithRetries(ctx, o.Factory.Global.Retries, func() (err error) {
-		r, err = claim.Renew(ctx, conn, o.Key, o.Token, o.Lease, o.TTL)
+		r, err = claim.Renew(ctx, conn, o.Key, o.Token, o.Lease, o.TTL, o.durably(&ack))
 		return err
 	}, nil)
 	if err != nil {
 		return err
 	}
-	return claimStepOut(o.Factory.Printer, "renew", o.Key, strconv.FormatInt(r.LeaseUntil-r.Now, 10), r)
+	return claimStepOut(o.Factory.Printer, "renew", o.Key, strconv.FormatInt(r.LeaseUntil-r.Now, 10), r, o.ackFor(true, &ack))
 }
 
 func claimCompleteRun(ctx context.Context, o *CompleteOptions) error {
@@ -424,14 +460,15 @@ func claimCompleteRun(ctx context.Context, o *CompleteOptions) error {
 		result = &o.Result
 	}
 	var r claim.Record
+	var ack redisconn.Ack
 	err = redisconn.WithRetries(ctx, o.Factory.Global.Retries, func() (err error) {
-		r, err = claim.Complete(ctx, conn, o.Key, o.Token, result, o.TTL, o.MaxResult)
+		r, err = claim.Complete(ctx, conn, o.Key, o.Token, result, o.TTL, o.MaxResult, o.durably(&ack))
 		return err
 	}, nil)
 	if err != nil {
 		return err
 	}
-	return claimStepOut(o.Factory.Printer, "complete", o.Key, r.Status, r)
+	return claimStepOut(o.Factory.Printer, "complete", o.Key, r.Status, r, o.ackFor(true, &ack))
 }
 
 func claimFailRun(ctx context.Context, o *FailOptions) error {
@@ -444,8 +481,9 @@ func claimFailRun(ctx context.Context, o *FailOptions) error {
 		retries = 0 // see claim.Release: not blindly retryable
 	}
 	var r claim.Record
+	var ack redisconn.Ack
 	err = redisconn.WithRetries(ctx, retries, func() (err error) {
-		r, err = claim.Fail(ctx, conn, o.Key, o.Token, o.ErrorText, o.TTL, o.Release)
+		r, err = claim.Fail(ctx, conn, o.Key, o.Token, o.ErrorText, o.TTL, o.Release, o.durably(&ack))
 		return err
 	}, nil)
 	if err != nil {
@@ -455,7 +493,7 @@ func claimFailRun(ctx context.Context, o *FailOptions) error {
 	if o.Release {
 		outcome = "RELEASED"
 	}
-	return claimStepOut(o.Factory.Printer, "fail", o.Key, outcome, r)
+	return claimStepOut(o.Factory.Printer, "fail", o.Key, outcome, r, o.ackFor(true, &ack))
 }
 
 func claimReleaseRun(ctx context.Context, o *ReleaseOptions) error {
@@ -463,8 +501,9 @@ func claimReleaseRun(ctx context.Context, o *ReleaseOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := claim.Release(ctx, conn, o.Key, o.Token); err != nil {
+	var ack redisconn.Ack
+	if err := claim.Release(ctx, conn, o.Key, o.Token, o.durably(&ack)); err != nil {
 		return err
 	}
-	return claimStepOut(o.Factory.Printer, "release", o.Key, "RELEASED", claim.Record{Key: o.Key, TTLms: -2})
+	return claimStepOut(o.Factory.Printer, "release", o.Key, "RELEASED", claim.Record{Key: o.Key, TTLms: -2}, o.ackFor(true, &ack))
 }

@@ -47,6 +47,12 @@ The command sees IDMPCTL_KEY, IDMPCTL_TOKEN and IDMPCTL_ATTEMPT.
   claim lost          a renewal found another owner, or renewals failed for
                       longer than the lease: the command is stopped, exit 76
   Redis unreachable   exits 69 and the command never runs (fail closed)
+  not acknowledged    with --wait-replicas: the claim was not acknowledged
+                      by enough replicas in --wait-timeout: it is given up,
+                      exit 69, and the command never runs. An outcome that
+                      was not acknowledged stands on the primary: a warning
+                      says so and the command's exit code is passed through.
+                      A renewal that was not acknowledged counts as failed.
 
 With -o json the command's stdout is not streamed: it is captured into the
 one JSON object printed at the end, with the outcome and exit code.`,
@@ -61,6 +67,7 @@ one JSON object printed at the end, with the outcome and exit code.`,
 		},
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Key, o.Command, o.OwnerSet = args[0], args[1:], c.Flags().Changed("owner")
+			o.Durable.noteChanged(c)
 			if err := o.complete(f); err != nil {
 				return err
 			}
@@ -84,7 +91,7 @@ one JSON object printed at the end, with the outcome and exit code.`,
 // runJSON is claim run's -o json.
 type runJSON struct {
 	Key             string `json:"key"`
-	Outcome         string `json:"outcome"` // ran, replayed, busy, mismatch, exhausted, lost
+	Outcome         string `json:"outcome"` // ran, replayed, busy, mismatch, exhausted, lost, unacknowledged
 	Ran             bool   `json:"ran"`
 	ExitCode        int    `json:"exit_code"`
 	Token           int64  `json:"token,omitempty"`
@@ -93,6 +100,11 @@ type runJSON struct {
 	Output          string `json:"output"`
 	OutputTruncated bool   `json:"output_truncated,omitempty"`
 	Error           string `json:"error,omitempty"`
+	// With --wait-replicas: the fewest replicas that acknowledged a write
+	// of this run (the claim, and the outcome when it ran), and why the
+	// outcome stands unacknowledged when it does.
+	ackJSON
+	Unacknowledged string `json:"unacknowledged,omitempty"`
 }
 
 func claimRunRun(ctx context.Context, o *RunOptions) error {
@@ -103,9 +115,15 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	if err != nil {
 		return exit.WithHint(err, "the command was not run (fail closed)")
 	}
-	res, err := acquireWaiting(ctx, conn, o)
+	var ack redisconn.Ack
+	res, err := acquireWaiting(ctx, conn, o, &ack)
 	if err != nil {
-		return exit.WithHint(err, "the command was not run (fail closed)")
+		var na *redisconn.NotAckedError
+		if errors.As(err, &na) && p.Format == render.JSON {
+			_ = p.JSON(runJSON{Key: o.Key, Outcome: "unacknowledged", ExitCode: exit.Code(err), Error: err.Error(),
+				ackJSON: o.ackFor(true, &ack)})
+		}
+		return failClosed(err)
 	}
 	report := runJSON{Key: o.Key, Outcome: string(res.Outcome)}
 	if !res.Acquired() {
@@ -130,8 +148,9 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	}
 	report.Token, report.Attempt = res.Token, res.Attempt
 	run := &claimedRun{o: o, conn: conn, token: res.Token, attempt: res.Attempt,
-		out: &capWriter{max: o.MaxResult}}
+		out: &capWriter{max: o.MaxResult}, ack: ack}
 	code, runErr := run.execute(ctx)
+	report.ackJSON, report.Unacknowledged = o.ackFor(true, &run.ack), run.unacked
 	report.Ran, report.ExitCode = run.started, code
 	report.Output, report.OutputTruncated = string(run.out.buf), run.out.over
 	report.Recorded = run.recorded
@@ -157,12 +176,23 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	return nil
 }
 
+// failClosed says that the command was not run, after what the error
+// itself suggests.
+func failClosed(err error) error {
+	hint := "the command was not run (fail closed)"
+	var e *exit.Error
+	if errors.As(err, &e) && e.Hint != "" {
+		hint += "; " + e.Hint
+	}
+	return exit.WithHint(err, hint)
+}
+
 // acquireWaiting acquires, polling while busy for up to --wait.
-func acquireWaiting(ctx context.Context, conn *redisconn.Conn, o *RunOptions) (claim.AcquireResult, error) {
+func acquireWaiting(ctx context.Context, conn *redisconn.Conn, o *RunOptions, ack *redisconn.Ack) (claim.AcquireResult, error) {
 	deadline := time.Now().Add(o.Wait)
 	pause := 50 * time.Millisecond
 	for {
-		res, err := claim.Acquire(ctx, conn, o.acquireParams())
+		res, err := claim.Acquire(ctx, conn, o.acquireParams(), o.durably(ack))
 		if err != nil || res.Outcome != claim.Busy || time.Now().After(deadline) {
 			return res, err
 		}
@@ -184,6 +214,13 @@ type claimedRun struct {
 	out            *capWriter
 	started        bool
 	recorded       string
+	ack            redisconn.Ack // the fewest replicas that acknowledged a write of the run
+	unacked        string        // the outcome was not acknowledged: why
+}
+
+// bound is the per-command timeout, plus the wait of --wait-replicas.
+func (r *claimedRun) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.conn.Timeout+r.o.Durable.durability().Timeout)
 }
 
 // execute runs the command and records its outcome. It returns the exit code
@@ -255,8 +292,8 @@ func (r *claimedRun) renew(ctx context.Context, stop <-chan struct{}, lost chan<
 			return
 		case <-time.After(next):
 		}
-		cctx, cancel := r.conn.Ctx(ctx)
-		_, err := claim.Renew(cctx, r.conn, o.Key, r.token, o.Lease, o.TTL)
+		cctx, cancel := r.bound(ctx)
+		_, err := claim.Renew(cctx, r.conn, o.Key, r.token, o.Lease, o.TTL, o.durably(nil))
 		cancel()
 		switch {
 		case err == nil:
@@ -291,8 +328,9 @@ func (r *claimedRun) stop(cmd *exec.Cmd, waited <-chan error) {
 func (r *claimedRun) record(ctx context.Context, code int, reason string) error {
 	o, f := r.o, r.o.Factory
 	var rec claim.Record
+	var ack redisconn.Ack
 	err := redisconn.WithRetries(ctx, f.Global.Retries, func() error {
-		cctx, cancel := r.conn.Ctx(ctx)
+		cctx, cancel := r.bound(ctx)
 		defer cancel()
 		var err error
 		if code == 0 {
@@ -301,21 +339,32 @@ func (r *claimedRun) record(ctx context.Context, code int, reason string) error 
 				s := string(r.out.buf)
 				result = &s
 			}
-			rec, err = claim.Complete(cctx, r.conn, o.Key, r.token, result, o.TTL, 0)
+			rec, err = claim.Complete(cctx, r.conn, o.Key, r.token, result, o.TTL, 0, o.durably(&ack))
 		} else {
-			rec, err = claim.Fail(cctx, r.conn, o.Key, r.token, reason, o.TTL, false)
+			rec, err = claim.Fail(cctx, r.conn, o.Key, r.token, reason, o.TTL, false, o.durably(&ack))
 		}
 		return err
 	}, nil)
+	what := "the command failed"
+	if code == 0 {
+		what = "the command succeeded"
+	}
+	var na *redisconn.NotAckedError
+	if errors.As(err, &na) {
+		// Recorded on the primary, but a failover could lose it. The command
+		// ran: its exit status is passed through (the spec's contract), and
+		// the consumer that acknowledges its message on it is spared a
+		// redelivery that such a failover would turn into a second run.
+		r.recorded, r.ack = rec.Status, minAck(r.ack, ack)
+		r.unacked = fmt.Sprintf("%v; %s and its exit status is passed through: if a failover loses the outcome, the key is PROCESSING again and a redelivery runs the command again once the lease passes", err, what)
+		f.Printer.Warnf("claim run %q: %s", o.Key, r.unacked)
+		return nil
+	}
 	if err != nil {
-		what := "the command failed"
-		if code == 0 {
-			what = "the command succeeded"
-		}
 		return exit.WithHint(exit.Wrap(err, "claim run "+strconv.Quote(o.Key)),
 			what+" but its outcome could not be recorded; the key stays PROCESSING until its lease passes")
 	}
-	r.recorded = rec.Status
+	r.recorded, r.ack = rec.Status, minAck(r.ack, ack)
 	if code == 0 && r.out.over {
 		f.Printer.Warnf("claim run %q: output over --max-result %d bytes: recorded COMPLETED without it (a redelivery replays nothing)", o.Key, o.MaxResult)
 	}

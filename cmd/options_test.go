@@ -357,3 +357,87 @@ func TestRedisWording(t *testing.T) {
 		t.Errorf("--escapes: %q %q %q", got.PID, got.IID, got.Fields)
 	}
 }
+
+// --wait-replicas, --wait-timeout and --wait-aof on every claim verb and
+// xadd: parsed into what each write must reach, checked without a server.
+func TestWaitFlags(t *testing.T) {
+	var acq *AcquireOptions
+	f := testFactory("")
+	if err := execute(t, f, NewCmdClaimAcquire(f, func(o *AcquireOptions) error { acq = o; return nil }),
+		"acquire", "k", "--wait-replicas", "2", "--wait-timeout", "250ms", "--wait-aof"); err != nil {
+		t.Fatal(err)
+	}
+	if d := acq.Durable.durability(); d.Replicas != 2 || d.Timeout != 250*time.Millisecond || !d.AOF {
+		t.Errorf("acquire: durability %+v", d)
+	}
+	var run *RunOptions
+	f = testFactory("")
+	if err := execute(t, f, NewCmdClaimRun(f, func(o *RunOptions) error { run = o; return nil }),
+		"run", "k", "--wait-replicas", "1", "--wait", "2s", "--", "true"); err != nil {
+		t.Fatal(err)
+	}
+	if d := run.Durable.durability(); d.Replicas != 1 || d.Timeout != time.Second || d.AOF || run.Wait != 2*time.Second {
+		t.Errorf("run: durability %+v (default timeout 1s), --wait %s", d, run.Wait)
+	}
+	var add *XAddOptions
+	f = testFactory("")
+	if err := execute(t, f, NewCmdXAdd(f, func(o *XAddOptions) error { add = o; return nil }),
+		"xadd", "s", "--pid", "p", "--iid", "i", "--wait-aof", "f", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if d := add.Durable.durability(); d.Replicas != 0 || !d.AOF || d.Timeout != time.Second {
+		t.Errorf("xadd --wait-aof alone (local AOF only): durability %+v", d)
+	}
+	f = testFactory("")
+	if err := execute(t, f, NewCmdClaimRelease(f, func(o *ReleaseOptions) error {
+		if o.Durable.durability().On() {
+			t.Errorf("no wait flags: durability %+v", o.Durable.durability())
+		}
+		return nil
+	}), "release", "k", "--token", "1"); err != nil {
+		t.Fatal(err)
+	}
+
+	verbs := map[string]func(f *Factory) *cobra.Command{
+		"acquire": func(f *Factory) *cobra.Command {
+			return NewCmdClaimAcquire(f, func(*AcquireOptions) error { return nil })
+		},
+		"renew": func(f *Factory) *cobra.Command { return NewCmdClaimRenew(f, func(*RenewOptions) error { return nil }) },
+		"complete": func(f *Factory) *cobra.Command {
+			return NewCmdClaimComplete(f, func(*CompleteOptions) error { return nil })
+		},
+		"fail": func(f *Factory) *cobra.Command { return NewCmdClaimFail(f, func(*FailOptions) error { return nil }) },
+		"release": func(f *Factory) *cobra.Command {
+			return NewCmdClaimRelease(f, func(*ReleaseOptions) error { return nil })
+		},
+		"run":  func(f *Factory) *cobra.Command { return NewCmdClaimRun(f, func(*RunOptions) error { return nil }) },
+		"xadd": func(f *Factory) *cobra.Command { return NewCmdXAdd(f, func(*XAddOptions) error { return nil }) },
+	}
+	base := map[string][]string{
+		"acquire": {"k"}, "renew": {"k", "--token", "1"}, "complete": {"k", "--token", "1"},
+		"fail": {"k", "--token", "1"}, "release": {"k", "--token", "1"}, "run": {"k"},
+		"xadd": {"s", "--pid", "p", "--iid", "i"},
+	}
+	tail := map[string][]string{"run": {"--", "true"}, "xadd": {"f", "v"}}
+	for verb := range verbs {
+		for _, c := range []struct {
+			flags []string
+			want  string
+		}{
+			{[]string{"--wait-replicas", "-1"}, "--wait-replicas -1: must not be negative"},
+			{[]string{"--wait-replicas", "1", "--wait-timeout", "0s"}, "--wait-timeout 0s: must be at least 1ms"},
+			{[]string{"--wait-aof", "--wait-timeout", "-1s"}, "--wait-timeout -1s: must be at least 1ms"},
+			{[]string{"--wait-replicas", "1", "--wait-timeout", "500us"}, "must be at least 1ms"},
+			{[]string{"--wait-timeout", "2s"}, "--wait-timeout goes with --wait-replicas N or --wait-aof"},
+			{[]string{"--wait-replicas", "1", "--wait-timeout", "soon"}, "invalid argument"},
+			{[]string{"--wait-replicas", "two"}, "invalid argument"},
+		} {
+			args := append(append(append([]string{verb}, base[verb]...), c.flags...), tail[verb]...)
+			f := testFactory("")
+			err := execute(t, f, verbs[verb](f), args...)
+			if exit.Code(err) != exit.Usage || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%v: err = %v (exit %d), want a usage error with %q", args, err, exit.Code(err), c.want)
+			}
+		}
+	}
+}

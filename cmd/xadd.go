@@ -40,6 +40,7 @@ type XAddOptions struct {
 	Resume      bool
 	ProgressTTL time.Duration
 	Escapes     bool
+	Durable     WaitFlags
 
 	jsonText string // --json as read by complete (the file or stdin)
 }
@@ -94,6 +95,9 @@ func (o *XAddOptions) Validate() error {
 	case o.Batch == "" && o.JSON == "" && len(o.Fields) == 0:
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("no fields to add"),
 			Hint: "give FIELD VALUE pairs after the stream name, or --json '{\"field\":\"value\"}'"}
+	}
+	if err := o.Durable.validate(); err != nil {
+		return err
 	}
 	if o.JSON != "" {
 		fields, err := batch.ParseFields([]byte(o.jsonText))
@@ -254,6 +258,12 @@ batch is the stream, --pid and --batch-id, which defaults to a digest of the
 input's path and first line). --resume insists on a record; --skip N starts
 after line N instead.
 
+--wait-replicas N makes each add (each round trip of a batch) wait until N
+replicas acknowledged it, for at most --wait-timeout (--wait-aof: WAITAOF,
+Redis 7.2+). Fewer is exit 69 with nothing printed for what was not
+acknowledged: it stands on the primary, and repeating the same command is
+safe (a duplicate; a batch resumes after its committed lines).
+
 Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 		Example: `  idmpctl xadd orders --pid api-1 --iid order-17 amount 100
   idmpctl xadd orders --pid api-1 --auto --json '{"amount":"100"}'
@@ -262,6 +272,7 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Stream, o.Fields = args[0], args[1:]
 			o.IIDSet, o.SkipSet = c.Flags().Changed("iid"), c.Flags().Changed("skip")
+			o.Durable.noteChanged(c)
 			if !c.Flags().Changed("progress-ttl") {
 				o.ProgressTTL = 0 // the default, which --batch alone may have
 			}
@@ -298,6 +309,7 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 	fl.Int64Var(&o.Limit, "limit", 0, "LIMIT of approximate trimming")
 	fl.BoolVar(&o.NoMkStream, "nomkstream", false, "do not create a missing stream (exit 66)")
 	addModeFlag(c, &o.Mode)
+	addWaitFlags(c, &o.Durable)
 	return c
 }
 
@@ -318,11 +330,13 @@ type addJSON struct {
 	Line           int    `json:"line,omitempty"`
 	Retried        bool   `json:"retried,omitempty"`
 	ReplyLost      bool   `json:"reply_lost,omitempty"` // committed, its reply lost (native batches): id unknown
+	ackJSON
 }
 
 func toAddJSON(o *XAddOptions, r stream.AddResult, line int, retried bool) addJSON {
 	j := addJSON{Stream: o.Stream, ID: r.ID, PID: o.PID, IID: r.IID, Auto: o.Auto,
-		Duplicate: r.Duplicate, Mode: r.Mode.String(), Line: line, Retried: retried}
+		Duplicate: r.Duplicate, Mode: r.Mode.String(), Line: line, Retried: retried,
+		ackJSON: toAckJSON(o.Durable.durability(), r.Ack)}
 	if r.Duplicate {
 		exists := r.OriginalExists
 		j.OriginalExists = &exists
@@ -341,7 +355,9 @@ func xaddRun(ctx context.Context, o *XAddOptions) error {
 	retried := false
 	err = redisconn.WithRetries(ctx, o.Factory.Global.Retries, func() error {
 		var err error
-		res, err = streams.Add(ctx, req)
+		// An add that was not acknowledged is an error (never retried):
+		// nothing goes to stdout, and stderr names the entry.
+		res, _, err = streams.AddDurably(ctx, req, o.Durable.durability())
 		return err
 	}, func(attempt int, err error) {
 		retried = true
@@ -358,10 +374,10 @@ func xaddRun(ctx context.Context, o *XAddOptions) error {
 		if o.Auto {
 			iid = fmt.Sprintf("%s (derived: IDMPAUTO)", orDash(res.IID))
 		}
-		p.KV("xadd", []render.Pair{
+		p.KV("xadd", append([]render.Pair{
 			{"stream", o.Stream}, {"id", res.ID}, {"pid", o.PID}, {"iid", iid},
 			{"result", addOutcome(p, res)}, {"mode", res.Mode.String()},
-		})
+		}, toAckJSON(o.Durable.durability(), res.Ack).pairs()...))
 	default:
 		p.Line("%s", res.ID)
 	}

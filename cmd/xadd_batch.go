@@ -134,6 +134,7 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 	spec := stream.BatchSpec{
 		Template: o.request("", nil), ID: id, Resume: o.Resume,
 		SkipSet: o.SkipSet, Skip: int64(o.Skip), TTL: o.ProgressTTL, Retries: f.Global.Retries,
+		Durability: o.Durable.durability(),
 		OnRetry: func(attempt int, err error) {
 			p.Warnf("xadd --batch: %v: retrying (%d of %d)", err, attempt, f.Global.Retries)
 		},

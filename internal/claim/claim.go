@@ -152,16 +152,23 @@ func Fingerprint(payload []byte) string {
 // Acquire claims a key. It is not retried after a network error: the first
 // try may have succeeded, and a repeat would report busy (or take over after
 // the lease). A claim whose reply was lost only delays the key by one lease.
-func Acquire(ctx context.Context, c *redisconn.Conn, p AcquireParams) (AcquireResult, error) {
+// With Durably, a claim the replicas did not acknowledge is given up again
+// (see giveUp): the result says what was claimed, and the error that it
+// is not held.
+func Acquire(ctx context.Context, c *redisconn.Conn, p AcquireParams, opts ...Option) (AcquireResult, error) {
 	st, err := acquireStep(p)
 	if err != nil {
 		return AcquireResult{}, err
 	}
-	rep, err := st.run(ctx, c)
+	rep, err := st.send(ctx, c, options(opts))
 	if err != nil {
 		return AcquireResult{}, err
 	}
-	return st.acquireResult(rep)
+	res, err := st.acquireResult(rep)
+	if err == nil && rep.notAcked != nil {
+		err = giveUp(ctx, c, p, res, rep.notAcked)
+	}
+	return res, err
 }
 
 // step is one prepared claim transition: the verb's script and its
@@ -235,16 +242,16 @@ func (st step) acquireResult(rep scriptReply) (AcquireResult, error) {
 // it is shorter (never shortens it). The current token renews even past its
 // lease, as long as nobody took over. Safe to retry. Lost: an *exit.Error
 // (exit.Lost) wrapping a *LostError.
-func Renew(ctx context.Context, c *redisconn.Conn, key string, token int64, lease, ttl time.Duration) (Record, error) {
+func Renew(ctx context.Context, c *redisconn.Conn, key string, token int64, lease, ttl time.Duration, opts ...Option) (Record, error) {
 	st, err := renewStep(key, token, lease, ttl)
 	if err != nil {
 		return Record{}, err
 	}
-	rep, err := st.run(ctx, c)
+	rep, err := st.send(ctx, c, options(opts))
 	if err != nil {
 		return Record{}, err
 	}
-	return rep.settle(st.what, token, "ok")
+	return st.settled(rep, token, "ok")
 }
 
 func renewStep(key string, token int64, lease, ttl time.Duration) (step, error) {
@@ -266,13 +273,14 @@ type CompleteParams struct {
 // Complete records COMPLETED (with result when non-nil) and sets the TTL.
 // The current token completes even past its lease, as long as nobody took
 // over. Safe to retry: a repeat by the same token succeeds and changes
-// nothing. A result over maxResult bytes (<= 0: no cap) is refused (exit.Data).
-func Complete(ctx context.Context, c *redisconn.Conn, key string, token int64, result *string, ttl time.Duration, maxResult int) (Record, error) {
+// nothing but the retention (set again). A result over maxResult bytes (<= 0:
+// no cap) is refused (exit.Data).
+func Complete(ctx context.Context, c *redisconn.Conn, key string, token int64, result *string, ttl time.Duration, maxResult int, opts ...Option) (Record, error) {
 	st, err := completeStep(CompleteParams{Key: key, Token: token, Result: result, TTL: ttl, MaxResult: maxResult})
 	if err != nil {
 		return Record{}, err
 	}
-	rep, err := st.run(ctx, c)
+	rep, err := st.send(ctx, c, options(opts))
 	if err != nil {
 		return Record{}, err
 	}
@@ -300,7 +308,7 @@ func (st step) completeResult(rep scriptReply, token int64) (Record, error) {
 	if rep.outcome == "ok" && st.result != nil { // the script does not echo it back
 		rep.record.Result, rep.record.HasResult = *st.result, true
 	}
-	return rep.settle(st.what, token, "ok", "again")
+	return st.settled(rep, token, "ok", "again")
 }
 
 // CheckResultSize refuses a result over max bytes (max <= 0: no cap).
@@ -317,16 +325,16 @@ func CheckResultSize(size, max int) error {
 // attempt's error) and sets the TTL; with release it deletes the record so a
 // redelivery starts afresh, and returns an empty record (TTLms -2). Without
 // release it is safe to retry; with release see Release.
-func Fail(ctx context.Context, c *redisconn.Conn, key string, token int64, errText string, ttl time.Duration, release bool) (Record, error) {
+func Fail(ctx context.Context, c *redisconn.Conn, key string, token int64, errText string, ttl time.Duration, release bool, opts ...Option) (Record, error) {
 	st, err := failStep(key, token, errText, ttl, release)
 	if err != nil {
 		return Record{}, err
 	}
-	rep, err := st.run(ctx, c)
+	rep, err := st.send(ctx, c, options(opts))
 	if err != nil {
 		return Record{}, err
 	}
-	return rep.settle(st.what, token, "ok", "again", "released")
+	return st.settled(rep, token, "ok", "again", "released")
 }
 
 func failStep(key string, token int64, errText string, ttl time.Duration, release bool) (step, error) {
@@ -349,16 +357,16 @@ func failStep(key string, token int64, errText string, ttl time.Duration, releas
 // counts as released. Do not retry it blindly: if a new claim re-created the
 // key in between, its token restarts at 1 and a retry by token 1 would
 // delete that claim.
-func Release(ctx context.Context, c *redisconn.Conn, key string, token int64) error {
+func Release(ctx context.Context, c *redisconn.Conn, key string, token int64, opts ...Option) error {
 	if err := firstErr(checkKey(key), checkToken(token)); err != nil {
 		return err
 	}
 	st := newStep(releaseScript, "release", key, token)
-	rep, err := st.run(ctx, c)
+	rep, err := st.send(ctx, c, options(opts))
 	if err != nil {
 		return err
 	}
-	_, err = rep.settle(st.what, token, "released")
+	_, err = st.settled(rep, token, "released")
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/records"
+	"github.com/idmpctl/idmpctl/internal/redisconn"
 )
 
 // ErrNotRecord marks a key that holds something a claim script never
@@ -39,9 +40,11 @@ func (e *LostError) Error() string {
 // PTTL, one outcome-specific string, then the hash's fields after the call.
 type scriptReply struct {
 	outcome string
-	extra   string // takeover: the previous owner; otherwise the key's TYPE
+	extra   string // takeover: the previous owner; released: "absent" when nothing was deleted; foreign: the key's TYPE
 	record  Record
 	fields  map[string]string
+	// notAcked: the call wrote, and the replicas asked did not acknowledge it.
+	notAcked *redisconn.NotAckedError
 }
 
 func parseReply(key string, v []any) (scriptReply, error) {

@@ -65,6 +65,8 @@ type Conn struct {
 	client  redis.UniversalClient
 	cluster bool          // client is a cluster client (forced, probed or redirected)
 	caps    *Capabilities // probed, once
+
+	waitAOFOK bool // the server answered a WAITAOF probe (see checkWaitAOF)
 }
 
 // Capabilities is what the probe learned about the server.

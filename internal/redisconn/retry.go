@@ -17,9 +17,11 @@ var (
 
 // Retryable reports whether err is a network failure after which resending
 // the same idempotent operation is safe. Server errors never are: the server
-// answered, and the answer stands.
+// answered, and the answer stands; nor is a write that was not acknowledged
+// by enough replicas (NotAckedError): it was made, and the wait was bounded.
 func Retryable(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) {
+	var notAcked *NotAckedError
+	if err == nil || errors.Is(err, context.Canceled) || errors.As(err, &notAcked) {
 		return false
 	}
 	var e *exit.Error

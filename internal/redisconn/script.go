@@ -3,8 +3,10 @@ package redisconn
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -18,6 +20,7 @@ var luaPrelude string
 // would cost every invocation, also of commands that never run a script.
 type Script struct {
 	script func() *redis.Script
+	loaded atomic.Bool // this process saw a server run it (see RunDurable)
 }
 
 // NewScript makes a script of the prelude and parts, in order.
@@ -33,7 +36,19 @@ func (s *Script) Hash() string { return s.script().Hash() }
 // Run runs the script with EVALSHA, and with EVAL when the server's script
 // cache does not hold it (NOSCRIPT): one round trip in the steady state.
 func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
-	return s.script().Run(ctx, c, keys, args...)
+	cmd := s.script().Run(ctx, c, keys, args...)
+	s.noteRun(cmd.Err())
+	return cmd
+}
+
+// noteRun notes a reply of the server to the script: any reply but
+// NOSCRIPT (a result, or the script's own error) means the server's script
+// cache holds it now; a network error says nothing.
+func (s *Script) noteRun(err error) {
+	var reply redis.Error
+	if err == nil || errors.Is(err, redis.Nil) || errors.As(err, &reply) && !redis.HasErrorPrefix(err, "NOSCRIPT") {
+		s.loaded.Store(true)
+	}
 }
 
 // Call is one call of a script in a pipeline (RunPipelined): its keys and
@@ -68,10 +83,16 @@ func (c *Conn) RunPipelined(ctx context.Context, calls []*Call) error {
 	for _, cl := range calls {
 		if redis.HasErrorPrefix(cl.Cmd.Err(), "NOSCRIPT") {
 			missing = append(missing, cl)
+		} else {
+			cl.Script.noteRun(cl.Cmd.Err())
 		}
 	}
 	if len(missing) == 0 {
 		return nil
 	}
-	return run(missing, true)
+	err := run(missing, true)
+	for _, cl := range missing {
+		cl.Script.noteRun(cl.Cmd.Err())
+	}
+	return err
 }

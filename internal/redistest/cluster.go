@@ -14,10 +14,12 @@ import (
 	"time"
 )
 
-// Cluster is a running Redis Cluster of primaries without replicas.
+// Cluster is a running Redis Cluster of primaries, without replicas
+// unless AddReplica adds some.
 type Cluster struct {
-	Nodes []*Server
-	URL   string // redis://host:port/0 of the first node; clients discover the rest
+	Nodes    []*Server
+	Replicas []*Server // added by AddReplica
+	URL      string    // redis://host:port/0 of the first node; clients discover the rest
 }
 
 // CLIBinary is redis-cli, which creates the cluster: $IDMPCTL_TEST_REDIS_CLI
@@ -123,7 +125,7 @@ func (c *Cluster) waitOK(limit time.Duration) error {
 
 // Stop shuts every node down.
 func (c *Cluster) Stop() {
-	for _, s := range c.Nodes {
+	for _, s := range append(c.Replicas, c.Nodes...) {
 		s.Stop()
 	}
 }

@@ -60,6 +60,10 @@ type BatchSpec struct {
 	OnRetry func(attempt int, err error)
 	// Chunk and Window override batchChunk and batchWindow (tests).
 	Chunk, Window int
+	// Durability, when On, makes every round trip wait for the replicas
+	// asked (see durable.go): a line's result is emitted only once its
+	// write was acknowledged.
+	Durability redisconn.Durability
 }
 
 // BatchInput is the input of a batch: Next yields each line's number (from
@@ -93,6 +97,9 @@ type BatchSummary struct {
 	Duplicates int64
 	LastLine   int64 // the last line committed, by this run or before
 	Mode       Mode
+	// Unacked counts the adds committed on the primary but not acknowledged
+	// as BatchSpec.Durability asked: not emitted, and not in Lines.
+	Unacked int64
 }
 
 // Progress is a batch's progress record.
@@ -149,6 +156,9 @@ type batchRun struct {
 	kept       []int64
 	eof        bool
 	pendingErr error // a read error met inside a chunk: returned after it
+	// unacked holds committed results until a wait covers them
+	// (BatchSpec.Durability).
+	unacked []BatchResult
 }
 
 // chunk is a run of lines sent in one script call or MULTI.
@@ -206,6 +216,9 @@ func (s *Streams) RunBatch(ctx context.Context, spec BatchSpec, in BatchInput, e
 		err = r.runNative(ctx)
 	} else {
 		err = r.runEmulated(ctx)
+	}
+	if cerr := r.cover(ctx); err == nil {
+		err = cerr
 	}
 	close(r.results)
 	if perr := <-printed; err == nil {
@@ -416,20 +429,17 @@ func (r *batchRun) fill(queue []*chunk, from int64) ([]*chunk, error) {
 	return queue, nil
 }
 
-// confirm counts a chunk's results and emits them.
+// confirm takes a chunk's committed results: emitted at once, or with
+// Durability kept until a wait covers them (see settle).
 func (r *batchRun) confirm(c *chunk, res []AddResult, lost bool) error {
 	out := make([]BatchResult, len(res))
 	for i, a := range res {
-		if a.Duplicate {
-			r.sum.Duplicates++
-		} else {
-			r.sum.Added++
-		}
-		r.sum.Lines++
 		out[i] = BatchResult{Line: c.lines[i], AddResult: a, Retried: c.retried, ReplyLost: lost}
 	}
-	if len(out) > 0 {
-		r.results <- out
+	if r.spec.Durability.On() {
+		r.unacked = append(r.unacked, out...)
+	} else {
+		r.emitResults(out)
 	}
 	if len(res) == len(c.reqs) {
 		r.sum.LastLine = c.to
@@ -438,6 +448,22 @@ func (r *batchRun) confirm(c *chunk, res []AddResult, lost bool) error {
 		r.sum.LastLine = c.lines[len(res)-1]
 	}
 	return nil
+}
+
+// emitResults counts results and hands them to the goroutine that emits
+// them.
+func (r *batchRun) emitResults(out []BatchResult) {
+	for _, br := range out {
+		if br.Duplicate {
+			r.sum.Duplicates++
+		} else {
+			r.sum.Added++
+		}
+	}
+	r.sum.Lines += int64(len(out))
+	if len(out) > 0 {
+		r.results <- out
+	}
 }
 
 // lineError is a line whose add failed (the lines before it are committed).
@@ -535,7 +561,8 @@ func (r *batchRun) sendEmulated(ctx context.Context, queue []*chunk) error {
 				c.call.Args[dropArg] = drop
 				calls[i] = c.call
 			}
-			if err := r.s.Conn.RunPipelined(ctx, calls); err != nil {
+			ack, err := r.send(ctx, calls)
+			if err != nil {
 				recovering = true
 				return err
 			}
@@ -559,17 +586,32 @@ func (r *batchRun) sendEmulated(ctx context.Context, queue []*chunk) error {
 					return cerr
 				}
 				if err != nil {
+					if serr := r.settle(ack); serr != nil {
+						return serr
+					}
 					return r.lineError(c, len(res), err)
 				}
 				if i == len(queue)-1 {
 					queue = queue[:0]
 				}
 			}
+			if err := r.settle(ack); err != nil {
+				return err
+			}
 		}
 		return nil
 	}
 	err := redisconn.WithRetries(ctx, r.spec.Retries, op, r.spec.OnRetry)
 	return r.unavailable(err)
+}
+
+// send sends a window's script calls in one round trip: with the wait
+// after them when Durability asks for one.
+func (r *batchRun) send(ctx context.Context, calls []*redisconn.Call) (redisconn.Ack, error) {
+	if !r.spec.Durability.On() {
+		return redisconn.Ack{}, r.s.Conn.RunPipelined(ctx, calls)
+	}
+	return r.s.Conn.RunDurable(ctx, r.spec.Template.Stream, r.spec.Durability, calls)
 }
 
 // unavailable explains a run stopped by the network: what it confirmed,
@@ -792,6 +834,14 @@ func (r *batchRun) sendNative(ctx context.Context, nc *nativeBatchConn, c *chunk
 		}
 		if cerr := r.confirm(c, res, false); cerr != nil {
 			return cerr
+		}
+		if d := r.spec.Durability; d.On() {
+			wctx, cancel := context.WithTimeout(ctx, r.s.Conn.Timeout+d.Timeout)
+			ack := r.s.Conn.WaitOn(wctx, cn, d)
+			cancel()
+			if serr := r.settle(ack); serr != nil {
+				return serr
+			}
 		}
 		if err != nil {
 			return r.lineError(c, len(res), err)

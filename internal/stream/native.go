@@ -38,45 +38,66 @@ func (s *Streams) nativeAddRun(ctx context.Context, reqs []AddRequest) ([]AddRes
 	stream := reqs[0].Stream
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	infos := make([]*redis.XInfoStreamCmd, len(reqs)+1)
-	adds := make([]*redis.StringCmd, len(reqs))
+	var tx nativeTx
 	err := s.Conn.Do(func(c redis.UniversalClient) error {
 		_, _ = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			infos[0] = p.XInfoStream(ctx, stream)
-			for i, r := range reqs {
-				adds[i] = p.XAdd(ctx, nativeXAddArgs(r))
-				infos[i+1] = p.XInfoStream(ctx, stream)
-			}
+			tx = queueNativeAdds(ctx, p, reqs)
 			return nil
 		})
-		return adds[0].Err() // MOVED reaches every command of a redirected MULTI
+		return tx.adds[0].Err() // MOVED reaches every command of a redirected MULTI
 	})
 	var reply redis.Error
 	if err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &reply) {
 		return nil, err // the round trip failed; server replies are read below
 	}
+	out, err := tx.read(reqs)
+	if err != nil {
+		return out, err
+	}
+	return out, s.nativeOriginals(ctx, stream, out)
+}
+
+// nativeTx is the commands of one native MULTI/EXEC of adds.
+type nativeTx struct {
+	infos []*redis.XInfoStreamCmd
+	adds  []*redis.StringCmd
+}
+
+// queueNativeAdds queues [XINFO, (XADD, XINFO)...] for one stream's adds.
+func queueNativeAdds(ctx context.Context, p redis.Pipeliner, reqs []AddRequest) nativeTx {
+	tx := nativeTx{infos: make([]*redis.XInfoStreamCmd, len(reqs)+1), adds: make([]*redis.StringCmd, len(reqs))}
+	tx.infos[0] = p.XInfoStream(ctx, reqs[0].Stream)
+	for i, r := range reqs {
+		tx.adds[i] = p.XAdd(ctx, nativeXAddArgs(r))
+		tx.infos[i+1] = p.XInfoStream(ctx, reqs[0].Stream)
+	}
+	return tx
+}
+
+// read reads the adds' replies, in order, up to the first that failed.
+func (tx nativeTx) read(reqs []AddRequest) ([]AddResult, error) {
 	// The first XINFO fails when the stream does not exist yet: no duplicate
 	// is possible then, so the count before is 0.
 	var prev int64
-	if v, err := infos[0].Result(); err == nil {
+	if v, err := tx.infos[0].Result(); err == nil {
 		prev = v.IIDsDuplicates
 	}
 	out := make([]AddResult, 0, len(reqs))
 	for i, r := range reqs {
-		id, err := adds[i].Result()
+		id, err := tx.adds[i].Result()
 		if errors.Is(err, redis.Nil) {
 			return out, errNoStream()
 		} else if err != nil {
 			return out, err
 		}
-		after, err := infos[i+1].Result()
+		after, err := tx.infos[i+1].Result()
 		if err != nil {
 			return out, exit.New(exit.Internal, "XINFO STREAM after XADD", "%v", err)
 		}
 		out = append(out, AddResult{ID: id, IID: r.IID, Duplicate: after.IIDsDuplicates > prev, Mode: ModeNative})
 		prev = after.IIDsDuplicates
 	}
-	return out, s.nativeOriginals(ctx, stream, out)
+	return out, nil
 }
 
 // nativeOriginals fills OriginalExists of the duplicates with XRANGE id id.

@@ -101,6 +101,7 @@ type AddResult struct {
 	Duplicate      bool
 	OriginalExists bool
 	Mode           Mode
+	Ack            *redisconn.Ack // what the replicas acknowledged (durable adds only)
 }
 
 // BatchError says which request of a batch failed. The results of the

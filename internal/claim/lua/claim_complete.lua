@@ -7,7 +7,12 @@ local function complete(key, now, token, ttl, has_result, result)
   if kind == 'none' then return reply('lost', now, -2) end
   if current ~= token then return reply('lost', now, redis.call('PTTL', key), '', h) end
   -- A retried complete whose first reply was lost finds its own completion.
-  if h.status == 'COMPLETED' then return reply('again', now, redis.call('PTTL', key), '', h) end
+  -- The retention is set again: a write, so that a WAIT after this call
+  -- covers the first one's too (see redisconn.PipelinedDurable).
+  if h.status == 'COMPLETED' then
+    redis.call('PEXPIRE', key, ttl)
+    return reply('again', now, tonumber(ttl), '', h)
+  end
   if h.status ~= 'PROCESSING' then return reply('lost', now, redis.call('PTTL', key), '', h) end
 
   -- lease_until, fingerprint, created, attempts, owner and error are kept.

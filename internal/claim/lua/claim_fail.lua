@@ -5,8 +5,9 @@ local function fail(key, now, token, ttl, err, release)
 
   if kind == 'foreign' then return foreign(key, now) end
   if kind == 'none' then
-    -- Released already (by this call's first attempt, or by whoever held it last).
-    if release then return reply('released', now, -2) end
+    -- Released already (by this call's first attempt, or by whoever held
+    -- it last): 'absent' says that this call wrote nothing.
+    if release then return reply('released', now, -2, 'absent') end
     return reply('lost', now, -2)
   end
   if current ~= token or h.status == 'COMPLETED' then
@@ -16,8 +17,12 @@ local function fail(key, now, token, ttl, err, release)
     redis.call('DEL', key)
     return reply('released', now, -2)
   end
-  -- A retried fail whose first reply was lost finds its own failure.
-  if h.status == 'FAILED' then return reply('again', now, redis.call('PTTL', key), '', h) end
+  -- A retried fail whose first reply was lost finds its own failure; the
+  -- retention is set again (a write for WAIT to cover, as in complete).
+  if h.status == 'FAILED' then
+    redis.call('PEXPIRE', key, ttl)
+    return reply('again', now, tonumber(ttl), '', h)
+  end
 
   -- The error belongs to this failure: an older attempt's reason is removed.
   if err ~= '' then

@@ -5,7 +5,8 @@ local function release(key, now, token)
   local kind, h, current = load(key)
 
   if kind == 'foreign' then return foreign(key, now) end
-  if kind == 'none' then return reply('released', now, -2) end
+  -- 'absent': released already, and nothing written by this call.
+  if kind == 'none' then return reply('released', now, -2, 'absent') end
   if current ~= token or h.status == 'COMPLETED' then
     return reply('lost', now, redis.call('PTTL', key), '', h)
   end

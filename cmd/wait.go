@@ -1,0 +1,99 @@
+package cmd
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/redisconn"
+	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/spf13/cobra"
+)
+
+// WaitFlags are --wait-replicas, --wait-timeout and --wait-aof: how far
+// each write must reach before the command reports success.
+type WaitFlags struct {
+	Replicas   int
+	Timeout    time.Duration
+	AOF        bool
+	TimeoutSet bool // --wait-timeout was given
+}
+
+// defaultWaitTimeout bounds WAIT when --wait-timeout is not given.
+const defaultWaitTimeout = time.Second
+
+func addWaitFlags(c *cobra.Command, w *WaitFlags) {
+	fl := c.Flags()
+	fl.IntVar(&w.Replicas, "wait-replicas", 0, "after each write, wait until N replicas acknowledged it (WAIT); exit 69 if fewer did (0: no wait)")
+	fl.DurationVar(&w.Timeout, "wait-timeout", defaultWaitTimeout, "how long --wait-replicas and --wait-aof wait (more than 0)")
+	fl.BoolVar(&w.AOF, "wait-aof", false, "wait with WAITAOF (Redis 7.2+): the write fsynced to the primary's AOF, and to the AOF of the --wait-replicas replicas")
+}
+
+// noteChanged records which wait flags were given (validate is pure).
+func (w *WaitFlags) noteChanged(c *cobra.Command) {
+	w.TimeoutSet = c.Flags().Changed("wait-timeout")
+}
+
+// validate checks the wait flags without a server.
+func (w WaitFlags) validate() error {
+	on := w.Replicas > 0 || w.AOF
+	switch {
+	case w.Replicas < 0:
+		return exit.Usagef("--wait-replicas %d: must not be negative", w.Replicas)
+	case w.TimeoutSet && !on:
+		return exit.Usagef("--wait-timeout goes with --wait-replicas N or --wait-aof")
+	case on && w.Timeout < time.Millisecond:
+		return exit.Usagef("--wait-timeout %s: must be at least 1ms (WAIT's 0 would wait for ever)", w.Timeout)
+	}
+	return nil
+}
+
+// durability is what the flags ask of each write.
+func (w WaitFlags) durability() redisconn.Durability {
+	if w.Replicas <= 0 && !w.AOF {
+		return redisconn.Durability{}
+	}
+	return redisconn.Durability{Replicas: w.Replicas, Timeout: w.Timeout, AOF: w.AOF}
+}
+
+// ackJSON is what -o json adds for a write that waited: the replicas that
+// acknowledged it, and with --wait-aof whether the primary fsynced it.
+type ackJSON struct {
+	ReplicasAcked *int  `json:"replicas_acked,omitempty"`
+	LocalAOF      *bool `json:"local_aof_fsynced,omitempty"`
+}
+
+func toAckJSON(d redisconn.Durability, a *redisconn.Ack) ackJSON {
+	if !d.On() || a == nil || a.Err != nil {
+		return ackJSON{}
+	}
+	n := a.Replicas
+	j := ackJSON{ReplicasAcked: &n}
+	if d.AOF {
+		local := a.LocalAOF
+		j.LocalAOF = &local
+	}
+	return j
+}
+
+// pairs is the acknowledgement in a table.
+func (j ackJSON) pairs() []render.Pair {
+	var out []render.Pair
+	if j.ReplicasAcked != nil {
+		out = append(out, render.Pair{"replicas-acked", strconv.Itoa(*j.ReplicasAcked)})
+	}
+	if j.LocalAOF != nil {
+		out = append(out, render.Pair{"local-aof-fsynced", strconv.FormatBool(*j.LocalAOF)})
+	}
+	return out
+}
+
+// minAck is the weaker of two acknowledgements.
+func minAck(a, b redisconn.Ack) redisconn.Ack {
+	if a.Err == nil {
+		a.Err = b.Err
+	}
+	a.Replicas = min(a.Replicas, b.Replicas)
+	a.LocalAOF = a.LocalAOF && b.LocalAOF
+	return a
+}

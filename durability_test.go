@@ -1,0 +1,320 @@
+//go:build unix
+
+package main
+
+// Durability across a failover, end to end: real idmpctl processes (run by
+// internal/clitest) against a real primary and a real replica of it, both
+// started by the test on loopback ports. The replica is stopped (SIGKILL),
+// frozen (SIGSTOP) or promoted (REPLICAOF NO ONE after the primary is
+// killed with SIGKILL). Every wait is bounded; timings are logged (-v).
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/clitest"
+	"github.com/idmpctl/idmpctl/internal/redistest"
+)
+
+// okWait is the --wait-timeout of writes that must be acknowledged: a
+// loaded machine (-race, shared CPUs) can take more than the default 1s.
+const okWait = "10s"
+
+// replicaPair starts a primary and one replica, and a CLI pointed at the
+// primary.
+func replicaPair(t *testing.T, config ...string) (*redistest.Server, *redistest.Server, *clitest.CLI) {
+	t.Helper()
+	primary := redistest.NewWith(t, redistest.Options{Config: config})
+	replica := redistest.NewReplica(t, primary, config...)
+	return primary, replica, clitest.New(t, "IDMPCTL_URL="+primary.URL)
+}
+
+// killReplica stops the replica with SIGKILL and waits until the primary
+// has dropped it.
+func killReplica(t *testing.T, primary, replica *redistest.Server) {
+	t.Helper()
+	replica.Kill()
+	if err := primary.WaitReplicas(0, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func hget(t *testing.T, srv *redistest.Server, key, field string) string {
+	t.Helper()
+	v, err := srv.Do("HGET", key, field)
+	if err != nil {
+		t.Fatalf("HGET %s %s: %v", key, field, err)
+	}
+	return v
+}
+
+// The command runs once its claim is acknowledged, and its outcome is on
+// the replica when claim run returns.
+func TestDurabilityClaimRunAcknowledged(t *testing.T) {
+	t.Parallel()
+	_, replica, c := replicaPair(t)
+	r := c.Expect(0, "claim", "run", "job:1", "--wait-replicas", "1", "--wait-timeout", okWait, "-o", "json", "--", "sh", "-c", "echo ran; touch marker")
+	var rep struct {
+		Outcome  string `json:"outcome"`
+		Recorded string `json:"recorded"`
+		Acked    *int   `json:"replicas_acked"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, r)
+	}
+	if rep.Outcome != "ran" || rep.Recorded != "COMPLETED" || rep.Acked == nil || *rep.Acked != 1 {
+		t.Fatalf("report %+v\n%s", rep, r)
+	}
+	if _, err := os.Stat(filepath.Join(c.Dir, "marker")); err != nil {
+		t.Fatal("the command did not run")
+	}
+	if got := hget(t, replica, "job:1", "status"); got != "COMPLETED" {
+		t.Fatalf("the replica's status is %q, want COMPLETED", got)
+	}
+	t.Logf("claim run --wait-replicas 1 with a live replica: %s", r.Elapsed.Round(time.Millisecond))
+}
+
+// With the replica stopped (killed, or frozen: still listed online but
+// answering nothing), claim run exits 69 within about --wait-timeout,
+// the command never runs, and the key is free.
+func TestDurabilityClaimRunRefusesWithoutReplica(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"killed", "frozen"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			primary, replica, c := replicaPair(t)
+			if how == "killed" {
+				killReplica(t, primary, replica)
+			} else {
+				t.Cleanup(func() { _ = replica.Thaw() })
+				if err := replica.Freeze(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			const timeout = 300 * time.Millisecond
+			r := c.Expect(69, "claim", "run", "job:1", "--wait-replicas", "1", "--wait-timeout", timeout.String(), "--", "touch", "marker")
+			if _, err := os.Stat(filepath.Join(c.Dir, "marker")); err == nil {
+				t.Fatal("the command ran without an acknowledged claim")
+			}
+			if !strings.Contains(r.Stderr, "0 of 1 replicas acknowledged the write within 300ms") ||
+				!strings.Contains(r.Stderr, "the command was not run (fail closed)") {
+				t.Errorf("stderr:\n%s", r.Stderr)
+			}
+			if n, _ := primary.Do("EXISTS", "job:1"); n != "0" {
+				t.Errorf("the unacknowledged claim was not released (EXISTS %s)", n)
+			}
+			if r.Elapsed < timeout || r.Elapsed > timeout+3*time.Second {
+				t.Errorf("exit 69 after %s, want about %s", r.Elapsed, timeout)
+			}
+			t.Logf("replica %s: exit 69 after %s (--wait-timeout %s)", how, r.Elapsed.Round(time.Millisecond), timeout)
+		})
+	}
+}
+
+// A replica that stops while the command runs: the claim was acknowledged,
+// the command ran, and its COMPLETED stands on the primary only. The
+// command's exit status is passed through (it ran), with a warning, and
+// -o json says what stands unacknowledged.
+func TestDurabilityClaimRunOutcomeUnacknowledged(t *testing.T) {
+	t.Parallel()
+	primary, replica, c := replicaPair(t)
+	t.Cleanup(func() { _ = replica.Thaw() })
+	stop := "kill -STOP " + strconv.Itoa(replica.Pid())
+	r := c.Expect(0, "claim", "run", "job:1", "--wait-replicas", "1", "--wait-timeout", "2s", "-o", "json",
+		"--", "sh", "-c", stop+"; echo ran")
+	var rep struct {
+		Outcome        string `json:"outcome"`
+		ExitCode       int    `json:"exit_code"`
+		Recorded       string `json:"recorded"`
+		Acked          *int   `json:"replicas_acked"`
+		Unacknowledged string `json:"unacknowledged"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, r)
+	}
+	if rep.Outcome != "ran" || rep.ExitCode != 0 || rep.Recorded != "COMPLETED" || rep.Acked == nil || *rep.Acked != 0 ||
+		!strings.Contains(rep.Unacknowledged, "0 of 1 replicas acknowledged the write within 2s: COMPLETED stands on the primary") {
+		t.Fatalf("report %+v\n%s", rep, r)
+	}
+	if !strings.Contains(r.Stderr, "idmpctl: warning: claim run \"job:1\": complete \"job:1\": 0 of 1 replicas acknowledged") ||
+		!strings.Contains(r.Stderr, "its exit status is passed through") {
+		t.Errorf("stderr:\n%s", r.Stderr)
+	}
+	if got := hget(t, primary, "job:1", "status"); got != "COMPLETED" {
+		t.Errorf("the primary's status is %q", got)
+	}
+}
+
+// A failover after an acknowledged acquire keeps the claim: the primary is
+// killed with SIGKILL, the replica is promoted (REPLICAOF NO ONE), and a
+// second worker on the new primary finds the key busy (75), not free. The
+// control shows what the wait prevents: an acquire that never reached the
+// replica (frozen, its link cut by the primary, so nothing is in flight
+// to it either) is refused with --wait-replicas and taken without, and
+// then lost in the same failover: a second worker gets the key.
+func TestDurabilityFailoverKeepsTheClaim(t *testing.T) {
+	t.Parallel()
+	t.Run("acknowledged", func(t *testing.T) {
+		t.Parallel()
+		primary, replica, c := replicaPair(t)
+		worker := c.Start("claim", "run", "job:1", "--wait-replicas", "1", "--wait-timeout", okWait, "--lease", "1m", "--owner", "worker-1",
+			"--", "sh", "-c", "touch started; exec sleep 60")
+		started := filepath.Join(c.Dir, "started")
+		if !faultWaitFor(20*time.Second, func() bool { return faultExists(started) || worker.Exited() }) || worker.Exited() {
+			t.Fatalf("the first worker's command did not start: %s", worker.Status())
+		}
+		primary.Kill()
+		if err := replica.Promote(); err != nil {
+			t.Fatal(err)
+		}
+		second := c.With("IDMPCTL_URL=" + replica.URL)
+		start := time.Now()
+		r := second.Expect(75, "claim", "acquire", "job:1", "--owner", "worker-2")
+		if !strings.Contains(r.Stderr, "busy: held by worker-1 (token 1)") {
+			t.Errorf("stderr:\n%s", r.Stderr)
+		}
+		r = second.Expect(75, "claim", "run", "job:1", "--owner", "worker-2", "--", "touch", "ran-2")
+		if faultExists(filepath.Join(c.Dir, "ran-2")) {
+			t.Fatal("the second worker ran the command")
+		}
+		t.Logf("after the failover the claim holds: second worker busy in %s", time.Since(start).Round(time.Millisecond))
+	})
+	t.Run("control-unacknowledged", func(t *testing.T) {
+		t.Parallel()
+		primary, replica, c := replicaPair(t)
+		t.Cleanup(func() { _ = replica.Thaw() })
+		if err := replica.Freeze(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := primary.Do("CLIENT", "KILL", "TYPE", "replica"); err != nil {
+			t.Fatal(err)
+		}
+		if err := primary.WaitReplicas(0, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		c.Expect(69, "claim", "acquire", "job:1", "--wait-replicas", "1", "--wait-timeout", "200ms", "--owner", "worker-1")
+		c.Expect(0, "claim", "acquire", "job:1", "--lease", "1m", "--owner", "worker-1")
+		primary.Kill()
+		if err := replica.Thaw(); err != nil {
+			t.Fatal(err)
+		}
+		if err := replica.Promote(); err != nil {
+			t.Fatal(err)
+		}
+		r := c.With("IDMPCTL_URL="+replica.URL).Expect(0, "claim", "acquire", "job:1", "--owner", "worker-2")
+		if strings.TrimSpace(r.Stdout) != "1" {
+			t.Errorf("second worker: %s", r)
+		}
+		t.Log("without an acknowledged acquire the failover lost the claim: a second worker got the key (token 1)")
+	})
+}
+
+// xadd --wait-replicas: acknowledged adds print their ID (the replica has
+// the entry); with the replica gone the add stands on the primary, prints
+// nothing and exits 69; batches print only acknowledged lines.
+func TestDurabilityXAdd(t *testing.T) {
+	t.Parallel()
+	primary, replica, c := replicaPair(t)
+	r := c.Expect(0, "xadd", "s", "--pid", "p", "--iid", "a", "--wait-replicas", "1", "--wait-timeout", okWait, "-o", "json", "f", "v")
+	if !strings.Contains(r.Stdout, `"replicas_acked":1`) || !strings.Contains(r.Stdout, `"duplicate":false`) {
+		t.Fatalf("stdout %s", r.Stdout)
+	}
+	if n, _ := replica.Do("XLEN", "s"); n != "1" {
+		t.Fatalf("acknowledged, but the replica's XLEN is %s", n)
+	}
+	in := filepath.Join(c.Dir, "in.ndjson")
+	if err := os.WriteFile(in, []byte("{\"iid\":\"b\",\"fields\":{\"n\":\"1\"}}\n{\"iid\":\"c\",\"fields\":{\"n\":\"2\"}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = c.Expect(0, "xadd", "s", "--pid", "p", "--batch", in, "--wait-replicas", "1", "--wait-timeout", okWait, "-o", "json")
+	if strings.Count(r.Stdout, `"replicas_acked":1`) != 2 {
+		t.Fatalf("batch stdout %s", r.Stdout)
+	}
+
+	killReplica(t, primary, replica)
+	r = c.Expect(69, "xadd", "s", "--pid", "p", "--iid", "d", "--wait-replicas", "1", "--wait-timeout", "200ms", "f", "v")
+	if r.Stdout != "" || !strings.Contains(r.Stderr, "0 of 1 replicas acknowledged the write within 200ms: entry ") ||
+		!strings.Contains(r.Stderr, "was added on the primary but could be lost in a failover") {
+		t.Errorf("unacknowledged add:\n%s", r)
+	}
+	if n, _ := primary.Do("XLEN", "s"); n != "4" {
+		t.Errorf("the add does not stand on the primary: XLEN %s", n)
+	}
+	t.Logf("unacknowledged xadd: exit 69 after %s", r.Elapsed.Round(time.Millisecond))
+	if err := os.WriteFile(in, []byte("{\"iid\":\"e\",\"fields\":{\"n\":\"1\"}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = c.Expect(69, "xadd", "s", "--pid", "p", "--batch", in, "--batch-id", "b2", "--wait-replicas", "1", "--wait-timeout", "200ms")
+	if r.Stdout != "" || !strings.Contains(r.Stderr, "lines 1-1 are committed on the primary") {
+		t.Errorf("unacknowledged batch:\n%s", r)
+	}
+}
+
+// --wait-aof needs WAITAOF (Redis 7.2+): on an older server it is refused
+// before anything is written (64); where the server has it, an AOF
+// primary and replica acknowledge the write.
+func TestDurabilityWaitAOF(t *testing.T) {
+	t.Parallel()
+	if !redistest.AtLeast(7, 2) {
+		srv := redistest.NewWith(t, redistest.Options{Unix: true, AOF: true})
+		c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
+		r := c.Expect(64, "claim", "acquire", "job:1", "--wait-aof")
+		if !strings.Contains(r.Stderr, "the server cannot WAITAOF: ERR unknown command") {
+			t.Errorf("stderr:\n%s", r.Stderr)
+		}
+		if n, _ := srv.Do("EXISTS", "job:1"); n != "0" {
+			t.Error("the claim was written before WAITAOF was refused")
+		}
+		c.Expect(64, "xadd", "s", "--pid", "p", "--iid", "i", "--wait-aof", "--wait-replicas", "1", "f", "v")
+		t.Skip("WAITAOF needs Redis 7.2 or later; the test server is older: only its refusal was tested")
+	}
+	_, _, c := replicaPair(t, "appendonly yes", "appendfsync always")
+	r := c.Expect(0, "claim", "acquire", "job:1", "--wait-aof", "--wait-replicas", "1", "--wait-timeout", okWait, "-o", "json")
+	if !strings.Contains(r.Stdout, `"replicas_acked":1`) || !strings.Contains(r.Stdout, `"local_aof_fsynced":true`) {
+		t.Errorf("stdout %s", r.Stdout)
+	}
+}
+
+// In a cluster the write and its WAIT go to the primary that holds the
+// key: with a replica under the first primary only (slots 0-5460), a key
+// there is acknowledged, and a key of another primary is not (69).
+func TestDurabilityCluster(t *testing.T) {
+	t.Parallel()
+	cl := redistest.NewCluster(t) // skipped with -short or without redis-cli
+	if _, err := cl.AddReplica(filepath.Join(t.TempDir(), "replica"), 0); err != nil {
+		t.Fatal(err)
+	}
+	keyOn := func(replicated bool) string {
+		for i := 0; ; i++ {
+			key := "job:" + strconv.Itoa(i)
+			reply, err := cl.Nodes[0].Do("CLUSTER", "KEYSLOT", key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slot, _ := strconv.Atoi(reply); (slot <= 5460) == replicated {
+				return key
+			}
+		}
+	}
+	// The URL names the second primary: the client discovers the rest.
+	c := clitest.New(t, "IDMPCTL_URL="+cl.Nodes[1].URL)
+	here, there := keyOn(true), keyOn(false)
+	r := c.Expect(0, "claim", "acquire", here, "--wait-replicas", "1", "--wait-timeout", okWait, "-o", "json")
+	if !strings.Contains(r.Stdout, `"replicas_acked":1`) {
+		t.Errorf("%s on the replicated primary: %s", here, r.Stdout)
+	}
+	r = c.Expect(69, "claim", "acquire", there, "--wait-replicas", "1", "--wait-timeout", "200ms")
+	if !strings.Contains(r.Stderr, "0 of 1 replicas acknowledged") || !strings.Contains(r.Stderr, "so it was released") {
+		t.Errorf("%s elsewhere: %s", there, r)
+	}
+	stream := "{" + here + "}.s"
+	r = c.Expect(0, "xadd", stream, "--pid", "p", "--iid", "i", "--wait-replicas", "1", "--wait-timeout", okWait, "-o", "json", "f", "v")
+	if !strings.Contains(r.Stdout, `"replicas_acked":1`) {
+		t.Errorf("xadd %s: %s", stream, r.Stdout)
+	}
+}

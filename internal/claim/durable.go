@@ -1,0 +1,142 @@
+package claim
+
+// Durable transitions: a transition that writes waits, in its own round
+// trip, until the replicas asked for acknowledged the write (see
+// redisconn.PipelinedDurable). A write that was not acknowledged stands on
+// the primary but may be lost in a failover: the call says so with an
+// *exit.Error (exit.Unavailable) wrapping a *redisconn.NotAckedError, and an
+// acquire gives up the claim it made, so that nobody holds a key on the
+// strength of a claim a failover could erase.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/redisconn"
+)
+
+// Option changes how a transition is sent.
+type Option func(*sendOpts)
+
+type sendOpts struct {
+	durability redisconn.Durability
+	ack        *redisconn.Ack
+}
+
+// Durably makes a transition that writes wait until d is met (WAIT, or
+// WAITAOF, in the same round trip as its script). ack, when not nil,
+// receives what was acknowledged. An outcome that writes nothing (busy,
+// done, mismatch, exhausted, lost, a release of an absent key) has nothing
+// to wait for, and its acknowledgement is not checked.
+func Durably(d redisconn.Durability, ack *redisconn.Ack) Option {
+	return func(o *sendOpts) { o.durability, o.ack = d, ack }
+}
+
+func options(opts []Option) sendOpts {
+	var o sendOpts
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// send runs the step, durably when asked. A write that was not
+// acknowledged is on rep.notAcked (the reply is good otherwise).
+func (st step) send(ctx context.Context, c *redisconn.Conn, o sendOpts) (scriptReply, error) {
+	if !o.durability.On() {
+		return st.run(ctx, c)
+	}
+	call := &redisconn.Call{Script: st.script, Keys: []string{st.key}, Args: st.args}
+	ack, err := c.RunDurable(ctx, st.key, o.durability, []*redisconn.Call{call})
+	var v []any
+	if err == nil {
+		v, err = call.Cmd.Slice()
+	}
+	rep, err := st.reply(v, err)
+	if err != nil {
+		return rep, err
+	}
+	if o.ack != nil {
+		*o.ack = ack
+	}
+	if rep.wrote() {
+		var na *redisconn.NotAckedError
+		if errors.As(o.durability.Check(ack), &na) {
+			rep.notAcked = na
+		}
+	}
+	return rep, nil
+}
+
+// wrote reports whether the call wrote to the key (a repeated complete or
+// fail sets the retention again: a write too, whose wait covers the first).
+func (rep scriptReply) wrote() bool {
+	switch rep.outcome {
+	case string(Acquired), string(Takeover), string(Retry), "ok", "again":
+		return true
+	case "released":
+		return rep.extra != "absent"
+	}
+	return false
+}
+
+// unacked is the error of a write that stands on the primary but was not
+// acknowledged as asked: exit.Unavailable, or the wait's own code.
+func unacked(what string, na *redisconn.NotAckedError, story, hint string) error {
+	return &exit.Error{Code: na.Code(), What: what, Err: fmt.Errorf("%w: %s", na, story), Hint: hint}
+}
+
+// settled is settle, then the verdict on a write that was not acknowledged.
+func (st step) settled(rep scriptReply, token int64, success ...string) (Record, error) {
+	r, err := rep.settle(st.what, token, success...)
+	if err == nil && rep.notAcked != nil {
+		err = st.stepUnacked(rep.notAcked, rep)
+	}
+	return r, err
+}
+
+// stepUnacked explains an unacknowledged renew, complete, fail or release.
+func (st step) stepUnacked(na *redisconn.NotAckedError, rep scriptReply) error {
+	switch st.verb {
+	case "renew":
+		return unacked(st.what, na, "the renewal stands on the primary but could be lost in a failover",
+			"renew is safe to repeat with the same token")
+	case "complete":
+		return unacked(st.what, na, "COMPLETED stands on the primary but could be lost in a failover (the claim would be PROCESSING again)",
+			"complete is safe to repeat with the same token: repeat it once the replicas are back")
+	case "fail":
+		if rep.outcome == "released" {
+			break
+		}
+		return unacked(st.what, na, "FAILED stands on the primary but could be lost in a failover (the claim would be PROCESSING again)",
+			"fail is safe to repeat with the same token: repeat it once the replicas are back")
+	}
+	return unacked(st.what, na, "the record was deleted on the primary, but a failover could bring the claim back (until its lease passes)", "")
+}
+
+// giveUp undoes an acquire that was not acknowledged, with its token: a
+// key that was free is released (absent again); a takeover or a retry is
+// recorded FAILED, so that the record's attempts and fencing token carry
+// on and a redelivery can claim it at once. The undo is not waited for:
+// if a failover loses it, the claim it undoes is as likely lost with it,
+// and otherwise its lease bounds the stall.
+func giveUp(ctx context.Context, c *redisconn.Conn, p AcquireParams, res AcquireResult, na *redisconn.NotAckedError) error {
+	what := "claim " + strconv.Quote(p.Key)
+	made := fmt.Sprintf("the claim (token %d) was made on the primary but could be lost in a failover", res.Token)
+	var err error
+	var done string
+	if res.Outcome == Acquired {
+		err, done = Release(ctx, c, p.Key, res.Token), "so it was released: the key is free"
+	} else {
+		_, err = Fail(ctx, c, p.Key, res.Token, "not acknowledged by the replicas asked: given up", p.TTL, false)
+		done = "so it was recorded FAILED: a redelivery can claim it at once"
+	}
+	if err != nil {
+		return unacked(what, na, fmt.Sprintf("%s, and giving it up failed: %v", made, err),
+			fmt.Sprintf("the key stays PROCESSING until its lease passes (%s)", shortDuration(p.Lease)))
+	}
+	return unacked(what, na, made+", "+done, "retry once the replicas are back (INFO replication on the primary lists them)")
+}

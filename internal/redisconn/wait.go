@@ -1,0 +1,321 @@
+package redisconn
+
+// Durable writes: a write followed by WAIT (or WAITAOF) on the connection
+// that made it. Redis replicates asynchronously, so a write acknowledged to
+// the client can still be lost when its primary dies before a replica has
+// it; WAIT blocks until N replicas acknowledged the writes *of the client
+// that sends it*, which is why the write and the WAIT must share a
+// connection: here they share one pipeline, sent on one connection to the
+// primary that holds the key. WAIT does not make Redis strongly consistent
+// (a replica that acknowledged may not be the one promoted); it bounds what
+// a failover can lose.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/redis/go-redis/v9"
+)
+
+// Durability is how far a write must reach before it counts: WAIT Replicas
+// Timeout, or with AOF, WAITAOF 1 Replicas Timeout (the primary's AOF
+// fsynced, and Replicas replicas' AOF too). The zero value asks nothing.
+type Durability struct {
+	Replicas int
+	Timeout  time.Duration // > 0 when On: WAIT's 0 would block for ever
+	AOF      bool
+}
+
+// On reports whether a write must wait at all.
+func (d Durability) On() bool { return d.Replicas > 0 || d.AOF }
+
+// Ack is what WAIT or WAITAOF replied.
+type Ack struct {
+	Replicas int   // replicas that acknowledged the write (WAITAOF: fsynced it to their AOF)
+	LocalAOF bool  // WAITAOF: the primary fsynced it to its AOF
+	Err      error // WAIT or WAITAOF itself failed (NOPERM, no WAITAOF): nothing is known
+}
+
+// Check is nil when a meets d, and a *NotAckedError otherwise.
+func (d Durability) Check(a Ack) error {
+	if !d.On() || (a.Err == nil && a.Replicas >= d.Replicas && (!d.AOF || a.LocalAOF)) {
+		return nil
+	}
+	return &NotAckedError{Want: d, Got: a}
+}
+
+// min is the weaker of two acknowledgements (of two round trips that
+// both wrote).
+func (a Ack) min(b Ack) Ack {
+	if a.Err == nil {
+		a.Err = b.Err
+	}
+	a.Replicas = min(a.Replicas, b.Replicas)
+	a.LocalAOF = a.LocalAOF && b.LocalAOF
+	return a
+}
+
+// NotAckedError is a write the server made that was not acknowledged as
+// asked: it stands on the primary but may be lost in a failover. It is never
+// retried (see Retryable): the wait was the caller's bound.
+type NotAckedError struct {
+	Want Durability
+	Got  Ack
+}
+
+func (e *NotAckedError) Error() string {
+	d, a := e.Want, e.Got
+	switch {
+	case a.Err != nil && d.AOF:
+		return fmt.Sprintf("WAITAOF failed: %v", a.Err)
+	case a.Err != nil:
+		return fmt.Sprintf("WAIT failed: %v", a.Err)
+	case d.AOF:
+		local := "fsynced"
+		if !a.LocalAOF {
+			local = "not fsynced"
+		}
+		return fmt.Sprintf("within %s the write was %s to the primary's AOF, and to the AOF of %d of %d replicas asked", d.Timeout, local, a.Replicas, d.Replicas)
+	}
+	return fmt.Sprintf("%d of %d replicas acknowledged the write within %s", a.Replicas, d.Replicas, d.Timeout)
+}
+
+func (e *NotAckedError) Unwrap() error { return e.Got.Err }
+
+// Code is the exit code: unavailable (69) when too few acknowledged; when
+// the wait itself failed, its own (a server that cannot WAITAOF is usage).
+func (e *NotAckedError) Code() int {
+	if e.Got.Err == nil {
+		return exit.Unavailable
+	}
+	if waitAOFUnsupported(e.Got.Err) {
+		return exit.Usage
+	}
+	return exit.Classify(e.Got.Err)
+}
+
+// waitAOFUnsupported reports the two refusals of WAITAOF that no retry
+// changes: a server without it (before Redis 7.2) and one without AOF.
+func waitAOFUnsupported(err error) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "unknown command") || strings.Contains(msg, "appendonly is disabled")
+}
+
+// waitCmd queues WAIT or WAITAOF for d and returns how to read its reply.
+func waitCmd(ctx context.Context, p redis.Pipeliner, d Durability) func() Ack {
+	ms := d.Timeout.Milliseconds()
+	if d.AOF {
+		cmd := redis.NewIntSliceCmd(ctx, "waitaof", 1, d.Replicas, ms)
+		_ = p.Process(ctx, cmd)
+		return func() Ack {
+			v, err := cmd.Result()
+			if err == nil && len(v) != 2 {
+				err = fmt.Errorf("unexpected WAITAOF reply %v", v)
+			}
+			if err != nil {
+				return Ack{Err: err}
+			}
+			return Ack{LocalAOF: v[0] >= 1, Replicas: int(v[1])}
+		}
+	}
+	cmd := redis.NewIntCmd(ctx, "wait", d.Replicas, ms)
+	_ = p.Process(ctx, cmd)
+	return func() Ack {
+		n, err := cmd.Result()
+		return Ack{Replicas: int(n), Err: err}
+	}
+}
+
+// nodeFor is the client of the primary that holds key: the client itself,
+// or in a cluster the key's primary (a cluster pipeline would send the
+// keyless WAIT to any node, or refuse it by its request policy).
+func nodeFor(ctx context.Context, uc redis.UniversalClient, key string) (*redis.Client, error) {
+	switch cl := uc.(type) {
+	case *redis.Client:
+		return cl, nil
+	case *redis.ClusterClient:
+		return cl.MasterForKey(ctx, key)
+	}
+	return nil, exit.New(exit.Internal, "", "WAIT through a %T", uc)
+}
+
+// PipelinedDurable sends fn's commands, which write to key (or its slot),
+// then WAIT or WAITAOF for d, in one pipeline on one connection to the
+// primary that holds key: one round trip, whose wait covers the writes
+// before it. The round trip is bounded by the per-command timeout plus
+// d.Timeout. Like Pipelined, it returns only a failure of the whole round
+// trip; each command's reply or error is on its Cmd, and the wait's on the
+// Ack (check it with d.Check once a command wrote). fn may be called again
+// when a plain client learns that the server is a cluster node.
+func (c *Conn) PipelinedDurable(ctx context.Context, key string, d Durability, fn func(p redis.Pipeliner, ctx context.Context)) (Ack, error) {
+	if d.AOF {
+		err := c.checkWaitAOF(ctx, func(ctx context.Context) error {
+			return c.Do(func(uc redis.UniversalClient) error {
+				node, err := nodeFor(ctx, uc, key)
+				if err != nil {
+					return err
+				}
+				return probeWaitAOF(ctx, node)
+			})
+		})
+		if err != nil {
+			return Ack{}, err
+		}
+	}
+	bound := c.Timeout + d.Timeout
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	var ack Ack
+	err := c.Do(func(uc redis.UniversalClient) error {
+		node, err := nodeFor(ctx, uc, key)
+		if err != nil {
+			return err
+		}
+		// The pipeline's read deadline is the client's read timeout: the
+		// wait must fit in it.
+		var read func() Ack
+		cmds, err := node.WithTimeout(bound).Pipelined(ctx, func(p redis.Pipeliner) error {
+			fn(p, ctx)
+			read = waitCmd(ctx, p, d)
+			return nil
+		})
+		for _, cmd := range cmds {
+			if e := cmd.Err(); e != nil && clusterReply(e) {
+				return e // nothing ran on this node: Do goes to the cluster
+			}
+		}
+		ack = read()
+		var rerr redis.Error
+		if err == nil || errors.As(err, &rerr) || errors.Is(err, redis.Nil) {
+			return nil
+		}
+		return err
+	})
+	return ack, err
+}
+
+// RunDurable runs script calls (see RunPipelined) with PipelinedDurable: in
+// one round trip with the wait after them. A script this process has not
+// yet seen the server run goes as EVAL, not EVALSHA: a NOSCRIPT would cost
+// a second round trip, and the first one's WAIT could block for d.Timeout
+// with nothing written. A NOSCRIPT all the same (the server lost its cache:
+// a restart, a failover) sends those calls again with EVAL; the
+// acknowledgement is then the weaker of the two round trips'.
+func (c *Conn) RunDurable(ctx context.Context, key string, d Durability, calls []*Call) (Ack, error) {
+	run := func(calls []*Call, eval bool) (Ack, error) {
+		return c.PipelinedDurable(ctx, key, d, func(p redis.Pipeliner, ctx context.Context) {
+			for _, cl := range calls {
+				if eval || !cl.Script.loaded.Load() {
+					cl.Cmd = cl.Script.script().Eval(ctx, p, cl.Keys, cl.Args...)
+				} else {
+					cl.Cmd = cl.Script.script().EvalSha(ctx, p, cl.Keys, cl.Args...)
+				}
+			}
+		})
+	}
+	ack, err := run(calls, false)
+	if err != nil {
+		return ack, err
+	}
+	var missing []*Call
+	ran := false
+	for _, cl := range calls {
+		switch e := cl.Cmd.Err(); {
+		case redis.HasErrorPrefix(e, "NOSCRIPT"):
+			missing = append(missing, cl)
+		default:
+			cl.Script.noteRun(e)
+			ran = true
+		}
+	}
+	if len(missing) == 0 {
+		return ack, nil
+	}
+	again, err := run(missing, true)
+	for _, cl := range missing {
+		cl.Script.noteRun(cl.Cmd.Err())
+	}
+	if ran {
+		again = again.min(ack)
+	}
+	return again, err
+}
+
+// OnNode runs fn on a connection of its own to the primary that holds key,
+// under a bound that allows for d's wait: for writes that must share a
+// connection with the WAIT after them but cannot share its pipeline (a
+// MULTI/EXEC; see WaitOn). fn returns the error of its first command, so
+// that a plain client that reached a cluster node switches as in Do.
+func (c *Conn) OnNode(ctx context.Context, key string, d Durability, fn func(ctx context.Context, cn *redis.Conn) error) error {
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout+d.Timeout)
+	defer cancel()
+	return c.Do(func(uc redis.UniversalClient) error {
+		node, err := nodeFor(ctx, uc, key)
+		if err != nil {
+			return err
+		}
+		cn := node.Conn()
+		defer cn.Close()
+		return fn(ctx, cn)
+	})
+}
+
+// WaitOn sends WAIT or WAITAOF for d on cn, the connection that made the
+// writes, after them (a second round trip: for writes that cannot share a
+// pipeline with it, such as a MULTI/EXEC). ctx must allow for d.Timeout.
+func (c *Conn) WaitOn(ctx context.Context, cn *redis.Conn, d Durability) Ack {
+	if d.AOF {
+		if err := c.checkWaitAOF(ctx, func(ctx context.Context) error { return probeWaitAOF(ctx, cn) }); err != nil {
+			return Ack{Err: err}
+		}
+	}
+	var read func() Ack
+	_, err := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
+		read = waitCmd(ctx, p, d)
+		return nil
+	})
+	ack := read()
+	if ack.Err == nil && err != nil {
+		ack.Err = err
+	}
+	return ack
+}
+
+// checkWaitAOF makes sure, once per connection, that the server can
+// WAITAOF before anything is written: a server without it (before Redis
+// 7.2) or without appendonly would refuse it only after the write.
+func (c *Conn) checkWaitAOF(ctx context.Context, probe func(context.Context) error) error {
+	c.mu.Lock()
+	done := c.waitAOFOK
+	c.mu.Unlock()
+	if done {
+		return nil
+	}
+	cctx, cancel := c.Ctx(ctx)
+	defer cancel()
+	err := probe(cctx)
+	switch {
+	case err != nil && waitAOFUnsupported(err):
+		e := exit.New(exit.Usage, "--wait-aof", "the server cannot WAITAOF: %v", err)
+		e.Hint = "WAITAOF came with Redis 7.2 and needs appendonly yes on the primary; without --wait-aof, --wait-replicas waits with WAIT"
+		return e
+	case err != nil:
+		return exit.Wrap(err, "--wait-aof: WAITAOF")
+	}
+	c.mu.Lock()
+	c.waitAOFOK = true
+	c.mu.Unlock()
+	return nil
+}
+
+// probeWaitAOF is WAITAOF 1 0 1: refused at once by a server without it or
+// without appendonly, and otherwise done within 1 ms.
+func probeWaitAOF(ctx context.Context, c interface {
+	Do(context.Context, ...any) *redis.Cmd
+}) error {
+	return c.Do(ctx, "waitaof", 1, 0, 1).Err()
+}

@@ -1,0 +1,189 @@
+package redistest
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// replicaWait bounds the wait for a new replica's link and first sync.
+const replicaWait = 20 * time.Second
+
+// StartReplica starts a server on a free loopback port under dir that
+// replicates primary (which must listen on TCP: replication has no unix
+// socket), and waits until the link is up on both sides: the replica says
+// master_link_status:up and the primary lists it online, so that WAIT counts
+// it. The primary's diskless sync delay is set to 0 first (its default of
+// 5 s would hold every first sync back).
+func StartReplica(primary *Server, dir string, config ...string) (*Server, error) {
+	if primary.Opts.Unix {
+		return nil, errors.New("redistest: a replica needs a primary on a TCP port (Options.Unix false)")
+	}
+	if reply, err := primary.Do("CONFIG", "SET", "repl-diskless-sync-delay", "0"); err != nil || reply != "OK" {
+		return nil, fmt.Errorf("redistest: CONFIG SET repl-diskless-sync-delay on the primary: %q %v", reply, err)
+	}
+	before, err := primary.OnlineReplicas()
+	if err != nil {
+		return nil, err
+	}
+	host, port, _ := strings.Cut(primary.Addr, ":")
+	r, err := Start(Options{Dir: dir, Config: append([]string{"replicaof " + host + " " + port}, config...)})
+	if err != nil {
+		return nil, err
+	}
+	if err := r.WaitLinkUp(replicaWait); err != nil {
+		r.Stop()
+		return nil, err
+	}
+	if err := primary.WaitReplicas(before+1, replicaWait); err != nil {
+		r.Stop()
+		return nil, err
+	}
+	return r, nil
+}
+
+// NewReplica starts a replica of primary for one test (see StartReplica),
+// stopped when the test ends.
+func NewReplica(t testing.TB, primary *Server, config ...string) *Server {
+	t.Helper()
+	r, err := StartReplica(primary, filepath.Join(t.TempDir(), "replica"), config...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// Replication is the server's INFO replication, field by field.
+func (s *Server) Replication() (map[string]string, error) {
+	info, err := s.Do("INFO", "replication")
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(info, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			m[k] = v
+		}
+	}
+	return m, nil
+}
+
+// OnlineReplicas counts the replicas the primary lists with state=online:
+// the ones WAIT counts.
+func (s *Server) OnlineReplicas() (int, error) {
+	m, err := s.Replication()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := 0; ; i++ {
+		v, ok := m["slave"+strconv.Itoa(i)]
+		if !ok {
+			return n, nil
+		}
+		if strings.Contains(v, "state=online") {
+			n++
+		}
+	}
+}
+
+// WaitReplicas waits until the primary lists at least n replicas online
+// (or, with n 0, none at all), for at most bound.
+func (s *Server) WaitReplicas(n int, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	for {
+		got, err := s.OnlineReplicas()
+		if err == nil && (n == 0 && got == 0 || n > 0 && got >= n) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redistest: %s lists %d replicas online after %s, want %d (%v)", s.Addr, got, bound, n, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// WaitLinkUp waits until a replica says master_link_status:up, for at most
+// bound.
+func (s *Server) WaitLinkUp(bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	for {
+		m, err := s.Replication()
+		if err == nil && m["master_link_status"] == "up" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redistest: replica %s: master_link_status %q after %s (%v)", s.Addr, m["master_link_status"], bound, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Promote makes a replica a primary (REPLICAOF NO ONE), as a failover does.
+func (s *Server) Promote() error {
+	reply, err := s.Do("REPLICAOF", "NO", "ONE")
+	if err == nil && reply != "OK" {
+		err = errors.New(reply)
+	}
+	if err != nil {
+		return fmt.Errorf("redistest: REPLICAOF NO ONE on %s: %w", s.Addr, err)
+	}
+	return nil
+}
+
+// AddReplica starts a cluster node under dir that joins the cluster as a
+// replica of Nodes[primary] (CLUSTER MEET, then CLUSTER REPLICATE), and
+// waits until the link is up on both sides. The replica is kept in
+// Replicas and stopped with the cluster.
+func (c *Cluster) AddReplica(dir string, primary int) (*Server, error) {
+	p := c.Nodes[primary]
+	if reply, err := p.Do("CONFIG", "SET", "repl-diskless-sync-delay", "0"); err != nil || reply != "OK" {
+		return nil, fmt.Errorf("redistest: CONFIG SET repl-diskless-sync-delay: %q %v", reply, err)
+	}
+	id, err := p.Do("CLUSTER", "MYID")
+	if err != nil {
+		return nil, err
+	}
+	port, err := freeClusterPort()
+	if err != nil {
+		return nil, err
+	}
+	r, err := Start(Options{Dir: dir, Port: port, Config: []string{
+		"cluster-enabled yes", "cluster-config-file nodes.conf", "cluster-node-timeout 5000"}})
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Server, error) {
+		r.Stop()
+		return nil, err
+	}
+	host, pport, _ := strings.Cut(p.Addr, ":")
+	if reply, err := r.Do("CLUSTER", "MEET", host, pport); err != nil || reply != "OK" {
+		return fail(fmt.Errorf("redistest: CLUSTER MEET: %q %v", reply, err))
+	}
+	// REPLICATE needs the primary known to the new node: retried until it is.
+	deadline := time.Now().Add(replicaWait)
+	for {
+		reply, err := r.Do("CLUSTER", "REPLICATE", id)
+		if err == nil && reply == "OK" {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fail(fmt.Errorf("redistest: CLUSTER REPLICATE %s: %q %v", id, reply, err))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := r.WaitLinkUp(replicaWait); err != nil {
+		return fail(err)
+	}
+	if err := p.WaitReplicas(1, replicaWait); err != nil {
+		return fail(err)
+	}
+	c.Replicas = append(c.Replicas, r)
+	return r, nil
+}

@@ -1,0 +1,135 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/redisconn"
+	"github.com/idmpctl/idmpctl/internal/redistest"
+)
+
+// iidLines is a batch input of one add a line, the line's text its iid.
+type iidLines struct {
+	lines []string
+	next  int
+	tmpl  AddRequest
+}
+
+func (in *iidLines) Next() (int64, []byte, error) {
+	if in.next == len(in.lines) {
+		return 0, nil, io.EOF
+	}
+	in.next++
+	return int64(in.next), []byte(in.lines[in.next-1]), nil
+}
+
+func (in *iidLines) Parse(_ int64, raw []byte) (*AddRequest, error) {
+	r := in.tmpl
+	r.IID, r.Fields = string(raw), []string{"f", string(raw)}
+	return &r, nil
+}
+
+func (in *iidLines) Ready() bool { return true }
+
+func iids(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = prefix + strconv.Itoa(i+1)
+	}
+	return out
+}
+
+func TestDurableAdds(t *testing.T) {
+	primary := redistest.NewWith(t, redistest.Options{})
+	replica := redistest.NewReplica(t, primary)
+	c := redistest.Connect(t, primary.URL)
+	s, err := NewStreams(c, ModeAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	d := redisconn.Durability{Replicas: 1, Timeout: 5 * time.Second}
+	req := AddRequest{Stream: "s", PID: "p", IID: "a", Fields: []string{"f", "v"}}
+	res, ack, err := s.AddDurably(ctx, req, d)
+	if err != nil || ack.Replicas != 1 || res.Duplicate {
+		t.Fatalf("add: %+v, ack %+v, %v", res, ack, err)
+	}
+	if n, _ := replica.Do("XLEN", "s"); n != "1" {
+		t.Fatalf("acknowledged, but the replica's XLEN is %s", n)
+	}
+	res, ack, err = s.AddDurably(ctx, req, d)
+	if err != nil || ack.Replicas != 1 || !res.Duplicate {
+		t.Fatalf("duplicate: %+v, ack %+v, %v", res, ack, err)
+	}
+
+	// A batch whose every round trip was acknowledged emits each line with it.
+	tmpl := AddRequest{Stream: "s", PID: "p"}
+	var got []BatchResult
+	spec := BatchSpec{Template: tmpl, ID: "b1", Chunk: 3, Window: 2, Durability: d}
+	sum, err := s.RunBatch(ctx, spec, &iidLines{lines: iids("i", 10), tmpl: tmpl}, func(r BatchResult) error {
+		got = append(got, r)
+		return nil
+	})
+	if err != nil || len(got) != 10 || sum.Lines != 10 || sum.Unacked != 0 {
+		t.Fatalf("batch: %d results, %+v, %v", len(got), sum, err)
+	}
+	for _, r := range got {
+		if r.Ack == nil || r.Ack.Replicas != 1 {
+			t.Fatalf("line %d: ack %v", r.Line, r.Ack)
+		}
+	}
+
+	replica.Kill()
+	if err := primary.WaitReplicas(0, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	d.Timeout = 100 * time.Millisecond
+
+	// A single add stands on the primary and says so.
+	res, ack, err = s.AddDurably(ctx, AddRequest{Stream: "s", PID: "p", IID: "b", Fields: []string{"f", "v"}}, d)
+	var na *redisconn.NotAckedError
+	if exit.Code(err) != exit.Unavailable || !errors.As(err, &na) || ack.Replicas != 0 || res.ID == "" ||
+		!strings.Contains(err.Error(), "entry "+res.ID+" was added on the primary") {
+		t.Fatalf("unacknowledged add: %+v, ack %+v, %v", res, ack, err)
+	}
+
+	// A batch stops at its first round trip, printing nothing of it; its
+	// progress record has the lines, so a re-run (replicas back) resumes
+	// after them and adds nothing twice.
+	got = nil
+	spec.ID, spec.Durability = "b2", d
+	start := time.Now()
+	sum, err = s.RunBatch(ctx, spec, &iidLines{lines: iids("j", 20), tmpl: tmpl}, func(r BatchResult) error {
+		got = append(got, r)
+		return nil
+	})
+	if exit.Code(err) != exit.Unavailable || !errors.As(err, &na) || len(got) != 0 || sum.Unacked != 6 || sum.LastLine != 6 {
+		t.Fatalf("unacknowledged batch: %d results, %+v, %v", len(got), sum, err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("the unacknowledged batch stopped after %s", took)
+	}
+	t.Logf("%v", err)
+	before, _ := primary.Do("XLEN", "s")
+
+	redistest.NewReplica(t, primary)
+	d.Timeout = 5 * time.Second
+	spec.Durability = d
+	sum, err = s.RunBatch(ctx, spec, &iidLines{lines: iids("j", 20), tmpl: tmpl}, func(r BatchResult) error {
+		got = append(got, r)
+		return nil
+	})
+	if err != nil || sum.ResumedAt != 6 || sum.Lines != 14 || len(got) != 14 || got[0].Line != 7 {
+		t.Fatalf("re-run: %d results, %+v, %v", len(got), sum, err)
+	}
+	after, _ := primary.Do("XLEN", "s")
+	if b, _ := strconv.Atoi(before); strconv.Itoa(b+14) != after {
+		t.Errorf("XLEN %s before the re-run, %s after: want the 14 lines left added once", before, after)
+	}
+}
