@@ -75,16 +75,16 @@ func (in *batchInput) Next() (int64, []byte, error) {
 
 func (in *batchInput) Ready() bool { return in.file || in.first != nil || in.r.Buffered() }
 
-func (in *batchInput) Parse(n int64, raw []byte) (*stream.AddRequest, error) {
+func (in *batchInput) Parse(n int64, raw []byte, req *stream.AddRequest) (bool, error) {
 	l, ok, err := in.r.Parse(int(n), raw)
 	if err != nil || !ok {
-		return nil, err
+		return false, err
 	}
-	req := in.o.request(l.IID, l.Fields)
+	*req = in.o.request(l.IID, l.Fields)
 	if l.HasPID {
 		req.PID = l.PID
 	}
-	return &req, nil
+	return true, nil
 }
 
 // defaultBatchID names a batch by its input: the first 16 hex digits of

@@ -132,6 +132,7 @@ func (p *fastParser) fields() ([]string, bool) {
 		if p.byte('}') {
 			return out, true
 		}
+		out = make([]string, 0, 4) // two fields without growing
 		for {
 			k, ok := p.str()
 			if !ok || !p.byte(':') {
@@ -151,6 +152,7 @@ func (p *fastParser) fields() ([]string, bool) {
 		if p.byte(']') {
 			return out, true
 		}
+		out = make([]string, 0, 4)
 		for {
 			if !p.byte('[') {
 				return nil, false

@@ -20,13 +20,15 @@ var luaPrelude string
 // would cost every invocation, also of commands that never run a script.
 type Script struct {
 	script func() *redis.Script
+	src    func() string
 	loaded atomic.Bool // this process saw a server run it (see RunDurable)
 }
 
 // NewScript makes a script of the prelude and parts, in order.
 func NewScript(parts ...string) *Script {
-	return &Script{script: sync.OnceValue(func() *redis.Script {
-		return redis.NewScript(luaPrelude + strings.Join(parts, ""))
+	src := sync.OnceValue(func() string { return luaPrelude + strings.Join(parts, "") })
+	return &Script{src: src, script: sync.OnceValue(func() *redis.Script {
+		return redis.NewScript(src())
 	})}
 }
 
@@ -58,6 +60,45 @@ type Call struct {
 	Keys   []string
 	Args   []any
 	Cmd    *redis.Cmd
+	// whole is the command's argument list (EVALSHA, the SHA, the number of
+	// keys, the keys), which Args continues in place (NewCall).
+	whole []any
+}
+
+// NewCall is a call whose arguments are appended to Args, room for nargs
+// made: they continue the command's own argument list, which is sent as it
+// is. A call of thousands of arguments (a batch chunk) then costs no copy
+// of them, as go-redis's Script makes, and none of the garbage.
+func NewCall(s *Script, keys []string, nargs int) *Call {
+	n := 3 + len(keys)
+	whole := make([]any, n, n+nargs)
+	whole[2] = len(keys)
+	for i, k := range keys {
+		whole[3+i] = k
+	}
+	return &Call{Script: s, Keys: keys, Args: whole[n:], whole: whole}
+}
+
+// queue adds the call to p, as EVAL or EVALSHA.
+func (cl *Call) queue(ctx context.Context, p redis.Pipeliner, eval bool) {
+	n := 3 + len(cl.Keys)
+	// Args still continues whole unless an append outgrew the room made.
+	if len(cl.Args) > 0 && cap(cl.whole)-n >= len(cl.Args) && &cl.whole[n : n+1][0] == &cl.Args[0] {
+		args := cl.whole[:n+len(cl.Args)]
+		if eval {
+			args[0], args[1] = "eval", cl.Script.src()
+		} else {
+			args[0], args[1] = "evalsha", cl.Script.Hash()
+		}
+		cl.Cmd = redis.NewCmd(ctx, args...)
+		_ = p.Process(ctx, cl.Cmd)
+		return
+	}
+	if eval {
+		cl.Cmd = cl.Script.script().Eval(ctx, p, cl.Keys, cl.Args...)
+	} else {
+		cl.Cmd = cl.Script.script().EvalSha(ctx, p, cl.Keys, cl.Args...)
+	}
 }
 
 // RunPipelined sends calls in one pipeline with EVALSHA, then once more
@@ -68,11 +109,7 @@ func (c *Conn) RunPipelined(ctx context.Context, calls []*Call) error {
 	run := func(calls []*Call, eval bool) error {
 		return c.Pipelined(ctx, func(p redis.Pipeliner, ctx context.Context) {
 			for _, cl := range calls {
-				if eval {
-					cl.Cmd = cl.Script.script().Eval(ctx, p, cl.Keys, cl.Args...)
-				} else {
-					cl.Cmd = cl.Script.script().EvalSha(ctx, p, cl.Keys, cl.Args...)
-				}
+				cl.queue(ctx, p, eval)
 			}
 		})
 	}

@@ -209,11 +209,7 @@ func (c *Conn) RunDurable(ctx context.Context, key string, d Durability, calls [
 	run := func(calls []*Call, eval bool) (Ack, error) {
 		return c.PipelinedDurable(ctx, key, d, func(p redis.Pipeliner, ctx context.Context) {
 			for _, cl := range calls {
-				if eval || !cl.Script.loaded.Load() {
-					cl.Cmd = cl.Script.script().Eval(ctx, p, cl.Keys, cl.Args...)
-				} else {
-					cl.Cmd = cl.Script.script().EvalSha(ctx, p, cl.Keys, cl.Args...)
-				}
+				cl.queue(ctx, p, eval || !cl.Script.loaded.Load())
 			}
 		})
 	}

@@ -68,14 +68,15 @@ type BatchSpec struct {
 
 // BatchInput is the input of a batch: Next yields each line's number (from
 // 1) and bytes as read (valid until the next call), io.EOF at the end;
-// Parse reads the add a line asks for (nil for a blank line). Lines a run
+// Parse fills req with the add a line asks for (false for a blank line:
+// nothing to add; req is a zeroed slot of the chunk). Lines a run
 // skips (committed already, or --skip) are digested but never parsed.
 // Ready reports whether Next would return without waiting for a writer: a
 // chunk is sent as soon as the input has nothing more ready, so a slow
 // producer's lines are not held back.
 type BatchInput interface {
 	Next() (n int64, raw []byte, err error)
-	Parse(n int64, raw []byte) (*AddRequest, error)
+	Parse(n int64, raw []byte, req *AddRequest) (bool, error)
 	Ready() bool
 }
 
@@ -369,12 +370,17 @@ func (r *batchRun) reset(ctx context.Context, line int64) error {
 
 // nextChunk reads up to size adds (with the blank lines between them).
 func (r *batchRun) nextChunk(size int, from int64) (*chunk, error) {
-	c := &chunk{from: from, to: from}
+	c := &chunk{from: from, to: from, reqs: make([]AddRequest, 0, size), lines: make([]int64, 0, size)}
 	for len(c.reqs) < size && (len(c.reqs) == 0 || r.in.Ready()) {
 		n, raw, err := r.next()
-		var req *AddRequest
+		// Parsed in place, into the chunk's next slot.
+		c.reqs = append(c.reqs, AddRequest{})
+		add := false
 		if err == nil {
-			req, err = r.in.Parse(n, raw)
+			add, err = r.in.Parse(n, raw, &c.reqs[len(c.reqs)-1])
+		}
+		if !add {
+			c.reqs = c.reqs[:len(c.reqs)-1]
 		}
 		if err == io.EOF {
 			break
@@ -389,8 +395,7 @@ func (r *batchRun) nextChunk(size int, from int64) (*chunk, error) {
 		}
 		r.digestLine(raw)
 		c.to = n
-		if req != nil {
-			c.reqs = append(c.reqs, *req)
+		if add {
 			c.lines = append(c.lines, n)
 		}
 	}

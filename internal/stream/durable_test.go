@@ -29,10 +29,10 @@ func (in *iidLines) Next() (int64, []byte, error) {
 	return int64(in.next), []byte(in.lines[in.next-1]), nil
 }
 
-func (in *iidLines) Parse(_ int64, raw []byte) (*AddRequest, error) {
-	r := in.tmpl
+func (in *iidLines) Parse(_ int64, raw []byte, r *AddRequest) (bool, error) {
+	*r = in.tmpl
 	r.IID, r.Fields = string(raw), []string{"f", string(raw)}
-	return &r, nil
+	return true, nil
 }
 
 func (in *iidLines) Ready() bool { return true }

@@ -121,10 +121,34 @@ type chunkProgress struct {
 // per item. It returns the iid of each request (derived for Auto).
 func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNative bool) (*redisconn.Call, []string, error) {
 	r0 := reqs[0]
-	l, keys, args, err := s.stateCall(r0.Stream)
+	l, keys, state, err := s.stateCall(r0.Stream)
 	if err != nil {
 		return nil, nil, err
 	}
+	// The keys first (a producer's two per pid, then the progress record's),
+	// so that the arguments are appended in place (redisconn.NewCall).
+	pidIndex := make(map[string]int)
+	var pids []any // pid, number of items for it
+	nargs := len(state) + 6 + 8 + 2
+	for i := range reqs {
+		r := &reqs[i]
+		j, ok := pidIndex[r.PID]
+		if !ok {
+			j = len(pids)/2 + 1
+			pidIndex[r.PID] = j
+			pids = append(pids, r.PID, 0)
+			keys = append(keys, l.IDs(r.PID), l.Order(r.PID))
+		}
+		pids[2*j-1] = pids[2*j-1].(int) + 1
+		nargs += 3 + len(r.Fields)
+	}
+	nargs += len(pids)
+	if cp != nil {
+		keys = append(keys, cp.Key, cp.Index)
+	}
+	call := redisconn.NewCall(addScript, keys, nargs)
+	args := append(call.Args, state...)
+
 	nomk, trim, op, threshold, limit := "", "", "=", "", ""
 	if r0.NoMkStream {
 		nomk = "1"
@@ -165,37 +189,26 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNat
 		}
 		args = append(args, cp.From, cp.To, cp.Digest, drop, cp.TTL.Milliseconds(), cp.ID, cp.PID, string(lines))
 	}
+	args = append(args, len(pids)/2)
+	args = append(args, pids...)
+	args = append(args, len(reqs))
 
-	pidIndex := make(map[string]int)
-	var pids []any // pid, number of items for it
+	// Strings go in as pointers: boxing a string allocates, a pointer does
+	// not (go-redis writes *string as the string).
 	iids := make([]string, len(reqs))
-	items := make([]any, 0, len(reqs)*7)
-	for i, r := range reqs {
-		j, ok := pidIndex[r.PID]
-		if !ok {
-			j = len(pids)/2 + 1
-			pidIndex[r.PID] = j
-			pids = append(pids, r.PID, 0)
-			keys = append(keys, l.IDs(r.PID), l.Order(r.PID))
-		}
-		pids[2*j-1] = pids[2*j-1].(int) + 1
+	for i := range reqs {
+		r := &reqs[i]
 		iids[i] = r.IID
 		if r.Auto {
 			iids[i] = AutoIID(r.Fields)
 		}
-		items = append(items, j, iids[i], len(r.Fields))
-		for _, f := range r.Fields {
-			items = append(items, f)
+		args = append(args, pidIndex[r.PID], &iids[i], len(r.Fields))
+		for k := range r.Fields {
+			args = append(args, &r.Fields[k])
 		}
 	}
-	if cp != nil {
-		keys = append(keys, cp.Key, cp.Index)
-	}
-	args = append(args, len(pids)/2)
-	args = append(args, pids...)
-	args = append(args, len(reqs))
-	args = append(args, items...)
-	return &redisconn.Call{Script: addScript, Keys: keys, Args: args}, iids, nil
+	call.Args = args
+	return call, iids, nil
 }
 
 // errProgressMoved is a batch chunk the script refused: its progress record
@@ -246,7 +259,8 @@ func parseAddReply(v any, iids []string, n int) ([]AddResult, error) {
 }
 
 // parseDone reads the done items of an add reply, or a batch chunk's
-// replies as its progress record keeps them: 'a' and the new ID, or 'd',
+// replies as its progress record keeps them: the new ID (which starts with
+// a digit; records written before 2026-11 have 'a' and the ID), or 'd',
 // 0|1 and the original's ID, comma-separated.
 func parseDone(done string, iids []string, n int) ([]AddResult, error) {
 	if done == "" {
@@ -259,6 +273,8 @@ func parseDone(done string, iids []string, n int) ([]AddResult, error) {
 		}
 		r := AddResult{IID: iids[len(out)], Mode: ModeEmulated}
 		switch {
+		case len(item) > 0 && item[0] >= '0' && item[0] <= '9':
+			r.ID = item
 		case len(item) > 1 && item[0] == 'a':
 			r.ID = item[1:]
 		case len(item) > 2 && item[0] == 'd' && (item[1] == '0' || item[1] == '1'):

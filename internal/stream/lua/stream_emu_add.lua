@@ -15,8 +15,8 @@
 -- ARGV[18] = npids, then per pid: pid, number of items for it; then nitems,
 -- then per item: pid index, iid, nfields, fields...
 -- Reply: {done, stop, message}: done is the items written, comma-separated,
--- each 'a' and its new ID, or 'd', 0|1 (the original entry still exists)
--- and the original's ID; stop is '' when every item was done, else why the
+-- each its new ID, or 'd', 0|1 (the original entry still exists) and the
+-- original's ID; stop is '' when every item was done, else why the
 -- next one stopped the run: 'n' no stream (NOMKSTREAM), 'e' an error
 -- (message). Items before a stop stay written. One string, not three
 -- values an item: a reply of thousands of elements costs the server more
@@ -120,6 +120,8 @@ for j = 1, npids do
     redis.call('LPOP', order)
     redis.call('HDEL', ids, oldest)
   end
+  -- pushed[k] is the k-th iid this batch pushes and newid[k] its entry ID;
+  -- pos[iid] is the last position it was pushed at.
   local p = { ids = ids, order = order, pid = ARGV[17 + 2 * j], start = redis.call('LLEN', order),
     count = tonumber(ARGV[18 + 2 * j]), known = {}, pos = {}, cand = {}, pushed = {}, newid = {}, n = 0 }
   -- Old iids this batch can evict: the list's first (start + count - maxsize).
@@ -196,7 +198,7 @@ for _ = 1, nitems do
   local orig
   local k = pos[iid]
   if k then
-    if start + k - 1 >= evict then orig = newid[iid] end
+    if start + k - 1 >= evict then orig = newid[k] end
   else
     orig = known[iid]
     if orig then
@@ -227,10 +229,10 @@ for _ = 1, nitems do
       break
     end
     n = n + 1
-    pushed[n], pos[iid], newid[iid] = iid, n, id
+    pushed[n], pos[iid], newid[n] = iid, n, id
     nadds, exists, last_id = nadds + 1, true, id
     ndone = ndone + 1
-    done[ndone] = 'a' .. id
+    done[ndone] = id
   end
 end
 if p then p.n = n end
@@ -251,7 +253,7 @@ if nadds + ndups > 0 then
       for k = kfirst, n do
         local iid = p.pushed[k]
         stay[#stay + 1] = iid
-        if p.pos[iid] == k then keep[#keep + 1], keep[#keep + 2] = iid, p.newid[iid] end
+        if p.pos[iid] == k then keep[#keep + 1], keep[#keep + 2] = iid, p.newid[k] end
       end
       for _, iid in ipairs(gone) do
         local k = p.pos[iid]
@@ -260,7 +262,7 @@ if nadds + ndups > 0 then
       bulk('RPUSH', p.order, stay)
       bulk('HDEL', p.ids, drop)
       bulk('HSET', p.ids, keep)
-      local ahead = id_ms(p.newid[p.pushed[n]]) - now
+      local ahead = id_ms(p.newid[n]) - now
       if ahead < 0 then ahead = 0 elseif ahead > MAX_AHEAD_MS then ahead = MAX_AHEAD_MS end
       local ttl = ahead + dur_ms + TTL_SLACK_MS
       redis.call('SADD', PIDS, p.pid)
