@@ -142,6 +142,14 @@ func TestTLS(t *testing.T) {
 		secStdout(t, r, `^role\tmaster$`)
 		r = cli.With(env...).Run(append(append([]string{"claim", "acquire", "idem:mtls"}, ca...), cert...)...)
 		secWant(t, r, 0)
+		// A batch's adds go on a pipe of their own, dialed the same way.
+		batch := filepath.Join(t.TempDir(), "b.ndjson")
+		if err := os.WriteFile(batch, []byte("{\"iid\":\"a\",\"fields\":{\"f\":\"1\"}}\n{\"iid\":\"b\",\"fields\":{\"f\":\"2\"}}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r = cli.With(env...).Run(append(append([]string{"xadd", "orders", "--pid", "p", "--batch", batch}, ca...), cert...)...)
+		secWant(t, r, 0)
+		secStdout(t, r, `^\d+-\d+\tadded$`)
 
 		// Without a certificate the server ends the handshake with an alert
 		// (TLS 1.3: certificate_required): a configuration error, with the

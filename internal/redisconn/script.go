@@ -79,26 +79,34 @@ func NewCall(s *Script, keys []string, nargs int) *Call {
 	return &Call{Script: s, Keys: keys, Args: whole[n:], whole: whole}
 }
 
-// queue adds the call to p, as EVAL or EVALSHA.
-func (cl *Call) queue(ctx context.Context, p redis.Pipeliner, eval bool) {
+// Command is the call as one command's arguments: EVALSHA (or EVAL), the
+// SHA (or the source), the number of keys, the keys, the arguments.
+func (cl *Call) Command(eval bool) []any {
 	n := 3 + len(cl.Keys)
+	var args []any
 	// Args still continues whole unless an append outgrew the room made.
 	if len(cl.Args) > 0 && cap(cl.whole)-n >= len(cl.Args) && &cl.whole[n : n+1][0] == &cl.Args[0] {
-		args := cl.whole[:n+len(cl.Args)]
-		if eval {
-			args[0], args[1] = "eval", cl.Script.src()
-		} else {
-			args[0], args[1] = "evalsha", cl.Script.Hash()
+		args = cl.whole[:n+len(cl.Args)]
+	} else {
+		args = make([]any, n, n+len(cl.Args))
+		args[2] = len(cl.Keys)
+		for i, k := range cl.Keys {
+			args[3+i] = k
 		}
-		cl.Cmd = redis.NewCmd(ctx, args...)
-		_ = p.Process(ctx, cl.Cmd)
-		return
+		args = append(args, cl.Args...)
 	}
 	if eval {
-		cl.Cmd = cl.Script.script().Eval(ctx, p, cl.Keys, cl.Args...)
+		args[0], args[1] = "eval", cl.Script.src()
 	} else {
-		cl.Cmd = cl.Script.script().EvalSha(ctx, p, cl.Keys, cl.Args...)
+		args[0], args[1] = "evalsha", cl.Script.Hash()
 	}
+	return args
+}
+
+// queue adds the call to p.
+func (cl *Call) queue(ctx context.Context, p redis.Pipeliner, eval bool) {
+	cl.Cmd = redis.NewCmd(ctx, cl.Command(eval)...)
+	_ = p.Process(ctx, cl.Cmd)
 }
 
 // RunPipelined sends calls in one pipeline with EVALSHA, then once more

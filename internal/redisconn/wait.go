@@ -105,29 +105,59 @@ func waitAOFUnsupported(err error) bool {
 	return strings.Contains(msg, "unknown command") || strings.Contains(msg, "appendonly is disabled")
 }
 
-// waitCmd queues WAIT or WAITAOF for d and returns how to read its reply.
-func waitCmd(ctx context.Context, p redis.Pipeliner, d Durability) func() Ack {
+// WaitCommand is the WAIT, or WAITAOF, that d asks for.
+func WaitCommand(d Durability) []any {
 	ms := d.Timeout.Milliseconds()
 	if d.AOF {
-		cmd := redis.NewIntSliceCmd(ctx, "waitaof", 1, d.Replicas, ms)
-		_ = p.Process(ctx, cmd)
-		return func() Ack {
-			v, err := cmd.Result()
-			if err == nil && len(v) != 2 {
-				err = fmt.Errorf("unexpected WAITAOF reply %v", v)
+		return []any{"waitaof", 1, d.Replicas, ms}
+	}
+	return []any{"wait", d.Replicas, ms}
+}
+
+// AckOf reads the reply to WaitCommand(d).
+func AckOf(d Durability, v any, err error) Ack {
+	if err != nil {
+		return Ack{Err: err}
+	}
+	if d.AOF {
+		if a, ok := v.([]any); ok && len(a) == 2 {
+			local, ok1 := a[0].(int64)
+			n, ok2 := a[1].(int64)
+			if ok1 && ok2 {
+				return Ack{LocalAOF: local >= 1, Replicas: int(n)}
 			}
-			if err != nil {
-				return Ack{Err: err}
-			}
-			return Ack{LocalAOF: v[0] >= 1, Replicas: int(v[1])}
 		}
+		return Ack{Err: fmt.Errorf("unexpected WAITAOF reply %v", v)}
 	}
-	cmd := redis.NewIntCmd(ctx, "wait", d.Replicas, ms)
+	n, ok := v.(int64)
+	if !ok {
+		return Ack{Err: fmt.Errorf("unexpected WAIT reply %v", v)}
+	}
+	return Ack{Replicas: int(n)}
+}
+
+// waitCmd queues WAIT or WAITAOF for d and returns how to read its reply.
+func waitCmd(ctx context.Context, p redis.Pipeliner, d Durability) func() Ack {
+	cmd := redis.NewCmd(ctx, WaitCommand(d)...)
 	_ = p.Process(ctx, cmd)
-	return func() Ack {
-		n, err := cmd.Result()
-		return Ack{Replicas: int(n), Err: err}
+	return func() Ack { return AckOf(d, cmd.Val(), cmd.Err()) }
+}
+
+// CheckDurable refuses, once, a wait the server cannot make (WAITAOF on a
+// server without it or without AOF), before anything is written.
+func (c *Conn) CheckDurable(ctx context.Context, key string, d Durability) error {
+	if !d.AOF {
+		return nil
 	}
+	return c.checkWaitAOF(ctx, func(ctx context.Context) error {
+		return c.Do(func(uc redis.UniversalClient) error {
+			node, err := nodeFor(ctx, uc, key)
+			if err != nil {
+				return err
+			}
+			return probeWaitAOF(ctx, node)
+		})
+	})
 }
 
 // nodeFor is the client of the primary that holds key: the client itself,
@@ -152,19 +182,8 @@ func nodeFor(ctx context.Context, uc redis.UniversalClient, key string) (*redis.
 // Ack (check it with d.Check once a command wrote). fn may be called again
 // when a plain client learns that the server is a cluster node.
 func (c *Conn) PipelinedDurable(ctx context.Context, key string, d Durability, fn func(p redis.Pipeliner, ctx context.Context)) (Ack, error) {
-	if d.AOF {
-		err := c.checkWaitAOF(ctx, func(ctx context.Context) error {
-			return c.Do(func(uc redis.UniversalClient) error {
-				node, err := nodeFor(ctx, uc, key)
-				if err != nil {
-					return err
-				}
-				return probeWaitAOF(ctx, node)
-			})
-		})
-		if err != nil {
-			return Ack{}, err
-		}
+	if err := c.CheckDurable(ctx, key, d); err != nil {
+		return Ack{}, err
 	}
 	bound := c.Timeout + d.Timeout
 	ctx, cancel := context.WithTimeout(ctx, bound)

@@ -39,8 +39,11 @@ const (
 	// batchChunk is the adds of one emulated script call (the script runs
 	// atomically: it must not block the server for long).
 	batchChunk = 1000
-	// batchWindow is how many chunks one round trip carries.
+	// batchWindow is how many chunks one send carries.
 	batchWindow = 4
+	// pipeDepth is how many sends are on the wire at once: the server runs
+	// one while the next travels.
+	pipeDepth = 2
 )
 
 // BatchSpec says what to send and how.
@@ -511,13 +514,11 @@ func (r *batchRun) runEmulated(ctx context.Context) error {
 			}
 		}
 	}()
-	for queue := range windows {
-		if err := r.sendEmulated(ctx, queue); err != nil {
-			cancel()
-			for range windows { // let the reader stop
-			}
-			return err
+	if err := r.sendEmulated(ctx, windows); err != nil {
+		cancel()
+		for range windows { // let the reader stop
 		}
+		return err
 	}
 	if readErr != nil {
 		return readErr
@@ -539,84 +540,178 @@ func (r *batchRun) prepare(c *chunk) error {
 	return err
 }
 
-// sendEmulated commits queue: one pipeline of script calls; after a network
-// error (or a chunk the record says is done), the record tells what was
-// committed, whose kept replies are emitted, and the rest goes again.
-func (r *batchRun) sendEmulated(ctx context.Context, queue []*chunk) error {
-	recovering := false
+// sendEmulated commits the windows as the reader prepares them, on a pipe
+// of their own (redisconn.Pipe) where up to pipeDepth windows are on the
+// wire: the server runs one while the next travels. Each chunk's script
+// moves the progress record compare-and-set, so the chunks after one that
+// stopped, failed or was refused change nothing. After a network error (or
+// a chunk the record says is done), the record tells what was committed,
+// whose kept replies are emitted, and the rest goes again.
+func (r *batchRun) sendEmulated(ctx context.Context, windows <-chan []*chunk) error {
+	d := r.spec.Durability
+	if err := r.s.Conn.CheckDurable(ctx, r.spec.Template.Stream, d); err != nil {
+		return err
+	}
+	// A wait that falls short stops the run: no more writes go before one
+	// that did not.
+	depth := pipeDepth
+	if d.On() {
+		depth = 1
+	}
+	var (
+		queue      []*chunk // not confirmed, oldest first: the first onWire were sent
+		groups     []int    // chunks of each send on the wire, oldest first
+		onWire     int
+		pipe       *redisconn.Pipe
+		more       = true
+		recovering bool
+	)
+	drop := func() { // what is on the wire is left to a recovery
+		if pipe != nil {
+			pipe.Close()
+		}
+		pipe, groups, onWire, recovering = nil, nil, 0, true
+	}
+	defer func() {
+		if pipe != nil {
+			pipe.Close()
+		}
+	}()
+	send := func() error {
+		cmds := make([][]any, 0, len(queue)-onWire+1)
+		for _, c := range queue[onWire:] {
+			if err := r.prepare(c); err != nil {
+				return err
+			}
+			c.call.Args[dropArg] = ""
+			if len(r.kept) > 0 {
+				c.call.Args[dropArg], r.kept = strconv.FormatInt(r.kept[0], 10), r.kept[1:]
+			}
+			cmds = append(cmds, c.call.Command(false))
+		}
+		if d.On() {
+			cmds = append(cmds, redisconn.WaitCommand(d))
+		}
+		groups = append(groups, len(queue)-onWire)
+		onWire = len(queue)
+		return pipe.Send(cmds)
+	}
 	op := func() error {
-		for len(queue) > 0 {
+		for {
 			if recovering {
 				q, err := r.recover(ctx, queue)
 				if err != nil {
 					return err
 				}
 				queue, recovering = q, false
-				continue
 			}
-			calls := make([]*redisconn.Call, len(queue))
-			for i, c := range queue {
-				if err := r.prepare(c); err != nil {
+			if pipe == nil {
+				p, err := r.s.Conn.OpenPipe(ctx, r.spec.Template.Stream, addScript)
+				if err != nil {
 					return err
 				}
-				drop := ""
-				if len(r.kept) > 0 {
-					drop, r.kept = strconv.FormatInt(r.kept[0], 10), r.kept[1:]
+				pipe = p
+				if d.On() {
+					pipe.SetTimeout(r.s.Conn.Timeout + d.Timeout)
 				}
-				c.call.Args[dropArg] = drop
-				calls[i] = c.call
 			}
-			ack, err := r.send(ctx, calls)
-			if err != nil {
-				recovering = true
-				return err
+			// Chunks a recovery left go first, then windows as they come.
+			if onWire < len(queue) {
+				if err := send(); err != nil {
+					drop()
+					return err
+				}
 			}
-			for i, c := range queue {
-				if err := calls[i].Cmd.Err(); err != nil {
-					if redisconn.Retryable(err) {
-						queue, recovering = queue[i:], true
-						return err
+			for more && len(groups) < depth {
+				var w []*chunk
+				if len(groups) == 0 {
+					select {
+					case w, more = <-windows:
+					case <-ctx.Done():
+						return ctx.Err()
 					}
-					return exit.Wrap(scriptErr(err), r.what())
+				} else {
+					select {
+					case w, more = <-windows:
+					default: // none ready: read what is on the wire meanwhile
+					}
 				}
-				res, err := parseAddReply(calls[i].Cmd.Val(), c.iids, len(c.reqs))
-				var moved *errProgressMoved
-				if errors.As(err, &moved) {
-					// Committed already (a stalled copy of it ran first), or
-					// another run of the batch: the record says which.
-					queue, recovering = queue[i:], true
+				if len(w) == 0 {
 					break
 				}
-				if cerr := r.confirm(c, res, false); cerr != nil {
-					return cerr
-				}
-				if err != nil {
-					if serr := r.settle(ack); serr != nil {
-						return serr
-					}
-					return r.lineError(c, len(res), err)
-				}
-				if i == len(queue)-1 {
-					queue = queue[:0]
+				queue = append(queue, w...)
+				if err := send(); err != nil {
+					drop()
+					return err
 				}
 			}
-			if err := r.settle(ack); err != nil {
+			if len(groups) == 0 {
+				return nil
+			}
+			moved, err := r.receive(ctx, pipe, &queue, groups[0])
+			switch {
+			case moved:
+				drop()
+				continue
+			case err != nil && redisconn.Retryable(err):
+				drop()
+				return err
+			case err != nil:
 				return err
 			}
+			onWire -= groups[0]
+			groups = groups[1:]
 		}
-		return nil
 	}
 	err := redisconn.WithRetries(ctx, r.spec.Retries, op, r.spec.OnRetry)
 	return r.unavailable(err)
 }
 
-// send sends a window's script calls in one round trip: with the wait
-// after them when Durability asks for one.
-func (r *batchRun) send(ctx context.Context, calls []*redisconn.Call) (redisconn.Ack, error) {
-	if !r.spec.Durability.On() {
-		return redisconn.Ack{}, r.s.Conn.RunPipelined(ctx, calls)
+// receive reads the replies of the oldest send on the pipe, n chunks (and
+// the wait after them), confirming the chunks from the front of queue.
+// moved is a chunk the progress record had moved past (it ran already, or
+// another run of the batch did): a recovery settles it and what follows. A
+// retryable error leaves what is on the wire to a recovery too.
+func (r *batchRun) receive(ctx context.Context, pipe *redisconn.Pipe, queue *[]*chunk, n int) (moved bool, err error) {
+	for range n {
+		c := (*queue)[0]
+		v, err := pipe.Recv()
+		var reply redisconn.ReplyError
+		switch {
+		case err != nil && !errors.As(err, &reply):
+			return false, err // the connection
+		case redis.HasErrorPrefix(err, "NOSCRIPT"):
+			return false, exit.New(exit.Unavailable, "", "the server lost the batch's script (SCRIPT FLUSH, a restart)")
+		case err != nil && redisconn.Moved(err):
+			r.s.Conn.Redirected(ctx)
+			return false, exit.New(exit.Unavailable, "", "%v", err)
+		case err != nil && redisconn.Retryable(err):
+			return false, err
+		case err != nil:
+			return false, exit.Wrap(scriptErr(err), r.what())
+		}
+		res, err := parseAddReply(v, c.iids, len(c.reqs))
+		var refused *errProgressMoved
+		if errors.As(err, &refused) {
+			return true, nil
+		}
+		if cerr := r.confirm(c, res, false); cerr != nil {
+			return false, cerr
+		}
+		*queue = (*queue)[1:]
+		if err != nil {
+			return false, r.lineError(c, len(res), err) // the results waiting on a wait are covered at the end (cover)
+		}
 	}
-	return r.s.Conn.RunDurable(ctx, r.spec.Template.Stream, r.spec.Durability, calls)
+	if d := r.spec.Durability; d.On() {
+		v, err := pipe.Recv()
+		var reply redisconn.ReplyError
+		if err != nil && !errors.As(err, &reply) {
+			return false, err // a later wait covers these results (see settle)
+		}
+		return false, r.settle(redisconn.AckOf(d, v, err))
+	}
+	return false, nil
 }
 
 // unavailable explains a run stopped by the network: what it confirmed,

@@ -1,0 +1,292 @@
+package redisconn
+
+// A pipe: commands written by one goroutine while their replies are read by
+// another. go-redis's pipelines write every command, then read every reply,
+// so a bulk producer that sends pipeline after pipeline leaves the server
+// idle while each reply travels back and the next pipeline travels out. On a
+// pipe the next commands are on the wire before the last replies are read.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Pipe is a connection of its own to the primary that holds a key. Send
+// queues commands for its writer; Recv reads their replies, in order, in the
+// caller's goroutine. A failure of the connection (or of the per-command
+// timeout, which bounds each write and each reply) ends the pipe: every
+// later call fails, and the caller opens another.
+type Pipe struct {
+	nc      net.Conn
+	rd      *bufio.Reader
+	timeout time.Duration
+	out     chan [][]any
+	failed  chan struct{} // closed when the writer failed, with werr
+	werr    error
+	closed  chan struct{} // closed by Close
+	written chan struct{} // closed when the writer returns; nil before it starts
+	once    sync.Once
+	stop    func() bool // detaches the context that closes the pipe
+}
+
+// ReplyError is an error reply of the server (ERR, NOSCRIPT, MOVED...): the
+// command failed, the pipe goes on.
+type ReplyError string
+
+func (e ReplyError) Error() string { return string(e) }
+
+// RedisError makes it a redis.Error, as go-redis's own error replies are.
+func (ReplyError) RedisError() {}
+
+// OpenPipe dials the primary that holds key as the connection's client
+// would (its dialer, TLS, credentials, database) and loads scripts into its
+// cache, so that EVALSHA finds them. The pipe is closed when ctx ends.
+func (c *Conn) OpenPipe(ctx context.Context, key string, scripts ...*Script) (*Pipe, error) {
+	var node *redis.Client
+	err := c.Do(func(uc redis.UniversalClient) error {
+		var err error
+		node, err = nodeFor(ctx, uc, key)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	opt := node.Options()
+	dctx, cancel := context.WithTimeout(ctx, opt.DialTimeout)
+	nc, err := opt.Dialer(dctx, opt.Network, opt.Addr)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", c.Display, err)
+	}
+	p := &Pipe{nc: nc, rd: bufio.NewReaderSize(nc, 64<<10), timeout: c.Timeout,
+		out: make(chan [][]any, 4), failed: make(chan struct{}), closed: make(chan struct{})}
+	var hello [][]any
+	switch {
+	case opt.Username != "" && opt.Password != "":
+		hello = append(hello, []any{"auth", opt.Username, opt.Password})
+	case opt.Password != "":
+		hello = append(hello, []any{"auth", opt.Password})
+	}
+	if opt.DB != 0 {
+		hello = append(hello, []any{"select", opt.DB})
+	}
+	for _, s := range scripts {
+		hello = append(hello, []any{"script", "load", s.src()})
+	}
+	w := bufio.NewWriterSize(nc, 64<<10)
+	_ = nc.SetWriteDeadline(time.Now().Add(p.timeout))
+	for _, cmd := range hello {
+		writeCommand(w, cmd)
+	}
+	if err := w.Flush(); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	for range hello {
+		if _, err := p.Recv(); err != nil {
+			nc.Close()
+			return nil, err
+		}
+	}
+	p.written = make(chan struct{})
+	go p.write(w)
+	p.stop = context.AfterFunc(ctx, p.Close)
+	return p, nil
+}
+
+// Send queues commands (each its arguments: strings, *string, []byte,
+// integers), written in order after those queued before. It blocks while
+// the writer is four sends behind.
+func (p *Pipe) Send(cmds [][]any) error {
+	select {
+	case <-p.failed:
+		return p.werr
+	case <-p.closed:
+		return net.ErrClosed
+	default:
+	}
+	select {
+	case p.out <- cmds:
+		return nil
+	case <-p.failed:
+		return p.werr
+	case <-p.closed:
+		return net.ErrClosed
+	}
+}
+
+// Recv reads the next reply: a string, an int64, nil, or a []any of them
+// (an error reply inside an array is its ReplyError). An error reply of its
+// own is returned as a ReplyError; any other error ends the pipe.
+func (p *Pipe) Recv() (any, error) {
+	_ = p.nc.SetReadDeadline(time.Now().Add(p.timeout))
+	v, err := readReply(p.rd)
+	var re ReplyError
+	if err != nil && !errors.As(err, &re) {
+		p.Close()
+		select {
+		case <-p.failed:
+			if p.werr != nil { // the cause, rather than the closed connection it left
+				return nil, p.werr
+			}
+		default:
+		}
+	}
+	return v, err
+}
+
+// Close ends the pipe: the connection closes, and replies not read are
+// lost. It returns once the writer is done with what was sent: the caller
+// may then change those commands' arguments (to send them again).
+func (p *Pipe) Close() {
+	p.once.Do(func() {
+		if p.stop != nil {
+			p.stop()
+		}
+		close(p.closed)
+		p.nc.Close()
+	})
+	if p.written != nil {
+		<-p.written
+	}
+}
+
+// write writes what Send queues until Close or a failure.
+func (p *Pipe) write(w *bufio.Writer) {
+	defer close(p.written)
+	for {
+		select {
+		case <-p.closed:
+			return
+		case cmds := <-p.out:
+			_ = p.nc.SetWriteDeadline(time.Now().Add(p.timeout))
+			for _, cmd := range cmds {
+				writeCommand(w, cmd)
+			}
+			if err := w.Flush(); err != nil {
+				p.werr = err
+				close(p.failed)
+				p.nc.Close()
+				return
+			}
+		}
+	}
+}
+
+// writeCommand writes one command as a RESP array of bulk strings; the
+// bufio.Writer keeps the first error, which Flush reports.
+func writeCommand(w *bufio.Writer, args []any) {
+	var num [24]byte
+	bulk := func(s string) {
+		_ = w.WriteByte('$')
+		_, _ = w.Write(strconv.AppendInt(num[:0], int64(len(s)), 10))
+		_, _ = w.WriteString("\r\n")
+		_, _ = w.WriteString(s)
+		_, _ = w.WriteString("\r\n")
+	}
+	_ = w.WriteByte('*')
+	_, _ = w.Write(strconv.AppendInt(num[:0], int64(len(args)), 10))
+	_, _ = w.WriteString("\r\n")
+	for _, a := range args {
+		switch v := a.(type) {
+		case string:
+			bulk(v)
+		case *string:
+			bulk(*v)
+		case []byte:
+			_ = w.WriteByte('$')
+			_, _ = w.Write(strconv.AppendInt(num[:0], int64(len(v)), 10))
+			_, _ = w.WriteString("\r\n")
+			_, _ = w.Write(v)
+			_, _ = w.WriteString("\r\n")
+		case int:
+			bulk(string(strconv.AppendInt(num[:0], int64(v), 10)))
+		case int64:
+			bulk(string(strconv.AppendInt(num[:0], v, 10)))
+		default:
+			bulk(fmt.Sprint(v))
+		}
+	}
+}
+
+// readReply reads one RESP2 reply.
+func readReply(rd *bufio.Reader) (any, error) {
+	line, err := rd.ReadSlice('\n')
+	if err != nil {
+		return nil, err
+	}
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return nil, fmt.Errorf("redis protocol: bad line %q", line)
+	}
+	kind, body := line[0], line[1:len(line)-2]
+	switch kind {
+	case '+':
+		return string(body), nil
+	case '-':
+		return nil, ReplyError(body)
+	case ':':
+		return strconv.ParseInt(string(body), 10, 64)
+	case '$':
+		n, err := strconv.Atoi(string(body))
+		if err != nil || n < 0 {
+			return nil, err // $-1: nil
+		}
+		b := make([]byte, n+2)
+		if _, err := io.ReadFull(rd, b); err != nil {
+			return nil, err
+		}
+		return string(b[:n]), nil
+	case '*':
+		n, err := strconv.Atoi(string(body))
+		if err != nil || n < 0 {
+			return nil, err // *-1: nil
+		}
+		arr := make([]any, n)
+		for i := range arr {
+			v, err := readReply(rd)
+			var re ReplyError
+			switch {
+			case errors.As(err, &re):
+				arr[i] = re
+			case err != nil:
+				return nil, err
+			default:
+				arr[i] = v
+			}
+		}
+		return arr, nil
+	}
+	return nil, fmt.Errorf("redis protocol: unexpected %q", line)
+}
+
+// SetTimeout bounds each later write and reply by d instead of the
+// connection's per-command timeout (a reply that follows a WAIT needs the
+// wait's time too).
+func (p *Pipe) SetTimeout(d time.Duration) { p.timeout = d }
+
+// Redirected handles a MOVED or ASK reply that a pipe met: a plain client
+// becomes a cluster client, a cluster client reads the slots again, so the
+// next pipe opened goes to the key's primary.
+func (c *Conn) Redirected(ctx context.Context) {
+	if !c.Cluster() {
+		c.useCluster()
+		return
+	}
+	if cc, ok := c.Client().(*redis.ClusterClient); ok {
+		cc.ReloadState(ctx)
+	}
+}
+
+// Moved reports a MOVED or ASK reply: the key's slot is served elsewhere.
+func Moved(err error) bool {
+	return redis.HasErrorPrefix(err, "MOVED ") || redis.HasErrorPrefix(err, "ASK ")
+}

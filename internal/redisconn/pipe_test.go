@@ -1,0 +1,140 @@
+package redisconn_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/redisconn"
+	"github.com/idmpctl/idmpctl/internal/redistest"
+)
+
+var pipeScript = redisconn.NewScript(`return {ARGV[1], redis.call('INCR', KEYS[1]), {err = 'nested'}}`)
+
+// A pipe authenticates, selects the URL's database and loads its scripts
+// as the client would; its replies come in order, of every RESP2 kind, while
+// later commands are already written.
+func TestPipe(t *testing.T) {
+	srv := redistest.NewWith(t, redistest.Options{Dir: t.TempDir(), Config: []string{"requirepass s3cret"}})
+	c, err := redisconn.Open(redisconn.ConnConfig{URL: fmt.Sprintf("redis://:s3cret@127.0.0.1:%d/3", srv.Opts.Port), Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := c.OpenPipe(ctx, "k", pipeScript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+
+	const n = 200
+	val := "v"
+	for i := range n {
+		call := redisconn.NewCall(pipeScript, []string{"n"}, 1)
+		call.Args = append(call.Args, &val)
+		cmds := [][]any{
+			{"set", "k" + strconv.Itoa(i), []byte("x\r\ny")}, // +OK, a value with CRLF in it
+			{"get", "k" + strconv.Itoa(i)},                   // $
+			{"get", "absent"},                                // $-1
+			{"hset", "k0", "f", "v"},                         // a WRONGTYPE reply
+			call.Command(false),                              // EVALSHA: an array with an error in it
+		}
+		if err := p.Send(cmds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		if v, err := p.Recv(); err != nil || v != "OK" {
+			t.Fatalf("%d: SET = %v, %v", i, v, err)
+		}
+		if v, err := p.Recv(); err != nil || v != "x\r\ny" {
+			t.Fatalf("%d: GET = %q, %v", i, v, err)
+		}
+		if v, err := p.Recv(); err != nil || v != nil {
+			t.Fatalf("%d: GET absent = %v, %v", i, v, err)
+		}
+		v, err := p.Recv()
+		var re redisconn.ReplyError
+		if !errors.As(err, &re) || v != nil || !strings.HasPrefix(string(re), "WRONGTYPE ") {
+			t.Fatalf("%d: HSET = %v, %v", i, v, err)
+		}
+		v, err = p.Recv()
+		a, ok := v.([]any)
+		if err != nil || !ok || len(a) != 3 || a[0] != "v" || a[1] != int64(i+1) || a[2] != redisconn.ReplyError("nested") {
+			t.Fatalf("%d: EVALSHA = %#v, %v", i, v, err)
+		}
+	}
+	// The database of the URL, not 0: the client's own reads there.
+	if got, err := c.Client().Get(ctx, "n").Result(); err != nil || got != strconv.Itoa(n) {
+		t.Errorf("GET n in db 3 = %q, %v", got, err)
+	}
+}
+
+// A pipe to a server that stopped answering fails within the timeout as a
+// network failure (retryable), and so does every later call.
+func TestPipeTimeout(t *testing.T) {
+	srv := redistest.New(t)
+	c, err := redisconn.Open(redisconn.ConnConfig{URL: srv.URL, Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	p, err := c.OpenPipe(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := syscall.Kill(srv.Pid(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(srv.Pid(), syscall.SIGCONT)
+	if err := p.Send([][]any{{"ping"}}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = p.Recv()
+	if !redisconn.Retryable(err) || exit.Classify(err) != exit.Unavailable {
+		t.Fatalf("Recv from a stopped server: %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Recv gave up after %s", took)
+	}
+	if _, err := p.Recv(); err == nil {
+		t.Error("a failed pipe read again")
+	}
+	if err := p.Send([][]any{{"ping"}}); err == nil {
+		t.Error("a failed pipe took a send")
+	}
+}
+
+// Cancelling the pipe's context closes it.
+func TestPipeContext(t *testing.T) {
+	srv := redistest.New(t)
+	c, err := redisconn.Open(redisconn.ConnConfig{URL: srv.URL, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	p, err := c.OpenPipe(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for p.Send([][]any{{"ping"}}) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the pipe outlived its context")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
