@@ -171,7 +171,7 @@ func probeNativeIDMP() (bool, error) {
 	defer srv.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := redisconn.Connect(ctx, redisconn.ConnConfig{URL: srv.URL, Timeout: 5 * time.Second})
+	c, err := redistest.Dial(ctx, redisconn.ConnConfig{URL: srv.URL, Timeout: 5 * time.Second})
 	if err != nil {
 		return false, err
 	}

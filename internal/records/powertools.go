@@ -46,15 +46,6 @@ func (a PowertoolsAttrs) withDefaults() PowertoolsAttrs {
 	return a
 }
 
-// String is the --powertools-attrs form of a, every name spelt out;
-// ParsePowertoolsAttrs reads it back to a (a name holding ',' cannot be
-// spelt, and ParsePowertoolsAttrs never makes one).
-func (a PowertoolsAttrs) String() string {
-	a = a.withDefaults()
-	return fmt.Sprintf("status=%s,expiry=%s,in_progress_expiry=%s,data=%s,validation=%s",
-		a.Status, a.Expiry, a.InProgressExpiry, a.Data, a.Validation)
-}
-
 // powertoolsRoles maps the names ParsePowertoolsAttrs accepts, lower-case
 // with '-' and '_' dropped, to the field they set: the short names and
 // Powertools' own option names in both languages.

@@ -262,12 +262,6 @@ func (r Record) LeaseLeftMs() (ms int64, known bool) {
 	return end - r.NowMs, true
 }
 
-// Decode normalises one key with the default DecodeOptions. nowMs is the
-// server's time; with nowMs <= 0 nothing is judged stale or expired.
-func Decode(key, redisType string, value RawValue, ttlMs, nowMs int64) Record {
-	return DecodeWith(DecodeOptions{}, key, redisType, value, ttlMs, nowMs)
-}
-
 // DecodeOptions tune Decode to how applications configured their libraries.
 // The zero value is every library's default.
 type DecodeOptions struct {

@@ -252,19 +252,6 @@ func Open(cfg ConnConfig) (*Conn, error) {
 	return c, nil
 }
 
-// Connect opens a client and probes the server (see Capabilities).
-func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
-	c, err := Open(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := c.Capabilities(ctx); err != nil {
-		c.Close()
-		return nil, err
-	}
-	return c, nil
-}
-
 // Capabilities asks the server what it is, once: version, mode (a cluster
 // node switches the client to a cluster client) and native IDMP.
 func (c *Conn) Capabilities(ctx context.Context) (Capabilities, error) {

@@ -96,7 +96,7 @@ func TestRunDurableWaitsForItsOwnWrite(t *testing.T) {
 // A wait longer than the per-command timeout fits in the round trip.
 func TestRunDurableOutlastsTheCommandTimeout(t *testing.T) {
 	srv := redistest.NewWith(t, redistest.Options{Unix: true})
-	c, err := redisconn.Connect(context.Background(), redisconn.ConnConfig{URL: srv.URL, Timeout: 200 * time.Millisecond})
+	c, err := redistest.Dial(context.Background(), redisconn.ConnConfig{URL: srv.URL, Timeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ package redistest
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -316,9 +315,4 @@ func AtLeast(major, minor int) bool {
 func IsValkey() bool {
 	out, _ := exec.Command(Binary(), "--version").Output()
 	return strings.Contains(strings.ToLower(string(out)), "valkey")
-}
-
-// WithTimeout is a small helper for tests that need a bounded context.
-func WithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), d)
 }

@@ -50,10 +50,24 @@ func NewCluster(t testing.TB) *Cluster {
 	return cl
 }
 
+// Dial opens a client and probes the server (see Capabilities): a failure
+// to connect shows at once.
+func Dial(ctx context.Context, cfg redisconn.ConnConfig) (*redisconn.Conn, error) {
+	c, err := redisconn.Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.Capabilities(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
 // Connect connects to url the way the CLI does, closed when the test ends.
 func Connect(t testing.TB, url string) *redisconn.Conn {
 	t.Helper()
-	c, err := redisconn.Connect(context.Background(), redisconn.ConnConfig{URL: url, Timeout: 5 * time.Second})
+	c, err := Dial(context.Background(), redisconn.ConnConfig{URL: url, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

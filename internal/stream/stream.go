@@ -211,12 +211,6 @@ func (s *Streams) resolve(ctx context.Context) error {
 	return nil
 }
 
-// Resolved is the mode after asking the server if need be.
-func (s *Streams) Resolved(ctx context.Context) (Mode, error) {
-	err := s.resolve(ctx)
-	return s.Mode, err
-}
-
 // bound applies the connection's per-command timeout to one round trip.
 func (s *Streams) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	if s.Conn.Timeout <= 0 {

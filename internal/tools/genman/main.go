@@ -16,7 +16,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -273,14 +272,4 @@ func roffText(s string) string {
 		s = `\&` + s
 	}
 	return s
-}
-
-// names returns the page names in order (for messages).
-func names(pages map[string][]byte) []string {
-	var out []string
-	for n := range pages {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -137,4 +138,14 @@ func TestEnvironmentDocumented(t *testing.T) {
 			}
 		}
 	}
+}
+
+// names returns the page names in order (for messages).
+func names(pages map[string][]byte) []string {
+	var out []string
+	for n := range pages {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
 }
