@@ -239,16 +239,6 @@ func roundDur(d time.Duration) time.Duration {
 // inspectMatch scans keys: one line (or JSON object) per record, streamed,
 // and a summary of counts by status on stderr.
 func inspectMatch(ctx context.Context, o *InspectOptions) error {
-	ctx, stop := untilInterrupted(ctx)
-	defer stop()
-	statuses, err := parseStatuses(o.Status)
-	if err != nil {
-		return err
-	}
-	conn, err := o.Factory.Conn(ctx)
-	if err != nil {
-		return err
-	}
 	p := o.Factory.Printer
 	header := []string{"KEY", "FORMAT", "STATUS", "OWNER", "AGE", "LEASE LEFT", "TTL", "FLAGS"}
 	var rows [][]string
@@ -262,15 +252,8 @@ func inspectMatch(ctx context.Context, o *InspectOptions) error {
 		}
 		return []string{render.Field(r.Key), string(r.Format), statusText(p, r), render.Field(r.Owner), ageText(p, j), lease, ttlText(p, r.TTLms), flagsText(r.Flags)}
 	}
-	opts := keyspace.ScanOptions{Pattern: o.Match, Literal: o.Literal, Statuses: statuses, Limit: o.Limit, Decode: o.Decode}
-	bar, stopProgress := startProgress(p, p.Format == render.Raw, progress.Options{Label: "inspect --match", Unit: "keys"})
-	defer stopProgress()
-	if bar != nil {
-		opts.Progress = func(n int64) { bar.Set(n, 0) }
-	}
-	defer bulkGC(o.Factory.Getenv)()
 	flush := bufferStream(p)
-	sum, err := keyspace.ScanKeys(ctx, conn, opts, func(r records.Record) error {
+	_, sum, err := scanMatch(ctx, o, p.Format == render.Raw, func(r records.Record) error {
 		switch {
 		case p.Format == render.JSON:
 			return p.JSON(withTimes(shownRecord(r, o.ShowSecrets)))
@@ -286,7 +269,6 @@ func inspectMatch(ctx context.Context, o *InspectOptions) error {
 		return nil
 	})
 	flush()
-	stopProgress()
 	if err != nil {
 		return err
 	}
@@ -305,6 +287,10 @@ func inspectMatch(ctx context.Context, o *InspectOptions) error {
 			fmt.Fprintf(p.Out, "... %d more: use -o raw or -o json for all\n", shown-len(rows))
 		}
 		if len(streams) > 0 {
+			conn, err := o.Factory.Conn(ctx) // the scan's
+			if err != nil {
+				return err
+			}
 			sv, err := newStreamViewer(ctx, o.Factory, conn)
 			if err != nil {
 				return err
@@ -376,6 +362,31 @@ func summaryText(s keyspace.Summary) string {
 }
 
 // parseStatuses reads --status A,B.
+// scanMatch is inspect --match's scan, each matching record to each, under
+// a progress line (linesOut: each record prints a line on stdout). It
+// returns the statuses asked for and the scan's summary.
+func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(records.Record) error) ([]records.Status, keyspace.Summary, error) {
+	ctx, stop := untilInterrupted(ctx)
+	defer stop()
+	statuses, err := parseStatuses(o.Status)
+	if err != nil {
+		return nil, keyspace.Summary{}, err
+	}
+	conn, err := o.Factory.Conn(ctx)
+	if err != nil {
+		return nil, keyspace.Summary{}, err
+	}
+	opts := keyspace.ScanOptions{Pattern: o.Match, Literal: o.Literal, Statuses: statuses, Limit: o.Limit, Decode: o.Decode}
+	bar, stopProgress := startProgress(o.Factory.Printer, linesOut, progress.Options{Label: "inspect --match", Unit: "keys"})
+	defer stopProgress()
+	if bar != nil {
+		opts.Progress = func(n int64) { bar.Set(n, 0) }
+	}
+	defer bulkGC(o.Factory.Getenv)()
+	sum, err := keyspace.ScanKeys(ctx, conn, opts, each)
+	return statuses, sum, err
+}
+
 func parseStatuses(s string) ([]records.Status, error) {
 	if s == "" {
 		return nil, nil

@@ -12,7 +12,6 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/keyspace"
-	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/records"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/idmpctl/idmpctl/internal/stream"
@@ -90,32 +89,15 @@ func streamMetrics(info stream.Info) render.StreamMetrics {
 // printing, and writes the scan's metrics. No summary on stderr: the
 // document carries it, and a cron job mails whatever reaches stderr.
 func inspectMatchMetrics(ctx context.Context, o *InspectOptions) error {
-	statuses, err := parseStatuses(o.Status)
-	if err != nil {
-		return err
-	}
-	conn, err := o.Factory.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	p := o.Factory.Printer
-	opts := keyspace.ScanOptions{Pattern: o.Match, Literal: o.Literal, Statuses: statuses, Limit: o.Limit, Decode: o.Decode}
-	bar, stopProgress := startProgress(p, false, progress.Options{Label: "inspect --match", Unit: "keys"})
-	defer stopProgress()
-	if bar != nil {
-		opts.Progress = func(n int64) { bar.Set(n, 0) }
-	}
-	defer bulkGC(o.Factory.Getenv)()
 	var flagged flagCounts
-	sum, err := keyspace.ScanKeys(ctx, conn, opts, func(r records.Record) error {
+	statuses, sum, err := scanMatch(ctx, o, false, func(r records.Record) error {
 		flagged.add(r.Flags)
 		return nil
 	})
-	stopProgress()
 	if err != nil {
 		return err
 	}
-	return render.WriteMetrics(p.Out, render.Metrics{Scans: []render.ScanMetrics{scanMetrics(o.Match, statuses, sum, flagged)}})
+	return render.WriteMetrics(o.Factory.Printer.Out, render.Metrics{Scans: []render.ScanMetrics{scanMetrics(o.Match, statuses, sum, flagged)}})
 }
 
 // flagCounts counts the records of a scan by the flags metrics export.
