@@ -53,11 +53,18 @@ func BenchmarkCLI(b *testing.B) {
 			b.Skipf("%s not found: the anchors need it", tool)
 		}
 	}
-	bin := filepath.Join(b.TempDir(), "idmpctl")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("release build: %v\n%s", err, out)
+	// IDMPCTL_BENCH_BIN measures another build (an older one, for a
+	// before-and-after) in the same harness.
+	bin := os.Getenv("IDMPCTL_BENCH_BIN")
+	if bin == "" {
+		bin = filepath.Join(b.TempDir(), "idmpctl")
+		build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, ".")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			b.Fatalf("release build: %v\n%s", err, out)
+		}
+	} else if abs, err := filepath.Abs(bin); err == nil {
+		bin = abs
 	}
 	srv := redistest.NewWith(b, redistest.Options{})
 	port := strconv.Itoa(srv.Opts.Port)
