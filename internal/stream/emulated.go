@@ -129,8 +129,12 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNat
 	// so that the arguments are appended in place (redisconn.NewCall).
 	pidIndex := make(map[string]int)
 	var pids []any // pid, number of items for it
-	nargs := len(state) + 6 + 8 + 2
+	nargs := len(state) + 6 + 8 + 3
+	// Items of one pid with the same number of fields go without the pid's
+	// index and the count, a third of a common line's arguments.
+	uniform := true
 	for i := range reqs {
+		uniform = uniform && len(reqs[i].Fields) == len(r0.Fields)
 		r := &reqs[i]
 		j, ok := pidIndex[r.PID]
 		if !ok {
@@ -189,9 +193,15 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNat
 		}
 		args = append(args, cp.From, cp.To, cp.Digest, drop, cp.TTL.Milliseconds(), cp.ID, cp.PID, string(lines))
 	}
+	uniform = uniform && len(pids) == 2
 	args = append(args, len(pids)/2)
 	args = append(args, pids...)
 	args = append(args, len(reqs))
+	if uniform {
+		args = append(args, len(r0.Fields))
+	} else {
+		args = append(args, "")
+	}
 
 	// Strings go in as pointers: boxing a string allocates, a pointer does
 	// not (go-redis writes *string as the string).
@@ -202,7 +212,11 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNat
 		if r.Auto {
 			iids[i] = AutoIID(r.Fields)
 		}
-		args = append(args, pidIndex[r.PID], &iids[i], len(r.Fields))
+		if uniform {
+			args = append(args, &iids[i])
+		} else {
+			args = append(args, pidIndex[r.PID], &iids[i], len(r.Fields))
+		}
 		for k := range r.Fields {
 			args = append(args, &r.Fields[k])
 		}

@@ -12,8 +12,10 @@
 -- done before the chunk whose stored replies go now ('' none), the record's
 -- TTL in ms, the batch ID, its pid, and each item's input line (joined by
 -- commas: read only when an item stops the chunk).
--- ARGV[18] = npids, then per pid: pid, number of items for it; then nitems,
--- then per item: pid index, iid, nfields, fields...
+-- ARGV[18] = npids, then per pid: pid, number of items for it; then nitems;
+-- then uniform: '' and per item: pid index, iid, nfields, fields...; or,
+-- when every item is of the one pid and has the same number of fields (the
+-- common batch), that number, and per item: iid, fields...
 -- Reply: {done, stop, message}: done is the items written, comma-separated,
 -- each its new ID, or 'd', 0|1 (the original entry still exists) and the
 -- original's ID; stop is '' when every item was done, else why the
@@ -95,8 +97,9 @@ local function int(s)
 end
 
 local npids = tonumber(ARGV[18])
-local first = 20 + 2 * npids -- the first item
-local nitems = tonumber(ARGV[first - 1])
+local first = 21 + 2 * npids -- the first item
+local nitems = tonumber(ARGV[first - 2])
+local uniform = tonumber(ARGV[first - 1])
 
 -- The chunk's progress record moves from ARGV[10] lines to ARGV[11] with
 -- the adds, compare-and-set: a chunk that was committed already (its reply
@@ -147,9 +150,15 @@ end
 local a = first
 if asking then
   for _ = 1, nitems do
-    local l = per[int(ARGV[a])].asked
-    if l then l[#l + 1] = ARGV[a + 1] end
-    a = a + 3 + int(ARGV[a + 2])
+    if uniform then
+      local l = per[1].asked
+      l[#l + 1] = ARGV[a]
+      a = a + 1 + uniform
+    else
+      local l = per[int(ARGV[a])].asked
+      if l then l[#l + 1] = ARGV[a + 1] end
+      a = a + 3 + int(ARGV[a + 2])
+    end
   end
   for _, p in ipairs(per) do
     local l = p.asked
@@ -173,15 +182,19 @@ a = first
 -- pid (a batch has one): a field of a table is a lookup at every use.
 local cur, p, pos, known, newid, pushed, cand, start, n
 for _ = 1, nitems do
-  local j, iid, nf = argv[a], argv[a + 1], argv[a + 2]
+  local j, iid, nf, f0
+  if uniform then
+    j, iid, nf, f0 = '1', argv[a], uniform, a + 1
+  else
+    j, iid, nf, f0 = argv[a], argv[a + 1], argv[a + 2], a + 3
+    nf = ints[nf] or int(nf)
+  end
+  a = f0 + nf
   if j ~= cur then
     if p then p.n = n end
     cur, p = j, per[int(j)]
     pos, known, newid, pushed, cand, start, n = p.pos, p.known, p.newid, p.pushed, p.cand, p.start, p.n
   end
-  nf = ints[nf] or int(nf)
-  local f0 = a + 3
-  a = f0 + nf
   if p.pid == '' or iid == '' then
     local what = 'producer'
     if p.pid ~= '' then what = 'idempotent' end
