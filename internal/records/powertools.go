@@ -122,7 +122,7 @@ func isPowertools(m map[string]string, a PowertoolsAttrs) bool {
 }
 
 // decodePowertools reads an AWS Powertools idempotency record: expiry in
-// seconds, in-progress expiry in ms. Decode's judge turns a record past its
+// seconds, in-progress expiry in ms. DecodeWith's judge turns a record past its
 // expiry into EXPIRED.
 func decodePowertools(r *Record, m map[string]string, a PowertoolsAttrs) {
 	r.Format = FormatPowertools

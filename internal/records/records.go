@@ -1,6 +1,6 @@
 // Package records decodes the idempotency records that idmpctl and other
 // libraries leave in Redis into one normalised view. It is pure: callers read
-// the key (TYPE, PTTL, the value) and hand the replies to Decode, which never
+// the key (TYPE, PTTL, the value) and hand the replies to DecodeWith, which never
 // panics and never fails: what it cannot read is Format unknown.
 //
 // Recognition rules, in order (the first that fits wins):
@@ -262,7 +262,7 @@ func (r Record) LeaseLeftMs() (ms int64, known bool) {
 	return end - r.NowMs, true
 }
 
-// DecodeOptions tune Decode to how applications configured their libraries.
+// DecodeOptions tune DecodeWith to how applications configured their libraries.
 // The zero value is every library's default.
 type DecodeOptions struct {
 	// Powertools names the JSON attributes of Powertools records written
