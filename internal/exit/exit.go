@@ -20,7 +20,7 @@ const (
 	Usage       = 64 // bad flag, argument or value
 	Data        = 65 // malformed batch line, fingerprint mismatch, WRONGTYPE
 	NotFound    = 66 // stream or key does not exist
-	Unavailable = 69 // cannot reach Redis, or it timed out
+	Unavailable = 69 // cannot reach Redis, it timed out, or too few replicas acknowledged (--wait-replicas)
 	Internal    = 70 // internal error or unexpected reply
 	Busy        = 75 // claimed by a live owner, retry later
 	Lost        = 76 // the claim's token is no longer current
@@ -35,7 +35,7 @@ const Table = `Exit codes:
   64  usage: bad flag, argument or value
   65  data: malformed batch line, fingerprint mismatch, WRONGTYPE
   66  not found: stream or key does not exist
-  69  unavailable: cannot reach Redis, or it timed out
+  69  unavailable: cannot reach Redis, it timed out, or too few replicas acknowledged (--wait-replicas)
   70  internal error or unexpected reply
   75  busy: claimed by a live owner, retry later
   76  lost: the claim's token is no longer current
