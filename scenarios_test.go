@@ -120,7 +120,7 @@ func TestScenarioRedeliveryReplays(t *testing.T) {
 func TestScenarioKilledRunnerLeaseTakeover(t *testing.T) {
 	t.Parallel()
 	if runtime.GOOS != "linux" {
-		t.Skip("a killed claim run stops its command through Pdeathsig, which is Linux only")
+		t.Skip("the guard that stops a killed claim run's command is Linux only")
 	}
 	srv := redistest.NewWith(t, redistest.Options{})
 	rdb := faultRedis(t, srv)
@@ -179,6 +179,48 @@ func TestScenarioKilledRunnerLeaseTakeover(t *testing.T) {
 			t.Errorf("%d process(es) of the killed run's command still run (pids %v, process group %d)", len(left), left, cmdGroup)
 		}
 	})
+}
+
+// An interrupted run: idmpctl forwards SIGINT to the command's process group
+// (the guard ignores it), the command decides (here: exit 7), FAILED is
+// recorded with that code, and the guard leaves the group without killing
+// what the command left behind.
+func TestScenarioInterruptedRun(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("the guard is Linux only")
+	}
+	srv := redistest.NewWith(t, redistest.Options{})
+	rdb := faultRedis(t, srv)
+	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
+	const key = "job:int"
+	p := c.Start("claim", "run", key, "--", "sh", "-c",
+		`trap 'echo got-int; exit 7' INT; sleep 30 > /dev/null 2>&1 < /dev/null & echo $! > left; cut -d' ' -f5 /proc/$$/stat > pgid; touch started; i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done`)
+	if !faultWaitFor(20*time.Second, func() bool { return faultExists(filepath.Join(c.Dir, "started")) || p.Exited() }) || p.Exited() {
+		t.Fatalf("the command did not start: %s", p.Status())
+	}
+	group := faultReadPid(t, filepath.Join(c.Dir, "pgid"))
+	left := faultReadPid(t, filepath.Join(c.Dir, "left"))
+	t.Cleanup(func() { _ = syscall.Kill(-group, syscall.SIGKILL) })
+	if err := syscall.Kill(p.Pid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	r := p.Wait(20 * time.Second)
+	if r.Code != 7 || !strings.Contains(r.Stdout, "got-int") {
+		t.Fatalf("want the command's own exit 7 after its SIGINT trap: %s", r)
+	}
+	if rec := faultHGetAll(t, rdb, key); rec["status"] != "FAILED" || !strings.Contains(rec["error"], "exit status 7") {
+		t.Errorf("after the interrupt: %v", rec)
+	}
+	// The background sleep ignores SIGINT (an asynchronous list of a
+	// non-interactive shell does), so it outlived the interrupt; the guard,
+	// told "done", leaves it alone and goes.
+	if !faultWaitFor(10*time.Second, func() bool {
+		m := faultGroupMembers(group)
+		return len(m) == 1 && m[0] == left
+	}) {
+		t.Errorf("the group holds %v, want only the command's background sleep %d", faultGroupMembers(group), left)
+	}
 }
 
 // (d) A failed run records FAILED with the exit code; the retry runs again

@@ -230,17 +230,14 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	o, f := r.o, r.o.Factory
 	// Recording the outcome must survive the SIGINT that cancels ctx.
 	bg := context.WithoutCancel(ctx)
-	cmd := commandFor(o.Command)
-	cmd.Env = append(os.Environ(), "IDMPCTL_KEY="+o.Key,
+	env := append(os.Environ(), "IDMPCTL_KEY="+o.Key,
 		"IDMPCTL_TOKEN="+strconv.FormatInt(r.token, 10), "IDMPCTL_ATTEMPT="+strconv.FormatInt(r.attempt, 10))
-	cmd.Stdin, cmd.Stderr = f.In, f.Err
+	var stdout io.Writer = io.MultiWriter(f.Out, r.out)
 	if f.Printer.Format == render.JSON {
-		cmd.Stdout = r.out
-	} else {
-		cmd.Stdout = io.MultiWriter(f.Out, r.out)
+		stdout = r.out
 	}
-	cmd.SysProcAttr = childProcAttr()
-	if err := cmd.Start(); err != nil {
+	ch, err := startChild(o.Command, env, f.In, stdout, f.Err)
+	if err != nil {
 		code := startFailureCode(err)
 		ferr := r.record(bg, code, "cannot start: "+err.Error())
 		if ferr != nil {
@@ -253,8 +250,8 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	waited := make(chan int, 1)
+	go func() { waited <- ch.wait() }()
 	lost := make(chan error, 1)
 	stopRenew := make(chan struct{})
 	defer close(stopRenew)
@@ -263,12 +260,12 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	for {
 		select {
 		case s := <-sigs:
-			signalChild(cmd, s)
+			ch.signal(s)
 		case lerr := <-lost:
-			r.stop(cmd, waited)
+			r.stop(ch, waited)
 			return -1, exit.WithHint(lerr, "the command was stopped; another worker may now hold the key")
-		case werr := <-waited:
-			code := exitCodeOf(werr)
+		case code := <-waited:
+			ch.ended()
 			reason := ""
 			if code != 0 {
 				reason = fmt.Sprintf("exit status %d", code)
@@ -313,12 +310,12 @@ func (r *claimedRun) renew(ctx context.Context, stop <-chan struct{}, lost chan<
 }
 
 // stop ends the command: SIGTERM to its process group, SIGKILL after a grace.
-func (r *claimedRun) stop(cmd *exec.Cmd, waited <-chan error) {
-	signalChild(cmd, syscall.SIGTERM)
+func (r *claimedRun) stop(ch child, waited <-chan int) {
+	ch.signal(syscall.SIGTERM)
 	select {
 	case <-waited:
 	case <-time.After(killGrace):
-		signalChild(cmd, os.Kill)
+		ch.signal(os.Kill)
 		<-waited
 	}
 }
@@ -371,6 +368,22 @@ func (r *claimedRun) record(ctx context.Context, code int, reason string) error 
 	return nil
 }
 
+// child is the started command; startChild starts one (per OS).
+type child interface {
+	// signal sends s to the command (its whole process group where there
+	// are groups).
+	signal(s os.Signal)
+	// wait waits for the command and its output, and returns its exit code
+	// (128+n after signal n, as a shell says).
+	wait() int
+	// ended says the command ended normally and was waited for.
+	ended()
+}
+
+// guardCommand is the hidden verb that guards the command's process group
+// where there is no /bin/sh (Linux).
+const guardCommand = "__claim-guard"
+
 // startFailureCode is the shell's code for a command that cannot start:
 // 127 not found, 126 not executable.
 func startFailureCode(err error) int {
@@ -378,20 +391,6 @@ func startFailureCode(err error) int {
 		return 127
 	}
 	return 126
-}
-
-func exitCodeOf(err error) int {
-	if err == nil {
-		return 0
-	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if sig, ok := signaled(ee); ok {
-			return 128 + sig
-		}
-		return ee.ExitCode()
-	}
-	return exit.Internal
 }
 
 // capWriter keeps up to max bytes (0: no cap, as for claim complete) and

@@ -3,12 +3,28 @@
 package cmd
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
 )
 
-// commandFor runs the command directly: only Linux can tie its life to
-// idmpctl's (a parent-death signal).
-func commandFor(args []string) *exec.Cmd { return exec.Command(args[0], args[1:]...) }
+// childProcAttr puts the command in its own process group, so signals and a
+// stop reach everything it started. Only Linux guards the group against
+// idmpctl's death (claim_run_linux.go).
+func childProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
-func setDeathSignal(*syscall.SysProcAttr) {}
+// signalChild signals the command's whole process group.
+func signalChild(cmd *exec.Cmd, s os.Signal) {
+	if sig, ok := s.(syscall.Signal); ok {
+		_ = syscall.Kill(-cmd.Process.Pid, sig)
+		return
+	}
+	_ = cmd.Process.Signal(s)
+}
+
+func signaled(ee *exec.ExitError) (int, bool) {
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return int(ws.Signal()), true
+	}
+	return 0, false
+}

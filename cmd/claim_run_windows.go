@@ -8,8 +8,6 @@ import (
 
 func childProcAttr() *syscall.SysProcAttr { return nil }
 
-func commandFor(args []string) *exec.Cmd { return exec.Command(args[0], args[1:]...) }
-
 // signalChild: Windows has no process groups to signal; interrupting a
 // child is not supported, so stop it.
 func signalChild(cmd *exec.Cmd, s os.Signal) {

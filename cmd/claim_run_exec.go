@@ -1,0 +1,44 @@
+//go:build !linux
+
+package cmd
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+)
+
+// execChild is the command started with os/exec, where there is no guard.
+type execChild struct{ cmd *exec.Cmd }
+
+func startChild(args, env []string, stdin io.Reader, stdout, stderr io.Writer) (child, error) {
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = env, stdin, stdout, stderr
+	cmd.SysProcAttr = childProcAttr()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return execChild{cmd}, nil
+}
+
+func (c execChild) signal(s os.Signal) { signalChild(c.cmd, s) }
+
+func (c execChild) wait() int {
+	err := c.cmd.Wait()
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if sig, ok := signaled(ee); ok {
+			return 128 + sig
+		}
+		return ee.ExitCode()
+	}
+	return exit.Internal
+}
+
+func (execChild) ended() {}
