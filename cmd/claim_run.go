@@ -115,6 +115,10 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	if err != nil {
 		return exit.WithHint(err, "the command was not run (fail closed)")
 	}
+	// The guard (Linux) gets ready while the claim is acquired; one not
+	// needed is let go.
+	g := startGuard(o.Factory.Err)
+	defer g.release()
 	var ack redisconn.Ack
 	res, err := acquireWaiting(ctx, conn, o, &ack)
 	if err != nil {
@@ -147,7 +151,7 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 		_ = acquireExit(p, o.Key, res)
 	}
 	report.Token, report.Attempt = res.Token, res.Attempt
-	run := &claimedRun{o: o, conn: conn, token: res.Token, attempt: res.Attempt,
+	run := &claimedRun{o: o, conn: conn, g: g, token: res.Token, attempt: res.Attempt,
 		out: &capWriter{max: o.MaxResult}, ack: ack}
 	code, runErr := run.execute(ctx)
 	report.ackJSON, report.Unacknowledged = o.ackFor(true, &run.ack), run.unacked
@@ -210,6 +214,7 @@ func acquireWaiting(ctx context.Context, conn *redisconn.Conn, o *RunOptions, ac
 type claimedRun struct {
 	o              *RunOptions
 	conn           *redisconn.Conn
+	g              *guard
 	token, attempt int64
 	out            *capWriter
 	started        bool
@@ -236,7 +241,19 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	if f.Printer.Format == render.JSON {
 		stdout = r.out
 	}
-	ch, err := startChild(o.Command, env, f.In, stdout, f.Err)
+	// A SIGINT or SIGTERM from here on is forwarded once the command runs;
+	// one that came before it started means it does not start.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	if ctx.Err() != nil {
+		const code = 130
+		if ferr := r.record(bg, code, "interrupted before the command started"); ferr != nil {
+			return code, ferr
+		}
+		return code, exit.New(code, "claim run "+strconv.Quote(o.Key), "interrupted before the command started")
+	}
+	ch, err := startChild(r.g, o.Command, env, f.In, stdout, f.Err)
 	if err != nil {
 		code := startFailureCode(err)
 		ferr := r.record(bg, code, "cannot start: "+err.Error())
@@ -247,9 +264,6 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	}
 	r.started = true
 
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	waited := make(chan int, 1)
 	go func() { waited <- ch.wait() }()
 	lost := make(chan error, 1)

@@ -14,7 +14,13 @@ import (
 // execChild is the command started with os/exec, where there is no guard.
 type execChild struct{ cmd *exec.Cmd }
 
-func startChild(args, env []string, stdin io.Reader, stdout, stderr io.Writer) (child, error) {
+// guard: only Linux guards the command against idmpctl's death.
+type guard struct{}
+
+func startGuard(io.Writer) *guard { return nil }
+func (*guard) release()           {}
+
+func startChild(_ *guard, args, env []string, stdin io.Reader, stdout, stderr io.Writer) (child, error) {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = env, stdin, stdout, stderr
 	cmd.SysProcAttr = childProcAttr()

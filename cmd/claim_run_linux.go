@@ -2,11 +2,14 @@ package cmd
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -25,9 +28,11 @@ import (
 // SIGINT and SIGTERM it forwards) are the command's to decide on: the guard
 // ignores them.
 //
-// The command is idmpctl's own child, started straight into the guard's
-// group: idmpctl waits for it and gets its status first hand, and the
-// guard's start is off the command's path. A shell, not idmpctl itself:
+// The guard starts beside the acquire round trip and the command, once the
+// claim is held and the guard ignores those signals (the command may signal
+// its own group at once), starts straight into the guard's group as
+// idmpctl's own child: idmpctl waits for it and gets its status first hand,
+// and the guard's start is off the command's path. A shell, not idmpctl itself:
 // dash starts in a fraction of the time a Go binary of this size does, and
 // claim run pays for the guard at every message. Processes are started with
 // syscall.ForkExec rather than os/exec, whose first start on Linux forks a
@@ -37,29 +42,121 @@ IFS= read -r said || said=
 [ "$said" = done ] || kill -KILL 0`
 
 // guardShell is the shell that runs guardScript; where it is missing,
-// idmpctl's own guard verb does the same.
-const guardShell = "/bin/sh"
+// idmpctl's own guard verb does the same. A variable for the tests of that
+// verb.
+var guardShell = "/bin/sh"
 
 // guardDone is what idmpctl writes to the guard once the command ended.
 const guardDone = "done\n"
 
-// guardedChild is the command, started in the guard's process group.
-type guardedChild struct {
-	pid, group int
-	ready      bool           // the guard ignores the signals forwarded to the group
-	guard      *os.File       // the write end of the guard's stdin
-	copies     sync.WaitGroup // stdio copiers the wait waits for
+// guard is the guard process, started beside the acquire (startGuard) so
+// that it is ready by the time the command may start.
+type guard struct {
+	started chan struct{} // closed once pid, w and err are set
+	pid     int           // the guard's pid: its process group's id
+	w       *os.File      // the write end of the guard's stdin
+	err     error
 }
 
-// startChild starts the guard, then the command in the guard's process
-// group with env and the given stdio: *os.File passes as it is, any other
-// reader or writer through a pipe.
-func startChild(args, env []string, stdin io.Reader, stdout, stderr io.Writer) (child, error) {
-	path, err := exec.LookPath(args[0])
+// startGuard starts the guard in the background; stderr gets a shell's own
+// complaint when it is a file.
+func startGuard(stderr io.Writer) *guard {
+	g := &guard{started: make(chan struct{})}
+	errFile, _ := stderr.(*os.File)
+	go func() {
+		defer close(g.started)
+		g.pid, g.w, g.err = forkGuard(errFile)
+	}()
+	return g
+}
+
+func forkGuard(stderr *os.File) (int, *os.File, error) {
+	r, w, err := os.Pipe()
 	if err != nil {
+		return 0, nil, err
+	}
+	defer r.Close()
+	errFd := r.Fd() // nowhere: writes to a read end fail
+	if stderr != nil {
+		errFd = stderr.Fd()
+	}
+	argv := []string{guardShell, "-c", guardScript, "idmpctl-guard"}
+	if _, err := os.Stat(guardShell); err != nil {
+		self, err := os.Executable()
+		if err != nil {
+			_ = w.Close()
+			return 0, nil, err
+		}
+		argv = []string{self, guardCommand}
+	}
+	pid, err := syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{
+		Files: []uintptr{r.Fd(), errFd, errFd},
+		Sys:   &syscall.SysProcAttr{Setpgid: true},
+	})
+	if err != nil {
+		_ = w.Close()
+		return 0, nil, fmt.Errorf("%s: %w", argv[0], err)
+	}
+	return pid, w, nil
+}
+
+// ready waits until the guard ignores the signals that reach its group:
+// the command, once started, may signal its own group at once.
+func (g *guard) ready() error {
+	<-g.started
+	if g.err != nil {
+		return fmt.Errorf("cannot start the guard: %w", g.err)
+	}
+	if !awaitGuard(g.pid, guardReadyBound) {
+		return fmt.Errorf("the guard (pid %d) is not ready after %s", g.pid, guardReadyBound)
+	}
+	return nil
+}
+
+// guardReadyBound is how long a command waits for its guard to get ready.
+const guardReadyBound = 10 * time.Second
+
+// release lets the guard go without killing anything: the command ended, or
+// none was started. The guard stays a zombie until idmpctl exits, which
+// keeps its group's id from being reused while idmpctl may signal it.
+func (g *guard) release() {
+	<-g.started
+	if g.w != nil {
+		_, _ = g.w.WriteString(guardDone) // fails if the guard was killed: nothing to do then
+		_ = g.w.Close()
+		g.w = nil
+	}
+}
+
+// guardedChild is the command, started in the guard's process group.
+type guardedChild struct {
+	pid    int
+	g      *guard
+	copies sync.WaitGroup // stdio copiers the wait waits for
+}
+
+// startChild starts the command in the guard's process group, once the
+// guard is ready, with env and the given stdio: *os.File passes as it is,
+// any other reader or writer through a pipe (nil stdin: /dev/null). Like
+// execvp (and the shell the guard used to be), a command found through "."
+// in PATH runs, and an executable without "#!" runs under /bin/sh.
+func startChild(g *guard, args, env []string, stdin io.Reader, stdout, stderr io.Writer) (child, error) {
+	path, err := exec.LookPath(args[0])
+	if err != nil && !errors.Is(err, exec.ErrDot) {
 		return nil, err
 	}
-	c := &guardedChild{}
+	if err := g.ready(); err != nil {
+		return nil, err
+	}
+	if stdin == nil {
+		devnull, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, err
+		}
+		defer devnull.Close()
+		stdin = devnull
+	}
+	c := &guardedChild{g: g}
 	var closeAfter []*os.File
 	defer func() {
 		for _, f := range closeAfter {
@@ -91,70 +188,54 @@ func startChild(args, env []string, stdin io.Reader, stdout, stderr io.Writer) (
 			_ = r.Close()
 		}(s.(io.Writer))
 	}
-	gr, gw, err := os.Pipe()
+	attr := &syscall.ProcAttr{Env: dedupEnv(env), Files: fds,
+		Sys: &syscall.SysProcAttr{Setpgid: true, Pgid: g.pid}}
+	c.pid, err = syscall.ForkExec(path, args, attr)
+	if err == syscall.ENOEXEC {
+		c.pid, err = syscall.ForkExec("/bin/sh", append([]string{"/bin/sh", path}, args[1:]...), attr)
+	}
 	if err != nil {
-		return nil, err
-	}
-	closeAfter = append(closeAfter, gr)
-	// The guard writes nothing; a shell's own complaint goes where the
-	// command's stderr goes when that is a file, else nowhere.
-	errFd := gr.Fd()
-	if f, ok := stderr.(*os.File); ok {
-		errFd = f.Fd()
-	}
-	gargv := []string{guardShell, "-c", guardScript, "idmpctl-guard"}
-	if _, err := os.Stat(guardShell); err != nil {
-		self, serr := os.Executable()
-		if serr != nil {
-			_ = gw.Close()
-			return nil, serr
-		}
-		gargv = []string{self, guardCommand}
-	}
-	c.group, err = syscall.ForkExec(gargv[0], gargv, &syscall.ProcAttr{
-		Files: []uintptr{gr.Fd(), errFd, errFd},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
-	})
-	if err != nil {
-		_ = gw.Close()
-		return nil, err
-	}
-	c.guard = gw
-	c.pid, err = syscall.ForkExec(path, args, &syscall.ProcAttr{
-		Env:   env,
-		Files: fds,
-		Sys:   &syscall.SysProcAttr{Setpgid: true, Pgid: c.group},
-	})
-	if err != nil {
-		c.ended() // the guard goes without killing anything
 		return nil, &os.PathError{Op: "fork/exec", Path: path, Err: err}
 	}
 	return c, nil
 }
 
-// signal sends s to the command's whole process group, once the guard
-// ignores the signals it must survive (a SIGKILL ends the guard too).
+// dedupEnv keeps the last of several NAME=value entries of one name, as
+// os/exec does: the command's getenv must see the value appended last (a
+// claim run inside another has its own IDMPCTL_TOKEN).
+func dedupEnv(env []string) []string {
+	seen := make(map[string]bool, len(env))
+	out := make([]string, len(env))
+	n := len(env)
+	for i := len(env) - 1; i >= 0; i-- {
+		name, _, _ := strings.Cut(env[i], "=")
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		n--
+		out[n] = env[i]
+	}
+	return out[n:]
+}
+
+// signal sends s to the command's whole process group; the guard, ready
+// before the command started, ignores it (a SIGKILL ends the guard too).
 func (c *guardedChild) signal(s os.Signal) {
-	sig, ok := s.(syscall.Signal)
-	if !ok {
-		return
+	if sig, ok := s.(syscall.Signal); ok {
+		_ = syscall.Kill(-c.g.pid, sig)
 	}
-	if sig != syscall.SIGKILL && !c.ready {
-		c.ready = awaitGuard(c.group, time.Second)
-	}
-	_ = syscall.Kill(-c.group, sig)
 }
 
 // guardSignals is the SigIgn mask of SIGHUP, SIGINT and SIGTERM.
 const guardSignals = 1<<(syscall.SIGHUP-1) | 1<<(syscall.SIGINT-1) | 1<<(syscall.SIGTERM-1)
 
 // awaitGuard waits up to bound for the guard to ignore SIGHUP, SIGINT and
-// SIGTERM (its first line), so that a signal forwarded right after the
-// start does not end it and leave the command unguarded. It reports
-// whether the guard is ready; a guard that is gone is not waited for.
+// SIGTERM (its first line). It reports whether the guard is ready; a guard
+// that is gone is not waited for.
 func awaitGuard(pid int, bound time.Duration) bool {
 	path := "/proc/" + strconv.Itoa(pid) + "/status"
-	for deadline := time.Now().Add(bound); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(bound); time.Now().Before(deadline); time.Sleep(200 * time.Microsecond) {
 		b, err := os.ReadFile(path)
 		if err != nil || bytes.Contains(b, []byte("\nState:\tZ")) {
 			return false
@@ -188,15 +269,8 @@ func (c *guardedChild) wait() int {
 	return ws.ExitStatus()
 }
 
-// ended lets the guard go without killing the group. A guard already gone
-// (killed with the group) makes the write fail: nothing to do then.
-func (c *guardedChild) ended() {
-	if c.guard != nil {
-		_, _ = c.guard.WriteString(guardDone)
-		_ = c.guard.Close()
-		c.guard = nil
-	}
-}
+// ended lets the guard go without killing the group.
+func (c *guardedChild) ended() { c.g.release() }
 
 func init() {
 	registerVerb(guardCommand, func(f *Factory) *cobra.Command {

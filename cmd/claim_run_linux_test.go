@@ -1,18 +1,21 @@
 package cmd
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// TestMain lets a test start this binary as idmpctl's own guard verb.
+// TestMain lets a test start this binary as idmpctl's own guard verb, the
+// way startChild does where there is no /bin/sh.
 func TestMain(m *testing.M) {
-	if os.Getenv("IDMPCTL_TEST_GUARD") == "1" {
+	if len(os.Args) == 2 && os.Args[1] == guardCommand {
 		_ = runGuard(os.Stdin)
 		os.Exit(0)
 	}
@@ -28,9 +31,7 @@ func TestGuard(t *testing.T) {
 	guards := map[string]func() *exec.Cmd{
 		"sh": func() *exec.Cmd { return exec.Command(guardShell, "-c", guardScript, "idmpctl-guard") },
 		"verb": func() *exec.Cmd {
-			c := exec.Command(os.Args[0])
-			c.Env = append(os.Environ(), "IDMPCTL_TEST_GUARD=1")
-			return c
+			return exec.Command(os.Args[0], guardCommand)
 		},
 	}
 	for name, guard := range guards {
@@ -126,4 +127,76 @@ func TestGuard(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestStartChild runs commands the way claim run does, under each guard:
+// exit codes, output, the environment's last value winning, a command that
+// idmpctl's death kills, execvp's ways (a script without "#!", "." in PATH).
+func TestStartChild(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "noshebang")
+	if err := os.WriteFile(script, []byte("echo no-shebang \"$1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "dotted"), []byte("#!/bin/sh\necho dotted\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, shell := range []string{guardShell, filepath.Join(dir, "no-such-shell")} {
+		t.Run(filepath.Base(shell), func(t *testing.T) {
+			saved := guardShell
+			guardShell = shell
+			t.Cleanup(func() { guardShell = saved })
+			run := func(args []string, env ...string) (int, string) {
+				t.Helper()
+				g := startGuard(os.Stderr)
+				defer g.release()
+				var out bytes.Buffer
+				ch, err := startChild(g, args, append([]string{"PATH=" + os.Getenv("PATH")}, env...), nil, &out, os.Stderr)
+				if err != nil {
+					t.Fatalf("%v: %v", args, err)
+				}
+				code := ch.wait()
+				ch.ended()
+				return code, out.String()
+			}
+			if code, out := run([]string{"sh", "-c", `echo "$A"; exit 3`}, "A=first", "A=last"); code != 3 || out != "last\n" {
+				t.Errorf("exit %d, printed %q: want 3 and the last A", code, out)
+			}
+			if code, _ := run([]string{"sh", "-c", "kill -TERM $$"}); code != 128+15 {
+				t.Errorf("a command ended by SIGTERM: exit %d, want 143", code)
+			}
+			if code, out := run([]string{script, "arg"}); code != 0 || out != "no-shebang arg\n" {
+				t.Errorf("a script without #!: exit %d, printed %q", code, out)
+			}
+
+			// idmpctl dies: the pipe closes without "done".
+			g := startGuard(os.Stderr)
+			ch, err := startChild(g, []string{"sleep", "30"}, nil, nil, os.Stdout, os.Stderr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = g.w.Close()
+			if code := ch.wait(); code != 128+9 {
+				t.Errorf("idmpctl's death: the command ended with %d, want 137 (SIGKILL)", code)
+			}
+			var ws syscall.WaitStatus
+			if _, err := syscall.Wait4(g.pid, &ws, 0, nil); err != nil || ws.Signal() != syscall.SIGKILL {
+				t.Errorf("the guard: %v, %v; want killed by its own SIGKILL", ws, err)
+			}
+		})
+	}
+	t.Run("dot in PATH", func(t *testing.T) {
+		t.Chdir(dir)
+		t.Setenv("PATH", ".:"+os.Getenv("PATH"))
+		g := startGuard(os.Stderr)
+		defer g.release()
+		var out bytes.Buffer
+		ch, err := startChild(g, []string{"dotted"}, nil, nil, &out, os.Stderr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := ch.wait(); code != 0 || out.String() != "dotted\n" {
+			t.Errorf("exit %d, printed %q", code, out.String())
+		}
+	})
 }
