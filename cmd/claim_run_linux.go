@@ -1,7 +1,7 @@
 package cmd
 
 import (
-	"bytes"
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -12,49 +12,50 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/spf13/cobra"
 )
 
-// The guard ties the command's life to idmpctl's. It is a small /bin/sh that
-// leads the command's process group and reads, as its stdin, a pipe whose
-// write end only idmpctl holds. idmpctl writes "done" there once the command
-// ended and was waited for. When idmpctl dies first (kill -9 included) the
-// kernel closes the pipe, nobody renews the claim any more, and the guard,
-// reading EOF without "done", kills the whole group: the command and
-// everything it started. Signals sent to the group while idmpctl lives (the
-// SIGINT and SIGTERM it forwards) are the command's to decide on: the guard
-// ignores them.
+// The guard ties the command's life to idmpctl's. It is a small /bin/sh in
+// a process group of its own that reads, as its stdin, a pipe whose write
+// end only idmpctl holds: first the command's process group, once the
+// command runs, then "done" once the command ended and was waited for. When
+// idmpctl dies first (kill -9 included) the kernel closes the pipe, nobody
+// renews the claim any more, and the guard, reading EOF without "done",
+// kills the command's whole group: the command and everything it started.
+// Signals to the command's group (the SIGINT and SIGTERM idmpctl forwards,
+// or the command's own) never reach the guard; it ignores them anyway.
 //
-// The guard starts beside the acquire round trip and the command, once the
-// claim is held and the guard ignores those signals (the command may signal
-// its own group at once), starts straight into the guard's group as
-// idmpctl's own child: idmpctl waits for it and gets its status first hand,
-// and the guard's start is off the command's path. A shell, not idmpctl itself:
-// dash starts in a fraction of the time a Go binary of this size does, and
-// claim run pays for the guard at every message. Processes are started with
+// The guard starts beside the acquire round trip, off the command's path;
+// the command, once the claim is held, starts in a group of its own as
+// idmpctl's child, with a parent-death SIGKILL for the microseconds between
+// its start and idmpctl's write of its group to the guard. idmpctl waits for
+// it and gets its status first hand. A shell, not idmpctl itself: dash
+// starts in a fraction of the time a Go binary of this size does, and claim
+// run pays for the guard at every message. Processes are started with
 // syscall.ForkExec rather than os/exec, whose first start on Linux forks a
 // throwaway child to probe pidfd support (about 1 ms here, at every message).
 const guardScript = `trap '' INT TERM HUP
+IFS= read -r group || exit 0
+[ "$group" = done ] && exit 0
 IFS= read -r said || said=
-[ "$said" = done ] || kill -KILL 0`
+[ "$said" = done ] || kill -s KILL -- "-$group"`
 
 // guardShell is the shell that runs guardScript; where it is missing,
 // idmpctl's own guard verb does the same. A variable for the tests of that
 // verb.
 var guardShell = "/bin/sh"
 
-// guardDone is what idmpctl writes to the guard once the command ended.
+// guardDone is what idmpctl writes to the guard once the command ended, or
+// instead of a group when none was started.
 const guardDone = "done\n"
 
-// guard is the guard process, started beside the acquire (startGuard) so
-// that it is ready by the time the command may start.
+// guard is the guard process, started beside the acquire (startGuard).
 type guard struct {
 	started chan struct{} // closed once pid, w and err are set
-	pid     int           // the guard's pid: its process group's id
-	w       *os.File      // the write end of the guard's stdin
+	pid     int
+	w       *os.File // the write end of the guard's stdin
 	err     error
 }
 
@@ -100,25 +101,18 @@ func forkGuard(stderr *os.File) (int, *os.File, error) {
 	return pid, w, nil
 }
 
-// ready waits until the guard ignores the signals that reach its group:
-// the command, once started, may signal its own group at once.
-func (g *guard) ready() error {
-	<-g.started
-	if g.err != nil {
-		return fmt.Errorf("cannot start the guard: %w", g.err)
-	}
-	if !awaitGuard(g.pid, guardReadyBound) {
-		return fmt.Errorf("the guard (pid %d) is not ready after %s", g.pid, guardReadyBound)
+// watch gives the guard the command's process group to kill if idmpctl
+// dies. A guard that is gone cannot take it: the command is killed then.
+func (g *guard) watch(group int) error {
+	if _, err := g.w.WriteString(strconv.Itoa(group) + "\n"); err != nil {
+		_ = syscall.Kill(-group, syscall.SIGKILL)
+		return fmt.Errorf("the guard (pid %d) is gone, the command was killed: %w", g.pid, err)
 	}
 	return nil
 }
 
-// guardReadyBound is how long a command waits for its guard to get ready.
-const guardReadyBound = 10 * time.Second
-
 // release lets the guard go without killing anything: the command ended, or
-// none was started. The guard stays a zombie until idmpctl exits, which
-// keeps its group's id from being reused while idmpctl may signal it.
+// none was started. The guard stays a zombie until idmpctl exits.
 func (g *guard) release() {
 	<-g.started
 	if g.w != nil {
@@ -128,15 +122,15 @@ func (g *guard) release() {
 	}
 }
 
-// guardedChild is the command, started in the guard's process group.
+// guardedChild is the command, leading its own process group, guarded.
 type guardedChild struct {
-	pid    int
+	pid    int // the command's pid: its process group's id
 	g      *guard
 	copies sync.WaitGroup // stdio copiers the wait waits for
 }
 
-// startChild starts the command in the guard's process group, once the
-// guard is ready, with env and the given stdio: *os.File passes as it is,
+// startChild starts the command in a process group of its own, watched by
+// the guard, with env and the given stdio: *os.File passes as it is,
 // any other reader or writer through a pipe (nil stdin: /dev/null). Like
 // execvp (and the shell the guard used to be), a command found through "."
 // in PATH runs, and an executable without "#!" runs under /bin/sh.
@@ -145,8 +139,8 @@ func startChild(g *guard, args, env []string, stdin io.Reader, stdout, stderr io
 	if err != nil && !errors.Is(err, exec.ErrDot) {
 		return nil, err
 	}
-	if err := g.ready(); err != nil {
-		return nil, err
+	if <-g.started; g.err != nil {
+		return nil, fmt.Errorf("cannot start the guard: %w", g.err)
 	}
 	if stdin == nil {
 		devnull, err := os.Open(os.DevNull)
@@ -189,13 +183,17 @@ func startChild(g *guard, args, env []string, stdin io.Reader, stdout, stderr io
 		}(s.(io.Writer))
 	}
 	attr := &syscall.ProcAttr{Env: dedupEnv(env), Files: fds,
-		Sys: &syscall.SysProcAttr{Setpgid: true, Pgid: g.pid}}
+		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
 	c.pid, err = syscall.ForkExec(path, args, attr)
 	if err == syscall.ENOEXEC {
 		c.pid, err = syscall.ForkExec("/bin/sh", append([]string{"/bin/sh", path}, args[1:]...), attr)
 	}
 	if err != nil {
 		return nil, &os.PathError{Op: "fork/exec", Path: path, Err: err}
+	}
+	if err := g.watch(c.pid); err != nil {
+		c.wait()
+		return nil, err
 	}
 	return c, nil
 }
@@ -219,34 +217,11 @@ func dedupEnv(env []string) []string {
 	return out[n:]
 }
 
-// signal sends s to the command's whole process group; the guard, ready
-// before the command started, ignores it (a SIGKILL ends the guard too).
+// signal sends s to the command's whole process group.
 func (c *guardedChild) signal(s os.Signal) {
 	if sig, ok := s.(syscall.Signal); ok {
-		_ = syscall.Kill(-c.g.pid, sig)
+		_ = syscall.Kill(-c.pid, sig)
 	}
-}
-
-// guardSignals is the SigIgn mask of SIGHUP, SIGINT and SIGTERM.
-const guardSignals = 1<<(syscall.SIGHUP-1) | 1<<(syscall.SIGINT-1) | 1<<(syscall.SIGTERM-1)
-
-// awaitGuard waits up to bound for the guard to ignore SIGHUP, SIGINT and
-// SIGTERM (its first line). It reports whether the guard is ready; a guard
-// that is gone is not waited for.
-func awaitGuard(pid int, bound time.Duration) bool {
-	path := "/proc/" + strconv.Itoa(pid) + "/status"
-	for deadline := time.Now().Add(bound); time.Now().Before(deadline); time.Sleep(200 * time.Microsecond) {
-		b, err := os.ReadFile(path)
-		if err != nil || bytes.Contains(b, []byte("\nState:\tZ")) {
-			return false
-		}
-		_, rest, _ := bytes.Cut(b, []byte("\nSigIgn:\t"))
-		line, _, _ := bytes.Cut(rest, []byte("\n"))
-		if mask, err := strconv.ParseUint(string(line), 16, 64); err == nil && mask&guardSignals == guardSignals {
-			return true
-		}
-	}
-	return false
 }
 
 // wait waits for the command and its output, and returns its exit code
@@ -283,14 +258,19 @@ func init() {
 	})
 }
 
-// runGuard is guardScript for where there is no /bin/sh: it ignores the
-// signals the command gets, reads until idmpctl says "done" or dies, and
-// kills its process group in the second case.
+// runGuard is guardScript for where there is no /bin/sh.
 func runGuard(in io.Reader) error {
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	said, _ := io.ReadAll(io.LimitReader(in, int64(len(guardDone))))
-	if !bytes.Equal(said, []byte(guardDone)) {
-		_ = syscall.Kill(0, syscall.SIGKILL)
+	lines := bufio.NewScanner(in)
+	if !lines.Scan() || lines.Text()+"\n" == guardDone {
+		return nil
+	}
+	group, err := strconv.Atoi(lines.Text())
+	if err != nil || group <= 1 {
+		return exit.Usagef("%s: %q is not a process group", guardCommand, lines.Text())
+	}
+	if !lines.Scan() || lines.Text()+"\n" != guardDone {
+		_ = syscall.Kill(-group, syscall.SIGKILL)
 	}
 	return nil
 }
