@@ -127,6 +127,11 @@ func ScanKeys(ctx context.Context, c *redisconn.Conn, opts ScanOptions, emit fun
 				emitErr = err
 				return errStopScan
 			}
+			// Cancelled while emitting (an interrupt): stop here, even in a
+			// batch whose keys were all read already.
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 		}
 		if opts.Progress != nil {
 			opts.Progress(sum.Scanned)
