@@ -39,7 +39,8 @@ func NewCmdClaimRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 		Long: `Claim KEY, run COMMAND with the claim renewed every lease/3, and record the
 outcome: exit 0 -> COMPLETED with the command's stdout (up to --max-result),
 non-zero -> FAILED; the command's exit code is passed through. Its stdout
-streams to ours; its stderr passes through; SIGINT and SIGTERM are forwarded.
+streams to ours; its stderr passes through; SIGINT and SIGTERM (and, on Linux,
+SIGHUP) are forwarded.
 The command sees IDMPCTL_KEY, IDMPCTL_TOKEN and IDMPCTL_ATTEMPT.
 
   already COMPLETED   prints the stored output, exits 0, runs nothing
@@ -108,19 +109,35 @@ type runJSON struct {
 }
 
 func claimRunRun(ctx context.Context, o *RunOptions) error {
-	ctx, stop := untilInterrupted(ctx)
-	defer stop()
+	// SIGINT and SIGTERM (and SIGHUP on Linux): until the command starts
+	// they cancel (nothing runs); then they are forwarded to it. The guard
+	// (Linux) starts while the claim is acquired, and registers sigs once it
+	// is started (see startGuard); one not needed is let go.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sigs := make(chan os.Signal, 4)
+	g := startGuard(o.Factory.Err, func(handled ...os.Signal) { signal.Notify(sigs, handled...) })
+	defer g.release()
+	defer signal.Stop(sigs)
+	watching, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-sigs:
+			cancel()
+		case <-watching:
+		}
+	}()
+	stopWatching := func() { close(watching); <-watched }
 	p := o.Factory.Printer
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
+		stopWatching()
 		return exit.WithHint(err, "the command was not run (fail closed)")
 	}
-	// The guard (Linux) gets ready while the claim is acquired; one not
-	// needed is let go.
-	g := startGuard(o.Factory.Err)
-	defer g.release()
 	var ack redisconn.Ack
 	res, err := acquireWaiting(ctx, conn, o, &ack)
+	stopWatching() // the run's loop forwards signals from here on
 	if err != nil {
 		var na *redisconn.NotAckedError
 		if errors.As(err, &na) && p.Format == render.JSON {
@@ -151,7 +168,7 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 		_ = acquireExit(p, o.Key, res)
 	}
 	report.Token, report.Attempt = res.Token, res.Attempt
-	run := &claimedRun{o: o, conn: conn, g: g, token: res.Token, attempt: res.Attempt,
+	run := &claimedRun{o: o, conn: conn, g: g, sigs: sigs, token: res.Token, attempt: res.Attempt,
 		out: &capWriter{max: o.MaxResult}, ack: ack}
 	code, runErr := run.execute(ctx)
 	report.ackJSON, report.Unacknowledged = o.ackFor(true, &run.ack), run.unacked
@@ -215,6 +232,7 @@ type claimedRun struct {
 	o              *RunOptions
 	conn           *redisconn.Conn
 	g              *guard
+	sigs           chan os.Signal // SIGINT and SIGTERM, to forward
 	token, attempt int64
 	out            *capWriter
 	started        bool
@@ -243,9 +261,7 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	}
 	// A SIGINT or SIGTERM from here on is forwarded once the command runs;
 	// one that came before it started means it does not start.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	sigs := r.sigs
 	if ctx.Err() != nil {
 		const code = 130
 		if ferr := r.record(bg, code, "interrupted before the command started"); ferr != nil {

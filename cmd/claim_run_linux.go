@@ -1,14 +1,12 @@
 package cmd
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,30 +15,35 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// The guard ties the command's life to idmpctl's. It is a small /bin/sh in
-// a process group of its own that reads, as its stdin, a pipe whose write
-// end only idmpctl holds: first the command's process group, once the
-// command runs, then "done" once the command ended and was waited for. When
-// idmpctl dies first (kill -9 included) the kernel closes the pipe, nobody
-// renews the claim any more, and the guard, reading EOF without "done",
-// kills the command's whole group: the command and everything it started.
-// Signals to the command's group (the SIGINT and SIGTERM idmpctl forwards,
-// or the command's own) never reach the guard; it ignores them anyway.
+// The guard ties the command's life to idmpctl's. It is a small /bin/sh that
+// leads the command's process group and reads, as its stdin, a pipe whose
+// write end only idmpctl holds. idmpctl writes "done" there once the command
+// ended and was waited for. When idmpctl dies first (kill -9 included) the
+// kernel closes the pipe, nobody renews the claim any more, and the guard,
+// reading EOF without "done", kills the whole group: the command and
+// everything it started.
 //
-// The guard starts beside the acquire round trip, off the command's path;
-// the command, once the claim is held, starts in a group of its own as
-// idmpctl's child, with a parent-death SIGKILL for the microseconds between
-// its start and idmpctl's write of its group to the guard. idmpctl waits for
-// it and gets its status first hand. A shell, not idmpctl itself: dash
-// starts in a fraction of the time a Go binary of this size does, and claim
-// run pays for the guard at every message. Processes are started with
-// syscall.ForkExec rather than os/exec, whose first start on Linux forks a
-// throwaway child to probe pidfd support (about 1 ms here, at every message).
-const guardScript = `trap '' INT TERM HUP
-IFS= read -r group || exit 0
-[ "$group" = done ] && exit 0
+// Signals sent to the group (the SIGINT and SIGTERM idmpctl forwards, or the
+// command's own "kill 0") are the command's to decide on: the guard ignores
+// them from its first instruction on, since idmpctl starts it with them
+// ignored (an ignored signal stays ignored across exec), and its trap keeps
+// them so. The guard starts beside the acquire round trip, so the command,
+// once the claim is held, starts into its group without waiting: idmpctl's
+// own child, waited for first hand. The guard lives until "done", so the
+// group's id cannot be reused while idmpctl may signal it. A shell, not
+// idmpctl itself: dash starts in a fraction of the time a Go binary of this
+// size does, and claim run pays for the guard at every message. Processes
+// are started with syscall.ForkExec rather than os/exec, whose first start
+// on Linux forks a throwaway child to probe pidfd support (about 1 ms here,
+// at every message).
+const guardScript = `trap '' HUP INT QUIT TERM USR1 USR2 PIPE ALRM
 IFS= read -r said || said=
-[ "$said" = done ] || kill -s KILL -- "-$group"`
+[ "$said" = done ] || kill -s KILL 0`
+
+// guardSignals are the signals the guard is born ignoring: those of its
+// trap, whose default would end it.
+var guardSignals = []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM,
+	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM}
 
 // guardShell is the shell that runs guardScript; where it is missing,
 // idmpctl's own guard verb does the same. A variable for the tests of that
@@ -48,25 +51,49 @@ IFS= read -r said || said=
 var guardShell = "/bin/sh"
 
 // guardDone is what idmpctl writes to the guard once the command ended, or
-// instead of a group when none was started.
+// none was started.
 const guardDone = "done\n"
 
 // guard is the guard process, started beside the acquire (startGuard).
 type guard struct {
 	started chan struct{} // closed once pid, w and err are set
-	pid     int
-	w       *os.File // the write end of the guard's stdin
+	pid     int           // the guard's pid: its process group's id
+	w       *os.File      // the write end of the guard's stdin
 	err     error
 }
 
-// startGuard starts the guard in the background; stderr gets a shell's own
-// complaint when it is a file.
-func startGuard(stderr io.Writer) *guard {
+// startGuard starts the guard in the background, with guardSignals ignored
+// in idmpctl meanwhile (the guard inherits that), then given back to Go's
+// handling, and calls notify with the signals idmpctl handles for the run
+// (SIGINT, SIGTERM, and SIGHUP unless it was ignored from the start, as
+// under nohup): that ignoring would undo a registration made before it.
+// stderr gets a shell's own complaint when it is a file.
+func startGuard(stderr io.Writer, notify func(...os.Signal)) *guard {
 	g := &guard{started: make(chan struct{})}
 	errFile, _ := stderr.(*os.File)
 	go func() {
 		defer close(g.started)
+		handled := []os.Signal{os.Interrupt, syscall.SIGTERM}
+		if !signal.Ignored(syscall.SIGHUP) {
+			handled = append(handled, syscall.SIGHUP)
+		}
+		var back []os.Signal
+		for _, sig := range guardSignals {
+			if !signal.Ignored(sig) && sig != syscall.SIGHUP && sig != os.Interrupt && sig != syscall.SIGTERM {
+				back = append(back, sig)
+			}
+		}
+		signal.Ignore(guardSignals...)
 		g.pid, g.w, g.err = forkGuard(errFile)
+		// Back to Go's default for the others: Reset alone would leave them
+		// ignored once Ignore has run; Notify reinstalls the handler, Stop
+		// keeps it with the default behaviour. (Not for SIGHUP and SIGINT,
+		// whose handler Go removes again when their channel stops: idmpctl
+		// keeps handling those.)
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, back...)
+		signal.Stop(ch)
+		notify(handled...)
 	}()
 	return g
 }
@@ -101,16 +128,6 @@ func forkGuard(stderr *os.File) (int, *os.File, error) {
 	return pid, w, nil
 }
 
-// watch gives the guard the command's process group to kill if idmpctl
-// dies. A guard that is gone cannot take it: the command is killed then.
-func (g *guard) watch(group int) error {
-	if _, err := g.w.WriteString(strconv.Itoa(group) + "\n"); err != nil {
-		_ = syscall.Kill(-group, syscall.SIGKILL)
-		return fmt.Errorf("the guard (pid %d) is gone, the command was killed: %w", g.pid, err)
-	}
-	return nil
-}
-
 // release lets the guard go without killing anything: the command ended, or
 // none was started. The guard stays a zombie until idmpctl exits.
 func (g *guard) release() {
@@ -122,15 +139,14 @@ func (g *guard) release() {
 	}
 }
 
-// guardedChild is the command, leading its own process group, guarded.
+// guardedChild is the command, in the guard's process group.
 type guardedChild struct {
-	pid    int // the command's pid: its process group's id
+	pid    int
 	g      *guard
 	copies sync.WaitGroup // stdio copiers the wait waits for
 }
 
-// startChild starts the command in a process group of its own, watched by
-// the guard, with env and the given stdio: *os.File passes as it is,
+// startChild starts the command in the guard's process group with env and the given stdio: *os.File passes as it is,
 // any other reader or writer through a pipe (nil stdin: /dev/null). Like
 // execvp (and the shell the guard used to be), a command found through "."
 // in PATH runs, and an executable without "#!" runs under /bin/sh.
@@ -183,17 +199,13 @@ func startChild(g *guard, args, env []string, stdin io.Reader, stdout, stderr io
 		}(s.(io.Writer))
 	}
 	attr := &syscall.ProcAttr{Env: dedupEnv(env), Files: fds,
-		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
+		Sys: &syscall.SysProcAttr{Setpgid: true, Pgid: g.pid}}
 	c.pid, err = syscall.ForkExec(path, args, attr)
 	if err == syscall.ENOEXEC {
 		c.pid, err = syscall.ForkExec("/bin/sh", append([]string{"/bin/sh", path}, args[1:]...), attr)
 	}
 	if err != nil {
 		return nil, &os.PathError{Op: "fork/exec", Path: path, Err: err}
-	}
-	if err := g.watch(c.pid); err != nil {
-		c.wait()
-		return nil, err
 	}
 	return c, nil
 }
@@ -217,10 +229,11 @@ func dedupEnv(env []string) []string {
 	return out[n:]
 }
 
-// signal sends s to the command's whole process group.
+// signal sends s to the command's whole process group (the guard ignores
+// it; a SIGKILL ends the guard too).
 func (c *guardedChild) signal(s os.Signal) {
 	if sig, ok := s.(syscall.Signal); ok {
-		_ = syscall.Kill(-c.pid, sig)
+		_ = syscall.Kill(-c.g.pid, sig)
 	}
 }
 
@@ -258,19 +271,15 @@ func init() {
 	})
 }
 
-// runGuard is guardScript for where there is no /bin/sh.
+// runGuard is guardScript for where there is no /bin/sh: it reads until
+// idmpctl says "done" or dies, and kills its process group in the second
+// case. (A Go program cannot keep SIGTERM ignored from its start: the
+// runtime installs its handler before this ignores it again.)
 func runGuard(in io.Reader) error {
-	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	lines := bufio.NewScanner(in)
-	if !lines.Scan() || lines.Text()+"\n" == guardDone {
-		return nil
-	}
-	group, err := strconv.Atoi(lines.Text())
-	if err != nil || group <= 1 {
-		return exit.Usagef("%s: %q is not a process group", guardCommand, lines.Text())
-	}
-	if !lines.Scan() || lines.Text()+"\n" != guardDone {
-		_ = syscall.Kill(-group, syscall.SIGKILL)
+	signal.Ignore(guardSignals...)
+	said, _ := io.ReadAll(io.LimitReader(in, int64(len(guardDone))))
+	if string(said) != guardDone {
+		_ = syscall.Kill(0, syscall.SIGKILL)
 	}
 	return nil
 }

@@ -2,11 +2,10 @@ package cmd
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
 	"os"
-	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,7 +13,7 @@ import (
 )
 
 // TestMain lets a test start this binary as idmpctl's own guard verb, the
-// way startChild does where there is no /bin/sh.
+// way startGuard does where there is no /bin/sh.
 func TestMain(m *testing.M) {
 	if len(os.Args) == 2 && os.Args[1] == guardCommand {
 		_ = runGuard(os.Stdin)
@@ -23,110 +22,54 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestGuard runs both guards (the /bin/sh script and the verb used where
-// there is no /bin/sh) the way startChild does: the guard in a process group
-// of its own with a pipe as its stdin, a sleep leading another group. The
-// pipe closing after the group was given and before "done" (idmpctl died)
-// kills that group; "done", or the pipe closing before any group, lets the
-// guard go and kills nothing.
-func TestGuard(t *testing.T) {
-	guards := map[string]func() *exec.Cmd{
-		"sh": func() *exec.Cmd { return exec.Command(guardShell, "-c", guardScript, "idmpctl-guard") },
-		"verb": func() *exec.Cmd {
-			c := exec.Command(os.Args[0], guardCommand)
-			c.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-			return c
-		},
+// sigIgn is the SigIgn mask of pid.
+func sigIgn(t *testing.T, pid int) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
 	}
-	waitBounded := func(t *testing.T, c *exec.Cmd) error {
-		t.Helper()
-		done := make(chan error, 1)
-		go func() { done <- c.Wait() }()
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(10 * time.Second):
-			_ = c.Process.Kill()
-			t.Fatalf("%s still runs after 10s", strings.Join(c.Args, " "))
-			return nil
-		}
+	_, rest, _ := bytes.Cut(b, []byte("\nSigIgn:\t"))
+	line, _, _ := bytes.Cut(rest, []byte("\n"))
+	mask, err := strconv.ParseUint(string(line), 16, 64)
+	if err != nil {
+		t.Fatalf("SigIgn of %d: %q", pid, line)
 	}
-	signaledBy := func(err error) syscall.Signal {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				return ws.Signal()
-			}
-		}
-		return 0
-	}
-	for name, guard := range guards {
-		t.Run(name, func(t *testing.T) {
-			start := func(t *testing.T) (g, member *exec.Cmd, w *os.File) {
-				t.Helper()
-				r, w, err := os.Pipe()
-				if err != nil {
-					t.Fatal(err)
-				}
-				g = guard()
-				g.Stdin, g.Stderr = r, os.Stderr
-				g.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-				if err := g.Start(); err != nil {
-					t.Fatal(err)
-				}
-				_ = r.Close()
-				member = exec.Command("sleep", "30")
-				member.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-				if err := member.Start(); err != nil {
-					_ = w.Close()
-					t.Fatal(err)
-				}
-				t.Cleanup(func() {
-					_ = w.Close()
-					_ = syscall.Kill(-member.Process.Pid, syscall.SIGKILL)
-				})
-				return g, member, w
-			}
-			for _, c := range []struct {
-				name, says string
-				kills      bool
-			}{
-				{"idmpctl dies", "%d\n", true},
-				{"done", "%d\n" + guardDone, false},
-				{"dies before a command", "", false},
-				{"no command", guardDone, false},
-			} {
-				t.Run(c.name, func(t *testing.T) {
-					g, member, w := start(t)
-					says := c.says
-					if strings.Contains(says, "%d") {
-						says = fmt.Sprintf(says, member.Process.Pid)
-					}
-					if _, err := w.WriteString(says); err != nil {
-						t.Fatal(err)
-					}
-					_ = w.Close() // what the kernel does when idmpctl dies
-					if err := waitBounded(t, g); err != nil {
-						t.Errorf("the guard: %v", err)
-					}
-					if c.kills {
-						if s := signaledBy(waitBounded(t, member)); s != syscall.SIGKILL {
-							t.Errorf("the command's group was not killed (%v)", s)
-						}
-						return
-					}
-					if err := member.Process.Signal(syscall.Signal(0)); err != nil {
-						t.Errorf("the guard killed the command: %v", err)
-					}
-				})
-			}
-		})
-	}
+	return mask
 }
 
-// TestStartChild runs commands the way claim run does, under each guard:
-// exit codes, output, the environment's last value winning, a command that
-// idmpctl's death kills, execvp's ways (a script without "#!", "." in PATH).
+func maskOf(sigs ...syscall.Signal) uint64 {
+	var m uint64
+	for _, s := range sigs {
+		m |= 1 << (s - 1)
+	}
+	return m
+}
+
+// reap waits (bounded) for pid, a child of this process, and returns how it
+// ended.
+func reap(t *testing.T, pid int) syscall.WaitStatus {
+	t.Helper()
+	var ws syscall.WaitStatus
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+		if err != nil {
+			t.Fatalf("wait4 %d: %v", pid, err)
+		}
+		if got == pid {
+			return ws
+		}
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	t.Fatalf("process %d still runs after 10s", pid)
+	return ws
+}
+
+// TestStartChild runs commands the way claim run does, under each guard
+// (the /bin/sh script, and idmpctl's own verb where there is no /bin/sh):
+// exit codes, output, the environment's last value winning, execvp's ways
+// (a script without "#!", "." in PATH), signals to the group that leave the
+// guard alone, idmpctl's death killing the group, "done" killing nothing.
 func TestStartChild(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "noshebang")
@@ -136,54 +79,111 @@ func TestStartChild(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "dotted"), []byte("#!/bin/sh\necho dotted\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	guardSigs := maskOf(syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
+	var all []syscall.Signal
+	for _, s := range guardSignals {
+		all = append(all, s.(syscall.Signal))
+	}
+	allSigs := maskOf(all...)
 	for _, shell := range []string{guardShell, filepath.Join(dir, "no-such-shell")} {
 		t.Run(filepath.Base(shell), func(t *testing.T) {
 			saved := guardShell
 			guardShell = shell
 			t.Cleanup(func() { guardShell = saved })
-			run := func(args []string, env ...string) (int, string) {
+			isVerb := shell != saved
+			start := func(args []string, out *bytes.Buffer, env ...string) (*guard, child) {
 				t.Helper()
-				g := startGuard(os.Stderr)
-				defer g.release()
-				var out bytes.Buffer
-				ch, err := startChild(g, args, append([]string{"PATH=" + os.Getenv("PATH")}, env...), nil, &out, os.Stderr)
+				g := startGuard(os.Stderr, testNotify)
+				if isVerb {
+					// A Go guard ignores the signals only once its runtime
+					// has started; the shell is born ignoring them.
+					<-g.started
+					for deadline := time.Now().Add(10 * time.Second); sigIgn(t, g.pid)&guardSigs != guardSigs; time.Sleep(time.Millisecond) {
+						if time.Now().After(deadline) {
+							t.Fatal("the guard verb does not ignore SIGHUP, SIGINT and SIGTERM")
+						}
+					}
+				}
+				ch, err := startChild(g, args, append([]string{"PATH=" + os.Getenv("PATH"), "GORACE=atexit_sleep_ms=0"}, env...), nil, out, os.Stderr)
 				if err != nil {
+					g.release()
 					t.Fatalf("%v: %v", args, err)
 				}
+				return g, ch
+			}
+			run := func(args []string, env ...string) (int, string) {
+				t.Helper()
+				var out bytes.Buffer
+				g, ch := start(args, &out, env...)
 				code := ch.wait()
 				ch.ended()
+				if ws := reap(t, g.pid); !ws.Exited() || ws.ExitStatus() != 0 {
+					t.Errorf("the guard after done: %v, want exit 0", ws)
+				}
 				return code, out.String()
 			}
 			if code, out := run([]string{"sh", "-c", `echo "$A"; exit 3`}, "A=first", "A=last"); code != 3 || out != "last\n" {
 				t.Errorf("exit %d, printed %q: want 3 and the last A", code, out)
 			}
-			if code, _ := run([]string{"sh", "-c", "kill -TERM $$"}); code != 128+15 {
-				t.Errorf("a command ended by SIGTERM: exit %d, want 143", code)
-			}
 			if code, out := run([]string{script, "arg"}); code != 0 || out != "no-shebang arg\n" {
 				t.Errorf("a script without #!: exit %d, printed %q", code, out)
 			}
+			// The command does not inherit the guard's ignored signals.
+			if code, out := run([]string{"grep", "^SigIgn:", "/proc/self/status"}); code != 0 || strings.TrimSpace(out) == "" {
+				t.Errorf("grep SigIgn: exit %d, %q", code, out)
+			} else if m, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(out, "SigIgn:")), 16, 64); m&allSigs != 0 {
+				t.Errorf("the command ignores %x: it inherited the guard's ignored signals", m&allSigs)
+			}
+			// Nor does idmpctl keep them ignored.
+			if m := sigIgn(t, os.Getpid()); m&allSigs != 0 {
+				t.Errorf("idmpctl still ignores %x after the guard started", m&allSigs)
+			}
+			// The command signals its own group at once: it ends by it, the
+			// guard does not.
+			if code, _ := run([]string{"sh", "-c", "kill -TERM 0; kill -INT 0; kill -HUP 0; sleep 5"}); code != 128+int(syscall.SIGTERM) {
+				t.Errorf("a command that signals its group: exit %d, want 143", code)
+			}
 
-			// idmpctl dies: the pipe closes without "done".
-			g := startGuard(os.Stderr)
-			ch, err := startChild(g, []string{"sleep", "30"}, nil, nil, os.Stdout, os.Stderr)
-			if err != nil {
-				t.Fatal(err)
+			// idmpctl dies: the pipe closes without "done"; the command and
+			// its child die with the group, the guard too.
+			bgFile := filepath.Join(t.TempDir(), "bg")
+			var out bytes.Buffer
+			g, ch := start([]string{"sh", "-c", `sleep 30 & echo $! > "$0"; wait`, bgFile}, &out)
+			var bg int
+			for deadline := time.Now().Add(10 * time.Second); bg == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				b, _ := os.ReadFile(bgFile)
+				if strings.HasSuffix(string(b), "\n") {
+					bg, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+				}
 			}
 			_ = g.w.Close()
-			if code := ch.wait(); code != 128+9 {
+			if code := ch.wait(); code != 128+int(syscall.SIGKILL) {
 				t.Errorf("idmpctl's death: the command ended with %d, want 137 (SIGKILL)", code)
 			}
-			var ws syscall.WaitStatus
-			if _, err := syscall.Wait4(g.pid, &ws, 0, nil); err != nil || !ws.Exited() || ws.ExitStatus() != 0 {
-				t.Errorf("the guard: %v, %v; want exit 0 after killing the command's group", ws, err)
+			if ws := reap(t, g.pid); ws.Signal() != syscall.SIGKILL {
+				t.Errorf("the guard: %v; want killed with its group", ws)
+			}
+			if bg == 0 {
+				t.Fatal("the command's child never printed its pid")
+			}
+			if !gone(bg, 10*time.Second) {
+				_ = syscall.Kill(bg, syscall.SIGKILL)
+				t.Errorf("the command's child %d outlived idmpctl's death", bg)
+			}
+
+			// No command started: the guard goes.
+			g = startGuard(os.Stderr, testNotify)
+			<-g.started
+			g.release()
+			if ws := reap(t, g.pid); !ws.Exited() || ws.ExitStatus() != 0 {
+				t.Errorf("a guard let go before any command: %v, want exit 0", ws)
 			}
 		})
 	}
 	t.Run("dot in PATH", func(t *testing.T) {
 		t.Chdir(dir)
 		t.Setenv("PATH", ".:"+os.Getenv("PATH"))
-		g := startGuard(os.Stderr)
+		g := startGuard(os.Stderr, testNotify)
 		defer g.release()
 		var out bytes.Buffer
 		ch, err := startChild(g, []string{"dotted"}, nil, nil, &out, os.Stderr)
@@ -195,3 +195,22 @@ func TestStartChild(t *testing.T) {
 		}
 	})
 }
+
+// gone waits up to bound for pid to have ended (a zombie counts: it runs
+// nothing, and whoever inherited it reaps it when it will).
+func gone(pid int, bound time.Duration) bool {
+	for deadline := time.Now().Add(bound); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return true
+		}
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X') {
+			return true
+		}
+	}
+	return false
+}
+
+// testNotify takes the signals claim run handles, as claimRunRun does (into
+// a channel nobody reads: a test process does not act on them).
+func testNotify(sigs ...os.Signal) { signal.Notify(make(chan os.Signal, 1), sigs...) }
