@@ -39,8 +39,7 @@ func NewCmdClaimRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 		Long: `Claim KEY, run COMMAND with the claim renewed every lease/3, and record the
 outcome: exit 0 -> COMPLETED with the command's stdout (up to --max-result),
 non-zero -> FAILED; the command's exit code is passed through. Its stdout
-streams to ours; its stderr passes through; SIGINT and SIGTERM (and, on Linux,
-SIGHUP) are forwarded.
+streams to ours; its stderr passes through; SIGINT and SIGTERM are forwarded.
 The command sees IDMPCTL_KEY, IDMPCTL_TOKEN and IDMPCTL_ATTEMPT.
 
   already COMPLETED   prints the stored output, exits 0, runs nothing
@@ -109,16 +108,21 @@ type runJSON struct {
 }
 
 func claimRunRun(ctx context.Context, o *RunOptions) error {
-	// SIGINT and SIGTERM (and SIGHUP on Linux): until the command starts
-	// they cancel (nothing runs); then they are forwarded to it. The guard
-	// (Linux) starts while the claim is acquired, and registers sigs once it
-	// is started (see startGuard); one not needed is let go.
+	// SIGINT and SIGTERM: until the command starts they cancel (nothing
+	// runs); then they are forwarded to it. The guard (Linux) was started
+	// before the tree was built (Main), or starts now, beside the acquire;
+	// one not needed is let go.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sigs := make(chan os.Signal, 4)
-	g := startGuard(o.Factory.Err, func(handled ...os.Signal) { signal.Notify(sigs, handled...) })
-	defer g.release()
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	g := o.Factory.guard
+	if g == nil {
+		g = startGuard(o.Factory.Err)
+		o.Factory.guard = g
+	}
+	defer g.release()
 	watching, watched := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(watched)

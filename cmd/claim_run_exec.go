@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"syscall"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 )
@@ -18,11 +17,8 @@ type execChild struct{ cmd *exec.Cmd }
 // guard: only Linux guards the command against idmpctl's death.
 type guard struct{}
 
-func startGuard(_ io.Writer, notify func(...os.Signal)) *guard {
-	notify(os.Interrupt, syscall.SIGTERM)
-	return nil
-}
-func (*guard) release() {}
+func startGuard(io.Writer) *guard { return nil }
+func (*guard) release()           {}
 
 func startChild(_ *guard, args, env []string, stdin io.Reader, stdout, stderr io.Writer) (child, error) {
 	cmd := exec.Command(args[0], args[1:]...)

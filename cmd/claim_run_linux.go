@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/spf13/cobra"
@@ -25,25 +26,28 @@ import (
 //
 // Signals sent to the group (the SIGINT and SIGTERM idmpctl forwards, or the
 // command's own "kill 0") are the command's to decide on: the guard ignores
-// them from its first instruction on, since idmpctl starts it with them
-// ignored (an ignored signal stays ignored across exec), and its trap keeps
-// them so. The guard starts beside the acquire round trip, so the command,
-// once the claim is held, starts into its group without waiting: idmpctl's
-// own child, waited for first hand. The guard lives until "done", so the
-// group's id cannot be reused while idmpctl may signal it. A shell, not
-// idmpctl itself: dash starts in a fraction of the time a Go binary of this
-// size does, and claim run pays for the guard at every message. Processes
-// are started with syscall.ForkExec rather than os/exec, whose first start
-// on Linux forks a throwaway child to probe pidfd support (about 1 ms here,
-// at every message).
+// them, and says so with a line on its stdout once its trap is set; the
+// command starts into its group only after that line. idmpctl starts the
+// guard as early as it can (before the command tree is even built, for claim
+// run), so that line is usually there by the time the claim is held. The
+// guard lives until "done", so the group's id cannot be reused while idmpctl
+// may signal it. A shell, not idmpctl itself: dash starts in a fraction of
+// the time a Go binary of this size does, and claim run pays for the guard
+// at every message. Processes are started with syscall.ForkExec rather than
+// os/exec, whose first start on Linux forks a throwaway child to probe pidfd
+// support (about 1 ms here, at every message).
 const guardScript = `trap '' HUP INT QUIT TERM USR1 USR2 PIPE ALRM
+echo
 IFS= read -r said || said=
 [ "$said" = done ] || kill -s KILL 0`
 
-// guardSignals are the signals the guard is born ignoring: those of its
-// trap, whose default would end it.
+// guardSignals are the signals the guard ignores: those of its trap, whose
+// default would end it.
 var guardSignals = []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM,
 	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM}
+
+// guardReadyBound is how long a command waits for its guard to get ready.
+const guardReadyBound = 10 * time.Second
 
 // guardShell is the shell that runs guardScript; where it is missing,
 // idmpctl's own guard verb does the same. A variable for the tests of that
@@ -54,88 +58,100 @@ var guardShell = "/bin/sh"
 // none was started.
 const guardDone = "done\n"
 
-// guard is the guard process, started beside the acquire (startGuard).
+// guard is the guard process, started early (startGuard).
 type guard struct {
-	started chan struct{} // closed once pid, w and err are set
+	started chan struct{} // closed once pid, w, readyR and err are set
 	pid     int           // the guard's pid: its process group's id
 	w       *os.File      // the write end of the guard's stdin
+	readyR  *os.File      // the read end of its stdout: a line once it is ready
 	err     error
+	waited  bool  // awaitReady has read its line (or failed)
+	notOK   error // why the guard is not ready
 }
 
-// startGuard starts the guard in the background, with guardSignals ignored
-// in idmpctl meanwhile (the guard inherits that), then given back to Go's
-// handling, and calls notify with the signals idmpctl handles for the run
-// (SIGINT, SIGTERM, and SIGHUP unless it was ignored from the start, as
-// under nohup): that ignoring would undo a registration made before it.
-// stderr gets a shell's own complaint when it is a file.
-func startGuard(stderr io.Writer, notify func(...os.Signal)) *guard {
+// startGuard starts the guard in the background; stderr gets a shell's own
+// complaint when it is a file.
+func startGuard(stderr io.Writer) *guard {
 	g := &guard{started: make(chan struct{})}
 	errFile, _ := stderr.(*os.File)
 	go func() {
 		defer close(g.started)
-		handled := []os.Signal{os.Interrupt, syscall.SIGTERM}
-		if !signal.Ignored(syscall.SIGHUP) {
-			handled = append(handled, syscall.SIGHUP)
-		}
-		var back []os.Signal
-		for _, sig := range guardSignals {
-			if !signal.Ignored(sig) && sig != syscall.SIGHUP && sig != os.Interrupt && sig != syscall.SIGTERM {
-				back = append(back, sig)
-			}
-		}
-		signal.Ignore(guardSignals...)
-		g.pid, g.w, g.err = forkGuard(errFile)
-		// Back to Go's default for the others: Reset alone would leave them
-		// ignored once Ignore has run; Notify reinstalls the handler, Stop
-		// keeps it with the default behaviour. (Not for SIGHUP and SIGINT,
-		// whose handler Go removes again when their channel stops: idmpctl
-		// keeps handling those.)
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, back...)
-		signal.Stop(ch)
-		notify(handled...)
+		g.pid, g.w, g.readyR, g.err = forkGuard(errFile)
 	}()
 	return g
 }
 
-func forkGuard(stderr *os.File) (int, *os.File, error) {
-	r, w, err := os.Pipe()
+func forkGuard(stderr *os.File) (pid int, w, readyR *os.File, err error) {
+	in, w, err := os.Pipe()
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
-	defer r.Close()
-	errFd := r.Fd() // nowhere: writes to a read end fail
+	defer in.Close()
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		_ = w.Close()
+		return 0, nil, nil, err
+	}
+	defer readyW.Close()
+	errFd := in.Fd() // nowhere: writes to a read end fail
 	if stderr != nil {
 		errFd = stderr.Fd()
 	}
 	argv := []string{guardShell, "-c", guardScript, "idmpctl-guard"}
-	if _, err := os.Stat(guardShell); err != nil {
+	if _, serr := os.Stat(guardShell); serr != nil {
 		self, err := os.Executable()
 		if err != nil {
-			_ = w.Close()
-			return 0, nil, err
+			_, _ = w.Close(), readyR.Close()
+			return 0, nil, nil, err
 		}
 		argv = []string{self, guardCommand}
 	}
-	pid, err := syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{
-		Files: []uintptr{r.Fd(), errFd, errFd},
+	pid, err = syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{
+		Files: []uintptr{in.Fd(), readyW.Fd(), errFd},
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	})
 	if err != nil {
-		_ = w.Close()
-		return 0, nil, fmt.Errorf("%s: %w", argv[0], err)
+		_, _ = w.Close(), readyR.Close()
+		return 0, nil, nil, fmt.Errorf("%s: %w", argv[0], err)
 	}
-	return pid, w, nil
+	return pid, w, readyR, nil
+}
+
+// awaitReady waits for the guard's line saying it ignores the signals that
+// reach its group: the command, once started, may signal its own group at
+// once.
+func (g *guard) awaitReady() error {
+	<-g.started
+	if g.err != nil {
+		return fmt.Errorf("cannot start the guard: %w", g.err)
+	}
+	if !g.waited {
+		g.waited = true
+		_ = g.readyR.SetReadDeadline(time.Now().Add(guardReadyBound))
+		var b [1]byte
+		if _, err := io.ReadFull(g.readyR, b[:]); err != nil {
+			g.notOK = fmt.Errorf("the guard (pid %d) did not get ready: %w", g.pid, err)
+		}
+		_ = g.readyR.Close()
+	}
+	return g.notOK
 }
 
 // release lets the guard go without killing anything: the command ended, or
 // none was started. The guard stays a zombie until idmpctl exits.
 func (g *guard) release() {
+	if g == nil {
+		return
+	}
 	<-g.started
 	if g.w != nil {
 		_, _ = g.w.WriteString(guardDone) // fails if the guard was killed: nothing to do then
 		_ = g.w.Close()
 		g.w = nil
+	}
+	if !g.waited && g.readyR != nil {
+		g.waited = true
+		_ = g.readyR.Close()
 	}
 }
 
@@ -155,8 +171,8 @@ func startChild(g *guard, args, env []string, stdin io.Reader, stdout, stderr io
 	if err != nil && !errors.Is(err, exec.ErrDot) {
 		return nil, err
 	}
-	if <-g.started; g.err != nil {
-		return nil, fmt.Errorf("cannot start the guard: %w", g.err)
+	if err := g.awaitReady(); err != nil {
+		return nil, err
 	}
 	if stdin == nil {
 		devnull, err := os.Open(os.DevNull)
@@ -266,17 +282,17 @@ func init() {
 			Use:    guardCommand,
 			Hidden: true,
 			Args:   cobra.NoArgs,
-			RunE:   func(*cobra.Command, []string) error { return runGuard(f.In) },
+			RunE:   func(*cobra.Command, []string) error { return runGuard(f.In, f.Out) },
 		}
 	})
 }
 
-// runGuard is guardScript for where there is no /bin/sh: it reads until
-// idmpctl says "done" or dies, and kills its process group in the second
-// case. (A Go program cannot keep SIGTERM ignored from its start: the
-// runtime installs its handler before this ignores it again.)
-func runGuard(in io.Reader) error {
+// runGuard is guardScript for where there is no /bin/sh: it ignores the
+// signals, says so on stdout, reads until idmpctl says "done" or dies, and
+// kills its process group in the second case.
+func runGuard(in io.Reader, out io.Writer) error {
 	signal.Ignore(guardSignals...)
+	_, _ = io.WriteString(out, "\n")
 	said, _ := io.ReadAll(io.LimitReader(in, int64(len(guardDone))))
 	if string(said) != guardDone {
 		_ = syscall.Kill(0, syscall.SIGKILL)

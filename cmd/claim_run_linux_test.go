@@ -3,7 +3,6 @@ package cmd
 import (
 	"bytes"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,7 +15,7 @@ import (
 // way startGuard does where there is no /bin/sh.
 func TestMain(m *testing.M) {
 	if len(os.Args) == 2 && os.Args[1] == guardCommand {
-		_ = runGuard(os.Stdin)
+		_ = runGuard(os.Stdin, os.Stdout)
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -79,7 +78,6 @@ func TestStartChild(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "dotted"), []byte("#!/bin/sh\necho dotted\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	guardSigs := maskOf(syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
 	var all []syscall.Signal
 	for _, s := range guardSignals {
 		all = append(all, s.(syscall.Signal))
@@ -90,20 +88,9 @@ func TestStartChild(t *testing.T) {
 			saved := guardShell
 			guardShell = shell
 			t.Cleanup(func() { guardShell = saved })
-			isVerb := shell != saved
 			start := func(args []string, out *bytes.Buffer, env ...string) (*guard, child) {
 				t.Helper()
-				g := startGuard(os.Stderr, testNotify)
-				if isVerb {
-					// A Go guard ignores the signals only once its runtime
-					// has started; the shell is born ignoring them.
-					<-g.started
-					for deadline := time.Now().Add(10 * time.Second); sigIgn(t, g.pid)&guardSigs != guardSigs; time.Sleep(time.Millisecond) {
-						if time.Now().After(deadline) {
-							t.Fatal("the guard verb does not ignore SIGHUP, SIGINT and SIGTERM")
-						}
-					}
-				}
+				g := startGuard(os.Stderr)
 				ch, err := startChild(g, args, append([]string{"PATH=" + os.Getenv("PATH"), "GORACE=atexit_sleep_ms=0"}, env...), nil, out, os.Stderr)
 				if err != nil {
 					g.release()
@@ -172,7 +159,7 @@ func TestStartChild(t *testing.T) {
 			}
 
 			// No command started: the guard goes.
-			g = startGuard(os.Stderr, testNotify)
+			g = startGuard(os.Stderr)
 			<-g.started
 			g.release()
 			if ws := reap(t, g.pid); !ws.Exited() || ws.ExitStatus() != 0 {
@@ -183,7 +170,7 @@ func TestStartChild(t *testing.T) {
 	t.Run("dot in PATH", func(t *testing.T) {
 		t.Chdir(dir)
 		t.Setenv("PATH", ".:"+os.Getenv("PATH"))
-		g := startGuard(os.Stderr, testNotify)
+		g := startGuard(os.Stderr)
 		defer g.release()
 		var out bytes.Buffer
 		ch, err := startChild(g, []string{"dotted"}, nil, nil, &out, os.Stderr)
@@ -210,7 +197,3 @@ func gone(pid int, bound time.Duration) bool {
 	}
 	return false
 }
-
-// testNotify takes the signals claim run handles, as claimRunRun does (into
-// a channel nobody reads: a test process does not act on them).
-func testNotify(sigs ...os.Signal) { signal.Notify(make(chan os.Signal, 1), sigs...) }

@@ -34,7 +34,8 @@ type Factory struct {
 	Global  GlobalOptions
 
 	conn    *redisconn.Conn
-	started bool // flags parsed: errors from here on are not usage errors
+	started bool   // flags parsed: errors from here on are not usage errors
+	guard   *guard // claim run's guard, started before the tree is built (Linux)
 }
 
 // GlobalOptions are the persistent flags.
@@ -90,6 +91,7 @@ func (f *Factory) close() {
 	if f.conn != nil {
 		f.conn.Close()
 	}
+	f.guard.release() // one started for a claim run that never ran a command
 }
 
 // NewRootCmd builds the whole command tree (help, completion scripts, man
@@ -249,7 +251,30 @@ func Main() int {
 			return false
 		},
 	}
+	if isClaimRun(os.Args[1:]) {
+		f.guard = startGuard(f.Err)
+	}
 	return run(f, os.Args[1:])
+}
+
+// isClaimRun says whether args run "claim run", for starting its guard early
+// (wrong guesses cost a guard let go at exit).
+func isClaimRun(args []string) bool {
+	if verbOf(args) != "claim" {
+		return false
+	}
+	seen := false
+	for _, a := range args {
+		switch {
+		case a == "--":
+			return false
+		case a == "claim" && !seen:
+			seen = true
+		case seen && !strings.HasPrefix(a, "-"):
+			return a == "run"
+		}
+	}
+	return false
 }
 
 func run(f *Factory, args []string) int {

@@ -79,3 +79,28 @@ func TestVerbTreeHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestIsClaimRun: Main starts claim run's guard before the tree is built
+// when the arguments say claim run; a wrong "no" only starts it later.
+func TestIsClaimRun(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"claim", "run", "k", "--", "true"}, true},
+		{[]string{"--url", "redis://x", "claim", "run", "k", "--", "true"}, true},
+		{[]string{"-o", "json", "claim", "run", "k", "--lease", "1m", "--", "true"}, true},
+		// A flag's value between claim and run reads as the sub-verb: a
+		// wrong "no", the guard starts in claimRunRun instead.
+		{[]string{"claim", "--lease", "1m", "run", "k", "--", "true"}, false},
+		{[]string{"claim", "acquire", "k"}, false},
+		{[]string{"claim", "--", "run"}, false},
+		{[]string{"xadd", "s", "--pid", "p", "--iid", "run", "f", "v"}, false},
+		{[]string{"claim"}, false},
+		{nil, false},
+	} {
+		if got := isClaimRun(c.args); got != c.want {
+			t.Errorf("isClaimRun(%q) = %v, want %v", c.args, got, c.want)
+		}
+	}
+}
