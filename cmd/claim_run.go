@@ -266,7 +266,7 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	// A SIGINT or SIGTERM from here on is forwarded once the command runs;
 	// one that came before it started means it does not start.
 	sigs := r.sigs
-	if ctx.Err() != nil {
+	if s, _ := r.g.whileStarting(sigs); s != nil || ctx.Err() != nil {
 		const code = 130
 		if ferr := r.record(bg, code, "interrupted before the command started"); ferr != nil {
 			return code, ferr

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,15 +37,31 @@ import (
 // at every message. Processes are started with syscall.ForkExec rather than
 // os/exec, whose first start on Linux forks a throwaway child to probe pidfd
 // support (about 1 ms here, at every message).
-const guardScript = `trap '' HUP INT QUIT TERM USR1 USR2 PIPE ALRM
-echo
+const guardScript = `trap '' ` + guardTrapped + `
+echo 2>/dev/null
 IFS= read -r said || said=
 [ "$said" = done ] || kill -s KILL 0`
 
-// guardSignals are the signals the guard ignores: those of its trap, whose
-// default would end it.
-var guardSignals = []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM,
-	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM}
+// guardTrapped are the signals the guard ignores, by number: every one it
+// can catch whose default would end or stop it (not 9, 17 CHLD, 18 CONT,
+// 19 STOP, 23 URG, 28 WINCH, 32 and 33, which the C library keeps).
+const guardTrapped = "1 2 3 4 5 6 7 8 10 11 12 13 14 15 16 20 21 22 24 25 26 27 29 30 31 " +
+	"34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64"
+
+// guardSignals are the signals the guard verb (a Go program) ignores: the
+// asynchronous ones of guardTrapped (Go turns faults into panics itself).
+var guardSignals = func() []os.Signal {
+	var sigs []os.Signal
+	for _, f := range strings.Fields(guardTrapped) {
+		n, _ := strconv.Atoi(f)
+		switch syscall.Signal(n) {
+		case syscall.SIGILL, syscall.SIGTRAP, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGSEGV, syscall.SIGSYS, syscall.SIGPROF:
+			continue
+		}
+		sigs = append(sigs, syscall.Signal(n))
+	}
+	return sigs
+}()
 
 // guardReadyBound is how long a command waits for its guard to get ready.
 const guardReadyBound = 10 * time.Second
@@ -60,23 +77,34 @@ const guardDone = "done\n"
 
 // guard is the guard process, started early (startGuard).
 type guard struct {
-	started chan struct{} // closed once pid, w, readyR and err are set
-	pid     int           // the guard's pid: its process group's id
-	w       *os.File      // the write end of the guard's stdin
-	readyR  *os.File      // the read end of its stdout: a line once it is ready
-	err     error
-	waited  bool  // awaitReady has read its line (or failed)
-	notOK   error // why the guard is not ready
+	started  chan struct{} // closed once pid, w and err are set
+	pid      int           // the guard's pid: its process group's id
+	w        *os.File      // the write end of the guard's stdin
+	err      error
+	ready    chan struct{} // closed once readyErr is set: the guard's line came, or not
+	readyErr error
 }
 
-// startGuard starts the guard in the background; stderr gets a shell's own
-// complaint when it is a file.
+// startGuard starts the guard in the background, and a reader of its ready
+// line; stderr gets a shell's own complaint when it is a file.
 func startGuard(stderr io.Writer) *guard {
-	g := &guard{started: make(chan struct{})}
+	g := &guard{started: make(chan struct{}), ready: make(chan struct{})}
 	errFile, _ := stderr.(*os.File)
 	go func() {
-		defer close(g.started)
-		g.pid, g.w, g.readyR, g.err = forkGuard(errFile)
+		var readyR *os.File
+		g.pid, g.w, readyR, g.err = forkGuard(errFile)
+		close(g.started)
+		defer close(g.ready)
+		if g.err != nil {
+			g.readyErr = fmt.Errorf("cannot start the guard: %w", g.err)
+			return
+		}
+		_ = readyR.SetReadDeadline(time.Now().Add(guardReadyBound))
+		var b [1]byte
+		if _, err := io.ReadFull(readyR, b[:]); err != nil {
+			g.readyErr = fmt.Errorf("the guard (pid %d) did not get ready: %w", g.pid, err)
+		}
+		_ = readyR.Close()
 	}()
 	return g
 }
@@ -117,24 +145,17 @@ func forkGuard(stderr *os.File) (pid int, w, readyR *os.File, err error) {
 	return pid, w, readyR, nil
 }
 
-// awaitReady waits for the guard's line saying it ignores the signals that
-// reach its group: the command, once started, may signal its own group at
-// once.
-func (g *guard) awaitReady() error {
-	<-g.started
-	if g.err != nil {
-		return fmt.Errorf("cannot start the guard: %w", g.err)
+// whileStarting waits for the guard's line saying it ignores the signals
+// that reach its group (the command, once started, may signal its own group
+// at once), or for one of sigs, which it returns: the command must not start
+// then.
+func (g *guard) whileStarting(sigs <-chan os.Signal) (os.Signal, error) {
+	select {
+	case s := <-sigs:
+		return s, nil
+	case <-g.ready:
+		return nil, g.readyErr
 	}
-	if !g.waited {
-		g.waited = true
-		_ = g.readyR.SetReadDeadline(time.Now().Add(guardReadyBound))
-		var b [1]byte
-		if _, err := io.ReadFull(g.readyR, b[:]); err != nil {
-			g.notOK = fmt.Errorf("the guard (pid %d) did not get ready: %w", g.pid, err)
-		}
-		_ = g.readyR.Close()
-	}
-	return g.notOK
 }
 
 // release lets the guard go without killing anything: the command ended, or
@@ -148,10 +169,6 @@ func (g *guard) release() {
 		_, _ = g.w.WriteString(guardDone) // fails if the guard was killed: nothing to do then
 		_ = g.w.Close()
 		g.w = nil
-	}
-	if !g.waited && g.readyR != nil {
-		g.waited = true
-		_ = g.readyR.Close()
 	}
 }
 
@@ -171,7 +188,7 @@ func startChild(g *guard, args, env []string, stdin io.Reader, stdout, stderr io
 	if err != nil && !errors.Is(err, exec.ErrDot) {
 		return nil, err
 	}
-	if err := g.awaitReady(); err != nil {
+	if _, err := g.whileStarting(nil); err != nil {
 		return nil, err
 	}
 	if stdin == nil {

@@ -197,3 +197,19 @@ func gone(pid int, bound time.Duration) bool {
 	}
 	return false
 }
+
+// TestGuardWhileStarting: a signal while the guard is not yet ready is
+// returned (the command must not start); the ready line ends the wait.
+func TestGuardWhileStarting(t *testing.T) {
+	g := &guard{started: make(chan struct{}), ready: make(chan struct{})}
+	close(g.started)
+	sigs := make(chan os.Signal, 1)
+	sigs <- syscall.SIGINT
+	if s, err := g.whileStarting(sigs); s != syscall.SIGINT || err != nil {
+		t.Errorf("a signal before the guard is ready: %v, %v", s, err)
+	}
+	close(g.ready)
+	if s, err := g.whileStarting(sigs); s != nil || err != nil {
+		t.Errorf("a ready guard: %v, %v", s, err)
+	}
+}
