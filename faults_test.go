@@ -130,6 +130,15 @@ func faultGroupMembers(pgid int) []int {
 	return pids
 }
 
+// faultAwaitStarted waits for a claim run's command to touch "started" in
+// the CLI's directory, failing the test if idmpctl ends first.
+func faultAwaitStarted(t *testing.T, c *clitest.CLI, p *clitest.Proc) {
+	t.Helper()
+	if !faultWaitFor(20*time.Second, func() bool { return faultExists(filepath.Join(c.Dir, "started")) || p.Exited() }) || p.Exited() {
+		t.Fatalf("the command did not start: %s", p.Status())
+	}
+}
+
 func faultReadPid(t *testing.T, path string) int {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -371,9 +380,7 @@ func TestFaultServerFrozenDuringClaimRun(t *testing.T) {
 	const key = "job:frozen"
 	p := c.Start("claim", "run", key, "--lease", "1s", "--ttl", "1m", "--timeout", "300ms", "--",
 		"sh", "-c", `echo $$ > cmdpid; touch started; sleep 30; touch finished`)
-	if !faultWaitFor(20*time.Second, func() bool { return faultExists(filepath.Join(c.Dir, "started")) || p.Exited() }) || p.Exited() {
-		t.Fatalf("the command did not start: %s", p.Status())
-	}
+	faultAwaitStarted(t, c, p)
 	before := faultHGetAll(t, rdb, key)
 	if before["status"] != "PROCESSING" || before["token"] != "1" {
 		t.Fatalf("before the freeze: %v", before)

@@ -128,9 +128,7 @@ func TestScenarioKilledRunnerLeaseTakeover(t *testing.T) {
 	const key = "job:c"
 	p := c.Start("claim", "run", key, "--lease", "1s", "--ttl", "1m", "--",
 		"sh", "-c", `echo $$ > cmdpid; cut -d' ' -f5 /proc/$$/stat > cmdpgid; touch started; sleep 30; touch finished`)
-	if !faultWaitFor(20*time.Second, func() bool { return faultExists(filepath.Join(c.Dir, "started")) || p.Exited() }) || p.Exited() {
-		t.Fatalf("the command did not start: %s", p.Status())
-	}
+	faultAwaitStarted(t, c, p)
 	cmdPid := faultReadPid(t, filepath.Join(c.Dir, "cmdpid"))
 	cmdGroup := faultReadPid(t, filepath.Join(c.Dir, "cmdpgid"))
 	t.Cleanup(func() { _ = syscall.Kill(-cmdGroup, syscall.SIGKILL) })
@@ -196,9 +194,7 @@ func TestScenarioInterruptedRun(t *testing.T) {
 	const key = "job:int"
 	p := c.Start("claim", "run", key, "--", "sh", "-c",
 		`trap 'echo got-int; exit 7' INT; sleep 30 > /dev/null 2>&1 < /dev/null & echo $! > left; cut -d' ' -f5 /proc/$$/stat > pgid; touch started; i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done`)
-	if !faultWaitFor(20*time.Second, func() bool { return faultExists(filepath.Join(c.Dir, "started")) || p.Exited() }) || p.Exited() {
-		t.Fatalf("the command did not start: %s", p.Status())
-	}
+	faultAwaitStarted(t, c, p)
 	group := faultReadPid(t, filepath.Join(c.Dir, "pgid"))
 	left := faultReadPid(t, filepath.Join(c.Dir, "left"))
 	t.Cleanup(func() { _ = syscall.Kill(-group, syscall.SIGKILL) })
