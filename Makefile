@@ -45,8 +45,8 @@ test-short:
 # every run is several round trips to its redis-server.
 FUZZTIME ?= 2m
 fuzz: redis-server
-	$(GO) test ./internal/stream -run '^$$' -fuzz '^FuzzEmulatedAdd$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
-	$(GO) test ./internal/claim -run '^$$' -fuzz '^FuzzParseReply$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./internal/ops/stream -run '^$$' -fuzz '^FuzzEmulatedAdd$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./internal/ops/claim -run '^$$' -fuzz '^FuzzParseReply$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 
 # First the speed table (BenchmarkCLI: the release build against redis-cli,
 # redis-benchmark -P 64 and redis-cli --pipe, medians of one run, printed

@@ -16,7 +16,7 @@ import (
 
 	"github.com/idmpctl/idmpctl/cmd"
 	"github.com/idmpctl/idmpctl/internal/clitest"
-	"github.com/idmpctl/idmpctl/internal/redisconn"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/redistest"
 	"github.com/rogpeppe/go-internal/testscript"
 )

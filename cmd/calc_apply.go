@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/idmpctl/idmpctl/internal/capacity"
-	"github.com/idmpctl/idmpctl/internal/stream"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/spf13/cobra"
 )
 

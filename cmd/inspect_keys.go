@@ -14,12 +14,12 @@ import (
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/health"
 	"github.com/idmpctl/idmpctl/internal/idmp"
-	"github.com/idmpctl/idmpctl/internal/keyspace"
+	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/records"
-	"github.com/idmpctl/idmpctl/internal/redisconn"
 	"github.com/idmpctl/idmpctl/internal/render"
-	"github.com/idmpctl/idmpctl/internal/stream"
 )
 
 // tableRowCap bounds the rows a terminal table holds in memory; past it,

@@ -11,10 +11,10 @@ import (
 	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/keyspace"
+	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/records"
 	"github.com/idmpctl/idmpctl/internal/render"
-	"github.com/idmpctl/idmpctl/internal/stream"
 )
 
 // notMetrics is the usage error of -o prometheus given to a command

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idmpctl/idmpctl/internal/keyspace"
+	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
 	"github.com/idmpctl/idmpctl/internal/records"
 )
 

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idmpctl/idmpctl/internal/claim"
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops/claim"
 	"github.com/idmpctl/idmpctl/internal/records"
 	"github.com/spf13/cobra"
 )

@@ -1,5 +1,5 @@
 // Package cmd holds idmpctl's commands: flags, validation and wiring. Redis
-// logic lives in internal/redisconn, stream, claim and keyspace, and output
+// logic lives in internal/ops/redisconn, stream, claim and keyspace, and output
 // in internal/render.
 package cmd
 
@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/redisconn"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/stream"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/spf13/cobra"
 )
 

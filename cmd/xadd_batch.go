@@ -13,9 +13,9 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/batch"
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/render"
-	"github.com/idmpctl/idmpctl/internal/stream"
 )
 
 type nopCloser struct{ io.Reader }

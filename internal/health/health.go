@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/idmpctl/idmpctl/internal/stream"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
 )
 
 // Lint is one finding: a stable code for scripts and a sentence for people.

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idmpctl/idmpctl/internal/stream"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
 )
 
 func codes(ls []Lint) string {

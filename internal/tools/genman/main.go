@@ -21,7 +21,7 @@ import (
 
 	"github.com/idmpctl/idmpctl/cmd"
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/redisconn"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 )

@@ -15,7 +15,7 @@ import (
 	"strconv"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/redisconn"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 )
 
 // Option changes how a transition is sent.

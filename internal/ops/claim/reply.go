@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/records"
-	"github.com/idmpctl/idmpctl/internal/redisconn"
 )
 
 // ErrNotRecord marks a key that holds something a claim script never

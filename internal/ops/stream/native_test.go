@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idmpctl/idmpctl/internal/redisconn"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/redistest"
 )
 

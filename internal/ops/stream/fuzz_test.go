@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/idmp"
-	"github.com/idmpctl/idmpctl/internal/redisconn"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/redistest"
 )
 
@@ -24,7 +24,7 @@ import (
 // the target's TempDir; every input writes to a stream of its own, deleted
 // with its state afterwards.
 //
-//	make fuzz (or: go test ./internal/stream -run '^$' -fuzz FuzzEmulatedAdd -fuzztime 2m -fuzzminimizetime 2s)
+//	make fuzz (or: go test ./internal/ops/stream -run '^$' -fuzz FuzzEmulatedAdd -fuzztime 2m -fuzzminimizetime 2s)
 func FuzzEmulatedAdd(f *testing.F) {
 	f.Add("api-1", "order-17", encodeFuzzFields("amount", "100"), uint16(0), false)
 	f.Add("p", "a\x00b", encodeFuzzFields("f", "", "", "v", "f", "repeat"), uint16(0), false)

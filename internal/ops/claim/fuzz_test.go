@@ -14,7 +14,7 @@ import (
 // accepted reply (errors, lost and not-a-claim explanations) must not panic
 // either.
 //
-//	make fuzz (or: go test ./internal/claim -run '^$' -fuzz FuzzParseReply -fuzztime 2m)
+//	make fuzz (or: go test ./internal/ops/claim -run '^$' -fuzz FuzzParseReply -fuzztime 2m)
 func FuzzParseReply(f *testing.F) {
 	f.Add("job:1", encodeFuzzReply("ok", int64(1700000000000), int64(3600000), "hash",
 		"status", "PROCESSING", "owner", "w1", "token", "1", "attempts", "1", "lease_until", "1700000060000",

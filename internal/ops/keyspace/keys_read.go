@@ -10,8 +10,8 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/records"
-	"github.com/idmpctl/idmpctl/internal/redisconn"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/records"
-	"github.com/idmpctl/idmpctl/internal/redisconn"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/redisconn"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 )
 
 func TestClaimCompleteAfterLeaseWithoutTakeover(t *testing.T) {
