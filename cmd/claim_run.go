@@ -28,6 +28,7 @@ type RunOptions struct {
 // NewCmdClaimRun builds claim run; runF replaces the run step in tests.
 func NewCmdClaimRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	o := &RunOptions{Factory: f}
+	o.takes = true
 	c := &cobra.Command{
 		Use:   "run KEY [flags] -- COMMAND [ARGS...]",
 		Short: "Run a command at most once per KEY: claim, run with renewals, record the outcome",
@@ -61,8 +62,8 @@ one JSON object printed at the end, with the outcome and exit code.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			o.Key, o.Command, o.OwnerSet = args[0], args[1:], c.Flags().Changed("owner")
-			o.Durable.noteChanged(c)
+			o.Key, o.Command = args[0], args[1:]
+			o.noteChanged(c)
 			if err := o.complete(f); err != nil {
 				return err
 			}
@@ -167,7 +168,7 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 		_ = acquireExit(p, o.Key, res)
 	}
 	report.Token, report.Attempt = res.Token, res.Attempt
-	params := claimrun.Params{Key: o.Key, Token: res.Token, Attempt: res.Attempt, Lease: o.Lease, TTL: o.TTL,
+	params := claimrun.Params{Key: o.Key, Token: res.Token, Attempt: res.Attempt, Lease: o.Lease, TTL: o.ttlGiven(),
 		MaxResult: o.MaxResult, Retries: o.Factory.Global.Retries, Durability: o.Durable.durability(), Ack: ack,
 		Command: o.Command, Stdin: o.Factory.In, Stdout: o.Factory.Out, Stderr: o.Factory.Err, Guard: g, Signals: sigs}
 	if p.Format == render.JSON {

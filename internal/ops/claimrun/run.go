@@ -23,10 +23,11 @@ var killGrace = 5 * time.Second
 // and the command with its stdio.
 type Params struct {
 	Key            string
-	Token, Attempt int64 // the claim acquired
-	Lease, TTL     time.Duration
-	MaxResult      int // the most output stored as the result (0: no cap)
-	Retries        int // retries of recording the outcome after a network error
+	Token, Attempt int64         // the claim acquired
+	Lease          time.Duration // the claim's lease, as stored at acquire
+	TTL            time.Duration // the retention given (0: the one the claim was taken with)
+	MaxResult      int           // the most output stored as the result (0: no cap)
+	Retries        int           // retries of recording the outcome after a network error
 	Durability     redisconn.Durability
 	Ack            redisconn.Ack // what acknowledged the claim (with Durability)
 
