@@ -135,7 +135,7 @@ func TestScenarioKilledRunnerLeaseTakeover(t *testing.T) {
 	rdb := faultRedis(t, srv)
 	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
 	const key = "job:c"
-	p := c.Start("claim", "run", key, "--lease", "1s", "--ttl", "1m", "--",
+	p := c.Start("claim", "run", key, "--lease", "1s", "--timeout", "300ms", "--ttl", "1m", "--",
 		"sh", "-c", `echo $$ > cmdpid; cut -d' ' -f5 /proc/$$/stat > cmdpgid; touch started; sleep 30; touch finished`)
 	faultAwaitStarted(t, c, p)
 	cmdPid := faultReadPid(t, filepath.Join(c.Dir, "cmdpid"))
@@ -150,7 +150,7 @@ func TestScenarioKilledRunnerLeaseTakeover(t *testing.T) {
 	if !faultWaitFor(5*time.Second, func() bool { return faultProcessGone(cmdPid) }) {
 		t.Fatalf("the command (pid %d) outlived its killed claim run", cmdPid)
 	}
-	busy := c.Run("claim", "run", key, "--lease", "1s", "--ttl", "1m", "--", "touch", "ran")
+	busy := c.Run("claim", "run", key, "--lease", "1s", "--timeout", "300ms", "--ttl", "1m", "--", "touch", "ran")
 	if busy.Code != 75 || faultExists(filepath.Join(c.Dir, "ran")) {
 		t.Fatalf("right after the kill: want busy (75) without running, got %s", busy)
 	}
