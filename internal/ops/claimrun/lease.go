@@ -141,6 +141,9 @@ func (r *claimedRun) renew(ctx context.Context, stop <-chan struct{}, lost, expi
 			if last == nil {
 				last = fmt.Errorf("no renewal was answered in time")
 			}
+			if failing.IsZero() {
+				failing = r.clock.lastSent()
+			}
 			expire <- &exit.Error{Code: exit.Lost, What: "claim run " + strconv.Quote(o.Key),
 				Err: fmt.Errorf("renewals failed for %s (the last: %v): the command was stopped before its lease (%s) could lapse",
 					time.Since(failing).Round(time.Millisecond), last, o.Lease)}
