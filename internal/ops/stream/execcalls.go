@@ -1,0 +1,112 @@
+package stream
+
+import (
+	_ "embed"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+)
+
+// The emulated scripts' calls for a caller that sends them on a connection
+// of its own, in order with other commands (idmpctl exec: a stream of
+// commands, MULTI/EXEC), and reads their replies itself. The calls are the
+// ones Add, CfgSet and Info make.
+
+// AddCall is the add script's call for one request (validated by the
+// caller), and the iid it uses (derived for Auto).
+func (s *Streams) AddCall(req AddRequest) (*redisconn.Call, string, error) {
+	call, iids, err := s.emulatedAddCall([]AddRequest{req}, nil, false)
+	if err != nil {
+		return nil, "", err
+	}
+	return call, iids[0], nil
+}
+
+// ParseAddCallReply reads an AddCall's reply (strings, int64s, nil and
+// []any, as go-redis gives them): the entry ID, or ok false for NOMKSTREAM
+// on a missing stream (Redis's nil reply), or the error the add met (a
+// server error reply of XADD, such as WRONGTYPE, kept verbatim).
+func ParseAddCallReply(v any, iid string) (id string, ok bool, err error) {
+	res, err := parseAddReply(v, []string{iid}, 1)
+	if err != nil {
+		if exit.Code(err) == exit.NotFound {
+			return "", false, nil
+		}
+		return "", false, err
+	}
+	return res[0].ID, true, nil
+}
+
+// CfgSetCall is the XCFGSET script's call (0 keeps a value). Its reply is
+// six integers, or the script's error (ERR no such key, WRONGTYPE).
+func (s *Streams) CfgSetCall(stream string, duration, maxsize int64) (*redisconn.Call, error) {
+	_, keys, args, err := s.stateCall(stream)
+	if err != nil {
+		return nil, err
+	}
+	call := redisconn.NewCall(cfgsetScript, keys, len(args)+2)
+	call.Args = append(append(call.Args, args...), duration, maxsize)
+	return call, nil
+}
+
+// InfoCall is the XINFO view script's call; ParseInfoCallReply reads it.
+func (s *Streams) InfoCall(stream string) (*redisconn.Call, error) {
+	_, keys, args, err := s.stateCall(stream)
+	if err != nil {
+		return nil, err
+	}
+	call := redisconn.NewCall(infoScript, keys, len(args))
+	call.Args = append(call.Args, args...)
+	return call, nil
+}
+
+// ParseInfoCallReply reads an InfoCall's reply: ok false when the stream
+// does not exist.
+func ParseInfoCallReply(v any, stream string) (Info, bool, error) {
+	if v == nil {
+		return Info{}, false, nil
+	}
+	reply, isSlice := v.([]any)
+	if !isSlice || len(reply) < 11 || len(reply)%2 != 1 {
+		return Info{}, false, exit.New(exit.Internal, "emulated XINFO", "unexpected reply %v", v)
+	}
+	str := func(i int) string { v, _ := reply[i].(string); return v }
+	num := func(i int) int64 { v, _ := reply[i].(int64); return v }
+	info := Info{
+		Stream: stream, Mode: str(0), IDMPDuration: num(1), IDMPMaxSize: num(2),
+		IIDsAdded: num(3), IIDsDuplicates: num(4), ServerTimeMS: num(5), Length: num(6),
+		LastGeneratedID: str(7), EntriesAdded: num(8), FirstID: str(9), LastID: str(10),
+	}
+	for i := 11; i+1 < len(reply); i += 2 {
+		info.PIDsTracked++
+		info.IIDsTracked += num(i + 1)
+	}
+	return info, true, nil
+}
+
+//go:embed lua/stream_emu_move.lua
+var moveLua string
+
+var moveScript = emulatedScript(moveLua)
+
+// MoveCall is the call of the script that runs RENAME, RENAMENX (op) or
+// COPY and moves or copies the source stream's emulated IDMP state with
+// it (see lua/stream_emu_move.lua). Its reply is the command's.
+func (s *Streams) MoveCall(op, src, dst string, replace bool, db string) (*redisconn.Call, error) {
+	_, skeys, sargs, err := s.stateCall(src)
+	if err != nil {
+		return nil, err
+	}
+	dl, dkeys, _, err := s.stateCall(dst)
+	if err != nil {
+		return nil, err
+	}
+	flag := ""
+	if replace {
+		flag = "1"
+	}
+	keys := append(skeys, dkeys...)
+	call := redisconn.NewCall(moveScript, keys, 9)
+	call.Args = append(append(call.Args, sargs...), dl.IDsPrefix, dl.OrderPrefix, dst, op, flag, db)
+	return call, nil
+}
