@@ -54,7 +54,8 @@ type Session struct {
 
 	loaded  map[*redisconn.Script]bool
 	inMulti bool
-	reload  bool // the server lost its scripts (NOSCRIPT): load them again
+	run     []stream.AddRequest // adds waiting to go in one call
+	reload  bool                // the server lost its scripts (NOSCRIPT): load them again
 
 	pending  chan *pending
 	readDone chan struct{}
@@ -73,6 +74,8 @@ type pending struct {
 	exec    bool                          // EXEC: the queued commands' replies in one array
 	endTx   bool                          // EXEC, DISCARD, RESET: the transaction's queue ends
 	hidden  bool                          // the session's own (AUTH, SELECT, HELLO): no output; an error ends the session
+	outs    int                           // with split: the replies it makes (a run of adds)
+	split   func([]resp.Reply) []resp.Reply
 }
 
 // Open connects. Nothing is sent before the first Do (or Flush).
@@ -129,6 +132,11 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 			}
 		}
 	}
+	if c.Op != OpXAdd || s.inMulti {
+		if err := s.flushRun(); err != nil {
+			return err
+		}
+	}
 	p := &pending{queued: s.inMulti}
 	switch c.Name {
 	case "MULTI":
@@ -147,6 +155,9 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 // others (a line that cannot be split).
 func (s *Session) Reply(r resp.Reply) error {
 	if err := s.err(); err != nil {
+		return err
+	}
+	if err := s.flushRun(); err != nil {
 		return err
 	}
 	s.send(&pending{fixed: &r})
@@ -227,23 +238,74 @@ func (s *Session) xadd(p *pending, c Command) error {
 		}
 		// Without trimming, KEEPREF, DELREF and ACKED do the same: nothing.
 	}
-	call, iid, err := s.streams.AddCall(c.Add)
-	if err != nil {
-		return s.local(p, err)
+	if p.queued {
+		// Inside MULTI each command is queued on its own.
+		return s.sendRun(p, []stream.AddRequest{c.Add})
 	}
-	p.combine = func(rs []resp.Reply) resp.Reply {
+	// Consecutive adds to one stream with the same options go in one call
+	// (the script's batch): the same replies, in order, and a later repeat
+	// of an earlier add in the run dedupes (R11). The run goes out when
+	// another command comes, when it is full, or when input pauses.
+	if len(s.run) > 0 && (len(s.run) == stream.MaxRun || !stream.SameRun(s.run[0], c.Add)) {
+		if err := s.flushRun(); err != nil {
+			return err
+		}
+	}
+	s.run = append(s.run, c.Add)
+	return nil
+}
+
+// flushRun sends the adds waiting in the run.
+func (s *Session) flushRun() error {
+	if len(s.run) == 0 {
+		return nil
+	}
+	run := s.run
+	s.run = nil
+	return s.sendRun(&pending{}, run)
+}
+
+// sendRun sends one add script call for reqs, whose reply becomes one
+// reply per request.
+func (s *Session) sendRun(p *pending, reqs []stream.AddRequest) error {
+	p.outs = len(reqs)
+	call, iids, err := s.streams.AddRunCall(reqs)
+	if err != nil {
+		r := resp.ErrorOf("ERR " + err.Error())
+		p.split = func([]resp.Reply) []resp.Reply {
+			out := make([]resp.Reply, len(reqs))
+			for i := range out {
+				out[i] = r
+			}
+			return out
+		}
+		s.send(p)
+		return nil
+	}
+	p.split = func(rs []resp.Reply) []resp.Reply {
+		out := make([]resp.Reply, 0, len(iids))
 		r := rs[0]
 		if r.IsError() {
-			return r
+			for range iids {
+				out = append(out, r)
+			}
+			return out
 		}
-		id, ok, err := stream.ParseAddCallReply(r.Value(), iid)
-		switch {
-		case err != nil:
-			return resp.ErrorOf(strings.TrimSpace(err.Error()))
-		case !ok:
-			return resp.NilReply()
+		ids, noStream, err := stream.ParseAddRunReply(r.Value(), iids)
+		for _, id := range ids {
+			out = append(out, resp.BulkOf(id))
 		}
-		return resp.BulkOf(id)
+		// The request that stopped the run and those after it: the stream
+		// is missing (nil, as NOMKSTREAM replies), or XADD failed, and the
+		// requests after it, of the same stream and options, would too.
+		rest := resp.NilReply()
+		if !noStream && err != nil {
+			rest = resp.ErrorOf(strings.TrimSpace(err.Error()))
+		}
+		for len(out) < len(iids) {
+			out = append(out, rest)
+		}
+		return out
 	}
 	s.send(p, script(call))
 	return nil
@@ -458,6 +520,9 @@ func (s *Session) writeRaw(b []byte) {
 // Flush sends what is written. The caller flushes whenever it would wait
 // for more input, so that a command is never held back.
 func (s *Session) Flush() error {
+	if err := s.flushRun(); err != nil {
+		return err
+	}
 	if err := s.w.Flush(); err != nil {
 		s.fail(err)
 	}
@@ -572,6 +637,12 @@ func (s *Session) readLoop() {
 			}
 		case p.exec:
 			out = regroup(replies[0], queue)
+		case p.split != nil && p.fixed == nil:
+			outs := p.splitReplies(replies)
+			for _, r := range outs[:len(outs)-1] {
+				s.opt.Emit(r, true)
+			}
+			out = outs[len(outs)-1]
 		default:
 			out = p.reply(replies)
 		}
@@ -588,6 +659,9 @@ func (p *pending) reply(replies []resp.Reply) resp.Reply {
 	if p.fixed != nil {
 		return *p.fixed
 	}
+	if p.split != nil {
+		return p.splitReplies(replies)[0]
+	}
 	for _, r := range replies[:p.skip] {
 		if r.IsError() {
 			return r // a SCRIPT LOAD refused (NOPERM): the call cannot run
@@ -598,6 +672,20 @@ func (p *pending) reply(replies []resp.Reply) resp.Reply {
 		return rest[0]
 	}
 	return p.combine(rest)
+}
+
+// splitReplies is a run's replies, one per request.
+func (p *pending) splitReplies(replies []resp.Reply) []resp.Reply {
+	for _, r := range replies[:p.skip] {
+		if r.IsError() {
+			out := make([]resp.Reply, p.outs)
+			for i := range out {
+				out[i] = r
+			}
+			return out
+		}
+	}
+	return p.split(replies[p.skip:])
 }
 
 // regroup turns EXEC's array, one element per wire command, into one

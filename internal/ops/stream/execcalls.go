@@ -12,29 +12,33 @@ import (
 // commands, MULTI/EXEC), and reads their replies itself. The calls are the
 // ones Add, CfgSet and Info make.
 
-// AddCall is the add script's call for one request (validated by the
-// caller), and the iid it uses (derived for Auto).
-func (s *Streams) AddCall(req AddRequest) (*redisconn.Call, string, error) {
-	call, iids, err := s.emulatedAddCall([]AddRequest{req}, nil, false)
-	if err != nil {
-		return nil, "", err
-	}
-	return call, iids[0], nil
+// AddRunCall is the add script's call for a run of requests that share a
+// stream and options (SameRun; validated by the caller, at most MaxRun),
+// and the iid each uses (derived for Auto).
+func (s *Streams) AddRunCall(reqs []AddRequest) (*redisconn.Call, []string, error) {
+	return s.emulatedAddCall(reqs, nil, false)
 }
 
-// ParseAddCallReply reads an AddCall's reply (strings, int64s, nil and
-// []any, as go-redis gives them): the entry ID, or ok false for NOMKSTREAM
-// on a missing stream (Redis's nil reply), or the error the add met (a
-// server error reply of XADD, such as WRONGTYPE, kept verbatim).
-func ParseAddCallReply(v any, iid string) (id string, ok bool, err error) {
-	res, err := parseAddReply(v, []string{iid}, 1)
-	if err != nil {
-		if exit.Code(err) == exit.NotFound {
-			return "", false, nil
-		}
-		return "", false, err
+// MaxRun bounds the adds of one call.
+const MaxRun = maxRun
+
+// SameRun reports whether two requests can share one call.
+func SameRun(a, b AddRequest) bool { return a.sameRun(b) }
+
+// ParseAddRunReply reads an AddRunCall's reply (strings, int64s, nil and
+// []any, as go-redis gives them): the entry IDs of the requests done, in
+// order, then why the next one stopped the run, if one did: noStream
+// (NOMKSTREAM on a missing stream: Redis's nil reply), or err (a server
+// error reply of XADD, kept verbatim).
+func ParseAddRunReply(v any, iids []string) (ids []string, noStream bool, err error) {
+	res, err := parseAddReply(v, iids, len(iids))
+	for _, r := range res {
+		ids = append(ids, r.ID)
 	}
-	return res[0].ID, true, nil
+	if err != nil && exit.Code(err) == exit.NotFound {
+		return ids, true, nil
+	}
+	return ids, false, err
 }
 
 // CfgSetCall is the XCFGSET script's call (0 keeps a value). Its reply is
