@@ -8,6 +8,7 @@ package resp
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -68,7 +69,15 @@ var ErrProtocol = errors.New("redis protocol error")
 
 // Read reads one reply. Only a failure to read (or a reply that is not
 // RESP) is an error; an error reply is a Reply of Kind Error.
-func Read(rd *bufio.Reader) (Reply, error) {
+func Read(rd *bufio.Reader) (Reply, error) { return read(rd, 0) }
+
+// maxDepth bounds nesting (Redis's own replies nest a few levels).
+const maxDepth = 512
+
+func read(rd *bufio.Reader, depth int) (Reply, error) {
+	if depth > maxDepth {
+		return Reply{}, fmt.Errorf("%w: nested deeper than %d", ErrProtocol, maxDepth)
+	}
 	line, err := readLine(rd)
 	if err != nil {
 		return Reply{}, err
@@ -110,8 +119,8 @@ func Read(rd *bufio.Reader) (Reply, error) {
 		if n < 0 {
 			return Reply{Kind: Nil}, nil
 		}
-		b := make([]byte, n+2)
-		if _, err := io.ReadFull(rd, b); err != nil {
+		b, err := readN(rd, n+2)
+		if err != nil {
 			return Reply{}, err
 		}
 		if b[n] != '\r' || b[n+1] != '\n' {
@@ -143,18 +152,36 @@ func Read(rd *bufio.Reader) (Reply, error) {
 		}
 		r := Reply{Kind: k, Elems: make([]Reply, 0, min(count, 1024))}
 		for range count {
-			e, err := Read(rd)
+			e, err := read(rd, depth+1)
 			if err != nil {
 				return Reply{}, err
 			}
 			r.Elems = append(r.Elems, e)
 		}
 		if kind == '|' { // an attribute precedes the reply it describes
-			return Read(rd)
+			return read(rd, depth+1)
 		}
 		return r, nil
 	}
 	return Reply{}, fmt.Errorf("%w: unexpected %q", ErrProtocol, line)
+}
+
+// readN reads n bytes, growing its buffer as they arrive: a length that
+// announces more than comes costs no more than what came.
+func readN(rd *bufio.Reader, n int) ([]byte, error) {
+	if n <= 64<<10 {
+		b := make([]byte, n)
+		_, err := io.ReadFull(rd, b)
+		return b, err
+	}
+	var buf bytes.Buffer
+	if _, err := io.CopyN(&buf, rd, int64(n)); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 func length(body []byte, limit int) (int, error) {

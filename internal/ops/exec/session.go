@@ -56,6 +56,9 @@ type Session struct {
 	inMulti bool
 	run     []stream.AddRequest // adds waiting to go in one call
 	reload  bool                // the server lost its scripts (NOSCRIPT): load them again
+	// execLoaded are scripts a transaction's EXEC loaded (the reader's
+	// news for the writer, under mu).
+	execLoaded []*redisconn.Script
 
 	pending  chan *pending
 	readDone chan struct{}
@@ -75,6 +78,7 @@ type pending struct {
 	endTx   bool                          // EXEC, DISCARD, RESET: the transaction's queue ends
 	hidden  bool                          // the session's own (AUTH, SELECT, HELLO): no output; an error ends the session
 	outs    int                           // with split: the replies it makes (a run of adds)
+	loads   []*redisconn.Script           // queued in MULTI: the scripts its SCRIPT LOADs load at EXEC
 	split   func([]resp.Reply) []resp.Reply
 }
 
@@ -488,6 +492,10 @@ func (s *Session) send(p *pending, cmds ...wireCmd) {
 		s.reload = false
 		clear(s.loaded)
 	}
+	for _, sc := range s.execLoaded {
+		s.loaded[sc] = true
+	}
+	s.execLoaded = nil
 	s.mu.Unlock()
 	for _, c := range cmds {
 		if c.call != nil && !s.loaded[c.call.Script] {
@@ -495,7 +503,13 @@ func (s *Session) send(p *pending, cmds ...wireCmd) {
 			src, _ := eval[1].(string)
 			s.buf = resp.AppendCommand(s.buf[:0], "SCRIPT", "LOAD", src)
 			s.writeRaw(s.buf)
-			s.loaded[c.call.Script] = true
+			if p.queued {
+				// Queued in MULTI: loaded only if EXEC runs it (the reader
+				// says so), not if the transaction is discarded.
+				p.loads = append(p.loads, c.call.Script)
+			} else {
+				s.loaded[c.call.Script] = true
+			}
 			p.skip++
 		}
 	}
@@ -637,6 +651,13 @@ func (s *Session) readLoop() {
 			}
 		case p.exec:
 			out = regroup(replies[0], queue)
+			if out.Aggregate() {
+				s.mu.Lock()
+				for _, q := range queue {
+					s.execLoaded = append(s.execLoaded, q.loads...)
+				}
+				s.mu.Unlock()
+			}
 		case p.split != nil && p.fixed == nil:
 			outs := p.splitReplies(replies)
 			for _, r := range outs[:len(outs)-1] {
