@@ -141,7 +141,11 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 			single = &r
 			return
 		}
-		buf = format(buf[:0], r)
+		if r.IsError() && r.Int == opsexec.LocalError && p.Format != render.JSON {
+			buf = append(append(buf[:0], r.Str...), '\n') // redis-cli's own line
+		} else {
+			buf = format(buf[:0], r)
+		}
 		_, _ = out.Write(buf)
 		if !more {
 			_ = out.Flush()

@@ -51,10 +51,17 @@ func RunLines(ctx context.Context, s *Session, in io.Reader) error {
 	}
 }
 
+// LocalError marks (in Reply.Int) an error reply that is idmpctl's, not
+// the server's: a line redis-cli would not send either ("Invalid
+// argument(s)"), which it prints as a plain line.
+const LocalError = -1
+
 func runLine(ctx context.Context, s *Session, line []byte) error {
 	args, err := SplitLine(string(line))
 	if err != nil {
-		return s.Reply(resp.ErrorOf(err.Error()))
+		r := resp.ErrorOf(err.Error())
+		r.Int = LocalError
+		return s.Reply(r)
 	}
 	if len(args) == 0 {
 		return nil
