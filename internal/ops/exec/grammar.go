@@ -53,8 +53,8 @@ type MoveRequest struct {
 
 // Config parameters of the server-level defaults.
 const (
-	ParamDuration = "stream-idmp-duration"
-	ParamMaxSize  = "stream-idmp-maxsize"
+	ParamDuration = idmp.ParamDuration
+	ParamMaxSize  = idmp.ParamMaxSize
 )
 
 // Texts of Redis's replies.

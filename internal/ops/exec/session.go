@@ -54,8 +54,11 @@ type Session struct {
 
 	loaded  map[*redisconn.Script]bool
 	inMulti bool
-	run     []stream.AddRequest // adds waiting to go in one call
-	reload  bool                // the server lost its scripts (NOSCRIPT): load them again
+	// defaultsInTx: a CONFIG SET of the defaults was queued in the
+	// transaction; after EXEC or DISCARD they are read again.
+	defaultsInTx bool
+	run          []stream.AddRequest // adds waiting to go in one call
+	reload       bool                // the server lost its scripts (NOSCRIPT): load them again
 	// execLoaded are scripts a transaction's EXEC loaded (the reader's
 	// news for the writer, under mu).
 	execLoaded []*redisconn.Script
@@ -79,6 +82,7 @@ type pending struct {
 	hidden  bool                          // the session's own (AUTH, SELECT, HELLO): no output; an error ends the session
 	outs    int                           // with split: the replies it makes (a run of adds)
 	loads   []*redisconn.Script           // queued in MULTI: the scripts its SCRIPT LOADs load at EXEC
+	barrier chan struct{}                 // closed when the reader reaches it (sync)
 	split   func([]resp.Reply) []resp.Reply
 }
 
@@ -141,14 +145,22 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	if c.Op != OpPass && c.Op != OpError && s.streams.Defaults == nil {
+		if err := s.loadDefaults(ctx); err != nil {
+			return err
+		}
+	}
 	p := &pending{queued: s.inMulti}
 	switch c.Name {
 	case "MULTI":
 		p.queued, s.inMulti = false, true
-	case "EXEC":
-		p.queued, p.exec, p.endTx, s.inMulti = false, s.inMulti, true, false
-	case "DISCARD", "RESET":
-		p.queued, p.endTx, s.inMulti = false, true, false
+	case "EXEC", "DISCARD", "RESET":
+		p.queued, p.exec, p.endTx = false, c.Name == "EXEC" && s.inMulti, true
+		s.inMulti = false
+		if s.defaultsInTx {
+			s.defaultsInTx = false
+			s.streams.Defaults = nil // read again before the next emulated command
+		}
 	case "WATCH", "QUIT":
 		p.queued = false
 	}
@@ -412,7 +424,7 @@ func (s *Session) configGet(p *pending, c Command) {
 		}
 		return out
 	}
-	s.send(p, cmd(c.Args), cmd([]string{"HMGET", DefaultsKey, ParamDuration, ParamMaxSize}))
+	s.send(p, cmd(c.Args), cmd([]string{"HMGET", idmp.DefaultsKey, ParamDuration, ParamMaxSize}))
 }
 
 func hasKey(r resp.Reply, k string) bool {
@@ -424,24 +436,18 @@ func hasKey(r resp.Reply, k string) bool {
 	return false
 }
 
-// defaultsFrom reads HMGET DefaultsKey's reply: absent or unreadable
+// defaultsFrom reads HMGET idmp.DefaultsKey's reply: absent or unreadable
 // values are Redis's defaults.
 func (s *Session) defaultsFrom(r resp.Reply) idmp.Defaults {
-	d := idmp.Defaults{Duration: idmp.DefaultDuration, MaxSize: idmp.DefaultMaxSize}
-	if len(r.Elems) == 2 {
-		if v, ok := idmp.ParseInt(r.Elems[0].Str); ok && v >= 1 && v <= idmp.MaxDuration {
-			d.Duration = v
-		}
-		if v, ok := idmp.ParseInt(r.Elems[1].Str); ok && v >= 1 && v <= idmp.MaxMaxSize {
-			d.MaxSize = v
-		}
+	if len(r.Elems) != 2 {
+		return idmp.ParseDefaults("", "")
 	}
-	return d
+	return idmp.ParseDefaults(r.Elems[0].Str, r.Elems[1].Str)
 }
 
 // configSet writes the server-level defaults (validated by the grammar).
 func (s *Session) configSet(p *pending, c Command) {
-	args := []string{"HSET", DefaultsKey}
+	args := []string{"HSET", idmp.DefaultsKey}
 	if c.ConfigSet.Duration > 0 {
 		args = append(args, ParamDuration, strconv.FormatInt(c.ConfigSet.Duration, 10))
 	}
@@ -455,11 +461,44 @@ func (s *Session) configSet(p *pending, c Command) {
 		return resp.StatusOf("OK")
 	}
 	s.send(p, cmd(args))
+	// The commands after this one see the new defaults on the server, and
+	// get them from the session too; in a transaction that may be
+	// discarded, they are read again after it.
+	d := *s.streams.Defaults
+	if c.ConfigSet.Duration > 0 {
+		d.Duration = c.ConfigSet.Duration
+	}
+	if c.ConfigSet.MaxSize > 0 {
+		d.MaxSize = c.ConfigSet.MaxSize
+	}
+	s.streams.SetDefaults(d)
+	if p.queued {
+		s.defaultsInTx = true
+	}
 }
 
-// DefaultsKey is where emulated IDMP keeps the server-level defaults
-// (CONFIG SET stream-idmp-duration/-maxsize): a hash of those two fields.
-const DefaultsKey = "idmpctl:stream-idmp-defaults"
+// loadDefaults reads the server-level defaults for the scripts, once the
+// commands sent before have run (a transaction that set them, or not).
+func (s *Session) loadDefaults(ctx context.Context) error {
+	if err := s.sync(); err != nil {
+		return err
+	}
+	return s.streams.LoadDefaults(ctx)
+}
+
+// sync sends what is written and waits for every reply before it.
+func (s *Session) sync() error {
+	if err := s.Flush(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	s.pending <- &pending{barrier: done}
+	select {
+	case <-done:
+	case <-s.readDone:
+	}
+	return s.err()
+}
 
 // resolve settles auto mode: native when the server has IDMP.
 func (s *Session) resolve(ctx context.Context) error {
@@ -607,6 +646,10 @@ func (s *Session) readLoop() {
 	defer close(s.readDone)
 	var queue []*pending // the transaction's commands, in order
 	for p := range s.pending {
+		if p.barrier != nil {
+			close(p.barrier)
+			continue
+		}
 		if s.err() != nil {
 			continue // drain: the connection failed
 		}

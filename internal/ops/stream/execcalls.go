@@ -48,8 +48,8 @@ func (s *Streams) CfgSetCall(stream string, duration, maxsize int64) (*redisconn
 	if err != nil {
 		return nil, err
 	}
-	call := redisconn.NewCall(cfgsetScript, keys, len(args)+2)
-	call.Args = append(append(call.Args, args...), duration, maxsize)
+	call := redisconn.NewCall(cfgsetScript, keys, len(args)+4)
+	call.Args = append(append(append(call.Args, args...), duration, maxsize), s.defaultArgs()...)
 	return call, nil
 }
 
@@ -59,8 +59,8 @@ func (s *Streams) InfoCall(stream string) (*redisconn.Call, error) {
 	if err != nil {
 		return nil, err
 	}
-	call := redisconn.NewCall(infoScript, keys, len(args))
-	call.Args = append(call.Args, args...)
+	call := redisconn.NewCall(infoScript, keys, len(args)+2)
+	call.Args = append(append(call.Args, args...), s.defaultArgs()...)
 	return call, nil
 }
 
@@ -110,7 +110,8 @@ func (s *Streams) MoveCall(op, src, dst string, replace bool, db string) (*redis
 		flag = "1"
 	}
 	keys := append(skeys, dkeys...)
-	call := redisconn.NewCall(moveScript, keys, 9)
+	call := redisconn.NewCall(moveScript, keys, 11)
 	call.Args = append(append(call.Args, sargs...), dl.IDsPrefix, dl.OrderPrefix, dst, op, flag, db)
+	call.Args = append(call.Args, s.defaultArgs()...)
 	return call, nil
 }
