@@ -6,6 +6,7 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/redis/go-redis/v9"
 )
 
 // Server-level defaults in emulated mode (CONFIG SET stream-idmp-duration
@@ -40,7 +41,12 @@ func (s *Streams) loadDefaults(ctx context.Context) error {
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	vals, err := s.Conn.Client().HMGet(ctx, idmp.DefaultsKey, idmp.ParamDuration, idmp.ParamMaxSize).Result()
+	var vals []any
+	err := s.Conn.Do(func(c redis.UniversalClient) error { // a cluster node redirects
+		var err error
+		vals, err = c.HMGet(ctx, idmp.DefaultsKey, idmp.ParamDuration, idmp.ParamMaxSize).Result()
+		return err
+	})
 	if err != nil {
 		return exit.Wrap(err, "read the IDMP defaults ("+idmp.DefaultsKey+")")
 	}
