@@ -158,8 +158,8 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 	if len(o.Args) > 0 {
 		err = s.Do(ctx, o.Args)
 	} else {
-		ctx, cancel := untilInterrupted(ctx)
-		defer cancel()
+		// SIGINT and SIGTERM keep their default action, as for redis-cli:
+		// a stream waiting for its next line (a terminal) ends at once.
 		err = opsexec.RunLines(ctx, s, f.In)
 	}
 	cerr := s.Close()

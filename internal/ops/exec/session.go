@@ -671,7 +671,7 @@ func (s *Session) readLoop() {
 		}
 		if p.hidden {
 			if r := replies[0]; r.IsError() {
-				s.fail(exit.New(exit.Classify(errors.New(r.Str)), "", "%s", r.Str))
+				s.fail(exit.Wrap(errors.New(r.Str), "")) // NOAUTH, WRONGPASS: 77 with its hint
 				s.nc.Close()
 			}
 			continue
@@ -694,6 +694,9 @@ func (s *Session) readLoop() {
 			}
 		case p.exec:
 			out = regroup(replies[0], queue)
+			for _, e := range out.Elems {
+				s.noteNoScript(e)
+			}
 			if out.Aggregate() {
 				s.mu.Lock()
 				for _, q := range queue {
