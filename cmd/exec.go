@@ -137,10 +137,6 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 		if r.IsError() {
 			failed++
 		}
-		if len(o.Args) > 0 {
-			single = &r
-			return
-		}
 		if r.IsError() && r.Int == opsexec.LocalError && p.Format != render.JSON {
 			buf = append(append(buf[:0], r.Str...), '\n') // redis-cli's own line
 		} else {
@@ -156,7 +152,10 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 		return err
 	}
 	if len(o.Args) > 0 {
-		err = s.Do(ctx, o.Args)
+		var r resp.Reply
+		if r, err = s.One(ctx, o.Args); err == nil {
+			single = &r
+		}
 	} else {
 		// SIGINT and SIGTERM keep their default action, as for redis-cli:
 		// a stream waiting for its next line (a terminal) ends at once.

@@ -2,6 +2,7 @@ package stream
 
 import (
 	_ "embed"
+	"errors"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
@@ -18,6 +19,21 @@ import (
 func (s *Streams) AddRunCall(reqs []AddRequest) (*redisconn.Call, []string, error) {
 	return s.emulatedAddCall(reqs, nil, false)
 }
+
+// AddProbeCall is AddRunCall for a caller that does not know the mode or
+// the defaults yet: the script refuses, writing nothing, on a server with
+// native IDMP (NativeServer) and when the stream's state starts without
+// the defaults (NeedsDefaults). One round trip when neither happens.
+func (s *Streams) AddProbeCall(reqs []AddRequest) (*redisconn.Call, []string, error) {
+	return s.emulatedAddCall(reqs, nil, true)
+}
+
+// NativeServer reports ParseAddRunReply's refusal: the server has IDMP.
+func NativeServer(err error) bool { return errors.Is(err, errNativeServer) }
+
+// NeedsDefaults reports ParseAddRunReply's refusal: send the server-level
+// defaults (LoadDefaults) and call again.
+func NeedsDefaults(err error) bool { return errors.Is(err, errNeedDefaults) }
 
 // MaxRun bounds the adds of one call.
 const MaxRun = maxRun
