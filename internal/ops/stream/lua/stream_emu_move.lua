@@ -50,11 +50,13 @@ if carry and db ~= '' then
 end
 local src_pids = {}
 if carry then src_pids = redis.call('SMEMBERS', PIDS) end
-local acl = { 'DEL', 'RENAME', 'COPY', 'HSET', 'PEXPIRE' }
+-- The commands the writes run, on the state keys (whose names the
+-- destination's prefix shares).
 if redis.acl_check_cmd then
-  for _, c in ipairs(acl) do
-    if not redis.acl_check_cmd(c, DST_META) then
-      return redis.error_reply("NOPERM User has no permissions to run the '" .. string.lower(c) .. "' command")
+  local move = op == 'COPY' and { 'COPY', META, DST_META, 'REPLACE' } or { 'RENAME', META, DST_META }
+  for _, c in ipairs({ move, { 'DEL', DST_META }, { 'HSET', DST_META, 'stream', DST_OWNER } }) do
+    if not redis.acl_check_cmd(unpack(c)) then
+      return redis.error_reply("NOPERM User has no permissions to run the '" .. string.lower(c[1]) .. "' command")
     end
   end
 end
