@@ -129,6 +129,12 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 		return nil
 	}
 	c := Command{Args: args, Op: OpPass, Name: strings.ToUpper(args[0])}
+	switch c.Name {
+	case "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "MONITOR", "SYNC", "PSYNC":
+		// They turn the connection into a stream of messages, which a
+		// session of one reply per command cannot follow.
+		return s.Reply(resp.ErrorOf("ERR idmpctl exec runs commands that answer once: " + c.Name + " needs redis-cli"))
+	}
 	if s.mode != stream.ModeNative {
 		c = Parse(args)
 		if c.Op != OpPass && s.mode == stream.ModeAuto {

@@ -170,6 +170,7 @@ func TestExecInfoAndConfig(t *testing.T) {
 			t.Fatalf("field %s out of place:\n%s", f, info)
 		}
 	}
+	want(t, session(t, conn, `SUBSCRIBE ch`, `PING`), "(error) ERR idmpctl exec runs commands that answer once: SUBSCRIBE needs redis-cli", "PONG")
 	want(t, session(t, conn, `CONFIG GET stream-idmp-*`, `XINFO STREAM nope`, `XCFGSET nope IDMP-MAXSIZE 5`, `SET str x`, `XINFO STREAM str`, `XCFGSET str IDMP-MAXSIZE 5`),
 		`1) "stream-idmp-duration"`, `2) "100"`, `3) "stream-idmp-maxsize"`, `4) "100"`, "(error) ERR no such key", "(error) ERR no such key", "OK",
 		"(error) WRONGTYPE Operation against a key holding the wrong kind of value", "(error) WRONGTYPE Operation against a key holding the wrong kind of value")
