@@ -58,6 +58,7 @@ type Session struct {
 	// transaction; after EXEC or DISCARD they are read again.
 	defaultsInTx bool
 	run          []stream.AddRequest // adds waiting to go in one call
+	runBytes     int                 // their arguments' bytes
 	reload       bool                // the server lost its scripts (NOSCRIPT): load them again
 	// execLoaded are scripts a transaction's EXEC loaded (the reader's
 	// news for the writer, under mu).
@@ -268,14 +269,21 @@ func (s *Session) xadd(p *pending, c Command) error {
 	// (the script's batch): the same replies, in order, and a later repeat
 	// of an earlier add in the run dedupes (R11). The run goes out when
 	// another command comes, when it is full, or when input pauses.
-	if len(s.run) > 0 && (len(s.run) == stream.MaxRun || !stream.SameRun(s.run[0], c.Add)) {
+	if len(s.run) > 0 && (len(s.run) == stream.MaxRun || s.runBytes > maxRunBytes || !stream.SameRun(s.run[0], c.Add)) {
 		if err := s.flushRun(); err != nil {
 			return err
 		}
 	}
 	s.run = append(s.run, c.Add)
+	for _, a := range c.Args {
+		s.runBytes += len(a)
+	}
 	return nil
 }
+
+// maxRunBytes bounds a run's arguments, so that one call of large
+// messages stays far below the server's query buffer limits.
+const maxRunBytes = 4 << 20
 
 // flushRun sends the adds waiting in the run.
 func (s *Session) flushRun() error {
@@ -283,7 +291,7 @@ func (s *Session) flushRun() error {
 		return nil
 	}
 	run := s.run
-	s.run = nil
+	s.run, s.runBytes = nil, 0
 	return s.sendRun(&pending{}, run)
 }
 
