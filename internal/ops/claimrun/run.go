@@ -151,14 +151,14 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 		case lerr := <-lost:
 			endRenewals()
 			r.stop(ch, waited, time.Now().Add(r.clock.s.grace))
-			return -1, exit.WithHint(lerr, "the command was stopped; another worker may now hold the key")
+				return -1, exit.WithHint(lerr, "the command was stopped; another worker may now hold the key")
 		case eerr := <-expire:
 			endRenewals()
 			r.stop(ch, waited, r.clock.deadline())
-			return -1, exit.WithHint(eerr, "the key stays PROCESSING until its lease passes; then a redelivery can claim it")
+				return -1, exit.WithHint(eerr, "the key stays PROCESSING until its lease passes; then a redelivery can claim it")
 		case code := <-waited:
 			endRenewals()
-			ch.ended()
+				ch.ended()
 			reason := ""
 			if code != 0 {
 				reason = fmt.Sprintf("exit status %d", code)
@@ -170,26 +170,40 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 
 // stop ends the command and everything it started: SIGTERM to its process
 // group and to its descendants outside it, SIGKILL at killAt to those
-// still there.
+// still there. The command ending is not enough: a process it started (in
+// its group or out of it) that ignores SIGTERM would go on after the lease.
 func (r *claimedRun) stop(ch child, waited <-chan int, killAt time.Time) {
 	ch.stop(syscall.SIGTERM)
 	timer := time.NewTimer(time.Until(killAt))
 	defer timer.Stop()
 	select {
 	case <-waited:
-		// The command ended; what it started outside its group gets until killAt.
-		for ch.escapedLeft() {
+		// The command ended; what it started gets until killAt.
+		for ch.anyLeft() {
 			select {
 			case <-timer.C:
-				ch.stop(syscall.SIGKILL)
+				killAll(ch)
 				return
 			case <-time.After(5 * time.Millisecond):
 			}
 		}
 	case <-timer.C:
-		ch.stop(syscall.SIGKILL)
+		killAll(ch)
 		<-waited
-		ch.stop(syscall.SIGKILL) // what was orphaned while the group died
+		killAll(ch) // what was orphaned while the group died
+	}
+}
+
+// killAll sends SIGKILL to everything the command started until nothing
+// is left: a process that forked between the look and the kill is found
+// at the next look (bounded: a fork faster than the kill is a fork bomb).
+func killAll(ch child) {
+	for i := 0; i < 100; i++ {
+		ch.stop(syscall.SIGKILL)
+		if !ch.anyLeft() {
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
