@@ -47,6 +47,28 @@ func TestPartitionEnforcesTheLease(t *testing.T) {
 	}
 }
 
+// An idmpctl stopped (SIGSTOP, or a Ctrl-Z's SIGTSTP) for longer than the
+// lease renews nothing, and cannot stop its command either: the command,
+// in a process group of its own, goes on running. The guard watches
+// idmpctl's death, not its stop. Worker 1's command must still have ended
+// before the lease could lapse and worker 2's command start.
+func TestStoppedRunnerEnforcesTheLease(t *testing.T) {
+	for _, tc := range []struct {
+		name, script string
+	}{
+		{"honours-TERM", `echo $$ > pid1; touch started1; exec sleep 30`},
+		{"ignores-TERM", `trap '' TERM; echo $$ > pid1; touch started1; sleep 30; echo survived`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			overlap := partitionOverlap(t, tc.script, cutStop)
+			if overlap >= 0 {
+				t.Errorf("worker 1's command ended %s after worker 2's started: the lease was not enforced", overlap)
+			}
+		})
+	}
+}
+
 // How worker 1 is cut off from Redis: a frozen relay, or idmpctl itself
 // stopped (SIGSTOP) with its connection intact.
 type cut int

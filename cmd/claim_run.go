@@ -64,8 +64,11 @@ time is refused (64).
 
 On Linux the command runs in the process group of a guard that kills the
 group if idmpctl dies (even by kill -9). While idmpctl lives, it also stops
-descendants that left the group (setsid): it is their subreaper. Limit: after
-kill -9 of idmpctl, a descendant that left the command's process group
+descendants that left the group (setsid): it is their subreaper. An idmpctl
+that is stopped (SIGSTOP, Ctrl-Z) can neither renew nor stop its command: a
+timer of its own, re-set by each renewal, kills it (SIGKILL) just after the
+deadline, and the guard then kills the group. Limit: after kill -9 of
+idmpctl (or that timer), a descendant that left the command's process group
 (setsid, setpgid) is not killed.
 
 With -o json the command's stdout is not streamed: it is captured into the

@@ -64,6 +64,12 @@ func Run(ctx context.Context, conn *redisconn.Conn, p Params) (Result, error) {
 	if p.LeaseSent.IsZero() {
 		r.clock.renewed(time.Now()) // later than the true send: callers give LeaseSent
 	}
+	var err error
+	if r.dm, err = newDeadman(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		r.warnf("claim run %q: %v: if idmpctl is stopped (SIGSTOP) past the lease, its command goes on running", p.Key, err)
+	}
+	defer r.dm.disarm()
+	r.setDeadman()
 	code, err := r.execute(ctx)
 	if r.stream != nil && r.stream.broken != nil {
 		r.warnf("claim run %q: stdout was closed (%v): the command's output was still captured, not streamed", p.Key, r.stream.broken)
@@ -83,6 +89,7 @@ type claimedRun struct {
 	out            *capWriter
 	stream         *streamWriter
 	clock          *leaseClock
+	dm             *deadman // kills idmpctl, and so the command, should idmpctl be stopped past the deadline
 	started        bool
 	recorded       string
 	renewals       int
@@ -116,6 +123,7 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	// one that came before it started means it does not start.
 	sigs := r.sigs
 	if s, _ := r.g.whileStarting(sigs); s != nil || ctx.Err() != nil {
+		r.dm.disarm()
 		const code = 130
 		if ferr := r.record(bg, code, "interrupted before the command started", false); ferr != nil {
 			return code, ferr
@@ -124,6 +132,7 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	}
 	ch, err := startChild(r.g, o.Command, env, o.Stdin, r.stream, o.Stderr)
 	if err != nil {
+		r.dm.disarm()
 		code := startFailureCode(err)
 		ferr := r.record(bg, code, "cannot start: "+err.Error(), false)
 		if ferr != nil {
@@ -151,20 +160,32 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 		case lerr := <-lost:
 			endRenewals()
 			r.stop(ch, waited, time.Now().Add(r.clock.s.grace))
-				return -1, exit.WithHint(lerr, "the command was stopped; another worker may now hold the key")
+			r.dm.disarm()
+			return -1, exit.WithHint(lerr, "the command was stopped; another worker may now hold the key")
 		case eerr := <-expire:
 			endRenewals()
 			r.stop(ch, waited, r.clock.deadline())
-				return -1, exit.WithHint(eerr, "the key stays PROCESSING until its lease passes; then a redelivery can claim it")
+			r.dm.disarm()
+			return -1, exit.WithHint(eerr, "the key stays PROCESSING until its lease passes; then a redelivery can claim it")
 		case code := <-waited:
 			endRenewals()
-				ch.ended()
+			r.dm.disarm()
+			ch.ended()
 			reason := ""
 			if code != 0 {
 				reason = fmt.Sprintf("exit status %d", code)
 			}
 			return code, r.record(bg, code, reason, true)
 		}
+	}
+}
+
+// setDeadman sets the dead man's switch to the deadline, a little after
+// the moment the command is sent SIGKILL there: while idmpctl runs, its
+// own stop comes first.
+func (r *claimedRun) setDeadman() {
+	if err := r.dm.set(r.clock.deadmanAt()); err != nil {
+		r.dm.disarm()
 	}
 }
 
