@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -104,6 +105,11 @@ summary on stderr ("kept-live" for a record the re-check found live).`,
   idmpctl purge --stream orders --yes`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			// An empty value is not "any": "--status $S" with S unset must
+			// not select every status, nor "--pid $P" every producer.
+			if err := refuseEmpty(c, "match", "stream", "status", "older-than", "max-rate", "pid", "powertools-attrs"); err != nil {
+				return err
+			}
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -134,6 +140,20 @@ summary on stderr ("kept-live" for a record the re-check found live).`,
 	addModeFlag(c, &o.Mode)
 	addRecordFlags(c, &o.ShowSecrets, &o.PowertoolsAttrs)
 	return c
+}
+
+// refuseEmpty is the usage error for the first of the string flags names
+// that was given an empty (or blank) value: a flag given empty is a
+// mistake (an unset variable), never the same as the flag left out, which
+// for a filter means "any".
+func refuseEmpty(c *cobra.Command, names ...string) error {
+	for _, n := range names {
+		fl := c.Flags().Lookup(n)
+		if fl != nil && fl.Changed && strings.TrimSpace(fl.Value.String()) == "" {
+			return exit.Usagef("--%s is empty: give a value, or leave the flag out", n)
+		}
+	}
+	return nil
 }
 
 func init() {
