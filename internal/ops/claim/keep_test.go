@@ -226,3 +226,57 @@ func TestClaimPermissionsBeforeTheFirstWrite(t *testing.T) {
 	}
 	wantTTL(t, ctx, admin, "job", time.Hour)
 }
+
+// A user who may not read the record (HGETALL) is refused with NOPERM (77),
+// whatever the key holds: the script must not take the refusal for a key
+// that is no claim record (65, "the key holds a none"). A user who may only
+// read the key (%R~) is refused too (by EVAL's key check). Nothing is
+// written either way.
+func TestClaimReadPermission(t *testing.T) {
+	if !redistest.AtLeast(7, 0) {
+		t.Skip("redis.acl_check_cmd and selectors need Redis 7.0")
+	}
+	admin, srv := redistest.Conn(t)
+	ctx := context.Background()
+	for _, acl := range [][]any{
+		{"ACL", "SETUSER", "nohgetall", "on", ">pw", "~*", "+@all", "-hgetall"},
+		{"ACL", "SETUSER", "readonly", "on", ">pw", "%R~*", "+@all"},
+	} {
+		if err := admin.Client().Do(ctx, acl...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	as := func(user string) *redisconn.Conn {
+		c, err := redistest.Dial(ctx, redisconn.ConnConfig{URL: "unix://" + user + ":pw@" + srv.Addr, Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	p := AcquireParams{Key: "job", Owner: "w", Lease: time.Minute, TTL: time.Hour}
+	for _, user := range []string{"nohgetall", "readonly"} {
+		_, err := Acquire(ctx, as(user), p)
+		wantCode(t, err, exit.Permission, "")
+		if n, _ := admin.Client().Exists(ctx, "job").Result(); n != 0 {
+			t.Errorf("%s: a refused acquire left the key: %v", user, hash(t, ctx, admin, "job"))
+		}
+	}
+	tok := mustAcquire(t, ctx, admin, p, Acquired).Token
+	before := hash(t, ctx, admin, "job")
+	for _, user := range []string{"nohgetall", "readonly"} {
+		c := as(user)
+		_, err := Acquire(ctx, c, p)
+		wantCode(t, err, exit.Permission, "")
+		_, err = Renew(ctx, c, "job", tok, 0, 0)
+		wantCode(t, err, exit.Permission, "")
+		_, err = Complete(ctx, c, "job", tok, nil, 0, 0)
+		wantCode(t, err, exit.Permission, "")
+		_, err = Fail(ctx, c, "job", tok, "", 0, false)
+		wantCode(t, err, exit.Permission, "")
+		wantCode(t, Release(ctx, c, "job", tok), exit.Permission, "")
+	}
+	if after := hash(t, ctx, admin, "job"); len(after) != len(before) || after["updated"] != before["updated"] || after["status"] != before["status"] {
+		t.Errorf("refused steps changed the record:\n%v\n%v", before, after)
+	}
+}
