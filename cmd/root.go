@@ -127,6 +127,14 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 	root.SetOut(f.Out)
 	root.SetErr(f.Err)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		// A group of verbs (the root, claim) meets the flags of a verb it
+		// did not recognise: "claim aquire k --lease 1m". The typo is the
+		// error, not the flag. The words parsed before the flag are there.
+		if c.HasSubCommands() {
+			if args := c.Flags().Args(); len(args) > 0 {
+				return unknownVerb(c, args[0])
+			}
+		}
 		return &exit.Error{Code: exit.Usage, Err: err, Hint: "see '" + c.CommandPath() + " --help'"}
 	})
 	root.SetUsageTemplate(root.UsageTemplate() + "\n" + exit.Table + "\n")
