@@ -223,11 +223,12 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	} else {
 		report.Outcome = "ran"
 	}
+	// The command ran: output that could not be written (a reader that
+	// went away, a full disk) is a warning, and its code stands.
+	o.Factory.outputTold = true
 	if p.Format == render.JSON {
-		// A reader that went away does not change what the command's code
-		// says.
-		if err := p.JSON(report); err != nil && !errors.Is(err, syscall.EPIPE) {
-			return err
+		if err := p.JSON(report); err != nil {
+			p.Warnf("claim run %q: the JSON report could not be written (%v): the command's exit code (%d) stands", o.Key, err, code)
 		}
 	}
 	if runErr != nil {
