@@ -23,6 +23,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Factory carries what every command depends on: the I/O streams, the
@@ -139,6 +140,10 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 				return unknownVerb(c, args[0])
 			}
 		}
+		var bad *pflag.InvalidValueError
+		if errors.As(err, &bad) {
+			err = flagValueError(bad)
+		}
 		return &exit.Error{Code: exit.Usage, Err: err, Hint: "see '" + c.CommandPath() + " --help'"}
 	})
 	root.SetUsageTemplate(root.UsageTemplate() + "\n" + exit.Table + "\n")
@@ -164,6 +169,31 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 	}
 	refuseUnknownVerbs(root)
 	return root
+}
+
+// flagValueError says what form a flag wants, in place of the parser's own
+// words ("strconv.ParseInt: parsing ...: invalid syntax", "time: missing
+// unit in duration"). A Value of idmpctl's own keeps its message.
+func flagValueError(bad *pflag.InvalidValueError) error {
+	var num *strconv.NumError
+	cause := bad.Unwrap()
+	if !errors.As(cause, &num) && !strings.HasPrefix(cause.Error(), "time: ") {
+		return bad
+	}
+	fl := bad.GetFlag()
+	want := "want a whole number (for example 3)"
+	switch fl.Value.Type() {
+	case "duration":
+		want = "want a duration with a unit (for example 500ms, 30s, 5m, 1h)"
+	case "bool":
+		want = "want true or false"
+	case "float64", "float32":
+		want = "want a number (for example 1.5)"
+	}
+	if num != nil && num.Err == strconv.ErrRange {
+		want = "out of range"
+	}
+	return fmt.Errorf("invalid argument %q for \"--%s\": %s", bad.GetValue(), fl.Name, want)
 }
 
 // refuseUnknownVerbs makes every command that groups verbs (the root,
