@@ -1,8 +1,10 @@
 package cmd
 
 import (
+	"errors"
 	"io"
 	"os"
+	"syscall"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 )
@@ -39,7 +41,10 @@ func file(w any) (*os.File, bool) {
 
 // outputLost is the error for stdout's first write error, if any.
 func (f *Factory) outputLost() error {
-	if f.stdout == nil || f.stdout.err == nil {
+	// A reader that went away (| head) took what it wanted: that is its
+	// choice, not lost output (and every verb but claim run, which must
+	// survive it, dies of SIGPIPE there as any filter does).
+	if f.stdout == nil || f.stdout.err == nil || errors.Is(f.stdout.err, syscall.EPIPE) {
 		return nil
 	}
 	return &exit.Error{Code: exit.Internal, Err: lostOutput{f.stdout.err},
