@@ -84,6 +84,31 @@ func TestClaimDefaultsOnAnOlderRecord(t *testing.T) {
 	wantTTL(t, ctx, c, "old", 48*time.Hour)
 }
 
+// A claim record with neither lease_ms nor updated (hand-made, or another
+// writer's): a renewal without a lease falls back to the 5m default, but
+// never to a lease_until earlier than the one the record holds: a default
+// never shortens a live lease.
+func TestClaimDefaultLeaseNeverShortens(t *testing.T) {
+	ctx, c := claimClient(t)
+	now := time.Now().UnixMilli()
+	until := now + time.Hour.Milliseconds()
+	c.Client().HSet(ctx, "bare", "status", "PROCESSING", "owner", "w", "token", "1", "attempts", "1",
+		"lease_until", strconv.FormatInt(until, 10), "created", strconv.FormatInt(now, 10))
+	c.Client().PExpire(ctx, "bare", 2*time.Hour)
+	rec, err := Renew(ctx, c, "bare", 1, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.LeaseUntil < until {
+		t.Errorf("renew without --lease moved lease_until from %d to %d (%s earlier)", until, rec.LeaseUntil,
+			time.Duration(until-rec.LeaseUntil)*time.Millisecond)
+	}
+	// Given, a shorter lease is taken as asked.
+	if rec, err = Renew(ctx, c, "bare", 1, time.Minute, 0); err != nil || rec.LeaseUntil-rec.Now != time.Minute.Milliseconds() {
+		t.Errorf("renew --lease 1m: %+v %v", rec, err)
+	}
+}
+
 // Fencing tokens strictly increase for a key, also across the deletion of
 // its record (release, fail --release, DEL, a purge) and its expiry: a
 // zombie's token never matches a later claim.
