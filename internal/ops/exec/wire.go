@@ -25,11 +25,14 @@ func (s *Session) send(p *pending, cmds ...wireCmd) {
 		s.reload = false
 		clear(s.loaded)
 	}
-	for _, sc := range s.execLoaded {
-		s.loaded[sc] = true
+	for _, l := range s.execLoaded {
+		if l.gen == s.scriptGen {
+			s.loaded[l.script] = true
+		}
 	}
 	s.execLoaded = nil
 	s.mu.Unlock()
+	p.gen = s.scriptGen
 	for _, c := range cmds {
 		if c.call != nil && !s.loaded[c.call.Script] {
 			eval := c.call.Command(true)
@@ -55,7 +58,23 @@ func (s *Session) send(p *pending, cmds ...wireCmd) {
 		s.writeRaw(s.buf)
 	}
 	p.n = p.skip + len(cmds)
+	if len(cmds) > 0 {
+		p.n += p.extra
+	}
 	s.pending <- p
+}
+
+// loadedScript is a script a command's SCRIPT LOAD loaded, in the writer's
+// script generation gen.
+type loadedScript struct {
+	script *redisconn.Script
+	gen    int
+}
+
+// forgetScripts is the writer's SCRIPT FLUSH: every script is loaded again.
+func (s *Session) forgetScripts() {
+	s.scriptGen++
+	clear(s.loaded)
 }
 
 func (s *Session) writeRaw(b []byte) {

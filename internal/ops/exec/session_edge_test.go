@@ -1,0 +1,121 @@
+package exec
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
+	"github.com/idmpctl/idmpctl/internal/redistest"
+	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/resp"
+)
+
+// sessionWith is session with options (RESP3) and without failing on a
+// session error, which it returns.
+func sessionWith(t *testing.T, conn *redisconn.Conn, resp3 bool, lines ...string) ([]string, error) {
+	t.Helper()
+	var out []byte
+	s, err := Open(context.Background(), conn, Options{Mode: stream.ModeEmulated, RESP3: resp3, Timeout: 5 * time.Second,
+		Emit: func(r resp.Reply, _ bool) { out = render.AppendReplyTTY(out, r) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = RunLines(context.Background(), s, strings.NewReader(strings.Join(lines, "\n")))
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n"), err
+}
+
+// A MULTI or DISCARD the server refuses (arity, ACL) leaves the
+// transaction as it was: the commands after it are not taken for queued
+// ones (an emulated XADD's reply was a SCRIPT LOAD's SHA1, or "unexpected
+// reply QUEUED").
+func TestExecRefusedMultiAndDiscard(t *testing.T) {
+	t.Parallel()
+	conn, srv := redistest.Conn(t)
+	got := session(t, conn,
+		`MULTI x`, `XADD m IDMP p 1 * f v`, `XINFO STREAM nope`, `XLEN m`,
+		`MULTI`, `DISCARD x`, `XADD m IDMP p 2 * f v`, `EXEC`, `XLEN m`)
+	want(t, got[:1], "(error) ERR wrong number of arguments for 'multi' command")
+	id(t, got[1])
+	want(t, got[2:], "(error) ERR no such key", "(integer) 1",
+		"OK", "(error) ERR wrong number of arguments for 'discard' command", "QUEUED",
+		"(error) EXECABORT Transaction discarded because of previous errors.", "(integer) 1")
+
+	if _, err := srv.Do("ACL", "SETUSER", "nomulti", "on", ">pw", "~*", "&*", "+@all", "-multi"); err != nil {
+		t.Fatal(err)
+	}
+	user := redistest.Connect(t, "unix://nomulti:pw@"+srv.Addr)
+	got = session(t, user,
+		`MULTI`, `XADD m IDMP p 3 * f v`, `XINFO STREAM nope`, `CONFIG GET stream-idmp-maxsize`,
+		`XADD m IDMP p 3 0-1 f v`, `SET k v`, `EXEC`, `XLEN m`)
+	want(t, got[:1], "(error) NOPERM this user has no permissions to run the 'multi' command")
+	id(t, got[1])
+	want(t, got[2:], "(error) ERR no such key", `1) "stream-idmp-maxsize"`, `2) "100"`,
+		"(error) ERR IDMP/IDMPAUTO can be used only with auto-generated IDs", "OK",
+		"(error) ERR EXEC without MULTI", "(integer) 2")
+}
+
+// RESP3 push messages (client-side caching's invalidations) are not
+// replies: each command still gets its own (redis-cli drops them when its
+// output is not a terminal).
+func TestExecPushMessagesAreNotReplies(t *testing.T) {
+	t.Parallel()
+	conn, _ := redistest.Conn(t)
+	got, err := sessionWith(t, conn, true,
+		`SET k v`, `CLIENT TRACKING ON`, `GET k`, `SET k v2`, `ECHO one`, `XADD s IDMP p 1 * f v`, `GET k`, `SET k v3`, `ECHO two`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(t, got[:5], "OK", "OK", `"v"`, "OK", `"one"`)
+	id(t, got[5])
+	want(t, got[6:], `"v2"`, "OK", `"two"`)
+}
+
+// (P|S)UNSUBSCRIBE answer once per channel they name (RESP2 arrays, RESP3
+// pushes): every one is the command's, as redis-cli prints them, and the
+// next command gets its own reply.
+func TestExecUnsubscribeReplies(t *testing.T) {
+	t.Parallel()
+	conn, _ := redistest.Conn(t)
+	for _, resp3 := range []bool{false, true} {
+		got, err := sessionWith(t, conn, resp3, `PUNSUBSCRIBE x y`, `ECHO b`, `UNSUBSCRIBE`, `ECHO c`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nilCh := `2) (nil)`
+		want(t, got, `1) "punsubscribe"`, `2) "x"`, `3) (integer) 0`, `1) "punsubscribe"`, `2) "y"`, `3) (integer) 0`,
+			`"b"`, `1) "unsubscribe"`, nilCh, `3) (integer) 0`, `"c"`)
+	}
+}
+
+// SCRIPT FLUSH in the stream: the emulated commands after it load their
+// scripts again instead of failing with NOSCRIPT.
+func TestExecScriptFlush(t *testing.T) {
+	t.Parallel()
+	conn, _ := redistest.Conn(t)
+	got := session(t, conn, `XADD a IDMP p 1 * f v`, `SCRIPT FLUSH`, `XADD a IDMP p 2 * f v`, `XADD b IDMP p 1 * f v`,
+		`MULTI`, `SCRIPT FLUSH`, `XADD a IDMP p 3 * f v`, `EXEC`, `XLEN a`)
+	id(t, got[0])
+	want(t, got[1:2], "OK")
+	id(t, got[2])
+	id(t, got[3])
+	want(t, got[4:7], "OK", "QUEUED", "QUEUED")
+	want(t, got[7:8], "1) OK")
+	id(t, got[8])
+	want(t, got[9:], "(integer) 3")
+}
+
+// CLIENT REPLY OFF and SKIP silence the server: a session of one reply per
+// command refuses them rather than wait for replies that never come.
+func TestExecClientReplyRefused(t *testing.T) {
+	t.Parallel()
+	conn, _ := redistest.Conn(t)
+	got := session(t, conn, `CLIENT REPLY OFF`, `client reply skip`, `CLIENT REPLY ON`, `PING`)
+	want(t, got, "(error) ERR idmpctl exec needs a reply to every command: CLIENT REPLY OFF needs redis-cli",
+		"(error) ERR idmpctl exec needs a reply to every command: CLIENT REPLY SKIP needs redis-cli", "OK", "PONG")
+}
