@@ -163,7 +163,10 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 	}
 	cerr := s.Close()
 	_ = out.Flush()
-	if err = errors.Join(err, cerr); err != nil {
+	if err == nil {
+		err = cerr // the session's failure, which a failed command returned already
+	}
+	if err != nil {
 		return exit.Wrap(err, "exec")
 	}
 	if len(o.Args) == 0 {

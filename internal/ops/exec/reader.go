@@ -2,8 +2,10 @@ package exec
 
 import (
 	"errors"
+	"io"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -120,13 +122,22 @@ func (s *Session) readReply(p *pending) (resp.Reply, error) {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				err = exit.New(exit.Unavailable, "", "no reply within %s (--timeout): raise --timeout for blocking commands (BLPOP, XREAD BLOCK)", s.opt.Timeout)
 			}
-			return r, err
+			return r, connErr(err)
 		}
 		if r.Kind == resp.Push && !(p.pushName != "" && len(r.Elems) > 0 && strings.EqualFold(r.Elems[0].Str, p.pushName)) {
 			continue
 		}
 		return r, nil
 	}
+}
+
+// connErr says in words that the server closed the connection (rather
+// than Go's "EOF" or "write unix ...: broken pipe").
+func connErr(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+		return exit.New(exit.Unavailable, "", "the server closed the connection before every reply came")
+	}
+	return err
 }
 
 // reply is a command's reply from its wire replies.

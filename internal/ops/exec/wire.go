@@ -79,7 +79,7 @@ func (s *Session) forgetScripts() {
 
 func (s *Session) writeRaw(b []byte) {
 	if _, err := s.w.Write(b); err != nil {
-		s.fail(err)
+		s.fail(connErr(err))
 	}
 }
 
@@ -90,7 +90,7 @@ func (s *Session) Flush() error {
 		return err
 	}
 	if err := s.w.Flush(); err != nil {
-		s.fail(err)
+		s.fail(connErr(err))
 	}
 	return s.err()
 }
