@@ -198,12 +198,19 @@ func (s *Session) configGet(p *pending, c Command) {
 		s.send(p, cmd(c.Args))
 		return
 	}
+	// The key is read on the session's connection (in a transaction, after
+	// the writes queued before); where the server refuses (a cluster node
+	// that does not hold it: MOVED), the session's values stand.
+	known := *s.streams.Defaults
 	p.combine = func(rs []resp.Reply) resp.Reply {
 		r := rs[0]
 		if r.IsError() || !r.Aggregate() {
 			return r
 		}
-		d := s.defaultsFrom(rs[1])
+		d := known
+		if !rs[1].IsError() {
+			d = s.defaultsFrom(rs[1])
+		}
 		out := r
 		out.Elems = append([]resp.Reply(nil), r.Elems...)
 		for _, n := range names {
@@ -240,7 +247,7 @@ func (s *Session) defaultsFrom(r resp.Reply) idmp.Defaults {
 }
 
 // configSet writes the server-level defaults (validated by the grammar).
-func (s *Session) configSet(p *pending, c Command) {
+func (s *Session) configSet(p *pending, c Command) error {
 	args := []string{"HSET", idmp.DefaultsKey}
 	if c.ConfigSet.Duration > 0 {
 		args = append(args, ParamDuration, strconv.FormatInt(c.ConfigSet.Duration, 10))
@@ -248,16 +255,15 @@ func (s *Session) configSet(p *pending, c Command) {
 	if c.ConfigSet.MaxSize > 0 {
 		args = append(args, ParamMaxSize, strconv.FormatInt(c.ConfigSet.MaxSize, 10))
 	}
+	written := false // the reader's, read after sync
 	p.combine = func(rs []resp.Reply) resp.Reply {
 		if rs[0].IsError() {
 			return rs[0]
 		}
+		written = true
 		return resp.StatusOf("OK")
 	}
 	s.send(p, cmd(args))
-	// The commands after this one see the new defaults on the server, and
-	// get them from the session too; in a transaction that may be
-	// discarded, they are read again after it.
 	d := *s.streams.Defaults
 	if c.ConfigSet.Duration > 0 {
 		d.Duration = c.ConfigSet.Duration
@@ -265,10 +271,23 @@ func (s *Session) configSet(p *pending, c Command) {
 	if c.ConfigSet.MaxSize > 0 {
 		d.MaxSize = c.ConfigSet.MaxSize
 	}
-	s.streams.SetDefaults(d)
 	if p.queued {
+		// In a transaction, the commands queued after it see the new
+		// defaults; after EXEC or DISCARD they are read again.
+		s.streams.SetDefaults(d)
 		s.defaultsInTx = true
+		return nil
 	}
+	// The commands after it take the new defaults only if the server took
+	// them (ACL, OOM, a cluster node that does not hold the key refuse):
+	// a rare command, worth its round trip.
+	if err := s.sync(); err != nil {
+		return err
+	}
+	if written {
+		s.streams.SetDefaults(d)
+	}
+	return nil
 }
 
 // loadDefaults reads the server-level defaults for the scripts, once the

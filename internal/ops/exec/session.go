@@ -247,7 +247,7 @@ func (s *Session) dispatch(p *pending, c Command) error {
 	case OpConfigGet:
 		s.configGet(p, c)
 	case OpConfigSet:
-		s.configSet(p, c)
+		return s.configSet(p, c)
 	case OpMove:
 		op := c.Name
 		call, err := s.streams.MoveCall(op, c.Move.Src, c.Move.Dst, c.Move.Replace, c.Move.DB)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/idmp"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/redistest"
@@ -118,4 +119,64 @@ func TestExecClientReplyRefused(t *testing.T) {
 	got := session(t, conn, `CLIENT REPLY OFF`, `client reply skip`, `CLIENT REPLY ON`, `PING`)
 	want(t, got, "(error) ERR idmpctl exec needs a reply to every command: CLIENT REPLY OFF needs redis-cli",
 		"(error) ERR idmpctl exec needs a reply to every command: CLIENT REPLY SKIP needs redis-cli", "OK", "PONG")
+}
+
+// A CONFIG SET of the defaults the server refuses (here the ACL: no write
+// to idmpctl's defaults key) sets nothing: a stream created after it in
+// the same session gets the defaults in force, not the refused ones.
+func TestExecRefusedConfigSetSetsNothing(t *testing.T) {
+	t.Parallel()
+	conn, srv := redistest.Conn(t)
+	if _, err := srv.Do("ACL", "SETUSER", "nodefaults", "on", ">pw", "~s*", "~{s}*", "%R~idmpctl:*", "&*", "+@all"); err != nil {
+		t.Fatal(err)
+	}
+	user := redistest.Connect(t, "unix://nodefaults:pw@"+srv.Addr)
+	got := session(t, user, `CONFIG SET stream-idmp-duration 7`, `XADD s IDMP p 1 * f v`, `XINFO STREAM s`, `CONFIG GET stream-idmp-duration`)
+	want(t, got[:1], "(error) NOPERM this user has no permissions to access one of the keys used as arguments")
+	info := strings.Join(got[2:], "\n")
+	if !strings.Contains(info, "15) \"idmp-duration\"\n16) (integer) 100") || !strings.HasSuffix(info, "1) \"stream-idmp-duration\"\n2) \"100\"") {
+		t.Fatalf("after a refused CONFIG SET:\n%s", info)
+	}
+	// The same user's CONFIG SET of another setting still works, and an
+	// accepted one applies at once.
+	got = session(t, conn, `CONFIG SET stream-idmp-duration 9`, `XADD s2 IDMP p 1 * f v`, `XINFO STREAM s2`)
+	if info := strings.Join(got, "\n"); !strings.Contains(info, "15) \"idmp-duration\"\n16) (integer) 9") {
+		t.Fatalf("after CONFIG SET:\n%s", info)
+	}
+}
+
+// In a cluster, CONFIG GET through a node that does not hold idmpctl's
+// defaults key (exec talks to one node, as redis-cli without -c) says
+// the defaults in force, not Redis's 100 and 100.
+func TestExecConfigGetClusterOtherNode(t *testing.T) {
+	if !redistest.HaveCLI() {
+		t.Skip("redis-cli is needed to create a cluster")
+	}
+	t.Parallel()
+	conn, cl := redistest.ClusterConn(t)
+	if err := conn.Client().HSet(context.Background(), idmp.DefaultsKey, ParamDuration, "300").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range cl.Nodes {
+		owner, err := n.Do("CLUSTER", "COUNTKEYSINSLOT", keySlot(t, n, idmp.DefaultsKey))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if owner == "1" {
+			continue // the node that holds it
+		}
+		got := session(t, redistest.Connect(t, n.URL), `CONFIG GET stream-idmp-*`)
+		want(t, got, `1) "stream-idmp-duration"`, `2) "300"`, `3) "stream-idmp-maxsize"`, `4) "100"`)
+		return
+	}
+	t.Fatal("no node without the defaults key")
+}
+
+func keySlot(t *testing.T, n *redistest.Server, key string) string {
+	t.Helper()
+	slot, err := n.Do("CLUSTER", "KEYSLOT", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slot
 }
