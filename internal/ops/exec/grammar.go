@@ -236,6 +236,10 @@ func parseXAdd(c *Command) {
 	if !idmpSeen {
 		return // a plain XADD: the server's own
 	}
+	if fields > stream.MaxFields {
+		c.fail("ERR " + stream.TooManyFields().Error())
+		return
+	}
 	r.ID = "*"
 	r.Fields = a[i+1:]
 	c.Op = OpXAdd

@@ -180,3 +180,23 @@ func keySlot(t *testing.T, n *redistest.Server, key string) string {
 	}
 	return slot
 }
+
+// An emulated XADD IDMP with more fields than a Lua script can pass on
+// (unpack stops near 8,000 values) is refused before anything is written:
+// it once failed inside the script, after the adds before it in its run
+// were written without their IDMP state (a retry of those added again).
+func TestExecTooManyFields(t *testing.T) {
+	t.Parallel()
+	conn, _ := redistest.Conn(t)
+	huge := `XADD s IDMP p huge *` + strings.Repeat(" f v", 4000)
+	got := session(t, conn, `XADD s IDMP p small * f v`, huge, `XADD s IDMP p small * f v`, `XLEN s`, `EXISTS {s}:idmp`,
+		`XADD s IDMP p ok *`+strings.Repeat(" f v", 3900), `XADD s IDMPAUTO p *`+strings.Repeat(" f v", 4000))
+	first := id(t, got[0])
+	want(t, got[1:2], "(error) ERR emulated IDMP takes at most 3900 field-value pairs in one XADD (a Lua script cannot pass more on): native IDMP (Redis 8.6+) takes any number")
+	if id(t, got[2]) != first {
+		t.Fatalf("the retry of the first add: %q, want %q", got[2], first)
+	}
+	want(t, got[3:5], "(integer) 1", "(integer) 1")
+	id(t, got[5])
+	want(t, got[6:], got[1])
+}

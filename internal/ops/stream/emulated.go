@@ -135,6 +135,11 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNat
 	if err != nil {
 		return nil, nil, err
 	}
+	for i := range reqs {
+		if len(reqs[i].Fields) > MaxFields {
+			return nil, nil, TooManyFields()
+		}
+	}
 	// The keys first (a producer's two per pid, then the progress record's),
 	// so that the arguments are appended in place (redisconn.NewCall).
 	pidIndex := make(map[string]int)

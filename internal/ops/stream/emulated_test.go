@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -260,4 +261,32 @@ func TestEmulatedCluster(t *testing.T) {
 			t.Fatalf("result %d: %+v then %+v", k, res[k], res[40+k])
 		}
 	}
+}
+
+// An add of more fields than the script can pass to XADD (Lua's unpack
+// stops near 8,000 values) is refused before anything is written, with
+// the adds of its run: it failed inside the script once, after the run's
+// earlier adds were written without their IDMP state.
+func TestEmulatedTooManyFields(t *testing.T) {
+	t.Parallel()
+	h := emulatedHarness(t)
+	s := h.key("s")
+	huge := make([]string, 0, 8002)
+	for i := range 4001 {
+		huge = append(huge, fmt.Sprint("f", i), "v")
+	}
+	small := AddRequest{Stream: s, PID: "p", IID: "small", ID: "*", Fields: []string{"f", "v"}}
+	_, err := h.s.AddBatch(h.ctx, []AddRequest{small, {Stream: s, PID: "p", IID: "huge", ID: "*", Fields: huge}})
+	if err == nil || exit.Code(err) != exit.Usage || !strings.Contains(err.Error(), "at most 3900 field-value pairs") {
+		t.Fatalf("AddBatch: %v (exit %d)", err, exit.Code(err))
+	}
+	if n := h.xlen(t, s); n != 0 {
+		t.Fatalf("XLEN %d after a refused run, want 0", n)
+	}
+	ok := AddRequest{Stream: s, PID: "p", IID: "ok", ID: "*", Fields: huge[:MaxFields]}
+	id := h.mustNew(t, s, "p", "small")
+	if _, err := h.s.AddBatch(h.ctx, []AddRequest{ok, {Stream: s, PID: "p", IID: "small", ID: "*", Fields: []string{"f", "v"}}}); err != nil {
+		t.Fatalf("%d values: %v", MaxFields, err)
+	}
+	h.mustDup(t, s, "p", "small", id)
 }

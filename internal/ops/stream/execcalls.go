@@ -38,6 +38,17 @@ func NeedsDefaults(err error) bool { return errors.Is(err, errNeedDefaults) }
 // MaxRun bounds the adds of one call.
 const MaxRun = maxRun
 
+// MaxFields bounds the fields and values of one emulated add: the script
+// passes them to XADD through Lua's unpack, which stops near 8,000 values
+// (with XADD's own arguments, at most 8 more).
+const MaxFields = 7800
+
+// TooManyFields is the refusal of an emulated add of more than MaxFields
+// fields and values, checked before anything is written.
+func TooManyFields() error {
+	return exit.New(exit.Usage, "", "emulated IDMP takes at most %d field-value pairs in one XADD (a Lua script cannot pass more on): native IDMP (Redis 8.6+) takes any number", MaxFields/2)
+}
+
 // SameRun reports whether two requests can share one call.
 func SameRun(a, b AddRequest) bool { return a.sameRun(b) }
 
