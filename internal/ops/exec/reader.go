@@ -37,6 +37,12 @@ func (s *Session) readLoop() {
 				break
 			}
 			replies[i] = r
+			if p.extra > 0 && r.IsError() {
+				// (P|S)UNSUBSCRIBE refused as a whole (Valkey 8 outside
+				// subscribed mode: NOSUB): one reply, not one a channel.
+				replies = replies[:i+1]
+				break
+			}
 		}
 		if s.err() != nil {
 			continue

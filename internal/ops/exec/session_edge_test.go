@@ -54,7 +54,9 @@ func TestExecRefusedMultiAndDiscard(t *testing.T) {
 	got = session(t, user,
 		`MULTI`, `XADD m IDMP p 3 * f v`, `XINFO STREAM nope`, `CONFIG GET stream-idmp-maxsize`,
 		`XADD m IDMP p 3 0-1 f v`, `SET k v`, `EXEC`, `XLEN m`)
-	want(t, got[:1], "(error) NOPERM this user has no permissions to run the 'multi' command")
+	if !strings.HasPrefix(got[0], "(error) NOPERM ") {
+		t.Fatalf("MULTI: %q", got[0])
+	}
 	id(t, got[1])
 	want(t, got[2:], "(error) ERR no such key", `1) "stream-idmp-maxsize"`, `2) "100"`,
 		"(error) ERR IDMP/IDMPAUTO can be used only with auto-generated IDs", "OK",
@@ -88,9 +90,14 @@ func TestExecUnsubscribeReplies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		nilCh := `2) (nil)`
+		if redistest.IsValkey() {
+			// Valkey 8 refuses them outside subscribed mode: one error.
+			want(t, got, "(error) NOSUB 'punsubscribe' command executed not in subscribed mode", `"b"`,
+				"(error) NOSUB 'unsubscribe' command executed not in subscribed mode", `"c"`)
+			continue
+		}
 		want(t, got, `1) "punsubscribe"`, `2) "x"`, `3) (integer) 0`, `1) "punsubscribe"`, `2) "y"`, `3) (integer) 0`,
-			`"b"`, `1) "unsubscribe"`, nilCh, `3) (integer) 0`, `"c"`)
+			`"b"`, `1) "unsubscribe"`, `2) (nil)`, `3) (integer) 0`, `"c"`)
 	}
 }
 
@@ -132,7 +139,9 @@ func TestExecRefusedConfigSetSetsNothing(t *testing.T) {
 	}
 	user := redistest.Connect(t, "unix://nodefaults:pw@"+srv.Addr)
 	got := session(t, user, `CONFIG SET stream-idmp-duration 7`, `XADD s IDMP p 1 * f v`, `XINFO STREAM s`, `CONFIG GET stream-idmp-duration`)
-	want(t, got[:1], "(error) NOPERM this user has no permissions to access one of the keys used as arguments")
+	if !strings.HasPrefix(got[0], "(error) NOPERM ") {
+		t.Fatalf("CONFIG SET: %q", got[0])
+	}
 	info := strings.Join(got[2:], "\n")
 	if !strings.Contains(info, "15) \"idmp-duration\"\n16) (integer) 100") || !strings.HasSuffix(info, "1) \"stream-idmp-duration\"\n2) \"100\"") {
 		t.Fatalf("after a refused CONFIG SET:\n%s", info)
