@@ -50,6 +50,30 @@ local function id_ms(id)
   return tonumber((split_id(id)))
 end
 
+-- The ACL check of every command a script runs after its first write (with
+-- the keys it runs them on), made before that write: a denied command then
+-- stops the script with nothing written, never halfway. Redis 6.2 has no
+-- redis.acl_check_cmd (nor per-key read and write permissions).
+local function acl_refusal(cmds)
+  if not redis.acl_check_cmd then return nil end
+  for _, c in ipairs(cmds) do
+    if not redis.acl_check_cmd(unpack(c)) then
+      return redis.error_reply("NOPERM this user has no permissions to run the '" .. string.lower(c[1]) ..
+        "' command on " .. (c[2] or 'the server') .. ' (emulated IDMP runs it)')
+    end
+  end
+  return nil
+end
+
+-- The commands of drop_state.
+local function drop_state_cmds(cmds, ids, order)
+  for _, c in ipairs({ { 'SMEMBERS', PIDS }, { 'DEL', ids, order }, { 'DEL', PIDS }, { 'ZRANGE', BATCH_INDEX, '0', '-1' },
+    { 'DEL', META, BATCH_INDEX } }) do
+    cmds[#cmds + 1] = c
+  end
+  return cmds
+end
+
 local function key_type(key)
   return redis.call('TYPE', key)['ok']
 end

@@ -43,6 +43,31 @@ end
 
 local t = key_type(STREAM)
 if t ~= 'none' and t ~= 'stream' then return redis.error_reply(WRONGTYPE) end
+-- Everything the script runs from its first write on (the first pid's keys
+-- stand for every pid's, which only the hash tag's prefix and the pid tell
+-- apart), checked before it.
+do
+  local ids, order = KEYS[4], KEYS[5]
+  local cmds = drop_state_cmds({}, ids, order)
+  for _, c in ipairs({ { 'TIME' }, { 'LINDEX', order, '0' }, { 'HGET', ids, 'i' }, { 'LPOP', order }, { 'HDEL', ids, 'i' },
+    { 'LLEN', order }, { 'LRANGE', order, '0', '-1' }, { 'HGETALL', ids }, { 'HMGET', ids, 'i' },
+    { 'XADD', STREAM, '*', 'f', 'v' }, { 'XRANGE', STREAM, '-', '+' }, { 'RPUSH', order, 'i' }, { 'HSET', ids, 'i', 'v' },
+    { 'SADD', PIDS, 'p' }, { 'PEXPIRE', ids, '1' }, { 'PEXPIRE', order, '1' }, { 'PTTL', PIDS }, { 'PEXPIRE', PIDS, '1' },
+    { 'SRANDMEMBER', PIDS, '2' }, { 'EXISTS', order }, { 'SREM', PIDS, 'p' }, { 'HSET', META, 'f', 'v' },
+    { 'HINCRBY', META, 'f', '1' } }) do
+    cmds[#cmds + 1] = c
+  end
+  local npids = tonumber(ARGV[18])
+  if ARGV[10] ~= '' then
+    local progress, batches = KEYS[4 + 2 * npids], KEYS[5 + 2 * npids]
+    for _, c in ipairs({ { 'HSET', progress, 'f', 'v' }, { 'HDEL', progress, 'f' }, { 'PEXPIRE', progress, '1' },
+      { 'ZADD', batches, '1', 'm' }, { 'PTTL', batches }, { 'PEXPIRE', batches, '1' } }) do
+      cmds[#cmds + 1] = c
+    end
+  end
+  local refused = acl_refusal(cmds)
+  if refused then return refused end
+end
 local m = load_meta()
 local err = conflict(m)
 if err then return err end

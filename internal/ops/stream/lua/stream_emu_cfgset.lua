@@ -2,6 +2,14 @@
 -- Reply: {before-duration, before-maxsize, after-duration, after-maxsize,
 -- changed (0|1), iids cleared}. Same values change and clear nothing.
 
+-- Everything the script runs from its first write on, checked before it
+-- (a pid's keys stand for every pid's).
+do
+  local refused = acl_refusal(drop_state_cmds({ { 'TIME' }, { 'LLEN', ARGV[2] .. 'p' }, { 'LINDEX', ARGV[2] .. 'p', '0' },
+    { 'HGET', ARGV[1] .. 'p', 'i' }, { 'XRANGE', STREAM, '-', '+' }, { 'HSET', META, 'f', 'v' } },
+    ARGV[1] .. 'p', ARGV[2] .. 'p'))
+  if refused then return refused end
+end
 local m, early = open_existing(redis.error_reply('ERR no such key'))
 if not m then return early end
 

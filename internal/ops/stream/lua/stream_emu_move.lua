@@ -52,13 +52,12 @@ local src_pids = {}
 if carry then src_pids = redis.call('SMEMBERS', PIDS) end
 -- The commands the writes run, on the state keys (whose names the
 -- destination's prefix shares).
-if redis.acl_check_cmd then
+do
   local move = op == 'COPY' and { 'COPY', META, DST_META, 'REPLACE' } or { 'RENAME', META, DST_META }
-  for _, c in ipairs({ move, { 'DEL', DST_META }, { 'HSET', DST_META, 'stream', DST_OWNER } }) do
-    if not redis.acl_check_cmd(unpack(c)) then
-      return redis.error_reply("NOPERM User has no permissions to run the '" .. string.lower(c[1]) .. "' command")
-    end
-  end
+  local refused = acl_refusal({ move, { 'DEL', DST_META }, { 'DEL', DST_IDS .. 'p', DST_ORDER .. 'p' },
+    { 'ZRANGE', DST_META .. ':batches', '0', '-1' }, { 'ZRANGE', BATCH_INDEX, '0', '-1' }, { 'DEL', BATCH_INDEX },
+    { 'EXISTS', META }, { 'HSET', DST_META, 'stream', DST_OWNER } })
+  if refused then return refused end
 end
 
 -- Writes. The destination's old state goes first, except the keys the
