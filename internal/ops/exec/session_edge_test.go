@@ -209,3 +209,29 @@ func TestExecTooManyFields(t *testing.T) {
 	id(t, got[5])
 	want(t, got[6:], got[1])
 }
+
+// Thousands of small commands (PING: 14 bytes on the wire) fill the
+// commands in flight before the write buffer: the session once waited
+// for their replies with the commands still in its buffer, unsent, until
+// --timeout (exit 69, nothing printed).
+func TestExecManySmallCommands(t *testing.T) {
+	t.Parallel()
+	conn, _ := redistest.Conn(t)
+	n := 0
+	s, err := Open(context.Background(), conn, Options{Mode: stream.ModeEmulated, Timeout: 2 * time.Second,
+		Emit: func(r resp.Reply, _ bool) {
+			if r.Kind == resp.Status && r.Str == "PONG" {
+				n++
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = RunLines(context.Background(), s, strings.NewReader(strings.Repeat("PING\n", 10000)))
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || n != 10000 {
+		t.Fatalf("%d PONGs of 10000: %v", n, err)
+	}
+}

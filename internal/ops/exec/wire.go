@@ -61,6 +61,21 @@ func (s *Session) send(p *pending, cmds ...wireCmd) {
 	if len(cmds) > 0 {
 		p.n += p.extra
 	}
+	s.enqueue(p)
+}
+
+// enqueue hands p to the reader. When the commands in flight are at their
+// bound, what is written goes out first: the reader waits for their
+// replies, which never come for commands still in the write buffer.
+func (s *Session) enqueue(p *pending) {
+	select {
+	case s.pending <- p:
+		return
+	default:
+	}
+	if err := s.w.Flush(); err != nil {
+		s.fail(connErr(err))
+	}
 	s.pending <- p
 }
 
