@@ -202,6 +202,44 @@ func (s *Session) configGet(p *pending, c Command) {
 	// the writes queued before); where the server refuses (a cluster node
 	// that does not hold it: MOVED), the session's values stand.
 	known := *s.streams.Defaults
+	value := func(d idmp.Defaults, n string) resp.Reply {
+		if n == ParamMaxSize {
+			return resp.BulkOf(strconv.FormatInt(d.MaxSize, 10))
+		}
+		return resp.BulkOf(strconv.FormatInt(d.Duration, 10))
+	}
+	if oursOnly(c.ConfigPatterns) {
+		// Nothing of the server's can match (a server without IDMP has no
+		// stream-idmp-* parameter): the server's CONFIG GET is not asked,
+		// which managed Redis often refuses. HGETALL's reply has the shape
+		// of CONFIG GET's: an array, a map in RESP3.
+		p.combine = func(rs []resp.Reply) resp.Reply {
+			r, d := rs[0], known
+			out := resp.Reply{Kind: r.Kind}
+			if r.IsError() {
+				out.Kind = resp.Array
+				if s.opt.RESP3 {
+					out.Kind = resp.Map
+				}
+			} else {
+				field := func(f string) string {
+					for i := 0; i+1 < len(r.Elems); i += 2 {
+						if r.Elems[i].Str == f {
+							return r.Elems[i+1].Str
+						}
+					}
+					return ""
+				}
+				d = idmp.ParseDefaults(field(ParamDuration), field(ParamMaxSize))
+			}
+			for _, n := range names {
+				out.Elems = append(out.Elems, resp.BulkOf(n), value(d, n))
+			}
+			return out
+		}
+		s.send(p, cmd([]string{"HGETALL", idmp.DefaultsKey}))
+		return
+	}
 	p.combine = func(rs []resp.Reply) resp.Reply {
 		r := rs[0]
 		if r.IsError() || !r.Aggregate() {
@@ -214,18 +252,29 @@ func (s *Session) configGet(p *pending, c Command) {
 		out := r
 		out.Elems = append([]resp.Reply(nil), r.Elems...)
 		for _, n := range names {
-			if hasKey(r, n) {
-				continue
+			if !hasKey(r, n) {
+				out.Elems = append(out.Elems, resp.BulkOf(n), value(d, n))
 			}
-			v := d.Duration
-			if n == ParamMaxSize {
-				v = d.MaxSize
-			}
-			out.Elems = append(out.Elems, resp.BulkOf(n), resp.BulkOf(strconv.FormatInt(v, 10)))
 		}
 		return out
 	}
 	s.send(p, cmd(c.Args), cmd([]string{"HMGET", idmp.DefaultsKey, ParamDuration, ParamMaxSize}))
+}
+
+// oursOnly reports CONFIG GET patterns that can match nothing but the
+// stream-idmp-* parameters: each starts with "stream-idmp" before any
+// wildcard.
+func oursOnly(patterns []string) bool {
+	for _, p := range patterns {
+		lit := p
+		if i := strings.IndexAny(p, `*?[\`); i >= 0 {
+			lit = p[:i]
+		}
+		if !strings.HasPrefix(strings.ToLower(lit), "stream-idmp") {
+			return false
+		}
+	}
+	return true
 }
 
 func hasKey(r resp.Reply, k string) bool {

@@ -235,3 +235,36 @@ func TestExecManySmallCommands(t *testing.T) {
 		t.Fatalf("%d PONGs of 10000: %v", n, err)
 	}
 }
+
+// Managed Redis often refuses CONFIG (renamed, or an ACL without it),
+// and there the defaults are idmpctl's: CONFIG GET of stream-idmp-*
+// alone answers without the server's CONFIG GET, as CONFIG SET does.
+func TestExecConfigGetWithoutServerConfig(t *testing.T) {
+	t.Parallel()
+	conn, srv := redistest.Conn(t)
+	if _, err := srv.Do("ACL", "SETUSER", "noconfig", "on", ">pw", "~*", "&*", "+@all", "-config"); err != nil {
+		t.Fatal(err)
+	}
+	user := redistest.Connect(t, "unix://noconfig:pw@"+srv.Addr)
+	got := session(t, user, `CONFIG SET stream-idmp-duration 300`, `CONFIG GET stream-idmp-duration`, `config get STREAM-IDMP-*`,
+		`CONFIG GET stream-idmp-maxsize stream-idmp-m?x*`, `CONFIG GET maxmemory`)
+	if len(got) != 10 {
+		t.Fatalf("replies: %q", got)
+	}
+	want(t, got[:8], "OK", `1) "stream-idmp-duration"`, `2) "300"`,
+		`1) "stream-idmp-duration"`, `2) "300"`, `3) "stream-idmp-maxsize"`, `4) "100"`, `1) "stream-idmp-maxsize"`)
+	want(t, got[8:9], `2) "100"`)
+	if !strings.HasPrefix(got[9], "(error) NOPERM ") {
+		t.Fatalf("CONFIG GET maxmemory: %q", got[9])
+	}
+	// RESP3: a map, as the server's CONFIG GET is.
+	got, err := sessionWith(t, user, true, `CONFIG GET stream-idmp-*`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(t, got, `1# "stream-idmp-duration" => "300"`, `2# "stream-idmp-maxsize" => "100"`)
+	// With the server's CONFIG, a pattern that matches its parameters too
+	// still gets them.
+	got = session(t, conn, `CONFIG GET stream-node-max-entries stream-idmp-duration`)
+	want(t, got, `1) "stream-node-max-entries"`, `2) "100"`, `3) "stream-idmp-duration"`, `4) "300"`)
+}
