@@ -120,7 +120,7 @@ var moveLua string
 
 var moveScript = emulatedScript(moveLua)
 
-// MoveCall is the call of the script that runs RENAME, RENAMENX (op) or
+// MoveCall is the call of the script that runs RENAME, RENAMENX, MOVE (op) or
 // COPY and moves or copies the source stream's emulated IDMP state with
 // it (see lua/stream_emu_move.lua). Its reply is the command's.
 func (s *Streams) MoveCall(op, src, dst string, replace bool, db string) (*redisconn.Call, error) {
