@@ -104,10 +104,6 @@ Raw output: "status<TAB>changed|unchanged|dry-run", then
 	return c
 }
 
-func init() {
-	registerVerb("cfgset", func(f *Factory) *cobra.Command { return NewCmdCfgSet(f, nil) })
-}
-
 // cfgsetJSON is cfgset's -o json.
 type cfgsetJSON struct {
 	Stream      string         `json:"stream"`

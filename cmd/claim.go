@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"time"
@@ -36,25 +35,6 @@ func defaultOwner() string {
 		host = "unknown"
 	}
 	return host + ":" + strconv.Itoa(os.Getpid())
-}
-
-// readArg reads STRING, @FILE, or - (stdin) for flags that take either.
-func readArg(in io.Reader, flag, v string, allowStdin bool) (string, error) {
-	switch {
-	case allowStdin && v == "-":
-		b, err := io.ReadAll(in)
-		if err != nil {
-			return "", exit.New(exit.Usage, "--"+flag, "read stdin: %v", err)
-		}
-		return string(b), nil
-	case len(v) > 1 && v[0] == '@':
-		b, err := os.ReadFile(v[1:])
-		if err != nil {
-			return "", exit.New(exit.Usage, "--"+flag, "%v", err)
-		}
-		return string(b), nil
-	}
-	return v, nil
 }
 
 // complete does the I/O the flags need before validation: the default
@@ -185,10 +165,6 @@ retry) and prints no token; renew, complete and fail can be repeated.`,
 	c.AddCommand(NewCmdClaimAcquire(f, nil), NewCmdClaimRenew(f, nil), NewCmdClaimComplete(f, nil),
 		NewCmdClaimFail(f, nil), NewCmdClaimRelease(f, nil), NewCmdClaimRun(f, nil))
 	return c
-}
-
-func init() {
-	registerVerb("claim", NewCmdClaim)
 }
 
 // AcquireOptions are claim acquire's inputs.

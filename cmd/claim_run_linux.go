@@ -293,15 +293,15 @@ func (c *guardedChild) wait() int {
 // ended lets the guard go without killing the group.
 func (c *guardedChild) ended() { c.g.release() }
 
-func init() {
-	registerVerb(guardCommand, func(f *Factory) *cobra.Command {
-		return &cobra.Command{
-			Use:    guardCommand,
-			Hidden: true,
-			Args:   cobra.NoArgs,
-			RunE:   func(*cobra.Command, []string) error { return runGuard(f.In, f.Out) },
-		}
-	})
+// newCmdGuard is the hidden verb that runs the guard where there is no
+// /bin/sh (runGuard).
+func newCmdGuard(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:    guardCommand,
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE:   func(*cobra.Command, []string) error { return runGuard(f.In, f.Out) },
+	}
 }
 
 // runGuard is guardScript for where there is no /bin/sh: it ignores the

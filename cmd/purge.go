@@ -130,10 +130,6 @@ summary on stderr.`,
 	return c
 }
 
-func init() {
-	registerVerb("purge", func(f *Factory) *cobra.Command { return NewCmdPurge(f, nil) })
-}
-
 func purgeMatchRun(ctx context.Context, o *PurgeOptions) error {
 	ctx, stop := untilInterrupted(ctx)
 	defer stop()

@@ -143,28 +143,30 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 
 	for _, v := range verbs {
 		if verb == "" || v.name == verb {
-			root.AddCommand(v.build(f))
+			if c := v.build(f); c != nil {
+				root.AddCommand(c)
+			}
 		}
 	}
 	return root
 }
 
-// verbs are the top-level commands; each verb's file registers itself.
+// verbs are the top-level commands, in one list: newRoot builds only the
+// one a run needs. A build may return nil where its verb does not exist
+// (the guard, on platforms without one).
 var verbs = []struct {
 	name  string
 	build func(*Factory) *cobra.Command
 }{
-	{"calc-maxsize", func(f *Factory) *cobra.Command { return NewCmdCalcMaxsize(f, nil) }},
+	{"xadd", func(f *Factory) *cobra.Command { return NewCmdXAdd(f, nil) }},
+	{"cfgset", func(f *Factory) *cobra.Command { return NewCmdCfgSet(f, nil) }},
 	{"inspect", func(f *Factory) *cobra.Command { return NewCmdInspect(f, nil) }},
+	{"claim", NewCmdClaim},
+	{"purge", func(f *Factory) *cobra.Command { return NewCmdPurge(f, nil) }},
+	{"calc-maxsize", func(f *Factory) *cobra.Command { return NewCmdCalcMaxsize(f, nil) }},
 	{"version", NewCmdVersion},
 	{"completion", NewCmdCompletion},
-}
-
-func registerVerb(name string, build func(*Factory) *cobra.Command) {
-	verbs = append(verbs, struct {
-		name  string
-		build func(*Factory) *cobra.Command
-	}{name, build})
+	{guardCommand, newCmdGuard},
 }
 
 // verbOf is the verb args run: the first argument that is neither a global

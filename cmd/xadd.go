@@ -313,10 +313,6 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 	return c
 }
 
-func init() {
-	registerVerb("xadd", func(f *Factory) *cobra.Command { return NewCmdXAdd(f, nil) })
-}
-
 // addJSON is one add in -o json.
 type addJSON struct {
 	Stream         string `json:"stream"`

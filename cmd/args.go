@@ -1,0 +1,56 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/spf13/cobra"
+)
+
+// readArg reads STRING, @FILE, or - (stdin) for flags that take either.
+func readArg(in io.Reader, flag, v string, allowStdin bool) (string, error) {
+	switch {
+	case allowStdin && v == "-":
+		b, err := io.ReadAll(in)
+		if err != nil {
+			return "", exit.New(exit.Usage, "--"+flag, "read stdin: %v", err)
+		}
+		return string(b), nil
+	case len(v) > 1 && v[0] == '@':
+		b, err := os.ReadFile(v[1:])
+		if err != nil {
+			return "", exit.New(exit.Usage, "--"+flag, "%v", err)
+		}
+		return string(b), nil
+	}
+	return v, nil
+}
+
+// noArgs and exactArgs are cobra's validators with usage exit codes.
+func noArgs(c *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return exit.Usagef("%s takes no arguments, got %q", c.CommandPath(), args[0])
+	}
+	return nil
+}
+
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) != n {
+			return exit.Usagef("%s needs %d argument(s), got %d", c.CommandPath(), n, len(args))
+		}
+		return nil
+	}
+}
+
+func minArgs(n int, what string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) < n {
+			return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%s needs %s", c.CommandPath(), what),
+				Hint: "see '" + c.CommandPath() + " --help'"}
+		}
+		return nil
+	}
+}
