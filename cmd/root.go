@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 // Factory carries what every command depends on: the I/O streams, the
@@ -28,7 +30,9 @@ type Factory struct {
 	Out, Err io.Writer
 	Getenv   func(string) string
 	IsTTY    func(f any) bool
-	Now      func() time.Time
+	// TermWidth is the width in columns of the terminal f is (0: none).
+	TermWidth func(f any) int
+	Now       func() time.Time
 
 	Printer *render.Printer
 	Global  GlobalOptions
@@ -238,8 +242,29 @@ func (f *Factory) setup(c *cobra.Command) error {
 		Out: f.Out, Err: f.Err, Format: format, TTY: tty, Color: color,
 		ErrTTY: f.IsTTY(f.Err) || f.Getenv("IDMPCTL_FORCE_TTY") != "",
 	}
+	if format == render.Table {
+		f.Printer.Width = f.width()
+	}
 	f.started = true
 	return nil
+}
+
+// width is the terminal's width in columns, for tables and views: the real
+// terminal's; for a terminal forced with IDMPCTL_FORCE_TTY, COLUMNS or 80;
+// 0 (no limit) when stdout is no terminal.
+func (f *Factory) width() int {
+	if f.TermWidth != nil {
+		if n := f.TermWidth(f.Out); n > 0 {
+			return n
+		}
+	}
+	if f.Getenv("IDMPCTL_FORCE_TTY") == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(f.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	return 80
 }
 
 // Main runs idmpctl and returns its exit code.
@@ -251,6 +276,14 @@ func Main() int {
 				return isatty.IsTerminal(file.Fd())
 			}
 			return false
+		},
+		TermWidth: func(w any) int {
+			if file, ok := w.(*os.File); ok {
+				if cols, _, err := term.GetSize(int(file.Fd())); err == nil {
+					return cols
+				}
+			}
+			return 0
 		},
 	}
 	if isClaimRun(os.Args[1:]) {
