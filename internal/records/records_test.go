@@ -151,7 +151,7 @@ func TestDecode(t *testing.T) {
 
 		// Other types.
 		{"stream", "events", "stream", RawValue{}, -1,
-			want{format: FormatStream, status: Unknown, result: -1, flags: []Flag{FlagNoTTL}}},
+			want{format: FormatStream, status: "", result: -1, flags: []Flag{FlagNoTTL}}},
 		{"list", "q", "list", RawValue{}, 10,
 			want{format: FormatUnknown, status: Unknown, result: -1}},
 		{"missing", "gone", "none", RawValue{}, -2,
