@@ -111,7 +111,7 @@ type cfgsetJSON struct {
 	Status      string         `json:"status"`
 	Before      map[string]int `json:"before"`
 	After       map[string]int `json:"after"`
-	ClearedIIDs int64          `json:"cleared-iids"`
+	ClearedIIDs int64          `json:"cleared_iids"`
 }
 
 // cfgsetRun is shared by cfgset and calc-maxsize --apply.
@@ -127,7 +127,7 @@ func cfgsetRun(ctx context.Context, o *CfgSetOptions) error {
 		return exit.New(exit.NotFound, "cfgset "+strconv.Quote(name), "ERR no such key")
 	}
 	if err != nil {
-		return err
+		return exit.Wrap(err, "cfgset "+strconv.Quote(name))
 	}
 	before := idmp.Config{Duration: info.IDMPDuration, MaxSize: info.IDMPMaxSize}
 	after := before
@@ -144,14 +144,15 @@ func cfgsetRun(ctx context.Context, o *CfgSetOptions) error {
 		status, cleared = "dry-run", info.IIDsTracked
 	default:
 		if info.IIDsTracked > 0 {
-			q := fmt.Sprintf("changing %s clears %d tracked iids of %d producers", name, info.IIDsTracked, info.PIDsTracked)
-			if err := confirm(f, yes, q, ""); err != nil {
+			c := change{What: fmt.Sprintf("changing %s clears %s of %s", render.Field(name), render.N(info.IIDsTracked, "tracked iid"),
+				render.N(info.PIDsTracked, "producer")), Question: "Change the settings?"}
+			if err := confirm(f, yes, c); err != nil {
 				return exit.Wrap(err, "cfgset "+strconv.Quote(name))
 			}
 		}
 		res, err := streams.CfgSet(ctx, name, duration, maxsize)
 		if err != nil {
-			return err
+			return exit.Wrap(err, "cfgset "+strconv.Quote(name))
 		}
 		before, after, cleared = res.Before, res.After, res.ClearedIIDs
 		status = "unchanged"
@@ -171,23 +172,28 @@ func printCfgSet(p *render.Printer, r cfgsetJSON) error {
 	case render.JSON:
 		return p.JSON(r)
 	case render.Table:
+		// The settings with their units: seconds, iids per producer.
+		unit := map[string]func(int) string{
+			"idmp-duration": func(v int) string { return strconv.Itoa(v) + "s" },
+			"idmp-maxsize":  func(v int) string { return render.N(int64(v), "iid") + " per pid" },
+		}
 		arrow := func(k string) string {
 			if r.Before[k] == r.After[k] {
-				return fmt.Sprintf("%d (unchanged)", r.After[k])
+				return unit[k](r.After[k]) + " (unchanged)"
 			}
-			return fmt.Sprintf("%d -> %s", r.Before[k], p.Good(strconv.Itoa(r.After[k])))
+			return unit[k](r.Before[k]) + " -> " + p.Good(unit[k](r.After[k]))
 		}
 		status := r.Status
 		switch r.Status {
 		case "changed":
-			status = p.Warn(fmt.Sprintf("changed: %d tracked iids cleared", r.ClearedIIDs))
+			status = p.Warn("changed: " + render.N(r.ClearedIIDs, "tracked iid") + " cleared")
 		case "dry-run":
-			status = p.Warn(fmt.Sprintf("dry run: nothing changed; the change would clear %d tracked iids", r.ClearedIIDs))
+			status = p.Warn("dry run: nothing changed; the change would clear " + render.N(r.ClearedIIDs, "tracked iid"))
 		case "unchanged":
 			status = "unchanged: same values, nothing cleared"
 		}
-		p.KV("cfgset "+r.Stream+" ("+r.Mode+")", []render.Pair{
-			{"IDMP-DURATION", arrow("idmp-duration")}, {"IDMP-MAXSIZE", arrow("idmp-maxsize")}, {"result", status},
+		p.KV("cfgset "+render.Field(r.Stream)+" ("+r.Mode+")", []render.Pair{
+			{"idmp-duration", arrow("idmp-duration")}, {"idmp-maxsize", arrow("idmp-maxsize")}, {"result", status},
 		})
 	default:
 		p.Line("status\t%s", r.Status)
