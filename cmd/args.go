@@ -1,13 +1,26 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"strconv"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/spf13/cobra"
 )
+
+// inputError is an input file that cannot be read: 66, as a missing
+// --batch file (the contract's "not found", sysexits' EX_NOINPUT).
+func inputError(flag string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return exit.New(exit.NotFound, flag+" "+strconv.Quote(pe.Path), "%s", pe.Err)
+	}
+	return exit.New(exit.NotFound, flag, "%v", err)
+}
 
 // readArg reads STRING, @FILE, or - (stdin) for flags that take either.
 func readArg(in io.Reader, flag, v string, allowStdin bool) (string, error) {
@@ -21,7 +34,7 @@ func readArg(in io.Reader, flag, v string, allowStdin bool) (string, error) {
 	case len(v) > 1 && v[0] == '@':
 		b, err := os.ReadFile(v[1:])
 		if err != nil {
-			return "", exit.New(exit.Usage, "--"+flag, "%v", err)
+			return "", inputError("--"+flag, err)
 		}
 		return string(b), nil
 	}

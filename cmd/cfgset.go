@@ -99,6 +99,9 @@ Raw output: "status<TAB>changed|unchanged|dry-run", then
 	// XCFGSET's syntax errors in Redis's words: a setting without its value
 	// or an unknown one.
 	c.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if badFlagValue.MatchString(err.Error()) { // a global flag's value, not XCFGSET's syntax
+			return flagError(c, err)
+		}
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("ERR syntax error: %w", err), Hint: "see '" + c.CommandPath() + " --help'"}
 	})
 	return c
@@ -118,11 +121,13 @@ type cfgsetJSON struct {
 func cfgsetRun(ctx context.Context, o *CfgSetOptions) error {
 	f, name, duration, maxsize := o.Factory, o.Stream, o.Duration, o.MaxSize
 	yes, dryRun, mode := o.Yes, o.DryRun, o.Mode
-	streams, err := openStreams(ctx, f, mode)
+	rctx, cancel := f.callBound(ctx, 0)
+	defer cancel()
+	streams, err := openStreams(rctx, f, mode)
 	if err != nil {
 		return err
 	}
-	info, err := streams.Info(ctx, name)
+	info, err := streams.Info(rctx, name)
 	if exit.Code(err) == exit.NotFound {
 		return exit.New(exit.NotFound, "cfgset "+strconv.Quote(name), "ERR no such key")
 	}
@@ -150,7 +155,9 @@ func cfgsetRun(ctx context.Context, o *CfgSetOptions) error {
 				return exit.Wrap(err, "cfgset "+strconv.Quote(name))
 			}
 		}
-		res, err := streams.CfgSet(ctx, name, duration, maxsize)
+		wctx, cancel := f.callBound(ctx, 0) // the question took its own time
+		defer cancel()
+		res, err := streams.CfgSet(wctx, name, duration, maxsize)
 		if err != nil {
 			return exit.Wrap(err, "cfgset "+strconv.Quote(name))
 		}

@@ -61,11 +61,11 @@ func (o *ClaimFlags) validate() error {
 	case o.Key == "":
 		return exit.Usagef("the KEY must not be empty")
 	case o.Lease <= 0:
-		return exit.Usagef("--lease %s: must be greater than zero", o.Lease)
+		return exit.Usagef("--lease %s: must be greater than zero", render.Duration(o.Lease))
 	case o.TTL <= 0:
-		return exit.Usagef("--ttl %s: must be greater than zero", o.TTL)
+		return exit.Usagef("--ttl %s: must be greater than zero", render.Duration(o.TTL))
 	case o.Lease > o.TTL:
-		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--lease %s is longer than --ttl %s", o.Lease, o.TTL),
+		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--lease %s is longer than --ttl %s", render.Duration(o.Lease), render.Duration(o.TTL)),
 			Hint: "the record must outlive its lease: raise --ttl or lower --lease"}
 	case o.MaxResult < 0:
 		return exit.Usagef("--max-result %d: must not be negative", o.MaxResult)
@@ -306,6 +306,8 @@ type acquireJSON struct {
 }
 
 func claimAcquireRun(ctx context.Context, o *AcquireOptions) error {
+	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
+	defer cancel()
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err
@@ -347,15 +349,15 @@ func acquireExit(p *render.Printer, key string, res claim.AcquireResult) error {
 	case claim.Done:
 		return exit.Status(exit.Done)
 	case claim.Busy:
-		return &exit.Error{Code: exit.Busy, What: "claim " + strconv.Quote(key),
-			Err:  fmt.Errorf("busy: held by %s (token %d) for %s more", render.Field(r.Owner), r.Token, time.Duration(res.LeaseLeftMs)*time.Millisecond),
+		return &exit.Error{Code: exit.Busy, What: "claim acquire " + strconv.Quote(key),
+			Err:  fmt.Errorf("busy: held by %s (token %d) for %s more", render.Field(r.Owner), r.Token, render.Ms(res.LeaseLeftMs)),
 			Hint: "retry later, or use claim run --wait"}
 	case claim.Mismatch:
-		return &exit.Error{Code: exit.Data, What: "claim " + strconv.Quote(key),
+		return &exit.Error{Code: exit.Data, What: "claim acquire " + strconv.Quote(key),
 			Err:  fmt.Errorf("fingerprint mismatch: the key was claimed for a different payload (stored %.12s...)", r.Fingerprint),
 			Hint: "the same key with a different request is a client bug; use a new key for a new request"}
 	case claim.Exhausted:
-		return &exit.Error{Code: exit.Data, What: "claim " + strconv.Quote(key),
+		return &exit.Error{Code: exit.Data, What: "claim acquire " + strconv.Quote(key),
 			Err: fmt.Errorf("attempts exhausted: FAILED after %d attempts (last error: %s)", r.Attempts, orDash(r.Error))}
 	}
 	return nil
@@ -410,6 +412,8 @@ func claimStepOut(p *render.Printer, verb, key, raw string, r claim.Record, aj a
 }
 
 func claimRenewRun(ctx context.Context, o *RenewOptions) error {
+	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
+	defer cancel()
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err
@@ -427,6 +431,8 @@ func claimRenewRun(ctx context.Context, o *RenewOptions) error {
 }
 
 func claimCompleteRun(ctx context.Context, o *CompleteOptions) error {
+	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
+	defer cancel()
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err
@@ -448,6 +454,8 @@ func claimCompleteRun(ctx context.Context, o *CompleteOptions) error {
 }
 
 func claimFailRun(ctx context.Context, o *FailOptions) error {
+	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
+	defer cancel()
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err
@@ -473,6 +481,8 @@ func claimFailRun(ctx context.Context, o *FailOptions) error {
 }
 
 func claimReleaseRun(ctx context.Context, o *ReleaseOptions) error {
+	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
+	defer cancel()
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err

@@ -172,6 +172,8 @@ func inspectRun(ctx context.Context, o *InspectOptions) error {
 }
 
 func inspectServer(ctx context.Context, o *InspectOptions) error {
+	ctx, cancel := o.Factory.callBound(ctx, 0)
+	defer cancel()
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err

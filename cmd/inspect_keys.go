@@ -30,11 +30,13 @@ const tableRowCap = 1000
 // inspectKeys shows each key: streams with the stream view, records
 // normalised whatever their format. Missing keys: 66 after the others.
 func inspectKeys(ctx context.Context, o *InspectOptions) error {
-	conn, err := o.Factory.Conn(ctx)
+	rctx, cancel := o.Factory.callBound(ctx, 0)
+	defer cancel()
+	conn, err := o.Factory.Conn(rctx)
 	if err != nil {
 		return err
 	}
-	recs, err := keyspace.InspectKeys(ctx, conn, o.Keys, o.Decode)
+	recs, err := keyspace.InspectKeys(rctx, conn, o.Keys, o.Decode)
 	if err != nil && recs == nil {
 		return err
 	}
@@ -507,9 +509,11 @@ func (sv *streamViewer) show(ctx context.Context, name, watch string) error {
 	if watch != "" {
 		return sv.watch(ctx, name, watch)
 	}
+	ctx, cancel := sv.f.callBound(ctx, 0)
+	defer cancel()
 	info, err := sv.streams.Info(ctx, name)
 	if err != nil {
-		return err
+		return exit.Wrap(err, "inspect")
 	}
 	return sv.print(info, nil, time.Time{})
 }
@@ -604,12 +608,14 @@ func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
 			case <-time.After(interval):
 			}
 		}
-		info, err := sv.streams.Info(ctx, name)
+		ictx, cancel := sv.f.callBound(ctx, 0)
+		info, err := sv.streams.Info(ictx, name)
+		cancel()
 		if errors.Is(err, context.Canceled) {
 			return nil
 		}
 		if err != nil {
-			return err
+			return exit.Wrap(err, "inspect --watch")
 		}
 		now := sv.f.Now()
 		var r *rates

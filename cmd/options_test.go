@@ -98,7 +98,6 @@ func TestXAddOptions(t *testing.T) {
 		{[]string{"s", "--pid", "p", "--iid", "i", "--skip", "2", "f", "v"}, "--skip, --batch-id, --resume and --progress-ttl go with --batch"},
 		{[]string{"s", "--pid", "p", "--batch", "in.ndjson", "--skip", "2", "--resume"}, "give one"},
 		{[]string{"s", "--pid", "p", "--iid", "i", "--json", "{}", "f", "v"}, "not both"},
-		{[]string{"s", "--pid", "p", "--iid", "i", "--json", "@/nonexistent/x.json"}, "--json"},
 		{[]string{"s", "--pid", "p", "--iid", "i", "--limit", "5", "--maxlen", "9", "f", "v"}, "LIMIT cannot be used without"},
 		{[]string{"s", "--pid", "p", "--iid", "i", "--nosuchflag", "f", "v"}, "unknown flag"},
 		{[]string{}, "needs a STREAM"},
@@ -289,10 +288,9 @@ func TestClaimVerbOptions(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"acquire", []string{"k", "--lease", "2h", "--ttl", "1h"}, "--lease 2h0m0s is longer than --ttl 1h0m0s"},
+		{"acquire", []string{"k", "--lease", "2h", "--ttl", "1h"}, "--lease 2h is longer than --ttl 1h"},
 		{"acquire", []string{"k", "--owner", ""}, "--owner must not be empty"},
 		{"acquire", []string{"k", "--max-attempts", "-1"}, "--max-attempts -1"},
-		{"acquire", []string{"k", "--payload", "@/nonexistent/p"}, "--payload"},
 		{"acquire", []string{""}, "the KEY must not be empty"},
 		{"acquire", []string{"a", "b"}, "needs 1 argument"},
 		{"renew", []string{"k"}, "--token is required"},
@@ -429,8 +427,8 @@ func TestWaitFlags(t *testing.T) {
 			{[]string{"--wait-aof", "--wait-timeout", "-1s"}, "--wait-timeout -1s: must be at least 1ms"},
 			{[]string{"--wait-replicas", "1", "--wait-timeout", "500us"}, "must be at least 1ms"},
 			{[]string{"--wait-timeout", "2s"}, "--wait-timeout goes with --wait-replicas N or --wait-aof"},
-			{[]string{"--wait-replicas", "1", "--wait-timeout", "soon"}, "invalid argument"},
-			{[]string{"--wait-replicas", "two"}, "invalid argument"},
+			{[]string{"--wait-replicas", "1", "--wait-timeout", "soon"}, `--wait-timeout "soon": want a duration with its unit`},
+			{[]string{"--wait-replicas", "two"}, `--wait-replicas "two": want a whole number`},
 		} {
 			args := append(append(append([]string{verb}, base[verb]...), c.flags...), tail[verb]...)
 			f := testFactory("")
@@ -438,6 +436,31 @@ func TestWaitFlags(t *testing.T) {
 			if exit.Code(err) != exit.Usage || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%v: err = %v (exit %d), want a usage error with %q", args, err, exit.Code(err), c.want)
 			}
+		}
+	}
+}
+
+// TestMissingInputFiles: an input file that cannot be read is 66 (the
+// contract's "not found"), whichever flag names it, before any server.
+func TestMissingInputFiles(t *testing.T) {
+	for _, args := range [][]string{
+		{"xadd", "s", "--pid", "p", "--iid", "i", "--json", "@/nonexistent/x.json"},
+		{"acquire", "k", "--payload", "@/nonexistent/p"},
+		{"complete", "k", "--token", "1", "--result", "@/nonexistent/r"},
+	} {
+		f := testFactory("")
+		var c *cobra.Command
+		switch args[0] {
+		case "xadd":
+			c = NewCmdXAdd(f, func(*XAddOptions) error { t.Errorf("%v: ran", args); return nil })
+		case "acquire":
+			c = NewCmdClaimAcquire(f, func(*AcquireOptions) error { t.Errorf("%v: ran", args); return nil })
+		case "complete":
+			c = NewCmdClaimComplete(f, func(*CompleteOptions) error { t.Errorf("%v: ran", args); return nil })
+		}
+		err := execute(t, f, c, args...)
+		if exit.Code(err) != exit.NotFound || !strings.Contains(err.Error(), `"/nonexistent/`) || !strings.Contains(err.Error(), "no such file or directory") {
+			t.Errorf("%v: err = %v (exit %d), want 66 naming the file", args, err, exit.Code(err))
 		}
 	}
 }

@@ -274,11 +274,13 @@ type purgeStreamJSON struct {
 func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 	f := o.Factory
 	what := "purge --stream " + strconv.Quote(o.Stream)
-	streams, err := openStreams(ctx, f, o.Mode)
+	rctx, cancel := f.callBound(ctx, 0)
+	defer cancel()
+	streams, err := openStreams(rctx, f, o.Mode)
 	if err != nil {
 		return err
 	}
-	info, err := streams.Info(ctx, o.Stream)
+	info, err := streams.Info(rctx, o.Stream)
 	if err != nil {
 		return exit.Wrap(err, what)
 	}
@@ -300,7 +302,9 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 				return exit.Wrap(err, what)
 			}
 		}
-		if cleared, err = streams.ClearTracking(ctx, o.Stream, o.PID); err != nil {
+		wctx, cancel := f.callBound(ctx, 0) // the question took its own time
+		defer cancel()
+		if cleared, err = streams.ClearTracking(wctx, o.Stream, o.PID); err != nil {
 			return exit.Wrap(err, what)
 		}
 		status = "cleared"

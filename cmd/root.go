@@ -126,9 +126,7 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 	root.SetIn(f.In)
 	root.SetOut(f.Out)
 	root.SetErr(f.Err)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &exit.Error{Code: exit.Usage, Err: err, Hint: "see '" + c.CommandPath() + " --help'"}
-	})
+	root.SetFlagErrorFunc(flagError)
 	root.SetUsageTemplate(root.UsageTemplate() + "\n" + exit.Table + "\n")
 	root.CompletionOptions.DisableDefaultCmd = true
 
@@ -328,6 +326,16 @@ func run(f *Factory, args []string) int {
 	return exit.Code(err)
 }
 
+// callBound bounds a command that is one call to Redis (a single xadd, a
+// claim step, cfgset's read and its write, inspect KEY, inspect --server):
+// the whole call, connecting and retries included, takes at most
+// --timeout, plus wait (what --wait-replicas may wait). A frozen server
+// costs one --timeout, not one per attempt. Long work (xadd --batch,
+// scans, purges, --watch, claim run) bounds each round trip instead.
+func (f *Factory) callBound(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, f.Global.Timeout+wait)
+}
+
 // untilInterrupted is ctx cancelled by SIGINT or SIGTERM, for the commands
 // that loop (batches, scans, watches, claim run): they stop cleanly and say
 // what they did. A command of one round trip keeps the default action of
@@ -342,15 +350,28 @@ func printError(f *Factory, err error) {
 		return
 	}
 	msg := err.Error()
-	if errors.Is(err, context.Canceled) {
+	hint := ""
+	if e != nil {
+		hint = e.Hint
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
 		msg = "interrupted"
+	case exit.Code(err) == exit.Unavailable && exit.TimedOut(err):
+		// The network's words ("read tcp ...: i/o timeout") say less than
+		// ours, and name no flag.
+		msg = "no reply within --timeout " + render.Duration(f.Global.Timeout)
+		if e != nil && e.What != "" {
+			msg = e.What + ": " + msg
+		}
+		hint = "the server did not answer in time: it is down, overloaded, blocked by a slow command, or unreachable; --timeout D waits longer"
 	}
 	bad := func(s string) string { return s }
 	if f.Printer != nil {
 		bad = f.Printer.Bad
 	}
 	fmt.Fprintf(f.Err, "%s %s\n", bad("idmpctl:"), strings.TrimSpace(msg))
-	if e != nil && e.Hint != "" {
-		fmt.Fprintf(f.Err, "hint: %s\n", e.Hint)
+	if hint != "" {
+		fmt.Fprintf(f.Err, "hint: %s\n", hint)
 	}
 }

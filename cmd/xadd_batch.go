@@ -29,7 +29,7 @@ func openBatch(f *Factory, name string) (io.ReadCloser, error) {
 	}
 	file, err := os.Open(name)
 	if err != nil {
-		return nil, exit.New(exit.NotFound, "--batch", "%v", err)
+		return nil, inputError("--batch", err)
 	}
 	return file, nil
 }

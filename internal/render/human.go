@@ -29,7 +29,7 @@ func N(n int64, noun string, plural ...string) string {
 }
 
 // Duration is d as kubectl shows an age, to the two largest units and
-// without zero parts: "850ms", "59s", "16m40s", "5m", "24h", "1h30m",
+// without zero parts: "0s", "850ms", "59s", "16m40s", "5m", "24h", "1h30m",
 // "6d23h". Below a minute it counts seconds, below a second milliseconds;
 // up to 48 hours it counts hours and minutes, past that days and hours.
 // The parts are whole (cut, not rounded): a lease of 4m59.9s left is
@@ -45,6 +45,8 @@ func Duration(d time.Duration) string {
 		return strconv.FormatInt(a, 10) + ua + strconv.FormatInt(b, 10) + ub
 	}
 	switch {
+	case d == 0:
+		return "0s"
 	case d < time.Second:
 		return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
 	case d < time.Minute:

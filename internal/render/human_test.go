@@ -33,7 +33,7 @@ func TestN(t *testing.T) {
 
 func TestDuration(t *testing.T) {
 	for d, want := range map[time.Duration]string{
-		0:                                      "0ms",
+		0:                                      "0s",
 		850 * time.Millisecond:                 "850ms",
 		time.Second:                            "1s",
 		59*time.Second + 999*time.Millisecond:  "59s",

@@ -183,7 +183,7 @@ type step struct {
 }
 
 func newStep(s *redisconn.Script, verb, key string, args ...any) step {
-	return step{script: s, verb: verb, what: verb + " " + strconv.Quote(key), key: key, args: args}
+	return step{script: s, verb: verb, what: "claim " + verb + " " + strconv.Quote(key), key: key, args: args}
 }
 
 // run calls the step's script; every reply carries the whole record.
@@ -291,7 +291,7 @@ func completeStep(p CompleteParams) (step, error) {
 	if err := firstErr(checkKey(p.Key), checkToken(p.Token), checkTTL(p.TTL)); err != nil {
 		return step{}, err
 	}
-	what := "complete " + strconv.Quote(p.Key)
+	what := "claim complete " + strconv.Quote(p.Key)
 	hasResult, value := "0", ""
 	if p.Result != nil {
 		if err := CheckResultSize(len(*p.Result), p.MaxResult); err != nil {

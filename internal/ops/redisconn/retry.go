@@ -38,7 +38,7 @@ func WithRetries(ctx context.Context, retries int, op func() error, onRetry func
 	wait := retryBase
 	for attempt := 1; ; attempt++ {
 		err := op()
-		if err == nil || attempt > retries || !Retryable(err) {
+		if err == nil || attempt > retries || !Retryable(err) || ctx.Err() != nil {
 			return err
 		}
 		if onRetry != nil {
