@@ -7,8 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/spf13/cobra"
 )
 
@@ -41,10 +43,12 @@ func readArg(in io.Reader, flag, v string, allowStdin bool) (string, error) {
 	return v, nil
 }
 
-// noArgs and exactArgs are cobra's validators with usage exit codes.
+// noArgs, exactArgs and minArgs are cobra's validators with usage exit
+// codes. Their messages name the command without "idmpctl", which the
+// error line already starts with.
 func noArgs(c *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return exit.Usagef("%s takes no arguments, got %q", c.CommandPath(), args[0])
+		return exit.Usagef("%s takes no arguments, got %q", verbPath(c), args[0])
 	}
 	return nil
 }
@@ -52,7 +56,7 @@ func noArgs(c *cobra.Command, args []string) error {
 func exactArgs(n int) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if len(args) != n {
-			return exit.Usagef("%s needs %d argument(s), got %d", c.CommandPath(), n, len(args))
+			return exit.Usagef("%s needs %s, got %d", verbPath(c), render.N(int64(n), "argument"), len(args))
 		}
 		return nil
 	}
@@ -61,9 +65,15 @@ func exactArgs(n int) cobra.PositionalArgs {
 func minArgs(n int, what string) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if len(args) < n {
-			return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%s needs %s", c.CommandPath(), what),
+			return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%s needs %s", verbPath(c), what),
 				Hint: "see '" + c.CommandPath() + " --help'"}
 		}
 		return nil
 	}
+}
+
+// verbPath is the command's path without the program's name: "claim
+// acquire".
+func verbPath(c *cobra.Command) string {
+	return strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
 }

@@ -21,6 +21,7 @@ type CalcMaxsizeOptions struct {
 	Apply                                             string
 	Yes, DryRun                                       bool
 	Mode                                              string
+	ModeSet                                           bool // --mode was given
 
 	Inputs capacity.Inputs
 }
@@ -33,6 +34,9 @@ func (o *CalcMaxsizeOptions) Validate() error {
 	}
 	if o.MarkDelayFlag == "" {
 		return exit.Usagef("--mark-delay is required (for example --mark-delay 80ms)")
+	}
+	if o.Apply == "" && (o.Yes || o.DryRun || o.ModeSet) {
+		return exit.Usagef("%s goes with --apply STREAM", givenFlag(map[string]bool{"--yes": o.Yes, "--dry-run": o.DryRun, "--mode": o.ModeSet}))
 	}
 	rate, err := capacity.ParseRate("rate", o.RateFlag)
 	if err != nil {
@@ -82,6 +86,7 @@ Raw output is one line to paste after XCFGSET key:
   idmpctl calc-maxsize --rate 2.5k/s --mark-delay 1.5s --producers 4 --margin 50% -o json`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			o.ModeSet = c.Flags().Changed("mode")
 			if err := o.Validate(); err != nil {
 				return err
 			}

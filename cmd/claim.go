@@ -14,9 +14,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// ClaimFlags are the inputs every claim verb takes (the verbs have kept one
-// set of flags since the first release; each verb uses what it needs).
+// ClaimFlags are the inputs of the claim verbs. Each verb has the flags it
+// uses (has), and only those: --help lists them, and any other is refused.
 type ClaimFlags struct {
+	has         claimFlagSet
 	Key         string
 	Owner       string
 	OwnerSet    bool // --owner was given; otherwise Complete looks up hostname:pid
@@ -29,6 +30,28 @@ type ClaimFlags struct {
 	fingerprint string
 }
 
+// claimFlagSet says which of the shared claim flags a verb takes.
+type claimFlagSet uint8
+
+const (
+	hasOwner claimFlagSet = 1 << iota
+	hasLease
+	hasTTL
+	hasPayload
+	hasMaxAttempts
+	hasMaxResult
+
+	acquireFlags = hasOwner | hasLease | hasTTL | hasPayload | hasMaxAttempts
+	renewFlags   = hasLease | hasTTL
+	// complete and fail write the outcome and keep the lease; release
+	// deletes the record.
+	completeFlags = hasTTL | hasMaxResult
+	failFlags     = hasTTL
+	releaseFlags  = claimFlagSet(0)
+	// claim run acquires, renews and records the outcome.
+	runFlags = acquireFlags | hasMaxResult
+)
+
 func defaultOwner() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
@@ -40,7 +63,7 @@ func defaultOwner() string {
 // complete does the I/O the flags need before validation: the default
 // owner (looked up only when a claim verb runs) and the --payload file.
 func (o *ClaimFlags) complete(f *Factory) error {
-	if !o.OwnerSet {
+	if o.has&hasOwner != 0 && !o.OwnerSet {
 		o.Owner = defaultOwner()
 	}
 	if o.Payload != "" {
@@ -53,18 +76,19 @@ func (o *ClaimFlags) complete(f *Factory) error {
 	return nil
 }
 
-// validate checks what every verb shares, without I/O.
+// validate checks the verb's flags, without I/O.
 func (o *ClaimFlags) validate() error {
+	has := func(f claimFlagSet) bool { return o.has&f != 0 }
 	switch {
-	case o.Owner == "":
+	case has(hasOwner) && o.Owner == "":
 		return exit.Usagef("--owner must not be empty")
 	case o.Key == "":
 		return exit.Usagef("the KEY must not be empty")
-	case o.Lease <= 0:
+	case has(hasLease) && o.Lease <= 0:
 		return exit.Usagef("--lease %s: must be greater than zero", render.Duration(o.Lease))
-	case o.TTL <= 0:
+	case has(hasTTL) && o.TTL <= 0:
 		return exit.Usagef("--ttl %s: must be greater than zero", render.Duration(o.TTL))
-	case o.Lease > o.TTL:
+	case has(hasLease) && has(hasTTL) && o.Lease > o.TTL:
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--lease %s is longer than --ttl %s", render.Duration(o.Lease), render.Duration(o.TTL)),
 			Hint: "the record must outlive its lease: raise --ttl or lower --lease"}
 	case o.MaxResult < 0:
@@ -87,14 +111,32 @@ func (o *ClaimFlags) acquireParams() claim.AcquireParams {
 		Fingerprint: o.fingerprint, MaxAttempts: o.MaxAttempts}
 }
 
-func addClaimFlags(c *cobra.Command, o *ClaimFlags) {
+// addClaimFlags adds claim run's flags: every shared one.
+func addClaimFlags(c *cobra.Command, o *ClaimFlags) { addClaimFlagsFor(c, o, runFlags) }
+
+// addClaimFlagsFor adds the shared flags a verb takes, and the wait flags
+// (every verb writes).
+func addClaimFlagsFor(c *cobra.Command, o *ClaimFlags, has claimFlagSet) {
+	o.has = has
 	fl := c.Flags()
-	fl.StringVar(&o.Owner, "owner", "", "who holds the claim (default hostname:pid)")
-	fl.DurationVar(&o.Lease, "lease", 5*time.Minute, "how long a claim stays live without renewal")
-	fl.DurationVar(&o.TTL, "ttl", 24*time.Hour, "retention of the record (set on every write)")
-	fl.StringVar(&o.Payload, "payload", "", "request payload (STRING or @FILE): its SHA-256 must match on redelivery")
-	fl.Int64Var(&o.MaxAttempts, "max-attempts", 0, "refuse a retry after this many attempts (0: unlimited)")
-	fl.IntVar(&o.MaxResult, "max-result", claim.DefaultMaxResult, "largest result stored, in bytes (0: no cap)")
+	if has&hasOwner != 0 {
+		fl.StringVar(&o.Owner, "owner", "", "who holds the claim (default hostname:pid)")
+	}
+	if has&hasLease != 0 {
+		fl.DurationVar(&o.Lease, "lease", 5*time.Minute, "how long a claim stays live without renewal")
+	}
+	if has&hasTTL != 0 {
+		fl.DurationVar(&o.TTL, "ttl", 24*time.Hour, "retention of the record (set on every write)")
+	}
+	if has&hasPayload != 0 {
+		fl.StringVar(&o.Payload, "payload", "", "request payload (STRING or @FILE): its SHA-256 must match on redelivery")
+	}
+	if has&hasMaxAttempts != 0 {
+		fl.Int64Var(&o.MaxAttempts, "max-attempts", 0, "refuse a retry after this many attempts (0: unlimited)")
+	}
+	if has&hasMaxResult != 0 {
+		fl.IntVar(&o.MaxResult, "max-result", claim.DefaultMaxResult, "largest result stored, in bytes (0: no cap)")
+	}
 	addWaitFlags(c, &o.Durable)
 }
 
@@ -110,7 +152,7 @@ func addTokenFlag(c *cobra.Command, token *int64) {
 
 // claimVerb builds one verb: KEY, the shared flags, then complete (I/O),
 // validate (none) and runF or run.
-func claimVerb(f *Factory, use, short string, o *ClaimFlags, prepare func(c *cobra.Command) error, run func(context.Context) error) *cobra.Command {
+func claimVerb(f *Factory, use, short string, o *ClaimFlags, has claimFlagSet, prepare func(c *cobra.Command) error, run func(context.Context) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   use,
 		Short: short,
@@ -130,7 +172,7 @@ func claimVerb(f *Factory, use, short string, o *ClaimFlags, prepare func(c *cob
 			return run(c.Context())
 		},
 	}
-	addClaimFlags(c, o)
+	addClaimFlagsFor(c, o, has)
 	return c
 }
 
@@ -176,7 +218,7 @@ type AcquireOptions struct {
 // NewCmdClaimAcquire builds claim acquire; runF replaces the run step in tests.
 func NewCmdClaimAcquire(f *Factory, runF func(*AcquireOptions) error) *cobra.Command {
 	o := &AcquireOptions{Factory: f}
-	return claimVerb(f, "acquire KEY", "Claim KEY and print the fencing token", &o.ClaimFlags,
+	return claimVerb(f, "acquire KEY", "Claim KEY and print the fencing token", &o.ClaimFlags, acquireFlags,
 		func(*cobra.Command) error { return nil },
 		func(ctx context.Context) error {
 			if runF != nil {
@@ -196,7 +238,7 @@ type RenewOptions struct {
 // NewCmdClaimRenew builds claim renew; runF replaces the run step in tests.
 func NewCmdClaimRenew(f *Factory, runF func(*RenewOptions) error) *cobra.Command {
 	o := &RenewOptions{Factory: f}
-	c := claimVerb(f, "renew KEY", "Extend the lease of the claim held with --token", &o.ClaimFlags,
+	c := claimVerb(f, "renew KEY", "Extend the lease of the claim held with --token", &o.ClaimFlags, renewFlags,
 		func(*cobra.Command) error { return validateToken(o.Token) },
 		func(ctx context.Context) error {
 			if runF != nil {
@@ -220,7 +262,7 @@ type CompleteOptions struct {
 // NewCmdClaimComplete builds claim complete; runF replaces the run step in tests.
 func NewCmdClaimComplete(f *Factory, runF func(*CompleteOptions) error) *cobra.Command {
 	o := &CompleteOptions{Factory: f}
-	c := claimVerb(f, "complete KEY", "Record COMPLETED (with --result) for the claim held with --token", &o.ClaimFlags,
+	c := claimVerb(f, "complete KEY", "Record COMPLETED (with --result) for the claim held with --token", &o.ClaimFlags, completeFlags,
 		func(c *cobra.Command) error {
 			if err := validateToken(o.Token); err != nil {
 				return err
@@ -257,7 +299,7 @@ type FailOptions struct {
 // NewCmdClaimFail builds claim fail; runF replaces the run step in tests.
 func NewCmdClaimFail(f *Factory, runF func(*FailOptions) error) *cobra.Command {
 	o := &FailOptions{Factory: f}
-	c := claimVerb(f, "fail KEY", "Record FAILED (with --error), or --release, for the claim held with --token", &o.ClaimFlags,
+	c := claimVerb(f, "fail KEY", "Record FAILED (with --error), or --release, for the claim held with --token", &o.ClaimFlags, failFlags,
 		func(*cobra.Command) error { return validateToken(o.Token) },
 		func(ctx context.Context) error {
 			if runF != nil {
@@ -281,7 +323,7 @@ type ReleaseOptions struct {
 // NewCmdClaimRelease builds claim release; runF replaces the run step in tests.
 func NewCmdClaimRelease(f *Factory, runF func(*ReleaseOptions) error) *cobra.Command {
 	o := &ReleaseOptions{Factory: f}
-	c := claimVerb(f, "release KEY", "Delete the claim held with --token", &o.ClaimFlags,
+	c := claimVerb(f, "release KEY", "Delete the claim held with --token", &o.ClaimFlags, releaseFlags,
 		func(*cobra.Command) error { return validateToken(o.Token) },
 		func(ctx context.Context) error {
 			if runF != nil {
@@ -327,7 +369,7 @@ func claimAcquireRun(ctx context.Context, o *AcquireOptions) error {
 			return err
 		}
 	case render.Table:
-		printClaim(p, "acquire "+o.Key+": "+string(res.Outcome), res.Record, aj.pairs()...)
+		printClaim(p, "claim acquire "+render.Field(o.Key)+": "+string(res.Outcome), res.Record, aj.pairs()...)
 	default:
 		switch {
 		case res.Acquired():
@@ -365,7 +407,7 @@ func acquireExit(p *render.Printer, key string, res claim.AcquireResult) error {
 
 func printClaim(p *render.Printer, title string, r claim.Record, extra ...render.Pair) {
 	pairs := []render.Pair{{"status", render.Field(r.Status)}, {"owner", render.Field(r.Owner)}, {"token", strconv.FormatInt(r.Token, 10)},
-		{"attempts", strconv.FormatInt(r.Attempts, 10)}}
+		{"attempts", countText(p, r.Attempts)}}
 	if r.Status == claim.StatusProcessing {
 		pairs = append(pairs, render.Pair{"lease-left", msDuration(p, r.LeaseUntil-r.Now)})
 	}
@@ -374,7 +416,7 @@ func printClaim(p *render.Printer, title string, r claim.Record, extra ...render
 		pairs = append(pairs, render.Pair{"fingerprint", render.Field(r.Fingerprint)})
 	}
 	if r.HasResult {
-		pairs = append(pairs, render.Pair{"result", fmt.Sprintf("%d bytes", len(r.Result))})
+		pairs = append(pairs, render.Pair{"result", resultText(p, r.Result, int64(len(r.Result)))})
 	}
 	if r.Error != "" {
 		pairs = append(pairs, render.Pair{"error", render.Field(r.Error)})
@@ -404,7 +446,7 @@ func claimStepOut(p *render.Printer, verb, key, raw string, r claim.Record, aj a
 		}
 		return p.JSON(j)
 	case render.Table:
-		printClaim(p, verb+" "+key+": "+raw, r, aj.pairs()...)
+		printClaim(p, "claim "+verb+" "+render.Field(key)+": "+raw, r, aj.pairs()...)
 	default:
 		p.Line("%s", raw)
 	}

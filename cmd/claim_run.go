@@ -159,6 +159,9 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 				return p.JSON(report)
 			}
 			fmt.Fprint(p.Out, res.Record.Result)
+			if p.Human() || p.ErrTTY { // a person reads it: say what happened
+				p.Status("idmpctl: replayed: the command did not run (%s completed it, token %d)", render.Field(o.Key), res.Record.Token)
+			}
 			return nil
 		}
 		err := acquireExit(p, o.Key, res)

@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"slices"
+
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/spf13/cobra"
 )
@@ -12,7 +14,12 @@ func NewCmdCompletion(f *Factory) *cobra.Command {
 		Short:     "Print a shell completion script",
 		Long:      "Print a shell completion script. For bash: source <(idmpctl completion bash)",
 		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
-		Args:      cobra.MatchAll(exactArgs(1), cobra.OnlyValidArgs),
+		Args: cobra.MatchAll(exactArgs(1), func(c *cobra.Command, args []string) error {
+			if !slices.Contains(c.ValidArgs, args[0]) {
+				return exit.Usagef("completion %q: want bash, zsh, fish or powershell", args[0])
+			}
+			return nil
+		}),
 		RunE: func(c *cobra.Command, args []string) error {
 			root := c.Root()
 			switch args[0] {

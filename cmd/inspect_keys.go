@@ -60,7 +60,7 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 			continue
 		}
 		if o.Watch != "" {
-			return exit.Usagef("--watch is for streams; %q is a %s record", r.Key, r.Format)
+			return exit.Usagef("--watch is for streams; %s is a record (format %s), not a stream", render.Field(r.Key), r.Format)
 		}
 		if err := printRecord(o.Factory.Printer, shownRecord(r, o.ShowSecrets)); err != nil {
 			return err

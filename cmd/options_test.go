@@ -9,6 +9,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -236,10 +237,10 @@ func TestClaimVerbOptions(t *testing.T) {
 	var cmp *CompleteOptions
 	f = testFactory("charged 100")
 	if err := execute(t, f, NewCmdClaimComplete(f, func(o *CompleteOptions) error { cmp = o; return nil }),
-		"complete", "pay:1", "--token", "2", "--result", "-", "--owner", "w1"); err != nil {
+		"complete", "pay:1", "--token", "2", "--result", "-"); err != nil {
 		t.Fatal(err)
 	}
-	if cmp.Token != 2 || !cmp.ResultSet || cmp.Result != "charged 100" || cmp.Owner != "w1" {
+	if cmp.Token != 2 || !cmp.ResultSet || cmp.Result != "charged 100" {
 		t.Errorf("complete parsed %+v", cmp)
 	}
 
@@ -296,6 +297,13 @@ func TestClaimVerbOptions(t *testing.T) {
 		{"renew", []string{"k"}, "--token is required"},
 		{"complete", []string{"k", "--token", "0"}, "--token is required"},
 		{"release", []string{"k", "--token", "-3"}, "--token is required"},
+		// Flags a verb does not use are refused, not ignored.
+		{"release", []string{"k", "--token", "1", "--payload", "x"}, "unknown flag: --payload"},
+		{"release", []string{"k", "--token", "1", "--max-result", "9"}, "unknown flag: --max-result"},
+		{"release", []string{"k", "--token", "1", "--lease", "1m"}, "unknown flag: --lease"},
+		{"release", []string{"k", "--token", "1", "--ttl", "1h"}, "unknown flag: --ttl"},
+		{"complete", []string{"k", "--token", "1", "--owner", "w1"}, "unknown flag: --owner"},
+		{"renew", []string{"k", "--token", "1", "--payload", "x"}, "unknown flag: --payload"},
 		{"run", []string{"k", "true"}, "claim run needs KEY -- COMMAND"},
 		{"run", []string{"k", "--wait", "-1s", "--", "true"}, "--wait -1s"},
 		{"run", []string{"k", "--max-result", "-1", "--", "true"}, "--max-result -1"},
@@ -462,5 +470,46 @@ func TestMissingInputFiles(t *testing.T) {
 		if exit.Code(err) != exit.NotFound || !strings.Contains(err.Error(), `"/nonexistent/`) || !strings.Contains(err.Error(), "no such file or directory") {
 			t.Errorf("%v: err = %v (exit %d), want 66 naming the file", args, err, exit.Code(err))
 		}
+	}
+}
+
+// TestClaimVerbHelp: each claim verb's --help lists its own flags, and none
+// of the others' (the verbs once shared one set, each using part of it).
+func TestClaimVerbHelp(t *testing.T) {
+	all := []string{"--owner", "--lease", "--ttl", "--payload", "--max-attempts", "--max-result", "--token", "--result", "--error", "--release", "--wait "}
+	for verb, own := range map[string][]string{
+		"acquire":  {"--owner", "--lease", "--ttl", "--payload", "--max-attempts"},
+		"renew":    {"--token", "--lease", "--ttl"},
+		"complete": {"--token", "--result", "--ttl", "--max-result"},
+		"fail":     {"--token", "--error", "--release", "--ttl"},
+		"release":  {"--token"},
+		"run":      {"--owner", "--lease", "--ttl", "--payload", "--max-attempts", "--max-result", "--wait "},
+	} {
+		f := testFactory("")
+		root := NewRootCmd(f)
+		root.SetArgs([]string{"claim", verb, "--help"})
+		if err := root.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		help := f.Out.(*bytes.Buffer).String()
+		for _, flag := range all {
+			if got, want := strings.Contains(help, "  "+flag) || strings.Contains(help, ", "+flag), slices.Contains(own, flag); got != want {
+				t.Errorf("claim %s --help lists %s: %v, want %v", verb, flag, got, want)
+			}
+		}
+		if !strings.Contains(help, "--wait-replicas") {
+			t.Errorf("claim %s --help has no --wait-replicas", verb)
+		}
+	}
+}
+
+// TestCalcApplyFlags: --yes, --dry-run and --mode mean something only with
+// --apply; alone they are refused rather than ignored.
+func TestCalcApplyFlags(t *testing.T) {
+	for _, flag := range [][]string{{"--yes"}, {"--dry-run"}, {"--mode", "emulated"}} {
+		f := testFactory("")
+		args := append([]string{"calc-maxsize", "--rate", "1000/s", "--mark-delay", "80ms"}, flag...)
+		err := execute(t, f, NewCmdCalcMaxsize(f, func(*CalcMaxsizeOptions) error { t.Errorf("%v: ran", flag); return nil }), args...)
+		wantUsage(t, err, flag[0]+" goes with --apply STREAM")
 	}
 }

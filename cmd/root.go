@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -98,6 +99,24 @@ func (f *Factory) close() {
 	f.guard.release() // one started for a claim run that never ran a command
 }
 
+// passwordSource names where the password idmpctl sent came from, as
+// Conn chose it: the URL, else IDMPCTL_PASSWORD, else REDISCLI_AUTH.
+func (f *Factory) passwordSource() string {
+	raw := f.Global.URL
+	if raw == "" {
+		raw = firstNonEmpty(f.Getenv("IDMPCTL_URL"), f.Getenv("REDIS_URL"))
+	}
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			return "the URL"
+		}
+	}
+	if f.Getenv("IDMPCTL_PASSWORD") != "" {
+		return "IDMPCTL_PASSWORD"
+	}
+	return "REDISCLI_AUTH"
+}
+
 // NewRootCmd builds the whole command tree (help, completion scripts, man
 // pages).
 func NewRootCmd(f *Factory) *cobra.Command {
@@ -122,6 +141,14 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
 			return f.setup(c)
 		},
+	}
+	var showVersion bool
+	root.Flags().BoolVar(&showVersion, "version", false, "print idmpctl's version (as idmpctl version does)")
+	root.RunE = func(c *cobra.Command, _ []string) error {
+		if showVersion {
+			return printVersion(f.Printer)
+		}
+		return c.Help()
 	}
 	root.SetIn(f.In)
 	root.SetOut(f.Out)
@@ -357,6 +384,8 @@ func printError(f *Factory, err error) {
 	switch {
 	case errors.Is(err, context.Canceled):
 		msg = "interrupted"
+	case exit.Code(err) == exit.Permission && strings.Contains(msg, "WRONGPASS"):
+		hint = "the password from " + f.passwordSource() + " was refused: check it, and the ACL user in the URL (redis://user@host)"
 	case exit.Code(err) == exit.Unavailable && exit.TimedOut(err):
 		// The network's words ("read tcp ...: i/o timeout") say less than
 		// ours, and name no flag.
