@@ -3,6 +3,7 @@ package cmd
 import (
 	"bufio"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -38,9 +39,10 @@ func (l *keyList) add(key string) {
 	l.More++
 }
 
-// lines are the list's lines: the keys, then "and N more".
+// lines are the list's lines: the keys (sorted: SCAN's order is none),
+// then "and N more".
 func (l keyList) lines() []string {
-	out := append([]string(nil), l.Keys...)
+	out := slices.Sorted(slices.Values(l.Keys))
 	if l.More > 0 {
 		out = append(out, "and "+render.Count(l.More)+" more")
 	}

@@ -246,7 +246,7 @@ func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions, key
 		for i, l := range keys.lines() {
 			label := ""
 			if i == 0 {
-				label = what
+				label = "keys"
 			}
 			pairs = append(pairs, render.Pair{label, l})
 		}
