@@ -1,9 +1,9 @@
 package main
 
-// BenchmarkCLI measures what scripts feel, side by side with the anchors of
-// the speed issue, in one run on one server: the release build of idmpctl
-// (static, stripped) against redis-cli, redis-benchmark and redis-cli
-// --pipe, all on loopback TCP. It prints a markdown table of medians and
+// BenchmarkCLI measures what scripts feel, side by side with the anchors
+// of the README's Speed section, in one run on one server: the release
+// build of idmpctl (static, stripped) against redis-cli, redis-benchmark
+// and redis-cli --pipe, all on loopback TCP. It prints a markdown table of medians and
 // reports each ratio (b.ReportMetric). A benchmark, not a test: it asserts
 // nothing about speed. Run it with `make bench`.
 

@@ -182,6 +182,15 @@ func TestInspectOptions(t *testing.T) {
 		{nil, "inspect needs KEY..., --match PATTERN or --server"},
 		{[]string{"k", "--server"}, "give one of"},
 		{[]string{"--match", "x:*", "--limit", "-1"}, "--limit -1"},
+		// Flags that mean nothing here are refused, not ignored.
+		{[]string{"orders", "--status", "FAILED"}, "--status goes with --match PATTERN"},
+		{[]string{"orders", "--limit", "5"}, "--limit goes with --match PATTERN"},
+		{[]string{"--server", "--all"}, "--all goes with --match PATTERN"},
+		{[]string{"orders", "--count", "3"}, "--count goes with --watch INTERVAL"},
+		{[]string{"--match", "x:*", "--watch", "1s"}, "--watch redraws the streams named"},
+		{[]string{"--server", "--watch", "1s"}, "--watch redraws the streams named"},
+		{[]string{"orders", "--watch", "5"}, `--watch "5": want an interval of at least 10ms with its unit`},
+		{[]string{"orders", "--watch", "1s", "--count", "-1"}, "--count -1: must not be negative"},
 	} {
 		f := testFactory("")
 		wantUsage(t, execute(t, f, NewCmdInspect(f, func(*InspectOptions) error { return nil }), append([]string{"inspect"}, c.args...)...), c.want)

@@ -1,6 +1,6 @@
-// Package exit holds idmpctl's exit-code contract (the spec's table) and the
-// typed error that carries a code from where a failure is understood to
-// where the process exits.
+// Package exit holds idmpctl's exit-code contract (README.md's table, which
+// --help prints) and the typed error that carries a code from where a
+// failure is understood to where the process exits.
 package exit
 
 import (

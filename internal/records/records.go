@@ -9,7 +9,7 @@
 //	idmpctl's emulated stream state ({S}:idmp, {S}:idmp:pids,
 //	  {S}:idmp:ids:<pid>, {S}:idmp:order:<pid>, batch progress)
 //	                                    -> idmp-state, no status (not a record)
-//	hash with status and token fields   -> idmpctl (claim.md's record)
+//	hash with status and token fields   -> idmpctl (docs/claim.md's record)
 //	hash at a lock-named key whose status is LOCKED|HELD|ACQUIRED|CLAIMED,
 //	  or with no status but naming its holder (an owner or token field,
 //	  Redisson's one "<uuid>:<thread>" field) -> lock, LOCKED
@@ -44,7 +44,7 @@
 // replay: HTTPStatus is its status code, ResultSummary says "HTTP 201, 57
 // bytes", and a 4xx/5xx or error response is flagged error-response with
 // its message in Error; such a record is COMPLETED (the request completed,
-// with an error, and replays it), not FAILED (which claim.md keeps for
+// with an error, and replays it), not FAILED (which docs/claim.md keeps for
 // failures a retry may redo).
 //
 // Secrets: HTTP middlewares store the request, headers included (express-

@@ -1,6 +1,6 @@
 package claim
 
-// The claim protocol of claim.md: every transition is one Lua script decided
+// The claim protocol of docs/claim.md: every transition is one Lua script decided
 // on the server's clock. Renew, Complete and Fail (without release) are safe
 // to retry after a network error; Acquire and Release are not (see each).
 
