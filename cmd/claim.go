@@ -123,10 +123,10 @@ func addClaimFlagsFor(c *cobra.Command, o *ClaimFlags, has claimFlagSet) {
 		fl.StringVar(&o.Owner, "owner", "", "who holds the claim (default hostname:pid)")
 	}
 	if has&hasLease != 0 {
-		fl.DurationVar(&o.Lease, "lease", 5*time.Minute, "how long a claim stays live without renewal")
+		durationVar(fl, &o.Lease, "lease", 5*time.Minute, "how long a claim stays live without renewal")
 	}
 	if has&hasTTL != 0 {
-		fl.DurationVar(&o.TTL, "ttl", 24*time.Hour, "retention of the record (set on every write)")
+		durationVar(fl, &o.TTL, "ttl", 24*time.Hour, "retention of the record (set on every write)")
 	}
 	if has&hasPayload != 0 {
 		fl.StringVar(&o.Payload, "payload", "", "request payload (STRING or @FILE): its SHA-256 must match on redelivery")

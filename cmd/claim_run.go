@@ -79,7 +79,7 @@ one JSON object printed at the end, with the outcome and exit code.`,
 		},
 	}
 	addClaimFlags(c, &o.ClaimFlags)
-	c.Flags().DurationVar(&o.Wait, "wait", 0, "when busy, poll up to this long for the key to become done or free")
+	durationVar(c.Flags(), &o.Wait, "wait", 0, "when busy, poll up to this long for the key to become done or free")
 	return c
 }
 

@@ -5,9 +5,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // pflag's text for a value its flag type cannot parse:
@@ -49,4 +51,49 @@ func flagError(c *cobra.Command, err error) error {
 		e.Hint = example
 	}
 	return e
+}
+
+// durationFlag is a time.Duration flag whose value reads as it is typed:
+// "24h", "5m", "1m30s", never Go's "24h0m0s" (in --help's defaults).
+type durationFlag struct{ d *time.Duration }
+
+// durationVar defines a duration flag on fs, as pflag's DurationVar does.
+func durationVar(fs *pflag.FlagSet, d *time.Duration, name string, value time.Duration, usage string) {
+	*d = value
+	fs.Var(durationFlag{d}, name, usage)
+}
+
+func (f durationFlag) Type() string { return "duration" }
+
+func (f durationFlag) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*f.d = v
+	return nil
+}
+
+func (f durationFlag) String() string {
+	if f.d == nil {
+		return "0"
+	}
+	return compactDuration(*f.d)
+}
+
+// compactDuration is Go's form of d without its zero parts ("24h0m0s" is
+// "24h"), so it still parses with time.ParseDuration; zero is "0", which
+// --help leaves out as pflag does for its own durations.
+func compactDuration(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

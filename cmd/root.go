@@ -166,7 +166,7 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 	pf.StringVar(&g.TLSCert, "tls-cert", "", "PEM client certificate (with --tls-key)")
 	pf.StringVar(&g.TLSKey, "tls-key", "", "PEM client key (with --tls-cert)")
 	pf.BoolVar(&g.TLSInsecure, "tls-insecure", false, "do not verify the server's certificate")
-	pf.DurationVar(&g.Timeout, "timeout", 5*time.Second, "bound on each command sent to Redis")
+	durationVar(pf, &g.Timeout, "timeout", 5*time.Second, "bound on a single call to Redis, retries included; on each round trip of long work")
 	pf.IntVar(&g.Retries, "retries", 3, "retries of idempotent operations after a network error")
 	pf.BoolVar(&g.Cluster, "cluster", false, "use the Redis Cluster protocol (detected when not given)")
 	pf.StringVarP(&g.Output, "output", "o", "", "output: table, json, raw, or prometheus for inspect (default table on a terminal, raw otherwise)")

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idmpctl/idmpctl/internal/ops/claimrun"
 
@@ -141,6 +142,19 @@ func TestErrorWording(t *testing.T) {
 		line, _, _ := strings.Cut(msg, "\n")
 		if !strings.HasPrefix(line, "idmpctl: ") || strings.HasPrefix(line, "idmpctl: idmpctl") || internals.MatchString(msg) {
 			t.Errorf("%q:\n%s", args, msg)
+		}
+	}
+}
+
+func TestCompactDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{24 * time.Hour: "24h", 5 * time.Minute: "5m", 168 * time.Hour: "168h",
+		90 * time.Second: "1m30s", time.Second: "1s", 0: "0", 1500 * time.Millisecond: "1.5s", time.Hour + time.Second: "1h0m1s"} {
+		got := compactDuration(d)
+		if got != want {
+			t.Errorf("compactDuration(%v) = %q, want %q", d, got, want)
+		}
+		if back, err := time.ParseDuration(got); err != nil || back != d {
+			t.Errorf("%q parses to %v, %v", got, back, err)
 		}
 	}
 }
