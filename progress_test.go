@@ -64,7 +64,7 @@ func TestProgressOnTerminal(t *testing.T) {
 			i := strings.Index(written, "lines/s")
 			t.Errorf("a progress line among the results: %q", written[max(i-200, 0):i+10])
 		}
-		if want := fmt.Sprintf("\nxadd --batch: %d lines: %d added", lines, lines); !strings.Contains(written, want) {
+		if want := fmt.Sprintf("\nxadd --batch: %s lines: %s added", n, n); !strings.Contains(written, want) {
 			t.Errorf("no summary %q", want)
 		}
 	})

@@ -395,7 +395,14 @@ func printError(f *Factory, err error) {
 		if e != nil && e.What != "" {
 			msg = e.What + ": " + msg
 		}
-		hint = "the server did not answer in time: it is down, overloaded, blocked by a slow command, or unreachable; --timeout D waits longer"
+		// The generic hint (alone, or after what the command adds) says
+		// more precisely what a timeout means; a specific one stays.
+		timedOut := "the server did not answer in time: it is down, overloaded, blocked by a slow command, or unreachable; --timeout D waits longer"
+		if hint == "" {
+			hint = timedOut
+		} else {
+			hint = strings.Replace(hint, exit.UnreachableHint, timedOut, 1)
+		}
 	}
 	bad := func(s string) string { return s }
 	if f.Printer != nil {

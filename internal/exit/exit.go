@@ -220,6 +220,10 @@ func isTLSVerify(err error) bool {
 		strings.Contains(msg, "remote error: tls:")
 }
 
+// UnreachableHint is the hint of a server that could not be reached or did
+// not answer, when nothing more precise is known.
+const UnreachableHint = "is the server running and reachable? set --url or IDMPCTL_URL"
+
 func hintFor(err error) string {
 	msg := err.Error()
 	switch {
@@ -230,7 +234,7 @@ func hintFor(err error) string {
 	}
 	switch Classify(err) {
 	case Unavailable:
-		return "is the server running and reachable? set --url or IDMPCTL_URL"
+		return UnreachableHint
 	case Permission:
 		if msg := err.Error(); hasServerPrefix(msg, "NOPERM") || isScriptACL(msg) {
 			return "the ACL user may not run what this command needs: grant it (ACL SETUSER) or use another user; ACL LOG on the server names what was denied"
