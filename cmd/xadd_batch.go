@@ -209,7 +209,8 @@ func printBatchSummary(p *render.Printer, o *XAddOptions, id string, s stream.Ba
 	case s.Restarted:
 		p.Status("xadd --batch: batch %s: the stream was deleted since its progress was recorded: started from line 1", id)
 	case s.ResumedAt > 0 && !o.SkipSet:
-		p.Status("xadd --batch: batch %s: lines 1-%s were committed by an earlier run: resumed after line %s", id, render.Count(s.ResumedAt), render.Count(s.ResumedAt))
+		// Line numbers are positions, not counts: no separators.
+		p.Status("xadd --batch: batch %s: lines 1-%d were committed by an earlier run: resumed after line %d", id, s.ResumedAt, s.ResumedAt)
 	}
 	p.Status("xadd --batch: %s: %s added, %s (%s)", render.N(s.Lines, "line"), render.Count(s.Added), render.N(s.Duplicates, "duplicate"), s.Mode)
 }
