@@ -194,6 +194,7 @@ var verbs = []struct {
 	{"inspect", func(f *Factory) *cobra.Command { return NewCmdInspect(f, nil) }},
 	{"claim", NewCmdClaim},
 	{"purge", func(f *Factory) *cobra.Command { return NewCmdPurge(f, nil) }},
+	{"exec", func(f *Factory) *cobra.Command { return NewCmdExec(f, nil) }},
 	{"calc-maxsize", func(f *Factory) *cobra.Command { return NewCmdCalcMaxsize(f, nil) }},
 	{"version", NewCmdVersion},
 	{"completion", NewCmdCompletion},
