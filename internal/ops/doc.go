@@ -5,11 +5,11 @@
 //
 //	cmd/                 flags, validation (pure), wiring, views
 //	   |  calls
-//	internal/ops/...     redisconn, stream, claim, claimrun, keyspace, ...:
+//	internal/ops/...     redisconn, stream, claim, claimrun, keyspace, exec:
 //	   |                 every Redis round trip, every Lua script, the claimed
 //	   |                 command's process (claimrun)
 //	   |  use
-//	internal/...         pure helpers both layers share: idmp, records,
+//	internal/...         pure helpers both layers share: idmp, records, resp,
 //	                     batch, capacity, health, exit
 //	internal/render      output (tables, styles, JSON, raw lines), used by
 //	                     cmd/ only
