@@ -625,7 +625,7 @@ func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
 		}
 		switch {
 		case p.TTY && p.Human():
-			fmt.Fprint(p.Out, "\033[H\033[2J")
+			p.ClearScreen()
 		case i > 0 && p.Format != render.JSON:
 			fmt.Fprintln(p.Out)
 		}

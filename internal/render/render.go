@@ -137,6 +137,12 @@ func (p *Printer) kv(title string, pairs []Pair, wrap bool) {
 	}
 }
 
+// ClearScreen clears a terminal and puts the cursor at its top left, for a
+// view redrawn in place (inspect --watch).
+func (p *Printer) ClearScreen() {
+	_, _ = io.WriteString(p.Out, ansi.CursorHomePosition+ansi.EraseEntireScreen)
+}
+
 // Fit cuts s to what is left of the terminal's width after used columns,
 // ending it with "…" (never below a few characters). Without a width it
 // is s.
