@@ -45,9 +45,13 @@ func TestJSONKeyStyle(t *testing.T) {
 	if err := os.WriteFile(batch, []byte(`{"iid":"a","fields":{"f":"1"}}`+"\n"+`{"iid":"b","fields":{"f":"2"}}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c.Expect(0, "claim", "acquire", "done:1")
-	c.Expect(0, "claim", "complete", "done:1", "--token", "1", "--result", `{"ok":true}`)
+	token := strings.TrimSpace(c.Expect(0, "claim", "acquire", "done:1").Stdout)
+	c.Expect(0, "claim", "complete", "done:1", "--token", token, "--result", `{"ok":true}`)
 	c.Expect(0, "claim", "run", "exp:1", "--", "true")
+	tok := map[string]string{} // the fencing tokens of the claims the steps below use
+	for _, k := range []string{"j:1", "j:2", "j:3"} {
+		tok[k] = strings.TrimSpace(c.Expect(0, "claim", "acquire", k).Stdout)
+	}
 	// In order: later cases read what earlier ones wrote.
 	type jsonCase struct {
 		path string     // the command
@@ -57,11 +61,11 @@ func TestJSONKeyStyle(t *testing.T) {
 		{"xadd", [][]string{{"xadd", "s", "--pid", "p", "--iid", "x", "f", "v"}, {"xadd", "s", "--pid", "p", "--batch", batch}}},
 		{"cfgset", [][]string{{"cfgset", "s", "--maxsize", "50", "--yes"}}},
 		{"inspect", [][]string{{"inspect", "s", "done:1"}, {"inspect", "--match", "*", "--all"}, {"inspect", "--server"}, {"inspect", "s", "--watch", "10ms", "--count", "2"}}},
-		{"claim acquire", [][]string{{"claim", "acquire", "j:1"}, {"claim", "acquire", "done:1"}}},
-		{"claim renew", [][]string{{"claim", "renew", "j:1", "--token", "1"}}},
-		{"claim complete", [][]string{{"claim", "complete", "j:1", "--token", "1", "--result", "r"}}},
-		{"claim fail", [][]string{{"claim", "acquire", "j:2"}, {"claim", "fail", "j:2", "--token", "1", "--error", "e"}}},
-		{"claim release", [][]string{{"claim", "acquire", "j:3"}, {"claim", "release", "j:3", "--token", "1"}}},
+		{"claim acquire", [][]string{{"claim", "acquire", "j:0"}, {"claim", "acquire", "done:1"}}},
+		{"claim renew", [][]string{{"claim", "renew", "j:1", "--token", tok["j:1"]}}},
+		{"claim complete", [][]string{{"claim", "complete", "j:1", "--token", tok["j:1"], "--result", "r"}}},
+		{"claim fail", [][]string{{"claim", "fail", "j:2", "--token", tok["j:2"], "--error", "e"}}},
+		{"claim release", [][]string{{"claim", "release", "j:3", "--token", tok["j:3"]}}},
 		{"claim run", [][]string{{"claim", "run", "r:1", "--", "echo", "hi"}, {"claim", "run", "r:1", "--", "echo", "hi"}}},
 		{"purge", [][]string{{"purge", "--match", "j:*", "--dry-run"}, {"purge", "--match", "j:*", "--yes"}, {"purge", "--stream", "s", "--yes"}}},
 		{"calc-maxsize", [][]string{{"calc-maxsize", "--rate", "100k/s", "--mark-delay", "80ms", "--recovery", "48h"}}},
