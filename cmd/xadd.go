@@ -90,6 +90,9 @@ func (o *XAddOptions) Validate() error {
 		return exit.Usagef("--skip, --batch-id, --resume and --progress-ttl go with --batch")
 	case o.Resume && o.SkipSet:
 		return exit.Usagef("--resume goes on where the progress record says; --skip N starts after line N: give one")
+	case o.MinID != "" && !streamID(o.MinID):
+		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--minid %q: ERR Invalid stream ID specified as stream command argument", o.MinID),
+			Hint: "a stream ID is MS or MS-SEQ, for example --minid 1700000000000-0"}
 	case o.ProgressTTL < 0:
 		return exit.Usagef("--progress-ttl %s: must not be negative", o.ProgressTTL)
 	case o.Batch == "" && o.JSON == "" && len(o.Fields) == 0:
@@ -165,6 +168,21 @@ func unescapeArg(s string) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// streamID says whether s is a stream ID as Redis reads one for MINID: MS
+// or MS-SEQ, each an unsigned 64-bit integer.
+func streamID(s string) bool {
+	ms, seq, hasSeq := strings.Cut(s, "-")
+	if _, err := strconv.ParseUint(ms, 10, 64); err != nil {
+		return false
+	}
+	if hasSeq {
+		if _, err := strconv.ParseUint(seq, 10, 64); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func isHex(c byte) bool {
@@ -302,7 +320,7 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 	fl.IntVar(&o.Skip, "skip", 0, "with --batch: start after line N, whatever the progress record says")
 	fl.StringVar(&o.BatchID, "batch-id", "", "with --batch: the batch's identity (default: a digest of the input's path and first line)")
 	fl.BoolVar(&o.Resume, "resume", false, "with --batch: go on after the last committed line; fail if there is no progress record")
-	fl.DurationVar(&o.ProgressTTL, "progress-ttl", stream.DefaultProgressTTL, "with --batch: how long the progress record outlives its last chunk")
+	durationVar(fl, &o.ProgressTTL, "progress-ttl", stream.DefaultProgressTTL, "with --batch: how long the progress record outlives its last chunk")
 	fl.Int64Var(&o.MaxLen, "maxlen", 0, "trim to MAXLEN N")
 	fl.StringVar(&o.MinID, "minid", "", "trim with MINID ID")
 	fl.BoolVar(&o.Approx, "approx", false, "approximate trimming (~)")
@@ -311,10 +329,6 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 	addModeFlag(c, &o.Mode)
 	addWaitFlags(c, &o.Durable)
 	return c
-}
-
-func init() {
-	registerVerb("xadd", func(f *Factory) *cobra.Command { return NewCmdXAdd(f, nil) })
 }
 
 // addJSON is one add in -o json.
@@ -345,6 +359,8 @@ func toAddJSON(o *XAddOptions, r stream.AddResult, line int, retried bool) addJS
 }
 
 func xaddRun(ctx context.Context, o *XAddOptions) error {
+	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
+	defer cancel()
 	streams, err := openStreams(ctx, o.Factory, o.Mode)
 	if err != nil {
 		return err

@@ -1,6 +1,6 @@
-// Package exit holds idmpctl's exit-code contract (the spec's table) and the
-// typed error that carries a code from where a failure is understood to
-// where the process exits.
+// Package exit holds idmpctl's exit-code contract (README.md's table, which
+// --help prints) and the typed error that carries a code from where a
+// failure is understood to where the process exits.
 package exit
 
 import (
@@ -25,7 +25,7 @@ const (
 	Busy        = 75 // claimed by a live owner, retry later
 	Lost        = 76 // the claim's token is no longer current
 	Permission  = 77 // NOAUTH, WRONGPASS, NOPERM
-	Config      = 78 // bad URL, unreadable TLS file
+	Config      = 78 // bad URL, unreadable TLS file, --cluster against a server that is no cluster
 )
 
 // Table is the exit-code table as printed by --help and the README.
@@ -40,7 +40,9 @@ const Table = `Exit codes:
   75  busy: claimed by a live owner, retry later
   76  lost: the claim's token is no longer current
   77  permission: NOAUTH, WRONGPASS, NOPERM
-  78  configuration: bad URL, unreadable TLS file`
+  78  configuration: bad URL, unreadable TLS file, --cluster against a server that is no cluster
+ 130  interrupted by SIGINT (work already committed stays committed)
+ 143  interrupted by SIGTERM (work already committed stays committed)`
 
 // Error is a failure with its exit code. What names what failed, Err says
 // why (server texts verbatim), Hint is an optional second line for the user.
@@ -156,6 +158,13 @@ func Classify(err error) int {
 		return Permission
 	case hasServerPrefix(msg, "WRONGTYPE"):
 		return Data
+	case strings.Contains(msg, "DB index is out of range"):
+		// The URL's database (redis://host/N) is past the server's
+		// databases: a value the user gave.
+		return Usage
+	case strings.Contains(msg, "cluster support disabled"):
+		// --cluster against a server that is no cluster.
+		return Config
 	case isTLSVerify(err):
 		return Config
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
@@ -189,6 +198,13 @@ func isScriptACL(msg string) bool {
 		strings.Contains(msg, "ACL failure in script")
 }
 
+// TimedOut reports whether err is a wait that ran out (a deadline, a
+// socket's timeout) rather than a refusal or a reset.
+func TimedOut(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		strings.Contains(err.Error(), "i/o timeout")
+}
+
 func isNetError(err error) bool {
 	var ne net.Error
 	if errors.As(err, &ne) {
@@ -204,10 +220,21 @@ func isTLSVerify(err error) bool {
 		strings.Contains(msg, "remote error: tls:")
 }
 
+// UnreachableHint is the hint of a server that could not be reached or did
+// not answer, when nothing more precise is known.
+const UnreachableHint = "is the server running and reachable? set --url or IDMPCTL_URL"
+
 func hintFor(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "DB index is out of range"):
+		return "the URL's database (redis://host:port/N) is past the server's 'databases' setting: use a lower number, 0 by default"
+	case strings.Contains(msg, "cluster support disabled"):
+		return "the server is not a cluster node: drop --cluster (idmpctl detects a cluster by itself)"
+	}
 	switch Classify(err) {
 	case Unavailable:
-		return "is the server running and reachable? set --url or IDMPCTL_URL; --timeout bounds each command"
+		return UnreachableHint
 	case Permission:
 		if msg := err.Error(); hasServerPrefix(msg, "NOPERM") || isScriptACL(msg) {
 			return "the ACL user may not run what this command needs: grant it (ACL SETUSER) or use another user; ACL LOG on the server names what was denied"

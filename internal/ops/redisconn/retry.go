@@ -31,14 +31,24 @@ func Retryable(err error) bool {
 	return exit.Classify(err) == exit.Unavailable
 }
 
+// expired says ctx is done or past its deadline: a socket's timeout set
+// to the deadline fires before the context's own timer marks it done.
+func expired(ctx context.Context) bool {
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return true
+	}
+	return ctx.Err() != nil
+}
+
 // WithRetries runs op, and again up to retries times while it fails with a
-// network error, waiting an exponential backoff with jitter in between.
-// Use it only for idempotent operations. onRetry, if set, hears of each retry.
+// network error, waiting an exponential backoff with jitter in between; not
+// once ctx has expired (a retry would only fail again). Use it only for
+// idempotent operations. onRetry, if set, hears of each retry.
 func WithRetries(ctx context.Context, retries int, op func() error, onRetry func(attempt int, err error)) error {
 	wait := retryBase
 	for attempt := 1; ; attempt++ {
 		err := op()
-		if err == nil || attempt > retries || !Retryable(err) {
+		if err == nil || attempt > retries || !Retryable(err) || expired(ctx) {
 			return err
 		}
 		if onRetry != nil {

@@ -61,6 +61,10 @@ type BatchSpec struct {
 	TTL     time.Duration // of the progress record; 0: DefaultProgressTTL
 	Retries int           // after network errors
 	OnRetry func(attempt int, err error)
+	// Delivered, when set, is called after the results of each committed
+	// chunk were emitted, before the next chunk's (xadd flushes its
+	// output there, so a reader sees each line once it is committed).
+	Delivered func() error
 	// Chunk and Window override batchChunk and batchWindow (tests).
 	Chunk, Window int
 	// Durability, when On, makes every round trip wait for the replicas
@@ -218,6 +222,9 @@ func (s *Streams) RunBatch(ctx context.Context, spec BatchSpec, in BatchInput, e
 				if perr == nil {
 					perr = emit(res)
 				}
+			}
+			if perr == nil && spec.Delivered != nil {
+				perr = spec.Delivered()
 			}
 		}
 		printed <- perr

@@ -147,9 +147,9 @@ type Info struct {
 	IIDsTracked     int64         `json:"iids-tracked"`
 	IIDsAdded       int64         `json:"iids-added"`
 	IIDsDuplicates  int64         `json:"iids-duplicates"`
-	ServerTimeMS    int64         `json:"server-time-ms"` // server clock (TIME) when read
+	ServerTimeMS    int64         `json:"server_time_ms"` // server clock (TIME) when read
 	PIDs            []PIDTracking `json:"pids,omitempty"` // emulated only, sorted by pid
-	OtherMode       string        `json:"other-mode,omitempty"`
+	OtherMode       string        `json:"other_mode,omitempty"`
 }
 
 // LastIDAheadOfClock reports whether the stream's last generated ID lies in
