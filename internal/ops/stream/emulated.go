@@ -37,6 +37,8 @@ var (
 	clearLua string
 	//go:embed lua/stream_native_clear.lua
 	nativeClearLua string
+	//go:embed lua/stream_batch_prune.lua
+	pruneLua string
 )
 
 // emulatedScript is one emulated-IDMP script: the IDMP limits, the common
@@ -50,6 +52,8 @@ var (
 	cfgsetScript = emulatedScript(cfgsetLua)
 	infoScript   = emulatedScript(infoLua)
 	clearScript  = emulatedScript(clearLua)
+	// pruneScript runs in both modes (it touches only progress records).
+	pruneScript = redisconn.NewScript(pruneLua)
 )
 
 // stateCall is the keys and leading arguments every emulated script takes.
@@ -114,6 +118,7 @@ type chunkProgress struct {
 	DropReplies int64 // From of the chunk whose kept replies go; -1 none
 	TTL         time.Duration
 	Lines       []int64 // each request's input line
+	Run         string  // the ID of the run that sends it (see batchRun.run)
 }
 
 // emulatedAddCall prepares the add script's call for requests that share a
@@ -129,7 +134,7 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNat
 	// so that the arguments are appended in place (redisconn.NewCall).
 	pidIndex := make(map[string]int)
 	var pids []any // pid, number of items for it
-	nargs := len(state) + 6 + 8 + 3
+	nargs := len(state) + 6 + 9 + 3
 	// Items of one pid with the same number of fields go without the pid's
 	// index and the count, a third of a common line's arguments.
 	uniform := true
@@ -178,7 +183,7 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNat
 	}
 	args = append(args, nomk, trim, op, threshold, limit, native)
 	if cp == nil {
-		args = append(args, "", "", "", "", "", "", "", "")
+		args = append(args, "", "", "", "", "", "", "", "", "")
 	} else {
 		drop := ""
 		if cp.DropReplies >= 0 {
@@ -191,7 +196,7 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNat
 			}
 			lines = strconv.AppendInt(lines, n, 10)
 		}
-		args = append(args, cp.From, cp.To, cp.Digest, drop, cp.TTL.Milliseconds(), cp.ID, cp.PID, string(lines))
+		args = append(args, cp.From, cp.To, cp.Digest, drop, cp.TTL.Milliseconds(), cp.ID, cp.PID, string(lines), cp.Run)
 	}
 	uniform = uniform && len(pids) == 2
 	args = append(args, len(pids)/2)
@@ -225,6 +230,34 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNat
 	return call, iids, nil
 }
 
+// tooManyFields is the refusal of an add with more field/value arguments
+// than one XADD from Lua takes (idmp.MaxEmulatedFieldArgs): the client's,
+// before anything is sent, and the script's, before it writes.
+func tooManyFields(n int) error {
+	e := exit.New(exit.Data, "", "%d field/value arguments: emulated IDMP takes at most %d in one add (the script hands them to XADD with Lua's unpack, which stops near 8,000 values)",
+		n, idmp.MaxEmulatedFieldArgs)
+	e.Hint = "split the message's fields, or store them as one value (a JSON document); native IDMP (Redis 8.6+) has no such bound"
+	return e
+}
+
+// checkFieldCounts returns the index of the first request too big for one
+// emulated add, and its refusal; -1 and nil when all fit.
+func checkFieldCounts(reqs []AddRequest) (int, error) {
+	for i := range reqs {
+		if n := len(reqs[i].Fields); n > idmp.MaxEmulatedFieldArgs {
+			return i, tooManyFields(n)
+		}
+	}
+	return -1, nil
+}
+
+// errFieldsRefused is the script's own refusal of an item with too many
+// field/value arguments (the client checks first: this is the second line).
+type errFieldsRefused struct{ Index, N int }
+
+func (e *errFieldsRefused) Error() string { return tooManyFields(e.N).Error() }
+func (e *errFieldsRefused) Unwrap() error { return tooManyFields(e.N) }
+
 // errProgressMoved is a batch chunk the script refused: its progress record
 // stands at Line input lines, not where the chunk starts.
 type errProgressMoved struct{ Line int64 }
@@ -244,6 +277,13 @@ func parseAddReply(v any, iids []string, n int) ([]AddResult, error) {
 	switch {
 	case len(reply) == 1 && code == "N":
 		return nil, errNativeServer
+	case len(reply) == 3 && code == "F":
+		i, err1 := strconv.Atoi(fmt.Sprint(reply[1]))
+		n, err2 := strconv.Atoi(fmt.Sprint(reply[2]))
+		if err1 != nil || err2 != nil || i < 1 || i > len(iids) {
+			return nil, exit.New(exit.Internal, "emulated XADD", "unexpected reply %v", reply)
+		}
+		return nil, &errFieldsRefused{Index: i - 1, N: n}
 	case len(reply) == 2 && code == "P":
 		text, _ := reply[1].(string)
 		line, err := strconv.ParseInt(text, 10, 64)
@@ -314,7 +354,7 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 	} else if err != nil {
 		return Info{}, scriptErr(err)
 	}
-	if len(reply) < 11 || len(reply)%2 != 1 {
+	if len(reply) < 12 || len(reply)%2 != 0 {
 		return Info{}, exit.New(exit.Internal, "emulated XINFO", "unexpected reply %v", reply)
 	}
 	str := func(i int) string { v, _ := reply[i].(string); return v }
@@ -323,8 +363,9 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 		Stream: stream, Mode: str(0), IDMPDuration: num(1), IDMPMaxSize: num(2),
 		IIDsAdded: num(3), IIDsDuplicates: num(4), ServerTimeMS: num(5), Length: num(6),
 		LastGeneratedID: str(7), EntriesAdded: num(8), FirstID: str(9), LastID: str(10),
+		Inconsistent: str(11),
 	}
-	for i := 11; i+1 < len(reply); i += 2 {
+	for i := 12; i+1 < len(reply); i += 2 {
 		p := PIDTracking{PID: str(i), IIDs: num(i + 1)}
 		info.PIDs = append(info.PIDs, p)
 		info.PIDsTracked++

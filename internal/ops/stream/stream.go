@@ -150,6 +150,10 @@ type Info struct {
 	ServerTimeMS    int64         `json:"server-time-ms"` // server clock (TIME) when read
 	PIDs            []PIDTracking `json:"pids,omitempty"` // emulated only, sorted by pid
 	OtherMode       string        `json:"other-mode,omitempty"`
+	// Inconsistent says what of the emulated state is missing (evicted, or
+	// deleted by hand): dedupe may still act on the rest, and the counts
+	// shown are of what is left. Empty when the state is whole.
+	Inconsistent string `json:"inconsistent,omitempty"`
 }
 
 // LastIDAheadOfClock reports whether the stream's last generated ID lies in
@@ -246,6 +250,16 @@ func (s *Streams) AddBatch(ctx context.Context, reqs []AddRequest) ([]AddResult,
 		if err := r.Validate(); err != nil {
 			valid, verr = i, &BatchError{Index: i, Err: exit.Wrap(err, "xadd "+strconv.Quote(r.Stream))}
 			break
+		}
+	}
+	// An add too big for the emulation's script is refused before anything
+	// is sent (in auto mode once the server proved to have no IDMP).
+	if i, err := checkFieldCounts(reqs[:valid]); err != nil && s.Mode != ModeNative {
+		if rerr := s.resolve(ctx); rerr != nil {
+			return nil, rerr
+		}
+		if s.Mode != ModeNative {
+			valid, verr = i, &BatchError{Index: i, Err: exit.Wrap(err, "xadd "+strconv.Quote(reqs[i].Stream))}
 		}
 	}
 	out := make([]AddResult, 0, valid)
