@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -46,6 +47,8 @@ func (o *InspectOptions) Validate() error {
 		return exit.Usagef("give one of KEY..., --match PATTERN or --server")
 	case o.Limit < 0:
 		return exit.Usagef("--limit %d: must not be negative", o.Limit)
+	case slices.Contains(o.Keys, ""):
+		return exit.Usagef("a key name must not be empty")
 	}
 	if p := o.Factory.Printer; p != nil && p.Format == render.Prometheus {
 		switch {
@@ -103,6 +106,9 @@ document of the others.`,
 		Annotations: map[string]string{hasMetrics: "yes"},
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Keys = args
+			if err := refuseEmpty(c, "match", "status", "watch", "powertools-attrs"); err != nil {
+				return err
+			}
 			if err := o.Validate(); err != nil {
 				return err
 			}

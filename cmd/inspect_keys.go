@@ -366,7 +366,7 @@ func summaryText(s keyspace.Summary) string {
 // a progress line (linesOut: each record prints a line on stdout). It
 // returns the statuses asked for and the scan's summary.
 func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(records.Record) error) ([]records.Status, keyspace.Summary, error) {
-	ctx, stop := untilInterrupted(ctx)
+	ctx, stop := untilInterrupted(o.Factory, ctx)
 	defer stop()
 	statuses, err := parseStatuses(o.Status)
 	if err != nil {
@@ -490,7 +490,7 @@ func (sv *streamViewer) print(info stream.Info, r *rates) error {
 // watch redraws the name view every interval with rates from counter
 // deltas, until interrupted (or --count views have been drawn).
 func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
-	ctx, stop := untilInterrupted(ctx)
+	ctx, stop := untilInterrupted(sv.f, ctx)
 	defer stop()
 	interval, err := time.ParseDuration(every)
 	if err != nil || interval < 10*time.Millisecond {

@@ -98,6 +98,11 @@ summary on stderr.`,
   idmpctl purge --stream orders --yes`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			// An empty value is never "all": purge --stream S --pid "$UNSET"
+			// would forget every producer's iids.
+			if err := refuseEmpty(c, "match", "stream", "pid", "status", "older-than", "max-rate", "powertools-attrs", "mode"); err != nil {
+				return err
+			}
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -135,7 +140,7 @@ func init() {
 }
 
 func purgeMatchRun(ctx context.Context, o *PurgeOptions) error {
-	ctx, stop := untilInterrupted(ctx)
+	ctx, stop := untilInterrupted(o.Factory, ctx)
 	defer stop()
 	f := o.Factory
 	p := f.Printer

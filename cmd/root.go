@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -36,6 +37,9 @@ type Factory struct {
 	conn    *redisconn.Conn
 	started bool   // flags parsed: errors from here on are not usage errors
 	guard   *guard // claim run's guard, started before the tree is built (Linux)
+	// caught is the signal (SIGINT, SIGTERM) that stopped a command run
+	// under untilInterrupted: it exits 128 + its number.
+	caught atomic.Value
 }
 
 // GlobalOptions are the persistent flags.
@@ -289,16 +293,70 @@ func run(f *Factory, args []string) int {
 	if !f.started && !errors.As(err, &e) {
 		err = &exit.Error{Code: exit.Usage, Err: err, Hint: "see 'idmpctl --help'"}
 	}
+	if sig, ok := f.caught.Load().(syscall.Signal); ok {
+		err = interruptedBy(err, sig)
+	}
 	printError(f, err)
 	return exit.Code(err)
 }
 
 // untilInterrupted is ctx cancelled by SIGINT or SIGTERM, for the commands
-// that loop (batches, scans, watches, claim run): they stop cleanly and say
-// what they did. A command of one round trip keeps the default action of
-// those signals, and its start does without the signal machinery.
-func untilInterrupted(ctx context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+// that loop (batches, scans, watches): they stop cleanly and say what they
+// did, and a command that stops with an error for it exits 128 + the
+// signal's number (130, 143), as a shell reports a process the signal
+// ended. A command of one round trip keeps the default action of those
+// signals, and its start does without the signal machinery.
+func untilInterrupted(f *Factory, ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	note := func(s os.Signal) {
+		if sig, ok := s.(syscall.Signal); ok {
+			f.caught.CompareAndSwap(nil, sig)
+		}
+	}
+	go func() {
+		select {
+		case s := <-ch:
+			note(s)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		select {
+		case s := <-ch: // arrived as the command ended
+			note(s)
+		default:
+		}
+		cancel()
+	}
+}
+
+// interruptedBy is err as the exit of a command stopped by sig: the code
+// 128 + sig, what it was doing and its hint (a batch says how far it got);
+// the network errors the cancellation caused say nothing.
+func interruptedBy(err error, sig syscall.Signal) error {
+	var e *exit.Error
+	if errors.As(err, &e) && e.Silent {
+		return err
+	}
+	out := &exit.Error{Code: 128 + int(sig), Err: fmt.Errorf("interrupted (%s)", signalName(sig))}
+	if e != nil {
+		out.What, out.Hint = e.What, e.Hint
+	}
+	return out
+}
+
+func signalName(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
 }
 
 func printError(f *Factory, err error) {

@@ -39,6 +39,7 @@ type XAddOptions struct {
 	BatchID     string
 	Resume      bool
 	ProgressTTL time.Duration
+	TTLSet      bool // --progress-ttl given (0 included)
 	Escapes     bool
 	Durable     WaitFlags
 
@@ -65,6 +66,8 @@ func (o *XAddOptions) Validate() error {
 		}
 	}
 	switch {
+	case o.Stream == "":
+		return exit.Usagef("the stream name must not be empty")
 	case o.IIDSet && o.Auto:
 		return exit.Usagef("--iid and --auto exclude each other (IDMP/IDMPAUTO specified multiple times)")
 	case o.Batch == "" && !o.IIDSet && !o.Auto:
@@ -86,12 +89,13 @@ func (o *XAddOptions) Validate() error {
 		return exit.Usagef("give the fields as FIELD VALUE pairs or --json, not both")
 	case o.Skip < 0:
 		return exit.Usagef("--skip %d: must not be negative", o.Skip)
-	case o.Batch == "" && (o.SkipSet || o.BatchID != "" || o.Resume || o.ProgressTTL != 0):
+	case o.Batch == "" && (o.SkipSet || o.BatchID != "" || o.Resume || o.TTLSet):
 		return exit.Usagef("--skip, --batch-id, --resume and --progress-ttl go with --batch")
 	case o.Resume && o.SkipSet:
 		return exit.Usagef("--resume goes on where the progress record says; --skip N starts after line N: give one")
-	case o.ProgressTTL < 0:
-		return exit.Usagef("--progress-ttl %s: must not be negative", o.ProgressTTL)
+	case o.TTLSet && o.ProgressTTL < stream.MinProgressTTL:
+		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--progress-ttl %s: must be at least %s", o.ProgressTTL, stream.MinProgressTTL),
+			Hint: "the record must outlive the batch's run and the reruns that resume it: a record gone between two chunks has the batch add its lines again (default 168h)"}
 	case o.Batch == "" && o.JSON == "" && len(o.Fields) == 0:
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("no fields to add"),
 			Hint: "give FIELD VALUE pairs after the stream name, or --json '{\"field\":\"value\"}'"}
@@ -272,9 +276,13 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Stream, o.Fields = args[0], args[1:]
 			o.IIDSet, o.SkipSet = c.Flags().Changed("iid"), c.Flags().Changed("skip")
+			o.TTLSet = c.Flags().Changed("progress-ttl")
 			o.Durable.noteChanged(c)
-			if !c.Flags().Changed("progress-ttl") {
+			if !o.TTLSet {
 				o.ProgressTTL = 0 // the default, which --batch alone may have
+			}
+			if err := refuseEmpty(c, "batch", "batch-id", "minid", "json", "mode"); err != nil {
+				return err
 			}
 			if err := o.complete(); err != nil {
 				return err
@@ -353,7 +361,8 @@ func xaddRun(ctx context.Context, o *XAddOptions) error {
 	p := o.Factory.Printer
 	var res stream.AddResult
 	retried := false
-	err = redisconn.WithRetries(ctx, o.Factory.Global.Retries, func() error {
+	// A cluster whose slot is moving is waited for while --timeout allows.
+	err = redisconn.WithRetriesWithin(ctx, o.Factory.Global.Retries, o.Factory.Global.Timeout, func() error {
 		var err error
 		// An add that was not acknowledged is an error (never retried):
 		// nothing goes to stdout, and stderr names the entry.
@@ -361,6 +370,10 @@ func xaddRun(ctx context.Context, o *XAddOptions) error {
 		return err
 	}, func(attempt int, err error) {
 		retried = true
+		if attempt == 0 {
+			p.Warnf("xadd: the stream's cluster slot is moving (%v): retrying while --timeout %s allows", err, o.Factory.Global.Timeout)
+			return
+		}
 		p.Warnf("xadd: %v: retrying (%d of %d)", err, attempt, o.Factory.Global.Retries)
 	})
 	if err != nil {
