@@ -155,6 +155,9 @@ func inspectServer(ctx context.Context, o *InspectOptions) error {
 	}
 	p := o.Factory.Printer
 	if p.Format == render.JSON {
+		if e := r.Eviction; e != nil && e.Risky() {
+			p.Warnf("%s", e.Warning())
+		}
 		return p.JSON(r)
 	}
 	idmp := "no (idmpctl emulates IDMP with Lua)"
@@ -170,7 +173,16 @@ func inspectServer(ctx context.Context, o *InspectOptions) error {
 	if len(r.Primaries) > 0 {
 		pairs = append(pairs, render.Pair{"primaries", strings.Join(r.Primaries, " ")})
 	}
-	pairs = append(pairs, render.Pair{"native-idmp", idmp})
+	pairs = append(pairs, render.Pair{"native-idmp", idmp}, render.Pair{"emulation", r.Emulation})
+	if e := r.Eviction; e != nil {
+		pairs = append(pairs, render.Pair{"maxmemory", fmt.Sprint(e.MaxMemory)}, render.Pair{"maxmemory-policy", e.Policy})
+		if e.Risky() {
+			p.Warnf("%s", e.Warning())
+		}
+	}
+	if strings.HasPrefix(r.Emulation, "unavailable") && !r.NativeIDMP {
+		p.Warnf("emulated IDMP is %s", r.Emulation)
+	}
 	if r.Defaults != nil {
 		pairs = append(pairs,
 			render.Pair{"stream-idmp-duration", fmt.Sprint(r.Defaults.Duration)},

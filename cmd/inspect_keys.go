@@ -64,9 +64,40 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 		}
 	}
 	if len(missing) > 0 {
-		return exit.New(exit.NotFound, "inspect", "no such key: %s", strings.Join(missing, ", "))
+		e := exit.New(exit.NotFound, "inspect", "no such key: %s", strings.Join(missing, ", "))
+		if orphans := orphanedState(ctx, conn, recs); len(orphans) > 0 {
+			e.Hint = fmt.Sprintf("emulated IDMP state of %s is left over (orphaned: the stream was deleted, and its state has no TTL); it is dropped by the next add to the same name, or now by idmpctl purge --stream NAME --yes",
+				strings.Join(orphans, ", "))
+		}
+		return e
 	}
 	return nil
+}
+
+// orphanedState names the missing keys whose emulated IDMP state remains
+// (a stream deleted by hand: the state has no TTL, and goes at the next
+// call on the name).
+func orphanedState(ctx context.Context, conn *redisconn.Conn, recs []records.Record) []string {
+	var out []string
+	for _, r := range recs {
+		if r.Status != records.Absent {
+			continue
+		}
+		l, err := idmp.StateKeys(r.Key, conn.Cluster())
+		if err != nil {
+			continue
+		}
+		cctx, cancel := conn.Ctx(ctx)
+		n, err := conn.Client().Exists(cctx, l.Meta).Result()
+		if err == nil && n == 0 {
+			n, err = conn.Client().Exists(cctx, l.PIDs).Result()
+		}
+		cancel()
+		if err == nil && n > 0 {
+			out = append(out, strconv.Quote(r.Key))
+		}
+	}
+	return out
 }
 
 // shown is the record as printed: stored secrets (Authorization headers,
@@ -419,8 +450,9 @@ func newStreamViewer(ctx context.Context, f *Factory, conn *redisconn.Conn) (*st
 	if err != nil {
 		d, m = idmp.DefaultDuration, idmp.DefaultMaxSize
 	}
+	ev, _ := conn.Eviction(ctx)
 	return &streamViewer{f: f, streams: streams,
-		ctx: health.StreamContext{DefaultDuration: d, DefaultMaxSize: m, Role: redisconn.Role(ctx, conn)}}, nil
+		ctx: health.StreamContext{DefaultDuration: d, DefaultMaxSize: m, Role: redisconn.Role(ctx, conn), Eviction: ev}}, nil
 }
 
 // streamJSON is a stream in -o json: XINFO names, mode and lints.

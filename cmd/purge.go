@@ -8,6 +8,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/spf13/cobra"
@@ -243,6 +244,13 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 		return err
 	}
 	info, err := streams.Info(ctx, o.Stream)
+	if exit.Code(err) == exit.NotFound && !o.DryRun && streams.Mode != stream.ModeNative {
+		// A deleted stream's emulated state (orphaned: it has no TTL) goes
+		// with it (R13); the stream is still missing.
+		if _, cerr := streams.ClearTracking(ctx, o.Stream, ""); exit.Code(cerr) == exit.NotFound {
+			return exit.WithHint(err, "the stream does not exist: its leftover emulated IDMP state, if any, was dropped")
+		}
+	}
 	if err != nil {
 		return err
 	}

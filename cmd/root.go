@@ -40,6 +40,8 @@ type Factory struct {
 	// caught is the signal (SIGINT, SIGTERM) that stopped a command run
 	// under untilInterrupted: it exits 128 + its number.
 	caught atomic.Value
+	// opened is conn for the goroutine that closes it on a signal.
+	opened atomic.Pointer[redisconn.Conn]
 }
 
 // GlobalOptions are the persistent flags.
@@ -79,6 +81,7 @@ func (f *Factory) Conn(ctx context.Context) (*redisconn.Conn, error) {
 		f.Printer.Warnf("%s", w)
 	}
 	f.conn = c
+	f.opened.Store(c)
 	return c, nil
 }
 
@@ -320,6 +323,11 @@ func untilInterrupted(f *Factory, ctx context.Context) (context.Context, context
 		case s := <-ch:
 			note(s)
 			cancel()
+			// A reply being read does not end with the context: closing
+			// the connection ends it now rather than at --timeout.
+			if c := f.opened.Load(); c != nil {
+				_ = c.Close()
+			}
 		case <-ctx.Done():
 		}
 	}()
@@ -344,7 +352,10 @@ func interruptedBy(err error, sig syscall.Signal) error {
 	}
 	out := &exit.Error{Code: 128 + int(sig), Err: fmt.Errorf("interrupted (%s)", signalName(sig))}
 	if e != nil {
-		out.What, out.Hint = e.What, e.Hint
+		out.What = e.What
+		if e.Code == exit.Interrupted {
+			out.Hint = e.Hint // what the command says of its stop (a batch: how far it got)
+		}
 	}
 	return out
 }

@@ -357,6 +357,10 @@ func xaddRun(ctx context.Context, o *XAddOptions) error {
 	if err != nil {
 		return err
 	}
+	// The eviction settings come with the add's round trip (emulated, or
+	// native without a wait); the warning goes once, on stderr.
+	streams.Conn.WatchEviction = true
+	defer func() { warnEviction(ctx, o.Factory.Printer, streams.Conn, err == nil) }()
 	req := o.request(o.IID, o.Fields)
 	p := o.Factory.Printer
 	var res stream.AddResult
@@ -395,6 +399,19 @@ func xaddRun(ctx context.Context, o *XAddOptions) error {
 		p.Line("%s", res.ID)
 	}
 	return nil
+}
+
+// warnEviction warns on stderr when the server may evict keys (maxmemory
+// with a policy other than noeviction). fetch allows a round trip to ask;
+// otherwise only what a call already read is used.
+func warnEviction(ctx context.Context, p *render.Printer, conn *redisconn.Conn, fetch bool) {
+	e, ok := conn.KnownEviction()
+	if !ok && fetch {
+		e, ok = conn.Eviction(ctx)
+	}
+	if ok && e.Risky() {
+		p.Warnf("%s", e.Warning())
+	}
 }
 
 func addOutcome(p *render.Printer, r stream.AddResult) string {

@@ -135,6 +135,7 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 		return err
 	}
 	p := f.Printer
+	warnEviction(ctx, p, streams.Conn, true)
 	spec := stream.BatchSpec{
 		Template: o.request("", nil), ID: id, Resume: o.Resume,
 		SkipSet: o.SkipSet, Skip: int64(o.Skip), TTL: o.ProgressTTL, Retries: f.Global.Retries,

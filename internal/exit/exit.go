@@ -231,6 +231,9 @@ func isTLSVerify(err error) bool {
 		strings.Contains(msg, "remote error: tls:")
 }
 
+// Hint is the hint idmpctl gives for a server or network error ("" none).
+func Hint(err error) string { return hintFor(err) }
+
 func hintFor(err error) string {
 	msg := err.Error()
 	switch {

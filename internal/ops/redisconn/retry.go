@@ -56,8 +56,8 @@ func WithRetriesWithin(ctx context.Context, retries int, migration time.Duration
 	attempt := 0
 	for {
 		err := op()
-		if err == nil {
-			return nil
+		if err == nil || ctx.Err() != nil {
+			return err // cancelled: what failed is the cancellation's doing
 		}
 		tell := -1 // the attempt onRetry hears of; -1: none
 		if migration > 0 && exit.Migrating(err.Error()) {

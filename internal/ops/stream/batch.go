@@ -542,7 +542,11 @@ func (r *batchRun) emitResults(out []BatchResult) {
 // lineError is a line whose add failed (the lines before it are committed).
 func (r *batchRun) lineError(c *chunk, i int, err error) error {
 	e := exit.Wrap(err, fmt.Sprintf("xadd --batch: line %d", c.lines[i]))
-	return exit.WithHint(e, fmt.Sprintf("%d lines are committed; once it is fixed, run the same command again: it resumes after line %d", r.sum.LastLine, r.sum.LastLine))
+	hint := fmt.Sprintf("%d lines are committed; once it is fixed, run the same command again: it resumes after line %d", r.sum.LastLine, r.sum.LastLine)
+	if h := exit.Hint(err); h != "" && exit.Code(e) != exit.Data {
+		hint = h + "; " + hint
+	}
+	return exit.WithHint(e, hint)
 }
 
 // runEmulated sends windows of chunks, one round trip each. Reading and

@@ -94,7 +94,7 @@ func (s *Streams) emulatedAddRun(ctx context.Context, reqs []AddRequest) ([]AddR
 		if call, iids, err = s.emulatedAddCall(reqs, nil, s.Mode == ModeAuto); err != nil {
 			return err
 		}
-		call.Cmd = call.Script.Run(ctx, c, call.Keys, call.Args...)
+		s.Conn.RunNotingEviction(ctx, c, call)
 		return call.Cmd.Err()
 	})
 	if err != nil {

@@ -133,8 +133,12 @@ head[#head + 1] = '*'
 local nhead = #head
 
 -- The commands part 2 runs, for the permission checks.
+-- DEL is checked whether or not this call deletes: which calls drop an
+-- idle producer's state is random, and a user refused at random is worse
+-- than one refused at once.
 local checks = { { 'XRANGE', STREAM, '-', '+' }, { 'HSET', META, 'f', 'v' }, { 'HINCRBY', META, 'f', '1' },
-  { 'SADD', PIDS, 'm' }, { 'SREM', PIDS, 'm' }, { 'PERSIST', PIDS } }
+  { 'HDEL', META, 'f' }, { 'DEL', META }, { 'SADD', PIDS, 'm' }, { 'SREM', PIDS, 'm' }, { 'PERSIST', PIDS },
+  { 'DEL', PIDS } }
 local xa = { 'XADD' }
 for i = 1, nhead do xa[i + 1] = head[i] end
 xa[#xa + 1], xa[#xa + 2] = 'f', 'v'
@@ -157,7 +161,6 @@ if reset then
   if not batch and redis.call('EXISTS', BATCH_INDEX) == 1 then drop.keys[#drop.keys + 1] = BATCH_INDEX end
   drop_checks(drop, checks)
   drop_checks(whole, checks)
-  checks[#checks + 1] = { 'HDEL', META, 'f' }
 end
 
 -- The chunk's progress record moves from ARGV[10] lines to ARGV[11] with
@@ -181,6 +184,7 @@ if batch then
   checks[#checks + 1] = { 'ZADD', BATCHES, '0', 'm' }
   checks[#checks + 1] = { 'ZREM', BATCHES, 'm' }
   checks[#checks + 1] = { 'PERSIST', BATCHES }
+  checks[#checks + 1] = { 'DEL', PROGRESS }
 end
 
 -- Per pid: its expired iids (a prefix of its list, in entry order), and
@@ -221,6 +225,8 @@ for j = 1, npids do
   checks[#checks + 1] = { 'HSET', ids, 'f', 'v' }
   checks[#checks + 1] = { 'HDEL', ids, 'f' }
   checks[#checks + 1] = { 'PERSIST', ids }
+  checks[#checks + 1] = { 'DEL', ids }
+  checks[#checks + 1] = { 'DEL', order }
 end
 -- The iids each pid tracks that this call asks about: all of them when
 -- they are few (a small hash is a listpack, where every HMGET field is a
