@@ -207,6 +207,12 @@ func (s *Streams) RunBatch(ctx context.Context, spec BatchSpec, in BatchInput, e
 	if err := s.resolve(ctx); err != nil {
 		return BatchSummary{}, err
 	}
+	// Whether the server is a cluster node decides the state keys and how
+	// the record is read: asked even when --mode emulated spares resolve
+	// the question (one round trip a run).
+	if _, err := s.Conn.Capabilities(ctx); err != nil {
+		return BatchSummary{}, err
+	}
 	layout, err := idmp.StateKeys(spec.Template.Stream, s.Conn.Cluster())
 	if err != nil {
 		return BatchSummary{}, err

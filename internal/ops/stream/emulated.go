@@ -341,14 +341,38 @@ func parseDone(done string, iids []string, n int) ([]AddResult, error) {
 	return out, nil
 }
 
+// runState runs an emulated script with the stream's state keys (and
+// more keys and arguments after them) through Conn.Do: a plain client that
+// reached a cluster node learns so from the MOVED reply, and the keys are
+// made again for the cluster.
+func (s *Streams) runState(ctx context.Context, script *redisconn.Script, stream string, more func(idmp.StateLayout) ([]string, []any)) (*redis.Cmd, error) {
+	var cmd *redis.Cmd
+	err := s.Conn.Do(func(c redis.UniversalClient) error {
+		l, keys, args, err := s.stateCall(stream)
+		if err != nil {
+			return err
+		}
+		if more != nil {
+			k, a := more(l)
+			keys, args = append(keys, k...), append(args, a...)
+		}
+		cmd = script.Run(ctx, c, keys, args...)
+		return cmd.Err()
+	})
+	if cmd == nil {
+		return nil, err
+	}
+	return cmd, nil
+}
+
 func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error) {
-	_, keys, args, err := s.stateCall(stream)
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	cmd, err := s.runState(ctx, infoScript, stream, nil)
 	if err != nil {
 		return Info{}, err
 	}
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	reply, err := infoScript.Run(ctx, s.Conn.Client(), keys, args...).Slice()
+	reply, err := cmd.Slice()
 	if errors.Is(err, redis.Nil) {
 		return Info{}, errNoSuchKey()
 	} else if err != nil {
@@ -383,13 +407,15 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 }
 
 func (s *Streams) emulatedCfgSet(ctx context.Context, stream string, duration, maxsize int64) (CfgResult, error) {
-	_, keys, args, err := s.stateCall(stream)
-	if err != nil {
-		return CfgResult{}, err
-	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	reply, err := cfgsetScript.Run(ctx, s.Conn.Client(), keys, append(args, duration, maxsize)...).Int64Slice()
+	cmd, err := s.runState(ctx, cfgsetScript, stream, func(idmp.StateLayout) ([]string, []any) {
+		return nil, []any{duration, maxsize}
+	})
+	if err != nil {
+		return CfgResult{}, notFound(scriptErr(err))
+	}
+	reply, err := cmd.Int64Slice()
 	if err != nil {
 		return CfgResult{}, notFound(scriptErr(err))
 	}
@@ -405,16 +431,18 @@ func (s *Streams) emulatedCfgSet(ctx context.Context, stream string, duration, m
 }
 
 func (s *Streams) emulatedClear(ctx context.Context, stream, pid string) (int64, error) {
-	l, keys, args, err := s.stateCall(stream)
-	if err != nil {
-		return 0, err
-	}
-	if pid != "" {
-		keys = append(keys, l.IDs(pid), l.Order(pid))
-	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	n, err := clearScript.Run(ctx, s.Conn.Client(), keys, append(args, pid)...).Int64()
+	cmd, err := s.runState(ctx, clearScript, stream, func(l idmp.StateLayout) ([]string, []any) {
+		if pid == "" {
+			return nil, []any{pid}
+		}
+		return []string{l.IDs(pid), l.Order(pid)}, []any{pid}
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, scriptErr(err)
+	}
+	n, err := cmd.Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, errNoSuchKey()
 	}
