@@ -83,6 +83,7 @@ func TestClusterMigratingBetweenChunks(t *testing.T) {
 				t.Fatal(err)
 			}
 			migrating := c.Run(batch...)
+			faultBatchInvariant(t, node, s, 2000)
 			if err := cl.StableSlot(slot, from, to); err != nil {
 				t.Fatal(err)
 			}
@@ -152,6 +153,7 @@ func TestClusterSlotMoveDuringBatch(t *testing.T) {
 			_ = pw.Close()
 			moveErr := <-moved
 			r := p.Wait(3 * time.Minute)
+			faultBatchInvariant(t, dst, s, lines)
 			if moveErr != nil {
 				t.Fatalf("moving slot %d: %v", slot, moveErr)
 			}

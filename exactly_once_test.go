@@ -95,6 +95,7 @@ func TestBatchLineTooBigForScript(t *testing.T) {
 	writeLines(t, file, 500, `{"iid":"huge","fields":[`+strings.Join(pairs, ",")+`]}`)
 	for run := 1; run <= 2; run++ {
 		r := c.Run("xadd", "s", "--pid", "p", "--batch", file, "--mode", "emulated")
+		faultBatchInvariant(t, rdb, "s", 500)
 		xlen := rdb.XLen(context.Background(), "s").Val()
 		t.Logf("run %d: %s; XLEN %d", run, strings.TrimSpace(r.Stderr), xlen)
 		if r.Code != 65 || !strings.Contains(r.Stderr, "line 501: 18000 field/value arguments") {
@@ -411,6 +412,9 @@ func TestInterruptedExitCodes(t *testing.T) {
 		}
 		r := p.Wait(30 * time.Second)
 		faultThaw(t, srv)
+		if k.args[0] == "xadd" {
+			faultBatchInvariant(t, rdb, "s", lines)
+		}
 		t.Logf("%s: after %s: %s", strings.Join(k.args[:2], " "), r.Elapsed.Round(time.Millisecond), strings.ReplaceAll(strings.TrimSpace(r.Stderr), "\n", " | "))
 		if r.Code != k.code || !strings.Contains(r.Stderr, "interrupted ("+names[k.sig]+")") {
 			t.Fatalf("%s: want %d, got %s", k.args[0], k.code, r)
