@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -219,6 +220,116 @@ func TestClusterSlotMoveDuringSingleAdds(t *testing.T) {
 				maxsize, adds, slot, failed, missing, extra)
 			if missing != 0 || extra != 0 {
 				t.Fatalf("%d missing, %d duplicated", missing, extra)
+			}
+		})
+	}
+}
+
+// crc16 is Redis Cluster's key hash (CRC16-CCITT, XMODEM).
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
+
+// streamInSlot is a hash-tagged stream name whose slot is slot.
+func streamInSlot(prefix string, slot int) string {
+	for i := 0; ; i++ {
+		tag := prefix + strconv.Itoa(i)
+		if int(crc16(tag))%16384 == slot {
+			return "{" + tag + "}"
+		}
+	}
+}
+
+// TestClusterReshardDuringBatch: redis-cli --cluster reshard moves the
+// stream's slot (the source's first, which is the one reshard takes) while
+// a batch runs, as an operator would. Every line once, at IDMP-MAXSIZE 1,
+// 100 and 10000, one after the other (a reshard takes the source's first
+// slot, which the one before may have just given it).
+func TestClusterReshardDuringBatch(t *testing.T) {
+	cl := redistest.NewCluster(t)
+	const lines = 20_000
+	for i, maxsize := range []int{1, 100, 10000} {
+		t.Run(fmt.Sprintf("maxsize=%d", maxsize), func(t *testing.T) {
+			c := clitest.New(t, "IDMPCTL_URL="+cl.URL)
+			first, err := cl.FirstSlot(cl.Nodes[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := streamInSlot(fmt.Sprintf("reshard-%d-", maxsize), first)
+			slot, from, to := slotNodes(t, cl, s)
+			if slot != first {
+				t.Fatalf("%s is in slot %d, not %d", s, slot, first)
+			}
+			fromID, err := from.ClusterID()
+			if err != nil {
+				t.Fatal(err)
+			}
+			toID, err := to.ClusterID()
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, dst := nodeClient(t, from), nodeClient(t, to)
+			clusterStream(t, c, src, s, maxsize)
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = pw.Close() })
+			p := c.WithStdin(pr).Start("xadd", s, "--pid", "p", "--batch", "-", "--batch-id", "reshard", "--mode", "emulated", "--timeout", "15s")
+			_ = pr.Close()
+			feed := func(from, to int) {
+				var b strings.Builder
+				for i := from; i <= to; i++ {
+					fmt.Fprintf(&b, "{\"iid\":\"m-%d\",\"fields\":{\"n\":\"%d\"}}\n", i, i)
+				}
+				if _, err := pw.WriteString(b.String()); err != nil {
+					t.Error(err)
+				}
+			}
+			ctx := context.Background()
+			feed(1, lines/2)
+			faultPollFast(time.Minute, func() bool { return src.XLen(ctx, s).Val() >= lines/2 || p.Exited() })
+			reshard := make(chan error, 1)
+			go func() {
+				cctx, cancel := context.WithTimeout(ctx, time.Minute)
+				defer cancel()
+				out, err := exec.CommandContext(cctx, redistest.CLIBinary(), "--cluster", "reshard", from.Addr,
+					"--cluster-from", fromID, "--cluster-to", toID, "--cluster-slots", "1", "--cluster-yes").CombinedOutput()
+				if err != nil {
+					err = fmt.Errorf("%v: %s", err, out)
+				}
+				reshard <- err
+			}()
+			for i := lines/2 + 1; i <= lines; i += 200 {
+				feed(i, min(i+199, lines))
+				time.Sleep(5 * time.Millisecond)
+			}
+			_ = pw.Close()
+			if err := <-reshard; err != nil {
+				t.Fatalf("redis-cli --cluster reshard: %v", err)
+			}
+			r := p.Wait(3 * time.Minute)
+			if owner, err := cl.Owner(slot); err != nil || owner != to {
+				t.Fatalf("slot %d not moved to %s: %v", slot, to.Addr, err)
+			}
+			faultBatchInvariant(t, dst, s, lines)
+			missing, extra := faultScanStream(t, dst, s, lines)
+			t.Logf("maxsize %d: slot %d resharded %s -> %s; batch: exit %d after %s; stderr: %s; %d missing, %d duplicated",
+				maxsize, slot, from.Addr, to.Addr, r.Code, r.Elapsed.Round(time.Millisecond),
+				strings.ReplaceAll(strings.TrimSpace(r.Stderr), "\n", " | "), missing, extra)
+			if r.Code != 0 || missing != 0 || extra != 0 {
+				t.Fatalf("exit %d, %d missing, %d duplicated: %s", r.Code, missing, extra, r)
 			}
 		})
 	}

@@ -264,3 +264,32 @@ func (c *Cluster) MoveSlot(slot int, from, to *Server, batch int, pause time.Dur
 	}
 	return nil
 }
+
+// FirstSlot is the lowest slot s serves (the one redis-cli --cluster
+// reshard takes first from it).
+func (c *Cluster) FirstSlot(s *Server) (int, error) {
+	nodes, err := s.Do("CLUSTER", "NODES")
+	if err != nil {
+		return 0, err
+	}
+	first := -1
+	for _, line := range strings.Split(nodes, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 || !strings.Contains(f[2], "myself") {
+			continue
+		}
+		for _, r := range f[8:] {
+			if strings.HasPrefix(r, "[") {
+				continue
+			}
+			lo, _, _ := strings.Cut(r, "-")
+			if a, err := strconv.Atoi(lo); err == nil && (first < 0 || a < first) {
+				first = a
+			}
+		}
+	}
+	if first < 0 {
+		return 0, fmt.Errorf("redistest: %s serves no slot", s.Addr)
+	}
+	return first, nil
+}
