@@ -473,3 +473,35 @@ func TestConcurrentRunsOfOneBatch(t *testing.T) {
 		t.Fatalf("%d missing, %d duplicated", missing, extra)
 	}
 }
+
+// TestValueOverProtoMaxBulkLen: a value longer than the server's
+// proto-max-bulk-len is refused with 65 (and its line number) before it is
+// sent; the server would refuse the whole command and close the
+// connection. Before: exit 70 (batch) and 69 after three retries (single).
+func TestValueOverProtoMaxBulkLen(t *testing.T) {
+	t.Parallel()
+	srv := redistest.New(t, "proto-max-bulk-len 1mb")
+	rdb := faultRedis(t, srv)
+	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
+	big := strings.Repeat("x", 2_000_000)
+	file := filepath.Join(c.Dir, "b.ndjson")
+	writeLines(t, file, 3, `{"iid":"big","fields":{"n":"`+big+`"}}`)
+	r := c.Run("xadd", "s", "--pid", "p", "--batch", file, "--mode", "emulated")
+	if r.Code != 65 || !strings.Contains(r.Stderr, "line 4: a value of 2000000 bytes: the server takes at most 1048576") {
+		t.Fatalf("batch: want 65 naming line 4, got %s", r)
+	}
+	faultBatchInvariant(t, rdb, "s", 3)
+	if n := rdb.XLen(context.Background(), "s").Val(); n != 3 {
+		t.Fatalf("XLEN %d, want the 3 lines before it", n)
+	}
+	js := filepath.Join(c.Dir, "v.json")
+	if err := os.WriteFile(js, []byte(`{"n":"`+big+`"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := keyDump(t, rdb)
+	r = c.Run("xadd", "s", "--pid", "p", "--iid", "one", "--json", "@"+js, "--mode", "emulated")
+	if r.Code != 65 || !strings.Contains(r.Stderr, "proto-max-bulk-len") {
+		t.Fatalf("single add: want 65, got %s", r)
+	}
+	sameDump(t, "a refused single add", before, keyDump(t, rdb))
+}

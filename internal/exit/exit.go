@@ -157,7 +157,7 @@ func Classify(err error) int {
 	switch {
 	case hasServerPrefix(msg, "NOAUTH", "WRONGPASS", "NOPERM"), isScriptACL(msg):
 		return Permission
-	case hasServerPrefix(msg, "WRONGTYPE"):
+	case hasServerPrefix(msg, "WRONGTYPE"), strings.Contains(msg, "Protocol error: invalid bulk length"):
 		return Data
 	case isTLSVerify(err), hasServerPrefix(msg, "READONLY"), ScriptingDisabled(msg):
 		return Config
@@ -243,6 +243,8 @@ func hintFor(err error) string {
 		return "this server is a replica, which takes no writes: point --url at its primary"
 	case ScriptingDisabled(msg):
 		return "the server has EVAL/EVALSHA/SCRIPT renamed or disabled (rename-command): emulated IDMP runs server-side Lua, so it is unavailable there; enable them, or use a server with native IDMP (Redis 8.6+)"
+	case strings.Contains(msg, "Protocol error: invalid bulk length"):
+		return "an argument (a field, value or ID) is longer than the server's proto-max-bulk-len: nothing of that command was written"
 	case Migrating(msg):
 		return "the stream's cluster slot is moving to another node: run the same command again once the migration is done (xadd retries while --timeout allows)"
 	}

@@ -72,6 +72,8 @@ type Conn struct {
 	// eviction settings in their round trip (RunNotingEviction).
 	WatchEviction bool
 	eviction      evictionCache
+	maxBulk       int64 // proto-max-bulk-len (see ProtoMaxBulkLen)
+	maxBulkRead   bool
 }
 
 // Capabilities is what the probe learned about the server.

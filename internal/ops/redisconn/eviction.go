@@ -152,3 +152,26 @@ func (c *Conn) NoteEvictionInfo(cmd *redis.StringCmd) {
 		}
 	}
 }
+
+// ProtoMaxBulkLen is the server's proto-max-bulk-len (the largest argument
+// it takes), read once with CONFIG GET; 0 when it cannot be read (a user
+// without CONFIG): the server then refuses a larger argument itself, and
+// nothing of that command runs.
+func (c *Conn) ProtoMaxBulkLen(ctx context.Context) int64 {
+	c.mu.Lock()
+	if c.maxBulkRead {
+		defer c.mu.Unlock()
+		return c.maxBulk
+	}
+	c.mu.Unlock()
+	ctx, cancel := c.Ctx(ctx)
+	defer cancel()
+	var n int64
+	if v, err := c.Client().ConfigGet(ctx, "proto-max-bulk-len").Result(); err == nil {
+		n, _ = strconv.ParseInt(v["proto-max-bulk-len"], 10, 64)
+	}
+	c.mu.Lock()
+	c.maxBulk, c.maxBulkRead = n, true
+	c.mu.Unlock()
+	return n
+}

@@ -179,6 +179,8 @@ type batchRun struct {
 	// a chunk by another run of the same batch is told from one this run
 	// committed and lost the reply of.
 	run string
+	// maxBulk is the server's proto-max-bulk-len (0: unknown).
+	maxBulk int64
 }
 
 // chunk is a run of lines sent in one script call or MULTI.
@@ -220,6 +222,7 @@ func (s *Streams) RunBatch(ctx context.Context, spec BatchSpec, in BatchInput, e
 	r := &batchRun{s: s, spec: spec, in: in, emit: emit, layout: layout,
 		key: layout.Batch(spec.Template.PID, spec.ID), digest: sha256.New(), run: newRunID()}
 	r.sum.Progress, r.sum.Mode = r.key, s.Mode
+	r.maxBulk = s.Conn.ProtoMaxBulkLen(ctx)
 	if err := r.start(ctx); err != nil {
 		return r.sum, r.interrupted(ctx, err)
 	}
@@ -446,11 +449,11 @@ func (r *batchRun) nextChunk(size int, from int64) (*chunk, error) {
 		if err == nil {
 			add, err = r.in.Parse(n, raw, &c.reqs[len(c.reqs)-1])
 		}
-		if err == nil && add && r.s.Mode != ModeNative {
-			if nf := len(c.reqs[len(c.reqs)-1].Fields); nf > idmp.MaxEmulatedFieldArgs {
-				// Refused like a malformed line: the lines before it go, it
-				// does not, and a rerun stops at it again.
-				add, err = false, &batch.LineError{Line: int(n), Err: tooManyFields(nf)}
+		if err == nil && add {
+			// Refused like a malformed line: the lines before it go, it
+			// does not, and a rerun stops at it again.
+			if lerr := r.sendable(&c.reqs[len(c.reqs)-1]); lerr != nil {
+				add, err = false, &batch.LineError{Line: int(n), Err: lerr}
 			}
 		}
 		if !add {
@@ -483,6 +486,28 @@ func (r *batchRun) nextChunk(size int, from int64) (*chunk, error) {
 	}
 	c.digest = r.digestHex()
 	return c, nil
+}
+
+// sendable refuses an add that cannot be sent: more field/value arguments
+// than the emulation's script takes, or a value longer than the server's
+// proto-max-bulk-len (which the server refuses for the whole chunk).
+func (r *batchRun) sendable(req *AddRequest) error {
+	if nf := len(req.Fields); r.s.Mode != ModeNative && nf > idmp.MaxEmulatedFieldArgs {
+		return tooManyFields(nf)
+	}
+	if r.maxBulk <= 0 {
+		return nil
+	}
+	longest := max(len(req.IID), len(req.PID))
+	for _, f := range req.Fields {
+		longest = max(longest, len(f))
+	}
+	if int64(longest) > r.maxBulk {
+		e := exit.New(exit.Data, "", "a value of %d bytes: the server takes at most %d in one argument (proto-max-bulk-len)", longest, r.maxBulk)
+		e.Hint = "store the value elsewhere and add its reference, or raise the server's proto-max-bulk-len"
+		return e
+	}
+	return nil
 }
 
 // fill reads chunks after from until the window is full or the input ends;
