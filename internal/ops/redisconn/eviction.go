@@ -117,11 +117,16 @@ func (c *Conn) RunNotingEviction(ctx context.Context, uc redis.UniversalClient, 
 		return
 	}
 	var info *redis.StringCmd
-	_, _ = uc.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, perr := uc.Pipelined(ctx, func(p redis.Pipeliner) error {
 		info = p.Info(ctx, "memory")
 		cl.queue(ctx, p, false)
 		return nil
 	})
+	if perr != nil && cl.Cmd.Err() == nil && cl.Cmd.Val() == nil {
+		// The round trip failed before the call was read (a refused
+		// AUTH, the network): its error is the call's.
+		cl.Cmd.SetErr(perr)
+	}
 	c.NoteEvictionInfo(info)
 	if redis.HasErrorPrefix(cl.Cmd.Err(), "NOSCRIPT") {
 		cl.Cmd = redis.NewCmd(ctx, cl.Command(true)...)

@@ -215,6 +215,12 @@ func (s *Streams) RunBatch(ctx context.Context, spec BatchSpec, in BatchInput, e
 	if _, err := s.Conn.Capabilities(ctx); err != nil {
 		return BatchSummary{}, err
 	}
+	if s.Mode != ModeNative {
+		// Chunks in flight cannot stop to ask for them (defaults.go).
+		if err := s.loadDefaults(ctx); err != nil {
+			return BatchSummary{}, err
+		}
+	}
 	layout, err := idmp.StateKeys(spec.Template.Stream, s.Conn.Cluster())
 	if err != nil {
 		return BatchSummary{}, err
@@ -855,26 +861,38 @@ func (r *batchRun) recover(ctx context.Context, queue []*chunk) ([]*chunk, error
 			}
 			return queue, nil
 		}
-		if p.Run != "" && p.Run != r.run {
+		if p.Run != "" && p.Run != r.run && !r.stoppedRun(ctx, p) {
 			e := exit.New(exit.Busy, r.what(), "another run of the batch moved its progress record past line %d (to line %d)", c.from, p.Line)
 			e.Hint = "one run per batch at a time: this one stops; the other goes on, and the same command run again afterwards resumes after its last line"
 			return nil, e
 		}
 		// Committed, in whole or in part, by this run: its replies were kept.
 		res, err := keptReplies(p.replies[c.from], c)
-		if err != nil {
+		lost := false
+		if err != nil && p.Run != "" && p.Run != r.run {
+			// A run that stopped committed these lines in chunks of its
+			// own (a piped input is cut where it waited): their IDs are
+			// not known here, only that they are committed.
+			lost = true
+			for _, ln := range c.lines {
+				if ln > p.Line {
+					break
+				}
+				res = append(res, AddResult{IID: c.reqs[len(res)].IID, Mode: ModeEmulated})
+			}
+		} else if err != nil {
 			return nil, exit.New(exit.Internal, r.what(), "line %d: %v", c.from, err)
 		}
 		c.retried = true
 		if p.Line < c.to && len(res) < len(c.reqs) {
-			if err := r.confirm(c, res, false); err != nil {
+			if err := r.confirm(c, res, lost); err != nil {
 				return nil, err
 			}
 			rest := &chunk{from: p.Line, to: c.to, digest: c.digest, reqs: c.reqs[len(res):], lines: c.lines[len(res):], retried: true}
 			queue[0] = rest
 			continue
 		}
-		if err := r.confirm(c, res, false); err != nil {
+		if err := r.confirm(c, res, lost); err != nil {
 			return nil, err
 		}
 		queue = queue[1:]
@@ -885,6 +903,26 @@ func (r *batchRun) recover(ctx context.Context, queue []*chunk) ([]*chunk, error
 		return nil, e
 	}
 	return queue, nil
+}
+
+// otherRunGrace is how long a record moved by another run must stand still
+// for that run to be taken for one that stopped.
+const otherRunGrace = 150 * time.Millisecond
+
+// stoppedRun reports whether the run that moved the record (p) has stopped:
+// a run killed with chunks in its socket has them run by the server after
+// it died, and a run started at once after it can find its first chunk
+// committed by them. Such a record stands still; a live run's moves on.
+// Exactly once holds either way (every chunk is compare-and-set): this
+// only decides between going on and stopping with 75.
+func (r *batchRun) stoppedRun(ctx context.Context, p Progress) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(otherRunGrace):
+	}
+	again, _, err := r.readProgress(ctx)
+	return err == nil && again.Line == p.Line && again.Run == p.Run && again.Updated == p.Updated
 }
 
 // keptReplies reads a chunk's replies as the script kept them.

@@ -139,7 +139,7 @@ func TestAddScriptChecksBeforeWriting(t *testing.T) {
 		{"no pids", func() (any, error) { return f.runRaw(addScript, keys, with(18, "0")...) }, "malformed"},
 		{"an odd field count", func() (any, error) {
 			// Items are not uniform (two pids): pid index, iid, nfields, fields.
-			return f.runRaw(addScript, keys, with(len(args)-3, "3")...)
+			return f.runRaw(addScript, keys, with(len(args)-5, "3")...) // the last item's field count (the defaults come last)
 		}, "malformed"},
 		{"no TTL for the record", func() (any, error) { return f.runRaw(addScript, keys, with(13, "")...) }, "malformed"},
 		{"an empty pid", func() (any, error) { return f.runRaw(addScript, keys, with(19, "")...) }, "non-empty producer ID"},

@@ -87,20 +87,30 @@ func (s *Streams) emulatedAddRun(ctx context.Context, reqs []AddRequest) ([]AddR
 	defer cancel()
 	var call *redisconn.Call
 	var iids []string
-	err := s.Conn.Do(func(c redis.UniversalClient) error {
-		// The state keys depend on whether the server is a cluster node, which
-		// a redirect may have just taught: made for each try.
-		var err error
-		if call, iids, err = s.emulatedAddCall(reqs, nil, s.Mode == ModeAuto); err != nil {
-			return err
+	for {
+		err := s.Conn.Do(func(c redis.UniversalClient) error {
+			// The state keys depend on whether the server is a cluster node, which
+			// a redirect may have just taught: made for each try.
+			var err error
+			if call, iids, err = s.emulatedAddCall(reqs, nil, s.Mode == ModeAuto); err != nil {
+				return err
+			}
+			s.Conn.RunNotingEviction(ctx, c, call)
+			return call.Cmd.Err()
+		})
+		if err != nil {
+			return nil, scriptErr(err)
 		}
-		s.Conn.RunNotingEviction(ctx, c, call)
-		return call.Cmd.Err()
-	})
-	if err != nil {
-		return nil, scriptErr(err)
+		res, err := parseAddReply(call.Cmd.Val(), iids, len(reqs))
+		if !errors.Is(err, errNeedDefaults) || s.Defaults != nil {
+			return res, err
+		}
+		// The stream's state starts with this add: once per process, the
+		// server-level defaults are read and the add sent again.
+		if err := s.loadDefaults(ctx); err != nil {
+			return nil, err
+		}
 	}
-	return parseAddReply(call.Cmd.Val(), iids, len(reqs))
 }
 
 // dropArg is where in the add script's arguments (after the three common
@@ -134,7 +144,7 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNat
 	// so that the arguments are appended in place (redisconn.NewCall).
 	pidIndex := make(map[string]int)
 	var pids []any // pid, number of items for it
-	nargs := len(state) + 6 + 9 + 3
+	nargs := len(state) + 6 + 9 + 3 + 2
 	// Items of one pid with the same number of fields go without the pid's
 	// index and the count, a third of a common line's arguments.
 	uniform := true
@@ -226,7 +236,7 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNat
 			args = append(args, &r.Fields[k])
 		}
 	}
-	call.Args = args
+	call.Args = append(args, s.defaultArgs()...)
 	return call, iids, nil
 }
 
@@ -277,6 +287,8 @@ func parseAddReply(v any, iids []string, n int) ([]AddResult, error) {
 	switch {
 	case len(reply) == 1 && code == "N":
 		return nil, errNativeServer
+	case len(reply) == 1 && code == "D":
+		return nil, errNeedDefaults
 	case len(reply) == 3 && code == "F":
 		i, err1 := strconv.Atoi(fmt.Sprint(reply[1]))
 		n, err2 := strconv.Atoi(fmt.Sprint(reply[2]))
@@ -356,6 +368,7 @@ func (s *Streams) runState(ctx context.Context, script *redisconn.Script, stream
 			k, a := more(l)
 			keys, args = append(keys, k...), append(args, a...)
 		}
+		args = append(args, s.defaultArgs()...) // always the last two
 		cmd = script.Run(ctx, c, keys, args...)
 		return cmd.Err()
 	})
@@ -368,6 +381,7 @@ func (s *Streams) runState(ctx context.Context, script *redisconn.Script, stream
 func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
+	_ = s.loadDefaults(ctx) // best effort: a stream without state shows them
 	cmd, err := s.runState(ctx, infoScript, stream, nil)
 	if err != nil {
 		return Info{}, err
@@ -409,6 +423,9 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 func (s *Streams) emulatedCfgSet(ctx context.Context, stream string, duration, maxsize int64) (CfgResult, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
+	if err := s.loadDefaults(ctx); err != nil {
+		return CfgResult{}, err
+	}
 	cmd, err := s.runState(ctx, cfgsetScript, stream, func(idmp.StateLayout) ([]string, []any) {
 		return nil, []any{duration, maxsize}
 	})

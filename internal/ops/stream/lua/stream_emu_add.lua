@@ -16,7 +16,8 @@
 -- ARGV[19] = npids, then per pid: pid, number of items for it; then nitems;
 -- then uniform: '' and per item: pid index, iid, nfields, fields...; or,
 -- when every item is of the one pid and has the same number of fields (the
--- common batch), that number, and per item: iid, fields...
+-- common batch), that number, and per item: iid, fields...; last, the
+-- server-level defaults (see stream_common.lua).
 -- Reply: {done, stop, message}: done is the items written, comma-separated,
 -- each its new ID, or 'd', 0|1 (the original entry still exists) and the
 -- original's ID; stop is '' when every item was done, else why the
@@ -25,6 +26,8 @@
 -- not three values an item: a reply of thousands of elements costs the
 -- server more than the adds.
 -- Refusals, with nothing written: {'N'} the server has native IDMP (ARGV[9]);
+-- {'D'} the stream's state starts now and the server-level defaults, the
+-- last two arguments, were not given;
 -- {'P', lines} the progress record stands at another line count (a chunk
 -- sent again after it was committed, or another run of the same batch);
 -- {'F', item, nfields} an item has more field/value arguments than one
@@ -73,7 +76,8 @@ if not npids or npids < 1 or not nitems or nitems < 1 or #KEYS ~= 3 + 2 * npids 
 end
 -- Every item: a known pid, a non-empty iid, and no more field/value
 -- arguments than one XADD from Lua takes (unpack stops near 8,000 values).
-local nargv = #argv
+-- The last two arguments are the server-level defaults (common).
+local nargv = #argv - 2
 local a = first
 for i = 1, nitems do
   local j, iid, nf
@@ -117,7 +121,10 @@ if exists then
 else
   reset = m.owner ~= nil or redis.call('EXISTS', PIDS) == 1
 end
-if reset then m = fresh_meta() end
+-- A stream whose state starts now takes the server-level defaults: a
+-- caller that did not send them is asked to ({'D'}).
+if (reset or not m.owner) and not DEFAULTS_KNOWN then return { 'D' } end
+if reset or not m.owner then m = fresh_meta() end
 
 local now = now_ms()
 local dur_ms, maxsize = m.duration * 1000, m.maxsize
@@ -431,6 +438,10 @@ h[#h + 1], h[#h + 2] = 'pids', npids_after
 if reset then
   h[#h + 1], h[#h + 2], h[#h + 3], h[#h + 4] = 'iids-added', nadds, 'iids-duplicates', ndups
 end
+if m.fresh then
+  -- A state that starts now keeps the server-level defaults it started with.
+  h[#h + 1], h[#h + 2], h[#h + 3], h[#h + 4] = 'duration', m.duration, 'maxsize', m.maxsize
+end
 redis.call('HSET', META, unpack(h))
 if not reset then
   if nadds > 0 then redis.call('HINCRBY', META, 'iids-added', nadds) end
@@ -497,7 +508,6 @@ if reset then
     for _, k in ipairs(drop.records) do others[#others + 1] = k end
     bulk('ZREM', BATCHES, others)
   end
-  redis.call('HDEL', META, 'duration', 'maxsize')
 end
 bulk('SREM', PIDS, gone)
 if reset then run_drop(drop, idle) else run_drop(idle) end

@@ -35,7 +35,9 @@ local info = xinfo()
 -- A stream recreated by someone else: its state starts afresh, progress
 -- records included (their lines are not in this stream).
 local reset = stale(info, m)
-if reset then m = fresh_meta() end
+if reset or not m.owner then
+  m = fresh_meta() -- no state yet: the other setting is the server-level default
+end
 local ad, am = m.duration, m.maxsize
 if d > 0 then ad = d end
 if n > 0 then am = n end
