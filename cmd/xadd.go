@@ -310,7 +310,7 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 	fl.IntVar(&o.Skip, "skip", 0, "with --batch: start after line N, whatever the progress record says")
 	fl.StringVar(&o.BatchID, "batch-id", "", "with --batch: the batch's identity (default: a digest of the input's path and first line)")
 	fl.BoolVar(&o.Resume, "resume", false, "with --batch: go on after the last committed line; fail if there is no progress record")
-	fl.DurationVar(&o.ProgressTTL, "progress-ttl", stream.DefaultProgressTTL, "with --batch: how long the progress record outlives its last chunk")
+	fl.DurationVar(&o.ProgressTTL, "progress-ttl", stream.DefaultProgressTTL, "with --batch: how long the progress record outlives its last chunk (at least 1m)")
 	fl.Int64Var(&o.MaxLen, "maxlen", 0, "trim to MAXLEN N")
 	fl.StringVar(&o.MinID, "minid", "", "trim with MINID ID")
 	fl.BoolVar(&o.Approx, "approx", false, "approximate trimming (~)")

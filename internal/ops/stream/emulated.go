@@ -17,10 +17,12 @@ import (
 )
 
 // Emulated IDMP for servers without it: the state of idmp.StateLayout, kept by
-// one Lua script call per batch of adds (see lua/stream_emu_*.lua). The meta
-// hash has no TTL on purpose: settings must not silently revert to the
-// defaults on an idle stream (that would shrink dedupe windows). It is a few
-// fields, and any later call on a deleted stream's name drops it (R13).
+// one Lua script call per batch of adds (see lua/stream_emu_*.lua). No state
+// key has a TTL: maxmemory-policy volatile-* would evict it first, and
+// settings must not silently revert to the defaults on an idle stream (that
+// would shrink dedupe windows). The scripts expire what DURATION and
+// --progress-ttl no longer cover, and any later call on a deleted stream's
+// name drops its state (R13).
 
 // The scripts' sources, embedded as strings: static data, nothing to copy
 // or build at process start.
