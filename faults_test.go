@@ -233,6 +233,7 @@ func TestFaultServerKilledMidBatch(t *testing.T) {
 	if committed < int64(confirmed) {
 		t.Fatalf("after restart XLEN %d, but the first run confirmed %d lines", committed, confirmed)
 	}
+	faultBatchInvariant(t, rdb, "s", total)
 
 	// The same command again resumes exactly after the last committed line,
 	// as the progress record says: nothing twice, nothing lost.

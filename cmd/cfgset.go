@@ -40,6 +40,9 @@ func parseSetting(flag, s string, limit int64, name string) (int64, error) {
 
 // Validate parses and range-checks the settings.
 func (o *CfgSetOptions) Validate() error {
+	if o.Stream == "" {
+		return exit.Usagef("the stream name must not be empty")
+	}
 	if !o.DurationSet && !o.MaxSizeSet {
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("give --duration, --maxsize or both (ERR At least one parameter)"),
 			Hint: "idmpctl calc-maxsize computes both from your rate and mark-delay"}

@@ -48,6 +48,8 @@ func (o *InspectOptions) Validate() error {
 		return exit.Usagef("give one of KEY..., --match PATTERN or --server")
 	case o.Limit < 0:
 		return exit.Usagef("--limit %d: must not be negative", o.Limit)
+	case slices.Contains(o.Keys, ""):
+		return exit.Usagef("a key name must not be empty")
 	case o.Match == "" && (o.Status != "" || o.Limit != 0 || o.Literal || o.All):
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%s goes with --match PATTERN", givenFlag(map[string]bool{
 			"--status": o.Status != "", "--limit": o.Limit != 0, "--literal": o.Literal, "--all": o.All})),
@@ -135,6 +137,9 @@ document of the others.`,
 		Annotations: map[string]string{hasMetrics: "yes"},
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Keys = args
+			if err := refuseEmpty(c, "match", "status", "watch", "powertools-attrs"); err != nil {
+				return err
+			}
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -184,6 +189,9 @@ func inspectServer(ctx context.Context, o *InspectOptions) error {
 	}
 	p := o.Factory.Printer
 	if p.Format == render.JSON {
+		if e := r.Eviction; e != nil && e.Risky() {
+			p.Warnf("%s", e.Warning())
+		}
 		return p.JSON(r)
 	}
 	idmp := "no (idmpctl emulates IDMP with Lua)"
@@ -199,7 +207,16 @@ func inspectServer(ctx context.Context, o *InspectOptions) error {
 	if len(r.Primaries) > 0 {
 		pairs = append(pairs, render.Pair{"primaries", strings.Join(r.Primaries, " ")})
 	}
-	pairs = append(pairs, render.Pair{"native-idmp", idmp})
+	pairs = append(pairs, render.Pair{"native-idmp", idmp}, render.Pair{"emulation", r.Emulation})
+	if e := r.Eviction; e != nil {
+		pairs = append(pairs, render.Pair{"maxmemory", fmt.Sprint(e.MaxMemory)}, render.Pair{"maxmemory-policy", e.Policy})
+		if e.Risky() {
+			p.Warnf("%s", e.Warning())
+		}
+	}
+	if strings.HasPrefix(r.Emulation, "unavailable") && !r.NativeIDMP {
+		p.Warnf("emulated IDMP is %s", r.Emulation)
+	}
 	if r.Defaults != nil {
 		duration, maxsize := fmt.Sprint(r.Defaults.Duration), fmt.Sprint(r.Defaults.MaxSize)
 		if p.Human() {

@@ -67,9 +67,40 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 		}
 	}
 	if len(missing) > 0 {
-		return exit.New(exit.NotFound, "inspect", "no such key: %s", strings.Join(missing, ", "))
+		e := exit.New(exit.NotFound, "inspect", "no such key: %s", strings.Join(missing, ", "))
+		if orphans := orphanedState(ctx, conn, recs); len(orphans) > 0 {
+			e.Hint = fmt.Sprintf("emulated IDMP state of %s is left over (orphaned: the stream was deleted, and its state has no TTL); it is dropped by the next add to the same name, or now by idmpctl purge --stream NAME --yes",
+				strings.Join(orphans, ", "))
+		}
+		return e
 	}
 	return nil
+}
+
+// orphanedState names the missing keys whose emulated IDMP state remains
+// (a stream deleted by hand: the state has no TTL, and goes at the next
+// call on the name).
+func orphanedState(ctx context.Context, conn *redisconn.Conn, recs []records.Record) []string {
+	var out []string
+	for _, r := range recs {
+		if r.Status != records.Absent {
+			continue
+		}
+		l, err := idmp.StateKeys(r.Key, conn.Cluster())
+		if err != nil {
+			continue
+		}
+		cctx, cancel := conn.Ctx(ctx)
+		n, err := conn.Client().Exists(cctx, l.Meta).Result()
+		if err == nil && n == 0 {
+			n, err = conn.Client().Exists(cctx, l.PIDs).Result()
+		}
+		cancel()
+		if err == nil && n > 0 {
+			out = append(out, strconv.Quote(r.Key))
+		}
+	}
+	return out
 }
 
 // shown is the record as printed: stored secrets (Authorization headers,
@@ -435,7 +466,7 @@ func summaryText(s keyspace.Summary) string {
 // a progress line (linesOut: each record prints a line on stdout). It
 // returns the statuses asked for and the scan's summary.
 func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(records.Record) error) ([]records.Status, keyspace.Summary, error) {
-	ctx, stop := untilInterrupted(ctx)
+	ctx, stop := untilInterrupted(o.Factory, ctx)
 	defer stop()
 	statuses, err := parseStatuses(o.Status)
 	if err != nil {
@@ -489,8 +520,9 @@ func newStreamViewer(ctx context.Context, f *Factory, conn *redisconn.Conn) (*st
 	if err != nil {
 		d, m = idmp.DefaultDuration, idmp.DefaultMaxSize
 	}
+	ev, _ := conn.Eviction(ctx)
 	return &streamViewer{f: f, streams: streams,
-		ctx: health.StreamContext{DefaultDuration: d, DefaultMaxSize: m, Role: redisconn.Role(ctx, conn)}}, nil
+		ctx: health.StreamContext{DefaultDuration: d, DefaultMaxSize: m, Role: redisconn.Role(ctx, conn), Eviction: ev}}, nil
 }
 
 // streamJSON is a stream in -o json: XINFO names, mode and lints; with
@@ -591,7 +623,7 @@ func (sv *streamViewer) print(info stream.Info, r *rates, at time.Time) error {
 // other, each with its time (raw: a "time" line first, and an empty line
 // between views; JSON: one object a view).
 func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
-	ctx, stop := untilInterrupted(ctx)
+	ctx, stop := untilInterrupted(sv.f, ctx)
 	defer stop()
 	interval, err := parseWatch(every)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/spf13/cobra"
@@ -104,6 +105,11 @@ summary on stderr ("kept-live" for a record the re-check found live).`,
   idmpctl purge --stream orders --yes`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			// An empty value is never "all": purge --stream S --pid "$UNSET"
+			// would forget every producer's iids.
+			if err := refuseEmpty(c, "match", "stream", "pid", "status", "older-than", "max-rate", "powertools-attrs", "mode"); err != nil {
+				return err
+			}
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -137,7 +143,7 @@ summary on stderr ("kept-live" for a record the re-check found live).`,
 }
 
 func purgeMatchRun(ctx context.Context, o *PurgeOptions) error {
-	ctx, stop := untilInterrupted(ctx)
+	ctx, stop := untilInterrupted(o.Factory, ctx)
 	defer stop()
 	f := o.Factory
 	p := f.Printer
@@ -293,6 +299,13 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 		return err
 	}
 	info, err := streams.Info(rctx, o.Stream)
+	if exit.Code(err) == exit.NotFound && !o.DryRun && streams.Mode != stream.ModeNative {
+		// A deleted stream's emulated state (orphaned: it has no TTL) goes
+		// with it (R13); the stream is still missing.
+		if _, cerr := streams.ClearTracking(rctx, o.Stream, ""); exit.Code(cerr) == exit.NotFound {
+			return exit.WithHint(err, "the stream does not exist: its leftover emulated IDMP state, if any, was dropped")
+		}
+	}
 	if err != nil {
 		return exit.Wrap(err, what)
 	}

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,6 +45,11 @@ type Factory struct {
 	conn    *redisconn.Conn
 	started bool            // flags parsed: errors from here on are not usage errors
 	guard   *claimrun.Guard // claim run's guard, started before the tree is built (Linux)
+	// caught is the signal (SIGINT, SIGTERM) that stopped a command run
+	// under untilInterrupted: it exits 128 + its number.
+	caught atomic.Value
+	// opened is conn for the goroutine that closes it on a signal.
+	opened atomic.Pointer[redisconn.Conn]
 }
 
 // GlobalOptions are the persistent flags.
@@ -83,6 +89,7 @@ func (f *Factory) Conn(ctx context.Context) (*redisconn.Conn, error) {
 		f.Printer.Warnf("%s", w)
 	}
 	f.conn = c
+	f.opened.Store(c)
 	return c, nil
 }
 
@@ -413,6 +420,9 @@ func run(f *Factory, args []string) int {
 	if !f.started && !errors.As(err, &e) {
 		err = &exit.Error{Code: exit.Usage, Err: err, Hint: "see 'idmpctl --help'"}
 	}
+	if sig, ok := f.caught.Load().(syscall.Signal); ok {
+		err = interruptedBy(err, sig)
+	}
 	printError(f, err)
 	return exit.Code(err)
 }
@@ -428,11 +438,70 @@ func (f *Factory) callBound(ctx context.Context, wait time.Duration) (context.Co
 }
 
 // untilInterrupted is ctx cancelled by SIGINT or SIGTERM, for the commands
-// that loop (batches, scans, watches, claim run): they stop cleanly and say
-// what they did. A command of one round trip keeps the default action of
-// those signals, and its start does without the signal machinery.
-func untilInterrupted(ctx context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+// that loop (batches, scans, watches): they stop cleanly and say what they
+// did, and a command that stops with an error for it exits 128 + the
+// signal's number (130, 143), as a shell reports a process the signal
+// ended. A command of one round trip keeps the default action of those
+// signals, and its start does without the signal machinery.
+func untilInterrupted(f *Factory, ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	note := func(s os.Signal) {
+		if sig, ok := s.(syscall.Signal); ok {
+			f.caught.CompareAndSwap(nil, sig)
+		}
+	}
+	go func() {
+		select {
+		case s := <-ch:
+			note(s)
+			cancel()
+			// A reply being read does not end with the context: closing
+			// the connection ends it now rather than at --timeout.
+			if c := f.opened.Load(); c != nil {
+				_ = c.Close()
+			}
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		select {
+		case s := <-ch: // arrived as the command ended
+			note(s)
+		default:
+		}
+		cancel()
+	}
+}
+
+// interruptedBy is err as the exit of a command stopped by sig: the code
+// 128 + sig, what it was doing and its hint (a batch says how far it got);
+// the network errors the cancellation caused say nothing.
+func interruptedBy(err error, sig syscall.Signal) error {
+	var e *exit.Error
+	if errors.As(err, &e) && e.Silent {
+		return err
+	}
+	out := &exit.Error{Code: 128 + int(sig), Err: fmt.Errorf("interrupted (%s)", signalName(sig))}
+	if e != nil {
+		out.What = e.What
+		if e.Code == exit.Interrupted {
+			out.Hint = e.Hint // what the command says of its stop (a batch: how far it got)
+		}
+	}
+	return out
+}
+
+func signalName(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
 }
 
 func printError(f *Factory, err error) {

@@ -32,6 +32,10 @@ func openBatch(f *Factory, name string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, inputError("--batch", err)
 	}
+	if st, err := file.Stat(); err == nil && st.IsDir() {
+		file.Close()
+		return nil, exit.New(exit.NotFound, "--batch", "%s is a directory, not a file of NDJSON lines", name)
+	}
 	return file, nil
 }
 
@@ -105,7 +109,7 @@ func defaultBatchID(name string, first []byte) string {
 }
 
 func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
-	ctx, stop := untilInterrupted(ctx)
+	ctx, stop := untilInterrupted(o.Factory, ctx)
 	defer stop()
 	f := o.Factory
 	file, err := openBatch(f, o.Batch)
@@ -132,11 +136,16 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 		return err
 	}
 	p := f.Printer
+	warnEviction(ctx, p, streams.Conn, true)
 	spec := stream.BatchSpec{
 		Template: o.request("", nil), ID: id, Resume: o.Resume,
 		SkipSet: o.SkipSet, Skip: int64(o.Skip), TTL: o.ProgressTTL, Retries: f.Global.Retries,
 		Durability: o.Durable.durability(),
 		OnRetry: func(attempt int, err error) {
+			if attempt == 0 {
+				p.Warnf("xadd --batch: the stream's cluster slot is moving (%v): waiting for the migration (at most --timeout %s), then going on after the last committed line", err, f.Global.Timeout)
+				return
+			}
 			p.Warnf("xadd --batch: %v: retrying (%d of %d)", err, attempt, f.Global.Retries)
 		},
 	}

@@ -67,6 +67,13 @@ type Conn struct {
 	caps    *Capabilities // probed, once
 
 	waitAOFOK bool // the server answered a WAITAOF probe (see checkWaitAOF)
+
+	// WatchEviction asks single script calls to read the server's
+	// eviction settings in their round trip (RunNotingEviction).
+	WatchEviction bool
+	eviction      evictionCache
+	maxBulk       int64 // proto-max-bulk-len (see ProtoMaxBulkLen)
+	maxBulkRead   bool
 }
 
 // Capabilities is what the probe learned about the server.
