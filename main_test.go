@@ -51,6 +51,7 @@ func scriptParams(dir string) testscript.Params {
 			"redis-freeze":  cmdRedisSignal("STOP"),
 			"redis-thaw":    cmdRedisSignal("CONT"),
 			"redis-restart": cmdRedisRestart,
+			"envstdout":     cmdEnvStdout,
 		},
 	}
 }
@@ -74,6 +75,10 @@ func setupRedis(env *testscript.Env) error {
 	env.Setenv("IDMPCTL_URL", srv.URL)
 	env.Setenv("REDIS_SOCK", srv.Addr)
 	env.Setenv("HOME", env.WorkDir)
+	// The fake terminal of IDMPCTL_FORCE_TTY is 120 columns wide, what-
+	// ever the terminal running the tests: tables fit it the same way
+	// everywhere. A script sets COLUMNS to test other widths.
+	env.Setenv("COLUMNS", "120")
 	return nil
 }
 
@@ -110,6 +115,16 @@ func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
 	d, err := time.ParseDuration(args[0])
 	ts.Check(err)
 	time.Sleep(d)
+}
+
+// cmdEnvStdout sets the variable NAME to the last command's stdout,
+// trimmed: the fencing token claim acquire printed, for the next steps
+// (tokens come from the server's clock).
+func cmdEnvStdout(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: envstdout NAME")
+	}
+	ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile("stdout")))
 }
 
 func server(ts *testscript.TestScript) *redistest.Server {

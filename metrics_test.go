@@ -85,10 +85,10 @@ func TestMetricsStreams(t *testing.T) {
 func TestMetricsScan(t *testing.T) {
 	srv := redistest.New(t)
 	cli := clitest.New(t, "IDMPCTL_URL="+srv.URL)
-	cli.Expect(0, "claim", "acquire", "idem:done")
-	cli.Expect(0, "claim", "complete", "idem:done", "--token", "1")
-	cli.Expect(0, "claim", "acquire", "idem:failed")
-	cli.Expect(0, "claim", "fail", "idem:failed", "--token", "1")
+	tok := cli.Expect(0, "claim", "acquire", "idem:done").Stdout
+	cli.Expect(0, "claim", "complete", "idem:done", "--token", strings.TrimSpace(tok))
+	tok = cli.Expect(0, "claim", "acquire", "idem:failed").Stdout
+	cli.Expect(0, "claim", "fail", "idem:failed", "--token", strings.TrimSpace(tok))
 	cli.Expect(0, "claim", "acquire", "idem:running") // a live claim: no flag
 	for _, c := range [][]string{
 		// a claim whose lease ended long ago, without a TTL: stale, no-ttl
@@ -161,7 +161,9 @@ func TestMetricsScan(t *testing.T) {
 		t.Errorf("%d statuses, want PROCESSING alone", n)
 	}
 
-	// A scan of everything counts streams and idmpctl's IDMP state keys.
+	// A scan of everything counts the stream by format; idmpctl's IDMP
+	// state keys only with --all. Neither is a record: records_matched and
+	// no_ttl count the 8 records alone (7 above and other).
 	r = cli.Expect(0, "inspect", "--match", "*", "-o", "prometheus")
 	fams = parsePrometheus(t, r.Stdout)
 	all := map[string]string{"pattern": "*", "format": "stream"}
@@ -169,8 +171,20 @@ func TestMetricsScan(t *testing.T) {
 		t.Errorf("streams = %v, want 1", got)
 	}
 	all["format"] = "idmp-state"
+	if got := sampleValue(t, fams, "idmpctl_scan_records_by_format", all); got != 0 {
+		t.Errorf("idmp-state keys = %v without --all, want 0", got)
+	}
+	star := map[string]string{"pattern": "*"}
+	if got := sampleValue(t, fams, "idmpctl_scan_records_matched", star); got != 8 {
+		t.Errorf("records matched = %v, want 8 (no stream, no state key)", got)
+	}
+	if got := sampleValue(t, fams, "idmpctl_scan_records_no_ttl", star); got != 5 {
+		t.Errorf("no_ttl = %v, want 5 records (not the stream)", got)
+	}
+	r = cli.Expect(0, "inspect", "--match", "*", "--all", "-o", "prometheus")
+	fams = parsePrometheus(t, r.Stdout)
 	if got := sampleValue(t, fams, "idmpctl_scan_records_by_format", all); got < 1 {
-		t.Errorf("idmp-state keys = %v, want some", got)
+		t.Errorf("idmp-state keys = %v with --all, want some", got)
 	}
 }
 

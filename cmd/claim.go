@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"time"
@@ -15,13 +14,20 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// ClaimFlags are the inputs every claim verb takes (the verbs have kept one
-// set of flags since the first release; each verb uses what it needs).
+// ClaimFlags are the inputs of the claim verbs. Each verb has the flags it
+// uses (has), and only those: --help lists them, and any other is refused.
 type ClaimFlags struct {
-	Key         string
-	Owner       string
-	OwnerSet    bool // --owner was given; otherwise Complete looks up hostname:pid
-	Lease, TTL  time.Duration
+	has        claimFlagSet
+	Key        string
+	Owner      string
+	OwnerSet   bool // --owner was given; otherwise Complete looks up hostname:pid
+	Lease, TTL time.Duration
+	// LeaseSet and TTLSet say whether --lease and --ttl were given: a flag
+	// not given never changes what a stored claim was taken with.
+	LeaseSet, TTLSet bool
+	// takes says the verb takes a claim (acquire, run): its lease is
+	// --lease or its default; other verbs keep the stored lease.
+	takes       bool
 	Payload     string
 	MaxAttempts int64
 	MaxResult   int
@@ -29,6 +35,28 @@ type ClaimFlags struct {
 
 	fingerprint string
 }
+
+// claimFlagSet says which of the shared claim flags a verb takes.
+type claimFlagSet uint8
+
+const (
+	hasOwner claimFlagSet = 1 << iota
+	hasLease
+	hasTTL
+	hasPayload
+	hasMaxAttempts
+	hasMaxResult
+
+	acquireFlags = hasOwner | hasLease | hasTTL | hasPayload | hasMaxAttempts
+	renewFlags   = hasLease | hasTTL
+	// complete and fail write the outcome and keep the lease; release
+	// deletes the record.
+	completeFlags = hasTTL | hasMaxResult
+	failFlags     = hasTTL
+	releaseFlags  = claimFlagSet(0)
+	// claim run acquires, renews and records the outcome.
+	runFlags = acquireFlags | hasMaxResult
+)
 
 func defaultOwner() string {
 	host, err := os.Hostname()
@@ -38,29 +66,10 @@ func defaultOwner() string {
 	return host + ":" + strconv.Itoa(os.Getpid())
 }
 
-// readArg reads STRING, @FILE, or - (stdin) for flags that take either.
-func readArg(in io.Reader, flag, v string, allowStdin bool) (string, error) {
-	switch {
-	case allowStdin && v == "-":
-		b, err := io.ReadAll(in)
-		if err != nil {
-			return "", exit.New(exit.Usage, "--"+flag, "read stdin: %v", err)
-		}
-		return string(b), nil
-	case len(v) > 1 && v[0] == '@':
-		b, err := os.ReadFile(v[1:])
-		if err != nil {
-			return "", exit.New(exit.Usage, "--"+flag, "%v", err)
-		}
-		return string(b), nil
-	}
-	return v, nil
-}
-
 // complete does the I/O the flags need before validation: the default
 // owner (looked up only when a claim verb runs) and the --payload file.
 func (o *ClaimFlags) complete(f *Factory) error {
-	if !o.OwnerSet {
+	if o.has&hasOwner != 0 && !o.OwnerSet {
 		o.Owner = defaultOwner()
 	}
 	if o.Payload != "" {
@@ -73,19 +82,20 @@ func (o *ClaimFlags) complete(f *Factory) error {
 	return nil
 }
 
-// validate checks what every verb shares, without I/O.
+// validate checks the verb's flags, without I/O.
 func (o *ClaimFlags) validate() error {
+	has := func(f claimFlagSet) bool { return o.has&f != 0 }
 	switch {
-	case o.Owner == "":
+	case has(hasOwner) && o.Owner == "":
 		return exit.Usagef("--owner must not be empty")
 	case o.Key == "":
 		return exit.Usagef("the KEY must not be empty")
-	case o.Lease <= 0:
-		return exit.Usagef("--lease %s: must be greater than zero", o.Lease)
-	case o.TTL <= 0:
-		return exit.Usagef("--ttl %s: must be greater than zero", o.TTL)
-	case o.Lease > o.TTL:
-		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--lease %s is longer than --ttl %s", o.Lease, o.TTL),
+	case has(hasLease) && o.Lease <= 0:
+		return exit.Usagef("--lease %s: must be greater than zero", render.Duration(o.Lease))
+	case has(hasTTL) && o.TTL <= 0:
+		return exit.Usagef("--ttl %s: must be greater than zero", render.Duration(o.TTL))
+	case o.TTLSet && (o.takes || o.LeaseSet) && o.Lease > o.TTL:
+		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--lease %s is longer than --ttl %s", render.Duration(o.Lease), render.Duration(o.TTL)),
 			Hint: "the record must outlive its lease: raise --ttl or lower --lease"}
 	case o.MaxResult < 0:
 		return exit.Usagef("--max-result %d: must not be negative", o.MaxResult)
@@ -103,18 +113,61 @@ func validateToken(token int64) error {
 }
 
 func (o *ClaimFlags) acquireParams() claim.AcquireParams {
-	return claim.AcquireParams{Key: o.Key, Owner: o.Owner, Lease: o.Lease, TTL: o.TTL,
+	return claim.AcquireParams{Key: o.Key, Owner: o.Owner, Lease: o.Lease, TTL: o.ttlGiven(),
 		Fingerprint: o.fingerprint, MaxAttempts: o.MaxAttempts}
 }
 
-func addClaimFlags(c *cobra.Command, o *ClaimFlags) {
+// leaseGiven is --lease when given, else 0: keep the lease the claim was
+// taken with.
+func (o *ClaimFlags) leaseGiven() time.Duration {
+	if o.LeaseSet {
+		return o.Lease
+	}
+	return 0
+}
+
+// ttlGiven is --ttl when given, else 0: keep the retention the claim was
+// taken with.
+func (o *ClaimFlags) ttlGiven() time.Duration {
+	if o.TTLSet {
+		return o.TTL
+	}
+	return 0
+}
+
+// noteChanged records which flags were given (validate is pure).
+func (o *ClaimFlags) noteChanged(c *cobra.Command) {
+	o.OwnerSet = c.Flags().Changed("owner")
+	o.LeaseSet, o.TTLSet = c.Flags().Changed("lease"), c.Flags().Changed("ttl")
+	o.Durable.noteChanged(c)
+}
+
+// addClaimFlags adds claim run's flags: every shared one.
+func addClaimFlags(c *cobra.Command, o *ClaimFlags) { addClaimFlagsFor(c, o, runFlags) }
+
+// addClaimFlagsFor adds the shared flags a verb takes, and the wait flags
+// (every verb writes).
+func addClaimFlagsFor(c *cobra.Command, o *ClaimFlags, has claimFlagSet) {
+	o.has = has
 	fl := c.Flags()
-	fl.StringVar(&o.Owner, "owner", "", "who holds the claim (default hostname:pid)")
-	fl.DurationVar(&o.Lease, "lease", 5*time.Minute, "how long a claim stays live without renewal")
-	fl.DurationVar(&o.TTL, "ttl", 24*time.Hour, "retention of the record (set on every write)")
-	fl.StringVar(&o.Payload, "payload", "", "request payload (STRING or @FILE): its SHA-256 must match on redelivery")
-	fl.Int64Var(&o.MaxAttempts, "max-attempts", 0, "refuse a retry after this many attempts (0: unlimited)")
-	fl.IntVar(&o.MaxResult, "max-result", claim.DefaultMaxResult, "largest result stored, in bytes (0: no cap)")
+	if has&hasOwner != 0 {
+		fl.StringVar(&o.Owner, "owner", "", "who holds the claim (default hostname:pid)")
+	}
+	if has&hasLease != 0 {
+		durationVar(fl, &o.Lease, "lease", claim.DefaultLease, "how long a claim stays live without renewal (renew: default the lease the claim was taken with)")
+	}
+	if has&hasTTL != 0 {
+		durationVar(fl, &o.TTL, "ttl", claim.DefaultTTL, "retention of the record, set on every write (default: the one the claim was taken with, else 24h)")
+	}
+	if has&hasPayload != 0 {
+		fl.StringVar(&o.Payload, "payload", "", "request payload (STRING or @FILE): its SHA-256 must match on redelivery")
+	}
+	if has&hasMaxAttempts != 0 {
+		fl.Int64Var(&o.MaxAttempts, "max-attempts", 0, "refuse a retry after this many attempts (0: unlimited)")
+	}
+	if has&hasMaxResult != 0 {
+		fl.IntVar(&o.MaxResult, "max-result", claim.DefaultMaxResult, "largest result stored, in bytes (0: no cap)")
+	}
 	addWaitFlags(c, &o.Durable)
 }
 
@@ -130,14 +183,14 @@ func addTokenFlag(c *cobra.Command, token *int64) {
 
 // claimVerb builds one verb: KEY, the shared flags, then complete (I/O),
 // validate (none) and runF or run.
-func claimVerb(f *Factory, use, short string, o *ClaimFlags, prepare func(c *cobra.Command) error, run func(context.Context) error) *cobra.Command {
+func claimVerb(f *Factory, use, short string, o *ClaimFlags, has claimFlagSet, prepare func(c *cobra.Command) error, run func(context.Context) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   use,
 		Short: short,
 		Args:  exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			o.Key, o.OwnerSet = args[0], c.Flags().Changed("owner")
-			o.Durable.noteChanged(c)
+			o.Key = args[0]
+			o.noteChanged(c)
 			if err := o.complete(f); err != nil {
 				return err
 			}
@@ -150,7 +203,7 @@ func claimVerb(f *Factory, use, short string, o *ClaimFlags, prepare func(c *cob
 			return run(c.Context())
 		},
 	}
-	addClaimFlags(c, o)
+	addClaimFlagsFor(c, o, has)
 	return c
 }
 
@@ -161,19 +214,27 @@ func NewCmdClaim(f *Factory) *cobra.Command {
 		Short: "Claim idempotency keys: at most once per key, with leases and fencing tokens",
 		Long: `The claim protocol for idempotency keys. Every transition is one Lua script
 decided on the server's clock. The record is a hash at KEY with the fields
-status, owner, token, attempts, lease_until, created, updated, fingerprint,
-result and error.
+status, owner, token, attempts, lease_until, lease_ms, ttl_ms, created,
+updated, fingerprint, result and error.
 
   acquire   absent or claimable -> PROCESSING; prints the fencing token
             exit 0 acquired (also a stale takeover or a retry after FAILED)
             exit 1 already COMPLETED (prints the stored result): skip the work
             exit 75 busy (a live owner holds it), 65 fingerprint mismatch,
             attempts exhausted, or a key that is not a claim record
-  renew     extend the lease of a live claim (exit 76 when lost)
+  renew     extend the lease of a live claim; prints "renewed" and the lease
+            in ms (exit 76 when lost)
   complete  PROCESSING -> COMPLETED with --result (exit 76 when lost)
   fail      -> FAILED with --error, or --release to delete (exit 76 when lost)
   release   delete the claim so a redelivery starts afresh (exit 76 when lost)
   run       claim, run a command with the claim renewed, record the outcome
+
+A claim keeps the lease and the retention it was taken with (lease_ms,
+ttl_ms): renew, complete and fail change them only when --lease or --ttl is
+given, and a retry without --ttl keeps the record's retention. A lease
+longer than the retention is refused (64). Fencing tokens come from the
+server's clock (microseconds) and only grow for a key, also after its
+record was deleted or expired: a stale worker's token never matches again.
 
 --wait-replicas N makes every write wait until N replicas acknowledged it
 (WAIT, in the write's own round trip; --wait-aof: WAITAOF, Redis 7.2+),
@@ -187,10 +248,6 @@ retry) and prints no token; renew, complete and fail can be repeated.`,
 	return c
 }
 
-func init() {
-	registerVerb("claim", NewCmdClaim)
-}
-
 // AcquireOptions are claim acquire's inputs.
 type AcquireOptions struct {
 	Factory *Factory
@@ -200,7 +257,8 @@ type AcquireOptions struct {
 // NewCmdClaimAcquire builds claim acquire; runF replaces the run step in tests.
 func NewCmdClaimAcquire(f *Factory, runF func(*AcquireOptions) error) *cobra.Command {
 	o := &AcquireOptions{Factory: f}
-	return claimVerb(f, "acquire KEY", "Claim KEY and print the fencing token", &o.ClaimFlags,
+	o.takes = true
+	return claimVerb(f, "acquire KEY", "Claim KEY and print the fencing token", &o.ClaimFlags, acquireFlags,
 		func(*cobra.Command) error { return nil },
 		func(ctx context.Context) error {
 			if runF != nil {
@@ -220,7 +278,7 @@ type RenewOptions struct {
 // NewCmdClaimRenew builds claim renew; runF replaces the run step in tests.
 func NewCmdClaimRenew(f *Factory, runF func(*RenewOptions) error) *cobra.Command {
 	o := &RenewOptions{Factory: f}
-	c := claimVerb(f, "renew KEY", "Extend the lease of the claim held with --token", &o.ClaimFlags,
+	c := claimVerb(f, "renew KEY", "Extend the lease of the claim held with --token", &o.ClaimFlags, renewFlags,
 		func(*cobra.Command) error { return validateToken(o.Token) },
 		func(ctx context.Context) error {
 			if runF != nil {
@@ -244,7 +302,7 @@ type CompleteOptions struct {
 // NewCmdClaimComplete builds claim complete; runF replaces the run step in tests.
 func NewCmdClaimComplete(f *Factory, runF func(*CompleteOptions) error) *cobra.Command {
 	o := &CompleteOptions{Factory: f}
-	c := claimVerb(f, "complete KEY", "Record COMPLETED (with --result) for the claim held with --token", &o.ClaimFlags,
+	c := claimVerb(f, "complete KEY", "Record COMPLETED (with --result) for the claim held with --token", &o.ClaimFlags, completeFlags,
 		func(c *cobra.Command) error {
 			if err := validateToken(o.Token); err != nil {
 				return err
@@ -281,7 +339,7 @@ type FailOptions struct {
 // NewCmdClaimFail builds claim fail; runF replaces the run step in tests.
 func NewCmdClaimFail(f *Factory, runF func(*FailOptions) error) *cobra.Command {
 	o := &FailOptions{Factory: f}
-	c := claimVerb(f, "fail KEY", "Record FAILED (with --error), or --release, for the claim held with --token", &o.ClaimFlags,
+	c := claimVerb(f, "fail KEY", "Record FAILED (with --error), or --release, for the claim held with --token", &o.ClaimFlags, failFlags,
 		func(*cobra.Command) error { return validateToken(o.Token) },
 		func(ctx context.Context) error {
 			if runF != nil {
@@ -305,7 +363,7 @@ type ReleaseOptions struct {
 // NewCmdClaimRelease builds claim release; runF replaces the run step in tests.
 func NewCmdClaimRelease(f *Factory, runF func(*ReleaseOptions) error) *cobra.Command {
 	o := &ReleaseOptions{Factory: f}
-	c := claimVerb(f, "release KEY", "Delete the claim held with --token", &o.ClaimFlags,
+	c := claimVerb(f, "release KEY", "Delete the claim held with --token", &o.ClaimFlags, releaseFlags,
 		func(*cobra.Command) error { return validateToken(o.Token) },
 		func(ctx context.Context) error {
 			if runF != nil {
@@ -330,6 +388,8 @@ type acquireJSON struct {
 }
 
 func claimAcquireRun(ctx context.Context, o *AcquireOptions) error {
+	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
+	defer cancel()
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err
@@ -349,7 +409,7 @@ func claimAcquireRun(ctx context.Context, o *AcquireOptions) error {
 			return err
 		}
 	case render.Table:
-		printClaim(p, "acquire "+o.Key+": "+string(res.Outcome), res.Record, aj.pairs()...)
+		printClaim(p, "claim acquire "+render.Field(o.Key)+": "+string(res.Outcome), res.Record, aj.pairs()...)
 	default:
 		switch {
 		case res.Acquired():
@@ -371,15 +431,15 @@ func acquireExit(p *render.Printer, key string, res claim.AcquireResult) error {
 	case claim.Done:
 		return exit.Status(exit.Done)
 	case claim.Busy:
-		return &exit.Error{Code: exit.Busy, What: "claim " + strconv.Quote(key),
-			Err:  fmt.Errorf("busy: held by %s (token %d) for %s more", render.Field(r.Owner), r.Token, time.Duration(res.LeaseLeftMs)*time.Millisecond),
+		return &exit.Error{Code: exit.Busy, What: "claim acquire " + strconv.Quote(key),
+			Err:  fmt.Errorf("busy: held by %s (token %d) for %s more", render.Field(r.Owner), r.Token, render.Ms(res.LeaseLeftMs)),
 			Hint: "retry later, or use claim run --wait"}
 	case claim.Mismatch:
-		return &exit.Error{Code: exit.Data, What: "claim " + strconv.Quote(key),
+		return &exit.Error{Code: exit.Data, What: "claim acquire " + strconv.Quote(key),
 			Err:  fmt.Errorf("fingerprint mismatch: the key was claimed for a different payload (stored %.12s...)", r.Fingerprint),
 			Hint: "the same key with a different request is a client bug; use a new key for a new request"}
 	case claim.Exhausted:
-		return &exit.Error{Code: exit.Data, What: "claim " + strconv.Quote(key),
+		return &exit.Error{Code: exit.Data, What: "claim acquire " + strconv.Quote(key),
 			Err: fmt.Errorf("attempts exhausted: FAILED after %d attempts (last error: %s)", r.Attempts, orDash(r.Error))}
 	}
 	return nil
@@ -387,7 +447,7 @@ func acquireExit(p *render.Printer, key string, res claim.AcquireResult) error {
 
 func printClaim(p *render.Printer, title string, r claim.Record, extra ...render.Pair) {
 	pairs := []render.Pair{{"status", render.Field(r.Status)}, {"owner", render.Field(r.Owner)}, {"token", strconv.FormatInt(r.Token, 10)},
-		{"attempts", strconv.FormatInt(r.Attempts, 10)}}
+		{"attempts", countText(p, r.Attempts)}}
 	if r.Status == claim.StatusProcessing {
 		pairs = append(pairs, render.Pair{"lease-left", msDuration(p, r.LeaseUntil-r.Now)})
 	}
@@ -396,7 +456,7 @@ func printClaim(p *render.Printer, title string, r claim.Record, extra ...render
 		pairs = append(pairs, render.Pair{"fingerprint", render.Field(r.Fingerprint)})
 	}
 	if r.HasResult {
-		pairs = append(pairs, render.Pair{"result", fmt.Sprintf("%d bytes", len(r.Result))})
+		pairs = append(pairs, render.Pair{"result", resultText(p, r.Result, int64(len(r.Result)))})
 	}
 	if r.Error != "" {
 		pairs = append(pairs, render.Pair{"error", render.Field(r.Error)})
@@ -413,11 +473,16 @@ func (o *ClaimFlags) ackFor(wrote bool, ack *redisconn.Ack) ackJSON {
 	return toAckJSON(o.Durable.durability(), ack)
 }
 
-// claimStepOut prints the outcome of renew/complete/fail/release.
+// claimStepOut prints the outcome of renew/complete/fail/release; a
+// renewal adds the lease it granted (raw: "renewed", a tab, its ms).
 func claimStepOut(p *render.Printer, verb, key, raw string, r claim.Record, aj ackJSON) error {
+	renewed := verb == "renew"
 	switch p.Format {
 	case render.JSON:
 		j := map[string]any{"key": key, "verb": verb, "outcome": raw, "record": r}
+		if renewed {
+			j["lease_ms"], j["lease_until"] = r.LeaseMs, r.LeaseUntil
+		}
 		if aj.ReplicasAcked != nil {
 			j["replicas_acked"] = *aj.ReplicasAcked
 		}
@@ -426,14 +491,24 @@ func claimStepOut(p *render.Printer, verb, key, raw string, r claim.Record, aj a
 		}
 		return p.JSON(j)
 	case render.Table:
-		printClaim(p, verb+" "+key+": "+raw, r, aj.pairs()...)
+		pairs := aj.pairs()
+		if renewed {
+			pairs = append([]render.Pair{{"lease", msDuration(p, r.LeaseMs)}}, pairs...)
+		}
+		printClaim(p, "claim "+verb+" "+render.Field(key)+": "+raw, r, pairs...)
 	default:
+		if renewed {
+			p.Line("%s\t%d", raw, r.LeaseMs)
+			return nil
+		}
 		p.Line("%s", raw)
 	}
 	return nil
 }
 
 func claimRenewRun(ctx context.Context, o *RenewOptions) error {
+	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
+	defer cancel()
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err
@@ -441,16 +516,18 @@ func claimRenewRun(ctx context.Context, o *RenewOptions) error {
 	var r claim.Record
 	var ack redisconn.Ack
 	err = redisconn.WithRetries(ctx, o.Factory.Global.Retries, func() (err error) {
-		r, err = claim.Renew(ctx, conn, o.Key, o.Token, o.Lease, o.TTL, o.durably(&ack))
+		r, err = claim.Renew(ctx, conn, o.Key, o.Token, o.leaseGiven(), o.ttlGiven(), o.durably(&ack))
 		return err
 	}, nil)
 	if err != nil {
 		return err
 	}
-	return claimStepOut(o.Factory.Printer, "renew", o.Key, strconv.FormatInt(r.LeaseUntil-r.Now, 10), r, o.ackFor(true, &ack))
+	return claimStepOut(o.Factory.Printer, "renew", o.Key, "renewed", r, o.ackFor(true, &ack))
 }
 
 func claimCompleteRun(ctx context.Context, o *CompleteOptions) error {
+	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
+	defer cancel()
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err
@@ -462,7 +539,7 @@ func claimCompleteRun(ctx context.Context, o *CompleteOptions) error {
 	var r claim.Record
 	var ack redisconn.Ack
 	err = redisconn.WithRetries(ctx, o.Factory.Global.Retries, func() (err error) {
-		r, err = claim.Complete(ctx, conn, o.Key, o.Token, result, o.TTL, o.MaxResult, o.durably(&ack))
+		r, err = claim.Complete(ctx, conn, o.Key, o.Token, result, o.ttlGiven(), o.MaxResult, o.durably(&ack))
 		return err
 	}, nil)
 	if err != nil {
@@ -472,6 +549,8 @@ func claimCompleteRun(ctx context.Context, o *CompleteOptions) error {
 }
 
 func claimFailRun(ctx context.Context, o *FailOptions) error {
+	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
+	defer cancel()
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err
@@ -483,7 +562,7 @@ func claimFailRun(ctx context.Context, o *FailOptions) error {
 	var r claim.Record
 	var ack redisconn.Ack
 	err = redisconn.WithRetries(ctx, retries, func() (err error) {
-		r, err = claim.Fail(ctx, conn, o.Key, o.Token, o.ErrorText, o.TTL, o.Release, o.durably(&ack))
+		r, err = claim.Fail(ctx, conn, o.Key, o.Token, o.ErrorText, o.ttlGiven(), o.Release, o.durably(&ack))
 		return err
 	}, nil)
 	if err != nil {
@@ -497,6 +576,8 @@ func claimFailRun(ctx context.Context, o *FailOptions) error {
 }
 
 func claimReleaseRun(ctx context.Context, o *ReleaseOptions) error {
+	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
+	defer cancel()
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err

@@ -7,14 +7,15 @@
 //
 //	type none                          -> none, status ABSENT
 //	idmpctl's emulated stream state ({S}:idmp, {S}:idmp:pids,
-//	  {S}:idmp:ids:<pid>, {S}:idmp:order:<pid>) -> idmp-state
-//	hash with status and token fields   -> idmpctl (claim.md's record)
+//	  {S}:idmp:ids:<pid>, {S}:idmp:order:<pid>, batch progress)
+//	                                    -> idmp-state, no status (not a record)
+//	hash with status and token fields   -> idmpctl (docs/claim.md's record)
 //	hash at a lock-named key whose status is LOCKED|HELD|ACQUIRED|CLAIMED,
 //	  or with no status but naming its holder (an owner or token field,
 //	  Redisson's one "<uuid>:<thread>" field) -> lock, LOCKED
 //	hash with a status or state field   -> hash (any case of the field name)
 //	set                                 -> camel (one repository; Members = SCARD)
-//	stream                              -> stream (the caller shows the stream view)
+//	stream                              -> stream, no status (not a record)
 //	string holding a JSON object with status INPROGRESS|COMPLETED|EXPIRED
 //	  and an expiration field           -> powertools (AWS Powertools'
 //	  Redis/cache persistence layers, see powertools.go; attribute names
@@ -43,7 +44,7 @@
 // replay: HTTPStatus is its status code, ResultSummary says "HTTP 201, 57
 // bytes", and a 4xx/5xx or error response is flagged error-response with
 // its message in Error; such a record is COMPLETED (the request completed,
-// with an error, and replays it), not FAILED (which claim.md keeps for
+// with an error, and replays it), not FAILED (which docs/claim.md keeps for
 // failures a retry may redo).
 //
 // Secrets: HTTP middlewares store the request, headers included (express-
@@ -75,11 +76,16 @@
 // Times: a PROCESSING record is stale once LeaseEndMs (the earlier of its
 // lease and its deadline) has passed, and LeaseLeftMs counts down to that
 // same instant, so the two never disagree. A lock without a TTL is stale
-// too: nothing ends it. AgeMs says when a record carries no time at all, so
+// too: nothing ends it. PurgeLive holds the rule purge applies to live
+// work: a PROCESSING record before LeaseEndMs (LiveUntilMs), or with no
+// lease or deadline at all, is not deleted without --force. AgeMs says when a record carries no time at all, so
 // that callers print "age unknown" rather than a fresh age.
 package records
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/idmpctl/idmpctl/internal/idmp"
 )
 
@@ -143,8 +149,8 @@ const (
 type Record struct {
 	Key          string            `json:"key"`
 	Format       Format            `json:"format"`
-	Type         string            `json:"type"` // the Redis type (TYPE)
-	Status       Status            `json:"status"`
+	Type         string            `json:"type"`             // the Redis type (TYPE)
+	Status       Status            `json:"status,omitempty"` // none for a stream or idmp-state key: no record
 	RawStatus    string            `json:"raw_status,omitempty"`
 	Owner        string            `json:"owner,omitempty"`
 	Token        int64             `json:"token,omitempty"`
@@ -198,6 +204,17 @@ func (r Record) Recognised() bool {
 		return false
 	case FormatCamel:
 		return r.Type == "string"
+	}
+	return true
+}
+
+// IsRecord reports whether the key is an idempotency record of some kind
+// (unknown included): not a stream, not idmpctl's emulated IDMP state of
+// one, not a missing key. Only records have a status and count by status.
+func (r Record) IsRecord() bool {
+	switch r.Format {
+	case FormatStream, FormatIDMPState, FormatNone:
+		return false
 	}
 	return true
 }
@@ -262,6 +279,48 @@ func (r Record) LeaseLeftMs() (ms int64, known bool) {
 	return end - r.NowMs, true
 }
 
+// LiveUntilMs is the instant until which purge must keep a PROCESSING
+// record, as the server judges it: the end of its lease or deadline while
+// that is still ahead of NowMs, else 0 (not PROCESSING, no deadline, or
+// past it).
+func (r Record) LiveUntilMs() int64 {
+	if left, known := r.LeaseLeftMs(); known && left > 0 {
+		return r.LeaseEndMs()
+	}
+	return 0
+}
+
+// PurgeLive applies the rule that keeps live work from purge: a PROCESSING
+// record whose lease or deadline (an idmpctl claim's lease_until,
+// Powertools' in_progress_expiration, any format's) is still ahead is
+// deleted only with --force: its worker may be running, and a second one
+// would start the same work with a fresh claim. A PROCESSING record with
+// no deadline at all cannot be told from abandoned: only --older-than (it
+// was last updated long ago) or --force selects it. reason says why a
+// kept record stays, for purge's report.
+func (r Record) PurgeLive(f PurgeFlags) (reason string, blocked bool) {
+	if r.Status != Processing || f.Force {
+		return "", false
+	}
+	if left, known := r.LeaseLeftMs(); known {
+		if left <= 0 {
+			return "", false
+		}
+		d := time.Duration(left) * time.Millisecond
+		if d >= time.Second {
+			d = d.Round(time.Second)
+		}
+		return fmt.Sprintf("PROCESSING with %s of its lease or deadline left: its worker may be running; --force deletes it now", d), true
+	}
+	if r.LeaseEndMs() > 0 {
+		return "PROCESSING with a lease or deadline that could not be judged (no server time): --force deletes it", true
+	}
+	if !f.OlderThan {
+		return "PROCESSING without a lease or deadline: its worker may be running; --older-than or --force deletes it", true
+	}
+	return "", false
+}
+
 // DecodeOptions tune DecodeWith to how applications configured their libraries.
 // The zero value is every library's default.
 type DecodeOptions struct {
@@ -275,7 +334,7 @@ type DecodeOptions struct {
 func DecodeWith(opts DecodeOptions, key, redisType string, value RawValue, ttlMs, nowMs int64) Record {
 	r := Record{Key: key, Type: redisType, TTLms: ttlMs, Format: FormatUnknown, Status: Unknown, NowMs: max(nowMs, 0)}
 	if part, ok := idmp.ParseStateKey(key, redisType); ok {
-		r.Format, r.RawStatus = FormatIDMPState, part
+		r.Format, r.Status, r.RawStatus = FormatIDMPState, "", part
 		judge(&r, nowMs)
 		return r
 	}
@@ -295,7 +354,7 @@ func DecodeWith(opts DecodeOptions, key, redisType string, value RawValue, ttlMs
 	case "set":
 		r.Format, r.Status, r.RawStatus, r.Members = FormatCamel, Completed, "set", value.SetCard
 	case "stream":
-		r.Format = FormatStream
+		r.Format, r.Status = FormatStream, ""
 	}
 	judge(&r, nowMs)
 	return r

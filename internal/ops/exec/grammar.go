@@ -240,8 +240,9 @@ func parseXAdd(c *Command) {
 	if !idmpSeen {
 		return // a plain XADD: the server's own
 	}
-	if fields > stream.MaxFields {
-		c.fail("ERR " + stream.TooManyFields().Error())
+	if fields > idmp.MaxEmulatedFieldArgs {
+		// Emulated, it would stop the script call of its whole run.
+		c.fail("ERR " + stream.TooManyFields(fields).Error())
 		return
 	}
 	r.ID = "*"

@@ -68,7 +68,7 @@ if carry then src_pids = redis.call('SMEMBERS', PIDS) end
 -- destination's prefix shares).
 do
   local move = op == 'COPY' and { 'COPY', META, DST_META, 'REPLACE' } or { 'RENAME', META, DST_META }
-  local refused = acl_refusal({ move, { 'DEL', DST_META }, { 'DEL', DST_IDS .. 'p', DST_ORDER .. 'p' },
+  local refused = denied({ move, { 'DEL', DST_META }, { 'DEL', DST_IDS .. 'p', DST_ORDER .. 'p' },
     { 'ZRANGE', DST_META .. ':batches', '0', '-1' }, { 'ZRANGE', BATCH_INDEX, '0', '-1' }, { 'DEL', BATCH_INDEX },
     { 'EXISTS', META }, { 'HSET', DST_META, 'stream', DST_OWNER } })
   if refused then return refused end
