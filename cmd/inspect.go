@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -20,6 +21,7 @@ type InspectOptions struct {
 	Server  bool
 	Match   string
 	Literal bool
+	All     bool // with --match: idmpctl's IDMP state keys too
 	Status  string
 	Limit   int64
 	Watch   string
@@ -46,6 +48,23 @@ func (o *InspectOptions) Validate() error {
 		return exit.Usagef("give one of KEY..., --match PATTERN or --server")
 	case o.Limit < 0:
 		return exit.Usagef("--limit %d: must not be negative", o.Limit)
+	case slices.Contains(o.Keys, ""):
+		return exit.Usagef("a key name must not be empty")
+	case o.Match == "" && (o.Status != "" || o.Limit != 0 || o.Literal || o.All):
+		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%s goes with --match PATTERN", givenFlag(map[string]bool{
+			"--status": o.Status != "", "--limit": o.Limit != 0, "--literal": o.Literal, "--all": o.All})),
+			Hint: "a key's status is in its view: idmpctl inspect KEY"}
+	case o.Count < 0:
+		return exit.Usagef("--count %d: must not be negative", o.Count)
+	case o.Count != 0 && o.Watch == "":
+		return exit.Usagef("--count goes with --watch INTERVAL")
+	case o.Watch != "" && len(o.Keys) == 0:
+		return exit.Usagef("--watch redraws the streams named: idmpctl inspect STREAM --watch 1s (not with --match or --server)")
+	}
+	if o.Watch != "" {
+		if _, err := parseWatch(o.Watch); err != nil {
+			return err
+		}
 	}
 	if p := o.Factory.Printer; p != nil && p.Format == render.Prometheus {
 		switch {
@@ -59,6 +78,21 @@ func (o *InspectOptions) Validate() error {
 	var err error
 	o.Decode, err = parseDecodeOptions(o.PowertoolsAttrs)
 	return err
+}
+
+// givenFlag names the first flag given, in a fixed order.
+func givenFlag(given map[string]bool) string {
+	names := make([]string, 0, len(given))
+	for name := range given {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if given[name] {
+			return name
+		}
+	}
+	return ""
 }
 
 // parseDecodeOptions reads --powertools-attrs.
@@ -103,6 +137,9 @@ document of the others.`,
 		Annotations: map[string]string{hasMetrics: "yes"},
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Keys = args
+			if err := refuseEmpty(c, "match", "status", "watch", "powertools-attrs"); err != nil {
+				return err
+			}
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -116,6 +153,7 @@ document of the others.`,
 	fl.BoolVar(&o.Server, "server", false, "show the server's capabilities")
 	fl.StringVar(&o.Match, "match", "", "scan keys matching a glob pattern")
 	fl.BoolVar(&o.Literal, "literal", false, "match --match literally (no glob metacharacters)")
+	fl.BoolVar(&o.All, "all", false, "with --match: also list the keys of idmpctl's emulated IDMP state ({S}:idmp...) and batch progress")
 	fl.StringVar(&o.Status, "status", "", "with --match: only these statuses (PROCESSING,LOCKED,COMPLETED,FAILED,EXPIRED,UNKNOWN)")
 	fl.Int64Var(&o.Limit, "limit", 0, "with --match: show at most N keys (0: all)")
 	fl.StringVar(&o.Watch, "watch", "", "redraw a stream view every INTERVAL (e.g. 1s) with adds/s and duplicates/s")
@@ -139,6 +177,8 @@ func inspectRun(ctx context.Context, o *InspectOptions) error {
 }
 
 func inspectServer(ctx context.Context, o *InspectOptions) error {
+	ctx, cancel := o.Factory.callBound(ctx, 0)
+	defer cancel()
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err
@@ -149,6 +189,9 @@ func inspectServer(ctx context.Context, o *InspectOptions) error {
 	}
 	p := o.Factory.Printer
 	if p.Format == render.JSON {
+		if e := r.Eviction; e != nil && e.Risky() {
+			p.Warnf("%s", e.Warning())
+		}
 		return p.JSON(r)
 	}
 	idmp := "no (idmpctl emulates IDMP with Lua)"
@@ -164,19 +207,29 @@ func inspectServer(ctx context.Context, o *InspectOptions) error {
 	if len(r.Primaries) > 0 {
 		pairs = append(pairs, render.Pair{"primaries", strings.Join(r.Primaries, " ")})
 	}
-	pairs = append(pairs, render.Pair{"native-idmp", idmp})
+	pairs = append(pairs, render.Pair{"native-idmp", idmp}, render.Pair{"emulation", r.Emulation})
+	if e := r.Eviction; e != nil {
+		pairs = append(pairs, render.Pair{"maxmemory", fmt.Sprint(e.MaxMemory)}, render.Pair{"maxmemory-policy", e.Policy})
+		if e.Risky() {
+			p.Warnf("%s", e.Warning())
+		}
+	}
+	if strings.HasPrefix(r.Emulation, "unavailable") && !r.NativeIDMP {
+		p.Warnf("emulated IDMP is %s", r.Emulation)
+	}
 	if r.Defaults != nil {
+		duration, maxsize := fmt.Sprint(r.Defaults.Duration), fmt.Sprint(r.Defaults.MaxSize)
+		if p.Human() {
+			duration, maxsize = duration+"s", render.N(r.Defaults.MaxSize, "iid")+" per pid"
+		}
 		pairs = append(pairs,
-			render.Pair{"stream-idmp-duration", fmt.Sprint(r.Defaults.Duration)},
-			render.Pair{"stream-idmp-maxsize", fmt.Sprint(r.Defaults.MaxSize)})
+			render.Pair{"stream-idmp-duration", duration},
+			render.Pair{"stream-idmp-maxsize", maxsize})
 	}
-	rtt := fmt.Sprint(r.PingRTTus)
-	if p.TTY {
-		rtt = fmt.Sprintf("%.3f ms", float64(r.PingRTTus)/1000)
-	}
-	pairs = append(pairs, render.Pair{"ping-rtt-us", rtt})
-	if p.TTY {
-		pairs[len(pairs)-1][0] = "ping rtt"
+	if p.Human() {
+		pairs = append(pairs, render.Pair{"ping rtt", fmt.Sprintf("%.3f ms", float64(r.PingRTTus)/1000)})
+	} else {
+		pairs = append(pairs, render.Pair{"ping-rtt-us", fmt.Sprint(r.PingRTTus)})
 	}
 	p.KV("Server", pairs)
 	return nil

@@ -38,6 +38,11 @@ func NeedsDefaults(err error) bool { return errors.Is(err, errNeedDefaults) }
 // MaxRun bounds the adds of one call.
 const MaxRun = maxRun
 
+// TooManyFields is the refusal of an emulated add of n field/value
+// arguments, more than idmp.MaxEmulatedFieldArgs (a caller that checks
+// each command on its own, so that it never stops a run of adds).
+func TooManyFields(n int) error { return tooManyFields(n) }
+
 // SameRun reports whether two requests can share one call.
 func SameRun(a, b AddRequest) bool { return a.sameRun(b) }
 
@@ -87,7 +92,7 @@ func ParseInfoCallReply(v any, stream string) (Info, bool, error) {
 		return Info{}, false, nil
 	}
 	reply, isSlice := v.([]any)
-	if !isSlice || len(reply) < 11 || len(reply)%2 != 1 {
+	if !isSlice || len(reply) < 12 || len(reply)%2 != 0 {
 		return Info{}, false, exit.New(exit.Internal, "emulated XINFO", "unexpected reply %v", v)
 	}
 	str := func(i int) string { v, _ := reply[i].(string); return v }
@@ -96,8 +101,9 @@ func ParseInfoCallReply(v any, stream string) (Info, bool, error) {
 		Stream: stream, Mode: str(0), IDMPDuration: num(1), IDMPMaxSize: num(2),
 		IIDsAdded: num(3), IIDsDuplicates: num(4), ServerTimeMS: num(5), Length: num(6),
 		LastGeneratedID: str(7), EntriesAdded: num(8), FirstID: str(9), LastID: str(10),
+		Inconsistent: str(11),
 	}
-	for i := 11; i+1 < len(reply); i += 2 {
+	for i := 12; i+1 < len(reply); i += 2 {
 		info.PIDsTracked++
 		info.IIDsTracked += num(i + 1)
 	}
@@ -109,7 +115,7 @@ var moveLua string
 
 var moveScript = emulatedScript(moveLua)
 
-// MoveCall is the call of the script that runs RENAME, RENAMENX (op) or
+// MoveCall is the call of the script that runs RENAME, RENAMENX, MOVE (op) or
 // COPY and moves or copies the source stream's emulated IDMP state with
 // it (see lua/stream_emu_move.lua). Its reply is the command's.
 func (s *Streams) MoveCall(op, src, dst string, replace bool, db string) (*redisconn.Call, error) {
