@@ -64,8 +64,11 @@ time is refused (64).
 
 On Linux the command runs in the process group of a guard that kills the
 group if idmpctl dies (even by kill -9). While idmpctl lives, it also stops
-descendants that left the group (setsid): it is their subreaper. Limit: after
-kill -9 of idmpctl, a descendant that left the command's process group
+descendants that left the group (setsid): it is their subreaper. An idmpctl
+that is stopped (SIGSTOP, Ctrl-Z) can neither renew nor stop its command: a
+timer of its own, re-set by each renewal, kills it (SIGKILL) just after the
+deadline, and the guard then kills the group. Limit: after kill -9 of
+idmpctl (or that timer), a descendant that left the command's process group
 (setsid, setpgid) is not killed.
 
 With -o json the command's stdout is not streamed: it is captured into the
@@ -223,11 +226,12 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	} else {
 		report.Outcome = "ran"
 	}
+	// The command ran: output that could not be written (a reader that
+	// went away, a full disk) is a warning, and its code stands.
+	o.Factory.outputTold = true
 	if p.Format == render.JSON {
-		// A reader that went away does not change what the command's code
-		// says.
-		if err := p.JSON(report); err != nil && !errors.Is(err, syscall.EPIPE) {
-			return err
+		if err := p.JSON(report); err != nil {
+			p.Warnf("claim run %q: the JSON report could not be written (%v): the command's exit code (%d) stands", o.Key, err, code)
 		}
 	}
 	if runErr != nil {

@@ -20,6 +20,14 @@ var badFlagValue = regexp.MustCompile(`^invalid argument "((?:[^"\\]|\\.)*)" for
 // idmpctl's words: a value pflag could not parse says what the flag wants
 // (an integer, a duration with its unit) rather than Go's parser's text.
 func flagError(c *cobra.Command, err error) error {
+	// A group of verbs (the root, claim) meets the flags of a verb it did
+	// not recognise: "claim aquire k --lease 1m". The typo is the error,
+	// not the flag. The words parsed before the flag are there.
+	if c.HasSubCommands() {
+		if args := c.Flags().Args(); len(args) > 0 {
+			return unknownVerb(c, args[0])
+		}
+	}
 	hint := "see '" + c.CommandPath() + " --help'"
 	m := badFlagValue.FindStringSubmatch(err.Error())
 	if m == nil {

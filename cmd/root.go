@@ -42,9 +42,13 @@ type Factory struct {
 	Printer *render.Printer
 	Global  GlobalOptions
 
-	conn    *redisconn.Conn
-	started bool            // flags parsed: errors from here on are not usage errors
-	guard   *claimrun.Guard // claim run's guard, started before the tree is built (Linux)
+	conn   *redisconn.Conn
+	stdout *outWriter // Out as Main made it: its first write error
+	// outputTold: the command dealt with its own lost output (claim run,
+	// whose command's exit code stands), or already failed for it.
+	outputTold bool
+	started    bool            // flags parsed: errors from here on are not usage errors
+	guard      *claimrun.Guard // claim run's guard, started before the tree is built (Linux)
 	// caught is the signal (SIGINT, SIGTERM) that stopped a command run
 	// under untilInterrupted: it exits 128 + its number.
 	caught atomic.Value
@@ -365,16 +369,17 @@ func (f *Factory) width() int {
 
 // Main runs idmpctl and returns its exit code.
 func Main() int {
+	stdout := &outWriter{w: os.Stdout}
 	f := &Factory{
-		In: os.Stdin, Out: os.Stdout, Err: os.Stderr, Getenv: os.Getenv, Now: time.Now,
+		In: os.Stdin, Out: stdout, Err: os.Stderr, Getenv: os.Getenv, Now: time.Now, stdout: stdout,
 		IsTTY: func(w any) bool {
-			if file, ok := w.(*os.File); ok {
+			if file, ok := file(w); ok {
 				return isatty.IsTerminal(file.Fd())
 			}
 			return false
 		},
 		TermWidth: func(w any) int {
-			if file, ok := w.(*os.File); ok {
+			if file, ok := file(w); ok {
 				if cols, _, err := term.GetSize(int(file.Fd())); err == nil {
 					return cols
 				}
@@ -413,6 +418,10 @@ func run(f *Factory, args []string) int {
 	root := newRoot(f, verbOf(args))
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())
+	if lost := f.outputLost(); lost != nil && !f.outputTold &&
+		(err == nil || exit.Code(err) == exit.Done || errors.Is(err, f.stdout.err)) {
+		err = lost // a success, or "done", whose output nobody got; or the write's own error
+	}
 	if err == nil {
 		return exit.OK
 	}
