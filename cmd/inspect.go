@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/health"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/records"
 	"github.com/idmpctl/idmpctl/internal/render"
@@ -147,9 +148,21 @@ func inspectServer(ctx context.Context, o *InspectOptions) error {
 	if err != nil {
 		return exit.Wrap(err, "inspect "+conn.Display)
 	}
+	// The lints for known IDMP bugs: servers with native IDMP only.
+	lints := []health.Lint{}
+	if r.NativeIDMP {
+		facts, err := redisconn.ReadServerFacts(ctx, conn)
+		if err != nil {
+			return exit.Wrap(err, "inspect "+conn.Display)
+		}
+		lints = append(lints, health.Server(facts)...)
+	}
 	p := o.Factory.Printer
 	if p.Format == render.JSON {
-		return p.JSON(r)
+		return p.JSON(struct {
+			redisconn.ServerReport
+			Lints []health.Lint `json:"lints"`
+		}{r, lints})
 	}
 	idmp := "no (idmpctl emulates IDMP with Lua)"
 	if r.NativeIDMP {
@@ -178,6 +191,24 @@ func inspectServer(ctx context.Context, o *InspectOptions) error {
 	if p.TTY {
 		pairs[len(pairs)-1][0] = "ping rtt"
 	}
-	p.KV("Server", pairs)
+	p.KV("Server", append(pairs, lintPairs(p, lints)...))
 	return nil
+}
+
+// lintPairs are lints as rows of a key-value view: "lint<TAB>code<TAB>message"
+// when piped, "health" rows (warnings marked) on a terminal.
+func lintPairs(p *render.Printer, lints []health.Lint) []render.Pair {
+	var pairs []render.Pair
+	for _, l := range lints {
+		if !p.TTY {
+			pairs = append(pairs, render.Pair{"lint", l.Code + "\t" + l.Message})
+			continue
+		}
+		v := p.Dim(l.Message)
+		if l.Level == "warn" {
+			v = p.Warn("! " + l.Message)
+		}
+		pairs = append(pairs, render.Pair{"health", v})
+	}
+	return pairs
 }

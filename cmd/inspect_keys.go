@@ -419,8 +419,16 @@ func newStreamViewer(ctx context.Context, f *Factory, conn *redisconn.Conn) (*st
 	if err != nil {
 		d, m = idmp.DefaultDuration, idmp.DefaultMaxSize
 	}
-	return &streamViewer{f: f, streams: streams,
-		ctx: health.StreamContext{DefaultDuration: d, DefaultMaxSize: m, Role: redisconn.Role(ctx, conn)}}, nil
+	sctx := health.StreamContext{DefaultDuration: d, DefaultMaxSize: m, Role: redisconn.Role(ctx, conn)}
+	// The lints for known IDMP bugs need the server's facts: native only.
+	if caps, err := conn.Capabilities(ctx); err == nil && caps.NativeIDMP {
+		facts, err := redisconn.ReadServerFacts(ctx, conn)
+		if err != nil {
+			return nil, err
+		}
+		sctx.Server = &facts
+	}
+	return &streamViewer{f: f, streams: streams, ctx: sctx}, nil
 }
 
 // streamJSON is a stream in -o json: XINFO names, mode and lints.
@@ -470,19 +478,7 @@ func (sv *streamViewer) print(info stream.Info, r *rates) error {
 			pairs = append(pairs, render.Pair{"  pid " + strconv.Quote(pid.PID), n(pid.IIDs, 10) + " iids"})
 		}
 	}
-	for _, l := range lints {
-		v := l.Message
-		if p.TTY {
-			if l.Level == "warn" {
-				v = p.Warn("! " + v)
-			} else {
-				v = p.Dim(v)
-			}
-			pairs = append(pairs, render.Pair{"health", v})
-		} else {
-			pairs = append(pairs, render.Pair{"lint", l.Code + "\t" + l.Message})
-		}
-	}
+	pairs = append(pairs, lintPairs(p, lints)...)
 	p.KV(render.Field(info.Stream), pairs)
 	return nil
 }

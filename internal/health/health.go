@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
 )
 
@@ -27,6 +28,9 @@ const ClockTolerance = time.Second
 type StreamContext struct {
 	DefaultDuration, DefaultMaxSize int64
 	Role                            string // master, slave/replica
+	// Server are the server's facts, read on servers with native IDMP
+	// (nil otherwise): the stream view then carries the server's lints too.
+	Server *redisconn.ServerFacts
 }
 
 // Stream lints a stream's IDMP state.
@@ -55,6 +59,10 @@ func Stream(i stream.Info, c StreamContext) []Lint {
 	}
 	if i.OtherMode != "" {
 		add("mixed-modes", "warn", "this stream also holds %s IDMP state: adds in one mode do not dedupe against the other", i.OtherMode)
+	}
+	if c.Server != nil {
+		streamBugs(i, c.Server, add)
+		out = append(out, Server(*c.Server)...)
 	}
 	return out
 }

@@ -159,6 +159,17 @@ func (i Info) LastIDAheadOfClock(toleranceMS int64) bool {
 	return ok && i.ServerTimeMS > 0 && ms > uint64(i.ServerTimeMS+toleranceMS)
 }
 
+// IdleMs is how long ago, on the server's clock, the stream's last ID was
+// generated: its last add, for auto-generated IDs. ok is false when either
+// is unknown or the ID lies in the future.
+func (i Info) IdleMs() (int64, bool) {
+	ms, ok := idMillis(i.LastGeneratedID)
+	if !ok || i.ServerTimeMS <= 0 || ms == 0 || ms > uint64(i.ServerTimeMS) {
+		return 0, false
+	}
+	return i.ServerTimeMS - int64(ms), true
+}
+
 func idMillis(id string) (uint64, bool) {
 	msPart, _, _ := strings.Cut(id, "-")
 	ms, err := strconv.ParseUint(msPart, 10, 64)
