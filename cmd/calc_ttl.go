@@ -111,8 +111,9 @@ func (o *CalcTTLOptions) Validate() error {
 func NewCmdCalcTTL(f *Factory, runF func(*CalcTTLOptions) error) *cobra.Command {
 	o := &CalcTTLOptions{Factory: f}
 	c := &cobra.Command{
-		Use:   "calc-ttl --rate R (--ttl D | --max-processing D --max-retry-delay D [--buffer D]) (--key-size B --value-size B | --sample PATTERN)",
-		Short: "Compute the TTL and memory of idempotency keys, by formula or measured",
+		Annotations: map[string]string{writesAnnotation: writesNever},
+		Use:         "calc-ttl --rate R (--ttl D | --max-processing D --max-retry-delay D [--buffer D]) (--key-size B --value-size B | --sample PATTERN)",
+		Short:       "Compute the TTL and memory of idempotency keys, by formula or measured",
 		Long: `Compute the TTL of idempotency keys from the retry window, and what the keys
 cost in memory, by the formulas most guides give:
 

@@ -10,11 +10,12 @@ import (
 // NewCmdCompletion writes a shell completion script.
 func NewCmdCompletion(f *Factory) *cobra.Command {
 	return &cobra.Command{
-		Use:       "completion bash|zsh|fish|powershell",
-		Short:     "Print a shell completion script",
-		Long:      "Print a shell completion script. For bash: source <(idmpctl completion bash)",
-		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
-		Args:      cobra.MatchAll(exactArgs(1), cobra.OnlyValidArgs),
+		Use:         "completion bash|zsh|fish|powershell",
+		Short:       "Print a shell completion script",
+		Long:        "Print a shell completion script. For bash: source <(idmpctl completion bash)",
+		ValidArgs:   []string{"bash", "zsh", "fish", "powershell"},
+		Annotations: map[string]string{writesAnnotation: writesNever},
+		Args:        cobra.MatchAll(exactArgs(1), cobra.OnlyValidArgs),
 		RunE: func(c *cobra.Command, args []string) error {
 			root := c.Root()
 			switch args[0] {

@@ -101,7 +101,7 @@ document of the others.`,
   idmpctl inspect orders
   idmpctl inspect --match 'idem:*' --status PROCESSING
   idmpctl inspect orders payments -o prometheus`,
-		Annotations: map[string]string{hasMetrics: "yes"},
+		Annotations: map[string]string{hasMetrics: "yes", writesAnnotation: writesNever},
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Keys = args
 			if err := o.Validate(); err != nil {
