@@ -7,6 +7,7 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/health"
+	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/records"
 	"github.com/idmpctl/idmpctl/internal/render"
@@ -17,14 +18,17 @@ import (
 type InspectOptions struct {
 	Factory *Factory
 
-	Keys    []string
-	Server  bool
-	Match   string
-	Literal bool
-	Status  string
-	Limit   int64
-	Watch   string
-	Count   int // with --watch: stop after this many views (0: until interrupted)
+	Keys         []string
+	Server       bool
+	Match        string
+	Literal      bool
+	Status       string
+	Limit        int64
+	Watch        string
+	Count        int // with --watch: stop after this many views (0: until interrupted)
+	Memory       bool
+	Samples      int // with --memory: records measured of each format and status
+	SamplesGiven bool
 
 	ShowSecrets     bool   // print stored secrets (authorization headers, cookies, tokens) as they are
 	PowertoolsAttrs string // --powertools-attrs
@@ -47,6 +51,12 @@ func (o *InspectOptions) Validate() error {
 		return exit.Usagef("give one of KEY..., --match PATTERN or --server")
 	case o.Limit < 0:
 		return exit.Usagef("--limit %d: must not be negative", o.Limit)
+	case o.Memory && o.Match == "":
+		return exit.Usagef("--memory goes with --match PATTERN")
+	case o.SamplesGiven && !o.Memory:
+		return exit.Usagef("--samples goes with --memory")
+	case o.Samples < 1 || o.Samples > keyspace.MaxSamples:
+		return exit.Usagef("--samples %d: want 1 to %d", o.Samples, keyspace.MaxSamples)
 	}
 	if p := o.Factory.Printer; p != nil && p.Format == render.Prometheus {
 		switch {
@@ -61,6 +71,10 @@ func (o *InspectOptions) Validate() error {
 	o.Decode, err = parseDecodeOptions(o.PowertoolsAttrs)
 	return err
 }
+
+// defaultMemorySamples is --samples of inspect --memory: a format and
+// status of up to this many records is measured whole.
+const defaultMemorySamples = 1000
 
 // parseDecodeOptions reads --powertools-attrs.
 func parseDecodeOptions(attrs string) (records.DecodeOptions, error) {
@@ -88,7 +102,8 @@ func NewCmdInspect(f *Factory, runF func(*InspectOptions) error) *cobra.Command 
 		Use:   "inspect KEY... | --match PATTERN | --server",
 		Short: "Show streams, idempotency keys, or the server's capabilities",
 		Long: `Show a stream's IDMP settings, counters and health; a claim record or any
-common idempotency record; a scan of keys with counts by status; or, with
+common idempotency record; a scan of keys with counts by status (and with --memory, the bytes they use
+by format and status, estimated from a sample of MEMORY USAGE); or, with
 --server, the server's version, mode, native IDMP support and round-trip time.
 
 -o prometheus prints one document in the Prometheus text format for
@@ -103,7 +118,7 @@ document of the others.`,
   idmpctl inspect orders payments -o prometheus`,
 		Annotations: map[string]string{hasMetrics: "yes", writesAnnotation: writesNever},
 		RunE: func(c *cobra.Command, args []string) error {
-			o.Keys = args
+			o.Keys, o.SamplesGiven = args, c.Flags().Changed("samples")
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -121,6 +136,8 @@ document of the others.`,
 	fl.Int64Var(&o.Limit, "limit", 0, "with --match: show at most N keys (0: all)")
 	fl.StringVar(&o.Watch, "watch", "", "redraw a stream view every INTERVAL (e.g. 1s) with adds/s and duplicates/s")
 	fl.IntVar(&o.Count, "count", 0, "with --watch: stop after N views (0: until interrupted)")
+	fl.BoolVar(&o.Memory, "memory", false, "with --match: bytes by format and status, estimated from a sample of MEMORY USAGE")
+	fl.IntVar(&o.Samples, "samples", defaultMemorySamples, "with --memory: records measured of each format and status (the rest estimated)")
 	addRecordFlags(c, &o.ShowSecrets, &o.PowertoolsAttrs)
 	return c
 }

@@ -253,7 +253,7 @@ func inspectMatch(ctx context.Context, o *InspectOptions) error {
 		return []string{render.Field(r.Key), string(r.Format), statusText(p, r), render.Field(r.Owner), ageText(p, j), lease, ttlText(p, r.TTLms), flagsText(r.Flags)}
 	}
 	flush := bufferStream(p)
-	_, sum, err := scanMatch(ctx, o, p.Format == render.Raw, func(r records.Record) error {
+	_, sum, mem, err := scanMatch(ctx, o, p.Format == render.Raw, func(r records.Record) error {
 		switch {
 		case p.Format == render.JSON:
 			return p.JSON(withTimes(shownRecord(r, o.ShowSecrets)))
@@ -303,10 +303,77 @@ func inspectMatch(ctx context.Context, o *InspectOptions) error {
 		}
 	}
 	if p.Format == render.JSON {
-		return p.JSON(map[string]any{"summary": sum})
+		out := map[string]any{"summary": sum}
+		if mem != nil {
+			out["memory"] = mem
+		}
+		return p.JSON(out)
+	}
+	if mem != nil && p.Format == render.Table {
+		if err := memoryTable(p, *mem); err != nil {
+			return err
+		}
 	}
 	p.Status("%s", summaryText(sum))
+	if mem != nil && p.Format == render.Raw {
+		for _, line := range memoryLines(*mem) {
+			p.Status("%s", line)
+		}
+	}
 	return nil
+}
+
+// memoryTable draws inspect --memory's figures: one row per format and
+// status, estimates marked "~" (exact where every record was measured),
+// and the total.
+func memoryTable(p *render.Printer, m keyspace.MemoryReport) error {
+	rows := make([][]string, 0, len(m.Groups)+1)
+	for _, g := range m.Groups {
+		rows = append(rows, []string{string(g.Format), string(g.Status), strconv.FormatInt(g.Records, 10),
+			strconv.FormatInt(g.Sampled, 10), fmt.Sprintf("%.1f", g.Mean), memoryBytes(p, g.Bytes, g.Exact)})
+	}
+	rows = append(rows, []string{"total", "", strconv.FormatInt(m.Records, 10), strconv.FormatInt(m.Sampled, 10), "", memoryBytes(p, m.Bytes, !m.Estimated)})
+	if p.TTY {
+		fmt.Fprintln(p.Out, memoryHeadline(m))
+	}
+	return p.Table([]string{"FORMAT", "STATUS", "RECORDS", "SAMPLED", "MEAN BYTES", "BYTES"}, rows)
+}
+
+// memoryBytes is a byte figure, "~" before an estimate; human units on a
+// terminal.
+func memoryBytes(p *render.Printer, n int64, exact bool) string {
+	s := strconv.FormatInt(n, 10)
+	if p.TTY {
+		s = bytesHuman(n)
+	}
+	if !exact {
+		s = "~" + s
+	}
+	return s
+}
+
+func memoryHeadline(m keyspace.MemoryReport) string {
+	if !m.Estimated {
+		return fmt.Sprintf("Memory (MEMORY USAGE of all %d records, exact):", m.Records)
+	}
+	return fmt.Sprintf("Memory (estimated: MEMORY USAGE of %d sampled of %d records; ~ marks estimates):", m.Sampled, m.Records)
+}
+
+// memoryLines are the memory figures as lines for stderr (-o raw).
+func memoryLines(m keyspace.MemoryReport) []string {
+	kind := "estimate"
+	if !m.Estimated {
+		kind = "exact"
+	}
+	lines := []string{fmt.Sprintf("memory: %d bytes (%s: MEMORY USAGE of %d sampled of %d records)", m.Bytes, kind, m.Sampled, m.Records)}
+	for _, g := range m.Groups {
+		kind := "estimate"
+		if g.Exact {
+			kind = "exact"
+		}
+		lines = append(lines, fmt.Sprintf("memory: %s %s: %d bytes (%s: %d records, %d sampled, mean %.1f)", g.Format, g.Status, g.Bytes, kind, g.Records, g.Sampled, g.Mean))
+	}
+	return lines
 }
 
 // bufferStream buffers the printer's output for a stream of records (-o raw
@@ -361,20 +428,20 @@ func summaryText(s keyspace.Summary) string {
 	return fmt.Sprintf("scanned %d keys, matched %d%s: %s", s.Scanned, s.Matched, more, strings.Join(parts, ", "))
 }
 
-// parseStatuses reads --status A,B.
 // scanMatch is inspect --match's scan, each matching record to each, under
 // a progress line (linesOut: each record prints a line on stdout). It
-// returns the statuses asked for and the scan's summary.
-func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(records.Record) error) ([]records.Status, keyspace.Summary, error) {
+// returns the statuses asked for and the scan's summary, and with --memory
+// the memory of the records reported, measured after the scan.
+func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(records.Record) error) ([]records.Status, keyspace.Summary, *keyspace.MemoryReport, error) {
 	ctx, stop := untilInterrupted(ctx)
 	defer stop()
 	statuses, err := parseStatuses(o.Status)
 	if err != nil {
-		return nil, keyspace.Summary{}, err
+		return nil, keyspace.Summary{}, nil, err
 	}
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
-		return nil, keyspace.Summary{}, err
+		return nil, keyspace.Summary{}, nil, err
 	}
 	opts := keyspace.ScanOptions{Pattern: o.Match, Literal: o.Literal, Statuses: statuses, Limit: o.Limit, Decode: o.Decode}
 	bar, stopProgress := startProgress(o.Factory.Printer, linesOut, progress.Options{Label: "inspect --match", Unit: "keys"})
@@ -382,11 +449,29 @@ func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(
 	if bar != nil {
 		opts.Progress = func(n int64) { bar.Set(n, 0) }
 	}
+	var sampler *keyspace.MemorySampler
+	if o.Memory {
+		sampler = keyspace.NewMemorySampler(o.Samples)
+		inner := each
+		each = func(r records.Record) error {
+			sampler.Add(r)
+			return inner(r)
+		}
+	}
 	defer bulkGC(o.Factory.Getenv)()
 	sum, err := keyspace.ScanKeys(ctx, conn, opts, each)
-	return statuses, sum, err
+	if err != nil || sampler == nil {
+		return statuses, sum, nil, err
+	}
+	stopProgress()
+	rep, err := sampler.Measure(ctx, conn)
+	if err != nil {
+		return statuses, sum, nil, exit.Wrap(err, "inspect --memory")
+	}
+	return statuses, sum, &rep, nil
 }
 
+// parseStatuses reads --status A,B.
 func parseStatuses(s string) ([]records.Status, error) {
 	if s == "" {
 		return nil, nil

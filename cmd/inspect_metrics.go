@@ -90,14 +90,36 @@ func streamMetrics(info stream.Info) render.StreamMetrics {
 // document carries it, and a cron job mails whatever reaches stderr.
 func inspectMatchMetrics(ctx context.Context, o *InspectOptions) error {
 	var flagged flagCounts
-	statuses, sum, err := scanMatch(ctx, o, false, func(r records.Record) error {
+	statuses, sum, mem, err := scanMatch(ctx, o, false, func(r records.Record) error {
 		flagged.add(r.Flags)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	return render.WriteMetrics(o.Factory.Printer.Out, render.Metrics{Scans: []render.ScanMetrics{scanMetrics(o.Match, statuses, sum, flagged)}})
+	m := scanMetrics(o.Match, statuses, sum, flagged)
+	if mem != nil {
+		m.Memory = scanMemoryMetrics(m, *mem)
+	}
+	return render.WriteMetrics(o.Factory.Printer.Out, render.Metrics{Scans: []render.ScanMetrics{m}})
+}
+
+// scanMemoryMetrics is inspect --memory's report as metrics: by status and
+// by format, with a 0 sample wherever the scan's own breakdown has one.
+func scanMemoryMetrics(m render.ScanMetrics, rep keyspace.MemoryReport) *render.ScanMemory {
+	mm := &render.ScanMemory{Bytes: rep.Bytes, Sampled: rep.Sampled, Exact: !rep.Estimated,
+		ByStatus: map[string]int64{}, ByFormat: map[string]int64{}}
+	for st := range m.ByStatus {
+		mm.ByStatus[st] = 0
+	}
+	for f := range m.ByFormat {
+		mm.ByFormat[f] = 0
+	}
+	for _, g := range rep.Groups {
+		mm.ByStatus[string(g.Status)] += g.Bytes
+		mm.ByFormat[string(g.Format)] += g.Bytes
+	}
+	return mm
 }
 
 // flagCounts counts the records of a scan by the flags metrics export.
