@@ -47,6 +47,7 @@ FUZZTIME ?= 2m
 fuzz: redis-server
 	$(GO) test ./internal/ops/stream -run '^$$' -fuzz '^FuzzEmulatedAdd$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./internal/ops/claim -run '^$$' -fuzz '^FuzzParseReply$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./internal/backup -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 
 # First the speed table (BenchmarkCLI: the release build against redis-cli,
 # redis-benchmark -P 64 and redis-cli --pipe, medians of one run, printed

@@ -3,8 +3,10 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 
+	"github.com/idmpctl/idmpctl/internal/backup"
 	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
@@ -27,6 +29,8 @@ type PurgeOptions struct {
 	DryRun, Yes           bool
 	Force                 bool
 	Mode                  string
+	Backup                string // --backup FILE
+	BackupGiven           bool
 
 	ShowSecrets     bool
 	PowertoolsAttrs string
@@ -46,6 +50,12 @@ func (o *PurgeOptions) Validate() error {
 		return exit.Usagef("--stream takes only --pid, --dry-run and --yes")
 	case o.Match != "" && o.PID != "":
 		return exit.Usagef("--pid goes with --stream")
+	case o.BackupGiven && o.Backup == "":
+		return exit.Usagef("--backup \"\": give the file to save the records in")
+	case o.Backup != "" && o.Stream != "":
+		return exit.Usagef("--backup goes with --match: purge --stream deletes no records")
+	case o.Backup != "" && o.DryRun:
+		return exit.Usagef("--backup with --dry-run: a dry run deletes nothing to back up")
 	case o.Stream != "":
 		return nil
 	}
@@ -56,6 +66,11 @@ func (o *PurgeOptions) Validate() error {
 	decode, err := parseDecodeOptions(o.PowertoolsAttrs)
 	if err != nil {
 		return err
+	}
+	if o.Backup != "" {
+		if _, err := os.Lstat(o.Backup); err == nil {
+			return exit.Usagef("--backup %s: %v", o.Backup, backup.ErrExists)
+		}
 	}
 	o.Ops = keyspace.PurgeOptions{Pattern: o.Match, Literal: o.Literal, Statuses: statuses, Stale: o.Stale,
 		NoTTL: o.NoTTL, AnyType: o.AnyType, Force: o.Force, DryRun: o.DryRun, Limit: o.Limit, Decode: decode}
@@ -99,6 +114,7 @@ summary on stderr.`,
   idmpctl purge --stream orders --yes`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			o.BackupGiven = c.Flags().Changed("backup")
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -126,6 +142,7 @@ summary on stderr.`,
 	fl.StringVar(&o.PID, "pid", "", "with --stream: only this producer's iids (emulated mode)")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "delete nothing; show what would be deleted")
 	fl.BoolVar(&o.Yes, "yes", false, "confirm the deletion")
+	fl.StringVar(&o.Backup, "backup", "", "save every record (DUMP, TTL) to this new file before it is deleted; idmpctl restore FILE puts them back")
 	addModeFlag(c, &o.Mode)
 	addRecordFlags(c, &o.ShowSecrets, &o.PowertoolsAttrs)
 	return c
@@ -135,7 +152,7 @@ func init() {
 	registerVerb("purge", func(f *Factory) *cobra.Command { return NewCmdPurge(f, nil) })
 }
 
-func purgeMatchRun(ctx context.Context, o *PurgeOptions) error {
+func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {
 	ctx, stop := untilInterrupted(ctx)
 	defer stop()
 	f := o.Factory
@@ -157,12 +174,25 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) error {
 			return err
 		}
 		if sum.Matched == 0 {
-			return printPurge(p, sum, o)
+			return printPurge(p, sum, o, nil)
 		}
 		q := fmt.Sprintf("delete %d records matching %q (scanned %d keys)", sum.Matched, o.Match, sum.Scanned)
 		if err := confirm(f, false, q, ""); err != nil {
 			return exit.Wrap(err, "purge")
 		}
+	}
+	var bw *backup.Writer
+	if o.Backup != "" {
+		var cerr error
+		if bw, cerr = backup.Create(o.Backup, backup.Header{Source: conn.Display, Pattern: o.Match}); cerr != nil {
+			return &exit.Error{Code: exit.Config, What: "purge --backup " + o.Backup, Err: cerr, Hint: "nothing was deleted"}
+		}
+		o.Ops.Backup = bw
+		defer func() {
+			if cerr := bw.Close(); cerr != nil && err == nil {
+				err = &exit.Error{Code: exit.Config, What: "purge --backup " + o.Backup, Err: cerr}
+			}
+		}()
 	}
 	bar, stopProgress := startProgress(p, p.Format == render.Raw, progress.Options{Label: "purge --match", Unit: "keys"})
 	defer stopProgress()
@@ -179,7 +209,7 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) error {
 	})
 	flush()
 	stopProgress()
-	if perr := printPurge(p, sum, o); err == nil {
+	if perr := printPurge(p, sum, o, bw); err == nil {
 		err = perr
 	}
 	return err
@@ -204,14 +234,26 @@ func purgeProgress(bar *progress.Bar, dryRun bool) func(keyspace.PurgeSummary) {
 	}
 }
 
-func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions) error {
+func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions, bw *backup.Writer) error {
 	what := "deleted"
 	if o.DryRun {
 		what = "would delete"
 	}
+	var saved, kept int64
+	if bw != nil {
+		saved, kept = bw.Counts()
+		if p.Format != render.JSON {
+			defer p.Status("purge: %d records saved to %s before they were deleted (%d of them then kept); idmpctl restore %s puts them back",
+				saved, o.Backup, kept, o.Backup)
+		}
+	}
 	switch p.Format {
 	case render.JSON:
-		return p.JSON(map[string]any{"summary": s, "dry_run": o.DryRun})
+		out := map[string]any{"summary": s, "dry_run": o.DryRun}
+		if bw != nil {
+			out["backup"] = map[string]any{"file": o.Backup, "saved": saved, "kept": kept}
+		}
+		return p.JSON(out)
 	case render.Table:
 		p.KV("purge "+o.Match, []render.Pair{
 			{"scanned", strconv.FormatInt(s.Scanned, 10)}, {"matched", strconv.FormatInt(s.Matched, 10)},

@@ -34,6 +34,8 @@ func TestReadOnlyRefusesWriters(t *testing.T) {
 		{"purge", "--match", "idem:*", "--yes"},
 		{"purge", "--stream", "s", "--yes"},
 		{"calc-maxsize", "--rate", "1k/s", "--mark-delay", "80ms", "--apply", "s", "--yes"},
+		{"restore", "testdata/backup.ndjson"},
+		{"restore", "testdata/backup.ndjson", "--replace"},
 	}
 	// Commands that write nothing: they are not refused (those that need a
 	// server fail to connect here: 69).
@@ -50,6 +52,7 @@ func TestReadOnlyRefusesWriters(t *testing.T) {
 		{[]string{"calc-maxsize", "--rate", "1k/s", "--mark-delay", "80ms", "--apply", "s", "--dry-run"}, 69},
 		{[]string{"calc-ttl", "--rate", "100/s", "--ttl", "24h", "--key-size", "40", "--value-size", "80"}, 0},
 		{[]string{"calc-ttl", "--rate", "100/s", "--ttl", "24h", "--sample", "idem:*"}, 69},
+		{[]string{"restore", "testdata/backup.ndjson", "--dry-run"}, 69},
 		{[]string{"version"}, 0},
 		{[]string{"completion", "bash"}, 0},
 		{[]string{"help", "xadd"}, 0},
