@@ -1,6 +1,7 @@
-// Package cmd holds idmpctl's commands: flags, validation and wiring. Redis
-// logic lives in internal/ops/redisconn, stream, claim and keyspace, and output
-// in internal/render.
+// Package cmd holds idmpctl's commands: flags, validation, wiring and views.
+// Redis logic lives in internal/ops/redisconn, stream, claim and keyspace,
+// claim run's process supervision in internal/ops/claimrun, and output in
+// internal/render.
 package cmd
 
 import (
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops/claimrun"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/mattn/go-isatty"
@@ -34,8 +36,8 @@ type Factory struct {
 	Global  GlobalOptions
 
 	conn    *redisconn.Conn
-	started bool   // flags parsed: errors from here on are not usage errors
-	guard   *guard // claim run's guard, started before the tree is built (Linux)
+	started bool            // flags parsed: errors from here on are not usage errors
+	guard   *claimrun.Guard // claim run's guard, started before the tree is built (Linux)
 }
 
 // GlobalOptions are the persistent flags.
@@ -92,7 +94,7 @@ func (f *Factory) close() {
 	if f.conn != nil {
 		f.conn.Close()
 	}
-	f.guard.release() // one started for a claim run that never ran a command
+	f.guard.Release() // one started for a claim run that never ran a command
 }
 
 // NewRootCmd builds the whole command tree (help, completion scripts, man
@@ -318,7 +320,7 @@ func Main() int {
 		},
 	}
 	if isClaimRun(os.Args[1:]) {
-		f.guard = startGuard(f.Err)
+		f.guard = claimrun.StartGuard(f.Err)
 	}
 	return run(f, os.Args[1:])
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/idmpctl/idmpctl/internal/ops/claimrun"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -60,7 +62,7 @@ func TestValueFlags(t *testing.T) {
 // verb or all of them.
 func TestVerbTreeHelp(t *testing.T) {
 	for _, v := range verbs {
-		if v.name == guardCommand {
+		if v.name == claimrun.GuardCommand {
 			continue
 		}
 		help := func(root func(*Factory) *cobra.Command) string {

@@ -87,13 +87,3 @@ func (j ackJSON) pairs() []render.Pair {
 	}
 	return out
 }
-
-// minAck is the weaker of two acknowledgements.
-func minAck(a, b redisconn.Ack) redisconn.Ack {
-	if a.Err == nil {
-		a.Err = b.Err
-	}
-	a.Replicas = min(a.Replicas, b.Replicas)
-	a.LocalAOF = a.LocalAOF && b.LocalAOF
-	return a
-}

@@ -1,4 +1,4 @@
-package cmd
+package claimrun
 
 import (
 	"bytes"
@@ -14,8 +14,8 @@ import (
 // TestMain lets a test start this binary as idmpctl's own guard verb, the
 // way startGuard does where there is no /bin/sh.
 func TestMain(m *testing.M) {
-	if len(os.Args) == 2 && os.Args[1] == guardCommand {
-		_ = runGuard(os.Stdin, os.Stdout)
+	if len(os.Args) == 2 && os.Args[1] == GuardCommand {
+		_ = RunGuard(os.Stdin, os.Stdout)
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -88,12 +88,12 @@ func TestStartChild(t *testing.T) {
 			saved := guardShell
 			guardShell = shell
 			t.Cleanup(func() { guardShell = saved })
-			start := func(args []string, out *bytes.Buffer, env ...string) (*guard, child) {
+			start := func(args []string, out *bytes.Buffer, env ...string) (*Guard, child) {
 				t.Helper()
-				g := startGuard(os.Stderr)
+				g := StartGuard(os.Stderr)
 				ch, err := startChild(g, args, append([]string{"PATH=" + os.Getenv("PATH"), "GORACE=atexit_sleep_ms=0"}, env...), nil, out, os.Stderr)
 				if err != nil {
-					g.release()
+					g.Release()
 					t.Fatalf("%v: %v", args, err)
 				}
 				return g, ch
@@ -159,9 +159,9 @@ func TestStartChild(t *testing.T) {
 			}
 
 			// No command started: the guard goes.
-			g = startGuard(os.Stderr)
+			g = StartGuard(os.Stderr)
 			<-g.started
-			g.release()
+			g.Release()
 			if ws := reap(t, g.pid); !ws.Exited() || ws.ExitStatus() != 0 {
 				t.Errorf("a guard let go before any command: %v, want exit 0", ws)
 			}
@@ -170,8 +170,8 @@ func TestStartChild(t *testing.T) {
 	t.Run("dot in PATH", func(t *testing.T) {
 		t.Chdir(dir)
 		t.Setenv("PATH", ".:"+os.Getenv("PATH"))
-		g := startGuard(os.Stderr)
-		defer g.release()
+		g := StartGuard(os.Stderr)
+		defer g.Release()
 		var out bytes.Buffer
 		ch, err := startChild(g, []string{"dotted"}, nil, nil, &out, os.Stderr)
 		if err != nil {
@@ -201,7 +201,7 @@ func gone(pid int, bound time.Duration) bool {
 // TestGuardWhileStarting: a signal while the guard is not yet ready is
 // returned (the command must not start); the ready line ends the wait.
 func TestGuardWhileStarting(t *testing.T) {
-	g := &guard{started: make(chan struct{}), ready: make(chan struct{})}
+	g := &Guard{started: make(chan struct{}), ready: make(chan struct{})}
 	close(g.started)
 	sigs := make(chan os.Signal, 1)
 	sigs <- syscall.SIGINT

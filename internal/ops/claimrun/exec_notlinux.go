@@ -1,6 +1,6 @@
 //go:build !linux
 
-package cmd
+package claimrun
 
 import (
 	"errors"
@@ -14,13 +14,14 @@ import (
 // execChild is the command started with os/exec, where there is no guard.
 type execChild struct{ cmd *exec.Cmd }
 
-// guard: only Linux guards the command against idmpctl's death.
-type guard struct{}
+// Guard: only Linux guards the command against idmpctl's death.
+type Guard struct{}
 
-func startGuard(io.Writer) *guard { return nil }
+// StartGuard starts nothing: there is no guard here.
+func StartGuard(io.Writer) *Guard { return nil }
 
 // whileStarting: with no guard to wait for, only a signal already there.
-func (*guard) whileStarting(sigs <-chan os.Signal) (os.Signal, error) {
+func (*Guard) whileStarting(sigs <-chan os.Signal) (os.Signal, error) {
 	select {
 	case s := <-sigs:
 		return s, nil
@@ -28,9 +29,11 @@ func (*guard) whileStarting(sigs <-chan os.Signal) (os.Signal, error) {
 		return nil, nil
 	}
 }
-func (*guard) release() {}
 
-func startChild(_ *guard, args, env []string, stdin io.Reader, stdout, stderr io.Writer) (child, error) {
+// Release: nothing to let go.
+func (*Guard) Release() {}
+
+func startChild(_ *Guard, args, env []string, stdin io.Reader, stdout, stderr io.Writer) (child, error) {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = env, stdin, stdout, stderr
 	cmd.SysProcAttr = childProcAttr()

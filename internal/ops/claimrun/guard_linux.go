@@ -1,4 +1,4 @@
-package cmd
+package claimrun
 
 import (
 	"errors"
@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/spf13/cobra"
 )
 
 // The guard ties the command's life to idmpctl's. It is a small /bin/sh that
@@ -75,8 +74,8 @@ var guardShell = "/bin/sh"
 // none was started.
 const guardDone = "done\n"
 
-// guard is the guard process, started early (startGuard).
-type guard struct {
+// Guard is the guard process, started early (StartGuard).
+type Guard struct {
 	started  chan struct{} // closed once pid, w and err are set
 	pid      int           // the guard's pid: its process group's id
 	w        *os.File      // the write end of the guard's stdin
@@ -85,10 +84,10 @@ type guard struct {
 	readyErr error
 }
 
-// startGuard starts the guard in the background, and a reader of its ready
+// StartGuard starts the guard in the background, and a reader of its ready
 // line; stderr gets a shell's own complaint when it is a file.
-func startGuard(stderr io.Writer) *guard {
-	g := &guard{started: make(chan struct{}), ready: make(chan struct{})}
+func StartGuard(stderr io.Writer) *Guard {
+	g := &Guard{started: make(chan struct{}), ready: make(chan struct{})}
 	errFile, _ := stderr.(*os.File)
 	go func() {
 		var readyR *os.File
@@ -132,7 +131,7 @@ func forkGuard(stderr *os.File) (pid int, w, readyR *os.File, err error) {
 			_, _ = w.Close(), readyR.Close()
 			return 0, nil, nil, err
 		}
-		argv = []string{self, guardCommand}
+		argv = []string{self, GuardCommand}
 	}
 	pid, err = syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{
 		Files: []uintptr{in.Fd(), readyW.Fd(), errFd},
@@ -149,7 +148,7 @@ func forkGuard(stderr *os.File) (pid int, w, readyR *os.File, err error) {
 // that reach its group (the command, once started, may signal its own group
 // at once), or for one of sigs, which it returns: the command must not start
 // then.
-func (g *guard) whileStarting(sigs <-chan os.Signal) (os.Signal, error) {
+func (g *Guard) whileStarting(sigs <-chan os.Signal) (os.Signal, error) {
 	select {
 	case s := <-sigs:
 		return s, nil
@@ -158,9 +157,9 @@ func (g *guard) whileStarting(sigs <-chan os.Signal) (os.Signal, error) {
 	}
 }
 
-// release lets the guard go without killing anything: the command ended, or
+// Release lets the guard go without killing anything: the command ended, or
 // none was started. The guard stays a zombie until idmpctl exits.
-func (g *guard) release() {
+func (g *Guard) Release() {
 	if g == nil {
 		return
 	}
@@ -175,7 +174,7 @@ func (g *guard) release() {
 // guardedChild is the command, in the guard's process group.
 type guardedChild struct {
 	pid    int
-	g      *guard
+	g      *Guard
 	copies sync.WaitGroup // stdio copiers the wait waits for
 }
 
@@ -183,7 +182,7 @@ type guardedChild struct {
 // any other reader or writer through a pipe (nil stdin: /dev/null). Like
 // execvp (and the shell the guard used to be), a command found through "."
 // in PATH runs, and an executable without "#!" runs under /bin/sh.
-func startChild(g *guard, args, env []string, stdin io.Reader, stdout, stderr io.Writer) (child, error) {
+func startChild(g *Guard, args, env []string, stdin io.Reader, stdout, stderr io.Writer) (child, error) {
 	path, err := exec.LookPath(args[0])
 	if err != nil && !errors.Is(err, exec.ErrDot) {
 		return nil, err
@@ -291,23 +290,12 @@ func (c *guardedChild) wait() int {
 }
 
 // ended lets the guard go without killing the group.
-func (c *guardedChild) ended() { c.g.release() }
+func (c *guardedChild) ended() { c.g.Release() }
 
-func init() {
-	registerVerb(guardCommand, func(f *Factory) *cobra.Command {
-		return &cobra.Command{
-			Use:    guardCommand,
-			Hidden: true,
-			Args:   cobra.NoArgs,
-			RunE:   func(*cobra.Command, []string) error { return runGuard(f.In, f.Out) },
-		}
-	})
-}
-
-// runGuard is guardScript for where there is no /bin/sh: it ignores the
+// RunGuard is guardScript for where there is no /bin/sh: it ignores the
 // signals, says so on stdout, reads until idmpctl says "done" or dies, and
 // kills its process group in the second case.
-func runGuard(in io.Reader, out io.Writer) error {
+func RunGuard(in io.Reader, out io.Writer) error {
 	signal.Ignore(guardSignals...)
 	_, _ = io.WriteString(out, "\n")
 	said, _ := io.ReadAll(io.LimitReader(in, int64(len(guardDone))))

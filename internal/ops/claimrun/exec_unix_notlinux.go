@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package cmd
+package claimrun
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 
 // childProcAttr puts the command in its own process group, so signals and a
 // stop reach everything it started. Only Linux guards the group against
-// idmpctl's death (claim_run_linux.go).
+// idmpctl's death (guard_linux.go).
 func childProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
 // signalChild signals the command's whole process group.
