@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,7 +49,13 @@ func snapshot(t *testing.T, c redis.UniversalClient, pattern string) map[string]
 	}
 	if cc, ok := c.(*redis.ClusterClient); ok {
 		var nodes []*redis.Client
-		_ = cc.ForEachMaster(ctx, func(_ context.Context, n *redis.Client) error { nodes = append(nodes, n); return nil })
+		var mu sync.Mutex
+		_ = cc.ForEachMaster(ctx, func(_ context.Context, n *redis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
+			nodes = append(nodes, n)
+			return nil
+		})
 		for _, n := range nodes {
 			if err := one(ctx, n); err != nil {
 				t.Fatal(err)
@@ -99,18 +107,17 @@ func backupRoundTrip(t *testing.T, c *redisconn.Conn, pattern, changeKey string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	changed := false
+	var changed atomic.Bool // the nodes of a cluster are purged concurrently
 	sum, items := purgeRun(t, c, PurgeOptions{Pattern: pattern, Statuses: []records.Status{records.Completed, records.Failed}, Backup: w,
 		BeforeDelete: func(keys []string) {
-			if !changed && slices.Contains(keys, changeKey) {
-				changed = true
+			if slices.Contains(keys, changeKey) && changed.CompareAndSwap(false, true) {
 				rc.HSet(ctx, changeKey, "status", "FAILED", "error", "changed in between")
 			}
 		}})
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if !changed || !slices.Equal(items[PurgeChanged], []string{changeKey}) || sum.Deleted == 0 {
+	if !changed.Load() || !slices.Equal(items[PurgeChanged], []string{changeKey}) || sum.Deleted == 0 {
 		t.Fatalf("changed %v, outcomes %v, summary %+v", changed, items, sum)
 	}
 	recs, kept, end := readBackup(t, path)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
@@ -34,7 +35,13 @@ func memoryUsageSum(t *testing.T, c redis.UniversalClient, pattern string) (sum 
 	if cc, ok := c.(*redis.ClusterClient); ok {
 		// Sequential: the callbacks add to sum.
 		var nodes []*redis.Client
-		err = cc.ForEachMaster(ctx, func(_ context.Context, n *redis.Client) error { nodes = append(nodes, n); return nil })
+		var mu sync.Mutex
+		err = cc.ForEachMaster(ctx, func(_ context.Context, n *redis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
+			nodes = append(nodes, n)
+			return nil
+		})
 		for _, n := range nodes {
 			if err == nil {
 				err = one(ctx, n)
