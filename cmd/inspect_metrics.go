@@ -81,7 +81,7 @@ func streamMetrics(info stream.Info) render.StreamMetrics {
 		Stream: info.Stream, Mode: info.Mode, Length: info.Length,
 		IDMPDuration: info.IDMPDuration, IDMPMaxSize: info.IDMPMaxSize,
 		PIDsTracked: info.PIDsTracked, IIDsTracked: info.IIDsTracked,
-		IIDsAdded: info.IIDsAdded, IIDsDuplicates: info.IIDsDuplicates,
+		IIDsAdded: info.IIDsAdded, IIDsDuplicates: info.IIDsDuplicates, NotAtomic: info.NotAtomic,
 	}
 }
 

@@ -57,6 +57,9 @@ func Stream(i stream.Info, c StreamContext) []Lint {
 	if c.Role == "slave" || c.Role == "replica" {
 		add("replica", "warn", "read from a replica: idempotent adds go to the primary, and what is shown may lag it")
 	}
+	if i.NotAtomic {
+		add("not-atomic", "info", "read with plain commands (this user may not run scripts): not one atomic snapshot, so the counts can be off by the adds made while it was read")
+	}
 	if i.OtherMode != "" {
 		add("mixed-modes", "warn", "this stream also holds %s IDMP state: adds in one mode do not dedupe against the other", i.OtherMode)
 	}

@@ -26,6 +26,9 @@ type StreamMetrics struct {
 	IIDsTracked    int64
 	IIDsAdded      int64 // lifetime counter
 	IIDsDuplicates int64 // lifetime counter
+	// NotAtomic: the state was read with plain commands (a user who may not
+	// run scripts), not as one snapshot.
+	NotAtomic bool
 }
 
 // ScanMetrics counts one scan of the keyspace (inspect --match Pattern).
@@ -117,6 +120,16 @@ func WriteMetrics(w io.Writer, m Metrics) error {
 			family(&b, f.name, f.typ, f.help)
 			for _, s := range streams {
 				sample(&b, f.name, f.value(s), "stream", s.Stream)
+			}
+		}
+		if slices.ContainsFunc(streams, func(s StreamMetrics) bool { return s.NotAtomic }) {
+			family(&b, "idmpctl_stream_read_atomic", "gauge", "1 when the stream's IDMP state was read in one atomic step, 0 when with plain commands (the user may not run scripts): its counts can then be off by the adds made meanwhile. Only in documents where some stream was read with plain commands.")
+			for _, s := range streams {
+				v := int64(1)
+				if s.NotAtomic {
+					v = 0
+				}
+				sample(&b, "idmpctl_stream_read_atomic", v, "stream", s.Stream)
 			}
 		}
 	}

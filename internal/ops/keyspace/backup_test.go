@@ -118,7 +118,7 @@ func backupRoundTrip(t *testing.T, c *redisconn.Conn, pattern, changeKey string)
 		t.Fatal(err)
 	}
 	if !changed.Load() || !slices.Equal(items[PurgeChanged], []string{changeKey}) || sum.Deleted == 0 {
-		t.Fatalf("changed %v, outcomes %v, summary %+v", changed, items, sum)
+		t.Fatalf("changed %v, outcomes %v, summary %+v", changed.Load(), items, sum)
 	}
 	recs, kept, end := readBackup(t, path)
 	if !end || len(recs) != int(sum.Deleted+sum.Changed) || kept[changeKey] != "changed" || len(kept) != 1 {

@@ -302,6 +302,9 @@ func parseDone(done string, iids []string, n int) ([]AddResult, error) {
 }
 
 func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error) {
+	if s.plainReads {
+		return s.emulatedInfoPlain(ctx, stream)
+	}
 	_, keys, args, err := s.stateCall(stream)
 	if err != nil {
 		return Info{}, err
@@ -309,6 +312,12 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	reply, err := infoScript.Run(ctx, s.Conn.Client(), keys, args...).Slice()
+	if err != nil && exit.Classify(err) == exit.Permission {
+		// A user who may not run scripts (or this one): the same view with
+		// plain reads, which says it is not one atomic snapshot.
+		s.plainReads = true
+		return s.emulatedInfoPlain(ctx, stream)
+	}
 	if errors.Is(err, redis.Nil) {
 		return Info{}, errNoSuchKey()
 	} else if err != nil {

@@ -150,6 +150,9 @@ type Info struct {
 	ServerTimeMS    int64         `json:"server-time-ms"` // server clock (TIME) when read
 	PIDs            []PIDTracking `json:"pids,omitempty"` // emulated only, sorted by pid
 	OtherMode       string        `json:"other-mode,omitempty"`
+	// NotAtomic: the emulated state was read with plain commands, in several
+	// round trips (the user may not run scripts), not as one snapshot.
+	NotAtomic bool `json:"not-atomic,omitempty"`
 }
 
 // LastIDAheadOfClock reports whether the stream's last generated ID lies in
@@ -183,6 +186,8 @@ func idMillis(id string) (uint64, bool) {
 type Streams struct {
 	Conn *redisconn.Conn
 	Mode Mode
+
+	plainReads bool // the info script was refused: read with plain commands
 }
 
 // NewStreams prepares idempotent production in the requested mode, without
