@@ -48,9 +48,12 @@ fuzz: redis-server
 	$(GO) test ./internal/ops/stream -run '^$$' -fuzz '^FuzzEmulatedAdd$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./internal/ops/claim -run '^$$' -fuzz '^FuzzParseReply$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./internal/backup -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./internal/ops/exec -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./internal/resp -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 
 # First the speed table (BenchmarkCLI: the release build against redis-cli,
-# redis-benchmark -P 64 and redis-cli --pipe, medians of one run, printed
+# redis-benchmark -P 64, redis-cli --pipe and redis-cli < file (exec's
+# row), medians of one run, printed
 # as markdown); then every package's benchmarks (b.ReportMetric), the purge
 # and scan ones over IDMPCTL_BENCH_KEYS records; then the CLI's own
 # inspect/purge figures over BENCH_CLI_KEYS (default 1,000,000) records on

@@ -32,6 +32,8 @@ const (
 	benchLoop    = 100
 	batchLines   = 200_000
 	batchRounds  = 3
+	execLines    = 100_000
+	execRounds   = 3
 	benchTimeout = 5 * time.Minute
 )
 
@@ -134,6 +136,7 @@ func BenchmarkCLI(b *testing.B) {
 			ours: ours, theirs: theirs, unit: "ms", goal: 0.8, metric: "claim-run-x"})
 
 		rows = append(rows, batchRow(b, bin, dir, port, run))
+		rows = append(rows, execRow(b, bin, dir, port, run))
 		for i := range rows {
 			rows[i].settle()
 			b.ReportMetric(rows[i].ratio, rows[i].metric)
@@ -191,6 +194,39 @@ func batchRow(b *testing.B, bin, dir, port string, run func(string, ...string) t
 	return benchRow{what: fmt.Sprintf("`xadd --batch` %dk lines, default settings", batchLines/1000),
 		anchor: "`redis-benchmark -P 64` plain XADD", ours: mo, theirs: mb, unit: "adds/s", goal: 0.40, higherIsBetter: true,
 		metric: "batch-x", comment: fmt.Sprintf("`redis-cli --pipe` %.0fk/s", mp/1000)}
+}
+
+// execRow times execLines XADD IDMP lines through idmpctl exec < file
+// (replies to a file) against redis-cli < file with as many plain XADD
+// lines, on the same server in the same run: median of execRounds each.
+func execRow(b *testing.B, bin, dir, port string, run func(string, ...string) time.Duration) benchRow {
+	b.Helper()
+	idmpFile, plainFile := filepath.Join(dir, "exec-idmp.txt"), filepath.Join(dir, "exec-plain.txt")
+	f, err := os.Create(idmpFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := os.Create(plainFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, pw := bufio.NewWriter(f), bufio.NewWriter(p)
+	for i := 1; i <= execLines; i++ {
+		fmt.Fprintf(w, "XADD ex IDMP producer-1 order-%d * amount %d currency EUR\n", i, i)
+		fmt.Fprintf(pw, "XADD px * amount %d currency EUR\n", i)
+	}
+	if err := errorsJoin(w.Flush(), f.Close(), pw.Flush(), p.Close()); err != nil {
+		b.Fatal(err)
+	}
+	rate := func(d time.Duration) float64 { return execLines / d.Seconds() }
+	var ours, theirs []float64
+	for range execRounds {
+		ours = append(ours, rate(run("sh", "-c", bin+" exec < "+idmpFile+" > exec-results.txt")))
+		theirs = append(theirs, rate(run("sh", "-c", "redis-cli -p "+port+" < "+plainFile+" > cli-results.txt")))
+	}
+	return benchRow{what: fmt.Sprintf("`idmpctl exec < file`, %dk `XADD ... IDMP` lines", execLines/1000),
+		anchor: fmt.Sprintf("`redis-cli < file`, %dk plain `XADD` lines", execLines/1000), ours: medianF(ours), theirs: medianF(theirs),
+		unit: "adds/s", goal: 1.0, higherIsBetter: true, metric: "exec-x"}
 }
 
 func errorsJoin(errs ...error) error {

@@ -18,7 +18,7 @@ const (
 	OK          = 0
 	Done        = 1  // claim acquire: already completed, skip the work
 	Usage       = 64 // bad flag, argument or value
-	Data        = 65 // malformed batch line, fingerprint mismatch, WRONGTYPE
+	Data        = 65 // malformed batch line, fingerprint mismatch, WRONGTYPE, an error reply (exec)
 	NotFound    = 66 // stream or key does not exist
 	Unavailable = 69 // cannot reach Redis, it timed out, or too few replicas acknowledged (--wait-replicas)
 	Internal    = 70 // internal error or unexpected reply
@@ -33,7 +33,7 @@ const Table = `Exit codes:
    0  success (a duplicate in xadd is success)
    1  claim acquire: already completed, skip the work
   64  usage: bad flag, argument or value
-  65  data: malformed batch line, fingerprint mismatch, WRONGTYPE
+  65  data: malformed batch line, fingerprint mismatch, WRONGTYPE, an error reply (exec)
   66  not found: stream or key does not exist
   69  unavailable: cannot reach Redis, it timed out, or too few replicas acknowledged (--wait-replicas)
   70  internal error or unexpected reply

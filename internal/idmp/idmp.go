@@ -35,6 +35,29 @@ type Defaults struct {
 	MaxSize  int64 `json:"stream-idmp-maxsize"`
 }
 
+// The server-level defaults' configuration parameters (CONFIG GET/SET), and
+// the key where emulated IDMP keeps them: a hash of those two fields, in
+// its one cluster slot (idmpctl reads it and hands the values to the
+// stream scripts, which run in the streams' slots).
+const (
+	ParamDuration = "stream-idmp-duration"
+	ParamMaxSize  = "stream-idmp-maxsize"
+	DefaultsKey   = "idmpctl:stream-idmp-defaults"
+)
+
+// ParseDefaults reads the defaults key's two values: absent or invalid ones
+// are Redis's defaults.
+func ParseDefaults(duration, maxsize string) Defaults {
+	d := Defaults{Duration: DefaultDuration, MaxSize: DefaultMaxSize}
+	if v, ok := ParseInt(duration); ok && v >= 1 && v <= MaxDuration {
+		d.Duration = v
+	}
+	if v, ok := ParseInt(maxsize); ok && v >= 1 && v <= MaxMaxSize {
+		d.MaxSize = v
+	}
+	return d
+}
+
 // ParseInt reads an integer the way Redis reads a command's integer
 // argument (string2ll): an optional '-', then digits without a leading zero
 // ("0" alone is zero), within int64. "+5", "007", "000000000", "-0", "3.14"

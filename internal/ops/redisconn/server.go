@@ -20,7 +20,7 @@ type ServerReport struct {
 	Role       string         `json:"role"` // master or replica (of the node reached)
 	Primaries  []string       `json:"primaries,omitempty"`
 	NativeIDMP bool           `json:"native_idmp"`
-	Defaults   *idmp.Defaults `json:"defaults,omitempty"` // only when native
+	Defaults   *idmp.Defaults `json:"defaults,omitempty"` // in force: the server's (native) or idmpctl's (emulated)
 	PingRTT    time.Duration  `json:"-"`
 	PingRTTus  int64          `json:"ping_rtt_us"`
 }
@@ -60,6 +60,11 @@ func InspectServer(ctx context.Context, c *Conn) (ServerReport, error) {
 		if err == nil {
 			r.Defaults = &d
 		}
+	} else if vals, err := c.Client().HMGet(ctx, idmp.DefaultsKey, idmp.ParamDuration, idmp.ParamMaxSize).Result(); err == nil {
+		// Emulated IDMP's own (idmpctl exec CONFIG SET stream-idmp-*).
+		str := func(v any) string { s, _ := v.(string); return s }
+		d := idmp.ParseDefaults(str(vals[0]), str(vals[1]))
+		r.Defaults = &d
 	}
 	rtts := make([]time.Duration, 0, pingSamples)
 	for range pingSamples {

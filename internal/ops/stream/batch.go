@@ -191,6 +191,12 @@ func (s *Streams) RunBatch(ctx context.Context, spec BatchSpec, in BatchInput, e
 	if err := s.resolve(ctx); err != nil {
 		return BatchSummary{}, err
 	}
+	if s.Mode != ModeNative {
+		// Chunks in flight cannot stop to ask for them (defaults.go).
+		if err := s.loadDefaults(ctx); err != nil {
+			return BatchSummary{}, err
+		}
+	}
 	layout, err := idmp.StateKeys(spec.Template.Stream, s.Conn.Cluster())
 	if err != nil {
 		return BatchSummary{}, err

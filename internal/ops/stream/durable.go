@@ -71,6 +71,11 @@ func (s *Streams) AddDurably(ctx context.Context, req AddRequest, d redisconn.Du
 
 // emulatedAddDurable is emulatedAddRun with the wait in its round trip.
 func (s *Streams) emulatedAddDurable(ctx context.Context, reqs []AddRequest, d redisconn.Durability) ([]AddResult, redisconn.Ack, error) {
+	// The wait is for a write: know the defaults first, so that the first
+	// call writes rather than asks for them.
+	if err := s.loadDefaults(ctx); err != nil {
+		return nil, redisconn.Ack{}, err
+	}
 	call, iids, err := s.emulatedAddCall(reqs, nil, s.Mode == ModeAuto)
 	if err != nil {
 		return nil, redisconn.Ack{}, err

@@ -83,20 +83,30 @@ func (s *Streams) emulatedAddRun(ctx context.Context, reqs []AddRequest) ([]AddR
 	defer cancel()
 	var call *redisconn.Call
 	var iids []string
-	err := s.Conn.Do(func(c redis.UniversalClient) error {
-		// The state keys depend on whether the server is a cluster node, which
-		// a redirect may have just taught: made for each try.
-		var err error
-		if call, iids, err = s.emulatedAddCall(reqs, nil, s.Mode == ModeAuto); err != nil {
-			return err
+	for {
+		err := s.Conn.Do(func(c redis.UniversalClient) error {
+			// The state keys depend on whether the server is a cluster node, which
+			// a redirect may have just taught: made for each try.
+			var err error
+			if call, iids, err = s.emulatedAddCall(reqs, nil, s.Mode == ModeAuto); err != nil {
+				return err
+			}
+			call.Cmd = call.Script.Run(ctx, c, call.Keys, call.Args...)
+			return call.Cmd.Err()
+		})
+		if err != nil {
+			return nil, scriptErr(err)
 		}
-		call.Cmd = call.Script.Run(ctx, c, call.Keys, call.Args...)
-		return call.Cmd.Err()
-	})
-	if err != nil {
-		return nil, scriptErr(err)
+		res, err := parseAddReply(call.Cmd.Val(), iids, len(reqs))
+		if !errors.Is(err, errNeedDefaults) || s.Defaults != nil {
+			return res, err
+		}
+		// The stream's state starts with this add: once per process, the
+		// server-level defaults are read and the add sent again.
+		if err := s.loadDefaults(ctx); err != nil {
+			return nil, err
+		}
 	}
-	return parseAddReply(call.Cmd.Val(), iids, len(reqs))
 }
 
 // dropArg is where in the add script's arguments (after the three common
@@ -129,7 +139,7 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNat
 	// so that the arguments are appended in place (redisconn.NewCall).
 	pidIndex := make(map[string]int)
 	var pids []any // pid, number of items for it
-	nargs := len(state) + 6 + 8 + 3
+	nargs := len(state) + 6 + 8 + 3 + 2
 	// Items of one pid with the same number of fields go without the pid's
 	// index and the count, a third of a common line's arguments.
 	uniform := true
@@ -221,7 +231,7 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNat
 			args = append(args, &r.Fields[k])
 		}
 	}
-	call.Args = args
+	call.Args = append(args, s.defaultArgs()...)
 	return call, iids, nil
 }
 
@@ -244,6 +254,8 @@ func parseAddReply(v any, iids []string, n int) ([]AddResult, error) {
 	switch {
 	case len(reply) == 1 && code == "N":
 		return nil, errNativeServer
+	case len(reply) == 1 && code == "D":
+		return nil, errNeedDefaults
 	case len(reply) == 2 && code == "P":
 		text, _ := reply[1].(string)
 		line, err := strconv.ParseInt(text, 10, 64)
@@ -311,7 +323,8 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	reply, err := infoScript.Run(ctx, s.Conn.Client(), keys, args...).Slice()
+	s.loadDefaults(ctx) // best effort: a stream without state shows them
+	reply, err := infoScript.Run(ctx, s.Conn.Client(), keys, append(args, s.defaultArgs()...)...).Slice()
 	if err != nil && exit.Classify(err) == exit.Permission {
 		// A user who may not run scripts (or this one): the same view with
 		// plain reads, which says it is not one atomic snapshot.
@@ -357,7 +370,10 @@ func (s *Streams) emulatedCfgSet(ctx context.Context, stream string, duration, m
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	reply, err := cfgsetScript.Run(ctx, s.Conn.Client(), keys, append(args, duration, maxsize)...).Int64Slice()
+	if err := s.loadDefaults(ctx); err != nil {
+		return CfgResult{}, err
+	}
+	reply, err := cfgsetScript.Run(ctx, s.Conn.Client(), keys, append(append(args, duration, maxsize), s.defaultArgs()...)...).Int64Slice()
 	if err != nil {
 		return CfgResult{}, notFound(scriptErr(err))
 	}
@@ -382,7 +398,7 @@ func (s *Streams) emulatedClear(ctx context.Context, stream, pid string) (int64,
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	n, err := clearScript.Run(ctx, s.Conn.Client(), keys, append(args, pid)...).Int64()
+	n, err := clearScript.Run(ctx, s.Conn.Client(), keys, append(append(args, pid), s.defaultArgs()...)...).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, errNoSuchKey()
 	}

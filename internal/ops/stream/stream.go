@@ -186,6 +186,9 @@ func idMillis(id string) (uint64, bool) {
 type Streams struct {
 	Conn *redisconn.Conn
 	Mode Mode
+	// Defaults are the emulated server-level defaults once read (nil:
+	// not yet; see defaults.go).
+	Defaults *idmp.Defaults
 
 	plainReads bool // the info script was refused: read with plain commands
 }
@@ -390,13 +393,17 @@ func (s *Streams) ClearTracking(ctx context.Context, stream, pid string) (int64,
 }
 
 // ServerDefaults returns the settings a stream gets at its first idempotent
-// add: CONFIG GET stream-idmp-duration/-maxsize natively, 100/100 emulated.
+// add: CONFIG GET stream-idmp-duration/-maxsize natively, idmpctl's
+// defaults key emulated (100/100 when unset).
 func (s *Streams) ServerDefaults(ctx context.Context) (duration, maxsize int64, err error) {
 	if err := s.resolve(ctx); err != nil {
 		return 0, 0, err
 	}
 	if s.Mode != ModeNative {
-		return idmp.DefaultDuration, idmp.DefaultMaxSize, nil
+		if err := s.loadDefaults(ctx); err != nil {
+			return idmp.DefaultDuration, idmp.DefaultMaxSize, err
+		}
+		return s.Defaults.Duration, s.Defaults.MaxSize, nil
 	}
 	return s.nativeDefaults(ctx)
 }

@@ -20,6 +20,12 @@ local STREAM, META, PIDS = KEYS[1], KEYS[2], KEYS[3]
 -- The index of xadd --batch progress records (see internal/idmp).
 local BATCH_INDEX = META .. ':batches'
 local IDS_PREFIX, ORDER_PREFIX, OWNER = ARGV[1], ARGV[2], ARGV[3]
+-- The server-level defaults (CONFIG SET stream-idmp-*, kept by idmpctl in
+-- a key of their own that a script in another slot cannot read), the last
+-- two arguments of every call: '' when the caller does not know them. A
+-- stream's meta takes them when it is created, and keeps them.
+local SERVER_DURATION, SERVER_MAXSIZE = tonumber(ARGV[#ARGV - 1]), tonumber(ARGV[#ARGV])
+local DEFAULTS_KNOWN = SERVER_DURATION ~= nil and SERVER_MAXSIZE ~= nil
 
 -- An entry ID's ms and seq parts as digit strings.
 local function split_id(id)
@@ -52,7 +58,9 @@ local function xinfo()
   return to_table(redis.call('XINFO', 'STREAM', STREAM))
 end
 
--- The meta hash; absent fields take the defaults. owner is nil when there is
+-- The meta hash; absent fields take Redis's defaults (a meta written
+-- before the server-level defaults existed had them; one created since
+-- holds its settings). owner is nil when there is
 -- no emulated state. snap_id/snap_added/snap_sum are the stream's
 -- last-generated-id, entries-added and that entry's content digest right
 -- after our last write (R13 detection).
@@ -71,8 +79,10 @@ local function load_meta()
   }
 end
 
+-- The meta of a stream whose state starts now: the server-level defaults.
 local function fresh_meta()
-  return { duration = DEFAULT_DURATION, maxsize = DEFAULT_MAXSIZE, added = 0, dups = 0 }
+  return { duration = SERVER_DURATION or DEFAULT_DURATION, maxsize = SERVER_MAXSIZE or DEFAULT_MAXSIZE,
+    added = 0, dups = 0, fresh = true }
 end
 
 -- Two stream names that map to the same state keys ("s" and "{s}") must not

@@ -24,6 +24,8 @@
 -- values an item: a reply of thousands of elements costs the server more
 -- than the adds.
 -- Refusals, with nothing written: {'N'} the server has native IDMP (ARGV[9]);
+-- {'D'} the stream's state starts now and the server-level defaults, the
+-- last two arguments, were not given;
 -- {'P', lines} the progress record stands at another line count (a chunk
 -- sent again after it was committed, or another run of the same batch).
 --
@@ -46,17 +48,19 @@ local err = conflict(m)
 if err then return err end
 
 local exists, info = t == 'stream', nil
+local drop = false
 if exists then
   info = xinfo()
-  if stale(info, m) then
-    drop_state(false)
-    m = fresh_meta()
-  end
-elseif m.owner or redis.call('EXISTS', PIDS) == 1 then
+  drop = stale(info, m)
+else
   -- R13: the stream is gone, so is everything it remembered.
-  drop_state(false)
-  m = fresh_meta()
+  drop = m.owner ~= nil or redis.call('EXISTS', PIDS) == 1
 end
+-- A stream whose state starts now takes the server-level defaults: a
+-- caller that did not send them is asked to ({'D'}), before any write.
+if (drop or not m.owner) and not DEFAULTS_KNOWN then return { 'D' } end
+if drop then drop_state(false) end
+if drop or not m.owner then m = fresh_meta() end
 
 -- Variadic calls in slices: Lua's unpack is bounded by the C stack.
 local function bulk(cmd, key, list)
@@ -292,7 +296,11 @@ if nadds + ndups > 0 then
   for _, p in ipairs(redis.call('SRANDMEMBER', PIDS, 2)) do
     if redis.call('EXISTS', ORDER_PREFIX .. p) == 0 then redis.call('SREM', PIDS, p) end
   end
-  redis.call('HSET', META, unpack(snapshot(info, last_id, nadds)))
+  local h = snapshot(info, last_id, nadds)
+  if m.fresh then
+    h[#h + 1], h[#h + 2], h[#h + 3], h[#h + 4] = 'duration', m.duration, 'maxsize', m.maxsize
+  end
+  redis.call('HSET', META, unpack(h))
   if nadds > 0 then redis.call('HINCRBY', META, 'iids-added', nadds) end
   if ndups > 0 then redis.call('HINCRBY', META, 'iids-duplicates', ndups) end
 end

@@ -17,6 +17,8 @@ local info = xinfo()
 if stale(info, m) then
   drop_state(false)
   m = fresh_meta()
+elseif not m.owner then
+  m = fresh_meta() -- no state yet: the other setting is the server-level default
 end
 local ad, am = m.duration, m.maxsize
 if d > 0 then ad = d end

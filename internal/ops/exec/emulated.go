@@ -1,0 +1,309 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
+	"github.com/idmpctl/idmpctl/internal/resp"
+)
+
+// The emulated IDMP surface: each command's script calls and how their
+// replies become the command's reply.
+
+// queueTimeError is an error Redis gives when a command is queued in
+// MULTI (its command table's arity), rather than when EXEC runs it.
+func queueTimeError(c Command) bool {
+	switch c.Name {
+	case "XADD":
+		return len(c.Args) < 5
+	case "XCFGSET":
+		return len(c.Args) < 2
+	}
+	return false
+}
+
+// local answers a command with an error found before sending it.
+func (s *Session) local(p *pending, err error) error {
+	r := resp.ErrorOf("ERR " + err.Error())
+	p.fixed = &r
+	s.send(p)
+	return nil
+}
+
+func (s *Session) xadd(p *pending, c Command) error {
+	if c.Deletion == "DELREF" || c.Deletion == "ACKED" {
+		if c.Add.MaxLen > 0 || c.Add.MinID != "" {
+			return s.local(p, fmt.Errorf("%s with MAXLEN or MINID is not emulated: emulated IDMP trims as KEEPREF does (Redis 8.2's DELREF and ACKED need native IDMP)", c.Deletion))
+		}
+		// Without trimming, KEEPREF, DELREF and ACKED do the same: nothing.
+	}
+	if p.queued {
+		// Inside MULTI each command is queued on its own.
+		return s.sendRun(p, []stream.AddRequest{c.Add})
+	}
+	// Consecutive adds to one stream with the same options go in one call
+	// (the script's batch): the same replies, in order, and a later repeat
+	// of an earlier add in the run dedupes (R11). The run goes out when
+	// another command comes, when it is full, or when input pauses.
+	if len(s.run) > 0 && (len(s.run) == stream.MaxRun || s.runBytes > maxRunBytes || !stream.SameRun(s.run[0], c.Add)) {
+		if err := s.flushRun(); err != nil {
+			return err
+		}
+	}
+	s.run = append(s.run, c.Add)
+	for _, a := range c.Args {
+		s.runBytes += len(a)
+	}
+	return nil
+}
+
+// maxRunBytes bounds a run's arguments, so that one call of large
+// messages stays far below the server's query buffer limits.
+const maxRunBytes = 4 << 20
+
+// flushRun sends the adds waiting in the run.
+func (s *Session) flushRun() error {
+	if len(s.run) == 0 {
+		return nil
+	}
+	run := s.run
+	s.run, s.runBytes = nil, 0
+	return s.sendRun(&pending{}, run)
+}
+
+// sendRun sends one add script call for reqs, whose reply becomes one
+// reply per request.
+func (s *Session) sendRun(p *pending, reqs []stream.AddRequest) error {
+	p.outs = len(reqs)
+	call, iids, err := s.streams.AddRunCall(reqs)
+	if err != nil {
+		r := resp.ErrorOf("ERR " + err.Error())
+		p.split = func([]resp.Reply) []resp.Reply {
+			out := make([]resp.Reply, len(reqs))
+			for i := range out {
+				out[i] = r
+			}
+			return out
+		}
+		s.send(p)
+		return nil
+	}
+	p.split = func(rs []resp.Reply) []resp.Reply {
+		out := make([]resp.Reply, 0, len(iids))
+		r := rs[0]
+		if r.IsError() {
+			for range iids {
+				out = append(out, r)
+			}
+			return out
+		}
+		ids, noStream, err := stream.ParseAddRunReply(r.Value(), iids)
+		for _, id := range ids {
+			out = append(out, resp.BulkOf(id))
+		}
+		// The request that stopped the run and those after it: the stream
+		// is missing (nil, as NOMKSTREAM replies), or XADD failed, and the
+		// requests after it, of the same stream and options, would too.
+		rest := resp.NilReply()
+		if !noStream && err != nil {
+			rest = resp.ErrorOf(strings.TrimSpace(err.Error()))
+		}
+		for len(out) < len(iids) {
+			out = append(out, rest)
+		}
+		return out
+	}
+	s.send(p, script(call))
+	return nil
+}
+
+// idmpFields are XINFO STREAM's six IDMP fields, in Redis 8.6's order.
+var idmpFields = []string{"idmp-duration", "idmp-maxsize", "pids-tracked", "iids-tracked", "iids-added", "iids-duplicates"}
+
+func (s *Session) xinfo(p *pending, c Command) error {
+	call, err := s.streams.InfoCall(c.Stream)
+	if err != nil {
+		return s.local(p, err)
+	}
+	stream := c.Stream
+	p.combine = func(rs []resp.Reply) resp.Reply {
+		xi, ir := rs[0], rs[1]
+		if xi.IsError() {
+			return xi
+		}
+		if ir.IsError() {
+			return ir
+		}
+		info, _, err := streamInfo(ir, stream)
+		if err != nil {
+			return resp.ErrorOf("ERR " + err.Error())
+		}
+		vals := []int64{info.IDMPDuration, info.IDMPMaxSize, info.PIDsTracked, info.IIDsTracked, info.IIDsAdded, info.IIDsDuplicates}
+		extra := make([]resp.Reply, 0, 12)
+		for i, f := range idmpFields {
+			extra = append(extra, resp.BulkOf(f), resp.IntOf(vals[i]))
+		}
+		return insertFields(xi, extra)
+	}
+	s.send(p, cmd(c.Args), script(call))
+	return nil
+}
+
+func streamInfo(r resp.Reply, name string) (stream.Info, bool, error) {
+	return stream.ParseInfoCallReply(r.Value(), name)
+}
+
+// insertFields puts the IDMP fields where Redis 8.6 has them: after
+// recorded-first-entry-id (Redis 7.0+), else before groups (or entries).
+func insertFields(xi resp.Reply, extra []resp.Reply) resp.Reply {
+	at := -1
+	for i := 0; i+1 < len(xi.Elems); i += 2 {
+		k := xi.Elems[i].Str
+		if k == "recorded-first-entry-id" {
+			at = i + 2
+			break
+		}
+		if at < 0 && (k == "groups" || k == "entries") {
+			at = i
+		}
+	}
+	if at < 0 {
+		at = len(xi.Elems)
+	}
+	out := xi
+	out.Elems = make([]resp.Reply, 0, len(xi.Elems)+len(extra))
+	out.Elems = append(out.Elems, xi.Elems[:at]...)
+	out.Elems = append(out.Elems, extra...)
+	out.Elems = append(out.Elems, xi.Elems[at:]...)
+	return out
+}
+
+// configGet adds the stream-idmp-* parameters a pattern matches to the
+// server's own CONFIG GET reply.
+func (s *Session) configGet(p *pending, c Command) {
+	var names []string
+	for _, n := range []string{ParamDuration, ParamMaxSize} {
+		for _, pat := range c.ConfigPatterns {
+			if GlobMatch(pat, n, true) {
+				names = append(names, n)
+				break
+			}
+		}
+	}
+	if len(names) == 0 {
+		s.send(p, cmd(c.Args))
+		return
+	}
+	p.combine = func(rs []resp.Reply) resp.Reply {
+		r := rs[0]
+		if r.IsError() || !r.Aggregate() {
+			return r
+		}
+		d := s.defaultsFrom(rs[1])
+		out := r
+		out.Elems = append([]resp.Reply(nil), r.Elems...)
+		for _, n := range names {
+			if hasKey(r, n) {
+				continue
+			}
+			v := d.Duration
+			if n == ParamMaxSize {
+				v = d.MaxSize
+			}
+			out.Elems = append(out.Elems, resp.BulkOf(n), resp.BulkOf(strconv.FormatInt(v, 10)))
+		}
+		return out
+	}
+	s.send(p, cmd(c.Args), cmd([]string{"HMGET", idmp.DefaultsKey, ParamDuration, ParamMaxSize}))
+}
+
+func hasKey(r resp.Reply, k string) bool {
+	for i := 0; i+1 < len(r.Elems); i += 2 {
+		if r.Elems[i].Str == k {
+			return true
+		}
+	}
+	return false
+}
+
+// defaultsFrom reads HMGET idmp.DefaultsKey's reply: absent or unreadable
+// values are Redis's defaults.
+func (s *Session) defaultsFrom(r resp.Reply) idmp.Defaults {
+	if len(r.Elems) != 2 {
+		return idmp.ParseDefaults("", "")
+	}
+	return idmp.ParseDefaults(r.Elems[0].Str, r.Elems[1].Str)
+}
+
+// configSet writes the server-level defaults (validated by the grammar).
+func (s *Session) configSet(p *pending, c Command) {
+	args := []string{"HSET", idmp.DefaultsKey}
+	if c.ConfigSet.Duration > 0 {
+		args = append(args, ParamDuration, strconv.FormatInt(c.ConfigSet.Duration, 10))
+	}
+	if c.ConfigSet.MaxSize > 0 {
+		args = append(args, ParamMaxSize, strconv.FormatInt(c.ConfigSet.MaxSize, 10))
+	}
+	p.combine = func(rs []resp.Reply) resp.Reply {
+		if rs[0].IsError() {
+			return rs[0]
+		}
+		return resp.StatusOf("OK")
+	}
+	s.send(p, cmd(args))
+	// The commands after this one see the new defaults on the server, and
+	// get them from the session too; in a transaction that may be
+	// discarded, they are read again after it.
+	d := *s.streams.Defaults
+	if c.ConfigSet.Duration > 0 {
+		d.Duration = c.ConfigSet.Duration
+	}
+	if c.ConfigSet.MaxSize > 0 {
+		d.MaxSize = c.ConfigSet.MaxSize
+	}
+	s.streams.SetDefaults(d)
+	if p.queued {
+		s.defaultsInTx = true
+	}
+}
+
+// loadDefaults reads the server-level defaults for the scripts, once the
+// commands sent before have run (a transaction that set them, or not).
+func (s *Session) loadDefaults(ctx context.Context) error {
+	if err := s.sync(); err != nil {
+		return err
+	}
+	return s.streams.LoadDefaults(ctx)
+}
+
+// sync sends what is written and waits for every reply before it.
+func (s *Session) sync() error {
+	if err := s.Flush(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	s.pending <- &pending{barrier: done}
+	select {
+	case <-done:
+	case <-s.readDone:
+	}
+	return s.err()
+}
+
+// resolve settles auto mode: native when the server has IDMP.
+func (s *Session) resolve(ctx context.Context) error {
+	caps, err := s.conn.Capabilities(ctx)
+	if err != nil {
+		return err
+	}
+	if caps.NativeIDMP {
+		s.mode = stream.ModeNative
+	} else {
+		s.mode = stream.ModeEmulated
+	}
+	return nil
+}

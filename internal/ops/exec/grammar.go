@@ -1,0 +1,425 @@
+package exec
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
+)
+
+// Op is what exec does with a command.
+type Op uint8
+
+// Ops. OpPass sends the command as it is; the others are the IDMP surface
+// that emulated mode serves itself.
+const (
+	OpPass      Op = iota
+	OpError        // the grammar refused it: Err is the reply
+	OpXAdd         // XADD with IDMP or IDMPAUTO
+	OpXCfgSet      // XCFGSET
+	OpXInfo        // XINFO STREAM key [FULL [COUNT n]]
+	OpConfigGet    // CONFIG GET pattern...
+	OpConfigSet    // CONFIG SET with stream-idmp-* parameters
+	OpMove         // RENAME, RENAMENX, COPY
+)
+
+// Command is one parsed command.
+type Command struct {
+	Args []string
+	Name string // upper case: "XADD", "CONFIG", ...
+	Op   Op
+	Err  string // OpError: the error reply, in Redis's words
+
+	Add      stream.AddRequest // OpXAdd
+	Deletion string            // OpXAdd: KEEPREF, DELREF or ACKED as given ("" none)
+	Stream   string            // OpXCfgSet, OpXInfo: the key
+	Cfg      idmp.Config       // OpXCfgSet: 0 keeps a value
+
+	ConfigPatterns []string    // OpConfigGet
+	ConfigSet      idmp.Config // OpConfigSet: 0 for a parameter not given
+	Move           MoveRequest // OpMove
+}
+
+// MoveRequest is a RENAME, RENAMENX or COPY of a key that may be a stream
+// with emulated IDMP state.
+type MoveRequest struct {
+	Src, Dst string
+	NX       bool // RENAMENX
+	Copy     bool
+	Replace  bool // COPY ... REPLACE
+	DB       string
+}
+
+// Config parameters of the server-level defaults.
+const (
+	ParamDuration = idmp.ParamDuration
+	ParamMaxSize  = idmp.ParamMaxSize
+)
+
+// Texts of Redis's replies.
+const (
+	errSyntax       = "ERR syntax error"
+	errNotInteger   = "ERR value is not an integer or out of range"
+	errInvalidID    = "ERR Invalid stream ID specified as stream command argument"
+	errMultipleIDMP = "ERR IDMP/IDMPAUTO specified multiple times"
+	errExplicitID   = "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"
+	errAtLeastOne   = "ERR At least one parameter (IDMP-DURATION or IDMP-MAXSIZE) must be given"
+)
+
+func arity(name string) string {
+	return "ERR wrong number of arguments for '" + strings.ToLower(name) + "' command"
+}
+
+// Parse reads one command in emulated mode: the IDMP surface with Redis
+// 8.6's grammar and errors, in Redis's order; anything else passes.
+func Parse(args []string) Command {
+	c := Command{Args: args, Op: OpPass}
+	if len(args) == 0 {
+		return c
+	}
+	c.Name = strings.ToUpper(args[0])
+	switch c.Name {
+	case "XADD":
+		parseXAdd(&c)
+	case "XCFGSET":
+		parseXCfgSet(&c)
+	case "XINFO":
+		if len(args) >= 3 && strings.EqualFold(args[1], "STREAM") && xinfoStreamArgsOK(args) {
+			c.Op, c.Stream = OpXInfo, args[2]
+		}
+	case "CONFIG":
+		parseConfig(&c)
+	case "RENAME", "RENAMENX":
+		if len(args) == 3 {
+			c.Op, c.Move = OpMove, MoveRequest{Src: args[1], Dst: args[2], NX: c.Name == "RENAMENX"}
+		}
+	case "COPY":
+		parseCopy(&c)
+	}
+	return c
+}
+
+func (c *Command) fail(msg string) {
+	c.Op, c.Err = OpError, msg
+}
+
+// parseXAdd follows Redis 8.6's streamParseAddOrTrimArgsOrReply and
+// xaddCommand: options in any order up to the ID, each checked as it is
+// read, then the IDMP and LIMIT rules, then the fields' arity. An XADD
+// without IDMP or IDMPAUTO that parses passes to the server as it is.
+func parseXAdd(c *Command) {
+	a := c.Args
+	if len(a) < 5 {
+		c.fail(arity("xadd"))
+		return
+	}
+	r := &c.Add
+	r.Stream = a[1]
+	idmpSeen, idGiven, limitGiven := false, false, false
+	trim := ""
+	i := 2
+	for ; i < len(a); i++ {
+		more := len(a) - 1 - i
+		opt := a[i]
+		switch {
+		case opt == "*":
+		case strings.EqualFold(opt, "MAXLEN") && more > 0, strings.EqualFold(opt, "MINID") && more > 0:
+			if trim != "" {
+				c.fail("ERR syntax error, MAXLEN and MINID options at the same time are not compatible")
+				return
+			}
+			trim = strings.ToUpper(opt)
+			r.Approx = false
+			if next := a[i+1]; more >= 2 && (next == "~" || next == "=") {
+				r.Approx = next == "~"
+				i++
+			}
+			if trim == "MAXLEN" {
+				n, ok := idmp.ParseInt(a[i+1])
+				if !ok {
+					c.fail(errNotInteger)
+					return
+				}
+				if n < 0 {
+					c.fail("ERR The MAXLEN argument must be >= 0.")
+					return
+				}
+				r.MaxLen, r.MinID = n, ""
+				if n == 0 {
+					// MAXLEN 0 keeps no entry, the new one included: so
+					// does MINID of the highest ID (AddRequest's MaxLen 0
+					// means no trimming).
+					r.MinID = maxStreamID
+				}
+			} else {
+				if !validStreamID(a[i+1], false) {
+					c.fail(errInvalidID)
+					return
+				}
+				r.MinID, r.MaxLen = a[i+1], 0
+			}
+			i++
+			continue
+		case strings.EqualFold(opt, "LIMIT") && more > 0:
+			n, ok := idmp.ParseInt(a[i+1])
+			if !ok {
+				c.fail(errNotInteger)
+				return
+			}
+			if n < 0 {
+				c.fail("ERR The LIMIT argument must be >= 0.")
+				return
+			}
+			r.Limit, limitGiven = n, true
+			if n == 0 {
+				r.Limit = -1 // AddRequest's LIMIT 0
+			}
+			i++
+			continue
+		case strings.EqualFold(opt, "NOMKSTREAM"):
+			r.NoMkStream = true
+			continue
+		case strings.EqualFold(opt, "KEEPREF"), strings.EqualFold(opt, "DELREF"), strings.EqualFold(opt, "ACKED"):
+			c.Deletion = strings.ToUpper(opt)
+			continue
+		case strings.EqualFold(opt, "IDMPAUTO") && more > 0:
+			if idmpSeen {
+				c.fail(errMultipleIDMP)
+				return
+			}
+			if a[i+1] == "" {
+				c.fail("ERR IDMPAUTO requires a non-empty producer ID")
+				return
+			}
+			idmpSeen, r.Auto, r.PID = true, true, a[i+1]
+			i++
+			continue
+		case strings.EqualFold(opt, "IDMP") && more >= 2:
+			if idmpSeen {
+				c.fail(errMultipleIDMP)
+				return
+			}
+			if a[i+1] == "" {
+				c.fail("ERR IDMP requires a non-empty producer ID")
+				return
+			}
+			if a[i+2] == "" {
+				c.fail("ERR IDMP requires a non-empty idempotent ID")
+				return
+			}
+			idmpSeen, r.PID, r.IID = true, a[i+1], a[i+2]
+			i += 2
+			continue
+		default:
+			if !validStreamID(opt, true) {
+				c.fail(errInvalidID)
+				return
+			}
+			idGiven = true
+		}
+		break
+	}
+	if idmpSeen && idGiven {
+		c.fail(errExplicitID)
+		return
+	}
+	if limitGiven && !r.Approx {
+		c.fail("ERR syntax error, LIMIT cannot be used without the special ~ option")
+		return
+	}
+	fields := len(a) - (i + 1)
+	if fields < 2 || fields%2 == 1 {
+		c.fail(arity("xadd"))
+		return
+	}
+	if !idmpSeen {
+		return // a plain XADD: the server's own
+	}
+	r.ID = "*"
+	r.Fields = a[i+1:]
+	c.Op = OpXAdd
+}
+
+// maxStreamID is the highest stream ID.
+const maxStreamID = "18446744073709551615-18446744073709551615"
+
+// validStreamID is Redis's streamParseStrictIDOrReply: MS or MS-SEQ of
+// unsigned 64-bit integers as string2ull reads them (strict: "-" and "+"
+// are no IDs), and with auto, MS-* too.
+func validStreamID(s string, auto bool) bool {
+	if len(s) > 127 || s == "-" || s == "+" {
+		return false
+	}
+	ms, seq, dash := strings.Cut(s, "-")
+	if !string2ull(ms) {
+		return false
+	}
+	if !dash {
+		return true
+	}
+	return auto && seq == "*" || string2ull(seq)
+}
+
+// string2ull is Redis's: string2ll when that reads a non-negative number,
+// else strtoull's whole-string read (leading spaces, a sign, any zeros).
+func string2ull(s string) bool {
+	if n, ok := idmp.ParseInt(s); ok {
+		return n >= 0
+	}
+	t := strings.TrimLeft(s, " \t\n\v\f\r")
+	if t != "" && (t[0] == '+' || t[0] == '-') {
+		t = t[1:]
+	}
+	if t == "" {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		if t[i] < '0' || t[i] > '9' {
+			return false
+		}
+	}
+	_, err := strconv.ParseUint(t, 10, 64)
+	return err == nil
+}
+
+// parseXCfgSet follows Redis 8.6's XCFGSET: each keyword's value is read
+// (an integer, then in range) before the next keyword; a keyword without a
+// value or an unknown one is a syntax error; no keyword at all is "At least
+// one parameter". The key is looked up only then (no such key, WRONGTYPE).
+func parseXCfgSet(c *Command) {
+	a := c.Args
+	if len(a) < 2 {
+		c.fail(arity("xcfgset"))
+		return
+	}
+	if len(a) == 2 {
+		c.fail(errAtLeastOne)
+		return
+	}
+	c.Stream = a[1]
+	for i := 2; i < len(a); i++ {
+		more := len(a) - 1 - i
+		var limit int64
+		var name string
+		var dst *int64
+		switch {
+		case strings.EqualFold(a[i], "IDMP-DURATION") && more > 0:
+			limit, name, dst = idmp.MaxDuration, "IDMP-DURATION", &c.Cfg.Duration
+		case strings.EqualFold(a[i], "IDMP-MAXSIZE") && more > 0:
+			limit, name, dst = idmp.MaxMaxSize, "IDMP-MAXSIZE", &c.Cfg.MaxSize
+		default:
+			c.fail(errSyntax)
+			return
+		}
+		n, ok := idmp.ParseInt(a[i+1])
+		if !ok {
+			c.fail(errNotInteger)
+			return
+		}
+		if n < 1 || n > limit {
+			c.fail("ERR " + name + " must be between 1 and " + strconv.FormatInt(limit, 10))
+			return
+		}
+		*dst = n
+		i++
+	}
+	c.Op = OpXCfgSet
+}
+
+// xinfoStreamArgsOK is XINFO STREAM key [FULL [COUNT n]]: any other shape
+// passes to the server for its own error.
+func xinfoStreamArgsOK(a []string) bool {
+	switch len(a) {
+	case 3:
+		return true
+	case 4:
+		return strings.EqualFold(a[3], "FULL")
+	case 6:
+		return strings.EqualFold(a[3], "FULL") && strings.EqualFold(a[4], "COUNT")
+	}
+	return false
+}
+
+// parseConfig picks CONFIG GET (every call: a pattern may match the
+// stream-idmp-* parameters) and CONFIG SET of stream-idmp-* parameters.
+func parseConfig(c *Command) {
+	a := c.Args
+	if len(a) < 2 {
+		return
+	}
+	switch strings.ToUpper(a[1]) {
+	case "GET":
+		if len(a) >= 3 {
+			c.Op, c.ConfigPatterns = OpConfigGet, a[2:]
+		}
+	case "SET":
+		if len(a) < 4 || len(a)%2 != 0 {
+			return // the server's arity error
+		}
+		ours, others := false, false
+		for i := 2; i < len(a); i += 2 {
+			switch strings.ToLower(a[i]) {
+			case ParamDuration, ParamMaxSize:
+				ours = true
+			default:
+				others = true
+			}
+		}
+		if !ours {
+			return
+		}
+		if others {
+			c.fail("ERR CONFIG SET of " + ParamDuration + " or " + ParamMaxSize +
+				" goes alone in emulated IDMP (idmpctl keeps them, the server the others): set the others in a command of their own")
+			return
+		}
+		seen := map[string]bool{}
+		for i := 2; i < len(a); i += 2 {
+			name := strings.ToLower(a[i])
+			if seen[name] {
+				c.fail("ERR CONFIG SET failed - duplicate parameter '" + name + "'")
+				return
+			}
+			seen[name] = true
+			limit, dst := int64(idmp.MaxDuration), &c.ConfigSet.Duration
+			if name == ParamMaxSize {
+				limit, dst = idmp.MaxMaxSize, &c.ConfigSet.MaxSize
+			}
+			n, ok := idmp.ParseInt(a[i+1])
+			if !ok {
+				c.fail("ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument couldn't be parsed into an integer")
+				return
+			}
+			if n < 1 || n > limit {
+				c.fail("ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument must be between 1 and " +
+					strconv.FormatInt(limit, 10) + " inclusive")
+				return
+			}
+			*dst = n
+		}
+		c.Op = OpConfigSet
+	}
+}
+
+// parseCopy reads COPY source destination [DB n] [REPLACE]; any other
+// shape passes to the server for its own error.
+func parseCopy(c *Command) {
+	a := c.Args
+	if len(a) < 3 {
+		return
+	}
+	m := MoveRequest{Src: a[1], Dst: a[2], Copy: true}
+	for i := 3; i < len(a); i++ {
+		switch {
+		case strings.EqualFold(a[i], "REPLACE"):
+			m.Replace = true
+		case strings.EqualFold(a[i], "DB") && i+1 < len(a):
+			m.DB = a[i+1]
+			i++
+		default:
+			return
+		}
+	}
+	c.Op, c.Move = OpMove, m
+}

@@ -1,0 +1,213 @@
+package exec
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
+)
+
+func words(s string) []string {
+	args, err := SplitLine(s)
+	if err != nil {
+		panic(err)
+	}
+	return args
+}
+
+// Redis 8.6's errors, in its order (its stream test suite's cases, and the
+// order of streamParseAddOrTrimArgsOrReply: each option checked as read,
+// then IDMP with an explicit ID, then LIMIT without ~, then the fields).
+func TestParseErrors(t *testing.T) {
+	cases := []struct{ cmd, err string }{
+		{`XADD s`, "ERR wrong number of arguments for 'xadd' command"},
+		{`XADD s *`, "ERR wrong number of arguments for 'xadd' command"},
+		{`XADD s * f`, "ERR wrong number of arguments for 'xadd' command"},
+		{`XADD s IDMP p1 i1 * f`, "ERR wrong number of arguments for 'xadd' command"},
+		{`XADD s IDMP p1 i1 * f v g`, "ERR wrong number of arguments for 'xadd' command"},
+		{`XADD s IDMP p1 i1`, "ERR wrong number of arguments for 'xadd' command"},
+		{`XADD mystream IDMP p1 * f v`, "ERR Invalid stream ID specified as stream command argument"},
+		{`XADD mystream IDMP p1 iid1 1-1 f v`, "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"},
+		{`XADD mystream IDMP p1 iid1 1-* f v`, "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"},
+		{`XADD mystream IDMPAUTO p1 1-1 f v`, "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"},
+		{`XADD mystream IDMP p1 iid1 IDMP p2 iid2 * f v`, "ERR IDMP/IDMPAUTO specified multiple times"},
+		{`XADD mystream IDMPAUTO p1 IDMP p2 iid2 * f v`, "ERR IDMP/IDMPAUTO specified multiple times"},
+		{`XADD mystream IDMPAUTO p1 IDMPAUTO p2 * f v`, "ERR IDMP/IDMPAUTO specified multiple times"},
+		{`XADD mystream IDMP p1 iid1 IDMPAUTO p2 * f v`, "ERR IDMP/IDMPAUTO specified multiple times"},
+		{`XADD mystream IDMP "" iid1 * f v`, "ERR IDMP requires a non-empty producer ID"},
+		{`XADD mystream IDMP p1 "" * f v`, "ERR IDMP requires a non-empty idempotent ID"},
+		{`XADD mystream IDMPAUTO "" * f v`, "ERR IDMPAUTO requires a non-empty producer ID"},
+		{`XADD s IDMP p1 i1 IDMP "" i2 * f v`, "ERR IDMP/IDMPAUTO specified multiple times"},
+		{`XADD s MAXLEN abc IDMP p i * f v`, "ERR value is not an integer or out of range"},
+		{`XADD s IDMP p i MAXLEN -1 * f v`, "ERR The MAXLEN argument must be >= 0."},
+		{`XADD s IDMP p i MAXLEN 1 MINID 5 * f v`, "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"},
+		{`XADD s IDMP p i MINID x * f v`, "ERR Invalid stream ID specified as stream command argument"},
+		{`XADD s IDMP p i LIMIT -1 * f v`, "ERR The LIMIT argument must be >= 0."},
+		{`XADD s IDMP p i MAXLEN 5 LIMIT 10 * f v`, "ERR syntax error, LIMIT cannot be used without the special ~ option"},
+		{`XADD s IDMP p i 1-1 MAXLEN 5 LIMIT 10 f v`, "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"},
+		{`XADD s IDMP p i LIMIT 10 1-1 f v`, "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"},
+		{`XADD s IDMP p i + f v`, "ERR Invalid stream ID specified as stream command argument"},
+		{`XCFGSET`, "ERR wrong number of arguments for 'xcfgset' command"},
+		{`XCFGSET mystream`, "ERR At least one parameter (IDMP-DURATION or IDMP-MAXSIZE) must be given"},
+		{`XCFGSET mystream IDMP-DURATION`, "ERR syntax error"},
+		{`XCFGSET mystream IDMP-MAXSIZE`, "ERR syntax error"},
+		{`XCFGSET mystream INVALID`, "ERR syntax error"},
+		{`XCFGSET mystream INVALID 5`, "ERR syntax error"},
+		{`XCFGSET mystream IDMP-DURATION 5 IDMP-MAXSIZE`, "ERR syntax error"},
+		{`XCFGSET mystream IDMP-DURATION IDMP-DURATION IDMP-DURATION`, "ERR value is not an integer or out of range"},
+		{`XCFGSET mystream IDMP-MAXSIZE IDMP-MAXSIZE IDMP-MAXSIZE`, "ERR value is not an integer or out of range"},
+		{`XCFGSET mystream IDMP-DURATION INVALID IDMP-MAXSIZE`, "ERR value is not an integer or out of range"},
+		{`XCFGSET mystream IDMP-MAXSIZE INVALID IDMP-DURATION`, "ERR value is not an integer or out of range"},
+		{`XCFGSET mystream IDMP-DURATION 0 IDMP-MAXSIZE A`, "ERR IDMP-DURATION must be between 1 and 86400"},
+		{`XCFGSET mystream IDMP-DURATION 86401`, "ERR IDMP-DURATION must be between 1 and 86400"},
+		{`XCFGSET mystream IDMP-DURATION -100`, "ERR IDMP-DURATION must be between 1 and 86400"},
+		{`XCFGSET mystream IDMP-MAXSIZE 0`, "ERR IDMP-MAXSIZE must be between 1 and 10000"},
+		{`XCFGSET mystream IDMP-MAXSIZE 10001`, "ERR IDMP-MAXSIZE must be between 1 and 10000"},
+		{`CONFIG SET stream-idmp-duration 0`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-duration') - argument must be between 1 and 86400 inclusive"},
+		{`CONFIG SET stream-idmp-maxsize 10001`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - argument must be between 1 and 10000 inclusive"},
+		{`CONFIG SET stream-idmp-maxsize x`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - argument couldn't be parsed into an integer"},
+		{`CONFIG SET stream-idmp-maxsize 5 stream-idmp-maxsize 6`, "ERR CONFIG SET failed - duplicate parameter 'stream-idmp-maxsize'"},
+	}
+	for _, v := range []string{"A", "AAA", "*", "-", "+", "120-5", "3.14", "000000000", "IDMP-DURATION", "007", "+5", "0100", `""`} {
+		for _, k := range []string{"IDMP-DURATION", "IDMP-MAXSIZE"} {
+			cases = append(cases, struct{ cmd, err string }{"XCFGSET mystream " + k + " " + v, "ERR value is not an integer or out of range"})
+		}
+	}
+	for _, c := range cases {
+		got := Parse(words(c.cmd))
+		if got.Op != OpError || got.Err != c.err {
+			t.Errorf("%s: op %d %q, want %q", c.cmd, got.Op, got.Err, c.err)
+		}
+	}
+}
+
+func TestParseXAdd(t *testing.T) {
+	cases := []struct {
+		cmd      string
+		want     stream.AddRequest
+		deletion string
+	}{
+		{`XADD s IDMP p1 i1 * f v`, stream.AddRequest{Stream: "s", PID: "p1", IID: "i1", ID: "*", Fields: []string{"f", "v"}}, ""},
+		{`xadd s idmpauto p1 * f v g w`, stream.AddRequest{Stream: "s", PID: "p1", Auto: true, ID: "*", Fields: []string{"f", "v", "g", "w"}}, ""},
+		{`XADD s NOMKSTREAM KEEPREF MAXLEN ~ 100 LIMIT 10 IDMP p1 i1 * f v`,
+			stream.AddRequest{Stream: "s", PID: "p1", IID: "i1", ID: "*", NoMkStream: true, MaxLen: 100, Approx: true, Limit: 10, Fields: []string{"f", "v"}}, "KEEPREF"},
+		{`XADD s MINID = 5-0 IDMP p1 i1 DELREF * f v`, stream.AddRequest{Stream: "s", PID: "p1", IID: "i1", ID: "*", MinID: "5-0", Fields: []string{"f", "v"}}, "DELREF"},
+		{`XADD s IDMP p1 i1 MAXLEN 0 * f v`, stream.AddRequest{Stream: "s", PID: "p1", IID: "i1", ID: "*", MinID: maxStreamID, Fields: []string{"f", "v"}}, ""},
+		{`XADD s MAXLEN ~ 5 LIMIT 0 IDMP p1 i1 * f v`, stream.AddRequest{Stream: "s", PID: "p1", IID: "i1", ID: "*", MaxLen: 5, Approx: true, Limit: -1, Fields: []string{"f", "v"}}, ""},
+		// pids and iids that look like options or IDs (R1)
+		{`XADD s IDMP IDMP * * * *`, stream.AddRequest{Stream: "s", PID: "IDMP", IID: "*", ID: "*", Fields: []string{"*", "*"}}, ""},
+		{`XADD s IDMP - MAXLEN * f v`, stream.AddRequest{Stream: "s", PID: "-", IID: "MAXLEN", ID: "*", Fields: []string{"f", "v"}}, ""},
+	}
+	for _, c := range cases {
+		got := Parse(words(c.cmd))
+		if got.Op != OpXAdd || !reflect.DeepEqual(got.Add, c.want) || got.Deletion != c.deletion {
+			t.Errorf("%s: op %d %q %+v %q, want %+v %q", c.cmd, got.Op, got.Err, got.Add, got.Deletion, c.want, c.deletion)
+		}
+	}
+	// XADDs without IDMP that parse are the server's.
+	for _, cmd := range []string{`XADD s * f v`, `XADD s 1-1 f v`, `XADD s MAXLEN 5 * IDMP p`, `XADD s NOMKSTREAM * f v`} {
+		if got := Parse(words(cmd)); got.Op != OpPass {
+			t.Errorf("%s: op %d %q, want a pass", cmd, got.Op, got.Err)
+		}
+	}
+}
+
+func TestParseOthers(t *testing.T) {
+	if c := Parse(words(`XCFGSET s IDMP-MAXSIZE 5 idmp-duration 60`)); c.Op != OpXCfgSet || c.Cfg != (idmp.Config{Duration: 60, MaxSize: 5}) || c.Stream != "s" {
+		t.Errorf("XCFGSET: %+v", c)
+	}
+	for cmd, op := range map[string]Op{
+		`XINFO STREAM s`: OpXInfo, `xinfo stream s full`: OpXInfo, `XINFO STREAM s FULL COUNT 5`: OpXInfo,
+		`XINFO STREAM s COUNT 5`: OpPass, `XINFO GROUPS s`: OpPass, `XINFO STREAM`: OpPass,
+		`CONFIG GET maxclients`: OpConfigGet, `CONFIG GET`: OpPass, `CONFIG SET maxclients 5`: OpPass,
+		`CONFIG SET stream-idmp-duration 5 maxclients 5`: OpError, `CONFIG SET stream-idmp-duration`: OpPass,
+		`RENAME a b`: OpMove, `RENAME a`: OpPass, `COPY a b REPLACE DB 1`: OpMove, `COPY a b NOPE`: OpPass,
+		`GET x`: OpPass, `SET k v`: OpPass,
+	} {
+		if c := Parse(words(cmd)); c.Op != op {
+			t.Errorf("%s: op %d %q, want %d", cmd, c.Op, c.Err, op)
+		}
+	}
+	if c := Parse(words(`CONFIG SET STREAM-IDMP-MAXSIZE 7 stream-idmp-duration 9`)); c.Op != OpConfigSet || c.ConfigSet != (idmp.Config{Duration: 9, MaxSize: 7}) {
+		t.Errorf("CONFIG SET: %+v", c)
+	}
+}
+
+func TestSplitLine(t *testing.T) {
+	cases := []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"   \t ", nil},
+		{"SET k v", []string{"SET", "k", "v"}},
+		{`SET "a b" 'c d'`, []string{"SET", "a b", "c d"}},
+		{`SET "\x00\xff\n\r\t\a\b\"\\\q" x`, []string{"SET", "\x00\xff\n\r\t\a\b\"\\q", "x"}},
+		{`SET 'it\'s' '\x41'`, []string{"SET", "it's", `\x41`}},
+		{`a"b c"`, []string{"ab c"}},
+		{`"" ''`, []string{"", ""}},
+		{"SET k v\r\n", []string{"SET", "k", "v"}},
+		{`"\x4"`, []string{`x4`}},
+	}
+	for _, c := range cases {
+		got, err := SplitLine(c.in)
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("SplitLine(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+	for _, bad := range []string{`"abc`, `'abc`, `"a"b`, `'a'b`, `"\"`} {
+		if got, err := SplitLine(bad); err != ErrInvalidArgs {
+			t.Errorf("SplitLine(%q) = %q, %v; want Invalid argument(s)", bad, got, err)
+		}
+	}
+}
+
+func TestGlobMatch(t *testing.T) {
+	for _, c := range []struct {
+		p, s string
+		want bool
+	}{
+		{"*", "stream-idmp-duration", true}, {"stream-idmp-*", "stream-idmp-maxsize", true},
+		{"STREAM-IDMP-*", "stream-idmp-maxsize", true}, {"*idmp*", "stream-idmp-duration", true},
+		{"stream-idmp-?uration", "stream-idmp-duration", true}, {"stream-idmp-[a-e]*", "stream-idmp-duration", true},
+		{"stream-idmp-[^d]*", "stream-idmp-duration", false}, {"maxclients", "stream-idmp-maxsize", false},
+		{`stream\-idmp-*`, "stream-idmp-maxsize", true}, {"stream-idmp", "stream-idmp-maxsize", false},
+		{strings.Repeat("*a", 30) + "b", strings.Repeat("a", 40), false},
+	} {
+		if got := GlobMatch(c.p, c.s, true); got != c.want {
+			t.Errorf("GlobMatch(%q, %q) = %v", c.p, c.s, got)
+		}
+	}
+}
+
+// FuzzParse: any line splits or is refused, and any arguments parse to one
+// outcome without a panic; an XADD parsed as IDMP has a pid, exactly one of
+// an iid or IDMPAUTO, and an even number (>= 2) of fields.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		`XADD s IDMP p1 i1 * f v`, `XADD s NOMKSTREAM KEEPREF MAXLEN ~ 100 LIMIT 10 IDMPAUTO p1 * f v`,
+		`XADD mystream IDMP p1 * f v`, `XADD s IDMP p i MINID = 1-* * f v`, `XCFGSET s IDMP-DURATION IDMP-DURATION IDMP-DURATION`,
+		`XCFGSET s IDMP-MAXSIZE 5 IDMP-DURATION 9`, `CONFIG SET stream-idmp-maxsize 5`, `CONFIG GET stream-idmp-*`,
+		`XINFO STREAM s FULL COUNT 2`, `COPY a b DB 1 REPLACE`, `"\x00\xff" '\''`, `a"b c"d`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		args, err := SplitLine(line)
+		if err != nil {
+			return
+		}
+		c := Parse(args)
+		if c.Op == OpXAdd {
+			r := c.Add
+			if r.PID == "" || r.Auto == (r.IID != "") || len(r.Fields) < 2 || len(r.Fields)%2 != 0 || r.ID != "*" {
+				t.Fatalf("%q parsed to %+v", line, r)
+			}
+		}
+		if c.Op == OpError && !strings.HasPrefix(c.Err, "ERR ") {
+			t.Fatalf("%q: error %q has no ERR", line, c.Err)
+		}
+	})
+}

@@ -1,0 +1,156 @@
+package exec
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/resp"
+)
+
+// readLoop reads each pending command's replies in order and emits the
+// command's reply: combined, QUEUED inside MULTI, regrouped at EXEC.
+func (s *Session) readLoop() {
+	defer close(s.readDone)
+	var queue []*pending // the transaction's commands, in order
+	for p := range s.pending {
+		if p.barrier != nil {
+			close(p.barrier)
+			continue
+		}
+		if s.err() != nil {
+			continue // drain: the connection failed
+		}
+		replies := make([]resp.Reply, p.n)
+		for i := range replies {
+			if s.opt.Timeout > 0 {
+				_ = s.nc.SetReadDeadline(time.Now().Add(s.opt.Timeout))
+			}
+			r, err := resp.Read(s.rd)
+			if err != nil {
+				s.fail(err)
+				s.nc.Close()
+				break
+			}
+			replies[i] = r
+		}
+		if s.err() != nil {
+			continue
+		}
+		if p.hidden {
+			if r := replies[0]; r.IsError() {
+				s.fail(exit.Wrap(errors.New(r.Str), "")) // NOAUTH, WRONGPASS: 77 with its hint
+				s.nc.Close()
+			}
+			continue
+		}
+		var out resp.Reply
+		switch {
+		case p.queued:
+			out = resp.StatusOf("QUEUED")
+			for _, r := range replies {
+				if !r.IsQueued() {
+					out = r
+					break
+				}
+			}
+			switch {
+			case p.n > 0 && p.fixed != nil && !out.IsQueued():
+				out = *p.fixed // a stand-in's refusal, in the command's words
+			case out.IsQueued():
+				queue = append(queue, p)
+			}
+		case p.exec:
+			out = regroup(replies[0], queue)
+			for _, e := range out.Elems {
+				s.noteNoScript(e)
+			}
+			if out.Aggregate() {
+				s.mu.Lock()
+				for _, q := range queue {
+					s.execLoaded = append(s.execLoaded, q.loads...)
+				}
+				s.mu.Unlock()
+			}
+		case p.split != nil && p.fixed == nil:
+			outs := p.splitReplies(replies)
+			for _, r := range outs[:len(outs)-1] {
+				s.opt.Emit(r, true)
+			}
+			out = outs[len(outs)-1]
+		default:
+			out = p.reply(replies)
+		}
+		if p.endTx {
+			queue = nil
+		}
+		s.noteNoScript(out)
+		s.opt.Emit(out, s.rd.Buffered() > 0)
+	}
+}
+
+// reply is a command's reply from its wire replies.
+func (p *pending) reply(replies []resp.Reply) resp.Reply {
+	if p.fixed != nil {
+		return *p.fixed
+	}
+	if p.split != nil {
+		return p.splitReplies(replies)[0]
+	}
+	for _, r := range replies[:p.skip] {
+		if r.IsError() {
+			return r // a SCRIPT LOAD refused (NOPERM): the call cannot run
+		}
+	}
+	rest := replies[p.skip:]
+	if p.combine == nil {
+		return rest[0]
+	}
+	return p.combine(rest)
+}
+
+// splitReplies is a run's replies, one per request.
+func (p *pending) splitReplies(replies []resp.Reply) []resp.Reply {
+	for _, r := range replies[:p.skip] {
+		if r.IsError() {
+			out := make([]resp.Reply, p.outs)
+			for i := range out {
+				out[i] = r
+			}
+			return out
+		}
+	}
+	return p.split(replies[p.skip:])
+}
+
+// regroup turns EXEC's array, one element per wire command, into one
+// element per queued command.
+func regroup(r resp.Reply, queue []*pending) resp.Reply {
+	total := 0
+	for _, q := range queue {
+		total += q.n
+	}
+	if !r.Aggregate() || len(r.Elems) != total {
+		return r // nil (WATCH), EXECABORT, or not ours to read
+	}
+	out := r
+	out.Elems = make([]resp.Reply, 0, len(queue))
+	at := 0
+	for _, q := range queue {
+		out.Elems = append(out.Elems, q.reply(r.Elems[at:at+q.n]))
+		at += q.n
+	}
+	return out
+}
+
+// noteNoScript forgets the loaded scripts when the server says it lost
+// them (SCRIPT FLUSH): the next call loads its script again.
+func (s *Session) noteNoScript(r resp.Reply) {
+	if r.IsError() && strings.HasPrefix(r.Str, "NOSCRIPT") {
+		// The map is the writer's: it clears it before its next command.
+		s.mu.Lock()
+		s.reload = true
+		s.mu.Unlock()
+	}
+}

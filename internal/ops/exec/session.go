@@ -1,0 +1,230 @@
+// Package exec runs Redis commands as Redis 8.6 would answer them, on any
+// server: XADD IDMP/IDMPAUTO, XCFGSET, XINFO STREAM, CONFIG GET/SET
+// stream-idmp-*, and RENAME/RENAMENX/COPY of streams are served natively by
+// a server with IDMP and emulated with idmpctl's scripts elsewhere; every
+// other command passes through. Commands go on one connection of its own,
+// in order and pipelined; replies keep RESP's types (internal/resp) for
+// output as redis-cli prints them (internal/render). It never prints.
+package exec
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
+	"github.com/idmpctl/idmpctl/internal/resp"
+)
+
+// Options configure a session.
+type Options struct {
+	Mode  stream.Mode
+	RESP3 bool // speak RESP3 (HELLO 3), for maps in -o json as redis-cli --json has them
+	// Emit receives each reply in order, in the reader's goroutine; more
+	// says that further replies are already read (the caller may hold its
+	// output until one comes with more false).
+	Emit func(r resp.Reply, more bool)
+	// Depth bounds the commands in flight (default 4096).
+	Depth int
+	// Timeout bounds the wait for each reply (0: none).
+	Timeout time.Duration
+}
+
+// Session is a connection running commands in order. Do queues a command
+// (writing it, pipelined); replies reach Options.Emit in order. Close
+// waits for every reply.
+type Session struct {
+	conn    *redisconn.Conn
+	opt     Options
+	mode    stream.Mode
+	streams *stream.Streams
+	nc      net.Conn
+	w       *bufio.Writer
+	rd      *bufio.Reader
+	buf     []byte
+
+	loaded  map[*redisconn.Script]bool
+	inMulti bool
+	// defaultsInTx: a CONFIG SET of the defaults was queued in the
+	// transaction; after EXEC or DISCARD they are read again.
+	defaultsInTx bool
+	run          []stream.AddRequest // adds waiting to go in one call
+	runBytes     int                 // their arguments' bytes
+	reload       bool                // the server lost its scripts (NOSCRIPT): load them again
+	// execLoaded are scripts a transaction's EXEC loaded (the reader's
+	// news for the writer, under mu).
+	execLoaded []*redisconn.Script
+
+	pending  chan *pending
+	readDone chan struct{}
+	mu       sync.Mutex
+	readErr  error
+	closed   bool
+}
+
+// pending is one command sent, as the reader must read it back.
+type pending struct {
+	n       int                           // wire replies to read
+	skip    int                           // leading replies that are the session's (SCRIPT LOAD): dropped unless errors
+	combine func([]resp.Reply) resp.Reply // the command's reply from its wire replies (after skip)
+	fixed   *resp.Reply                   // a reply decided without the server (n == 0), or one that replaces a stand-in's
+	queued  bool                          // sent inside MULTI: answered QUEUED
+	exec    bool                          // EXEC: the queued commands' replies in one array
+	endTx   bool                          // EXEC, DISCARD, RESET: the transaction's queue ends
+	hidden  bool                          // the session's own (AUTH, SELECT, HELLO): no output; an error ends the session
+	outs    int                           // with split: the replies it makes (a run of adds)
+	loads   []*redisconn.Script           // queued in MULTI: the scripts its SCRIPT LOADs load at EXEC
+	barrier chan struct{}                 // closed when the reader reaches it (sync)
+	split   func([]resp.Reply) []resp.Reply
+}
+
+// Open connects. Nothing is sent before the first Do (or Flush).
+func Open(ctx context.Context, conn *redisconn.Conn, opt Options) (*Session, error) {
+	nc, hello, err := conn.DialRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Depth <= 0 {
+		opt.Depth = 4096
+	}
+	streams, err := stream.NewStreams(conn, stream.ModeEmulated)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	s := &Session{
+		conn: conn, opt: opt, mode: opt.Mode, streams: streams, nc: nc,
+		w: bufio.NewWriterSize(nc, 64<<10), rd: bufio.NewReaderSize(nc, 64<<10),
+		loaded: map[*redisconn.Script]bool{}, pending: make(chan *pending, opt.Depth),
+		readDone: make(chan struct{}),
+	}
+	go s.readLoop()
+	for _, h := range hello {
+		s.send(&pending{hidden: true}, cmd(h))
+	}
+	if opt.RESP3 {
+		s.send(&pending{hidden: true}, cmd([]string{"HELLO", "3"}))
+	}
+	return s, nil
+}
+
+// Mode is the mode in force: auto until the first IDMP command settles it.
+func (s *Session) Mode() stream.Mode { return s.mode }
+
+// Do sends one command. Its reply comes to Emit in its turn. An error
+// means the session cannot go on (the connection failed).
+func (s *Session) Do(ctx context.Context, args []string) error {
+	if err := s.err(); err != nil {
+		return err
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	c := Command{Args: args, Op: OpPass, Name: strings.ToUpper(args[0])}
+	switch c.Name {
+	case "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "MONITOR", "SYNC", "PSYNC":
+		// They turn the connection into a stream of messages, which a
+		// session of one reply per command cannot follow.
+		return s.Reply(resp.ErrorOf("ERR idmpctl exec runs commands that answer once: " + c.Name + " needs redis-cli"))
+	}
+	if s.mode != stream.ModeNative {
+		c = Parse(args)
+		if c.Op != OpPass && s.mode == stream.ModeAuto {
+			if err := s.resolve(ctx); err != nil {
+				return err
+			}
+			if s.mode == stream.ModeNative {
+				c = Command{Args: args, Op: OpPass, Name: c.Name}
+			}
+		}
+	}
+	if c.Op != OpXAdd || s.inMulti {
+		if err := s.flushRun(); err != nil {
+			return err
+		}
+	}
+	if c.Op != OpPass && c.Op != OpError && s.streams.Defaults == nil {
+		if err := s.loadDefaults(ctx); err != nil {
+			return err
+		}
+	}
+	p := &pending{queued: s.inMulti}
+	switch c.Name {
+	case "MULTI":
+		p.queued, s.inMulti = false, true
+	case "EXEC", "DISCARD", "RESET":
+		p.queued, p.exec, p.endTx = false, c.Name == "EXEC" && s.inMulti, true
+		s.inMulti = false
+		if s.defaultsInTx {
+			s.defaultsInTx = false
+			s.streams.Defaults = nil // read again before the next emulated command
+		}
+	case "WATCH", "QUIT":
+		p.queued = false
+	}
+	return s.dispatch(p, c)
+}
+
+// Reply is a reply decided without the server, in its turn among the
+// others (a line that cannot be split).
+func (s *Session) Reply(r resp.Reply) error {
+	if err := s.err(); err != nil {
+		return err
+	}
+	if err := s.flushRun(); err != nil {
+		return err
+	}
+	s.send(&pending{fixed: &r})
+	return nil
+}
+
+func (s *Session) dispatch(p *pending, c Command) error {
+	switch c.Op {
+	case OpPass:
+		s.send(p, cmd(c.Args))
+	case OpError:
+		r := resp.ErrorOf(c.Err)
+		p.fixed = &r
+		if p.queued && queueTimeError(c) {
+			// Redis refuses this command when it is queued and then aborts
+			// the transaction at EXEC: a stand-in the server also refuses
+			// flags it, and its reply is replaced by this one.
+			s.send(p, cmd([]string{"XADD"}))
+			return nil
+		}
+		s.send(p)
+	case OpXAdd:
+		return s.xadd(p, c)
+	case OpXCfgSet:
+		call, err := s.streams.CfgSetCall(c.Stream, c.Cfg.Duration, c.Cfg.MaxSize)
+		if err != nil {
+			return s.local(p, err)
+		}
+		p.combine = func(rs []resp.Reply) resp.Reply {
+			if r := rs[0]; r.IsError() {
+				return r
+			}
+			return resp.StatusOf("OK")
+		}
+		s.send(p, script(call))
+	case OpXInfo:
+		return s.xinfo(p, c)
+	case OpConfigGet:
+		s.configGet(p, c)
+	case OpConfigSet:
+		s.configSet(p, c)
+	case OpMove:
+		op := c.Name
+		call, err := s.streams.MoveCall(op, c.Move.Src, c.Move.Dst, c.Move.Replace, c.Move.DB)
+		if err != nil {
+			return s.local(p, err)
+		}
+		p.combine = func(rs []resp.Reply) resp.Reply { return rs[0] }
+		s.send(p, script(call))
+	}
+	return nil
+}

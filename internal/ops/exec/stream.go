@@ -1,0 +1,70 @@
+package exec
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+
+	"github.com/idmpctl/idmpctl/internal/resp"
+)
+
+// RunLines runs the commands of in, one a line, split as redis-cli splits
+// them (SplitLine), in order on the session: a line that cannot be split
+// is answered "Invalid argument(s)" and the stream goes on; an empty line
+// is skipped. Commands are written as fast as lines come and sent whenever
+// in has nothing more ready, so a slow writer (a conversation) is never
+// held back and a file goes out in large writes. Memory stays bounded by
+// the session's depth, whatever the input's size.
+func RunLines(ctx context.Context, s *Session, in io.Reader) error {
+	rd := bufio.NewReaderSize(in, 64<<10)
+	var long []byte
+	for {
+		if rd.Buffered() == 0 {
+			if err := s.Flush(); err != nil {
+				return err
+			}
+		}
+		line, err := rd.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long[:0], line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = rd.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if len(line) > 0 {
+			if lerr := runLine(ctx, s, line); lerr != nil {
+				return lerr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// LocalError marks (in Reply.Int) an error reply that is idmpctl's, not
+// the server's: a line redis-cli would not send either ("Invalid
+// argument(s)"), which it prints as a plain line.
+const LocalError = -1
+
+func runLine(ctx context.Context, s *Session, line []byte) error {
+	args, err := SplitLine(string(line))
+	if err != nil {
+		r := resp.ErrorOf(err.Error())
+		r.Int = LocalError
+		return s.Reply(r)
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	return s.Do(ctx, args)
+}

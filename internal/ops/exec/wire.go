@@ -1,0 +1,135 @@
+package exec
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+	"github.com/idmpctl/idmpctl/internal/resp"
+)
+
+// wireCmd is one command on the wire: plain arguments, or a script call.
+type wireCmd struct {
+	args []string
+	call *redisconn.Call
+}
+
+func cmd(args []string) wireCmd           { return wireCmd{args: args} }
+func script(call *redisconn.Call) wireCmd { return wireCmd{call: call} }
+
+// send writes a command's wire commands (after a SCRIPT LOAD of each
+// script this connection has not run yet) and hands p to the reader.
+func (s *Session) send(p *pending, cmds ...wireCmd) {
+	s.mu.Lock()
+	if s.reload {
+		s.reload = false
+		clear(s.loaded)
+	}
+	for _, sc := range s.execLoaded {
+		s.loaded[sc] = true
+	}
+	s.execLoaded = nil
+	s.mu.Unlock()
+	for _, c := range cmds {
+		if c.call != nil && !s.loaded[c.call.Script] {
+			eval := c.call.Command(true)
+			src, _ := eval[1].(string)
+			s.buf = resp.AppendCommand(s.buf[:0], "SCRIPT", "LOAD", src)
+			s.writeRaw(s.buf)
+			if p.queued {
+				// Queued in MULTI: loaded only if EXEC runs it (the reader
+				// says so), not if the transaction is discarded.
+				p.loads = append(p.loads, c.call.Script)
+			} else {
+				s.loaded[c.call.Script] = true
+			}
+			p.skip++
+		}
+	}
+	for _, c := range cmds {
+		if c.call != nil {
+			s.buf = appendAnyCommand(s.buf[:0], c.call.Command(false))
+		} else {
+			s.buf = resp.AppendCommand(s.buf[:0], c.args...)
+		}
+		s.writeRaw(s.buf)
+	}
+	p.n = p.skip + len(cmds)
+	s.pending <- p
+}
+
+func (s *Session) writeRaw(b []byte) {
+	if _, err := s.w.Write(b); err != nil {
+		s.fail(err)
+	}
+}
+
+// Flush sends what is written. The caller flushes whenever it would wait
+// for more input, so that a command is never held back.
+func (s *Session) Flush() error {
+	if err := s.flushRun(); err != nil {
+		return err
+	}
+	if err := s.w.Flush(); err != nil {
+		s.fail(err)
+	}
+	return s.err()
+}
+
+func (s *Session) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.readErr == nil {
+		s.readErr = err
+	}
+}
+
+func (s *Session) err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.readErr
+}
+
+// Close flushes, waits for every reply, and closes the connection. Its
+// error is the session's: a connection that failed before every reply came.
+func (s *Session) Close() error {
+	if s.closed {
+		return s.err()
+	}
+	s.closed = true
+	_ = s.Flush()
+	close(s.pending)
+	<-s.readDone
+	s.nc.Close()
+	return s.err()
+}
+
+// appendAnyCommand writes a script call's arguments (strings, *string,
+// integers) as one command.
+func appendAnyCommand(b []byte, args []any) []byte {
+	b = append(b, '*')
+	b = strconv.AppendInt(b, int64(len(args)), 10)
+	b = append(b, '\r', '\n')
+	var num [24]byte
+	for _, a := range args {
+		var s string
+		switch v := a.(type) {
+		case string:
+			s = v
+		case *string:
+			s = *v
+		case int:
+			s = string(strconv.AppendInt(num[:0], int64(v), 10))
+		case int64:
+			s = string(strconv.AppendInt(num[:0], v, 10))
+		default:
+			s = fmt.Sprint(v)
+		}
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(len(s)), 10)
+		b = append(b, '\r', '\n')
+		b = append(b, s...)
+		b = append(b, '\r', '\n')
+	}
+	return b
+}

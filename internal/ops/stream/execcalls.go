@@ -1,0 +1,133 @@
+package stream
+
+import (
+	_ "embed"
+	"errors"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+)
+
+// The emulated scripts' calls for a caller that sends them on a connection
+// of its own, in order with other commands (idmpctl exec: a stream of
+// commands, MULTI/EXEC), and reads their replies itself. The calls are the
+// ones Add, CfgSet and Info make.
+
+// AddRunCall is the add script's call for a run of requests that share a
+// stream and options (SameRun; validated by the caller, at most MaxRun),
+// and the iid each uses (derived for Auto).
+func (s *Streams) AddRunCall(reqs []AddRequest) (*redisconn.Call, []string, error) {
+	return s.emulatedAddCall(reqs, nil, false)
+}
+
+// AddProbeCall is AddRunCall for a caller that does not know the mode or
+// the defaults yet: the script refuses, writing nothing, on a server with
+// native IDMP (NativeServer) and when the stream's state starts without
+// the defaults (NeedsDefaults). One round trip when neither happens.
+func (s *Streams) AddProbeCall(reqs []AddRequest) (*redisconn.Call, []string, error) {
+	return s.emulatedAddCall(reqs, nil, true)
+}
+
+// NativeServer reports ParseAddRunReply's refusal: the server has IDMP.
+func NativeServer(err error) bool { return errors.Is(err, errNativeServer) }
+
+// NeedsDefaults reports ParseAddRunReply's refusal: send the server-level
+// defaults (LoadDefaults) and call again.
+func NeedsDefaults(err error) bool { return errors.Is(err, errNeedDefaults) }
+
+// MaxRun bounds the adds of one call.
+const MaxRun = maxRun
+
+// SameRun reports whether two requests can share one call.
+func SameRun(a, b AddRequest) bool { return a.sameRun(b) }
+
+// ParseAddRunReply reads an AddRunCall's reply (strings, int64s, nil and
+// []any, as go-redis gives them): the entry IDs of the requests done, in
+// order, then why the next one stopped the run, if one did: noStream
+// (NOMKSTREAM on a missing stream: Redis's nil reply), or err (a server
+// error reply of XADD, kept verbatim).
+func ParseAddRunReply(v any, iids []string) (ids []string, noStream bool, err error) {
+	res, err := parseAddReply(v, iids, len(iids))
+	for _, r := range res {
+		ids = append(ids, r.ID)
+	}
+	if err != nil && exit.Code(err) == exit.NotFound {
+		return ids, true, nil
+	}
+	return ids, false, err
+}
+
+// CfgSetCall is the XCFGSET script's call (0 keeps a value). Its reply is
+// six integers, or the script's error (ERR no such key, WRONGTYPE).
+func (s *Streams) CfgSetCall(stream string, duration, maxsize int64) (*redisconn.Call, error) {
+	_, keys, args, err := s.stateCall(stream)
+	if err != nil {
+		return nil, err
+	}
+	call := redisconn.NewCall(cfgsetScript, keys, len(args)+4)
+	call.Args = append(append(append(call.Args, args...), duration, maxsize), s.defaultArgs()...)
+	return call, nil
+}
+
+// InfoCall is the XINFO view script's call; ParseInfoCallReply reads it.
+func (s *Streams) InfoCall(stream string) (*redisconn.Call, error) {
+	_, keys, args, err := s.stateCall(stream)
+	if err != nil {
+		return nil, err
+	}
+	call := redisconn.NewCall(infoScript, keys, len(args)+2)
+	call.Args = append(append(call.Args, args...), s.defaultArgs()...)
+	return call, nil
+}
+
+// ParseInfoCallReply reads an InfoCall's reply: ok false when the stream
+// does not exist.
+func ParseInfoCallReply(v any, stream string) (Info, bool, error) {
+	if v == nil {
+		return Info{}, false, nil
+	}
+	reply, isSlice := v.([]any)
+	if !isSlice || len(reply) < 11 || len(reply)%2 != 1 {
+		return Info{}, false, exit.New(exit.Internal, "emulated XINFO", "unexpected reply %v", v)
+	}
+	str := func(i int) string { v, _ := reply[i].(string); return v }
+	num := func(i int) int64 { v, _ := reply[i].(int64); return v }
+	info := Info{
+		Stream: stream, Mode: str(0), IDMPDuration: num(1), IDMPMaxSize: num(2),
+		IIDsAdded: num(3), IIDsDuplicates: num(4), ServerTimeMS: num(5), Length: num(6),
+		LastGeneratedID: str(7), EntriesAdded: num(8), FirstID: str(9), LastID: str(10),
+	}
+	for i := 11; i+1 < len(reply); i += 2 {
+		info.PIDsTracked++
+		info.IIDsTracked += num(i + 1)
+	}
+	return info, true, nil
+}
+
+//go:embed lua/stream_emu_move.lua
+var moveLua string
+
+var moveScript = emulatedScript(moveLua)
+
+// MoveCall is the call of the script that runs RENAME, RENAMENX (op) or
+// COPY and moves or copies the source stream's emulated IDMP state with
+// it (see lua/stream_emu_move.lua). Its reply is the command's.
+func (s *Streams) MoveCall(op, src, dst string, replace bool, db string) (*redisconn.Call, error) {
+	_, skeys, sargs, err := s.stateCall(src)
+	if err != nil {
+		return nil, err
+	}
+	dl, dkeys, _, err := s.stateCall(dst)
+	if err != nil {
+		return nil, err
+	}
+	flag := ""
+	if replace {
+		flag = "1"
+	}
+	keys := append(skeys, dkeys...)
+	call := redisconn.NewCall(moveScript, keys, 11)
+	call.Args = append(append(call.Args, sargs...), dl.IDsPrefix, dl.OrderPrefix, dst, op, flag, db)
+	call.Args = append(call.Args, s.defaultArgs()...)
+	return call, nil
+}

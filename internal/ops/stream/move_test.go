@@ -1,0 +1,95 @@
+package stream
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/idmpctl/idmpctl/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// The move script (RENAME/RENAMENX/COPY carrying emulated state) checks
+// before it writes: each refusal leaves every key as it was.
+func TestMoveScriptRefusesBeforeWriting(t *testing.T) {
+	t.Parallel()
+	conn, srv := redistest.Conn(t)
+	ctx := context.Background()
+	s := &Streams{Conn: conn, Mode: ModeEmulated, Defaults: &idmp.Defaults{Duration: 100, MaxSize: 100}}
+	if _, err := s.Add(ctx, AddRequest{Stream: "src", PID: "p", IID: "i", Fields: []string{"f", "v"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Add(ctx, AddRequest{Stream: "dst", PID: "q", IID: "j", Fields: []string{"f", "v"}}); err != nil {
+		t.Fatal(err)
+	}
+	dump := func(c redis.UniversalClient) []string {
+		keys, err := conn.Client().Keys(ctx, "*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(keys)
+		out := keys
+		for _, k := range keys {
+			v, _ := conn.Client().Dump(ctx, k).Result()
+			out = append(out, v)
+		}
+		return out
+	}
+	move := func(c redis.UniversalClient, op, src, dst string, replace bool, db string) (any, error) {
+		call, err := s.MoveCall(op, src, dst, replace, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return call.Script.Run(ctx, c, call.Keys, call.Args...).Result()
+	}
+	before := dump(conn.Client())
+	for _, c := range []struct {
+		op, src, dst string
+		replace      bool
+		db           string
+		reply        any
+		err          string
+	}{
+		{"COPY", "src", "other", false, "1", nil, "ERR COPY to another database of a stream with emulated IDMP state is not emulated: copy within the database, or XADD the entries anew"},
+		{"COPY", "src", "src", false, "", nil, "ERR source and destination objects are the same"},
+		{"RENAME", "nope", "x", false, "", nil, "ERR no such key"},
+		{"RENAMENX", "src", "dst", false, "", int64(0), ""},
+		{"COPY", "src", "dst", false, "", int64(0), ""},
+		{"COPY", "nope", "x", false, "", int64(0), ""},
+	} {
+		got, err := move(conn.Client(), c.op, c.src, c.dst, c.replace, c.db)
+		if c.err != "" && (err == nil || err.Error() != c.err) || c.err == "" && (err != nil || got != c.reply) {
+			t.Errorf("%s %s %s: %v, %v; want %v, %q", c.op, c.src, c.dst, got, err, c.reply, c.err)
+		}
+		if after := dump(conn.Client()); !slices.Equal(before, after) {
+			t.Fatalf("%s %s %s wrote: %q -> %q", c.op, c.src, c.dst, before, after)
+		}
+	}
+	// A user who may rename the stream but not write the state keys.
+	if !redistest.AtLeast(7, 0) {
+		t.Skip("redis.acl_check_cmd needs Redis 7.0+")
+	}
+	if _, err := srv.Do("ACL", "SETUSER", "mover", "on", ">pw", "+@all", "~src", "~dst", "~{src}:*", "-hset"); err != nil {
+		t.Fatal(err)
+	}
+	mover := redis.NewClient(&redis.Options{Network: "unix", Addr: srv.Addr, Username: "mover", Password: "pw"})
+	defer mover.Close()
+	if got, err := move(mover, "RENAME", "src", "dst", false, ""); err == nil {
+		t.Fatalf("RENAME without rights to the state keys: %v, want NOPERM", got)
+	}
+	if after := dump(conn.Client()); !slices.Equal(before, after) {
+		t.Fatalf("the refused RENAME wrote: %q -> %q", before, after)
+	}
+	// And with every right, the state follows: dst now dedupes src's iid.
+	if got, err := move(conn.Client(), "RENAME", "src", "dst", false, ""); err != nil || got != "OK" {
+		t.Fatalf("RENAME: %v, %v", got, err)
+	}
+	r, err := s.Add(ctx, AddRequest{Stream: "dst", PID: "p", IID: "i", Fields: []string{"f", "v"}})
+	if err != nil || !r.Duplicate {
+		t.Fatalf("add to the renamed stream: %+v, %v; want a duplicate", r, err)
+	}
+	if n, _ := conn.Client().Exists(ctx, "{src}:idmp", "{src}:idmp:pids", "{dst}:idmp:ids:q").Result(); n != 0 {
+		t.Fatalf("%d keys of the old state are left", n)
+	}
+}

@@ -1,0 +1,328 @@
+package render
+
+// Replies of Redis as redis-cli prints them (redis-cli.c: cliFormatReplyRaw,
+// cliFormatReplyTTY, cliFormatReplyJson), for idmpctl exec: a script that
+// parsed redis-cli's output parses idmpctl's.
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/idmpctl/idmpctl/internal/resp"
+)
+
+// AppendReplyRaw appends r as redis-cli prints it when stdout is not a
+// terminal: strings as they are, elements of arrays one a line, nothing for
+// a nil, an error's text and an empty line; and a newline after the reply.
+func AppendReplyRaw(b []byte, r resp.Reply) []byte {
+	b = appendRaw(b, r)
+	return append(b, '\n')
+}
+
+func appendRaw(b []byte, r resp.Reply) []byte {
+	switch r.Kind {
+	case resp.Nil:
+	case resp.Error:
+		b = append(b, r.Str...)
+		b = append(b, '\n')
+	case resp.Int:
+		b = strconv.AppendInt(b, r.Int, 10)
+	case resp.Bool:
+		if r.Int != 0 {
+			b = append(b, "(true)"...)
+		} else {
+			b = append(b, "(false)"...)
+		}
+	case resp.Array, resp.Set, resp.Push, resp.Map:
+		for i, e := range r.Elems {
+			if i > 0 {
+				b = append(b, '\n')
+			}
+			b = appendRaw(b, e)
+		}
+	default: // bulk, status, verbatim, double, big number
+		b = append(b, r.Str...)
+	}
+	return b
+}
+
+// AppendReplyTTY appends r as redis-cli prints it on a terminal: `(integer)
+// 1`, `"quoted"` strings with \xNN for bytes that are not printable ASCII,
+// `(nil)`, `(error) ...`, numbered elements with nested ones indented.
+func AppendReplyTTY(b []byte, r resp.Reply) []byte {
+	return appendTTY(b, r, "")
+}
+
+func appendTTY(b []byte, r resp.Reply, prefix string) []byte {
+	switch r.Kind {
+	case resp.Error:
+		b = append(b, "(error) "...)
+		b = append(b, r.Str...)
+	case resp.Status:
+		b = append(b, r.Str...)
+	case resp.Int:
+		b = append(b, "(integer) "...)
+		b = strconv.AppendInt(b, r.Int, 10)
+	case resp.Double:
+		b = append(b, "(double) "...)
+		b = append(b, r.Str...)
+	case resp.BigNum:
+		b = append(b, "(big number) "...)
+		b = append(b, r.Str...)
+	case resp.Bulk:
+		b = AppendRepr(b, r.Str)
+	case resp.Verbatim:
+		b = append(b, r.Str...)
+	case resp.Nil:
+		b = append(b, "(nil)"...)
+	case resp.Bool:
+		if r.Int != 0 {
+			b = append(b, "(true)"...)
+		} else {
+			b = append(b, "(false)"...)
+		}
+	case resp.Array, resp.Map, resp.Set, resp.Push:
+		return appendTTYAggregate(b, r, prefix)
+	}
+	return append(b, '\n')
+}
+
+func appendTTYAggregate(b []byte, r resp.Reply, prefix string) []byte {
+	n := len(r.Elems)
+	if r.Kind == resp.Map {
+		n /= 2
+	}
+	if n == 0 {
+		empty := map[resp.Kind]string{resp.Array: "(empty array)", resp.Map: "(empty hash)", resp.Set: "(empty set)", resp.Push: "(empty push)"}
+		b = append(b, empty[r.Kind]...)
+		return append(b, '\n')
+	}
+	width := len(strconv.Itoa(n))
+	inner := prefix + spaces(width+2)
+	sep := byte(')')
+	switch r.Kind {
+	case resp.Set:
+		sep = '~'
+	case resp.Map:
+		sep = '#'
+	}
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b = append(b, prefix...)
+		}
+		idx := strconv.Itoa(i + 1)
+		b = append(b, spaces(width-len(idx))...)
+		b = append(b, idx...)
+		b = append(b, sep, ' ')
+		if r.Kind != resp.Map {
+			b = appendTTY(b, r.Elems[i], inner)
+			continue
+		}
+		b = appendTTY(b, r.Elems[2*i], inner)
+		b = append(b[:len(b)-1], " => "...)
+		b = appendTTY(b, r.Elems[2*i+1], inner)
+	}
+	return b
+}
+
+func spaces(n int) string {
+	const s = "                                "
+	if n <= len(s) {
+		return s[:n]
+	}
+	out := make([]byte, n)
+	for i := range out {
+		out[i] = ' '
+	}
+	return string(out)
+}
+
+// AppendRepr appends s double-quoted as redis-cli (sdscatrepr) shows it:
+// \\ \" \n \r \t \a \b escaped, other bytes outside printable ASCII as \xNN.
+func AppendRepr(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '\\', '"':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\a':
+			b = append(b, '\\', 'a')
+		case '\b':
+			b = append(b, '\\', 'b')
+		default:
+			if c >= 0x20 && c <= 0x7e {
+				b = append(b, c)
+			} else {
+				b = append(b, '\\', 'x', hex[c>>4], hex[c&0xf])
+			}
+		}
+	}
+	return append(b, '"')
+}
+
+// AppendReplyJSON appends r as one line of JSON, as redis-cli --json prints
+// it (RESP3's maps as objects, integers and doubles as numbers, nil as
+// null), except that a string that is not UTF-8 is {"b64":"..."} (standard
+// base64 of its bytes) rather than bytes no JSON parser accepts, and an
+// error reply is {"error":"..."}. A map with a key that is not UTF-8 (an
+// object key cannot be {"b64":...}) is a list of [key, value] pairs.
+func AppendReplyJSON(b []byte, r resp.Reply) []byte {
+	if r.Kind == resp.Error {
+		b = append(b, `{"error":`...)
+		b = appendJSONString(b, r.Str)
+		b = append(b, '}')
+	} else {
+		b = appendJSON(b, r)
+	}
+	return append(b, '\n')
+}
+
+func appendJSON(b []byte, r resp.Reply) []byte {
+	switch r.Kind {
+	case resp.Error:
+		b = append(b, `{"error":`...)
+		b = appendJSONString(b, r.Str)
+		return append(b, '}')
+	case resp.Nil:
+		return append(b, "null"...)
+	case resp.Int:
+		return strconv.AppendInt(b, r.Int, 10)
+	case resp.Bool:
+		return strconv.AppendBool(b, r.Int != 0)
+	case resp.Double:
+		if f, err := strconv.ParseFloat(r.Str, 64); err == nil && !isInfOrNaN(f) {
+			return append(b, r.Str...)
+		}
+		return appendJSONString(b, r.Str) // inf, -inf, nan: not JSON numbers
+	case resp.BigNum:
+		return append(b, r.Str...)
+	case resp.Map:
+		if !mapKeysUTF8(r) {
+			b = append(b, '[')
+			for i := 0; i+1 < len(r.Elems); i += 2 {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, '[')
+				b = appendJSON(b, r.Elems[i])
+				b = append(b, ',')
+				b = appendJSON(b, r.Elems[i+1])
+				b = append(b, ']')
+			}
+			return append(b, ']')
+		}
+		b = append(b, '{')
+		for i := 0; i+1 < len(r.Elems); i += 2 {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, keyText(r.Elems[i]))
+			b = append(b, ':')
+			b = appendJSON(b, r.Elems[i+1])
+		}
+		return append(b, '}')
+	case resp.Array, resp.Set, resp.Push:
+		b = append(b, '[')
+		for i, e := range r.Elems {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSON(b, e)
+		}
+		return append(b, ']')
+	}
+	return appendJSONValue(b, r.Str)
+}
+
+func isInfOrNaN(f float64) bool {
+	return f != f || f > 1.7976931348623157e308 || f < -1.7976931348623157e308
+}
+
+// keyText is a map key as an object key: strings as they are, other
+// scalars in their raw form.
+func keyText(r resp.Reply) string {
+	if r.Kind == resp.Bulk || r.Kind == resp.Status || r.Kind == resp.Verbatim || r.Kind == resp.Double || r.Kind == resp.BigNum {
+		return r.Str
+	}
+	return string(appendRaw(nil, r))
+}
+
+func mapKeysUTF8(r resp.Reply) bool {
+	for i := 0; i < len(r.Elems); i += 2 {
+		if !utf8.ValidString(keyText(r.Elems[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// appendJSONValue is a string value: a JSON string, or {"b64":...}.
+func appendJSONValue(b []byte, s string) []byte {
+	if utf8.ValidString(s) {
+		return appendJSONString(b, s)
+	}
+	b = append(b, `{"b64":"`...)
+	b = base64.StdEncoding.AppendEncode(b, []byte(s))
+	return append(b, `"}`...)
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	if utf8.ValidString(s) && plainASCII(s) {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	out, _ := json.Marshal(s) // never fails for a string
+	// json.Marshal escapes <, > and & for HTML; redis-cli does not.
+	return append(b, unescapeHTML(out)...)
+}
+
+// plainASCII is printable ASCII that JSON takes as it is.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+func unescapeHTML(b []byte) []byte {
+	out := b[:0:0]
+	for i := 0; i < len(b); i++ {
+		if b[i] == '\\' && i+5 < len(b) && b[i+1] == 'u' && b[i+2] == '0' && b[i+3] == '0' {
+			switch string(b[i+4 : i+6]) {
+			case "3c":
+				out = append(out, '<')
+				i += 5
+				continue
+			case "3e":
+				out = append(out, '>')
+				i += 5
+				continue
+			case "26":
+				out = append(out, '&')
+				i += 5
+				continue
+			}
+		}
+		if b[i] == '\\' && i+1 < len(b) {
+			out = append(out, b[i], b[i+1])
+			i++
+			continue
+		}
+		out = append(out, b[i])
+	}
+	return out
+}
