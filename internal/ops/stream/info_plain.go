@@ -54,6 +54,7 @@ func (s *Streams) emulatedInfoPlain(ctx context.Context, stream string) (Info, e
 	if err != nil {
 		return Info{}, err
 	}
+	s.loadDefaults(ctx) // best effort, as for the script: a stream without state shows them
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var node redis.UniversalClient = s.Conn.Client()
@@ -103,18 +104,15 @@ func (s *Streams) emulatedInfoPlain(ctx context.Context, stream string) (Info, e
 	mode := "emulated"
 	var problems []string
 	switch {
-	case m.owner == nil && hasPIDs.Val() == 1:
-		problems = append(problems, "the settings hash "+l.Meta+" is missing (settings and counters shown are the defaults)")
-		m = freshMeta()
 	case m.owner == nil:
-		mode, m = "none", freshMeta()
+		mode, m = "none", s.freshMeta()
 	default:
 		stale, err := plainStale(ctx, node, stream, xi, m)
 		if err != nil {
 			return Info{}, err
 		}
 		if stale {
-			mode, m = "none", freshMeta()
+			mode, m = "none", s.freshMeta()
 		}
 	}
 	now, err := node.Time(ctx).Result()
@@ -156,12 +154,18 @@ func isReply(err error) bool {
 	return errors.As(err, &reply) || errors.Is(err, redis.Nil)
 }
 
-func freshMeta() plainMeta {
-	return plainMeta{duration: idmp.DefaultDuration, maxsize: idmp.DefaultMaxSize}
+// freshMeta is fresh_meta(): the server-level defaults, or Redis's.
+func (s *Streams) freshMeta() plainMeta {
+	m := plainMeta{duration: idmp.DefaultDuration, maxsize: idmp.DefaultMaxSize}
+	if s.Defaults != nil {
+		m.duration, m.maxsize = s.Defaults.Duration, s.Defaults.MaxSize
+	}
+	return m
 }
 
+// parsePlainMeta is load_meta(): absent fields take Redis's defaults.
 func parsePlainMeta(v []any) plainMeta {
-	m := freshMeta()
+	m := plainMeta{duration: idmp.DefaultDuration, maxsize: idmp.DefaultMaxSize}
 	str := func(i int) (string, bool) {
 		if i >= len(v) {
 			return "", false

@@ -77,6 +77,16 @@ func TestEmulatedInfoPlainMatchesScript(t *testing.T) {
 		t.Errorf("no state: %+v", got)
 	}
 
+	// Server-level defaults (CONFIG SET stream-idmp-* through exec): a
+	// stream without state shows them, in both views.
+	h.rdb.HSet(h.ctx, idmp.DefaultsKey, idmp.ParamDuration, "300", idmp.ParamMaxSize, "50")
+	h.s.Defaults = nil
+	if got := bothInfos(t, h, n); got.Mode != "none" || got.IDMPDuration != 300 || got.IDMPMaxSize != 50 {
+		t.Errorf("no state, server defaults: %+v", got)
+	}
+	h.rdb.Del(h.ctx, idmp.DefaultsKey)
+	h.s.Defaults = nil
+
 	// Deleted and recreated by another client: the old state is stale.
 	r := h.key("recreated")
 	h.mustNew(t, r, "p", "a")
