@@ -51,6 +51,7 @@ func scriptParams(dir string) testscript.Params {
 			"redis-freeze":  cmdRedisSignal("STOP"),
 			"redis-thaw":    cmdRedisSignal("CONT"),
 			"redis-restart": cmdRedisRestart,
+			"envstdout":     cmdEnvStdout,
 		},
 	}
 }
@@ -110,6 +111,16 @@ func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
 	d, err := time.ParseDuration(args[0])
 	ts.Check(err)
 	time.Sleep(d)
+}
+
+// cmdEnvStdout sets the variable NAME to the last command's stdout,
+// trimmed: the fencing token claim acquire printed, for the next steps
+// (tokens come from the server's clock).
+func cmdEnvStdout(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: envstdout NAME")
+	}
+	ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile("stdout")))
 }
 
 func server(ts *testscript.TestScript) *redistest.Server {

@@ -85,10 +85,10 @@ func TestMetricsStreams(t *testing.T) {
 func TestMetricsScan(t *testing.T) {
 	srv := redistest.New(t)
 	cli := clitest.New(t, "IDMPCTL_URL="+srv.URL)
-	cli.Expect(0, "claim", "acquire", "idem:done")
-	cli.Expect(0, "claim", "complete", "idem:done", "--token", "1")
-	cli.Expect(0, "claim", "acquire", "idem:failed")
-	cli.Expect(0, "claim", "fail", "idem:failed", "--token", "1")
+	tok := cli.Expect(0, "claim", "acquire", "idem:done").Stdout
+	cli.Expect(0, "claim", "complete", "idem:done", "--token", strings.TrimSpace(tok))
+	tok = cli.Expect(0, "claim", "acquire", "idem:failed").Stdout
+	cli.Expect(0, "claim", "fail", "idem:failed", "--token", strings.TrimSpace(tok))
 	cli.Expect(0, "claim", "acquire", "idem:running") // a live claim: no flag
 	for _, c := range [][]string{
 		// a claim whose lease ended long ago, without a TTL: stale, no-ttl

@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -63,23 +64,31 @@ func TestScenarioClaimRunSixteenWorkers(t *testing.T) {
 			"sh", "-c", `echo $$ >> runlog; sleep 0.3; echo "done by token $IDMPCTL_TOKEN"`)
 	}
 	counts := map[string]int{}
+	var reports []runReport
 	for _, p := range procs {
 		r := p.Wait(time.Minute)
 		rep := parseRunReport(t, r)
 		counts[rep.Outcome]++
 		switch {
-		case rep.Outcome == "ran" && r.Code == 0 && rep.Ran && rep.Output == "done by token 1\n":
+		case rep.Outcome == "ran" && r.Code == 0 && rep.Ran && rep.Output == fmt.Sprintf("done by token %d\n", rep.Token):
 		case rep.Outcome == "busy" && r.Code == 75 && !rep.Ran && strings.Contains(r.Stderr, "busy: held by"):
-		case rep.Outcome == "replayed" && r.Code == 0 && !rep.Ran && rep.Output == "done by token 1\n":
+		case rep.Outcome == "replayed" && r.Code == 0 && !rep.Ran && strings.HasPrefix(rep.Output, "done by token "):
 		default:
 			t.Errorf("unexpected worker end: %+v\n%s", rep, r)
 		}
+		reports = append(reports, rep)
 	}
 	if runs := readLines(t, filepath.Join(c.Dir, "runlog")); len(runs) != 1 || counts["ran"] != 1 {
 		t.Fatalf("the command ran %d times (%d workers report ran): %v", len(runs), counts["ran"], counts)
 	}
 	rec := faultHGetAll(t, rdb, key)
-	if rec["status"] != "COMPLETED" || rec["token"] != "1" || rec["attempts"] != "1" || rec["result"] != "done by token 1\n" {
+	want := "done by token " + rec["token"] + "\n"
+	for _, rep := range reports {
+		if rep.Outcome != "busy" && rep.Output != want {
+			t.Errorf("%s printed %q, want %q", rep.Outcome, rep.Output, want)
+		}
+	}
+	if rec["status"] != "COMPLETED" || rec["attempts"] != "1" || rec["result"] != want {
 		t.Fatalf("record: %v", rec)
 	}
 	t.Logf("16 workers on one key: ran %d, busy %d, replayed %d; the command ran once", counts["ran"], counts["busy"], counts["replayed"])
@@ -109,14 +118,14 @@ func TestScenarioRedeliveryReplays(t *testing.T) {
 	if d := c.Expect(1, "claim", "acquire", key); d.Stdout != first.Stdout {
 		t.Errorf("claim acquire of a completed key printed %q, want the stored result", d.Stdout)
 	}
-	if rec := faultHGetAll(t, rdb, key); rec["status"] != "COMPLETED" || rec["attempts"] != "1" || rec["token"] != "1" {
+	if rec := faultHGetAll(t, rdb, key); rec["status"] != "COMPLETED" || rec["attempts"] != "1" || rec["token"] == "" {
 		t.Errorf("redeliveries changed the record: %v", rec)
 	}
 }
 
 // (c) kill -9 of a claim run while its command runs: the command dies with
 // it, the key is busy (75) until the lease passes, then a new acquire takes
-// it over with token 2, and the dead run's token 1 is lost (76).
+// it over with a newer token, and the dead run's token is lost (76).
 func TestScenarioKilledRunnerLeaseTakeover(t *testing.T) {
 	t.Parallel()
 	if runtime.GOOS != "linux" {
@@ -126,11 +135,12 @@ func TestScenarioKilledRunnerLeaseTakeover(t *testing.T) {
 	rdb := faultRedis(t, srv)
 	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
 	const key = "job:c"
-	p := c.Start("claim", "run", key, "--lease", "1s", "--ttl", "1m", "--",
+	p := c.Start("claim", "run", key, "--lease", "1s", "--timeout", "300ms", "--ttl", "1m", "--",
 		"sh", "-c", `echo $$ > cmdpid; cut -d' ' -f5 /proc/$$/stat > cmdpgid; touch started; sleep 30; touch finished`)
 	faultAwaitStarted(t, c, p)
 	cmdPid := faultReadPid(t, filepath.Join(c.Dir, "cmdpid"))
 	cmdGroup := faultReadPid(t, filepath.Join(c.Dir, "cmdpgid"))
+	dead := faultHGetAll(t, rdb, key)["token"]
 	t.Cleanup(func() { _ = syscall.Kill(-cmdGroup, syscall.SIGKILL) })
 	_ = p.Kill()
 	killedAt := time.Now()
@@ -140,7 +150,7 @@ func TestScenarioKilledRunnerLeaseTakeover(t *testing.T) {
 	if !faultWaitFor(5*time.Second, func() bool { return faultProcessGone(cmdPid) }) {
 		t.Fatalf("the command (pid %d) outlived its killed claim run", cmdPid)
 	}
-	busy := c.Run("claim", "run", key, "--lease", "1s", "--ttl", "1m", "--", "touch", "ran")
+	busy := c.Run("claim", "run", key, "--lease", "1s", "--timeout", "300ms", "--ttl", "1m", "--", "touch", "ran")
 	if busy.Code != 75 || faultExists(filepath.Join(c.Dir, "ran")) {
 		t.Fatalf("right after the kill: want busy (75) without running, got %s", busy)
 	}
@@ -151,22 +161,23 @@ func TestScenarioKilledRunnerLeaseTakeover(t *testing.T) {
 		took = c.Run("claim", "acquire", key, "--owner", "w2", "--lease", "1m", "--ttl", "1m")
 		return took.Code != 75
 	})
-	if took.Code != 0 || strings.TrimSpace(took.Stdout) != "2" || !strings.Contains(took.Stderr, "took over") {
-		t.Fatalf("no takeover with token 2 once the lease passed: %s", took)
+	fresh := strings.TrimSpace(took.Stdout)
+	if took.Code != 0 || faultAtoi(fresh) <= faultAtoi(dead) || !strings.Contains(took.Stderr, "took over") {
+		t.Fatalf("no takeover with a token above %s once the lease passed: %s", dead, took)
 	}
 	takenAfter := time.Since(killedAt)
-	lost := c.Expect(76, "claim", "complete", key, "--token", "1", "--result", "stale")
-	if !strings.Contains(lost.Stderr, "token 1 is not current") {
+	lost := c.Expect(76, "claim", "complete", key, "--token", dead, "--result", "stale")
+	if !strings.Contains(lost.Stderr, "token "+dead+" is not current") {
 		t.Errorf("the stale complete does not say its token is not current: %s", lost.Stderr)
 	}
-	if rec := faultHGetAll(t, rdb, key); rec["status"] != "PROCESSING" || rec["token"] != "2" || rec["owner"] != "w2" || rec["result"] != "" {
+	if rec := faultHGetAll(t, rdb, key); rec["status"] != "PROCESSING" || rec["token"] != fresh || rec["owner"] != "w2" || rec["result"] != "" {
 		t.Errorf("the stale complete changed the record: %v", rec)
 	}
-	c.Expect(0, "claim", "complete", key, "--token", "2", "--result", "fresh")
+	c.Expect(0, "claim", "complete", key, "--token", fresh, "--result", "fresh")
 	if faultExists(filepath.Join(c.Dir, "finished")) {
 		t.Error("the killed run's command finished")
 	}
-	t.Logf("killed the runner; busy right after; taken over with token 2 %s after the kill (%d acquire attempts); token 1 lost (76)",
+	t.Logf("killed the runner; busy right after; taken over with a newer token %s after the kill (%d acquire attempts); the dead run's token lost (76)",
 		takenAfter.Round(time.Millisecond), polls)
 
 	// The command's own children die too: the guard that leads the
@@ -229,15 +240,16 @@ func TestScenarioFailThenRetry(t *testing.T) {
 	const key = "job:d"
 	c.Expect(3, "claim", "run", key, "--", "sh", "-c", `echo "attempt $IDMPCTL_ATTEMPT"; exit 3`)
 	rec := faultHGetAll(t, rdb, key)
-	if rec["status"] != "FAILED" || rec["attempts"] != "1" || rec["token"] != "1" || !strings.Contains(rec["error"], "exit status 3") {
+	if rec["status"] != "FAILED" || rec["attempts"] != "1" || rec["token"] == "" || !strings.Contains(rec["error"], "exit status 3") {
 		t.Fatalf("after the failure: %v", rec)
 	}
+	first := rec["token"]
 	r := c.Expect(0, "claim", "run", key, "--", "sh", "-c", `echo "attempt $IDMPCTL_ATTEMPT token $IDMPCTL_TOKEN"`)
-	if r.Stdout != "attempt 2 token 2\n" {
-		t.Fatalf("the retry printed %q", r.Stdout)
-	}
 	rec = faultHGetAll(t, rdb, key)
-	if rec["status"] != "COMPLETED" || rec["attempts"] != "2" || rec["token"] != "2" || rec["result"] != "attempt 2 token 2\n" {
+	if r.Stdout != "attempt 2 token "+rec["token"]+"\n" || faultAtoi(rec["token"]) <= faultAtoi(first) {
+		t.Fatalf("the retry printed %q (record %v, first token %s)", r.Stdout, rec, first)
+	}
+	if rec["status"] != "COMPLETED" || rec["attempts"] != "2" || rec["result"] != r.Stdout {
 		t.Fatalf("after the retry: %v", rec)
 	}
 	// --max-attempts refuses a retry past the limit (65) without running.

@@ -18,10 +18,16 @@ import (
 // ClaimFlags are the inputs every claim verb takes (the verbs have kept one
 // set of flags since the first release; each verb uses what it needs).
 type ClaimFlags struct {
-	Key         string
-	Owner       string
-	OwnerSet    bool // --owner was given; otherwise Complete looks up hostname:pid
-	Lease, TTL  time.Duration
+	Key        string
+	Owner      string
+	OwnerSet   bool // --owner was given; otherwise Complete looks up hostname:pid
+	Lease, TTL time.Duration
+	// LeaseSet and TTLSet say whether --lease and --ttl were given: a flag
+	// not given never changes what a stored claim was taken with.
+	LeaseSet, TTLSet bool
+	// takes says the verb takes a claim (acquire, run): its lease is
+	// --lease or its default; other verbs keep the stored lease.
+	takes       bool
 	Payload     string
 	MaxAttempts int64
 	MaxResult   int
@@ -84,7 +90,7 @@ func (o *ClaimFlags) validate() error {
 		return exit.Usagef("--lease %s: must be greater than zero", o.Lease)
 	case o.TTL <= 0:
 		return exit.Usagef("--ttl %s: must be greater than zero", o.TTL)
-	case o.Lease > o.TTL:
+	case o.TTLSet && (o.takes || o.LeaseSet) && o.Lease > o.TTL:
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--lease %s is longer than --ttl %s", o.Lease, o.TTL),
 			Hint: "the record must outlive its lease: raise --ttl or lower --lease"}
 	case o.MaxResult < 0:
@@ -103,15 +109,40 @@ func validateToken(token int64) error {
 }
 
 func (o *ClaimFlags) acquireParams() claim.AcquireParams {
-	return claim.AcquireParams{Key: o.Key, Owner: o.Owner, Lease: o.Lease, TTL: o.TTL,
+	return claim.AcquireParams{Key: o.Key, Owner: o.Owner, Lease: o.Lease, TTL: o.ttlGiven(),
 		Fingerprint: o.fingerprint, MaxAttempts: o.MaxAttempts}
+}
+
+// leaseGiven is --lease when given, else 0: keep the lease the claim was
+// taken with.
+func (o *ClaimFlags) leaseGiven() time.Duration {
+	if o.LeaseSet {
+		return o.Lease
+	}
+	return 0
+}
+
+// ttlGiven is --ttl when given, else 0: keep the retention the claim was
+// taken with.
+func (o *ClaimFlags) ttlGiven() time.Duration {
+	if o.TTLSet {
+		return o.TTL
+	}
+	return 0
+}
+
+// noteChanged records which flags were given (validate is pure).
+func (o *ClaimFlags) noteChanged(c *cobra.Command) {
+	o.OwnerSet = c.Flags().Changed("owner")
+	o.LeaseSet, o.TTLSet = c.Flags().Changed("lease"), c.Flags().Changed("ttl")
+	o.Durable.noteChanged(c)
 }
 
 func addClaimFlags(c *cobra.Command, o *ClaimFlags) {
 	fl := c.Flags()
 	fl.StringVar(&o.Owner, "owner", "", "who holds the claim (default hostname:pid)")
-	fl.DurationVar(&o.Lease, "lease", 5*time.Minute, "how long a claim stays live without renewal")
-	fl.DurationVar(&o.TTL, "ttl", 24*time.Hour, "retention of the record (set on every write)")
+	fl.DurationVar(&o.Lease, "lease", claim.DefaultLease, "how long a claim stays live without renewal (renew: default the lease the claim was taken with)")
+	fl.DurationVar(&o.TTL, "ttl", claim.DefaultTTL, "retention of the record, set on every write (default: the one the claim was taken with, else 24h)")
 	fl.StringVar(&o.Payload, "payload", "", "request payload (STRING or @FILE): its SHA-256 must match on redelivery")
 	fl.Int64Var(&o.MaxAttempts, "max-attempts", 0, "refuse a retry after this many attempts (0: unlimited)")
 	fl.IntVar(&o.MaxResult, "max-result", claim.DefaultMaxResult, "largest result stored, in bytes (0: no cap)")
@@ -136,8 +167,8 @@ func claimVerb(f *Factory, use, short string, o *ClaimFlags, prepare func(c *cob
 		Short: short,
 		Args:  exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			o.Key, o.OwnerSet = args[0], c.Flags().Changed("owner")
-			o.Durable.noteChanged(c)
+			o.Key = args[0]
+			o.noteChanged(c)
 			if err := o.complete(f); err != nil {
 				return err
 			}
@@ -161,19 +192,27 @@ func NewCmdClaim(f *Factory) *cobra.Command {
 		Short: "Claim idempotency keys: at most once per key, with leases and fencing tokens",
 		Long: `The claim protocol for idempotency keys. Every transition is one Lua script
 decided on the server's clock. The record is a hash at KEY with the fields
-status, owner, token, attempts, lease_until, created, updated, fingerprint,
-result and error.
+status, owner, token, attempts, lease_until, lease_ms, ttl_ms, created,
+updated, fingerprint, result and error.
 
   acquire   absent or claimable -> PROCESSING; prints the fencing token
             exit 0 acquired (also a stale takeover or a retry after FAILED)
             exit 1 already COMPLETED (prints the stored result): skip the work
             exit 75 busy (a live owner holds it), 65 fingerprint mismatch,
             attempts exhausted, or a key that is not a claim record
-  renew     extend the lease of a live claim (exit 76 when lost)
+  renew     extend the lease of a live claim; prints "renewed" and the lease
+            in ms (exit 76 when lost)
   complete  PROCESSING -> COMPLETED with --result (exit 76 when lost)
   fail      -> FAILED with --error, or --release to delete (exit 76 when lost)
   release   delete the claim so a redelivery starts afresh (exit 76 when lost)
   run       claim, run a command with the claim renewed, record the outcome
+
+A claim keeps the lease and the retention it was taken with (lease_ms,
+ttl_ms): renew, complete and fail change them only when --lease or --ttl is
+given, and a retry without --ttl keeps the record's retention. A lease
+longer than the retention is refused (64). Fencing tokens come from the
+server's clock (microseconds) and only grow for a key, also after its
+record was deleted or expired: a stale worker's token never matches again.
 
 --wait-replicas N makes every write wait until N replicas acknowledged it
 (WAIT, in the write's own round trip; --wait-aof: WAITAOF, Redis 7.2+),
@@ -200,6 +239,7 @@ type AcquireOptions struct {
 // NewCmdClaimAcquire builds claim acquire; runF replaces the run step in tests.
 func NewCmdClaimAcquire(f *Factory, runF func(*AcquireOptions) error) *cobra.Command {
 	o := &AcquireOptions{Factory: f}
+	o.takes = true
 	return claimVerb(f, "acquire KEY", "Claim KEY and print the fencing token", &o.ClaimFlags,
 		func(*cobra.Command) error { return nil },
 		func(ctx context.Context) error {
@@ -413,11 +453,16 @@ func (o *ClaimFlags) ackFor(wrote bool, ack *redisconn.Ack) ackJSON {
 	return toAckJSON(o.Durable.durability(), ack)
 }
 
-// claimStepOut prints the outcome of renew/complete/fail/release.
+// claimStepOut prints the outcome of renew/complete/fail/release; a
+// renewal adds the lease it granted (raw: "renewed", a tab, its ms).
 func claimStepOut(p *render.Printer, verb, key, raw string, r claim.Record, aj ackJSON) error {
+	renewed := verb == "renew"
 	switch p.Format {
 	case render.JSON:
 		j := map[string]any{"key": key, "verb": verb, "outcome": raw, "record": r}
+		if renewed {
+			j["lease_ms"], j["lease_until"] = r.LeaseMs, r.LeaseUntil
+		}
 		if aj.ReplicasAcked != nil {
 			j["replicas_acked"] = *aj.ReplicasAcked
 		}
@@ -426,8 +471,16 @@ func claimStepOut(p *render.Printer, verb, key, raw string, r claim.Record, aj a
 		}
 		return p.JSON(j)
 	case render.Table:
-		printClaim(p, verb+" "+key+": "+raw, r, aj.pairs()...)
+		pairs := aj.pairs()
+		if renewed {
+			pairs = append([]render.Pair{{"lease", msDuration(p, r.LeaseMs)}}, pairs...)
+		}
+		printClaim(p, verb+" "+key+": "+raw, r, pairs...)
 	default:
+		if renewed {
+			p.Line("%s\t%d", raw, r.LeaseMs)
+			return nil
+		}
 		p.Line("%s", raw)
 	}
 	return nil
@@ -441,13 +494,13 @@ func claimRenewRun(ctx context.Context, o *RenewOptions) error {
 	var r claim.Record
 	var ack redisconn.Ack
 	err = redisconn.WithRetries(ctx, o.Factory.Global.Retries, func() (err error) {
-		r, err = claim.Renew(ctx, conn, o.Key, o.Token, o.Lease, o.TTL, o.durably(&ack))
+		r, err = claim.Renew(ctx, conn, o.Key, o.Token, o.leaseGiven(), o.ttlGiven(), o.durably(&ack))
 		return err
 	}, nil)
 	if err != nil {
 		return err
 	}
-	return claimStepOut(o.Factory.Printer, "renew", o.Key, strconv.FormatInt(r.LeaseUntil-r.Now, 10), r, o.ackFor(true, &ack))
+	return claimStepOut(o.Factory.Printer, "renew", o.Key, "renewed", r, o.ackFor(true, &ack))
 }
 
 func claimCompleteRun(ctx context.Context, o *CompleteOptions) error {
@@ -462,7 +515,7 @@ func claimCompleteRun(ctx context.Context, o *CompleteOptions) error {
 	var r claim.Record
 	var ack redisconn.Ack
 	err = redisconn.WithRetries(ctx, o.Factory.Global.Retries, func() (err error) {
-		r, err = claim.Complete(ctx, conn, o.Key, o.Token, result, o.TTL, o.MaxResult, o.durably(&ack))
+		r, err = claim.Complete(ctx, conn, o.Key, o.Token, result, o.ttlGiven(), o.MaxResult, o.durably(&ack))
 		return err
 	}, nil)
 	if err != nil {
@@ -483,7 +536,7 @@ func claimFailRun(ctx context.Context, o *FailOptions) error {
 	var r claim.Record
 	var ack redisconn.Ack
 	err = redisconn.WithRetries(ctx, retries, func() (err error) {
-		r, err = claim.Fail(ctx, conn, o.Key, o.Token, o.ErrorText, o.TTL, o.Release, o.durably(&ack))
+		r, err = claim.Fail(ctx, conn, o.Key, o.Token, o.ErrorText, o.ttlGiven(), o.Release, o.durably(&ack))
 		return err
 	}, nil)
 	if err != nil {

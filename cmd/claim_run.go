@@ -28,26 +28,45 @@ type RunOptions struct {
 // NewCmdClaimRun builds claim run; runF replaces the run step in tests.
 func NewCmdClaimRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	o := &RunOptions{Factory: f}
+	o.takes = true
 	c := &cobra.Command{
 		Use:   "run KEY [flags] -- COMMAND [ARGS...]",
 		Short: "Run a command at most once per KEY: claim, run with renewals, record the outcome",
-		Long: `Claim KEY, run COMMAND with the claim renewed every lease/3, and record the
-outcome: exit 0 -> COMPLETED with the command's stdout (up to --max-result),
-non-zero -> FAILED; the command's exit code is passed through. Its stdout
-streams to ours; its stderr passes through; SIGINT and SIGTERM are forwarded.
-The command sees IDMPCTL_KEY, IDMPCTL_TOKEN and IDMPCTL_ATTEMPT.
+		Long: `Claim KEY, run COMMAND with the claim renewed from a third of the lease on,
+and record the outcome: exit 0 -> COMPLETED with the command's stdout (up to
+--max-result), non-zero -> FAILED; the command's exit code is passed through.
+Its stdout streams to ours (a reader that goes away stops the streaming,
+never the command); its stderr passes through; SIGINT and SIGTERM are
+forwarded. The command sees IDMPCTL_KEY, IDMPCTL_TOKEN and IDMPCTL_ATTEMPT.
+
+The lease is enforced: if renewals fail (Redis unreachable, a partition),
+the command is sent SIGTERM, then SIGKILL, so that it has ended before the
+lease could lapse, counted from when the last successful renewal was sent,
+less a margin for clock drift: no other worker can take the key while it
+runs. A --lease too short for a renewal to be answered within --timeout in
+time is refused (64).
 
   already COMPLETED   prints the stored output, exits 0, runs nothing
   busy                exits 75 (or waits with --wait, polling until done or free)
-  claim lost          a renewal found another owner, or renewals failed for
-                      longer than the lease: the command is stopped, exit 76
-  Redis unreachable   exits 69 and the command never runs (fail closed)
+  claim lost          a renewal found another owner, or renewals failed until
+                      the command had to be stopped: it is stopped, exit 76
+  Redis unreachable   before the command: exits 69 and it never runs (fail
+                      closed). After it ran: the outcome is tried again with
+                      the same token while the lease allows; if it still
+                      cannot be recorded, a warning says so and the command's
+                      exit code is passed through, never 69 or 75
   not acknowledged    with --wait-replicas: the claim was not acknowledged
                       by enough replicas in --wait-timeout: it is given up,
                       exit 69, and the command never runs. An outcome that
                       was not acknowledged stands on the primary: a warning
                       says so and the command's exit code is passed through.
                       A renewal that was not acknowledged counts as failed.
+
+On Linux the command runs in the process group of a guard that kills the
+group if idmpctl dies (even by kill -9). While idmpctl lives, it also stops
+descendants that left the group (setsid): it is their subreaper. Limit: after
+kill -9 of idmpctl, a descendant that left the command's process group
+(setsid, setpgid) is not killed.
 
 With -o json the command's stdout is not streamed: it is captured into the
 one JSON object printed at the end, with the outcome and exit code.`,
@@ -61,8 +80,8 @@ one JSON object printed at the end, with the outcome and exit code.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			o.Key, o.Command, o.OwnerSet = args[0], args[1:], c.Flags().Changed("owner")
-			o.Durable.noteChanged(c)
+			o.Key, o.Command = args[0], args[1:]
+			o.noteChanged(c)
 			if err := o.complete(f); err != nil {
 				return err
 			}
@@ -71,6 +90,9 @@ one JSON object printed at the end, with the outcome and exit code.`,
 			}
 			if o.Wait < 0 {
 				return exit.Usagef("--wait %s: must not be negative", o.Wait)
+			}
+			if err := claimrun.CheckLease(o.Lease, f.Global.Timeout+o.Durable.durability().Timeout); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(o)
@@ -95,6 +117,9 @@ type runJSON struct {
 	Output          string `json:"output"`
 	OutputTruncated bool   `json:"output_truncated,omitempty"`
 	Error           string `json:"error,omitempty"`
+	// The command ran but its outcome could not be recorded: why (its exit
+	// code is passed through).
+	Unrecorded string `json:"unrecorded,omitempty"`
 	// With --wait-replicas: the fewest replicas that acknowledged a write
 	// of this run (the claim, and the outcome when it ran), and why the
 	// outcome stands unacknowledged when it does.
@@ -109,6 +134,11 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	// one not needed is let go.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// A reader that went away (claim run ... | head -1) must not kill
+	// idmpctl with SIGPIPE: the command goes on and its outcome is
+	// recorded. Caught rather than ignored, so the command starts with the
+	// default action.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -135,7 +165,7 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 		return exit.WithHint(err, "the command was not run (fail closed)")
 	}
 	var ack redisconn.Ack
-	res, err := acquireWaiting(ctx, conn, o, &ack)
+	res, sent, err := claimrun.Acquire(ctx, conn, o.acquireParams(), o.Wait, o.durably(&ack))
 	stopWatching() // the run's loop forwards signals from here on
 	if err != nil {
 		var na *redisconn.NotAckedError
@@ -167,8 +197,8 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 		_ = acquireExit(p, o.Key, res)
 	}
 	report.Token, report.Attempt = res.Token, res.Attempt
-	params := claimrun.Params{Key: o.Key, Token: res.Token, Attempt: res.Attempt, Lease: o.Lease, TTL: o.TTL,
-		MaxResult: o.MaxResult, Retries: o.Factory.Global.Retries, Durability: o.Durable.durability(), Ack: ack,
+	params := claimrun.Params{Key: o.Key, Token: res.Token, Attempt: res.Attempt, LeaseSent: sent, Lease: o.Lease, TTL: o.ttlGiven(),
+		MaxResult: o.MaxResult, Durability: o.Durable.durability(), Ack: ack,
 		Command: o.Command, Stdin: o.Factory.In, Stdout: o.Factory.Out, Stderr: o.Factory.Err, Guard: g, Signals: sigs}
 	if p.Format == render.JSON {
 		params.Stdout = nil // captured into the JSON object
@@ -181,7 +211,7 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	report.ackJSON, report.Unacknowledged = o.ackFor(true, &run.Ack), run.Unacknowledged
 	report.Ran, report.ExitCode = run.Started, code
 	report.Output, report.OutputTruncated = run.Output, run.OutputTruncated
-	report.Recorded = run.Recorded
+	report.Recorded, report.Unrecorded = run.Recorded, run.Unrecorded
 	if runErr != nil {
 		report.Error = runErr.Error()
 		if exit.Code(runErr) == exit.Lost {
@@ -191,7 +221,9 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 		report.Outcome = "ran"
 	}
 	if p.Format == render.JSON {
-		if err := p.JSON(report); err != nil {
+		// A reader that went away does not change what the command's code
+		// says.
+		if err := p.JSON(report); err != nil && !errors.Is(err, syscall.EPIPE) {
 			return err
 		}
 	}
@@ -213,23 +245,4 @@ func failClosed(err error) error {
 		hint += "; " + e.Hint
 	}
 	return exit.WithHint(err, hint)
-}
-
-// acquireWaiting acquires, polling while busy for up to --wait.
-func acquireWaiting(ctx context.Context, conn *redisconn.Conn, o *RunOptions, ack *redisconn.Ack) (claim.AcquireResult, error) {
-	deadline := time.Now().Add(o.Wait)
-	pause := 50 * time.Millisecond
-	for {
-		res, err := claim.Acquire(ctx, conn, o.acquireParams(), o.durably(ack))
-		if err != nil || res.Outcome != claim.Busy || time.Now().After(deadline) {
-			return res, err
-		}
-		wait := min(pause, time.Until(deadline), time.Duration(res.LeaseLeftMs)*time.Millisecond+10*time.Millisecond)
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(max(wait, 10*time.Millisecond)):
-		}
-		pause = min(pause*2, time.Second)
-	}
 }

@@ -103,12 +103,18 @@ Each deletion is re-checked on the server: a record that changed since it was
 scanned is kept and counted as "changed". Only recognised records are deleted
 unless --any-type. FLUSHDB/FLUSHALL are never used.
 
+Live work is never purged without --force: a PROCESSING record whose lease or
+deadline is still ahead (an idmpctl claim's lease_until, Powertools'
+in_progress_expiration, any format's) stays, also on the server's clock at the
+re-check; a PROCESSING record with no deadline at all goes only with
+--older-than or --force. Records kept as live are counted in the summary.
+
 With --stream, forget a stream's tracked iids (keeping its settings, counters
 and entries): retries of earlier messages will no longer dedupe.
 
 Deleting needs --yes unless on a terminal, where it asks; --dry-run shows what
 would go. Raw output: "deleted|changed|would-delete<TAB>KEY" per record, and a
-summary on stderr.`,
+summary on stderr ("kept-live" for a record the re-check found live).`,
 		Example: `  idmpctl purge --match 'idem:*' --status FAILED --older-than 24h --dry-run
   idmpctl purge --match 'idem:*' --stale --yes --max-rate 5k/s
   idmpctl purge --stream orders --yes`,
@@ -135,7 +141,7 @@ summary on stderr.`,
 	fl.StringVar(&o.OlderThanFlag, "older-than", "", "only records last updated at least this long ago (24h)")
 	fl.BoolVar(&o.NoTTL, "no-ttl", false, "only keys without a TTL")
 	fl.BoolVar(&o.AnyType, "any-type", false, "also delete keys that are not recognised records")
-	fl.BoolVar(&o.Force, "force", false, "with --status LOCKED: also delete locks whose TTL still runs")
+	fl.BoolVar(&o.Force, "force", false, "also delete live PROCESSING records (under a lease or deadline, or without one) and, with --status LOCKED, locks whose TTL still runs")
 	fl.Int64Var(&o.Limit, "limit", 0, "stop after N candidates (0: no limit)")
 	fl.StringVar(&o.MaxRateFlag, "max-rate", "", "at most this many deletions per second (5000, 5k/s)")
 	fl.StringVar(&o.Stream, "stream", "", "clear this stream's tracked iids instead")
@@ -263,6 +269,9 @@ func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions, bw 
 		if s.LocksKept > 0 {
 			p.KV("", []render.Pair{{"locks kept", fmt.Sprintf("%d (%s)", s.LocksKept, s.LockReason)}})
 		}
+		if s.LiveKept > 0 {
+			p.KV("", []render.Pair{{"live kept", fmt.Sprintf("%d (%s)", s.LiveKept, s.LiveReason)}})
+		}
 		return nil
 	default:
 		p.Status("purge: scanned %d, matched %d, %s %d, kept %d, changed %d", s.Scanned, s.Matched, what,
@@ -270,6 +279,9 @@ func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions, bw 
 	}
 	if s.LocksKept > 0 && p.Format != render.JSON {
 		p.Status("purge: %d locks kept (%s)", s.LocksKept, s.LockReason)
+	}
+	if s.LiveKept > 0 && p.Format != render.JSON {
+		p.Status("purge: %d live records kept (%s)", s.LiveKept, s.LiveReason)
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -150,7 +152,63 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 			root.AddCommand(v.build(f))
 		}
 	}
+	refuseUnknownVerbs(root)
 	return root
+}
+
+// refuseUnknownVerbs makes every command that groups verbs (the root,
+// claim) refuse an argument that names none of them: a usage error (64)
+// with suggestions on stderr, nothing on stdout. Cobra would print the
+// group's help and exit 0 for "claim aquire", and a script capturing the
+// output (TOKEN=$(idmpctl claim aquire k)) would go on with help text.
+func refuseUnknownVerbs(c *cobra.Command) {
+	if !c.HasSubCommands() || c.Run != nil || c.RunE != nil {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return c.Help()
+		}
+		return unknownVerb(c, args[0])
+	}
+	for _, sub := range c.Commands() {
+		refuseUnknownVerbs(sub)
+	}
+}
+
+// unknownVerb is the usage error for name, which is none of c's verbs:
+// the verbs it may have meant (cobra's suggestions, and a verb it starts
+// with, as "run-it" starts with "run"), else all of them.
+func unknownVerb(c *cobra.Command, name string) error {
+	var meant, all []string
+	for _, s := range c.Commands() {
+		if !s.IsAvailableCommand() {
+			continue
+		}
+		all = append(all, s.Name())
+		if len(s.Name()) >= 3 && strings.HasPrefix(name, s.Name()) {
+			meant = append(meant, s.Name())
+		}
+	}
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2 // cobra's default, set where it suggests itself
+	}
+	for _, s := range c.SuggestionsFor(name) {
+		if !slices.Contains(meant, s) {
+			meant = append(meant, s)
+		}
+	}
+	hint := "did you mean one of " + strings.Join(all, ", ") + "?"
+	if len(meant) > 0 {
+		q := make([]string, len(meant))
+		for i, m := range meant {
+			q[i] = strconv.Quote(m)
+		}
+		hint = "did you mean " + strings.Join(q, " or ") + "?"
+	}
+	return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("unknown command %q for %q", name, c.CommandPath()),
+		Hint: hint + " see '" + c.CommandPath() + " --help'"}
 }
 
 // verbs are the top-level commands; each verb's file registers itself.

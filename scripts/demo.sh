@@ -63,8 +63,11 @@ step $BIN calc-maxsize --rate 2k/s --mark-delay 80ms --recovery 1000s --apply $d
 step $BIN cfgset $demo:orders --duration 1000 --maxsize 200 --yes -o table
 
 say "Idempotency keys: claim, complete, and a redelivery is told to skip (exit 1)"
-step $BIN claim acquire $demo:pay:1 --lease 30s --payload 'amount=100'
-step $BIN claim complete $demo:pay:1 --token 1 --result 'charged 100'
+printf '\n\033[1m$ TOKEN=$(%s claim acquire %s --lease 30s --payload amount=100)\033[0m\n' "$BIN" "$demo:pay:1"
+TOKEN=$($BIN claim acquire $demo:pay:1 --lease 30s --payload 'amount=100')
+echo "$TOKEN"
+step $BIN claim renew $demo:pay:1 --token "$TOKEN"
+step $BIN claim complete $demo:pay:1 --token "$TOKEN" --result 'charged 100'
 step $BIN claim acquire $demo:pay:1 --payload 'amount=100'
 
 say "claim run: a shell command at most once per key; a redelivery replays its output"

@@ -9,6 +9,8 @@ type ClaimFields struct {
 	Token       int64
 	Attempts    int64
 	LeaseUntil  int64
+	LeaseMs     int64 // the lease the claim was taken with (lease_ms)
+	TTLMs       int64 // the retention the claim was taken with (ttl_ms)
 	Created     int64
 	Updated     int64
 	Fingerprint string
@@ -25,7 +27,8 @@ func ParseClaimFields(h map[string]string) ClaimFields {
 	f := ClaimFields{
 		Status: h["status"], Owner: h["owner"],
 		Token: exactInt(h["token"]), Attempts: exactInt(h["attempts"]),
-		LeaseUntil: exactInt(h["lease_until"]), Created: exactInt(h["created"]), Updated: exactInt(h["updated"]),
+		LeaseUntil: exactInt(h["lease_until"]), LeaseMs: exactInt(h["lease_ms"]), TTLMs: exactInt(h["ttl_ms"]),
+		Created: exactInt(h["created"]), Updated: exactInt(h["updated"]),
 		Fingerprint: h["fingerprint"], Error: h["error"],
 	}
 	f.Result, f.HasResult = h["result"]

@@ -235,11 +235,13 @@ func setLock(r *Record, format Format, target string, targetExists *bool) {
 	}
 }
 
-// PurgeFlags are the purge options that decide about locks.
+// PurgeFlags are the purge options that decide about locks and live
+// records.
 type PurgeFlags struct {
-	Locked bool // LOCKED is among the statuses asked for (--status LOCKED)
-	Stale  bool // --stale
-	Force  bool // --force
+	Locked    bool // LOCKED is among the statuses asked for (--status LOCKED)
+	Stale     bool // --stale
+	Force     bool // --force
+	OlderThan bool // --older-than was given
 }
 
 // PurgeBlocked applies the lock rule of purge to a candidate that passed

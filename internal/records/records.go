@@ -75,11 +75,16 @@
 // Times: a PROCESSING record is stale once LeaseEndMs (the earlier of its
 // lease and its deadline) has passed, and LeaseLeftMs counts down to that
 // same instant, so the two never disagree. A lock without a TTL is stale
-// too: nothing ends it. AgeMs says when a record carries no time at all, so
+// too: nothing ends it. PurgeLive holds the rule purge applies to live
+// work: a PROCESSING record before LeaseEndMs (LiveUntilMs), or with no
+// lease or deadline at all, is not deleted without --force. AgeMs says when a record carries no time at all, so
 // that callers print "age unknown" rather than a fresh age.
 package records
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/idmpctl/idmpctl/internal/idmp"
 )
 
@@ -260,6 +265,48 @@ func (r Record) LeaseLeftMs() (ms int64, known bool) {
 		return 0, false
 	}
 	return end - r.NowMs, true
+}
+
+// LiveUntilMs is the instant until which purge must keep a PROCESSING
+// record, as the server judges it: the end of its lease or deadline while
+// that is still ahead of NowMs, else 0 (not PROCESSING, no deadline, or
+// past it).
+func (r Record) LiveUntilMs() int64 {
+	if left, known := r.LeaseLeftMs(); known && left > 0 {
+		return r.LeaseEndMs()
+	}
+	return 0
+}
+
+// PurgeLive applies the rule that keeps live work from purge: a PROCESSING
+// record whose lease or deadline (an idmpctl claim's lease_until,
+// Powertools' in_progress_expiration, any format's) is still ahead is
+// deleted only with --force: its worker may be running, and a second one
+// would start the same work with a fresh claim. A PROCESSING record with
+// no deadline at all cannot be told from abandoned: only --older-than (it
+// was last updated long ago) or --force selects it. reason says why a
+// kept record stays, for purge's report.
+func (r Record) PurgeLive(f PurgeFlags) (reason string, blocked bool) {
+	if r.Status != Processing || f.Force {
+		return "", false
+	}
+	if left, known := r.LeaseLeftMs(); known {
+		if left <= 0 {
+			return "", false
+		}
+		d := time.Duration(left) * time.Millisecond
+		if d >= time.Second {
+			d = d.Round(time.Second)
+		}
+		return fmt.Sprintf("PROCESSING with %s of its lease or deadline left: its worker may be running; --force deletes it now", d), true
+	}
+	if r.LeaseEndMs() > 0 {
+		return "PROCESSING with a lease or deadline that could not be judged (no server time): --force deletes it", true
+	}
+	if !f.OlderThan {
+		return "PROCESSING without a lease or deadline: its worker may be running; --older-than or --force deletes it", true
+	}
+	return "", false
 }
 
 // DecodeOptions tune DecodeWith to how applications configured their libraries.

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -54,8 +55,20 @@ const (
 // DefaultMaxResult is the default cap on a stored result (--max-result).
 const DefaultMaxResult = 64 << 10
 
+// The lease and retention of a claim when none is given (--lease, --ttl).
+// A record keeps the ones it was taken with (lease_ms, ttl_ms): a later step
+// changes them only when given one, and DefaultTTL applies only to a record
+// that has none yet.
+const (
+	DefaultLease = 5 * time.Minute
+	DefaultTTL   = 24 * time.Hour
+)
+
 // Record is a claim hash as read by the script that last touched it.
-// Times are server ms; TTLms is the key's PTTL (-1 no expiry, -2 absent).
+// Times are server ms; TTLms is the key's PTTL (-1 no expiry, -2 absent);
+// LeaseMs and RetentionMs are the lease and the retention the claim was
+// taken with (the hash's lease_ms and ttl_ms; 0 in records written before
+// idmpctl stored them).
 type Record struct {
 	Key         string `json:"key"`
 	Status      string `json:"status"`
@@ -63,6 +76,8 @@ type Record struct {
 	Token       int64  `json:"token"`
 	Attempts    int64  `json:"attempts"`
 	LeaseUntil  int64  `json:"lease_until"`
+	LeaseMs     int64  `json:"lease_ms,omitempty"`
+	RetentionMs int64  `json:"retention_ms,omitempty"`
 	Created     int64  `json:"created"`
 	Updated     int64  `json:"updated"`
 	Fingerprint string `json:"fingerprint,omitempty"`
@@ -103,9 +118,11 @@ const (
 
 // AcquireParams are the inputs of Acquire.
 type AcquireParams struct {
-	Key         string
-	Owner       string
-	Lease       time.Duration
+	Key   string
+	Owner string
+	Lease time.Duration // the claim's lease (DefaultLease when --lease is not given)
+	// TTL is the retention given; 0: the one the record keeps, else
+	// DefaultTTL.
 	TTL         time.Duration
 	Fingerprint string // optional; see Fingerprint
 	MaxAttempts int64  // 0: unlimited
@@ -134,7 +151,7 @@ func (p AcquireParams) Validate() error {
 	if p.Owner == "" {
 		return exit.Usagef("--owner is empty")
 	}
-	if err := checkLease(p.Lease, p.TTL); err != nil {
+	if err := checkLease(p.Lease, p.TTL, true); err != nil {
 		return err
 	}
 	if p.MaxAttempts < 0 {
@@ -206,8 +223,11 @@ func (st step) reply(v []any, err error) (scriptReply, error) {
 	if err != nil {
 		return scriptReply{}, exit.New(exit.Internal, st.what, "unexpected reply from the claim script: %v", err)
 	}
-	if rep.outcome == "foreign" {
+	switch rep.outcome {
+	case "foreign":
 		return scriptReply{}, rep.notClaim(st.what)
+	case "lease_over_ttl":
+		return scriptReply{}, rep.overRetention(st.what)
 	}
 	return rep, nil
 }
@@ -217,7 +237,7 @@ func acquireStep(p AcquireParams) (step, error) {
 		return step{}, err
 	}
 	return newStep(acquireScript, "acquire", p.Key,
-		p.Owner, p.Lease.Milliseconds(), p.TTL.Milliseconds(), p.Fingerprint, p.MaxAttempts), nil
+		p.Owner, p.Lease.Milliseconds(), msOrKeep(p.TTL), DefaultTTL.Milliseconds(), p.Fingerprint, p.MaxAttempts), nil
 }
 
 func (st step) acquireResult(rep scriptReply) (AcquireResult, error) {
@@ -238,10 +258,12 @@ func (st step) acquireResult(rep scriptReply) (AcquireResult, error) {
 	return res, nil
 }
 
-// Renew extends a live claim to now+lease and raises the key's TTL to ttl if
-// it is shorter (never shortens it). The current token renews even past its
+// Renew extends a live claim to now+lease and sets the key's TTL to ttl;
+// a lease or ttl of 0 keeps the one the claim was taken with (a default
+// never weakens a stored claim). The current token renews even past its
 // lease, as long as nobody took over. Safe to retry. Lost: an *exit.Error
-// (exit.Lost) wrapping a *LostError.
+// (exit.Lost) wrapping a *LostError. A lease longer than the retention is
+// refused (exit.Usage) and nothing is written.
 func Renew(ctx context.Context, c *redisconn.Conn, key string, token int64, lease, ttl time.Duration, opts ...Option) (Record, error) {
 	st, err := renewStep(key, token, lease, ttl)
 	if err != nil {
@@ -255,26 +277,37 @@ func Renew(ctx context.Context, c *redisconn.Conn, key string, token int64, leas
 }
 
 func renewStep(key string, token int64, lease, ttl time.Duration) (step, error) {
-	if err := firstErr(checkKey(key), checkToken(token), checkLease(lease, ttl)); err != nil {
+	if err := firstErr(checkKey(key), checkToken(token), checkLease(lease, ttl, false)); err != nil {
 		return step{}, err
 	}
-	return newStep(renewScript, "renew", key, token, lease.Milliseconds(), ttl.Milliseconds()), nil
+	return newStep(renewScript, "renew", key, token, msOrKeep(lease), msOrKeep(ttl),
+		DefaultLease.Milliseconds(), DefaultTTL.Milliseconds()), nil
+}
+
+// msOrKeep is a duration given as ARGV: its ms, or "" when it was not
+// given (0), for the script to keep what the record holds.
+func msOrKeep(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10)
 }
 
 // CompleteParams are the inputs of a complete (see Complete).
 type CompleteParams struct {
 	Key       string
 	Token     int64
-	Result    *string // nil: none stored
-	TTL       time.Duration
-	MaxResult int // a longer Result is refused; <= 0: no cap
+	Result    *string       // nil: none stored
+	TTL       time.Duration // 0: the retention the claim was taken with
+	MaxResult int           // a longer Result is refused; <= 0: no cap
 }
 
-// Complete records COMPLETED (with result when non-nil) and sets the TTL.
-// The current token completes even past its lease, as long as nobody took
-// over. Safe to retry: a repeat by the same token succeeds and changes
-// nothing but the retention (set again). A result over maxResult bytes (<= 0:
-// no cap) is refused (exit.Data).
+// Complete records COMPLETED (with result when non-nil) and sets the TTL
+// (0: the retention the claim was taken with). The current token completes
+// even past its lease, as long as nobody took over. Safe to retry: a repeat
+// by the same token succeeds and changes nothing but the retention (set
+// again). A result over maxResult bytes (<= 0: no cap) is refused
+// (exit.Data).
 func Complete(ctx context.Context, c *redisconn.Conn, key string, token int64, result *string, ttl time.Duration, maxResult int, opts ...Option) (Record, error) {
 	st, err := completeStep(CompleteParams{Key: key, Token: token, Result: result, TTL: ttl, MaxResult: maxResult})
 	if err != nil {
@@ -288,7 +321,7 @@ func Complete(ctx context.Context, c *redisconn.Conn, key string, token int64, r
 }
 
 func completeStep(p CompleteParams) (step, error) {
-	if err := firstErr(checkKey(p.Key), checkToken(p.Token), checkTTL(p.TTL)); err != nil {
+	if err := firstErr(checkKey(p.Key), checkToken(p.Token), checkTTL(p.TTL, false)); err != nil {
 		return step{}, err
 	}
 	what := "complete " + strconv.Quote(p.Key)
@@ -299,7 +332,7 @@ func completeStep(p CompleteParams) (step, error) {
 		}
 		hasResult, value = "1", *p.Result
 	}
-	st := newStep(completeScript, "complete", p.Key, p.Token, p.TTL.Milliseconds(), hasResult, value)
+	st := newStep(completeScript, "complete", p.Key, p.Token, msOrKeep(p.TTL), DefaultTTL.Milliseconds(), hasResult, value)
 	st.result = p.Result
 	return st, nil
 }
@@ -322,7 +355,8 @@ func CheckResultSize(size, max int) error {
 }
 
 // Fail records FAILED with errText (an empty one removes the previous
-// attempt's error) and sets the TTL; with release it deletes the record so a
+// attempt's error) and sets the TTL (0: the retention the claim was taken
+// with); with release it deletes the record so a
 // redelivery starts afresh, and returns an empty record (TTLms -2). Without
 // release it is safe to retry; with release see Release.
 func Fail(ctx context.Context, c *redisconn.Conn, key string, token int64, errText string, ttl time.Duration, release bool, opts ...Option) (Record, error) {
@@ -340,7 +374,7 @@ func Fail(ctx context.Context, c *redisconn.Conn, key string, token int64, errTe
 func failStep(key string, token int64, errText string, ttl time.Duration, release bool) (step, error) {
 	checks := []error{checkKey(key), checkToken(token)}
 	if !release {
-		checks = append(checks, checkTTL(ttl))
+		checks = append(checks, checkTTL(ttl, false))
 	}
 	if err := firstErr(checks...); err != nil {
 		return step{}, err
@@ -349,14 +383,14 @@ func failStep(key string, token int64, errText string, ttl time.Duration, releas
 	if release {
 		rel = "1"
 	}
-	return newStep(failScript, "fail", key, token, ttl.Milliseconds(), errText, rel), nil
+	return newStep(failScript, "fail", key, token, msOrKeep(ttl), DefaultTTL.Milliseconds(), errText, rel), nil
 }
 
 // Release deletes the caller's PROCESSING or FAILED record so a redelivery
 // starts afresh; a COMPLETED record is never released (lost). An absent key
-// counts as released. Do not retry it blindly: if a new claim re-created the
-// key in between, its token restarts at 1 and a retry by token 1 would
-// delete that claim.
+// counts as released. It is not retried: a repeat after a first attempt
+// that deleted the record and a new claim that re-created it finds a newer
+// token and says lost, although this call's release happened.
 func Release(ctx context.Context, c *redisconn.Conn, key string, token int64, opts ...Option) error {
 	if err := firstErr(checkKey(key), checkToken(token)); err != nil {
 		return err
@@ -384,25 +418,44 @@ func checkToken(token int64) error {
 	return nil
 }
 
-func checkTTL(ttl time.Duration) error {
+// checkTTL checks a retention given; 0 (not given, keep the stored one) is
+// allowed unless required.
+func checkTTL(ttl time.Duration, required bool) error {
+	if ttl == 0 && !required {
+		return nil
+	}
 	if ttl < time.Millisecond {
 		return exit.Usagef("--ttl (%s) must be at least 1ms", shortDuration(ttl))
 	}
 	return nil
 }
 
-func checkLease(lease, ttl time.Duration) error {
-	if lease < time.Millisecond {
-		return exit.Usagef("--lease (%s) must be at least 1ms", shortDuration(lease))
+// checkLease checks a lease and a retention given (0: not given, keep the
+// stored one; the lease is required at acquire). A lease longer than the
+// retention is refused here when both are given, and by the script against
+// the stored ones otherwise.
+func checkLease(lease, ttl time.Duration, required bool) error {
+	if lease != 0 || required {
+		if lease < time.Millisecond {
+			return exit.Usagef("--lease (%s) must be at least 1ms", shortDuration(lease))
+		}
 	}
-	if err := checkTTL(ttl); err != nil {
+	if err := checkTTL(ttl, false); err != nil {
 		return err
 	}
-	if lease > ttl {
-		return exit.Usagef("--lease (%s) is longer than --ttl (%s): the record would expire while its claim is live, and its fencing token restart at 1",
-			shortDuration(lease), shortDuration(ttl))
+	if lease > 0 && ttl > 0 && lease > ttl {
+		return leaseOverTTL(lease, ttl, "--ttl")
 	}
 	return nil
+}
+
+// leaseOverTTL refuses a lease longer than the retention: the record
+// would expire while its claim is live.
+func leaseOverTTL(lease, ttl time.Duration, ttlName string) *exit.Error {
+	return &exit.Error{Code: exit.Usage,
+		Err: fmt.Errorf("--lease (%s) is longer than %s (%s): the record would expire while its claim is live",
+			shortDuration(lease), ttlName, shortDuration(ttl)),
+		Hint: "raise --ttl or lower --lease"}
 }
 
 func firstErr(errs ...error) error {

@@ -3,6 +3,7 @@ package claim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -79,15 +80,16 @@ func TestClaimAcquireFresh(t *testing.T) {
 	p := acquireParams("job:1", "w1")
 	p.Fingerprint = Fingerprint([]byte("payload"))
 	res := mustAcquire(t, ctx, c, p, Acquired)
-	if res.Token != 1 || res.Attempt != 1 || !res.Acquired() {
-		t.Errorf("token %d attempt %d acquired %v, want 1 1 true", res.Token, res.Attempt, res.Acquired())
+	// The token comes from the server's clock in microseconds (next_token).
+	if res.Token < res.Record.Now*1000 || res.Token > (res.Record.Now+1)*1000 || res.Attempt != 1 || !res.Acquired() {
+		t.Errorf("token %d attempt %d acquired %v, want the server's clock in µs (%d ms), 1, true", res.Token, res.Attempt, res.Acquired(), res.Record.Now)
 	}
 	h := hash(t, ctx, c, "job:1")
 	now := res.Record.Now
 	want := map[string]string{
-		"status": "PROCESSING", "owner": "w1", "token": "1", "attempts": "1",
-		"lease_until": strconv.FormatInt(now+60_000, 10),
-		"created":     strconv.FormatInt(now, 10), "updated": strconv.FormatInt(now, 10),
+		"status": "PROCESSING", "owner": "w1", "token": strconv.FormatInt(res.Token, 10), "attempts": "1",
+		"lease_until": strconv.FormatInt(now+60_000, 10), "lease_ms": "60000", "ttl_ms": "3600000",
+		"created": strconv.FormatInt(now, 10), "updated": strconv.FormatInt(now, 10),
 		"fingerprint": p.Fingerprint,
 	}
 	if !reflect.DeepEqual(h, want) {
@@ -98,7 +100,8 @@ func TestClaimAcquireFresh(t *testing.T) {
 	}
 	wantTTL(t, ctx, c, "job:1", time.Hour)
 	r := res.Record
-	if r.Status != StatusProcessing || r.Owner != "w1" || r.Token != 1 || r.LeaseUntil != now+60_000 ||
+	if r.Status != StatusProcessing || r.Owner != "w1" || r.Token != res.Token || r.LeaseUntil != now+60_000 ||
+		r.LeaseMs != 60_000 || r.RetentionMs != 3_600_000 ||
 		r.Fingerprint != p.Fingerprint || r.HasResult || r.TTLms <= 0 || r.LeaseLeftMs() != 60_000 {
 		t.Errorf("returned record %+v", r)
 	}
@@ -130,17 +133,18 @@ func TestClaimStaleTakeover(t *testing.T) {
 	ctx, c := claimClient(t)
 	p := acquireParams("job", "w1")
 	p.Lease, p.Fingerprint = 150*time.Millisecond, "fp"
-	mustAcquire(t, ctx, c, p, Acquired)
+	t1 := mustAcquire(t, ctx, c, p, Acquired).Token
 	time.Sleep(200 * time.Millisecond)
 
 	p2 := acquireParams("job", "w2")
 	p2.Fingerprint = "fp"
 	res := mustAcquire(t, ctx, c, p2, Takeover)
-	if res.Token != 2 || res.Attempt != 2 || res.PreviousOwner != "w1" || res.Record.Owner != "w2" || !res.Acquired() {
+	t2 := res.Token
+	if t2 <= t1 || res.Attempt != 2 || res.PreviousOwner != "w1" || res.Record.Owner != "w2" || !res.Acquired() {
 		t.Errorf("takeover: %+v", res)
 	}
 	h := hash(t, ctx, c, "job")
-	if h["token"] != "2" || h["attempts"] != "2" || h["owner"] != "w2" || h["fingerprint"] != "fp" || h["created"] != strconv.FormatInt(res.Record.Created, 10) {
+	if h["token"] != strconv.FormatInt(t2, 10) || h["attempts"] != "2" || h["owner"] != "w2" || h["fingerprint"] != "fp" || h["created"] != strconv.FormatInt(res.Record.Created, 10) {
 		t.Errorf("after takeover: %v", h)
 	}
 	if res.Record.Created >= res.Record.Updated {
@@ -149,37 +153,36 @@ func TestClaimStaleTakeover(t *testing.T) {
 
 	// The stale worker wakes up: every step it takes is lost, nothing changes.
 	res1 := "stale result"
-	_, err := Complete(ctx, c, "job", 1, &res1, time.Hour, 0)
-	wantCode(t, err, exit.Lost, "token 1 is not current: the key is now held by token 2 (owner w2)")
+	_, err := Complete(ctx, c, "job", t1, &res1, time.Hour, 0)
+	notCurrent := fmt.Sprintf("token %d is not current", t1)
+	wantCode(t, err, exit.Lost, fmt.Sprintf("%s: the key is now held by token %d (owner w2)", notCurrent, t2))
 	var lost *LostError
-	if !errors.As(err, &lost) || lost.Record.Token != 2 || lost.Record.Owner != "w2" {
+	if !errors.As(err, &lost) || lost.Record.Token != t2 || lost.Record.Owner != "w2" {
 		t.Errorf("lost error carries %+v", lost)
 	}
-	_, err = Renew(ctx, c, "job", 1, time.Minute, time.Hour)
-	wantCode(t, err, exit.Lost, "token 1 is not current")
-	_, err = Fail(ctx, c, "job", 1, "boom", time.Hour, false)
-	wantCode(t, err, exit.Lost, "token 1 is not current")
-	wantCode(t, Release(ctx, c, "job", 1), exit.Lost, "token 1 is not current")
+	_, err = Renew(ctx, c, "job", t1, time.Minute, time.Hour)
+	wantCode(t, err, exit.Lost, notCurrent)
+	_, err = Fail(ctx, c, "job", t1, "boom", time.Hour, false)
+	wantCode(t, err, exit.Lost, notCurrent)
+	wantCode(t, Release(ctx, c, "job", t1), exit.Lost, notCurrent)
 	if after := hash(t, ctx, c, "job"); !reflect.DeepEqual(h, after) {
 		t.Errorf("a stale token changed the record:\n%v\n%v", h, after)
 	}
 
 	// The new holder completes; the old token still cannot.
-	if _, err := Complete(ctx, c, "job", 2, nil, time.Hour, 0); err != nil {
+	if _, err := Complete(ctx, c, "job", t2, nil, time.Hour, 0); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Complete(ctx, c, "job", 1, &res1, time.Hour, 0)
-	wantCode(t, err, exit.Lost, "token 1 is not current: the key is COMPLETED, by token 2 (owner w2)")
+	_, err = Complete(ctx, c, "job", t1, &res1, time.Hour, 0)
+	wantCode(t, err, exit.Lost, fmt.Sprintf("%s: the key is COMPLETED, by token %d (owner w2)", notCurrent, t2))
 }
 
 func TestClaimMaxAttempts(t *testing.T) {
 	ctx, c := claimClient(t)
 	p := acquireParams("job", "w")
 	p.MaxAttempts = 2
-	mustAcquire(t, ctx, c, p, Acquired)
-	mustFail(t, ctx, c, "job", 1)
-	mustAcquire(t, ctx, c, p, Retry)
-	mustFail(t, ctx, c, "job", 2)
+	mustFail(t, ctx, c, "job", mustAcquire(t, ctx, c, p, Acquired).Token)
+	mustFail(t, ctx, c, "job", mustAcquire(t, ctx, c, p, Retry).Token)
 	before := hash(t, ctx, c, "job")
 	res := mustAcquire(t, ctx, c, p, Exhausted)
 	if res.Outcome != Exhausted || res.Acquired() || res.Record.Attempts != 2 || res.Token != 0 {
@@ -190,14 +193,16 @@ func TestClaimMaxAttempts(t *testing.T) {
 	}
 	// A higher limit, or none, lets it go on.
 	p.MaxAttempts = 3
-	mustAcquire(t, ctx, c, p, Retry)
-	mustFail(t, ctx, c, "job", 3)
+	last := mustAcquire(t, ctx, c, p, Retry).Token
+	mustFail(t, ctx, c, "job", last)
 	p.MaxAttempts = 0
-	for tok := int64(4); tok <= 6; tok++ {
-		if res := mustAcquire(t, ctx, c, p, Retry); res.Token != tok {
-			t.Fatalf("unlimited retry: token %d, want %d", res.Token, tok)
+	for attempt := int64(4); attempt <= 6; attempt++ {
+		res := mustAcquire(t, ctx, c, p, Retry)
+		if res.Token <= last || res.Attempt != attempt {
+			t.Fatalf("unlimited retry: token %d after %d, attempt %d, want a greater token and attempt %d", res.Token, last, res.Attempt, attempt)
 		}
-		mustFail(t, ctx, c, "job", tok)
+		last = res.Token
+		mustFail(t, ctx, c, "job", last)
 	}
 }
 
@@ -208,7 +213,7 @@ func TestClaimFingerprintMismatch(t *testing.T) {
 		p.Fingerprint = fp
 		return p
 	}
-	mustAcquire(t, ctx, c, with("w1", Fingerprint([]byte("a"))), Acquired)
+	first := mustAcquire(t, ctx, c, with("w1", Fingerprint([]byte("a"))), Acquired).Token
 	check := func(status string) {
 		t.Helper()
 		before := hash(t, ctx, c, "job")
@@ -222,18 +227,17 @@ func TestClaimFingerprintMismatch(t *testing.T) {
 	}
 	check(StatusProcessing)
 	mustAcquire(t, ctx, c, with("w2", ""), Busy) // no fingerprint given: no check
-	mustFail(t, ctx, c, "job", 1)
+	mustFail(t, ctx, c, "job", first)
 	check(StatusFailed)
-	mustAcquire(t, ctx, c, with("w2", Fingerprint([]byte("a"))), Retry)
-	if _, err := Complete(ctx, c, "job", 2, nil, time.Hour, 0); err != nil {
+	retry := mustAcquire(t, ctx, c, with("w2", Fingerprint([]byte("a"))), Retry).Token
+	if _, err := Complete(ctx, c, "job", retry, nil, time.Hour, 0); err != nil {
 		t.Fatal(err)
 	}
 	check(StatusCompleted)
 
 	// A record claimed without a fingerprint adopts the first one given.
 	p := acquireParams("bare", "w1")
-	mustAcquire(t, ctx, c, p, Acquired)
-	mustFail(t, ctx, c, "bare", 1)
+	mustFail(t, ctx, c, "bare", mustAcquire(t, ctx, c, p, Acquired).Token)
 	p.Fingerprint = "late"
 	mustAcquire(t, ctx, c, p, Retry)
 	if fp := hash(t, ctx, c, "bare")["fingerprint"]; fp != "late" {
@@ -324,7 +328,7 @@ func TestClaimConcurrentAcquire(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
-	winner, busy := "", 0
+	winner, token, busy := "", int64(0), 0
 	for i, res := range results {
 		if errs[i] != nil {
 			t.Fatal(errs[i])
@@ -334,7 +338,7 @@ func TestClaimConcurrentAcquire(t *testing.T) {
 			if winner != "" {
 				t.Fatalf("two acquired: %s and w%d", winner, i)
 			}
-			winner = res.Record.Owner
+			winner, token = res.Record.Owner, res.Token
 		case Busy:
 			busy++
 		default:
@@ -345,8 +349,8 @@ func TestClaimConcurrentAcquire(t *testing.T) {
 		t.Fatalf("winner %q, %d busy", winner, busy)
 	}
 	for _, res := range results {
-		if res.Record.Owner != winner || res.Record.Token != 1 {
-			t.Errorf("%s saw owner %s token %d, want %s 1", res.Outcome, res.Record.Owner, res.Record.Token, winner)
+		if res.Record.Owner != winner || res.Record.Token != token {
+			t.Errorf("%s saw owner %s token %d, want %s %d", res.Outcome, res.Record.Owner, res.Record.Token, winner, token)
 		}
 	}
 }
@@ -386,8 +390,10 @@ func TestClaimValidationNeedsNoServer(t *testing.T) {
 	wantCode(t, err, exit.Usage, "--token is 0")
 	_, err = Renew(ctx, c, "job", 1, 2*time.Hour, time.Hour)
 	wantCode(t, err, exit.Usage, "--lease (2h) is longer than --ttl (1h)")
-	_, err = Complete(ctx, c, "job", 1, nil, 0, 0)
-	wantCode(t, err, exit.Usage, "--ttl (0s)")
+	_, err = Complete(ctx, c, "job", 1, nil, -time.Second, 0)
+	wantCode(t, err, exit.Usage, "--ttl (-1s)")
+	_, err = Renew(ctx, c, "job", 1, -time.Second, 0)
+	wantCode(t, err, exit.Usage, "--lease (-1s)")
 	_, err = Fail(ctx, c, "", 1, "", time.Hour, false)
 	wantCode(t, err, exit.Usage, "the key is empty")
 	wantCode(t, Release(ctx, c, "job", -3), exit.Usage, "--token is -3")

@@ -75,6 +75,7 @@ func parseReply(key string, v []any) (scriptReply, error) {
 	c := records.ParseClaimFields(fields)
 	r := &rep.record
 	r.Status, r.Owner, r.Token, r.Attempts, r.LeaseUntil = c.Status, c.Owner, c.Token, c.Attempts, c.LeaseUntil
+	r.LeaseMs, r.RetentionMs = c.LeaseMs, c.TTLMs
 	r.Created, r.Updated, r.Fingerprint, r.Error = c.Created, c.Updated, c.Fingerprint, c.Error
 	r.Result, r.HasResult = c.Result, c.HasResult
 	return rep, nil
@@ -92,6 +93,19 @@ func (rep scriptReply) settle(what string, token int64, success ...string) (Reco
 		return rep.record, &exit.Error{Code: exit.Lost, What: what, Err: &LostError{Token: token, Record: rep.record}}
 	}
 	return Record{}, rep.unexpected(what)
+}
+
+// overRetention refuses a lease longer than the retention the record
+// keeps (the script's extra: "lease ttl", in ms); nothing was written.
+func (rep scriptReply) overRetention(what string) error {
+	var lease, ttl int64
+	if _, err := fmt.Sscanf(rep.extra, "%d %d", &lease, &ttl); err != nil {
+		return exit.New(exit.Internal, what, "unexpected reply from the claim script: lease_over_ttl %q", rep.extra)
+	}
+	e := leaseOverTTL(time.Duration(lease)*time.Millisecond, time.Duration(ttl)*time.Millisecond, "the retention the record keeps")
+	e.What = what
+	e.Hint = "nothing was written; give --ttl to change the retention, or a shorter --lease"
+	return e
 }
 
 func (rep scriptReply) unexpected(what string) error {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"syscall"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 )
@@ -44,6 +45,12 @@ func startChild(_ *Guard, args, env []string, stdin io.Reader, stdout, stderr io
 }
 
 func (c execChild) signal(s os.Signal) { signalChild(c.cmd, s) }
+
+// stop signals the command (its process group where there are groups):
+// descendants that left it are not found here.
+func (c execChild) stop(sig syscall.Signal) { signalChild(c.cmd, sig) }
+
+func (execChild) escapedLeft() bool { return false }
 
 func (c execChild) wait() int {
 	err := c.cmd.Wait()

@@ -230,6 +230,7 @@ func startChild(g *Guard, args, env []string, stdin io.Reader, stdout, stderr io
 			_ = r.Close()
 		}(s.(io.Writer))
 	}
+	becomeSubreaper()
 	attr := &syscall.ProcAttr{Env: dedupEnv(env), Files: fds,
 		Sys: &syscall.SysProcAttr{Setpgid: true, Pgid: g.pid}}
 	c.pid, err = syscall.ForkExec(path, args, attr)
@@ -288,6 +289,16 @@ func (c *guardedChild) wait() int {
 	}
 	return ws.ExitStatus()
 }
+
+// stop sends sig to the command's process group and to its descendants
+// that left it (see becomeSubreaper). SIGKILL ends the guard too.
+func (c *guardedChild) stop(sig syscall.Signal) {
+	_ = syscall.Kill(-c.g.pid, sig)
+	signalEscaped(c.g.pid, sig)
+}
+
+// escapedLeft reports whether a descendant outside the group still runs.
+func (c *guardedChild) escapedLeft() bool { return len(escaped(c.g.pid)) > 0 }
 
 // ended lets the guard go without killing the group.
 func (c *guardedChild) ended() { c.g.Release() }

@@ -213,3 +213,42 @@ func TestGuardWhileStarting(t *testing.T) {
 		t.Errorf("a ready guard: %v, %v", s, err)
 	}
 }
+
+// stop reaches what the command started outside its process group: a
+// setsid descendant is orphaned to idmpctl (a subreaper) and found there.
+func TestStopReachesSetsidDescendants(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "escaped")
+	g := StartGuard(os.Stderr)
+	defer g.Release()
+	var out bytes.Buffer
+	ch, err := startChild(g, []string{"sh", "-c", `setsid sh -c 'trap "" TERM; echo $$ > "$0"; exec sleep 30' "$0" & wait`, pidFile},
+		[]string{"PATH=" + os.Getenv("PATH")}, nil, &out, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	for deadline := time.Now().Add(10 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		b, _ := os.ReadFile(pidFile)
+		if strings.HasSuffix(string(b), "\n") {
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+	}
+	if pid == 0 {
+		t.Fatal("the setsid descendant never started")
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	if !ch.escapedLeft() {
+		t.Fatal("the setsid descendant is not seen as outside the group")
+	}
+	waited := make(chan int, 1)
+	go func() { waited <- ch.wait() }()
+	r := &claimedRun{}
+	r.stop(ch, waited, time.Now().Add(300*time.Millisecond))
+	if !gone(pid, 5*time.Second) {
+		t.Errorf("the setsid descendant %d survived the stop", pid)
+	}
+	if ch.escapedLeft() {
+		t.Error("escaped descendants left after the stop")
+	}
+}

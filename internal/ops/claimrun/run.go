@@ -16,17 +16,15 @@ import (
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 )
 
-// killGrace is how long a stopped command gets between SIGTERM and SIGKILL.
-var killGrace = 5 * time.Second
-
 // Params are what Run needs: the claim held, how to renew and record it,
 // and the command with its stdio.
 type Params struct {
 	Key            string
-	Token, Attempt int64 // the claim acquired
-	Lease, TTL     time.Duration
-	MaxResult      int // the most output stored as the result (0: no cap)
-	Retries        int // retries of recording the outcome after a network error
+	Token, Attempt int64         // the claim acquired
+	LeaseSent      time.Time     // when the acquire that took the claim was sent (Acquire)
+	Lease          time.Duration // the claim's lease, as stored at acquire
+	TTL            time.Duration // the retention given (0: the one the claim was taken with)
+	MaxResult      int           // the most output stored as the result (0: no cap)
 	Durability     redisconn.Durability
 	Ack            redisconn.Ack // what acknowledged the claim (with Durability)
 
@@ -47,19 +45,32 @@ type Result struct {
 	OutputTruncated bool
 	Ack             redisconn.Ack // the fewest replicas that acknowledged a write of the run
 	Unacknowledged  string        // the outcome was not acknowledged: why
+	Unrecorded      string        // the command ran but its outcome could not be recorded: why
+	Renewals        int           // successful renewals
 	Warnings        []string      // what the user should be told on stderr
 }
 
 // Run runs the command while holding the claim and records its outcome. It
 // returns the exit code to pass through and an error when the claim was
-// lost or could not be recorded.
+// lost, or its lease could not be kept (the command was stopped), or the
+// command never ran and that could not be recorded. Once the command ran,
+// an outcome that could not be recorded is a warning, not an error: the
+// command's code is what the caller must act on.
 func Run(ctx context.Context, conn *redisconn.Conn, p Params) (Result, error) {
+	bound := conn.Timeout + p.Durability.Timeout
 	r := &claimedRun{p: p, conn: conn, g: p.Guard, sigs: p.Signals, token: p.Token, attempt: p.Attempt,
-		out: &capWriter{max: p.MaxResult}, ack: p.Ack}
+		out: &capWriter{max: p.MaxResult}, ack: p.Ack, clock: &leaseClock{s: newSchedule(p.Lease, bound)}}
+	r.clock.renewed(p.LeaseSent)
+	if p.LeaseSent.IsZero() {
+		r.clock.renewed(time.Now()) // later than the true send: callers give LeaseSent
+	}
 	code, err := r.execute(ctx)
+	if r.stream != nil && r.stream.broken != nil {
+		r.warnf("claim run %q: stdout was closed (%v): the command's output was still captured, not streamed", p.Key, r.stream.broken)
+	}
 	return Result{ExitCode: code, Started: r.started, Recorded: r.recorded,
-		Output: string(r.out.buf), OutputTruncated: r.out.over,
-		Ack: r.ack, Unacknowledged: r.unacked, Warnings: r.warnings}, err
+		Output: string(r.out.buf), OutputTruncated: r.out.over, Renewals: r.renewals,
+		Ack: r.ack, Unacknowledged: r.unacked, Unrecorded: r.unrecorded, Warnings: r.warnings}, err
 }
 
 // claimedRun runs the command while holding the claim.
@@ -70,10 +81,14 @@ type claimedRun struct {
 	sigs           chan os.Signal // SIGINT and SIGTERM, to forward
 	token, attempt int64
 	out            *capWriter
+	stream         *streamWriter
+	clock          *leaseClock
 	started        bool
 	recorded       string
+	renewals       int
 	ack            redisconn.Ack // the fewest replicas that acknowledged a write of the run
 	unacked        string        // the outcome was not acknowledged: why
+	unrecorded     string        // the outcome could not be recorded: why
 	warnings       []string
 }
 
@@ -87,38 +102,30 @@ func (r *claimedRun) durably(ack *redisconn.Ack) claim.Option {
 	return claim.Durably(r.p.Durability, ack)
 }
 
-// bound is the per-command timeout, plus the wait of --wait-replicas.
-func (r *claimedRun) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, r.conn.Timeout+r.p.Durability.Timeout)
-}
-
 // execute runs the command and records its outcome. It returns the exit code
-// to pass through and an error when the claim was lost or could not be
-// recorded.
+// to pass through and an error when the claim was lost, the command was
+// stopped, or an outcome of a command that never ran could not be recorded.
 func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	o := r.p
 	// Recording the outcome must survive the SIGINT that cancels ctx.
 	bg := context.WithoutCancel(ctx)
 	env := append(os.Environ(), "IDMPCTL_KEY="+o.Key,
 		"IDMPCTL_TOKEN="+strconv.FormatInt(r.token, 10), "IDMPCTL_ATTEMPT="+strconv.FormatInt(r.attempt, 10))
-	var stdout io.Writer = r.out
-	if o.Stdout != nil {
-		stdout = io.MultiWriter(o.Stdout, r.out)
-	}
+	r.stream = &streamWriter{out: o.Stdout, capture: r.out}
 	// A SIGINT or SIGTERM from here on is forwarded once the command runs;
 	// one that came before it started means it does not start.
 	sigs := r.sigs
 	if s, _ := r.g.whileStarting(sigs); s != nil || ctx.Err() != nil {
 		const code = 130
-		if ferr := r.record(bg, code, "interrupted before the command started"); ferr != nil {
+		if ferr := r.record(bg, code, "interrupted before the command started", false); ferr != nil {
 			return code, ferr
 		}
 		return code, exit.New(code, "claim run "+strconv.Quote(o.Key), "interrupted before the command started")
 	}
-	ch, err := startChild(r.g, o.Command, env, o.Stdin, stdout, o.Stderr)
+	ch, err := startChild(r.g, o.Command, env, o.Stdin, r.stream, o.Stderr)
 	if err != nil {
 		code := startFailureCode(err)
-		ferr := r.record(bg, code, "cannot start: "+err.Error())
+		ferr := r.record(bg, code, "cannot start: "+err.Error(), false)
 		if ferr != nil {
 			return code, ferr
 		}
@@ -128,132 +135,62 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 
 	waited := make(chan int, 1)
 	go func() { waited <- ch.wait() }()
-	lost := make(chan error, 1)
-	stopRenew := make(chan struct{})
-	defer close(stopRenew)
-	go r.renew(bg, stopRenew, lost)
+	lost, expire := make(chan error, 1), make(chan error, 1)
+	stopRenew, renewing := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(renewing)
+		r.renew(bg, stopRenew, lost, expire)
+	}()
+	// The renewals end before the outcome is recorded (or the run given up).
+	endRenewals := func() { close(stopRenew); <-renewing }
 
 	for {
 		select {
 		case s := <-sigs:
 			ch.signal(s)
 		case lerr := <-lost:
-			r.stop(ch, waited)
+			endRenewals()
+			r.stop(ch, waited, time.Now().Add(r.clock.s.grace))
 			return -1, exit.WithHint(lerr, "the command was stopped; another worker may now hold the key")
+		case eerr := <-expire:
+			endRenewals()
+			r.stop(ch, waited, r.clock.deadline())
+			return -1, exit.WithHint(eerr, "the key stays PROCESSING until its lease passes; then a redelivery can claim it")
 		case code := <-waited:
+			endRenewals()
 			ch.ended()
 			reason := ""
 			if code != 0 {
 				reason = fmt.Sprintf("exit status %d", code)
 			}
-			return code, r.record(bg, code, reason)
+			return code, r.record(bg, code, reason, true)
 		}
 	}
 }
 
-// renew extends the lease every lease/3; a lost claim, or renewals failing
-// for longer than the lease, is reported on lost.
-func (r *claimedRun) renew(ctx context.Context, stop <-chan struct{}, lost chan<- error) {
-	o := r.p
-	every := max(o.Lease/3, 10*time.Millisecond)
-	retry := max(min(o.Lease/10, time.Second), 10*time.Millisecond)
-	lastOK := time.Now()
-	next := every
-	for {
-		select {
-		case <-stop:
-			return
-		case <-time.After(next):
-		}
-		cctx, cancel := r.bound(ctx)
-		_, err := claim.Renew(cctx, r.conn, o.Key, r.token, o.Lease, o.TTL, r.durably(nil))
-		cancel()
-		switch {
-		case err == nil:
-			lastOK, next = time.Now(), every
-		case exit.Code(err) == exit.Lost:
-			lost <- err
-			return
-		case time.Since(lastOK) >= o.Lease:
-			lost <- &exit.Error{Code: exit.Lost, What: "claim run " + strconv.Quote(o.Key),
-				Err: fmt.Errorf("renewals failed for %s, longer than the lease %s: the claim may be taken over: %v",
-					time.Since(lastOK).Round(time.Millisecond), o.Lease, err)}
-			return
-		default:
-			next = retry
-		}
-	}
-}
-
-// stop ends the command: SIGTERM to its process group, SIGKILL after a grace.
-func (r *claimedRun) stop(ch child, waited <-chan int) {
-	ch.signal(syscall.SIGTERM)
+// stop ends the command and everything it started: SIGTERM to its process
+// group and to its descendants outside it, SIGKILL at killAt to those
+// still there.
+func (r *claimedRun) stop(ch child, waited <-chan int, killAt time.Time) {
+	ch.stop(syscall.SIGTERM)
+	timer := time.NewTimer(time.Until(killAt))
+	defer timer.Stop()
 	select {
 	case <-waited:
-	case <-time.After(killGrace):
-		ch.signal(os.Kill)
-		<-waited
-	}
-}
-
-// record writes COMPLETED (code 0) or FAILED, retrying network errors (both
-// are safe to repeat with the same token).
-func (r *claimedRun) record(ctx context.Context, code int, reason string) error {
-	o := r.p
-	var rec claim.Record
-	var ack redisconn.Ack
-	err := redisconn.WithRetries(ctx, o.Retries, func() error {
-		cctx, cancel := r.bound(ctx)
-		defer cancel()
-		var err error
-		if code == 0 {
-			var result *string
-			if !r.out.over {
-				s := string(r.out.buf)
-				result = &s
+		// The command ended; what it started outside its group gets until killAt.
+		for ch.escapedLeft() {
+			select {
+			case <-timer.C:
+				ch.stop(syscall.SIGKILL)
+				return
+			case <-time.After(5 * time.Millisecond):
 			}
-			rec, err = claim.Complete(cctx, r.conn, o.Key, r.token, result, o.TTL, 0, r.durably(&ack))
-		} else {
-			rec, err = claim.Fail(cctx, r.conn, o.Key, r.token, reason, o.TTL, false, r.durably(&ack))
 		}
-		return err
-	}, nil)
-	what := "the command failed"
-	if code == 0 {
-		what = "the command succeeded"
+	case <-timer.C:
+		ch.stop(syscall.SIGKILL)
+		<-waited
+		ch.stop(syscall.SIGKILL) // what was orphaned while the group died
 	}
-	var na *redisconn.NotAckedError
-	if errors.As(err, &na) {
-		// Recorded on the primary, but a failover could lose it. The command
-		// ran: its exit status is passed through (the spec's contract), and
-		// the consumer that acknowledges its message on it is spared a
-		// redelivery that such a failover would turn into a second run.
-		r.recorded, r.ack = rec.Status, minAck(r.ack, ack)
-		r.unacked = fmt.Sprintf("%v; %s and its exit status is passed through: if a failover loses the outcome, the key is PROCESSING again and a redelivery runs the command again once the lease passes", err, what)
-		r.warnf("claim run %q: %s", o.Key, r.unacked)
-		return nil
-	}
-	if err != nil {
-		return exit.WithHint(exit.Wrap(err, "claim run "+strconv.Quote(o.Key)),
-			what+" but its outcome could not be recorded; the key stays PROCESSING until its lease passes")
-	}
-	r.recorded, r.ack = rec.Status, minAck(r.ack, ack)
-	if code == 0 && r.out.over {
-		r.warnf("claim run %q: output over --max-result %d bytes: recorded COMPLETED without it (a redelivery replays nothing)", o.Key, o.MaxResult)
-	}
-	return nil
-}
-
-// child is the started command; startChild starts one (per OS).
-type child interface {
-	// signal sends s to the command (its whole process group where there
-	// are groups).
-	signal(s os.Signal)
-	// wait waits for the command and its output, and returns its exit code
-	// (128+n after signal n, as a shell says).
-	wait() int
-	// ended says the command ended normally and was waited for.
-	ended()
 }
 
 // GuardCommand is the hidden verb that guards the command's process group
@@ -267,25 +204,6 @@ func startFailureCode(err error) int {
 		return 127
 	}
 	return 126
-}
-
-// capWriter keeps up to max bytes (0: no cap, as for claim complete) and
-// notes whether more came.
-type capWriter struct {
-	max  int
-	buf  []byte
-	over bool
-}
-
-func (w *capWriter) Write(b []byte) (int, error) {
-	room := w.max - len(w.buf)
-	if w.max > 0 && len(b) > room {
-		w.buf = append(w.buf, b[:max(room, 0)]...)
-		w.over = true
-		return len(b), nil
-	}
-	w.buf = append(w.buf, b...)
-	return len(b), nil
 }
 
 // minAck is the weaker of two acknowledgements.

@@ -96,22 +96,30 @@ func parseBackupReply(key string, v any) (backup.Record, bool, error) {
 	return backup.Record{Key: key, Payload: []byte(payload), PTTL: pttl, ExpiresAt: at}, true, nil
 }
 
-// markKept marks the chunk's keys the re-check did not delete.
-func (p *purger) markKept(chunk []keyRead, deleted []bool) error {
+// markKept marks the chunk's keys the re-check did not delete, with why:
+// "changed" (changed or gone since it was read) or "live" (a lease or
+// deadline still ran on the server's clock).
+func (p *purger) markKept(chunk []keyRead, outcomes []PurgeOutcome) error {
 	if p.opts.Backup == nil {
 		return nil
 	}
-	var kept []string
+	kept := map[string][]string{}
 	for i := range chunk {
-		if !deleted[i] {
-			kept = append(kept, chunk[i].rec.Key)
+		switch outcomes[i] {
+		case PurgeDeleted:
+		case PurgeLive:
+			kept["live"] = append(kept["live"], chunk[i].rec.Key)
+		default:
+			kept["changed"] = append(kept["changed"], chunk[i].rec.Key)
 		}
 	}
-	if len(kept) == 0 {
-		return nil
-	}
-	if err := p.opts.Backup.Kept(kept, string(PurgeChanged)); err != nil {
-		return &exit.Error{Code: exit.Config, What: "write the backup", Err: err}
+	for _, reason := range []string{"changed", "live"} {
+		if len(kept[reason]) == 0 {
+			continue
+		}
+		if err := p.opts.Backup.Kept(kept[reason], reason); err != nil {
+			return &exit.Error{Code: exit.Config, What: "write the backup", Err: err}
+		}
 	}
 	return nil
 }

@@ -250,3 +250,44 @@ func TestRestoreExpiredDryRunAndBadPayload(t *testing.T) {
 		t.Errorf("bad payload: %v, exit %d (%v)", outs, code, err)
 	}
 }
+
+// A record the re-check keeps as live (its lease runs on the server's
+// clock, whatever the client decided) is saved, then marked kept as live;
+// a changed one as changed.
+func TestPurgeBackupMarksKept(t *testing.T) {
+	c, _ := redistest.Conn(t)
+	ctx := context.Background()
+	rc := c.Client()
+	now, err := rc.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := now.UnixMilli()
+	rc.HSet(ctx, "live", "status", "PROCESSING", "owner", "w", "token", "5", "attempts", "1",
+		"lease_until", ms+600_000, "created", ms, "updated", ms)
+	rc.HSet(ctx, "done", "status", "COMPLETED", "owner", "w", "token", "1", "attempts", "1", "lease_until", 1, "created", 1, "updated", 1)
+	rc.HSet(ctx, "moved", "status", "FAILED", "owner", "w", "token", "1", "attempts", "1", "lease_until", 1, "created", 1, "updated", 1)
+	reads, err := readKeys(ctx, c, []string{"live", "done", "moved"}, readOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.HSet(ctx, "moved", "status", "COMPLETED") // changed since it was read
+	path := filepath.Join(t.TempDir(), "b.ndjson")
+	w, err := backup.Create(path, backup.Header{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &purger{c: c, opts: PurgeOptions{Backup: w}}
+	if err := p.deleteChunk(ctx, reads); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, kept, end := readBackup(t, path)
+	if len(recs) != 3 || !end || kept["live"] != "live" || kept["moved"] != "changed" || len(kept) != 2 {
+		t.Errorf("records %d, kept %v, end %v", len(recs), kept, end)
+	}
+	wantKeysExist(t, c, true, "live", "moved")
+	wantKeysExist(t, c, false, "done")
+}

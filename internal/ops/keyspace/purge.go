@@ -7,6 +7,7 @@ package keyspace
 // server-side, and never uses FLUSHDB/FLUSHALL").
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha1"
 	_ "embed"
@@ -45,7 +46,7 @@ type PurgeOptions struct {
 	OlderThan time.Duration    // only records whose updated (else created) time is at least this old; records without one never match
 	NoTTL     bool             // only keys without a TTL
 	AnyType   bool             // also keys that are not recognised records (unknown, streams, whole Camel sets)
-	Force     bool             // also locks whose TTL still runs (records.PurgeBlocked)
+	Force     bool             // also live records and locks whose TTL still runs (records.PurgeLive, records.PurgeBlocked)
 	DryRun    bool             // delete nothing, report what would be deleted
 	Limit     int64            // stop after this many candidates; 0: no limit
 	MaxRate   float64          // deletions per second; 0: unlimited
@@ -94,6 +95,7 @@ type PurgeOutcome string
 const (
 	PurgeDeleted     PurgeOutcome = "deleted"
 	PurgeChanged     PurgeOutcome = "changed"      // changed or gone since it was read: kept
+	PurgeLive        PurgeOutcome = "kept-live"    // live on the server's clock at the re-check: kept
 	PurgeWouldDelete PurgeOutcome = "would-delete" // dry run
 )
 
@@ -104,18 +106,25 @@ type PurgeItem struct {
 }
 
 // PurgeSummary counts a purge. Scanned = Kept + Matched; without DryRun,
-// Matched = Deleted + Changed.
+// Matched = Deleted + Changed (Changed counts the candidates the re-check
+// kept: changed since they were read, or live on the server's clock).
 type PurgeSummary struct {
 	Scanned int64 `json:"scanned"` // keys SCAN returned
 	Matched int64 `json:"matched"` // candidates: recognised and passing every filter
 	Deleted int64 `json:"deleted"`
 	Kept    int64 `json:"kept"`    // scanned but not candidates (filtered out, unrecognised, gone, past Limit)
-	Changed int64 `json:"changed"` // candidates the server re-check refused
+	Changed int64 `json:"changed"` // candidates the server re-check refused (changed, or live)
 	Limited bool  `json:"limited,omitempty"`
 	// LocksKept counts locks that passed the other filters but stay (see
 	// records.PurgeBlocked); LockReason says why, for the first of them.
 	LocksKept  int64  `json:"locks_kept,omitempty"`
 	LockReason string `json:"lock_reason,omitempty"`
+	// LiveKept counts the PROCESSING records kept because their lease or
+	// deadline is live, or because they have none (see records.PurgeLive),
+	// whether the scan or the re-check kept them; LiveReason says why, for
+	// the first of them.
+	LiveKept   int64  `json:"live_kept"`
+	LiveReason string `json:"live_reason,omitempty"`
 }
 
 // Purge deletes the records opts selects and calls emit for every candidate
@@ -161,25 +170,26 @@ type purger struct {
 // batch handles one SCAN batch as read: choose, re-check and delete.
 func (p *purger) batch(ctx context.Context, keys []string, reads []keyRead) error {
 	cands := reads[:0] // chosen in place: the batch's reads are this call's
-	var locks int64
-	var lockReason string
+	var locks, live int64
+	var lockReason, liveReason string
 	for i := range reads {
-		ok, reason := p.selects(&reads[i])
-		if ok {
+		switch ok, kept, reason := p.selects(&reads[i]); {
+		case ok:
 			cands = append(cands, reads[i])
-		} else if reason != "" {
+		case kept == keptLock:
 			locks++
-			if lockReason == "" {
-				lockReason = reason
-			}
+			lockReason = cmp.Or(lockReason, reason)
+		case kept == keptLive:
+			live++
+			liveReason = cmp.Or(liveReason, reason)
 		}
 	}
 	p.mu.Lock()
 	p.sum.Scanned += int64(len(keys))
 	p.sum.LocksKept += locks
-	if p.sum.LockReason == "" {
-		p.sum.LockReason = lockReason
-	}
+	p.sum.LockReason = cmp.Or(p.sum.LockReason, lockReason)
+	p.sum.LiveKept += live
+	p.sum.LiveReason = cmp.Or(p.sum.LiveReason, liveReason)
 	if l := p.opts.Limit; l > 0 && p.sum.Matched+int64(len(cands)) >= l {
 		cands = cands[:l-p.sum.Matched]
 		p.sum.Limited = true
@@ -212,33 +222,47 @@ func (p *purger) batch(ctx context.Context, keys []string, reads []keyRead) erro
 	return nil
 }
 
+// keptKind says why a record that passed purge's filters stays.
+type keptKind int
+
+const (
+	keptFiltered keptKind = iota // it did not pass the filters
+	keptLock                     // a lock (records.PurgeBlocked)
+	keptLive                     // live work (records.PurgeLive)
+)
+
 // selects is the client-side choice of a candidate, at the server time of
-// its read. A lock that passes every filter but the lock rule
-// (records.PurgeBlocked) comes back with the reason it stays.
-func (p *purger) selects(rd *keyRead) (bool, string) {
+// its read. A record that passes every filter but the lock rule
+// (records.PurgeBlocked) or the live rule (records.PurgeLive) comes back
+// with the rule and the reason it stays.
+func (p *purger) selects(rd *keyRead) (bool, keptKind, string) {
 	r, o := rd.rec, p.opts
 	switch {
 	case r.Format == records.FormatNone:
-		return false, "" // gone since SCAN
+		return false, keptFiltered, "" // gone since SCAN
 	case !o.AnyType && !r.Recognised():
-		return false, ""
+		return false, keptFiltered, ""
 	case p.want != nil && !p.want[r.Status] && r.Status != records.Locked:
-		return false, ""
+		return false, keptFiltered, ""
 	case o.Stale && !r.HasFlag(records.FlagStale):
-		return false, ""
+		return false, keptFiltered, ""
 	case o.NoTTL && r.TTLms != -1:
-		return false, ""
+		return false, keptFiltered, ""
 	}
 	if o.OlderThan > 0 {
 		last := r.LastActivityMs()
 		if last <= 0 || rd.nowMs-last < o.OlderThan.Milliseconds() {
-			return false, ""
+			return false, keptFiltered, ""
 		}
 	}
-	if reason, blocked := r.PurgeBlocked(records.PurgeFlags{Locked: p.want[records.Locked], Stale: o.Stale, Force: o.Force}); blocked {
-		return false, reason
+	flags := records.PurgeFlags{Locked: p.want[records.Locked], Stale: o.Stale, Force: o.Force, OlderThan: o.OlderThan > 0}
+	if reason, blocked := r.PurgeBlocked(flags); blocked {
+		return false, keptLock, reason
 	}
-	return true, ""
+	if reason, blocked := r.PurgeLive(flags); blocked {
+		return false, keptLive, reason
+	}
+	return true, keptFiltered, ""
 }
 
 // report calls emit; p.mu is held.
@@ -263,21 +287,24 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []keyRead) error {
 	if err := p.saveBackup(ctx, chunk); err != nil {
 		return err
 	}
-	deleted, err := p.recheck(ctx, chunk)
+	outcomes, err := p.recheck(ctx, chunk)
 	if err == nil {
-		err = p.markKept(chunk, deleted)
+		err = p.markKept(chunk, outcomes)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	for i := range chunk {
-		outcome := PurgeChanged
-		if deleted[i] {
-			outcome = PurgeDeleted
+	for i, outcome := range outcomes {
+		switch outcome {
+		case PurgeDeleted:
 			p.sum.Deleted++
-		} else {
+		case PurgeLive:
+			p.sum.Changed++
+			p.sum.LiveKept++
+			p.sum.LiveReason = cmp.Or(p.sum.LiveReason, "live on the server's clock at the re-check; --force deletes it")
+		default:
 			p.sum.Changed++
 		}
 		p.report(PurgeItem{Record: chunk[i].rec, Outcome: outcome})
@@ -288,19 +315,20 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []keyRead) error {
 // recheck runs the re-check script: one call for the chunk on a single
 // server; one call per key in a cluster (keys of one call must share a
 // slot), pipelined, each routed by its key. A script cache without the
-// script (NOSCRIPT) is answered by EVAL.
-func (p *purger) recheck(ctx context.Context, chunk []keyRead) ([]bool, error) {
+// script (NOSCRIPT) is answered by EVAL. Each key's outcome is deleted,
+// changed, or live.
+func (p *purger) recheck(ctx context.Context, chunk []keyRead) ([]PurgeOutcome, error) {
 	var calls []*recheckCall
 	if p.cluster {
 		for i := range chunk {
 			cl := &recheckCall{first: i, decoded: p.decoded}
-			cl.add(&chunk[i], p.opts.NoTTL)
+			cl.add(&chunk[i], p.opts.NoTTL, p.opts.Force)
 			calls = append(calls, cl)
 		}
 	} else {
-		cl := &recheckCall{keys: make([]string, 0, len(chunk)), body: make([]any, 0, len(chunk)+16), decoded: p.decoded}
+		cl := &recheckCall{keys: make([]string, 0, len(chunk)), body: make([]any, 0, 2*len(chunk)+16), decoded: p.decoded}
 		for i := range chunk {
-			cl.add(&chunk[i], p.opts.NoTTL)
+			cl.add(&chunk[i], p.opts.NoTTL, p.opts.Force)
 		}
 		calls = append(calls, cl)
 	}
@@ -314,7 +342,7 @@ func (p *purger) recheck(ctx context.Context, chunk []keyRead) ([]bool, error) {
 	if err := p.c.RunPipelined(ctx, pipe); err != nil {
 		return nil, err
 	}
-	deleted := make([]bool, len(chunk))
+	outcomes := make([]PurgeOutcome, len(chunk))
 	for i, cl := range calls {
 		vals, err := pipe[i].Cmd.Int64Slice()
 		if err != nil {
@@ -324,10 +352,13 @@ func (p *purger) recheck(ctx context.Context, chunk []keyRead) ([]bool, error) {
 			return nil, exit.New(exit.Internal, "purge re-check", "%d replies for %d keys", len(vals), len(cl.keys))
 		}
 		for j, v := range vals {
-			deleted[cl.first+j] = v == 1
+			outcomes[cl.first+j] = map[int64]PurgeOutcome{1: PurgeDeleted, 2: PurgeLive}[v]
+			if outcomes[cl.first+j] == "" {
+				outcomes[cl.first+j] = PurgeChanged
+			}
 		}
 	}
-	return deleted, nil
+	return outcomes, nil
 }
 
 const (
@@ -385,13 +416,20 @@ func (cl *recheckCall) open(r recheckRun) {
 }
 
 // add appends one key: the kind of comparison and what it compares with,
-// as the value was read.
-func (cl *recheckCall) add(rd *keyRead, noTTL bool) {
+// as the value was read, and (unless force) until when it is live: the
+// server keeps it while its clock is before that instant.
+func (cl *recheckCall) add(rd *keyRead, noTTL, force bool) {
 	cl.keys = append(cl.keys, rd.rec.Key)
 	ttl := "0"
 	if noTTL {
 		ttl = "1"
 	}
+	live := int64(0)
+	if !force {
+		live = rd.rec.LiveUntilMs()
+	}
+	// Every kind's own part ends with it.
+	defer func() { cl.body = append(cl.body, live) }()
 	switch rd.rec.Type {
 	case "string":
 		if int64(len(rd.str)) == rd.size && len(rd.str) <= recheckInlineString {

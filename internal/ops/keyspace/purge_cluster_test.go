@@ -68,7 +68,7 @@ func TestKeysAndPurgeOnCluster(t *testing.T) {
 		"idem:live": purgeHookRuns(t, c, []any{"HSET", "idem:live", "status", "COMPLETED", "updated", "1"}),
 		"json:1":    purgeHookRuns(t, c, []any{"SET", "json:1", `{"status":"DONE"}`, "KEEPTTL"}),
 	}
-	psum, items := purgeRun(t, c, PurgeOptions{Pattern: "*", Statuses: []records.Status{records.Processing, records.Completed},
+	psum, items := purgeRun(t, c, PurgeOptions{Pattern: "*", Statuses: []records.Status{records.Processing, records.Completed}, Force: true,
 		BeforeDelete: func(keys []string) {
 			for k, fn := range change {
 				if slices.Contains(keys, k) {

@@ -62,9 +62,9 @@ func TestPurgeRecheckKeyTwice(t *testing.T) {
 		t.Fatalf("read: %+v %v", reads, err)
 	}
 	p := &purger{c: c}
-	deleted, err := p.recheck(ctx, []keyRead{reads[0], reads[0]})
-	if err != nil || !slices.Equal(deleted, []bool{true, false}) {
-		t.Errorf("deleted %v %v", deleted, err)
+	outcomes, err := p.recheck(ctx, []keyRead{reads[0], reads[0]})
+	if err != nil || !slices.Equal(outcomes, []PurgeOutcome{PurgeDeleted, PurgeChanged}) {
+		t.Errorf("outcomes %v %v", outcomes, err)
 	}
 	wantKeysExist(t, c, false, "m")
 }

@@ -71,12 +71,17 @@ func TestPurgeDeletesOnlyMatchedRecognisedRecords(t *testing.T) {
 	wantKeysExist(t, c, true, fixtureKeys(fx, want...)...)
 
 	// Without filters: every recognised record; streams, sets, unknowns stay,
-	// and so do locks (only --status LOCKED selects them).
+	// and so do locks (only --status LOCKED selects them) and live work:
+	// a claim under its lease, PROCESSING records without a deadline.
 	sum, items = purgeRun(t, c, PurgeOptions{Pattern: "*"})
-	kept := []string{"camel-repo", "events", "other:list", "other:str", "pt:fn#abc:lock", "pt:fn#gone:lock"}
+	kept := []string{"camel-repo", "events", "other:list", "other:str", "pt:fn#abc:lock", "pt:fn#gone:lock",
+		"idem:live", "jobs:h1", "json:1", "m:p"}
 	wantKeysExist(t, c, true, kept...)
 	if sum.LocksKept != 2 || !strings.Contains(sum.LockReason, "--status LOCKED") {
 		t.Errorf("locks kept: %+v", sum)
+	}
+	if sum.LiveKept != 4 {
+		t.Errorf("live kept: %+v", sum)
 	}
 	wantKeysExist(t, c, false, fixtureKeys(fx, kept...)...)
 	if len(items[PurgeDeleted]) != len(fx)-len(want)-len(kept) {
@@ -89,8 +94,8 @@ func TestPurgeDryRunDeletesNothing(t *testing.T) {
 	fx := writeKeysFixtures(t, c.Client())
 	var hooked bool
 	sum, items := purgeRun(t, c, PurgeOptions{Pattern: "idem:*", DryRun: true, BeforeDelete: func([]string) { hooked = true }})
-	want := []string{"idem:done", "idem:failed", "idem:live", "idem:stale"}
-	if !slices.Equal(items[PurgeWouldDelete], want) || sum.Matched != 4 || sum.Deleted != 0 || hooked {
+	want := []string{"idem:done", "idem:failed", "idem:stale"} // idem:live is under its lease
+	if !slices.Equal(items[PurgeWouldDelete], want) || sum.Matched != 3 || sum.LiveKept != 1 || sum.Deleted != 0 || hooked {
 		t.Errorf("dry run: %v, %+v, hook called %v", items, sum, hooked)
 	}
 	wantKeysExist(t, c, true, fixtureKeys(fx)...)
@@ -169,7 +174,8 @@ func TestPurgeRecheckKeepsWhatChanged(t *testing.T) {
 
 	// A worker completes its claim, a JSON record is rewritten, a marker
 	// vanishes: each is counted changed, and what was rewritten survives.
-	sum, items := purgeRun(t, c, PurgeOptions{Pattern: "*", BeforeDelete: purgeHookRuns(t, c,
+	// (--force: these are live PROCESSING records.)
+	sum, items := purgeRun(t, c, PurgeOptions{Pattern: "*", Force: true, BeforeDelete: purgeHookRuns(t, c,
 		[]any{"HSET", "idem:live", "status", "COMPLETED", "updated", "1"},
 		[]any{"SET", "json:1", `{"status":"PROCESSING","owner":"c-2"}`, "KEEPTTL"},
 		[]any{"DEL", "m:p"})})

@@ -1,27 +1,38 @@
--- complete(key, now; token, ttl ms, has result '1'|'0', result)
-local function complete(key, now, token, ttl, has_result, result)
+-- complete(key, now; token, ttl ms or '', default ttl ms, has result '1'|'0',
+-- result)
+-- The retention is the one given, else the one the claim was taken with.
+local function complete(key, now, token, ttl, default_ttl, has_result, result)
   token = tonumber(token)
   local kind, h, current = load(key)
 
   if kind == 'foreign' then return foreign(key, now) end
   if kind == 'none' then return reply('lost', now, -2) end
   if current ~= token then return reply('lost', now, redis.call('PTTL', key), '', h) end
+  if h.status ~= 'PROCESSING' and h.status ~= 'COMPLETED' then
+    return reply('lost', now, redis.call('PTTL', key), '', h)
+  end
+  local keep = retention(key, h, ttl, default_ttl)
+  local err = denied({ { 'HSET', key, 'status', 'COMPLETED' }, { 'PEXPIRE', key, '1' } })
+  if err then return err end
+
   -- A retried complete whose first reply was lost finds its own completion.
   -- The retention is set again: a write, so that a WAIT after this call
   -- covers the first one's too (see redisconn.PipelinedDurable).
   if h.status == 'COMPLETED' then
-    redis.call('PEXPIRE', key, ttl)
-    return reply('again', now, tonumber(ttl), '', h)
+    if ttl ~= '' then hset(key, h, { 'ttl_ms', fmt(keep) }) end
+    redis.call('PEXPIRE', key, keep)
+    return reply('again', now, keep, '', h)
   end
-  if h.status ~= 'PROCESSING' then return reply('lost', now, redis.call('PTTL', key), '', h) end
 
-  -- lease_until, fingerprint, created, attempts, owner and error are kept.
+  -- lease_until, lease_ms, fingerprint, created, attempts, owner and error
+  -- are kept.
+  local kv = { 'status', 'COMPLETED', 'updated', fmt(now), 'ttl_ms', fmt(keep) }
   if has_result == '1' then
-    hset(key, h, { 'status', 'COMPLETED', 'updated', fmt(now), 'result', result })
-    h.result = nil -- Go has it: not sent back
-  else
-    hset(key, h, { 'status', 'COMPLETED', 'updated', fmt(now) })
+    kv[#kv + 1] = 'result'
+    kv[#kv + 1] = result
   end
-  redis.call('PEXPIRE', key, ttl)
-  return reply('ok', now, tonumber(ttl), '', h)
+  hset(key, h, kv)
+  h.result = nil -- Go has it: not sent back
+  redis.call('PEXPIRE', key, keep)
+  return reply('ok', now, keep, '', h)
 end

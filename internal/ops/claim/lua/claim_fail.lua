@@ -1,5 +1,7 @@
--- fail(key, now; token, ttl ms, error or '', release '1'|'0')
-local function fail(key, now, token, ttl, err, release)
+-- fail(key, now; token, ttl ms or '', default ttl ms, error or '',
+-- release '1'|'0')
+-- The retention is the one given, else the one the claim was taken with.
+local function fail(key, now, token, ttl, default_ttl, err, release)
   token, release = tonumber(token), release == '1'
   local kind, h, current = load(key)
 
@@ -14,26 +16,34 @@ local function fail(key, now, token, ttl, err, release)
     return reply('lost', now, redis.call('PTTL', key), '', h)
   end
   if release then
+    local denial = denied({ { 'DEL', key } })
+    if denial then return denial end
     redis.call('DEL', key)
     return reply('released', now, -2)
   end
+  local keep = retention(key, h, ttl, default_ttl)
+  local denial = denied({ { 'HSET', key, 'status', 'FAILED' }, { 'HDEL', key, 'error' }, { 'PEXPIRE', key, '1' } })
+  if denial then return denial end
+
   -- A retried fail whose first reply was lost finds its own failure; the
   -- retention is set again (a write for WAIT to cover, as in complete).
   if h.status == 'FAILED' then
-    redis.call('PEXPIRE', key, ttl)
-    return reply('again', now, tonumber(ttl), '', h)
+    if ttl ~= '' then hset(key, h, { 'ttl_ms', fmt(keep) }) end
+    redis.call('PEXPIRE', key, keep)
+    return reply('again', now, keep, '', h)
   end
 
   -- The error belongs to this failure: an older attempt's reason is removed.
+  local kv = { 'status', 'FAILED', 'updated', fmt(now), 'ttl_ms', fmt(keep) }
   if err ~= '' then
-    hset(key, h, { 'status', 'FAILED', 'updated', fmt(now), 'error', err })
-  else
-    hset(key, h, { 'status', 'FAILED', 'updated', fmt(now) })
-    if h.error then
-      redis.call('HDEL', key, 'error')
-      h.error = nil
-    end
+    kv[#kv + 1] = 'error'
+    kv[#kv + 1] = err
   end
-  redis.call('PEXPIRE', key, ttl)
-  return reply('ok', now, tonumber(ttl), '', h)
+  hset(key, h, kv)
+  if err == '' and h.error then
+    redis.call('HDEL', key, 'error')
+    h.error = nil
+  end
+  redis.call('PEXPIRE', key, keep)
+  return reply('ok', now, keep, '', h)
 end

@@ -16,10 +16,69 @@ end
 -- Integers are written with %d: Redis may format a plain Lua number as 1.7e+12.
 local function fmt(n) return string.format('%d', n) end
 
--- A strict non-negative integer, or nil.
+-- A strict non-negative integer that a Lua number holds exactly (below
+-- 2^53: fencing tokens are 16 digits), or nil.
 local function int(s)
-  if type(s) ~= 'string' or #s > 15 or not string.match(s, '^%d+$') then return nil end
-  return tonumber(s)
+  if type(s) ~= 'string' or #s > 16 or not string.match(s, '^%d+$') then return nil end
+  local n = tonumber(s)
+  if n > 9007199254740991 then return nil end
+  return n
+end
+
+-- next_token is the fencing token of a new claim: above the record's
+-- current one (0: no record) and at least the server's clock in
+-- microseconds. The clock part makes tokens strictly increase across the
+-- deletion or expiry of a record, which takes its counter with it: a
+-- zombie's old token never matches again. Its limit is the clock: a server
+-- whose clock is behind the one that issued the last token (a failover to
+-- a replica that is behind, a clock stepped back) can hand out a token
+-- that was issued before, if the record was deleted meanwhile. Below 2^53
+-- until the year 2255.
+local function next_token(current)
+  local t = redis.call('TIME')
+  local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  return math.max(current + 1, clock)
+end
+
+-- denied is nil when the user may run every command of cmds (each a
+-- command with its arguments) on the key, and otherwise the NOPERM error
+-- to return before anything is written: a claim is never left half
+-- written (for example PROCESSING without its expiry) by an ACL that
+-- allows one write and not the next. Servers before 7.0 have no
+-- acl_check_cmd; there an ACL denial can still stop a script midway.
+local function denied(cmds)
+  if not redis.acl_check_cmd then return nil end
+  for _, c in ipairs(cmds) do
+    if not redis.acl_check_cmd(unpack(c)) then
+      return redis.error_reply("NOPERM this user has no permissions to run the '" .. string.lower(c[1]) ..
+        "' command on the claim's key")
+    end
+  end
+  return nil
+end
+
+-- retention is the TTL in ms a write sets: the one given (ttl, a string,
+-- '' when not given), else the one the record was taken with (ttl_ms),
+-- else (a record written before ttl_ms existed) the default, never below
+-- what the key has left: a default never shortens a stored retention.
+local function retention(key, h, ttl, default)
+  if ttl ~= '' then return tonumber(ttl) end
+  local stored = h and int(h.ttl_ms)
+  if stored and stored > 0 then return stored end
+  local left = h and redis.call('PTTL', key) or -2
+  return math.max(tonumber(default), left)
+end
+
+-- lease_of is the lease in ms a renewal grants: the one given (a string,
+-- '' when not given), else the one the claim was taken with (lease_ms),
+-- else (an older record) the lease its last acquire or renewal granted.
+local function lease_of(h, lease, default)
+  if lease ~= '' then return tonumber(lease) end
+  local stored = int(h.lease_ms)
+  if stored and stored > 0 then return stored end
+  local lu, up = int(h.lease_until), int(h.updated)
+  if lu and up and lu > up then return lu - up end
+  return tonumber(default)
 end
 
 local STATUSES = { PROCESSING = true, COMPLETED = true, FAILED = true }
@@ -67,4 +126,10 @@ local function foreign(key, now)
   local h
   if kind == 'hash' then h = to_table(redis.call('HGETALL', key)) end
   return reply('foreign', now, redis.call('PTTL', key), kind, h)
+end
+
+-- over_retention is the reply refusing a lease longer than the retention:
+-- the record would expire, with its claim live.
+local function over_retention(key, now, lease, ttl, h)
+  return reply('lease_over_ttl', now, redis.call('PTTL', key), fmt(lease) .. ' ' .. fmt(ttl), h)
 end

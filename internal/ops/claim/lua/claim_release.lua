@@ -10,6 +10,8 @@ local function release(key, now, token)
   if current ~= token or h.status == 'COMPLETED' then
     return reply('lost', now, redis.call('PTTL', key), '', h)
   end
+  local err = denied({ { 'DEL', key } })
+  if err then return err end
   redis.call('DEL', key)
   return reply('released', now, -2)
 end

@@ -1,20 +1,26 @@
--- renew(key, now; token, lease ms, ttl ms)
-local function renew(key, now, token, lease, ttl)
-  token, lease = tonumber(token), tonumber(lease)
-  local ttl_ms = tonumber(ttl)
+-- renew(key, now; token, lease ms or '', ttl ms or '', default lease ms,
+-- default ttl ms)
+-- Extends a live claim by the lease given, else by the one it was taken
+-- with; the retention is the one given, else the stored one. A flag not
+-- given never changes what the claim was taken with.
+local function renew(key, now, token, lease, ttl, default_lease, default_ttl)
+  token = tonumber(token)
   local kind, h, current = load(key)
 
   if kind == 'foreign' then return foreign(key, now) end
   if kind == 'none' then return reply('lost', now, -2) end
-  local pttl = redis.call('PTTL', key)
-  if current ~= token or h.status ~= 'PROCESSING' then return reply('lost', now, pttl, '', h) end
+  if current ~= token or h.status ~= 'PROCESSING' then
+    return reply('lost', now, redis.call('PTTL', key), '', h)
+  end
+
+  local grant = lease_of(h, lease, default_lease)
+  local keep = retention(key, h, ttl, default_ttl)
+  if grant > keep then return over_retention(key, now, grant, keep, h) end
+  local err = denied({ { 'HSET', key, 'lease_until', '1' }, { 'PEXPIRE', key, '1' } })
+  if err then return err end
 
   -- The current token renews even past its lease: nobody has taken over.
-  hset(key, h, { 'lease_until', fmt(now + lease), 'updated', fmt(now) })
-  -- The retention is raised to ttl, never shortened (a longer --ttl at acquire wins).
-  if pttl < ttl_ms then
-    redis.call('PEXPIRE', key, ttl)
-    pttl = ttl_ms
-  end
-  return reply('ok', now, pttl, '', h)
+  hset(key, h, { 'lease_until', fmt(now + grant), 'updated', fmt(now), 'lease_ms', fmt(grant), 'ttl_ms', fmt(keep) })
+  redis.call('PEXPIRE', key, keep)
+  return reply('ok', now, keep, '', h)
 end

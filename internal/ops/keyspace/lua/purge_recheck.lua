@@ -12,7 +12,12 @@
 --   string: own: the whole value
 --   strd:   own: length (STRLEN, above 0), n, sha1hex of its first n bytes
 --   type:   own: the Redis type, its length ('' = not compared)
--- Returns one integer per key: 1 deleted, 0 kept (changed or gone).
+-- and, last of every key's own part, live: the server time in ms until
+-- which the key is live work (a PROCESSING record's lease or deadline, as
+-- decoded from the value compared), '0' for none or with --force.
+-- Returns one integer per key: 1 deleted, 0 kept (changed or gone), 2 kept
+-- because it is live on the server's clock: a purge never deletes live
+-- work it was not told to (--force), whatever the client decided.
 -- The value reads double as the type check: HLEN and GET answer WRONGTYPE
 -- (an error table, never equal to a number or a string) for another type.
 local length_of = {string = 'STRLEN', hash = 'HLEN', set = 'SCARD', list = 'LLEN', zset = 'ZCARD', stream = 'XLEN'}
@@ -25,6 +30,7 @@ for l = 1, tonumber(ARGV[1]) do
   lists[l] = fields
   a = a + 1 + n
 end
+local now = now_ms()
 local out, gone, doomed = {}, {}, {}
 local nargv, i = #ARGV, 0
 while a <= nargv do
@@ -78,10 +84,14 @@ while a <= nargv do
       end
       a = a + 2
     end
+    local live = tonumber(ARGV[a])
+    a = a + 1
     if same and no_ttl == '1' then
       same = redis.call('PTTL', key) == -1
     end
-    if same and not doomed[key] then -- a key given twice goes once
+    if same and live > 0 and now < live then
+      out[i] = 2
+    elseif same and not doomed[key] then -- a key given twice goes once
       doomed[key] = true
       gone[#gone + 1] = key
       out[i] = 1

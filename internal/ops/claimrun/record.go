@@ -1,0 +1,113 @@
+package claimrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops/claim"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+)
+
+// child is the started command; startChild starts one (per OS).
+type child interface {
+	// signal sends s to the command (its whole process group where there
+	// are groups): the signals idmpctl forwards.
+	signal(s os.Signal)
+	// stop sends sig to the command's process group and, where idmpctl
+	// can find them (Linux), to its descendants that left the group.
+	stop(sig syscall.Signal)
+	// escapedLeft reports whether a descendant that left the group still
+	// runs (Linux; false elsewhere).
+	escapedLeft() bool
+	// wait waits for the command and its output, and returns its exit code
+	// (128+n after signal n, as a shell says).
+	wait() int
+	// ended says the command ended normally and was waited for.
+	ended()
+}
+
+// record writes COMPLETED (code 0) or FAILED with the same token, trying
+// again after network failures until the lease could lapse (a first try
+// always goes out: the token still holds unless someone took over). Both
+// are safe to repeat. Once the command ran (ran), an outcome that cannot be
+// recorded is a warning and its exit code stands: a caller that took it for
+// "not run" and redelivered would run it twice. Only a lost claim is an
+// error then.
+func (r *claimedRun) record(ctx context.Context, code int, reason string, ran bool) error {
+	o := r.p
+	deadline := r.clock.deadline()
+	pause := 50 * time.Millisecond
+	var rec claim.Record
+	var ack redisconn.Ack
+	var err error
+	tries := 0
+	for {
+		tries++
+		bound := r.clock.s.bound
+		if tries > 1 {
+			bound = min(bound, time.Until(deadline))
+		}
+		cctx, cancel := context.WithTimeout(ctx, bound)
+		if code == 0 {
+			var result *string
+			if !r.out.over {
+				s := string(r.out.buf)
+				result = &s
+			}
+			rec, err = claim.Complete(cctx, r.conn, o.Key, r.token, result, o.TTL, 0, r.durably(&ack))
+		} else {
+			rec, err = claim.Fail(cctx, r.conn, o.Key, r.token, reason, o.TTL, false, r.durably(&ack))
+		}
+		cancel()
+		if err == nil || !redisconn.Retryable(err) || time.Until(deadline) <= pause {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(pause):
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		pause = min(pause*2, time.Second)
+	}
+	what := "the command failed"
+	if code == 0 {
+		what = "the command succeeded"
+	}
+	var na *redisconn.NotAckedError
+	switch {
+	case err == nil:
+		r.recorded, r.ack = rec.Status, minAck(r.ack, ack)
+		if code == 0 && r.out.over {
+			r.warnf("claim run %q: output over --max-result %d bytes: recorded COMPLETED without it (a redelivery replays nothing)", o.Key, o.MaxResult)
+		}
+		return nil
+	case errors.As(err, &na):
+		// Recorded on the primary, but a failover could lose it. The command
+		// ran: its exit status is passed through (the spec's contract), and
+		// the consumer that acknowledges its message on it is spared a
+		// redelivery that such a failover would turn into a second run.
+		r.recorded, r.ack = rec.Status, minAck(r.ack, ack)
+		r.unacked = fmt.Sprintf("%v; %s and its exit status is passed through: if a failover loses the outcome, the key is PROCESSING again and a redelivery runs the command again once the lease passes", err, what)
+		r.warnf("claim run %q: %s", o.Key, r.unacked)
+		return nil
+	case !ran || exit.Code(err) == exit.Lost:
+		hint := what + " but its outcome could not be recorded; the key stays PROCESSING until its lease passes"
+		if !ran {
+			hint = "the command was not run; its claim could not be given up, and the key stays PROCESSING until its lease passes"
+		}
+		return exit.WithHint(exit.Wrap(err, "claim run "+strconv.Quote(o.Key)), hint)
+	}
+	r.unrecorded = fmt.Sprintf("%s (exit status %d) but its outcome could not be recorded (%d tries, until its lease could lapse): %v; "+
+		"its exit status is passed through; the key stays PROCESSING until the lease passes, and then a redelivery can run the command again",
+		what, code, tries, err)
+	r.warnf("claim run %q: %s", o.Key, r.unrecorded)
+	return nil
+}
