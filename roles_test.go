@@ -219,6 +219,13 @@ func TestRoles(t *testing.T) {
 		if r := w.Expect(0, "claim", "run", "job:3", "--", "echo", "again"); strings.TrimSpace(r.Stdout) != "ran" {
 			t.Errorf("claim run replays:\n%s", r)
 		}
+		// A key that is no claim record: said so (65), from its TYPE.
+		if _, err := srv.Do("SET", "job:str", "x"); err != nil {
+			t.Fatal(err)
+		}
+		if r := w.Expect(65, "claim", "acquire", "job:str"); !strings.Contains(r.Stderr, "string") {
+			t.Errorf("a foreign key:\n%s", r)
+		}
 		deniedWritesNothing(t, w, "xadd", "orders", "--pid", "api-1", "--iid", "o-9", "amount", "1")
 		deniedWritesNothing(t, w, "purge", "--match", "idem:*", "--status", "FAILED", "--yes")
 	})
