@@ -8,9 +8,17 @@
 -- Redis 5 and the only mode since 7.0 (which has REDIS_VERSION).
 if not redis.REDIS_VERSION and redis.replicate_commands then redis.replicate_commands() end
 
+-- The server's clock, read once a script: the record's times and a new
+-- token's clock part are the same instant.
+local clock_t
+local function server_time()
+  if not clock_t then clock_t = redis.call('TIME') end
+  return tonumber(clock_t[1]), tonumber(clock_t[2])
+end
+
 local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local s, us = server_time()
+  return s * 1000 + math.floor(us / 1000)
 end
 
 -- Integers are written with %d: Redis may format a plain Lua number as 1.7e+12.
@@ -35,9 +43,8 @@ end
 -- that was issued before, if the record was deleted meanwhile. Below 2^53
 -- until the year 2255.
 local function next_token(current)
-  local t = redis.call('TIME')
-  local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  return math.max(current + 1, clock)
+  local s, us = server_time()
+  return math.max(current + 1, s * 1000000 + us)
 end
 
 -- denied is nil when the user may run every command of cmds (each a
