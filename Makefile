@@ -26,9 +26,10 @@ test: redis-server
 	GORACE="atexit_sleep_ms=0 $$GORACE" $(GO) test -race -count=1 -timeout 20m ./...
 
 # The fault tests with the long random-kill soak: 200 rounds of 16 claim
-# runs instead of make test's 25 (IDMPCTL_FAULT_SEED replays another seed).
+# runs instead of make test's 25 (IDMPCTL_FAULT_SEED replays another seed),
+# and a cluster slot moved during a 200,000-line batch (20,000 in make test).
 test-soak: redis-server
-	GORACE="atexit_sleep_ms=0 $$GORACE" IDMPCTL_SOAK=1 $(GO) test -race -count=1 -run 'TestFault' -timeout 30m .
+	GORACE="atexit_sleep_ms=0 $$GORACE" IDMPCTL_SOAK=1 $(GO) test -race -count=1 -run 'TestFault|TestClusterSlotMove' -timeout 30m .
 
 # The suite again with valkey-server as the test server (emulated IDMP,
 # Valkey's INFO and texts; redis-cli still forms the cluster). No -race, to

@@ -142,7 +142,7 @@ func TestDurabilityClaimRunOutcomeUnacknowledged(t *testing.T) {
 		!strings.Contains(rep.Unacknowledged, "0 of 1 replicas acknowledged the write within 2s: COMPLETED stands on the primary") {
 		t.Fatalf("report %+v\n%s", rep, r)
 	}
-	if !strings.Contains(r.Stderr, "idmpctl: warning: claim run \"job:1\": complete \"job:1\": 0 of 1 replicas acknowledged") ||
+	if !strings.Contains(r.Stderr, "idmpctl: warning: claim run \"job:1\": claim complete \"job:1\": 0 of 1 replicas acknowledged") ||
 		!strings.Contains(r.Stderr, "its exit status is passed through") {
 		t.Errorf("stderr:\n%s", r.Stderr)
 	}

@@ -75,6 +75,10 @@ func setupRedis(env *testscript.Env) error {
 	env.Setenv("IDMPCTL_URL", srv.URL)
 	env.Setenv("REDIS_SOCK", srv.Addr)
 	env.Setenv("HOME", env.WorkDir)
+	// The fake terminal of IDMPCTL_FORCE_TTY is 120 columns wide, what-
+	// ever the terminal running the tests: tables fit it the same way
+	// everywhere. A script sets COLUMNS to test other widths.
+	env.Setenv("COLUMNS", "120")
 	return nil
 }
 

@@ -161,7 +161,9 @@ func TestMetricsScan(t *testing.T) {
 		t.Errorf("%d statuses, want PROCESSING alone", n)
 	}
 
-	// A scan of everything counts streams and idmpctl's IDMP state keys.
+	// A scan of everything counts the stream by format; idmpctl's IDMP
+	// state keys only with --all. Neither is a record: records_matched and
+	// no_ttl count the 8 records alone (7 above and other).
 	r = cli.Expect(0, "inspect", "--match", "*", "-o", "prometheus")
 	fams = parsePrometheus(t, r.Stdout)
 	all := map[string]string{"pattern": "*", "format": "stream"}
@@ -169,8 +171,20 @@ func TestMetricsScan(t *testing.T) {
 		t.Errorf("streams = %v, want 1", got)
 	}
 	all["format"] = "idmp-state"
+	if got := sampleValue(t, fams, "idmpctl_scan_records_by_format", all); got != 0 {
+		t.Errorf("idmp-state keys = %v without --all, want 0", got)
+	}
+	star := map[string]string{"pattern": "*"}
+	if got := sampleValue(t, fams, "idmpctl_scan_records_matched", star); got != 8 {
+		t.Errorf("records matched = %v, want 8 (no stream, no state key)", got)
+	}
+	if got := sampleValue(t, fams, "idmpctl_scan_records_no_ttl", star); got != 5 {
+		t.Errorf("no_ttl = %v, want 5 records (not the stream)", got)
+	}
+	r = cli.Expect(0, "inspect", "--match", "*", "--all", "-o", "prometheus")
+	fams = parsePrometheus(t, r.Stdout)
 	if got := sampleValue(t, fams, "idmpctl_scan_records_by_format", all); got < 1 {
-		t.Errorf("idmp-state keys = %v, want some", got)
+		t.Errorf("idmp-state keys = %v with --all, want some", got)
 	}
 }
 

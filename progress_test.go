@@ -13,6 +13,7 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/clitest"
 	"github.com/idmpctl/idmpctl/internal/redistest"
+	"github.com/idmpctl/idmpctl/internal/render"
 )
 
 // TestProgressOnTerminal runs the real idmpctl on a tmux pane (stderr on a
@@ -32,6 +33,7 @@ func TestProgressOnTerminal(t *testing.T) {
 	srv := redistest.New(t)
 	dir := t.TempDir()
 	const lines = 200_000
+	n := render.Count(lines) // the summaries count with separators
 	writeBatch(t, filepath.Join(dir, "big.ndjson"), lines)
 
 	sock := filepath.Join(dir, "tmux.sock")
@@ -44,7 +46,7 @@ func TestProgressOnTerminal(t *testing.T) {
 		line := pane.waitFor(`^xadd --batch: \d{1,3}(,\d{3})* lines  \d[\d.]*[kM]? lines/s  \[=*>? *\] \d{1,3}%  ETA \d+:\d\d$`, time.Minute)
 		t.Logf("progress: %q", line)
 		pane.waitDone(2 * time.Minute)
-		pane.wantFinal(fmt.Sprintf("xadd --batch: %d lines: %d added, 0 duplicates (emulated)", lines, lines))
+		pane.wantFinal(fmt.Sprintf("xadd --batch: %s lines: %s added, 0 duplicates (emulated)", n, n))
 		if n := countLines(t, filepath.Join(dir, "results.txt")); n != lines {
 			t.Errorf("results.txt has %d lines, want %d: stdout carries the results alone", n, lines)
 		}
@@ -62,7 +64,7 @@ func TestProgressOnTerminal(t *testing.T) {
 			i := strings.Index(written, "lines/s")
 			t.Errorf("a progress line among the results: %q", written[max(i-200, 0):i+10])
 		}
-		if want := fmt.Sprintf("\nxadd --batch: %d lines: %d added", lines, lines); !strings.Contains(written, want) {
+		if want := fmt.Sprintf("\nxadd --batch: %s lines: %s added", n, n); !strings.Contains(written, want) {
 			t.Errorf("no summary %q", want)
 		}
 	})
@@ -78,7 +80,7 @@ func TestProgressOnTerminal(t *testing.T) {
 		line := pane.waitFor(`^inspect --match: \d{1,3}(,\d{3})* keys  \d[\d.]*[kM]? keys/s  \d+:\d\d elapsed$`, time.Minute)
 		t.Logf("progress: %q", line)
 		pane.waitDone(2 * time.Minute)
-		pane.wantFinal(fmt.Sprintf("scanned %d keys, matched %d: COMPLETED %d", lines, lines, lines))
+		pane.wantFinal(fmt.Sprintf("scanned %s keys, matched %s: COMPLETED %s", n, n, n))
 	})
 
 	t.Run("purge --match", func(t *testing.T) {
@@ -86,7 +88,7 @@ func TestProgressOnTerminal(t *testing.T) {
 		line := pane.waitFor(`^purge --match: \d{1,3}(,\d{3})* keys  \d[\d.]*[kM]? keys/s  \d{1,3}(,\d{3})* deleted  \d+:\d\d elapsed$`, time.Minute)
 		t.Logf("progress: %q", line)
 		pane.waitDone(2 * time.Minute)
-		pane.wantFinal(fmt.Sprintf("purge: scanned %d, matched %d, deleted %d, kept 0, changed 0", lines, lines, lines))
+		pane.wantFinal(fmt.Sprintf("purge: scanned %s, matched %s, deleted %s, kept 0, changed 0", n, n, n))
 	})
 }
 

@@ -139,7 +139,7 @@ func TestRoles(t *testing.T) {
 				t.Errorf("inspect orders lacks %q:\n%s", want, r)
 			}
 		}
-		if r := mon.Expect(0, "inspect", "orders", "-o", "json"); !strings.Contains(r.Stdout, `"not-atomic":true`) {
+		if r := mon.Expect(0, "inspect", "orders", "-o", "json"); !strings.Contains(r.Stdout, `"not_atomic":true`) {
 			t.Errorf("json:\n%s", r)
 		}
 		fams := parsePrometheus(t, mon.Expect(0, "inspect", "orders", "-o", "prometheus").Stdout)

@@ -2,7 +2,7 @@
 
 package main
 
-// Claim scenarios from the claims issue, end to end: real idmpctl processes
+// Claim scenarios (docs/claim.md), end to end: real idmpctl processes
 // (run by internal/clitest; state checks in faults_test.go) against a real
 // redis-server each.
 

@@ -362,7 +362,7 @@ func TestACL(t *testing.T) {
 		}{
 			{[]string{"xadd", "orders", "--pid", "api", "--iid", "o-2", "amount", "5"}, `xadd "orders"`},
 			{[]string{"xadd", "orders", "--pid", "api", "--iid", "o-2", "amount", "5", "-o", "json"}, `xadd "orders"`},
-			{[]string{"claim", "acquire", "idem:c"}, `acquire "idem:c"`},
+			{[]string{"claim", "acquire", "idem:c"}, `claim acquire "idem:c"`},
 		} {
 			r := cli.With(env...).Run(c.args...)
 			secWant(t, r, 77, `^idmpctl: `+regexp.QuoteMeta(c.what)+`: NOPERM `, `^hint: the ACL user may not run`)
@@ -435,7 +435,7 @@ func TestACL(t *testing.T) {
 		cli := clitest.New(t)
 		env := as("narrow", "narrow-pw")
 		r := cli.With(env...).Run("claim", "acquire", "idem:e")
-		secWant(t, r, 77, `^idmpctl: acquire "idem:e": NOPERM .*key`)
+		secWant(t, r, 77, `^idmpctl: claim acquire "idem:e": NOPERM .*key`)
 		says := secServerSays(t, srv.Addr, "narrow", "narrow-pw", "EXISTS", "idem:e")
 		if !strings.Contains(r.Stderr, ": "+says+"\n") {
 			t.Errorf("server says %q; not verbatim in\n%s", says, r)
@@ -447,12 +447,16 @@ func TestACL(t *testing.T) {
 	t.Run("wrong-password", func(t *testing.T) {
 		cli := clitest.New(t)
 		wrongpass := `^idmpctl: connect redis://[^:]*@?` + regexp.QuoteMeta(srv.Addr) + `/0: WRONGPASS invalid username-password pair or user is disabled\.$`
-		hint := `^hint: give a password with IDMPCTL_PASSWORD`
-		for _, env := range [][]string{
-			as("reader", "not-the-reader-pw"),
-			as("nobody", "reader-pw"),
-			{"IDMPCTL_URL=" + srv.URL, "REDISCLI_AUTH=not-the-default-pw"},
+		// The hint names where the refused password came from.
+		for _, c := range []struct {
+			env  []string
+			from string
+		}{
+			{as("reader", "not-the-reader-pw"), "IDMPCTL_PASSWORD"},
+			{as("nobody", "reader-pw"), "IDMPCTL_PASSWORD"},
+			{[]string{"IDMPCTL_URL=" + srv.URL, "REDISCLI_AUTH=not-the-default-pw"}, "REDISCLI_AUTH"},
 		} {
+			env, hint := c.env, `^hint: the password from `+c.from+` was refused: check it, and the ACL user in the URL`
 			for _, args := range [][]string{{"inspect", "--server"}, {"xadd", "s", "--pid", "p", "--iid", "i", "f", "v"}, {"claim", "acquire", "k"}} {
 				r := cli.With(env...).Run(args...)
 				secWant(t, r, 77, wrongpass, hint)
@@ -463,7 +467,7 @@ func TestACL(t *testing.T) {
 		}
 		// No password at all: NOAUTH.
 		secWant(t, cli.With("IDMPCTL_URL=redis://reader@"+srv.Addr+"/0").Run("inspect", "--server"), 77,
-			`: NOAUTH Authentication required\.$`, hint)
+			`: NOAUTH Authentication required\.$`, `^hint: give a password with IDMPCTL_PASSWORD`)
 	})
 
 	t.Run("default-user-off", func(t *testing.T) {

@@ -21,6 +21,7 @@ type CalcMaxsizeOptions struct {
 	Apply                                             string
 	Yes, DryRun                                       bool
 	Mode                                              string
+	ModeSet                                           bool // --mode was given
 
 	Inputs capacity.Inputs
 }
@@ -33,6 +34,9 @@ func (o *CalcMaxsizeOptions) Validate() error {
 	}
 	if o.MarkDelayFlag == "" {
 		return exit.Usagef("--mark-delay is required (for example --mark-delay 80ms)")
+	}
+	if o.Apply == "" && (o.Yes || o.DryRun || o.ModeSet) {
+		return exit.Usagef("%s goes with --apply STREAM", givenFlag(map[string]bool{"--yes": o.Yes, "--dry-run": o.DryRun, "--mode": o.ModeSet}))
 	}
 	rate, err := capacity.ParseRate("rate", o.RateFlag)
 	if err != nil {
@@ -83,6 +87,7 @@ Raw output is one line to paste after XCFGSET key:
   idmpctl calc-maxsize --rate 2.5k/s --mark-delay 1.5s --producers 4 --margin 50% -o json`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			o.ModeSet = c.Flags().Changed("mode")
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -160,47 +165,44 @@ func calcTable(p *render.Printer, o *CalcMaxsizeOptions, r capacity.Result) {
 	in := o.Inputs
 	recovery := "not given (server default duration)"
 	if in.Recovery > 0 {
-		recovery = in.Recovery.String()
+		recovery = render.Duration(in.Recovery)
 	}
 	p.KV("Inputs", []render.Pair{
-		{"rate", fmt.Sprintf("%s msg/s over %d producer(s): %s msg/ms per pid", capacity.RatString(in.Rate), in.Producers, trimFloat(r.PerPIDRate))},
-		{"mark-delay", in.MarkDelay.String()},
+		{"rate", fmt.Sprintf("%s msg/s over %s: %s msg/ms per pid", rateText(in.Rate), render.N(in.Producers, "producer"), trimFloat(r.PerPIDRate))},
+		{"mark-delay", render.Duration(in.MarkDelay)},
 		{"recovery", recovery},
 		{"margin", capacity.RatString(new(big.Rat).Mul(in.Margin, big.NewRat(100, 1))) + "%"},
 	})
 	p.KV("Result", []render.Pair{
-		{"IDMP-MAXSIZE", p.Good(fmt.Sprint(r.MaxSize))},
-		{"IDMP-DURATION", p.Good(fmt.Sprint(r.Duration))},
+		{"idmp-maxsize", p.Good(render.N(r.MaxSize, "iid")) + " per pid"},
+		{"idmp-duration", p.Good(fmt.Sprintf("%ds", r.Duration))},
 	})
-	p.KV("Formula", []render.Pair{{"maxsize", r.MaxSizeFormula}, {"duration", r.DurationFormula}, {"interplay", r.Interplay}})
+	p.Notes("Formula", []render.Pair{{"maxsize", r.MaxSizeFormula}, {"duration", r.DurationFormula}, {"interplay", r.Interplay}})
 	p.KV("Memory at full occupancy", []render.Pair{
-		{"native", fmt.Sprintf("~%s per pid, ~%s total (estimate)", bytesHuman(r.Memory.NativePerPID), bytesHuman(r.Memory.NativeTotal))},
-		{"emulated", fmt.Sprintf("%s per pid, %s total (measured %d B/iid)", bytesHuman(r.Memory.EmulatedPerPID), bytesHuman(r.Memory.EmulatedTotal), in.EmulatedBytesPerIID)},
+		{"native", fmt.Sprintf("~%s per pid, ~%s total (estimate)", render.Bytes(r.Memory.NativePerPID), render.Bytes(r.Memory.NativeTotal))},
+		{"emulated", fmt.Sprintf("%s per pid, %s total (measured %d B/iid)", render.Bytes(r.Memory.EmulatedPerPID), render.Bytes(r.Memory.EmulatedTotal), in.EmulatedBytesPerIID)},
 	})
 	if len(r.Warnings) > 0 {
 		pairs := make([]render.Pair, len(r.Warnings))
 		for i, w := range r.Warnings {
 			pairs[i] = render.Pair{p.Warn("!"), w}
 		}
-		p.KV("Warnings", pairs)
+		p.Notes("Warnings", pairs)
 	}
 	name := "STREAM"
 	if o.Apply != "" {
-		name = o.Apply
+		name = render.Field(o.Apply)
 	}
 	p.KV("Run", []render.Pair{{"$", fmt.Sprintf("idmpctl cfgset %s --duration %d --maxsize %d", name, r.Duration, r.MaxSize)}})
 }
 
-func trimFloat(f float64) string { return fmt.Sprintf("%.6g", f) }
-
-func bytesHuman(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+// rateText is a rate in messages a second, with thousands separators when
+// it is whole.
+func rateText(r *big.Rat) string {
+	if r.IsInt() && r.Num().IsInt64() {
+		return render.Count(r.Num().Int64())
 	}
-	return fmt.Sprintf("%d B", n)
+	return capacity.RatString(r)
 }
+
+func trimFloat(f float64) string { return fmt.Sprintf("%.6g", f) }

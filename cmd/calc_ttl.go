@@ -22,7 +22,6 @@ type CalcTTLOptions struct {
 	MaxProcessingFlag, MaxRetryDelayFlag, BufferFlag string
 	KeySizeFlag, ValueSizeFlag, MaxMemoryFlag        string
 	Sample                                           string
-	SampleGiven                                      bool
 	Samples                                          int
 
 	Inputs capacity.TTLInputs
@@ -95,8 +94,6 @@ func (o *CalcTTLOptions) Validate() error {
 		return err
 	}
 	switch {
-	case o.SampleGiven && o.Sample == "":
-		return exit.Usagef("--sample \"\": give a pattern of the keys to measure (for example --sample 'idem:*')")
 	case o.Samples < 1 || o.Samples > keyspace.MaxSamples:
 		return exit.Usagef("--samples %d: want 1 to %d", o.Samples, keyspace.MaxSamples)
 	case o.Sample == "" && (in.KeySize < 0 || in.ValueSize < 0):
@@ -136,7 +133,11 @@ Raw output: "name<TAB>value" lines (ttl, ttl_s, keys, memory_bytes, and with
   idmpctl calc-ttl --rate 100/s --ttl 24h --sample 'idem:*' --maxmemory 1gb`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			o.SampleGiven = c.Flags().Changed("sample")
+			// An empty value is never "not given": --ttl "$UNSET" would size
+			// from the window, --sample "" measure nothing.
+			if err := refuseEmpty(c, "rate", "ttl", "max-processing", "max-retry-delay", "buffer", "key-size", "value-size", "maxmemory", "sample"); err != nil {
+				return err
+			}
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -158,10 +159,6 @@ Raw output: "name<TAB>value" lines (ttl, ttl_s, keys, memory_bytes, and with
 	fl.StringVar(&o.Sample, "sample", "", "measure the keys matching this glob pattern on the server (MEMORY USAGE)")
 	fl.IntVar(&o.Samples, "samples", defaultTTLSamples, "with --sample: keys to measure (of each primary in a cluster)")
 	return c
-}
-
-func init() {
-	registerVerb("calc-ttl", func(f *Factory) *cobra.Command { return NewCmdCalcTTL(f, nil) })
 }
 
 func calcTTLRun(ctx context.Context, o *CalcTTLOptions) error {
@@ -318,14 +315,14 @@ func calcTTLTable(p *render.Printer, o *CalcTTLOptions, r capacity.TTLResult) {
 		result = append(result, render.Pair{"measured", p.Good(capacity.DecimalBytes(r.MeasuredMemory)) +
 			fmt.Sprintf(" (%s B, at the sample's MEMORY USAGE; the formula is %+.0f%%)", progress.FormatCount(r.MeasuredMemory), 100*r.FormulaVsMeasured)})
 	}
-	p.KV("Result", result)
+	p.Notes("Result", result)
 	formula := []render.Pair{{"ttl", r.TTLFormula}, {"memory", r.MemoryFormula}}
 	if in.Measured != nil {
 		formula = append(formula, render.Pair{"measured", r.MeasuredFormula})
 	}
-	p.KV("Formula", formula)
+	p.Notes("Formula", formula)
 	if m := in.Measured; m != nil {
-		p.KV(fmt.Sprintf("Sample (%s, %d keys)", render.Field(m.Pattern), m.Keys), []render.Pair{
+		p.Notes(fmt.Sprintf("Sample (%s, %d keys)", render.Field(m.Pattern), m.Keys), []render.Pair{
 			{"key name", fmt.Sprintf("%.1f B mean", m.KeyBytes)},
 			{"value", fmt.Sprintf("%.1f B mean", m.ValueBytes)},
 			{"MEMORY USAGE", fmt.Sprintf("%.1f B mean a key (Redis's per-key overhead included: %.1f B beyond name and value)", m.UsageBytes, m.UsageBytes-m.KeyBytes-m.ValueBytes)},
@@ -336,7 +333,7 @@ func calcTTLTable(p *render.Printer, o *CalcTTLOptions, r capacity.TTLResult) {
 		for i, a := range r.Advice {
 			pairs[i] = render.Pair{p.Warn("!"), a}
 		}
-		p.KV("Advice", pairs)
+		p.Notes("Advice", pairs)
 	}
 	p.KV("Run", []render.Pair{{"$", fmt.Sprintf("idmpctl claim run KEY --ttl %s -- COMMAND...", r.TTL)}})
 }

@@ -40,6 +40,9 @@ func parseSetting(flag, s string, limit int64, name string) (int64, error) {
 
 // Validate parses and range-checks the settings.
 func (o *CfgSetOptions) Validate() error {
+	if o.Stream == "" {
+		return exit.Usagef("the stream name must not be empty")
+	}
 	if !o.DurationSet && !o.MaxSizeSet {
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("give --duration, --maxsize or both (ERR At least one parameter)"),
 			Hint: "idmpctl calc-maxsize computes both from your rate and mark-delay"}
@@ -100,13 +103,12 @@ Raw output: "status<TAB>changed|unchanged|dry-run", then
 	// XCFGSET's syntax errors in Redis's words: a setting without its value
 	// or an unknown one.
 	c.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if badFlagValue.MatchString(err.Error()) { // a global flag's value, not XCFGSET's syntax
+			return flagError(c, err)
+		}
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("ERR syntax error: %w", err), Hint: "see '" + c.CommandPath() + " --help'"}
 	})
 	return c
-}
-
-func init() {
-	registerVerb("cfgset", func(f *Factory) *cobra.Command { return NewCmdCfgSet(f, nil) })
 }
 
 // cfgsetJSON is cfgset's -o json.
@@ -116,23 +118,25 @@ type cfgsetJSON struct {
 	Status      string         `json:"status"`
 	Before      map[string]int `json:"before"`
 	After       map[string]int `json:"after"`
-	ClearedIIDs int64          `json:"cleared-iids"`
+	ClearedIIDs int64          `json:"cleared_iids"`
 }
 
 // cfgsetRun is shared by cfgset and calc-maxsize --apply.
 func cfgsetRun(ctx context.Context, o *CfgSetOptions) error {
 	f, name, duration, maxsize := o.Factory, o.Stream, o.Duration, o.MaxSize
 	yes, dryRun, mode := o.Yes, o.DryRun, o.Mode
-	streams, err := openStreams(ctx, f, mode)
+	rctx, cancel := f.callBound(ctx, 0)
+	defer cancel()
+	streams, err := openStreams(rctx, f, mode)
 	if err != nil {
 		return err
 	}
-	info, err := streams.Info(ctx, name)
+	info, err := streams.Info(rctx, name)
 	if exit.Code(err) == exit.NotFound {
 		return exit.New(exit.NotFound, "cfgset "+strconv.Quote(name), "ERR no such key")
 	}
 	if err != nil {
-		return err
+		return exit.Wrap(err, "cfgset "+strconv.Quote(name))
 	}
 	before := idmp.Config{Duration: info.IDMPDuration, MaxSize: info.IDMPMaxSize}
 	after := before
@@ -149,14 +153,17 @@ func cfgsetRun(ctx context.Context, o *CfgSetOptions) error {
 		status, cleared = "dry-run", info.IIDsTracked
 	default:
 		if info.IIDsTracked > 0 {
-			q := fmt.Sprintf("changing %s clears %d tracked iids of %d producers", name, info.IIDsTracked, info.PIDsTracked)
-			if err := confirm(f, yes, q, ""); err != nil {
+			c := change{What: fmt.Sprintf("changing %s clears %s of %s", render.Field(name), render.N(info.IIDsTracked, "tracked iid"),
+				render.N(info.PIDsTracked, "producer")), Question: "Change the settings?"}
+			if err := confirm(f, yes, c); err != nil {
 				return exit.Wrap(err, "cfgset "+strconv.Quote(name))
 			}
 		}
-		res, err := streams.CfgSet(ctx, name, duration, maxsize)
+		wctx, cancel := f.callBound(ctx, 0) // the question took its own time
+		defer cancel()
+		res, err := streams.CfgSet(wctx, name, duration, maxsize)
 		if err != nil {
-			return err
+			return exit.Wrap(err, "cfgset "+strconv.Quote(name))
 		}
 		before, after, cleared = res.Before, res.After, res.ClearedIIDs
 		status = "unchanged"
@@ -176,23 +183,28 @@ func printCfgSet(p *render.Printer, r cfgsetJSON) error {
 	case render.JSON:
 		return p.JSON(r)
 	case render.Table:
+		// The settings with their units: seconds, iids per producer.
+		unit := map[string]func(int) string{
+			"idmp-duration": func(v int) string { return strconv.Itoa(v) + "s" },
+			"idmp-maxsize":  func(v int) string { return render.N(int64(v), "iid") + " per pid" },
+		}
 		arrow := func(k string) string {
 			if r.Before[k] == r.After[k] {
-				return fmt.Sprintf("%d (unchanged)", r.After[k])
+				return unit[k](r.After[k]) + " (unchanged)"
 			}
-			return fmt.Sprintf("%d -> %s", r.Before[k], p.Good(strconv.Itoa(r.After[k])))
+			return unit[k](r.Before[k]) + " -> " + p.Good(unit[k](r.After[k]))
 		}
 		status := r.Status
 		switch r.Status {
 		case "changed":
-			status = p.Warn(fmt.Sprintf("changed: %d tracked iids cleared", r.ClearedIIDs))
+			status = p.Warn("changed: " + render.N(r.ClearedIIDs, "tracked iid") + " cleared")
 		case "dry-run":
-			status = p.Warn(fmt.Sprintf("dry run: nothing changed; the change would clear %d tracked iids", r.ClearedIIDs))
+			status = p.Warn("dry run: nothing changed; the change would clear " + render.N(r.ClearedIIDs, "tracked iid"))
 		case "unchanged":
 			status = "unchanged: same values, nothing cleared"
 		}
-		p.KV("cfgset "+r.Stream+" ("+r.Mode+")", []render.Pair{
-			{"IDMP-DURATION", arrow("idmp-duration")}, {"IDMP-MAXSIZE", arrow("idmp-maxsize")}, {"result", status},
+		p.KV("cfgset "+render.Field(r.Stream)+" ("+r.Mode+")", []render.Pair{
+			{"idmp-duration", arrow("idmp-duration")}, {"idmp-maxsize", arrow("idmp-maxsize")}, {"result", status},
 		})
 	default:
 		p.Line("status\t%s", r.Status)

@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"time"
@@ -15,9 +14,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// ClaimFlags are the inputs every claim verb takes (the verbs have kept one
-// set of flags since the first release; each verb uses what it needs).
+// ClaimFlags are the inputs of the claim verbs. Each verb has the flags it
+// uses (has), and only those: --help lists them, and any other is refused.
 type ClaimFlags struct {
+	has        claimFlagSet
 	Key        string
 	Owner      string
 	OwnerSet   bool // --owner was given; otherwise Complete looks up hostname:pid
@@ -36,6 +36,28 @@ type ClaimFlags struct {
 	fingerprint string
 }
 
+// claimFlagSet says which of the shared claim flags a verb takes.
+type claimFlagSet uint8
+
+const (
+	hasOwner claimFlagSet = 1 << iota
+	hasLease
+	hasTTL
+	hasPayload
+	hasMaxAttempts
+	hasMaxResult
+
+	acquireFlags = hasOwner | hasLease | hasTTL | hasPayload | hasMaxAttempts
+	renewFlags   = hasLease | hasTTL
+	// complete and fail write the outcome and keep the lease; release
+	// deletes the record.
+	completeFlags = hasTTL | hasMaxResult
+	failFlags     = hasTTL
+	releaseFlags  = claimFlagSet(0)
+	// claim run acquires, renews and records the outcome.
+	runFlags = acquireFlags | hasMaxResult
+)
+
 func defaultOwner() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
@@ -44,29 +66,10 @@ func defaultOwner() string {
 	return host + ":" + strconv.Itoa(os.Getpid())
 }
 
-// readArg reads STRING, @FILE, or - (stdin) for flags that take either.
-func readArg(in io.Reader, flag, v string, allowStdin bool) (string, error) {
-	switch {
-	case allowStdin && v == "-":
-		b, err := io.ReadAll(in)
-		if err != nil {
-			return "", exit.New(exit.Usage, "--"+flag, "read stdin: %v", err)
-		}
-		return string(b), nil
-	case len(v) > 1 && v[0] == '@':
-		b, err := os.ReadFile(v[1:])
-		if err != nil {
-			return "", exit.New(exit.Usage, "--"+flag, "%v", err)
-		}
-		return string(b), nil
-	}
-	return v, nil
-}
-
 // complete does the I/O the flags need before validation: the default
 // owner (looked up only when a claim verb runs) and the --payload file.
 func (o *ClaimFlags) complete(f *Factory) error {
-	if !o.OwnerSet {
+	if o.has&hasOwner != 0 && !o.OwnerSet {
 		o.Owner = defaultOwner()
 	}
 	if o.Payload != "" {
@@ -79,19 +82,20 @@ func (o *ClaimFlags) complete(f *Factory) error {
 	return nil
 }
 
-// validate checks what every verb shares, without I/O.
+// validate checks the verb's flags, without I/O.
 func (o *ClaimFlags) validate() error {
+	has := func(f claimFlagSet) bool { return o.has&f != 0 }
 	switch {
-	case o.Owner == "":
+	case has(hasOwner) && o.Owner == "":
 		return exit.Usagef("--owner must not be empty")
 	case o.Key == "":
 		return exit.Usagef("the KEY must not be empty")
-	case o.Lease <= 0:
-		return exit.Usagef("--lease %s: must be greater than zero", o.Lease)
-	case o.TTL <= 0:
-		return exit.Usagef("--ttl %s: must be greater than zero", o.TTL)
+	case has(hasLease) && o.Lease <= 0:
+		return exit.Usagef("--lease %s: must be greater than zero", render.Duration(o.Lease))
+	case has(hasTTL) && o.TTL <= 0:
+		return exit.Usagef("--ttl %s: must be greater than zero", render.Duration(o.TTL))
 	case o.TTLSet && (o.takes || o.LeaseSet) && o.Lease > o.TTL:
-		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--lease %s is longer than --ttl %s", o.Lease, o.TTL),
+		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--lease %s is longer than --ttl %s", render.Duration(o.Lease), render.Duration(o.TTL)),
 			Hint: "the record must outlive its lease: raise --ttl or lower --lease"}
 	case o.MaxResult < 0:
 		return exit.Usagef("--max-result %d: must not be negative", o.MaxResult)
@@ -138,14 +142,32 @@ func (o *ClaimFlags) noteChanged(c *cobra.Command) {
 	o.Durable.noteChanged(c)
 }
 
-func addClaimFlags(c *cobra.Command, o *ClaimFlags) {
+// addClaimFlags adds claim run's flags: every shared one.
+func addClaimFlags(c *cobra.Command, o *ClaimFlags) { addClaimFlagsFor(c, o, runFlags) }
+
+// addClaimFlagsFor adds the shared flags a verb takes, and the wait flags
+// (every verb writes).
+func addClaimFlagsFor(c *cobra.Command, o *ClaimFlags, has claimFlagSet) {
+	o.has = has
 	fl := c.Flags()
-	fl.StringVar(&o.Owner, "owner", "", "who holds the claim (default hostname:pid)")
-	fl.DurationVar(&o.Lease, "lease", claim.DefaultLease, "how long a claim stays live without renewal (renew: default the lease the claim was taken with)")
-	fl.DurationVar(&o.TTL, "ttl", claim.DefaultTTL, "retention of the record, set on every write (default: the one the claim was taken with, else 24h)")
-	fl.StringVar(&o.Payload, "payload", "", "request payload (STRING or @FILE): its SHA-256 must match on redelivery")
-	fl.Int64Var(&o.MaxAttempts, "max-attempts", 0, "refuse a retry after this many attempts (0: unlimited)")
-	fl.IntVar(&o.MaxResult, "max-result", claim.DefaultMaxResult, "largest result stored, in bytes (0: no cap)")
+	if has&hasOwner != 0 {
+		fl.StringVar(&o.Owner, "owner", "", "who holds the claim (default hostname:pid)")
+	}
+	if has&hasLease != 0 {
+		durationVar(fl, &o.Lease, "lease", claim.DefaultLease, "how long a claim stays live without renewal (renew: default the lease the claim was taken with)")
+	}
+	if has&hasTTL != 0 {
+		durationVar(fl, &o.TTL, "ttl", claim.DefaultTTL, "retention of the record, set on every write (default: the one the claim was taken with, else 24h)")
+	}
+	if has&hasPayload != 0 {
+		fl.StringVar(&o.Payload, "payload", "", "request payload (STRING or @FILE): its SHA-256 must match on redelivery")
+	}
+	if has&hasMaxAttempts != 0 {
+		fl.Int64Var(&o.MaxAttempts, "max-attempts", 0, "refuse a retry after this many attempts (0: unlimited)")
+	}
+	if has&hasMaxResult != 0 {
+		fl.IntVar(&o.MaxResult, "max-result", claim.DefaultMaxResult, "largest result stored, in bytes (0: no cap)")
+	}
 	addWaitFlags(c, &o.Durable)
 }
 
@@ -161,7 +183,7 @@ func addTokenFlag(c *cobra.Command, token *int64) {
 
 // claimVerb builds one verb: KEY, the shared flags, then complete (I/O),
 // validate (none) and runF or run.
-func claimVerb(f *Factory, use, short string, o *ClaimFlags, prepare func(c *cobra.Command) error, run func(context.Context) error) *cobra.Command {
+func claimVerb(f *Factory, use, short string, o *ClaimFlags, has claimFlagSet, prepare func(c *cobra.Command) error, run func(context.Context) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   use,
 		Short: short,
@@ -181,7 +203,7 @@ func claimVerb(f *Factory, use, short string, o *ClaimFlags, prepare func(c *cob
 			return run(c.Context())
 		},
 	}
-	addClaimFlags(c, o)
+	addClaimFlagsFor(c, o, has)
 	return c
 }
 
@@ -226,10 +248,6 @@ retry) and prints no token; renew, complete and fail can be repeated.`,
 	return c
 }
 
-func init() {
-	registerVerb("claim", NewCmdClaim)
-}
-
 // AcquireOptions are claim acquire's inputs.
 type AcquireOptions struct {
 	Factory *Factory
@@ -240,7 +258,7 @@ type AcquireOptions struct {
 func NewCmdClaimAcquire(f *Factory, runF func(*AcquireOptions) error) *cobra.Command {
 	o := &AcquireOptions{Factory: f}
 	o.takes = true
-	return claimVerb(f, "acquire KEY", "Claim KEY and print the fencing token", &o.ClaimFlags,
+	return claimVerb(f, "acquire KEY", "Claim KEY and print the fencing token", &o.ClaimFlags, acquireFlags,
 		func(*cobra.Command) error { return nil },
 		func(ctx context.Context) error {
 			if runF != nil {
@@ -260,7 +278,7 @@ type RenewOptions struct {
 // NewCmdClaimRenew builds claim renew; runF replaces the run step in tests.
 func NewCmdClaimRenew(f *Factory, runF func(*RenewOptions) error) *cobra.Command {
 	o := &RenewOptions{Factory: f}
-	c := claimVerb(f, "renew KEY", "Extend the lease of the claim held with --token", &o.ClaimFlags,
+	c := claimVerb(f, "renew KEY", "Extend the lease of the claim held with --token", &o.ClaimFlags, renewFlags,
 		func(*cobra.Command) error { return validateToken(o.Token) },
 		func(ctx context.Context) error {
 			if runF != nil {
@@ -284,7 +302,7 @@ type CompleteOptions struct {
 // NewCmdClaimComplete builds claim complete; runF replaces the run step in tests.
 func NewCmdClaimComplete(f *Factory, runF func(*CompleteOptions) error) *cobra.Command {
 	o := &CompleteOptions{Factory: f}
-	c := claimVerb(f, "complete KEY", "Record COMPLETED (with --result) for the claim held with --token", &o.ClaimFlags,
+	c := claimVerb(f, "complete KEY", "Record COMPLETED (with --result) for the claim held with --token", &o.ClaimFlags, completeFlags,
 		func(c *cobra.Command) error {
 			if err := validateToken(o.Token); err != nil {
 				return err
@@ -321,7 +339,7 @@ type FailOptions struct {
 // NewCmdClaimFail builds claim fail; runF replaces the run step in tests.
 func NewCmdClaimFail(f *Factory, runF func(*FailOptions) error) *cobra.Command {
 	o := &FailOptions{Factory: f}
-	c := claimVerb(f, "fail KEY", "Record FAILED (with --error), or --release, for the claim held with --token", &o.ClaimFlags,
+	c := claimVerb(f, "fail KEY", "Record FAILED (with --error), or --release, for the claim held with --token", &o.ClaimFlags, failFlags,
 		func(*cobra.Command) error { return validateToken(o.Token) },
 		func(ctx context.Context) error {
 			if runF != nil {
@@ -345,7 +363,7 @@ type ReleaseOptions struct {
 // NewCmdClaimRelease builds claim release; runF replaces the run step in tests.
 func NewCmdClaimRelease(f *Factory, runF func(*ReleaseOptions) error) *cobra.Command {
 	o := &ReleaseOptions{Factory: f}
-	c := claimVerb(f, "release KEY", "Delete the claim held with --token", &o.ClaimFlags,
+	c := claimVerb(f, "release KEY", "Delete the claim held with --token", &o.ClaimFlags, releaseFlags,
 		func(*cobra.Command) error { return validateToken(o.Token) },
 		func(ctx context.Context) error {
 			if runF != nil {
@@ -370,6 +388,8 @@ type acquireJSON struct {
 }
 
 func claimAcquireRun(ctx context.Context, o *AcquireOptions) error {
+	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
+	defer cancel()
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err
@@ -389,7 +409,7 @@ func claimAcquireRun(ctx context.Context, o *AcquireOptions) error {
 			return err
 		}
 	case render.Table:
-		printClaim(p, "acquire "+o.Key+": "+string(res.Outcome), res.Record, aj.pairs()...)
+		printClaim(p, "claim acquire "+render.Field(o.Key)+": "+string(res.Outcome), res.Record, aj.pairs()...)
 	default:
 		switch {
 		case res.Acquired():
@@ -411,15 +431,15 @@ func acquireExit(p *render.Printer, key string, res claim.AcquireResult) error {
 	case claim.Done:
 		return exit.Status(exit.Done)
 	case claim.Busy:
-		return &exit.Error{Code: exit.Busy, What: "claim " + strconv.Quote(key),
-			Err:  fmt.Errorf("busy: held by %s (token %d) for %s more", render.Field(r.Owner), r.Token, time.Duration(res.LeaseLeftMs)*time.Millisecond),
+		return &exit.Error{Code: exit.Busy, What: "claim acquire " + strconv.Quote(key),
+			Err:  fmt.Errorf("busy: held by %s (token %d) for %s more", render.Field(r.Owner), r.Token, render.Ms(res.LeaseLeftMs)),
 			Hint: "retry later, or use claim run --wait"}
 	case claim.Mismatch:
-		return &exit.Error{Code: exit.Data, What: "claim " + strconv.Quote(key),
+		return &exit.Error{Code: exit.Data, What: "claim acquire " + strconv.Quote(key),
 			Err:  fmt.Errorf("fingerprint mismatch: the key was claimed for a different payload (stored %.12s...)", r.Fingerprint),
 			Hint: "the same key with a different request is a client bug; use a new key for a new request"}
 	case claim.Exhausted:
-		return &exit.Error{Code: exit.Data, What: "claim " + strconv.Quote(key),
+		return &exit.Error{Code: exit.Data, What: "claim acquire " + strconv.Quote(key),
 			Err: fmt.Errorf("attempts exhausted: FAILED after %d attempts (last error: %s)", r.Attempts, orDash(r.Error))}
 	}
 	return nil
@@ -427,7 +447,7 @@ func acquireExit(p *render.Printer, key string, res claim.AcquireResult) error {
 
 func printClaim(p *render.Printer, title string, r claim.Record, extra ...render.Pair) {
 	pairs := []render.Pair{{"status", render.Field(r.Status)}, {"owner", render.Field(r.Owner)}, {"token", strconv.FormatInt(r.Token, 10)},
-		{"attempts", strconv.FormatInt(r.Attempts, 10)}}
+		{"attempts", countText(p, r.Attempts)}}
 	if r.Status == claim.StatusProcessing {
 		pairs = append(pairs, render.Pair{"lease-left", msDuration(p, r.LeaseUntil-r.Now)})
 	}
@@ -436,7 +456,7 @@ func printClaim(p *render.Printer, title string, r claim.Record, extra ...render
 		pairs = append(pairs, render.Pair{"fingerprint", render.Field(r.Fingerprint)})
 	}
 	if r.HasResult {
-		pairs = append(pairs, render.Pair{"result", fmt.Sprintf("%d bytes", len(r.Result))})
+		pairs = append(pairs, render.Pair{"result", resultText(p, r.Result, int64(len(r.Result)))})
 	}
 	if r.Error != "" {
 		pairs = append(pairs, render.Pair{"error", render.Field(r.Error)})
@@ -475,7 +495,7 @@ func claimStepOut(p *render.Printer, verb, key, raw string, r claim.Record, aj a
 		if renewed {
 			pairs = append([]render.Pair{{"lease", msDuration(p, r.LeaseMs)}}, pairs...)
 		}
-		printClaim(p, verb+" "+key+": "+raw, r, pairs...)
+		printClaim(p, "claim "+verb+" "+render.Field(key)+": "+raw, r, pairs...)
 	default:
 		if renewed {
 			p.Line("%s\t%d", raw, r.LeaseMs)
@@ -487,6 +507,8 @@ func claimStepOut(p *render.Printer, verb, key, raw string, r claim.Record, aj a
 }
 
 func claimRenewRun(ctx context.Context, o *RenewOptions) error {
+	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
+	defer cancel()
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err
@@ -504,6 +526,8 @@ func claimRenewRun(ctx context.Context, o *RenewOptions) error {
 }
 
 func claimCompleteRun(ctx context.Context, o *CompleteOptions) error {
+	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
+	defer cancel()
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err
@@ -525,6 +549,8 @@ func claimCompleteRun(ctx context.Context, o *CompleteOptions) error {
 }
 
 func claimFailRun(ctx context.Context, o *FailOptions) error {
+	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
+	defer cancel()
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err
@@ -550,6 +576,8 @@ func claimFailRun(ctx context.Context, o *FailOptions) error {
 }
 
 func claimReleaseRun(ctx context.Context, o *ReleaseOptions) error {
+	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
+	defer cancel()
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err

@@ -5,15 +5,13 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// The guard verb claim run starts where there is no /bin/sh (see
-// claimrun.StartGuard).
-func init() {
-	registerVerb(claimrun.GuardCommand, func(f *Factory) *cobra.Command {
-		return &cobra.Command{
-			Use:    claimrun.GuardCommand,
-			Hidden: true,
-			Args:   cobra.NoArgs,
-			RunE:   func(*cobra.Command, []string) error { return claimrun.RunGuard(f.In, f.Out) },
-		}
-	})
+// newCmdGuard is the hidden verb claim run starts as its guard where there
+// is no /bin/sh (see claimrun.StartGuard).
+func newCmdGuard(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:    claimrun.GuardCommand,
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE:   func(*cobra.Command, []string) error { return claimrun.RunGuard(f.In, f.Out) },
+	}
 }

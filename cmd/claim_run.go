@@ -101,7 +101,7 @@ one JSON object printed at the end, with the outcome and exit code.`,
 		},
 	}
 	addClaimFlags(c, &o.ClaimFlags)
-	c.Flags().DurationVar(&o.Wait, "wait", 0, "when busy, poll up to this long for the key to become done or free")
+	durationVar(c.Flags(), &o.Wait, "wait", 0, "when busy, poll up to this long for the key to become done or free")
 	return c
 }
 
@@ -184,6 +184,9 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 				return p.JSON(report)
 			}
 			fmt.Fprint(p.Out, res.Record.Result)
+			if p.Human() || p.ErrTTY { // a person reads it: say what happened
+				p.Status("idmpctl: replayed: the command did not run (%s completed it, token %d)", render.Field(o.Key), res.Record.Token)
+			}
 			return nil
 		}
 		err := acquireExit(p, o.Key, res)

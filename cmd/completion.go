@@ -1,7 +1,7 @@
 package cmd
 
 import (
-	"fmt"
+	"slices"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/spf13/cobra"
@@ -15,7 +15,12 @@ func NewCmdCompletion(f *Factory) *cobra.Command {
 		Long:        "Print a shell completion script. For bash: source <(idmpctl completion bash)",
 		ValidArgs:   []string{"bash", "zsh", "fish", "powershell"},
 		Annotations: map[string]string{writesAnnotation: writesNever},
-		Args:        cobra.MatchAll(exactArgs(1), cobra.OnlyValidArgs),
+		Args: cobra.MatchAll(exactArgs(1), func(c *cobra.Command, args []string) error {
+			if !slices.Contains(c.ValidArgs, args[0]) {
+				return exit.Usagef("completion %q: want bash, zsh, fish or powershell", args[0])
+			}
+			return nil
+		}),
 		RunE: func(c *cobra.Command, args []string) error {
 			root := c.Root()
 			switch args[0] {
@@ -30,32 +35,5 @@ func NewCmdCompletion(f *Factory) *cobra.Command {
 			}
 			return exit.Usagef("unknown shell %q", args[0])
 		},
-	}
-}
-
-// noArgs and exactArgs are cobra's validators with usage exit codes.
-func noArgs(c *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return exit.Usagef("%s takes no arguments, got %q", c.CommandPath(), args[0])
-	}
-	return nil
-}
-
-func exactArgs(n int) cobra.PositionalArgs {
-	return func(c *cobra.Command, args []string) error {
-		if len(args) != n {
-			return exit.Usagef("%s needs %d argument(s), got %d", c.CommandPath(), n, len(args))
-		}
-		return nil
-	}
-}
-
-func minArgs(n int, what string) cobra.PositionalArgs {
-	return func(c *cobra.Command, args []string) error {
-		if len(args) < n {
-			return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%s needs %s", c.CommandPath(), what),
-				Hint: "see '" + c.CommandPath() + " --help'"}
-		}
-		return nil
 	}
 }

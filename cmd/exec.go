@@ -105,10 +105,6 @@ carry a NUL byte).`,
 	return c
 }
 
-func init() {
-	registerVerb("exec", func(f *Factory) *cobra.Command { return NewCmdExec(f, nil) })
-}
-
 // replyFormat picks redis-cli's form: JSON, the terminal's, or raw.
 func replyFormat(p *render.Printer) func([]byte, resp.Reply) []byte {
 	switch {

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -18,16 +19,18 @@ import (
 type InspectOptions struct {
 	Factory *Factory
 
-	Keys         []string
-	Server       bool
-	Match        string
-	Literal      bool
-	Status       string
-	Limit        int64
-	Watch        string
-	Count        int // with --watch: stop after this many views (0: until interrupted)
-	Memory       bool
-	Samples      int // with --memory: records measured of each format and status
+	Keys    []string
+	Server  bool
+	Match   string
+	Literal bool
+	All     bool // with --match: idmpctl's IDMP state keys too
+	Status  string
+	Limit   int64
+	Watch   string
+	Count   int // with --watch: stop after this many views (0: until interrupted)
+	Memory  bool
+	Samples int // with --memory: records measured of each format and status
+
 	SamplesGiven bool
 
 	ShowSecrets     bool   // print stored secrets (authorization headers, cookies, tokens) as they are
@@ -51,12 +54,29 @@ func (o *InspectOptions) Validate() error {
 		return exit.Usagef("give one of KEY..., --match PATTERN or --server")
 	case o.Limit < 0:
 		return exit.Usagef("--limit %d: must not be negative", o.Limit)
+	case slices.Contains(o.Keys, ""):
+		return exit.Usagef("a key name must not be empty")
+	case o.Match == "" && (o.Status != "" || o.Limit != 0 || o.Literal || o.All):
+		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%s goes with --match PATTERN", givenFlag(map[string]bool{
+			"--status": o.Status != "", "--limit": o.Limit != 0, "--literal": o.Literal, "--all": o.All})),
+			Hint: "a key's status is in its view: idmpctl inspect KEY"}
+	case o.Count < 0:
+		return exit.Usagef("--count %d: must not be negative", o.Count)
+	case o.Count != 0 && o.Watch == "":
+		return exit.Usagef("--count goes with --watch INTERVAL")
 	case o.Memory && o.Match == "":
 		return exit.Usagef("--memory goes with --match PATTERN")
 	case o.SamplesGiven && !o.Memory:
 		return exit.Usagef("--samples goes with --memory")
 	case o.Samples < 1 || o.Samples > keyspace.MaxSamples:
 		return exit.Usagef("--samples %d: want 1 to %d", o.Samples, keyspace.MaxSamples)
+	case o.Watch != "" && len(o.Keys) == 0:
+		return exit.Usagef("--watch redraws the streams named: idmpctl inspect STREAM --watch 1s (not with --match or --server)")
+	}
+	if o.Watch != "" {
+		if _, err := parseWatch(o.Watch); err != nil {
+			return err
+		}
 	}
 	if p := o.Factory.Printer; p != nil && p.Format == render.Prometheus {
 		switch {
@@ -75,6 +95,21 @@ func (o *InspectOptions) Validate() error {
 // defaultMemorySamples is --samples of inspect --memory: a format and
 // status of up to this many records is measured whole.
 const defaultMemorySamples = 1000
+
+// givenFlag names the first flag given, in a fixed order.
+func givenFlag(given map[string]bool) string {
+	names := make([]string, 0, len(given))
+	for name := range given {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if given[name] {
+			return name
+		}
+	}
+	return ""
+}
 
 // parseDecodeOptions reads --powertools-attrs.
 func parseDecodeOptions(attrs string) (records.DecodeOptions, error) {
@@ -102,9 +137,11 @@ func NewCmdInspect(f *Factory, runF func(*InspectOptions) error) *cobra.Command 
 		Use:   "inspect KEY... | --match PATTERN | --server",
 		Short: "Show streams, idempotency keys, or the server's capabilities",
 		Long: `Show a stream's IDMP settings, counters and health; a claim record or any
-common idempotency record; a scan of keys with counts by status (and with --memory, the bytes they use
-by format and status, estimated from a sample of MEMORY USAGE); or, with
---server, the server's version, mode, native IDMP support and round-trip time.
+common idempotency record; a scan of keys with counts by status (and with
+--memory, the bytes they use by format and status, estimated from a sample
+of MEMORY USAGE); or, with --server, the server's version, mode, native IDMP
+support and round-trip time. On servers with native IDMP, streams and the
+server are linted for known Redis 8.6 IDMP bugs.
 
 -o prometheus prints one document in the Prometheus text format for
 node_exporter's textfile collector: per stream (inspect STREAM...) its six
@@ -119,6 +156,9 @@ document of the others.`,
 		Annotations: map[string]string{hasMetrics: "yes", writesAnnotation: writesNever},
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Keys, o.SamplesGiven = args, c.Flags().Changed("samples")
+			if err := refuseEmpty(c, "match", "status", "watch", "powertools-attrs"); err != nil {
+				return err
+			}
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -132,6 +172,7 @@ document of the others.`,
 	fl.BoolVar(&o.Server, "server", false, "show the server's capabilities")
 	fl.StringVar(&o.Match, "match", "", "scan keys matching a glob pattern")
 	fl.BoolVar(&o.Literal, "literal", false, "match --match literally (no glob metacharacters)")
+	fl.BoolVar(&o.All, "all", false, "with --match: also list the keys of idmpctl's emulated IDMP state ({S}:idmp...) and batch progress")
 	fl.StringVar(&o.Status, "status", "", "with --match: only these statuses (PROCESSING,LOCKED,COMPLETED,FAILED,EXPIRED,UNKNOWN)")
 	fl.Int64Var(&o.Limit, "limit", 0, "with --match: show at most N keys (0: all)")
 	fl.StringVar(&o.Watch, "watch", "", "redraw a stream view every INTERVAL (e.g. 1s) with adds/s and duplicates/s")
@@ -157,6 +198,8 @@ func inspectRun(ctx context.Context, o *InspectOptions) error {
 }
 
 func inspectServer(ctx context.Context, o *InspectOptions) error {
+	ctx, cancel := o.Factory.callBound(ctx, 0)
+	defer cancel()
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err
@@ -176,6 +219,9 @@ func inspectServer(ctx context.Context, o *InspectOptions) error {
 	}
 	p := o.Factory.Printer
 	if p.Format == render.JSON {
+		if e := r.Eviction; e != nil && e.Risky() {
+			p.Warnf("%s", e.Warning())
+		}
 		return p.JSON(struct {
 			redisconn.ServerReport
 			Lints []health.Lint `json:"lints"`
@@ -194,38 +240,30 @@ func inspectServer(ctx context.Context, o *InspectOptions) error {
 	if len(r.Primaries) > 0 {
 		pairs = append(pairs, render.Pair{"primaries", strings.Join(r.Primaries, " ")})
 	}
-	pairs = append(pairs, render.Pair{"native-idmp", idmp})
+	pairs = append(pairs, render.Pair{"native-idmp", idmp}, render.Pair{"emulation", r.Emulation})
+	if e := r.Eviction; e != nil {
+		pairs = append(pairs, render.Pair{"maxmemory", fmt.Sprint(e.MaxMemory)}, render.Pair{"maxmemory-policy", e.Policy})
+		if e.Risky() {
+			p.Warnf("%s", e.Warning())
+		}
+	}
+	if strings.HasPrefix(r.Emulation, "unavailable") && !r.NativeIDMP {
+		p.Warnf("emulated IDMP is %s", r.Emulation)
+	}
 	if r.Defaults != nil {
+		duration, maxsize := fmt.Sprint(r.Defaults.Duration), fmt.Sprint(r.Defaults.MaxSize)
+		if p.Human() {
+			duration, maxsize = duration+"s", render.N(r.Defaults.MaxSize, "iid")+" per pid"
+		}
 		pairs = append(pairs,
-			render.Pair{"stream-idmp-duration", fmt.Sprint(r.Defaults.Duration)},
-			render.Pair{"stream-idmp-maxsize", fmt.Sprint(r.Defaults.MaxSize)})
+			render.Pair{"stream-idmp-duration", duration},
+			render.Pair{"stream-idmp-maxsize", maxsize})
 	}
-	rtt := fmt.Sprint(r.PingRTTus)
-	if p.TTY {
-		rtt = fmt.Sprintf("%.3f ms", float64(r.PingRTTus)/1000)
-	}
-	pairs = append(pairs, render.Pair{"ping-rtt-us", rtt})
-	if p.TTY {
-		pairs[len(pairs)-1][0] = "ping rtt"
+	if p.Human() {
+		pairs = append(pairs, render.Pair{"ping rtt", fmt.Sprintf("%.3f ms", float64(r.PingRTTus)/1000)})
+	} else {
+		pairs = append(pairs, render.Pair{"ping-rtt-us", fmt.Sprint(r.PingRTTus)})
 	}
 	p.KV("Server", append(pairs, lintPairs(p, lints)...))
 	return nil
-}
-
-// lintPairs are lints as rows of a key-value view: "lint<TAB>code<TAB>message"
-// when piped, "health" rows (warnings marked) on a terminal.
-func lintPairs(p *render.Printer, lints []health.Lint) []render.Pair {
-	var pairs []render.Pair
-	for _, l := range lints {
-		if !p.TTY {
-			pairs = append(pairs, render.Pair{"lint", l.Code + "\t" + l.Message})
-			continue
-		}
-		v := p.Dim(l.Message)
-		if l.Level == "warn" {
-			v = p.Warn("! " + l.Message)
-		}
-		pairs = append(pairs, render.Pair{"health", v})
-	}
-	return pairs
 }

@@ -3,6 +3,7 @@ package cmd
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -29,11 +30,13 @@ const tableRowCap = 1000
 // inspectKeys shows each key: streams with the stream view, records
 // normalised whatever their format. Missing keys: 66 after the others.
 func inspectKeys(ctx context.Context, o *InspectOptions) error {
-	conn, err := o.Factory.Conn(ctx)
+	rctx, cancel := o.Factory.callBound(ctx, 0)
+	defer cancel()
+	conn, err := o.Factory.Conn(rctx)
 	if err != nil {
 		return err
 	}
-	recs, err := keyspace.InspectKeys(ctx, conn, o.Keys, o.Decode)
+	recs, err := keyspace.InspectKeys(rctx, conn, o.Keys, o.Decode)
 	if err != nil && recs == nil {
 		return err
 	}
@@ -57,16 +60,47 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 			continue
 		}
 		if o.Watch != "" {
-			return exit.Usagef("--watch is for streams; %q is a %s record", r.Key, r.Format)
+			return exit.Usagef("--watch is for streams; %s is a record (format %s), not a stream", render.Field(r.Key), r.Format)
 		}
 		if err := printRecord(o.Factory.Printer, shownRecord(r, o.ShowSecrets)); err != nil {
 			return err
 		}
 	}
 	if len(missing) > 0 {
-		return exit.New(exit.NotFound, "inspect", "no such key: %s", strings.Join(missing, ", "))
+		e := exit.New(exit.NotFound, "inspect", "no such key: %s", strings.Join(missing, ", "))
+		if orphans := orphanedState(ctx, conn, recs); len(orphans) > 0 {
+			e.Hint = fmt.Sprintf("emulated IDMP state of %s is left over (orphaned: the stream was deleted, and its state has no TTL); it is dropped by the next add to the same name, or now by idmpctl purge --stream NAME --yes",
+				strings.Join(orphans, ", "))
+		}
+		return e
 	}
 	return nil
+}
+
+// orphanedState names the missing keys whose emulated IDMP state remains
+// (a stream deleted by hand: the state has no TTL, and goes at the next
+// call on the name).
+func orphanedState(ctx context.Context, conn *redisconn.Conn, recs []records.Record) []string {
+	var out []string
+	for _, r := range recs {
+		if r.Status != records.Absent {
+			continue
+		}
+		l, err := idmp.StateKeys(r.Key, conn.Cluster())
+		if err != nil {
+			continue
+		}
+		cctx, cancel := conn.Ctx(ctx)
+		n, err := conn.Client().Exists(cctx, l.Meta).Result()
+		if err == nil && n == 0 {
+			n, err = conn.Client().Exists(cctx, l.PIDs).Result()
+		}
+		cancel()
+		if err == nil && n > 0 {
+			out = append(out, strconv.Quote(r.Key))
+		}
+	}
+	return out
 }
 
 // shown is the record as printed: stored secrets (Authorization headers,
@@ -78,20 +112,41 @@ func shownRecord(r records.Record, showSecrets bool) records.Record {
 	return records.Redact(r)
 }
 
-// recordJSON is a record in -o json, with the derived times.
+// recordJSON is a record in -o json, with the derived times. Its fields
+// hide the record's: stored JSON objects and arrays (a middleware's
+// request and response) are nested as they are, not as strings of JSON.
 type recordJSON struct {
 	records.Record
-	AgeMs         *int64 `json:"age_ms,omitempty"`
-	AgeUnknown    bool   `json:"age_unknown,omitempty"` // a record that carries no time
-	LeaseLeftMs   *int64 `json:"lease_left_ms,omitempty"`
-	ResultSummary string `json:"result_summary,omitempty"`
+	Fields        map[string]json.RawMessage `json:"fields,omitempty"`
+	AgeMs         *int64                     `json:"age_ms,omitempty"`
+	AgeUnknown    bool                       `json:"age_unknown,omitempty"` // a record that carries no time
+	LeaseLeftMs   *int64                     `json:"lease_left_ms,omitempty"`
+	ResultSummary string                     `json:"result_summary,omitempty"`
+}
+
+// nestedFields is a record's fields for JSON: a value that is a JSON
+// object or array is nested as JSON, any other is a string.
+func nestedFields(fields map[string]string) map[string]json.RawMessage {
+	if fields == nil {
+		return nil
+	}
+	out := make(map[string]json.RawMessage, len(fields))
+	for k, v := range fields {
+		if t := strings.TrimSpace(v); t != "" && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t)) {
+			out[k] = json.RawMessage(t)
+			continue
+		}
+		b, _ := json.Marshal(v)
+		out[k] = b
+	}
+	return out
 }
 
 // withTimes adds the derived times, by the records package's rules: the
 // age of the last activity, and the lease left until the earlier of lease
 // and deadline (the instant the stale flag uses too).
 func withTimes(r records.Record) recordJSON {
-	j := recordJSON{Record: r, ResultSummary: r.ResultSummary()}
+	j := recordJSON{Record: r, Fields: nestedFields(r.Fields), ResultSummary: r.ResultSummary()}
 	if age, ok := r.AgeMs(); ok {
 		j.AgeMs = &age
 	} else {
@@ -109,7 +164,7 @@ func ageText(p *render.Printer, j recordJSON) string {
 	switch {
 	case j.AgeMs != nil:
 		return msDuration(p, *j.AgeMs)
-	case j.AgeUnknown && p.TTY:
+	case j.AgeUnknown && p.Human():
 		return p.Dim("unknown")
 	}
 	return ""
@@ -134,7 +189,7 @@ func printRecord(p *render.Printer, r records.Record) error {
 		opt("token", strconv.FormatInt(r.Token, 10))
 	}
 	if r.Attempts > 0 {
-		opt("attempts", strconv.FormatInt(r.Attempts, 10))
+		opt("attempts", countText(p, r.Attempts))
 	}
 	opt("guards", render.Field(r.Guards))
 	opt("created", msTime(p, r.CreatedMs, r.NowMs))
@@ -148,14 +203,15 @@ func printRecord(p *render.Printer, r records.Record) error {
 	opt("expires", msTime(p, r.ExpiresMs, r.NowMs))
 	opt("ttl", ttlText(p, r.TTLms))
 	opt("fingerprint", render.Field(r.Fingerprint))
-	if sum := r.ResultSummary(); sum != "" {
-		opt("result", sum)
-	} else if r.HasResult {
-		opt("result", fmt.Sprintf("%d bytes", r.ResultBytes))
+	switch {
+	case r.HTTPStatus > 0: // a stored HTTP response: its status and size
+		opt("result", r.ResultSummary())
+	case r.HasResult:
+		opt("result", resultText(p, r.Fields["result"], int64(r.ResultBytes)))
 	}
 	opt("error", render.Field(r.Error))
 	if r.Members > 0 {
-		opt("members", strconv.FormatInt(r.Members, 10))
+		opt("members", countText(p, r.Members))
 	}
 	if len(r.Flags) > 0 {
 		opt("flags", p.Warn(flagsText(r.Flags)))
@@ -185,36 +241,35 @@ func flagsText(fl []records.Flag) string {
 	return strings.Join(s, ",")
 }
 
-// msTime is RFC 3339 when piped, "3m ago" on a terminal.
+// msTime is RFC 3339 in raw output, "3m ago" (or "in 5m") in a view.
 func msTime(p *render.Printer, ms, nowMs int64) string {
 	if ms <= 0 {
 		return ""
 	}
 	t := time.UnixMilli(ms).UTC()
-	if !p.TTY || nowMs <= 0 {
+	if !p.Human() || nowMs <= 0 {
 		return t.Format(time.RFC3339Nano)
 	}
-	d := time.Duration(nowMs-ms) * time.Millisecond
-	if d < 0 {
-		return "in " + roundDur(-d).String()
+	if d := nowMs - ms; d < 0 {
+		return "in " + render.Ms(-d)
 	}
-	return roundDur(d).String() + " ago"
+	return render.Ms(nowMs-ms) + " ago"
 }
 
-// msDuration is milliseconds when piped, a Go duration on a terminal.
+// msDuration is milliseconds in raw output, "4m59s" in a view.
 func msDuration(p *render.Printer, ms int64) string {
-	if !p.TTY {
+	if !p.Human() {
 		return strconv.FormatInt(ms, 10)
 	}
 	if ms < 0 {
-		return p.Bad("expired " + roundDur(time.Duration(-ms)*time.Millisecond).String() + " ago")
+		return p.Bad("expired " + render.Ms(-ms) + " ago")
 	}
-	return roundDur(time.Duration(ms) * time.Millisecond).String()
+	return render.Ms(ms)
 }
 
 func ttlText(p *render.Printer, ttl int64) string {
 	switch {
-	case !p.TTY:
+	case !p.Human():
 		return strconv.FormatInt(ttl, 10)
 	case ttl == -1:
 		return p.Warn("none")
@@ -224,26 +279,36 @@ func ttlText(p *render.Printer, ttl int64) string {
 	return msDuration(p, ttl)
 }
 
-func roundDur(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Hour:
-		return d.Round(time.Minute)
-	case d >= time.Minute:
-		return d.Round(time.Second)
-	case d >= time.Second:
-		return d.Round(100 * time.Millisecond)
+// countText is a count: plain in raw output, with thousands separators in
+// a view.
+func countText(p *render.Printer, n int64) string {
+	if p.Human() {
+		return render.Count(n)
 	}
-	return d.Round(time.Millisecond)
+	return strconv.FormatInt(n, 10)
 }
 
-// inspectMatch scans keys: one line (or JSON object) per record, streamed,
-// and a summary of counts by status on stderr.
+// resultText is a stored result: in raw output its size (the bytes are
+// -o json's, or claim acquire's on stdout); in a view the result itself,
+// quoted when it is not printable text, cut to the terminal by KV.
+func resultText(p *render.Printer, result string, size int64) string {
+	if !p.Human() || (result == "" && size > 0) {
+		return render.N(size, "byte")
+	}
+	if result == "" {
+		return p.Dim("(empty)")
+	}
+	return render.Field(result)
+}
+
+// inspectMatch scans keys: one line (or JSON object) per key, streamed, or
+// a table of them at the end; a summary of counts by status on stderr
+// (JSON: a last object of type "summary").
 func inspectMatch(ctx context.Context, o *InspectOptions) error {
 	p := o.Factory.Printer
 	header := []string{"KEY", "FORMAT", "STATUS", "OWNER", "AGE", "LEASE LEFT", "TTL", "FLAGS"}
 	var rows [][]string
-	var streams []string
-	shown := 0
+	shown := int64(0)
 	row := func(r records.Record) []string {
 		j := withTimes(r)
 		lease := ""
@@ -262,9 +327,6 @@ func inspectMatch(ctx context.Context, o *InspectOptions) error {
 		case len(rows) < tableRowCap:
 			rows = append(rows, row(r))
 		}
-		if r.Format == records.FormatStream && len(streams) < tableRowCap {
-			streams = append(streams, r.Key)
-		}
 		shown++
 		return nil
 	})
@@ -272,46 +334,17 @@ func inspectMatch(ctx context.Context, o *InspectOptions) error {
 	if err != nil {
 		return err
 	}
-	if p.Format == render.Table {
-		// SCAN order says nothing (and differs between the nodes of a
-		// cluster, scanned concurrently): a table reads best by key.
-		slices.SortFunc(rows, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
-		slices.Sort(streams)
-		if p.TTY {
-			fmt.Fprintf(p.Out, "Showing %d of %d matching keys (%d scanned)\n", len(rows), sum.Matched, sum.Scanned)
-		}
-		if err := p.Table(header, rows); err != nil {
+	switch p.Format {
+	case render.JSON:
+		return p.JSON(scanSummaryJSON{Type: "summary", Summary: sum, Memory: mem})
+	case render.Table:
+		if err := printScanTable(p, o, header, rows, shown, sum); err != nil {
 			return err
 		}
-		if shown > len(rows) {
-			fmt.Fprintf(p.Out, "... %d more: use -o raw or -o json for all\n", shown-len(rows))
-		}
-		if len(streams) > 0 {
-			conn, err := o.Factory.Conn(ctx) // the scan's
-			if err != nil {
-				return err
-			}
-			sv, err := newStreamViewer(ctx, o.Factory, conn)
-			if err != nil {
-				return err
-			}
-			for _, s := range streams {
-				if err := sv.show(ctx, s, ""); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	if p.Format == render.JSON {
-		out := map[string]any{"summary": sum}
 		if mem != nil {
-			out["memory"] = mem
-		}
-		return p.JSON(out)
-	}
-	if mem != nil && p.Format == render.Table {
-		if err := memoryTable(p, *mem); err != nil {
-			return err
+			if err := memoryTable(p, *mem); err != nil {
+				return err
+			}
 		}
 	}
 	p.Status("%s", summaryText(sum))
@@ -323,29 +356,33 @@ func inspectMatch(ctx context.Context, o *InspectOptions) error {
 	return nil
 }
 
+// scanSummaryJSON is a scan's last -o json object: "type" is "summary",
+// which no record has (a record's type is its Redis type). With --memory,
+// memory is the records' bytes by format and status: estimates where not
+// every record was measured (its "estimated" and each group's "exact" say).
+type scanSummaryJSON struct {
+	Type    string                 `json:"type"`
+	Summary keyspace.Summary       `json:"summary"`
+	Memory  *keyspace.MemoryReport `json:"memory,omitempty"`
+}
+
 // memoryTable draws inspect --memory's figures: one row per format and
 // status, estimates marked "~" (exact where every record was measured),
 // and the total.
 func memoryTable(p *render.Printer, m keyspace.MemoryReport) error {
 	rows := make([][]string, 0, len(m.Groups)+1)
 	for _, g := range m.Groups {
-		rows = append(rows, []string{string(g.Format), string(g.Status), strconv.FormatInt(g.Records, 10),
-			strconv.FormatInt(g.Sampled, 10), fmt.Sprintf("%.1f", g.Mean), memoryBytes(p, g.Bytes, g.Exact)})
+		rows = append(rows, []string{string(g.Format), string(g.Status), render.Count(g.Records),
+			render.Count(g.Sampled), fmt.Sprintf("%.1f", g.Mean), memoryBytes(g.Bytes, g.Exact)})
 	}
-	rows = append(rows, []string{"total", "", strconv.FormatInt(m.Records, 10), strconv.FormatInt(m.Sampled, 10), "", memoryBytes(p, m.Bytes, !m.Estimated)})
-	if p.TTY {
-		fmt.Fprintln(p.Out, memoryHeadline(m))
-	}
+	rows = append(rows, []string{"total", "", render.Count(m.Records), render.Count(m.Sampled), "", memoryBytes(m.Bytes, !m.Estimated)})
+	fmt.Fprintln(p.Out, memoryHeadline(m))
 	return p.Table([]string{"FORMAT", "STATUS", "RECORDS", "SAMPLED", "MEAN BYTES", "BYTES"}, rows)
 }
 
-// memoryBytes is a byte figure, "~" before an estimate; human units on a
-// terminal.
-func memoryBytes(p *render.Printer, n int64, exact bool) string {
-	s := strconv.FormatInt(n, 10)
-	if p.TTY {
-		s = bytesHuman(n)
-	}
+// memoryBytes is a byte figure in human units, "~" before an estimate.
+func memoryBytes(n int64, exact bool) string {
+	s := render.Bytes(n)
 	if !exact {
 		s = "~" + s
 	}
@@ -374,6 +411,45 @@ func memoryLines(m keyspace.MemoryReport) []string {
 		lines = append(lines, fmt.Sprintf("memory: %s %s: %d bytes (%s: %d records, %d sampled, mean %.1f)", g.Format, g.Status, g.Bytes, kind, g.Records, g.Sampled, g.Mean))
 	}
 	return lines
+}
+
+// printScanTable draws a scan's table, sorted by key, under a line that
+// says what it shows (on a terminal). An empty scan says so in a line.
+func printScanTable(p *render.Printer, o *InspectOptions, header []string, rows [][]string, shown int64, sum keyspace.Summary) error {
+	if len(rows) == 0 {
+		fmt.Fprintf(p.Out, "No keys match %s (%s scanned)\n", render.Field(o.Match), render.N(sum.Scanned, "key"))
+		return nil
+	}
+	// SCAN order says nothing (and differs between the nodes of a
+	// cluster, scanned concurrently): a table reads best by key.
+	slices.SortFunc(rows, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
+	if p.TTY {
+		fmt.Fprintln(p.Out, showingText(int64(len(rows)), shown, sum, o.Limit))
+	}
+	if err := p.Table(header, rows); err != nil {
+		return err
+	}
+	if more := shown - int64(len(rows)); more > 0 {
+		fmt.Fprintf(p.Out, "... %s more: use -o raw or -o json for all\n", render.Count(more))
+	}
+	return nil
+}
+
+// showingText is the line above a scan's table: how many keys it shows of
+// how many matched, and how it chose them when it does not show them all.
+func showingText(rows, shown int64, sum keyspace.Summary, limit int64) string {
+	scanned := render.N(sum.Scanned, "key") + " scanned"
+	switch {
+	case rows < shown:
+		// More matched than a table holds: the rows are the first the scan
+		// met (SCAN's order, which is no order), sorted by key.
+		return fmt.Sprintf("Showing %s of %s matching keys (%s): a sample, the first %s the scan met, sorted by key",
+			render.Count(rows), render.Count(shown), scanned, render.Count(rows))
+	case sum.Limited:
+		return fmt.Sprintf("Showing the first %s (%s; stopped at --limit %s: more may match)",
+			render.N(rows, "matching key"), scanned, render.Count(limit))
+	}
+	return fmt.Sprintf("Showing %s of %s (%s)", render.Count(rows), render.N(sum.Matched, "matching key"), scanned)
 }
 
 // bufferStream buffers the printer's output for a stream of records (-o raw
@@ -414,18 +490,36 @@ func bulkGC(getenv func(string) string) (restore func()) {
 	}
 }
 
+// summaryText is a scan's summary line (stderr): what was scanned and
+// matched, the records by status, and the keys that are no records.
 func summaryText(s keyspace.Summary) string {
-	parts := []string{}
+	var parts []string
 	for _, st := range records.Statuses() {
 		if n := s.ByStatus[st]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", st, n))
+			parts = append(parts, fmt.Sprintf("%s %s", st, render.Count(n)))
 		}
 	}
-	more := ""
+	line := fmt.Sprintf("scanned %s, matched %s", render.N(s.Scanned, "key"), render.Count(s.Matched))
 	if s.Limited {
-		more = " (stopped at --limit)"
+		line += " (stopped at --limit)"
 	}
-	return fmt.Sprintf("scanned %d keys, matched %d%s: %s", s.Scanned, s.Matched, more, strings.Join(parts, ", "))
+	if len(parts) > 0 {
+		line += ": " + strings.Join(parts, ", ")
+	}
+	var others []string
+	if n := s.ByFormat[records.FormatStream]; n > 0 {
+		others = append(others, render.N(n, "stream"))
+	}
+	if n := s.ByFormat[records.FormatIDMPState]; n > 0 {
+		others = append(others, render.N(n, "idmp state key"))
+	}
+	if s.StateHidden > 0 {
+		others = append(others, render.N(s.StateHidden, "idmp state key")+" hidden (--all shows them)")
+	}
+	if len(others) > 0 {
+		line += "; " + strings.Join(others, ", ")
+	}
+	return line
 }
 
 // scanMatch is inspect --match's scan, each matching record to each, under
@@ -433,7 +527,7 @@ func summaryText(s keyspace.Summary) string {
 // returns the statuses asked for and the scan's summary, and with --memory
 // the memory of the records reported, measured after the scan.
 func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(records.Record) error) ([]records.Status, keyspace.Summary, *keyspace.MemoryReport, error) {
-	ctx, stop := untilInterrupted(ctx)
+	ctx, stop := untilInterrupted(o.Factory, ctx)
 	defer stop()
 	statuses, err := parseStatuses(o.Status)
 	if err != nil {
@@ -443,7 +537,7 @@ func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(
 	if err != nil {
 		return nil, keyspace.Summary{}, nil, err
 	}
-	opts := keyspace.ScanOptions{Pattern: o.Match, Literal: o.Literal, Statuses: statuses, Limit: o.Limit, Decode: o.Decode}
+	opts := keyspace.ScanOptions{Pattern: o.Match, Literal: o.Literal, Statuses: statuses, All: o.All, Limit: o.Limit, Decode: o.Decode}
 	bar, stopProgress := startProgress(o.Factory.Printer, linesOut, progress.Options{Label: "inspect --match", Unit: "keys"})
 	defer stopProgress()
 	if bar != nil {
@@ -504,7 +598,8 @@ func newStreamViewer(ctx context.Context, f *Factory, conn *redisconn.Conn) (*st
 	if err != nil {
 		d, m = idmp.DefaultDuration, idmp.DefaultMaxSize
 	}
-	sctx := health.StreamContext{DefaultDuration: d, DefaultMaxSize: m, Role: redisconn.Role(ctx, conn)}
+	ev, _ := conn.Eviction(ctx)
+	sctx := health.StreamContext{DefaultDuration: d, DefaultMaxSize: m, Role: redisconn.Role(ctx, conn), Eviction: ev}
 	// The lints for known IDMP bugs need the server's facts: native only.
 	if caps, err := conn.Capabilities(ctx); err == nil && caps.NativeIDMP {
 		facts, err := redisconn.ReadServerFacts(ctx, conn)
@@ -516,66 +611,115 @@ func newStreamViewer(ctx context.Context, f *Factory, conn *redisconn.Conn) (*st
 	return &streamViewer{f: f, streams: streams, ctx: sctx}, nil
 }
 
-// streamJSON is a stream in -o json: XINFO names, mode and lints.
+// streamJSON is a stream in -o json: XINFO names, mode and lints; with
+// --watch, each view's time and the rates since the one before.
 type streamJSON struct {
 	Key  string `json:"key"`
 	Type string `json:"type"`
 	stream.Info
-	Lints []health.Lint `json:"lints"`
+	Lints            []health.Lint `json:"lints"`
+	Time             string        `json:"time,omitempty"`
+	AddsPerSec       *float64      `json:"adds_per_s,omitempty"`
+	DuplicatesPerSec *float64      `json:"duplicates_per_s,omitempty"`
 }
 
 func (sv *streamViewer) show(ctx context.Context, name, watch string) error {
 	if watch != "" {
 		return sv.watch(ctx, name, watch)
 	}
+	ctx, cancel := sv.f.callBound(ctx, 0)
+	defer cancel()
 	info, err := sv.streams.Info(ctx, name)
 	if err != nil {
-		return err
+		return exit.Wrap(err, "inspect")
 	}
-	return sv.print(info, nil)
+	return sv.print(info, nil, time.Time{})
 }
 
 type rates struct{ adds, dups float64 }
 
-func (sv *streamViewer) print(info stream.Info, r *rates) error {
+// print shows a stream; at is the time of a --watch view (zero otherwise).
+func (sv *streamViewer) print(info stream.Info, r *rates, at time.Time) error {
 	p := sv.f.Printer
 	lints := health.Stream(info, sv.ctx)
 	if lints == nil {
 		lints = []health.Lint{}
 	}
 	if p.Format == render.JSON {
-		return p.JSON(streamJSON{Key: info.Stream, Type: "stream", Info: info, Lints: lints})
+		j := streamJSON{Key: info.Stream, Type: "stream", Info: info, Lints: lints}
+		if !at.IsZero() {
+			j.Time = at.UTC().Format(time.RFC3339Nano)
+		}
+		if r != nil {
+			j.AddsPerSec, j.DuplicatesPerSec = &r.adds, &r.dups
+		}
+		return p.JSON(j)
 	}
-	n := strconv.FormatInt
-	pairs := []render.Pair{
+	n := func(v int64) string { return countText(p, v) }
+	duration, maxsize := strconv.FormatInt(info.IDMPDuration, 10), strconv.FormatInt(info.IDMPMaxSize, 10)
+	if p.Human() {
+		// The settings with their units: seconds, iids per producer.
+		duration = duration + "s"
+		maxsize = render.N(info.IDMPMaxSize, "iid") + " per pid"
+	}
+	var pairs []render.Pair
+	if !at.IsZero() && !p.Human() {
+		pairs = append(pairs, render.Pair{"time", at.UTC().Format(time.RFC3339Nano)})
+	}
+	pairs = append(pairs, []render.Pair{
 		{"key", render.Field(info.Stream)}, {"type", "stream"}, {"mode", info.Mode},
-		{"length", n(info.Length, 10)}, {"first-entry-id", info.FirstID}, {"last-entry-id", info.LastID},
-		{"last-generated-id", info.LastGeneratedID}, {"entries-added", n(info.EntriesAdded, 10)},
-		{"idmp-duration", n(info.IDMPDuration, 10)}, {"idmp-maxsize", n(info.IDMPMaxSize, 10)},
-		{"pids-tracked", n(info.PIDsTracked, 10)}, {"iids-tracked", n(info.IIDsTracked, 10)},
-		{"iids-added", n(info.IIDsAdded, 10)}, {"iids-duplicates", n(info.IIDsDuplicates, 10)},
-	}
+		{"length", n(info.Length)}, {"first-entry-id", info.FirstID}, {"last-entry-id", info.LastID},
+		{"last-generated-id", info.LastGeneratedID}, {"entries-added", n(info.EntriesAdded)},
+		{"idmp-duration", duration}, {"idmp-maxsize", maxsize},
+		{"pids-tracked", n(info.PIDsTracked)}, {"iids-tracked", n(info.IIDsTracked)},
+		{"iids-added", n(info.IIDsAdded)}, {"iids-duplicates", n(info.IIDsDuplicates)},
+	}...)
 	if r != nil {
 		pairs = append(pairs, render.Pair{"adds/s", fmt.Sprintf("%.1f", r.adds)}, render.Pair{"duplicates/s", fmt.Sprintf("%.1f", r.dups)})
 	}
-	if p.TTY {
+	if p.Human() {
 		for _, pid := range info.PIDs {
-			pairs = append(pairs, render.Pair{"  pid " + strconv.Quote(pid.PID), n(pid.IIDs, 10) + " iids"})
+			pairs = append(pairs, render.Pair{"  pid " + strconv.Quote(pid.PID), render.N(pid.IIDs, "iid")})
 		}
 	}
 	pairs = append(pairs, lintPairs(p, lints)...)
-	p.KV(render.Field(info.Stream), pairs)
+	title := render.Field(info.Stream)
+	if !at.IsZero() {
+		title += "  " + p.Dim(at.Local().Format("15:04:05"))
+	}
+	p.KV(title, pairs)
 	return nil
 }
 
+// lintPairs are lints as rows of a key-value view: "health" rows (warnings
+// marked) for a person, "lint<TAB>code<TAB>message" otherwise.
+func lintPairs(p *render.Printer, lints []health.Lint) []render.Pair {
+	var pairs []render.Pair
+	for _, l := range lints {
+		if !p.Human() {
+			pairs = append(pairs, render.Pair{"lint", l.Code + "\t" + l.Message})
+			continue
+		}
+		v := p.Dim(l.Message)
+		if l.Level == "warn" {
+			v = p.Warn("! " + l.Message)
+		}
+		pairs = append(pairs, render.Pair{"health", v})
+	}
+	return pairs
+}
+
 // watch redraws the name view every interval with rates from counter
-// deltas, until interrupted (or --count views have been drawn).
+// deltas, until interrupted (or --count views have been drawn). A
+// terminal's view is redrawn in place; elsewhere the views follow each
+// other, each with its time (raw: a "time" line first, and an empty line
+// between views; JSON: one object a view).
 func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
-	ctx, stop := untilInterrupted(ctx)
+	ctx, stop := untilInterrupted(sv.f, ctx)
 	defer stop()
-	interval, err := time.ParseDuration(every)
-	if err != nil || interval < 10*time.Millisecond {
-		return exit.Usagef("--watch %q: want an interval of at least 10ms, e.g. 1s", every)
+	interval, err := parseWatch(every)
+	if err != nil {
+		return err
 	}
 	p := sv.f.Printer
 	var prev stream.Info
@@ -588,26 +732,41 @@ func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
 			case <-time.After(interval):
 			}
 		}
-		info, err := sv.streams.Info(ctx, name)
+		ictx, cancel := sv.f.callBound(ctx, 0)
+		info, err := sv.streams.Info(ictx, name)
+		cancel()
 		if errors.Is(err, context.Canceled) {
 			return nil
 		}
 		if err != nil {
-			return err
+			return exit.Wrap(err, "inspect --watch")
 		}
-		now := time.Now()
+		now := sv.f.Now()
 		var r *rates
 		if i > 0 {
 			dt := now.Sub(prevAt).Seconds()
 			r = &rates{adds: float64(info.IIDsAdded-prev.IIDsAdded) / dt, dups: float64(info.IIDsDuplicates-prev.IIDsDuplicates) / dt}
 		}
-		if p.TTY {
-			fmt.Fprint(p.Out, "\033[H\033[2J")
+		switch {
+		case p.TTY && p.Human():
+			p.ClearScreen()
+		case i > 0 && p.Format != render.JSON:
+			fmt.Fprintln(p.Out)
 		}
-		if err := sv.print(info, r); err != nil {
+		if err := sv.print(info, r, now); err != nil {
 			return err
 		}
 		prev, prevAt = info, now
 	}
 	return nil
+}
+
+// parseWatch reads --watch's interval.
+func parseWatch(every string) (time.Duration, error) {
+	interval, err := time.ParseDuration(every)
+	if err != nil || interval < 10*time.Millisecond {
+		return 0, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--watch %q: want an interval of at least 10ms with its unit", every),
+			Hint: "for example --watch 1s or --watch 500ms"}
+	}
+	return interval, nil
 }

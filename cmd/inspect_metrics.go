@@ -91,7 +91,9 @@ func streamMetrics(info stream.Info) render.StreamMetrics {
 func inspectMatchMetrics(ctx context.Context, o *InspectOptions) error {
 	var flagged flagCounts
 	statuses, sum, mem, err := scanMatch(ctx, o, false, func(r records.Record) error {
-		flagged.add(r.Flags)
+		if r.IsRecord() { // a stream's no-ttl is no record's
+			flagged.add(r.Flags)
+		}
 		return nil
 	})
 	if err != nil {
@@ -116,7 +118,9 @@ func scanMemoryMetrics(m render.ScanMetrics, rep keyspace.MemoryReport) *render.
 		mm.ByFormat[f] = 0
 	}
 	for _, g := range rep.Groups {
-		mm.ByStatus[string(g.Status)] += g.Bytes
+		if g.Status != "" { // streams and state keys have a format, no status
+			mm.ByStatus[string(g.Status)] += g.Bytes
+		}
 		mm.ByFormat[string(g.Format)] += g.Bytes
 	}
 	return mm
@@ -143,7 +147,11 @@ func (c *flagCounts) add(flags []records.Flag) {
 // can have gets a sample, 0 included, so that no series vanishes from one
 // run to the next.
 func scanMetrics(pattern string, statuses []records.Status, sum keyspace.Summary, flagged flagCounts) render.ScanMetrics {
-	m := render.ScanMetrics{Pattern: pattern, Scanned: sum.Scanned, Matched: sum.Matched,
+	matched := int64(0)
+	for _, n := range sum.ByStatus {
+		matched += n
+	}
+	m := render.ScanMetrics{Pattern: pattern, Scanned: sum.Scanned, Matched: matched,
 		ByStatus: map[string]int64{}, ByFormat: map[string]int64{},
 		Stale: flagged.stale, NoTTL: flagged.noTTL, OrphanLocks: flagged.orphanLocks, Limited: sum.Limited}
 	if len(statuses) == 0 {

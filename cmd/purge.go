@@ -10,6 +10,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/spf13/cobra"
@@ -30,7 +31,6 @@ type PurgeOptions struct {
 	Force                 bool
 	Mode                  string
 	Backup                string // --backup FILE
-	BackupGiven           bool
 
 	ShowSecrets     bool
 	PowertoolsAttrs string
@@ -50,14 +50,17 @@ func (o *PurgeOptions) Validate() error {
 		return exit.Usagef("--stream takes only --pid, --dry-run and --yes")
 	case o.Match != "" && o.PID != "":
 		return exit.Usagef("--pid goes with --stream")
-	case o.BackupGiven && o.Backup == "":
-		return exit.Usagef("--backup \"\": give the file to save the records in")
 	case o.Backup != "" && o.Stream != "":
 		return exit.Usagef("--backup goes with --match: purge --stream deletes no records")
 	case o.Backup != "" && o.DryRun:
 		return exit.Usagef("--backup with --dry-run: a dry run deletes nothing to back up")
 	case o.Stream != "":
 		return nil
+	}
+	if o.Backup != "" {
+		if _, err := os.Lstat(o.Backup); err == nil {
+			return exit.Usagef("--backup %s: %v", o.Backup, backup.ErrExists)
+		}
 	}
 	statuses, err := parseStatuses(o.StatusFlag)
 	if err != nil {
@@ -66,11 +69,6 @@ func (o *PurgeOptions) Validate() error {
 	decode, err := parseDecodeOptions(o.PowertoolsAttrs)
 	if err != nil {
 		return err
-	}
-	if o.Backup != "" {
-		if _, err := os.Lstat(o.Backup); err == nil {
-			return exit.Usagef("--backup %s: %v", o.Backup, backup.ErrExists)
-		}
 	}
 	o.Ops = keyspace.PurgeOptions{Pattern: o.Match, Literal: o.Literal, Statuses: statuses, Stale: o.Stale,
 		NoTTL: o.NoTTL, AnyType: o.AnyType, Force: o.Force, DryRun: o.DryRun, Limit: o.Limit, Decode: decode}
@@ -120,7 +118,11 @@ summary on stderr ("kept-live" for a record the re-check found live).`,
   idmpctl purge --stream orders --yes`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			o.BackupGiven = c.Flags().Changed("backup")
+			// An empty value is never "all": purge --stream S --pid "$UNSET"
+			// would forget every producer's iids.
+			if err := refuseEmpty(c, "match", "stream", "pid", "status", "older-than", "max-rate", "powertools-attrs", "mode", "backup"); err != nil {
+				return err
+			}
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -154,12 +156,8 @@ summary on stderr ("kept-live" for a record the re-check found live).`,
 	return c
 }
 
-func init() {
-	registerVerb("purge", func(f *Factory) *cobra.Command { return NewCmdPurge(f, nil) })
-}
-
 func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {
-	ctx, stop := untilInterrupted(ctx)
+	ctx, stop := untilInterrupted(o.Factory, ctx)
 	defer stop()
 	f := o.Factory
 	p := f.Printer
@@ -169,21 +167,22 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {
 	}
 	defer bulkGC(f.Getenv)()
 	if !o.DryRun && !o.Yes {
-		// Count first, so the question can say how many.
+		// Count first, so the question can say how many and name them.
 		count := o.Ops
 		count.DryRun = true
 		bar, stopProgress := startProgress(p, false, progress.Options{Label: "purge --match (counting)", Unit: "keys"})
 		count.Progress = purgeProgress(bar, true)
-		sum, err := keyspace.Purge(ctx, conn, count, func(keyspace.PurgeItem) {})
+		var keys keyList
+		sum, err := keyspace.Purge(ctx, conn, count, func(it keyspace.PurgeItem) { keys.add(it.Record.Key) })
 		stopProgress()
 		if err != nil {
-			return err
+			return exit.Wrap(err, "purge")
 		}
 		if sum.Matched == 0 {
-			return printPurge(p, sum, o, nil)
+			return printPurge(p, sum, o, keyList{}, nil)
 		}
-		q := fmt.Sprintf("delete %d records matching %q (scanned %d keys)", sum.Matched, o.Match, sum.Scanned)
-		if err := confirm(f, false, q, ""); err != nil {
+		what := fmt.Sprintf("delete %s matching %s (%s scanned)", render.N(sum.Matched, "record"), strconv.Quote(o.Match), render.N(sum.Scanned, "key"))
+		if err := confirm(f, false, change{What: what, Question: "Delete them?", Keys: keys.Keys, More: keys.More}); err != nil {
 			return exit.Wrap(err, "purge")
 		}
 	}
@@ -204,21 +203,31 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {
 	defer stopProgress()
 	o.Ops.Progress = purgeProgress(bar, o.DryRun)
 	flush := bufferStream(p)
+	var keys keyList // the keys a view names
 	sum, err := keyspace.Purge(ctx, conn, o.Ops, func(it keyspace.PurgeItem) {
 		switch p.Format {
 		case render.JSON:
-			it.Record = shownRecord(it.Record, o.ShowSecrets)
-			_ = p.JSON(it)
+			_ = p.JSON(purgeItemJSON{Record: withTimes(shownRecord(it.Record, o.ShowSecrets)), Outcome: it.Outcome})
 		case render.Raw:
 			p.Line("%s\t%s", it.Outcome, render.Field(it.Record.Key))
+		default:
+			if it.Outcome != keyspace.PurgeChanged {
+				keys.add(it.Record.Key)
+			}
 		}
 	})
 	flush()
 	stopProgress()
-	if perr := printPurge(p, sum, o, bw); err == nil {
+	if perr := printPurge(p, sum, o, keys, bw); err == nil {
 		err = perr
 	}
-	return err
+	return exit.Wrap(err, "purge")
+}
+
+// purgeItemJSON is one record of purge -o json and its outcome.
+type purgeItemJSON struct {
+	Record  recordJSON            `json:"record"`
+	Outcome keyspace.PurgeOutcome `json:"outcome"`
 }
 
 // purgeProgress feeds the progress line: keys scanned, and the records
@@ -230,71 +239,123 @@ func purgeProgress(bar *progress.Bar, dryRun bool) func(keyspace.PurgeSummary) {
 	return func(s keyspace.PurgeSummary) {
 		switch {
 		case dryRun:
-			bar.Detail(progress.FormatCount(s.Matched) + " matched")
+			bar.Detail(render.Count(s.Matched) + " matched")
 		case s.Changed > 0:
-			bar.Detail(progress.FormatCount(s.Deleted) + " deleted, " + progress.FormatCount(s.Changed) + " changed")
+			bar.Detail(render.Count(s.Deleted) + " deleted, " + render.Count(s.Changed) + " changed")
 		default:
-			bar.Detail(progress.FormatCount(s.Deleted) + " deleted")
+			bar.Detail(render.Count(s.Deleted) + " deleted")
 		}
 		bar.Set(s.Scanned, 0)
 	}
 }
 
-func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions, bw *backup.Writer) error {
-	what := "deleted"
+// purgeSummaryJSON is purge --match's last -o json object.
+type purgeSummaryJSON struct {
+	Type    string                `json:"type"` // "summary"
+	Summary keyspace.PurgeSummary `json:"summary"`
+	DryRun  bool                  `json:"dry_run"`
+	Backup  *purgeBackupJSON      `json:"backup,omitempty"`
+}
+
+// purgeBackupJSON is what --backup saved.
+type purgeBackupJSON struct {
+	File  string `json:"file"`
+	Saved int64  `json:"saved"` // records written before their delete was sent
+	Kept  int64  `json:"kept"`  // of them, kept by the re-check (changed, or live)
+}
+
+// printPurge prints purge --match's summary: a view naming the first keys
+// (-o table), the summary object (-o json), or a line on stderr (raw,
+// whose stdout named every key).
+func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions, keys keyList, bw *backup.Writer) error {
+	what, n := "deleted", s.Deleted
 	if o.DryRun {
-		what = "would delete"
+		what, n = "would delete", s.Matched
 	}
-	var saved, kept int64
+	var saved *purgeBackupJSON
 	if bw != nil {
-		saved, kept = bw.Counts()
-		if p.Format != render.JSON {
-			defer p.Status("purge: %d records saved to %s before they were deleted (%d of them then kept); idmpctl restore %s puts them back",
-				saved, o.Backup, kept, o.Backup)
-		}
+		saved = &purgeBackupJSON{File: o.Backup}
+		saved.Saved, saved.Kept = bw.Counts()
 	}
 	switch p.Format {
 	case render.JSON:
-		out := map[string]any{"summary": s, "dry_run": o.DryRun}
-		if bw != nil {
-			out["backup"] = map[string]any{"file": o.Backup, "saved": saved, "kept": kept}
-		}
-		return p.JSON(out)
+		return p.JSON(purgeSummaryJSON{Type: "summary", Summary: s, DryRun: o.DryRun, Backup: saved})
 	case render.Table:
-		p.KV("purge "+o.Match, []render.Pair{
-			{"scanned", strconv.FormatInt(s.Scanned, 10)}, {"matched", strconv.FormatInt(s.Matched, 10)},
-			{what, strconv.FormatInt(map[bool]int64{true: s.Matched, false: s.Deleted}[o.DryRun], 10)},
-			{"kept", strconv.FormatInt(s.Kept, 10)}, {"changed (kept)", strconv.FormatInt(s.Changed, 10)},
-		})
+		title := "purge --match " + strconv.Quote(o.Match)
+		if o.DryRun {
+			title += " (dry run: nothing deleted)"
+		}
+		pairs := []render.Pair{
+			{"scanned", render.N(s.Scanned, "key")}, {"matched", render.N(s.Matched, "record")},
+			{what, render.N(n, "record")}, {"kept", render.N(s.Kept, "key")},
+		}
+		if s.Changed > 0 {
+			pairs = append(pairs, render.Pair{"changed (kept)", render.N(s.Changed, "record")})
+		}
 		if s.LocksKept > 0 {
-			p.KV("", []render.Pair{{"locks kept", fmt.Sprintf("%d (%s)", s.LocksKept, s.LockReason)}})
+			pairs = append(pairs, render.Pair{"locks kept", fmt.Sprintf("%s (%s)", render.N(s.LocksKept, "lock"), s.LockReason)})
 		}
 		if s.LiveKept > 0 {
-			p.KV("", []render.Pair{{"live kept", fmt.Sprintf("%d (%s)", s.LiveKept, s.LiveReason)}})
+			pairs = append(pairs, render.Pair{"live kept", fmt.Sprintf("%s (%s)", render.N(s.LiveKept, "record"), s.LiveReason)})
 		}
+		if saved != nil {
+			pairs = append(pairs, render.Pair{"backup", fmt.Sprintf("%s saved to %s (%d then kept); idmpctl restore %s puts them back",
+				render.N(saved.Saved, "record"), render.Field(o.Backup), saved.Kept, render.Field(o.Backup))})
+		}
+		for i, l := range keys.lines() {
+			label := ""
+			if i == 0 {
+				label = "keys"
+			}
+			pairs = append(pairs, render.Pair{label, l})
+		}
+		p.KV(title, pairs)
 		return nil
-	default:
-		p.Status("purge: scanned %d, matched %d, %s %d, kept %d, changed %d", s.Scanned, s.Matched, what,
-			map[bool]int64{true: s.Matched, false: s.Deleted}[o.DryRun], s.Kept, s.Changed)
 	}
-	if s.LocksKept > 0 && p.Format != render.JSON {
-		p.Status("purge: %d locks kept (%s)", s.LocksKept, s.LockReason)
+	p.Status("purge: scanned %s, matched %s, %s %s, kept %s, changed %s", render.Count(s.Scanned), render.Count(s.Matched), what,
+		render.Count(n), render.Count(s.Kept), render.Count(s.Changed))
+	if s.LocksKept > 0 {
+		p.Status("purge: %s kept (%s)", render.N(s.LocksKept, "lock"), s.LockReason)
 	}
-	if s.LiveKept > 0 && p.Format != render.JSON {
-		p.Status("purge: %d live records kept (%s)", s.LiveKept, s.LiveReason)
+	if s.LiveKept > 0 {
+		p.Status("purge: %s kept (%s)", render.N(s.LiveKept, "live record"), s.LiveReason)
+	}
+	if saved != nil {
+		p.Status("purge: %d records saved to %s before they were deleted (%d of them then kept); idmpctl restore %s puts them back",
+			saved.Saved, o.Backup, saved.Kept, o.Backup)
 	}
 	return nil
 }
 
+// purgeStreamJSON is purge --stream's -o json.
+type purgeStreamJSON struct {
+	Stream      string `json:"stream"`
+	Mode        string `json:"mode"`
+	PID         string `json:"pid"`
+	Status      string `json:"status"` // cleared or dry-run
+	ClearedIIDs int64  `json:"cleared_iids"`
+	DryRun      bool   `json:"dry_run"`
+}
+
 func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 	f := o.Factory
-	streams, err := openStreams(ctx, f, o.Mode)
+	what := "purge --stream " + strconv.Quote(o.Stream)
+	rctx, cancel := f.callBound(ctx, 0)
+	defer cancel()
+	streams, err := openStreams(rctx, f, o.Mode)
 	if err != nil {
 		return err
 	}
-	info, err := streams.Info(ctx, o.Stream)
+	info, err := streams.Info(rctx, o.Stream)
+	if exit.Code(err) == exit.NotFound && !o.DryRun && streams.Mode != stream.ModeNative {
+		// A deleted stream's emulated state (orphaned: it has no TTL) goes
+		// with it (R13); the stream is still missing.
+		if _, cerr := streams.ClearTracking(rctx, o.Stream, ""); exit.Code(cerr) == exit.NotFound {
+			return exit.WithHint(err, "the stream does not exist: its leftover emulated IDMP state, if any, was dropped")
+		}
+	}
 	if err != nil {
-		return err
+		return exit.Wrap(err, what)
 	}
 	tracked := info.IIDsTracked
 	if o.PID != "" {
@@ -308,27 +369,30 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 	status, cleared := "dry-run", tracked
 	if !o.DryRun {
 		if tracked > 0 {
-			q := fmt.Sprintf("forget %d tracked iids of %s (retries of earlier messages will add again)", tracked, o.Stream)
-			if err := confirm(f, o.Yes, q, ""); err != nil {
-				return exit.Wrap(err, "purge --stream "+strconv.Quote(o.Stream))
+			c := change{What: fmt.Sprintf("forget %s of %s (retries of earlier messages will add again)", render.N(tracked, "tracked iid"), render.Field(o.Stream)),
+				Question: "Forget them?"}
+			if err := confirm(f, o.Yes, c); err != nil {
+				return exit.Wrap(err, what)
 			}
 		}
-		if cleared, err = streams.ClearTracking(ctx, o.Stream, o.PID); err != nil {
-			return err
+		wctx, cancel := f.callBound(ctx, 0) // the question took its own time
+		defer cancel()
+		if cleared, err = streams.ClearTracking(wctx, o.Stream, o.PID); err != nil {
+			return exit.Wrap(err, what)
 		}
 		status = "cleared"
 	}
 	p := f.Printer
 	switch p.Format {
 	case render.JSON:
-		return p.JSON(map[string]any{"stream": o.Stream, "mode": streams.Mode.String(), "pid": o.PID,
-			"status": status, "cleared-iids": cleared, "dry_run": o.DryRun})
+		return p.JSON(purgeStreamJSON{Stream: o.Stream, Mode: streams.Mode.String(), PID: o.PID,
+			Status: status, ClearedIIDs: cleared, DryRun: o.DryRun})
 	case render.Table:
-		v := fmt.Sprintf("%d tracked iids cleared; settings, counters and entries kept", cleared)
+		v := render.N(cleared, "tracked iid") + " cleared; settings, counters and entries kept"
 		if o.DryRun {
-			v = fmt.Sprintf("dry run: would clear %d tracked iids", cleared)
+			v = "dry run: would clear " + render.N(cleared, "tracked iid")
 		}
-		p.KV("purge --stream "+o.Stream+" ("+streams.Mode.String()+")", []render.Pair{{"result", v}})
+		p.KV("purge --stream "+render.Field(o.Stream)+" ("+streams.Mode.String()+")", []render.Pair{{"result", v}})
 	default:
 		p.Line("status\t%s", status)
 		p.Line("cleared-iids\t%d", cleared)

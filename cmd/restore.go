@@ -118,10 +118,6 @@ summary on stderr.`,
 	return c
 }
 
-func init() {
-	registerVerb("restore", func(f *Factory) *cobra.Command { return NewCmdRestore(f, nil) })
-}
-
 // RestoreSummary counts a restore.
 type RestoreSummary struct {
 	Records  int64 `json:"records"` // record lines read (before any bad line)
@@ -148,7 +144,7 @@ func (s *RestoreSummary) count(o keyspace.RestoreOutcome) {
 }
 
 func restoreRun(ctx context.Context, o *RestoreOptions) error {
-	ctx, stop := untilInterrupted(ctx)
+	ctx, stop := untilInterrupted(o.Factory, ctx)
 	defer stop()
 	fct := o.Factory
 	p := fct.Printer
@@ -256,7 +252,10 @@ func printRestore(p *render.Printer, s RestoreSummary, o *RestoreOptions) error 
 	}
 	switch p.Format {
 	case render.JSON:
-		return p.JSON(map[string]any{"summary": s})
+		return p.JSON(struct {
+			Type    string         `json:"type"` // "summary"
+			Summary RestoreSummary `json:"summary"`
+		}{"summary", s})
 	case render.Table:
 		pairs := []render.Pair{
 			{"records", strconv.FormatInt(s.Records, 10)},

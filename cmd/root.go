@@ -9,11 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,6 +25,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 // Factory carries what every command depends on: the I/O streams, the
@@ -32,7 +35,9 @@ type Factory struct {
 	Out, Err io.Writer
 	Getenv   func(string) string
 	IsTTY    func(f any) bool
-	Now      func() time.Time
+	// TermWidth is the width in columns of the terminal f is (0: none).
+	TermWidth func(f any) int
+	Now       func() time.Time
 
 	Printer *render.Printer
 	Global  GlobalOptions
@@ -40,6 +45,11 @@ type Factory struct {
 	conn    *redisconn.Conn
 	started bool            // flags parsed: errors from here on are not usage errors
 	guard   *claimrun.Guard // claim run's guard, started before the tree is built (Linux)
+	// caught is the signal (SIGINT, SIGTERM) that stopped a command run
+	// under untilInterrupted: it exits 128 + its number.
+	caught atomic.Value
+	// opened is conn for the goroutine that closes it on a signal.
+	opened atomic.Pointer[redisconn.Conn]
 }
 
 // GlobalOptions are the persistent flags.
@@ -80,6 +90,7 @@ func (f *Factory) Conn(ctx context.Context) (*redisconn.Conn, error) {
 		f.Printer.Warnf("%s", w)
 	}
 	f.conn = c
+	f.opened.Store(c)
 	return c, nil
 }
 
@@ -97,6 +108,24 @@ func (f *Factory) close() {
 		f.conn.Close()
 	}
 	f.guard.Release() // one started for a claim run that never ran a command
+}
+
+// passwordSource names where the password idmpctl sent came from, as
+// Conn chose it: the URL, else IDMPCTL_PASSWORD, else REDISCLI_AUTH.
+func (f *Factory) passwordSource() string {
+	raw := f.Global.URL
+	if raw == "" {
+		raw = firstNonEmpty(f.Getenv("IDMPCTL_URL"), f.Getenv("REDIS_URL"))
+	}
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			return "the URL"
+		}
+	}
+	if f.Getenv("IDMPCTL_PASSWORD") != "" {
+		return "IDMPCTL_PASSWORD"
+	}
+	return "REDISCLI_AUTH"
 }
 
 // NewRootCmd builds the whole command tree (help, completion scripts, man
@@ -124,12 +153,22 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 			return f.setup(c)
 		},
 	}
+	var showVersion bool
+	root.Flags().BoolVar(&showVersion, "version", false, "print idmpctl's version (as idmpctl version does)")
+	root.Args = cobra.ArbitraryArgs
+	root.RunE = func(c *cobra.Command, args []string) error {
+		switch {
+		case showVersion:
+			return printVersion(f.Printer)
+		case len(args) > 0:
+			return unknownVerb(c, args[0])
+		}
+		return c.Help()
+	}
 	root.SetIn(f.In)
 	root.SetOut(f.Out)
 	root.SetErr(f.Err)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &exit.Error{Code: exit.Usage, Err: err, Hint: "see '" + c.CommandPath() + " --help'"}
-	})
+	root.SetFlagErrorFunc(flagError)
 	root.SetUsageTemplate(root.UsageTemplate() + "\n" + exit.Table + "\n")
 	root.CompletionOptions.DisableDefaultCmd = true
 
@@ -140,7 +179,7 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 	pf.StringVar(&g.TLSCert, "tls-cert", "", "PEM client certificate (with --tls-key)")
 	pf.StringVar(&g.TLSKey, "tls-key", "", "PEM client key (with --tls-cert)")
 	pf.BoolVar(&g.TLSInsecure, "tls-insecure", false, "do not verify the server's certificate")
-	pf.DurationVar(&g.Timeout, "timeout", 5*time.Second, "bound on each command sent to Redis")
+	durationVar(pf, &g.Timeout, "timeout", 5*time.Second, "bound on a single call to Redis, retries included; on each round trip of long work")
 	pf.IntVar(&g.Retries, "retries", 3, "retries of idempotent operations after a network error")
 	pf.BoolVar(&g.Cluster, "cluster", false, "use the Redis Cluster protocol (detected when not given)")
 	pf.StringVarP(&g.Output, "output", "o", "", "output: table, json, raw, or prometheus for inspect (default table on a terminal, raw otherwise)")
@@ -149,7 +188,9 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 
 	for _, v := range verbs {
 		if verb == "" || v.name == verb {
-			root.AddCommand(v.build(f))
+			if c := v.build(f); c != nil {
+				root.AddCommand(c)
+			}
 		}
 	}
 	refuseUnknownVerbs(root)
@@ -162,8 +203,11 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 // group's help and exit 0 for "claim aquire", and a script capturing the
 // output (TOKEN=$(idmpctl claim aquire k)) would go on with help text.
 func refuseUnknownVerbs(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		refuseUnknownVerbs(sub)
+	}
 	if !c.HasSubCommands() || c.Run != nil || c.RunE != nil {
-		return
+		return // the root has its own RunE (--version), which refuses too
 	}
 	c.Args = cobra.ArbitraryArgs
 	c.RunE = func(c *cobra.Command, args []string) error {
@@ -171,9 +215,6 @@ func refuseUnknownVerbs(c *cobra.Command) {
 			return c.Help()
 		}
 		return unknownVerb(c, args[0])
-	}
-	for _, sub := range c.Commands() {
-		refuseUnknownVerbs(sub)
 	}
 }
 
@@ -211,22 +252,25 @@ func unknownVerb(c *cobra.Command, name string) error {
 		Hint: hint + " see '" + c.CommandPath() + " --help'"}
 }
 
-// verbs are the top-level commands; each verb's file registers itself.
+// verbs are the top-level commands, in one list: newRoot builds only the
+// one a run needs. A build may return nil where its verb does not exist
+// (the guard, on platforms without one).
 var verbs = []struct {
 	name  string
 	build func(*Factory) *cobra.Command
 }{
-	{"calc-maxsize", func(f *Factory) *cobra.Command { return NewCmdCalcMaxsize(f, nil) }},
+	{"xadd", func(f *Factory) *cobra.Command { return NewCmdXAdd(f, nil) }},
+	{"cfgset", func(f *Factory) *cobra.Command { return NewCmdCfgSet(f, nil) }},
 	{"inspect", func(f *Factory) *cobra.Command { return NewCmdInspect(f, nil) }},
+	{"claim", NewCmdClaim},
+	{"purge", func(f *Factory) *cobra.Command { return NewCmdPurge(f, nil) }},
+	{"restore", func(f *Factory) *cobra.Command { return NewCmdRestore(f, nil) }},
+	{"exec", func(f *Factory) *cobra.Command { return NewCmdExec(f, nil) }},
+	{"calc-maxsize", func(f *Factory) *cobra.Command { return NewCmdCalcMaxsize(f, nil) }},
+	{"calc-ttl", func(f *Factory) *cobra.Command { return NewCmdCalcTTL(f, nil) }},
 	{"version", NewCmdVersion},
 	{"completion", NewCmdCompletion},
-}
-
-func registerVerb(name string, build func(*Factory) *cobra.Command) {
-	verbs = append(verbs, struct {
-		name  string
-		build func(*Factory) *cobra.Command
-	}{name, build})
+	{claimrun.GuardCommand, newCmdGuard},
 }
 
 // verbOf is the verb args run: the first argument that is neither a global
@@ -301,6 +345,9 @@ func (f *Factory) setup(c *cobra.Command) error {
 		Out: f.Out, Err: f.Err, Format: format, TTY: tty, Color: color,
 		ErrTTY: f.IsTTY(f.Err) || f.Getenv("IDMPCTL_FORCE_TTY") != "",
 	}
+	if format == render.Table {
+		f.Printer.Width = f.width()
+	}
 	f.started = true
 	return nil
 }
@@ -366,6 +413,24 @@ func (f *Factory) checkReadOnly(c *cobra.Command) error {
 	return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%s could write to Redis: refused in read-only mode (--read-only or IDMPCTL_READ_ONLY)", c.CommandPath()), Hint: hint}
 }
 
+// width is the terminal's width in columns, for tables and views: the real
+// terminal's; for a terminal forced with IDMPCTL_FORCE_TTY, COLUMNS or 80;
+// 0 (no limit) when stdout is no terminal.
+func (f *Factory) width() int {
+	if f.TermWidth != nil {
+		if n := f.TermWidth(f.Out); n > 0 {
+			return n
+		}
+	}
+	if f.Getenv("IDMPCTL_FORCE_TTY") == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(f.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	return 80
+}
+
 // Main runs idmpctl and returns its exit code.
 func Main() int {
 	f := &Factory{
@@ -375,6 +440,14 @@ func Main() int {
 				return isatty.IsTerminal(file.Fd())
 			}
 			return false
+		},
+		TermWidth: func(w any) int {
+			if file, ok := w.(*os.File); ok {
+				if cols, _, err := term.GetSize(int(file.Fd())); err == nil {
+					return cols
+				}
+			}
+			return 0
 		},
 	}
 	if isClaimRun(os.Args[1:]) {
@@ -415,16 +488,88 @@ func run(f *Factory, args []string) int {
 	if !f.started && !errors.As(err, &e) {
 		err = &exit.Error{Code: exit.Usage, Err: err, Hint: "see 'idmpctl --help'"}
 	}
+	if sig, ok := f.caught.Load().(syscall.Signal); ok {
+		err = interruptedBy(err, sig)
+	}
 	printError(f, err)
 	return exit.Code(err)
 }
 
+// callBound bounds a command that is one call to Redis (a single xadd, a
+// claim step, cfgset's read and its write, inspect KEY, inspect --server):
+// the whole call, connecting and retries included, takes at most
+// --timeout, plus wait (what --wait-replicas may wait). A frozen server
+// costs one --timeout, not one per attempt. Long work (xadd --batch,
+// scans, purges, --watch, claim run) bounds each round trip instead.
+func (f *Factory) callBound(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, f.Global.Timeout+wait)
+}
+
 // untilInterrupted is ctx cancelled by SIGINT or SIGTERM, for the commands
-// that loop (batches, scans, watches, claim run): they stop cleanly and say
-// what they did. A command of one round trip keeps the default action of
-// those signals, and its start does without the signal machinery.
-func untilInterrupted(ctx context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+// that loop (batches, scans, watches): they stop cleanly and say what they
+// did, and a command that stops with an error for it exits 128 + the
+// signal's number (130, 143), as a shell reports a process the signal
+// ended. A command of one round trip keeps the default action of those
+// signals, and its start does without the signal machinery.
+func untilInterrupted(f *Factory, ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	note := func(s os.Signal) {
+		if sig, ok := s.(syscall.Signal); ok {
+			f.caught.CompareAndSwap(nil, sig)
+		}
+	}
+	go func() {
+		select {
+		case s := <-ch:
+			note(s)
+			cancel()
+			// A reply being read does not end with the context: closing
+			// the connection ends it now rather than at --timeout.
+			if c := f.opened.Load(); c != nil {
+				_ = c.Close()
+			}
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		select {
+		case s := <-ch: // arrived as the command ended
+			note(s)
+		default:
+		}
+		cancel()
+	}
+}
+
+// interruptedBy is err as the exit of a command stopped by sig: the code
+// 128 + sig, what it was doing and its hint (a batch says how far it got);
+// the network errors the cancellation caused say nothing.
+func interruptedBy(err error, sig syscall.Signal) error {
+	var e *exit.Error
+	if errors.As(err, &e) && e.Silent {
+		return err
+	}
+	out := &exit.Error{Code: 128 + int(sig), Err: fmt.Errorf("interrupted (%s)", signalName(sig))}
+	if e != nil {
+		out.What = e.What
+		if e.Code == exit.Interrupted {
+			out.Hint = e.Hint // what the command says of its stop (a batch: how far it got)
+		}
+	}
+	return out
+}
+
+func signalName(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
 }
 
 func printError(f *Factory, err error) {
@@ -433,15 +578,37 @@ func printError(f *Factory, err error) {
 		return
 	}
 	msg := err.Error()
-	if errors.Is(err, context.Canceled) {
+	hint := ""
+	if e != nil {
+		hint = e.Hint
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
 		msg = "interrupted"
+	case exit.Code(err) == exit.Permission && strings.Contains(msg, "WRONGPASS"):
+		hint = "the password from " + f.passwordSource() + " was refused: check it, and the ACL user in the URL (redis://user@host)"
+	case exit.Code(err) == exit.Unavailable && exit.TimedOut(err):
+		// The network's words ("read tcp ...: i/o timeout") say less than
+		// ours, and name no flag.
+		msg = "no reply within --timeout " + render.Duration(f.Global.Timeout)
+		if e != nil && e.What != "" {
+			msg = e.What + ": " + msg
+		}
+		// The generic hint (alone, or after what the command adds) says
+		// more precisely what a timeout means; a specific one stays.
+		timedOut := "the server did not answer in time: it is down, overloaded, blocked by a slow command, or unreachable; --timeout D waits longer"
+		if hint == "" {
+			hint = timedOut
+		} else {
+			hint = strings.Replace(hint, exit.UnreachableHint, timedOut, 1)
+		}
 	}
 	bad := func(s string) string { return s }
 	if f.Printer != nil {
 		bad = f.Printer.Bad
 	}
 	fmt.Fprintf(f.Err, "%s %s\n", bad("idmpctl:"), strings.TrimSpace(msg))
-	if e != nil && e.Hint != "" {
-		fmt.Fprintf(f.Err, "hint: %s\n", e.Hint)
+	if hint != "" {
+		fmt.Fprintf(f.Err, "hint: %s\n", hint)
 	}
 }

@@ -2,7 +2,10 @@ package cmd
 
 import (
 	"bytes"
+	"regexp"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/idmpctl/idmpctl/internal/ops/claimrun"
 
@@ -103,6 +106,55 @@ func TestIsClaimRun(t *testing.T) {
 	} {
 		if got := isClaimRun(c.args); got != c.want {
 			t.Errorf("isClaimRun(%q) = %v, want %v", c.args, got, c.want)
+		}
+	}
+}
+
+// TestErrorWording runs usage mistakes through the whole command (no
+// server is reached: each fails first) and checks the error line: it names
+// the command once ("idmpctl: claim acquire needs ...", never "idmpctl:
+// idmpctl ..."), and no Go internals reach the user.
+func TestErrorWording(t *testing.T) {
+	internals := regexp.MustCompile(`strconv\.|time: |parse "|invalid argument "|first path segment|missing protocol scheme|\(s\)`)
+	for _, args := range [][]string{
+		{"claim", "acquire", "a", "b"},
+		{"version", "extra"},
+		{"calc-maxsize", "--rate", "1000", "--mark-delay", "80ms", "extra"},
+		{"xadd"},
+		{"inspect", "s", "--timeout", "5"},
+		{"xadd", "s", "--pid", "p", "--iid", "x", "--retries", "abc", "f", "v"},
+		{"xadd", "s", "--pid", "p", "--iid", "x", "--maxlen", "1e3", "f", "v"},
+		{"claim", "acquire", "k", "--lease", "5"},
+		{"claim", "acquire", "k", "--max-attempts", "99999999999999999999"},
+		{"cfgset", "s", "--duration", "5", "--timeout", "x"},
+		{"inspect", "--server", "--url", "127.0.0.1:6379"},
+		{"inspect", "--server", "--url", ":6379"},
+		{"inspect", "--server", "--url", "redis://h:1/x"},
+		{"inspect", "--server", "--url", "unix:///s.sock?db=x"},
+		{"inspect", "s", "--watch", "5"},
+		{"purge", "--match", "x", "--older-than", "5"},
+	} {
+		f := testFactory("")
+		if code := run(f, args); code != 64 && code != 78 {
+			t.Errorf("%q: exit %d", args, code)
+		}
+		msg := f.Err.(*bytes.Buffer).String()
+		line, _, _ := strings.Cut(msg, "\n")
+		if !strings.HasPrefix(line, "idmpctl: ") || strings.HasPrefix(line, "idmpctl: idmpctl") || internals.MatchString(msg) {
+			t.Errorf("%q:\n%s", args, msg)
+		}
+	}
+}
+
+func TestCompactDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{24 * time.Hour: "24h", 5 * time.Minute: "5m", 168 * time.Hour: "168h",
+		90 * time.Second: "1m30s", time.Second: "1s", 0: "0", 1500 * time.Millisecond: "1.5s", time.Hour + time.Second: "1h0m1s"} {
+		got := compactDuration(d)
+		if got != want {
+			t.Errorf("compactDuration(%v) = %q, want %q", d, got, want)
+		}
+		if back, err := time.ParseDuration(got); err != nil || back != d {
+			t.Errorf("%q parses to %v, %v", got, back, err)
 		}
 	}
 }

@@ -1,12 +1,11 @@
 package cmd
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
+
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/spf13/cobra"
 )
@@ -14,6 +13,19 @@ import (
 // addModeFlag adds --mode auto|native|emulated.
 func addModeFlag(c *cobra.Command, mode *string) {
 	c.Flags().StringVar(mode, "mode", "auto", "IDMP mode: auto (native when the server has it), native or emulated")
+}
+
+// refuseEmpty refuses a flag given with an empty value (64): an unset shell
+// variable (--pid "$PID") must never pass for "not given", which would widen
+// a selection to everything, or drop a guard.
+func refuseEmpty(c *cobra.Command, names ...string) error {
+	for _, n := range names {
+		if f := c.Flags().Lookup(n); f != nil && f.Changed && f.Value.String() == "" {
+			return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--%s: empty value", n),
+				Hint: "an empty value selects nothing (an unset shell variable?): give a value, or leave the flag out; nothing was changed"}
+		}
+	}
+	return nil
 }
 
 // openStreams connects and resolves the IDMP mode.
@@ -27,23 +39,4 @@ func openStreams(ctx context.Context, f *Factory, mode string) (*stream.Streams,
 		return nil, err
 	}
 	return stream.NewStreams(conn, m)
-}
-
-// confirm asks on a terminal; elsewhere the change needs --yes.
-func confirm(f *Factory, yes bool, question, flagHint string) error {
-	if yes {
-		return nil
-	}
-	interactive := f.IsTTY(f.In) || f.Getenv("IDMPCTL_FORCE_TTY") != ""
-	if !interactive {
-		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%s: confirmation needed", question),
-			Hint: "pass --yes to confirm (or --dry-run to only see what would change)" + flagHint}
-	}
-	fmt.Fprintf(f.Err, "%s [y/N] ", question)
-	answer, _ := bufio.NewReader(f.In).ReadString('\n')
-	switch strings.ToLower(strings.TrimSpace(answer)) {
-	case "y", "yes":
-		return nil
-	}
-	return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("not confirmed: nothing changed")}
 }

@@ -38,17 +38,21 @@ func NewCmdVersion(f *Factory) *cobra.Command {
 		Args:        noArgs,
 		Annotations: map[string]string{writesAnnotation: writesNever},
 		RunE: func(c *cobra.Command, _ []string) error {
-			v, commit := Version()
-			p := f.Printer
-			switch p.Format {
-			case render.JSON:
-				return p.JSON(map[string]string{"version": v, "commit": commit, "go": runtime.Version()})
-			case render.Table:
-				p.KV("idmpctl", []render.Pair{{"version", v}, {"commit", commit}, {"go", runtime.Version()}})
-			default:
-				p.Line("idmpctl %s", v)
-			}
-			return nil
+			return printVersion(f.Printer)
 		},
 	}
+}
+
+// printVersion is idmpctl version's output (and idmpctl --version's).
+func printVersion(p *render.Printer) error {
+	v, commit := Version()
+	switch p.Format {
+	case render.JSON:
+		return p.JSON(map[string]string{"version": v, "commit": commit, "go": runtime.Version()})
+	case render.Table:
+		p.KV("idmpctl", []render.Pair{{"version", v}, {"commit", commit}, {"go", runtime.Version()}})
+	default:
+		p.Line("idmpctl %s", v)
+	}
+	return nil
 }

@@ -25,7 +25,7 @@ const defaultWaitTimeout = time.Second
 func addWaitFlags(c *cobra.Command, w *WaitFlags) {
 	fl := c.Flags()
 	fl.IntVar(&w.Replicas, "wait-replicas", 0, "after each write, wait until N replicas acknowledged it (WAIT); exit 69 if fewer did (0: no wait)")
-	fl.DurationVar(&w.Timeout, "wait-timeout", defaultWaitTimeout, "how long --wait-replicas and --wait-aof wait (more than 0)")
+	durationVar(fl, &w.Timeout, "wait-timeout", defaultWaitTimeout, "how long --wait-replicas and --wait-aof wait (more than 0)")
 	fl.BoolVar(&w.AOF, "wait-aof", false, "wait with WAITAOF (Redis 7.2+): the write fsynced to the primary's AOF, and to the AOF of the --wait-replicas replicas")
 }
 
@@ -46,6 +46,15 @@ func (w WaitFlags) validate() error {
 		return exit.Usagef("--wait-timeout %s: must be at least 1ms (WAIT's 0 would wait for ever)", w.Timeout)
 	}
 	return nil
+}
+
+// bound is how long a write may wait for its acknowledgements on top of
+// --timeout (callBound).
+func (w WaitFlags) bound() time.Duration {
+	if w.Replicas <= 0 && !w.AOF {
+		return 0
+	}
+	return w.Timeout
 }
 
 // durability is what the flags ask of each write.

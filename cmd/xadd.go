@@ -39,6 +39,7 @@ type XAddOptions struct {
 	BatchID     string
 	Resume      bool
 	ProgressTTL time.Duration
+	TTLSet      bool // --progress-ttl given (0 included)
 	Escapes     bool
 	Durable     WaitFlags
 
@@ -65,6 +66,8 @@ func (o *XAddOptions) Validate() error {
 		}
 	}
 	switch {
+	case o.Stream == "":
+		return exit.Usagef("the stream name must not be empty")
 	case o.IIDSet && o.Auto:
 		return exit.Usagef("--iid and --auto exclude each other (IDMP/IDMPAUTO specified multiple times)")
 	case o.Batch == "" && !o.IIDSet && !o.Auto:
@@ -86,12 +89,16 @@ func (o *XAddOptions) Validate() error {
 		return exit.Usagef("give the fields as FIELD VALUE pairs or --json, not both")
 	case o.Skip < 0:
 		return exit.Usagef("--skip %d: must not be negative", o.Skip)
-	case o.Batch == "" && (o.SkipSet || o.BatchID != "" || o.Resume || o.ProgressTTL != 0):
+	case o.Batch == "" && (o.SkipSet || o.BatchID != "" || o.Resume || o.TTLSet):
 		return exit.Usagef("--skip, --batch-id, --resume and --progress-ttl go with --batch")
 	case o.Resume && o.SkipSet:
 		return exit.Usagef("--resume goes on where the progress record says; --skip N starts after line N: give one")
-	case o.ProgressTTL < 0:
-		return exit.Usagef("--progress-ttl %s: must not be negative", o.ProgressTTL)
+	case o.MinID != "" && !streamID(o.MinID):
+		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--minid %q: ERR Invalid stream ID specified as stream command argument", o.MinID),
+			Hint: "a stream ID is MS or MS-SEQ, for example --minid 1700000000000-0"}
+	case o.TTLSet && o.ProgressTTL < stream.MinProgressTTL:
+		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--progress-ttl %s: must be at least %s", o.ProgressTTL, stream.MinProgressTTL),
+			Hint: "the record must outlive the batch's run and the reruns that resume it: a record gone between two chunks has the batch add its lines again (default 168h)"}
 	case o.Batch == "" && o.JSON == "" && len(o.Fields) == 0:
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("no fields to add"),
 			Hint: "give FIELD VALUE pairs after the stream name, or --json '{\"field\":\"value\"}'"}
@@ -165,6 +172,21 @@ func unescapeArg(s string) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// streamID says whether s is a stream ID as Redis reads one for MINID: MS
+// or MS-SEQ, each an unsigned 64-bit integer.
+func streamID(s string) bool {
+	ms, seq, hasSeq := strings.Cut(s, "-")
+	if _, err := strconv.ParseUint(ms, 10, 64); err != nil {
+		return false
+	}
+	if hasSeq {
+		if _, err := strconv.ParseUint(seq, 10, 64); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func isHex(c byte) bool {
@@ -272,9 +294,13 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Stream, o.Fields = args[0], args[1:]
 			o.IIDSet, o.SkipSet = c.Flags().Changed("iid"), c.Flags().Changed("skip")
+			o.TTLSet = c.Flags().Changed("progress-ttl")
 			o.Durable.noteChanged(c)
-			if !c.Flags().Changed("progress-ttl") {
+			if !o.TTLSet {
 				o.ProgressTTL = 0 // the default, which --batch alone may have
+			}
+			if err := refuseEmpty(c, "batch", "batch-id", "minid", "json", "mode"); err != nil {
+				return err
 			}
 			if err := o.complete(); err != nil {
 				return err
@@ -302,7 +328,7 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 	fl.IntVar(&o.Skip, "skip", 0, "with --batch: start after line N, whatever the progress record says")
 	fl.StringVar(&o.BatchID, "batch-id", "", "with --batch: the batch's identity (default: a digest of the input's path and first line)")
 	fl.BoolVar(&o.Resume, "resume", false, "with --batch: go on after the last committed line; fail if there is no progress record")
-	fl.DurationVar(&o.ProgressTTL, "progress-ttl", stream.DefaultProgressTTL, "with --batch: how long the progress record outlives its last chunk")
+	durationVar(fl, &o.ProgressTTL, "progress-ttl", stream.DefaultProgressTTL, "with --batch: how long the progress record outlives its last chunk (at least 1m)")
 	fl.Int64Var(&o.MaxLen, "maxlen", 0, "trim to MAXLEN N")
 	fl.StringVar(&o.MinID, "minid", "", "trim with MINID ID")
 	fl.BoolVar(&o.Approx, "approx", false, "approximate trimming (~)")
@@ -311,10 +337,6 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 	addModeFlag(c, &o.Mode)
 	addWaitFlags(c, &o.Durable)
 	return c
-}
-
-func init() {
-	registerVerb("xadd", func(f *Factory) *cobra.Command { return NewCmdXAdd(f, nil) })
 }
 
 // addJSON is one add in -o json.
@@ -345,15 +367,22 @@ func toAddJSON(o *XAddOptions, r stream.AddResult, line int, retried bool) addJS
 }
 
 func xaddRun(ctx context.Context, o *XAddOptions) error {
+	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
+	defer cancel()
 	streams, err := openStreams(ctx, o.Factory, o.Mode)
 	if err != nil {
 		return err
 	}
+	// The eviction settings come with the add's round trip (emulated, or
+	// native without a wait); the warning goes once, on stderr.
+	streams.Conn.WatchEviction = true
+	defer func() { warnEviction(ctx, o.Factory.Printer, streams.Conn, err == nil) }()
 	req := o.request(o.IID, o.Fields)
 	p := o.Factory.Printer
 	var res stream.AddResult
 	retried := false
-	err = redisconn.WithRetries(ctx, o.Factory.Global.Retries, func() error {
+	// A cluster whose slot is moving is waited for while --timeout allows.
+	err = redisconn.WithRetriesWithin(ctx, o.Factory.Global.Retries, o.Factory.Global.Timeout, func() error {
 		var err error
 		// An add that was not acknowledged is an error (never retried):
 		// nothing goes to stdout, and stderr names the entry.
@@ -361,6 +390,10 @@ func xaddRun(ctx context.Context, o *XAddOptions) error {
 		return err
 	}, func(attempt int, err error) {
 		retried = true
+		if attempt == 0 {
+			p.Warnf("xadd: the stream's cluster slot is moving (%v): retrying while --timeout %s allows", err, o.Factory.Global.Timeout)
+			return
+		}
 		p.Warnf("xadd: %v: retrying (%d of %d)", err, attempt, o.Factory.Global.Retries)
 	})
 	if err != nil {
@@ -382,6 +415,19 @@ func xaddRun(ctx context.Context, o *XAddOptions) error {
 		p.Line("%s", res.ID)
 	}
 	return nil
+}
+
+// warnEviction warns on stderr when the server may evict keys (maxmemory
+// with a policy other than noeviction). fetch allows a round trip to ask;
+// otherwise only what a call already read is used.
+func warnEviction(ctx context.Context, p *render.Printer, conn *redisconn.Conn, fetch bool) {
+	e, ok := conn.KnownEviction()
+	if !ok && fetch {
+		e, ok = conn.Eviction(ctx)
+	}
+	if ok && e.Risky() {
+		p.Warnf("%s", e.Warning())
+	}
 }
 
 func addOutcome(p *render.Printer, r stream.AddResult) string {

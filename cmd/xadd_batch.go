@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -29,7 +30,11 @@ func openBatch(f *Factory, name string) (io.ReadCloser, error) {
 	}
 	file, err := os.Open(name)
 	if err != nil {
-		return nil, exit.New(exit.NotFound, "--batch", "%v", err)
+		return nil, inputError("--batch", err)
+	}
+	if st, err := file.Stat(); err == nil && st.IsDir() {
+		file.Close()
+		return nil, exit.New(exit.NotFound, "--batch", "%s is a directory, not a file of NDJSON lines", name)
 	}
 	return file, nil
 }
@@ -104,7 +109,7 @@ func defaultBatchID(name string, first []byte) string {
 }
 
 func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
-	ctx, stop := untilInterrupted(ctx)
+	ctx, stop := untilInterrupted(o.Factory, ctx)
 	defer stop()
 	f := o.Factory
 	file, err := openBatch(f, o.Batch)
@@ -131,11 +136,16 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 		return err
 	}
 	p := f.Printer
+	warnEviction(ctx, p, streams.Conn, true)
 	spec := stream.BatchSpec{
 		Template: o.request("", nil), ID: id, Resume: o.Resume,
 		SkipSet: o.SkipSet, Skip: int64(o.Skip), TTL: o.ProgressTTL, Retries: f.Global.Retries,
 		Durability: o.Durable.durability(),
 		OnRetry: func(attempt int, err error) {
+			if attempt == 0 {
+				p.Warnf("xadd --batch: the stream's cluster slot is moving (%v): waiting for the migration (at most --timeout %s), then going on after the last committed line", err, f.Global.Timeout)
+				return
+			}
 			p.Warnf("xadd --batch: %v: retrying (%d of %d)", err, attempt, f.Global.Retries)
 		},
 	}
@@ -144,8 +154,17 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 	// a terminal too (startProgress).
 	bar, stopProgress := startProgress(p, true, progress.Options{Label: "xadd --batch", Unit: "lines", Total: size})
 	defer stopProgress()
-	var committed int64
+	// Results are buffered (a write per line would cost more than the add)
+	// and written out once each chunk is committed: a consumer reading a
+	// pipe sees every line as soon as it is in the stream, not at EOF.
 	flush := bufferStream(p)
+	spec.Delivered = func() error {
+		if bw, ok := p.Out.(*bufio.Writer); ok {
+			_ = bw.Flush() // a reader gone is the next write's business
+		}
+		return nil
+	}
+	var committed int64
 	sum, err := streams.RunBatch(ctx, spec, in, func(r stream.BatchResult) error {
 		printBatchResult(p, o, r)
 		committed++
@@ -161,10 +180,18 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 	var le *batch.LineError
 	if errors.As(err, &le) {
 		return &exit.Error{Code: exit.Data, What: "xadd --batch " + o.Batch, Err: le,
-			Hint: fmt.Sprintf("%d lines are committed; once it is fixed, run the same command again: it resumes after line %d (or pass over the line with --skip %d)",
-				sum.LastLine, sum.LastLine, le.Line)}
+			Hint: fmt.Sprintf("%s committed; once it is fixed, run the same command again: it resumes after line %d (or pass over the line with --skip %d)",
+				committedText(sum.LastLine), sum.LastLine, le.Line)}
 	}
 	return err
+}
+
+// committedText is "1 line is" or "1,000 lines are".
+func committedText(n int64) string {
+	if n == 1 {
+		return "1 line is"
+	}
+	return render.N(n, "line") + " are"
 }
 
 func printBatchResult(p *render.Printer, o *XAddOptions, r stream.BatchResult) {
@@ -191,7 +218,8 @@ func printBatchSummary(p *render.Printer, o *XAddOptions, id string, s stream.Ba
 	case s.Restarted:
 		p.Status("xadd --batch: batch %s: the stream was deleted since its progress was recorded: started from line 1", id)
 	case s.ResumedAt > 0 && !o.SkipSet:
+		// Line numbers are positions, not counts: no separators.
 		p.Status("xadd --batch: batch %s: lines 1-%d were committed by an earlier run: resumed after line %d", id, s.ResumedAt, s.ResumedAt)
 	}
-	p.Status("xadd --batch: %d lines: %d added, %d duplicates (%s)", s.Lines, s.Added, s.Duplicates, s.Mode)
+	p.Status("xadd --batch: %s: %s added, %s (%s)", render.N(s.Lines, "line"), render.Count(s.Added), render.N(s.Duplicates, "duplicate"), s.Mode)
 }

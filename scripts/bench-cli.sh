@@ -70,7 +70,7 @@ done
 [ -n "$server_pid" ] || { echo "bench-cli: redis-server did not start" >&2; exit 1; }
 cli() { timeout "$step_timeout" redis-cli -p "$port" "$@"; }
 
-# The records claim.md describes, COMPLETED, with a TTL: 100,000 a script
+# The records docs/claim.md describes, COMPLETED, with a TTL: 100,000 a script
 # call (a Lua loop needs no client-side protocol generation).
 fill='local now = redis.call("TIME")[1] * 1000
 for i = tonumber(ARGV[1]), tonumber(ARGV[2]) do

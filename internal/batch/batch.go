@@ -154,7 +154,7 @@ func checkUTF8(b []byte) error {
 		}
 		valid += size
 	}
-	return fmt.Errorf("byte %d is not UTF-8: JSON cannot carry binary bytes (give binary values as FIELD VALUE arguments)", valid+1)
+	return fmt.Errorf(`byte %d is not UTF-8: JSON cannot carry binary bytes (give them as {"b64":"<standard base64>"} in place of the string)`, valid+1)
 }
 
 // parseFields reads {"f":"v",...} keeping order and repeated names, or

@@ -47,7 +47,7 @@ type Memory struct {
 	EmulatedPerPID, EmulatedTotal int64 // from the measured constant
 }
 
-// Calculate applies capacity.md's rules.
+// Calculate applies docs/capacity.md's rules.
 func Calculate(in Inputs) Result {
 	var r Result
 	producers := big.NewRat(in.Producers, 1)

@@ -1,5 +1,5 @@
 // Package capacity computes IDMP-DURATION and IDMP-MAXSIZE from what an
-// operator knows about a producer (capacity.md). It is pure: no server.
+// operator knows about a producer (docs/capacity.md). It is pure: no server.
 package capacity
 
 import (

@@ -19,9 +19,9 @@ import (
 // Unset lists the variables a test's idmpctl never inherits: a host's
 // REDIS_URL or password would send it elsewhere, and an empty
 // REDISCLI_AUTH still makes redis-cli send AUTH; the colour and terminal
-// switches would change what it prints.
+// switches (and a forced terminal's width) would change what it prints.
 var Unset = []string{"IDMPCTL_URL", "REDIS_URL", "IDMPCTL_PASSWORD", "REDISCLI_AUTH",
-	"NO_COLOR", "CLICOLOR_FORCE", "IDMPCTL_FORCE_TTY"}
+	"NO_COLOR", "CLICOLOR_FORCE", "IDMPCTL_FORCE_TTY", "COLUMNS"}
 
 // Scrub returns env (NAME=value pairs) without the variables of Unset, and
 // with atexit_sleep_ms=0 added to GORACE: idmpctl is a test binary, which

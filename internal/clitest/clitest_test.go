@@ -12,7 +12,7 @@ func TestScrub(t *testing.T) {
 	}{
 		{"drops every Unset variable",
 			[]string{"PATH=/bin", "IDMPCTL_URL=redis://elsewhere", "REDIS_URL=redis://x", "IDMPCTL_PASSWORD=pw",
-				"REDISCLI_AUTH=", "NO_COLOR=1", "CLICOLOR_FORCE=1", "IDMPCTL_FORCE_TTY=1", "HOME=/root"},
+				"REDISCLI_AUTH=", "NO_COLOR=1", "CLICOLOR_FORCE=1", "IDMPCTL_FORCE_TTY=1", "COLUMNS=80", "HOME=/root"},
 			[]string{"PATH=/bin", "HOME=/root", "GORACE=atexit_sleep_ms=0"}},
 		{"keeps the host's GORACE options, ours last",
 			[]string{"GORACE=halt_on_error=1", "TERM=dumb"},

@@ -1,6 +1,6 @@
-// Package exit holds idmpctl's exit-code contract (the spec's table) and the
-// typed error that carries a code from where a failure is understood to
-// where the process exits.
+// Package exit holds idmpctl's exit-code contract (README.md's table, which
+// --help prints) and the typed error that carries a code from where a
+// failure is understood to where the process exits.
 package exit
 
 import (
@@ -16,16 +16,18 @@ import (
 // Exit codes. They are a contract: documented in the README and in --help.
 const (
 	OK          = 0
-	Done        = 1  // claim acquire: already completed, skip the work
-	Usage       = 64 // bad flag, argument or value
-	Data        = 65 // malformed batch line, fingerprint mismatch, WRONGTYPE, an error reply (exec)
-	NotFound    = 66 // stream or key does not exist
-	Unavailable = 69 // cannot reach Redis, it timed out, or too few replicas acknowledged (--wait-replicas)
-	Internal    = 70 // internal error or unexpected reply
-	Busy        = 75 // claimed by a live owner, retry later
-	Lost        = 76 // the claim's token is no longer current
-	Permission  = 77 // NOAUTH, WRONGPASS, NOPERM
-	Config      = 78 // bad URL, unreadable TLS file
+	Done        = 1   // claim acquire: already completed, skip the work
+	Usage       = 64  // bad flag, argument or value
+	Data        = 65  // malformed batch line, fingerprint mismatch, WRONGTYPE, an error reply (exec)
+	NotFound    = 66  // stream or key does not exist
+	Unavailable = 69  // cannot reach Redis, it timed out, it is out of memory, or too few replicas acknowledged (--wait-replicas)
+	Internal    = 70  // internal error or unexpected reply
+	Busy        = 75  // claimed by a live owner, retry later
+	Lost        = 76  // the claim's token is no longer current
+	Permission  = 77  // NOAUTH, WRONGPASS, NOPERM
+	Config      = 78  // bad URL, unreadable TLS file, a replica, scripting disabled, --cluster against a server that is no cluster
+	Interrupted = 130 // SIGINT (128 + 2): stopped by the user
+	Terminated  = 143 // SIGTERM (128 + 15)
 )
 
 // Table is the exit-code table as printed by --help and the README.
@@ -35,12 +37,14 @@ const Table = `Exit codes:
   64  usage: bad flag, argument or value
   65  data: malformed batch line, fingerprint mismatch, WRONGTYPE, an error reply (exec)
   66  not found: stream or key does not exist
-  69  unavailable: cannot reach Redis, it timed out, or too few replicas acknowledged (--wait-replicas)
+  69  unavailable: cannot reach Redis, it timed out, it is out of memory, or too few replicas acknowledged (--wait-replicas)
   70  internal error or unexpected reply
-  75  busy: claimed by a live owner, retry later
+  75  busy: claimed by a live owner (or a batch run by another run), retry later
   76  lost: the claim's token is no longer current
   77  permission: NOAUTH, WRONGPASS, NOPERM
-  78  configuration: bad URL, unreadable TLS file`
+  78  configuration: bad URL, unreadable TLS file, a replica, scripting disabled, --cluster against a server that is no cluster
+ 130  interrupted by SIGINT (work already committed stays committed; a batch resumes where it stopped)
+ 143  interrupted by SIGTERM (work already committed stays committed; a batch resumes where it stopped)`
 
 // Error is a failure with its exit code. What names what failed, Err says
 // why (server texts verbatim), Hint is an optional second line for the user.
@@ -154,10 +158,19 @@ func Classify(err error) int {
 	switch {
 	case hasServerPrefix(msg, "NOAUTH", "WRONGPASS", "NOPERM"), isScriptACL(msg):
 		return Permission
-	case hasServerPrefix(msg, "WRONGTYPE"):
+	case hasServerPrefix(msg, "WRONGTYPE"), strings.Contains(msg, "Protocol error: invalid bulk length"):
 		return Data
-	case isTLSVerify(err):
+	case strings.Contains(msg, "DB index is out of range"):
+		// The URL's database (redis://host/N) is past the server's
+		// databases: a value the user gave.
+		return Usage
+	case strings.Contains(msg, "cluster support disabled"):
+		// --cluster against a server that is no cluster.
 		return Config
+	case isTLSVerify(err), hasServerPrefix(msg, "READONLY"), ScriptingDisabled(msg):
+		return Config
+	case hasServerPrefix(msg, "OOM"), Migrating(msg):
+		return Unavailable
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
 		errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.EPIPE),
@@ -168,6 +181,28 @@ func Classify(err error) int {
 		return Unavailable
 	}
 	return Internal
+}
+
+// Migrating reports a reply of a cluster node whose slot is moving (or
+// moved) to another node: MOVED, ASK, TRYAGAIN, or a script's access to a
+// key the node no longer holds while the slot is MIGRATING. The server
+// answered: nothing was written, and the same command can go again once the
+// client follows the slot.
+func Migrating(msg string) bool {
+	return hasServerPrefix(msg, "MOVED", "ASK", "TRYAGAIN") ||
+		strings.Contains(msg, "Script attempted to access a non local key in a cluster node")
+}
+
+// ScriptingDisabled reports a server on which EVAL, EVALSHA or SCRIPT is
+// renamed or disabled (rename-command): emulated IDMP cannot run there.
+func ScriptingDisabled(msg string) bool {
+	m := strings.ToLower(msg)
+	for _, c := range []string{"'evalsha'", "'eval'", "'script'"} {
+		if strings.Contains(m, "unknown command "+c) || strings.Contains(m, "unknown command `"+strings.Trim(c, "'")+"`") {
+			return true
+		}
+	}
+	return false
 }
 
 func hasServerPrefix(msg string, prefixes ...string) bool {
@@ -189,6 +224,13 @@ func isScriptACL(msg string) bool {
 		strings.Contains(msg, "ACL failure in script")
 }
 
+// TimedOut reports whether err is a wait that ran out (a deadline, a
+// socket's timeout) rather than a refusal or a reset.
+func TimedOut(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		strings.Contains(err.Error(), "i/o timeout")
+}
+
 func isNetError(err error) bool {
 	var ne net.Error
 	if errors.As(err, &ne) {
@@ -204,19 +246,42 @@ func isTLSVerify(err error) bool {
 		strings.Contains(msg, "remote error: tls:")
 }
 
+// UnreachableHint is the hint of a server that could not be reached or did
+// not answer, when nothing more precise is known.
+const UnreachableHint = "is the server running and reachable? set --url or IDMPCTL_URL"
+
+// Hint is the hint idmpctl gives for a server or network error ("" none).
+func Hint(err error) string { return hintFor(err) }
+
 func hintFor(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "DB index is out of range"):
+		return "the URL's database (redis://host:port/N) is past the server's 'databases' setting: use a lower number, 0 by default"
+	case strings.Contains(msg, "cluster support disabled"):
+		return "the server is not a cluster node: drop --cluster (idmpctl detects a cluster by itself)"
+	case hasServerPrefix(msg, "OOM"):
+		return "the server is out of memory (used memory above maxmemory, maxmemory-policy noeviction) and refuses writes: free memory or raise maxmemory, then run the same command again (nothing more was written)"
+	case hasServerPrefix(msg, "READONLY"):
+		return "this server is a replica, which takes no writes: point --url at its primary"
+	case ScriptingDisabled(msg):
+		return "the server has EVAL/EVALSHA/SCRIPT renamed or disabled (rename-command): emulated IDMP runs server-side Lua, so it is unavailable there; enable them, or use a server with native IDMP (Redis 8.6+)"
+	case strings.Contains(msg, "Protocol error: invalid bulk length"):
+		return "an argument (a field, value or ID) is longer than the server's proto-max-bulk-len: nothing of that command was written"
+	case Migrating(msg):
+		return "the stream's cluster slot is moving to another node: run the same command again once the migration is done (xadd retries while --timeout allows)"
+	}
 	switch Classify(err) {
 	case Unavailable:
-		return "is the server running and reachable? set --url or IDMPCTL_URL; --timeout bounds each command"
+		return UnreachableHint
 	case Permission:
-		if msg := err.Error(); hasServerPrefix(msg, "NOPERM") || isScriptACL(msg) {
+		if hasServerPrefix(msg, "NOPERM") || isScriptACL(msg) {
 			return "the ACL user may not run what this command needs: grant it (ACL SETUSER) or use another user; ACL LOG on the server names what was denied"
 		}
 		return "give a password with IDMPCTL_PASSWORD (or REDISCLI_AUTH), and an ACL user in the URL (redis://user@host)"
 	case Config:
 		// A remote alert is the server refusing us (tls-auth-clients), not
 		// us refusing its certificate: --tls-ca is not the fix.
-		msg := err.Error()
 		switch {
 		case strings.Contains(msg, "remote error: tls: certificate required"):
 			return "the server requires a client certificate (tls-auth-clients): give --tls-cert and --tls-key"

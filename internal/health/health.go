@@ -28,6 +28,7 @@ const ClockTolerance = time.Second
 type StreamContext struct {
 	DefaultDuration, DefaultMaxSize int64
 	Role                            string // master, slave/replica
+	Eviction                        redisconn.Eviction
 	// Server are the server's facts, read on servers with native IDMP
 	// (nil otherwise): the stream view then carries the server's lints too.
 	Server *redisconn.ServerFacts
@@ -38,6 +39,13 @@ func Stream(i stream.Info, c StreamContext) []Lint {
 	var out []Lint
 	add := func(code, level, format string, args ...any) {
 		out = append(out, Lint{Code: code, Level: level, Message: fmt.Sprintf(format, args...)})
+	}
+	if i.Inconsistent != "" {
+		add("inconsistent", "warn", "part of the emulated IDMP state is missing (evicted, or deleted by hand): %s; dedupe still acts on what is left, the counts shown are of what is left, and retries of the iids whose state is gone add them again",
+			i.Inconsistent)
+	}
+	if c.Eviction.Risky() {
+		add("eviction", "warn", "%s", c.Eviction.Warning())
 	}
 	if i.Mode == "none" {
 		add("not-idempotent", "info", "never written idempotently: no IDMP state (the first idempotent add uses IDMP-DURATION %d, IDMP-MAXSIZE %d)", i.IDMPDuration, i.IDMPMaxSize)

@@ -23,6 +23,13 @@ const (
 	MaxMaxSize      = 10000
 )
 
+// MaxEmulatedFieldArgs bounds the field/value arguments of one add in
+// emulated mode: the script hands them to XADD with Lua's unpack, which
+// stops near 8,000 values (LUAI_MAXCSTACK). An add with more is refused
+// before anything is sent (xadd: exit 65), and by the script before it
+// writes. Native XADD has no such bound.
+const MaxEmulatedFieldArgs = 7800
+
 // Config is a stream's IDMP-DURATION (seconds) and IDMP-MAXSIZE.
 type Config struct {
 	Duration int64
@@ -81,22 +88,27 @@ func ParseInt(s string) (int64, bool) {
 // values above rather than copies of them.
 func LuaConstants() string {
 	return "local DEFAULT_DURATION, DEFAULT_MAXSIZE = " + strconv.Itoa(DefaultDuration) + ", " + strconv.Itoa(DefaultMaxSize) + "\n" +
-		"local MAX_DURATION, MAX_MAXSIZE = " + strconv.Itoa(MaxDuration) + ", " + strconv.Itoa(MaxMaxSize) + "\n"
+		"local MAX_DURATION, MAX_MAXSIZE = " + strconv.Itoa(MaxDuration) + ", " + strconv.Itoa(MaxMaxSize) + "\n" +
+		"local MAX_FIELD_ARGS = " + strconv.Itoa(MaxEmulatedFieldArgs) + "\n"
 }
 
 // StateLayout names the keys that hold a stream's emulated IDMP state. They
 // all share the stream's cluster slot: Base is the stream name when it has a
 // valid hash tag, "{stream}" otherwise.
 //
-//	<Base>:idmp              hash: settings, lifetime counters, owner, stream snapshot (no TTL)
-//	<Base>:idmp:pids         set: pids that hold state (PEXPIRE duration+slack)
-//	<Base>:idmp:ids:<pid>    hash: iid -> original entry ID (PEXPIRE duration+slack)
-//	<Base>:idmp:order:<pid>  list: the pid's iids, oldest first (PEXPIRE duration+slack)
-//	<Base>:idmp:batch:<h>    hash: an xadd --batch progress record, h = BatchHash(pid, id) (PEXPIRE --progress-ttl)
-//	<Base>:idmp:batches      zset: the stream's progress records by last update (PEXPIRE as its newest)
+//	<Base>:idmp              hash: settings, lifetime counters, owner, stream snapshot, pids count
+//	<Base>:idmp:pids         set: pids that hold state
+//	<Base>:idmp:ids:<pid>    hash: iid -> original entry ID
+//	<Base>:idmp:order:<pid>  list: the pid's iids, oldest first
+//	<Base>:idmp:batch:<h>    hash: an xadd --batch progress record, h = BatchHash(pid, id)
+//	<Base>:idmp:batches      zset: the stream's progress records by the time each expires
 //
-// The two batch keys exist in both modes: a batch's progress is written with
-// its adds, by the emulated script or in the native MULTI/EXEC.
+// No key has a TTL: an eviction policy of volatile-* evicts keys with TTLs
+// first, and would drop this state while the stream stays. The scripts
+// expire what DURATION and --progress-ttl no longer cover, on the server
+// clock. The two batch keys exist in both modes: a batch's progress is
+// written with its adds, by the emulated script or in the native
+// MULTI/EXEC.
 type StateLayout struct {
 	Stream      string
 	Base        string

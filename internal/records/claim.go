@@ -1,6 +1,6 @@
 package records
 
-// ClaimFields is claim.md's record as its hash holds it (the field names
+// ClaimFields is docs/claim.md's record as its hash holds it (the field names
 // are a contract: operators read them with HGETALL). Integers are server
 // milliseconds, written by idmpctl itself: read exactly, no unit guessing.
 type ClaimFields struct {

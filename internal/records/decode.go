@@ -43,7 +43,7 @@ func decodeHashRecord(r *Record, h map[string]string, lens map[string]int64) {
 	}
 }
 
-// decodeIdmpctl reads claim.md's record: integers are server ms, exactly.
+// decodeIdmpctl reads docs/claim.md's record: integers are server ms, exactly.
 func decodeIdmpctl(r *Record, h map[string]string) {
 	c := ParseClaimFields(h)
 	r.RawStatus, r.Status = c.Status, NormaliseStatus(c.Status)

@@ -7,14 +7,15 @@
 //
 //	type none                          -> none, status ABSENT
 //	idmpctl's emulated stream state ({S}:idmp, {S}:idmp:pids,
-//	  {S}:idmp:ids:<pid>, {S}:idmp:order:<pid>) -> idmp-state
-//	hash with status and token fields   -> idmpctl (claim.md's record)
+//	  {S}:idmp:ids:<pid>, {S}:idmp:order:<pid>, batch progress)
+//	                                    -> idmp-state, no status (not a record)
+//	hash with status and token fields   -> idmpctl (docs/claim.md's record)
 //	hash at a lock-named key whose status is LOCKED|HELD|ACQUIRED|CLAIMED,
 //	  or with no status but naming its holder (an owner or token field,
 //	  Redisson's one "<uuid>:<thread>" field) -> lock, LOCKED
 //	hash with a status or state field   -> hash (any case of the field name)
 //	set                                 -> camel (one repository; Members = SCARD)
-//	stream                              -> stream (the caller shows the stream view)
+//	stream                              -> stream, no status (not a record)
 //	string holding a JSON object with status INPROGRESS|COMPLETED|EXPIRED
 //	  and an expiration field           -> powertools (AWS Powertools'
 //	  Redis/cache persistence layers, see powertools.go; attribute names
@@ -43,7 +44,7 @@
 // replay: HTTPStatus is its status code, ResultSummary says "HTTP 201, 57
 // bytes", and a 4xx/5xx or error response is flagged error-response with
 // its message in Error; such a record is COMPLETED (the request completed,
-// with an error, and replays it), not FAILED (which claim.md keeps for
+// with an error, and replays it), not FAILED (which docs/claim.md keeps for
 // failures a retry may redo).
 //
 // Secrets: HTTP middlewares store the request, headers included (express-
@@ -148,8 +149,8 @@ const (
 type Record struct {
 	Key          string            `json:"key"`
 	Format       Format            `json:"format"`
-	Type         string            `json:"type"` // the Redis type (TYPE)
-	Status       Status            `json:"status"`
+	Type         string            `json:"type"`             // the Redis type (TYPE)
+	Status       Status            `json:"status,omitempty"` // none for a stream or idmp-state key: no record
 	RawStatus    string            `json:"raw_status,omitempty"`
 	Owner        string            `json:"owner,omitempty"`
 	Token        int64             `json:"token,omitempty"`
@@ -203,6 +204,17 @@ func (r Record) Recognised() bool {
 		return false
 	case FormatCamel:
 		return r.Type == "string"
+	}
+	return true
+}
+
+// IsRecord reports whether the key is an idempotency record of some kind
+// (unknown included): not a stream, not idmpctl's emulated IDMP state of
+// one, not a missing key. Only records have a status and count by status.
+func (r Record) IsRecord() bool {
+	switch r.Format {
+	case FormatStream, FormatIDMPState, FormatNone:
+		return false
 	}
 	return true
 }
@@ -322,7 +334,7 @@ type DecodeOptions struct {
 func DecodeWith(opts DecodeOptions, key, redisType string, value RawValue, ttlMs, nowMs int64) Record {
 	r := Record{Key: key, Type: redisType, TTLms: ttlMs, Format: FormatUnknown, Status: Unknown, NowMs: max(nowMs, 0)}
 	if part, ok := idmp.ParseStateKey(key, redisType); ok {
-		r.Format, r.RawStatus = FormatIDMPState, part
+		r.Format, r.Status, r.RawStatus = FormatIDMPState, "", part
 		judge(&r, nowMs)
 		return r
 	}
@@ -342,7 +354,7 @@ func DecodeWith(opts DecodeOptions, key, redisType string, value RawValue, ttlMs
 	case "set":
 		r.Format, r.Status, r.RawStatus, r.Members = FormatCamel, Completed, "set", value.SetCard
 	case "stream":
-		r.Format = FormatStream
+		r.Format, r.Status = FormatStream, ""
 	}
 	judge(&r, nowMs)
 	return r

@@ -51,7 +51,7 @@ func TestDecode(t *testing.T) {
 		ttl            int64
 		want           want
 	}{
-		// idmpctl's own record (claim.md).
+		// idmpctl's own record (docs/claim.md).
 		{"idmpctl live", "idem:order-17", "hash", hash("status", "PROCESSING", "owner", "web-1:4242", "token", "3",
 			"attempts", "3", "lease_until", "1700000160000", "created", "1699999990000", "updated", "1700000099000",
 			"fingerprint", "9f86d081884c7d65"), 86400000,
@@ -151,7 +151,7 @@ func TestDecode(t *testing.T) {
 
 		// Other types.
 		{"stream", "events", "stream", RawValue{}, -1,
-			want{format: FormatStream, status: Unknown, result: -1, flags: []Flag{FlagNoTTL}}},
+			want{format: FormatStream, status: "", result: -1, flags: []Flag{FlagNoTTL}}},
 		{"list", "q", "list", RawValue{}, 10,
 			want{format: FormatUnknown, status: Unknown, result: -1}},
 		{"missing", "gone", "none", RawValue{}, -2,
@@ -388,7 +388,7 @@ func TestAgeMs(t *testing.T) {
 	}
 }
 
-// One decoder for claim.md's record: inspect and the claim replies agree,
+// One decoder for docs/claim.md's record: inspect and the claim replies agree,
 // also on a record written before attempts existed.
 func TestClaimFieldsOneRule(t *testing.T) {
 	h := map[string]string{"status": "PROCESSING", "owner": "w", "token": "3", "lease_until": "1700000000000",

@@ -129,3 +129,167 @@ func (c *Cluster) Stop() {
 		s.Stop()
 	}
 }
+
+// ClusterID is the node's ID in its cluster (CLUSTER MYID).
+func (s *Server) ClusterID() (string, error) {
+	id, err := s.Do("CLUSTER", "MYID")
+	if err == nil && len(id) != 40 {
+		err = fmt.Errorf("redistest: CLUSTER MYID on %s: %q", s.Addr, id)
+	}
+	return id, err
+}
+
+// ok runs a command whose reply must be OK (Do returns error replies as
+// text).
+func (s *Server) ok(args ...string) error {
+	r, err := s.Do(args...)
+	if err == nil && r != "OK" {
+		err = fmt.Errorf("redistest: %s on %s: %s", strings.Join(args, " "), s.Addr, r)
+	}
+	return err
+}
+
+// Owner is the primary that serves slot, as that primary says (CLUSTER
+// NODES: its "myself" line lists its slots).
+func (c *Cluster) Owner(slot int) (*Server, error) {
+	for _, s := range c.Nodes {
+		nodes, err := s.Do("CLUSTER", "NODES")
+		if err != nil {
+			return nil, err
+		}
+		for _, line := range strings.Split(nodes, "\n") {
+			f := strings.Fields(line)
+			if len(f) < 8 || !strings.Contains(f[2], "myself") {
+				continue
+			}
+			for _, r := range f[8:] {
+				if strings.HasPrefix(r, "[") {
+					continue // a slot being migrated or imported
+				}
+				lo, hi, _ := strings.Cut(r, "-")
+				a, err1 := strconv.Atoi(lo)
+				b, err2 := strconv.Atoi(hi)
+				if hi == "" {
+					b, err2 = a, nil
+				}
+				if err1 == nil && err2 == nil && a <= slot && slot <= b {
+					return s, nil
+				}
+			}
+		}
+	}
+	return nil, fmt.Errorf("redistest: no primary claims slot %d", slot)
+}
+
+// Slot is the cluster slot of key (CLUSTER KEYSLOT).
+func (c *Cluster) Slot(key string) (int, error) {
+	r, err := c.Nodes[0].Do("CLUSTER", "KEYSLOT", key)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(r)
+}
+
+// StartMigration sets slot MIGRATING on from and IMPORTING on to, the
+// first step of a reshard (the target first, as redis-cli does).
+func (c *Cluster) StartMigration(slot int, from, to *Server) error {
+	fromID, err := from.ClusterID()
+	if err != nil {
+		return err
+	}
+	toID, err := to.ClusterID()
+	if err != nil {
+		return err
+	}
+	s := strconv.Itoa(slot)
+	if err := to.ok("CLUSTER", "SETSLOT", s, "IMPORTING", fromID); err != nil {
+		return err
+	}
+	return from.ok("CLUSTER", "SETSLOT", s, "MIGRATING", toID)
+}
+
+// StableSlot ends a migration without moving the slot (SETSLOT STABLE on
+// both nodes).
+func (c *Cluster) StableSlot(slot int, from, to *Server) error {
+	s := strconv.Itoa(slot)
+	if err := from.ok("CLUSTER", "SETSLOT", s, "STABLE"); err != nil {
+		return err
+	}
+	return to.ok("CLUSTER", "SETSLOT", s, "STABLE")
+}
+
+// MoveSlot moves slot from one primary to another by hand, as redis-cli
+// --cluster reshard does: IMPORTING and MIGRATING, MIGRATE of the slot's
+// keys batch keys at a time, then SETSLOT NODE on the target, the source
+// and the other primaries. It pauses after MIGRATING is set and after each
+// batch, to let clients run in the middle of the move. Every step is
+// bounded.
+func (c *Cluster) MoveSlot(slot int, from, to *Server, batch int, pause time.Duration) error {
+	if err := c.StartMigration(slot, from, to); err != nil {
+		return err
+	}
+	time.Sleep(pause)
+	host, port, _ := strings.Cut(to.Addr, ":")
+	s := strconv.Itoa(slot)
+	for range 100000 {
+		keys, err := from.Do("CLUSTER", "GETKEYSINSLOT", s, strconv.Itoa(batch))
+		if err != nil {
+			return err
+		}
+		if keys == "" {
+			break
+		}
+		args := append([]string{"MIGRATE", host, port, "", "0", "10000", "KEYS"}, strings.Split(keys, "\n")...)
+		if err := from.ok(args...); err != nil {
+			return err
+		}
+		time.Sleep(pause)
+	}
+	toID, err := to.ClusterID()
+	if err != nil {
+		return err
+	}
+	if err := to.ok("CLUSTER", "SETSLOT", s, "NODE", toID); err != nil {
+		return err
+	}
+	if err := from.ok("CLUSTER", "SETSLOT", s, "NODE", toID); err != nil {
+		return err
+	}
+	for _, n := range c.Nodes {
+		if n != from && n != to {
+			if err := n.ok("CLUSTER", "SETSLOT", s, "NODE", toID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// FirstSlot is the lowest slot s serves (the one redis-cli --cluster
+// reshard takes first from it).
+func (c *Cluster) FirstSlot(s *Server) (int, error) {
+	nodes, err := s.Do("CLUSTER", "NODES")
+	if err != nil {
+		return 0, err
+	}
+	first := -1
+	for _, line := range strings.Split(nodes, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 || !strings.Contains(f[2], "myself") {
+			continue
+		}
+		for _, r := range f[8:] {
+			if strings.HasPrefix(r, "[") {
+				continue
+			}
+			lo, _, _ := strings.Cut(r, "-")
+			if a, err := strconv.Atoi(lo); err == nil && (first < 0 || a < first) {
+				first = a
+			}
+		}
+	}
+	if first < 0 {
+		return 0, fmt.Errorf("redistest: %s serves no slot", s.Addr)
+	}
+	return first, nil
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/charmbracelet/x/ansi"
 )
 
 // Format is an output mode of -o.
@@ -42,36 +44,17 @@ type Printer struct {
 	TTY      bool // stdout is a terminal (or IDMPCTL_FORCE_TTY)
 	ErrTTY   bool // stderr is a terminal: progress may be drawn
 	Color    bool
+	// Width is the terminal's width in columns: tables and views are cut
+	// to it. 0: no limit (not a terminal).
+	Width int
+
+	st styleOnce
 }
 
-// Styles are plain SGR sequences. The output needs five colours and bold,
-// and nothing that asks the terminal anything: a styling library's
-// renderer, profile detection and width tables would cost every start of
-// the process (scripts start idmpctl once per message) for that.
-const (
-	sgrBold = "\x1b[1m"
-	sgrDim  = "\x1b[38;5;245m"
-	sgrGood = "\x1b[32m"
-	sgrWarn = "\x1b[33m"
-	sgrBad  = "\x1b[1;31m"
-	sgrHead = "\x1b[1;36m"
-	sgrOff  = "\x1b[0m"
-)
-
-// Bold, Dim, Good, Warn, Bad and Head style text when colour is on.
-func (p *Printer) Bold(s string) string { return p.style(sgrBold, s) }
-func (p *Printer) Dim(s string) string  { return p.style(sgrDim, s) }
-func (p *Printer) Good(s string) string { return p.style(sgrGood, s) }
-func (p *Printer) Warn(s string) string { return p.style(sgrWarn, s) }
-func (p *Printer) Bad(s string) string  { return p.style(sgrBad, s) }
-func (p *Printer) Head(s string) string { return p.style(sgrHead, s) }
-
-func (p *Printer) style(sgr, s string) string {
-	if !p.Color || s == "" {
-		return s
-	}
-	return sgr + s + sgrOff
-}
+// Human says whether values are shown for a person (-o table: "3m ago",
+// "16m40s", "1,000,000") rather than as raw values (RFC 3339 times,
+// milliseconds, plain integers).
+func (p *Printer) Human() bool { return p.Format == Table }
 
 // JSON writes v as one JSON object: indented on a terminal, one line
 // otherwise (so a stream of results is NDJSON).
@@ -99,10 +82,11 @@ func (p *Printer) Warnf(format string, args ...any) {
 	fmt.Fprintf(p.Err, "%s %s\n", p.Warn("idmpctl: warning:"), fmt.Sprintf(format, args...))
 }
 
-// Table writes rows under a header: a drawn table on a terminal, tab-separated
-// values with the raw cell text otherwise.
+// Table writes rows under a header: with -o table a drawn table (piped or
+// not) fitted to Width, otherwise tab-separated values with the raw cell
+// text.
 func (p *Printer) Table(header []string, rows [][]string) error {
-	if !p.TTY {
+	if p.Format != Table {
 		fmt.Fprintln(p.Out, strings.Join(header, "\t"))
 		for _, r := range rows {
 			fmt.Fprintln(p.Out, strings.Join(r, "\t"))
@@ -113,29 +97,58 @@ func (p *Printer) Table(header []string, rows [][]string) error {
 	for i, h := range header {
 		head[i] = p.Head(h)
 	}
-	return drawTable(p.Out, head, rows)
+	return drawTable(p.Out, p.Width, head, rows)
 }
 
 // Pair is one label/value row of a key-value view: {label, value}.
 type Pair [2]string
 
-// KV writes a titled key-value view: aligned labels on a terminal,
-// "label<TAB>value" lines otherwise.
-func (p *Printer) KV(title string, pairs []Pair) {
-	if !p.TTY {
+// KV writes a titled key-value view: with -o table aligned labels, each
+// value cut to Width; otherwise "label<TAB>value" lines.
+func (p *Printer) KV(title string, pairs []Pair) { p.kv(title, pairs, false) }
+
+// Notes is KV for values that are sentences (explanations, warnings): a
+// view wraps them at Width, under their first line, rather than cutting.
+func (p *Printer) Notes(title string, pairs []Pair) { p.kv(title, pairs, true) }
+
+func (p *Printer) kv(title string, pairs []Pair, wrap bool) {
+	if p.Format != Table {
 		for _, kv := range pairs {
 			fmt.Fprintf(p.Out, "%s\t%s\n", kv[0], kv[1])
 		}
 		return
 	}
 	if title != "" {
-		fmt.Fprintln(p.Out, p.Head(title))
+		fmt.Fprintln(p.Out, p.Head(p.Fit(title, 0)))
 	}
 	w := 0
 	for _, kv := range pairs {
-		w = max(w, len(kv[0]))
+		w = max(w, DisplayWidth(kv[0]))
 	}
+	const indent, gap = 2, 2
 	for _, kv := range pairs {
-		fmt.Fprintf(p.Out, "  %s  %s\n", p.Bold(fmt.Sprintf("%-*s", w, kv[0])), kv[1])
+		label := kv[0] + strings.Repeat(" ", w-DisplayWidth(kv[0]))
+		value := p.Fit(kv[1], indent+w+gap)
+		if wrap && p.Width > 0 {
+			room := max(p.Width-indent-w-gap, minColumn)
+			value = strings.ReplaceAll(ansi.Wrap(kv[1], room, ""), "\n", "\n"+strings.Repeat(" ", indent+w+gap))
+		}
+		fmt.Fprintf(p.Out, "%*s%s%*s%s\n", indent, "", p.Bold(label), gap, "", value)
 	}
+}
+
+// ClearScreen clears a terminal and puts the cursor at its top left, for a
+// view redrawn in place (inspect --watch).
+func (p *Printer) ClearScreen() {
+	_, _ = io.WriteString(p.Out, ansi.CursorHomePosition+ansi.EraseEntireScreen)
+}
+
+// Fit cuts s to what is left of the terminal's width after used columns,
+// ending it with "…" (never below a few characters). Without a width it
+// is s.
+func (p *Printer) Fit(s string, used int) string {
+	if p.Width <= 0 {
+		return s
+	}
+	return Truncate(s, max(p.Width-used, minColumn))
 }

@@ -1,108 +1,175 @@
 package render
 
 import (
-	"bufio"
 	"io"
-	"strings"
+	"slices"
+	"sync"
 
-	"github.com/rivo/uniseg"
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
 )
 
-// Box-drawing characters of the rounded table style.
+// Ellipsis ends a value cut to fit the terminal.
+const Ellipsis = "…"
+
+// A table's frame: the rounded style's "│ " before each cell, " " after
+// it, and the closing "│".
+// (tw.StyleRounded, one space of padding each side.)
 const (
-	boxH, boxV          = "─", "│"
-	boxTL, boxTM, boxTR = "╭", "┬", "╮"
-	boxML, boxMM, boxMR = "├", "┼", "┤"
-	boxBL, boxBM, boxBR = "╰", "┴", "╯"
-	cellPad             = " "
+	cellFrame  = 3
+	tableFrame = 1
 )
 
-// Rules of a table, and how a line aligns its cells.
-const (
-	boxTop = iota
-	boxMiddle
-	boxBottom
-)
+// drawTable draws a rounded box table with tablewriter: the header
+// centred, cells left aligned. Cells are fitted to width first (fitCells);
+// tablewriter then neither wraps nor cuts them. East Asian ambiguous
+// characters count one column (tw.Off), whatever the locale, so that the
+// same rows draw the same table everywhere (and in the golden tests).
+func drawTable(out io.Writer, width int, header []string, rows [][]string) error {
+	header, rows = fitCells(width, header, rows)
+	t := tablewriter.NewTable(out,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleRounded)})),
+		tablewriter.WithEastAsian(tw.Off),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignCenter),
+		tablewriter.WithRowAlignment(tw.AlignLeft),
+		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithTrimSpace(tw.Off),
+	)
+	t.Header(header)
+	for _, r := range rows {
+		if err := t.Append(r); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
 
-const (
-	cellLeft = iota
-	cellCentre
-)
-
-// An SGR sequence: ESC [ parameters m.
-const sgrStart, sgrFinal = '\x1b', 'm'
-
-// drawTable writes a rounded box table: the header centred, cells left
-// aligned, every column as wide as its widest cell. Cells may hold SGR
-// colour sequences, which take no width.
-func drawTable(out io.Writer, header []string, rows [][]string) error {
-	widths := make([]int, len(header))
+// fitCells cuts cells so that the table is at most width columns wide
+// (0: no limit), the way gh fits its tables: the widest columns give way
+// first, down to a common width that fills the terminal, and a cut cell
+// ends with "…". Colour sequences take no width and survive the cut.
+func fitCells(width int, header []string, rows [][]string) ([]string, [][]string) {
+	n := len(header)
+	if width <= 0 || n == 0 {
+		return header, rows
+	}
+	widths := make([]int, n)
 	for i, h := range header {
-		widths[i] = displayWidth(h)
+		widths[i] = DisplayWidth(h)
 	}
 	for _, r := range rows {
-		for i, c := range r {
-			if i < len(widths) {
-				widths[i] = max(widths[i], displayWidth(c))
+		for i := 0; i < n && i < len(r); i++ {
+			widths[i] = max(widths[i], DisplayWidth(r[i]))
+		}
+	}
+	floors := make([]int, n)
+	for i, h := range header {
+		floors[i] = min(widths[i], max(DisplayWidth(h), minColumn))
+	}
+	room := width - tableFrame - cellFrame*n
+	limits := fitWidths(widths, floors, room)
+	if limits == nil {
+		return header, rows
+	}
+	cut := func(cells []string) []string {
+		out := make([]string, len(cells))
+		for i, c := range cells {
+			if i < n && DisplayWidth(c) > limits[i] {
+				c = Truncate(c, limits[i])
+			}
+			out[i] = c
+		}
+		return out
+	}
+	fitted := make([][]string, len(rows))
+	for i, r := range rows {
+		fitted[i] = cut(r)
+	}
+	return cut(header), fitted
+}
+
+// minColumn is the narrowest a column is cut to: a few characters and "…"
+// say more than a lone "…".
+const minColumn = 4
+
+// fitWidths returns each column's limit so that they sum to at most room,
+// or nil when the columns fit as they are. A column is never cut below its
+// floor (its header, or minColumn); above the floors the widest columns
+// give way first: the limit is a level that caps them (a column narrower
+// than it keeps its width), and what the level leaves over goes to the
+// capped columns a column at a time, from the left. When even the floors
+// do not fit, the columns get their floors (the table is wider than room).
+func fitWidths(widths, floors []int, room int) []int {
+	total := 0
+	for _, w := range widths {
+		total += w
+	}
+	if total <= room {
+		return nil
+	}
+	limit := func(i, level int) int { return min(widths[i], max(floors[i], level)) }
+	sum := func(level int) int {
+		n := 0
+		for i := range widths {
+			n += limit(i, level)
+		}
+		return n
+	}
+	// The highest level whose capped sum fits (sum grows with the level).
+	level := 0
+	for lo, hi := 0, slices.Max(widths); lo <= hi; {
+		mid := (lo + hi) / 2
+		if sum(mid) <= room {
+			level, lo = mid, mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	limits := make([]int, len(widths))
+	spare := room
+	for i := range widths {
+		limits[i] = limit(i, level)
+		spare -= limits[i]
+	}
+	for grew := true; spare > 0 && grew; {
+		grew = false
+		for i, w := range widths {
+			if spare > 0 && limits[i] < w {
+				limits[i]++
+				spare--
+				grew = true
 			}
 		}
 	}
-	w := bufio.NewWriter(out)
-	rule(w, widths, boxTop)
-	line(w, widths, header, cellCentre)
-	rule(w, widths, boxMiddle)
-	for _, r := range rows {
-		line(w, widths, r, cellLeft)
-	}
-	rule(w, widths, boxBottom)
-	return w.Flush()
+	return limits
 }
 
-func rule(w *bufio.Writer, widths []int, at int) {
-	ends := [3][3]string{{boxTL, boxTM, boxTR}, {boxML, boxMM, boxMR}, {boxBL, boxBM, boxBR}}[at]
-	w.WriteString(ends[0])
-	for i, n := range widths {
-		if i > 0 {
-			w.WriteString(ends[1])
-		}
-		w.WriteString(strings.Repeat(boxH, n+2*len(cellPad)))
-	}
-	w.WriteString(ends[2] + "\n")
+// DisplayWidth is the terminal width of s: colour sequences take none,
+// East Asian wide characters two, combining marks none; ambiguous ones one
+// (tablewriter's measure, with East Asian width off).
+func DisplayWidth(s string) int {
+	pinWidths()
+	return twwidth.Width(s)
 }
 
-func line(w *bufio.Writer, widths []int, cells []string, align int) {
-	w.WriteString(boxV)
-	for i, n := range widths {
-		c := ""
-		if i < len(cells) {
-			c = cells[i]
-		}
-		spare := n - displayWidth(c)
-		left := 0
-		if align == cellCentre {
-			left = spare / 2
-		}
-		w.WriteString(cellPad + strings.Repeat(" ", left) + c + strings.Repeat(" ", spare-left) + cellPad + boxV)
-	}
-	w.WriteString("\n")
-}
+// pinWidths turns tablewriter's East Asian width off (twwidth guesses it
+// from the locale at start-up), so that cells are measured and cut as
+// drawTable's tables measure them.
+var pinWidths = sync.OnceFunc(func() { twwidth.SetOptions(twwidth.Options{}) })
 
-// displayWidth is the terminal width of s without its SGR sequences (East
-// Asian wide characters count two; combining marks none).
-func displayWidth(s string) int {
-	if strings.IndexByte(s, sgrStart) < 0 {
-		return uniseg.StringWidth(s)
+// Truncate cuts s to at most width columns, ending it with "…" when it was
+// cut. Colour sequences are kept and closed.
+func Truncate(s string, width int) string {
+	if DisplayWidth(s) <= width {
+		return s
 	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == sgrStart && i+1 < len(s) && s[i+1] == '[' {
-			j := strings.IndexByte(s[i:], sgrFinal)
-			if j > 0 {
-				i += j
-				continue
-			}
-		}
-		b.WriteByte(s[i])
+	if width < 1 {
+		return ""
 	}
-	return uniseg.StringWidth(b.String())
+	pinWidths()
+	return twwidth.Truncate(s, width, Ellipsis)
 }

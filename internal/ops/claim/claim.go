@@ -1,6 +1,6 @@
 package claim
 
-// The claim protocol of claim.md: every transition is one Lua script decided
+// The claim protocol of docs/claim.md: every transition is one Lua script decided
 // on the server's clock. Renew, Complete and Fail (without release) are safe
 // to retry after a network error; Acquire and Release are not (see each).
 
@@ -200,7 +200,7 @@ type step struct {
 }
 
 func newStep(s *redisconn.Script, verb, key string, args ...any) step {
-	return step{script: s, verb: verb, what: verb + " " + strconv.Quote(key), key: key, args: args}
+	return step{script: s, verb: verb, what: "claim " + verb + " " + strconv.Quote(key), key: key, args: args}
 }
 
 // run calls the step's script; every reply carries the whole record.
@@ -324,7 +324,7 @@ func completeStep(p CompleteParams) (step, error) {
 	if err := firstErr(checkKey(p.Key), checkToken(p.Token), checkTTL(p.TTL, false)); err != nil {
 		return step{}, err
 	}
-	what := "complete " + strconv.Quote(p.Key)
+	what := "claim complete " + strconv.Quote(p.Key)
 	hasResult, value := "0", ""
 	if p.Result != nil {
 		if err := CheckResultSize(len(*p.Result), p.MaxResult); err != nil {

@@ -91,7 +91,7 @@ func (r *claimedRun) record(ctx context.Context, code int, reason string, ran bo
 		return nil
 	case errors.As(err, &na):
 		// Recorded on the primary, but a failover could lose it. The command
-		// ran: its exit status is passed through (the spec's contract), and
+		// ran: its exit status is passed through (the exit-code contract, README.md), and
 		// the consumer that acknowledges its message on it is spared a
 		// redelivery that such a failover would turn into a second run.
 		r.recorded, r.ack = rec.Status, minAck(r.ack, ack)

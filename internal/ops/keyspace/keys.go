@@ -65,7 +65,8 @@ func missingKeys(keys []string) string {
 type ScanOptions struct {
 	Pattern       string           // SCAN MATCH glob; "" is "*"
 	Literal       bool             // match Pattern as a plain key name (GlobEscape)
-	Statuses      []records.Status // report only these statuses; empty: all
+	Statuses      []records.Status // report only records of these statuses; empty: every key
+	All           bool             // report idmpctl's emulated IDMP state keys too (hidden otherwise)
 	Limit         int64            // stop after this many reported; 0: no limit
 	Count         int64            // SCAN COUNT hint; 0: DefaultScanCount
 	MaxValueBytes int64            // read at most this much of a string; 0: ScanMaxValue
@@ -75,14 +76,18 @@ type ScanOptions struct {
 	Progress func(scanned int64)
 }
 
-// Summary counts a scan. Matched counts reported records; ByStatus and
-// ByFormat break Matched down.
+// Summary counts a scan. Matched counts the keys reported: records, streams
+// and (with All) IDMP state keys. ByStatus counts the records among them by
+// status (streams and state keys have none), ByFormat every reported key by
+// format. StateHidden counts the IDMP state keys that matched but were not
+// reported (All not set).
 type Summary struct {
-	Scanned  int64                    `json:"scanned"`
-	Matched  int64                    `json:"matched"`
-	ByStatus map[records.Status]int64 `json:"by_status"`
-	ByFormat map[records.Format]int64 `json:"by_format"`
-	Limited  bool                     `json:"limited,omitempty"` // stopped at Limit; more keys may match
+	Scanned     int64                    `json:"scanned"`
+	Matched     int64                    `json:"matched"`
+	ByStatus    map[records.Status]int64 `json:"by_status"`
+	ByFormat    map[records.Format]int64 `json:"by_format"`
+	StateHidden int64                    `json:"idmp_state_hidden,omitempty"`
+	Limited     bool                     `json:"limited,omitempty"` // stopped at Limit; more keys may match
 }
 
 // ScanKeys walks the keyspace with SCAN MATCH (every primary of a cluster),
@@ -113,7 +118,11 @@ func ScanKeys(ctx context.Context, c *redisconn.Conn, opts ScanOptions, emit fun
 		sum.Scanned += int64(len(keys))
 		for _, rd := range reads {
 			r := rd.rec
-			if r.Format == records.FormatNone || (want != nil && !want[r.Status]) {
+			if r.Format == records.FormatNone || (want != nil && (!r.IsRecord() || !want[r.Status])) {
+				continue
+			}
+			if r.Format == records.FormatIDMPState && !opts.All {
+				sum.StateHidden++
 				continue
 			}
 			if opts.Limit > 0 && sum.Matched >= opts.Limit {
@@ -121,7 +130,9 @@ func ScanKeys(ctx context.Context, c *redisconn.Conn, opts ScanOptions, emit fun
 				return errStopScan
 			}
 			sum.Matched++
-			sum.ByStatus[r.Status]++
+			if r.IsRecord() {
+				sum.ByStatus[r.Status]++
+			}
 			sum.ByFormat[r.Format]++
 			if err := emit(r); err != nil {
 				emitErr = err

@@ -69,7 +69,7 @@ func writeKeysFixtures(t testing.TB, c redis.UniversalClient) []keysFixture {
 		{key: "camel-repo", cmds: [][]any{{"SADD", "camel-repo", "order-1", "order-2", "order-3"}},
 			format: records.FormatCamel, status: records.Completed, flags: []records.Flag{records.FlagNoTTL}},
 		{key: "events", cmds: [][]any{{"XADD", "events", "*", "f", "v"}},
-			format: records.FormatStream, status: records.Unknown, flags: []records.Flag{records.FlagNoTTL}},
+			format: records.FormatStream, status: "", flags: []records.Flag{records.FlagNoTTL}},
 		{key: "other:list", cmds: [][]any{{"RPUSH", "other:list", "a", "b"}, {"EXPIRE", "other:list", 600}},
 			format: records.FormatUnknown, status: records.Unknown},
 		{key: "other:str", cmds: [][]any{{"SET", "other:str", "hello world"}},

@@ -178,13 +178,13 @@ func measureValues(ctx context.Context, c *redisconn.Conn, sizes []KeySize) erro
 // they cost.
 type MemoryGroup struct {
 	Format  records.Format `json:"format"`
-	Status  records.Status `json:"status"`
-	Records int64          `json:"records"`        // reported by the scan
-	Sampled int64          `json:"sampled"`        // measured with MEMORY USAGE
-	Bytes   int64          `json:"bytes"`          // estimated: records x the sample's mean (exact when all were sampled)
-	Mean    float64        `json:"mean_bytes"`     // the sample's mean MEMORY USAGE
-	Exact   bool           `json:"exact"`          // every record of the group was measured
-	Missing int64          `json:"gone,omitempty"` // sampled keys gone before they were measured
+	Status  records.Status `json:"status,omitempty"` // none for keys that are no record (streams, state keys)
+	Records int64          `json:"records"`          // reported by the scan
+	Sampled int64          `json:"sampled"`          // measured with MEMORY USAGE
+	Bytes   int64          `json:"bytes"`            // estimated: records x the sample's mean (exact when all were sampled)
+	Mean    float64        `json:"mean_bytes"`       // the sample's mean MEMORY USAGE
+	Exact   bool           `json:"exact"`            // every record of the group was measured
+	Missing int64          `json:"gone,omitempty"`   // sampled keys gone before they were measured
 }
 
 // MemoryReport is a scan's memory by format and status.

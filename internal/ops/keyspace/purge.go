@@ -3,7 +3,7 @@ package keyspace
 // purge --match PATTERN: delete idempotency records safely. SCAN picks
 // candidates by a client-side decode; every deletion is then re-checked on
 // the server by one script that deletes a key only if it is still exactly
-// what was read (claim.md: "purge deletes only what it matched, re-checked
+// what was read (docs/claim.md: "purge deletes only what it matched, re-checked
 // server-side, and never uses FLUSHDB/FLUSHALL").
 
 import (

@@ -67,6 +67,13 @@ type Conn struct {
 	caps    *Capabilities // probed, once
 
 	waitAOFOK bool // the server answered a WAITAOF probe (see checkWaitAOF)
+
+	// WatchEviction asks single script calls to read the server's
+	// eviction settings in their round trip (RunNotingEviction).
+	WatchEviction bool
+	eviction      evictionCache
+	maxBulk       int64 // proto-max-bulk-len (see ProtoMaxBulkLen)
+	maxBulkRead   bool
 }
 
 // Capabilities is what the probe learned about the server.
@@ -141,7 +148,7 @@ func (c *Conn) Ctx(parent context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeout(parent, c.Timeout)
 }
 
-var urlPassword = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(//[^:/@]*:)[^@/]*@`) })
+var urlPassword = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|//)([^:/@]*:)[^@/]*@`) })
 
 // Redact hides the password in a URL, also in one that does not parse.
 func Redact(raw string) string {
@@ -151,7 +158,33 @@ func Redact(raw string) string {
 		}
 		return raw
 	}
-	return urlPassword().ReplaceAllString(raw, "${1}xxxxx@")
+	return urlPassword().ReplaceAllString(raw, "${1}${2}xxxxx@")
+}
+
+// urlProblem says what is wrong with a URL that does not parse, in words
+// for the user rather than the parser's (which may also hold the URL's
+// password).
+func urlProblem(raw string, err error) string {
+	msg := err.Error()
+	scheme, _, hasScheme := strings.Cut(raw, "://")
+	switch {
+	case !hasScheme && !strings.HasPrefix(raw, "unix:"):
+		return "no scheme: write redis://" + strings.TrimPrefix(Redact(raw), "//")
+	case strings.Contains(msg, "invalid URL scheme"):
+		return fmt.Sprintf("scheme %q: want redis, rediss or unix", scheme)
+	case strings.Contains(msg, "invalid database number"):
+		return "the database is not a number: end the URL with /0 (or ?db=0 for unix://)"
+	case strings.Contains(msg, "missing ']'"):
+		return "an IPv6 address needs its closing ']': redis://[::1]:6379"
+	case strings.Contains(msg, "invalid port"):
+		return "the port is not a number: redis://host:6379"
+	}
+	// Another parse error: the parser's reason, without the URL it quotes.
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return strings.TrimPrefix(strings.ReplaceAll(msg, raw, Redact(raw)), "redis: ")
 }
 
 // Options turns the config into client options without touching the network.
@@ -160,8 +193,7 @@ func (cfg ConnConfig) Options() (*redis.Options, []string, error) {
 	display := Redact(cfg.URL)
 	opt, err := redis.ParseURL(cfg.URL)
 	if err != nil {
-		msg := strings.ReplaceAll(err.Error(), cfg.URL, display)
-		e := exit.New(exit.Config, "bad URL "+quote(display), "%s", msg)
+		e := exit.New(exit.Config, "bad URL "+quote(display), "%s", urlProblem(cfg.URL, err))
 		e.Hint = "use redis://[user[:password]@]host[:port][/db], rediss:// for TLS, or unix:///path/to/socket"
 		return nil, nil, e
 	}

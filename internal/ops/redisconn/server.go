@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
 	"github.com/redis/go-redis/v9"
 )
@@ -21,8 +22,13 @@ type ServerReport struct {
 	Primaries  []string       `json:"primaries,omitempty"`
 	NativeIDMP bool           `json:"native_idmp"`
 	Defaults   *idmp.Defaults `json:"defaults,omitempty"` // in force: the server's (native) or idmpctl's (emulated)
-	PingRTT    time.Duration  `json:"-"`
-	PingRTTus  int64          `json:"ping_rtt_us"`
+	// Emulation says whether emulated IDMP can run: "available",
+	// "available-unchecked" (no redis.acl_check_cmd: permissions are not
+	// checked before the scripts write), or "unavailable: why".
+	Emulation string        `json:"emulation"`
+	Eviction  *Eviction     `json:"eviction,omitempty"` // nil when INFO memory cannot be read
+	PingRTT   time.Duration `json:"-"`
+	PingRTTus int64         `json:"ping_rtt_us"`
 }
 
 // pingSamples is how many PINGs the round-trip figure is the median of.
@@ -40,6 +46,10 @@ func InspectServer(ctx context.Context, c *Conn) (ServerReport, error) {
 		Mode: caps.Mode, NativeIDMP: caps.NativeIDMP,
 	}
 	r.Role = Role(ctx, c)
+	r.Emulation = Emulation(ctx, c)
+	if e, ok := c.Eviction(ctx); ok {
+		r.Eviction = &e
+	}
 	ctx, cancel := c.Ctx(ctx)
 	defer cancel()
 	if cc, ok := c.Client().(*redis.ClusterClient); ok {
@@ -106,4 +116,25 @@ func Role(ctx context.Context, c *Conn) string {
 		return ""
 	}
 	return ParseInfo(info)["role"]
+}
+
+// Emulation reports whether emulated IDMP can run on the server: it needs
+// EVAL/EVALSHA (a server may rename or disable them), and checks
+// permissions before it writes with redis.acl_check_cmd (Redis 7.0+,
+// Valkey).
+func Emulation(ctx context.Context, c *Conn) string {
+	ctx, cancel := c.Ctx(ctx)
+	defer cancel()
+	v, err := c.Client().Eval(ctx, "if redis.acl_check_cmd then return 1 end return 0", nil).Int64()
+	switch {
+	case err == nil && v == 1:
+		return "available"
+	case err == nil:
+		return "available-unchecked: the server's Lua has no redis.acl_check_cmd (Redis before 7.0), so the scripts cannot check permissions before they write"
+	case exit.ScriptingDisabled(err.Error()):
+		return "unavailable: EVAL/EVALSHA are renamed or disabled on this server (rename-command)"
+	case exit.Classify(err) == exit.Permission:
+		return "unavailable to this user: " + err.Error()
+	}
+	return "unknown: " + err.Error()
 }

@@ -13,6 +13,7 @@ package stream
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding"
 	"encoding/hex"
@@ -24,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/batch"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
@@ -36,6 +38,10 @@ const (
 	// chunk: long enough to resume after a weekend, short enough that
 	// abandoned batches leave nothing for good.
 	DefaultProgressTTL = 7 * 24 * time.Hour
+	// MinProgressTTL is the shortest --progress-ttl: a record that goes
+	// while its batch runs (between chunks) would have the rest of the
+	// batch, or a rerun, add every line again.
+	MinProgressTTL = time.Minute
 	// batchChunk is the adds of one emulated script call (the script runs
 	// atomically: it must not block the server for long).
 	batchChunk = 1000
@@ -60,7 +66,14 @@ type BatchSpec struct {
 	Skip    int64
 	TTL     time.Duration // of the progress record; 0: DefaultProgressTTL
 	Retries int           // after network errors
+	// OnRetry hears of each retry after a network error, and (attempt 0)
+	// of the first reply of a cluster whose slot is moving, after which
+	// the batch waits for the migration while Conn.Timeout allows.
 	OnRetry func(attempt int, err error)
+	// Delivered, when set, is called after the results of each committed
+	// chunk were emitted, before the next chunk's (xadd flushes its
+	// output there, so a reader sees each line once it is committed).
+	Delivered func() error
 	// Chunk and Window override batchChunk and batchWindow (tests).
 	Chunk, Window int
 	// Durability, when On, makes every round trip wait for the replicas
@@ -115,8 +128,10 @@ type Progress struct {
 	Entries    int64 // the stream's entries-added after the last chunk (-1 unknown)
 	Started    int64
 	Updated    int64
+	Expires    int64 // when the record goes (server clock, ms); 0 unknown
 	Mode       string
 	Batch, PID string
+	Run        string           // the run that wrote its last chunk
 	replies    map[int64]string // kept replies by the line their chunk starts after
 }
 
@@ -132,7 +147,8 @@ func parseProgress(h map[string]string) Progress {
 	}
 	p := Progress{Exists: true, Line: num("line", 0), DigestLine: num("digest-line", 0), Digest: h["digest"],
 		Entries: num("entries", -1), Started: num("started", 0), Updated: num("updated", 0),
-		Mode: h["mode"], Batch: h["batch"], PID: h["pid"], replies: map[int64]string{}}
+		Expires: num("expires", 0), Mode: h["mode"], Batch: h["batch"], PID: h["pid"], Run: h["run"],
+		replies: map[int64]string{}}
 	for k, v := range h {
 		if from, ok := strings.CutPrefix(k, "r:"); ok {
 			if n, err := strconv.ParseInt(from, 10, 64); err == nil {
@@ -163,6 +179,12 @@ type batchRun struct {
 	// unacked holds committed results until a wait covers them
 	// (BatchSpec.Durability).
 	unacked []BatchResult
+	// run names this run in the record (field "run"): a record moved past
+	// a chunk by another run of the same batch is told from one this run
+	// committed and lost the reply of.
+	run string
+	// maxBulk is the server's proto-max-bulk-len (0: unknown).
+	maxBulk int64
 }
 
 // chunk is a run of lines sent in one script call or MULTI.
@@ -191,6 +213,12 @@ func (s *Streams) RunBatch(ctx context.Context, spec BatchSpec, in BatchInput, e
 	if err := s.resolve(ctx); err != nil {
 		return BatchSummary{}, err
 	}
+	// Whether the server is a cluster node decides the state keys and how
+	// the record is read: asked even when --mode emulated spares resolve
+	// the question (one round trip a run).
+	if _, err := s.Conn.Capabilities(ctx); err != nil {
+		return BatchSummary{}, err
+	}
 	if s.Mode != ModeNative {
 		// Chunks in flight cannot stop to ask for them (defaults.go).
 		if err := s.loadDefaults(ctx); err != nil {
@@ -202,10 +230,11 @@ func (s *Streams) RunBatch(ctx context.Context, spec BatchSpec, in BatchInput, e
 		return BatchSummary{}, err
 	}
 	r := &batchRun{s: s, spec: spec, in: in, emit: emit, layout: layout,
-		key: layout.Batch(spec.Template.PID, spec.ID), digest: sha256.New()}
+		key: layout.Batch(spec.Template.PID, spec.ID), digest: sha256.New(), run: newRunID()}
 	r.sum.Progress, r.sum.Mode = r.key, s.Mode
+	r.maxBulk = s.Conn.ProtoMaxBulkLen(ctx)
 	if err := r.start(ctx); err != nil {
-		return r.sum, err
+		return r.sum, r.interrupted(ctx, err)
 	}
 	// Results are printed by a goroutine of their own, in order, so that the
 	// next window goes to the server while this one's lines are printed.
@@ -218,6 +247,9 @@ func (s *Streams) RunBatch(ctx context.Context, spec BatchSpec, in BatchInput, e
 				if perr == nil {
 					perr = emit(res)
 				}
+			}
+			if perr == nil && spec.Delivered != nil {
+				perr = spec.Delivered()
 			}
 		}
 		printed <- perr
@@ -234,7 +266,26 @@ func (s *Streams) RunBatch(ctx context.Context, spec BatchSpec, in BatchInput, e
 	if perr := <-printed; err == nil {
 		err = perr
 	}
-	return r.sum, err
+	return r.sum, r.interrupted(ctx, err)
+}
+
+// newRunID is a random name for one run of a batch.
+func newRunID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// interrupted replaces the error of a run whose context was cancelled (a
+// signal: see cmd) by what the user needs: how far it got, and that the
+// same command resumes there. The network errors the cancellation caused
+// (a closed connection) say nothing.
+func (r *batchRun) interrupted(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	return &exit.Error{Code: exit.Interrupted, What: r.what(), Err: context.Canceled,
+		Hint: fmt.Sprintf("lines 1-%d are committed, and the progress record knows exactly how far the rest got: run the same command again to resume after the last committed line", r.sum.LastLine)}
 }
 
 // what names the batch in errors.
@@ -250,6 +301,7 @@ func (r *batchRun) start(ctx context.Context) error {
 	if err != nil {
 		return exit.Wrap(err, r.what())
 	}
+	r.prune(ctx)
 	switch {
 	case r.spec.SkipSet:
 		if err := r.advance(r.spec.Skip, 0, ""); err != nil {
@@ -273,6 +325,20 @@ func (r *batchRun) start(ctx context.Context) error {
 		return e
 	}
 	return nil
+}
+
+// pruneLimit bounds the progress records one run drops at its start.
+const pruneLimit = 100
+
+// prune drops the stream's progress records whose --progress-ttl is up
+// (they have no TTL of their own: see idmp.StateLayout). Best effort: a
+// failure changes nothing, and the next run tries again.
+func (r *batchRun) prune(ctx context.Context) {
+	_ = r.s.Conn.Do(func(c redis.UniversalClient) error {
+		cctx, cancel := r.s.bound(ctx)
+		defer cancel()
+		return pruneScript.Run(cctx, c, []string{r.layout.Batches}, pruneLimit).Err()
+	})
 }
 
 // streamGone reports whether the stream does not exist (a record without
@@ -309,6 +375,10 @@ func (r *batchRun) readProgress(ctx context.Context) (Progress, int64, error) {
 func (r *batchRun) advance(n, digestLine int64, digest string) error {
 	for r.sum.LastLine < n {
 		ln, raw, err := r.next()
+		if err == io.EOF && r.spec.SkipSet {
+			return &exit.Error{Code: exit.Usage, What: r.what(), Err: fmt.Errorf("--skip %d: the input has only %d lines", n, r.sum.LastLine),
+				Hint: "--skip N starts after line N: give at most the number of lines of the input"}
+		}
 		if err == io.EOF {
 			return &exit.Error{Code: exit.Data, What: r.what(), Err: fmt.Errorf("the input has %d lines; %d were committed", r.sum.LastLine, n),
 				Hint: "this is not the input the batch was run with: give another --batch-id to send it as a new batch"}
@@ -356,15 +426,19 @@ func (r *batchRun) digestHex() string {
 
 // reset makes the record say line (and the digest of the lines read),
 // whatever it said: --skip, or a stream started over. Line 0 is no record.
+// The record has no TTL (see idmp.StateLayout): it carries the time it
+// expires, and the index scores it by that time.
 func (r *batchRun) reset(ctx context.Context, line int64) error {
 	err := r.s.Conn.Do(func(c redis.UniversalClient) error {
 		_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Del(ctx, r.key)
 			if line > 0 {
+				now := time.Now().UnixMilli() // informational: pruning decides on the server clock
+				expires := now + r.spec.TTL.Milliseconds()
 				p.HSet(ctx, r.key, "line", line, "digest", r.digestHex(), "digest-line", line, "batch", r.spec.ID,
 					"pid", r.spec.Template.PID, "stream", r.spec.Template.Stream, "mode", r.s.Mode.String(),
-					"updated", time.Now().UnixMilli())
-				p.PExpire(ctx, r.key, r.spec.TTL)
+					"updated", now, "expires", expires, "run", r.run)
+				p.ZAdd(ctx, r.layout.Batches, redis.Z{Score: float64(expires), Member: r.key})
 			}
 			return nil
 		})
@@ -387,6 +461,13 @@ func (r *batchRun) nextChunk(size int, from int64) (*chunk, error) {
 		add := false
 		if err == nil {
 			add, err = r.in.Parse(n, raw, &c.reqs[len(c.reqs)-1])
+		}
+		if err == nil && add {
+			// Refused like a malformed line: the lines before it go, it
+			// does not, and a rerun stops at it again.
+			if lerr := r.sendable(&c.reqs[len(c.reqs)-1]); lerr != nil {
+				add, err = false, &batch.LineError{Line: int(n), Err: lerr}
+			}
 		}
 		if !add {
 			c.reqs = c.reqs[:len(c.reqs)-1]
@@ -418,6 +499,28 @@ func (r *batchRun) nextChunk(size int, from int64) (*chunk, error) {
 	}
 	c.digest = r.digestHex()
 	return c, nil
+}
+
+// sendable refuses an add that cannot be sent: more field/value arguments
+// than the emulation's script takes, or a value longer than the server's
+// proto-max-bulk-len (which the server refuses for the whole chunk).
+func (r *batchRun) sendable(req *AddRequest) error {
+	if nf := len(req.Fields); r.s.Mode != ModeNative && nf > idmp.MaxEmulatedFieldArgs {
+		return tooManyFields(nf)
+	}
+	if r.maxBulk <= 0 {
+		return nil
+	}
+	longest := max(len(req.IID), len(req.PID))
+	for _, f := range req.Fields {
+		longest = max(longest, len(f))
+	}
+	if int64(longest) > r.maxBulk {
+		e := exit.New(exit.Data, "", "a value of %d bytes: the server takes at most %d in one argument (proto-max-bulk-len)", longest, r.maxBulk)
+		e.Hint = "store the value elsewhere and add its reference, or raise the server's proto-max-bulk-len"
+		return e
+	}
+	return nil
 }
 
 // fill reads chunks after from until the window is full or the input ends;
@@ -483,7 +586,11 @@ func (r *batchRun) emitResults(out []BatchResult) {
 // lineError is a line whose add failed (the lines before it are committed).
 func (r *batchRun) lineError(c *chunk, i int, err error) error {
 	e := exit.Wrap(err, fmt.Sprintf("xadd --batch: line %d", c.lines[i]))
-	return exit.WithHint(e, fmt.Sprintf("%d lines are committed; once it is fixed, run the same command again: it resumes after line %d", r.sum.LastLine, r.sum.LastLine))
+	hint := fmt.Sprintf("%d lines are committed; once it is fixed, run the same command again: it resumes after line %d", r.sum.LastLine, r.sum.LastLine)
+	if h := exit.Hint(err); h != "" && exit.Code(e) != exit.Data {
+		hint = h + "; " + hint
+	}
+	return exit.WithHint(e, hint)
 }
 
 // runEmulated sends windows of chunks, one round trip each. Reading and
@@ -540,7 +647,7 @@ func (r *batchRun) prepare(c *chunk) error {
 		return nil
 	}
 	cp := &chunkProgress{Key: r.key, Index: r.layout.Batches, ID: r.spec.ID, PID: r.spec.Template.PID,
-		From: c.from, To: c.to, Digest: c.digest, DropReplies: -1, TTL: r.spec.TTL, Lines: c.lines}
+		From: c.from, To: c.to, Digest: c.digest, DropReplies: -1, TTL: r.spec.TTL, Lines: c.lines, Run: r.run}
 	call, iids, err := r.s.emulatedAddCall(c.reqs, cp, false)
 	c.call, c.iids = call, iids
 	return err
@@ -669,7 +776,7 @@ func (r *batchRun) sendEmulated(ctx context.Context, windows <-chan []*chunk) er
 			groups = groups[1:]
 		}
 	}
-	err := redisconn.WithRetries(ctx, r.spec.Retries, op, r.spec.OnRetry)
+	err := redisconn.WithRetriesWithin(ctx, r.spec.Retries, r.s.Conn.Timeout, op, r.spec.OnRetry)
 	return r.unavailable(err)
 }
 
@@ -688,9 +795,13 @@ func (r *batchRun) receive(ctx context.Context, pipe *redisconn.Pipe, queue *[]*
 			return false, err // the connection
 		case redis.HasErrorPrefix(err, "NOSCRIPT"):
 			return false, exit.New(exit.Unavailable, "", "the server lost the batch's script (SCRIPT FLUSH, a restart)")
-		case err != nil && redisconn.Moved(err):
+		case err != nil && exit.Migrating(err.Error()):
+			// The stream's slot is moving: nothing of this chunk ran (a
+			// script refused mid-way would have been refused before it
+			// wrote: see the scripts' first part). The record tells what
+			// is committed once the client follows the slot.
 			r.s.Conn.Redirected(ctx)
-			return false, exit.New(exit.Unavailable, "", "%v", err)
+			return false, err
 		case err != nil && redisconn.Retryable(err):
 			return false, err
 		case err != nil:
@@ -726,6 +837,11 @@ func (r *batchRun) unavailable(err error) error {
 	if err == nil || !redisconn.Retryable(err) {
 		return err
 	}
+	if exit.Migrating(err.Error()) {
+		return exit.WithHint(exit.Wrap(err, r.what()), fmt.Sprintf(
+			"the stream's cluster slot was still moving after --timeout %s: lines 1-%d are confirmed committed, and the progress record knows exactly how far the rest got: run the same command again once the migration is done (or with a longer --timeout)",
+			r.s.Conn.Timeout, r.sum.LastLine))
+	}
 	return exit.WithHint(exit.Wrap(err, r.what()), fmt.Sprintf(
 		"lines 1-%d are confirmed committed, and the progress record knows exactly how far the rest got: run the same command again once the server is back: it resumes after the last committed line", r.sum.LastLine))
 }
@@ -752,21 +868,38 @@ func (r *batchRun) recover(ctx context.Context, queue []*chunk) ([]*chunk, error
 			}
 			return queue, nil
 		}
-		// Committed, in whole or in part: its replies were kept.
+		if p.Run != "" && p.Run != r.run && !r.stoppedRun(ctx, p) {
+			e := exit.New(exit.Busy, r.what(), "another run of the batch moved its progress record past line %d (to line %d)", c.from, p.Line)
+			e.Hint = "one run per batch at a time: this one stops; the other goes on, and the same command run again afterwards resumes after its last line"
+			return nil, e
+		}
+		// Committed, in whole or in part, by this run: its replies were kept.
 		res, err := keptReplies(p.replies[c.from], c)
-		if err != nil {
+		lost := false
+		if err != nil && p.Run != "" && p.Run != r.run {
+			// A run that stopped committed these lines in chunks of its
+			// own (a piped input is cut where it waited): their IDs are
+			// not known here, only that they are committed.
+			lost = true
+			for _, ln := range c.lines {
+				if ln > p.Line {
+					break
+				}
+				res = append(res, AddResult{IID: c.reqs[len(res)].IID, Mode: ModeEmulated})
+			}
+		} else if err != nil {
 			return nil, exit.New(exit.Internal, r.what(), "line %d: %v", c.from, err)
 		}
 		c.retried = true
 		if p.Line < c.to && len(res) < len(c.reqs) {
-			if err := r.confirm(c, res, false); err != nil {
+			if err := r.confirm(c, res, lost); err != nil {
 				return nil, err
 			}
 			rest := &chunk{from: p.Line, to: c.to, digest: c.digest, reqs: c.reqs[len(res):], lines: c.lines[len(res):], retried: true}
 			queue[0] = rest
 			continue
 		}
-		if err := r.confirm(c, res, false); err != nil {
+		if err := r.confirm(c, res, lost); err != nil {
 			return nil, err
 		}
 		queue = queue[1:]
@@ -777,6 +910,26 @@ func (r *batchRun) recover(ctx context.Context, queue []*chunk) ([]*chunk, error
 		return nil, e
 	}
 	return queue, nil
+}
+
+// otherRunGrace is how long a record moved by another run must stand still
+// for that run to be taken for one that stopped.
+const otherRunGrace = 150 * time.Millisecond
+
+// stoppedRun reports whether the run that moved the record (p) has stopped:
+// a run killed with chunks in its socket has them run by the server after
+// it died, and a run started at once after it can find its first chunk
+// committed by them. Such a record stands still; a live run's moves on.
+// Exactly once holds either way (every chunk is compare-and-set): this
+// only decides between going on and stopping with 75.
+func (r *batchRun) stoppedRun(ctx context.Context, p Progress) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(otherRunGrace):
+	}
+	again, _, err := r.readProgress(ctx)
+	return err == nil && again.Line == p.Line && again.Run == p.Run && again.Updated == p.Updated
 }
 
 // keptReplies reads a chunk's replies as the script kept them.
@@ -954,7 +1107,7 @@ func (r *batchRun) sendNative(ctx context.Context, nc *nativeBatchConn, c *chunk
 		}
 		return nil
 	}
-	err := redisconn.WithRetries(ctx, r.spec.Retries, op, r.spec.OnRetry)
+	err := redisconn.WithRetriesWithin(ctx, r.spec.Retries, r.s.Conn.Timeout, op, r.spec.OnRetry)
 	return r.unavailable(err)
 }
 
@@ -977,10 +1130,10 @@ func (r *batchRun) nativeChunk(ctx context.Context, cn *redis.Conn, c *chunk) ([
 		if c.from == 0 {
 			h = append(h, "started", now)
 		}
+		expires := now + r.spec.TTL.Milliseconds()
+		h = append(h, "expires", expires, "run", r.run)
 		p.HSet(cctx, r.key, h...)
-		p.PExpire(cctx, r.key, r.spec.TTL)
-		p.ZAdd(cctx, r.layout.Batches, redis.Z{Score: float64(now), Member: r.key})
-		p.PExpire(cctx, r.layout.Batches, r.spec.TTL)
+		p.ZAdd(cctx, r.layout.Batches, redis.Z{Score: float64(expires), Member: r.key})
 		return nil
 	})
 	var reply redis.Error

@@ -32,6 +32,17 @@ func (s *Streams) AddDurably(ctx context.Context, req AddRequest, d redisconn.Du
 		return AddResult{}, redisconn.Ack{}, exit.Wrap(err, what)
 	}
 	reqs := []AddRequest{req}
+	if _, err := s.checkBulk(ctx, reqs); err != nil {
+		return AddResult{}, redisconn.Ack{}, exit.Wrap(err, what)
+	}
+	if _, err := checkFieldCounts(reqs); err != nil && s.Mode != ModeNative {
+		if rerr := s.resolve(ctx); rerr != nil {
+			return AddResult{}, redisconn.Ack{}, rerr
+		}
+		if s.Mode != ModeNative {
+			return AddResult{}, redisconn.Ack{}, exit.Wrap(err, what)
+		}
+	}
 	var res []AddResult
 	var ack redisconn.Ack
 	var err error

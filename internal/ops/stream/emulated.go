@@ -17,10 +17,12 @@ import (
 )
 
 // Emulated IDMP for servers without it: the state of idmp.StateLayout, kept by
-// one Lua script call per batch of adds (see lua/stream_emu_*.lua). The meta
-// hash has no TTL on purpose: settings must not silently revert to the
-// defaults on an idle stream (that would shrink dedupe windows). It is a few
-// fields, and any later call on a deleted stream's name drops it (R13).
+// one Lua script call per batch of adds (see lua/stream_emu_*.lua). No state
+// key has a TTL: maxmemory-policy volatile-* would evict it first, and
+// settings must not silently revert to the defaults on an idle stream (that
+// would shrink dedupe windows). The scripts expire what DURATION and
+// --progress-ttl no longer cover, and any later call on a deleted stream's
+// name drops its state (R13).
 
 // The scripts' sources, embedded as strings: static data, nothing to copy
 // or build at process start.
@@ -37,6 +39,8 @@ var (
 	clearLua string
 	//go:embed lua/stream_native_clear.lua
 	nativeClearLua string
+	//go:embed lua/stream_batch_prune.lua
+	pruneLua string
 )
 
 // emulatedScript is one emulated-IDMP script: the IDMP limits, the common
@@ -50,6 +54,8 @@ var (
 	cfgsetScript = emulatedScript(cfgsetLua)
 	infoScript   = emulatedScript(infoLua)
 	clearScript  = emulatedScript(clearLua)
+	// pruneScript runs in both modes (it touches only progress records).
+	pruneScript = redisconn.NewScript(pruneLua)
 )
 
 // stateCall is the keys and leading arguments every emulated script takes.
@@ -91,7 +97,7 @@ func (s *Streams) emulatedAddRun(ctx context.Context, reqs []AddRequest) ([]AddR
 			if call, iids, err = s.emulatedAddCall(reqs, nil, s.Mode == ModeAuto); err != nil {
 				return err
 			}
-			call.Cmd = call.Script.Run(ctx, c, call.Keys, call.Args...)
+			s.Conn.RunNotingEviction(ctx, c, call)
 			return call.Cmd.Err()
 		})
 		if err != nil {
@@ -124,6 +130,7 @@ type chunkProgress struct {
 	DropReplies int64 // From of the chunk whose kept replies go; -1 none
 	TTL         time.Duration
 	Lines       []int64 // each request's input line
+	Run         string  // the ID of the run that sends it (see batchRun.run)
 }
 
 // emulatedAddCall prepares the add script's call for requests that share a
@@ -139,7 +146,7 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNat
 	// so that the arguments are appended in place (redisconn.NewCall).
 	pidIndex := make(map[string]int)
 	var pids []any // pid, number of items for it
-	nargs := len(state) + 6 + 8 + 3 + 2
+	nargs := len(state) + 6 + 9 + 3 + 2
 	// Items of one pid with the same number of fields go without the pid's
 	// index and the count, a third of a common line's arguments.
 	uniform := true
@@ -188,7 +195,7 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNat
 	}
 	args = append(args, nomk, trim, op, threshold, limit, native)
 	if cp == nil {
-		args = append(args, "", "", "", "", "", "", "", "")
+		args = append(args, "", "", "", "", "", "", "", "", "")
 	} else {
 		drop := ""
 		if cp.DropReplies >= 0 {
@@ -201,7 +208,7 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNat
 			}
 			lines = strconv.AppendInt(lines, n, 10)
 		}
-		args = append(args, cp.From, cp.To, cp.Digest, drop, cp.TTL.Milliseconds(), cp.ID, cp.PID, string(lines))
+		args = append(args, cp.From, cp.To, cp.Digest, drop, cp.TTL.Milliseconds(), cp.ID, cp.PID, string(lines), cp.Run)
 	}
 	uniform = uniform && len(pids) == 2
 	args = append(args, len(pids)/2)
@@ -235,6 +242,34 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNat
 	return call, iids, nil
 }
 
+// tooManyFields is the refusal of an add with more field/value arguments
+// than one XADD from Lua takes (idmp.MaxEmulatedFieldArgs): the client's,
+// before anything is sent, and the script's, before it writes.
+func tooManyFields(n int) error {
+	e := exit.New(exit.Data, "", "%d field/value arguments: emulated IDMP takes at most %d in one add (the script hands them to XADD with Lua's unpack, which stops near 8,000 values)",
+		n, idmp.MaxEmulatedFieldArgs)
+	e.Hint = "split the message's fields, or store them as one value (a JSON document); native IDMP (Redis 8.6+) has no such bound"
+	return e
+}
+
+// checkFieldCounts returns the index of the first request too big for one
+// emulated add, and its refusal; -1 and nil when all fit.
+func checkFieldCounts(reqs []AddRequest) (int, error) {
+	for i := range reqs {
+		if n := len(reqs[i].Fields); n > idmp.MaxEmulatedFieldArgs {
+			return i, tooManyFields(n)
+		}
+	}
+	return -1, nil
+}
+
+// errFieldsRefused is the script's own refusal of an item with too many
+// field/value arguments (the client checks first: this is the second line).
+type errFieldsRefused struct{ Index, N int }
+
+func (e *errFieldsRefused) Error() string { return tooManyFields(e.N).Error() }
+func (e *errFieldsRefused) Unwrap() error { return tooManyFields(e.N) }
+
 // errProgressMoved is a batch chunk the script refused: its progress record
 // stands at Line input lines, not where the chunk starts.
 type errProgressMoved struct{ Line int64 }
@@ -256,6 +291,13 @@ func parseAddReply(v any, iids []string, n int) ([]AddResult, error) {
 		return nil, errNativeServer
 	case len(reply) == 1 && code == "D":
 		return nil, errNeedDefaults
+	case len(reply) == 3 && code == "F":
+		i, err1 := strconv.Atoi(fmt.Sprint(reply[1]))
+		n, err2 := strconv.Atoi(fmt.Sprint(reply[2]))
+		if err1 != nil || err2 != nil || i < 1 || i > len(iids) {
+			return nil, exit.New(exit.Internal, "emulated XADD", "unexpected reply %v", reply)
+		}
+		return nil, &errFieldsRefused{Index: i - 1, N: n}
 	case len(reply) == 2 && code == "P":
 		text, _ := reply[1].(string)
 		line, err := strconv.ParseInt(text, 10, 64)
@@ -313,18 +355,43 @@ func parseDone(done string, iids []string, n int) ([]AddResult, error) {
 	return out, nil
 }
 
+// runState runs an emulated script with the stream's state keys (and
+// more keys and arguments after them) through Conn.Do: a plain client that
+// reached a cluster node learns so from the MOVED reply, and the keys are
+// made again for the cluster.
+func (s *Streams) runState(ctx context.Context, script *redisconn.Script, stream string, more func(idmp.StateLayout) ([]string, []any)) (*redis.Cmd, error) {
+	var cmd *redis.Cmd
+	err := s.Conn.Do(func(c redis.UniversalClient) error {
+		l, keys, args, err := s.stateCall(stream)
+		if err != nil {
+			return err
+		}
+		if more != nil {
+			k, a := more(l)
+			keys, args = append(keys, k...), append(args, a...)
+		}
+		args = append(args, s.defaultArgs()...) // always the last two
+		cmd = script.Run(ctx, c, keys, args...)
+		return cmd.Err()
+	})
+	if cmd == nil {
+		return nil, err
+	}
+	return cmd, nil
+}
+
 func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error) {
 	if s.plainReads {
 		return s.emulatedInfoPlain(ctx, stream)
 	}
-	_, keys, args, err := s.stateCall(stream)
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	_ = s.loadDefaults(ctx) // best effort: a stream without state shows them
+	cmd, err := s.runState(ctx, infoScript, stream, nil)
 	if err != nil {
 		return Info{}, err
 	}
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	s.loadDefaults(ctx) // best effort: a stream without state shows them
-	reply, err := infoScript.Run(ctx, s.Conn.Client(), keys, append(args, s.defaultArgs()...)...).Slice()
+	reply, err := cmd.Slice()
 	if err != nil && exit.Classify(err) == exit.Permission {
 		// A user who may not run scripts (or this one): the same view with
 		// plain reads, which says it is not one atomic snapshot.
@@ -336,7 +403,7 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 	} else if err != nil {
 		return Info{}, scriptErr(err)
 	}
-	if len(reply) < 11 || len(reply)%2 != 1 {
+	if len(reply) < 12 || len(reply)%2 != 0 {
 		return Info{}, exit.New(exit.Internal, "emulated XINFO", "unexpected reply %v", reply)
 	}
 	str := func(i int) string { v, _ := reply[i].(string); return v }
@@ -345,8 +412,9 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 		Stream: stream, Mode: str(0), IDMPDuration: num(1), IDMPMaxSize: num(2),
 		IIDsAdded: num(3), IIDsDuplicates: num(4), ServerTimeMS: num(5), Length: num(6),
 		LastGeneratedID: str(7), EntriesAdded: num(8), FirstID: str(9), LastID: str(10),
+		Inconsistent: str(11),
 	}
-	for i := 11; i+1 < len(reply); i += 2 {
+	for i := 12; i+1 < len(reply); i += 2 {
 		p := PIDTracking{PID: str(i), IIDs: num(i + 1)}
 		info.PIDs = append(info.PIDs, p)
 		info.PIDsTracked++
@@ -364,16 +432,18 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 }
 
 func (s *Streams) emulatedCfgSet(ctx context.Context, stream string, duration, maxsize int64) (CfgResult, error) {
-	_, keys, args, err := s.stateCall(stream)
-	if err != nil {
-		return CfgResult{}, err
-	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	if err := s.loadDefaults(ctx); err != nil {
 		return CfgResult{}, err
 	}
-	reply, err := cfgsetScript.Run(ctx, s.Conn.Client(), keys, append(append(args, duration, maxsize), s.defaultArgs()...)...).Int64Slice()
+	cmd, err := s.runState(ctx, cfgsetScript, stream, func(idmp.StateLayout) ([]string, []any) {
+		return nil, []any{duration, maxsize}
+	})
+	if err != nil {
+		return CfgResult{}, notFound(scriptErr(err))
+	}
+	reply, err := cmd.Int64Slice()
 	if err != nil {
 		return CfgResult{}, notFound(scriptErr(err))
 	}
@@ -389,16 +459,18 @@ func (s *Streams) emulatedCfgSet(ctx context.Context, stream string, duration, m
 }
 
 func (s *Streams) emulatedClear(ctx context.Context, stream, pid string) (int64, error) {
-	l, keys, args, err := s.stateCall(stream)
-	if err != nil {
-		return 0, err
-	}
-	if pid != "" {
-		keys = append(keys, l.IDs(pid), l.Order(pid))
-	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	n, err := clearScript.Run(ctx, s.Conn.Client(), keys, append(append(args, pid), s.defaultArgs()...)...).Int64()
+	cmd, err := s.runState(ctx, clearScript, stream, func(l idmp.StateLayout) ([]string, []any) {
+		if pid == "" {
+			return nil, []any{pid}
+		}
+		return []string{l.IDs(pid), l.Order(pid)}, []any{pid}
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, scriptErr(err)
+	}
+	n, err := cmd.Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, errNoSuchKey()
 	}

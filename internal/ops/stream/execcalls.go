@@ -87,7 +87,7 @@ func ParseInfoCallReply(v any, stream string) (Info, bool, error) {
 		return Info{}, false, nil
 	}
 	reply, isSlice := v.([]any)
-	if !isSlice || len(reply) < 11 || len(reply)%2 != 1 {
+	if !isSlice || len(reply) < 12 || len(reply)%2 != 0 {
 		return Info{}, false, exit.New(exit.Internal, "emulated XINFO", "unexpected reply %v", v)
 	}
 	str := func(i int) string { v, _ := reply[i].(string); return v }
@@ -96,8 +96,9 @@ func ParseInfoCallReply(v any, stream string) (Info, bool, error) {
 		Stream: stream, Mode: str(0), IDMPDuration: num(1), IDMPMaxSize: num(2),
 		IIDsAdded: num(3), IIDsDuplicates: num(4), ServerTimeMS: num(5), Length: num(6),
 		LastGeneratedID: str(7), EntriesAdded: num(8), FirstID: str(9), LastID: str(10),
+		Inconsistent: str(11),
 	}
-	for i := 11; i+1 < len(reply); i += 2 {
+	for i := 12; i+1 < len(reply); i += 2 {
 		info.PIDsTracked++
 		info.IIDsTracked += num(i + 1)
 	}

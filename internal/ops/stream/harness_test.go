@@ -17,7 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The stream rules (R1-R13 of spec/idmp.md) as a table of cases that run in
+// The stream rules (R1-R13 of docs/idmp.md) as a table of cases that run in
 // every mode a server allows: on a throwaway local server, and on the server
 // at $IDMPCTL_CONFORMANCE_URL when set (unique key names, nothing flushed).
 

@@ -104,6 +104,10 @@ func (s *Streams) emulatedInfoPlain(ctx context.Context, stream string) (Info, e
 	mode := "emulated"
 	var problems []string
 	switch {
+	case m.owner == nil && hasPIDs.Val() == 1:
+		// A state with a part missing (evicted, or deleted by hand).
+		problems = append(problems, "the settings hash "+l.Meta+" is missing (settings and counters shown are the defaults)")
+		m = s.freshMeta()
 	case m.owner == nil:
 		mode, m = "none", s.freshMeta()
 	default:
@@ -143,7 +147,9 @@ func (s *Streams) emulatedInfoPlain(ctx context.Context, stream string) (Info, e
 		}
 	}
 	slices.SortFunc(info.PIDs, func(a, b PIDTracking) int { return strings.Compare(a.PID, b.PID) })
-	info.setInconsistent(strings.Join(problems, "; "))
+	if mode == "emulated" {
+		info.Inconsistent = strings.Join(problems, "; ")
+	}
 	return info, nil
 }
 
@@ -383,7 +389,7 @@ func plainPIDs(ctx context.Context, node redis.UniversalClient, l idmp.StateLayo
 		if hlen != llen {
 			broken++
 			if broken <= 3 {
-				problems = append(problems, fmt.Sprintf("producer %q has %d iids but %d in its order list", pid, hlen, llen))
+				problems = append(problems, fmt.Sprintf("producer %s has %d iids but %d in its order list", luaQuote(pid), hlen, llen))
 			}
 		}
 		ss[i] = search{lo: 0, hi: llen, n: llen}
@@ -462,6 +468,25 @@ func cmpErr(errs ...error) error {
 	return nil
 }
 
-// setInconsistent records what of the emulated state is missing or does not
-// match, as the info script reports it.
-func (i *Info) setInconsistent(problems string) { _ = problems }
+// luaQuote is Lua 5.1's string.format('%q', s), which the info script
+// names producers with: quotes, and backslash escapes for '"', '\\',
+// newline (a backslash before it), carriage return and NUL only.
+func luaQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"', '\\', '\n':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case '\r':
+			b.WriteString("\\r")
+		case 0:
+			b.WriteString("\\000")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}

@@ -97,6 +97,25 @@ func TestEmulatedInfoPlainMatchesScript(t *testing.T) {
 		t.Errorf("recreated: %+v", got)
 	}
 
+	// State with parts missing (evicted, deleted by hand): the same
+	// inconsistencies named, a producer's name quoted as the script does.
+	bad := h.key("broken")
+	for _, pid := range []string{"p\x00\"q\"\n", "p2", "p3"} {
+		h.mustNew(t, bad, pid, "a")
+		h.mustNew(t, bad, pid, "b")
+	}
+	l, _ := idmp.StateKeys(bad, false)
+	h.rdb.LPop(h.ctx, l.Order("p\x00\"q\"\n"))
+	h.rdb.SRem(h.ctx, l.PIDs, "p3")
+	if got := bothInfos(t, h, bad); !strings.Contains(got.Inconsistent, "names 2 of the 3 producers") ||
+		!strings.Contains(got.Inconsistent, `producer "p\000\"q\"\`+"\n"+`" has 2 iids but 1 in its order list`) {
+		t.Errorf("inconsistent state: %q", got.Inconsistent)
+	}
+	h.rdb.Del(h.ctx, l.Meta)
+	if got := bothInfos(t, h, bad); got.Mode != "emulated" || !strings.Contains(got.Inconsistent, "the settings hash") {
+		t.Errorf("no settings hash: %+v", got)
+	}
+
 	// Errors: missing (66), another type (65), two names of one state (65).
 	bothInfos(t, h, h.key("missing"))
 	h.rdb.Set(h.ctx, h.key("str"), "x", 0)

@@ -39,8 +39,12 @@ func (s *Streams) nativeAddRun(ctx context.Context, reqs []AddRequest) ([]AddRes
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var tx nativeTx
+	var info *redis.StringCmd
 	err := s.Conn.Do(func(c redis.UniversalClient) error {
 		_, _ = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			if s.Conn.WantsEviction() {
+				info = p.Info(ctx, "memory") // read in this round trip (xadd's warning)
+			}
 			tx = queueNativeAdds(ctx, p, reqs)
 			return nil
 		})
@@ -50,6 +54,7 @@ func (s *Streams) nativeAddRun(ctx context.Context, reqs []AddRequest) ([]AddRes
 	if err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &reply) {
 		return nil, err // the round trip failed; server replies are read below
 	}
+	s.Conn.NoteEvictionInfo(info)
 	out, err := tx.read(reqs)
 	if err != nil {
 		return out, err

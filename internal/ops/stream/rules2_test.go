@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// R7-R13 of spec/idmp.md and what idmpctl adds (duplicate flag, Info,
-// ClearTracking, batch failures), in every mode (see stream_harness_test.go).
+// R7-R13 of docs/idmp.md and what idmpctl adds (duplicate flag, Info,
+// ClearTracking, batch failures), in every mode (see harness_test.go).
 
 var _ = rule("R7 same values clear nothing, a change clears every pid", func(t *testing.T, h *streamHarness) {
 	s := h.key("s")

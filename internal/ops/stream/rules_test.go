@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// R1-R6 of spec/idmp.md, with its worked numbers (see stream_harness_test.go).
+// R1-R6 of docs/idmp.md, with its worked numbers (see harness_test.go).
 
 var _ = rule("R1 producers are isolated", func(t *testing.T, h *streamHarness) {
 	s := h.key("s")

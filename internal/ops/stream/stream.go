@@ -147,12 +147,16 @@ type Info struct {
 	IIDsTracked     int64         `json:"iids-tracked"`
 	IIDsAdded       int64         `json:"iids-added"`
 	IIDsDuplicates  int64         `json:"iids-duplicates"`
-	ServerTimeMS    int64         `json:"server-time-ms"` // server clock (TIME) when read
+	ServerTimeMS    int64         `json:"server_time_ms"` // server clock (TIME) when read
 	PIDs            []PIDTracking `json:"pids,omitempty"` // emulated only, sorted by pid
-	OtherMode       string        `json:"other-mode,omitempty"`
+	OtherMode       string        `json:"other_mode,omitempty"`
+	// Inconsistent says what of the emulated state is missing (evicted, or
+	// deleted by hand): dedupe may still act on the rest, and the counts
+	// shown are of what is left. Empty when the state is whole.
+	Inconsistent string `json:"inconsistent,omitempty"`
 	// NotAtomic: the emulated state was read with plain commands, in several
 	// round trips (the user may not run scripts), not as one snapshot.
-	NotAtomic bool `json:"not-atomic,omitempty"`
+	NotAtomic bool `json:"not_atomic,omitempty"`
 }
 
 // LastIDAheadOfClock reports whether the stream's last generated ID lies in
@@ -265,6 +269,19 @@ func (s *Streams) AddBatch(ctx context.Context, reqs []AddRequest) ([]AddResult,
 		if err := r.Validate(); err != nil {
 			valid, verr = i, &BatchError{Index: i, Err: exit.Wrap(err, "xadd "+strconv.Quote(r.Stream))}
 			break
+		}
+	}
+	if i, err := s.checkBulk(ctx, reqs[:valid]); err != nil {
+		valid, verr = i, &BatchError{Index: i, Err: exit.Wrap(err, "xadd "+strconv.Quote(reqs[i].Stream))}
+	}
+	// An add too big for the emulation's script is refused before anything
+	// is sent (in auto mode once the server proved to have no IDMP).
+	if i, err := checkFieldCounts(reqs[:valid]); err != nil && s.Mode != ModeNative {
+		if rerr := s.resolve(ctx); rerr != nil {
+			return nil, rerr
+		}
+		if s.Mode != ModeNative {
+			valid, verr = i, &BatchError{Index: i, Err: exit.Wrap(err, "xadd "+strconv.Quote(reqs[i].Stream))}
 		}
 	}
 	out := make([]AddResult, 0, valid)
@@ -406,4 +423,34 @@ func (s *Streams) ServerDefaults(ctx context.Context) (duration, maxsize int64, 
 		return s.Defaults.Duration, s.Defaults.MaxSize, nil
 	}
 	return s.nativeDefaults(ctx)
+}
+
+// minProtoMaxBulkLen is the least proto-max-bulk-len a server takes (1mb):
+// only a longer argument makes checkBulk ask the server.
+const minProtoMaxBulkLen = 1 << 20
+
+// checkBulk refuses (65) the first request with an argument longer than
+// the server's proto-max-bulk-len, which the server would refuse for the
+// whole command by closing the connection. It asks the server (CONFIG GET,
+// once) only when an argument is over 1 MiB.
+func (s *Streams) checkBulk(ctx context.Context, reqs []AddRequest) (int, error) {
+	longest := func(r *AddRequest) int {
+		n := max(len(r.IID), len(r.PID))
+		for _, f := range r.Fields {
+			n = max(n, len(f))
+		}
+		return n
+	}
+	for i := range reqs {
+		n := longest(&reqs[i])
+		if n <= minProtoMaxBulkLen {
+			continue
+		}
+		if limit := s.Conn.ProtoMaxBulkLen(ctx); limit > 0 && int64(n) > limit {
+			e := exit.New(exit.Data, "", "a value of %d bytes: the server takes at most %d in one argument (proto-max-bulk-len)", n, limit)
+			e.Hint = "store the value elsewhere and add its reference, or raise the server's proto-max-bulk-len"
+			return i, e
+		}
+	}
+	return -1, nil
 }

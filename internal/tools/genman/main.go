@@ -47,6 +47,7 @@ var environment = []envVar{
 	{"NO_COLOR", "When set to any non-empty value, no colour (like --no-color)."},
 	{"CLICOLOR_FORCE", "When set and not 0, colour even when stdout is not a terminal; NO_COLOR and --no-color still win."},
 	{"IDMPCTL_FORCE_TTY", "When set, stdin, stdout and stderr are treated as terminals: table output, progress lines and confirmation prompts (for tests and demos)."},
+	{"COLUMNS", "The width of a terminal forced with IDMPCTL_FORCE_TTY (default 80), to which tables and views are cut. A real terminal's own width wins; without a terminal, -o table is not cut."},
 	{"GOGC, GOMEMLIMIT", "When either is set, inspect --match and purge keep the Go runtime's garbage-collector settings instead of tuning them for long scans."},
 	{"IDMPCTL_KEY, IDMPCTL_TOKEN, IDMPCTL_ATTEMPT", "Set by claim run for the command it runs: the claimed key, the claim's fencing token and the attempt number."},
 }

@@ -4,17 +4,23 @@
 -- and ARGV[1] = ids key prefix, ARGV[2] = order key prefix, ARGV[3] = the
 -- stream name (owner of the meta hash). Per-pid keys are prefix .. pid; all
 -- keys share the stream's hash tag, so they live in its cluster slot.
+--
+-- Every script has two parts (README, "Scripts that cannot half-happen"):
+-- first everything that can fail (argument counts and sizes, key types,
+-- permissions, and every read of a key it did not declare, which a cluster
+-- node refuses while the slot is MIGRATING and the key has moved), then the
+-- writes, which cannot fail. In the second part what adds to the state comes
+-- first and deletions last: a key a script emptied (Redis deletes an empty
+-- list, hash, set or sorted set) is never written again in the same run.
+-- No state key has a TTL (an eviction policy of volatile-* would drop it
+-- first): expired iids, idle producers and old progress records are
+-- removed by the scripts, on the server clock.
 
 -- The redisconn prelude (now_ms, to_table, effects replication) and the
 -- IDMP limits (DEFAULT_DURATION, DEFAULT_MAXSIZE, MAX_DURATION,
--- MAX_MAXSIZE, from internal/idmp) come before this file.
+-- MAX_MAXSIZE, MAX_FIELD_ARGS, from internal/idmp) come before this file.
 
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
--- Per-pid keys outlive their newest iid by this much, so TTL never forgets
--- an iid that DURATION still covers.
-local TTL_SLACK_MS = 1000
--- A stream ID in the far future must not overflow PEXPIRE.
-local MAX_AHEAD_MS = 10 * 365 * 86400 * 1000
 
 local STREAM, META, PIDS = KEYS[1], KEYS[2], KEYS[3]
 -- The index of xadd --batch progress records (see internal/idmp).
@@ -54,6 +60,15 @@ local function key_type(key)
   return redis.call('TYPE', key)['ok']
 end
 
+-- An error naming a state key of another type, or nil when key is absent
+-- or of type want.
+local function bad_type(key, want)
+  local t = key_type(key)
+  if t == 'none' or t == want then return nil end
+  return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. t .. ', not the ' .. want ..
+    ' of emulated IDMP state: nothing was written')
+end
+
 local function xinfo()
   return to_table(redis.call('XINFO', 'STREAM', STREAM))
 end
@@ -63,10 +78,11 @@ end
 -- holds its settings). owner is nil when there is
 -- no emulated state. snap_id/snap_added/snap_sum are the stream's
 -- last-generated-id, entries-added and that entry's content digest right
--- after our last write (R13 detection).
+-- after our last write (R13 detection); pids is the size of the pids set
+-- after our last write (nil before it was kept), which tells an evicted set.
 local function load_meta()
   local v = redis.call('HMGET', META, 'duration', 'maxsize', 'iids-added',
-    'iids-duplicates', 'stream', 'snap-id', 'snap-added', 'snap-sum')
+    'iids-duplicates', 'stream', 'snap-id', 'snap-added', 'snap-sum', 'pids')
   return {
     duration = tonumber(v[1]) or DEFAULT_DURATION,
     maxsize = tonumber(v[2]) or DEFAULT_MAXSIZE,
@@ -76,6 +92,7 @@ local function load_meta()
     snap_id = v[6] or nil,
     snap_added = tonumber(v[7]),
     snap_sum = (v[8] and v[8] ~= '') and v[8] or nil,
+    pids = tonumber(v[9]),
   }
 end
 
@@ -131,34 +148,81 @@ local function stale(info, m)
   return len > k
 end
 
--- Deletes every pid's state, and unless keep_meta (a stream that is gone
--- or was recreated, R13) the meta hash and the progress records of batches
--- too: their lines are not in this stream.
-local function drop_state(keep_meta)
-  for _, pid in ipairs(redis.call('SMEMBERS', PIDS)) do
-    redis.call('DEL', IDS_PREFIX .. pid, ORDER_PREFIX .. pid)
+-- Permission checks: each {command, args...} the second part of a script
+-- may run, checked with redis.acl_check_cmd (Redis 7.0+, Valkey) before
+-- anything is written. Servers without it (Redis 6.2) are refused by the
+-- caller before a script runs unless the user may run every command on
+-- every key (see redisconn.CheckScriptACL).
+local function denied(checks)
+  if not redis.acl_check_cmd then return nil end
+  for _, c in ipairs(checks) do
+    if not redis.acl_check_cmd(unpack(c)) then
+      return redis.error_reply('NOPERM this user has no permission to run the ' .. string.upper(c[1]) ..
+        ' command on key ' .. c[2] .. ', which emulated IDMP needs: nothing was written')
+    end
   end
-  redis.call('DEL', PIDS)
-  if not keep_meta then
-    for _, k in ipairs(redis.call('ZRANGE', BATCH_INDEX, 0, -1)) do redis.call('DEL', k) end
-    redis.call('DEL', META, BATCH_INDEX)
+  return nil
+end
+
+-- A plan to drop state: the keys to delete, and the pids and progress
+-- records they were: the pids of the set (unless except_pids names them)
+-- and the records of the index (unless except_keys names them). Undeclared
+-- keys are read here (EXISTS), in the first part, so that a key a cluster
+-- node no longer holds fails the script before it writes; only keys that
+-- exist are deleted.
+local function plan_drop(pids, records, except_pids, except_keys)
+  local plan = { keys = {}, pids = {}, records = {} }
+  local function add(k)
+    if not except_keys[k] and redis.call('EXISTS', k) == 1 then plan.keys[#plan.keys + 1] = k end
+  end
+  if pids then
+    for _, pid in ipairs(redis.call('SMEMBERS', PIDS)) do
+      if not except_pids[pid] then
+        plan.pids[#plan.pids + 1] = pid
+        add(IDS_PREFIX .. pid)
+        add(ORDER_PREFIX .. pid)
+      end
+    end
+  end
+  if records then
+    for _, k in ipairs(redis.call('ZRANGE', BATCH_INDEX, 0, -1)) do
+      if not except_keys[k] then
+        plan.records[#plan.records + 1] = k
+        add(k)
+      end
+    end
+  end
+  return plan
+end
+
+-- The permission checks a drop plan needs.
+local function drop_checks(plan, checks)
+  for _, k in ipairs(plan.keys) do checks[#checks + 1] = { 'DEL', k } end
+  return checks
+end
+
+-- Variadic calls in slices: Lua's unpack is bounded by the C stack.
+local function bulk(cmd, key, list)
+  for i = 1, #list, 4000 do
+    redis.call(cmd, key, unpack(list, i, math.min(i + 3999, #list)))
   end
 end
 
--- The meta of an existing stream, or nil and the reply to return at once:
--- WRONGTYPE, a name conflict, or `missing` when the stream does not exist
--- (whose leftover state is dropped then: R13).
-local function open_existing(missing)
-  local t = key_type(STREAM)
-  if t ~= 'none' and t ~= 'stream' then return nil, redis.error_reply(WRONGTYPE) end
-  local m = load_meta()
-  local err = conflict(m)
-  if err then return nil, err end
-  if t == 'none' then
-    if m.owner or redis.call('EXISTS', PIDS) == 1 then drop_state(false) end
-    return nil, missing
+-- Deletes the keys of drop plans (second part: each exists, and each is
+-- deleted once: a second DEL would touch a key that is gone).
+local function run_drop(...)
+  local keys, seen = {}, {}
+  for _, plan in ipairs({ ... }) do
+    for _, k in ipairs(plan.keys) do
+      if not seen[k] then
+        seen[k] = true
+        keys[#keys + 1] = k
+      end
+    end
   end
-  return m, nil
+  for i = 1, #keys, 1000 do
+    redis.call('DEL', unpack(keys, i, math.min(i + 999, #keys)))
+  end
 end
 
 -- Number of a pid's iids still within DURATION. The order list is in entry

@@ -7,32 +7,40 @@
 -- ARGV[4..8]: nomkstream ('1'|''), trim ('MAXLEN'|'MINID'|''), '='|'~',
 -- threshold, limit (''|n), for every item.
 -- ARGV[9]: '1' to refuse on a server that has IDMP of its own (auto mode).
--- ARGV[10..17]: a batch chunk's progress ('' in ARGV[10] for none): lines
+-- ARGV[10..18]: a batch chunk's progress ('' in ARGV[10] for none): lines
 -- done before it, lines done after it, the digest of those lines, the lines
--- done before the chunk whose stored replies go now ('' none), the record's
--- TTL in ms, the batch ID, its pid, and each item's input line (joined by
--- commas: read only when an item stops the chunk).
--- ARGV[18] = npids, then per pid: pid, number of items for it; then nitems;
+-- done before the chunk whose stored replies go now ('' none), how long
+-- the record outlives this chunk in ms, the batch ID, its pid, each item's
+-- input line (joined by commas: read only when an item stops the chunk),
+-- and the ID of the run that sends it.
+-- ARGV[19] = npids, then per pid: pid, number of items for it; then nitems;
 -- then uniform: '' and per item: pid index, iid, nfields, fields...; or,
 -- when every item is of the one pid and has the same number of fields (the
--- common batch), that number, and per item: iid, fields...
+-- common batch), that number, and per item: iid, fields...; last, the
+-- server-level defaults (see stream_common.lua).
 -- Reply: {done, stop, message}: done is the items written, comma-separated,
 -- each its new ID, or 'd', 0|1 (the original entry still exists) and the
 -- original's ID; stop is '' when every item was done, else why the
 -- next one stopped the run: 'n' no stream (NOMKSTREAM), 'e' an error
--- (message). Items before a stop stay written. One string, not three
--- values an item: a reply of thousands of elements costs the server more
--- than the adds.
+-- (message). Items before a stop stay written, and tracked. One string,
+-- not three values an item: a reply of thousands of elements costs the
+-- server more than the adds.
 -- Refusals, with nothing written: {'N'} the server has native IDMP (ARGV[9]);
 -- {'D'} the stream's state starts now and the server-level defaults, the
 -- last two arguments, were not given;
 -- {'P', lines} the progress record stands at another line count (a chunk
--- sent again after it was committed, or another run of the same batch).
+-- sent again after it was committed, or another run of the same batch);
+-- {'F', item, nfields} an item has more field/value arguments than one
+-- XADD from Lua can take (MAX_FIELD_ARGS); and the errors of part 1.
 --
 -- Per item the script only calls XADD: each pid's known iids are read with
 -- one HMGET up front and its new iids written in bulk at the end. MAXSIZE
 -- eviction inside the batch is tracked by list position, so a later repeat
 -- of an iid evicted earlier in the same batch is a new entry (R5, R11).
+
+------------------------------------------------------------------------
+-- Part 1: everything that can fail. Nothing is written before part 2.
+------------------------------------------------------------------------
 
 -- A command the server does not know is "Unknown" to a script; one it knows
 -- fails on its arity first (before ACL checks), and changes nothing.
@@ -40,53 +48,6 @@ if ARGV[9] == '1' then
   local r = redis.pcall('XCFGSET')
   if not (type(r) == 'table' and r.err and string.find(r.err, 'nknown', 1, true)) then return { 'N' } end
 end
-
-local t = key_type(STREAM)
-if t ~= 'none' and t ~= 'stream' then return redis.error_reply(WRONGTYPE) end
-local m = load_meta()
-local err = conflict(m)
-if err then return err end
-
-local exists, info = t == 'stream', nil
-local drop = false
-if exists then
-  info = xinfo()
-  drop = stale(info, m)
-else
-  -- R13: the stream is gone, so is everything it remembered.
-  drop = m.owner ~= nil or redis.call('EXISTS', PIDS) == 1
-end
--- A stream whose state starts now takes the server-level defaults: a
--- caller that did not send them is asked to ({'D'}), before any write.
-if (drop or not m.owner) and not DEFAULTS_KNOWN then return { 'D' } end
-if drop then drop_state(false) end
-if drop or not m.owner then m = fresh_meta() end
-
--- Variadic calls in slices: Lua's unpack is bounded by the C stack.
-local function bulk(cmd, key, list)
-  for i = 1, #list, 4000 do
-    redis.call(cmd, key, unpack(list, i, math.min(i + 3999, #list)))
-  end
-end
-
--- Whether the iid this batch pushed k-th for pid p is still tracked once
--- the order list's positions below evict are gone (R5).
-local function tracked(p, k, evict)
-  return p.start + k - 1 >= evict
-end
-
-local now = now_ms()
-local dur_ms, maxsize = m.duration * 1000, m.maxsize
-local nomk = ARGV[4] == '1'
--- XADD's arguments before the fields, the same for every item.
-local head = { STREAM }
-if nomk then head[#head + 1] = 'NOMKSTREAM' end
-if ARGV[5] ~= '' then
-  head[#head + 1], head[#head + 2], head[#head + 3] = ARGV[5], ARGV[6], ARGV[7]
-  if ARGV[8] ~= '' then head[#head + 1], head[#head + 2] = 'LIMIT', ARGV[8] end
-end
-head[#head + 1] = '*'
-local nhead = #head
 
 -- Small integers recur on every item (pid index, field count): each string
 -- is converted once.
@@ -100,68 +61,206 @@ local function int(s)
   return v
 end
 
-local npids = tonumber(ARGV[18])
-local first = 21 + 2 * npids -- the first item
-local nitems = tonumber(ARGV[first - 2])
-local uniform = tonumber(ARGV[first - 1])
+-- The call's shape: its arguments are counted before anything else.
+local argv = ARGV
+local npids = tonumber(argv[19])
+local first = 22 + 2 * (npids or 0) -- the first item
+local nitems, uniform = tonumber(argv[first - 2]), tonumber(argv[first - 1])
+local batch = argv[10] ~= ''
+local function malformed()
+  return redis.error_reply('ERR idmpctl: malformed emulated XADD call (' .. #KEYS .. ' keys, ' .. #argv .. ' arguments)')
+end
+if not npids or npids < 1 or not nitems or nitems < 1 or #KEYS ~= 3 + 2 * npids + (batch and 2 or 0)
+  or (batch and not tonumber(argv[14])) then
+  return malformed()
+end
+-- Every item: a known pid, a non-empty iid, and no more field/value
+-- arguments than one XADD from Lua takes (unpack stops near 8,000 values).
+-- The last two arguments are the server-level defaults (common).
+local nargv = #argv - 2
+local a = first
+for i = 1, nitems do
+  local j, iid, nf
+  if uniform then
+    j, iid, nf = 1, argv[a], uniform
+    a = a + 1 + nf
+  else
+    j, iid, nf = int(argv[a]), argv[a + 1], int(argv[a + 2] or '')
+    if not j or not nf then return malformed() end
+    a = a + 3 + nf
+  end
+  if j < 1 or j > npids or nf < 2 or nf % 2 ~= 0 or a - 1 > nargv then return malformed() end
+  if nf > MAX_FIELD_ARGS then return { 'F', tostring(i), tostring(nf) } end
+  if argv[18 + 2 * j] == '' then return redis.error_reply('ERR IDMP requires a non-empty producer ID') end
+  if iid == '' then return redis.error_reply('ERR IDMP requires a non-empty idempotent ID') end
+end
+if a - 1 ~= nargv then return malformed() end
+
+-- Every key of the types the writes expect.
+local t = key_type(STREAM)
+if t ~= 'none' and t ~= 'stream' then return redis.error_reply(WRONGTYPE) end
+local PROGRESS, BATCHES = KEYS[4 + 2 * npids], KEYS[5 + 2 * npids]
+local err = bad_type(META, 'hash') or bad_type(PIDS, 'set')
+if not err and batch then err = bad_type(PROGRESS, 'hash') or bad_type(BATCHES, 'zset') end
+for j = 1, npids do
+  if err then break end
+  err = bad_type(KEYS[2 + 2 * j], 'hash') or bad_type(KEYS[3 + 2 * j], 'list')
+end
+if err then return err end
+
+local m = load_meta()
+err = conflict(m)
+if err then return err end
+
+-- reset: the state is that of a stream that is gone, deleted or recreated
+-- by someone else (R13): it goes, and this call starts afresh.
+local exists, info, reset = t == 'stream', nil, false
+if exists then
+  info = xinfo()
+  reset = stale(info, m)
+else
+  reset = m.owner ~= nil or redis.call('EXISTS', PIDS) == 1
+end
+-- A stream whose state starts now takes the server-level defaults: a
+-- caller that did not send them is asked to ({'D'}).
+if (reset or not m.owner) and not DEFAULTS_KNOWN then return { 'D' } end
+if reset or not m.owner then m = fresh_meta() end
+
+local now = now_ms()
+local dur_ms, maxsize = m.duration * 1000, m.maxsize
+local nomk = argv[4] == '1'
+-- XADD's arguments before the fields, the same for every item.
+local head = { STREAM }
+if nomk then head[#head + 1] = 'NOMKSTREAM' end
+if argv[5] ~= '' then
+  head[#head + 1], head[#head + 2], head[#head + 3] = argv[5], argv[6], argv[7]
+  if argv[8] ~= '' then head[#head + 1], head[#head + 2] = 'LIMIT', argv[8] end
+end
+head[#head + 1] = '*'
+local nhead = #head
+
+-- The commands part 2 runs, for the permission checks.
+-- DEL is checked whether or not this call deletes: which calls drop an
+-- idle producer's state is random, and a user refused at random is worse
+-- than one refused at once.
+local checks = { { 'XRANGE', STREAM, '-', '+' }, { 'HSET', META, 'f', 'v' }, { 'HINCRBY', META, 'f', '1' },
+  { 'HDEL', META, 'f' }, { 'DEL', META }, { 'SADD', PIDS, 'm' }, { 'SREM', PIDS, 'm' }, { 'PERSIST', PIDS },
+  { 'DEL', PIDS } }
+local xa = { 'XADD' }
+for i = 1, nhead do xa[i + 1] = head[i] end
+xa[#xa + 1], xa[#xa + 2] = 'f', 'v'
+checks[#checks + 1] = xa
+
+-- The state to drop when reset: other pids' keys and progress records
+-- (read now: see plan_drop), and, when this call writes nothing, the rest.
+local drop, whole
+if reset then
+  local mine, keep = {}, {}
+  for j = 1, npids do mine[argv[18 + 2 * j]] = true end
+  if batch then keep[PROGRESS] = true end
+  drop = plan_drop(true, true, mine, keep)
+  whole = { keys = {} }
+  local seen = {}
+  for _, k in ipairs({ META, PIDS, BATCH_INDEX, unpack(KEYS, 4) }) do
+    if not seen[k] and redis.call('EXISTS', k) == 1 then whole.keys[#whole.keys + 1] = k end
+    seen[k] = true
+  end
+  if not batch and redis.call('EXISTS', BATCH_INDEX) == 1 then drop.keys[#drop.keys + 1] = BATCH_INDEX end
+  drop_checks(drop, checks)
+  drop_checks(whole, checks)
+end
 
 -- The chunk's progress record moves from ARGV[10] lines to ARGV[11] with
 -- the adds, compare-and-set: a chunk that was committed already (its reply
 -- lost, or its connection stalled and given up) finds the record moved on.
-local batch = ARGV[10] ~= ''
-local PROGRESS, BATCHES = KEYS[4 + 2 * npids], KEYS[5 + 2 * npids]
+local record_junk
 if batch then
   local line = redis.call('HGET', PROGRESS, 'line') or '0'
-  if line ~= ARGV[10] then return { 'P', line } end
+  if reset then line = '0' end -- the record goes with the state
+  if line ~= argv[10] then
+    if not reset then return { 'P', line } end
+    err = denied(checks)
+    if err then return err end
+    run_drop(drop, whole)
+    return { 'P', '0' }
+  end
+  if reset then record_junk = redis.call('HKEYS', PROGRESS) end
+  checks[#checks + 1] = { 'HSET', PROGRESS, 'f', 'v' }
+  checks[#checks + 1] = { 'HDEL', PROGRESS, 'f' }
+  checks[#checks + 1] = { 'PERSIST', PROGRESS }
+  checks[#checks + 1] = { 'ZADD', BATCHES, '0', 'm' }
+  checks[#checks + 1] = { 'ZREM', BATCHES, 'm' }
+  checks[#checks + 1] = { 'PERSIST', BATCHES }
+  checks[#checks + 1] = { 'DEL', PROGRESS }
 end
 
--- Per pid: drop expired iids, then read what may matter to this batch.
+-- Per pid: its expired iids (a prefix of its list, in entry order), and
+-- what may matter to this call.
 local per = {}
 for j = 1, npids do
   local ids, order = KEYS[2 + 2 * j], KEYS[3 + 2 * j]
-  while true do
-    local oldest = redis.call('LINDEX', order, 0)
-    if not oldest then break end
-    local id = redis.call('HGET', ids, oldest)
-    if id and id_ms(id) + dur_ms > now then break end
-    redis.call('LPOP', order)
-    redis.call('HDEL', ids, oldest)
-  end
-  -- pushed[k] is the k-th iid this batch pushes and newid[k] its entry ID;
-  -- pos[iid] is the last position it was pushed at.
-  local p = { ids = ids, order = order, pid = ARGV[17 + 2 * j], start = redis.call('LLEN', order),
-    count = tonumber(ARGV[18 + 2 * j]), known = {}, pos = {}, cand = {}, pushed = {}, newid = {}, n = 0 }
-  -- Old iids this batch can evict: the list's first (start + count - maxsize).
-  local reach = math.min(p.start, p.start + p.count - maxsize)
-  if reach > 0 then
-    for i, iid in ipairs(redis.call('LRANGE', order, 0, reach - 1)) do p.cand[iid] = i - 1 end
+  local len = redis.call('LLEN', order)
+  -- pushed[k] is the k-th iid this call pushes and newid[k] its entry ID;
+  -- pos[iid] is the last position it was pushed at; cand[iid] the position
+  -- of an old iid this call may evict (-inf: expired, gone whatever).
+  local p = { ids = ids, order = order, pid = argv[18 + 2 * j], count = tonumber(argv[19 + 2 * j]), len = len,
+    known = {}, pos = {}, cand = {}, pushed = {}, newid = {}, n = 0, front = {},
+    had_ids = redis.call('EXISTS', ids) == 1 }
+  if reset then
+    p.expired, p.start = len, 0
+    p.junk = redis.call('HKEYS', ids)
+  else
+    local e = 0
+    if len > 0 then
+      local id = redis.call('HGET', ids, redis.call('LINDEX', order, 0))
+      if not (id and id_ms(id) + dur_ms > now) then e = len - live_count(ids, order, dur_ms, now) end
+    end
+    p.expired, p.start = e, len - e
+    -- The old iids this call may pop: the expired ones, then those it can
+    -- evict (the first start + count - maxsize of the others).
+    local upto = e + math.max(0, math.min(p.start, p.start + p.count - maxsize))
+    if upto > 0 then
+      p.front = redis.call('LRANGE', order, 0, upto - 1)
+      for i = 1, e do p.cand[p.front[i]] = -math.huge end
+      for i = e + 1, upto do p.cand[p.front[i]] = i - 1 - e end
+    end
   end
   per[j] = p
+  checks[#checks + 1] = { 'RPUSH', order, 'x' }
+  checks[#checks + 1] = { 'LTRIM', order, '0', '-1' }
+  checks[#checks + 1] = { 'PERSIST', order }
+  checks[#checks + 1] = { 'HSET', ids, 'f', 'v' }
+  checks[#checks + 1] = { 'HDEL', ids, 'f' }
+  checks[#checks + 1] = { 'PERSIST', ids }
+  checks[#checks + 1] = { 'DEL', ids }
+  checks[#checks + 1] = { 'DEL', order }
 end
--- The iids each pid tracks that this batch asks about: all of them when
+-- The iids each pid tracks that this call asks about: all of them when
 -- they are few (a small hash is a listpack, where every HMGET field is a
--- scan), else one HMGET of the batch's iids, gathered in a pass over the
+-- scan), else one HMGET of the call's iids, gathered in a pass over the
 -- items that only such pids need.
 local asking = false
 for j = 1, npids do
   local p = per[j]
-  if p.start <= 512 or p.start <= 2 * p.count then
+  if reset then
+    -- nothing is known
+  elseif p.len <= 512 or p.len <= 2 * p.count then
     p.known = to_table(redis.call('HGETALL', p.ids))
   else
     p.asked, asking = {}, true
   end
 end
-local a = first
+a = first
 if asking then
   for _ = 1, nitems do
     if uniform then
       local l = per[1].asked
-      l[#l + 1] = ARGV[a]
+      l[#l + 1] = argv[a]
       a = a + 1 + uniform
     else
-      local l = per[int(ARGV[a])].asked
-      if l then l[#l + 1] = ARGV[a + 1] end
-      a = a + 3 + int(ARGV[a + 2])
+      local l = per[int(argv[a])].asked
+      if l then l[#l + 1] = argv[a + 1] end
+      a = a + 3 + int(argv[a + 2])
     end
   end
   for _, p in ipairs(per) do
@@ -176,9 +275,47 @@ if asking then
   end
 end
 
+-- Idle producers: a few pids of the set whose newest iid has expired go,
+-- so that the state stays bounded without TTLs. Their keys were not
+-- declared: read here, and skipped when a read fails.
+local idle = { keys = {}, pids = {} }
+local members, scard = {}, 0
+if not reset then
+  local mine = {}
+  for _, p in ipairs(per) do mine[p.pid] = true end
+  for _, q in ipairs(redis.call('SRANDMEMBER', PIDS, 3)) do
+    if not mine[q] then
+      local ids, order = IDS_PREFIX .. q, ORDER_PREFIX .. q
+      local last = redis.pcall('LINDEX', order, -1)
+      local id = (type(last) == 'string') and redis.pcall('HGET', ids, last) or nil
+      local hx, ox = redis.pcall('EXISTS', ids), redis.pcall('EXISTS', order)
+      local readable = type(last) ~= 'table' and type(id) ~= 'table' and type(hx) == 'number' and type(ox) == 'number'
+      if readable and not (type(id) == 'string' and id_ms(id) + dur_ms > now) then
+        idle.pids[#idle.pids + 1] = q
+        if hx == 1 then idle.keys[#idle.keys + 1] = ids end
+        if ox == 1 then idle.keys[#idle.keys + 1] = order end
+      end
+    end
+  end
+  drop_checks(idle, checks)
+  scard = redis.call('SCARD', PIDS)
+end
+for _, p in ipairs(per) do members[p.pid] = redis.call('SISMEMBER', PIDS, p.pid) == 1 end
+
+err = denied(checks)
+if err then return err end
+
+------------------------------------------------------------------------
+-- Part 2: the writes, none of which can fail: every key's type, every
+-- argument and every permission was checked above. The adds come first,
+-- each an XADD under pcall: one that fails (OOM or READONLY at the first
+-- write, an exhausted ID space) stops the run, and what follows records
+-- exactly the adds before it. Then what adds to the state; deletions last.
+------------------------------------------------------------------------
+
 -- The loop below runs once an item: globals it uses are made locals (a
 -- global is a table lookup at every use).
-local argv, rpcall, xadd = ARGV, redis.pcall, 'XADD'
+local rpcall, xadd = redis.pcall, 'XADD'
 local nadds, ndups, last_id = 0, 0, nil
 local done, ndone, stop, message = {}, 0, '', ''
 a = first
@@ -199,18 +336,12 @@ for _ = 1, nitems do
     cur, p = j, per[int(j)]
     pos, known, newid, pushed, cand, start, n = p.pos, p.known, p.newid, p.pushed, p.cand, p.start, p.n
   end
-  if p.pid == '' or iid == '' then
-    local what = 'producer'
-    if p.pid ~= '' then what = 'idempotent' end
-    stop, message = 'e', 'ERR IDMP requires a non-empty ' .. what .. ' ID'
-    break
-  end
   if not exists and nomk then
     stop = 'n'
     break
   end
   -- List positions below evict are gone (R5): old ones, or pushed earlier
-  -- here (tracked, inlined).
+  -- here.
   local evict = start + n - maxsize
   local orig
   local k = pos[iid]
@@ -254,53 +385,65 @@ for _ = 1, nitems do
 end
 if p then p.n = n end
 
-if nadds + ndups > 0 then
-  local set_ttl = 0
-  for _, p in ipairs(per) do
-    local n = p.n
-    if n > 0 then
-      -- The list loses its first evict positions: old iids, then iids
-      -- pushed here. Only the old ones are popped, and only the pushed
-      -- ones that stay are pushed: the others were never written.
-      local evict = p.start + n - maxsize
-      local gone = {}
-      if evict > 0 and p.start > 0 then gone = redis.call('LPOP', p.order, math.min(evict, p.start)) or {} end
-      local kfirst = math.max(1, evict - p.start + 1)
-      local keep, stay, drop = {}, {}, {}
-      for k = kfirst, n do
-        local iid = p.pushed[k]
-        stay[#stay + 1] = iid
-        if p.pos[iid] == k then keep[#keep + 1], keep[#keep + 2] = iid, p.newid[k] end
-      end
-      for _, iid in ipairs(gone) do
-        local k = p.pos[iid]
-        if not (k and tracked(p, k, evict)) then drop[#drop + 1] = iid end
-      end
-      bulk('RPUSH', p.order, stay)
-      bulk('HDEL', p.ids, drop)
-      bulk('HSET', p.ids, keep)
-      local ahead = id_ms(p.newid[n]) - now
-      if ahead < 0 then ahead = 0 elseif ahead > MAX_AHEAD_MS then ahead = MAX_AHEAD_MS end
-      local ttl = ahead + dur_ms + TTL_SLACK_MS
-      redis.call('SADD', PIDS, p.pid)
-      redis.call('PEXPIRE', p.ids, ttl)
-      redis.call('PEXPIRE', p.order, ttl)
-      if ttl > set_ttl then set_ttl = ttl end
+local replies = table.concat(done, ',')
+if ndone == 0 then
+  -- Nothing written: a reset state still goes (R13), deletions only.
+  if reset then run_drop(drop, whole) end
+  return { replies, stop, message }
+end
+
+-- Whether pushed position k of pid p is still tracked once the list's
+-- positions below evict are gone (R5).
+local function tracked(p, iid, evict)
+  local k = p.pos[iid]
+  return k ~= nil and p.start + k - 1 >= evict
+end
+
+-- What adds to the state: each pid's new iids, the pids set, the meta hash.
+local npids_after = 0
+if not reset then npids_after = scard - #idle.pids end
+local adding = {}
+for _, p in ipairs(per) do
+  local n = p.n
+  p.evict = p.start + n - maxsize
+  if n > 0 then
+    -- Of the iids pushed here, those beyond the evicted positions stay.
+    local kfirst = math.max(1, p.evict - p.start + 1)
+    local stay, keep = {}, {}
+    for k = kfirst, n do
+      local iid = p.pushed[k]
+      stay[#stay + 1] = iid
+      if p.pos[iid] == k then keep[#keep + 1], keep[#keep + 2] = iid, p.newid[k] end
     end
+    bulk('RPUSH', p.order, stay)
+    bulk('HSET', p.ids, keep)
+    redis.call('PERSIST', p.order)
+    redis.call('PERSIST', p.ids)
+    adding[#adding + 1] = p.pid
+    if reset or not members[p.pid] then npids_after = npids_after + 1 end
+    p.had_ids = true
   end
-  -- The pids set lives as long as its longest-lived pid.
-  if set_ttl > 0 and redis.call('PTTL', PIDS) < set_ttl then
-    redis.call('PEXPIRE', PIDS, set_ttl)
+  -- How many old iids go from the front of the list: expired, then evicted.
+  p.pop = p.expired + math.max(0, math.min(p.start, p.evict))
+  if n == 0 and p.pop == p.len and members[p.pid] and not reset then
+    npids_after = npids_after - 1 -- emptied below
   end
-  -- Drop a few pids whose keys have expired, so the set stays bounded.
-  for _, p in ipairs(redis.call('SRANDMEMBER', PIDS, 2)) do
-    if redis.call('EXISTS', ORDER_PREFIX .. p) == 0 then redis.call('SREM', PIDS, p) end
-  end
-  local h = snapshot(info, last_id, nadds)
-  if m.fresh then
-    h[#h + 1], h[#h + 2], h[#h + 3], h[#h + 4] = 'duration', m.duration, 'maxsize', m.maxsize
-  end
-  redis.call('HSET', META, unpack(h))
+end
+if #adding > 0 then
+  bulk('SADD', PIDS, adding)
+  redis.call('PERSIST', PIDS)
+end
+local h = snapshot(info, last_id, nadds)
+h[#h + 1], h[#h + 2] = 'pids', npids_after
+if reset then
+  h[#h + 1], h[#h + 2], h[#h + 3], h[#h + 4] = 'iids-added', nadds, 'iids-duplicates', ndups
+end
+if m.fresh then
+  -- A state that starts now keeps the server-level defaults it started with.
+  h[#h + 1], h[#h + 2], h[#h + 3], h[#h + 4] = 'duration', m.duration, 'maxsize', m.maxsize
+end
+redis.call('HSET', META, unpack(h))
+if not reset then
   if nadds > 0 then redis.call('HINCRBY', META, 'iids-added', nadds) end
   if ndups > 0 then redis.call('HINCRBY', META, 'iids-duplicates', ndups) end
 end
@@ -309,29 +452,71 @@ end
 -- the chunk's, or those up to the last item before one that stopped it (the
 -- digest of those is not known here, so digest-line stays where it was).
 -- The chunk's replies are kept for a client whose reply was lost; older
--- ones go (ARGV[13]).
-local replies = table.concat(done, ',')
-if batch and ndone > 0 then
-  local from, ttl = tonumber(ARGV[10]), tonumber(ARGV[14])
-  local line = ARGV[11]
+-- ones go (ARGV[13]). The record outlives its last chunk by ARGV[14] ms:
+-- the index scores it by that time, and xadd --batch drops it then.
+local fresh = {}
+if batch then
+  local line = argv[11]
   if ndone < nitems then
     local k = 0
-    for l in string.gmatch(ARGV[17], '[^,]+') do
+    for l in string.gmatch(argv[17], '[^,]+') do
       k = k + 1
       if k == ndone then line = l break end
     end
   end
-  local h = { 'line', line, 'batch', ARGV[15], 'pid', ARGV[16], 'stream', OWNER,
-    'mode', 'emulated', 'updated', now, 'r:' .. ARGV[10], replies }
-  if ndone == nitems then h[#h + 1], h[#h + 2], h[#h + 3], h[#h + 4] = 'digest', ARGV[12], 'digest-line', ARGV[11] end
-  if from == 0 then h[#h + 1], h[#h + 2] = 'started', now end
+  local expires = now + tonumber(argv[14])
+  local r = { 'line', line, 'batch', argv[15], 'pid', argv[16], 'stream', OWNER, 'mode', 'emulated',
+    'updated', now, 'expires', expires, 'run', argv[18], 'r:' .. argv[10], replies }
+  if ndone == nitems then r[#r + 1], r[#r + 2], r[#r + 3], r[#r + 4] = 'digest', argv[12], 'digest-line', argv[11] end
+  if argv[10] == '0' then r[#r + 1], r[#r + 2] = 'started', now end
   local ea = info and info['entries-added']
-  if ea ~= nil then h[#h + 1], h[#h + 2] = 'entries', ea + nadds
-  elseif info == nil then h[#h + 1], h[#h + 2] = 'entries', nadds end
-  redis.call('HSET', PROGRESS, unpack(h))
-  if ARGV[13] ~= '' then redis.call('HDEL', PROGRESS, 'r:' .. ARGV[13]) end
-  redis.call('PEXPIRE', PROGRESS, ttl)
-  redis.call('ZADD', BATCHES, now, PROGRESS)
-  if redis.call('PTTL', BATCHES) < ttl then redis.call('PEXPIRE', BATCHES, ttl) end
+  if ea ~= nil then r[#r + 1], r[#r + 2] = 'entries', ea + nadds
+  elseif info == nil then r[#r + 1], r[#r + 2] = 'entries', nadds end
+  redis.call('HSET', PROGRESS, unpack(r))
+  redis.call('PERSIST', PROGRESS)
+  redis.call('ZADD', BATCHES, expires, PROGRESS)
+  redis.call('PERSIST', BATCHES)
+  for i = 1, #r, 2 do fresh[r[i]] = true end
+end
+
+-- Deletions last: no key is written after this point, and each key
+-- touched exists (a cluster node refuses a missing one while the slot is
+-- MIGRATING): the order list when it had iids to pop, the ids hash when it
+-- existed or was written above, the pids set for its members.
+local gone = {}
+for _, p in ipairs(per) do
+  local dropped = {}
+  if p.pop > 0 then
+    redis.call('LTRIM', p.order, p.pop, -1)
+    local old = p.junk or p.front
+    local last = p.junk and #old or p.pop
+    for i = 1, last do
+      local iid = old[i]
+      if not tracked(p, iid, p.evict) then dropped[#dropped + 1] = iid end
+    end
+  elseif reset and p.n == 0 then
+    dropped = p.junk
+  end
+  if p.had_ids then bulk('HDEL', p.ids, dropped) end
+  if p.n == 0 and p.pop == p.len and members[p.pid] then gone[#gone + 1] = p.pid end
+end
+for _, q in ipairs(idle.pids) do gone[#gone + 1] = q end
+if reset then
+  for _, q in ipairs(drop.pids) do gone[#gone + 1] = q end
+  if batch then
+    local others = {}
+    for _, k in ipairs(drop.records) do others[#others + 1] = k end
+    bulk('ZREM', BATCHES, others)
+  end
+end
+bulk('SREM', PIDS, gone)
+if reset then run_drop(drop, idle) else run_drop(idle) end
+if batch then
+  local old = {}
+  if argv[13] ~= '' then old[1] = 'r:' .. argv[13] end
+  for _, f in ipairs(record_junk or {}) do
+    if not fresh[f] then old[#old + 1] = f end
+  end
+  bulk('HDEL', PROGRESS, old)
 end
 return { replies, stop, message }

@@ -3,23 +3,66 @@
 -- lifetime counters stay. Reply: live iids cleared, or nil when the stream
 -- does not exist (its leftover state is dropped then).
 
-local m, early = open_existing(false)
-if not m then return early end
+-- Part 1: everything that can fail.
+local pid = ARGV[4]
+if (pid == '' and #KEYS ~= 3) or (pid ~= '' and #KEYS ~= 5) then
+  return redis.error_reply('ERR idmpctl: malformed emulated clear call')
+end
+local t = key_type(STREAM)
+if t ~= 'none' and t ~= 'stream' then return redis.error_reply(WRONGTYPE) end
+local err = bad_type(META, 'hash') or bad_type(PIDS, 'set')
+if not err and pid ~= '' then err = bad_type(KEYS[4], 'hash') or bad_type(KEYS[5], 'list') end
+if err then return err end
+local m = load_meta()
+err = conflict(m)
+if err then return err end
+
+-- The whole state of a stream that is gone or was recreated (R13): it goes.
+local function drop_all()
+  local plan = plan_drop(true, true, {}, {})
+  for _, k in ipairs({ META, PIDS, BATCH_INDEX }) do
+    if redis.call('EXISTS', k) == 1 then plan.keys[#plan.keys + 1] = k end
+  end
+  return plan
+end
+if t == 'none' then
+  local plan = drop_all()
+  err = denied(drop_checks(plan, {}))
+  if err then return err end
+  run_drop(plan)
+  return false
+end
 if stale(xinfo(), m) then
-  drop_state(false)
+  local plan = drop_all()
+  err = denied(drop_checks(plan, {}))
+  if err then return err end
+  run_drop(plan)
   return 0
 end
 
-local now, dur_ms, pid = now_ms(), m.duration * 1000, ARGV[4]
+local now, dur_ms = now_ms(), m.duration * 1000
+local cleared, plan, left = 0, nil, 0
 if pid == '' then
-  local cleared = 0
   for _, p in ipairs(redis.call('SMEMBERS', PIDS)) do
     cleared = cleared + live_count(IDS_PREFIX .. p, ORDER_PREFIX .. p, dur_ms, now)
   end
-  drop_state(true)
-  return cleared
+  plan = plan_drop(true, false, {}, {})
+  if redis.call('EXISTS', PIDS) == 1 then plan.keys[#plan.keys + 1] = PIDS end
+else
+  cleared = live_count(KEYS[4], KEYS[5], dur_ms, now)
+  plan = { keys = {} }
+  for _, k in ipairs({ KEYS[4], KEYS[5] }) do
+    if redis.call('EXISTS', k) == 1 then plan.keys[#plan.keys + 1] = k end
+  end
+  left = redis.call('SCARD', PIDS) - redis.call('SISMEMBER', PIDS, pid)
 end
-local cleared = live_count(KEYS[4], KEYS[5], dur_ms, now)
-redis.call('DEL', KEYS[4], KEYS[5])
-redis.call('SREM', PIDS, pid)
+local checks = drop_checks(plan, { { 'SREM', PIDS, 'm' } })
+if m.owner then checks[#checks + 1] = { 'HSET', META, 'f', 'v' } end
+err = denied(checks)
+if err then return err end
+
+-- Part 2: the meta hash's count of pids, then the deletions.
+if m.owner then redis.call('HSET', META, 'pids', left) end
+run_drop(plan)
+if pid ~= '' then redis.call('SREM', PIDS, pid) end
 return cleared

@@ -1,7 +1,8 @@
 -- Emulated XINFO STREAM view, read-only. Reply: nil when the stream does not
 -- exist, else {mode, duration, maxsize, iids-added, iids-duplicates, now-ms,
 -- length, last-generated-id, entries-added (-1 unknown), first-id, last-id,
--- then pid, live-iids pairs for the pids with live iids}.
+-- inconsistency ('' none: what of the state is missing), then pid,
+-- live-iids pairs for the pids with live iids}.
 
 local t = key_type(STREAM)
 if t == 'none' then return false end
@@ -12,19 +13,44 @@ if err then return err end
 
 local info = xinfo()
 local mode = 'emulated'
-if not m.owner or stale(info, m) then
+-- A state with a part missing (evicted, or deleted by hand) is reported as
+-- such: dedupe may still act on what is left.
+local problems = {}
+local has_pids = redis.call('EXISTS', PIDS) == 1
+if not m.owner then
+  if has_pids then
+    problems[1] = 'the settings hash ' .. META .. ' is missing (settings and counters shown are the defaults)'
+  else
+    mode = 'none'
+  end
+  m = fresh_meta()
+elseif stale(info, m) then
   mode, m = 'none', fresh_meta()
 end
 local now = now_ms()
 local first, last = info['first-entry'], info['last-entry']
 local out = { mode, m.duration, m.maxsize, m.added, m.dups, now, info['length'],
   info['last-generated-id'], info['entries-added'] or -1,
-  first and first[1] or '', last and last[1] or '' }
+  first and first[1] or '', last and last[1] or '', '' }
 if mode == 'emulated' then
-  local dur_ms = m.duration * 1000
+  local scard = redis.call('SCARD', PIDS)
+  if m.pids and m.pids ~= scard then
+    problems[#problems + 1] = 'the pids set ' .. PIDS .. ' names ' .. scard .. ' of the ' .. m.pids .. ' producers last written'
+  end
+  local dur_ms, broken = m.duration * 1000, 0
   for _, pid in ipairs(redis.call('SMEMBERS', PIDS)) do
-    local c = live_count(IDS_PREFIX .. pid, ORDER_PREFIX .. pid, dur_ms, now)
+    local ids, order = IDS_PREFIX .. pid, ORDER_PREFIX .. pid
+    local hlen, llen = redis.call('HLEN', ids), redis.call('LLEN', order)
+    if hlen ~= llen then
+      broken = broken + 1
+      if broken <= 3 then
+        problems[#problems + 1] = 'producer ' .. string.format('%q', pid) .. ' has ' .. hlen .. ' iids but ' .. llen .. ' in its order list'
+      end
+    end
+    local c = live_count(ids, order, dur_ms, now)
     if c > 0 then out[#out + 1], out[#out + 2] = pid, c end
   end
+  if broken > 3 then problems[#problems + 1] = (broken - 3) .. ' more producers likewise' end
+  out[12] = table.concat(problems, '; ')
 end
 return out

@@ -1,0 +1,99 @@
+package cmd
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// pflag's text for a value its flag type cannot parse:
+// invalid argument "abc" for "--retries" flag: strconv.ParseInt: ...
+var badFlagValue = regexp.MustCompile(`^invalid argument "((?:[^"\\]|\\.)*)" for "(?:-\w, )?(--[\w-]+)" flag: (.*)$`)
+
+// flagError is the usage error of a flag the command line got wrong, in
+// idmpctl's words: a value pflag could not parse says what the flag wants
+// (an integer, a duration with its unit) rather than Go's parser's text.
+func flagError(c *cobra.Command, err error) error {
+	hint := "see '" + c.CommandPath() + " --help'"
+	m := badFlagValue.FindStringSubmatch(err.Error())
+	if m == nil {
+		return &exit.Error{Code: exit.Usage, Err: err, Hint: hint}
+	}
+	value, name := m[1], m[2]
+	if v, uerr := strconv.Unquote(`"` + value + `"`); uerr == nil {
+		value = v
+	}
+	// A flag of our own type says what is wrong itself (errTwice).
+	why, example := m[3], ""
+	// Only a Go parser's text is replaced.
+	goText := strings.HasPrefix(m[3], "strconv.") || strings.HasPrefix(m[3], "time: ")
+	if fl := c.Flags().Lookup(strings.TrimPrefix(name, "--")); fl != nil && goText {
+		switch fl.Value.Type() {
+		case "int", "int64":
+			why, example = "want a whole number", "for example "+name+" 3"
+			if strings.Contains(m[3], strconv.ErrRange.Error()) {
+				why = "want a whole number in range"
+			}
+		case "duration":
+			why, example = "want a duration with its unit", "for example "+name+" 5s, 500ms or 2m"
+		case "bool":
+			why, example = "want true or false", "for example "+name+"=false"
+		}
+	}
+	e := &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%s %q: %s", name, value, why), Hint: hint}
+	if example != "" {
+		e.Hint = example
+	}
+	return e
+}
+
+// durationFlag is a time.Duration flag whose value reads as it is typed:
+// "24h", "5m", "1m30s", never Go's "24h0m0s" (in --help's defaults).
+type durationFlag struct{ d *time.Duration }
+
+// durationVar defines a duration flag on fs, as pflag's DurationVar does.
+func durationVar(fs *pflag.FlagSet, d *time.Duration, name string, value time.Duration, usage string) {
+	*d = value
+	fs.Var(durationFlag{d}, name, usage)
+}
+
+func (f durationFlag) Type() string { return "duration" }
+
+func (f durationFlag) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*f.d = v
+	return nil
+}
+
+func (f durationFlag) String() string {
+	if f.d == nil {
+		return "0"
+	}
+	return compactDuration(*f.d)
+}
+
+// compactDuration is Go's form of d without its zero parts ("24h0m0s" is
+// "24h"), so it still parses with time.ParseDuration; zero is "0", which
+// --help leaves out as pflag does for its own durations.
+func compactDuration(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

@@ -1,0 +1,24 @@
+// Package ops is where idmpctl acts: every package under internal/ops does
+// what touches Redis or a claimed process, and nothing else.
+//
+// The layers, and the one rule between them:
+//
+//	cmd/                 flags, validation (pure), wiring, views
+//	   |  calls
+//	internal/ops/...     redisconn, stream, claim, claimrun, keyspace, exec:
+//	   |                 every Redis round trip, every Lua script, the claimed
+//	   |                 command's process (claimrun)
+//	   |  use
+//	internal/...         pure helpers both layers share: idmp, records, resp,
+//	                     batch, capacity, health, exit
+//	internal/render      output (tables, styles, JSON, raw lines), used by
+//	                     cmd/ only
+//
+// A package under internal/ops never prints, never reads flags and never
+// imports cmd/ or internal/render: it returns results and typed errors
+// (internal/exit), and cmd/ decides how they look. cmd/ never sends a
+// command to Redis itself: it calls an ops package. Anything that needs
+// neither Redis nor a terminal (decoding a record, the capacity arithmetic,
+// the key layout of the emulated state) stays outside both, in a pure
+// package with its own tests.
+package ops

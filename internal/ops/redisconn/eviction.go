@@ -1,0 +1,182 @@
+package redisconn
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Eviction is what a server does when its memory runs out (INFO memory):
+// with maxmemory set and a policy other than noeviction, it deletes keys.
+// An evicted stream, or an evicted part of its emulated IDMP state or of a
+// batch's progress record, forgets which messages it has: retries and
+// reruns then add duplicates.
+type Eviction struct {
+	MaxMemory int64  `json:"maxmemory"`
+	Policy    string `json:"maxmemory_policy"`
+	Node      string `json:"node,omitempty"` // the primary it was read from (cluster)
+}
+
+// Risky reports a server that may evict keys.
+func (e Eviction) Risky() bool {
+	return e.MaxMemory > 0 && e.Policy != "" && e.Policy != "noeviction"
+}
+
+// Warning says what can be lost and what to do ("" when nothing can).
+func (e Eviction) Warning() string {
+	if !e.Risky() {
+		return ""
+	}
+	where := "the server"
+	if e.Node != "" {
+		where = "primary " + e.Node
+	}
+	what := "any key can be evicted: a stream, its emulated IDMP state or a batch's progress record"
+	if strings.HasPrefix(e.Policy, "volatile-") {
+		what = "keys with a TTL can be evicted: idmpctl's state has none, but a stream given a TTL, or state written by idmpctl before it dropped TTLs, can go"
+	}
+	return fmt.Sprintf("%s may evict keys under memory pressure (maxmemory %d bytes, maxmemory-policy %s): %s, and a stream or state that goes forgets its messages, so retries and reruns add them again; "+
+		"set maxmemory-policy noeviction on servers that hold IDMP streams (README: Eviction)", where, e.MaxMemory, e.Policy, what)
+}
+
+// ParseEviction reads the eviction settings from an INFO memory reply.
+func ParseEviction(info string) (Eviction, bool) {
+	m := ParseInfo(info)
+	policy, ok := m["maxmemory_policy"]
+	if !ok {
+		return Eviction{}, false
+	}
+	n, err := strconv.ParseInt(m["maxmemory"], 10, 64)
+	if err != nil {
+		return Eviction{}, false
+	}
+	return Eviction{MaxMemory: n, Policy: policy}, true
+}
+
+// evictionCache is what the connection learned of the eviction policy.
+type evictionCache struct {
+	mu    sync.Mutex
+	known bool
+	e     Eviction
+}
+
+func (c *evictionCache) get() (Eviction, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.e, c.known
+}
+
+func (c *evictionCache) set(e Eviction) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.known || e.Risky() && !c.e.Risky() {
+		c.e, c.known = e, true
+	}
+}
+
+// Eviction reads the server's eviction settings once (INFO memory; every
+// primary of a cluster, keeping a risky one). ok is false when they cannot
+// be read: a user without INFO (@dangerous) is told nothing.
+func (c *Conn) Eviction(ctx context.Context) (Eviction, bool) {
+	if e, ok := c.eviction.get(); ok {
+		return e, true
+	}
+	ctx, cancel := c.Ctx(ctx)
+	defer cancel()
+	if cc, ok := c.Client().(*redis.ClusterClient); ok {
+		_ = cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			if info, err := node.Info(ctx, "memory").Result(); err == nil {
+				if e, ok := ParseEviction(info); ok {
+					e.Node = node.Options().Addr
+					c.eviction.set(e)
+				}
+			}
+			return nil
+		})
+		return c.eviction.get()
+	}
+	if info, err := c.Client().Info(ctx, "memory").Result(); err == nil {
+		if e, ok := ParseEviction(info); ok {
+			c.eviction.set(e)
+		}
+	}
+	return c.eviction.get()
+}
+
+// RunNotingEviction runs a script call as Script.Run does, and when
+// WatchEviction is set and the eviction settings are not known yet, reads
+// them (INFO memory) in the same round trip: a single add stays one round
+// trip. Errors are on cl.Cmd.
+func (c *Conn) RunNotingEviction(ctx context.Context, uc redis.UniversalClient, cl *Call) {
+	if !c.WantsEviction() {
+		cl.Cmd = cl.Script.Run(ctx, uc, cl.Keys, cl.Args...)
+		return
+	}
+	var info *redis.StringCmd
+	_, perr := uc.Pipelined(ctx, func(p redis.Pipeliner) error {
+		info = p.Info(ctx, "memory")
+		cl.queue(ctx, p, false)
+		return nil
+	})
+	if perr != nil && cl.Cmd.Err() == nil && cl.Cmd.Val() == nil {
+		// The round trip failed before the call was read (a refused
+		// AUTH, the network): its error is the call's.
+		cl.Cmd.SetErr(perr)
+	}
+	c.NoteEvictionInfo(info)
+	if redis.HasErrorPrefix(cl.Cmd.Err(), "NOSCRIPT") {
+		cl.Cmd = redis.NewCmd(ctx, cl.Command(true)...)
+		_ = uc.Process(ctx, cl.Cmd)
+	}
+	cl.Script.noteRun(cl.Cmd.Err())
+}
+
+// KnownEviction is the eviction settings when a call already read them.
+func (c *Conn) KnownEviction() (Eviction, bool) { return c.eviction.get() }
+
+// WantsEviction reports whether a call should read INFO memory in its
+// round trip (WatchEviction, and not known yet).
+func (c *Conn) WantsEviction() bool {
+	_, known := c.eviction.get()
+	return c.WatchEviction && !known
+}
+
+// NoteEvictionInfo takes the reply of an INFO memory a call sent in its
+// round trip.
+func (c *Conn) NoteEvictionInfo(cmd *redis.StringCmd) {
+	if cmd == nil {
+		return
+	}
+	if v, err := cmd.Result(); err == nil {
+		if e, ok := ParseEviction(v); ok {
+			c.eviction.set(e)
+		}
+	}
+}
+
+// ProtoMaxBulkLen is the server's proto-max-bulk-len (the largest argument
+// it takes), read once with CONFIG GET; 0 when it cannot be read (a user
+// without CONFIG): the server then refuses a larger argument itself, and
+// nothing of that command runs.
+func (c *Conn) ProtoMaxBulkLen(ctx context.Context) int64 {
+	c.mu.Lock()
+	if c.maxBulkRead {
+		defer c.mu.Unlock()
+		return c.maxBulk
+	}
+	c.mu.Unlock()
+	ctx, cancel := c.Ctx(ctx)
+	defer cancel()
+	var n int64
+	if v, err := c.Client().ConfigGet(ctx, "proto-max-bulk-len").Result(); err == nil {
+		n, _ = strconv.ParseInt(v["proto-max-bulk-len"], 10, 64)
+	}
+	c.mu.Lock()
+	c.maxBulk, c.maxBulkRead = n, true
+	c.mu.Unlock()
+	return n
+}
