@@ -105,7 +105,13 @@ func TestRoles(t *testing.T) {
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { rc.Close() })
 	admin := clitest.New(t, "IDMPCTL_URL="+srv.URL)
+	// as is the CLI of a role's user. The server's script cache is emptied
+	// first: each role loads the scripts it runs itself (EVAL, SCRIPT LOAD),
+	// as after a restart.
 	as := func(t *testing.T, role string) *clitest.CLI {
+		if reply, err := srv.Do("SCRIPT", "FLUSH"); err != nil || reply != "OK" {
+			t.Fatalf("SCRIPT FLUSH: %s %v", reply, err)
+		}
 		return clitest.New(t, "IDMPCTL_URL=redis://idmp-"+role+"@"+srv.Addr+"/0", "IDMPCTL_PASSWORD="+role+"-pw")
 	}
 	// deniedWritesNothing runs a command of another role: 77, the server's
