@@ -147,12 +147,12 @@ func TestInspectMemory(t *testing.T) {
 		t.Errorf("exact = %v for a sample", got)
 	}
 	tbl := cli.With("IDMPCTL_FORCE_TTY=1", "NO_COLOR=1").Expect(0, "inspect", "--match", "mem:*", "--memory", "--samples", "50")
-	if !strings.Contains(tbl.Stdout, "Memory (estimated: MEMORY USAGE of 250 sampled of 1350 records; ~ marks estimates):") ||
+	if !strings.Contains(tbl.Stdout, "Memory (estimated: MEMORY USAGE of 250 sampled of 1,350 keys; ~ marks estimates):") ||
 		!strings.Contains(tbl.Stdout, "~") {
 		t.Errorf("table:\n%s", tbl.Stdout)
 	}
 	raw := cli.Expect(0, "inspect", "--match", "mem:*", "--memory", "--samples", "50")
-	if !strings.Contains(raw.Stderr, "memory: ") || !strings.Contains(raw.Stderr, "(estimate: MEMORY USAGE of 250 sampled of 1350 records)") {
+	if !strings.Contains(raw.Stderr, "memory: ") || !strings.Contains(raw.Stderr, "(estimate: MEMORY USAGE of 250 sampled of 1,350 keys)") {
 		t.Errorf("raw stderr:\n%s", raw.Stderr)
 	}
 

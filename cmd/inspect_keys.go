@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -391,9 +392,9 @@ func memoryBytes(n int64, exact bool) string {
 
 func memoryHeadline(m keyspace.MemoryReport) string {
 	if !m.Estimated {
-		return fmt.Sprintf("Memory (MEMORY USAGE of all %d records, exact):", m.Records)
+		return fmt.Sprintf("Memory (MEMORY USAGE of all %s keys, exact):", render.Count(m.Records))
 	}
-	return fmt.Sprintf("Memory (estimated: MEMORY USAGE of %d sampled of %d records; ~ marks estimates):", m.Sampled, m.Records)
+	return fmt.Sprintf("Memory (estimated: MEMORY USAGE of %s sampled of %s keys; ~ marks estimates):", render.Count(m.Sampled), render.Count(m.Records))
 }
 
 // memoryLines are the memory figures as lines for stderr (-o raw).
@@ -402,13 +403,13 @@ func memoryLines(m keyspace.MemoryReport) []string {
 	if !m.Estimated {
 		kind = "exact"
 	}
-	lines := []string{fmt.Sprintf("memory: %d bytes (%s: MEMORY USAGE of %d sampled of %d records)", m.Bytes, kind, m.Sampled, m.Records)}
+	lines := []string{fmt.Sprintf("memory: %d bytes (%s: MEMORY USAGE of %s sampled of %s keys)", m.Bytes, kind, render.Count(m.Sampled), render.Count(m.Records))}
 	for _, g := range m.Groups {
 		kind := "estimate"
 		if g.Exact {
 			kind = "exact"
 		}
-		lines = append(lines, fmt.Sprintf("memory: %s %s: %d bytes (%s: %d records, %d sampled, mean %.1f)", g.Format, g.Status, g.Bytes, kind, g.Records, g.Sampled, g.Mean))
+		lines = append(lines, fmt.Sprintf("memory: %s %s: %d bytes (%s: %s keys, %s sampled, mean %.1f)", g.Format, cmp.Or(string(g.Status), "-"), g.Bytes, kind, render.Count(g.Records), render.Count(g.Sampled), g.Mean))
 	}
 	return lines
 }
