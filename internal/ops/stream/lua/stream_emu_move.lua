@@ -1,17 +1,31 @@
 -- Emulated IDMP state follows its stream through RENAME, RENAMENX and COPY,
--- as native IDMP does since Redis 8.6.2.
+-- as native IDMP does since Redis 8.6.2 (MOVE: see below).
 --
 -- KEYS[1..3]: source stream, its meta hash and pids set (the common
 -- layout, so the common helpers read the source); KEYS[4..6]: the same of
 -- the destination. ARGV[1..3]: the source's ids prefix, order prefix and
--- name; ARGV[4..6]: the destination's; ARGV[7]: RENAME, RENAMENX or COPY;
--- ARGV[8]: '1' for COPY ... REPLACE; ARGV[9]: COPY's DB ('' none).
+-- name; ARGV[4..6]: the destination's; ARGV[7]: RENAME, RENAMENX, COPY or MOVE;
+-- ARGV[8]: '1' for COPY ... REPLACE; ARGV[9]: COPY's DB ('' none), MOVE's db.
 -- Reply: the command's own reply. A key that is not a stream, or a stream
 -- without emulated state, moves as the command moves it.
 
 local DST, DST_META, DST_PIDS = KEYS[4], KEYS[5], KEYS[6]
 local DST_IDS, DST_ORDER, DST_OWNER = ARGV[4], ARGV[5], ARGV[6]
 local op, replace, db = ARGV[7], ARGV[8] == '1', ARGV[9]
+
+-- MOVE key db (the destination is the source): the state's keys would stay
+-- in this database, so a stream that has live state is refused, as COPY
+-- to another database is; any other key moves (MOVE's own errors as they
+-- are, a db that is no integer first).
+if op == 'MOVE' then
+  if string.match(db, '^%-?%d+$') and key_type(STREAM) == 'stream' then
+    local m = load_meta()
+    if m.owner == OWNER and not stale(xinfo(), m) then
+      return redis.error_reply('ERR MOVE of a stream with emulated IDMP state is not emulated: its state stays in this database (XADD the entries anew in the other)')
+    end
+  end
+  return redis.pcall('MOVE', STREAM, db)
+end
 
 -- Checks: everything that can fail, before any write.
 local t = key_type(STREAM)
@@ -52,13 +66,12 @@ local src_pids = {}
 if carry then src_pids = redis.call('SMEMBERS', PIDS) end
 -- The commands the writes run, on the state keys (whose names the
 -- destination's prefix shares).
-if redis.acl_check_cmd then
+do
   local move = op == 'COPY' and { 'COPY', META, DST_META, 'REPLACE' } or { 'RENAME', META, DST_META }
-  for _, c in ipairs({ move, { 'DEL', DST_META }, { 'HSET', DST_META, 'stream', DST_OWNER } }) do
-    if not redis.acl_check_cmd(unpack(c)) then
-      return redis.error_reply("NOPERM User has no permissions to run the '" .. string.lower(c[1]) .. "' command")
-    end
-  end
+  local refused = denied({ move, { 'DEL', DST_META }, { 'DEL', DST_IDS .. 'p', DST_ORDER .. 'p' },
+    { 'ZRANGE', DST_META .. ':batches', '0', '-1' }, { 'ZRANGE', BATCH_INDEX, '0', '-1' }, { 'DEL', BATCH_INDEX },
+    { 'EXISTS', META }, { 'HSET', DST_META, 'stream', DST_OWNER } })
+  if refused then return refused end
 end
 
 -- Writes. The destination's old state goes first, except the keys the
