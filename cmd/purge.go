@@ -321,8 +321,8 @@ func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions, key
 		p.Status("purge: %s kept (%s)", render.N(s.LiveKept, "live record"), s.LiveReason)
 	}
 	if saved != nil {
-		p.Status("purge: %d records saved to %s before they were deleted (%d of them then kept); idmpctl restore %s puts them back",
-			saved.Saved, o.Backup, saved.Kept, o.Backup)
+		p.Status("purge: %s saved to %s before they were deleted (%s of them then kept); idmpctl restore %s puts them back",
+			render.N(saved.Saved, "record"), o.Backup, render.Count(saved.Kept), o.Backup)
 	}
 	return nil
 }

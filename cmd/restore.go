@@ -272,9 +272,9 @@ func printRestore(p *render.Printer, s RestoreSummary, o *RestoreOptions) error 
 	}
 	failed := ""
 	if s.Failed > 0 {
-		failed = fmt.Sprintf(", %d failed", s.Failed)
+		failed = ", " + render.Count(s.Failed) + " failed"
 	}
-	p.Status("restore: %d records: %s %d, skipped %d existing, %d expired meanwhile, %d kept by purge%s",
-		s.Records, restored, s.Restored, s.Existing, s.Expired, s.Kept, failed)
+	p.Status("restore: %s: %s %s, skipped %s existing, %s expired meanwhile, %s kept by purge%s",
+		render.N(s.Records, "record"), restored, render.Count(s.Restored), render.Count(s.Existing), render.Count(s.Expired), render.Count(s.Kept), failed)
 	return nil
 }
