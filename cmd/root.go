@@ -68,6 +68,7 @@ type GlobalOptions struct {
 	Cluster     bool
 	Output      string
 	NoColor     bool
+	ReadOnly    bool
 }
 
 // Conn opens the connection on first use; commands that need no server
@@ -187,6 +188,7 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 	pf.BoolVar(&g.Cluster, "cluster", false, "use the Redis Cluster protocol (detected when not given)")
 	pf.StringVarP(&g.Output, "output", "o", "", "output: table, json, raw, or prometheus for inspect (default table on a terminal, raw otherwise)")
 	pf.BoolVar(&g.NoColor, "no-color", false, "no colour (also NO_COLOR)")
+	pf.BoolVar(&g.ReadOnly, "read-only", false, "refuse every command that could write, before it connects (also IDMPCTL_READ_ONLY=1)")
 
 	for _, v := range verbs {
 		if verb == "" || v.name == verb {
@@ -266,8 +268,10 @@ var verbs = []struct {
 	{"inspect", func(f *Factory) *cobra.Command { return NewCmdInspect(f, nil) }},
 	{"claim", NewCmdClaim},
 	{"purge", func(f *Factory) *cobra.Command { return NewCmdPurge(f, nil) }},
+	{"restore", func(f *Factory) *cobra.Command { return NewCmdRestore(f, nil) }},
 	{"exec", func(f *Factory) *cobra.Command { return NewCmdExec(f, nil) }},
 	{"calc-maxsize", func(f *Factory) *cobra.Command { return NewCmdCalcMaxsize(f, nil) }},
+	{"calc-ttl", func(f *Factory) *cobra.Command { return NewCmdCalcTTL(f, nil) }},
 	{"version", NewCmdVersion},
 	{"completion", NewCmdCompletion},
 	{claimrun.GuardCommand, newCmdGuard},
@@ -325,6 +329,9 @@ func (f *Factory) setup(c *cobra.Command) error {
 	if format == render.Prometheus && c.Annotations[hasMetrics] == "" {
 		return notMetrics(c.CommandPath())
 	}
+	if err := f.checkReadOnly(c); err != nil {
+		return err
+	}
 	if f.Global.Timeout <= 0 {
 		return exit.Usagef("--timeout %s: must be greater than zero", f.Global.Timeout)
 	}
@@ -347,6 +354,67 @@ func (f *Factory) setup(c *cobra.Command) error {
 	}
 	f.started = true
 	return nil
+}
+
+// writesAnnotation says when a command writes to Redis, for --read-only:
+// writesNever, writesUnlessDryRun (its --dry-run writes nothing), or
+// writesWithApply (only with --apply, and not with --dry-run). A command
+// without it is taken to write: a new command is refused under --read-only
+// until it says otherwise.
+const (
+	writesAnnotation   = "idmpctl/writes"
+	writesNever        = "never"
+	writesUnlessDryRun = "unless-dry-run"
+	writesWithApply    = "with-apply"
+)
+
+// mayWrite reports whether c, with the flags given, could write to Redis.
+// Cobra's own commands (help, the hidden completion requests) and idmpctl's
+// hidden helpers never do.
+func mayWrite(c *cobra.Command) bool {
+	if c.Hidden || c.Name() == "help" || !c.Runnable() {
+		return false
+	}
+	dryRun := func() bool {
+		v, err := c.Flags().GetBool("dry-run")
+		return err == nil && v
+	}
+	switch c.Annotations[writesAnnotation] {
+	case writesNever:
+		return false
+	case writesUnlessDryRun:
+		return !dryRun()
+	case writesWithApply:
+		v, err := c.Flags().GetString("apply")
+		return err == nil && v != "" && !dryRun()
+	}
+	return true
+}
+
+// readOnly is --read-only, else IDMPCTL_READ_ONLY: on for any value but
+// "", 0, false and no (a typo keeps it on).
+func (f *Factory) readOnly(c *cobra.Command) bool {
+	if fl := c.Flags().Lookup("read-only"); fl != nil && fl.Changed {
+		return f.Global.ReadOnly
+	}
+	switch strings.ToLower(strings.TrimSpace(f.Getenv("IDMPCTL_READ_ONLY"))) {
+	case "", "0", "false", "no":
+		return false
+	}
+	return true
+}
+
+// checkReadOnly refuses (64) a command that could write under --read-only,
+// before anything connects.
+func (f *Factory) checkReadOnly(c *cobra.Command) error {
+	if !f.readOnly(c) || !mayWrite(c) {
+		return nil
+	}
+	hint := "drop --read-only (and IDMPCTL_READ_ONLY) to write"
+	if c.Annotations[writesAnnotation] == writesUnlessDryRun || c.Annotations[writesAnnotation] == writesWithApply {
+		hint = "--dry-run shows what it would do without writing; " + hint
+	}
+	return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%s could write to Redis: refused in read-only mode (--read-only or IDMPCTL_READ_ONLY)", c.CommandPath()), Hint: hint}
 }
 
 // width is the terminal's width in columns, for tables and views: the real

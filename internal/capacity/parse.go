@@ -160,3 +160,57 @@ func ParseMargin(flag, s string) (*big.Rat, error) {
 	}
 	return r, nil
 }
+
+// maxBytes bounds sizes (1 PB): far beyond any key, value or server.
+const maxBytes = 1 << 50
+
+// bytesUnits are redis.conf's memory units (case-insensitive): k, m, g are
+// powers of 1000, kb, mb, gb powers of 1024.
+var bytesUnits = map[string]int64{
+	"": 1, "b": 1,
+	"k": 1000, "kb": 1024,
+	"m": 1000 * 1000, "mb": 1024 * 1024,
+	"g": 1000 * 1000 * 1000, "gb": 1024 * 1024 * 1024,
+}
+
+// ParseBytes reads a size in bytes with redis.conf's units (40, 40b, 1k,
+// 1kb, 4gb); minimum is the smallest value allowed (0 or 1).
+func ParseBytes(flag, s string, minimum int64, example string) (int64, error) {
+	bad := func(why string) error {
+		return &InputError{Flag: flag, Value: s, Why: why, Example: example}
+	}
+	t := strings.ToLower(strings.TrimSpace(s))
+	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	num, unit := t, ""
+	if i >= 0 {
+		num, unit = t[:i], t[i:]
+	}
+	mult, ok := bytesUnits[unit]
+	switch {
+	case strings.HasPrefix(t, "-"):
+		return 0, bad("must not be negative")
+	case num == "":
+		return 0, bad("not a size")
+	case !ok:
+		return 0, bad(fmt.Sprintf("unknown unit %q (use b, k, kb, m, mb, g or gb, as redis.conf does)", unit))
+	}
+	r, ok := new(big.Rat).SetString(num)
+	if !ok || !numberRE().MatchString(num) {
+		return 0, bad("not a size")
+	}
+	r.Mul(r, big.NewRat(mult, 1))
+	if !r.IsInt() {
+		return 0, bad("not a whole number of bytes")
+	}
+	if r.Cmp(big.NewRat(maxBytes, 1)) > 0 {
+		return 0, bad("overflow: more than 1 PB")
+	}
+	n := r.Num().Int64()
+	if n < minimum {
+		if minimum == 1 {
+			return 0, bad("must be greater than zero")
+		}
+		return 0, bad(fmt.Sprintf("must be at least %d", minimum))
+	}
+	return n, nil
+}
