@@ -129,7 +129,10 @@ func (f *Factory) passwordSource() string {
 	if f.Getenv("IDMPCTL_PASSWORD") != "" {
 		return "IDMPCTL_PASSWORD"
 	}
-	return "REDISCLI_AUTH"
+	if f.Getenv("REDISCLI_AUTH") != "" {
+		return "REDISCLI_AUTH"
+	}
+	return "" // none: the URL's user was tried with an empty password
 }
 
 // NewRootCmd builds the whole command tree (help, completion scripts, man
@@ -595,7 +598,11 @@ func printError(f *Factory, err error) {
 	case errors.Is(err, context.Canceled):
 		msg = "interrupted"
 	case exit.Code(err) == exit.Permission && strings.Contains(msg, "WRONGPASS"):
-		hint = "the password from " + f.passwordSource() + " was refused: check it, and the ACL user in the URL (redis://user@host)"
+		if src := f.passwordSource(); src != "" {
+			hint = "the password from " + src + " was refused: check it, and the ACL user in the URL (redis://user@host)"
+		} else {
+			hint = "the URL names an ACL user but no password was given: put it in IDMPCTL_PASSWORD or REDISCLI_AUTH (idmpctl logs in as that user, never as the default user instead)"
+		}
 	case exit.Code(err) == exit.Unavailable && exit.TimedOut(err):
 		// The network's words ("read tcp ...: i/o timeout") say less than
 		// ours, and name no flag.
