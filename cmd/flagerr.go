@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -49,7 +50,7 @@ func flagError(c *cobra.Command, err error) error {
 				why = "want a whole number in range"
 			}
 		case "duration":
-			why, example = "want a duration with its unit", "for example "+name+" 5s, 500ms or 2m"
+			why, example = "want a duration with its unit", "for example "+name+" 5s, 500ms, 2m or 7d"
 		case "bool":
 			why, example = "want true or false", "for example "+name+"=false"
 		}
@@ -74,7 +75,7 @@ func durationVar(fs *pflag.FlagSet, d *time.Duration, name string, value time.Du
 func (f durationFlag) Type() string { return "duration" }
 
 func (f durationFlag) Set(s string) error {
-	v, err := time.ParseDuration(s)
+	v, err := capacity.ParseGoDuration(s) // Go's units, and days (7d)
 	if err != nil {
 		return err
 	}

@@ -113,7 +113,7 @@ func ParseDuration(flag, s, example string) (time.Duration, error) {
 	if strings.HasPrefix(s, "-") {
 		return 0, bad("must be positive")
 	}
-	d, err := time.ParseDuration(s)
+	d, err := ParseGoDuration(s)
 	switch {
 	case err != nil && strings.Contains(err.Error(), "invalid duration") && looksNumeric(s):
 		return 0, bad("overflow: longer than 290 years")
@@ -124,6 +124,40 @@ func ParseDuration(flag, s, example string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// ParseGoDuration is time.ParseDuration that also takes days, as idmpctl
+// prints long durations ("7d", "6d23h", "1.5d"): a day is 24 hours. The
+// 'd' may come once, first ("1d12h", not "12h1d"); no other unit has a d.
+func ParseGoDuration(s string) (time.Duration, error) {
+	i := strings.IndexByte(s, 'd')
+	if i < 0 {
+		return time.ParseDuration(s)
+	}
+	head, rest := s[:i], s[i+1:]
+	neg := strings.HasPrefix(head, "-")
+	head = strings.TrimLeft(head, "+-")
+	if !daysRE().MatchString(head) || strings.HasPrefix(rest, "-") || strings.HasPrefix(rest, "+") || strings.IndexByte(rest, 'd') >= 0 {
+		return 0, fmt.Errorf("time: invalid duration %q", s)
+	}
+	days, err := time.ParseDuration(head + "h") // "1.5" days: 1.5h x 24
+	if err != nil || days > math.MaxInt64/24 {
+		return 0, fmt.Errorf("time: invalid duration %q", s)
+	}
+	d := days * 24
+	if rest != "" {
+		r, err := time.ParseDuration(rest)
+		if err != nil || d > math.MaxInt64-r {
+			return 0, fmt.Errorf("time: invalid duration %q", s)
+		}
+		d += r
+	}
+	if neg {
+		d = -d
+	}
+	return d, nil
+}
+
+var daysRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`) })
 
 func looksNumeric(s string) bool {
 	return strings.IndexFunc(s, func(r rune) bool { return r >= '0' && r <= '9' }) >= 0 &&
