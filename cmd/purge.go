@@ -218,6 +218,9 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {
 	})
 	flush()
 	stopProgress()
+	if err != nil && sum.Scanned == 0 {
+		return exit.Wrap(err, "purge") // nothing was looked at: a summary of zeros says nothing
+	}
 	if perr := printPurge(p, sum, o, keys, bw); err == nil {
 		err = perr
 	}

@@ -201,7 +201,40 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 		}
 	}
 	refuseUnknownVerbs(root)
+	root.SetHelpCommand(newHelpCmd())
 	return root
+}
+
+// newHelpCmd is "idmpctl help [VERB...]": cobra's own prints the group's
+// help and exits 0 for "help claim aquire", and "Unknown help topic" with
+// 0 for "help nosuch"; a typo is a usage error here as everywhere (64).
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			target := c.Root()
+			for _, a := range args {
+				next := findVerb(target, a)
+				if next == nil {
+					return unknownVerb(target, a)
+				}
+				target = next
+			}
+			return target.Help()
+		},
+	}
+}
+
+// findVerb is c's sub-command called name (or one of its aliases).
+func findVerb(c *cobra.Command, name string) *cobra.Command {
+	for _, s := range c.Commands() {
+		if s.Name() == name || s.HasAlias(name) {
+			return s
+		}
+	}
+	return nil
 }
 
 // refuseUnknownVerbs makes every command that groups verbs (the root,

@@ -150,6 +150,10 @@ func Purge(ctx context.Context, c *redisconn.Conn, opts PurgeOptions, emit func(
 	err := scanNodes(ctx, c, scanMatch(opts.Pattern, opts.Literal), opts.Count, ro, p.batch)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.sum.LiveKept > 1 {
+		// One record's reason (its time left) would speak for all of them.
+		p.sum.LiveReason = "PROCESSING within their lease or deadline: their workers may be running; --force deletes them now"
+	}
 	return p.sum, exit.Wrap(err, "purge")
 }
 
