@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -238,9 +239,25 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 		return runErr
 	}
 	if code != 0 {
+		if run.Started && contractCode(code) {
+			// The command's own 75 (sendmail's EX_TEMPFAIL, say) would read
+			// as idmpctl's "did not run" to a consumer loop: say whose it is.
+			p.Warnf("claim run %q: the command ran and exited %d itself (%s recorded): this %d is the command's, not idmpctl's", o.Key, code,
+				cmp.Or(run.Recorded, "nothing"), code)
+		}
 		return exit.Status(code)
 	}
 	return nil
+}
+
+// contractCode reports whether code is one idmpctl itself gives for a
+// claim run that did not run its command, or lost its claim.
+func contractCode(code int) bool {
+	switch code {
+	case exit.Usage, exit.Data, exit.NotFound, exit.Unavailable, exit.Internal, exit.Busy, exit.Lost, exit.Permission, exit.Config:
+		return true
+	}
+	return false
 }
 
 // failClosed says that the command was not run, after what the error
