@@ -30,7 +30,7 @@ type RestoreOptions struct {
 type restorePlan struct {
 	header  backup.Header
 	records int64             // record lines before badLine
-	kept    map[string]string // keys purge kept, and why
+	kept    map[string]string // keys purge kept (or whose fate it did not learn), and why
 	badLine *backup.LineError // the first line that is not valid; nil: none
 	end     *backup.Entry     // the end line, when the file has one
 }
@@ -91,7 +91,9 @@ clock), to its node in a cluster.
 
 A key that exists is never overwritten unless --replace; a record whose TTL
 ran out since the backup is not restored; a record the purge kept (it
-changed, or was live) is skipped. The file is read whole first: a bad or
+changed, or was live) is skipped; a record whose re-check went unanswered
+(the purge timed out or was interrupted: deleted or not, it did not learn)
+is restored only where its key is missing, even with --replace. The file is read whole first: a bad or
 truncated line is reported with its number, the records before it are
 restored and nothing from it on (exit 65).
 
@@ -173,17 +175,18 @@ func restoreRun(ctx context.Context, o *RestoreOptions) error {
 	}
 	var batch []backup.Record
 	var lines []int
+	var missingOnly []bool // the purge did not learn their fate: never over an existing key
 	var runErr error
 	send := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		outs, err := r.Restore(ctx, batch)
+		outs, err := r.RestoreUnless(ctx, batch, missingOnly)
 		for i, out := range outs {
 			sum.count(out)
 			report(batch[i].Key, lines[i], string(out))
 		}
-		batch, lines = batch[:0], lines[:0]
+		batch, lines, missingOnly = batch[:0], lines[:0], missingOnly[:0]
 		return err
 	}
 	stopAt := 0
@@ -199,12 +202,14 @@ func restoreRun(ctx context.Context, o *RestoreOptions) error {
 			return nil
 		}
 		sum.Records++
-		if _, ok := o.plan.kept[e.Record.Key]; ok {
+		reason, marked := o.plan.kept[e.Record.Key]
+		if marked && reason != backup.KeptUnknown {
 			sum.Kept++
 			report(e.Record.Key, e.Line, "kept")
 			return nil
 		}
 		batch, lines = append(batch, *e.Record), append(lines, e.Line)
+		missingOnly = append(missingOnly, marked)
 		if len(batch) >= restoreBatch {
 			if err := send(); err != nil {
 				return err

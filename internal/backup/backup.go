@@ -10,7 +10,11 @@
 // file fsynced, before its key's delete is sent; pttl_ms is -1 for a key
 // without a TTL (expires_at_ms then 0), and expires_at_ms is on the server's
 // clock. A kept line follows for a record purge did not delete after all
-// (it changed, or was live): restore skips its key. The end line says the
+// (it changed, or was live): restore skips its key. A kept line of reason
+// "unknown" follows the records of a chunk whose re-check went unanswered
+// (a timeout, an interrupt): the server may or may not have deleted them,
+// so restore puts them back only where their key is missing, even with
+// --replace. The end line says the
 // purge closed the file; a file without it was cut short (a killed purge),
 // and its complete lines are still good. A key that is not valid UTF-8 is
 // written as "key_b64" (standard base64) instead of "key".
@@ -32,6 +36,15 @@ import (
 
 // Version is the format's version, in the first line.
 const Version = 1
+
+// The reasons of a kept line.
+const (
+	KeptChanged = "changed" // changed or gone since it was read: not deleted
+	KeptLive    = "live"    // a lease or deadline still ran: not deleted
+	// KeptUnknown: the re-check's reply never came; deleted or not, nobody
+	// knows. Restore never writes it over an existing key.
+	KeptUnknown = "unknown"
+)
 
 // maxLine bounds one line: a record's DUMP payload in base64 (a 512 MB
 // string would not fit; no idempotency record comes near).

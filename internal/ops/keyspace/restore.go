@@ -77,6 +77,13 @@ func versionMajorMinor(v string) (int, int, bool) {
 // BUSYKEY (the key exists) makes that record's outcome Failed, and the
 // first such error is returned with the outcomes.
 func (r *Restorer) Restore(ctx context.Context, recs []backup.Record) ([]RestoreOutcome, error) {
+	return r.RestoreUnless(ctx, recs, nil)
+}
+
+// RestoreUnless is Restore where the records with missingOnly[i] set are
+// never written over an existing key, --replace or not: those whose fate
+// the purge did not learn (backup.KeptUnknown). missingOnly may be nil.
+func (r *Restorer) RestoreUnless(ctx context.Context, recs []backup.Record, missingOnly []bool) ([]RestoreOutcome, error) {
 	tctx, cancel := r.c.Ctx(ctx)
 	now, err := r.c.Client().Time(tctx).Result()
 	cancel()
@@ -104,7 +111,7 @@ func (r *Restorer) Restore(ctx context.Context, recs []backup.Record) ([]Restore
 				ttl = rec.ExpiresAt - nowMs
 			}
 			args := []any{"restore", rec.Key, ttl, string(rec.Payload)}
-			if r.opts.Replace {
+			if r.opts.Replace && (missingOnly == nil || !missingOnly[i]) {
 				args = append(args, "replace")
 			}
 			if rec.ExpiresAt > 0 && r.abstTL {
