@@ -240,9 +240,15 @@ func restoreRun(ctx context.Context, o *RestoreOptions) error {
 		return runErr
 	}
 	if bad := o.plan.badLine; bad != nil {
+		// Only a cut last line is known to be a record whose delete was
+		// never sent; a bad line elsewhere was written whole, and deleted.
+		hint := fmt.Sprintf("the summary above counts what was restored; mend or remove line %d and run restore again (what it restored is then skipped as existing)", bad.Line)
+		if bad.Truncated {
+			hint = "the summary above counts what was restored; a cut last line is what a killed purge leaves, and that record was never deleted"
+		}
 		return &exit.Error{Code: exit.Data, What: "restore " + o.File,
 			Err:  fmt.Errorf("%s: the records before it were restored, nothing from line %d on", bad.Error(), bad.Line),
-			Hint: "the summary above counts what was restored; a cut last line is what a killed purge leaves, and that record was never deleted"}
+			Hint: hint}
 	}
 	if o.plan.end == nil {
 		p.Warnf("%s has no end line: the purge that wrote it did not close it (it was killed?); every complete record in it was read", o.File)
