@@ -104,8 +104,8 @@ func joinWhat(outer, inner string) string {
 	switch {
 	case inner == "":
 		return outer
-	case outer == "":
-		return inner
+	case outer == "", inner == outer, strings.HasPrefix(inner, outer+": "):
+		return inner // a command wrapping what its ops package named alike
 	}
 	return outer + ": " + inner
 }
