@@ -74,13 +74,13 @@ func CalculateTTL(in TTLInputs) TTLResult {
 	if in.Window {
 		r.RetryWindow = in.MaxProcessing + in.MaxRetryDelay + in.Buffer
 		r.TTLFormula = fmt.Sprintf("TTL = max-processing %s + max-retry-delay %s + buffer %s = %s",
-			in.MaxProcessing, in.MaxRetryDelay, in.Buffer, r.RetryWindow)
+			FormatDuration(in.MaxProcessing), FormatDuration(in.MaxRetryDelay), FormatDuration(in.Buffer), FormatDuration(r.RetryWindow))
 	}
 	r.TTL = r.RetryWindow
 	if in.TTL > 0 {
 		r.TTL = in.TTL
 		window := r.TTLFormula
-		r.TTLFormula = fmt.Sprintf("TTL = %s (given)", in.TTL)
+		r.TTLFormula = fmt.Sprintf("TTL = %s (given)", FormatDuration(in.TTL))
 		if in.Window {
 			r.TTLFormula += "; retry window" + window[len("TTL"):]
 		}
@@ -119,7 +119,7 @@ func CalculateTTL(in TTLInputs) TTLResult {
 	if in.TTL > 0 && in.Window && in.TTL < r.RetryWindow {
 		r.Advice = append(r.Advice, fmt.Sprintf(
 			"--ttl %s is shorter than the retry window %s: a retry that comes later than %s after the first attempt finds no key and runs the work again; use --ttl %s or more",
-			in.TTL, r.RetryWindow, in.TTL, r.RetryWindow))
+			FormatDuration(in.TTL), FormatDuration(r.RetryWindow), FormatDuration(in.TTL), FormatDuration(r.RetryWindow)))
 	}
 	if in.Window && in.Buffer == 0 {
 		r.Advice = append(r.Advice,

@@ -35,7 +35,7 @@ func TestCalculateTTLRetryWindow(t *testing.T) {
 	if r.Memory != 0 || r.MemoryFormula != "" {
 		t.Errorf("no sizes, yet memory %d %q", r.Memory, r.MemoryFormula)
 	}
-	if r.TTLFormula != "TTL = max-processing 5m0s + max-retry-delay 1h0m0s + buffer 10m0s = 1h15m0s" {
+	if r.TTLFormula != "TTL = max-processing 5m + max-retry-delay 1h + buffer 10m = 1h15m" {
 		t.Errorf("ttl formula %q", r.TTLFormula)
 	}
 	if len(r.Advice) != 0 {
@@ -48,7 +48,7 @@ func TestCalculateTTLRetryWindow(t *testing.T) {
 	if r.TTL != time.Hour || r.RetryWindow != 65*time.Minute {
 		t.Fatalf("ttl %s window %s", r.TTL, r.RetryWindow)
 	}
-	if len(r.Advice) != 2 || !strings.Contains(r.Advice[0], "--ttl 1h0m0s is shorter than the retry window 1h5m0s") ||
+	if len(r.Advice) != 2 || !strings.Contains(r.Advice[0], "--ttl 1h is shorter than the retry window 1h5m") ||
 		!strings.Contains(r.Advice[1], "no --buffer") {
 		t.Errorf("advice %q", r.Advice)
 	}
