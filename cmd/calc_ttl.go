@@ -100,6 +100,11 @@ func (o *CalcTTLOptions) Validate() error {
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("give --key-size and --value-size, or --sample PATTERN to measure them on the live keyspace"),
 			Hint: "for example --key-size 40 --value-size 80, or --sample 'idem:*'"}
 	}
+	// Inputs whose results do not fit are refused before any server is
+	// asked (a sample can only be priced once measured).
+	if _, err := capacity.CalculateTTL(in); err != nil {
+		return usage(err)
+	}
 	o.Inputs = in
 	return nil
 }
@@ -169,7 +174,10 @@ func calcTTLRun(ctx context.Context, o *CalcTTLOptions) error {
 		}
 		o.Inputs.Measured = m
 	}
-	res := capacity.CalculateTTL(o.Inputs)
+	res, err := capacity.CalculateTTL(o.Inputs)
+	if err != nil {
+		return &exit.Error{Code: exit.Usage, What: "calc-ttl", Err: err}
+	}
 	p := o.Factory.Printer
 	switch p.Format {
 	case render.JSON:
