@@ -381,6 +381,12 @@ func (f *Factory) setup(c *cobra.Command) error {
 	if f.Getenv("NO_COLOR") != "" || f.Global.NoColor {
 		color = false
 	}
+	if format != render.Table {
+		// Raw and JSON are read by programs: a forced colour (CLICOLOR_FORCE
+		// set for other tools, -o raw on a terminal) must not put escape
+		// codes into their fields.
+		color = false
+	}
 	f.Printer = &render.Printer{
 		Out: f.Out, Err: f.Err, Format: format, TTY: tty, Color: color,
 		ErrTTY: f.IsTTY(f.Err) || f.Getenv("IDMPCTL_FORCE_TTY") != "",
