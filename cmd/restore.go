@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"strconv"
 
@@ -43,13 +42,12 @@ const restoreBatch = 500
 func (o *RestoreOptions) Validate() error {
 	f, err := os.Open(o.File)
 	if err != nil {
-		code := exit.Usage
-		if errors.Is(err, fs.ErrNotExist) {
-			code = exit.NotFound
-		}
-		return &exit.Error{Code: code, What: "restore", Err: err}
+		return inputError("restore", err) // 66, as --batch FILE and @FILE
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return exit.New(exit.NotFound, "restore", "%s is a directory, not a backup file", o.File)
+	}
 	plan := restorePlan{kept: map[string]string{}}
 	err = backup.Read(f, func(e backup.Entry) error {
 		switch {
@@ -160,7 +158,7 @@ func restoreRun(ctx context.Context, o *RestoreOptions) error {
 	}
 	f, err := os.Open(o.File)
 	if err != nil {
-		return &exit.Error{Code: exit.Usage, What: "restore", Err: err}
+		return inputError("restore", err)
 	}
 	defer f.Close()
 	sum := RestoreSummary{DryRun: o.DryRun, Complete: o.plan.end != nil && o.plan.badLine == nil}
