@@ -439,7 +439,7 @@ func giveUpUnprinted(ctx context.Context, conn *redisconn.Conn, o *AcquireOption
 		done = "recorded FAILED: a redelivery can claim it at once"
 	}
 	e := *lost.(*exit.Error)
-	e.What = "claim " + strconv.Quote(o.Key)
+	e.What = "claim acquire " + strconv.Quote(o.Key)
 	e.Hint = fmt.Sprintf("the claim (token %d) was %s", res.Token, done)
 	if err != nil {
 		e.Hint = fmt.Sprintf("the claim (token %d) could not be given up (%v): the key stays PROCESSING until its lease passes", res.Token, err)
