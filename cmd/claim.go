@@ -106,8 +106,11 @@ func (o *ClaimFlags) validate() error {
 }
 
 func validateToken(token int64) error {
-	if token < 1 {
+	switch {
+	case token == 0:
 		return exit.Usagef("--token is required: the token acquire printed (1 or more)")
+	case token < 0:
+		return exit.Usagef("--token %d: a fencing token is 1 or more (the token acquire printed)", token)
 	}
 	return nil
 }

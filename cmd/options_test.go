@@ -345,7 +345,7 @@ func TestClaimVerbOptions(t *testing.T) {
 		{"acquire", []string{"a", "b"}, "needs 1 argument"},
 		{"renew", []string{"k"}, "--token is required"},
 		{"complete", []string{"k", "--token", "0"}, "--token is required"},
-		{"release", []string{"k", "--token", "-3"}, "--token is required"},
+		{"release", []string{"k", "--token", "-3"}, "--token -3: a fencing token is 1 or more"},
 		// Flags a verb does not use are refused, not ignored.
 		{"release", []string{"k", "--token", "1", "--payload", "x"}, "unknown flag: --payload"},
 		{"release", []string{"k", "--token", "1", "--max-result", "9"}, "unknown flag: --max-result"},
