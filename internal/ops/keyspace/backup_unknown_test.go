@@ -90,3 +90,40 @@ func TestPurgeBackupUnknownOutcome(t *testing.T) {
 		}
 	}
 }
+
+// A record whose expiry passes between the client's look at the clock and
+// the RESTORE (a slow pipeline, or in a cluster another node's clock) is not
+// restored: RESTORE ... REPLACE ABSTTL with a past expiry deletes the key
+// that exists and replies OK, so a newer record would be lost and counted
+// as restored. The client's view of the clock is moved back to stand for
+// that moment.
+func TestRestoreExpiredOnTheServersClock(t *testing.T) {
+	c, _ := redistest.Conn(t)
+	ctx := context.Background()
+	rc := c.Client()
+	rc.Set(ctx, "k", "old", time.Hour)
+	payload, err := rc.Dump(ctx, "k").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Set(ctx, "k", "newer", 0)
+	now, err := rc.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := backup.Record{Key: "k", Payload: []byte(payload), PTTL: 10, ExpiresAt: now.UnixMilli() - 2000}
+	for _, replace := range []bool{true, false} {
+		r, err := NewRestorer(ctx, c, RestoreOptions{Replace: replace})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.clientNow = func(context.Context) (int64, error) { return now.UnixMilli() - 60_000, nil }
+		outs, err := r.Restore(ctx, []backup.Record{rec})
+		if err != nil || len(outs) != 1 || outs[0] != Expired {
+			t.Errorf("replace %v: %v %v, want expired", replace, outs, err)
+		}
+		if v, err := rc.Get(ctx, "k").Result(); v != "newer" {
+			t.Errorf("replace %v: k is %q (%v), want the newer value kept", replace, v, err)
+		}
+	}
+}
