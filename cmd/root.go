@@ -642,6 +642,18 @@ func printError(f *Factory, err error) {
 		} else {
 			hint = "the URL names an ACL user but no password was given: put it in IDMPCTL_PASSWORD or REDISCLI_AUTH (idmpctl logs in as that user, never as the default user instead)"
 		}
+	case exit.Code(err) == exit.Unavailable && exit.ClosedByServer(err):
+		// Go's "EOF" or "connection reset by peer" say less than this.
+		msg = "the server closed the connection"
+		if e != nil && e.What != "" {
+			msg = e.What + ": " + msg
+		}
+		closed := "the server restarted, was stopped, or dropped this client (CLIENT KILL, its timeout setting, maxclients): run the command again once it answers"
+		if hint == "" {
+			hint = closed
+		} else {
+			hint = strings.Replace(hint, exit.UnreachableHint, closed, 1)
+		}
 	case exit.Code(err) == exit.Unavailable && exit.TimedOut(err):
 		// The network's words ("read tcp ...: i/o timeout") say less than
 		// ours, and name no flag.
