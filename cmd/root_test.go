@@ -187,3 +187,30 @@ func TestPrintErrorClosedConnection(t *testing.T) {
 		}
 	}
 }
+
+// A claim verb's --help states the default that holds: renew keeps the
+// lease the claim was taken with, and every write keeps the record's own
+// retention; cobra's "(default 5m)" and "(default 24h)" said otherwise.
+func TestClaimHelpDefaults(t *testing.T) {
+	help := func(verb string) string {
+		f := testFactory("")
+		out := &bytes.Buffer{}
+		f.Out = out
+		if code := run(f, []string{"claim", verb, "--help"}); code != 0 {
+			t.Fatalf("claim %s --help: exit %d", verb, code)
+		}
+		return out.String()
+	}
+	for _, verb := range []string{"acquire", "renew", "complete", "fail", "run"} {
+		h := help(verb)
+		if strings.Contains(h, "(default 24h)") {
+			t.Errorf("claim %s --help: --ttl says \"(default 24h)\":\n%s", verb, h)
+		}
+	}
+	if h := help("renew"); strings.Contains(h, "(default 5m)") || !strings.Contains(h, "default: the lease the claim was taken with") {
+		t.Errorf("claim renew --help, --lease:\n%s", h)
+	}
+	if h := help("acquire"); !strings.Contains(h, "(default 5m)") {
+		t.Errorf("claim acquire --help: --lease lost its default:\n%s", h)
+	}
+}
