@@ -95,8 +95,9 @@ is restored only where its key is missing, even with --replace. The file is read
 truncated line is reported with its number, the records before it are
 restored and nothing from it on (exit 65).
 
-Raw output: "restored|existing|expired|kept<TAB>KEY" per record, and a
-summary on stderr.`,
+Raw output: "restored|existing|expired|kept<TAB>KEY" per record (a dry
+run: "would-restore", or "would-replace" for a key --replace would
+overwrite), and a summary on stderr.`,
 		Example: `  idmpctl purge --match 'idem:*' --status FAILED --backup purge-2026-11-23.ndjson --yes
   idmpctl restore purge-2026-11-23.ndjson --dry-run
   idmpctl restore purge-2026-11-23.ndjson`,
@@ -132,7 +133,7 @@ type RestoreSummary struct {
 
 func (s *RestoreSummary) count(o keyspace.RestoreOutcome) {
 	switch o {
-	case keyspace.Restored, keyspace.WouldRestore:
+	case keyspace.Restored, keyspace.WouldRestore, keyspace.WouldReplace:
 		s.Restored++
 	case keyspace.Existing:
 		s.Existing++

@@ -3,6 +3,7 @@ package keyspace
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -125,5 +126,34 @@ func TestRestoreExpiredOnTheServersClock(t *testing.T) {
 		if v, err := rc.Get(ctx, "k").Result(); v != "newer" {
 			t.Errorf("replace %v: k is %q (%v), want the newer value kept", replace, v, err)
 		}
+	}
+}
+
+// A dry run says what the run would do: with --replace a key that exists
+// would be replaced, not skipped; a record whose fate the purge did not
+// learn is never replaced, so it would be skipped.
+func TestRestoreDryRunReplace(t *testing.T) {
+	c, _ := redistest.Conn(t)
+	ctx := context.Background()
+	rc := c.Client()
+	rc.Set(ctx, "a", "old", 0)
+	payload, err := rc.Dump(ctx, "a").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Set(ctx, "a", "newer", 0)
+	rc.Set(ctx, "b", "newer", 0)
+	recs := []backup.Record{{Key: "a", Payload: []byte(payload), PTTL: -1}, {Key: "b", Payload: []byte(payload), PTTL: -1},
+		{Key: "c", Payload: []byte(payload), PTTL: -1}}
+	r, err := NewRestorer(ctx, c, RestoreOptions{Replace: true, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := r.RestoreUnless(ctx, recs, []bool{false, true, false})
+	if want := []RestoreOutcome{WouldReplace, Existing, WouldRestore}; err != nil || !slices.Equal(outs, want) {
+		t.Errorf("dry run --replace: %v %v, want %v", outs, err, want)
+	}
+	if v := rc.Get(ctx, "a").Val(); v != "newer" {
+		t.Errorf("a dry run wrote: a is %q", v)
 	}
 }

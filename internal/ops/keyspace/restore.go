@@ -34,6 +34,7 @@ const (
 	Existing     RestoreOutcome = "existing" // the key exists: skipped (no --replace)
 	Expired      RestoreOutcome = "expired"  // its TTL ran out since the backup: skipped
 	WouldRestore RestoreOutcome = "would-restore"
+	WouldReplace RestoreOutcome = "would-replace" // a dry run with --replace: the key exists and would be overwritten
 	Failed       RestoreOutcome = "failed" // the server refused it (see the error)
 )
 
@@ -107,7 +108,7 @@ func (r *Restorer) RestoreUnless(ctx context.Context, recs []backup.Record, miss
 	}
 	out := make([]RestoreOutcome, len(recs))
 	if r.opts.DryRun {
-		return out, r.dryRun(ctx, recs, nowMs, out)
+		return out, r.dryRun(ctx, recs, missingOnly, nowMs, out)
 	}
 	// Each record in one script call (routed by its key in a cluster),
 	// pipelined; one whose expiry has passed on the client's last look at
@@ -154,8 +155,9 @@ func (r *Restorer) RestoreUnless(ctx context.Context, recs []backup.Record, miss
 	return out, first
 }
 
-// dryRun says what Restore would do: EXISTS of each record not expired.
-func (r *Restorer) dryRun(ctx context.Context, recs []backup.Record, nowMs int64, out []RestoreOutcome) error {
+// dryRun says what Restore would do: EXISTS of each record not expired; a
+// key that exists would be replaced with --replace (unless missingOnly).
+func (r *Restorer) dryRun(ctx context.Context, recs []backup.Record, missingOnly []bool, nowMs int64, out []RestoreOutcome) error {
 	cmds := make([]*redis.IntCmd, len(recs))
 	err := r.c.Pipelined(ctx, func(p redis.Pipeliner, ctx context.Context) {
 		for i, rec := range recs {
@@ -179,6 +181,8 @@ func (r *Restorer) dryRun(ctx context.Context, recs []backup.Record, nowMs int64
 		case err != nil:
 			out[i] = Failed
 			first = cmp.Or(first, exit.Wrap(err, "restore --dry-run "+strconv.Quote(recs[i].Key)))
+		case n > 0 && r.opts.Replace && (missingOnly == nil || !missingOnly[i]):
+			out[i] = WouldReplace
 		case n > 0:
 			out[i] = Existing
 		default:
