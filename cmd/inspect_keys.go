@@ -633,7 +633,7 @@ func (sv *streamViewer) show(ctx context.Context, name, watch string) error {
 	defer cancel()
 	info, err := sv.streams.Info(ctx, name)
 	if err != nil {
-		return exit.Wrap(err, "inspect")
+		return exit.Wrap(err, "inspect "+strconv.Quote(name))
 	}
 	return sv.print(info, nil, time.Time{})
 }
@@ -741,7 +741,7 @@ func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
 			return nil
 		}
 		if err != nil {
-			return exit.Wrap(err, "inspect --watch")
+			return exit.Wrap(err, "inspect --watch "+strconv.Quote(name))
 		}
 		now := sv.f.Now()
 		var r *rates

@@ -354,7 +354,7 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 		// A deleted stream's emulated state (orphaned: it has no TTL) goes
 		// with it (R13); the stream is still missing.
 		if _, cerr := streams.ClearTracking(rctx, o.Stream, ""); exit.Code(cerr) == exit.NotFound {
-			return exit.WithHint(err, "the stream does not exist: its leftover emulated IDMP state, if any, was dropped")
+			return exit.WithHint(exit.Wrap(err, what), "the stream does not exist: its leftover emulated IDMP state, if any, was dropped")
 		}
 	}
 	if err != nil {
