@@ -35,7 +35,7 @@ const (
 	Expired      RestoreOutcome = "expired"  // its TTL ran out since the backup: skipped
 	WouldRestore RestoreOutcome = "would-restore"
 	WouldReplace RestoreOutcome = "would-replace" // a dry run with --replace: the key exists and would be overwritten
-	Failed       RestoreOutcome = "failed" // the server refused it (see the error)
+	Failed       RestoreOutcome = "failed"        // the server refused it (see the error)
 )
 
 // RestoreOptions say how to restore.
