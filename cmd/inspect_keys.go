@@ -372,6 +372,10 @@ type scanSummaryJSON struct {
 // status, estimates marked "~" (exact where every record was measured),
 // and the total.
 func memoryTable(p *render.Printer, m keyspace.MemoryReport) error {
+	if m.Records == 0 {
+		fmt.Fprintln(p.Out, "Memory: no records matched") // no empty box
+		return nil
+	}
 	rows := make([][]string, 0, len(m.Groups)+1)
 	for _, g := range m.Groups {
 		rows = append(rows, []string{string(g.Format), string(g.Status), render.Count(g.Records),
@@ -393,9 +397,9 @@ func memoryBytes(n int64, exact bool) string {
 
 func memoryHeadline(m keyspace.MemoryReport) string {
 	if !m.Estimated {
-		return fmt.Sprintf("Memory (MEMORY USAGE of all %s keys, exact):", render.Count(m.Records))
+		return fmt.Sprintf("Memory (MEMORY USAGE of all %s, exact):", render.N(m.Records, "key"))
 	}
-	return fmt.Sprintf("Memory (estimated: MEMORY USAGE of %s sampled of %s keys; ~ marks estimates):", render.Count(m.Sampled), render.Count(m.Records))
+	return fmt.Sprintf("Memory (estimated: MEMORY USAGE of %s sampled of %s; ~ marks estimates):", render.Count(m.Sampled), render.N(m.Records, "key"))
 }
 
 // memoryLines are the memory figures as lines for stderr (-o raw).
