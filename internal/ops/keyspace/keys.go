@@ -121,7 +121,8 @@ func ScanKeys(ctx context.Context, c *redisconn.Conn, opts ScanOptions, emit fun
 			if r.Format == records.FormatNone || (want != nil && (!r.IsRecord() || !want[r.Status])) {
 				continue
 			}
-			if r.Format == records.FormatIDMPState && !opts.All {
+			// Healthy state is hidden; orphaned state is an operator's to see.
+			if r.Format == records.FormatIDMPState && !opts.All && !r.HasFlag(records.FlagOrphanState) {
 				sum.StateHidden++
 				continue
 			}
