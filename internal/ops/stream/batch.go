@@ -185,6 +185,8 @@ type batchRun struct {
 	run string
 	// maxBulk is the server's proto-max-bulk-len (0: unknown).
 	maxBulk int64
+	// busyHint says why another run was taken for live (stoppedRun).
+	busyHint string
 }
 
 // chunk is a run of lines sent in one script call or MULTI.
@@ -719,7 +721,7 @@ func (r *batchRun) sendEmulated(ctx context.Context, windows <-chan []*chunk) er
 				queue, recovering = q, false
 			}
 			if pipe == nil {
-				p, err := r.s.Conn.OpenPipe(ctx, r.spec.Template.Stream, addScript)
+				p, err := r.s.Conn.OpenPipe(ctx, r.spec.Template.Stream, batchClientName(r.run), addScript)
 				if err != nil {
 					return err
 				}
@@ -855,6 +857,7 @@ func (r *batchRun) recover(ctx context.Context, queue []*chunk) ([]*chunk, error
 	if err != nil {
 		return queue, err
 	}
+	stopped := "" // a run other than this one, known to have stopped
 	for len(queue) > 0 {
 		c := queue[0]
 		switch {
@@ -868,10 +871,17 @@ func (r *batchRun) recover(ctx context.Context, queue []*chunk) ([]*chunk, error
 			}
 			return queue, nil
 		}
-		if p.Run != "" && p.Run != r.run && !r.stoppedRun(ctx, p) {
-			e := exit.New(exit.Busy, r.what(), "another run of the batch moved its progress record past line %d (to line %d)", c.from, p.Line)
-			e.Hint = "one run per batch at a time: this one stops; the other goes on, and the same command run again afterwards resumes after its last line"
-			return nil, e
+		if p.Run != "" && p.Run != r.run && p.Run != stopped {
+			ok, again, err := r.stoppedRun(ctx, p)
+			if err != nil {
+				return queue, err
+			}
+			if !ok {
+				return nil, r.otherRunBusy(c, p)
+			}
+			// Stopped: what it committed is final. Settle against that.
+			stopped, p = p.Run, again
+			continue
 		}
 		// Committed, in whole or in part, by this run: its replies were kept.
 		res, err := keptReplies(p.replies[c.from], c)
@@ -904,7 +914,10 @@ func (r *batchRun) recover(ctx context.Context, queue []*chunk) ([]*chunk, error
 		}
 		queue = queue[1:]
 	}
-	if p.Line > r.sum.LastLine {
+	// Ahead of what this run has read: lines committed by a run that
+	// stopped are settled as their chunks come (each finds the record
+	// moved on); a live run's make this one stop.
+	if p.Line > r.sum.LastLine && p.Run != stopped {
 		e := exit.New(exit.Busy, r.what(), "another run of the batch is ahead of this one (line %d)", p.Line)
 		e.Hint = "one run per batch at a time; this one stops"
 		return nil, e
@@ -913,23 +926,113 @@ func (r *batchRun) recover(ctx context.Context, queue []*chunk) ([]*chunk, error
 }
 
 // otherRunGrace is how long a record moved by another run must stand still
-// for that run to be taken for one that stopped.
+// for that run to be taken for one that stopped, on a server where this
+// user may not run CLIENT LIST (see stoppedRun).
 const otherRunGrace = 150 * time.Millisecond
 
-// stoppedRun reports whether the run that moved the record (p) has stopped:
-// a run killed with chunks in its socket has them run by the server after
-// it died, and a run started at once after it can find its first chunk
-// committed by them. Such a record stands still; a live run's moves on.
-// Exactly once holds either way (every chunk is compare-and-set): this
-// only decides between going on and stopping with 75.
-func (r *batchRun) stoppedRun(ctx context.Context, p Progress) bool {
+// stoppedRun reports whether the run that moved the record (p) has stopped,
+// and the record as it stands once that is known. A run killed with chunks
+// in its socket has them run by the server after it died, for as long as
+// they take, and a run started at once after it finds the record moving.
+// The rule: every connection a run writes on is named after it
+// (batchClientName), and
+//   - once the server lists none of that name, nothing of that run can
+//     run any more: it has stopped, and the record read after that is final
+//     for it;
+//   - a run that died has at most inFlightLines of its input in flight, so
+//     a record moved further than that past p, while its connection is
+//     listed, is a live run's;
+//   - a connection still listed after --timeout is a live run's (idle: a
+//     slow producer), or of a host that vanished without closing it: the
+//     error names it.
+//
+// A user who may not run CLIENT LIST falls back to the record standing
+// still for otherRunGrace. Exactly once holds either way (every chunk is
+// compare-and-set): this only decides between going on and stopping with
+// 75.
+func (r *batchRun) stoppedRun(ctx context.Context, p Progress) (bool, Progress, error) {
+	name := batchClientName(p.Run)
+	deadline := time.Now().Add(max(r.s.Conn.Timeout, time.Second))
+	limit := p.Line + r.inFlightLines()
+	for {
+		id, listed, err := r.s.Conn.ClientListed(ctx, r.spec.Template.Stream, name)
+		if err != nil && exit.Classify(err) == exit.Permission {
+			return r.recordStill(ctx, p)
+		}
+		if err != nil {
+			return false, p, err
+		}
+		if !listed {
+			again, _, err := r.readProgress(ctx)
+			return err == nil, again, err
+		}
+		line, run, err := r.recordLine(ctx)
+		switch {
+		case err != nil:
+			return false, p, err
+		case run == p.Run && line > limit:
+			return false, p, nil // more than a dead run can have had in flight
+		case time.Now().After(deadline):
+			r.busyHint = fmt.Sprintf("its connection is open on the server (CLIENT LIST: id=%d name=%s): if that run is dead (its host gone without closing the connection), CLIENT KILL ID %d, or wait for the server to drop it (tcp-keepalive), then run the same command again", id, name, id)
+			return false, p, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, p, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// inFlightLines bounds the input lines a run can have sent and not seen
+// committed: its sends on the wire (pipeDepth windows of batchWindow
+// chunks of batchChunk lines, or this run's own sizes if larger).
+func (r *batchRun) inFlightLines() int64 {
+	return int64(pipeDepth * max(batchWindow, r.spec.Window) * max(batchChunk, r.spec.Chunk))
+}
+
+// recordLine reads the record's line and run alone (stoppedRun polls it).
+func (r *batchRun) recordLine(ctx context.Context) (int64, string, error) {
+	var v []any
+	err := r.s.Conn.Do(func(c redis.UniversalClient) error {
+		cctx, cancel := r.s.bound(ctx)
+		defer cancel()
+		var err error
+		v, err = c.HMGet(cctx, r.key, "line", "run").Result()
+		return err
+	})
+	if err != nil {
+		return 0, "", err
+	}
+	line, _ := v[0].(string)
+	run, _ := v[1].(string)
+	n, _ := strconv.ParseInt(line, 10, 64)
+	return n, run, nil
+}
+
+// recordStill is stoppedRun's fallback without CLIENT LIST: a run whose
+// record stood still for otherRunGrace is taken for stopped.
+func (r *batchRun) recordStill(ctx context.Context, p Progress) (bool, Progress, error) {
 	select {
 	case <-ctx.Done():
-		return false
+		return false, p, ctx.Err()
 	case <-time.After(otherRunGrace):
 	}
 	again, _, err := r.readProgress(ctx)
-	return err == nil && again.Line == p.Line && again.Run == p.Run && again.Updated == p.Updated
+	if err != nil {
+		return false, p, err
+	}
+	return again.Line == p.Line && again.Run == p.Run && again.Updated == p.Updated, again, nil
+}
+
+// otherRunBusy is the 75 of a run that finds another run of its batch live.
+func (r *batchRun) otherRunBusy(c *chunk, p Progress) error {
+	e := exit.New(exit.Busy, r.what(), "another run of the batch moved its progress record past line %d (to line %d)", c.from, p.Line)
+	e.Hint = "one run per batch at a time: this one stops; the other goes on, and the same command run again afterwards resumes after its last line"
+	if r.busyHint != "" {
+		e.Hint = r.busyHint + "; " + e.Hint
+	}
+	return e
 }
 
 // keptReplies reads a chunk's replies as the script kept them.
@@ -961,3 +1064,8 @@ func (r *batchRun) tidy(ctx context.Context) error {
 	r.kept = nil
 	return nil
 }
+
+// batchClientName names the connections a run of a batch writes on
+// (CLIENT SETNAME): another run of the batch tells by CLIENT LIST whether
+// the run that moved the record can still write.
+func batchClientName(run string) string { return "idmpctl-batch-" + run }

@@ -67,6 +67,9 @@ func (nc *nativeBatchConn) get(ctx context.Context) (*redis.Conn, error) {
 		return nil, exit.New(exit.Internal, nc.r.what(), "client %T", c)
 	}
 	cn := node.Conn()
+	// Named for another run of the batch (stoppedRun); a user who may not
+	// name it goes on without.
+	_ = cn.ClientSetName(ctx, batchClientName(nc.r.run)).Err()
 	id, err := cn.ClientID(ctx).Result()
 	if err != nil {
 		cn.Close()
@@ -194,10 +197,17 @@ func (r *batchRun) settleNative(ctx context.Context, c *chunk, p Progress) (done
 		e.Hint = "it was deleted or expired meanwhile, or the stream was deleted: check the stream before sending the rest"
 		return false, e
 	}
-	if p.Run != "" && p.Run != r.run && !r.stoppedRun(ctx, p) {
-		e := exit.New(exit.Busy, r.what(), "another run of the batch moved its progress record past line %d (to line %d)", c.from, p.Line)
-		e.Hint = "one run per batch at a time: this one stops; the other goes on, and the same command run again afterwards resumes after its last line"
-		return false, e
+	if p.Run != "" && p.Run != r.run {
+		ok, again, err := r.stoppedRun(ctx, p)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			return false, r.otherRunBusy(c, p)
+		}
+		if again.Line != p.Line {
+			return r.settleNative(ctx, c, again)
+		}
 	}
 	n := 0
 	for n < len(c.lines) && c.lines[n] <= p.Line {
