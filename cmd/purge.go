@@ -309,8 +309,16 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 	if exit.Code(err) == exit.NotFound && !o.DryRun && streams.Mode != stream.ModeNative {
 		// A deleted stream's emulated state (orphaned: it has no TTL) goes
 		// with it (R13); the stream is still missing.
-		if _, cerr := streams.ClearTracking(rctx, o.Stream, ""); exit.Code(cerr) == exit.NotFound {
+		switch _, cerr := streams.ClearTracking(rctx, o.Stream, ""); {
+		case exit.Code(cerr) == exit.NotFound:
 			return exit.WithHint(err, "the stream does not exist: its leftover emulated IDMP state, if any, was dropped")
+		case cerr != nil:
+			// The leftover state stays: say why, not "no such key".
+			hint := "the stream does not exist, and its leftover emulated IDMP state could not be dropped"
+			if h := exit.Hint(cerr); h != "" {
+				hint += ": " + h
+			}
+			return exit.WithHint(cerr, hint)
 		}
 	}
 	if err != nil {
