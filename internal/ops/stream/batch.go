@@ -106,14 +106,17 @@ type BatchResult struct {
 
 // BatchSummary is what a run did.
 type BatchSummary struct {
-	Progress   string // the progress record's key
-	ResumedAt  int64  // lines committed before this run (0: from the start)
-	Restarted  bool   // a record was found for a stream deleted or recreated since: started over
-	Lines      int64  // lines whose adds this run committed
-	Added      int64
-	Duplicates int64
-	LastLine   int64 // the last line committed, by this run or before
-	Mode       Mode
+	Progress  string // the progress record's key
+	ResumedAt int64  // lines committed before this run (0: from the start)
+	// SkippedBack is the record's line when --skip N went below it: lines
+	// N+1 to SkippedBack were committed, and this run sent them again.
+	SkippedBack int64
+	Restarted   bool  // a record was found for a stream deleted or recreated since: started over
+	Lines       int64 // lines whose adds this run committed
+	Added       int64
+	Duplicates  int64
+	LastLine    int64 // the last line committed, by this run or before
+	Mode        Mode
 	// Unacked counts the adds committed on the primary but not acknowledged
 	// as BatchSpec.Durability asked: not emitted, and not in Lines.
 	Unacked int64
@@ -306,6 +309,10 @@ func (r *batchRun) start(ctx context.Context) error {
 	r.prune(ctx)
 	switch {
 	case r.spec.SkipSet:
+		stale := p.Exists && entries >= 0 && p.Entries >= 0 && entries < p.Entries
+		if p.Exists && p.Line > r.spec.Skip && !stale {
+			r.sum.SkippedBack = p.Line
+		}
 		if err := r.advance(r.spec.Skip, 0, ""); err != nil {
 			return err
 		}
