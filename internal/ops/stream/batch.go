@@ -576,6 +576,25 @@ func (r *batchRun) confirm(c *chunk, res []AddResult, lost bool) error {
 	return nil
 }
 
+// confirmPart confirms the requests i to j of chunk c (res, one each): the
+// whole chunk when they are all of it.
+func (r *batchRun) confirmPart(c *chunk, i, j int, res []AddResult, lost bool) error {
+	if i == j {
+		return nil
+	}
+	if i == 0 && j == len(c.reqs) {
+		return r.confirm(c, res, lost)
+	}
+	part := &chunk{from: c.from, to: c.lines[j-1], reqs: c.reqs[i:j], lines: c.lines[i:j], retried: c.retried}
+	if i > 0 {
+		part.from = c.lines[i-1]
+	}
+	if j == len(c.reqs) {
+		part.to = c.to
+	}
+	return r.confirm(part, res, lost)
+}
+
 // emitResults counts results and hands them to the goroutine that emits
 // them.
 func (r *batchRun) emitResults(out []BatchResult) {
@@ -890,34 +909,39 @@ func (r *batchRun) recover(ctx context.Context, queue []*chunk) ([]*chunk, error
 			stopped, p = p.Run, again
 			continue
 		}
-		// Committed, in whole or in part, by this run: its replies were kept.
+		// Committed, in whole or in part: its first n lines.
+		n := 0
+		for n < len(c.lines) && c.lines[n] <= p.Line {
+			n++
+		}
+		// Their replies, as the chunk that committed them from c.from
+		// kept them: this run's, or one that stopped, whose chunks may be
+		// cut elsewhere (a piped input is cut where it waited).
 		res, err := keptReplies(p.replies[c.from], c)
-		lost := false
-		if err != nil && p.Run != "" && p.Run != r.run {
-			// A run that stopped committed these lines in chunks of its
-			// own (a piped input is cut where it waited): their IDs are
-			// not known here, only that they are committed.
-			lost = true
-			for _, ln := range c.lines {
-				if ln > p.Line {
-					break
-				}
-				res = append(res, AddResult{IID: c.reqs[len(res)].IID, Mode: ModeEmulated})
-			}
-		} else if err != nil {
+		switch {
+		case err != nil && p.Run != "" && p.Run != r.run:
+			res = nil // not this chunk's: the IDs are not known here
+		case err != nil:
 			return nil, exit.New(exit.Internal, r.what(), "line %d: %v", c.from, err)
+		case len(res) > n:
+			res = res[:n]
 		}
 		c.retried = true
-		if p.Line < c.to && len(res) < len(c.reqs) {
-			if err := r.confirm(c, res, lost); err != nil {
-				return nil, err
-			}
-			rest := &chunk{from: p.Line, to: c.to, digest: c.digest, reqs: c.reqs[len(res):], lines: c.lines[len(res):], retried: true}
-			queue[0] = rest
-			continue
-		}
-		if err := r.confirm(c, res, lost); err != nil {
+		if err := r.confirmPart(c, 0, len(res), res, false); err != nil {
 			return nil, err
+		}
+		// The lines committed after those, by a run that stopped, in
+		// chunks of its own: committed, IDs unknown.
+		lost := make([]AddResult, 0, n-len(res))
+		for i := len(res); i < n; i++ {
+			lost = append(lost, AddResult{IID: c.reqs[i].IID, Mode: ModeEmulated})
+		}
+		if err := r.confirmPart(c, len(res), n, lost, true); err != nil {
+			return nil, err
+		}
+		if n < len(c.reqs) {
+			queue[0] = &chunk{from: p.Line, to: c.to, digest: c.digest, reqs: c.reqs[n:], lines: c.lines[n:], retried: true}
+			continue
 		}
 		queue = queue[1:]
 	}

@@ -172,3 +172,73 @@ func TestBatchRunAfterADyingRun(t *testing.T) {
 		}
 	}
 }
+
+// A run that stopped committed lines in chunks cut elsewhere than this
+// run's (a piped input is cut where it waited): a chunk of this run whose
+// lines that run committed in two chunks still reports every one of its
+// lines, once. Before: only the lines of the other run's first chunk (the
+// replies kept under this chunk's first line) were reported; the rest of
+// the chunk was committed and never reported.
+func TestBatchRunAfterRunCutElsewhere(t *testing.T) {
+	t.Parallel()
+	conn, _ := redistest.Conn(t)
+	ctx := context.Background()
+	// IDMP-MAXSIZE 1: a line sent twice is in the stream twice.
+	s := &Streams{Conn: conn, Mode: ModeEmulated, Defaults: &idmp.Defaults{Duration: 100, MaxSize: 1}}
+	for k, cuts := range [][][2]int{{{100, 150}, {150, 300}}, {{100, 150}, {150, 180}}} {
+		stream := "s-cut-" + strconv.Itoa(k)
+		layout, _ := idmp.StateKeys(stream, false)
+		tmpl := AddRequest{Stream: stream, PID: "p"}
+		lines := iids("i", 500)
+		oc := redis.NewClient(conn.Client().(*redis.Client).Options())
+		cn := oc.Conn()
+		other := &otherRun{t: t, s: s, cn: cn, run: "0ther", lines: lines, tmpl: tmpl, layout: layout}
+		if err := cn.ClientSetName(ctx, batchClientName(other.run)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		other.commit(0, 100)
+		in := newGatedLines(lines, tmpl)
+		type outcome struct {
+			sum BatchSummary
+			err error
+		}
+		done := make(chan outcome, 1)
+		seen := map[int64]int{}
+		go func() {
+			sum, err := s.RunBatch(ctx, BatchSpec{Template: tmpl, ID: "b", Chunk: 100, Window: 1}, in, func(r BatchResult) error {
+				seen[r.Line]++
+				return nil
+			})
+			done <- outcome{sum, err}
+		}()
+		time.Sleep(100 * time.Millisecond) // the run has read the record: line 100
+		for _, c := range cuts {
+			other.commit(c[0], c[1])
+		}
+		cn.Close()
+		oc.Close()
+		in.release(len(lines))
+		var o outcome
+		select {
+		case o = <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the run did not end")
+		}
+		if o.err != nil {
+			t.Fatal(o.err)
+		}
+		var missing, twice []int64
+		for l := int64(101); l <= 500; l++ {
+			switch seen[l] {
+			case 0:
+				missing = append(missing, l)
+			case 1:
+			default:
+				twice = append(twice, l)
+			}
+		}
+		if n := conn.Client().XLen(ctx, stream).Val(); n != 500 || len(missing) > 0 || len(twice) > 0 {
+			t.Errorf("cut at %v: XLEN %d; lines not reported: %v; reported twice: %v; summary %+v", cuts, n, missing, twice, o.sum)
+		}
+	}
+}
