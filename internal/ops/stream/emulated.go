@@ -483,7 +483,7 @@ var dropOrphanScript = emulatedScript(dropOrphanLua)
 // deleted (purge --match --orphan-state): names are the streams the state
 // may belong to (idmp.StateStreams of one of its keys), keys the keys of it
 // a scan found. The server deletes every key of the state, atomically,
-// only while none of the names exists: kept is true when one does (a
+// only while none of the names is a stream: kept is true when one is (a
 // stream created again since the scan), and nothing was deleted.
 // Retry-safe: a repeat finds nothing left, or the stream back.
 func (s *Streams) DropOrphanedState(ctx context.Context, names, keys []string) (deleted int64, kept bool, err error) {

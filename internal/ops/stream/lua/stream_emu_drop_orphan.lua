@@ -6,8 +6,9 @@
 -- pids set no longer names). ARGV[4]: how many names the state may belong
 -- to ("s" and "{s}" share their state keys), then the names.
 -- Reply: the number of keys deleted, or -1 when one of the names is a
--- stream again (or a key of another kind: the state is not the caller's
--- to judge), and nothing is deleted.
+-- stream again, and nothing is deleted. (A key of another kind under the
+-- name is no stream: the state is orphaned all the same, as a scan flags
+-- it.)
 
 -- Part 1: reads and checks.
 local n = tonumber(ARGV[4])
@@ -15,7 +16,7 @@ if not n or n < 1 or #ARGV ~= 4 + n + 2 then
   return redis.error_reply('ERR idmpctl: malformed drop call')
 end
 for i = 1, n do
-  if key_type(ARGV[4 + i]) ~= 'none' then return -1 end
+  if key_type(ARGV[4 + i]) == 'stream' then return -1 end
 end
 local err = bad_type(META, 'hash') or bad_type(PIDS, 'set')
 if err then return err end
