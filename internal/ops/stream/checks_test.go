@@ -429,3 +429,31 @@ func TestDropOrphanScript(t *testing.T) {
 		t.Fatalf("dropped %d keys, left %d: %v (want only %q)", n, len(left), left, other)
 	}
 }
+
+// An orphaned state of many pids, every key of it named by the scan: one
+// drop (before: "too many results to unpack", 70, for any state of more
+// than about 4,000 pids).
+func TestDropOrphanManyKeys(t *testing.T) {
+	t.Parallel()
+	f := newChecksFixture(t)
+	rdb := f.h.rdb
+	ctx := context.Background()
+	var reqs []AddRequest
+	for i := range 5000 {
+		reqs = append(reqs, f.req("p"+strconv.Itoa(i), "i"))
+	}
+	for i := 0; i < len(reqs); i += 500 {
+		if _, err := f.run(t, reqs[i:i+500], nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rdb.Del(ctx, f.stream)
+	keys := rdb.Keys(ctx, f.l.Base+":idmp*").Val()
+	n, kept, err := f.h.s.DropOrphanedState(ctx, idmp.StateStreams(f.l.Meta), keys)
+	if err != nil || kept || int(n) != len(keys) {
+		t.Fatalf("drop of %d keys: %d, %v, %v", len(keys), n, kept, err)
+	}
+	if left := rdb.Keys(ctx, f.l.Base+":idmp*").Val(); len(left) != 0 {
+		t.Fatalf("%d keys left", len(left))
+	}
+}
