@@ -977,8 +977,8 @@ const otherRunGrace = 150 * time.Millisecond
 //     slow producer), or of a host that vanished without closing it: the
 //     error names it.
 //
-// A user who may not run CLIENT LIST falls back to the record standing
-// still for otherRunGrace. Exactly once holds either way (every chunk is
+// A user who may not run CLIENT LIST (or a server without it) falls back
+// to the record standing still for otherRunGrace. Exactly once holds either way (every chunk is
 // compare-and-set): this only decides between going on and stopping with
 // 75.
 func (r *batchRun) stoppedRun(ctx context.Context, p Progress) (bool, Progress, error) {
@@ -987,7 +987,10 @@ func (r *batchRun) stoppedRun(ctx context.Context, p Progress) (bool, Progress, 
 	limit := p.Line + r.inFlightLines()
 	for {
 		id, listed, err := r.s.Conn.ClientListed(ctx, r.spec.Template.Stream, name)
-		if err != nil && exit.Classify(err) == exit.Permission {
+		var reply redis.Error
+		if err != nil && (exit.Classify(err) == exit.Permission || errors.As(err, &reply) && !exit.Migrating(err.Error())) {
+			// CLIENT LIST denied, renamed or disabled (some managed
+			// services): the record standing still is all there is.
 			return r.recordStill(ctx, p)
 		}
 		if err != nil {

@@ -71,30 +71,37 @@ func (nc *nativeBatchConn) get(ctx context.Context) (*redis.Conn, error) {
 	// name it goes on without.
 	_ = cn.ClientSetName(ctx, batchClientName(nc.r.run)).Err()
 	id, err := cn.ClientID(ctx).Result()
-	if err != nil {
+	var reply redis.Error
+	if err != nil && !errors.As(err, &reply) {
 		cn.Close()
 		return nil, err
 	}
+	// (A server without CLIENT: id 0, and lost does not wait.)
 	nc.cn, nc.id = cn, id
 	return cn, nil
 }
 
 // lost gives up the connection after a failure and waits until the server
 // no longer lists it, so that nothing it sent can still run (bounded; a
-// user who may not run CLIENT LIST goes on without the wait).
+// user who may not run CLIENT LIST, or a server without it, goes on without
+// the wait: an EXEC of it that runs late finds the record it WATCHed moved
+// by the chunk sent again, and aborts).
 func (nc *nativeBatchConn) lost(ctx context.Context) error {
 	if nc.cn == nil {
 		return nil
 	}
 	nc.cn.Close()
 	nc.cn = nil
+	if nc.id == 0 {
+		return nil
+	}
 	deadline := time.Now().Add(10 * nc.r.s.Conn.Timeout)
 	for time.Now().Before(deadline) {
 		cctx, cancel := nc.r.s.Conn.Ctx(ctx)
 		list, err := nc.r.s.Conn.Client().ClientList(cctx).Result()
 		cancel()
 		switch {
-		case err != nil && exit.Classify(err) == exit.Permission:
+		case err != nil && (exit.Classify(err) == exit.Permission || errors.As(err, new(redis.Error)) && !exit.Migrating(err.Error())):
 			return nil
 		case err != nil:
 			return err

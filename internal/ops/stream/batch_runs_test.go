@@ -242,3 +242,43 @@ func TestBatchRunAfterRunCutElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// On a server without CLIENT (renamed away, as some managed services do),
+// a run that finds the record moved by another run falls back to the
+// record standing still, rather than failing on CLIENT LIST.
+func TestBatchRunAfterAStoppedRunWithoutCLIENT(t *testing.T) {
+	t.Parallel()
+	conn, _ := redistest.Conn(t, `rename-command CLIENT ""`)
+	ctx := context.Background()
+	s := &Streams{Conn: conn, Mode: ModeEmulated, Defaults: &idmp.Defaults{Duration: 100, MaxSize: 100}}
+	stream := "s-noclient"
+	layout, _ := idmp.StateKeys(stream, false)
+	tmpl := AddRequest{Stream: stream, PID: "p"}
+	lines := iids("i", 500)
+	cn := conn.Client().(*redis.Client).Conn()
+	defer cn.Close()
+	other := &otherRun{t: t, s: s, cn: cn, run: "0ther", lines: lines, tmpl: tmpl, layout: layout}
+	other.commit(0, 100)
+	in := newGatedLines(lines, tmpl)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.RunBatch(ctx, BatchSpec{Template: tmpl, ID: "b", Chunk: 100, Window: 1}, in, func(BatchResult) error { return nil })
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	other.commit(100, 200)
+	in.release(200) // one chunk, which finds the record moved
+	time.Sleep(50 * time.Millisecond)
+	in.release(len(lines))
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not end")
+	}
+	if n := conn.Client().XLen(ctx, stream).Val(); n != 500 {
+		t.Fatalf("XLEN %d, want 500", n)
+	}
+}
