@@ -48,6 +48,7 @@ FUZZTIME ?= 2m
 fuzz: redis-server
 	$(GO) test ./internal/ops/stream -run '^$$' -fuzz '^FuzzEmulatedAdd$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./internal/ops/claim -run '^$$' -fuzz '^FuzzParseReply$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./internal/backup -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./internal/ops/exec -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./internal/resp -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 

@@ -52,6 +52,7 @@ func TestJSONKeyStyle(t *testing.T) {
 	for _, k := range []string{"j:1", "j:2", "j:3"} {
 		tok[k] = strings.TrimSpace(c.Expect(0, "claim", "acquire", k).Stdout)
 	}
+	backupFile := filepath.Join(c.Dir, "purge.ndjson")
 	// In order: later cases read what earlier ones wrote.
 	type jsonCase struct {
 		path string     // the command
@@ -60,15 +61,18 @@ func TestJSONKeyStyle(t *testing.T) {
 	cases := []jsonCase{
 		{"xadd", [][]string{{"xadd", "s", "--pid", "p", "--iid", "x", "f", "v"}, {"xadd", "s", "--pid", "p", "--batch", batch}}},
 		{"cfgset", [][]string{{"cfgset", "s", "--maxsize", "50", "--yes"}}},
-		{"inspect", [][]string{{"inspect", "s", "done:1"}, {"inspect", "--match", "*", "--all"}, {"inspect", "--server"}, {"inspect", "s", "--watch", "10ms", "--count", "2"}}},
+		{"inspect", [][]string{{"inspect", "s", "done:1"}, {"inspect", "--match", "*", "--all"}, {"inspect", "--match", "*", "--memory"}, {"inspect", "--server"}, {"inspect", "s", "--watch", "10ms", "--count", "2"}}},
 		{"claim acquire", [][]string{{"claim", "acquire", "j:0"}, {"claim", "acquire", "done:1"}}},
 		{"claim renew", [][]string{{"claim", "renew", "j:1", "--token", tok["j:1"]}}},
 		{"claim complete", [][]string{{"claim", "complete", "j:1", "--token", tok["j:1"], "--result", "r"}}},
 		{"claim fail", [][]string{{"claim", "fail", "j:2", "--token", tok["j:2"], "--error", "e"}}},
 		{"claim release", [][]string{{"claim", "release", "j:3", "--token", tok["j:3"]}}},
 		{"claim run", [][]string{{"claim", "run", "r:1", "--", "echo", "hi"}, {"claim", "run", "r:1", "--", "echo", "hi"}}},
-		{"purge", [][]string{{"purge", "--match", "j:*", "--dry-run"}, {"purge", "--match", "j:*", "--yes"}, {"purge", "--stream", "s", "--yes"}}},
+		{"purge", [][]string{{"purge", "--match", "j:*", "--dry-run"}, {"purge", "--match", "j:*", "--yes", "--backup", backupFile}, {"purge", "--stream", "s", "--yes"}}},
+		{"restore", [][]string{{"restore", backupFile, "--dry-run"}, {"restore", backupFile}}},
 		{"calc-maxsize", [][]string{{"calc-maxsize", "--rate", "100k/s", "--mark-delay", "80ms", "--recovery", "48h"}}},
+		{"calc-ttl", [][]string{{"calc-ttl", "--rate", "100/s", "--ttl", "24h", "--key-size", "40", "--value-size", "80"},
+			{"calc-ttl", "--rate", "100/s", "--max-processing", "5m", "--max-retry-delay", "1h", "--sample", "*", "--maxmemory", "1kb"}}},
 		{"version", [][]string{{"version"}}},
 		// exec prints Redis's replies as redis-cli --json does: their keys are
 		// the server's (XINFO's radix-tree-keys, a hash's fields), data.

@@ -158,10 +158,13 @@ var (
 )
 
 // condition knows [redis:8.6]: the test server binary has native IDMP
-// (probed once, with COMMAND INFO XCFGSET), [redis:7.2]: its version is
-// 7.2 or later (WAITAOF), and [valkey].
+// (probed once, with COMMAND INFO XCFGSET), [redis:7.0] and [redis:7.2]:
+// its version is 7.0 (redis.acl_check_cmd) or 7.2 (WAITAOF) or later, and
+// [valkey].
 func condition(cond string) (bool, error) {
 	switch cond {
+	case "redis:7.0":
+		return redistest.AtLeast(7, 0), nil
 	case "redis:7.2":
 		return redistest.AtLeast(7, 2), nil
 	case "redis:8.6":

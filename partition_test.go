@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,10 +31,15 @@ func TestPartitionEnforcesTheLease(t *testing.T) {
 		{"ignores-TERM", `trap '' TERM; echo $$ > pid1; touch started1; sleep 30; echo survived`},
 		// A descendant that left the process group (setsid) and ignores TERM.
 		{"setsid-descendant", `setsid sh -c 'trap "" TERM; echo $$ > pid1; exec sleep 30' & while [ ! -s pid1 ]; do sleep 0.01; done; touch started1; wait`},
+		// The command honours TERM, but a process it started in its own
+		// process group ignores it (and holds none of the command's
+		// output): the command ends at the SIGTERM, its child must not
+		// outlive the lease either.
+		{"group-member-ignores-TERM", `sh -c 'trap "" TERM; echo $$ > pid1; exec sleep 30' >/dev/null 2>&1 & while [ ! -s pid1 ]; do sleep 0.01; done; touch started1; wait`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			overlap := partitionOverlap(t, tc.script)
+			overlap := partitionOverlap(t, tc.script, cutRelay)
 			if overlap >= 0 {
 				t.Errorf("worker 1's command ended %s after worker 2's started: the lease was not enforced", overlap)
 			}
@@ -41,14 +47,48 @@ func TestPartitionEnforcesTheLease(t *testing.T) {
 	}
 }
 
-// partitionOverlap runs the partition and returns how long worker 1's
+// An idmpctl stopped (SIGSTOP, or a Ctrl-Z's SIGTSTP) for longer than the
+// lease renews nothing, and cannot stop its command either: the command,
+// in a process group of its own, goes on running. The guard watches
+// idmpctl's death, not its stop. Worker 1's command must still have ended
+// before the lease could lapse and worker 2's command start.
+func TestStoppedRunnerEnforcesTheLease(t *testing.T) {
+	for _, tc := range []struct {
+		name, script string
+	}{
+		{"honours-TERM", `echo $$ > pid1; touch started1; exec sleep 30`},
+		{"ignores-TERM", `trap '' TERM; echo $$ > pid1; touch started1; sleep 30; echo survived`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			overlap := partitionOverlap(t, tc.script, cutStop)
+			if overlap >= 0 {
+				t.Errorf("worker 1's command ended %s after worker 2's started: the lease was not enforced", overlap)
+			}
+		})
+	}
+}
+
+// How worker 1 is cut off from Redis: a frozen relay, or idmpctl itself
+// stopped (SIGSTOP) with its connection intact.
+type cut int
+
+const (
+	cutRelay cut = iota
+	cutStop
+)
+
+// partitionOverlap cuts worker 1 off and returns how long worker 1's
 // command (its process in pid1) still ran after worker 2's started: negative
 // when it had ended before.
-func partitionOverlap(t *testing.T, script string) time.Duration {
+func partitionOverlap(t *testing.T, script string, how cut) time.Duration {
 	srv := redistest.NewWith(t, redistest.Options{})
 	relay := redistest.NewRelay(t, srv)
 	c1 := clitest.New(t, "IDMPCTL_URL="+relay.URL)
 	c2 := c1.With("IDMPCTL_URL=" + srv.URL)
+	if how == cutStop {
+		c1 = c2
+	}
 	const key = "job:partition"
 	p1 := c1.Start("claim", "run", key, "--lease", "3s", "--timeout", "1s", "--", "sh", "-c", script)
 	started := filepath.Join(c1.Dir, "started1")
@@ -68,9 +108,17 @@ func partitionOverlap(t *testing.T, script string) time.Duration {
 	}()
 
 	time.Sleep(time.Second)
-	relay.Freeze()
+	switch how {
+	case cutRelay:
+		relay.Freeze()
+		t.Cleanup(relay.Thaw)
+	case cutStop:
+		if err := syscall.Kill(p1.Pid(), syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = syscall.Kill(p1.Pid(), syscall.SIGCONT) })
+	}
 	frozen := time.Now()
-	t.Cleanup(relay.Thaw)
 	p2 := c2.Start("claim", "run", key, "--lease", "3s", "--timeout", "1s", "--wait", "20s", "--",
 		"sh", "-c", `date +%s%N > start2.tmp; mv start2.tmp start2; sleep 0.2`)
 	r2 := p2.Wait(time.Minute)
@@ -89,12 +137,18 @@ func partitionOverlap(t *testing.T, script string) time.Duration {
 		t.Fatalf("worker 1's command (pid %d) still runs", pid1)
 	}
 	overlap := time.Duration(ended.Load() - start2)
+	if how == cutStop {
+		_ = syscall.Kill(p1.Pid(), syscall.SIGCONT)
+	}
 	r1 := p1.Wait(time.Minute)
 	t.Logf("overlap %+dms (worker 1's command ended %s after the freeze, worker 2's started %s after it); worker 1: exit %d; stderr: %s",
 		overlap.Milliseconds(), time.Duration(ended.Load()-frozen.UnixNano()).Round(time.Millisecond),
 		time.Duration(start2-frozen.UnixNano()).Round(time.Millisecond), r1.Code, strings.ReplaceAll(strings.TrimSpace(r1.Stderr), "\n", " | "))
-	if r1.Code != 76 {
+	switch {
+	case how == cutRelay && r1.Code != 76:
 		t.Errorf("worker 1: exit %d, want 76 (its claim may be lost): %s", r1.Code, r1)
+	case how == cutStop && r1.Code == 0:
+		t.Errorf("worker 1: exit 0 for a command that was stopped: %s", r1)
 	}
 	if strings.Contains(r1.Stdout, "survived") {
 		t.Error("worker 1's command finished its work")

@@ -68,8 +68,9 @@ func (o *CalcMaxsizeOptions) Validate() error {
 func NewCmdCalcMaxsize(f *Factory, runF func(*CalcMaxsizeOptions) error) *cobra.Command {
 	o := &CalcMaxsizeOptions{Factory: f}
 	c := &cobra.Command{
-		Use:   "calc-maxsize --rate R --mark-delay D [--recovery D]",
-		Short: "Compute IDMP-DURATION and IDMP-MAXSIZE from rate and mark-delay",
+		Annotations: map[string]string{writesAnnotation: writesWithApply},
+		Use:         "calc-maxsize --rate R --mark-delay D [--recovery D]",
+		Short:       "Compute IDMP-DURATION and IDMP-MAXSIZE from rate and mark-delay",
 		Long: `Compute IDMP-DURATION and IDMP-MAXSIZE for a stream from what you know about
 its producers, and what the IDMP state costs in memory. Needs no server
 unless --apply is given.

@@ -65,8 +65,9 @@ func (o *CfgSetOptions) Validate() error {
 func NewCmdCfgSet(f *Factory, runF func(*CfgSetOptions) error) *cobra.Command {
 	o := &CfgSetOptions{Factory: f}
 	c := &cobra.Command{
-		Use:   "cfgset STREAM [--duration S] [--maxsize N]",
-		Short: "Set a stream's IDMP-DURATION / IDMP-MAXSIZE (XCFGSET), guarded",
+		Annotations: map[string]string{writesAnnotation: writesUnlessDryRun},
+		Use:         "cfgset STREAM [--duration S] [--maxsize N]",
+		Short:       "Set a stream's IDMP-DURATION / IDMP-MAXSIZE (XCFGSET), guarded",
 		Long: `Set a stream's IDMP settings, showing the values before and after.
 
 Changing either value clears every producer's tracked iids (retries of

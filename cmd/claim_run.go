@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -64,8 +65,11 @@ time is refused (64).
 
 On Linux the command runs in the process group of a guard that kills the
 group if idmpctl dies (even by kill -9). While idmpctl lives, it also stops
-descendants that left the group (setsid): it is their subreaper. Limit: after
-kill -9 of idmpctl, a descendant that left the command's process group
+descendants that left the group (setsid): it is their subreaper. An idmpctl
+that is stopped (SIGSTOP, Ctrl-Z) can neither renew nor stop its command: a
+timer of its own, re-set by each renewal, kills it (SIGKILL) just after the
+deadline, and the guard then kills the group. Limit: after kill -9 of
+idmpctl (or that timer), a descendant that left the command's process group
 (setsid, setpgid) is not killed.
 
 With -o json the command's stdout is not streamed: it is captured into the
@@ -223,20 +227,37 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	} else {
 		report.Outcome = "ran"
 	}
+	// The command ran: output that could not be written (a reader that
+	// went away, a full disk) is a warning, and its code stands.
+	o.Factory.outputTold = true
 	if p.Format == render.JSON {
-		// A reader that went away does not change what the command's code
-		// says.
-		if err := p.JSON(report); err != nil && !errors.Is(err, syscall.EPIPE) {
-			return err
+		if err := p.JSON(report); err != nil {
+			p.Warnf("claim run %q: the JSON report could not be written (%v): the command's exit code (%d) stands", o.Key, err, code)
 		}
 	}
 	if runErr != nil {
 		return runErr
 	}
 	if code != 0 {
+		if run.Started && contractCode(code) {
+			// The command's own 75 (sendmail's EX_TEMPFAIL, say) would read
+			// as idmpctl's "did not run" to a consumer loop: say whose it is.
+			p.Warnf("claim run %q: the command ran and exited %d itself (%s recorded): this %d is the command's, not idmpctl's", o.Key, code,
+				cmp.Or(run.Recorded, "nothing"), code)
+		}
 		return exit.Status(code)
 	}
 	return nil
+}
+
+// contractCode reports whether code is one idmpctl itself gives for a
+// claim run that did not run its command, or lost its claim.
+func contractCode(code int) bool {
+	switch code {
+	case exit.Usage, exit.Data, exit.NotFound, exit.Unavailable, exit.Internal, exit.Busy, exit.Lost, exit.Permission, exit.Config:
+		return true
+	}
+	return false
 }
 
 // failClosed says that the command was not run, after what the error

@@ -10,10 +10,11 @@ import (
 // NewCmdCompletion writes a shell completion script.
 func NewCmdCompletion(f *Factory) *cobra.Command {
 	return &cobra.Command{
-		Use:       "completion bash|zsh|fish|powershell",
-		Short:     "Print a shell completion script",
-		Long:      "Print a shell completion script. For bash: source <(idmpctl completion bash)",
-		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
+		Use:         "completion bash|zsh|fish|powershell",
+		Short:       "Print a shell completion script",
+		Long:        "Print a shell completion script. For bash: source <(idmpctl completion bash)",
+		ValidArgs:   []string{"bash", "zsh", "fish", "powershell"},
+		Annotations: map[string]string{writesAnnotation: writesNever},
 		Args: cobra.MatchAll(exactArgs(1), func(c *cobra.Command, args []string) error {
 			if !slices.Contains(c.ValidArgs, args[0]) {
 				return exit.Usagef("completion %q: want bash, zsh, fish or powershell", args[0])

@@ -59,7 +59,8 @@ idmpctl's atomic scripts elsewhere (--mode auto|native|emulated):
   XCFGSET key [IDMP-DURATION seconds] [IDMP-MAXSIZE count]
   XINFO STREAM key [FULL [COUNT n]]       (with the six IDMP fields)
   CONFIG GET|SET stream-idmp-duration, stream-idmp-maxsize
-  RENAME, RENAMENX, COPY                  (carry a stream's IDMP state)
+  RENAME, RENAMENX, COPY                  (carry a stream's IDMP state;
+                                          MOVE of one is refused)
 
 Options go in any order, with Redis's errors in Redis's order. Every other
 command passes to the server unchanged. Replies look as redis-cli prints
@@ -162,7 +163,10 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 	}
 	cerr := s.Close()
 	_ = out.Flush()
-	if err = errors.Join(err, cerr); err != nil {
+	if err == nil {
+		err = cerr // the session's failure, which a failed command returned already
+	}
+	if err != nil {
 		return exit.Wrap(err, "exec")
 	}
 	if len(o.Args) == 0 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -20,6 +21,14 @@ var badFlagValue = regexp.MustCompile(`^invalid argument "((?:[^"\\]|\\.)*)" for
 // idmpctl's words: a value pflag could not parse says what the flag wants
 // (an integer, a duration with its unit) rather than Go's parser's text.
 func flagError(c *cobra.Command, err error) error {
+	// A group of verbs (the root, claim) meets the flags of a verb it did
+	// not recognise: "claim aquire k --lease 1m". The typo is the error,
+	// not the flag. The words parsed before the flag are there.
+	if c.HasSubCommands() {
+		if args := c.Flags().Args(); len(args) > 0 {
+			return unknownVerb(c, args[0])
+		}
+	}
 	hint := "see '" + c.CommandPath() + " --help'"
 	m := badFlagValue.FindStringSubmatch(err.Error())
 	if m == nil {
@@ -41,7 +50,7 @@ func flagError(c *cobra.Command, err error) error {
 				why = "want a whole number in range"
 			}
 		case "duration":
-			why, example = "want a duration with its unit", "for example "+name+" 5s, 500ms or 2m"
+			why, example = "want a duration with its unit", "for example "+name+" 5s, 500ms, 2m or 7d"
 		case "bool":
 			why, example = "want true or false", "for example "+name+"=false"
 		}
@@ -66,7 +75,7 @@ func durationVar(fs *pflag.FlagSet, d *time.Duration, name string, value time.Du
 func (f durationFlag) Type() string { return "duration" }
 
 func (f durationFlag) Set(s string) error {
-	v, err := time.ParseDuration(s)
+	v, err := capacity.ParseGoDuration(s) // Go's units, and days (7d)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/health"
+	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/records"
 	"github.com/idmpctl/idmpctl/internal/render"
@@ -26,6 +28,10 @@ type InspectOptions struct {
 	Limit   int64
 	Watch   string
 	Count   int // with --watch: stop after this many views (0: until interrupted)
+	Memory  bool
+	Samples int // with --memory: records measured of each format and status
+
+	SamplesGiven bool
 
 	ShowSecrets     bool   // print stored secrets (authorization headers, cookies, tokens) as they are
 	PowertoolsAttrs string // --powertools-attrs
@@ -58,6 +64,12 @@ func (o *InspectOptions) Validate() error {
 		return exit.Usagef("--count %d: must not be negative", o.Count)
 	case o.Count != 0 && o.Watch == "":
 		return exit.Usagef("--count goes with --watch INTERVAL")
+	case o.Memory && o.Match == "":
+		return exit.Usagef("--memory goes with --match PATTERN")
+	case o.SamplesGiven && !o.Memory:
+		return exit.Usagef("--samples goes with --memory")
+	case o.Samples < 1 || o.Samples > keyspace.MaxSamples:
+		return exit.Usagef("--samples %d: want 1 to %d", o.Samples, keyspace.MaxSamples)
 	case o.Watch != "" && len(o.Keys) == 0:
 		return exit.Usagef("--watch redraws the streams named: idmpctl inspect STREAM --watch 1s (not with --match or --server)")
 	}
@@ -79,6 +91,10 @@ func (o *InspectOptions) Validate() error {
 	o.Decode, err = parseDecodeOptions(o.PowertoolsAttrs)
 	return err
 }
+
+// defaultMemorySamples is --samples of inspect --memory: a format and
+// status of up to this many records is measured whole.
+const defaultMemorySamples = 1000
 
 // givenFlag names the first flag given, in a fixed order.
 func givenFlag(given map[string]bool) string {
@@ -121,8 +137,11 @@ func NewCmdInspect(f *Factory, runF func(*InspectOptions) error) *cobra.Command 
 		Use:   "inspect KEY... | --match PATTERN | --server",
 		Short: "Show streams, idempotency keys, or the server's capabilities",
 		Long: `Show a stream's IDMP settings, counters and health; a claim record or any
-common idempotency record; a scan of keys with counts by status; or, with
---server, the server's version, mode, native IDMP support and round-trip time.
+common idempotency record; a scan of keys with counts by status (and with
+--memory, the bytes they use by format and status, estimated from a sample
+of MEMORY USAGE); or, with --server, the server's version, mode, native IDMP
+support and round-trip time. On servers with native IDMP, streams and the
+server are linted for known Redis 8.6 IDMP bugs.
 
 -o prometheus prints one document in the Prometheus text format for
 node_exporter's textfile collector: per stream (inspect STREAM...) its six
@@ -134,9 +153,9 @@ document of the others.`,
   idmpctl inspect orders
   idmpctl inspect --match 'idem:*' --status PROCESSING
   idmpctl inspect orders payments -o prometheus`,
-		Annotations: map[string]string{hasMetrics: "yes"},
+		Annotations: map[string]string{hasMetrics: "yes", writesAnnotation: writesNever},
 		RunE: func(c *cobra.Command, args []string) error {
-			o.Keys = args
+			o.Keys, o.SamplesGiven = args, c.Flags().Changed("samples")
 			if err := refuseEmpty(c, "match", "status", "watch", "powertools-attrs"); err != nil {
 				return err
 			}
@@ -158,6 +177,8 @@ document of the others.`,
 	fl.Int64Var(&o.Limit, "limit", 0, "with --match: show at most N keys (0: all)")
 	fl.StringVar(&o.Watch, "watch", "", "redraw a stream view every INTERVAL (e.g. 1s) with adds/s and duplicates/s")
 	fl.IntVar(&o.Count, "count", 0, "with --watch: stop after N views (0: until interrupted)")
+	fl.BoolVar(&o.Memory, "memory", false, "with --match: bytes by format and status, estimated from a sample of MEMORY USAGE")
+	fl.IntVar(&o.Samples, "samples", defaultMemorySamples, "with --memory: records measured of each format and status (the rest estimated)")
 	addRecordFlags(c, &o.ShowSecrets, &o.PowertoolsAttrs)
 	return c
 }
@@ -187,12 +208,24 @@ func inspectServer(ctx context.Context, o *InspectOptions) error {
 	if err != nil {
 		return exit.Wrap(err, "inspect "+conn.Display)
 	}
+	// The lints for known IDMP bugs: servers with native IDMP only.
+	lints := []health.Lint{}
+	if r.NativeIDMP {
+		facts, err := redisconn.ReadServerFacts(ctx, conn)
+		if err != nil {
+			return exit.Wrap(err, "inspect "+conn.Display)
+		}
+		lints = append(lints, health.Server(facts)...)
+	}
 	p := o.Factory.Printer
 	if p.Format == render.JSON {
 		if e := r.Eviction; e != nil && e.Risky() {
 			p.Warnf("%s", e.Warning())
 		}
-		return p.JSON(r)
+		return p.JSON(struct {
+			redisconn.ServerReport
+			Lints []health.Lint `json:"lints"`
+		}{r, lints})
 	}
 	idmp := "no (idmpctl emulates IDMP with Lua)"
 	if r.NativeIDMP {
@@ -231,6 +264,6 @@ func inspectServer(ctx context.Context, o *InspectOptions) error {
 	} else {
 		pairs = append(pairs, render.Pair{"ping-rtt-us", fmt.Sprint(r.PingRTTus)})
 	}
-	p.KV("Server", pairs)
+	p.KV("Server", append(pairs, lintPairs(p, lints)...))
 	return nil
 }

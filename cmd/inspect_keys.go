@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/health"
 	"github.com/idmpctl/idmpctl/internal/idmp"
@@ -318,7 +320,7 @@ func inspectMatch(ctx context.Context, o *InspectOptions) error {
 		return []string{render.Field(r.Key), string(r.Format), statusText(p, r), render.Field(r.Owner), ageText(p, j), lease, ttlText(p, r.TTLms), flagsText(r.Flags)}
 	}
 	flush := bufferStream(p)
-	_, sum, err := scanMatch(ctx, o, p.Format == render.Raw, func(r records.Record) error {
+	_, sum, mem, err := scanMatch(ctx, o, p.Format == render.Raw, func(r records.Record) error {
 		switch {
 		case p.Format == render.JSON:
 			return p.JSON(withTimes(shownRecord(r, o.ShowSecrets)))
@@ -336,21 +338,81 @@ func inspectMatch(ctx context.Context, o *InspectOptions) error {
 	}
 	switch p.Format {
 	case render.JSON:
-		return p.JSON(scanSummaryJSON{Type: "summary", Summary: sum})
+		return p.JSON(scanSummaryJSON{Type: "summary", Summary: sum, Memory: mem})
 	case render.Table:
 		if err := printScanTable(p, o, header, rows, shown, sum); err != nil {
 			return err
 		}
+		if mem != nil {
+			if err := memoryTable(p, *mem); err != nil {
+				return err
+			}
+		}
 	}
 	p.Status("%s", summaryText(sum))
+	if mem != nil && p.Format == render.Raw {
+		for _, line := range memoryLines(*mem) {
+			p.Status("%s", line)
+		}
+	}
 	return nil
 }
 
 // scanSummaryJSON is a scan's last -o json object: "type" is "summary",
-// which no record has (a record's type is its Redis type).
+// which no record has (a record's type is its Redis type). With --memory,
+// memory is the records' bytes by format and status: estimates where not
+// every record was measured (its "estimated" and each group's "exact" say).
 type scanSummaryJSON struct {
-	Type    string           `json:"type"`
-	Summary keyspace.Summary `json:"summary"`
+	Type    string                 `json:"type"`
+	Summary keyspace.Summary       `json:"summary"`
+	Memory  *keyspace.MemoryReport `json:"memory,omitempty"`
+}
+
+// memoryTable draws inspect --memory's figures: one row per format and
+// status, estimates marked "~" (exact where every record was measured),
+// and the total.
+func memoryTable(p *render.Printer, m keyspace.MemoryReport) error {
+	rows := make([][]string, 0, len(m.Groups)+1)
+	for _, g := range m.Groups {
+		rows = append(rows, []string{string(g.Format), string(g.Status), render.Count(g.Records),
+			render.Count(g.Sampled), fmt.Sprintf("%.1f", g.Mean), memoryBytes(g.Bytes, g.Exact)})
+	}
+	rows = append(rows, []string{"total", "", render.Count(m.Records), render.Count(m.Sampled), "", memoryBytes(m.Bytes, !m.Estimated)})
+	fmt.Fprintln(p.Out, memoryHeadline(m))
+	return p.Table([]string{"FORMAT", "STATUS", "RECORDS", "SAMPLED", "MEAN BYTES", "BYTES"}, rows)
+}
+
+// memoryBytes is a byte figure in human units, "~" before an estimate.
+func memoryBytes(n int64, exact bool) string {
+	s := render.Bytes(n)
+	if !exact {
+		s = "~" + s
+	}
+	return s
+}
+
+func memoryHeadline(m keyspace.MemoryReport) string {
+	if !m.Estimated {
+		return fmt.Sprintf("Memory (MEMORY USAGE of all %s keys, exact):", render.Count(m.Records))
+	}
+	return fmt.Sprintf("Memory (estimated: MEMORY USAGE of %s sampled of %s keys; ~ marks estimates):", render.Count(m.Sampled), render.Count(m.Records))
+}
+
+// memoryLines are the memory figures as lines for stderr (-o raw).
+func memoryLines(m keyspace.MemoryReport) []string {
+	kind := "estimate"
+	if !m.Estimated {
+		kind = "exact"
+	}
+	lines := []string{fmt.Sprintf("memory: %d bytes (%s: MEMORY USAGE of %s sampled of %s keys)", m.Bytes, kind, render.Count(m.Sampled), render.Count(m.Records))}
+	for _, g := range m.Groups {
+		kind := "estimate"
+		if g.Exact {
+			kind = "exact"
+		}
+		lines = append(lines, fmt.Sprintf("memory: %s %s: %d bytes (%s: %s keys, %s sampled, mean %.1f)", g.Format, cmp.Or(string(g.Status), "-"), g.Bytes, kind, render.Count(g.Records), render.Count(g.Sampled), g.Mean))
+	}
+	return lines
 }
 
 // printScanTable draws a scan's table, sorted by key, under a line that
@@ -464,17 +526,18 @@ func summaryText(s keyspace.Summary) string {
 
 // scanMatch is inspect --match's scan, each matching record to each, under
 // a progress line (linesOut: each record prints a line on stdout). It
-// returns the statuses asked for and the scan's summary.
-func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(records.Record) error) ([]records.Status, keyspace.Summary, error) {
+// returns the statuses asked for and the scan's summary, and with --memory
+// the memory of the records reported, measured after the scan.
+func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(records.Record) error) ([]records.Status, keyspace.Summary, *keyspace.MemoryReport, error) {
 	ctx, stop := untilInterrupted(o.Factory, ctx)
 	defer stop()
 	statuses, err := parseStatuses(o.Status)
 	if err != nil {
-		return nil, keyspace.Summary{}, err
+		return nil, keyspace.Summary{}, nil, err
 	}
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
-		return nil, keyspace.Summary{}, err
+		return nil, keyspace.Summary{}, nil, err
 	}
 	opts := keyspace.ScanOptions{Pattern: o.Match, Literal: o.Literal, Statuses: statuses, All: o.All, Limit: o.Limit, Decode: o.Decode}
 	bar, stopProgress := startProgress(o.Factory.Printer, linesOut, progress.Options{Label: "inspect --match", Unit: "keys"})
@@ -482,9 +545,26 @@ func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(
 	if bar != nil {
 		opts.Progress = func(n int64) { bar.Set(n, 0) }
 	}
+	var sampler *keyspace.MemorySampler
+	if o.Memory {
+		sampler = keyspace.NewMemorySampler(o.Samples)
+		inner := each
+		each = func(r records.Record) error {
+			sampler.Add(r)
+			return inner(r)
+		}
+	}
 	defer bulkGC(o.Factory.Getenv)()
 	sum, err := keyspace.ScanKeys(ctx, conn, opts, each)
-	return statuses, sum, err
+	if err != nil || sampler == nil {
+		return statuses, sum, nil, err
+	}
+	stopProgress()
+	rep, err := sampler.Measure(ctx, conn)
+	if err != nil {
+		return statuses, sum, nil, exit.Wrap(err, "inspect --memory")
+	}
+	return statuses, sum, &rep, nil
 }
 
 // parseStatuses reads --status A,B.
@@ -521,8 +601,16 @@ func newStreamViewer(ctx context.Context, f *Factory, conn *redisconn.Conn) (*st
 		d, m = idmp.DefaultDuration, idmp.DefaultMaxSize
 	}
 	ev, _ := conn.Eviction(ctx)
-	return &streamViewer{f: f, streams: streams,
-		ctx: health.StreamContext{DefaultDuration: d, DefaultMaxSize: m, Role: redisconn.Role(ctx, conn), Eviction: ev}}, nil
+	sctx := health.StreamContext{DefaultDuration: d, DefaultMaxSize: m, Role: redisconn.Role(ctx, conn), Eviction: ev}
+	// The lints for known IDMP bugs need the server's facts: native only.
+	if caps, err := conn.Capabilities(ctx); err == nil && caps.NativeIDMP {
+		facts, err := redisconn.ReadServerFacts(ctx, conn)
+		if err != nil {
+			return nil, err
+		}
+		sctx.Server = &facts
+	}
+	return &streamViewer{f: f, streams: streams, ctx: sctx}, nil
 }
 
 // streamJSON is a stream in -o json: XINFO names, mode and lints; with
@@ -596,25 +684,31 @@ func (sv *streamViewer) print(info stream.Info, r *rates, at time.Time) error {
 			pairs = append(pairs, render.Pair{"  pid " + strconv.Quote(pid.PID), render.N(pid.IIDs, "iid")})
 		}
 	}
-	for _, l := range lints {
-		v := l.Message
-		if p.Human() {
-			if l.Level == "warn" {
-				v = p.Warn("! " + v)
-			} else {
-				v = p.Dim(v)
-			}
-			pairs = append(pairs, render.Pair{"health", v})
-		} else {
-			pairs = append(pairs, render.Pair{"lint", l.Code + "\t" + l.Message})
-		}
-	}
+	pairs = append(pairs, lintPairs(p, lints)...)
 	title := render.Field(info.Stream)
 	if !at.IsZero() {
 		title += "  " + p.Dim(at.Local().Format("15:04:05"))
 	}
 	p.KV(title, pairs)
 	return nil
+}
+
+// lintPairs are lints as rows of a key-value view: "health" rows (warnings
+// marked) for a person, "lint<TAB>code<TAB>message" otherwise.
+func lintPairs(p *render.Printer, lints []health.Lint) []render.Pair {
+	var pairs []render.Pair
+	for _, l := range lints {
+		if !p.Human() {
+			pairs = append(pairs, render.Pair{"lint", l.Code + "\t" + l.Message})
+			continue
+		}
+		v := p.Dim(l.Message)
+		if l.Level == "warn" {
+			v = p.Warn("! " + l.Message)
+		}
+		pairs = append(pairs, render.Pair{"health", v})
+	}
+	return pairs
 }
 
 // watch redraws the name view every interval with rates from counter
@@ -671,7 +765,7 @@ func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
 
 // parseWatch reads --watch's interval.
 func parseWatch(every string) (time.Duration, error) {
-	interval, err := time.ParseDuration(every)
+	interval, err := capacity.ParseGoDuration(every)
 	if err != nil || interval < 10*time.Millisecond {
 		return 0, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--watch %q: want an interval of at least 10ms with its unit", every),
 			Hint: "for example --watch 1s or --watch 500ms"}

@@ -81,7 +81,7 @@ func streamMetrics(info stream.Info) render.StreamMetrics {
 		Stream: info.Stream, Mode: info.Mode, Length: info.Length,
 		IDMPDuration: info.IDMPDuration, IDMPMaxSize: info.IDMPMaxSize,
 		PIDsTracked: info.PIDsTracked, IIDsTracked: info.IIDsTracked,
-		IIDsAdded: info.IIDsAdded, IIDsDuplicates: info.IIDsDuplicates,
+		IIDsAdded: info.IIDsAdded, IIDsDuplicates: info.IIDsDuplicates, NotAtomic: info.NotAtomic,
 	}
 }
 
@@ -90,7 +90,7 @@ func streamMetrics(info stream.Info) render.StreamMetrics {
 // document carries it, and a cron job mails whatever reaches stderr.
 func inspectMatchMetrics(ctx context.Context, o *InspectOptions) error {
 	var flagged flagCounts
-	statuses, sum, err := scanMatch(ctx, o, false, func(r records.Record) error {
+	statuses, sum, mem, err := scanMatch(ctx, o, false, func(r records.Record) error {
 		switch {
 		case r.IsRecord(): // a stream's no-ttl is no record's
 			flagged.add(r.Flags)
@@ -102,7 +102,31 @@ func inspectMatchMetrics(ctx context.Context, o *InspectOptions) error {
 	if err != nil {
 		return err
 	}
-	return render.WriteMetrics(o.Factory.Printer.Out, render.Metrics{Scans: []render.ScanMetrics{scanMetrics(o.Match, statuses, sum, flagged)}})
+	m := scanMetrics(o.Match, statuses, sum, flagged)
+	if mem != nil {
+		m.Memory = scanMemoryMetrics(m, *mem)
+	}
+	return render.WriteMetrics(o.Factory.Printer.Out, render.Metrics{Scans: []render.ScanMetrics{m}})
+}
+
+// scanMemoryMetrics is inspect --memory's report as metrics: by status and
+// by format, with a 0 sample wherever the scan's own breakdown has one.
+func scanMemoryMetrics(m render.ScanMetrics, rep keyspace.MemoryReport) *render.ScanMemory {
+	mm := &render.ScanMemory{Bytes: rep.Bytes, Sampled: rep.Sampled, Exact: !rep.Estimated,
+		ByStatus: map[string]int64{}, ByFormat: map[string]int64{}}
+	for st := range m.ByStatus {
+		mm.ByStatus[st] = 0
+	}
+	for f := range m.ByFormat {
+		mm.ByFormat[f] = 0
+	}
+	for _, g := range rep.Groups {
+		if g.Status != "" { // streams and state keys have a format, no status
+			mm.ByStatus[string(g.Status)] += g.Bytes
+		}
+		mm.ByFormat[string(g.Format)] += g.Bytes
+	}
+	return mm
 }
 
 // flagCounts counts the records of a scan by the flags metrics export.

@@ -165,6 +165,46 @@ func TestCalcMaxsizeOptions(t *testing.T) {
 	}
 }
 
+func TestCalcTTLOptions(t *testing.T) {
+	var got *CalcTTLOptions
+	f := testFactory("")
+	if err := execute(t, f, NewCmdCalcTTL(f, func(o *CalcTTLOptions) error { got = o; return nil }),
+		"calc-ttl", "--rate", "100/s", "--max-processing", "5m", "--max-retry-delay", "1h", "--buffer", "10m",
+		"--key-size", "40b", "--value-size", "2kb", "--maxmemory", "4gb"); err != nil {
+		t.Fatal(err)
+	}
+	in := got.Inputs
+	if in.Rate.RatString() != "100" || !in.Window || in.TTL != 0 || in.MaxProcessing != 5*time.Minute ||
+		in.MaxRetryDelay != time.Hour || in.Buffer != 10*time.Minute || in.KeySize != 40 || in.ValueSize != 2048 ||
+		in.MaxMemory != 4<<30 || got.Samples != defaultTTLSamples || got.Sample != "" {
+		t.Errorf("parsed %+v", in)
+	}
+	// --sample alone: the sizes are measured (-1: not given).
+	if err := execute(t, f, NewCmdCalcTTL(f, func(o *CalcTTLOptions) error { got = o; return nil }),
+		"calc-ttl", "--rate", "100", "--ttl", "24h", "--sample", "idem:*", "--samples", "50"); err != nil {
+		t.Fatal(err)
+	}
+	if in := got.Inputs; got.Sample != "idem:*" || got.Samples != 50 || in.KeySize != -1 || in.ValueSize != -1 || in.TTL != 24*time.Hour || in.Window {
+		t.Errorf("parsed %+v (sample %q)", in, got.Sample)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--ttl", "24h", "--key-size", "40", "--value-size", "80"}, "--rate is required"},
+		{[]string{"--rate", "100", "--key-size", "40", "--value-size", "80"}, "give --ttl"},
+		{[]string{"--rate", "100", "--max-retry-delay", "1h", "--key-size", "40", "--value-size", "80"}, "needs both"},
+		{[]string{"--rate", "100", "--ttl", "24h"}, "give --key-size and --value-size"},
+		{[]string{"--rate", "100", "--ttl", "24h", "--sample", ""}, "--sample: empty value"},
+		{[]string{"--rate", "100", "--ttl", "24h", "--sample", "x*", "--samples", "100001"}, "--samples 100001"},
+		{[]string{"--rate", "100", "--ttl", "24h", "--key-size", "40", "--value-size", "-1"}, "must not be negative"},
+		{[]string{"--rate", "100", "--ttl", "24h", "--key-size", "40", "--value-size", "80", "extra"}, "takes no arguments"},
+	} {
+		f := testFactory("")
+		wantUsage(t, execute(t, f, NewCmdCalcTTL(f, func(*CalcTTLOptions) error { return nil }), append([]string{"calc-ttl"}, c.args...)...), c.want)
+	}
+}
+
 func TestInspectOptions(t *testing.T) {
 	var got *InspectOptions
 	f := testFactory("")

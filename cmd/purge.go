@@ -3,8 +3,10 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 
+	"github.com/idmpctl/idmpctl/internal/backup"
 	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
@@ -29,6 +31,7 @@ type PurgeOptions struct {
 	DryRun, Yes           bool
 	Force                 bool
 	Mode                  string
+	Backup                string // --backup FILE
 
 	ShowSecrets     bool
 	PowertoolsAttrs string
@@ -48,10 +51,19 @@ func (o *PurgeOptions) Validate() error {
 		return exit.Usagef("--stream takes only --pid, --dry-run and --yes")
 	case o.Match != "" && o.PID != "":
 		return exit.Usagef("--pid goes with --stream")
-	case o.OrphanState && (o.StatusFlag != "" || o.Stale || o.NoTTL || o.AnyType || o.Force || o.OlderThanFlag != "" || o.MaxRateFlag != "" || o.Limit != 0):
+	case o.OrphanState && (o.StatusFlag != "" || o.Stale || o.NoTTL || o.AnyType || o.Force || o.OlderThanFlag != "" || o.MaxRateFlag != "" || o.Limit != 0 || o.Backup != ""):
 		return exit.Usagef("--orphan-state selects the emulated IDMP state of deleted streams: it takes only --match, --literal, --dry-run and --yes")
+	case o.Backup != "" && o.Stream != "":
+		return exit.Usagef("--backup goes with --match: purge --stream deletes no records")
+	case o.Backup != "" && o.DryRun:
+		return exit.Usagef("--backup with --dry-run: a dry run deletes nothing to back up")
 	case o.Stream != "":
 		return nil
+	}
+	if o.Backup != "" {
+		if _, err := os.Lstat(o.Backup); err == nil {
+			return exit.Usagef("--backup %s: %v", o.Backup, backup.ErrExists)
+		}
 	}
 	statuses, err := parseStatuses(o.StatusFlag)
 	if err != nil {
@@ -84,8 +96,9 @@ func (o *PurgeOptions) Validate() error {
 func NewCmdPurge(f *Factory, runF func(*PurgeOptions) error) *cobra.Command {
 	o := &PurgeOptions{Factory: f}
 	c := &cobra.Command{
-		Use:   "purge --match PATTERN [filters] | --stream STREAM [--pid P]",
-		Short: "Delete idempotency records safely, or clear a stream's IDMP tracking",
+		Annotations: map[string]string{writesAnnotation: writesUnlessDryRun},
+		Use:         "purge --match PATTERN [filters] | --stream STREAM [--pid P]",
+		Short:       "Delete idempotency records safely, or clear a stream's IDMP tracking",
 		Long: `Delete idempotency records matching a pattern, on every primary of a cluster.
 Each deletion is re-checked on the server: a record that changed since it was
 scanned is kept and counted as "changed". Only recognised records are deleted
@@ -110,7 +123,7 @@ summary on stderr ("kept-live" for a record the re-check found live).`,
 		RunE: func(c *cobra.Command, _ []string) error {
 			// An empty value is never "all": purge --stream S --pid "$UNSET"
 			// would forget every producer's iids.
-			if err := refuseEmpty(c, "match", "stream", "pid", "status", "older-than", "max-rate", "powertools-attrs", "mode"); err != nil {
+			if err := refuseEmpty(c, "match", "stream", "pid", "status", "older-than", "max-rate", "powertools-attrs", "mode", "backup"); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -144,12 +157,13 @@ summary on stderr ("kept-live" for a record the re-check found live).`,
 	fl.StringVar(&o.PID, "pid", "", "with --stream: only this producer's iids (emulated mode)")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "delete nothing; show what would be deleted")
 	fl.BoolVar(&o.Yes, "yes", false, "confirm the deletion")
+	fl.StringVar(&o.Backup, "backup", "", "save every record (DUMP, TTL) to this new file before it is deleted; idmpctl restore FILE puts them back")
 	addModeFlag(c, &o.Mode)
 	addRecordFlags(c, &o.ShowSecrets, &o.PowertoolsAttrs)
 	return c
 }
 
-func purgeMatchRun(ctx context.Context, o *PurgeOptions) error {
+func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {
 	ctx, stop := untilInterrupted(o.Factory, ctx)
 	defer stop()
 	f := o.Factory
@@ -172,12 +186,25 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) error {
 			return exit.Wrap(err, "purge")
 		}
 		if sum.Matched == 0 {
-			return printPurge(p, sum, o, keyList{})
+			return printPurge(p, sum, o, keyList{}, nil)
 		}
 		what := fmt.Sprintf("delete %s matching %s (%s scanned)", render.N(sum.Matched, "record"), strconv.Quote(o.Match), render.N(sum.Scanned, "key"))
 		if err := confirm(f, false, change{What: what, Question: "Delete them?", Keys: keys.Keys, More: keys.More}); err != nil {
 			return exit.Wrap(err, "purge")
 		}
+	}
+	var bw *backup.Writer
+	if o.Backup != "" {
+		var cerr error
+		if bw, cerr = backup.Create(o.Backup, backup.Header{Source: conn.Display, Pattern: o.Match}); cerr != nil {
+			return &exit.Error{Code: exit.Config, What: "purge --backup " + o.Backup, Err: cerr, Hint: "nothing was deleted"}
+		}
+		o.Ops.Backup = bw
+		defer func() {
+			if cerr := bw.Close(); cerr != nil && err == nil {
+				err = &exit.Error{Code: exit.Config, What: "purge --backup " + o.Backup, Err: cerr}
+			}
+		}()
 	}
 	bar, stopProgress := startProgress(p, p.Format == render.Raw, progress.Options{Label: "purge --match", Unit: "keys"})
 	defer stopProgress()
@@ -198,7 +225,10 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) error {
 	})
 	flush()
 	stopProgress()
-	if perr := printPurge(p, sum, o, keys); err == nil {
+	if err != nil && sum.Scanned == 0 {
+		return exit.Wrap(err, "purge") // nothing was looked at: a summary of zeros says nothing
+	}
+	if perr := printPurge(p, sum, o, keys, bw); err == nil {
 		err = perr
 	}
 	return exit.Wrap(err, "purge")
@@ -234,19 +264,32 @@ type purgeSummaryJSON struct {
 	Type    string                `json:"type"` // "summary"
 	Summary keyspace.PurgeSummary `json:"summary"`
 	DryRun  bool                  `json:"dry_run"`
+	Backup  *purgeBackupJSON      `json:"backup,omitempty"`
+}
+
+// purgeBackupJSON is what --backup saved.
+type purgeBackupJSON struct {
+	File  string `json:"file"`
+	Saved int64  `json:"saved"` // records written before their delete was sent
+	Kept  int64  `json:"kept"`  // of them, kept by the re-check (changed, or live)
 }
 
 // printPurge prints purge --match's summary: a view naming the first keys
 // (-o table), the summary object (-o json), or a line on stderr (raw,
 // whose stdout named every key).
-func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions, keys keyList) error {
+func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions, keys keyList, bw *backup.Writer) error {
 	what, n := "deleted", s.Deleted
 	if o.DryRun {
 		what, n = "would delete", s.Matched
 	}
+	var saved *purgeBackupJSON
+	if bw != nil {
+		saved = &purgeBackupJSON{File: o.Backup}
+		saved.Saved, saved.Kept = bw.Counts()
+	}
 	switch p.Format {
 	case render.JSON:
-		return p.JSON(purgeSummaryJSON{Type: "summary", Summary: s, DryRun: o.DryRun})
+		return p.JSON(purgeSummaryJSON{Type: "summary", Summary: s, DryRun: o.DryRun, Backup: saved})
 	case render.Table:
 		title := "purge --match " + strconv.Quote(o.Match)
 		if o.DryRun {
@@ -265,6 +308,10 @@ func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions, key
 		if s.LiveKept > 0 {
 			pairs = append(pairs, render.Pair{"live kept", fmt.Sprintf("%s (%s)", render.N(s.LiveKept, "record"), s.LiveReason)})
 		}
+		if saved != nil {
+			pairs = append(pairs, render.Pair{"backup", fmt.Sprintf("%s saved to %s (%d then kept); idmpctl restore %s puts them back",
+				render.N(saved.Saved, "record"), render.Field(o.Backup), saved.Kept, render.Field(o.Backup))})
+		}
 		for i, l := range keys.lines() {
 			label := ""
 			if i == 0 {
@@ -282,6 +329,10 @@ func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions, key
 	}
 	if s.LiveKept > 0 {
 		p.Status("purge: %s kept (%s)", render.N(s.LiveKept, "live record"), s.LiveReason)
+	}
+	if saved != nil {
+		p.Status("purge: %s saved to %s before they were deleted (%s of them then kept); idmpctl restore %s puts them back",
+			render.N(saved.Saved, "record"), o.Backup, render.Count(saved.Kept), o.Backup)
 	}
 	return nil
 }

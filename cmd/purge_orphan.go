@@ -125,5 +125,5 @@ func purgeOrphanRun(ctx context.Context, o *PurgeOptions) error {
 		}
 	}
 	flush()
-	return printPurge(p, sum, o, shown)
+	return printPurge(p, sum, o, shown, nil)
 }

@@ -42,9 +42,13 @@ type Factory struct {
 	Printer *render.Printer
 	Global  GlobalOptions
 
-	conn    *redisconn.Conn
-	started bool            // flags parsed: errors from here on are not usage errors
-	guard   *claimrun.Guard // claim run's guard, started before the tree is built (Linux)
+	conn   *redisconn.Conn
+	stdout *outWriter // Out as Main made it: its first write error
+	// outputTold: the command dealt with its own lost output (claim run,
+	// whose command's exit code stands), or already failed for it.
+	outputTold bool
+	started    bool            // flags parsed: errors from here on are not usage errors
+	guard      *claimrun.Guard // claim run's guard, started before the tree is built (Linux)
 	// caught is the signal (SIGINT, SIGTERM) that stopped a command run
 	// under untilInterrupted: it exits 128 + its number.
 	caught atomic.Value
@@ -64,6 +68,7 @@ type GlobalOptions struct {
 	Cluster     bool
 	Output      string
 	NoColor     bool
+	ReadOnly    bool
 }
 
 // Conn opens the connection on first use; commands that need no server
@@ -124,7 +129,10 @@ func (f *Factory) passwordSource() string {
 	if f.Getenv("IDMPCTL_PASSWORD") != "" {
 		return "IDMPCTL_PASSWORD"
 	}
-	return "REDISCLI_AUTH"
+	if f.Getenv("REDISCLI_AUTH") != "" {
+		return "REDISCLI_AUTH"
+	}
+	return "" // none: the URL's user was tried with an empty password
 }
 
 // NewRootCmd builds the whole command tree (help, completion scripts, man
@@ -183,6 +191,7 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 	pf.BoolVar(&g.Cluster, "cluster", false, "use the Redis Cluster protocol (detected when not given)")
 	pf.StringVarP(&g.Output, "output", "o", "", "output: table, json, raw, or prometheus for inspect (default table on a terminal, raw otherwise)")
 	pf.BoolVar(&g.NoColor, "no-color", false, "no colour (also NO_COLOR)")
+	pf.BoolVar(&g.ReadOnly, "read-only", false, "refuse every command that could write, before it connects (also IDMPCTL_READ_ONLY=1)")
 
 	for _, v := range verbs {
 		if verb == "" || v.name == verb {
@@ -192,7 +201,40 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 		}
 	}
 	refuseUnknownVerbs(root)
+	root.SetHelpCommand(newHelpCmd())
 	return root
+}
+
+// newHelpCmd is "idmpctl help [VERB...]": cobra's own prints the group's
+// help and exits 0 for "help claim aquire", and "Unknown help topic" with
+// 0 for "help nosuch"; a typo is a usage error here as everywhere (64).
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			target := c.Root()
+			for _, a := range args {
+				next := findVerb(target, a)
+				if next == nil {
+					return unknownVerb(target, a)
+				}
+				target = next
+			}
+			return target.Help()
+		},
+	}
+}
+
+// findVerb is c's sub-command called name (or one of its aliases).
+func findVerb(c *cobra.Command, name string) *cobra.Command {
+	for _, s := range c.Commands() {
+		if s.Name() == name || s.HasAlias(name) {
+			return s
+		}
+	}
+	return nil
 }
 
 // refuseUnknownVerbs makes every command that groups verbs (the root,
@@ -262,8 +304,10 @@ var verbs = []struct {
 	{"inspect", func(f *Factory) *cobra.Command { return NewCmdInspect(f, nil) }},
 	{"claim", NewCmdClaim},
 	{"purge", func(f *Factory) *cobra.Command { return NewCmdPurge(f, nil) }},
+	{"restore", func(f *Factory) *cobra.Command { return NewCmdRestore(f, nil) }},
 	{"exec", func(f *Factory) *cobra.Command { return NewCmdExec(f, nil) }},
 	{"calc-maxsize", func(f *Factory) *cobra.Command { return NewCmdCalcMaxsize(f, nil) }},
+	{"calc-ttl", func(f *Factory) *cobra.Command { return NewCmdCalcTTL(f, nil) }},
 	{"version", NewCmdVersion},
 	{"completion", NewCmdCompletion},
 	{claimrun.GuardCommand, newCmdGuard},
@@ -325,6 +369,9 @@ func (f *Factory) setup(c *cobra.Command) error {
 	if format == render.Prometheus && c.Annotations[hasMetrics] == "" {
 		return notMetrics(c.CommandPath())
 	}
+	if err := f.checkReadOnly(c); err != nil {
+		return err
+	}
 	if f.Global.Timeout <= 0 {
 		return exit.Usagef("--timeout %s: must be greater than zero", f.Global.Timeout)
 	}
@@ -349,6 +396,67 @@ func (f *Factory) setup(c *cobra.Command) error {
 	return nil
 }
 
+// writesAnnotation says when a command writes to Redis, for --read-only:
+// writesNever, writesUnlessDryRun (its --dry-run writes nothing), or
+// writesWithApply (only with --apply, and not with --dry-run). A command
+// without it is taken to write: a new command is refused under --read-only
+// until it says otherwise.
+const (
+	writesAnnotation   = "idmpctl/writes"
+	writesNever        = "never"
+	writesUnlessDryRun = "unless-dry-run"
+	writesWithApply    = "with-apply"
+)
+
+// mayWrite reports whether c, with the flags given, could write to Redis.
+// Cobra's own commands (help, the hidden completion requests) and idmpctl's
+// hidden helpers never do.
+func mayWrite(c *cobra.Command) bool {
+	if c.Hidden || c.Name() == "help" || !c.Runnable() {
+		return false
+	}
+	dryRun := func() bool {
+		v, err := c.Flags().GetBool("dry-run")
+		return err == nil && v
+	}
+	switch c.Annotations[writesAnnotation] {
+	case writesNever:
+		return false
+	case writesUnlessDryRun:
+		return !dryRun()
+	case writesWithApply:
+		v, err := c.Flags().GetString("apply")
+		return err == nil && v != "" && !dryRun()
+	}
+	return true
+}
+
+// readOnly is --read-only, else IDMPCTL_READ_ONLY: on for any value but
+// "", 0, false and no (a typo keeps it on).
+func (f *Factory) readOnly(c *cobra.Command) bool {
+	if fl := c.Flags().Lookup("read-only"); fl != nil && fl.Changed {
+		return f.Global.ReadOnly
+	}
+	switch strings.ToLower(strings.TrimSpace(f.Getenv("IDMPCTL_READ_ONLY"))) {
+	case "", "0", "false", "no":
+		return false
+	}
+	return true
+}
+
+// checkReadOnly refuses (64) a command that could write under --read-only,
+// before anything connects.
+func (f *Factory) checkReadOnly(c *cobra.Command) error {
+	if !f.readOnly(c) || !mayWrite(c) {
+		return nil
+	}
+	hint := "drop --read-only (and IDMPCTL_READ_ONLY) to write"
+	if c.Annotations[writesAnnotation] == writesUnlessDryRun || c.Annotations[writesAnnotation] == writesWithApply {
+		hint = "--dry-run shows what it would do without writing; " + hint
+	}
+	return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%s could write to Redis: refused in read-only mode (--read-only or IDMPCTL_READ_ONLY)", c.CommandPath()), Hint: hint}
+}
+
 // width is the terminal's width in columns, for tables and views: the real
 // terminal's; for a terminal forced with IDMPCTL_FORCE_TTY, COLUMNS or 80;
 // 0 (no limit) when stdout is no terminal.
@@ -369,16 +477,17 @@ func (f *Factory) width() int {
 
 // Main runs idmpctl and returns its exit code.
 func Main() int {
+	stdout := &outWriter{w: os.Stdout}
 	f := &Factory{
-		In: os.Stdin, Out: os.Stdout, Err: os.Stderr, Getenv: os.Getenv, Now: time.Now,
+		In: os.Stdin, Out: stdout, Err: os.Stderr, Getenv: os.Getenv, Now: time.Now, stdout: stdout,
 		IsTTY: func(w any) bool {
-			if file, ok := w.(*os.File); ok {
+			if file, ok := file(w); ok {
 				return isatty.IsTerminal(file.Fd())
 			}
 			return false
 		},
 		TermWidth: func(w any) int {
-			if file, ok := w.(*os.File); ok {
+			if file, ok := file(w); ok {
 				if cols, _, err := term.GetSize(int(file.Fd())); err == nil {
 					return cols
 				}
@@ -417,6 +526,10 @@ func run(f *Factory, args []string) int {
 	root := newRoot(f, verbOf(args))
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())
+	if lost := f.outputLost(); lost != nil && !f.outputTold &&
+		(err == nil || exit.Code(err) == exit.Done || errors.Is(err, f.stdout.err)) {
+		err = lost // a success, or "done", whose output nobody got; or the write's own error
+	}
 	if err == nil {
 		return exit.OK
 	}
@@ -522,7 +635,11 @@ func printError(f *Factory, err error) {
 	case errors.Is(err, context.Canceled):
 		msg = "interrupted"
 	case exit.Code(err) == exit.Permission && strings.Contains(msg, "WRONGPASS"):
-		hint = "the password from " + f.passwordSource() + " was refused: check it, and the ACL user in the URL (redis://user@host)"
+		if src := f.passwordSource(); src != "" {
+			hint = "the password from " + src + " was refused: check it, and the ACL user in the URL (redis://user@host)"
+		} else {
+			hint = "the URL names an ACL user but no password was given: put it in IDMPCTL_PASSWORD or REDISCLI_AUTH (idmpctl logs in as that user, never as the default user instead)"
+		}
 	case exit.Code(err) == exit.Unavailable && exit.TimedOut(err):
 		// The network's words ("read tcp ...: i/o timeout") say less than
 		// ours, and name no flag.

@@ -33,9 +33,10 @@ func Version() (v, commit string) {
 // NewCmdVersion prints the version.
 func NewCmdVersion(f *Factory) *cobra.Command {
 	return &cobra.Command{
-		Use:   "version",
-		Short: "Print idmpctl's version",
-		Args:  noArgs,
+		Use:         "version",
+		Short:       "Print idmpctl's version",
+		Args:        noArgs,
+		Annotations: map[string]string{writesAnnotation: writesNever},
 		RunE: func(c *cobra.Command, _ []string) error {
 			return printVersion(f.Printer)
 		},

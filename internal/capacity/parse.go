@@ -113,7 +113,7 @@ func ParseDuration(flag, s, example string) (time.Duration, error) {
 	if strings.HasPrefix(s, "-") {
 		return 0, bad("must be positive")
 	}
-	d, err := time.ParseDuration(s)
+	d, err := ParseGoDuration(s)
 	switch {
 	case err != nil && strings.Contains(err.Error(), "invalid duration") && looksNumeric(s):
 		return 0, bad("overflow: longer than 290 years")
@@ -124,6 +124,40 @@ func ParseDuration(flag, s, example string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// ParseGoDuration is time.ParseDuration that also takes days, as idmpctl
+// prints long durations ("7d", "6d23h", "1.5d"): a day is 24 hours. The
+// 'd' may come once, first ("1d12h", not "12h1d"); no other unit has a d.
+func ParseGoDuration(s string) (time.Duration, error) {
+	i := strings.IndexByte(s, 'd')
+	if i < 0 {
+		return time.ParseDuration(s)
+	}
+	head, rest := s[:i], s[i+1:]
+	neg := strings.HasPrefix(head, "-")
+	head = strings.TrimLeft(head, "+-")
+	if !daysRE().MatchString(head) || strings.HasPrefix(rest, "-") || strings.HasPrefix(rest, "+") || strings.IndexByte(rest, 'd') >= 0 {
+		return 0, fmt.Errorf("time: invalid duration %q", s)
+	}
+	days, err := time.ParseDuration(head + "h") // "1.5" days: 1.5h x 24
+	if err != nil || days > math.MaxInt64/24 {
+		return 0, fmt.Errorf("time: invalid duration %q", s)
+	}
+	d := days * 24
+	if rest != "" {
+		r, err := time.ParseDuration(rest)
+		if err != nil || d > math.MaxInt64-r {
+			return 0, fmt.Errorf("time: invalid duration %q", s)
+		}
+		d += r
+	}
+	if neg {
+		d = -d
+	}
+	return d, nil
+}
+
+var daysRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`) })
 
 func looksNumeric(s string) bool {
 	return strings.IndexFunc(s, func(r rune) bool { return r >= '0' && r <= '9' }) >= 0 &&
@@ -159,4 +193,58 @@ func ParseMargin(flag, s string) (*big.Rat, error) {
 		return nil, bad("more than 10000% is not a margin")
 	}
 	return r, nil
+}
+
+// maxBytes bounds sizes (1 PB): far beyond any key, value or server.
+const maxBytes = 1 << 50
+
+// bytesUnits are redis.conf's memory units (case-insensitive): k, m, g are
+// powers of 1000, kb, mb, gb powers of 1024.
+var bytesUnits = map[string]int64{
+	"": 1, "b": 1,
+	"k": 1000, "kb": 1024,
+	"m": 1000 * 1000, "mb": 1024 * 1024,
+	"g": 1000 * 1000 * 1000, "gb": 1024 * 1024 * 1024,
+}
+
+// ParseBytes reads a size in bytes with redis.conf's units (40, 40b, 1k,
+// 1kb, 4gb); minimum is the smallest value allowed (0 or 1).
+func ParseBytes(flag, s string, minimum int64, example string) (int64, error) {
+	bad := func(why string) error {
+		return &InputError{Flag: flag, Value: s, Why: why, Example: example}
+	}
+	t := strings.ToLower(strings.TrimSpace(s))
+	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	num, unit := t, ""
+	if i >= 0 {
+		num, unit = t[:i], t[i:]
+	}
+	mult, ok := bytesUnits[unit]
+	switch {
+	case strings.HasPrefix(t, "-"):
+		return 0, bad("must not be negative")
+	case num == "":
+		return 0, bad("not a size")
+	case !ok:
+		return 0, bad(fmt.Sprintf("unknown unit %q (use b, k, kb, m, mb, g or gb, as redis.conf does)", unit))
+	}
+	r, ok := new(big.Rat).SetString(num)
+	if !ok || !numberRE().MatchString(num) {
+		return 0, bad("not a size")
+	}
+	r.Mul(r, big.NewRat(mult, 1))
+	if !r.IsInt() {
+		return 0, bad("not a whole number of bytes")
+	}
+	if r.Cmp(big.NewRat(maxBytes, 1)) > 0 {
+		return 0, bad("overflow: more than 1 PB")
+	}
+	n := r.Num().Int64()
+	if n < minimum {
+		if minimum == 1 {
+			return 0, bad("must be greater than zero")
+		}
+		return 0, bad(fmt.Sprintf("must be at least %d", minimum))
+	}
+	return n, nil
 }

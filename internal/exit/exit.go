@@ -25,7 +25,7 @@ const (
 	Busy        = 75  // claimed by a live owner, retry later
 	Lost        = 76  // the claim's token is no longer current
 	Permission  = 77  // NOAUTH, WRONGPASS, NOPERM
-	Config      = 78  // bad URL, unreadable TLS file, a replica, scripting disabled, --cluster against a server that is no cluster
+	Config      = 78  // bad URL, unreadable TLS file, a replica, scripting disabled, --cluster against a server that is no cluster, a --backup file that cannot be written
 	Interrupted = 130 // SIGINT (128 + 2): stopped by the user
 	Terminated  = 143 // SIGTERM (128 + 15)
 )
@@ -42,7 +42,7 @@ const Table = `Exit codes:
   75  busy: claimed by a live owner (or a batch run by another run), retry later
   76  lost: the claim's token is no longer current
   77  permission: NOAUTH, WRONGPASS, NOPERM
-  78  configuration: bad URL, unreadable TLS file, a replica, scripting disabled, --cluster against a server that is no cluster
+  78  configuration: bad URL, unreadable TLS file, a replica, scripting disabled, --cluster against a server that is no cluster, a --backup file that cannot be written
  130  interrupted by SIGINT (work already committed stays committed; a batch resumes where it stopped)
  143  interrupted by SIGTERM (work already committed stays committed; a batch resumes where it stopped)`
 

@@ -29,6 +29,9 @@ type StreamContext struct {
 	DefaultDuration, DefaultMaxSize int64
 	Role                            string // master, slave/replica
 	Eviction                        redisconn.Eviction
+	// Server are the server's facts, read on servers with native IDMP
+	// (nil otherwise): the stream view then carries the server's lints too.
+	Server *redisconn.ServerFacts
 }
 
 // Stream lints a stream's IDMP state.
@@ -62,8 +65,15 @@ func Stream(i stream.Info, c StreamContext) []Lint {
 	if c.Role == "slave" || c.Role == "replica" {
 		add("replica", "warn", "read from a replica: idempotent adds go to the primary, and what is shown may lag it")
 	}
+	if i.NotAtomic {
+		add("not-atomic", "info", "read with plain commands (this user may not run scripts): not one atomic snapshot, so the counts can be off by the adds made while it was read")
+	}
 	if i.OtherMode != "" {
 		add("mixed-modes", "warn", "this stream also holds %s IDMP state: adds in one mode do not dedupe against the other", i.OtherMode)
+	}
+	if c.Server != nil {
+		streamBugs(i, c.Server, add)
+		out = append(out, Server(*c.Server)...)
 	}
 	return out
 }

@@ -48,4 +48,9 @@ func TestStreamLints(t *testing.T) {
 	if got := codes(Stream(stream.Info{Mode: "none", IDMPDuration: 100, IDMPMaxSize: 100}, def)); got != "not-idempotent" {
 		t.Errorf("none: %q", got)
 	}
+	plain := healthy
+	plain.NotAtomic = true
+	if got := codes(Stream(plain, def)); got != "not-atomic" {
+		t.Errorf("read with plain commands: %q", got)
+	}
 }

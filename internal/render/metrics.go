@@ -26,6 +26,9 @@ type StreamMetrics struct {
 	IIDsTracked    int64
 	IIDsAdded      int64 // lifetime counter
 	IIDsDuplicates int64 // lifetime counter
+	// NotAtomic: the state was read with plain commands (a user who may not
+	// run scripts), not as one snapshot.
+	NotAtomic bool
 }
 
 // ScanMetrics counts one scan of the keyspace (inspect --match Pattern).
@@ -46,6 +49,21 @@ type ScanMetrics struct {
 	OrphanLocks int64
 	OrphanState int64 // emulated IDMP state keys whose stream is gone (orphan-state)
 	Limited     bool
+	// Memory, when measured (inspect --match --memory): bytes estimated
+	// from a sample of MEMORY USAGE.
+	Memory *ScanMemory
+}
+
+// ScanMemory is what a scan's records use, estimated from a sample: each
+// format and status's records times the mean MEMORY USAGE of those sampled.
+// ByStatus and ByFormat get one sample per entry (put 0 entries in for the
+// series that should not vanish). Exact says every record was measured.
+type ScanMemory struct {
+	Bytes    int64
+	ByStatus map[string]int64
+	ByFormat map[string]int64
+	Sampled  int64
+	Exact    bool
 }
 
 // Metrics is everything one run exposes.
@@ -105,6 +123,16 @@ func WriteMetrics(w io.Writer, m Metrics) error {
 				sample(&b, f.name, f.value(s), "stream", s.Stream)
 			}
 		}
+		if slices.ContainsFunc(streams, func(s StreamMetrics) bool { return s.NotAtomic }) {
+			family(&b, "idmpctl_stream_read_atomic", "gauge", "1 when the stream's IDMP state was read in one atomic step, 0 when with plain commands (the user may not run scripts): its counts can then be off by the adds made meanwhile. Only in documents where some stream was read with plain commands.")
+			for _, s := range streams {
+				v := int64(1)
+				if s.NotAtomic {
+					v = 0
+				}
+				sample(&b, "idmpctl_stream_read_atomic", v, "stream", s.Stream)
+			}
+		}
 	}
 
 	if len(scans) > 0 {
@@ -144,10 +172,45 @@ func WriteMetrics(w io.Writer, m Metrics) error {
 				sample(&b, f.name, f.value(s), "pattern", s.Pattern)
 			}
 		}
+		writeScanMemory(&b, scans)
 	}
 
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeScanMemory writes the memory families of the scans that measured it.
+// Every figure is an estimate and says so in its name (_estimate_bytes),
+// except where idmpctl_scan_memory_exact is 1.
+func writeScanMemory(b *strings.Builder, scans []ScanMetrics) {
+	var measured []ScanMetrics
+	for _, s := range scans {
+		if s.Memory != nil {
+			measured = append(measured, s)
+		}
+	}
+	if len(measured) == 0 {
+		return
+	}
+	family(b, "idmpctl_scan_memory_estimate_bytes", "gauge", "Bytes the records found use (MEMORY USAGE), estimated from a sample: each format and status's records times the mean of those sampled.")
+	for _, s := range measured {
+		sample(b, "idmpctl_scan_memory_estimate_bytes", s.Memory.Bytes, "pattern", s.Pattern)
+	}
+	mem := func(s ScanMetrics) *ScanMemory { return s.Memory }
+	breakdown(b, measured, "idmpctl_scan_memory_by_status_estimate_bytes", "Bytes the records found use, by normalised status, estimated from a sample.", "status", func(s ScanMetrics) map[string]int64 { return mem(s).ByStatus })
+	breakdown(b, measured, "idmpctl_scan_memory_by_format_estimate_bytes", "Bytes the records found use, by record format, estimated from a sample.", "format", func(s ScanMetrics) map[string]int64 { return mem(s).ByFormat })
+	family(b, "idmpctl_scan_memory_sampled_keys", "gauge", "Records whose MEMORY USAGE was measured for the estimates.")
+	for _, s := range measured {
+		sample(b, "idmpctl_scan_memory_sampled_keys", s.Memory.Sampled, "pattern", s.Pattern)
+	}
+	family(b, "idmpctl_scan_memory_exact", "gauge", "1 when every record found was measured: the memory estimates are then exact sums of MEMORY USAGE.")
+	for _, s := range measured {
+		v := int64(0)
+		if s.Memory.Exact {
+			v = 1
+		}
+		sample(b, "idmpctl_scan_memory_exact", v, "pattern", s.Pattern)
+	}
 }
 
 // breakdown writes one family with a sample per (pattern, key) of each

@@ -84,6 +84,31 @@ func TestClaimDefaultsOnAnOlderRecord(t *testing.T) {
 	wantTTL(t, ctx, c, "old", 48*time.Hour)
 }
 
+// A claim record with neither lease_ms nor updated (hand-made, or another
+// writer's): a renewal without a lease falls back to the 5m default, but
+// never to a lease_until earlier than the one the record holds: a default
+// never shortens a live lease.
+func TestClaimDefaultLeaseNeverShortens(t *testing.T) {
+	ctx, c := claimClient(t)
+	now := time.Now().UnixMilli()
+	until := now + time.Hour.Milliseconds()
+	c.Client().HSet(ctx, "bare", "status", "PROCESSING", "owner", "w", "token", "1", "attempts", "1",
+		"lease_until", strconv.FormatInt(until, 10), "created", strconv.FormatInt(now, 10))
+	c.Client().PExpire(ctx, "bare", 2*time.Hour)
+	rec, err := Renew(ctx, c, "bare", 1, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.LeaseUntil < until {
+		t.Errorf("renew without --lease moved lease_until from %d to %d (%s earlier)", until, rec.LeaseUntil,
+			time.Duration(until-rec.LeaseUntil)*time.Millisecond)
+	}
+	// Given, a shorter lease is taken as asked.
+	if rec, err = Renew(ctx, c, "bare", 1, time.Minute, 0); err != nil || rec.LeaseUntil-rec.Now != time.Minute.Milliseconds() {
+		t.Errorf("renew --lease 1m: %+v %v", rec, err)
+	}
+}
+
 // Fencing tokens strictly increase for a key, also across the deletion of
 // its record (release, fail --release, DEL, a purge) and its expiry: a
 // zombie's token never matches a later claim.
@@ -225,4 +250,58 @@ func TestClaimPermissionsBeforeTheFirstWrite(t *testing.T) {
 		t.Errorf("refused steps changed the record:\n%v\n%v", before, after)
 	}
 	wantTTL(t, ctx, admin, "job", time.Hour)
+}
+
+// A user who may not read the record (HGETALL) is refused with NOPERM (77),
+// whatever the key holds: the script must not take the refusal for a key
+// that is no claim record (65, "the key holds a none"). A user who may only
+// read the key (%R~) is refused too (by EVAL's key check). Nothing is
+// written either way.
+func TestClaimReadPermission(t *testing.T) {
+	if !redistest.AtLeast(7, 0) {
+		t.Skip("redis.acl_check_cmd and selectors need Redis 7.0")
+	}
+	admin, srv := redistest.Conn(t)
+	ctx := context.Background()
+	for _, acl := range [][]any{
+		{"ACL", "SETUSER", "nohgetall", "on", ">pw", "~*", "+@all", "-hgetall"},
+		{"ACL", "SETUSER", "readonly", "on", ">pw", "%R~*", "+@all"},
+	} {
+		if err := admin.Client().Do(ctx, acl...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	as := func(user string) *redisconn.Conn {
+		c, err := redistest.Dial(ctx, redisconn.ConnConfig{URL: "unix://" + user + ":pw@" + srv.Addr, Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	p := AcquireParams{Key: "job", Owner: "w", Lease: time.Minute, TTL: time.Hour}
+	for _, user := range []string{"nohgetall", "readonly"} {
+		_, err := Acquire(ctx, as(user), p)
+		wantCode(t, err, exit.Permission, "")
+		if n, _ := admin.Client().Exists(ctx, "job").Result(); n != 0 {
+			t.Errorf("%s: a refused acquire left the key: %v", user, hash(t, ctx, admin, "job"))
+		}
+	}
+	tok := mustAcquire(t, ctx, admin, p, Acquired).Token
+	before := hash(t, ctx, admin, "job")
+	for _, user := range []string{"nohgetall", "readonly"} {
+		c := as(user)
+		_, err := Acquire(ctx, c, p)
+		wantCode(t, err, exit.Permission, "")
+		_, err = Renew(ctx, c, "job", tok, 0, 0)
+		wantCode(t, err, exit.Permission, "")
+		_, err = Complete(ctx, c, "job", tok, nil, 0, 0)
+		wantCode(t, err, exit.Permission, "")
+		_, err = Fail(ctx, c, "job", tok, "", 0, false)
+		wantCode(t, err, exit.Permission, "")
+		wantCode(t, Release(ctx, c, "job", tok), exit.Permission, "")
+	}
+	if after := hash(t, ctx, admin, "job"); len(after) != len(before) || after["updated"] != before["updated"] || after["status"] != before["status"] {
+		t.Errorf("refused steps changed the record:\n%v\n%v", before, after)
+	}
 }

@@ -53,7 +53,14 @@ func readProc(pid int) (proc, bool) {
 // pgid, the guard (pid pgid) aside: what the command started that left its
 // group. A subreaper's orphans are its children, so the walk from idmpctl
 // finds them.
-func escaped(pgid int) []proc {
+func escaped(pgid int) []proc { return descendants(pgid, false) }
+
+// descendants lists the live descendants of idmpctl but the guard (pid
+// pgid): those outside the group pgid, and with inGroup those in it too.
+// While idmpctl lives (a subreaper), that is everything the command
+// started and is still running: the group's members are its descendants
+// too, orphans included.
+func descendants(pgid int, inGroup bool) []proc {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -78,7 +85,7 @@ func escaped(pgid int) []proc {
 				continue // the guard
 			}
 			queue = append(queue, c.pid)
-			if !c.zombie && c.pgrp != pgid {
+			if !c.zombie && (inGroup || c.pgrp != pgid) {
 				out = append(out, c)
 			}
 		}

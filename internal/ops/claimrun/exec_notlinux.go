@@ -52,6 +52,10 @@ func (c execChild) stop(sig syscall.Signal) { signalChild(c.cmd, sig) }
 
 func (execChild) escapedLeft() bool { return false }
 
+// anyLeft: a process still in the command's group (where there are
+// groups; see groupLeft).
+func (c execChild) anyLeft() bool { return groupLeft(c.cmd) }
+
 func (c execChild) wait() int {
 	err := c.cmd.Wait()
 	if err == nil {

@@ -28,3 +28,7 @@ func signaled(ee *exec.ExitError) (int, bool) {
 	}
 	return 0, false
 }
+
+// groupLeft reports whether the command's process group still has a
+// member: what it started and left behind when it ended.
+func groupLeft(cmd *exec.Cmd) bool { return syscall.Kill(-cmd.Process.Pid, 0) == nil }

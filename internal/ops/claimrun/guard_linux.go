@@ -300,6 +300,10 @@ func (c *guardedChild) stop(sig syscall.Signal) {
 // escapedLeft reports whether a descendant outside the group still runs.
 func (c *guardedChild) escapedLeft() bool { return len(escaped(c.g.pid)) > 0 }
 
+// anyLeft reports whether anything the command started still runs, in its
+// process group (the guard aside) or outside it.
+func (c *guardedChild) anyLeft() bool { return len(descendants(c.g.pid, true)) > 0 }
+
 // ended lets the guard go without killing the group.
 func (c *guardedChild) ended() { c.g.Release() }
 

@@ -109,6 +109,13 @@ func (c *leaseClock) deadline() time.Time {
 	return c.lastSent().Add(c.s.lease - c.s.margin)
 }
 
+// deadmanAt is when idmpctl's dead man's switch kills it (and the guard the
+// command) should idmpctl be stopped: a quarter of the margin after the
+// deadline, which leaves the rest of it for the guard's kill.
+func (c *leaseClock) deadmanAt() time.Time {
+	return c.deadline().Add(c.s.margin / 4)
+}
+
 // termAt is when the command is sent SIGTERM unless a renewal succeeds.
 func (c *leaseClock) termAt() time.Time {
 	return c.deadline().Add(-c.s.grace)
@@ -155,6 +162,7 @@ func (r *claimedRun) renew(ctx context.Context, stop <-chan struct{}, lost, expi
 		switch {
 		case err == nil:
 			r.clock.renewed(sent)
+			r.setDeadman()
 			r.renewals++
 			next, last = sent.Add(s.every), nil
 		case exit.Code(err) == exit.Lost:

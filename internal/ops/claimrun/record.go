@@ -25,6 +25,10 @@ type child interface {
 	// escapedLeft reports whether a descendant that left the group still
 	// runs (Linux; false elsewhere).
 	escapedLeft() bool
+	// anyLeft reports whether anything the command started still runs
+	// once the command itself ended: a member of its process group (the
+	// guard aside) or, on Linux, a descendant that left the group.
+	anyLeft() bool
 	// wait waits for the command and its output, and returns its exit code
 	// (128+n after signal n, as a shell says).
 	wait() int

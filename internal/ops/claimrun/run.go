@@ -64,6 +64,12 @@ func Run(ctx context.Context, conn *redisconn.Conn, p Params) (Result, error) {
 	if p.LeaseSent.IsZero() {
 		r.clock.renewed(time.Now()) // later than the true send: callers give LeaseSent
 	}
+	var err error
+	if r.dm, err = newDeadman(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		r.warnf("claim run %q: %v: if idmpctl is stopped (SIGSTOP) past the lease, its command goes on running", p.Key, err)
+	}
+	defer r.dm.disarm()
+	r.setDeadman()
 	code, err := r.execute(ctx)
 	if r.stream != nil && r.stream.broken != nil {
 		r.warnf("claim run %q: stdout was closed (%v): the command's output was still captured, not streamed", p.Key, r.stream.broken)
@@ -83,6 +89,7 @@ type claimedRun struct {
 	out            *capWriter
 	stream         *streamWriter
 	clock          *leaseClock
+	dm             *deadman // kills idmpctl, and so the command, should idmpctl be stopped past the deadline
 	started        bool
 	recorded       string
 	renewals       int
@@ -116,6 +123,7 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	// one that came before it started means it does not start.
 	sigs := r.sigs
 	if s, _ := r.g.whileStarting(sigs); s != nil || ctx.Err() != nil {
+		r.dm.disarm()
 		const code = 130
 		if ferr := r.record(bg, code, "interrupted before the command started", false); ferr != nil {
 			return code, ferr
@@ -124,6 +132,7 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	}
 	ch, err := startChild(r.g, o.Command, env, o.Stdin, r.stream, o.Stderr)
 	if err != nil {
+		r.dm.disarm()
 		code := startFailureCode(err)
 		ferr := r.record(bg, code, "cannot start: "+err.Error(), false)
 		if ferr != nil {
@@ -151,13 +160,16 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 		case lerr := <-lost:
 			endRenewals()
 			r.stop(ch, waited, time.Now().Add(r.clock.s.grace))
+			r.dm.disarm()
 			return -1, exit.WithHint(lerr, "the command was stopped; another worker may now hold the key")
 		case eerr := <-expire:
 			endRenewals()
 			r.stop(ch, waited, r.clock.deadline())
+			r.dm.disarm()
 			return -1, exit.WithHint(eerr, "the key stays PROCESSING until its lease passes; then a redelivery can claim it")
 		case code := <-waited:
 			endRenewals()
+			r.dm.disarm()
 			ch.ended()
 			reason := ""
 			if code != 0 {
@@ -168,28 +180,51 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	}
 }
 
+// setDeadman sets the dead man's switch to the deadline, a little after
+// the moment the command is sent SIGKILL there: while idmpctl runs, its
+// own stop comes first.
+func (r *claimedRun) setDeadman() {
+	if err := r.dm.set(r.clock.deadmanAt()); err != nil {
+		r.dm.disarm()
+	}
+}
+
 // stop ends the command and everything it started: SIGTERM to its process
 // group and to its descendants outside it, SIGKILL at killAt to those
-// still there.
+// still there. The command ending is not enough: a process it started (in
+// its group or out of it) that ignores SIGTERM would go on after the lease.
 func (r *claimedRun) stop(ch child, waited <-chan int, killAt time.Time) {
 	ch.stop(syscall.SIGTERM)
 	timer := time.NewTimer(time.Until(killAt))
 	defer timer.Stop()
 	select {
 	case <-waited:
-		// The command ended; what it started outside its group gets until killAt.
-		for ch.escapedLeft() {
+		// The command ended; what it started gets until killAt.
+		for ch.anyLeft() {
 			select {
 			case <-timer.C:
-				ch.stop(syscall.SIGKILL)
+				killAll(ch)
 				return
 			case <-time.After(5 * time.Millisecond):
 			}
 		}
 	case <-timer.C:
-		ch.stop(syscall.SIGKILL)
+		killAll(ch)
 		<-waited
-		ch.stop(syscall.SIGKILL) // what was orphaned while the group died
+		killAll(ch) // what was orphaned while the group died
+	}
+}
+
+// killAll sends SIGKILL to everything the command started until nothing
+// is left: a process that forked between the look and the kill is found
+// at the next look (bounded: a fork faster than the kill is a fork bomb).
+func killAll(ch child) {
+	for i := 0; i < 100; i++ {
+		ch.stop(syscall.SIGKILL)
+		if !ch.anyLeft() {
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

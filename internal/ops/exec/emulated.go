@@ -198,27 +198,83 @@ func (s *Session) configGet(p *pending, c Command) {
 		s.send(p, cmd(c.Args))
 		return
 	}
+	// The key is read on the session's connection (in a transaction, after
+	// the writes queued before); where the server refuses (a cluster node
+	// that does not hold it: MOVED), the session's values stand.
+	known := *s.streams.Defaults
+	value := func(d idmp.Defaults, n string) resp.Reply {
+		if n == ParamMaxSize {
+			return resp.BulkOf(strconv.FormatInt(d.MaxSize, 10))
+		}
+		return resp.BulkOf(strconv.FormatInt(d.Duration, 10))
+	}
+	if oursOnly(c.ConfigPatterns) {
+		// Nothing of the server's can match (a server without IDMP has no
+		// stream-idmp-* parameter): the server's CONFIG GET is not asked,
+		// which managed Redis often refuses. HGETALL's reply has the shape
+		// of CONFIG GET's: an array, a map in RESP3.
+		p.combine = func(rs []resp.Reply) resp.Reply {
+			r, d := rs[0], known
+			out := resp.Reply{Kind: r.Kind}
+			if r.IsError() {
+				out.Kind = resp.Array
+				if s.opt.RESP3 {
+					out.Kind = resp.Map
+				}
+			} else {
+				field := func(f string) string {
+					for i := 0; i+1 < len(r.Elems); i += 2 {
+						if r.Elems[i].Str == f {
+							return r.Elems[i+1].Str
+						}
+					}
+					return ""
+				}
+				d = idmp.ParseDefaults(field(ParamDuration), field(ParamMaxSize))
+			}
+			for _, n := range names {
+				out.Elems = append(out.Elems, resp.BulkOf(n), value(d, n))
+			}
+			return out
+		}
+		s.send(p, cmd([]string{"HGETALL", idmp.DefaultsKey}))
+		return
+	}
 	p.combine = func(rs []resp.Reply) resp.Reply {
 		r := rs[0]
 		if r.IsError() || !r.Aggregate() {
 			return r
 		}
-		d := s.defaultsFrom(rs[1])
+		d := known
+		if !rs[1].IsError() {
+			d = s.defaultsFrom(rs[1])
+		}
 		out := r
 		out.Elems = append([]resp.Reply(nil), r.Elems...)
 		for _, n := range names {
-			if hasKey(r, n) {
-				continue
+			if !hasKey(r, n) {
+				out.Elems = append(out.Elems, resp.BulkOf(n), value(d, n))
 			}
-			v := d.Duration
-			if n == ParamMaxSize {
-				v = d.MaxSize
-			}
-			out.Elems = append(out.Elems, resp.BulkOf(n), resp.BulkOf(strconv.FormatInt(v, 10)))
 		}
 		return out
 	}
 	s.send(p, cmd(c.Args), cmd([]string{"HMGET", idmp.DefaultsKey, ParamDuration, ParamMaxSize}))
+}
+
+// oursOnly reports CONFIG GET patterns that can match nothing but the
+// stream-idmp-* parameters: each starts with "stream-idmp" before any
+// wildcard.
+func oursOnly(patterns []string) bool {
+	for _, p := range patterns {
+		lit := p
+		if i := strings.IndexAny(p, `*?[\`); i >= 0 {
+			lit = p[:i]
+		}
+		if !strings.HasPrefix(strings.ToLower(lit), "stream-idmp") {
+			return false
+		}
+	}
+	return true
 }
 
 func hasKey(r resp.Reply, k string) bool {
@@ -240,7 +296,7 @@ func (s *Session) defaultsFrom(r resp.Reply) idmp.Defaults {
 }
 
 // configSet writes the server-level defaults (validated by the grammar).
-func (s *Session) configSet(p *pending, c Command) {
+func (s *Session) configSet(p *pending, c Command) error {
 	args := []string{"HSET", idmp.DefaultsKey}
 	if c.ConfigSet.Duration > 0 {
 		args = append(args, ParamDuration, strconv.FormatInt(c.ConfigSet.Duration, 10))
@@ -248,16 +304,15 @@ func (s *Session) configSet(p *pending, c Command) {
 	if c.ConfigSet.MaxSize > 0 {
 		args = append(args, ParamMaxSize, strconv.FormatInt(c.ConfigSet.MaxSize, 10))
 	}
+	written := false // the reader's, read after sync
 	p.combine = func(rs []resp.Reply) resp.Reply {
 		if rs[0].IsError() {
 			return rs[0]
 		}
+		written = true
 		return resp.StatusOf("OK")
 	}
 	s.send(p, cmd(args))
-	// The commands after this one see the new defaults on the server, and
-	// get them from the session too; in a transaction that may be
-	// discarded, they are read again after it.
 	d := *s.streams.Defaults
 	if c.ConfigSet.Duration > 0 {
 		d.Duration = c.ConfigSet.Duration
@@ -265,10 +320,23 @@ func (s *Session) configSet(p *pending, c Command) {
 	if c.ConfigSet.MaxSize > 0 {
 		d.MaxSize = c.ConfigSet.MaxSize
 	}
-	s.streams.SetDefaults(d)
 	if p.queued {
+		// In a transaction, the commands queued after it see the new
+		// defaults; after EXEC or DISCARD they are read again.
+		s.streams.SetDefaults(d)
 		s.defaultsInTx = true
+		return nil
 	}
+	// The commands after it take the new defaults only if the server took
+	// them (ACL, OOM, a cluster node that does not hold the key refuse):
+	// a rare command, worth its round trip.
+	if err := s.sync(); err != nil {
+		return err
+	}
+	if written {
+		s.streams.SetDefaults(d)
+	}
+	return nil
 }
 
 // loadDefaults reads the server-level defaults for the scripts, once the

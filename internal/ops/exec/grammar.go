@@ -21,7 +21,7 @@ const (
 	OpXInfo        // XINFO STREAM key [FULL [COUNT n]]
 	OpConfigGet    // CONFIG GET pattern...
 	OpConfigSet    // CONFIG SET with stream-idmp-* parameters
-	OpMove         // RENAME, RENAMENX, COPY
+	OpMove         // RENAME, RENAMENX, COPY, MOVE
 )
 
 // Command is one parsed command.
@@ -41,14 +41,14 @@ type Command struct {
 	Move           MoveRequest // OpMove
 }
 
-// MoveRequest is a RENAME, RENAMENX or COPY of a key that may be a stream
-// with emulated IDMP state.
+// MoveRequest is a RENAME, RENAMENX, COPY or MOVE (Dst is Src) of a key
+// that may be a stream with emulated IDMP state.
 type MoveRequest struct {
 	Src, Dst string
 	NX       bool // RENAMENX
 	Copy     bool
-	Replace  bool // COPY ... REPLACE
-	DB       string
+	Replace  bool   // COPY ... REPLACE
+	DB       string // COPY's DB n, MOVE's db
 }
 
 // Config parameters of the server-level defaults.
@@ -96,6 +96,10 @@ func Parse(args []string) Command {
 		}
 	case "COPY":
 		parseCopy(&c)
+	case "MOVE":
+		if len(args) == 3 {
+			c.Op, c.Move = OpMove, MoveRequest{Src: args[1], Dst: args[1], DB: args[2]}
+		}
 	}
 	return c
 }
@@ -235,6 +239,11 @@ func parseXAdd(c *Command) {
 	}
 	if !idmpSeen {
 		return // a plain XADD: the server's own
+	}
+	if fields > idmp.MaxEmulatedFieldArgs {
+		// Emulated, it would stop the script call of its whole run.
+		c.fail("ERR " + stream.TooManyFields(fields).Error())
+		return
 	}
 	r.ID = "*"
 	r.Fields = a[i+1:]

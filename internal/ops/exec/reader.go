@@ -2,7 +2,10 @@ package exec
 
 import (
 	"errors"
+	"io"
+	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -14,6 +17,9 @@ import (
 func (s *Session) readLoop() {
 	defer close(s.readDone)
 	var queue []*pending // the transaction's commands, in order
+	// txOpen: the server has a transaction open (its MULTI was not
+	// refused), so the commands sent as queued are.
+	txOpen := false
 	for p := range s.pending {
 		if p.barrier != nil {
 			close(p.barrier)
@@ -24,19 +30,36 @@ func (s *Session) readLoop() {
 		}
 		replies := make([]resp.Reply, p.n)
 		for i := range replies {
-			if s.opt.Timeout > 0 {
-				_ = s.nc.SetReadDeadline(time.Now().Add(s.opt.Timeout))
-			}
-			r, err := resp.Read(s.rd)
+			r, err := s.readReply(p)
 			if err != nil {
 				s.fail(err)
 				s.nc.Close()
 				break
 			}
 			replies[i] = r
+			if p.extra > 0 && r.IsError() {
+				// (P|S)UNSUBSCRIBE refused as a whole (Valkey 8 outside
+				// subscribed mode: NOSUB): one reply, not one a channel.
+				replies = replies[:i+1]
+				break
+			}
 		}
 		if s.err() != nil {
 			continue
+		}
+		if p.multi && !replies[0].IsError() {
+			txOpen = true
+		}
+		queued := p.queued
+		if queued && !txOpen {
+			// Its MULTI was refused: the server ran it as it came, and
+			// its SCRIPT LOADs too.
+			queued = false
+			s.mu.Lock()
+			for _, sc := range p.loads {
+				s.execLoaded = append(s.execLoaded, loadedScript{sc, p.gen})
+			}
+			s.mu.Unlock()
 		}
 		if p.hidden {
 			if r := replies[0]; r.IsError() {
@@ -47,7 +70,7 @@ func (s *Session) readLoop() {
 		}
 		var out resp.Reply
 		switch {
-		case p.queued:
+		case queued:
 			out = resp.StatusOf("QUEUED")
 			for _, r := range replies {
 				if !r.IsQueued() {
@@ -69,7 +92,9 @@ func (s *Session) readLoop() {
 			if out.Aggregate() {
 				s.mu.Lock()
 				for _, q := range queue {
-					s.execLoaded = append(s.execLoaded, q.loads...)
+					for _, sc := range q.loads {
+						s.execLoaded = append(s.execLoaded, loadedScript{sc, q.gen})
+					}
 				}
 				s.mu.Unlock()
 			}
@@ -83,11 +108,42 @@ func (s *Session) readLoop() {
 			out = p.reply(replies)
 		}
 		if p.endTx {
-			queue = nil
+			queue, txOpen = nil, false
 		}
 		s.noteNoScript(out)
 		s.opt.Emit(out, s.rd.Buffered() > 0)
 	}
+}
+
+// readReply reads p's next wire reply. A RESP3 push that is not p's own
+// reply (an invalidation of client-side caching) is skipped, as redis-cli
+// skips it when its output is not a terminal.
+func (s *Session) readReply(p *pending) (resp.Reply, error) {
+	for {
+		if s.opt.Timeout > 0 {
+			_ = s.nc.SetReadDeadline(time.Now().Add(s.opt.Timeout))
+		}
+		r, err := resp.Read(s.rd)
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				err = exit.New(exit.Unavailable, "", "no reply within %s (--timeout): raise --timeout for blocking commands (BLPOP, XREAD BLOCK)", s.opt.Timeout)
+			}
+			return r, connErr(err)
+		}
+		if r.Kind == resp.Push && !(p.pushName != "" && len(r.Elems) > 0 && strings.EqualFold(r.Elems[0].Str, p.pushName)) {
+			continue
+		}
+		return r, nil
+	}
+}
+
+// connErr says in words that the server closed the connection (rather
+// than Go's "EOF" or "write unix ...: broken pipe").
+func connErr(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+		return exit.New(exit.Unavailable, "", "the server closed the connection before every reply came")
+	}
+	return err
 }
 
 // reply is a command's reply from its wire replies.

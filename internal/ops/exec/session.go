@@ -57,7 +57,11 @@ type Session struct {
 	reload       bool                // the server lost its scripts (NOSCRIPT): load them again
 	// execLoaded are scripts a transaction's EXEC loaded (the reader's
 	// news for the writer, under mu).
-	execLoaded []*redisconn.Script
+	execLoaded []loadedScript
+
+	// scriptGen counts the writer's SCRIPT FLUSHes: scripts a transaction
+	// loaded before one are not loaded after it.
+	scriptGen int
 
 	pending  chan *pending
 	readDone chan struct{}
@@ -72,14 +76,21 @@ type pending struct {
 	skip    int                           // leading replies that are the session's (SCRIPT LOAD): dropped unless errors
 	combine func([]resp.Reply) resp.Reply // the command's reply from its wire replies (after skip)
 	fixed   *resp.Reply                   // a reply decided without the server (n == 0), or one that replaces a stand-in's
-	queued  bool                          // sent inside MULTI: answered QUEUED
-	exec    bool                          // EXEC: the queued commands' replies in one array
-	endTx   bool                          // EXEC, DISCARD, RESET: the transaction's queue ends
-	hidden  bool                          // the session's own (AUTH, SELECT, HELLO): no output; an error ends the session
-	outs    int                           // with split: the replies it makes (a run of adds)
-	loads   []*redisconn.Script           // queued in MULTI: the scripts its SCRIPT LOADs load at EXEC
-	barrier chan struct{}                 // closed when the reader reaches it (sync)
-	split   func([]resp.Reply) []resp.Reply
+	queued  bool                          // sent inside MULTI: answered QUEUED (if the server opened it)
+	multi   bool                          // MULTI: the server opens a transaction unless it refuses
+	extra   int                           // further wire replies of the (last) command: (P|S)UNSUBSCRIBE's
+	// pushName: a RESP3 push whose kind this is, lower case, is the
+	// command's reply ((P|S)UNSUBSCRIBE's); any other push is a message
+	// out of band (client-side caching's invalidations), not a reply.
+	pushName string
+	gen      int                 // the writer's scriptGen when it was sent
+	exec     bool                // EXEC: the queued commands' replies in one array
+	endTx    bool                // EXEC, DISCARD, RESET: the transaction's queue ends
+	hidden   bool                // the session's own (AUTH, SELECT, HELLO): no output; an error ends the session
+	outs     int                 // with split: the replies it makes (a run of adds)
+	loads    []*redisconn.Script // queued in MULTI: the scripts its SCRIPT LOADs load at EXEC
+	barrier  chan struct{}       // closed when the reader reaches it (sync)
+	split    func([]resp.Reply) []resp.Reply
 }
 
 // Open connects. Nothing is sent before the first Do (or Flush).
@@ -130,6 +141,12 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 		// They turn the connection into a stream of messages, which a
 		// session of one reply per command cannot follow.
 		return s.Reply(resp.ErrorOf("ERR idmpctl exec runs commands that answer once: " + c.Name + " needs redis-cli"))
+	case "CLIENT":
+		// CLIENT REPLY OFF and SKIP silence the server: the session would
+		// wait for replies that never come.
+		if len(args) == 3 && strings.EqualFold(args[1], "REPLY") && (strings.EqualFold(args[2], "OFF") || strings.EqualFold(args[2], "SKIP")) {
+			return s.Reply(resp.ErrorOf("ERR idmpctl exec needs a reply to every command: CLIENT REPLY " + strings.ToUpper(args[2]) + " needs redis-cli"))
+		}
 	}
 	if s.mode != stream.ModeNative {
 		c = Parse(args)
@@ -153,18 +170,32 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 		}
 	}
 	p := &pending{queued: s.inMulti}
-	switch c.Name {
-	case "MULTI":
-		p.queued, s.inMulti = false, true
-	case "EXEC", "DISCARD", "RESET":
+	// A MULTI, DISCARD or RESET with arguments is an arity error, which
+	// changes no transaction (inside one, it only flags it for EXECABORT);
+	// an EXEC with arguments ends one all the same (EXECABORT). A MULTI
+	// the server refuses otherwise (ACL) the reader learns of (txOpen).
+	switch {
+	case c.Name == "MULTI" && len(args) == 1:
+		p.queued, p.multi, s.inMulti = false, true, true
+	case c.Name == "EXEC", (c.Name == "DISCARD" || c.Name == "RESET") && len(args) == 1:
 		p.queued, p.exec, p.endTx = false, c.Name == "EXEC" && s.inMulti, true
 		s.inMulti = false
 		if s.defaultsInTx {
 			s.defaultsInTx = false
 			s.streams.Defaults = nil // read again before the next emulated command
 		}
-	case "WATCH", "QUIT":
+	case c.Name == "WATCH", c.Name == "QUIT":
 		p.queued = false
+	case c.Name == "SCRIPT" && (len(args) == 2 || len(args) == 3) && strings.EqualFold(args[1], "FLUSH"):
+		// The scripts are gone for the commands after it (in a
+		// transaction too, where they are queued after it): they load
+		// them again.
+		s.forgetScripts()
+	case !p.queued && (c.Name == "UNSUBSCRIBE" || c.Name == "PUNSUBSCRIBE" || c.Name == "SUNSUBSCRIBE"):
+		// One reply per channel named (one when none is), each the
+		// command's: RESP2 arrays, RESP3 pushes.
+		p.extra, p.pushName = max(len(args)-2, 0), strings.ToLower(c.Name)
+		p.split = func(rs []resp.Reply) []resp.Reply { return rs }
 	}
 	return s.dispatch(p, c)
 }
@@ -216,7 +247,7 @@ func (s *Session) dispatch(p *pending, c Command) error {
 	case OpConfigGet:
 		s.configGet(p, c)
 	case OpConfigSet:
-		s.configSet(p, c)
+		return s.configSet(p, c)
 	case OpMove:
 		op := c.Name
 		call, err := s.streams.MoveCall(op, c.Move.Src, c.Move.Dst, c.Move.Replace, c.Move.DB)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/resp"
 )
@@ -35,8 +36,14 @@ func RunLines(ctx context.Context, s *Session, in io.Reader) error {
 			line = long
 		}
 		if len(line) > 0 {
-			if lerr := runLine(ctx, s, line); lerr != nil {
+			quit, lerr := runLine(ctx, s, line)
+			if lerr != nil {
 				return lerr
+			}
+			if quit {
+				// The server closes the connection after its OK: the
+				// lines after it cannot run (redis-cli stops there too).
+				return nil
 			}
 		}
 		if err == io.EOF {
@@ -56,15 +63,16 @@ func RunLines(ctx context.Context, s *Session, in io.Reader) error {
 // argument(s)"), which it prints as a plain line.
 const LocalError = -1
 
-func runLine(ctx context.Context, s *Session, line []byte) error {
+// runLine runs one line; quit reports a QUIT, which ends the stream.
+func runLine(ctx context.Context, s *Session, line []byte) (quit bool, err error) {
 	args, err := SplitLine(string(line))
 	if err != nil {
 		r := resp.ErrorOf(err.Error())
 		r.Int = LocalError
-		return s.Reply(r)
+		return false, s.Reply(r)
 	}
 	if len(args) == 0 {
-		return nil
+		return false, nil
 	}
-	return s.Do(ctx, args)
+	return len(args) == 1 && strings.EqualFold(args[0], "QUIT"), s.Do(ctx, args)
 }

@@ -25,11 +25,14 @@ func (s *Session) send(p *pending, cmds ...wireCmd) {
 		s.reload = false
 		clear(s.loaded)
 	}
-	for _, sc := range s.execLoaded {
-		s.loaded[sc] = true
+	for _, l := range s.execLoaded {
+		if l.gen == s.scriptGen {
+			s.loaded[l.script] = true
+		}
 	}
 	s.execLoaded = nil
 	s.mu.Unlock()
+	p.gen = s.scriptGen
 	for _, c := range cmds {
 		if c.call != nil && !s.loaded[c.call.Script] {
 			eval := c.call.Command(true)
@@ -55,12 +58,43 @@ func (s *Session) send(p *pending, cmds ...wireCmd) {
 		s.writeRaw(s.buf)
 	}
 	p.n = p.skip + len(cmds)
+	if len(cmds) > 0 {
+		p.n += p.extra
+	}
+	s.enqueue(p)
+}
+
+// enqueue hands p to the reader. When the commands in flight are at their
+// bound, what is written goes out first: the reader waits for their
+// replies, which never come for commands still in the write buffer.
+func (s *Session) enqueue(p *pending) {
+	select {
+	case s.pending <- p:
+		return
+	default:
+	}
+	if err := s.w.Flush(); err != nil {
+		s.fail(connErr(err))
+	}
 	s.pending <- p
+}
+
+// loadedScript is a script a command's SCRIPT LOAD loaded, in the writer's
+// script generation gen.
+type loadedScript struct {
+	script *redisconn.Script
+	gen    int
+}
+
+// forgetScripts is the writer's SCRIPT FLUSH: every script is loaded again.
+func (s *Session) forgetScripts() {
+	s.scriptGen++
+	clear(s.loaded)
 }
 
 func (s *Session) writeRaw(b []byte) {
 	if _, err := s.w.Write(b); err != nil {
-		s.fail(err)
+		s.fail(connErr(err))
 	}
 }
 
@@ -71,7 +105,7 @@ func (s *Session) Flush() error {
 		return err
 	}
 	if err := s.w.Flush(); err != nil {
-		s.fail(err)
+		s.fail(connErr(err))
 	}
 	return s.err()
 }

@@ -58,6 +58,10 @@ type PurgeOptions struct {
 	// Progress, when set, is called after each batch with the running counts
 	// (never concurrently).
 	Progress func(PurgeSummary)
+	// Backup, when set, saves each chunk of candidates (and makes them
+	// durable) before the chunk's delete is sent, and then marks those kept
+	// (backup.go).
+	Backup PurgeBackup
 	// BeforeDelete, when set, is called with each chunk of candidates after
 	// they were chosen and before the server re-checks and deletes them: a
 	// test seam to change a record in between.
@@ -146,6 +150,10 @@ func Purge(ctx context.Context, c *redisconn.Conn, opts PurgeOptions, emit func(
 	err := scanNodes(ctx, c, scanMatch(opts.Pattern, opts.Literal), opts.Count, ro, p.batch)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.sum.LiveKept > 1 {
+		// One record's reason (its time left) would speak for all of them.
+		p.sum.LiveReason = "PROCESSING within their lease or deadline: their workers may be running; --force deletes them now"
+	}
 	return p.sum, exit.Wrap(err, "purge")
 }
 
@@ -280,7 +288,13 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []keyRead) error {
 		}
 		p.opts.BeforeDelete(keys)
 	}
+	if err := p.saveBackup(ctx, chunk); err != nil {
+		return err
+	}
 	outcomes, err := p.recheck(ctx, chunk)
+	if err == nil {
+		err = p.markKept(chunk, outcomes)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {

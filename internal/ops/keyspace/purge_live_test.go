@@ -60,6 +60,11 @@ func TestPurgeNeverSelectsLiveRecords(t *testing.T) {
 	if sum.LiveKept != int64(len(live)+len(noDeadline)) || !strings.Contains(sum.LiveReason, "--force") {
 		t.Errorf("dry run summary %+v: want %d kept as live, with the reason", sum, len(live)+len(noDeadline))
 	}
+	// Several live records: the summary's reason speaks of them all, not of
+	// the first one's time left.
+	if strings.Contains(sum.LiveReason, " left") || !strings.Contains(sum.LiveReason, "their") {
+		t.Errorf("summary reason %q quotes one record for %d", sum.LiveReason, sum.LiveKept)
+	}
 	// Everything recognised, no filter: the same records stay.
 	sum, items = purgeRun(t, c, PurgeOptions{Pattern: "p:*"})
 	if want := []string{"p:claim:stale", "p:done", "p:pt:stale"}; !slices.Equal(items[PurgeDeleted], want) {

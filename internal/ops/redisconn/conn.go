@@ -204,6 +204,13 @@ func (cfg ConnConfig) Options() (*redis.Options, []string, error) {
 	if opt.Password == "" && cfg.Password != "" {
 		opt.Password = cfg.Password
 	}
+	if opt.Username != "" && opt.Password == "" {
+		// go-redis sends no AUTH without a password, so the connection
+		// would run as the default user, silently more (or other) rights
+		// than the user named. AUTH user "" logs in as that user when it
+		// is nopass, and is refused (77) otherwise.
+		opt.OnConnect = authUserWithoutPassword(opt.Username)
+	}
 	tlsFlags := cfg.TLSCA != "" || cfg.TLSCert != "" || cfg.TLSKey != "" || cfg.TLSInsecure
 	if tlsFlags && opt.TLSConfig == nil {
 		return nil, nil, exit.New(exit.Config, "TLS options", "%s is not a rediss:// URL", quote(display))
@@ -327,8 +334,17 @@ func schemeHint(wrapped, err error, opt *redis.Options) error {
 	return wrapped
 }
 
+// authUserWithoutPassword logs a new connection in as user with an empty
+// password (see Options).
+func authUserWithoutPassword(user string) func(context.Context, *redis.Conn) error {
+	return func(ctx context.Context, cn *redis.Conn) error {
+		return cn.Do(ctx, "AUTH", user, "").Err()
+	}
+}
+
 func clusterOptions(o *redis.Options) *redis.ClusterOptions {
 	return &redis.ClusterOptions{
+		OnConnect:                o.OnConnect,
 		Addrs:                    []string{o.Addr},
 		Username:                 o.Username,
 		Password:                 o.Password,

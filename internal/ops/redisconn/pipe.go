@@ -75,7 +75,7 @@ func (c *Conn) OpenPipe(ctx context.Context, key, name string, scripts ...*Scrip
 		out: make(chan [][]any, 4), failed: make(chan struct{}), closed: make(chan struct{})}
 	var hello [][]any
 	switch {
-	case opt.Username != "" && opt.Password != "":
+	case opt.Username != "": // an empty password too: never the default user instead
 		hello = append(hello, []any{"auth", opt.Username, opt.Password})
 	case opt.Password != "":
 		hello = append(hello, []any{"auth", opt.Password})

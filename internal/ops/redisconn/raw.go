@@ -22,7 +22,7 @@ func (c *Conn) DialRaw(ctx context.Context) (net.Conn, [][]string, error) {
 	}
 	var hello [][]string
 	switch {
-	case opt.Username != "" && opt.Password != "":
+	case opt.Username != "": // an empty password too: never the default user instead
 		hello = append(hello, []string{"AUTH", opt.Username, opt.Password})
 	case opt.Password != "":
 		hello = append(hello, []string{"AUTH", opt.Password})

@@ -381,6 +381,9 @@ func (s *Streams) runState(ctx context.Context, script *redisconn.Script, stream
 }
 
 func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error) {
+	if s.plainReads {
+		return s.emulatedInfoPlain(ctx, stream)
+	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	_ = s.loadDefaults(ctx) // best effort: a stream without state shows them
@@ -389,6 +392,12 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 		return Info{}, err
 	}
 	reply, err := cmd.Slice()
+	if err != nil && exit.Classify(err) == exit.Permission {
+		// A user who may not run scripts (or this one): the same view with
+		// plain reads, which says it is not one atomic snapshot.
+		s.plainReads = true
+		return s.emulatedInfoPlain(ctx, stream)
+	}
 	if errors.Is(err, redis.Nil) {
 		return Info{}, errNoSuchKey()
 	} else if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -261,6 +262,45 @@ func TestEmulatedCluster(t *testing.T) {
 	for k := range 40 {
 		if res[k].Duplicate || !res[40+k].Duplicate || res[40+k].ID != res[k].ID {
 			t.Fatalf("result %d: %+v then %+v", k, res[k], res[40+k])
+		}
+	}
+}
+
+// A user the ACL lets run XADD but not a command the state needs (a
+// producer role of +@stream +@scripting, say) gets NOPERM (exit 77) and
+// nothing is written: the add used to be written, then the script
+// stopped at its first state write, so a retry added the message again.
+func TestEmulatedACLDeniedStateCommand(t *testing.T) {
+	if !redistest.AtLeast(7, 0) {
+		t.Skip("redis.acl_check_cmd needs Redis 7.0")
+	}
+	t.Parallel()
+	_, srv := redistest.Conn(t)
+	// The add must refuse with nothing written, whichever of its commands
+	// is denied; XCFGSET refuses (77) or succeeds, never fails halfway.
+	for _, deny := range []string{"rpush", "hset", "sadd", "hincrby", "srandmember", "xrange", "time", "hmget"} {
+		user := "no" + deny
+		if _, err := srv.Do("ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all", "-"+deny); err != nil {
+			t.Fatal(err)
+		}
+		conn := redistest.Connect(t, strings.Replace(srv.URL, "unix://", "unix://"+user+":pw@", 1))
+		s, err := NewStreams(conn, ModeEmulated)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := newHarness(t, s, srv.URL)
+		st := h.key("s")
+		if _, err := h.s.Add(h.ctx, AddRequest{Stream: st, PID: "p", IID: "i", ID: "*", Fields: []string{"f", "v"}}); exit.Code(err) != exit.Permission {
+			t.Fatalf("-%s: add: %v (exit %d), want NOPERM (77)", deny, err, exit.Code(err))
+		}
+		if n, _ := srv.Do("EXISTS", st); n != "0" {
+			t.Fatalf("-%s: the stream exists after a refused add", deny)
+		}
+		if _, err := srv.Do("XADD", st, "*", "a", "b"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.s.CfgSet(h.ctx, st, 0, 7); err != nil && exit.Code(err) != exit.Permission {
+			t.Fatalf("-%s: cfgset: %v (exit %d)", deny, err, exit.Code(err))
 		}
 	}
 }

@@ -38,6 +38,11 @@ func NeedsDefaults(err error) bool { return errors.Is(err, errNeedDefaults) }
 // MaxRun bounds the adds of one call.
 const MaxRun = maxRun
 
+// TooManyFields is the refusal of an emulated add of n field/value
+// arguments, more than idmp.MaxEmulatedFieldArgs (a caller that checks
+// each command on its own, so that it never stops a run of adds).
+func TooManyFields(n int) error { return tooManyFields(n) }
+
 // SameRun reports whether two requests can share one call.
 func SameRun(a, b AddRequest) bool { return a.sameRun(b) }
 
@@ -110,7 +115,7 @@ var moveLua string
 
 var moveScript = emulatedScript(moveLua)
 
-// MoveCall is the call of the script that runs RENAME, RENAMENX (op) or
+// MoveCall is the call of the script that runs RENAME, RENAMENX, MOVE (op) or
 // COPY and moves or copies the source stream's emulated IDMP state with
 // it (see lua/stream_emu_move.lua). Its reply is the command's.
 func (s *Streams) MoveCall(op, src, dst string, replace bool, db string) (*redisconn.Call, error) {

@@ -154,6 +154,9 @@ type Info struct {
 	// deleted by hand): dedupe may still act on the rest, and the counts
 	// shown are of what is left. Empty when the state is whole.
 	Inconsistent string `json:"inconsistent,omitempty"`
+	// NotAtomic: the emulated state was read with plain commands, in several
+	// round trips (the user may not run scripts), not as one snapshot.
+	NotAtomic bool `json:"not_atomic,omitempty"`
 }
 
 // LastIDAheadOfClock reports whether the stream's last generated ID lies in
@@ -161,6 +164,17 @@ type Info struct {
 func (i Info) LastIDAheadOfClock(toleranceMS int64) bool {
 	ms, ok := idMillis(i.LastGeneratedID)
 	return ok && i.ServerTimeMS > 0 && ms > uint64(i.ServerTimeMS+toleranceMS)
+}
+
+// IdleMs is how long ago, on the server's clock, the stream's last ID was
+// generated: its last add, for auto-generated IDs. ok is false when either
+// is unknown or the ID lies in the future.
+func (i Info) IdleMs() (int64, bool) {
+	ms, ok := idMillis(i.LastGeneratedID)
+	if !ok || i.ServerTimeMS <= 0 || ms == 0 || ms > uint64(i.ServerTimeMS) {
+		return 0, false
+	}
+	return i.ServerTimeMS - int64(ms), true
 }
 
 func idMillis(id string) (uint64, bool) {
@@ -179,6 +193,8 @@ type Streams struct {
 	// Defaults are the emulated server-level defaults once read (nil:
 	// not yet; see defaults.go).
 	Defaults *idmp.Defaults
+
+	plainReads bool // the info script was refused: read with plain commands
 }
 
 // NewStreams prepares idempotent production in the requested mode, without

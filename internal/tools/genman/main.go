@@ -43,6 +43,7 @@ var environment = []envVar{
 	{"REDIS_URL", "The server URL when neither --url nor IDMPCTL_URL is set. Default: " + redisconn.DefaultURL + "."},
 	{"IDMPCTL_PASSWORD", "The password, used when the URL has none. Never printed. Safer than a password in --url, which other users can see in ps(1)."},
 	{"REDISCLI_AUTH", "The password when the URL has none and IDMPCTL_PASSWORD is not set (as for redis-cli)."},
+	{"IDMPCTL_READ_ONLY", "When set to anything but 0, false or no: read-only mode, as --read-only (which wins when given). Every command that could write is refused with 64 before it connects."},
 	{"NO_COLOR", "When set to any non-empty value, no colour (like --no-color)."},
 	{"CLICOLOR_FORCE", "When set and not 0, colour even when stdout is not a terminal; NO_COLOR and --no-color still win."},
 	{"IDMPCTL_FORCE_TTY", "When set, stdin, stdout and stderr are treated as terminals: table output, progress lines and confirmation prompts (for tests and demos)."},

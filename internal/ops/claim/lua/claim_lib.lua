@@ -95,7 +95,12 @@ local STATUSES = { PROCESSING = true, COMPLETED = true, FAILED = true }
 local function load(key)
   -- One read: HGETALL is empty for an absent key and WRONGTYPE for a non-hash.
   local flat = redis.pcall('HGETALL', key)
-  if flat.err then return 'foreign' end
+  if flat.err then
+    -- Only WRONGTYPE says what the key holds; any other refusal (an ACL
+    -- without HGETALL) is the script's error, not a foreign key.
+    if string.sub(flat.err, 1, 9) == 'WRONGTYPE' then return 'foreign' end
+    error(flat)
+  end
   if #flat == 0 then return 'none' end
   local h = to_table(flat)
   local token = int(h.token)

@@ -14,6 +14,9 @@ local function renew(key, now, token, lease, ttl, default_lease, default_ttl)
   end
 
   local grant = lease_of(h, lease, default_lease)
+  -- Not given, a lease never ends before the one the record holds (a
+  -- record with no lease_ms nor updated falls back to the default).
+  if lease == '' then grant = math.max(grant, int(h.lease_until) - now) end
   local keep = retention(key, h, ttl, default_ttl)
   if grant > keep then return over_retention(key, now, grant, keep, h) end
   local err = denied({ { 'HSET', key, 'lease_until', '1' }, { 'PEXPIRE', key, '1' } })

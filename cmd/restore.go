@@ -1,0 +1,280 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+
+	"github.com/idmpctl/idmpctl/internal/backup"
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
+	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/spf13/cobra"
+)
+
+// RestoreOptions are restore's inputs.
+type RestoreOptions struct {
+	Factory *Factory
+
+	File    string
+	Replace bool
+	DryRun  bool
+
+	plan restorePlan // what the file holds, read by Validate
+}
+
+// restorePlan is the file as read before anything is restored.
+type restorePlan struct {
+	header  backup.Header
+	records int64             // record lines before badLine
+	kept    map[string]string // keys purge kept, and why
+	badLine *backup.LineError // the first line that is not valid; nil: none
+	end     *backup.Entry     // the end line, when the file has one
+}
+
+// restoreBatch is how many records one round trip restores.
+const restoreBatch = 500
+
+// Validate reads the whole file before any server is contacted: its header,
+// the keys purge marked kept, the end line, and the first bad line if any.
+func (o *RestoreOptions) Validate() error {
+	f, err := os.Open(o.File)
+	if err != nil {
+		code := exit.Usage
+		if errors.Is(err, fs.ErrNotExist) {
+			code = exit.NotFound
+		}
+		return &exit.Error{Code: code, What: "restore", Err: err}
+	}
+	defer f.Close()
+	plan := restorePlan{kept: map[string]string{}}
+	err = backup.Read(f, func(e backup.Entry) error {
+		switch {
+		case e.Header != nil:
+			plan.header = *e.Header
+		case e.Record != nil:
+			plan.records++
+		case e.Kept != "":
+			plan.kept[e.KeptOf] = e.Kept
+		case e.End:
+			end := e
+			plan.end = &end
+		}
+		return nil
+	})
+	var le *backup.LineError
+	switch {
+	case errors.As(err, &le) && le.Line == 1:
+		return &exit.Error{Code: exit.Data, What: "restore " + o.File, Err: err, Hint: "restore reads the files purge --backup writes"}
+	case errors.As(err, &le):
+		plan.badLine = le
+	case err != nil:
+		return &exit.Error{Code: exit.Usage, What: "restore " + o.File, Err: err}
+	}
+	o.plan = plan
+	return nil
+}
+
+// NewCmdRestore builds restore; runF replaces the run step in tests.
+func NewCmdRestore(f *Factory, runF func(*RestoreOptions) error) *cobra.Command {
+	o := &RestoreOptions{Factory: f}
+	c := &cobra.Command{
+		Use:         "restore FILE",
+		Short:       "Put back the records purge --backup saved",
+		Annotations: map[string]string{writesAnnotation: writesUnlessDryRun},
+		Long: `Put back the records a purge deleted, from the file purge --backup wrote:
+each with RESTORE and the expiry it had (RESTORE ... ABSTTL, on the server's
+clock), to its node in a cluster.
+
+A key that exists is never overwritten unless --replace; a record whose TTL
+ran out since the backup is not restored; a record the purge kept (it
+changed, or was live) is skipped. The file is read whole first: a bad or
+truncated line is reported with its number, the records before it are
+restored and nothing from it on (exit 65).
+
+Raw output: "restored|existing|expired|kept<TAB>KEY" per record, and a
+summary on stderr.`,
+		Example: `  idmpctl purge --match 'idem:*' --status FAILED --backup purge-2026-11-23.ndjson --yes
+  idmpctl restore purge-2026-11-23.ndjson --dry-run
+  idmpctl restore purge-2026-11-23.ndjson`,
+		Args: exactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.File = args[0]
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return restoreRun(c.Context(), o)
+		},
+	}
+	fl := c.Flags()
+	fl.BoolVar(&o.Replace, "replace", false, "overwrite keys that exist (RESTORE ... REPLACE)")
+	fl.BoolVar(&o.DryRun, "dry-run", false, "restore nothing; say what would be restored")
+	return c
+}
+
+// RestoreSummary counts a restore.
+type RestoreSummary struct {
+	Records  int64 `json:"records"` // record lines read (before any bad line)
+	Restored int64 `json:"restored"`
+	Existing int64 `json:"skipped_existing"`
+	Expired  int64 `json:"expired"`
+	Kept     int64 `json:"skipped_kept"`
+	Failed   int64 `json:"failed,omitempty"`
+	DryRun   bool  `json:"dry_run,omitempty"`
+	Complete bool  `json:"complete"` // the file has its end line and no bad line
+}
+
+func (s *RestoreSummary) count(o keyspace.RestoreOutcome) {
+	switch o {
+	case keyspace.Restored, keyspace.WouldRestore:
+		s.Restored++
+	case keyspace.Existing:
+		s.Existing++
+	case keyspace.Expired:
+		s.Expired++
+	case keyspace.Failed:
+		s.Failed++
+	}
+}
+
+func restoreRun(ctx context.Context, o *RestoreOptions) error {
+	ctx, stop := untilInterrupted(o.Factory, ctx)
+	defer stop()
+	fct := o.Factory
+	p := fct.Printer
+	conn, err := fct.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	r, err := keyspace.NewRestorer(ctx, conn, keyspace.RestoreOptions{Replace: o.Replace, DryRun: o.DryRun})
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(o.File)
+	if err != nil {
+		return &exit.Error{Code: exit.Usage, What: "restore", Err: err}
+	}
+	defer f.Close()
+	sum := RestoreSummary{DryRun: o.DryRun, Complete: o.plan.end != nil && o.plan.badLine == nil}
+	flush := bufferStream(p)
+	report := func(key string, line int, outcome string) {
+		switch p.Format {
+		case render.JSON:
+			_ = p.JSON(map[string]any{"key": key, "line": line, "outcome": outcome})
+		case render.Raw:
+			p.Line("%s\t%s", outcome, render.Field(key))
+		}
+	}
+	var batch []backup.Record
+	var lines []int
+	var runErr error
+	send := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		outs, err := r.Restore(ctx, batch)
+		for i, out := range outs {
+			sum.count(out)
+			report(batch[i].Key, lines[i], string(out))
+		}
+		batch, lines = batch[:0], lines[:0]
+		return err
+	}
+	stopAt := 0
+	if o.plan.badLine != nil {
+		stopAt = o.plan.badLine.Line
+	}
+	errStop := errors.New("stop")
+	err = backup.Read(f, func(e backup.Entry) error {
+		if stopAt > 0 && e.Line >= stopAt {
+			return errStop
+		}
+		if e.Record == nil {
+			return nil
+		}
+		sum.Records++
+		if _, ok := o.plan.kept[e.Record.Key]; ok {
+			sum.Kept++
+			report(e.Record.Key, e.Line, "kept")
+			return nil
+		}
+		batch, lines = append(batch, *e.Record), append(lines, e.Line)
+		if len(batch) >= restoreBatch {
+			if err := send(); err != nil {
+				return err
+			}
+		}
+		return ctx.Err()
+	})
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	var le *backup.LineError
+	if errors.As(err, &le) && le.Line == stopAt {
+		err = nil // the bad line Validate found
+	}
+	switch {
+	case err == nil:
+		runErr = send()
+	case errors.As(err, &le):
+		runErr = &exit.Error{Code: exit.Data, What: "restore " + o.File, Err: fmt.Errorf("%v (the file changed while it was restored)", err)}
+	default:
+		runErr = err
+	}
+	flush()
+	if perr := printRestore(p, sum, o); perr != nil && runErr == nil {
+		runErr = perr
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if bad := o.plan.badLine; bad != nil {
+		return &exit.Error{Code: exit.Data, What: "restore " + o.File,
+			Err:  fmt.Errorf("%s: the records before it were restored, nothing from line %d on", bad.Error(), bad.Line),
+			Hint: "the summary above counts what was restored; a cut last line is what a killed purge leaves, and that record was never deleted"}
+	}
+	if o.plan.end == nil {
+		p.Warnf("%s has no end line: the purge that wrote it did not close it (it was killed?); every complete record in it was read", o.File)
+	}
+	return nil
+}
+
+func printRestore(p *render.Printer, s RestoreSummary, o *RestoreOptions) error {
+	restored := "restored"
+	if s.DryRun {
+		restored = "would restore"
+	}
+	switch p.Format {
+	case render.JSON:
+		return p.JSON(struct {
+			Type    string         `json:"type"` // "summary"
+			Summary RestoreSummary `json:"summary"`
+		}{"summary", s})
+	case render.Table:
+		pairs := []render.Pair{
+			{"records", strconv.FormatInt(s.Records, 10)},
+			{restored, p.Good(strconv.FormatInt(s.Restored, 10))},
+			{"skipped, existing", strconv.FormatInt(s.Existing, 10)},
+			{"skipped, expired meanwhile", strconv.FormatInt(s.Expired, 10)},
+			{"skipped, kept by purge", strconv.FormatInt(s.Kept, 10)},
+		}
+		if s.Failed > 0 {
+			pairs = append(pairs, render.Pair{"failed", p.Bad(strconv.FormatInt(s.Failed, 10))})
+		}
+		p.KV("restore "+render.Field(o.File), pairs)
+		return nil
+	}
+	failed := ""
+	if s.Failed > 0 {
+		failed = ", " + render.Count(s.Failed) + " failed"
+	}
+	p.Status("restore: %s: %s %s, skipped %s existing, %s expired meanwhile, %s kept by purge%s",
+		render.N(s.Records, "record"), restored, render.Count(s.Restored), render.Count(s.Existing), render.Count(s.Expired), render.Count(s.Kept), failed)
+	return nil
+}

@@ -1,0 +1,376 @@
+// Package backup reads and writes the files `purge --backup` makes and
+// `restore` reads: NDJSON, one JSON object a line, no Redis.
+//
+//	{"idmpctl_backup":1,"created":"2026-11-23T10:00:00Z","source":"redis://host:6379/0","pattern":"idem:*"}
+//	{"key":"idem:17","dump":"<base64 of DUMP>","pttl_ms":86399000,"expires_at_ms":1763827200000}
+//	{"key":"idem:18","kept":"changed"}
+//	{"end":true,"records":1,"kept_count":1}
+//
+// The first line says what the file is. A record line is written, and the
+// file fsynced, before its key's delete is sent; pttl_ms is -1 for a key
+// without a TTL (expires_at_ms then 0), and expires_at_ms is on the server's
+// clock. A kept line follows for a record purge did not delete after all
+// (it changed, or was live): restore skips its key. The end line says the
+// purge closed the file; a file without it was cut short (a killed purge),
+// and its complete lines are still good. A key that is not valid UTF-8 is
+// written as "key_b64" (standard base64) instead of "key".
+package backup
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Version is the format's version, in the first line.
+const Version = 1
+
+// maxLine bounds one line: a record's DUMP payload in base64 (a 512 MB
+// string would not fit; no idempotency record comes near).
+const maxLine = 256 << 20
+
+// Header is the first line.
+type Header struct {
+	Version int    `json:"idmpctl_backup"`
+	Created string `json:"created"`
+	Source  string `json:"source,omitempty"` // the server's URL, password redacted
+	Pattern string `json:"pattern,omitempty"`
+}
+
+// Record is one key as DUMP saved it.
+type Record struct {
+	Key       string
+	Payload   []byte // DUMP's reply
+	PTTL      int64  // ms left when it was saved; -1: no TTL
+	ExpiresAt int64  // server ms at which it expires; 0: never
+}
+
+// line is every field a line may have.
+type line struct {
+	Version   *int    `json:"idmpctl_backup,omitempty"`
+	Created   string  `json:"created,omitempty"`
+	Source    string  `json:"source,omitempty"`
+	Pattern   string  `json:"pattern,omitempty"`
+	Key       *string `json:"key,omitempty"`
+	KeyB64    *string `json:"key_b64,omitempty"`
+	Dump      *string `json:"dump,omitempty"`
+	PTTL      *int64  `json:"pttl_ms,omitempty"`
+	ExpiresAt *int64  `json:"expires_at_ms,omitempty"`
+	Kept      string  `json:"kept,omitempty"`
+	End       bool    `json:"end,omitempty"`
+	Records   *int64  `json:"records,omitempty"`
+	KeptCount *int64  `json:"kept_count,omitempty"`
+}
+
+func keyFields(l *line, key string) {
+	if utf8.ValidString(key) {
+		l.Key = &key
+		return
+	}
+	b := base64.StdEncoding.EncodeToString([]byte(key))
+	l.KeyB64 = &b
+}
+
+// Writer appends to a backup file. Its methods may be called from several
+// goroutines (the nodes of a cluster are purged concurrently).
+type Writer struct {
+	path    string
+	mu      sync.Mutex
+	f       *os.File
+	bw      *bufio.Writer
+	records int64
+	kept    int64
+	err     error // the first write error: every later call returns it
+}
+
+// ErrExists is Create's error for a path that exists: a backup is never
+// overwritten.
+var ErrExists = errors.New("exists: a backup is never overwritten; give a new file name")
+
+// Create makes a new backup file at path (mode 0600: it holds the records'
+// data) with its header line, and makes the file and its directory entry
+// durable before it returns.
+func Create(path string, h Header) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil, ErrExists
+	}
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{path: path, f: f, bw: bufio.NewWriterSize(f, 256<<10)}
+	h.Version = Version
+	if h.Created == "" {
+		h.Created = time.Now().UTC().Format(time.RFC3339)
+	}
+	v := h.Version
+	if err := w.writeLine(line{Version: &v, Created: h.Created, Source: h.Source, Pattern: h.Pattern}); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := w.sync(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		err = d.Sync() // the new file's name survives a crash too
+		d.Close()
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// Path is the file's path.
+func (w *Writer) Path() string { return w.path }
+
+func (w *Writer) writeLine(l line) error {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	_, err = w.bw.Write(b)
+	return err
+}
+
+func (w *Writer) sync() error {
+	if err := w.bw.Flush(); err != nil {
+		return err
+	}
+	return w.f.Sync()
+}
+
+// Save appends records and fsyncs the file: when it returns nil they are on
+// disk, and their keys may be deleted.
+func (w *Writer) Save(recs []Record) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	for _, r := range recs {
+		l := line{PTTL: &r.PTTL}
+		keyFields(&l, r.Key)
+		d := base64.StdEncoding.EncodeToString(r.Payload)
+		l.Dump = &d
+		exp := r.ExpiresAt
+		l.ExpiresAt = &exp
+		if w.err = w.writeLine(l); w.err != nil {
+			return w.err
+		}
+	}
+	if w.err = w.sync(); w.err != nil {
+		return w.err
+	}
+	w.records += int64(len(recs))
+	return nil
+}
+
+// Kept marks keys saved before as kept by the purge (reason: changed,
+// live...): restore skips them. Written through, fsynced by Close.
+func (w *Writer) Kept(keys []string, reason string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	for _, k := range keys {
+		l := line{Kept: reason}
+		keyFields(&l, k)
+		if w.err = w.writeLine(l); w.err != nil {
+			return w.err
+		}
+	}
+	w.kept += int64(len(keys))
+	if w.err = w.bw.Flush(); w.err != nil {
+		return w.err
+	}
+	return nil
+}
+
+// Counts are the records saved and the kept lines written so far.
+func (w *Writer) Counts() (records, kept int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.records, w.kept
+}
+
+// Close ends the file: the end line (every delete the purge sent was saved
+// before it, and every kept record is marked), then fsync and close. A purge
+// that stops early (an error, an interrupt) still closes its backup: only a
+// crash leaves a file without its end line.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := w.err
+	if err == nil {
+		r, k := w.records, w.kept
+		err = w.writeLine(line{End: true, Records: &r, KeptCount: &k})
+	}
+	if err == nil {
+		err = w.sync()
+	}
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Entry is one line as read.
+type Entry struct {
+	Line   int
+	Header *Header
+	Record *Record
+	Kept   string // a kept line: the reason
+	KeptOf string // a kept line: the key
+	End    bool
+	// Counts of the end line.
+	Records, KeptCount int64
+}
+
+// LineError is a line that is not what a backup file holds.
+type LineError struct {
+	Line int
+	Why  string
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Why) }
+
+// Read reads a backup file line by line and calls fn with each entry, in
+// order. The first line must be a header of a version it knows. It stops at
+// the first line that is not a valid entry (a *LineError naming it: a
+// truncated last line is one), or when fn returns an error.
+func Read(r io.Reader, fn func(Entry) error) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	for n := 1; ; n++ {
+		raw, err := readLine(br)
+		if err == io.EOF && len(raw) == 0 {
+			if n == 1 {
+				return &LineError{Line: 1, Why: "empty file: not an idmpctl backup"}
+			}
+			return nil
+		}
+		if errors.Is(err, errLongLine) {
+			return &LineError{Line: n, Why: fmt.Sprintf("longer than %d MiB", maxLine>>20)}
+		}
+		if err != nil && err != io.EOF {
+			return err
+		}
+		if err == io.EOF {
+			return &LineError{Line: n, Why: "truncated: the line has no end (the file was cut short)"}
+		}
+		e, lerr := parseLine(n, raw)
+		if lerr != nil {
+			return lerr
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+}
+
+var errLongLine = errors.New("line too long")
+
+// readLine reads one line without its newline; io.EOF with a partial line
+// means the file ended inside it.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var out []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		out = append(out, chunk...)
+		if len(out) > maxLine {
+			return nil, errLongLine
+		}
+		switch {
+		case err == nil:
+			return out[:len(out)-1], nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		default:
+			return out, err
+		}
+	}
+}
+
+func parseLine(n int, raw []byte) (Entry, error) {
+	bad := func(format string, args ...any) (Entry, error) {
+		return Entry{}, &LineError{Line: n, Why: fmt.Sprintf(format, args...)}
+	}
+	var l line
+	if err := json.Unmarshal(raw, &l); err != nil {
+		return bad("not a JSON object: %v", err)
+	}
+	e := Entry{Line: n}
+	if n == 1 {
+		switch {
+		case l.Version == nil:
+			return bad("not an idmpctl backup (the first line has no \"idmpctl_backup\")")
+		case *l.Version != Version:
+			return bad("backup format version %d: this idmpctl reads version %d", *l.Version, Version)
+		}
+		e.Header = &Header{Version: *l.Version, Created: l.Created, Source: l.Source, Pattern: l.Pattern}
+		return e, nil
+	}
+	key, hasKey, err := lineKey(l)
+	if err != nil {
+		return bad("%v", err)
+	}
+	switch {
+	case l.Version != nil:
+		return bad("a second header")
+	case l.End:
+		if l.Records == nil || l.KeptCount == nil || hasKey {
+			return bad("an end line needs \"records\" and \"kept_count\", and no key")
+		}
+		e.End, e.Records, e.KeptCount = true, *l.Records, *l.KeptCount
+	case l.Kept != "":
+		if !hasKey || l.Dump != nil {
+			return bad("a kept line needs a key, and no dump")
+		}
+		e.Kept, e.KeptOf = l.Kept, key
+	default:
+		switch {
+		case !hasKey:
+			return bad("a record needs \"key\" (or \"key_b64\")")
+		case l.Dump == nil || *l.Dump == "":
+			return bad("record %q has no \"dump\"", key)
+		case l.PTTL == nil || *l.PTTL < -1:
+			return bad("record %q needs \"pttl_ms\" of -1 (no TTL) or more", key)
+		case l.ExpiresAt == nil || *l.ExpiresAt < 0 || (*l.PTTL == -1) != (*l.ExpiresAt == 0):
+			return bad("record %q: \"expires_at_ms\" must be 0 exactly when pttl_ms is -1", key)
+		}
+		payload, err := base64.StdEncoding.DecodeString(*l.Dump)
+		if err != nil {
+			return bad("record %q: \"dump\" is not base64: %v", key, err)
+		}
+		e.Record = &Record{Key: key, Payload: payload, PTTL: *l.PTTL, ExpiresAt: *l.ExpiresAt}
+	}
+	return e, nil
+}
+
+func lineKey(l line) (string, bool, error) {
+	switch {
+	case l.Key != nil && l.KeyB64 != nil:
+		return "", false, errors.New("both \"key\" and \"key_b64\"")
+	case l.Key != nil:
+		return *l.Key, true, nil
+	case l.KeyB64 != nil:
+		b, err := base64.StdEncoding.DecodeString(*l.KeyB64)
+		if err != nil {
+			return "", false, fmt.Errorf("\"key_b64\" is not base64: %v", err)
+		}
+		return string(b), true, nil
+	}
+	return "", false, nil
+}

@@ -1,0 +1,171 @@
+package capacity
+
+// calc-ttl: the TTL and memory of idempotency keys, by the formulas of the
+// seeds every team starts from:
+//
+//	TTL    = longest processing + longest retry delay + buffer
+//	memory = (key size + value size) x rate x TTL x 1.2
+//
+// and, when a sample of the live keyspace was measured (MEMORY USAGE, Redis's
+// own per-key overhead included), the same rate and TTL priced at what a key
+// really costs there.
+
+import (
+	"fmt"
+	"math/big"
+	"time"
+)
+
+// SeedOverhead is the seeds' factor for "Redis overhead" on top of key and
+// value bytes (x 1.2).
+var SeedOverhead = big.NewRat(6, 5)
+
+// TTLInputs are calc-ttl's normalised inputs.
+type TTLInputs struct {
+	Rate *big.Rat // keys written per second
+	// TTL is the key TTL given with --ttl; 0: computed from the retry window.
+	TTL time.Duration
+	// The retry window: TTL = MaxProcessing + MaxRetryDelay + Buffer. Window
+	// says whether any of them was given.
+	MaxProcessing, MaxRetryDelay, Buffer time.Duration
+	Window                               bool
+	// KeySize and ValueSize are bytes a key's name and its value hold; -1:
+	// not given (then taken from Measured, if any).
+	KeySize, ValueSize int64
+	MaxMemory          int64 // bytes; 0: not given
+	Measured           *MeasuredKeys
+}
+
+// MeasuredKeys is what a sample of the live keyspace measured: mean bytes of
+// a key's name, of its value, and of MEMORY USAGE (name, value and Redis's
+// per-key structures together).
+type MeasuredKeys struct {
+	Pattern    string
+	Keys       int // keys measured
+	KeyBytes   float64
+	ValueBytes float64
+	UsageBytes float64
+}
+
+// TTLResult is what calc-ttl computes. Memory figures are 0 when no sizes
+// are known.
+type TTLResult struct {
+	TTL         time.Duration // the TTL to set (given, or the retry window)
+	RetryWindow time.Duration // 0 when no window flag was given
+	Keys        int64         // keys alive at a steady rate: ceil(rate x TTL)
+	KeySize     int64         // the sizes the formula used
+	ValueSize   int64
+	Memory      int64 // the seeds' formula, bytes (ceil)
+	// MeasuredMemory prices each key at the sample's mean MEMORY USAGE:
+	// rate x TTL x usage (the overhead is measured, so no x 1.2).
+	MeasuredMemory int64
+	// FormulaVsMeasured is Memory / MeasuredMemory - 1 (negative: the
+	// formula is under what the keys cost).
+	FormulaVsMeasured float64
+	TTLFormula        string
+	MemoryFormula     string
+	MeasuredFormula   string
+	Advice            []string
+}
+
+// CalculateTTL applies the seeds' formulas to in.
+func CalculateTTL(in TTLInputs) TTLResult {
+	var r TTLResult
+	if in.Window {
+		r.RetryWindow = in.MaxProcessing + in.MaxRetryDelay + in.Buffer
+		r.TTLFormula = fmt.Sprintf("TTL = max-processing %s + max-retry-delay %s + buffer %s = %s",
+			in.MaxProcessing, in.MaxRetryDelay, in.Buffer, r.RetryWindow)
+	}
+	r.TTL = r.RetryWindow
+	if in.TTL > 0 {
+		r.TTL = in.TTL
+		window := r.TTLFormula
+		r.TTLFormula = fmt.Sprintf("TTL = %s (given)", in.TTL)
+		if in.Window {
+			r.TTLFormula += "; retry window" + window[len("TTL"):]
+		}
+	}
+	ttlSecs := new(big.Rat).SetFrac64(r.TTL.Nanoseconds(), int64(time.Second))
+	keys := new(big.Rat).Mul(in.Rate, ttlSecs)
+	r.Keys = ceilRat(keys)
+
+	r.KeySize, r.ValueSize = in.KeySize, in.ValueSize
+	if m := in.Measured; m != nil && m.Keys > 0 {
+		if r.KeySize < 0 {
+			r.KeySize = roundHalfUp(m.KeyBytes)
+		}
+		if r.ValueSize < 0 {
+			r.ValueSize = roundHalfUp(m.ValueBytes)
+		}
+		usage := new(big.Rat)
+		usage.SetFloat64(m.UsageBytes)
+		measured := new(big.Rat).Mul(keys, usage)
+		r.MeasuredMemory = ceilRat(measured)
+		r.MeasuredFormula = fmt.Sprintf("memory = %s msg/s x %s s x %s B (mean MEMORY USAGE of %d keys) = %d B",
+			ratString(in.Rate), ratString(ttlSecs), trimNum(m.UsageBytes), m.Keys, r.MeasuredMemory)
+	}
+	if r.KeySize >= 0 && r.ValueSize >= 0 {
+		mem := new(big.Rat).SetInt64(r.KeySize + r.ValueSize)
+		mem.Mul(mem, keys)
+		mem.Mul(mem, SeedOverhead)
+		r.Memory = ceilRat(mem)
+		r.MemoryFormula = fmt.Sprintf("memory = (%d B + %d B) x %s msg/s x %s s x 1.2 = %d B",
+			r.KeySize, r.ValueSize, ratString(in.Rate), ratString(ttlSecs), r.Memory)
+	}
+	if r.MeasuredMemory > 0 && r.Memory > 0 {
+		r.FormulaVsMeasured = float64(r.Memory)/float64(r.MeasuredMemory) - 1
+	}
+
+	if in.TTL > 0 && in.Window && in.TTL < r.RetryWindow {
+		r.Advice = append(r.Advice, fmt.Sprintf(
+			"--ttl %s is shorter than the retry window %s: a retry that comes later than %s after the first attempt finds no key and runs the work again; use --ttl %s or more",
+			in.TTL, r.RetryWindow, in.TTL, r.RetryWindow))
+	}
+	if in.Window && in.Buffer == 0 {
+		r.Advice = append(r.Advice,
+			"no --buffer: the TTL leaves no room for queueing delays, clock drift between producers, or a retry policy that changes; add one (for example --buffer 10m)")
+	}
+	if in.MaxMemory > 0 {
+		for _, m := range []struct {
+			what  string
+			bytes int64
+		}{{"by the seeds' formula", r.Memory}, {"at their measured size", r.MeasuredMemory}} {
+			if m.bytes > in.MaxMemory {
+				r.Advice = append(r.Advice, fmt.Sprintf(
+					"%s the keys need %s, over --maxmemory %s (%.0f%% of it): shorten the TTL, keep smaller values, or give the keys a server of their own",
+					m.what, DecimalBytes(m.bytes), DecimalBytes(in.MaxMemory), 100*float64(m.bytes)/float64(in.MaxMemory)))
+			}
+		}
+	}
+	if m := in.Measured; r.MeasuredMemory > 0 && r.Memory > 0 && r.FormulaVsMeasured < -0.1 {
+		r.Advice = append(r.Advice, fmt.Sprintf(
+			"the formula is %.0f%% under what the sampled keys cost: their MEMORY USAGE is %s B a key against (%d B + %d B) x 1.2; Redis spends about %s B a key beyond its name and value (dictionary entry, object headers, TTL, allocator rounding), which x 1.2 does not cover for small keys: plan with the measured figure",
+			-100*r.FormulaVsMeasured, trimNum(m.UsageBytes), r.KeySize, r.ValueSize, trimNum(m.UsageBytes-m.KeyBytes-m.ValueBytes)))
+	}
+	return r
+}
+
+func roundHalfUp(f float64) int64 { return int64(f + 0.5) }
+
+func trimNum(f float64) string {
+	s := fmt.Sprintf("%.1f", f)
+	if len(s) > 2 && s[len(s)-2:] == ".0" {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+// DecimalBytes is n in decimal units (kB, MB, GB, TB), as the seeds and
+// cloud price lists quote memory: 1,244,160,000 bytes is "1.24 GB".
+func DecimalBytes(n int64) string {
+	f := float64(n)
+	for _, u := range []struct {
+		unit string
+		size float64
+	}{{"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"kB", 1e3}} {
+		if f >= u.size {
+			return fmt.Sprintf("%.3g %s", f/u.size, u.unit)
+		}
+	}
+	return fmt.Sprintf("%d B", n)
+}

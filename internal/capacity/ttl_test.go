@@ -1,0 +1,98 @@
+package capacity
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// The seeds' worked example: 100 msg/s, a 24 h TTL, 40-byte keys and
+// 80-byte values: (40 + 80) x 100 x 86400 x 1.2 = 1,244,160,000 bytes,
+// "about 1.24 GB".
+func TestCalculateTTLWorkedExample(t *testing.T) {
+	r := CalculateTTL(TTLInputs{Rate: mustRate(t, "100/s"), TTL: 24 * time.Hour, KeySize: 40, ValueSize: 80})
+	if r.TTL != 24*time.Hour || r.Keys != 8_640_000 || r.Memory != 1_244_160_000 {
+		t.Fatalf("ttl %s keys %d memory %d", r.TTL, r.Keys, r.Memory)
+	}
+	if got := DecimalBytes(r.Memory); got != "1.24 GB" {
+		t.Errorf("DecimalBytes = %q, want 1.24 GB", got)
+	}
+	if r.MemoryFormula != "memory = (40 B + 80 B) x 100 msg/s x 86400 s x 1.2 = 1244160000 B" {
+		t.Errorf("formula %q", r.MemoryFormula)
+	}
+	if len(r.Advice) != 0 || r.MeasuredMemory != 0 {
+		t.Errorf("advice %q measured %d", r.Advice, r.MeasuredMemory)
+	}
+}
+
+func TestCalculateTTLRetryWindow(t *testing.T) {
+	in := TTLInputs{Rate: mustRate(t, "1k/s"), MaxProcessing: 5 * time.Minute, MaxRetryDelay: time.Hour,
+		Buffer: 10 * time.Minute, Window: true, KeySize: -1, ValueSize: -1}
+	r := CalculateTTL(in)
+	if r.TTL != 75*time.Minute || r.RetryWindow != 75*time.Minute || r.Keys != 4_500_000 {
+		t.Fatalf("ttl %s window %s keys %d", r.TTL, r.RetryWindow, r.Keys)
+	}
+	if r.Memory != 0 || r.MemoryFormula != "" {
+		t.Errorf("no sizes, yet memory %d %q", r.Memory, r.MemoryFormula)
+	}
+	if r.TTLFormula != "TTL = max-processing 5m0s + max-retry-delay 1h0m0s + buffer 10m0s = 1h15m0s" {
+		t.Errorf("ttl formula %q", r.TTLFormula)
+	}
+	if len(r.Advice) != 0 {
+		t.Errorf("advice %q", r.Advice)
+	}
+
+	// A given TTL shorter than the window: advice; and no buffer: advice.
+	in.TTL, in.Buffer = time.Hour, 0
+	r = CalculateTTL(in)
+	if r.TTL != time.Hour || r.RetryWindow != 65*time.Minute {
+		t.Fatalf("ttl %s window %s", r.TTL, r.RetryWindow)
+	}
+	if len(r.Advice) != 2 || !strings.Contains(r.Advice[0], "--ttl 1h0m0s is shorter than the retry window 1h5m0s") ||
+		!strings.Contains(r.Advice[1], "no --buffer") {
+		t.Errorf("advice %q", r.Advice)
+	}
+}
+
+func TestCalculateTTLMeasuredAndMaxMemory(t *testing.T) {
+	in := TTLInputs{Rate: mustRate(t, "100/s"), TTL: 24 * time.Hour, KeySize: -1, ValueSize: 80, MaxMemory: 1 << 30,
+		Measured: &MeasuredKeys{Pattern: "idem:*", Keys: 50, KeyBytes: 39.6, ValueBytes: 70, UsageBytes: 200}}
+	r := CalculateTTL(in)
+	// The key size comes from the sample; the value size given wins.
+	if r.KeySize != 40 || r.ValueSize != 80 || r.Memory != 1_244_160_000 {
+		t.Fatalf("sizes %d %d memory %d", r.KeySize, r.ValueSize, r.Memory)
+	}
+	if r.MeasuredMemory != 8_640_000*200 {
+		t.Errorf("measured %d", r.MeasuredMemory)
+	}
+	if d := r.FormulaVsMeasured; d > -0.27 || d < -0.29 { // 1.24416e9 / 1.728e9 - 1 = -0.28
+		t.Errorf("formula vs measured %f", d)
+	}
+	joined := strings.Join(r.Advice, "\n")
+	for _, want := range []string{"by the seeds' formula the keys need 1.24 GB, over --maxmemory 1.07 GB",
+		"at their measured size the keys need 1.73 GB, over --maxmemory", "the formula is 28% under what the sampled keys cost: their MEMORY USAGE is 200 B a key against (40 B + 80 B) x 1.2; Redis spends about 90.4 B a key"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("advice lacks %q:\n%s", want, joined)
+		}
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{"40": 40, "40b": 40, "40B": 40, "1k": 1000, "1kb": 1024, "1.5kb": 1536,
+		"4gb": 4 << 30, "2G": 2e9, "0": 0, " 80 ": 80, "3mb": 3 << 20} {
+		got, err := ParseBytes("value-size", in, 0, "80")
+		if err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for in, why := range map[string]string{"": "not a size", "-1": "negative", "1.5": "whole number", "12x": "unknown unit",
+		"kb": "not a size", "1e3": "unknown unit", "NaN": "not a size", "9999999gb": "overflow", "1..2": "not a size"} {
+		_, err := ParseBytes("value-size", in, 0, "80")
+		if err == nil || !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), "--value-size") {
+			t.Errorf("ParseBytes(%q) = %v, want %q", in, err, why)
+		}
+	}
+	if _, err := ParseBytes("key-size", "0", 1, "40"); err == nil || !strings.Contains(err.Error(), "greater than zero") {
+		t.Errorf("key-size 0: %v", err)
+	}
+}

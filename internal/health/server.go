@@ -1,0 +1,126 @@
+package health
+
+// Lints for known bugs of Redis 8.6's native IDMP, as pure functions of the
+// server's facts (redisconn.ReadServerFacts) and a stream's view. Each
+// names the release that fixed it, or says it is open upstream.
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
+)
+
+// IDMPFixedIn is the Redis release that fixed the 8.6 IDMP bugs of AOF
+// rewrites, swapdb loading and iid expiry after a restart.
+const IDMPFixedIn = "8.6.2"
+
+// Server lints the facts of a server with native IDMP: settings under which
+// a release before IDMPFixedIn loses or corrupts IDMP state. A server
+// without native IDMP gets none.
+func Server(f redisconn.ServerFacts) []Lint {
+	var out []Lint
+	add := func(code, level, format string, args ...any) {
+		out = append(out, Lint{Code: code, Level: level, Message: fmt.Sprintf(format, args...)})
+	}
+	before, known := idmpBugRelease(f)
+	if !f.NativeIDMP || (known && !before) {
+		return nil
+	}
+	if !known {
+		add("idmp-bugs-unchecked", "info", "server version unknown (INFO not allowed?): the lints for IDMP bugs fixed in Redis %s were not checked", IDMPFixedIn)
+		return out
+	}
+	for _, n := range f.Nodes {
+		where := ""
+		if n.Addr != "" {
+			where = "node " + n.Addr + ": "
+		}
+		if n.Config == nil {
+			add("idmp-bugs-unchecked", "info", "%sCONFIG GET not allowed (%s): appendonly, aof-use-rdb-preamble and repl-diskless-load were not checked for IDMP bugs fixed in Redis %s",
+				where, n.ConfigError, IDMPFixedIn)
+			continue
+		}
+		if yes(n.Config["appendonly"]) && !yes(n.Config["aof-use-rdb-preamble"]) {
+			add("aof-rewrite-idmp", "warn", "%sRedis %s with appendonly yes and aof-use-rdb-preamble no: an AOF rewrite does not keep IDMP state safely, so tracked iids can be lost or the AOF fail to load (fixed in Redis %s); upgrade, or set aof-use-rdb-preamble yes",
+				where, f.Version, IDMPFixedIn)
+		}
+		if strings.EqualFold(n.Config["repl-diskless-load"], "swapdb") {
+			add("swapdb-idmp", "warn", "%sRedis %s with repl-diskless-load swapdb: a replica loading a full sync can lose IDMP tracking, or crash (fixed in Redis %s); upgrade, or set repl-diskless-load disabled",
+				where, f.Version, IDMPFixedIn)
+		}
+	}
+	return out
+}
+
+// streamBugs lints a native stream for the IDMP bugs its counters show.
+func streamBugs(i stream.Info, f *redisconn.ServerFacts, add func(code, level, format string, args ...any)) {
+	if i.Mode != "native" {
+		return
+	}
+	if before, known := idmpBugRelease(*f); before && known && i.IIDsTracked > 0 && i.IDMPDuration > 0 {
+		if idle, ok := i.IdleMs(); ok && idle > i.IDMPDuration*1000 {
+			add("iids-not-expiring", "warn", "iids-tracked %d on a stream idle for %s, longer than IDMP-DURATION %d s: Redis %s stops expiring iids after a restart (fixed in Redis %s), so they stay until MAXSIZE evicts them; upgrade, or clear them (idmpctl purge --stream)",
+				i.IIDsTracked, idleText(idle), i.IDMPDuration, f.Version, IDMPFixedIn)
+		}
+	}
+	if i.PIDsTracked > i.IIDsTracked {
+		add("pids-leaked", "warn", "pids-tracked %d is above iids-tracked %d: producers left behind by XADD ... IDMP calls the server rejected (an open upstream bug); each costs memory until the stream's IDMP state is cleared",
+			i.PIDsTracked, i.IIDsTracked)
+	}
+}
+
+// idmpBugRelease says whether the server is a Redis release before
+// IDMPFixedIn; known is false when its version cannot be read. Other
+// products (Valkey) have none of these bugs.
+func idmpBugRelease(f redisconn.ServerFacts) (before, known bool) {
+	if f.Product != "" && f.Product != "redis" {
+		return false, true
+	}
+	v, ok := parseVersion(f.Version)
+	if !ok {
+		return false, false
+	}
+	fixed, _ := parseVersion(IDMPFixedIn)
+	for k := range v {
+		if v[k] != fixed[k] {
+			return v[k] < fixed[k], true
+		}
+	}
+	return false, true
+}
+
+func parseVersion(s string) ([3]int, bool) {
+	var v [3]int
+	parts := strings.SplitN(s, ".", 3)
+	if len(parts) < 2 {
+		return v, false
+	}
+	for i, p := range parts {
+		// "8.6.1-rc1": the digits before anything else.
+		end := strings.IndexFunc(p, func(r rune) bool { return r < '0' || r > '9' })
+		if end >= 0 {
+			p = p[:end]
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return v, false
+		}
+		v[i] = n
+	}
+	return v, true
+}
+
+func yes(s string) bool { return strings.EqualFold(s, "yes") }
+
+func idleText(ms int64) string {
+	switch {
+	case ms >= 2*3600_000:
+		return fmt.Sprintf("%.1f h", float64(ms)/3600_000)
+	case ms >= 120_000:
+		return fmt.Sprintf("%.0f min", float64(ms)/60_000)
+	}
+	return fmt.Sprintf("%.0f s", float64(ms)/1000)
+}

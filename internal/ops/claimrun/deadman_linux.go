@@ -1,0 +1,93 @@
+package claimrun
+
+import (
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// A deadman is idmpctl's own dead man's switch while it holds a claim with
+// a command running: a POSIX timer of the process (timer_create) that the
+// kernel fires with SIGKILL at the instant the command must have ended,
+// unless a renewal moved that instant on first. The guard kills the
+// command's process group when idmpctl dies, but only then: an idmpctl
+// that is stopped (SIGSTOP, a Ctrl-Z's SIGTSTP, a debugger) renews nothing
+// and stops nothing, and its command, in a group of its own, would go on
+// past the lease while another worker takes the key. SIGKILL is the one
+// signal a stopped process acts on, so the timer kills idmpctl then, the
+// kernel closes the guard's pipe, and the guard kills the group. While
+// idmpctl runs, its own stop comes first (the timer is set a little
+// later) and the timer is disarmed once the command ended.
+type deadman struct {
+	mu    sync.Mutex
+	id    int32
+	armed bool
+}
+
+// The timer counts on CLOCK_BOOTTIME, which goes on while the machine is
+// suspended, as the server's clock does.
+const clockBoottime = 7
+
+// sigevent is the kernel's struct sigevent (64 bytes): SIGEV_SIGNAL (0)
+// with the signal's number.
+type sigevent struct {
+	value  uintptr
+	signo  int32
+	notify int32
+	_      [64 - unsafe.Sizeof(uintptr(0)) - 8]byte
+}
+
+// itimerspec is the kernel's struct itimerspec: no interval, one expiry.
+type itimerspec struct {
+	interval, value syscall.Timespec
+}
+
+// newDeadman creates the timer, disarmed.
+func newDeadman() (*deadman, error) {
+	ev := sigevent{signo: int32(syscall.SIGKILL)}
+	var id int32
+	if _, _, e := syscall.RawSyscall(syscall.SYS_TIMER_CREATE, clockBoottime,
+		uintptr(unsafe.Pointer(&ev)), uintptr(unsafe.Pointer(&id))); e != 0 {
+		return nil, fmt.Errorf("timer_create: %w", e)
+	}
+	return &deadman{id: id, armed: true}, nil
+}
+
+// set makes the timer kill idmpctl at at (at once when it is past).
+func (d *deadman) set(at time.Time) error {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.armed {
+		return nil
+	}
+	return d.settime(max(time.Until(at), time.Nanosecond))
+}
+
+// disarm stops the timer for good: the command ended.
+func (d *deadman) disarm() {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.armed {
+		return
+	}
+	_ = d.settime(0)
+	_, _, _ = syscall.RawSyscall(syscall.SYS_TIMER_DELETE, uintptr(d.id), 0, 0)
+	d.armed = false
+}
+
+func (d *deadman) settime(after time.Duration) error {
+	spec := itimerspec{value: syscall.NsecToTimespec(int64(after))}
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_TIMER_SETTIME, uintptr(d.id), 0,
+		uintptr(unsafe.Pointer(&spec)), 0, 0, 0); e != 0 {
+		return fmt.Errorf("timer_settime: %w", e)
+	}
+	return nil
+}

@@ -1,0 +1,125 @@
+package keyspace
+
+// purge --backup: each chunk of candidates is saved (DUMP, PTTL, the expiry
+// on the server's clock) and made durable before the chunk's re-check and
+// delete is sent; those the re-check kept are then marked kept.
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+
+	"github.com/idmpctl/idmpctl/internal/backup"
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+)
+
+//go:embed lua/purge_backup.lua
+var backupLua string
+
+var backupScript = redisconn.NewScript(backupLua)
+
+// PurgeBackup is where purge saves records before it deletes them
+// (backup.Writer).
+type PurgeBackup interface {
+	// Save makes records durable: when it returns nil they may be deleted.
+	Save(recs []backup.Record) error
+	// Kept marks saved keys the purge did not delete after all.
+	Kept(keys []string, reason string) error
+}
+
+// saveBackup reads the chunk's keys with the backup script (one call for
+// the chunk on a single server, one a key in a cluster, pipelined) and saves
+// them. Keys gone since they were read have nothing to save: the re-check
+// keeps them (they are "changed").
+func (p *purger) saveBackup(ctx context.Context, chunk []keyRead) error {
+	if p.opts.Backup == nil {
+		return nil
+	}
+	var calls []*redisconn.Call
+	if p.cluster {
+		for i := range chunk {
+			calls = append(calls, &redisconn.Call{Script: backupScript, Keys: []string{chunk[i].rec.Key}})
+		}
+	} else {
+		keys := make([]string, len(chunk))
+		for i := range chunk {
+			keys[i] = chunk[i].rec.Key
+		}
+		calls = []*redisconn.Call{{Script: backupScript, Keys: keys}}
+	}
+	if err := p.c.RunPipelined(ctx, calls); err != nil {
+		return exit.Wrap(err, "backup")
+	}
+	recs := make([]backup.Record, 0, len(chunk))
+	for _, cl := range calls {
+		vals, err := cl.Cmd.Slice()
+		if err != nil {
+			return exit.Wrap(err, "backup")
+		}
+		if len(vals) != len(cl.Keys) {
+			return exit.New(exit.Internal, "backup", "%d replies for %d keys", len(vals), len(cl.Keys))
+		}
+		for j, v := range vals {
+			rec, ok, err := parseBackupReply(cl.Keys[j], v)
+			if err != nil {
+				return exit.Wrap(err, "backup")
+			}
+			if ok {
+				recs = append(recs, rec)
+			}
+		}
+	}
+	if err := p.opts.Backup.Save(recs); err != nil {
+		return &exit.Error{Code: exit.Config, What: "write the backup", Err: err,
+			Hint: "nothing of this chunk was deleted; free space or give --backup another place, then run the purge again"}
+	}
+	return nil
+}
+
+// parseBackupReply reads one key's {pttl, expires_at, payload}; ok is false
+// for a key that is gone.
+func parseBackupReply(key string, v any) (backup.Record, bool, error) {
+	t, ok := v.([]any)
+	if !ok || len(t) != 3 {
+		return backup.Record{}, false, errors.New("unexpected reply of the backup script")
+	}
+	pttl, ok1 := t[0].(int64)
+	at, ok2 := t[1].(int64)
+	if !ok1 || !ok2 {
+		return backup.Record{}, false, errors.New("unexpected reply of the backup script")
+	}
+	payload, ok := t[2].(string)
+	if !ok || pttl == -2 {
+		return backup.Record{}, false, nil
+	}
+	return backup.Record{Key: key, Payload: []byte(payload), PTTL: pttl, ExpiresAt: at}, true, nil
+}
+
+// markKept marks the chunk's keys the re-check did not delete, with why:
+// "changed" (changed or gone since it was read) or "live" (a lease or
+// deadline still ran on the server's clock).
+func (p *purger) markKept(chunk []keyRead, outcomes []PurgeOutcome) error {
+	if p.opts.Backup == nil {
+		return nil
+	}
+	kept := map[string][]string{}
+	for i := range chunk {
+		switch outcomes[i] {
+		case PurgeDeleted:
+		case PurgeLive:
+			kept["live"] = append(kept["live"], chunk[i].rec.Key)
+		default:
+			kept["changed"] = append(kept["changed"], chunk[i].rec.Key)
+		}
+	}
+	for _, reason := range []string{"changed", "live"} {
+		if len(kept[reason]) == 0 {
+			continue
+		}
+		if err := p.opts.Backup.Kept(kept[reason], reason); err != nil {
+			return &exit.Error{Code: exit.Config, What: "write the backup", Err: err}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package redisconn
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// IDMPBugSettings are the settings that known Redis 8.6 IDMP bugs depend on
+// (internal/health lints them).
+var IDMPBugSettings = []string{"appendonly", "aof-use-rdb-preamble", "repl-diskless-load"}
+
+// ServerFacts are what the server's health lints are functions of: what the
+// server is, and each primary's settings.
+type ServerFacts struct {
+	Product    string      `json:"product"`
+	Version    string      `json:"version"` // "" when INFO was not allowed
+	NativeIDMP bool        `json:"native_idmp"`
+	Nodes      []NodeFacts `json:"nodes"` // the server, or every primary of a cluster (sorted by Addr)
+}
+
+// NodeFacts are one node's settings of IDMPBugSettings.
+type NodeFacts struct {
+	Addr string `json:"addr,omitempty"` // cluster nodes only
+	// Config holds the settings read; nil when CONFIG GET was refused,
+	// with the server's reason in ConfigError.
+	Config      map[string]string `json:"config,omitempty"`
+	ConfigError string            `json:"config_error,omitempty"`
+}
+
+// ReadServerFacts reads the facts: Capabilities, and CONFIG GET of each
+// setting (one command each: Redis before 7.0 takes one pattern) on the
+// server or on every primary. A refused CONFIG GET (an ACL user without
+// it) is a fact, not an error; a failed round trip is an error.
+func ReadServerFacts(ctx context.Context, c *Conn) (ServerFacts, error) {
+	caps, err := c.Capabilities(ctx)
+	if err != nil {
+		return ServerFacts{}, err
+	}
+	f := ServerFacts{Product: caps.Product, Version: caps.Version, NativeIDMP: caps.NativeIDMP}
+	ctx, cancel := c.Ctx(ctx)
+	defer cancel()
+	read := func(ctx context.Context, node redis.Cmdable, addr string) (NodeFacts, error) {
+		nf := NodeFacts{Addr: addr}
+		cmds := make([]*redis.MapStringStringCmd, len(IDMPBugSettings))
+		_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, s := range IDMPBugSettings {
+				cmds[i] = p.ConfigGet(ctx, s)
+			}
+			return nil
+		})
+		var reply redis.Error
+		if err != nil && !errors.As(err, &reply) {
+			return nf, err
+		}
+		for _, cmd := range cmds {
+			vals, err := cmd.Result()
+			if err != nil {
+				nf.Config, nf.ConfigError = nil, err.Error()
+				return nf, nil
+			}
+			if nf.Config == nil {
+				nf.Config = map[string]string{}
+			}
+			for k, v := range vals {
+				nf.Config[k] = v
+			}
+		}
+		return nf, nil
+	}
+	if cc, ok := c.Client().(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			nf, err := read(ctx, node, node.Options().Addr)
+			mu.Lock()
+			f.Nodes = append(f.Nodes, nf)
+			mu.Unlock()
+			return err
+		})
+		if err != nil {
+			return f, err
+		}
+		slices.SortFunc(f.Nodes, func(a, b NodeFacts) int { return cmp.Compare(a.Addr, b.Addr) })
+		return f, nil
+	}
+	nf, err := read(ctx, c.Client(), "")
+	f.Nodes = []NodeFacts{nf}
+	return f, err
+}

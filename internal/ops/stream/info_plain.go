@@ -1,0 +1,492 @@
+package stream
+
+// The emulated XINFO view for a user who may not run scripts (a monitoring
+// user: +@read +@connection +info +time): what lua/stream_emu_info.lua
+// computes, read with plain commands on the stream's node. It takes several
+// round trips, so it is not one atomic snapshot: adds made while it reads
+// can leave the counts a little off (Info.NotAtomic says so). It writes
+// nothing, as the script does not.
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/redis/go-redis/v9"
+)
+
+// wrongTypeErr is Redis's WRONGTYPE text, which the info script returns for
+// a key that is not a stream.
+const wrongTypeErr = "WRONGTYPE Operation against a key holding the wrong kind of value"
+
+// plainMeta is the meta hash as load_meta reads it.
+type plainMeta struct {
+	duration, maxsize, added, dups int64
+	owner                          *string
+	snapID                         string
+	snapAdded                      *int64
+	snapSum                        string
+	pids                           *int64 // the pids set's size after the last write (newer state only)
+}
+
+// plainXInfo is what the view needs of XINFO STREAM (raw: entries-added is
+// absent before Redis 7.0, which go-redis's parsed form hides).
+type plainXInfo struct {
+	length       int64
+	lastGenID    string
+	entriesAdded *int64
+	firstID      string
+	lastID       string
+}
+
+// emulatedInfoPlain reads the emulated view of stream with plain commands.
+// Every read goes to the stream's node (its state keys share its slot), so
+// TIME is that node's clock.
+func (s *Streams) emulatedInfoPlain(ctx context.Context, stream string) (Info, error) {
+	l, err := idmp.StateKeys(stream, s.Conn.Cluster())
+	if err != nil {
+		return Info{}, err
+	}
+	s.loadDefaults(ctx) // best effort, as for the script: a stream without state shows them
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var node redis.UniversalClient = s.Conn.Client()
+	if cc, ok := s.Conn.Client().(*redis.ClusterClient); ok {
+		if node, err = cc.MasterForKey(ctx, stream); err != nil {
+			return Info{}, err
+		}
+	}
+	var typ *redis.StatusCmd
+	var meta *redis.SliceCmd
+	var xinfo *redis.Cmd
+	var hasPIDs *redis.IntCmd
+	_, err = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+		typ = p.Type(ctx, stream)
+		meta = p.HMGet(ctx, l.Meta, "duration", "maxsize", "iids-added", "iids-duplicates", "stream",
+			"snap-id", "snap-added", "snap-sum", "pids")
+		xinfo = p.Do(ctx, "XINFO", "STREAM", stream)
+		hasPIDs = p.Exists(ctx, l.PIDs)
+		return nil
+	})
+	if err != nil && !isReply(err) {
+		return Info{}, err
+	}
+	switch t := typ.Val(); {
+	case typ.Err() != nil:
+		return Info{}, typ.Err()
+	case t == "none":
+		return Info{}, errNoSuchKey()
+	case t != "stream":
+		return Info{}, exit.New(exit.Data, "", "%s", wrongTypeErr)
+	}
+	if err := meta.Err(); err != nil {
+		return Info{}, err
+	}
+	m := parsePlainMeta(meta.Val())
+	if m.owner != nil && *m.owner != stream {
+		return Info{}, scriptErr(fmt.Errorf("IDMPCONFLICT emulated IDMP state %s belongs to stream %s", l.Meta, *m.owner))
+	}
+	xi, err := parsePlainXInfo(xinfo)
+	if err != nil {
+		return Info{}, err
+	}
+	if err := hasPIDs.Err(); err != nil {
+		return Info{}, err
+	}
+
+	mode := "emulated"
+	var problems []string
+	switch {
+	case m.owner == nil && hasPIDs.Val() == 1:
+		// A state with a part missing (evicted, or deleted by hand).
+		problems = append(problems, "the settings hash "+l.Meta+" is missing (settings and counters shown are the defaults)")
+		m = s.freshMeta()
+	case m.owner == nil:
+		mode, m = "none", s.freshMeta()
+	default:
+		stale, err := plainStale(ctx, node, stream, xi, m)
+		if err != nil {
+			return Info{}, err
+		}
+		if stale {
+			mode, m = "none", s.freshMeta()
+		}
+	}
+	now, err := node.Time(ctx).Result()
+	if err != nil {
+		return Info{}, err
+	}
+	info := Info{
+		Stream: stream, Mode: mode, IDMPDuration: m.duration, IDMPMaxSize: m.maxsize,
+		IIDsAdded: m.added, IIDsDuplicates: m.dups, ServerTimeMS: now.UnixMilli(), Length: xi.length,
+		LastGeneratedID: xi.lastGenID, EntriesAdded: -1, FirstID: xi.firstID, LastID: xi.lastID,
+		NotAtomic: true,
+	}
+	if xi.entriesAdded != nil {
+		info.EntriesAdded = *xi.entriesAdded
+	}
+	if mode == "emulated" {
+		pids, more, err := plainPIDs(ctx, node, l, m, info.ServerTimeMS)
+		if err != nil {
+			return Info{}, err
+		}
+		problems = append(problems, more...)
+		for _, p := range pids {
+			if p.IIDs > 0 {
+				info.PIDs = append(info.PIDs, p)
+				info.PIDsTracked++
+				info.IIDsTracked += p.IIDs
+			}
+		}
+	}
+	slices.SortFunc(info.PIDs, func(a, b PIDTracking) int { return strings.Compare(a.PID, b.PID) })
+	if mode == "emulated" {
+		info.Inconsistent = strings.Join(problems, "; ")
+	}
+	return info, nil
+}
+
+// isReply reports a reply error of one command of a pipeline (it stays on
+// its command), as opposed to a failure of the round trip.
+func isReply(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply) || errors.Is(err, redis.Nil)
+}
+
+// freshMeta is fresh_meta(): the server-level defaults, or Redis's.
+func (s *Streams) freshMeta() plainMeta {
+	m := plainMeta{duration: idmp.DefaultDuration, maxsize: idmp.DefaultMaxSize}
+	if s.Defaults != nil {
+		m.duration, m.maxsize = s.Defaults.Duration, s.Defaults.MaxSize
+	}
+	return m
+}
+
+// parsePlainMeta is load_meta(): absent fields take Redis's defaults.
+func parsePlainMeta(v []any) plainMeta {
+	m := plainMeta{duration: idmp.DefaultDuration, maxsize: idmp.DefaultMaxSize}
+	str := func(i int) (string, bool) {
+		if i >= len(v) {
+			return "", false
+		}
+		s, ok := v[i].(string)
+		return s, ok
+	}
+	num := func(i int, into *int64) bool {
+		s, ok := str(i)
+		if !ok {
+			return false
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return false
+		}
+		*into = n
+		return true
+	}
+	num(0, &m.duration)
+	num(1, &m.maxsize)
+	num(2, &m.added)
+	num(3, &m.dups)
+	if s, ok := str(4); ok {
+		m.owner = &s
+	}
+	m.snapID, _ = str(5)
+	var n int64
+	if num(6, &n) {
+		m.snapAdded = &n
+	}
+	m.snapSum, _ = str(7)
+	var p int64
+	if num(8, &p) {
+		m.pids = &p
+	}
+	return m
+}
+
+func parsePlainXInfo(cmd *redis.Cmd) (plainXInfo, error) {
+	flat, err := cmd.Slice()
+	if err != nil {
+		return plainXInfo{}, err
+	}
+	var xi plainXInfo
+	entryID := func(v any) string {
+		if e, ok := v.([]any); ok && len(e) > 0 {
+			id, _ := e[0].(string)
+			return id
+		}
+		return ""
+	}
+	for i := 0; i+1 < len(flat); i += 2 {
+		k, _ := flat[i].(string)
+		switch v := flat[i+1]; k {
+		case "length":
+			xi.length, _ = v.(int64)
+		case "last-generated-id":
+			xi.lastGenID, _ = v.(string)
+		case "entries-added":
+			if n, ok := v.(int64); ok {
+				xi.entriesAdded = &n
+			}
+		case "first-entry":
+			xi.firstID = entryID(v)
+		case "last-entry":
+			xi.lastID = entryID(v)
+		}
+	}
+	return xi, nil
+}
+
+// plainStale is stale() of lua/stream_common.lua: whether the stream was
+// deleted and recreated by someone else since the state's last write.
+func plainStale(ctx context.Context, node redis.UniversalClient, stream string, xi plainXInfo, m plainMeta) (bool, error) {
+	if m.snapID == "" {
+		return false, nil
+	}
+	if idLess(xi.lastGenID, m.snapID) {
+		return true, nil
+	}
+	ea := xi.entriesAdded
+	if ea != nil && m.snapAdded != nil && *ea < *m.snapAdded {
+		return true, nil
+	}
+	if m.snapSum != "" {
+		sum, ok, err := entrySum(ctx, node, stream, m.snapID)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			return sum != m.snapSum, nil
+		}
+	}
+	if ea == nil || m.snapAdded == nil {
+		return false, nil
+	}
+	k := *ea - *m.snapAdded
+	if k <= 64 {
+		above, err := node.Do(ctx, "XRANGE", stream, "("+m.snapID, "+", "COUNT", k+1).Slice()
+		if err == nil {
+			return int64(len(above)) > k, nil
+		}
+		if !isReply(err) {
+			return false, err
+		}
+	}
+	if xi.length > 0 && xi.firstID != "" && !idLess(m.snapID, xi.firstID) {
+		return false, nil
+	}
+	return xi.length > k, nil
+}
+
+// entrySum is entry_sum(): a digest of the entry with this ID.
+func entrySum(ctx context.Context, node redis.UniversalClient, stream, id string) (string, bool, error) {
+	entries, err := node.Do(ctx, "XRANGE", stream, id, id).Slice()
+	if err != nil {
+		return "", false, err
+	}
+	if len(entries) == 0 {
+		return "", false, nil
+	}
+	e, ok := entries[0].([]any)
+	if !ok || len(e) < 2 {
+		return "", false, nil
+	}
+	fields, _ := e[1].([]any)
+	var b strings.Builder
+	for _, f := range fields {
+		s, _ := f.(string)
+		b.WriteString(strconv.Itoa(len(s)))
+		b.WriteByte(':')
+		b.WriteString(s)
+	}
+	sum := sha1.Sum([]byte(b.String()))
+	return hex.EncodeToString(sum[:]), true, nil
+}
+
+// idLess compares stream IDs exactly (ms-seq, digit strings).
+func idLess(a, b string) bool {
+	split := func(id string) (string, string) {
+		ms, seq, ok := strings.Cut(id, "-")
+		if !ok || !allDigits(ms) || !allDigits(seq) {
+			return "0", "0"
+		}
+		return ms, seq
+	}
+	numLess := func(x, y string) bool {
+		x, y = strings.TrimLeft(x, "0"), strings.TrimLeft(y, "0")
+		if len(x) != len(y) {
+			return len(x) < len(y)
+		}
+		return x < y
+	}
+	am, as := split(a)
+	bm, bs := split(b)
+	if am != bm {
+		return numLess(am, bm)
+	}
+	return numLess(as, bs)
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// plainPIDs is each producer's live iid count (live_count of
+// lua/stream_common.lua: the expired iids are a prefix of the order list,
+// found by binary search), the searches of all producers stepping together
+// in pipelined rounds; and what of the state is inconsistent.
+func plainPIDs(ctx context.Context, node redis.UniversalClient, l idmp.StateLayout, m plainMeta, nowMs int64) ([]PIDTracking, []string, error) {
+	var members *redis.StringSliceCmd
+	var scard *redis.IntCmd
+	if _, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
+		members, scard = p.SMembers(ctx, l.PIDs), p.SCard(ctx, l.PIDs)
+		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
+	var problems []string
+	if m.pids != nil && *m.pids != scard.Val() {
+		problems = append(problems, fmt.Sprintf("the pids set %s names %d of the %d producers last written", l.PIDs, scard.Val(), *m.pids))
+	}
+	pids := members.Val()
+	type search struct {
+		lo, hi, n int64
+		lindex    *redis.StringCmd
+		hget      *redis.StringCmd
+	}
+	ss := make([]search, len(pids))
+	hlens := make([]*redis.IntCmd, len(pids))
+	llens := make([]*redis.IntCmd, len(pids))
+	if _, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, pid := range pids {
+			hlens[i], llens[i] = p.HLen(ctx, l.IDs(pid)), p.LLen(ctx, l.Order(pid))
+		}
+		return nil
+	}); err != nil && !isReply(err) {
+		return nil, nil, err
+	}
+	broken := 0
+	for i, pid := range pids {
+		hlen, llen := hlens[i].Val(), llens[i].Val()
+		if err := cmpErr(hlens[i].Err(), llens[i].Err()); err != nil {
+			return nil, nil, err
+		}
+		if hlen != llen {
+			broken++
+			if broken <= 3 {
+				problems = append(problems, fmt.Sprintf("producer %s has %d iids but %d in its order list", luaQuote(pid), hlen, llen))
+			}
+		}
+		ss[i] = search{lo: 0, hi: llen, n: llen}
+	}
+	if broken > 3 {
+		problems = append(problems, fmt.Sprintf("%d more producers likewise", broken-3))
+	}
+	durMs := m.duration * 1000
+	for round := 0; round < 64; round++ { // log2 of any list length
+		active := false
+		if _, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := range ss {
+				s := &ss[i]
+				s.lindex, s.hget = nil, nil
+				if s.lo < s.hi {
+					active = true
+					s.lindex = p.LIndex(ctx, l.Order(pids[i]), (s.lo+s.hi)/2)
+				}
+			}
+			return nil
+		}); err != nil && !isReply(err) {
+			return nil, nil, err
+		}
+		if !active {
+			break
+		}
+		if _, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := range ss {
+				if s := &ss[i]; s.lindex != nil && s.lindex.Err() == nil {
+					s.hget = p.HGet(ctx, l.IDs(pids[i]), s.lindex.Val())
+				}
+			}
+			return nil
+		}); err != nil && !isReply(err) {
+			return nil, nil, err
+		}
+		for i := range ss {
+			s := &ss[i]
+			if s.lindex == nil {
+				continue
+			}
+			if err := cmpErr(s.lindex.Err()); err != nil {
+				return nil, nil, err
+			}
+			mid := (s.lo + s.hi) / 2
+			live := false
+			if s.hget != nil {
+				if err := cmpErr(s.hget.Err()); err != nil {
+					return nil, nil, err
+				}
+				if ms, ok := idMillis(s.hget.Val()); ok && s.hget.Err() == nil && int64(ms)+durMs > nowMs {
+					live = true
+				}
+			}
+			if live {
+				s.hi = mid
+			} else {
+				s.lo = mid + 1
+			}
+		}
+	}
+	out := make([]PIDTracking, len(pids))
+	for i, pid := range pids {
+		out[i] = PIDTracking{PID: pid, IIDs: ss[i].n - ss[i].lo}
+	}
+	return out, problems, nil
+}
+
+// cmpErr is the first error that is not redis.Nil (a missing element).
+func cmpErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+	}
+	return nil
+}
+
+// luaQuote is Lua 5.1's string.format('%q', s), which the info script
+// names producers with: quotes, and backslash escapes for '"', '\\',
+// newline (a backslash before it), carriage return and NUL only.
+func luaQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"', '\\', '\n':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case '\r':
+			b.WriteString("\\r")
+		case 0:
+			b.WriteString("\\000")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
