@@ -482,3 +482,41 @@ func (s *Streams) emulatedClear(ctx context.Context, stream, pid string) (int64,
 // in a pid holding thousands. BenchmarkEmulatedMemoryPerIID measured 155-162
 // on Redis 7.0 (jemalloc); TestEmulatedBytesPerIID keeps it within 30%.
 const EmulatedBytesPerIID = 160
+
+//go:embed lua/stream_emu_drop_orphan.lua
+var dropOrphanLua string
+
+var dropOrphanScript = emulatedScript(dropOrphanLua)
+
+// DropOrphanedState drops the emulated IDMP state of a stream that was
+// deleted (purge --match --orphan-state): names are the streams the state
+// may belong to (idmp.StateStreams of one of its keys), keys the keys of it
+// a scan found. The server deletes every key of the state, atomically,
+// only while none of the names is a stream: kept is true when one is (a
+// stream created again since the scan), and nothing was deleted.
+// Retry-safe: a repeat finds nothing left, or the stream back.
+func (s *Streams) DropOrphanedState(ctx context.Context, names, keys []string) (deleted int64, kept bool, err error) {
+	if len(names) == 0 {
+		return 0, false, exit.New(exit.Internal, "purge --orphan-state", "no stream name for %q", keys)
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	cmd, err := s.runState(ctx, dropOrphanScript, names[0], func(idmp.StateLayout) ([]string, []any) {
+		args := []any{len(names)}
+		for _, n := range names {
+			args = append(args, n)
+		}
+		return keys, args
+	})
+	if err != nil {
+		return 0, false, exit.Wrap(err, "purge --orphan-state")
+	}
+	n, err := cmd.Int64()
+	if err != nil {
+		return 0, false, exit.Wrap(err, "purge --orphan-state")
+	}
+	if n < 0 {
+		return 0, true, nil
+	}
+	return n, false, nil
+}
