@@ -403,8 +403,26 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 	} else if err != nil {
 		return Info{}, scriptErr(err)
 	}
-	if len(reply) < 12 || len(reply)%2 != 0 {
+	info, ok := parseInfoReply(reply, stream)
+	if !ok {
 		return Info{}, exit.New(exit.Internal, "emulated XINFO", "unexpected reply %v", reply)
+	}
+	if caps, err := s.Conn.Capabilities(ctx); err == nil && caps.NativeIDMP {
+		// Emulated state written on purpose to a native server: say whether the
+		// server tracks iids of its own for this stream too.
+		if v, err := s.Conn.Client().XInfoStream(ctx, stream).Result(); err == nil && (v.IIDsAdded > 0 || v.PIDsTracked > 0) {
+			info.OtherMode = "native"
+		}
+	}
+	return info, nil
+}
+
+// parseInfoReply reads the info script's reply (lua/stream_emu_info.lua):
+// eleven settings and counters, what of the state is missing, then pid and
+// iid count pairs. ok is false for a reply of another shape.
+func parseInfoReply(reply []any, stream string) (Info, bool) {
+	if len(reply) < 12 || len(reply)%2 != 0 {
+		return Info{}, false
 	}
 	str := func(i int) string { v, _ := reply[i].(string); return v }
 	num := func(i int) int64 { v, _ := reply[i].(int64); return v }
@@ -421,14 +439,7 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 		info.IIDsTracked += p.IIDs
 	}
 	slices.SortFunc(info.PIDs, func(a, b PIDTracking) int { return strings.Compare(a.PID, b.PID) })
-	if caps, err := s.Conn.Capabilities(ctx); err == nil && caps.NativeIDMP {
-		// Emulated state written on purpose to a native server: say whether the
-		// server tracks iids of its own for this stream too.
-		if v, err := s.Conn.Client().XInfoStream(ctx, stream).Result(); err == nil && (v.IIDsAdded > 0 || v.PIDsTracked > 0) {
-			info.OtherMode = "native"
-		}
-	}
-	return info, nil
+	return info, true
 }
 
 func (s *Streams) emulatedCfgSet(ctx context.Context, stream string, duration, maxsize int64) (CfgResult, error) {
