@@ -12,9 +12,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -332,5 +334,47 @@ func TestClusterReshardDuringBatch(t *testing.T) {
 				t.Fatalf("exit %d, %d missing, %d duplicated: %s", r.Code, missing, extra, r)
 			}
 		})
+	}
+}
+
+// TestClusterMigratingMove: `idmpctl exec RENAME` (and COPY ... REPLACE)
+// of a stream with emulated IDMP state onto one that has state too, while
+// the slot is MIGRATING. Before: the script deleted the destination's old
+// state, then met a key the node does not hold (its progress index) and
+// stopped half-way. Now it reads every key first: refused, nothing changed;
+// after SETSLOT STABLE the same command moves stream and state.
+func TestClusterMigratingMove(t *testing.T) {
+	cl := redistest.NewCluster(t)
+	a, b := "{mvx}a", "{mvx}b"
+	slot, from, to := slotNodes(t, cl, a)
+	c := clitest.New(t, "IDMPCTL_URL="+from.URL)
+	node := nodeClient(t, from)
+	for _, add := range [][]string{{a, "p", "i"}, {b, "q", "j"}, {b, "p", "k"}} {
+		c.Expect(0, "xadd", add[0], "--pid", add[1], "--iid", add[2], "f", "v", "--mode", "emulated")
+	}
+	before := keyDump(t, node)
+	if err := cl.StartMigration(slot, from, to); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{{"RENAME", a, b}, {"COPY", a, b, "REPLACE"}} {
+		r := c.Run(append([]string{"exec", "--mode", "emulated"}, cmd...)...)
+		t.Logf("%s with slot %d MIGRATING: exit %d, %s", cmd[0], slot, r.Code, strings.TrimSpace(r.Stderr))
+		if r.Code == 0 {
+			t.Errorf("%s with the slot MIGRATING succeeded: %s", cmd[0], r)
+		}
+		if after := keyDump(t, node); !maps.Equal(before, after) {
+			t.Fatalf("%s with the slot MIGRATING changed keys:\nbefore %q\nafter  %q", cmd[0], slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)))
+		}
+	}
+	if err := cl.StableSlot(slot, from, to); err != nil {
+		t.Fatal(err)
+	}
+	c.Expect(0, "exec", "--mode", "emulated", "RENAME", a, b)
+	r := c.Run("xadd", b, "--pid", "p", "--iid", "i", "f", "v", "--mode", "emulated", "-o", "json")
+	if r.Code != 0 || !strings.Contains(r.Stdout, `"duplicate":true`) {
+		t.Fatalf("the renamed stream forgot p/i: %s", r)
+	}
+	if n := node.Exists(context.Background(), "{mvx}b:idmp:ids:q", "{mvx}b:idmp:order:q").Val(); n != 0 {
+		t.Fatalf("%d keys of the destination's old pid q are left", n)
 	}
 }

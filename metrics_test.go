@@ -134,6 +134,7 @@ func TestMetricsScan(t *testing.T) {
 		{"idmpctl_scan_records_stale", pat, 2},
 		{"idmpctl_scan_records_no_ttl", pat, 4},
 		{"idmpctl_scan_orphan_locks", pat, 1},
+		{"idmpctl_scan_orphan_state", pat, 0},
 		{"idmpctl_scan_limited", pat, 0},
 	} {
 		if got := sampleValue(t, fams, c.family, c.labels); got != c.want {

@@ -465,9 +465,11 @@ func TestACL(t *testing.T) {
 				}
 			}
 		}
-		// No password at all: NOAUTH.
+		// A user named without any password: logged in as that user with an
+		// empty one (never as the default user), so WRONGPASS, and a hint
+		// that says no password was given.
 		secWant(t, cli.With("IDMPCTL_URL=redis://reader@"+srv.Addr+"/0").Run("inspect", "--server"), 77,
-			`: NOAUTH Authentication required\.$`, `^hint: give a password with IDMPCTL_PASSWORD`)
+			wrongpass, `^hint: the URL names an ACL user but no password was given: put it in IDMPCTL_PASSWORD`)
 	})
 
 	t.Run("default-user-off", func(t *testing.T) {

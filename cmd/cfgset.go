@@ -84,6 +84,9 @@ Raw output: "status<TAB>changed|unchanged|dry-run", then
 		Args: exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Stream = args[0]
+			if err := refuseEmpty(c, "mode"); err != nil {
+				return err
+			}
 			o.DurationSet, o.MaxSizeSet = c.Flags().Changed("duration"), c.Flags().Changed("maxsize")
 			if err := o.Validate(); err != nil {
 				return err

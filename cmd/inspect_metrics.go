@@ -91,8 +91,11 @@ func streamMetrics(info stream.Info) render.StreamMetrics {
 func inspectMatchMetrics(ctx context.Context, o *InspectOptions) error {
 	var flagged flagCounts
 	statuses, sum, mem, err := scanMatch(ctx, o, false, func(r records.Record) error {
-		if r.IsRecord() { // a stream's no-ttl is no record's
+		switch {
+		case r.IsRecord(): // a stream's no-ttl is no record's
 			flagged.add(r.Flags)
+		case r.HasFlag(records.FlagOrphanState):
+			flagged.orphanState++
 		}
 		return nil
 	})
@@ -127,7 +130,7 @@ func scanMemoryMetrics(m render.ScanMetrics, rep keyspace.MemoryReport) *render.
 }
 
 // flagCounts counts the records of a scan by the flags metrics export.
-type flagCounts struct{ stale, noTTL, orphanLocks int64 }
+type flagCounts struct{ stale, noTTL, orphanLocks, orphanState int64 }
 
 func (c *flagCounts) add(flags []records.Flag) {
 	for _, f := range flags {
@@ -153,7 +156,7 @@ func scanMetrics(pattern string, statuses []records.Status, sum keyspace.Summary
 	}
 	m := render.ScanMetrics{Pattern: pattern, Scanned: sum.Scanned, Matched: matched,
 		ByStatus: map[string]int64{}, ByFormat: map[string]int64{},
-		Stale: flagged.stale, NoTTL: flagged.noTTL, OrphanLocks: flagged.orphanLocks, Limited: sum.Limited}
+		Stale: flagged.stale, NoTTL: flagged.noTTL, OrphanLocks: flagged.orphanLocks, OrphanState: flagged.orphanState, Limited: sum.Limited}
 	if len(statuses) == 0 {
 		for _, st := range records.Statuses() {
 			if st != records.Absent {

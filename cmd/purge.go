@@ -23,6 +23,7 @@ type PurgeOptions struct {
 	Match, Stream, PID    string
 	StatusFlag            string
 	Stale, NoTTL, AnyType bool
+	OrphanState           bool
 	Literal               bool
 	OlderThanFlag         string
 	MaxRateFlag           string
@@ -46,10 +47,12 @@ func (o *PurgeOptions) Validate() error {
 			Hint: "see 'idmpctl purge --help'"}
 	case o.Match != "" && o.Stream != "":
 		return exit.Usagef("give --match or --stream, not both")
-	case o.Stream != "" && (o.StatusFlag != "" || o.Stale || o.NoTTL || o.AnyType || o.Force || o.Literal || o.OlderThanFlag != "" || o.MaxRateFlag != "" || o.Limit != 0):
+	case o.Stream != "" && (o.StatusFlag != "" || o.Stale || o.NoTTL || o.AnyType || o.Force || o.Literal || o.OlderThanFlag != "" || o.MaxRateFlag != "" || o.Limit != 0 || o.OrphanState):
 		return exit.Usagef("--stream takes only --pid, --dry-run and --yes")
 	case o.Match != "" && o.PID != "":
 		return exit.Usagef("--pid goes with --stream")
+	case o.OrphanState && (o.StatusFlag != "" || o.Stale || o.NoTTL || o.AnyType || o.Force || o.OlderThanFlag != "" || o.MaxRateFlag != "" || o.Limit != 0 || o.Backup != ""):
+		return exit.Usagef("--orphan-state selects the emulated IDMP state of deleted streams: it takes only --match, --literal, --dry-run and --yes")
 	case o.Backup != "" && o.Stream != "":
 		return exit.Usagef("--backup goes with --match: purge --stream deletes no records")
 	case o.Backup != "" && o.DryRun:
@@ -132,6 +135,9 @@ summary on stderr ("kept-live" for a record the re-check found live).`,
 			if o.Stream != "" {
 				return purgeStreamRun(c.Context(), o)
 			}
+			if o.OrphanState {
+				return purgeOrphanRun(c.Context(), o)
+			}
 			return purgeMatchRun(c.Context(), o)
 		},
 	}
@@ -143,6 +149,7 @@ summary on stderr ("kept-live" for a record the re-check found live).`,
 	fl.StringVar(&o.OlderThanFlag, "older-than", "", "only records last updated at least this long ago (24h)")
 	fl.BoolVar(&o.NoTTL, "no-ttl", false, "only keys without a TTL")
 	fl.BoolVar(&o.AnyType, "any-type", false, "also delete keys that are not recognised records")
+	fl.BoolVar(&o.OrphanState, "orphan-state", false, "instead: drop the emulated IDMP state of deleted streams (flagged orphan-state) that matches, each state whole")
 	fl.BoolVar(&o.Force, "force", false, "also delete live PROCESSING records (under a lease or deadline, or without one) and, with --status LOCKED, locks whose TTL still runs")
 	fl.Int64Var(&o.Limit, "limit", 0, "stop after N candidates (0: no limit)")
 	fl.StringVar(&o.MaxRateFlag, "max-rate", "", "at most this many deletions per second (5000, 5k/s)")
@@ -353,8 +360,16 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 	if exit.Code(err) == exit.NotFound && !o.DryRun && streams.Mode != stream.ModeNative {
 		// A deleted stream's emulated state (orphaned: it has no TTL) goes
 		// with it (R13); the stream is still missing.
-		if _, cerr := streams.ClearTracking(rctx, o.Stream, ""); exit.Code(cerr) == exit.NotFound {
+		switch _, cerr := streams.ClearTracking(rctx, o.Stream, ""); {
+		case exit.Code(cerr) == exit.NotFound:
 			return exit.WithHint(exit.Wrap(err, what), "the stream does not exist: its leftover emulated IDMP state, if any, was dropped")
+		case cerr != nil:
+			// The leftover state stays: say why, not "no such key".
+			hint := "the stream does not exist, and its leftover emulated IDMP state could not be dropped"
+			if h := exit.Hint(cerr); h != "" {
+				hint += ": " + h
+			}
+			return exit.WithHint(exit.Wrap(cerr, what), hint)
 		}
 	}
 	if err != nil {

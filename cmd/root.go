@@ -357,6 +357,10 @@ const hasMetrics = "idmpctl/metrics"
 // setup runs once flags are parsed for command c: the output and colour
 // decisions.
 func (f *Factory) setup(c *cobra.Command) error {
+	// --url "$UNSET" would reach IDMPCTL_URL's server, or localhost's.
+	if err := refuseEmpty(c, "url", "tls-ca", "tls-cert", "tls-key"); err != nil {
+		return err
+	}
 	tty := f.IsTTY(f.Out) || f.Getenv("IDMPCTL_FORCE_TTY") != ""
 	format, err := render.ParseFormat(f.Global.Output, tty)
 	if err != nil {

@@ -222,4 +222,12 @@ func printBatchSummary(p *render.Printer, o *XAddOptions, id string, s stream.Ba
 		p.Status("xadd --batch: batch %s: lines 1-%d were committed by an earlier run: resumed after line %d", id, s.ResumedAt, s.ResumedAt)
 	}
 	p.Status("xadd --batch: %s: %s added, %s (%s)", render.N(s.Lines, "line"), render.Count(s.Added), render.N(s.Duplicates, "duplicate"), s.Mode)
+	if back := s.SkippedBack; back > 0 {
+		from := int64(o.Skip) + 1
+		what := fmt.Sprintf("lines %d-%d were sent again (they add again once IDMP-MAXSIZE or IDMP-DURATION no longer tracks them)", from, back)
+		if back == from {
+			what = fmt.Sprintf("line %d was sent again (it adds again once IDMP-MAXSIZE or IDMP-DURATION no longer tracks it)", back)
+		}
+		p.Warnf("--skip %d: the progress record said lines 1-%d were committed: %s", o.Skip, back, what)
+	}
 }

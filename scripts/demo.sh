@@ -84,10 +84,23 @@ redis_cli SET "$demo:marker:1" COMPLETED >/dev/null
 step $BIN inspect --match "$demo:*" -o table
 step $BIN inspect "$demo:pt:1"
 
-say "Purge safely: dry run first, then only what matches (re-checked on the server)"
+say "Purge safely: dry run first, then only what matches (re-checked on the server), with an undo"
 step $BIN purge --match "$demo:*" --stale --dry-run
+step $BIN purge --match "$demo:*" --stale --yes --backup "$tmp/purged.ndjson"
+step $BIN restore "$tmp/purged.ndjson"
 step $BIN purge --match "$demo:*" --stale --yes
 step $BIN purge --stream $demo:orders --yes
+
+say "Redis 8.6's own syntax on any server (native on 8.6, emulated here)"
+step $BIN exec XADD $demo:events IDMP producer-1 iid-1 '*' amount 100
+step $BIN exec XADD $demo:events IDMP producer-1 iid-1 '*' amount 100
+step $BIN exec XADD $demo:events IDMP producer-1 iid-1 0-1 amount 100
+printf 'XCFGSET %s IDMP-DURATION 600\nXINFO STREAM %s\n' "$demo:events" "$demo:events" > "$tmp/cmds.txt"
+printf '\n\033[1m$ %s exec -o json < cmds.txt   # %s\033[0m\n' "$BIN" "$(tr '\n' ';' < "$tmp/cmds.txt")"
+$BIN exec -o json < "$tmp/cmds.txt" || printf '\n(exit %d)\n' "$?"
+
+say "Idempotency keys themselves: TTL from the retry window, memory by the seeds' formula"
+step $BIN calc-ttl --rate 100/s --max-processing 30m --max-retry-delay 23h --buffer 30m --key-size 40 --value-size 80
 
 say "Errors carry exit codes a script can branch on"
 step $BIN calc-maxsize --rate 1000/s --mark-delay 80

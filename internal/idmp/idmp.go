@@ -188,6 +188,50 @@ func HasHashTag(key string) bool {
 	return strings.IndexByte(key[open+1:], '}') > 0
 }
 
+// StateStreams names the streams a key of the layout above may belong to,
+// by its name alone (nil for a name that is no state key): the stream
+// whose StateKeys give its base, that is the base itself when it has a
+// hash tag, and X for a base "{X}" when X has none ("s" and "{s}" share
+// their state keys: the settings hash's "stream" field says which owns
+// them). A scan reads these names to tell orphaned state, whose stream is
+// gone.
+func StateStreams(key string) []string {
+	open := strings.IndexByte(key, '{')
+	if open < 0 {
+		return nil
+	}
+	end := strings.IndexByte(key[open+1:], '}')
+	if end <= 0 {
+		return nil
+	}
+	head, rest := key[:open+1+end+1], key[open+1+end+1:]
+	var bases []string
+	if i := strings.LastIndex(rest, metaSuffix); i >= 0 {
+		switch rest[i+len(metaSuffix):] {
+		case "", pidsSuffix, batchesSuffix:
+			bases = append(bases, head+rest[:i])
+		}
+	}
+	if j := strings.Index(rest, perPIDInfix); j >= 0 {
+		tail := rest[j+len(perPIDInfix):]
+		if strings.HasPrefix(tail, idsPart) || strings.HasPrefix(tail, orderPart) || strings.HasPrefix(tail, batchPart) {
+			if b := head + rest[:j]; len(bases) == 0 || bases[0] != b {
+				bases = append(bases, b)
+			}
+		}
+	}
+	var out []string
+	for _, b := range bases {
+		out = append(out, b)
+		if x, ok := strings.CutPrefix(b, "{"); ok {
+			if x, ok = strings.CutSuffix(x, "}"); ok && !HasHashTag(x) {
+				out = append(out, x)
+			}
+		}
+	}
+	return out
+}
+
 // ParseStateKey recognises a key of the layout above by its name and Redis
 // type, and says which part it is ("settings", "pids", "iids of pid P",
 // "order of pid P"). The base carries a hash tag, as StateKeys makes it.

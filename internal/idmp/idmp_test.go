@@ -79,3 +79,33 @@ func TestParseInt(t *testing.T) {
 		}
 	}
 }
+
+func TestStateStreams(t *testing.T) {
+	for _, c := range []struct {
+		key  string
+		want []string
+	}{
+		{"{s}:idmp", []string{"{s}", "s"}},
+		{"{s}:idmp:pids", []string{"{s}", "s"}},
+		{"{s}:idmp:batches", []string{"{s}", "s"}},
+		{"{s}:idmp:ids:p", []string{"{s}", "s"}},
+		{"{s}:idmp:order:p:idmp", []string{"{s}:idmp:order:p", "{s}", "s"}},
+		{"{t}x:idmp:batch:abc", []string{"{t}x"}},
+		{"{a{b}:idmp", []string{"{a{b}", "a{b"}},
+		{"s:idmp", nil},
+		{"{s}:other", nil},
+		{"{}:idmp", nil},
+	} {
+		got := StateStreams(c.key)
+		if strings.Join(got, "|") != strings.Join(c.want, "|") {
+			t.Errorf("StateStreams(%q) = %q, want %q", c.key, got, c.want)
+		}
+		// Every name given is one whose state keys include the key's base.
+		for _, s := range got {
+			l, err := StateKeys(s, false)
+			if err != nil || !strings.HasPrefix(c.key, l.Meta) {
+				t.Errorf("StateStreams(%q): %q has state keys under %q", c.key, s, l.Meta)
+			}
+		}
+	}
+}

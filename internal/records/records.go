@@ -142,6 +142,7 @@ const (
 	FlagOrphanLock    Flag = "orphan-lock"    // a lock whose guarded record does not exist
 	FlagExpired       Flag = "expired"        // past its own expiration (Powertools)
 	FlagErrorResponse Flag = "error-response" // the stored response is an error (HTTP 4xx/5xx), replayed as such
+	FlagOrphanState   Flag = "orphan-state"   // emulated IDMP state whose stream is gone (RawValue.StateStreamExists)
 )
 
 // Record is the normalised view of one key. Times are Unix milliseconds
@@ -192,6 +193,11 @@ type RawValue struct {
 	// LockTargetExists says, for a lock-named key (LockTarget(key) is ok),
 	// whether its target exists (nil: not checked).
 	LockTargetExists *bool
+	// StateStreamExists says, for a key named as emulated IDMP state
+	// (idmp.StateStreams), whether one of the streams it may belong to
+	// exists as a stream (nil: not checked). State without its stream is
+	// orphaned: nothing but the next call on the name drops it.
+	StateStreamExists *bool
 }
 
 // Recognised reports whether the record is an idempotency record in a format
@@ -336,6 +342,9 @@ func DecodeWith(opts DecodeOptions, key, redisType string, value RawValue, ttlMs
 	if part, ok := idmp.ParseStateKey(key, redisType); ok {
 		r.Format, r.Status, r.RawStatus = FormatIDMPState, "", part
 		judge(&r, nowMs)
+		if value.StateStreamExists != nil && !*value.StateStreamExists {
+			r.Flags = append(r.Flags, FlagOrphanState)
+		}
 		return r
 	}
 	switch redisType {

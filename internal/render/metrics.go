@@ -47,6 +47,7 @@ type ScanMetrics struct {
 	Stale       int64
 	NoTTL       int64
 	OrphanLocks int64
+	OrphanState int64 // emulated IDMP state keys whose stream is gone (orphan-state)
 	Limited     bool
 	// Memory, when measured (inspect --match --memory): bytes estimated
 	// from a sample of MEMORY USAGE.
@@ -157,6 +158,7 @@ func WriteMetrics(w io.Writer, m Metrics) error {
 			{"idmpctl_scan_records_stale", "Records flagged stale: PROCESSING past their lease or deadline (stuck claims), or a lock without a TTL.", func(s ScanMetrics) int64 { return s.Stale }},
 			{"idmpctl_scan_records_no_ttl", "Records whose key never expires.", func(s ScanMetrics) int64 { return s.NoTTL }},
 			{"idmpctl_scan_orphan_locks", "Locks whose guarded record is gone (orphan-lock).", func(s ScanMetrics) int64 { return s.OrphanLocks }},
+			{"idmpctl_scan_orphan_state", "Keys of emulated IDMP state whose stream is gone (orphan-state): purge --match PATTERN --orphan-state drops them.", func(s ScanMetrics) int64 { return s.OrphanState }},
 			{"idmpctl_scan_limited", "1 when the scan stopped at --limit: the counts are lower bounds.", func(s ScanMetrics) int64 {
 				if s.Limited {
 					return 1

@@ -27,7 +27,7 @@ func sampleMetrics() Metrics {
 			Pattern: "idem:*", Scanned: 5000, Matched: 40,
 			ByStatus: map[string]int64{"PROCESSING": 4, "COMPLETED": 30, "FAILED": 6, "EXPIRED": 0},
 			ByFormat: map[string]int64{"idmpctl": 38, "powertools-lock": 2},
-			Stale:    2, NoTTL: 1, OrphanLocks: 2,
+			Stale:    2, NoTTL: 1, OrphanLocks: 2, OrphanState: 3,
 		}},
 	}
 }
@@ -89,6 +89,9 @@ idmpctl_scan_records_no_ttl{pattern="idem:*"} 1
 # HELP idmpctl_scan_orphan_locks Locks whose guarded record is gone (orphan-lock).
 # TYPE idmpctl_scan_orphan_locks gauge
 idmpctl_scan_orphan_locks{pattern="idem:*"} 2
+# HELP idmpctl_scan_orphan_state Keys of emulated IDMP state whose stream is gone (orphan-state): purge --match PATTERN --orphan-state drops them.
+# TYPE idmpctl_scan_orphan_state gauge
+idmpctl_scan_orphan_state{pattern="idem:*"} 3
 # HELP idmpctl_scan_limited 1 when the scan stopped at --limit: the counts are lower bounds.
 # TYPE idmpctl_scan_limited gauge
 idmpctl_scan_limited{pattern="idem:*"} 0
@@ -233,6 +236,7 @@ func TestWriteMetricsParses(t *testing.T) {
 		"idmpctl_scan_records_stale":   sc.Stale,
 		"idmpctl_scan_records_no_ttl":  sc.NoTTL,
 		"idmpctl_scan_orphan_locks":    sc.OrphanLocks,
+		"idmpctl_scan_orphan_state":    sc.OrphanState,
 		"idmpctl_scan_limited":         0,
 	} {
 		if got := find(t, fams, name, p); got != float64(want) {

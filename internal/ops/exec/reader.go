@@ -154,10 +154,8 @@ func (p *pending) reply(replies []resp.Reply) resp.Reply {
 	if p.split != nil {
 		return p.splitReplies(replies)[0]
 	}
-	for _, r := range replies[:p.skip] {
-		if r.IsError() {
-			return r // a SCRIPT LOAD refused (NOPERM): the call cannot run
-		}
+	if r, refused := loadRefused(replies, p.skip); refused {
+		return r
 	}
 	rest := replies[p.skip:]
 	if p.combine == nil {
@@ -166,16 +164,33 @@ func (p *pending) reply(replies []resp.Reply) resp.Reply {
 	return p.combine(rest)
 }
 
+// loadRefused reports a SCRIPT LOAD among the first skip replies that was
+// refused (NOPERM) while a call after it found no script (NOSCRIPT): the
+// call did not run, and the refusal says why. A call that found the script
+// (cached by another client: the cache is the server's) ran: its own
+// reply stands.
+func loadRefused(replies []resp.Reply, skip int) (resp.Reply, bool) {
+	for _, r := range replies[:skip] {
+		if !r.IsError() {
+			continue
+		}
+		for _, c := range replies[skip:] {
+			if c.IsError() && strings.HasPrefix(c.Str, "NOSCRIPT") {
+				return r, true
+			}
+		}
+	}
+	return resp.Reply{}, false
+}
+
 // splitReplies is a run's replies, one per request.
 func (p *pending) splitReplies(replies []resp.Reply) []resp.Reply {
-	for _, r := range replies[:p.skip] {
-		if r.IsError() {
-			out := make([]resp.Reply, p.outs)
-			for i := range out {
-				out[i] = r
-			}
-			return out
+	if r, refused := loadRefused(replies, p.skip); refused {
+		out := make([]resp.Reply, p.outs)
+		for i := range out {
+			out[i] = r
 		}
+		return out
 	}
 	return p.split(replies[p.skip:])
 }

@@ -221,3 +221,36 @@ func TestExecConversation(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A user who may not SCRIPT LOAD: when the server has the script cached
+// already (another client ran it: the cache is the server's), the call
+// runs, and its own reply is the command's, not the refused SCRIPT LOAD.
+// Before: RENAME moved the stream and its state and replied NOPERM (exit
+// 77: "nothing written"), and an XADD IDMP added and replied NOPERM. When
+// the script is not cached, the call cannot run: the NOPERM, and nothing
+// changed.
+func TestExecScriptLoadRefused(t *testing.T) {
+	t.Parallel()
+	if !redistest.AtLeast(7, 0) {
+		t.Skip("ACL selectors need Redis 7.0+")
+	}
+	conn, srv := redistest.Conn(t)
+	if _, err := srv.Do("ACL", "SETUSER", "noload", "on", ">pw", "~*", "&*", "+@all", "-script"); err != nil {
+		t.Fatal(err)
+	}
+	user := redistest.Connect(t, strings.Replace(srv.URL, "unix://", "unix://noload:pw@", 1))
+	// Cached by another client's session.
+	session(t, conn, `XADD s IDMP p a * f 1`, `RENAME nope x`)
+	got := session(t, user, `RENAME s s2`, `XADD s2 IDMP p b * f 2`, `XLEN s2`, `EXISTS s`)
+	if got[0] != "OK" || !strings.Contains(got[1], "-") || got[2] != "(integer) 2" || got[3] != "(integer) 0" {
+		t.Fatalf("with the scripts cached: %q", got)
+	}
+	// Not cached: refused, nothing changed.
+	if _, err := srv.Do("SCRIPT", "FLUSH"); err != nil {
+		t.Fatal(err)
+	}
+	got = session(t, user, `RENAME s2 s3`, `XADD s2 IDMP p c * f 3`, `XLEN s2`, `EXISTS s3`)
+	if !strings.Contains(got[0], "NOPERM") || !strings.Contains(got[1], "NOPERM") || got[2] != "(integer) 2" || got[3] != "(integer) 0" {
+		t.Fatalf("with no script cached: %q", got)
+	}
+}

@@ -121,7 +121,8 @@ func ScanKeys(ctx context.Context, c *redisconn.Conn, opts ScanOptions, emit fun
 			if r.Format == records.FormatNone || (want != nil && (!r.IsRecord() || !want[r.Status])) {
 				continue
 			}
-			if r.Format == records.FormatIDMPState && !opts.All {
+			// Healthy state is hidden; orphaned state is an operator's to see.
+			if r.Format == records.FormatIDMPState && !opts.All && !r.HasFlag(records.FlagOrphanState) {
 				sum.StateHidden++
 				continue
 			}
@@ -340,7 +341,9 @@ func scanNodes(ctx context.Context, c *redisconn.Conn, match string, count int64
 				return err
 			}
 		}
-		return nil
+		// SCAN ends its queue at the end of the keyspace, and also when
+		// the caller cancelled: that is no complete scan.
+		return ctx.Err()
 	}
 	if cc, ok := c.Client().(*redis.ClusterClient); ok {
 		return cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/idmpctl/idmpctl/internal/idmp"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/records"
 	"github.com/redis/go-redis/v9"
@@ -59,6 +60,9 @@ type keyProbe struct {
 	pttl *redis.DurationCmd
 	enc  *redis.StringCmd
 	lock *redis.IntCmd // EXISTS of X for a key named X:lock
+	// TYPE of each stream a key named as emulated IDMP state may belong
+	// to (idmp.StateStreams)
+	owners []*redis.StatusCmd
 }
 
 // keyValue is round two and three: the value reads for its type.
@@ -156,6 +160,9 @@ func (r *keyReader) readAttempt(ctx context.Context, keys []string, out []keyRea
 			pr.enc, pr.pttl = p.ObjectEncoding(ctx, k), p.PTTL(ctx, k)
 			if target, ok := records.LockTarget(k); ok {
 				pr.lock = p.Exists(ctx, target)
+			}
+			for _, name := range idmp.StateStreams(k) {
+				pr.owners = append(pr.owners, p.Type(ctx, name))
 			}
 		}
 	})
@@ -338,6 +345,16 @@ func assembleValue(rd *keyRead, pr keyProbe, v keyValue, fields []string) error 
 	if pr.lock != nil && pr.lock.Err() == nil {
 		exists := pr.lock.Val() > 0
 		rd.raw.LockTargetExists = &exists
+	}
+	if len(pr.owners) > 0 {
+		exists, known := false, true
+		for _, t := range pr.owners {
+			known = known && t.Err() == nil
+			exists = exists || t.Val() == "stream"
+		}
+		if known || exists {
+			rd.raw.StateStreamExists = &exists
+		}
 	}
 	switch {
 	case v.getrange != nil:

@@ -131,6 +131,9 @@ func (c *Conn) RunNotingEviction(ctx context.Context, uc redis.UniversalClient, 
 	if redis.HasErrorPrefix(cl.Cmd.Err(), "NOSCRIPT") {
 		cl.Cmd = redis.NewCmd(ctx, cl.Command(true)...)
 		_ = uc.Process(ctx, cl.Cmd)
+		if evalDisabled(cl.Cmd.Err()) {
+			cl.Cmd = cl.Script.loadAndRun(ctx, uc, cl.Keys, cl.Args)
+		}
 	}
 	cl.Script.noteRun(cl.Cmd.Err())
 }

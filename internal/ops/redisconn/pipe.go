@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,9 +50,11 @@ func (e ReplyError) Error() string { return string(e) }
 func (ReplyError) RedisError() {}
 
 // OpenPipe dials the primary that holds key as the connection's client
-// would (its dialer, TLS, credentials, database) and loads scripts into its
-// cache, so that EVALSHA finds them. The pipe is closed when ctx ends.
-func (c *Conn) OpenPipe(ctx context.Context, key string, scripts ...*Script) (*Pipe, error) {
+// would (its dialer, TLS, credentials, database), names the connection
+// (CLIENT SETNAME name, unless ""; a user who may not is not refused) and
+// loads scripts into its cache, so that EVALSHA finds them. The pipe is
+// closed when ctx ends.
+func (c *Conn) OpenPipe(ctx context.Context, key, name string, scripts ...*Script) (*Pipe, error) {
 	var node *redis.Client
 	err := c.Do(func(uc redis.UniversalClient) error {
 		var err error
@@ -79,6 +83,11 @@ func (c *Conn) OpenPipe(ctx context.Context, key string, scripts ...*Script) (*P
 	if opt.DB != 0 {
 		hello = append(hello, []any{"select", opt.DB})
 	}
+	named := -1 // the reply that may be refused
+	if name != "" {
+		named = len(hello)
+		hello = append(hello, []any{"client", "setname", name})
+	}
 	for _, s := range scripts {
 		hello = append(hello, []any{"script", "load", s.src()})
 	}
@@ -91,8 +100,9 @@ func (c *Conn) OpenPipe(ctx context.Context, key string, scripts ...*Script) (*P
 		nc.Close()
 		return nil, err
 	}
-	for range hello {
-		if _, err := p.Recv(); err != nil {
+	for i := range hello {
+		var re ReplyError
+		if _, err := p.Recv(); err != nil && !(i == named && errors.As(err, &re)) {
 			nc.Close()
 			return nil, err
 		}
@@ -289,4 +299,38 @@ func (c *Conn) Redirected(ctx context.Context) {
 // Moved reports a MOVED or ASK reply: the key's slot is served elsewhere.
 func Moved(err error) bool {
 	return redis.HasErrorPrefix(err, "MOVED ") || redis.HasErrorPrefix(err, "ASK ")
+}
+
+// ClientListed reports whether the primary that holds key lists a client
+// connection named name (CLIENT LIST TYPE normal), and the ID of the first
+// such. A connection the server no longer lists can run nothing more of
+// what it sent.
+func (c *Conn) ClientListed(ctx context.Context, key, name string) (id int64, listed bool, err error) {
+	var list string
+	err = c.Do(func(uc redis.UniversalClient) error {
+		node, err := nodeFor(ctx, uc, key)
+		if err != nil {
+			return err
+		}
+		cctx, cancel := c.Ctx(ctx)
+		defer cancel()
+		list, err = node.Do(cctx, "CLIENT", "LIST", "TYPE", "normal").Text()
+		return err
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	for line := range strings.SplitSeq(list, "\n") {
+		fields := strings.Fields(line)
+		if !slices.Contains(fields, "name="+name) {
+			continue
+		}
+		for _, f := range fields {
+			if v, ok := strings.CutPrefix(f, "id="); ok {
+				id, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+		return id, true, nil
+	}
+	return 0, false, nil
 }

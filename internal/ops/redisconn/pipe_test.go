@@ -29,7 +29,7 @@ func TestPipe(t *testing.T) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p, err := c.OpenPipe(ctx, "k", pipeScript)
+	p, err := c.OpenPipe(ctx, "k", "", pipeScript)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestPipeTimeout(t *testing.T) {
 	}
 	defer c.Close()
 	ctx := context.Background()
-	p, err := c.OpenPipe(ctx, "k")
+	p, err := c.OpenPipe(ctx, "k", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestPipeContext(t *testing.T) {
 	}
 	defer c.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	p, err := c.OpenPipe(ctx, "k")
+	p, err := c.OpenPipe(ctx, "k", "")
 	if err != nil {
 		t.Fatal(err)
 	}

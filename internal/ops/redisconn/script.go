@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -39,8 +40,28 @@ func (s *Script) Hash() string { return s.script().Hash() }
 // cache does not hold it (NOSCRIPT): one round trip in the steady state.
 func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
 	cmd := s.script().Run(ctx, c, keys, args...)
+	if evalDisabled(cmd.Err()) {
+		cmd = s.loadAndRun(ctx, c, keys, args)
+	}
 	s.noteRun(cmd.Err())
 	return cmd
+}
+
+// evalDisabled reports EVAL's reply on a server where it is renamed or
+// disabled (rename-command): EVALSHA may still be there.
+func evalDisabled(err error) bool {
+	return err != nil && exit.ScriptingDisabled(err.Error())
+}
+
+// loadAndRun runs the script with SCRIPT LOAD, then EVALSHA: on a server
+// that renamed EVAL away but kept EVALSHA, as xadd --batch's pipe does.
+func (s *Script) loadAndRun(ctx context.Context, c redis.Scripter, keys []string, args []any) *redis.Cmd {
+	if err := c.ScriptLoad(ctx, s.src()).Err(); err != nil {
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(err)
+		return cmd
+	}
+	return c.EvalSha(ctx, s.Hash(), keys, args...)
 }
 
 // noteRun notes a reply of the server to the script: any reply but
@@ -137,6 +158,9 @@ func (c *Conn) RunPipelined(ctx context.Context, calls []*Call) error {
 	}
 	err := run(missing, true)
 	for _, cl := range missing {
+		if evalDisabled(cl.Cmd.Err()) {
+			cl.Cmd = cl.Script.loadAndRun(ctx, c.Client(), cl.Keys, cl.Args)
+		}
 		cl.Script.noteRun(cl.Cmd.Err())
 	}
 	return err

@@ -125,7 +125,15 @@ func Role(ctx context.Context, c *Conn) string {
 func Emulation(ctx context.Context, c *Conn) string {
 	ctx, cancel := c.Ctx(ctx)
 	defer cancel()
-	v, err := c.Client().Eval(ctx, "if redis.acl_check_cmd then return 1 end return 0", nil).Int64()
+	const probe = "if redis.acl_check_cmd then return 1 end return 0"
+	v, err := c.Client().Eval(ctx, probe, nil).Int64()
+	if evalDisabled(err) {
+		// EVAL renamed away: the scripts still run if EVALSHA is kept.
+		var sha string
+		if sha, err = c.Client().ScriptLoad(ctx, probe).Result(); err == nil {
+			v, err = c.Client().EvalSha(ctx, sha, nil).Int64()
+		}
+	}
 	switch {
 	case err == nil && v == 1:
 		return "available"

@@ -106,14 +106,17 @@ type BatchResult struct {
 
 // BatchSummary is what a run did.
 type BatchSummary struct {
-	Progress   string // the progress record's key
-	ResumedAt  int64  // lines committed before this run (0: from the start)
-	Restarted  bool   // a record was found for a stream deleted or recreated since: started over
-	Lines      int64  // lines whose adds this run committed
-	Added      int64
-	Duplicates int64
-	LastLine   int64 // the last line committed, by this run or before
-	Mode       Mode
+	Progress  string // the progress record's key
+	ResumedAt int64  // lines committed before this run (0: from the start)
+	// SkippedBack is the record's line when --skip N went below it: lines
+	// N+1 to SkippedBack were committed, and this run sent them again.
+	SkippedBack int64
+	Restarted   bool  // a record was found for a stream deleted or recreated since: started over
+	Lines       int64 // lines whose adds this run committed
+	Added       int64
+	Duplicates  int64
+	LastLine    int64 // the last line committed, by this run or before
+	Mode        Mode
 	// Unacked counts the adds committed on the primary but not acknowledged
 	// as BatchSpec.Durability asked: not emitted, and not in Lines.
 	Unacked int64
@@ -185,6 +188,8 @@ type batchRun struct {
 	run string
 	// maxBulk is the server's proto-max-bulk-len (0: unknown).
 	maxBulk int64
+	// busyHint says why another run was taken for live (stoppedRun).
+	busyHint string
 }
 
 // chunk is a run of lines sent in one script call or MULTI.
@@ -304,6 +309,10 @@ func (r *batchRun) start(ctx context.Context) error {
 	r.prune(ctx)
 	switch {
 	case r.spec.SkipSet:
+		stale := p.Exists && entries >= 0 && p.Entries >= 0 && entries < p.Entries
+		if p.Exists && p.Line > r.spec.Skip && !stale {
+			r.sum.SkippedBack = p.Line
+		}
 		if err := r.advance(r.spec.Skip, 0, ""); err != nil {
 			return err
 		}
@@ -567,6 +576,25 @@ func (r *batchRun) confirm(c *chunk, res []AddResult, lost bool) error {
 	return nil
 }
 
+// confirmPart confirms the requests i to j of chunk c (res, one each): the
+// whole chunk when they are all of it.
+func (r *batchRun) confirmPart(c *chunk, i, j int, res []AddResult, lost bool) error {
+	if i == j {
+		return nil
+	}
+	if i == 0 && j == len(c.reqs) {
+		return r.confirm(c, res, lost)
+	}
+	part := &chunk{from: c.from, to: c.lines[j-1], reqs: c.reqs[i:j], lines: c.lines[i:j], retried: c.retried}
+	if i > 0 {
+		part.from = c.lines[i-1]
+	}
+	if j == len(c.reqs) {
+		part.to = c.to
+	}
+	return r.confirm(part, res, lost)
+}
+
 // emitResults counts results and hands them to the goroutine that emits
 // them.
 func (r *batchRun) emitResults(out []BatchResult) {
@@ -719,7 +747,7 @@ func (r *batchRun) sendEmulated(ctx context.Context, windows <-chan []*chunk) er
 				queue, recovering = q, false
 			}
 			if pipe == nil {
-				p, err := r.s.Conn.OpenPipe(ctx, r.spec.Template.Stream, addScript)
+				p, err := r.s.Conn.OpenPipe(ctx, r.spec.Template.Stream, batchClientName(r.run), addScript)
 				if err != nil {
 					return err
 				}
@@ -855,6 +883,7 @@ func (r *batchRun) recover(ctx context.Context, queue []*chunk) ([]*chunk, error
 	if err != nil {
 		return queue, err
 	}
+	stopped := "" // a run other than this one, known to have stopped
 	for len(queue) > 0 {
 		c := queue[0]
 		switch {
@@ -868,43 +897,58 @@ func (r *batchRun) recover(ctx context.Context, queue []*chunk) ([]*chunk, error
 			}
 			return queue, nil
 		}
-		if p.Run != "" && p.Run != r.run && !r.stoppedRun(ctx, p) {
-			e := exit.New(exit.Busy, r.what(), "another run of the batch moved its progress record past line %d (to line %d)", c.from, p.Line)
-			e.Hint = "one run per batch at a time: this one stops; the other goes on, and the same command run again afterwards resumes after its last line"
-			return nil, e
-		}
-		// Committed, in whole or in part, by this run: its replies were kept.
-		res, err := keptReplies(p.replies[c.from], c)
-		lost := false
-		if err != nil && p.Run != "" && p.Run != r.run {
-			// A run that stopped committed these lines in chunks of its
-			// own (a piped input is cut where it waited): their IDs are
-			// not known here, only that they are committed.
-			lost = true
-			for _, ln := range c.lines {
-				if ln > p.Line {
-					break
-				}
-				res = append(res, AddResult{IID: c.reqs[len(res)].IID, Mode: ModeEmulated})
+		if p.Run != "" && p.Run != r.run && p.Run != stopped {
+			ok, again, err := r.stoppedRun(ctx, p)
+			if err != nil {
+				return queue, err
 			}
-		} else if err != nil {
-			return nil, exit.New(exit.Internal, r.what(), "line %d: %v", c.from, err)
-		}
-		c.retried = true
-		if p.Line < c.to && len(res) < len(c.reqs) {
-			if err := r.confirm(c, res, lost); err != nil {
-				return nil, err
+			if !ok {
+				return nil, r.otherRunBusy(c, p)
 			}
-			rest := &chunk{from: p.Line, to: c.to, digest: c.digest, reqs: c.reqs[len(res):], lines: c.lines[len(res):], retried: true}
-			queue[0] = rest
+			// Stopped: what it committed is final. Settle against that.
+			stopped, p = p.Run, again
 			continue
 		}
-		if err := r.confirm(c, res, lost); err != nil {
+		// Committed, in whole or in part: its first n lines.
+		n := 0
+		for n < len(c.lines) && c.lines[n] <= p.Line {
+			n++
+		}
+		// Their replies, as the chunk that committed them from c.from
+		// kept them: this run's, or one that stopped, whose chunks may be
+		// cut elsewhere (a piped input is cut where it waited).
+		res, err := keptReplies(p.replies[c.from], c)
+		switch {
+		case err != nil && p.Run != "" && p.Run != r.run:
+			res = nil // not this chunk's: the IDs are not known here
+		case err != nil:
+			return nil, exit.New(exit.Internal, r.what(), "line %d: %v", c.from, err)
+		case len(res) > n:
+			res = res[:n]
+		}
+		c.retried = true
+		if err := r.confirmPart(c, 0, len(res), res, false); err != nil {
 			return nil, err
+		}
+		// The lines committed after those, by a run that stopped, in
+		// chunks of its own: committed, IDs unknown.
+		lost := make([]AddResult, 0, n-len(res))
+		for i := len(res); i < n; i++ {
+			lost = append(lost, AddResult{IID: c.reqs[i].IID, Mode: ModeEmulated})
+		}
+		if err := r.confirmPart(c, len(res), n, lost, true); err != nil {
+			return nil, err
+		}
+		if n < len(c.reqs) {
+			queue[0] = &chunk{from: p.Line, to: c.to, digest: c.digest, reqs: c.reqs[n:], lines: c.lines[n:], retried: true}
+			continue
 		}
 		queue = queue[1:]
 	}
-	if p.Line > r.sum.LastLine {
+	// Ahead of what this run has read: lines committed by a run that
+	// stopped are settled as their chunks come (each finds the record
+	// moved on); a live run's make this one stop.
+	if p.Line > r.sum.LastLine && p.Run != stopped {
 		e := exit.New(exit.Busy, r.what(), "another run of the batch is ahead of this one (line %d)", p.Line)
 		e.Hint = "one run per batch at a time; this one stops"
 		return nil, e
@@ -913,23 +957,116 @@ func (r *batchRun) recover(ctx context.Context, queue []*chunk) ([]*chunk, error
 }
 
 // otherRunGrace is how long a record moved by another run must stand still
-// for that run to be taken for one that stopped.
+// for that run to be taken for one that stopped, on a server where this
+// user may not run CLIENT LIST (see stoppedRun).
 const otherRunGrace = 150 * time.Millisecond
 
-// stoppedRun reports whether the run that moved the record (p) has stopped:
-// a run killed with chunks in its socket has them run by the server after
-// it died, and a run started at once after it can find its first chunk
-// committed by them. Such a record stands still; a live run's moves on.
-// Exactly once holds either way (every chunk is compare-and-set): this
-// only decides between going on and stopping with 75.
-func (r *batchRun) stoppedRun(ctx context.Context, p Progress) bool {
+// stoppedRun reports whether the run that moved the record (p) has stopped,
+// and the record as it stands once that is known. A run killed with chunks
+// in its socket has them run by the server after it died, for as long as
+// they take, and a run started at once after it finds the record moving.
+// The rule: every connection a run writes on is named after it
+// (batchClientName), and
+//   - once the server lists none of that name, nothing of that run can
+//     run any more: it has stopped, and the record read after that is final
+//     for it;
+//   - a run that died has at most inFlightLines of its input in flight, so
+//     a record moved further than that past p, while its connection is
+//     listed, is a live run's;
+//   - a connection still listed after --timeout is a live run's (idle: a
+//     slow producer), or of a host that vanished without closing it: the
+//     error names it.
+//
+// A user who may not run CLIENT LIST (or a server without it) falls back
+// to the record standing still for otherRunGrace. Exactly once holds either way (every chunk is
+// compare-and-set): this only decides between going on and stopping with
+// 75.
+func (r *batchRun) stoppedRun(ctx context.Context, p Progress) (bool, Progress, error) {
+	name := batchClientName(p.Run)
+	deadline := time.Now().Add(max(r.s.Conn.Timeout, time.Second))
+	limit := p.Line + r.inFlightLines()
+	for {
+		id, listed, err := r.s.Conn.ClientListed(ctx, r.spec.Template.Stream, name)
+		var reply redis.Error
+		if err != nil && (exit.Classify(err) == exit.Permission || errors.As(err, &reply) && !exit.Migrating(err.Error())) {
+			// CLIENT LIST denied, renamed or disabled (some managed
+			// services): the record standing still is all there is.
+			return r.recordStill(ctx, p)
+		}
+		if err != nil {
+			return false, p, err
+		}
+		if !listed {
+			again, _, err := r.readProgress(ctx)
+			return err == nil, again, err
+		}
+		line, run, err := r.recordLine(ctx)
+		switch {
+		case err != nil:
+			return false, p, err
+		case run == p.Run && line > limit:
+			return false, p, nil // more than a dead run can have had in flight
+		case time.Now().After(deadline):
+			r.busyHint = fmt.Sprintf("its connection is open on the server (CLIENT LIST: id=%d name=%s): if that run is dead (its host gone without closing the connection), CLIENT KILL ID %d, or wait for the server to drop it (tcp-keepalive), then run the same command again", id, name, id)
+			return false, p, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, p, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// inFlightLines bounds the input lines a run can have sent and not seen
+// committed: its sends on the wire (pipeDepth windows of batchWindow
+// chunks of batchChunk lines, or this run's own sizes if larger).
+func (r *batchRun) inFlightLines() int64 {
+	return int64(pipeDepth * max(batchWindow, r.spec.Window) * max(batchChunk, r.spec.Chunk))
+}
+
+// recordLine reads the record's line and run alone (stoppedRun polls it).
+func (r *batchRun) recordLine(ctx context.Context) (int64, string, error) {
+	var v []any
+	err := r.s.Conn.Do(func(c redis.UniversalClient) error {
+		cctx, cancel := r.s.bound(ctx)
+		defer cancel()
+		var err error
+		v, err = c.HMGet(cctx, r.key, "line", "run").Result()
+		return err
+	})
+	if err != nil {
+		return 0, "", err
+	}
+	line, _ := v[0].(string)
+	run, _ := v[1].(string)
+	n, _ := strconv.ParseInt(line, 10, 64)
+	return n, run, nil
+}
+
+// recordStill is stoppedRun's fallback without CLIENT LIST: a run whose
+// record stood still for otherRunGrace is taken for stopped.
+func (r *batchRun) recordStill(ctx context.Context, p Progress) (bool, Progress, error) {
 	select {
 	case <-ctx.Done():
-		return false
+		return false, p, ctx.Err()
 	case <-time.After(otherRunGrace):
 	}
 	again, _, err := r.readProgress(ctx)
-	return err == nil && again.Line == p.Line && again.Run == p.Run && again.Updated == p.Updated
+	if err != nil {
+		return false, p, err
+	}
+	return again.Line == p.Line && again.Run == p.Run && again.Updated == p.Updated, again, nil
+}
+
+// otherRunBusy is the 75 of a run that finds another run of its batch live.
+func (r *batchRun) otherRunBusy(c *chunk, p Progress) error {
+	e := exit.New(exit.Busy, r.what(), "another run of the batch moved its progress record past line %d (to line %d)", c.from, p.Line)
+	e.Hint = "one run per batch at a time: this one stops; the other goes on, and the same command run again afterwards resumes after its last line"
+	if r.busyHint != "" {
+		e.Hint = r.busyHint + "; " + e.Hint
+	}
+	return e
 }
 
 // keptReplies reads a chunk's replies as the script kept them.
@@ -962,202 +1099,7 @@ func (r *batchRun) tidy(ctx context.Context) error {
 	return nil
 }
 
-// runNative commits one chunk per MULTI/EXEC on a connection of its own:
-// [XINFO, (XADD, XINFO)..., the progress record]. MULTI/EXEC cannot compare
-// before it writes, so after a network error the connection that may still
-// hold a stalled chunk is waited out (CLIENT LIST ID) before the record is
-// read: after that no old chunk can run, and the record is the truth. Its
-// committed chunks' replies are lost (MULTI cannot keep what it is about to
-// learn): their lines are reported committed with the ID unknown.
-func (r *batchRun) runNative(ctx context.Context) error {
-	nc := &nativeBatchConn{r: r}
-	defer nc.close()
-	for {
-		queue, err := r.fill(nil, r.sum.LastLine)
-		if err != nil {
-			return err
-		}
-		if len(queue) == 0 {
-			return nil
-		}
-		for _, c := range queue {
-			if err := r.sendNative(ctx, nc, c); err != nil {
-				return err
-			}
-		}
-	}
-}
-
-// nativeBatchConn is the one connection a native batch writes on, and its
-// client ID (for the wait after a failure).
-type nativeBatchConn struct {
-	r  *batchRun
-	cn *redis.Conn
-	id int64
-}
-
-func (nc *nativeBatchConn) get(ctx context.Context) (*redis.Conn, error) {
-	if nc.cn != nil {
-		return nc.cn, nil
-	}
-	var node *redis.Client
-	switch c := nc.r.s.Conn.Client().(type) {
-	case *redis.ClusterClient:
-		n, err := c.MasterForKey(ctx, nc.r.spec.Template.Stream)
-		if err != nil {
-			return nil, err
-		}
-		node = n
-	case *redis.Client:
-		node = c
-	default:
-		return nil, exit.New(exit.Internal, nc.r.what(), "client %T", c)
-	}
-	cn := node.Conn()
-	id, err := cn.ClientID(ctx).Result()
-	if err != nil {
-		cn.Close()
-		return nil, err
-	}
-	nc.cn, nc.id = cn, id
-	return cn, nil
-}
-
-// lost gives up the connection after a failure and waits until the server
-// no longer lists it, so that nothing it sent can still run (bounded; a
-// user who may not run CLIENT LIST goes on without the wait).
-func (nc *nativeBatchConn) lost(ctx context.Context) error {
-	if nc.cn == nil {
-		return nil
-	}
-	nc.cn.Close()
-	nc.cn = nil
-	deadline := time.Now().Add(10 * nc.r.s.Conn.Timeout)
-	for time.Now().Before(deadline) {
-		cctx, cancel := nc.r.s.Conn.Ctx(ctx)
-		list, err := nc.r.s.Conn.Client().ClientList(cctx).Result()
-		cancel()
-		switch {
-		case err != nil && exit.Classify(err) == exit.Permission:
-			return nil
-		case err != nil:
-			return err
-		case !strings.Contains(list, "id="+strconv.FormatInt(nc.id, 10)+" "):
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return exit.New(exit.Unavailable, nc.r.what(), "the connection that failed is still open on the server")
-}
-
-func (nc *nativeBatchConn) close() {
-	if nc.cn != nil {
-		nc.cn.Close()
-	}
-}
-
-// sendNative commits one chunk, with recovery after network errors.
-func (r *batchRun) sendNative(ctx context.Context, nc *nativeBatchConn, c *chunk) error {
-	recovering := false
-	op := func() error {
-		if recovering {
-			if err := nc.lost(ctx); err != nil {
-				return err
-			}
-			p, _, err := r.readProgress(ctx)
-			if err != nil {
-				return err
-			}
-			switch {
-			case p.Line >= c.to:
-				res := make([]AddResult, len(c.reqs))
-				for i := range res {
-					res[i] = AddResult{IID: c.reqs[i].IID, Mode: ModeNative}
-				}
-				c.retried = true
-				return r.confirm(c, res, true)
-			case p.Line != c.from:
-				return exit.New(exit.Data, r.what(), "the progress record stands at line %d, not %d", p.Line, c.from)
-			}
-			recovering, c.retried = false, true
-		}
-		cn, err := nc.get(ctx)
-		if err != nil {
-			recovering = true
-			return err
-		}
-		res, err := r.nativeChunk(ctx, cn, c)
-		if err != nil && redisconn.Retryable(err) {
-			recovering = true
-			return err
-		}
-		if cerr := r.confirm(c, res, false); cerr != nil {
-			return cerr
-		}
-		if d := r.spec.Durability; d.On() {
-			wctx, cancel := context.WithTimeout(ctx, r.s.Conn.Timeout+d.Timeout)
-			ack := r.s.Conn.WaitOn(wctx, cn, d)
-			cancel()
-			if serr := r.settle(ack); serr != nil {
-				return serr
-			}
-		}
-		if err != nil {
-			return r.lineError(c, len(res), err)
-		}
-		return nil
-	}
-	err := redisconn.WithRetriesWithin(ctx, r.spec.Retries, r.s.Conn.Timeout, op, r.spec.OnRetry)
-	return r.unavailable(err)
-}
-
-// nativeChunk sends one chunk's MULTI/EXEC and reads its adds.
-func (r *batchRun) nativeChunk(ctx context.Context, cn *redis.Conn, c *chunk) ([]AddResult, error) {
-	stream := r.spec.Template.Stream
-	cctx, cancel := r.s.bound(ctx)
-	defer cancel()
-	infos := make([]*redis.XInfoStreamCmd, len(c.reqs)+1)
-	adds := make([]*redis.StringCmd, len(c.reqs))
-	now := time.Now().UnixMilli() // an informational time: nothing is decided on it
-	_, err := cn.TxPipelined(cctx, func(p redis.Pipeliner) error {
-		infos[0] = p.XInfoStream(cctx, stream)
-		for i, req := range c.reqs {
-			adds[i] = p.XAdd(cctx, nativeXAddArgs(req))
-			infos[i+1] = p.XInfoStream(cctx, stream)
-		}
-		h := []any{"line", c.to, "digest", c.digest, "digest-line", c.to, "batch", r.spec.ID, "pid", r.spec.Template.PID,
-			"stream", stream, "mode", "native", "updated", now}
-		if c.from == 0 {
-			h = append(h, "started", now)
-		}
-		expires := now + r.spec.TTL.Milliseconds()
-		h = append(h, "expires", expires, "run", r.run)
-		p.HSet(cctx, r.key, h...)
-		p.ZAdd(cctx, r.layout.Batches, redis.Z{Score: float64(expires), Member: r.key})
-		return nil
-	})
-	var reply redis.Error
-	if err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &reply) {
-		return nil, err
-	}
-	var prev int64
-	if v, err := infos[0].Result(); err == nil {
-		prev = v.IIDsDuplicates
-	}
-	out := make([]AddResult, 0, len(c.reqs))
-	for i, req := range c.reqs {
-		id, err := adds[i].Result()
-		if errors.Is(err, redis.Nil) {
-			return out, errNoStream()
-		} else if err != nil {
-			return out, err
-		}
-		after, err := infos[i+1].Result()
-		if err != nil {
-			return out, exit.New(exit.Internal, "XINFO STREAM after XADD", "%v", err)
-		}
-		out = append(out, AddResult{ID: id, IID: req.IID, Duplicate: after.IIDsDuplicates > prev, Mode: ModeNative})
-		prev = after.IIDsDuplicates
-	}
-	return out, r.s.nativeOriginals(cctx, stream, out)
-}
+// batchClientName names the connections a run of a batch writes on
+// (CLIENT SETNAME): another run of the batch tells by CLIENT LIST whether
+// the run that moved the record can still write.
+func batchClientName(run string) string { return "idmpctl-batch-" + run }

@@ -367,3 +367,93 @@ func TestPruneScript(t *testing.T) {
 	}
 	wantUnchanged(t, "prune of a string", before, rdb)
 }
+
+// The orphaned-state drop (purge --match --orphan-state) deletes a deleted
+// stream's whole state, and nothing while the stream, or the other name
+// that shares its state keys, exists; its checks change nothing.
+func TestDropOrphanScript(t *testing.T) {
+	t.Parallel()
+	f := newChecksFixture(t)
+	rdb := f.h.rdb
+	ctx := context.Background()
+	s := f.h.s
+	names := idmp.StateStreams(f.l.Meta)
+	// The stream exists: kept.
+	before := serverDump(t, rdb)
+	if n, kept, err := s.DropOrphanedState(ctx, names, nil); err != nil || !kept || n != 0 {
+		t.Fatalf("drop with the stream there: %d, %v, %v", n, kept, err)
+	}
+	wantUnchanged(t, "drop with the stream there", before, rdb)
+	rdb.Del(ctx, f.stream)
+	// The other name of the same state keys exists as a stream: kept.
+	other := names[0]
+	if other == f.stream {
+		other = names[1]
+	}
+	rdb.XAdd(ctx, &redis.XAddArgs{Stream: other, Values: []string{"f", "v"}})
+	before = serverDump(t, rdb)
+	if _, kept, err := s.DropOrphanedState(ctx, names, nil); err != nil || !kept {
+		t.Fatalf("drop with %q there: %v, %v", other, kept, err)
+	}
+	wantUnchanged(t, "drop with the other name there", before, rdb)
+	rdb.Del(ctx, other)
+	// A key of another kind under the name is no stream: the state is
+	// orphaned (a scan flags it so), and goes; the key stays.
+	rdb.Set(ctx, other, "x", 0)
+	defer rdb.Del(ctx, other)
+	// A key that is not of the state, and a user who may not DEL.
+	before = serverDump(t, rdb)
+	if _, _, err := s.DropOrphanedState(ctx, names, []string{f.h.key("elsewhere")}); err == nil {
+		t.Error("drop of a key outside the state: no error")
+	}
+	wantUnchanged(t, "drop of a key outside the state", before, rdb)
+	if redistest.AtLeast(7, 0) {
+		if err := rdb.Do(ctx, "ACL", "SETUSER", "no-del-orphan", "on", ">pw", "~*", "+@all", "-del").Err(); err != nil {
+			t.Fatal(err)
+		}
+		conn := redistest.Connect(t, strings.Replace(f.srv.URL, "unix://", "unix://no-del-orphan:pw@", 1))
+		us := &Streams{Conn: conn, Mode: ModeEmulated, Defaults: s.Defaults}
+		if _, _, err := us.DropOrphanedState(ctx, names, nil); exit.Classify(err) != exit.Permission {
+			t.Errorf("drop without DEL: %v, want a permission error", err)
+		}
+		wantUnchanged(t, "drop without DEL", before, rdb)
+	}
+	// A per-pid key its pids set no longer names goes too.
+	stray := f.l.IDs("stray")
+	rdb.HSet(ctx, stray, "i", "1-1")
+	n, kept, err := s.DropOrphanedState(ctx, names, []string{stray})
+	if err != nil || kept {
+		t.Fatalf("drop: %d, %v, %v", n, kept, err)
+	}
+	if left := serverDump(t, rdb); len(left) != 1 {
+		t.Fatalf("dropped %d keys, left %d: %v (want only %q)", n, len(left), left, other)
+	}
+}
+
+// An orphaned state of many pids, every key of it named by the scan: one
+// drop (before: "too many results to unpack", 70, for any state of more
+// than about 4,000 pids).
+func TestDropOrphanManyKeys(t *testing.T) {
+	t.Parallel()
+	f := newChecksFixture(t)
+	rdb := f.h.rdb
+	ctx := context.Background()
+	var reqs []AddRequest
+	for i := range 5000 {
+		reqs = append(reqs, f.req("p"+strconv.Itoa(i), "i"))
+	}
+	for i := 0; i < len(reqs); i += 500 {
+		if _, err := f.run(t, reqs[i:i+500], nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rdb.Del(ctx, f.stream)
+	keys := rdb.Keys(ctx, f.l.Base+":idmp*").Val()
+	n, kept, err := f.h.s.DropOrphanedState(ctx, idmp.StateStreams(f.l.Meta), keys)
+	if err != nil || kept || int(n) != len(keys) {
+		t.Fatalf("drop of %d keys: %d, %v, %v", len(keys), n, kept, err)
+	}
+	if left := rdb.Keys(ctx, f.l.Base+":idmp*").Val(); len(left) != 0 {
+		t.Fatalf("%d keys left", len(left))
+	}
+}

@@ -403,8 +403,26 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 	} else if err != nil {
 		return Info{}, scriptErr(err)
 	}
-	if len(reply) < 12 || len(reply)%2 != 0 {
+	info, ok := parseInfoReply(reply, stream)
+	if !ok {
 		return Info{}, exit.New(exit.Internal, "emulated XINFO", "unexpected reply %v", reply)
+	}
+	if caps, err := s.Conn.Capabilities(ctx); err == nil && caps.NativeIDMP {
+		// Emulated state written on purpose to a native server: say whether the
+		// server tracks iids of its own for this stream too.
+		if v, err := s.Conn.Client().XInfoStream(ctx, stream).Result(); err == nil && (v.IIDsAdded > 0 || v.PIDsTracked > 0) {
+			info.OtherMode = "native"
+		}
+	}
+	return info, nil
+}
+
+// parseInfoReply reads the info script's reply (lua/stream_emu_info.lua):
+// eleven settings and counters, what of the state is missing, then pid and
+// iid count pairs. ok is false for a reply of another shape.
+func parseInfoReply(reply []any, stream string) (Info, bool) {
+	if len(reply) < 12 || len(reply)%2 != 0 {
+		return Info{}, false
 	}
 	str := func(i int) string { v, _ := reply[i].(string); return v }
 	num := func(i int) int64 { v, _ := reply[i].(int64); return v }
@@ -421,14 +439,7 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 		info.IIDsTracked += p.IIDs
 	}
 	slices.SortFunc(info.PIDs, func(a, b PIDTracking) int { return strings.Compare(a.PID, b.PID) })
-	if caps, err := s.Conn.Capabilities(ctx); err == nil && caps.NativeIDMP {
-		// Emulated state written on purpose to a native server: say whether the
-		// server tracks iids of its own for this stream too.
-		if v, err := s.Conn.Client().XInfoStream(ctx, stream).Result(); err == nil && (v.IIDsAdded > 0 || v.PIDsTracked > 0) {
-			info.OtherMode = "native"
-		}
-	}
-	return info, nil
+	return info, true
 }
 
 func (s *Streams) emulatedCfgSet(ctx context.Context, stream string, duration, maxsize int64) (CfgResult, error) {
@@ -482,3 +493,41 @@ func (s *Streams) emulatedClear(ctx context.Context, stream, pid string) (int64,
 // in a pid holding thousands. BenchmarkEmulatedMemoryPerIID measured 155-162
 // on Redis 7.0 (jemalloc); TestEmulatedBytesPerIID keeps it within 30%.
 const EmulatedBytesPerIID = 160
+
+//go:embed lua/stream_emu_drop_orphan.lua
+var dropOrphanLua string
+
+var dropOrphanScript = emulatedScript(dropOrphanLua)
+
+// DropOrphanedState drops the emulated IDMP state of a stream that was
+// deleted (purge --match --orphan-state): names are the streams the state
+// may belong to (idmp.StateStreams of one of its keys), keys the keys of it
+// a scan found. The server deletes every key of the state, atomically,
+// only while none of the names is a stream: kept is true when one is (a
+// stream created again since the scan), and nothing was deleted.
+// Retry-safe: a repeat finds nothing left, or the stream back.
+func (s *Streams) DropOrphanedState(ctx context.Context, names, keys []string) (deleted int64, kept bool, err error) {
+	if len(names) == 0 {
+		return 0, false, exit.New(exit.Internal, "purge --orphan-state", "no stream name for %q", keys)
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	cmd, err := s.runState(ctx, dropOrphanScript, names[0], func(idmp.StateLayout) ([]string, []any) {
+		args := []any{len(names)}
+		for _, n := range names {
+			args = append(args, n)
+		}
+		return keys, args
+	})
+	if err != nil {
+		return 0, false, exit.Wrap(err, "purge --orphan-state")
+	}
+	n, err := cmd.Int64()
+	if err != nil {
+		return 0, false, exit.Wrap(err, "purge --orphan-state")
+	}
+	if n < 0 {
+		return 0, true, nil
+	}
+	return n, false, nil
+}

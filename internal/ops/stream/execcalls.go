@@ -91,21 +91,10 @@ func ParseInfoCallReply(v any, stream string) (Info, bool, error) {
 	if v == nil {
 		return Info{}, false, nil
 	}
-	reply, isSlice := v.([]any)
-	if !isSlice || len(reply) < 12 || len(reply)%2 != 0 {
+	reply, _ := v.([]any)
+	info, ok := parseInfoReply(reply, stream)
+	if !ok {
 		return Info{}, false, exit.New(exit.Internal, "emulated XINFO", "unexpected reply %v", v)
-	}
-	str := func(i int) string { v, _ := reply[i].(string); return v }
-	num := func(i int) int64 { v, _ := reply[i].(int64); return v }
-	info := Info{
-		Stream: stream, Mode: str(0), IDMPDuration: num(1), IDMPMaxSize: num(2),
-		IIDsAdded: num(3), IIDsDuplicates: num(4), ServerTimeMS: num(5), Length: num(6),
-		LastGeneratedID: str(7), EntriesAdded: num(8), FirstID: str(9), LastID: str(10),
-		Inconsistent: str(11),
-	}
-	for i := 12; i+1 < len(reply); i += 2 {
-		info.PIDsTracked++
-		info.IIDsTracked += num(i + 1)
 	}
 	return info, true, nil
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
 	"github.com/idmpctl/idmpctl/internal/redistest"
 	"github.com/redis/go-redis/v9"
@@ -91,5 +92,77 @@ func TestMoveScriptRefusesBeforeWriting(t *testing.T) {
 	}
 	if n, _ := conn.Client().Exists(ctx, "{src}:idmp", "{src}:idmp:pids", "{dst}:idmp:ids:q").Result(); n != 0 {
 		t.Fatalf("%d keys of the old state are left", n)
+	}
+}
+
+// The move script's writes never half-happen: a user who may run the
+// command on both streams, and every state key but one the move writes,
+// is refused before anything changes (before: the destination's old state
+// was deleted and the stream renamed before the refusal), and so is a
+// COPY between two names that share their state keys ("s" and "{s}").
+func TestMoveScriptHalfHappens(t *testing.T) {
+	t.Parallel()
+	if !redistest.AtLeast(7, 0) {
+		t.Skip("redis.acl_check_cmd needs Redis 7.0+")
+	}
+	conn, srv := redistest.Conn(t)
+	ctx := context.Background()
+	s := &Streams{Conn: conn, Mode: ModeEmulated, Defaults: &idmp.Defaults{Duration: 100, MaxSize: 100}}
+	add := func(stream, pid, iid string) {
+		t.Helper()
+		if _, err := s.Add(ctx, AddRequest{Stream: stream, PID: pid, IID: iid, Fields: []string{"f", "v"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("src", "p", "i")
+	add("dst", "q", "j")
+	add("dst", "p", "k")
+	move := func(c redis.UniversalClient, op, src, dst string, replace bool) (any, error) {
+		call, err := s.MoveCall(op, src, dst, replace, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return call.Script.Run(ctx, c, call.Keys, call.Args...).Result()
+	}
+	for _, u := range []struct {
+		name string
+		keys []string
+	}{
+		// Each lacks one kind of key the move writes or deletes.
+		{"no-src-order", []string{"~src", "~dst", "~{src}:idmp", "~{src}:idmp:pids", "~{src}:idmp:ids:*", "~{src}:idmp:batch*", "~{dst}:*"}},
+		{"no-src-ids", []string{"~src", "~dst", "~{src}:idmp", "~{src}:idmp:pids", "~{src}:idmp:order:*", "~{src}:idmp:batch*", "~{dst}:*"}},
+		{"no-dst-ids", []string{"~src", "~dst", "~{src}:*", "~{dst}:idmp", "~{dst}:idmp:pids", "~{dst}:idmp:order:*", "~{dst}:idmp:batch*"}},
+		{"no-dst-pids", []string{"~src", "~dst", "~{src}:*", "~{dst}:idmp", "~{dst}:idmp:ids:*", "~{dst}:idmp:order:*", "~{dst}:idmp:batch*"}},
+	} {
+		args := append([]string{"ACL", "SETUSER", u.name, "on", ">pw", "+@all"}, u.keys...)
+		if _, err := srv.Do(args...); err != nil {
+			t.Fatal(err)
+		}
+		uc := redis.NewClient(&redis.Options{Network: "unix", Addr: srv.Addr, Username: u.name, Password: "pw"})
+		for _, op := range []string{"RENAME", "COPY"} {
+			before := serverDump(t, conn.Client())
+			got, err := move(uc, op, "src", "dst", true)
+			if exit.Classify(err) != exit.Permission {
+				t.Errorf("%s by %s: %v, %v; want a permission error", op, u.name, got, err)
+			}
+			wantUnchanged(t, op+" by "+u.name, before, conn.Client())
+		}
+		uc.Close()
+	}
+	// "s" and "{s}" share their state keys: a COPY of s's state to {s}
+	// would copy each key onto itself, which Redis refuses mid-way.
+	add("s", "p", "i")
+	before := serverDump(t, conn.Client())
+	if got, err := move(conn.Client(), "COPY", "s", "{s}", false); err == nil {
+		t.Errorf("COPY s {s}: %v, want a refusal", got)
+	}
+	wantUnchanged(t, "COPY s {s}", before, conn.Client())
+	// A RENAME between them keeps the state, now the destination's.
+	if got, err := move(conn.Client(), "RENAME", "s", "{s}", false); err != nil || got != "OK" {
+		t.Fatalf("RENAME s {s}: %v, %v", got, err)
+	}
+	r, err := s.Add(ctx, AddRequest{Stream: "{s}", PID: "p", IID: "i", Fields: []string{"f", "v"}})
+	if err != nil || !r.Duplicate {
+		t.Fatalf("add to {s} after RENAME s {s}: %+v, %v; want a duplicate", r, err)
 	}
 }

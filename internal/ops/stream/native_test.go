@@ -1,10 +1,13 @@
 package stream
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/idmp"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/redistest"
 )
@@ -74,5 +77,36 @@ func TestNativeAndEmulatedStateAreNamed(t *testing.T) {
 	h.mustNew(t, s, "p", "n")
 	if i, err := emu.Info(h.ctx, s); err != nil || i.Mode != "emulated" || i.OtherMode != "native" {
 		t.Fatalf("emulated view of native state: %+v, %v", i, err)
+	}
+}
+
+// TestNativeBatchCountsOnlyWrittenAdds: on a server with IDMP, a batch
+// whose stream is a key of another type, or missing under NOMKSTREAM:
+// nothing is written, and the progress record counts nothing (the stream
+// and the record are WATCHed and checked before each chunk's MULTI).
+// Before, the record's HSET ran in the same EXEC as the failed adds.
+func TestNativeBatchCountsOnlyWrittenAdds(t *testing.T) {
+	t.Parallel()
+	h := nativeHarness(t)
+	ctx := context.Background()
+	for _, nomk := range []bool{false, true} {
+		stream := h.key("s" + strconv.FormatBool(nomk))
+		if !nomk {
+			h.rdb.Set(ctx, stream, "x", 0)
+		}
+		tmpl := AddRequest{Stream: stream, PID: "p", NoMkStream: nomk}
+		_, err := h.s.RunBatch(ctx, BatchSpec{Template: tmpl, ID: "b", Chunk: 10, Window: 1},
+			&iidLines{lines: iids("i", 50), tmpl: tmpl}, func(BatchResult) error { return nil })
+		want := exit.Data
+		if nomk {
+			want = exit.NotFound
+		}
+		if exit.Code(err) != want {
+			t.Errorf("NOMKSTREAM %v: %v, want exit %d", nomk, err, want)
+		}
+		l, _ := idmp.StateKeys(stream, false)
+		if rec := h.rdb.HGetAll(ctx, l.Batch("p", "b")).Val(); len(rec) != 0 {
+			t.Errorf("NOMKSTREAM %v: the progress record counts lines that were not written: %v", nomk, rec)
+		}
 	}
 }

@@ -8,15 +8,22 @@
 -- ARGV[8]: '1' for COPY ... REPLACE; ARGV[9]: COPY's DB ('' none), MOVE's db.
 -- Reply: the command's own reply. A key that is not a stream, or a stream
 -- without emulated state, moves as the command moves it.
+--
+-- Two parts (stream_common.lua): part 1 reads every key part 2 touches
+-- (a cluster node refuses a key it no longer holds there, before any
+-- write) and checks every permission; part 2 runs the command, moves the
+-- state keys, and deletes last: the destination's old state that the move
+-- did not overwrite, and (RENAME) the source's progress records.
 
 local DST, DST_META, DST_PIDS = KEYS[4], KEYS[5], KEYS[6]
 local DST_IDS, DST_ORDER, DST_OWNER = ARGV[4], ARGV[5], ARGV[6]
+local DST_BATCHES = DST_META .. ':batches'
 local op, replace, db = ARGV[7], ARGV[8] == '1', ARGV[9]
 
 -- MOVE key db (the destination is the source): the state's keys would stay
 -- in this database, so a stream that has live state is refused, as COPY
 -- to another database is; any other key moves (MOVE's own errors as they
--- are, a db that is no integer first).
+-- are, a db that is no integer first). One write, nothing before it.
 if op == 'MOVE' then
   if string.match(db, '^%-?%d+$') and key_type(STREAM) == 'stream' then
     local m = load_meta()
@@ -27,7 +34,10 @@ if op == 'MOVE' then
   return redis.pcall('MOVE', STREAM, db)
 end
 
--- Checks: everything that can fail, before any write.
+------------------------------------------------------------------------
+-- Part 1: everything that can fail. Nothing is written before part 2.
+------------------------------------------------------------------------
+
 local t = key_type(STREAM)
 local cmd = { op, STREAM, DST }
 if op == 'COPY' then
@@ -53,6 +63,13 @@ if same then
   return { ok = 'OK' }
 end
 
+-- The state keys, of the types part 2 expects.
+local err = bad_type(META, 'hash') or bad_type(PIDS, 'set')
+if not err and db == '' then err = bad_type(DST_META, 'hash') or bad_type(DST_PIDS, 'set') end
+if err then return err end
+-- Two names whose state keys are the same ("s" and "{s}").
+local shared = META == DST_META
+
 -- The source's state, when it is a stream with live emulated state.
 local carry = false
 if t == 'stream' then
@@ -62,54 +79,99 @@ end
 if carry and db ~= '' then
   return redis.error_reply('ERR COPY to another database of a stream with emulated IDMP state is not emulated: copy within the database, or XADD the entries anew')
 end
-local src_pids = {}
-if carry then src_pids = redis.call('SMEMBERS', PIDS) end
--- The commands the writes run, on the state keys (whose names the
--- destination's prefix shares).
-do
-  local move = op == 'COPY' and { 'COPY', META, DST_META, 'REPLACE' } or { 'RENAME', META, DST_META }
-  local refused = denied({ move, { 'DEL', DST_META }, { 'DEL', DST_IDS .. 'p', DST_ORDER .. 'p' },
-    { 'ZRANGE', DST_META .. ':batches', '0', '-1' }, { 'ZRANGE', BATCH_INDEX, '0', '-1' }, { 'DEL', BATCH_INDEX },
-    { 'EXISTS', META }, { 'HSET', DST_META, 'stream', DST_OWNER } })
-  if refused then return refused end
+if carry and shared and op == 'COPY' then
+  return redis.error_reply('ERR COPY of ' .. OWNER .. ' to ' .. DST_OWNER .. ' is not emulated: both names keep their IDMP state in ' ..
+    META .. ', and a stream has one: copy to another name, or XADD the entries anew')
+end
+-- The destination's state belongs to another stream that shares its keys
+-- (add refuses it the same way).
+local dst_owner = db == '' and redis.call('HGET', DST_META, 'stream') or nil
+if dst_owner and dst_owner ~= DST_OWNER and not (shared and dst_owner == OWNER) then
+  return redis.error_reply('IDMPCONFLICT emulated IDMP state ' .. DST_META .. ' belongs to stream ' .. dst_owner)
 end
 
--- Writes. The destination's old state goes first, except the keys the
--- move overwrites (a key deleted here is never written again).
-local moving = {}
-for _, pid in ipairs(src_pids) do moving[pid] = true end
--- (COPY to another database leaves this one's destination alone.)
-if db == '' and (redis.call('HGET', DST_META, 'stream') == DST_OWNER or redis.call('EXISTS', DST_PIDS) == 1) then
-  for _, pid in ipairs(redis.call('SMEMBERS', DST_PIDS)) do
-    if not moving[pid] then redis.call('DEL', DST_IDS .. pid, DST_ORDER .. pid) end
+-- What part 2 does: writes (the command, the state moves, the owner) in
+-- order, then deletions. Every key is read here: under a MIGRATING slot a
+-- key the node no longer holds fails the read, not a write.
+local checks = {}
+local moves = {}   -- {src, dst}: RENAME, or COPY ... REPLACE
+local written = {} -- keys the moves write
+local dels, seen = {}, {}
+local function del(k)
+  if not seen[k] and not written[k] and redis.call('EXISTS', k) == 1 then
+    seen[k] = true
+    dels[#dels + 1] = k
+    checks[#checks + 1] = { 'DEL', k }
   end
-  local batches = DST_META .. ':batches'
-  for _, k in ipairs(redis.call('ZRANGE', batches, 0, -1)) do redis.call('DEL', k) end
-  redis.call('DEL', batches)
-  if not carry then redis.call('DEL', DST_META, DST_PIDS) end
 end
+-- A stream's whole state: its pids' keys, its progress records, its index.
+local function drop_state(pids, ids, order, batches)
+  for _, pid in ipairs(redis.call('SMEMBERS', pids)) do
+    del(ids .. pid)
+    del(order .. pid)
+  end
+  for _, k in ipairs(redis.call('ZRANGE', batches, 0, -1)) do del(k) end
+  del(batches)
+end
+if carry and not shared then
+  local function plan_move(src, dst)
+    if redis.call('EXISTS', src) == 1 then
+      redis.call('EXISTS', dst)
+      moves[#moves + 1] = { src, dst }
+      written[dst] = true
+      if op == 'COPY' then
+        checks[#checks + 1] = { 'COPY', src, dst, 'REPLACE' }
+      else
+        checks[#checks + 1] = { 'RENAME', src, dst }
+      end
+    end
+  end
+  for _, pid in ipairs(redis.call('SMEMBERS', PIDS)) do
+    plan_move(IDS_PREFIX .. pid, DST_IDS .. pid)
+    plan_move(ORDER_PREFIX .. pid, DST_ORDER .. pid)
+  end
+  plan_move(PIDS, DST_PIDS)
+  plan_move(META, DST_META)
+end
+if carry then
+  checks[#checks + 1] = { 'HSET', DST_META, 'stream', DST_OWNER }
+  written[DST_META] = true
+end
+-- The destination's old state (COPY to another database leaves this
+-- one's alone): what the moves do not overwrite goes.
+if db == '' then
+  if shared then
+    -- One state: kept when carried, else it goes with the source's.
+    if not carry then
+      drop_state(PIDS, IDS_PREFIX, ORDER_PREFIX, BATCH_INDEX)
+      del(META)
+      del(PIDS)
+    end
+  else
+    drop_state(DST_PIDS, DST_IDS, DST_ORDER, DST_BATCHES)
+    del(DST_META)
+    del(DST_PIDS)
+  end
+end
+-- A batch's progress record is of the stream under its old name: a run
+-- under the new name starts over (its adds dedupe while IDMP tracks them).
+if carry and op ~= 'COPY' then
+  for _, k in ipairs(redis.call('ZRANGE', BATCH_INDEX, 0, -1)) do del(k) end
+  del(BATCH_INDEX)
+end
+err = denied(checks)
+if err then return err end
+
+------------------------------------------------------------------------
+-- Part 2: the writes, none of which can fail; deletions last.
+------------------------------------------------------------------------
 
 local reply = redis.call(unpack(cmd))
-if not carry then return reply end
-
--- RENAME and COPY keep each key's TTL: the state expires as it would have.
-local move = function(src, dst)
-  if redis.call('EXISTS', src) == 1 then
-    if op == 'COPY' then redis.call('COPY', src, dst, 'REPLACE') else redis.call('RENAME', src, dst) end
-  end
+for _, mv in ipairs(moves) do
+  if op == 'COPY' then redis.call('COPY', mv[1], mv[2], 'REPLACE') else redis.call('RENAME', mv[1], mv[2]) end
 end
-for _, pid in ipairs(src_pids) do
-  move(IDS_PREFIX .. pid, DST_IDS .. pid)
-  move(ORDER_PREFIX .. pid, DST_ORDER .. pid)
-end
-move(PIDS, DST_PIDS)
-move(META, DST_META)
-redis.call('HSET', DST_META, 'stream', DST_OWNER)
-if op ~= 'COPY' then
-  -- A batch's progress record is of the stream under its old name: a run
-  -- under the new name starts over (its adds dedupe while IDMP tracks them).
-  local batches = META .. ':batches'
-  for _, k in ipairs(redis.call('ZRANGE', batches, 0, -1)) do redis.call('DEL', k) end
-  redis.call('DEL', batches)
+if carry then redis.call('HSET', DST_META, 'stream', DST_OWNER) end
+for i = 1, #dels, 1000 do
+  redis.call('DEL', unpack(dels, i, math.min(i + 999, #dels)))
 end
 return reply

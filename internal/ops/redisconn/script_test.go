@@ -1,0 +1,44 @@
+package redisconn_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+	"github.com/idmpctl/idmpctl/internal/redistest"
+)
+
+// A server with EVAL renamed away but EVALSHA and SCRIPT LOAD kept: the
+// scripts run (SCRIPT LOAD, then EVALSHA), single calls as batches do, and
+// the emulation probe says so. Before: a single call fell back to EVAL
+// and failed (78, "emulation unavailable") while batches, which load their
+// script first, ran.
+func TestScriptsWithoutEVAL(t *testing.T) {
+	t.Parallel()
+	conn, _ := redistest.Conn(t, `rename-command EVAL ""`)
+	ctx := context.Background()
+	s := redisconn.NewScript("return ARGV[1]")
+	if v, err := s.Run(ctx, conn.Client(), nil, "x").Text(); err != nil || v != "x" {
+		t.Fatalf("Run: %q, %v", v, err)
+	}
+	if err := conn.Client().ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	calls := []*redisconn.Call{{Script: s, Args: []any{"y"}}}
+	if err := conn.RunPipelined(ctx, calls); err != nil || calls[0].Cmd.Val() != "y" {
+		t.Fatalf("RunPipelined: %v, %v", calls[0].Cmd.Val(), err)
+	}
+	if err := conn.Client().ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	conn.WatchEviction = true
+	cl := redisconn.NewCall(s, nil, 1)
+	cl.Args = append(cl.Args, "z")
+	conn.RunNotingEviction(ctx, conn.Client(), cl)
+	if v, err := cl.Cmd.Text(); err != nil || v != "z" {
+		t.Fatalf("RunNotingEviction: %q, %v", v, err)
+	}
+	if got := redisconn.Emulation(ctx, conn); got != "available" {
+		t.Fatalf("Emulation: %q", got)
+	}
+}

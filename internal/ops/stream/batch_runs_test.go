@@ -1,0 +1,284 @@
+package stream
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/idmpctl/idmpctl/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// gatedLines is iidLines released a few lines at a time (release): a run
+// waits for lines not released yet, as for a slow producer.
+type gatedLines struct {
+	iidLines
+	mu      sync.Mutex
+	limit   int
+	changed chan struct{}
+}
+
+func newGatedLines(lines []string, tmpl AddRequest) *gatedLines {
+	return &gatedLines{iidLines: iidLines{lines: lines, tmpl: tmpl}, changed: make(chan struct{})}
+}
+
+// release lets the run read up to line n.
+func (in *gatedLines) release(n int) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.limit = n
+	close(in.changed)
+	in.changed = make(chan struct{})
+}
+
+func (in *gatedLines) Next() (int64, []byte, error) {
+	for {
+		in.mu.Lock()
+		ok, wait := in.next < in.limit || in.next == len(in.lines), in.changed
+		in.mu.Unlock()
+		if ok {
+			return in.iidLines.Next()
+		}
+		<-wait
+	}
+}
+
+func (in *gatedLines) Ready() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.next < in.limit
+}
+
+// otherRun commits chunks of a batch as another run of it would, on a
+// connection of its own named as that run's are.
+type otherRun struct {
+	t      *testing.T
+	s      *Streams
+	cn     *redis.Conn
+	run    string
+	lines  []string
+	tmpl   AddRequest
+	layout idmp.StateLayout
+}
+
+func (o *otherRun) commit(from, to int) {
+	o.t.Helper()
+	h := sha256.New()
+	for _, l := range o.lines[:to] {
+		h.Write([]byte(l + "\n"))
+	}
+	var reqs []AddRequest
+	var lines []int64
+	var iids []string
+	for i := from; i < to; i++ {
+		r := o.tmpl
+		r.IID, r.Fields = o.lines[i], []string{"f", o.lines[i]}
+		reqs = append(reqs, r)
+		lines = append(lines, int64(i+1))
+		iids = append(iids, r.IID)
+	}
+	cp := &chunkProgress{Key: o.layout.Batch(o.tmpl.PID, "b"), Index: o.layout.Batches, ID: "b", PID: o.tmpl.PID,
+		From: int64(from), To: int64(to), Digest: hex.EncodeToString(h.Sum(nil)), DropReplies: -1, TTL: time.Hour, Lines: lines, Run: o.run}
+	call, _, err := o.s.emulatedAddCall(reqs, cp, false)
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	v, err := addScript.Run(context.Background(), o.cn, call.Keys, call.Args...).Result()
+	if err != nil {
+		o.t.Fatalf("the other run's chunk %d-%d: %v", from, to, err)
+	}
+	if _, err := parseAddReply(v, iids, len(reqs)); err != nil {
+		o.t.Logf("the other run's chunk %d-%d: %v", from, to, err)
+	}
+}
+
+// A run started while another run of the same batch is dying (killed with
+// chunks in its socket, which the server runs after the kill) resumes
+// after the dying run's last chunk, however long those chunks take: the
+// dying run's connection (named after it) is waited out, and once the
+// server no longer lists it nothing of it can run. Before, a record that
+// moved within 150 ms meant a live run: exit 75 with nobody else running.
+// A run whose connection stays open is live: 75.
+func TestBatchRunAfterADyingRun(t *testing.T) {
+	t.Parallel()
+	conn, _ := redistest.Conn(t)
+	ctx := context.Background()
+	s := &Streams{Conn: conn, Mode: ModeEmulated, Defaults: &idmp.Defaults{Duration: 100, MaxSize: 100}}
+	for _, dying := range []bool{true, false} {
+		stream := "s-dying-" + strconv.FormatBool(dying)
+		layout, _ := idmp.StateKeys(stream, false)
+		tmpl := AddRequest{Stream: stream, PID: "p"}
+		lines := iids("i", 1000)
+		// A client of its own: closing it closes the connection (a pooled
+		// one would go back to the pool, named and open).
+		oc := redis.NewClient(conn.Client().(*redis.Client).Options())
+		cn := oc.Conn()
+		other := &otherRun{t: t, s: s, cn: cn, run: "0ther", lines: lines, tmpl: tmpl, layout: layout}
+		if err := cn.ClientSetName(ctx, batchClientName(other.run)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		other.commit(0, 100)
+		in := newGatedLines(lines, tmpl)
+		type outcome struct {
+			sum BatchSummary
+			err error
+		}
+		done := make(chan outcome, 1)
+		go func() {
+			sum, err := s.RunBatch(ctx, BatchSpec{Template: tmpl, ID: "b", Chunk: 100, Window: 1}, in, func(BatchResult) error { return nil })
+			done <- outcome{sum, err}
+		}()
+		// The new run has read the record (line 100); the other's next
+		// chunk lands before the new run's first (one chunk: the input has
+		// no more yet), and more come every 60 ms.
+		time.Sleep(100 * time.Millisecond)
+		other.commit(100, 200)
+		in.release(200)
+		for k := 2; k < 6; k++ {
+			time.Sleep(60 * time.Millisecond)
+			other.commit(k*100, (k+1)*100)
+		}
+		if dying {
+			cn.Close()
+			oc.Close() // as a kill closes it, after its last chunk ran
+		}
+		in.release(len(lines))
+		var o outcome
+		select {
+		case o = <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the run did not end")
+		}
+		if !dying {
+			cn.Close()
+			oc.Close()
+		}
+		n := conn.Client().XLen(ctx, stream).Val()
+		t.Logf("dying %v: %v; summary %+v; XLEN %d", dying, o.err, o.sum, n)
+		if dying && (o.err != nil || n != 1000) {
+			t.Errorf("after a dying run: %v, XLEN %d; want exit 0 and 1,000 entries", o.err, n)
+		}
+		if !dying && exit.Code(o.err) != exit.Busy {
+			t.Errorf("beside a live run: %v, want exit 75", o.err)
+		}
+		if n > 1000 {
+			t.Errorf("XLEN %d: duplicates", n)
+		}
+	}
+}
+
+// A run that stopped committed lines in chunks cut elsewhere than this
+// run's (a piped input is cut where it waited): a chunk of this run whose
+// lines that run committed in two chunks still reports every one of its
+// lines, once. Before: only the lines of the other run's first chunk (the
+// replies kept under this chunk's first line) were reported; the rest of
+// the chunk was committed and never reported.
+func TestBatchRunAfterRunCutElsewhere(t *testing.T) {
+	t.Parallel()
+	conn, _ := redistest.Conn(t)
+	ctx := context.Background()
+	// IDMP-MAXSIZE 1: a line sent twice is in the stream twice.
+	s := &Streams{Conn: conn, Mode: ModeEmulated, Defaults: &idmp.Defaults{Duration: 100, MaxSize: 1}}
+	for k, cuts := range [][][2]int{{{100, 150}, {150, 300}}, {{100, 150}, {150, 180}}} {
+		stream := "s-cut-" + strconv.Itoa(k)
+		layout, _ := idmp.StateKeys(stream, false)
+		tmpl := AddRequest{Stream: stream, PID: "p"}
+		lines := iids("i", 500)
+		oc := redis.NewClient(conn.Client().(*redis.Client).Options())
+		cn := oc.Conn()
+		other := &otherRun{t: t, s: s, cn: cn, run: "0ther", lines: lines, tmpl: tmpl, layout: layout}
+		if err := cn.ClientSetName(ctx, batchClientName(other.run)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		other.commit(0, 100)
+		in := newGatedLines(lines, tmpl)
+		type outcome struct {
+			sum BatchSummary
+			err error
+		}
+		done := make(chan outcome, 1)
+		seen := map[int64]int{}
+		go func() {
+			sum, err := s.RunBatch(ctx, BatchSpec{Template: tmpl, ID: "b", Chunk: 100, Window: 1}, in, func(r BatchResult) error {
+				seen[r.Line]++
+				return nil
+			})
+			done <- outcome{sum, err}
+		}()
+		time.Sleep(100 * time.Millisecond) // the run has read the record: line 100
+		for _, c := range cuts {
+			other.commit(c[0], c[1])
+		}
+		cn.Close()
+		oc.Close()
+		in.release(len(lines))
+		var o outcome
+		select {
+		case o = <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the run did not end")
+		}
+		if o.err != nil {
+			t.Fatal(o.err)
+		}
+		var missing, twice []int64
+		for l := int64(101); l <= 500; l++ {
+			switch seen[l] {
+			case 0:
+				missing = append(missing, l)
+			case 1:
+			default:
+				twice = append(twice, l)
+			}
+		}
+		if n := conn.Client().XLen(ctx, stream).Val(); n != 500 || len(missing) > 0 || len(twice) > 0 {
+			t.Errorf("cut at %v: XLEN %d; lines not reported: %v; reported twice: %v; summary %+v", cuts, n, missing, twice, o.sum)
+		}
+	}
+}
+
+// On a server without CLIENT (renamed away, as some managed services do),
+// a run that finds the record moved by another run falls back to the
+// record standing still, rather than failing on CLIENT LIST.
+func TestBatchRunAfterAStoppedRunWithoutCLIENT(t *testing.T) {
+	t.Parallel()
+	conn, _ := redistest.Conn(t, `rename-command CLIENT ""`)
+	ctx := context.Background()
+	s := &Streams{Conn: conn, Mode: ModeEmulated, Defaults: &idmp.Defaults{Duration: 100, MaxSize: 100}}
+	stream := "s-noclient"
+	layout, _ := idmp.StateKeys(stream, false)
+	tmpl := AddRequest{Stream: stream, PID: "p"}
+	lines := iids("i", 500)
+	cn := conn.Client().(*redis.Client).Conn()
+	defer cn.Close()
+	other := &otherRun{t: t, s: s, cn: cn, run: "0ther", lines: lines, tmpl: tmpl, layout: layout}
+	other.commit(0, 100)
+	in := newGatedLines(lines, tmpl)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.RunBatch(ctx, BatchSpec{Template: tmpl, ID: "b", Chunk: 100, Window: 1}, in, func(BatchResult) error { return nil })
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	other.commit(100, 200)
+	in.release(200) // one chunk, which finds the record moved
+	time.Sleep(50 * time.Millisecond)
+	in.release(len(lines))
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not end")
+	}
+	if n := conn.Client().XLen(ctx, stream).Val(); n != 500 {
+		t.Fatalf("XLEN %d, want 500", n)
+	}
+}
