@@ -100,6 +100,11 @@ func (o *CalcTTLOptions) Validate() error {
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("give --key-size and --value-size, or --sample PATTERN to measure them on the live keyspace"),
 			Hint: "for example --key-size 40 --value-size 80, or --sample 'idem:*'"}
 	}
+	// Inputs whose results do not fit are refused before any server is
+	// asked (a sample can only be priced once measured).
+	if _, err := capacity.CalculateTTL(in); err != nil {
+		return usage(err)
+	}
 	o.Inputs = in
 	return nil
 }
@@ -169,7 +174,10 @@ func calcTTLRun(ctx context.Context, o *CalcTTLOptions) error {
 		}
 		o.Inputs.Measured = m
 	}
-	res := capacity.CalculateTTL(o.Inputs)
+	res, err := capacity.CalculateTTL(o.Inputs)
+	if err != nil {
+		return &exit.Error{Code: exit.Usage, What: "calc-ttl", Err: err}
+	}
 	p := o.Factory.Printer
 	switch p.Format {
 	case render.JSON:
@@ -177,7 +185,7 @@ func calcTTLRun(ctx context.Context, o *CalcTTLOptions) error {
 	case render.Table:
 		calcTTLTable(p, o, res)
 	default:
-		p.Line("ttl\t%s", res.TTL)
+		p.Line("ttl\t%s", capacity.FormatDuration(res.TTL))
 		p.Line("ttl_s\t%s", secondsText(res.TTL))
 		p.Line("keys\t%d", res.Keys)
 		p.Line("memory_bytes\t%d", res.Memory)
@@ -284,15 +292,15 @@ func calcTTLTable(p *render.Printer, o *CalcTTLOptions, r capacity.TTLResult) {
 	in := o.Inputs
 	inputs := []render.Pair{{"rate", capacity.RatString(in.Rate) + " msg/s"}}
 	if in.TTL > 0 {
-		inputs = append(inputs, render.Pair{"ttl", in.TTL.String()})
+		inputs = append(inputs, render.Pair{"ttl", capacity.FormatDuration(in.TTL)})
 	}
 	if in.Window {
 		buffer := "none"
 		if in.Buffer > 0 {
-			buffer = in.Buffer.String()
+			buffer = capacity.FormatDuration(in.Buffer)
 		}
-		inputs = append(inputs, render.Pair{"max-processing", in.MaxProcessing.String()},
-			render.Pair{"max-retry-delay", in.MaxRetryDelay.String()}, render.Pair{"buffer", buffer})
+		inputs = append(inputs, render.Pair{"max-processing", capacity.FormatDuration(in.MaxProcessing)},
+			render.Pair{"max-retry-delay", capacity.FormatDuration(in.MaxRetryDelay)}, render.Pair{"buffer", buffer})
 	}
 	sizeText := func(given int64, used int64) string {
 		if given >= 0 {
@@ -303,11 +311,11 @@ func calcTTLTable(p *render.Printer, o *CalcTTLOptions, r capacity.TTLResult) {
 	inputs = append(inputs, render.Pair{"key size", sizeText(in.KeySize, r.KeySize)},
 		render.Pair{"value size", sizeText(in.ValueSize, r.ValueSize)})
 	if in.MaxMemory > 0 {
-		inputs = append(inputs, render.Pair{"maxmemory", fmt.Sprintf("%s (%d B)", capacity.DecimalBytes(in.MaxMemory), in.MaxMemory)})
+		inputs = append(inputs, render.Pair{"maxmemory", fmt.Sprintf("%s (%s B)", capacity.DecimalBytes(in.MaxMemory), render.Count(in.MaxMemory))})
 	}
 	p.KV("Inputs", inputs)
 	result := []render.Pair{
-		{"TTL", p.Good(r.TTL.String()) + fmt.Sprintf(" (%s s)", secondsText(r.TTL))},
+		{"TTL", p.Good(capacity.FormatDuration(r.TTL)) + fmt.Sprintf(" (%s s)", secondsText(r.TTL))},
 		{"keys", fmt.Sprintf("%s alive at a steady rate (rate x TTL)", progress.FormatCount(r.Keys))},
 		{"memory", p.Good(capacity.DecimalBytes(r.Memory)) + fmt.Sprintf(" (%s B, the seeds' formula)", progress.FormatCount(r.Memory))},
 	}
@@ -335,5 +343,5 @@ func calcTTLTable(p *render.Printer, o *CalcTTLOptions, r capacity.TTLResult) {
 		}
 		p.Notes("Advice", pairs)
 	}
-	p.KV("Run", []render.Pair{{"$", fmt.Sprintf("idmpctl claim run KEY --ttl %s -- COMMAND...", r.TTL)}})
+	p.KV("Run", []render.Pair{{"$", fmt.Sprintf("idmpctl claim run KEY --ttl %s -- COMMAND...", capacity.FormatDuration(r.TTL))}})
 }

@@ -106,8 +106,11 @@ func (o *ClaimFlags) validate() error {
 }
 
 func validateToken(token int64) error {
-	if token < 1 {
+	switch {
+	case token == 0:
 		return exit.Usagef("--token is required: the token acquire printed (1 or more)")
+	case token < 0:
+		return exit.Usagef("--token %d: a fencing token is 1 or more (the token acquire printed)", token)
 	}
 	return nil
 }
@@ -153,11 +156,21 @@ func addClaimFlagsFor(c *cobra.Command, o *ClaimFlags, has claimFlagSet) {
 	if has&hasOwner != 0 {
 		fl.StringVar(&o.Owner, "owner", "", "who holds the claim (default hostname:pid)")
 	}
+	// --help shows the default that holds: a renew keeps the lease the
+	// claim was taken with, every write keeps the record's retention.
+	// Cobra's own "(default 5m)" would say otherwise, so the flags that
+	// default to what is stored show no value of their own.
 	if has&hasLease != 0 {
-		durationVar(fl, &o.Lease, "lease", claim.DefaultLease, "how long a claim stays live without renewal (renew: default the lease the claim was taken with)")
+		if has&hasOwner != 0 { // acquire, run: a new claim's lease
+			durationVar(fl, &o.Lease, "lease", claim.DefaultLease, "how long a claim stays live without renewal")
+		} else {
+			durationVar(fl, &o.Lease, "lease", claim.DefaultLease, "how long the claim stays live from now (default: the lease the claim was taken with)")
+			fl.Lookup("lease").DefValue = ""
+		}
 	}
 	if has&hasTTL != 0 {
-		durationVar(fl, &o.TTL, "ttl", claim.DefaultTTL, "retention of the record, set on every write (default: the one the claim was taken with, else 24h)")
+		durationVar(fl, &o.TTL, "ttl", claim.DefaultTTL, "retention of the record, set on every write (default: the record's own, else "+compactDuration(claim.DefaultTTL)+")")
+		fl.Lookup("ttl").DefValue = ""
 	}
 	if has&hasPayload != 0 {
 		fl.StringVar(&o.Payload, "payload", "", "request payload (STRING or @FILE): its SHA-256 must match on redelivery")
@@ -439,7 +452,7 @@ func giveUpUnprinted(ctx context.Context, conn *redisconn.Conn, o *AcquireOption
 		done = "recorded FAILED: a redelivery can claim it at once"
 	}
 	e := *lost.(*exit.Error)
-	e.What = "claim " + strconv.Quote(o.Key)
+	e.What = "claim acquire " + strconv.Quote(o.Key)
 	e.Hint = fmt.Sprintf("the claim (token %d) was %s", res.Token, done)
 	if err != nil {
 		e.Hint = fmt.Sprintf("the claim (token %d) could not be given up (%v): the key stays PROCESSING until its lease passes", res.Token, err)

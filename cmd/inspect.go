@@ -71,7 +71,11 @@ func (o *InspectOptions) Validate() error {
 	case o.Samples < 1 || o.Samples > keyspace.MaxSamples:
 		return exit.Usagef("--samples %d: want 1 to %d", o.Samples, keyspace.MaxSamples)
 	case o.Watch != "" && len(o.Keys) == 0:
-		return exit.Usagef("--watch redraws the streams named: idmpctl inspect STREAM --watch 1s (not with --match or --server)")
+		return exit.Usagef("--watch redraws a stream: idmpctl inspect STREAM --watch 1s (not with --match or --server)")
+	case o.Watch != "" && len(o.Keys) > 1:
+		// Each stream's watch runs until --count: a second one would wait
+		// for ever without it.
+		return exit.Usagef("--watch redraws one stream: give one STREAM (%d keys given)", len(o.Keys))
 	}
 	if o.Watch != "" {
 		if _, err := parseWatch(o.Watch); err != nil {

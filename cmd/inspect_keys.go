@@ -372,6 +372,10 @@ type scanSummaryJSON struct {
 // status, estimates marked "~" (exact where every record was measured),
 // and the total.
 func memoryTable(p *render.Printer, m keyspace.MemoryReport) error {
+	if m.Records == 0 {
+		fmt.Fprintln(p.Out, "Memory: no records matched") // no empty box
+		return nil
+	}
 	rows := make([][]string, 0, len(m.Groups)+1)
 	for _, g := range m.Groups {
 		rows = append(rows, []string{string(g.Format), string(g.Status), render.Count(g.Records),
@@ -393,9 +397,9 @@ func memoryBytes(n int64, exact bool) string {
 
 func memoryHeadline(m keyspace.MemoryReport) string {
 	if !m.Estimated {
-		return fmt.Sprintf("Memory (MEMORY USAGE of all %s keys, exact):", render.Count(m.Records))
+		return fmt.Sprintf("Memory (MEMORY USAGE of all %s, exact):", render.N(m.Records, "key"))
 	}
-	return fmt.Sprintf("Memory (estimated: MEMORY USAGE of %s sampled of %s keys; ~ marks estimates):", render.Count(m.Sampled), render.Count(m.Records))
+	return fmt.Sprintf("Memory (estimated: MEMORY USAGE of %s sampled of %s; ~ marks estimates):", render.Count(m.Sampled), render.N(m.Records, "key"))
 }
 
 // memoryLines are the memory figures as lines for stderr (-o raw).
@@ -633,7 +637,7 @@ func (sv *streamViewer) show(ctx context.Context, name, watch string) error {
 	defer cancel()
 	info, err := sv.streams.Info(ctx, name)
 	if err != nil {
-		return exit.Wrap(err, "inspect")
+		return exit.Wrap(err, "inspect "+strconv.Quote(name))
 	}
 	return sv.print(info, nil, time.Time{})
 }
@@ -741,7 +745,7 @@ func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
 			return nil
 		}
 		if err != nil {
-			return exit.Wrap(err, "inspect --watch")
+			return exit.Wrap(err, "inspect --watch "+strconv.Quote(name))
 		}
 		now := sv.f.Now()
 		var r *rates

@@ -61,7 +61,7 @@ func inspectStreamMetrics(ctx context.Context, o *InspectOptions) error {
 		for _, name := range names {
 			info, err := streams.Info(ctx, name)
 			if err != nil {
-				return err
+				return exit.Wrap(err, "inspect "+strconv.Quote(name))
 			}
 			m.Streams = append(m.Streams, streamMetrics(info))
 		}

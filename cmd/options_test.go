@@ -227,8 +227,9 @@ func TestInspectOptions(t *testing.T) {
 		{[]string{"orders", "--limit", "5"}, "--limit goes with --match PATTERN"},
 		{[]string{"--server", "--all"}, "--all goes with --match PATTERN"},
 		{[]string{"orders", "--count", "3"}, "--count goes with --watch INTERVAL"},
-		{[]string{"--match", "x:*", "--watch", "1s"}, "--watch redraws the streams named"},
-		{[]string{"--server", "--watch", "1s"}, "--watch redraws the streams named"},
+		{[]string{"--match", "x:*", "--watch", "1s"}, "--watch redraws a stream"},
+		{[]string{"--server", "--watch", "1s"}, "--watch redraws a stream"},
+		{[]string{"a", "b", "--watch", "1s"}, "--watch redraws one stream: give one STREAM (2 keys given)"},
 		{[]string{"orders", "--watch", "5"}, `--watch "5": want an interval of at least 10ms with its unit`},
 		{[]string{"orders", "--watch", "1s", "--count", "-1"}, "--count -1: must not be negative"},
 	} {
@@ -345,7 +346,7 @@ func TestClaimVerbOptions(t *testing.T) {
 		{"acquire", []string{"a", "b"}, "needs 1 argument"},
 		{"renew", []string{"k"}, "--token is required"},
 		{"complete", []string{"k", "--token", "0"}, "--token is required"},
-		{"release", []string{"k", "--token", "-3"}, "--token is required"},
+		{"release", []string{"k", "--token", "-3"}, "--token -3: a fencing token is 1 or more"},
 		// Flags a verb does not use are refused, not ignored.
 		{"release", []string{"k", "--token", "1", "--payload", "x"}, "unknown flag: --payload"},
 		{"release", []string{"k", "--token", "1", "--max-result", "9"}, "unknown flag: --max-result"},

@@ -309,8 +309,8 @@ func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions, key
 			pairs = append(pairs, render.Pair{"live kept", fmt.Sprintf("%s (%s)", render.N(s.LiveKept, "record"), s.LiveReason)})
 		}
 		if saved != nil {
-			pairs = append(pairs, render.Pair{"backup", fmt.Sprintf("%s saved to %s (%d then kept); idmpctl restore %s puts them back",
-				render.N(saved.Saved, "record"), render.Field(o.Backup), saved.Kept, render.Field(o.Backup))})
+			pairs = append(pairs, render.Pair{"backup", fmt.Sprintf("%s saved to %s, each before its delete was sent (%s then kept); idmpctl restore %s puts back what was deleted",
+				render.N(saved.Saved, "record"), render.Field(o.Backup), render.Count(saved.Kept), render.Field(o.Backup))})
 		}
 		for i, l := range keys.lines() {
 			label := ""
@@ -331,8 +331,8 @@ func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions, key
 		p.Status("purge: %s kept (%s)", render.N(s.LiveKept, "live record"), s.LiveReason)
 	}
 	if saved != nil {
-		p.Status("purge: %s saved to %s before they were deleted (%s of them then kept); idmpctl restore %s puts them back",
-			render.N(saved.Saved, "record"), o.Backup, render.Count(saved.Kept), o.Backup)
+		p.Status("purge: backup %s holds %s, each saved before its delete was sent (%s then kept); put back with: idmpctl restore %s",
+			render.Field(o.Backup), render.N(saved.Saved, "record"), render.Count(saved.Kept), render.Field(o.Backup))
 	}
 	return nil
 }
@@ -362,14 +362,14 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 		// with it (R13); the stream is still missing.
 		switch _, cerr := streams.ClearTracking(rctx, o.Stream, ""); {
 		case exit.Code(cerr) == exit.NotFound:
-			return exit.WithHint(err, "the stream does not exist: its leftover emulated IDMP state, if any, was dropped")
+			return exit.WithHint(exit.Wrap(err, what), "the stream does not exist: its leftover emulated IDMP state, if any, was dropped")
 		case cerr != nil:
 			// The leftover state stays: say why, not "no such key".
 			hint := "the stream does not exist, and its leftover emulated IDMP state could not be dropped"
 			if h := exit.Hint(cerr); h != "" {
 				hint += ": " + h
 			}
-			return exit.WithHint(cerr, hint)
+			return exit.WithHint(exit.Wrap(cerr, what), hint)
 		}
 	}
 	if err != nil {

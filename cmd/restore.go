@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"strconv"
 
@@ -30,7 +29,7 @@ type RestoreOptions struct {
 type restorePlan struct {
 	header  backup.Header
 	records int64             // record lines before badLine
-	kept    map[string]string // keys purge kept, and why
+	kept    map[string]string // keys purge kept (or whose fate it did not learn), and why
 	badLine *backup.LineError // the first line that is not valid; nil: none
 	end     *backup.Entry     // the end line, when the file has one
 }
@@ -43,13 +42,12 @@ const restoreBatch = 500
 func (o *RestoreOptions) Validate() error {
 	f, err := os.Open(o.File)
 	if err != nil {
-		code := exit.Usage
-		if errors.Is(err, fs.ErrNotExist) {
-			code = exit.NotFound
-		}
-		return &exit.Error{Code: code, What: "restore", Err: err}
+		return inputError("restore", err) // 66, as --batch FILE and @FILE
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return exit.New(exit.NotFound, "restore", "%s is a directory, not a backup file", o.File)
+	}
 	plan := restorePlan{kept: map[string]string{}}
 	err = backup.Read(f, func(e backup.Entry) error {
 		switch {
@@ -91,12 +89,15 @@ clock), to its node in a cluster.
 
 A key that exists is never overwritten unless --replace; a record whose TTL
 ran out since the backup is not restored; a record the purge kept (it
-changed, or was live) is skipped. The file is read whole first: a bad or
+changed, or was live) is skipped; a record whose re-check went unanswered
+(the purge timed out or was interrupted: deleted or not, it did not learn)
+is restored only where its key is missing, even with --replace. The file is read whole first: a bad or
 truncated line is reported with its number, the records before it are
 restored and nothing from it on (exit 65).
 
-Raw output: "restored|existing|expired|kept<TAB>KEY" per record, and a
-summary on stderr.`,
+Raw output: "restored|existing|expired|kept<TAB>KEY" per record (a dry
+run: "would-restore", or "would-replace" for a key --replace would
+overwrite), and a summary on stderr.`,
 		Example: `  idmpctl purge --match 'idem:*' --status FAILED --backup purge-2026-11-23.ndjson --yes
   idmpctl restore purge-2026-11-23.ndjson --dry-run
   idmpctl restore purge-2026-11-23.ndjson`,
@@ -132,7 +133,7 @@ type RestoreSummary struct {
 
 func (s *RestoreSummary) count(o keyspace.RestoreOutcome) {
 	switch o {
-	case keyspace.Restored, keyspace.WouldRestore:
+	case keyspace.Restored, keyspace.WouldRestore, keyspace.WouldReplace:
 		s.Restored++
 	case keyspace.Existing:
 		s.Existing++
@@ -158,7 +159,7 @@ func restoreRun(ctx context.Context, o *RestoreOptions) error {
 	}
 	f, err := os.Open(o.File)
 	if err != nil {
-		return &exit.Error{Code: exit.Usage, What: "restore", Err: err}
+		return inputError("restore", err)
 	}
 	defer f.Close()
 	sum := RestoreSummary{DryRun: o.DryRun, Complete: o.plan.end != nil && o.plan.badLine == nil}
@@ -173,17 +174,18 @@ func restoreRun(ctx context.Context, o *RestoreOptions) error {
 	}
 	var batch []backup.Record
 	var lines []int
+	var missingOnly []bool // the purge did not learn their fate: never over an existing key
 	var runErr error
 	send := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		outs, err := r.Restore(ctx, batch)
+		outs, err := r.RestoreUnless(ctx, batch, missingOnly)
 		for i, out := range outs {
 			sum.count(out)
 			report(batch[i].Key, lines[i], string(out))
 		}
-		batch, lines = batch[:0], lines[:0]
+		batch, lines, missingOnly = batch[:0], lines[:0], missingOnly[:0]
 		return err
 	}
 	stopAt := 0
@@ -199,12 +201,14 @@ func restoreRun(ctx context.Context, o *RestoreOptions) error {
 			return nil
 		}
 		sum.Records++
-		if _, ok := o.plan.kept[e.Record.Key]; ok {
+		reason, marked := o.plan.kept[e.Record.Key]
+		if marked && reason != backup.KeptUnknown {
 			sum.Kept++
 			report(e.Record.Key, e.Line, "kept")
 			return nil
 		}
 		batch, lines = append(batch, *e.Record), append(lines, e.Line)
+		missingOnly = append(missingOnly, marked)
 		if len(batch) >= restoreBatch {
 			if err := send(); err != nil {
 				return err
@@ -235,9 +239,15 @@ func restoreRun(ctx context.Context, o *RestoreOptions) error {
 		return runErr
 	}
 	if bad := o.plan.badLine; bad != nil {
+		// Only a cut last line is known to be a record whose delete was
+		// never sent; a bad line elsewhere was written whole, and deleted.
+		hint := fmt.Sprintf("the summary above counts what was restored; mend or remove line %d and run restore again (what it restored is then skipped as existing)", bad.Line)
+		if bad.Truncated {
+			hint = "the summary above counts what was restored; a cut last line is what a killed purge leaves, and that record was never deleted"
+		}
 		return &exit.Error{Code: exit.Data, What: "restore " + o.File,
 			Err:  fmt.Errorf("%s: the records before it were restored, nothing from line %d on", bad.Error(), bad.Line),
-			Hint: "the summary above counts what was restored; a cut last line is what a killed purge leaves, and that record was never deleted"}
+			Hint: hint}
 	}
 	if o.plan.end == nil {
 		p.Warnf("%s has no end line: the purge that wrote it did not close it (it was killed?); every complete record in it was read", o.File)

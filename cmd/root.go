@@ -385,6 +385,12 @@ func (f *Factory) setup(c *cobra.Command) error {
 	if f.Getenv("NO_COLOR") != "" || f.Global.NoColor {
 		color = false
 	}
+	if format != render.Table {
+		// Raw and JSON are read by programs: a forced colour (CLICOLOR_FORCE
+		// set for other tools, -o raw on a terminal) must not put escape
+		// codes into their fields.
+		color = false
+	}
 	f.Printer = &render.Printer{
 		Out: f.Out, Err: f.Err, Format: format, TTY: tty, Color: color,
 		ErrTTY: f.IsTTY(f.Err) || f.Getenv("IDMPCTL_FORCE_TTY") != "",
@@ -639,6 +645,18 @@ func printError(f *Factory, err error) {
 			hint = "the password from " + src + " was refused: check it, and the ACL user in the URL (redis://user@host)"
 		} else {
 			hint = "the URL names an ACL user but no password was given: put it in IDMPCTL_PASSWORD or REDISCLI_AUTH (idmpctl logs in as that user, never as the default user instead)"
+		}
+	case exit.Code(err) == exit.Unavailable && exit.ClosedByServer(err):
+		// Go's "EOF" or "connection reset by peer" say less than this.
+		msg = "the server closed the connection"
+		if e != nil && e.What != "" {
+			msg = e.What + ": " + msg
+		}
+		closed := "the server restarted, was stopped, or dropped this client (CLIENT KILL, its timeout setting, maxclients): run the command again once it answers"
+		if hint == "" {
+			hint = closed
+		} else {
+			hint = strings.Replace(hint, exit.UnreachableHint, closed, 1)
 		}
 	case exit.Code(err) == exit.Unavailable && exit.TimedOut(err):
 		// The network's words ("read tcp ...: i/o timeout") say less than

@@ -2,11 +2,15 @@ package cmd
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/claimrun"
 
 	"github.com/spf13/cobra"
@@ -156,5 +160,57 @@ func TestCompactDuration(t *testing.T) {
 		if back, err := time.ParseDuration(got); err != nil || back != d {
 			t.Errorf("%q parses to %v, %v", got, back, err)
 		}
+	}
+}
+
+// A connection the server closed (restart, CLIENT KILL, timeout) reads as
+// such, not as Go's "EOF" or "unexpected EOF"; what the command adds stays.
+func TestPrintErrorClosedConnection(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{exit.Wrap(exit.Wrap(io.EOF, `inspect "st"`), "inspect --watch"), `idmpctl: inspect --watch: inspect "st": the server closed the connection` + "\n"},
+		{exit.Wrap(io.ErrUnexpectedEOF, "purge"), "idmpctl: purge: the server closed the connection\n"},
+		{exit.Wrap(fmt.Errorf("read tcp 127.0.0.1:1->127.0.0.1:2: %w", syscall.ECONNRESET), "xadd"), "idmpctl: xadd: the server closed the connection\n"},
+		{&exit.Error{Code: exit.Unavailable, What: "xadd --batch", Err: io.EOF, Hint: "lines 1-3 are committed"}, "idmpctl: xadd --batch: the server closed the connection\nhint: lines 1-3 are committed\n"},
+	} {
+		var errOut bytes.Buffer
+		f := &Factory{Err: &errOut, Getenv: func(string) string { return "" }}
+		printError(f, c.err)
+		got := errOut.String()
+		if !strings.HasPrefix(got, c.want) || strings.Contains(got, "EOF") || strings.Contains(got, "reset by peer") {
+			t.Errorf("%v:\n%s\nwant it to start %q", c.err, got, c.want)
+		}
+		if exit.Code(c.err) != exit.Unavailable {
+			t.Errorf("%v: exit %d, want 69", c.err, exit.Code(c.err))
+		}
+	}
+}
+
+// A claim verb's --help states the default that holds: renew keeps the
+// lease the claim was taken with, and every write keeps the record's own
+// retention; cobra's "(default 5m)" and "(default 24h)" said otherwise.
+func TestClaimHelpDefaults(t *testing.T) {
+	help := func(verb string) string {
+		f := testFactory("")
+		out := &bytes.Buffer{}
+		f.Out = out
+		if code := run(f, []string{"claim", verb, "--help"}); code != 0 {
+			t.Fatalf("claim %s --help: exit %d", verb, code)
+		}
+		return out.String()
+	}
+	for _, verb := range []string{"acquire", "renew", "complete", "fail", "run"} {
+		h := help(verb)
+		if strings.Contains(h, "(default 24h)") {
+			t.Errorf("claim %s --help: --ttl says \"(default 24h)\":\n%s", verb, h)
+		}
+	}
+	if h := help("renew"); strings.Contains(h, "(default 5m)") || !strings.Contains(h, "default: the lease the claim was taken with") {
+		t.Errorf("claim renew --help, --lease:\n%s", h)
+	}
+	if h := help("acquire"); !strings.Contains(h, "(default 5m)") {
+		t.Errorf("claim acquire --help: --lease lost its default:\n%s", h)
 	}
 }

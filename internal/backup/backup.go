@@ -10,7 +10,11 @@
 // file fsynced, before its key's delete is sent; pttl_ms is -1 for a key
 // without a TTL (expires_at_ms then 0), and expires_at_ms is on the server's
 // clock. A kept line follows for a record purge did not delete after all
-// (it changed, or was live): restore skips its key. The end line says the
+// (it changed, or was live): restore skips its key. A kept line of reason
+// "unknown" follows the records of a chunk whose re-check went unanswered
+// (a timeout, an interrupt): the server may or may not have deleted them,
+// so restore puts them back only where their key is missing, even with
+// --replace. The end line says the
 // purge closed the file; a file without it was cut short (a killed purge),
 // and its complete lines are still good. A key that is not valid UTF-8 is
 // written as "key_b64" (standard base64) instead of "key".
@@ -18,6 +22,7 @@ package backup
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -25,6 +30,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -32,6 +38,15 @@ import (
 
 // Version is the format's version, in the first line.
 const Version = 1
+
+// The reasons of a kept line.
+const (
+	KeptChanged = "changed" // changed or gone since it was read: not deleted
+	KeptLive    = "live"    // a lease or deadline still ran: not deleted
+	// KeptUnknown: the re-check's reply never came; deleted or not, nobody
+	// knows. Restore never writes it over an existing key.
+	KeptUnknown = "unknown"
+)
 
 // maxLine bounds one line: a record's DUMP payload in base64 (a 512 MB
 // string would not fit; no idempotency record comes near).
@@ -243,6 +258,9 @@ type Entry struct {
 type LineError struct {
 	Line int
 	Why  string
+	// Truncated: the file ends inside this line (what a killed purge
+	// leaves), rather than holding a bad line.
+	Truncated bool
 }
 
 func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Why) }
@@ -268,7 +286,7 @@ func Read(r io.Reader, fn func(Entry) error) error {
 			return err
 		}
 		if err == io.EOF {
-			return &LineError{Line: n, Why: "truncated: the line has no end (the file was cut short)"}
+			return &LineError{Line: n, Why: "truncated: the line has no end (the file was cut short)", Truncated: true}
 		}
 		e, lerr := parseLine(n, raw)
 		if lerr != nil {
@@ -308,8 +326,11 @@ func parseLine(n int, raw []byte) (Entry, error) {
 		return Entry{}, &LineError{Line: n, Why: fmt.Sprintf(format, args...)}
 	}
 	var l line
+	if t := bytes.TrimLeft(raw, " \t\r"); len(t) == 0 || t[0] != '{' {
+		return bad("not a JSON object")
+	}
 	if err := json.Unmarshal(raw, &l); err != nil {
-		return bad("not a JSON object: %v", err)
+		return bad("%s", jsonWhy(err))
 	}
 	e := Entry{Line: n}
 	if n == 1 {
@@ -352,7 +373,7 @@ func parseLine(n int, raw []byte) (Entry, error) {
 		}
 		payload, err := base64.StdEncoding.DecodeString(*l.Dump)
 		if err != nil {
-			return bad("record %q: \"dump\" is not base64: %v", key, err)
+			return bad("record %q: \"dump\" is not base64 (%s)", key, base64Why(err))
 		}
 		e.Record = &Record{Key: key, Payload: payload, PTTL: *l.PTTL, ExpiresAt: *l.ExpiresAt}
 	}
@@ -368,9 +389,43 @@ func lineKey(l line) (string, bool, error) {
 	case l.KeyB64 != nil:
 		b, err := base64.StdEncoding.DecodeString(*l.KeyB64)
 		if err != nil {
-			return "", false, fmt.Errorf("\"key_b64\" is not base64: %v", err)
+			return "", false, fmt.Errorf("\"key_b64\" is not base64 (%s)", base64Why(err))
 		}
 		return string(b), true, nil
 	}
 	return "", false, nil
+}
+
+// jsonWhy says what is wrong with a line the JSON decoder refused, in
+// words about the file rather than about Go's types.
+func jsonWhy(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te) && te.Field == "":
+		return "not a JSON object"
+	case errors.As(err, &te):
+		want := "of another type"
+		switch te.Type.Kind() {
+		case reflect.Int, reflect.Int64:
+			want = "a whole number"
+		case reflect.String:
+			want = "a string"
+		case reflect.Bool:
+			want = "true or false"
+		}
+		return fmt.Sprintf("%q must be %s, not a JSON %s", te.Field, want, te.Value)
+	case errors.As(err, &se):
+		return fmt.Sprintf("not one JSON object (bad JSON at byte %d)", se.Offset)
+	}
+	return "not one JSON object"
+}
+
+// base64Why is where standard base64 stopped making sense.
+func base64Why(err error) string {
+	var ce base64.CorruptInputError
+	if errors.As(err, &ce) {
+		return fmt.Sprintf("bad character or length at byte %d", int64(ce)+1)
+	}
+	return "bad base64"
 }

@@ -87,7 +87,7 @@ func TestReadBadLines(t *testing.T) {
 		{"kept without key", header + `{"kept":"changed"}` + "\n", 2, "a kept line needs a key"},
 		{"second header", header + header, 2, "a second header"},
 		{"end without counts", header + `{"end":true}` + "\n", 2, "an end line needs"},
-		{"pttl a string", header + `{"key":"k","dump":"AAE=","pttl_ms":"5","expires_at_ms":0}` + "\n", 2, "not a JSON object"},
+		{"pttl a string", header + `{"key":"k","dump":"AAE=","pttl_ms":"5","expires_at_ms":0}` + "\n", 2, `"pttl_ms" must be a whole number`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var lines []int
@@ -130,4 +130,44 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("error %v after line %d", err, last)
 		}
 	})
+}
+
+// A bad line is described in our words: what is wrong with which field, not
+// the decoder's Go types ("Go struct field line.pttl_ms of type int64").
+func TestReadBadLineWords(t *testing.T) {
+	for _, c := range []struct{ name, line, want string }{
+		{"pttl a fraction", `{"key":"k","dump":"AAE=","pttl_ms":-1.5,"expires_at_ms":0}`, `"pttl_ms" must be a whole number`},
+		{"pttl a string", `{"key":"k","dump":"AAE=","pttl_ms":"5","expires_at_ms":0}`, `"pttl_ms" must be a whole number`},
+		{"key a number", `{"key":5,"dump":"AAE=","pttl_ms":-1,"expires_at_ms":0}`, `"key" must be a string`},
+		{"end a string", `{"end":"yes","records":1,"kept_count":0}`, `"end" must be true or false`},
+		{"an array", `[1,2]`, "not a JSON object"},
+		{"null", `null`, "not a JSON object"},
+		{"two objects", `{"key":"k"} {"x":1}`, "not one JSON object"},
+		{"cut JSON", `{"key":"k",`, "not one JSON object"},
+		{"bad base64", `{"key":"k","dump":"!!lD","pttl_ms":-1,"expires_at_ms":0}`, `"dump" is not base64`},
+		{"bad base64 key", `{"key_b64":"%","dump":"AAE=","pttl_ms":-1,"expires_at_ms":0}`, `"key_b64" is not base64`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := Read(strings.NewReader(header+c.line+"\n"), func(Entry) error { return nil })
+			var le *LineError
+			if !errors.As(err, &le) || le.Line != 2 || le.Truncated {
+				t.Fatalf("err %v, want a bad line 2", err)
+			}
+			msg := le.Error()
+			if !strings.Contains(msg, c.want) {
+				t.Errorf("%q does not say %q", msg, c.want)
+			}
+			for _, internal := range []string{"Go ", "json:", "backup.line", "int64", "illegal base64", "input byte", "unmarshal"} {
+				if strings.Contains(msg, internal) {
+					t.Errorf("%q: Go internals (%q)", msg, internal)
+				}
+			}
+		})
+	}
+	// A cut last line says so: restore's hint depends on it.
+	err := Read(strings.NewReader(header+`{"key":"k","du`), func(Entry) error { return nil })
+	var le *LineError
+	if !errors.As(err, &le) || !le.Truncated {
+		t.Errorf("a cut last line: %v, want Truncated", err)
+	}
 }

@@ -11,8 +11,11 @@ package capacity
 // really costs there.
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"math/big"
+	"strconv"
 	"time"
 )
 
@@ -68,26 +71,43 @@ type TTLResult struct {
 	Advice            []string
 }
 
-// CalculateTTL applies the seeds' formulas to in.
-func CalculateTTL(in TTLInputs) TTLResult {
+// CalculateTTL applies the seeds' formulas to in. Results that do not fit
+// (a window past 290 years, keys or bytes past int64) and a TTL Redis
+// cannot hold (under 1ms) are an error, never a wrapped number.
+func CalculateTTL(in TTLInputs) (TTLResult, error) {
 	var r TTLResult
 	if in.Window {
+		sum := new(big.Int).SetInt64(int64(in.MaxProcessing))
+		sum.Add(sum, big.NewInt(int64(in.MaxRetryDelay)))
+		sum.Add(sum, big.NewInt(int64(in.Buffer)))
+		if !sum.IsInt64() {
+			return r, errors.New("the retry window (max-processing + max-retry-delay + buffer) is longer than 290 years: give shorter durations")
+		}
 		r.RetryWindow = in.MaxProcessing + in.MaxRetryDelay + in.Buffer
 		r.TTLFormula = fmt.Sprintf("TTL = max-processing %s + max-retry-delay %s + buffer %s = %s",
-			in.MaxProcessing, in.MaxRetryDelay, in.Buffer, r.RetryWindow)
+			FormatDuration(in.MaxProcessing), FormatDuration(in.MaxRetryDelay), FormatDuration(in.Buffer), FormatDuration(r.RetryWindow))
 	}
 	r.TTL = r.RetryWindow
 	if in.TTL > 0 {
 		r.TTL = in.TTL
 		window := r.TTLFormula
-		r.TTLFormula = fmt.Sprintf("TTL = %s (given)", in.TTL)
+		r.TTLFormula = fmt.Sprintf("TTL = %s (given)", FormatDuration(in.TTL))
 		if in.Window {
 			r.TTLFormula += "; retry window" + window[len("TTL"):]
 		}
 	}
+	if r.TTL < time.Millisecond {
+		return r, fmt.Errorf("a TTL under 1ms (%s): Redis keeps TTLs in milliseconds", FormatDuration(r.TTL))
+	}
 	ttlSecs := new(big.Rat).SetFrac64(r.TTL.Nanoseconds(), int64(time.Second))
 	keys := new(big.Rat).Mul(in.Rate, ttlSecs)
-	r.Keys = ceilRat(keys)
+	var ok bool
+	if r.Keys, ok = ceilRatFits(keys); !ok {
+		return r, fmt.Errorf("rate x TTL is more than %s keys: check --rate and the TTL", groupThousands(math.MaxInt64))
+	}
+	tooMuch := func(what string) error {
+		return fmt.Errorf("%s, the keys need more than %s (the largest count of bytes): check --rate, the TTL and the sizes", what, DecimalBytes(math.MaxInt64))
+	}
 
 	r.KeySize, r.ValueSize = in.KeySize, in.ValueSize
 	if m := in.Measured; m != nil && m.Keys > 0 {
@@ -100,7 +120,9 @@ func CalculateTTL(in TTLInputs) TTLResult {
 		usage := new(big.Rat)
 		usage.SetFloat64(m.UsageBytes)
 		measured := new(big.Rat).Mul(keys, usage)
-		r.MeasuredMemory = ceilRat(measured)
+		if r.MeasuredMemory, ok = ceilRatFits(measured); !ok {
+			return r, tooMuch("at their measured size")
+		}
 		r.MeasuredFormula = fmt.Sprintf("memory = %s msg/s x %s s x %s B (mean MEMORY USAGE of %d keys) = %d B",
 			ratString(in.Rate), ratString(ttlSecs), trimNum(m.UsageBytes), m.Keys, r.MeasuredMemory)
 	}
@@ -108,7 +130,9 @@ func CalculateTTL(in TTLInputs) TTLResult {
 		mem := new(big.Rat).SetInt64(r.KeySize + r.ValueSize)
 		mem.Mul(mem, keys)
 		mem.Mul(mem, SeedOverhead)
-		r.Memory = ceilRat(mem)
+		if r.Memory, ok = ceilRatFits(mem); !ok {
+			return r, tooMuch("by the seeds' formula")
+		}
 		r.MemoryFormula = fmt.Sprintf("memory = (%d B + %d B) x %s msg/s x %s s x 1.2 = %d B",
 			r.KeySize, r.ValueSize, ratString(in.Rate), ratString(ttlSecs), r.Memory)
 	}
@@ -119,7 +143,7 @@ func CalculateTTL(in TTLInputs) TTLResult {
 	if in.TTL > 0 && in.Window && in.TTL < r.RetryWindow {
 		r.Advice = append(r.Advice, fmt.Sprintf(
 			"--ttl %s is shorter than the retry window %s: a retry that comes later than %s after the first attempt finds no key and runs the work again; use --ttl %s or more",
-			in.TTL, r.RetryWindow, in.TTL, r.RetryWindow))
+			FormatDuration(in.TTL), FormatDuration(r.RetryWindow), FormatDuration(in.TTL), FormatDuration(r.RetryWindow)))
 	}
 	if in.Window && in.Buffer == 0 {
 		r.Advice = append(r.Advice,
@@ -142,7 +166,25 @@ func CalculateTTL(in TTLInputs) TTLResult {
 			"the formula is %.0f%% under what the sampled keys cost: their MEMORY USAGE is %s B a key against (%d B + %d B) x 1.2; Redis spends about %s B a key beyond its name and value (dictionary entry, object headers, TTL, allocator rounding), which x 1.2 does not cover for small keys: plan with the measured figure",
 			-100*r.FormulaVsMeasured, trimNum(m.UsageBytes), r.KeySize, r.ValueSize, trimNum(m.UsageBytes-m.KeyBytes-m.ValueBytes)))
 	}
-	return r
+	return r, nil
+}
+
+// ceilRatFits is ceil(r), and whether it fits an int64.
+func ceilRatFits(r *big.Rat) (int64, bool) {
+	q, m := new(big.Int).QuoRem(r.Num(), r.Denom(), new(big.Int))
+	if m.Sign() > 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	return q.Int64(), q.IsInt64()
+}
+
+// groupThousands is n with thousands separators.
+func groupThousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 func roundHalfUp(f float64) int64 { return int64(f + 0.5) }
@@ -162,7 +204,7 @@ func DecimalBytes(n int64) string {
 	for _, u := range []struct {
 		unit string
 		size float64
-	}{{"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"kB", 1e3}} {
+	}{{"EB", 1e18}, {"PB", 1e15}, {"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"kB", 1e3}} {
 		if f >= u.size {
 			return fmt.Sprintf("%.3g %s", f/u.size, u.unit)
 		}

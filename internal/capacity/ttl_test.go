@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,7 @@ import (
 // 80-byte values: (40 + 80) x 100 x 86400 x 1.2 = 1,244,160,000 bytes,
 // "about 1.24 GB".
 func TestCalculateTTLWorkedExample(t *testing.T) {
-	r := CalculateTTL(TTLInputs{Rate: mustRate(t, "100/s"), TTL: 24 * time.Hour, KeySize: 40, ValueSize: 80})
+	r, _ := CalculateTTL(TTLInputs{Rate: mustRate(t, "100/s"), TTL: 24 * time.Hour, KeySize: 40, ValueSize: 80})
 	if r.TTL != 24*time.Hour || r.Keys != 8_640_000 || r.Memory != 1_244_160_000 {
 		t.Fatalf("ttl %s keys %d memory %d", r.TTL, r.Keys, r.Memory)
 	}
@@ -28,14 +29,14 @@ func TestCalculateTTLWorkedExample(t *testing.T) {
 func TestCalculateTTLRetryWindow(t *testing.T) {
 	in := TTLInputs{Rate: mustRate(t, "1k/s"), MaxProcessing: 5 * time.Minute, MaxRetryDelay: time.Hour,
 		Buffer: 10 * time.Minute, Window: true, KeySize: -1, ValueSize: -1}
-	r := CalculateTTL(in)
+	r, _ := CalculateTTL(in)
 	if r.TTL != 75*time.Minute || r.RetryWindow != 75*time.Minute || r.Keys != 4_500_000 {
 		t.Fatalf("ttl %s window %s keys %d", r.TTL, r.RetryWindow, r.Keys)
 	}
 	if r.Memory != 0 || r.MemoryFormula != "" {
 		t.Errorf("no sizes, yet memory %d %q", r.Memory, r.MemoryFormula)
 	}
-	if r.TTLFormula != "TTL = max-processing 5m0s + max-retry-delay 1h0m0s + buffer 10m0s = 1h15m0s" {
+	if r.TTLFormula != "TTL = max-processing 5m + max-retry-delay 1h + buffer 10m = 1h15m" {
 		t.Errorf("ttl formula %q", r.TTLFormula)
 	}
 	if len(r.Advice) != 0 {
@@ -44,11 +45,11 @@ func TestCalculateTTLRetryWindow(t *testing.T) {
 
 	// A given TTL shorter than the window: advice; and no buffer: advice.
 	in.TTL, in.Buffer = time.Hour, 0
-	r = CalculateTTL(in)
+	r, _ = CalculateTTL(in)
 	if r.TTL != time.Hour || r.RetryWindow != 65*time.Minute {
 		t.Fatalf("ttl %s window %s", r.TTL, r.RetryWindow)
 	}
-	if len(r.Advice) != 2 || !strings.Contains(r.Advice[0], "--ttl 1h0m0s is shorter than the retry window 1h5m0s") ||
+	if len(r.Advice) != 2 || !strings.Contains(r.Advice[0], "--ttl 1h is shorter than the retry window 1h5m") ||
 		!strings.Contains(r.Advice[1], "no --buffer") {
 		t.Errorf("advice %q", r.Advice)
 	}
@@ -57,7 +58,7 @@ func TestCalculateTTLRetryWindow(t *testing.T) {
 func TestCalculateTTLMeasuredAndMaxMemory(t *testing.T) {
 	in := TTLInputs{Rate: mustRate(t, "100/s"), TTL: 24 * time.Hour, KeySize: -1, ValueSize: 80, MaxMemory: 1 << 30,
 		Measured: &MeasuredKeys{Pattern: "idem:*", Keys: 50, KeyBytes: 39.6, ValueBytes: 70, UsageBytes: 200}}
-	r := CalculateTTL(in)
+	r, _ := CalculateTTL(in)
 	// The key size comes from the sample; the value size given wins.
 	if r.KeySize != 40 || r.ValueSize != 80 || r.Memory != 1_244_160_000 {
 		t.Fatalf("sizes %d %d memory %d", r.KeySize, r.ValueSize, r.Memory)
@@ -94,5 +95,42 @@ func TestParseBytes(t *testing.T) {
 	}
 	if _, err := ParseBytes("key-size", "0", 1, "40"); err == nil || !strings.Contains(err.Error(), "greater than zero") {
 		t.Errorf("key-size 0: %v", err)
+	}
+}
+
+// Inputs whose results do not fit are refused, never printed as a wrapped
+// or sentinel number: a retry window past time.Duration's 290 years (the
+// sum wrapped to a wrong TTL), keys or bytes past int64 (printed as 2^62),
+// a TTL under Redis's millisecond.
+func TestCalculateTTLOutOfRange(t *testing.T) {
+	long := 2_000_000 * time.Hour
+	for _, c := range []struct {
+		name string
+		in   TTLInputs
+		want string
+	}{
+		{"window overflows", TTLInputs{Rate: mustRate(t, "1/s"), MaxProcessing: long, MaxRetryDelay: long, Buffer: long, Window: true, KeySize: 1, ValueSize: 1},
+			"the retry window (max-processing + max-retry-delay + buffer) is longer than 290 years"},
+		{"memory overflows", TTLInputs{Rate: mustRate(t, "1e9"), TTL: long, KeySize: 1, ValueSize: 1},
+			"more than 9.22 EB"},
+		{"keys overflow", TTLInputs{Rate: big.NewRat(1e12, 1), TTL: long, KeySize: 1, ValueSize: 1},
+			"more than 9,223,372,036,854,775,807 keys"},
+		{"measured overflows", TTLInputs{Rate: mustRate(t, "1e9"), TTL: long, KeySize: -1, ValueSize: -1,
+			Measured: &MeasuredKeys{Keys: 1, KeyBytes: 10, ValueBytes: 10, UsageBytes: 100}}, "more than 9.22 EB"},
+		{"ttl under a millisecond", TTLInputs{Rate: mustRate(t, "1/s"), TTL: time.Microsecond, KeySize: 1, ValueSize: 1},
+			"a TTL under 1ms"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := CalculateTTL(c.in)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err %v (result ttl %s keys %d memory %d measured %d), want %q", err, r.TTL, r.Keys, r.Memory, r.MeasuredMemory, c.want)
+			}
+		})
+	}
+	// The largest that fits still computes.
+	half := long / 2
+	r, err := CalculateTTL(TTLInputs{Rate: mustRate(t, "1/s"), MaxProcessing: half, MaxRetryDelay: half, Window: true, KeySize: 1, ValueSize: 1})
+	if err != nil || r.TTL != long {
+		t.Errorf("ttl %s, %v", r.TTL, err)
 	}
 }

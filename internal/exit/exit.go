@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -104,8 +105,8 @@ func joinWhat(outer, inner string) string {
 	switch {
 	case inner == "":
 		return outer
-	case outer == "":
-		return inner
+	case outer == "", inner == outer, strings.HasPrefix(inner, outer+": "):
+		return inner // a command wrapping what its ops package named alike
 	}
 	return outer + ": " + inner
 }
@@ -175,8 +176,7 @@ func Classify(err error) int {
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
 		errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, net.ErrClosed), isNetError(err),
-		strings.Contains(msg, "connection pool timeout"), msg == "EOF",
-		strings.HasSuffix(msg, ": EOF"), strings.Contains(msg, "i/o timeout"),
+		strings.Contains(msg, "connection pool timeout"), ClosedByServer(err), strings.Contains(msg, "i/o timeout"),
 		hasServerPrefix(msg, "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN"):
 		return Unavailable
 	}
@@ -226,6 +226,16 @@ func isScriptACL(msg string) bool {
 
 // TimedOut reports whether err is a wait that ran out (a deadline, a
 // socket's timeout) rather than a refusal or a reset.
+// ClosedByServer reports a connection that ended under a command (the
+// server restarted or was stopped, CLIENT KILL, its idle timeout): Go's
+// "EOF", "unexpected EOF" or "connection reset by peer".
+func ClosedByServer(err error) bool {
+	msg := err.Error()
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		msg == "EOF" || strings.HasSuffix(msg, ": EOF") || strings.HasSuffix(msg, "unexpected EOF") ||
+		strings.HasSuffix(msg, "connection reset by peer")
+}
+
 func TimedOut(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
 		strings.Contains(err.Error(), "i/o timeout")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
+	"github.com/idmpctl/idmpctl/internal/render"
 )
 
 // IDMPFixedIn is the Redis release that fixed the 8.6 IDMP bugs of AOF
@@ -62,8 +63,8 @@ func streamBugs(i stream.Info, f *redisconn.ServerFacts, add func(code, level, f
 	}
 	if before, known := idmpBugRelease(*f); before && known && i.IIDsTracked > 0 && i.IDMPDuration > 0 {
 		if idle, ok := i.IdleMs(); ok && idle > i.IDMPDuration*1000 {
-			add("iids-not-expiring", "warn", "iids-tracked %d on a stream idle for %s, longer than IDMP-DURATION %d s: Redis %s stops expiring iids after a restart (fixed in Redis %s), so they stay until MAXSIZE evicts them; upgrade, or clear them (idmpctl purge --stream)",
-				i.IIDsTracked, idleText(idle), i.IDMPDuration, f.Version, IDMPFixedIn)
+			add("iids-not-expiring", "warn", "iids-tracked %d on a stream idle for %s, longer than IDMP-DURATION %ds: Redis %s stops expiring iids after a restart (fixed in Redis %s), so they stay until MAXSIZE evicts them; upgrade, or clear them (idmpctl purge --stream)",
+				i.IIDsTracked, render.Ms(idle), i.IDMPDuration, f.Version, IDMPFixedIn)
 		}
 	}
 	if i.PIDsTracked > i.IIDsTracked {
@@ -114,13 +115,3 @@ func parseVersion(s string) ([3]int, bool) {
 }
 
 func yes(s string) bool { return strings.EqualFold(s, "yes") }
-
-func idleText(ms int64) string {
-	switch {
-	case ms >= 2*3600_000:
-		return fmt.Sprintf("%.1f h", float64(ms)/3600_000)
-	case ms >= 120_000:
-		return fmt.Sprintf("%.0f min", float64(ms)/60_000)
-	}
-	return fmt.Sprintf("%.0f s", float64(ms)/1000)
-}

@@ -124,7 +124,7 @@ func (st step) stepUnacked(na *redisconn.NotAckedError, rep scriptReply) error {
 // if a failover loses it, the claim it undoes is as likely lost with it,
 // and otherwise its lease bounds the stall.
 func giveUp(ctx context.Context, c *redisconn.Conn, p AcquireParams, res AcquireResult, na *redisconn.NotAckedError) error {
-	what := "claim " + strconv.Quote(p.Key)
+	what := "claim acquire " + strconv.Quote(p.Key) // claim run's acquire too, as its other errors say
 	made := fmt.Sprintf("the claim (token %d) was made on the primary but could be lost in a failover", res.Token)
 	var err error
 	var done string

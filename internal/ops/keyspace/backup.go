@@ -96,6 +96,24 @@ func parseBackupReply(key string, v any) (backup.Record, bool, error) {
 	return backup.Record{Key: key, Payload: []byte(payload), PTTL: pttl, ExpiresAt: at}, true, nil
 }
 
+// markUnknown marks the chunk's keys as of unknown fate: their re-check was
+// sent and its reply never came (a timeout, an interrupt that closed the
+// connection), so the server may have deleted them, or kept some as changed
+// or live. Restore then puts them back only where their key is missing.
+func (p *purger) markUnknown(chunk []keyRead) error {
+	if p.opts.Backup == nil {
+		return nil
+	}
+	keys := make([]string, len(chunk))
+	for i := range chunk {
+		keys[i] = chunk[i].rec.Key
+	}
+	if err := p.opts.Backup.Kept(keys, backup.KeptUnknown); err != nil {
+		return &exit.Error{Code: exit.Config, What: "write the backup", Err: err}
+	}
+	return nil
+}
+
 // markKept marks the chunk's keys the re-check did not delete, with why:
 // "changed" (changed or gone since it was read) or "live" (a lease or
 // deadline still ran on the server's clock).
@@ -108,12 +126,12 @@ func (p *purger) markKept(chunk []keyRead, outcomes []PurgeOutcome) error {
 		switch outcomes[i] {
 		case PurgeDeleted:
 		case PurgeLive:
-			kept["live"] = append(kept["live"], chunk[i].rec.Key)
+			kept[backup.KeptLive] = append(kept[backup.KeptLive], chunk[i].rec.Key)
 		default:
-			kept["changed"] = append(kept["changed"], chunk[i].rec.Key)
+			kept[backup.KeptChanged] = append(kept[backup.KeptChanged], chunk[i].rec.Key)
 		}
 	}
-	for _, reason := range []string{"changed", "live"} {
+	for _, reason := range []string{backup.KeptChanged, backup.KeptLive} {
 		if len(kept[reason]) == 0 {
 			continue
 		}

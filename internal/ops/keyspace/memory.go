@@ -261,7 +261,7 @@ func (m *MemorySampler) Measure(ctx context.Context, c *redisconn.Conn) (MemoryR
 		}
 		return cmp.Compare(string(a.status), string(b.status))
 	})
-	var rep MemoryReport
+	rep := MemoryReport{Groups: []MemoryGroup{}} // JSON: [] when nothing matched, never null
 	for _, g := range order {
 		res := m.groups[g]
 		grp := MemoryGroup{Format: g.format, Status: g.status, Records: res.seen}

@@ -294,6 +294,11 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []keyRead) error {
 	outcomes, err := p.recheck(ctx, chunk)
 	if err == nil {
 		err = p.markKept(chunk, outcomes)
+	} else {
+		// The re-check's error is the one to report; a failure to write the
+		// mark stays in the backup, whose Close then fails and leaves the
+		// file without its end line.
+		_ = p.markUnknown(chunk)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -2,11 +2,15 @@ package keyspace
 
 // restore FILE: put back what purge --backup saved, with RESTORE ... ABSTTL
 // (the expiry the record had, on the server's clock), each to its node in a
-// cluster, never over an existing key unless asked.
+// cluster, never over an existing key unless asked. Each record goes in one
+// script call (lua/restore.lua) that decides on the server's clock whether
+// it expired, and then writes: RESTORE ... REPLACE with a passed expiry
+// would delete the key that exists.
 
 import (
 	"cmp"
 	"context"
+	_ "embed"
 	"strconv"
 	"strings"
 
@@ -15,6 +19,11 @@ import (
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/redis/go-redis/v9"
 )
+
+//go:embed lua/restore.lua
+var restoreLua string
+
+var restoreScript = redisconn.NewScript(restoreLua)
 
 // RestoreOutcome is what happened to one record.
 type RestoreOutcome string
@@ -25,7 +34,8 @@ const (
 	Existing     RestoreOutcome = "existing" // the key exists: skipped (no --replace)
 	Expired      RestoreOutcome = "expired"  // its TTL ran out since the backup: skipped
 	WouldRestore RestoreOutcome = "would-restore"
-	Failed       RestoreOutcome = "failed" // the server refused it (see the error)
+	WouldReplace RestoreOutcome = "would-replace" // a dry run with --replace: the key exists and would be overwritten
+	Failed       RestoreOutcome = "failed"        // the server refused it (see the error)
 )
 
 // RestoreOptions say how to restore.
@@ -39,6 +49,9 @@ type Restorer struct {
 	c      *redisconn.Conn
 	opts   RestoreOptions
 	abstTL bool // the server takes RESTORE ... ABSTTL (Redis 5.0+, Valkey)
+	// clientNow is the server's clock as the client last read it (TIME),
+	// to leave out what expired long ago; a test seam.
+	clientNow func(ctx context.Context) (int64, error)
 }
 
 // NewRestorer asks what the server is (a cluster is restored key by key to
@@ -72,76 +85,62 @@ func versionMajorMinor(v string) (int, int, bool) {
 }
 
 // Restore restores recs in one pipelined round trip (after one for the
-// server's clock) and returns each one's outcome. A record whose expiry has
-// passed is not sent. Every record is sent; a reply error other than
-// BUSYKEY (the key exists) makes that record's outcome Failed, and the
-// first such error is returned with the outcomes.
+// server's clock) and returns each one's outcome. A record whose expiry had
+// passed at that clock reading is not sent; the others are restored by the
+// restore script, which checks the expiry again on the server's clock as
+// it writes. A reply error makes that record's outcome Failed (nothing of
+// it written), and the first such error is returned with the outcomes.
 func (r *Restorer) Restore(ctx context.Context, recs []backup.Record) ([]RestoreOutcome, error) {
-	tctx, cancel := r.c.Ctx(ctx)
-	now, err := r.c.Client().Time(tctx).Result()
-	cancel()
+	return r.RestoreUnless(ctx, recs, nil)
+}
+
+// RestoreUnless is Restore where the records with missingOnly[i] set are
+// never written over an existing key, --replace or not: those whose fate
+// the purge did not learn (backup.KeptUnknown). missingOnly may be nil.
+func (r *Restorer) RestoreUnless(ctx context.Context, recs []backup.Record, missingOnly []bool) ([]RestoreOutcome, error) {
+	now := r.clientNow
+	if now == nil {
+		now = r.serverTime
+	}
+	nowMs, err := now(ctx)
 	if err != nil {
 		return nil, exit.Wrap(err, "restore")
 	}
-	nowMs := now.UnixMilli()
 	out := make([]RestoreOutcome, len(recs))
-	cmds := make([]redis.Cmder, len(recs))
-	err = r.c.Pipelined(ctx, func(p redis.Pipeliner, ctx context.Context) {
-		for i, rec := range recs {
-			if rec.ExpiresAt > 0 && rec.ExpiresAt <= nowMs {
-				out[i] = Expired
-				continue
-			}
-			if r.opts.DryRun {
-				cmds[i] = p.Exists(ctx, rec.Key)
-				continue
-			}
-			ttl := int64(0)
-			switch {
-			case rec.ExpiresAt > 0 && r.abstTL:
-				ttl = rec.ExpiresAt
-			case rec.ExpiresAt > 0:
-				ttl = rec.ExpiresAt - nowMs
-			}
-			args := []any{"restore", rec.Key, ttl, string(rec.Payload)}
-			if r.opts.Replace {
-				args = append(args, "replace")
-			}
-			if rec.ExpiresAt > 0 && r.abstTL {
-				args = append(args, "absttl")
-			}
-			cmd := redis.NewStatusCmd(ctx, args...)
-			cmd.SetFirstKeyPos(1)
-			_ = p.Process(ctx, cmd)
-			cmds[i] = cmd
+	if r.opts.DryRun {
+		return out, r.dryRun(ctx, recs, missingOnly, nowMs, out)
+	}
+	// Each record in one script call (routed by its key in a cluster),
+	// pipelined; one whose expiry has passed on the client's last look at
+	// the clock is not sent at all.
+	var calls []*redisconn.Call
+	var index []int
+	for i, rec := range recs {
+		if rec.ExpiresAt > 0 && rec.ExpiresAt <= nowMs {
+			out[i] = Expired
+			continue
 		}
-	})
-	if err != nil {
+		replace := r.opts.Replace && (missingOnly == nil || !missingOnly[i])
+		calls = append(calls, &redisconn.Call{Script: restoreScript, Keys: []string{rec.Key},
+			Args: []any{string(rec.Payload), rec.ExpiresAt, flag(replace), flag(r.abstTL)}})
+		index = append(index, i)
+	}
+	if len(calls) == 0 {
+		return out, nil
+	}
+	if err := r.c.RunPipelined(ctx, calls); err != nil {
 		return nil, exit.Wrap(err, "restore")
 	}
 	var first error
-	for i, cmd := range cmds {
-		if cmd == nil {
-			continue
-		}
-		if ex, ok := cmd.(*redis.IntCmd); ok {
-			n, err := ex.Result()
-			switch {
-			case err != nil:
-				out[i] = Failed
-				first = cmp.Or(first, exit.Wrap(err, "restore --dry-run "+strconv.Quote(recs[i].Key)))
-			case n > 0:
-				out[i] = Existing
-			default:
-				out[i] = WouldRestore
-			}
-			continue
-		}
-		switch err := cmd.Err(); {
+	for j, cl := range calls {
+		i := index[j]
+		reply, err := cl.Cmd.Text()
+		switch {
+		case err == nil && (reply == string(Restored) || reply == string(Existing) || reply == string(Expired)):
+			out[i] = RestoreOutcome(reply)
 		case err == nil:
-			out[i] = Restored
-		case redis.HasErrorPrefix(err, "BUSYKEY"):
-			out[i] = Existing
+			out[i] = Failed
+			first = cmp.Or(first, error(exit.New(exit.Internal, "restore "+strconv.Quote(recs[i].Key), "unexpected reply %q", reply)))
 		default:
 			out[i] = Failed
 			e := exit.Wrap(err, "restore "+strconv.Quote(recs[i].Key))
@@ -154,4 +153,56 @@ func (r *Restorer) Restore(ctx context.Context, recs []backup.Record) ([]Restore
 		}
 	}
 	return out, first
+}
+
+// dryRun says what Restore would do: EXISTS of each record not expired; a
+// key that exists would be replaced with --replace (unless missingOnly).
+func (r *Restorer) dryRun(ctx context.Context, recs []backup.Record, missingOnly []bool, nowMs int64, out []RestoreOutcome) error {
+	cmds := make([]*redis.IntCmd, len(recs))
+	err := r.c.Pipelined(ctx, func(p redis.Pipeliner, ctx context.Context) {
+		for i, rec := range recs {
+			if rec.ExpiresAt > 0 && rec.ExpiresAt <= nowMs {
+				out[i] = Expired
+				continue
+			}
+			cmds[i] = p.Exists(ctx, rec.Key)
+		}
+	})
+	if err != nil {
+		return exit.Wrap(err, "restore")
+	}
+	var first error
+	for i, cmd := range cmds {
+		if cmd == nil {
+			continue
+		}
+		n, err := cmd.Result()
+		switch {
+		case err != nil:
+			out[i] = Failed
+			first = cmp.Or(first, exit.Wrap(err, "restore --dry-run "+strconv.Quote(recs[i].Key)))
+		case n > 0 && r.opts.Replace && (missingOnly == nil || !missingOnly[i]):
+			out[i] = WouldReplace
+		case n > 0:
+			out[i] = Existing
+		default:
+			out[i] = WouldRestore
+		}
+	}
+	return first
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// serverTime is the server's clock (TIME) in milliseconds.
+func (r *Restorer) serverTime(ctx context.Context) (int64, error) {
+	tctx, cancel := r.c.Ctx(ctx)
+	defer cancel()
+	now, err := r.c.Client().Time(tctx).Result()
+	return now.UnixMilli(), err
 }

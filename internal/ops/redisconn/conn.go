@@ -12,6 +12,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"regexp"
@@ -196,6 +197,17 @@ func (cfg ConnConfig) Options() (*redis.Options, []string, error) {
 		e := exit.New(exit.Config, "bad URL "+quote(display), "%s", urlProblem(cfg.URL, err))
 		e.Hint = "use redis://[user[:password]@]host[:port][/db], rediss:// for TLS, or unix:///path/to/socket"
 		return nil, nil, e
+	}
+	if opt.Network == "tcp" {
+		// The parser takes any number for a port; the dialer's "invalid
+		// port" would read as an unreachable server (69), not a bad URL.
+		if _, port, err := net.SplitHostPort(opt.Addr); err == nil {
+			if n, err := strconv.Atoi(port); err == nil && (n < 1 || n > 65535) {
+				e := exit.New(exit.Config, "bad URL "+quote(display), "port %d is out of range: want 1 to 65535", n)
+				e.Hint = "use redis://[user[:password]@]host[:port][/db], rediss:// for TLS, or unix:///path/to/socket"
+				return nil, nil, e
+			}
+		}
 	}
 	var warnings []string
 	if opt.Password != "" && cfg.URLFromFlag {

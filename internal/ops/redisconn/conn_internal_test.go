@@ -30,6 +30,8 @@ func TestURLProblem(t *testing.T) {
 		"unix:///tmp/s.sock?db=x": "the database is not a number: end the URL with /0 (or ?db=0 for unix://)",
 		"redis://[::1":            "an IPv6 address needs its closing ']': redis://[::1]:6379",
 		"redis://h:abc":           "the port is not a number: redis://host:6379",
+		"redis://h:99999/0":       "port 99999 is out of range: want 1 to 65535",
+		"rediss://u:pw@h:0":       "port 0 is out of range: want 1 to 65535",
 	} {
 		_, _, err := ConnConfig{URL: in}.Options()
 		if err == nil {

@@ -343,7 +343,8 @@ func errNoStream() error {
 }
 
 // Info reads a stream's IDMP settings, counters and health inputs. A missing
-// stream is exit.NotFound.
+// stream is exit.NotFound. Its errors name nothing: the command that reads
+// (inspect, cfgset, purge --stream) says who failed.
 func (s *Streams) Info(ctx context.Context, stream string) (Info, error) {
 	if err := s.resolve(ctx); err != nil {
 		return Info{}, err
@@ -355,7 +356,7 @@ func (s *Streams) Info(ctx context.Context, stream string) (Info, error) {
 	} else {
 		info, err = s.emulatedInfo(ctx, stream)
 	}
-	return info, exit.Wrap(err, "inspect "+strconv.Quote(stream))
+	return info, err
 }
 
 // validateCfg checks CfgSet's values with XCFGSET's texts (R7); 0 keeps a value.

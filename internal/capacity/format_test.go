@@ -1,0 +1,49 @@
+package capacity
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// Durations a person reads (calc-ttl's TTL, the command it suggests, advice)
+// are exact and as kubectl writes them: no zero parts ("24h", never
+// "24h0m0s"), days past 48 hours ("7d"), and they parse back to the same
+// duration, so a suggested --ttl is never shorter than computed.
+func TestFormatDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0:                                     "0s",
+		500 * time.Millisecond:                "500ms",
+		59*time.Second + 900*time.Millisecond: "59.9s",
+		time.Minute:                           "1m",
+		16*time.Minute + 40*time.Second:       "16m40s",
+		time.Hour + 30*time.Second:            "1h30s",
+		time.Hour + 15*time.Minute:            "1h15m",
+		24 * time.Hour:                        "24h",
+		47*time.Hour + 59*time.Minute:         "47h59m",
+		48 * time.Hour:                        "2d",
+		168 * time.Hour:                       "7d",
+		6*24*time.Hour + 23*time.Hour + 59*time.Minute: "6d23h59m",
+		2*24*time.Hour + 1500*time.Millisecond:         "2d1.5s",
+		time.Minute + time.Nanosecond:                  "1m0.000000001s",
+		-90 * time.Second:                              "-1m30s",
+	} {
+		if got := FormatDuration(d); got != want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 10000 {
+		d := time.Duration(r.Int64N(int64(400 * 24 * time.Hour)))
+		switch r.IntN(3) { // whole units are the common case
+		case 0:
+			d = d.Truncate(time.Second)
+		case 1:
+			d = d.Truncate(time.Minute)
+		}
+		back, err := ParseGoDuration(FormatDuration(d))
+		if err != nil || back != d {
+			t.Fatalf("%v -> %q -> %v (%v)", d, FormatDuration(d), back, err)
+		}
+	}
+}

@@ -1,0 +1,25 @@
+-- restore FILE: one record put back, decided on the server's clock in the
+-- same step as the write. RESTORE ... ABSTTL with an expiry that has passed
+-- writes nothing and replies OK, and with REPLACE it first deletes the key
+-- that exists: a decision taken on the client's clock a moment earlier (or
+-- on another node's, in a cluster) could so delete a newer record and count
+-- it restored.
+-- KEYS[1]: the key. ARGV[1]: its DUMP payload; ARGV[2]: its expiry on the
+-- server's clock in ms (0: none); ARGV[3]: '1' to replace a key that
+-- exists; ARGV[4]: '1' when the server takes ABSTTL (Redis 5.0+, Valkey).
+-- Reply: 'expired' or 'existing' (nothing written), or 'restored'. An error
+-- of RESTORE (a payload this server cannot load, NOPERM) writes nothing.
+local key, payload = KEYS[1], ARGV[1]
+local at, replace, absttl = tonumber(ARGV[2]), ARGV[3] == '1', ARGV[4] == '1'
+local now = now_ms()
+if at > 0 and at <= now then return 'expired' end
+if not replace and redis.call('EXISTS', key) == 1 then return 'existing' end
+local ttl = 0
+if at > 0 then
+  ttl = absttl and at or at - now
+end
+local cmd = { 'RESTORE', key, ttl, payload }
+if replace then cmd[#cmd + 1] = 'REPLACE' end
+if at > 0 and absttl then cmd[#cmd + 1] = 'ABSTTL' end
+redis.call(unpack(cmd))
+return 'restored'
