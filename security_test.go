@@ -294,7 +294,7 @@ func TestTLS(t *testing.T) {
 		cli := clitest.New(t)
 		// redis:// on a TLS port: the server drops the plain connection.
 		r := cli.Run("inspect", "--server", "--url", "redis://"+verified.TLSAddr+"/0", "--timeout", "2s")
-		secWant(t, r, 69, `^idmpctl: connect redis://`+regexp.QuoteMeta(verified.TLSAddr)+`/0: .*(EOF|connection reset by peer)$`, `^hint: .*use rediss://`)
+		secWant(t, r, 69, `^idmpctl: connect redis://`+regexp.QuoteMeta(verified.TLSAddr)+`/0: .*(the server closed the connection|connection reset by peer)$`, `^hint: .*use rediss://`)
 		// rediss:// on a plain port: the handshake is never answered.
 		plain := redistest.NewWith(t, redistest.Options{})
 		r = cli.Run("inspect", "--server", "--url", "rediss://"+plain.Addr+"/0", "--tls-ca", files.CA, "--timeout", "1s")
