@@ -91,7 +91,8 @@ A key that exists is never overwritten unless --replace; a record whose TTL
 ran out since the backup is not restored; a record the purge kept (it
 changed, or was live) is skipped; a record whose re-check went unanswered
 (the purge timed out or was interrupted: deleted or not, it did not learn)
-is restored only where its key is missing, even with --replace. The file is read whole first: a bad or
+is restored only where its key is missing, even with --replace, as is every
+record of a file without its end line (a killed purge). The file is read whole first: a bad or
 truncated line is reported with its number, the records before it are
 restored and nothing from it on (exit 65).
 
@@ -208,7 +209,11 @@ func restoreRun(ctx context.Context, o *RestoreOptions) error {
 			return nil
 		}
 		batch, lines = append(batch, *e.Record), append(lines, e.Line)
-		missingOnly = append(missingOnly, marked)
+		// A file without its end line was cut by a killed purge: the
+		// re-check of its last chunk may have kept records it never got to
+		// mark, and chunks of a cluster's nodes interleave, so no record of
+		// such a file is written over an existing key, --replace or not.
+		missingOnly = append(missingOnly, marked || o.plan.end == nil)
 		if len(batch) >= restoreBatch {
 			if err := send(); err != nil {
 				return err
@@ -250,7 +255,11 @@ func restoreRun(ctx context.Context, o *RestoreOptions) error {
 			Hint: hint}
 	}
 	if o.plan.end == nil {
-		p.Warnf("%s has no end line: the purge that wrote it did not close it (it was killed?); every complete record in it was read", o.File)
+		what := "every complete record in it was read"
+		if o.Replace {
+			what += ", and restored only where its key was missing: --replace does not apply to a cut file, whose last records the purge may have kept"
+		}
+		p.Warnf("%s has no end line: the purge that wrote it did not close it (it was killed?); %s", o.File, what)
 	}
 	return nil
 }
