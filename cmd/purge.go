@@ -302,6 +302,9 @@ func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions, key
 		if s.Changed > 0 {
 			pairs = append(pairs, render.Pair{"changed (kept)", render.N(s.Changed, "record")})
 		}
+		if s.Unknown > 0 {
+			pairs = append(pairs, render.Pair{"unknown", render.N(s.Unknown, "record") + " (re-check sent, never answered: deleted or not)"})
+		}
 		if s.LocksKept > 0 {
 			pairs = append(pairs, render.Pair{"locks kept", fmt.Sprintf("%s (%s)", render.N(s.LocksKept, "lock"), s.LockReason)})
 		}
@@ -324,6 +327,9 @@ func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions, key
 	}
 	p.Status("purge: scanned %s, matched %s, %s %s, kept %s, changed %s", render.Count(s.Scanned), render.Count(s.Matched), what,
 		render.Count(n), render.Count(s.Kept), render.Count(s.Changed))
+	if s.Unknown > 0 {
+		p.Status("purge: %s unknown: the re-check was sent but never answered (a timeout or an interrupt), so deleted or not; inspect --match says which are left", render.N(s.Unknown, "record"))
+	}
 	if s.LocksKept > 0 {
 		p.Status("purge: %s kept (%s)", render.N(s.LocksKept, "lock"), s.LockReason)
 	}

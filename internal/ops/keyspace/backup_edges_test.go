@@ -65,9 +65,14 @@ func TestPurgeBackupUnknownOutcome(t *testing.T) {
 	}
 	fw := &freezeAfterSave{Writer: w, t: t, srv: srv, thaw: 900 * time.Millisecond,
 		after: func() { admin.Set(ctx, "idem:moved", "FAILED", 0) }}
-	_, perr := Purge(ctx, c, PurgeOptions{Pattern: "idem:*", Backup: fw}, nil)
+	sum, perr := Purge(ctx, c, PurgeOptions{Pattern: "idem:*", Backup: fw}, nil)
 	if perr == nil {
 		t.Fatal("purge: no error from a re-check that timed out")
+	}
+	// The summary accounts for every candidate: the chunk whose re-check
+	// went unanswered is counted unknown, not left out.
+	if sum.Unknown != 2 || sum.Matched != sum.Deleted+sum.Changed+sum.Unknown {
+		t.Errorf("summary %+v: want the 2 records of the unanswered chunk as unknown, and matched = deleted + changed + unknown", sum)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)

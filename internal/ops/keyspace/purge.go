@@ -114,6 +114,9 @@ type PurgeSummary struct {
 	Deleted int64 `json:"deleted"`
 	Kept    int64 `json:"kept"`    // scanned but not candidates (filtered out, unrecognised, gone, past Limit)
 	Changed int64 `json:"changed"` // candidates the server re-check refused (changed, or live)
+	// Unknown counts candidates whose re-check was sent but never answered
+	// (a timeout, an interrupt): deleted or not, the purge did not learn.
+	Unknown int64 `json:"unknown,omitempty"`
 	Limited bool  `json:"limited,omitempty"`
 	// LocksKept counts locks that passed the other filters but stay (see
 	// records.PurgeBlocked); LockReason says why, for the first of them.
@@ -303,6 +306,7 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []keyRead) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {
+		p.sum.Unknown += int64(len(chunk))
 		return err
 	}
 	for i, outcome := range outcomes {
