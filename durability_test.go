@@ -257,21 +257,21 @@ func TestDurabilityXAdd(t *testing.T) {
 }
 
 // --wait-aof needs WAITAOF (Redis 7.2+): on an older server it is refused
-// before anything is written (64); where the server has it, an AOF
+// before anything is written (78, the server's configuration); where the server has it, an AOF
 // primary and replica acknowledge the write.
 func TestDurabilityWaitAOF(t *testing.T) {
 	t.Parallel()
 	if !redistest.AtLeast(7, 2) {
 		srv := redistest.NewWith(t, redistest.Options{Unix: true, AOF: true})
 		c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
-		r := c.Expect(64, "claim", "acquire", "job:1", "--wait-aof")
+		r := c.Expect(78, "claim", "acquire", "job:1", "--wait-aof")
 		if !strings.Contains(r.Stderr, "the server cannot WAITAOF: ERR unknown command") {
 			t.Errorf("stderr:\n%s", r.Stderr)
 		}
 		if n, _ := srv.Do("EXISTS", "job:1"); n != "0" {
 			t.Error("the claim was written before WAITAOF was refused")
 		}
-		c.Expect(64, "xadd", "s", "--pid", "p", "--iid", "i", "--wait-aof", "--wait-replicas", "1", "f", "v")
+		c.Expect(78, "xadd", "s", "--pid", "p", "--iid", "i", "--wait-aof", "--wait-replicas", "1", "f", "v")
 		t.Skip("WAITAOF needs Redis 7.2 or later; the test server is older: only its refusal was tested")
 	}
 	_, _, c := replicaPair(t, "appendonly yes", "appendfsync always")

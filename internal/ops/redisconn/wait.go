@@ -87,13 +87,14 @@ func (e *NotAckedError) Error() string {
 func (e *NotAckedError) Unwrap() error { return e.Got.Err }
 
 // Code is the exit code: unavailable (69) when too few acknowledged; when
-// the wait itself failed, its own (a server that cannot WAITAOF is usage).
+// the wait itself failed, its own (a server that cannot WAITAOF is its
+// configuration, 78).
 func (e *NotAckedError) Code() int {
 	if e.Got.Err == nil {
 		return exit.Unavailable
 	}
 	if waitAOFUnsupported(e.Got.Err) {
-		return exit.Usage
+		return exit.Config
 	}
 	return exit.Classify(e.Got.Err)
 }
@@ -315,7 +316,7 @@ func (c *Conn) checkWaitAOF(ctx context.Context, probe func(context.Context) err
 	err := probe(cctx)
 	switch {
 	case err != nil && waitAOFUnsupported(err):
-		e := exit.New(exit.Usage, "--wait-aof", "the server cannot WAITAOF: %v", err)
+		e := exit.New(exit.Config, "--wait-aof", "the server cannot WAITAOF: %v", err)
 		e.Hint = "WAITAOF came with Redis 7.2 and needs appendonly yes on the primary; without --wait-aof, --wait-replicas waits with WAIT"
 		return e
 	case err != nil:

@@ -136,15 +136,15 @@ func TestRunDurableScriptCache(t *testing.T) {
 	}
 }
 
-// WAITAOF where the server lacks it (Redis before 7.2) or has no AOF: a
-// usage error before anything is written.
+// WAITAOF where the server lacks it (Redis before 7.2) or has no AOF: the
+// server's configuration (78), before anything is written.
 func TestWaitAOFRefusedBeforeTheWrite(t *testing.T) {
 	srv := redistest.NewWith(t, redistest.Options{Unix: true})
 	c := redistest.Connect(t, srv.URL)
 	d := redisconn.Durability{AOF: true, Timeout: 100 * time.Millisecond}
 	_, err := c.RunDurable(context.Background(), "k", d, setCall("k", "v"))
-	if exit.Code(err) != exit.Usage {
-		t.Fatalf("err %v (exit %d), want a usage error", err, exit.Code(err))
+	if exit.Code(err) != exit.Config {
+		t.Fatalf("err %v (exit %d), want a configuration error (78)", err, exit.Code(err))
 	}
 	t.Logf("%s: %v", srv.Addr, err)
 	if got, _ := srv.Do("EXISTS", "k"); got != "0" {
