@@ -104,6 +104,30 @@ func TestClusterMigratingBetweenChunks(t *testing.T) {
 	}
 }
 
+// pipedBatch starts xadd --batch - on stream s (emulated, batch ID id),
+// reading a pipe: feed(from, to) writes lines m-from..m-to to it, and
+// closing pw ends the input.
+func pipedBatch(t *testing.T, c *clitest.CLI, s, id string) (*clitest.Proc, func(from, to int), *os.File) {
+	t.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pw.Close() })
+	p := c.WithStdin(pr).Start("xadd", s, "--pid", "p", "--batch", "-", "--batch-id", id, "--mode", "emulated", "--timeout", "15s")
+	_ = pr.Close()
+	feed := func(from, to int) {
+		var b strings.Builder
+		for i := from; i <= to; i++ {
+			fmt.Fprintf(&b, "{\"iid\":\"m-%d\",\"fields\":{\"n\":\"%d\"}}\n", i, i)
+		}
+		if _, err := pw.WriteString(b.String()); err != nil {
+			t.Error(err)
+		}
+	}
+	return p, feed, pw
+}
+
 // TestClusterSlotMoveDuringBatch: the stream's slot moves to another
 // primary by hand (IMPORTING/MIGRATING, MIGRATE of one key at a time with
 // pauses, SETSLOT NODE) while a batch runs: half its lines are committed,
@@ -125,22 +149,7 @@ func TestClusterSlotMoveDuringBatch(t *testing.T) {
 			slot, from, to := slotNodes(t, cl, s)
 			src, dst := nodeClient(t, from), nodeClient(t, to)
 			clusterStream(t, c, src, s, maxsize)
-			pr, pw, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = pw.Close() })
-			p := c.WithStdin(pr).Start("xadd", s, "--pid", "p", "--batch", "-", "--batch-id", "move", "--mode", "emulated", "--timeout", "15s")
-			_ = pr.Close()
-			feed := func(from, to int) {
-				var b strings.Builder
-				for i := from; i <= to; i++ {
-					fmt.Fprintf(&b, "{\"iid\":\"m-%d\",\"fields\":{\"n\":\"%d\"}}\n", i, i)
-				}
-				if _, err := pw.WriteString(b.String()); err != nil {
-					t.Error(err)
-				}
-			}
+			p, feed, pw := pipedBatch(t, c, s, "move")
 			ctx := context.Background()
 			half := lines / 2
 			feed(1, half)
@@ -283,22 +292,7 @@ func TestClusterReshardDuringBatch(t *testing.T) {
 			}
 			src, dst := nodeClient(t, from), nodeClient(t, to)
 			clusterStream(t, c, src, s, maxsize)
-			pr, pw, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = pw.Close() })
-			p := c.WithStdin(pr).Start("xadd", s, "--pid", "p", "--batch", "-", "--batch-id", "reshard", "--mode", "emulated", "--timeout", "15s")
-			_ = pr.Close()
-			feed := func(from, to int) {
-				var b strings.Builder
-				for i := from; i <= to; i++ {
-					fmt.Fprintf(&b, "{\"iid\":\"m-%d\",\"fields\":{\"n\":\"%d\"}}\n", i, i)
-				}
-				if _, err := pw.WriteString(b.String()); err != nil {
-					t.Error(err)
-				}
-			}
+			p, feed, pw := pipedBatch(t, c, s, "reshard")
 			ctx := context.Background()
 			feed(1, lines/2)
 			faultPollFast(time.Minute, func() bool { return src.XLen(ctx, s).Val() >= lines/2 || p.Exited() })
