@@ -88,9 +88,6 @@ Raw output is one line to paste after XCFGSET key:
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			o.ModeSet = c.Flags().Changed("mode")
-			if err := refuseEmpty(c, "rate", "mark-delay", "recovery", "margin", "apply", "mode"); err != nil {
-				return err
-			}
 			if err := o.Validate(); err != nil {
 				return err
 			}

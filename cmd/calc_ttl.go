@@ -138,11 +138,6 @@ Raw output: "name<TAB>value" lines (ttl, ttl_s, keys, memory_bytes, and with
   idmpctl calc-ttl --rate 100/s --ttl 24h --sample 'idem:*' --maxmemory 1gb`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			// An empty value is never "not given": --ttl "$UNSET" would size
-			// from the window, --sample "" measure nothing.
-			if err := refuseEmpty(c, "rate", "ttl", "max-processing", "max-retry-delay", "buffer", "key-size", "value-size", "maxmemory", "sample"); err != nil {
-				return err
-			}
 			if err := o.Validate(); err != nil {
 				return err
 			}

@@ -84,9 +84,6 @@ Raw output: "status<TAB>changed|unchanged|dry-run", then
 		Args: exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Stream = args[0]
-			if err := refuseEmpty(c, "mode"); err != nil {
-				return err
-			}
 			o.DurationSet, o.MaxSizeSet = c.Flags().Changed("duration"), c.Flags().Changed("maxsize")
 			if err := o.Validate(); err != nil {
 				return err
@@ -100,6 +97,7 @@ Raw output: "status<TAB>changed|unchanged|dry-run", then
 	fl := c.Flags()
 	fl.StringVar(&o.DurationFlag, "duration", "", "IDMP-DURATION in seconds (1-86400)")
 	fl.StringVar(&o.MaxSizeFlag, "maxsize", "", "IDMP-MAXSIZE, iids per producer (1-10000)")
+	allowEmpty(fl, "duration", "maxsize") // "" is Redis's "not an integer" (Validate)
 	fl.BoolVar(&o.Yes, "yes", false, "confirm a change that clears tracked iids")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "show what would change, change nothing")
 	addModeFlag(c, &o.Mode)

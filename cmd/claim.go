@@ -155,6 +155,7 @@ func addClaimFlagsFor(c *cobra.Command, o *ClaimFlags, has claimFlagSet) {
 	fl := c.Flags()
 	if has&hasOwner != 0 {
 		fl.StringVar(&o.Owner, "owner", "", "who holds the claim (default hostname:pid)")
+		allowEmpty(fl, "owner") // refused by Validate
 	}
 	// --help shows the default that holds: a renew keeps the lease the
 	// claim was taken with, every write keeps the record's retention.
@@ -174,6 +175,7 @@ func addClaimFlagsFor(c *cobra.Command, o *ClaimFlags, has claimFlagSet) {
 	}
 	if has&hasPayload != 0 {
 		fl.StringVar(&o.Payload, "payload", "", "request payload (STRING or @FILE): its SHA-256 must match on redelivery")
+		allowEmpty(fl, "payload") // an empty request is a request
 	}
 	if has&hasMaxAttempts != 0 {
 		fl.Int64Var(&o.MaxAttempts, "max-attempts", 0, "refuse a retry after this many attempts (0: unlimited)")
@@ -337,6 +339,7 @@ func NewCmdClaimComplete(f *Factory, runF func(*CompleteOptions) error) *cobra.C
 		})
 	addTokenFlag(c, &o.Token)
 	c.Flags().StringVar(&o.Result, "result", "", "outcome to replay to a redelivery (STRING, @FILE or - for stdin)")
+	allowEmpty(c.Flags(), "result") // an empty outcome
 	return c
 }
 
@@ -362,6 +365,7 @@ func NewCmdClaimFail(f *Factory, runF func(*FailOptions) error) *cobra.Command {
 		})
 	addTokenFlag(c, &o.Token)
 	c.Flags().StringVar(&o.ErrorText, "error", "", "reason of the failure")
+	allowEmpty(c.Flags(), "error") // no reason given
 	c.Flags().BoolVar(&o.Release, "release", false, "delete the record instead of recording FAILED")
 	return c
 }

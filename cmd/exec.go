@@ -90,9 +90,6 @@ carry a NUL byte).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Args = args
-			if err := refuseEmpty(c, "mode"); err != nil {
-				return err
-			}
 			if err := o.Validate(); err != nil {
 				return err
 			}

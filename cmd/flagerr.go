@@ -106,3 +106,32 @@ func compactDuration(d time.Duration) string {
 	}
 	return s
 }
+
+// emptyAllowed marks a string flag whose empty value means something
+// (claim complete --result "": an empty outcome) or is refused by its
+// command in words of its own (cfgset --duration "": Redis's text).
+const emptyAllowed = "idmpctl/empty-allowed"
+
+// allowEmpty marks flags of fs as emptyAllowed.
+func allowEmpty(fs *pflag.FlagSet, names ...string) {
+	for _, n := range names {
+		_ = fs.SetAnnotation(n, emptyAllowed, []string{"true"})
+	}
+}
+
+// refuseEmpty refuses every string flag of c given with an empty value
+// (64), unless it is emptyAllowed: an unset shell variable (--pid "$PID")
+// must never pass for "not given", which would widen a selection to
+// everything, or drop a guard. A rule for every flag, so that a new flag
+// is covered without being listed.
+func refuseEmpty(c *cobra.Command) error {
+	var err error
+	c.Flags().Visit(func(fl *pflag.Flag) {
+		if _, ok := fl.Annotations[emptyAllowed]; err != nil || ok || fl.Value.Type() != "string" || fl.Value.String() != "" {
+			return
+		}
+		err = &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--%s: empty value", fl.Name),
+			Hint: "an empty value selects nothing (an unset shell variable?): give a value, or leave the flag out; nothing was changed"}
+	})
+	return err
+}

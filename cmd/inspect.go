@@ -160,9 +160,6 @@ document of the others.`,
 		Annotations: map[string]string{hasMetrics: "yes", writesAnnotation: writesNever},
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Keys, o.SamplesGiven = args, c.Flags().Changed("samples")
-			if err := refuseEmpty(c, "match", "status", "watch", "powertools-attrs"); err != nil {
-				return err
-			}
 			if err := o.Validate(); err != nil {
 				return err
 			}

@@ -121,11 +121,6 @@ summary on stderr ("kept-live" for a record the re-check found live).`,
   idmpctl purge --stream orders --yes`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			// An empty value is never "all": purge --stream S --pid "$UNSET"
-			// would forget every producer's iids.
-			if err := refuseEmpty(c, "match", "stream", "pid", "status", "older-than", "max-rate", "powertools-attrs", "mode", "backup"); err != nil {
-				return err
-			}
 			if err := o.Validate(); err != nil {
 				return err
 			}

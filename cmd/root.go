@@ -190,6 +190,7 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 	pf.IntVar(&g.Retries, "retries", 3, "retries of idempotent operations after a network error")
 	pf.BoolVar(&g.Cluster, "cluster", false, "use the Redis Cluster protocol (detected when not given)")
 	pf.StringVarP(&g.Output, "output", "o", "", "output: table, json, raw, or prometheus for inspect (default table on a terminal, raw otherwise)")
+	allowEmpty(pf, "output") // -o "": the default format
 	pf.BoolVar(&g.NoColor, "no-color", false, "no colour (also NO_COLOR)")
 	pf.BoolVar(&g.ReadOnly, "read-only", false, "refuse every command that could write, before it connects (also IDMPCTL_READ_ONLY=1)")
 
@@ -357,8 +358,9 @@ const hasMetrics = "idmpctl/metrics"
 // setup runs once flags are parsed for command c: the output and colour
 // decisions.
 func (f *Factory) setup(c *cobra.Command) error {
-	// --url "$UNSET" would reach IDMPCTL_URL's server, or localhost's.
-	if err := refuseEmpty(c, "url", "tls-ca", "tls-cert", "tls-key"); err != nil {
+	// --url "$UNSET" would reach IDMPCTL_URL's server, or localhost's;
+	// purge --pid "$UNSET" would forget every producer's iids.
+	if err := refuseEmpty(c); err != nil {
 		return err
 	}
 	tty := f.IsTTY(f.Out) || f.Getenv("IDMPCTL_FORCE_TTY") != ""

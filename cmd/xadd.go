@@ -300,9 +300,6 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 			if !o.TTLSet {
 				o.ProgressTTL = 0 // the default, which --batch alone may have
 			}
-			if err := refuseEmpty(c, "batch", "batch-id", "minid", "json", "mode"); err != nil {
-				return err
-			}
 			if err := o.complete(); err != nil {
 				return err
 			}
@@ -321,6 +318,7 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 	fl := c.Flags()
 	fl.Var(newOnceString(&o.PID), "pid", "producer ID")
 	fl.Var(newOnceString(&o.IID), "iid", "idempotent ID of the message")
+	allowEmpty(fl, "pid", "iid") // refused by Validate with Redis's words
 	fl.Var(newOnceBool(&o.Auto), "auto", "derive the iid from the fields (IDMPAUTO)")
 	fl.Lookup("auto").NoOptDefVal = "true"
 	fl.BoolVar(&o.Escapes, "escapes", false, `read \xNN (any byte) and \\ in --pid, --iid, FIELD and VALUE: binary IDs and values`)
