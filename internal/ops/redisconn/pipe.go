@@ -74,14 +74,12 @@ func (c *Conn) OpenPipe(ctx context.Context, key, name string, scripts ...*Scrip
 	p := &Pipe{nc: nc, rd: bufio.NewReaderSize(nc, 64<<10), timeout: c.Timeout,
 		out: make(chan [][]any, 4), failed: make(chan struct{}), closed: make(chan struct{})}
 	var hello [][]any
-	switch {
-	case opt.Username != "": // an empty password too: never the default user instead
-		hello = append(hello, []any{"auth", opt.Username, opt.Password})
-	case opt.Password != "":
-		hello = append(hello, []any{"auth", opt.Password})
-	}
-	if opt.DB != 0 {
-		hello = append(hello, []any{"select", opt.DB})
+	for _, cmd := range openingCommands(opt) {
+		args := make([]any, len(cmd))
+		for i, a := range cmd {
+			args[i] = a
+		}
+		hello = append(hello, args)
 	}
 	named := -1 // the reply that may be refused
 	if name != "" {

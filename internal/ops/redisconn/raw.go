@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"strconv"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // DialRaw connects to the server the URL names as the client would (its
@@ -20,15 +22,23 @@ func (c *Conn) DialRaw(ctx context.Context) (net.Conn, [][]string, error) {
 		return nil, nil, err // the dialer's error names the URL
 
 	}
-	var hello [][]string
+	return nc, openingCommands(opt), nil
+}
+
+// openingCommands are the commands that open a connection of ours that
+// go-redis does not open (exec's, a batch's pipe): AUTH as the URL's user
+// (with an empty password too: never the default user instead), SELECT
+// of its database.
+func openingCommands(opt *redis.Options) [][]string {
+	var cmds [][]string
 	switch {
-	case opt.Username != "": // an empty password too: never the default user instead
-		hello = append(hello, []string{"AUTH", opt.Username, opt.Password})
+	case opt.Username != "":
+		cmds = append(cmds, []string{"AUTH", opt.Username, opt.Password})
 	case opt.Password != "":
-		hello = append(hello, []string{"AUTH", opt.Password})
+		cmds = append(cmds, []string{"AUTH", opt.Password})
 	}
 	if opt.DB != 0 {
-		hello = append(hello, []string{"SELECT", strconv.Itoa(opt.DB)})
+		cmds = append(cmds, []string{"SELECT", strconv.Itoa(opt.DB)})
 	}
-	return nc, hello, nil
+	return cmds
 }
