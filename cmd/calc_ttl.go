@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/capacity"
+	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
 	"github.com/idmpctl/idmpctl/internal/progress"
@@ -180,7 +181,7 @@ func calcTTLRun(ctx context.Context, o *CalcTTLOptions) error {
 	case render.Table:
 		calcTTLTable(p, o, res)
 	default:
-		p.Line("ttl\t%s", capacity.FormatDuration(res.TTL))
+		p.Line("ttl\t%s", duration.Format(res.TTL))
 		p.Line("ttl_s\t%s", secondsText(res.TTL))
 		p.Line("keys\t%d", res.Keys)
 		p.Line("memory_bytes\t%d", res.Memory)
@@ -287,15 +288,15 @@ func calcTTLTable(p *render.Printer, o *CalcTTLOptions, r capacity.TTLResult) {
 	in := o.Inputs
 	inputs := []render.Pair{{"rate", capacity.RatString(in.Rate) + " msg/s"}}
 	if in.TTL > 0 {
-		inputs = append(inputs, render.Pair{"ttl", capacity.FormatDuration(in.TTL)})
+		inputs = append(inputs, render.Pair{"ttl", duration.Format(in.TTL)})
 	}
 	if in.Window {
 		buffer := "none"
 		if in.Buffer > 0 {
-			buffer = capacity.FormatDuration(in.Buffer)
+			buffer = duration.Format(in.Buffer)
 		}
-		inputs = append(inputs, render.Pair{"max-processing", capacity.FormatDuration(in.MaxProcessing)},
-			render.Pair{"max-retry-delay", capacity.FormatDuration(in.MaxRetryDelay)}, render.Pair{"buffer", buffer})
+		inputs = append(inputs, render.Pair{"max-processing", duration.Format(in.MaxProcessing)},
+			render.Pair{"max-retry-delay", duration.Format(in.MaxRetryDelay)}, render.Pair{"buffer", buffer})
 	}
 	sizeText := func(given int64, used int64) string {
 		if given >= 0 {
@@ -310,7 +311,7 @@ func calcTTLTable(p *render.Printer, o *CalcTTLOptions, r capacity.TTLResult) {
 	}
 	p.KV("Inputs", inputs)
 	result := []render.Pair{
-		{"TTL", p.Good(capacity.FormatDuration(r.TTL)) + fmt.Sprintf(" (%s s)", secondsText(r.TTL))},
+		{"TTL", p.Good(duration.Format(r.TTL)) + fmt.Sprintf(" (%s s)", secondsText(r.TTL))},
 		{"keys", fmt.Sprintf("%s alive at a steady rate (rate x TTL)", progress.FormatCount(r.Keys))},
 		{"memory", p.Good(capacity.DecimalBytes(r.Memory)) + fmt.Sprintf(" (%s B, the seeds' formula)", progress.FormatCount(r.Memory))},
 	}
@@ -338,5 +339,5 @@ func calcTTLTable(p *render.Printer, o *CalcTTLOptions, r capacity.TTLResult) {
 		}
 		p.Notes("Advice", pairs)
 	}
-	p.KV("Run", []render.Pair{{"$", fmt.Sprintf("idmpctl claim run KEY --ttl %s -- COMMAND...", capacity.FormatDuration(r.TTL))}})
+	p.KV("Run", []render.Pair{{"$", fmt.Sprintf("idmpctl claim run KEY --ttl %s -- COMMAND...", duration.Format(r.TTL))}})
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idmpctl/idmpctl/internal/capacity"
+	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -75,7 +75,7 @@ func durationVar(fs *pflag.FlagSet, d *time.Duration, name string, value time.Du
 func (f durationFlag) Type() string { return "duration" }
 
 func (f durationFlag) Set(s string) error {
-	v, err := capacity.ParseGoDuration(s) // Go's units, and days (7d)
+	v, err := duration.Parse(s) // Go's units, and days (7d)
 	if err != nil {
 		return err
 	}
@@ -90,21 +90,14 @@ func (f durationFlag) String() string {
 	return compactDuration(*f.d)
 }
 
-// compactDuration is Go's form of d without its zero parts ("24h0m0s" is
-// "24h"), so it still parses with time.ParseDuration; zero is "0", which
+// compactDuration is d as duration.Compact writes it ("24h", not
+// "24h0m0s"), so it parses with time.ParseDuration; zero is "0", which
 // --help leaves out as pflag does for its own durations.
 func compactDuration(d time.Duration) string {
 	if d == 0 {
 		return "0"
 	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return duration.Compact(d)
 }
 
 // emptyAllowed marks a string flag whose empty value means something

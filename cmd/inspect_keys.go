@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idmpctl/idmpctl/internal/capacity"
+	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/health"
 	"github.com/idmpctl/idmpctl/internal/idmp"
@@ -769,7 +769,7 @@ func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
 
 // parseWatch reads --watch's interval.
 func parseWatch(every string) (time.Duration, error) {
-	interval, err := capacity.ParseGoDuration(every)
+	interval, err := duration.Parse(every)
 	if err != nil || interval < 10*time.Millisecond {
 		return 0, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--watch %q: want an interval of at least 10ms with its unit", every),
 			Hint: "for example --watch 1s or --watch 500ms"}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/batch"
-	"github.com/idmpctl/idmpctl/internal/capacity"
+	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
@@ -98,8 +98,8 @@ func (o *XAddOptions) Validate() error {
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--minid %q: ERR Invalid stream ID specified as stream command argument", o.MinID),
 			Hint: "a stream ID is MS or MS-SEQ, for example --minid 1700000000000-0"}
 	case o.TTLSet && o.ProgressTTL < stream.MinProgressTTL:
-		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--progress-ttl %s: must be at least %s", capacity.FormatDuration(o.ProgressTTL), capacity.FormatDuration(stream.MinProgressTTL)),
-			Hint: "the record must outlive the batch's run and the reruns that resume it: a record gone between two chunks has the batch add its lines again (default " + capacity.FormatDuration(stream.DefaultProgressTTL) + ")"}
+		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--progress-ttl %s: must be at least %s", duration.Format(o.ProgressTTL), duration.Format(stream.MinProgressTTL)),
+			Hint: "the record must outlive the batch's run and the reruns that resume it: a record gone between two chunks has the batch add its lines again (default " + duration.Format(stream.DefaultProgressTTL) + ")"}
 	case o.Batch == "" && o.JSON == "" && len(o.Fields) == 0:
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("no fields to add"),
 			Hint: "give FIELD VALUE pairs after the stream name, or --json '{\"field\":\"value\"}'"}

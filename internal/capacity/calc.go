@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/idmp"
 )
 
@@ -83,7 +84,7 @@ func Calculate(in Inputs) Result {
 	if r.DurationNeeded > idmp.MaxDuration {
 		r.Warnings = append(r.Warnings, fmt.Sprintf(
 			"IDMP-DURATION %d is over the limit %d: clamped to %d; stream IDMP cannot cover a %s recovery, guard the work with a claim key whose --ttl covers it (idmpctl claim run KEY --ttl %s -- ...)",
-			r.DurationNeeded, idmp.MaxDuration, idmp.MaxDuration, FormatDuration(in.Recovery), FormatDuration(in.Recovery)))
+			r.DurationNeeded, idmp.MaxDuration, idmp.MaxDuration, duration.Format(in.Recovery), duration.Format(in.Recovery)))
 	}
 
 	if r.PerPIDRate > 0 {

@@ -160,22 +160,3 @@ func FuzzParseDuration(f *testing.F) {
 		}
 	})
 }
-
-// ParseGoDuration takes Go's durations and days, the form idmpctl prints.
-func TestParseGoDuration(t *testing.T) {
-	ok := map[string]time.Duration{
-		"7d": 7 * 24 * time.Hour, "6d23h": (6*24 + 23) * time.Hour, "1.5d": 36 * time.Hour,
-		"1d12h30m": 36*time.Hour + 30*time.Minute, "-1d": -24 * time.Hour, "0d": 0,
-		"5m": 5 * time.Minute, "1h30m": 90 * time.Minute, "500ms": 500 * time.Millisecond,
-	}
-	for in, want := range ok {
-		if got, err := ParseGoDuration(in); err != nil || got != want {
-			t.Errorf("ParseGoDuration(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"d", "1d1d", "12h1d", "1x d", "1d-5m", "7", "1dd", "999999999999d", "106752d", "106751d23h47m17s"} {
-		if got, err := ParseGoDuration(in); err == nil {
-			t.Errorf("ParseGoDuration(%q) = %v, want an error", in, got)
-		}
-	}
-}

@@ -4,6 +4,7 @@ package capacity
 
 import (
 	"fmt"
+	"github.com/idmpctl/idmpctl/internal/duration"
 	"math"
 	"math/big"
 	"regexp"
@@ -113,7 +114,7 @@ func ParseDuration(flag, s, example string) (time.Duration, error) {
 	if strings.HasPrefix(s, "-") {
 		return 0, bad("must be positive")
 	}
-	d, err := ParseGoDuration(s)
+	d, err := duration.Parse(s)
 	switch {
 	case err != nil && strings.Contains(err.Error(), "invalid duration") && looksNumeric(s):
 		return 0, bad("overflow: longer than 290 years")
@@ -124,88 +125,6 @@ func ParseDuration(flag, s, example string) (time.Duration, error) {
 	}
 	return d, nil
 }
-
-// FormatDuration is d as a person reads it and ParseGoDuration reads it
-// back exactly: no zero parts ("24h", "1h30s", never "24h0m0s"), days from
-// 48 hours on ("7d", "6d23h59m"), seconds with their exact fraction
-// ("59.9s"), and below a second Go's own form ("500ms"). Unlike
-// render.Duration (an age, cut to two units), nothing is dropped: a TTL it
-// prints, given back as --ttl, is the same TTL.
-func FormatDuration(d time.Duration) string {
-	if d == 0 {
-		return "0s"
-	}
-	if d < 0 {
-		if d == math.MinInt64 {
-			return d.String()
-		}
-		return "-" + FormatDuration(-d)
-	}
-	if d < time.Second {
-		return d.String()
-	}
-	var b strings.Builder
-	part := func(n time.Duration, unit string) {
-		b.WriteString(strconv.FormatInt(int64(n), 10))
-		b.WriteString(unit)
-	}
-	const day = 24 * time.Hour
-	if d >= 2*day {
-		part(d/day, "d")
-		d %= day
-	}
-	if d >= time.Hour {
-		part(d/time.Hour, "h")
-		d %= time.Hour
-	}
-	if d >= time.Minute {
-		part(d/time.Minute, "m")
-		d %= time.Minute
-	}
-	if d > 0 {
-		b.WriteString(strconv.FormatInt(int64(d/time.Second), 10))
-		if frac := d % time.Second; frac > 0 {
-			f := fmt.Sprintf("%09d", int64(frac))
-			b.WriteString("." + strings.TrimRight(f, "0"))
-		}
-		b.WriteString("s")
-	}
-	return b.String()
-}
-
-// ParseGoDuration is time.ParseDuration that also takes days, as idmpctl
-// prints long durations ("7d", "6d23h", "1.5d"): a day is 24 hours. The
-// 'd' may come once, first ("1d12h", not "12h1d"); no other unit has a d.
-func ParseGoDuration(s string) (time.Duration, error) {
-	i := strings.IndexByte(s, 'd')
-	if i < 0 {
-		return time.ParseDuration(s)
-	}
-	head, rest := s[:i], s[i+1:]
-	neg := strings.HasPrefix(head, "-")
-	head = strings.TrimLeft(head, "+-")
-	if !daysRE().MatchString(head) || strings.HasPrefix(rest, "-") || strings.HasPrefix(rest, "+") || strings.IndexByte(rest, 'd') >= 0 {
-		return 0, fmt.Errorf("time: invalid duration %q", s)
-	}
-	days, err := time.ParseDuration(head + "h") // "1.5" days: 1.5h x 24
-	if err != nil || days > math.MaxInt64/24 {
-		return 0, fmt.Errorf("time: invalid duration %q", s)
-	}
-	d := days * 24
-	if rest != "" {
-		r, err := time.ParseDuration(rest)
-		if err != nil || d > math.MaxInt64-r {
-			return 0, fmt.Errorf("time: invalid duration %q", s)
-		}
-		d += r
-	}
-	if neg {
-		d = -d
-	}
-	return d, nil
-}
-
-var daysRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`) })
 
 func looksNumeric(s string) bool {
 	return strings.IndexFunc(s, func(r rune) bool { return r >= '0' && r <= '9' }) >= 0 &&

@@ -13,6 +13,7 @@ package capacity
 import (
 	"errors"
 	"fmt"
+	"github.com/idmpctl/idmpctl/internal/duration"
 	"math"
 	"math/big"
 	"strconv"
@@ -85,19 +86,19 @@ func CalculateTTL(in TTLInputs) (TTLResult, error) {
 		}
 		r.RetryWindow = in.MaxProcessing + in.MaxRetryDelay + in.Buffer
 		r.TTLFormula = fmt.Sprintf("TTL = max-processing %s + max-retry-delay %s + buffer %s = %s",
-			FormatDuration(in.MaxProcessing), FormatDuration(in.MaxRetryDelay), FormatDuration(in.Buffer), FormatDuration(r.RetryWindow))
+			duration.Format(in.MaxProcessing), duration.Format(in.MaxRetryDelay), duration.Format(in.Buffer), duration.Format(r.RetryWindow))
 	}
 	r.TTL = r.RetryWindow
 	if in.TTL > 0 {
 		r.TTL = in.TTL
 		window := r.TTLFormula
-		r.TTLFormula = fmt.Sprintf("TTL = %s (given)", FormatDuration(in.TTL))
+		r.TTLFormula = fmt.Sprintf("TTL = %s (given)", duration.Format(in.TTL))
 		if in.Window {
 			r.TTLFormula += "; retry window" + window[len("TTL"):]
 		}
 	}
 	if r.TTL < time.Millisecond {
-		return r, fmt.Errorf("a TTL under 1ms (%s): Redis keeps TTLs in milliseconds", FormatDuration(r.TTL))
+		return r, fmt.Errorf("a TTL under 1ms (%s): Redis keeps TTLs in milliseconds", duration.Format(r.TTL))
 	}
 	ttlSecs := new(big.Rat).SetFrac64(r.TTL.Nanoseconds(), int64(time.Second))
 	keys := new(big.Rat).Mul(in.Rate, ttlSecs)
@@ -143,7 +144,7 @@ func CalculateTTL(in TTLInputs) (TTLResult, error) {
 	if in.TTL > 0 && in.Window && in.TTL < r.RetryWindow {
 		r.Advice = append(r.Advice, fmt.Sprintf(
 			"--ttl %s is shorter than the retry window %s: a retry that comes later than %s after the first attempt finds no key and runs the work again; use --ttl %s or more",
-			FormatDuration(in.TTL), FormatDuration(r.RetryWindow), FormatDuration(in.TTL), FormatDuration(r.RetryWindow)))
+			duration.Format(in.TTL), duration.Format(r.RetryWindow), duration.Format(in.TTL), duration.Format(r.RetryWindow)))
 	}
 	if in.Window && in.Buffer == 0 {
 		r.Advice = append(r.Advice,

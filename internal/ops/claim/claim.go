@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/redis/go-redis/v9"
@@ -425,7 +426,7 @@ func checkTTL(ttl time.Duration, required bool) error {
 		return nil
 	}
 	if ttl < time.Millisecond {
-		return exit.Usagef("--ttl (%s) must be at least 1ms", shortDuration(ttl))
+		return exit.Usagef("--ttl (%s) must be at least 1ms", duration.Compact(ttl))
 	}
 	return nil
 }
@@ -437,7 +438,7 @@ func checkTTL(ttl time.Duration, required bool) error {
 func checkLease(lease, ttl time.Duration, required bool) error {
 	if lease != 0 || required {
 		if lease < time.Millisecond {
-			return exit.Usagef("--lease (%s) must be at least 1ms", shortDuration(lease))
+			return exit.Usagef("--lease (%s) must be at least 1ms", duration.Compact(lease))
 		}
 	}
 	if err := checkTTL(ttl, false); err != nil {
@@ -454,7 +455,7 @@ func checkLease(lease, ttl time.Duration, required bool) error {
 func leaseOverTTL(lease, ttl time.Duration, ttlName string) *exit.Error {
 	return &exit.Error{Code: exit.Usage,
 		Err: fmt.Errorf("--lease (%s) is longer than %s (%s): the record would expire while its claim is live",
-			shortDuration(lease), ttlName, shortDuration(ttl)),
+			duration.Compact(lease), ttlName, duration.Compact(ttl)),
 		Hint: "raise --ttl or lower --lease"}
 }
 

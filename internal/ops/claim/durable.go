@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 )
@@ -136,7 +137,7 @@ func giveUp(ctx context.Context, c *redisconn.Conn, p AcquireParams, res Acquire
 	}
 	if err != nil {
 		return unacked(what, na, fmt.Sprintf("%s, and giving it up failed: %v", made, err),
-			fmt.Sprintf("the key stays PROCESSING until its lease passes (%s)", shortDuration(p.Lease)))
+			fmt.Sprintf("the key stays PROCESSING until its lease passes (%s)", duration.Compact(p.Lease)))
 	}
 	return unacked(what, na, made+", "+done, "retry once the replicas are back (INFO replication on the primary lists them)")
 }

@@ -1,4 +1,4 @@
-package capacity
+package duration
 
 import (
 	"math/rand/v2"
@@ -10,7 +10,7 @@ import (
 // are exact and as kubectl writes them: no zero parts ("24h", never
 // "24h0m0s"), days past 48 hours ("7d"), and they parse back to the same
 // duration, so a suggested --ttl is never shorter than computed.
-func TestFormatDuration(t *testing.T) {
+func TestFormat(t *testing.T) {
 	for d, want := range map[time.Duration]string{
 		0:                                     "0s",
 		500 * time.Millisecond:                "500ms",
@@ -28,8 +28,8 @@ func TestFormatDuration(t *testing.T) {
 		time.Minute + time.Nanosecond:                  "1m0.000000001s",
 		-90 * time.Second:                              "-1m30s",
 	} {
-		if got := FormatDuration(d); got != want {
-			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
+		if got := Format(d); got != want {
+			t.Errorf("Format(%v) = %q, want %q", d, got, want)
 		}
 	}
 	r := rand.New(rand.NewPCG(1, 2))
@@ -41,9 +41,28 @@ func TestFormatDuration(t *testing.T) {
 		case 1:
 			d = d.Truncate(time.Minute)
 		}
-		back, err := ParseGoDuration(FormatDuration(d))
+		back, err := Parse(Format(d))
 		if err != nil || back != d {
-			t.Fatalf("%v -> %q -> %v (%v)", d, FormatDuration(d), back, err)
+			t.Fatalf("%v -> %q -> %v (%v)", d, Format(d), back, err)
+		}
+	}
+}
+
+// Parse takes Go's durations and days, the form idmpctl prints.
+func TestParse(t *testing.T) {
+	ok := map[string]time.Duration{
+		"7d": 7 * 24 * time.Hour, "6d23h": (6*24 + 23) * time.Hour, "1.5d": 36 * time.Hour,
+		"1d12h30m": 36*time.Hour + 30*time.Minute, "-1d": -24 * time.Hour, "0d": 0,
+		"5m": 5 * time.Minute, "1h30m": 90 * time.Minute, "500ms": 500 * time.Millisecond,
+	}
+	for in, want := range ok {
+		if got, err := Parse(in); err != nil || got != want {
+			t.Errorf("Parse(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"d", "1d1d", "12h1d", "1x d", "1d-5m", "7", "1dd", "999999999999d", "106752d", "106751d23h47m17s"} {
+		if got, err := Parse(in); err == nil {
+			t.Errorf("Parse(%q) = %v, want an error", in, got)
 		}
 	}
 }
