@@ -345,12 +345,7 @@ func scanNodes(ctx context.Context, c *redisconn.Conn, match string, count int64
 		// the caller cancelled: that is no complete scan.
 		return ctx.Err()
 	}
-	if cc, ok := c.Client().(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-			return scanOne(ctx, node)
-		})
-	}
-	return scanOne(ctx, c.Client())
+	return c.EachPrimary(ctx, func(ctx context.Context, node redis.Cmdable, _ string) error { return scanOne(ctx, node) })
 }
 
 // GlobEscape quotes the glob metacharacters of SCAN MATCH (* ? [ ] \) so

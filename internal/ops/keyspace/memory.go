@@ -68,12 +68,7 @@ func SampleKeys(ctx context.Context, c *redisconn.Conn, pattern string, literal 
 		mu.Unlock()
 		return nil
 	}
-	var err error
-	if cc, ok := c.Client().(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return one(ctx, node) })
-	} else {
-		err = one(ctx, c.Client())
-	}
+	err := c.EachPrimary(ctx, func(ctx context.Context, node redis.Cmdable, _ string) error { return one(ctx, node) })
 	if err != nil {
 		return nil, exit.Wrap(err, "scan")
 	}

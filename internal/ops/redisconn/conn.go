@@ -474,3 +474,13 @@ func (c *Conn) Pipelined(ctx context.Context, fn func(p redis.Pipeliner, ctx con
 	}
 	return err
 }
+
+// EachPrimary runs fn on every primary of a cluster, concurrently (go-redis's
+// ForEachMaster: fn synchronises what it shares), or once on the server.
+// addr is the node's address in a cluster, "" on a single server.
+func (c *Conn) EachPrimary(ctx context.Context, fn func(ctx context.Context, node redis.Cmdable, addr string) error) error {
+	if cc, ok := c.Client().(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return fn(ctx, n, n.Options().Addr) })
+	}
+	return fn(ctx, c.Client(), "")
+}

@@ -87,23 +87,15 @@ func (c *Conn) Eviction(ctx context.Context) (Eviction, bool) {
 	}
 	ctx, cancel := c.Ctx(ctx)
 	defer cancel()
-	if cc, ok := c.Client().(*redis.ClusterClient); ok {
-		_ = cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-			if info, err := node.Info(ctx, "memory").Result(); err == nil {
-				if e, ok := ParseEviction(info); ok {
-					e.Node = node.Options().Addr
-					c.eviction.set(e)
-				}
+	_ = c.EachPrimary(ctx, func(ctx context.Context, node redis.Cmdable, addr string) error {
+		if info, err := node.Info(ctx, "memory").Result(); err == nil {
+			if e, ok := ParseEviction(info); ok {
+				e.Node = addr
+				c.eviction.set(e)
 			}
-			return nil
-		})
-		return c.eviction.get()
-	}
-	if info, err := c.Client().Info(ctx, "memory").Result(); err == nil {
-		if e, ok := ParseEviction(info); ok {
-			c.eviction.set(e)
 		}
-	}
+		return nil
+	})
 	return c.eviction.get()
 }
 

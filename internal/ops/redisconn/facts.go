@@ -72,22 +72,14 @@ func ReadServerFacts(ctx context.Context, c *Conn) (ServerFacts, error) {
 		}
 		return nf, nil
 	}
-	if cc, ok := c.Client().(*redis.ClusterClient); ok {
-		var mu sync.Mutex
-		err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-			nf, err := read(ctx, node, node.Options().Addr)
-			mu.Lock()
-			f.Nodes = append(f.Nodes, nf)
-			mu.Unlock()
-			return err
-		})
-		if err != nil {
-			return f, err
-		}
-		slices.SortFunc(f.Nodes, func(a, b NodeFacts) int { return cmp.Compare(a.Addr, b.Addr) })
-		return f, nil
-	}
-	nf, err := read(ctx, c.Client(), "")
-	f.Nodes = []NodeFacts{nf}
+	var mu sync.Mutex
+	err = c.EachPrimary(ctx, func(ctx context.Context, node redis.Cmdable, addr string) error {
+		nf, err := read(ctx, node, addr)
+		mu.Lock()
+		f.Nodes = append(f.Nodes, nf)
+		mu.Unlock()
+		return err
+	})
+	slices.SortFunc(f.Nodes, func(a, b NodeFacts) int { return cmp.Compare(a.Addr, b.Addr) })
 	return f, err
 }

@@ -52,19 +52,19 @@ func InspectServer(ctx context.Context, c *Conn) (ServerReport, error) {
 	}
 	ctx, cancel := c.Ctx(ctx)
 	defer cancel()
-	if cc, ok := c.Client().(*redis.ClusterClient); ok {
-		var mu sync.Mutex
-		err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+	var mu sync.Mutex
+	err = c.EachPrimary(ctx, func(_ context.Context, _ redis.Cmdable, addr string) error {
+		if addr != "" { // a cluster's primaries; none listed for one server
 			mu.Lock()
-			r.Primaries = append(r.Primaries, node.Options().Addr)
+			r.Primaries = append(r.Primaries, addr)
 			mu.Unlock()
-			return nil
-		})
-		if err != nil {
-			return r, err
 		}
-		slices.Sort(r.Primaries)
+		return nil
+	})
+	if err != nil {
+		return r, err
 	}
+	slices.Sort(r.Primaries)
 	if r.NativeIDMP {
 		d, err := ServerIDMPDefaults(ctx, c.Client())
 		if err == nil {
