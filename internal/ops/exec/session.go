@@ -123,9 +123,6 @@ func Open(ctx context.Context, conn *redisconn.Conn, opt Options) (*Session, err
 	return s, nil
 }
 
-// Mode is the mode in force: auto until the first IDMP command settles it.
-func (s *Session) Mode() stream.Mode { return s.mode }
-
 // Do sends one command. Its reply comes to Emit in its turn. An error
 // means the session cannot go on (the connection failed).
 func (s *Session) Do(ctx context.Context, args []string) error {

@@ -84,19 +84,15 @@ func versionMajorMinor(v string) (int, int, bool) {
 	return major, minor, j > i+1
 }
 
-// Restore restores recs in one pipelined round trip (after one for the
-// server's clock) and returns each one's outcome. A record whose expiry had
-// passed at that clock reading is not sent; the others are restored by the
-// restore script, which checks the expiry again on the server's clock as
-// it writes. A reply error makes that record's outcome Failed (nothing of
-// it written), and the first such error is returned with the outcomes.
-func (r *Restorer) Restore(ctx context.Context, recs []backup.Record) ([]RestoreOutcome, error) {
-	return r.RestoreUnless(ctx, recs, nil)
-}
-
-// RestoreUnless is Restore where the records with missingOnly[i] set are
-// never written over an existing key, --replace or not: those whose fate
-// the purge did not learn (backup.KeptUnknown). missingOnly may be nil.
+// RestoreUnless restores recs in one pipelined round trip (after one for
+// the server's clock) and returns each one's outcome. A record whose expiry
+// had passed at that clock reading is not sent; the others are restored by
+// the restore script, which checks the expiry again on the server's clock
+// as it writes. A reply error makes that record's outcome Failed (nothing
+// of it written), and the first such error is returned with the outcomes.
+// The records with missingOnly[i] set are never written over an existing
+// key, --replace or not: those whose fate the purge did not learn
+// (backup.KeptUnknown), or any of a file cut short. missingOnly may be nil.
 func (r *Restorer) RestoreUnless(ctx context.Context, recs []backup.Record, missingOnly []bool) ([]RestoreOutcome, error) {
 	now := r.clientNow
 	if now == nil {

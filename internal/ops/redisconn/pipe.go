@@ -294,11 +294,6 @@ func (c *Conn) Redirected(ctx context.Context) {
 	}
 }
 
-// Moved reports a MOVED or ASK reply: the key's slot is served elsewhere.
-func Moved(err error) bool {
-	return redis.HasErrorPrefix(err, "MOVED ") || redis.HasErrorPrefix(err, "ASK ")
-}
-
 // ClientListed reports whether the primary that holds key lists a client
 // connection named name (CLIENT LIST TYPE normal), and the ID of the first
 // such. A connection the server no longer lists can run nothing more of

@@ -9,7 +9,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
@@ -197,20 +196,4 @@ func seq(from, to int) []int {
 func isBatchErr(err error, index int) bool {
 	var be *BatchError
 	return errors.As(err, &be) && be.Index == index
-}
-
-// eventually retries check until it passes or limit passes.
-func eventually(t testing.TB, limit time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
