@@ -12,6 +12,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/progress"
+	"github.com/idmpctl/idmpctl/internal/records"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/spf13/cobra"
 )
@@ -206,17 +207,9 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {
 	o.Ops.Progress = purgeProgress(bar, o.DryRun)
 	flush := bufferStream(p)
 	var keys keyList // the keys a view names
+	report := purgeItems(p, &keys)
 	sum, err := keyspace.Purge(ctx, conn, o.Ops, func(it keyspace.PurgeItem) {
-		switch p.Format {
-		case render.JSON:
-			_ = p.JSON(purgeItemJSON{Record: withTimes(shownRecord(it.Record, o.ShowSecrets)), Outcome: it.Outcome})
-		case render.Raw:
-			p.Line("%s\t%s", it.Outcome, render.Field(it.Record.Key))
-		default:
-			if it.Outcome != keyspace.PurgeChanged {
-				keys.add(it.Record.Key)
-			}
-		}
+		report(shownRecord(it.Record, o.ShowSecrets), it.Outcome)
 	})
 	flush()
 	stopProgress()
@@ -227,6 +220,24 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {
 		err = perr
 	}
 	return exit.Wrap(err, "purge")
+}
+
+// purgeItems is the view of a purge's records as they come: a JSON object
+// or a raw line each, or, for a table, the keys its summary names (those
+// not kept as changed).
+func purgeItems(p *render.Printer, keys *keyList) func(records.Record, keyspace.PurgeOutcome) {
+	return func(r records.Record, outcome keyspace.PurgeOutcome) {
+		switch p.Format {
+		case render.JSON:
+			_ = p.JSON(purgeItemJSON{Record: withTimes(r), Outcome: outcome})
+		case render.Raw:
+			p.Line("%s\t%s", outcome, render.Field(r.Key))
+		default:
+			if outcome != keyspace.PurgeChanged {
+				keys.add(r.Key)
+			}
+		}
+	}
 }
 
 // purgeItemJSON is one record of purge -o json and its outcome.

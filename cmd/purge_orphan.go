@@ -81,18 +81,7 @@ func purgeOrphanRun(ctx context.Context, o *PurgeOptions) error {
 	}
 	flush := bufferStream(p)
 	var shown keyList
-	report := func(r records.Record, outcome keyspace.PurgeOutcome) {
-		switch p.Format {
-		case render.JSON:
-			_ = p.JSON(purgeItemJSON{Record: withTimes(r), Outcome: outcome})
-		case render.Raw:
-			p.Line("%s\t%s", outcome, render.Field(r.Key))
-		default:
-			if outcome != keyspace.PurgeChanged {
-				shown.add(r.Key)
-			}
-		}
-	}
+	report := purgeItems(p, &shown)
 	for _, id := range order {
 		g := groups[id]
 		outcome := keyspace.PurgeWouldDelete
