@@ -222,6 +222,49 @@ func AppendCommand(b []byte, args ...string) []byte {
 	return b
 }
 
+// AppendArgs appends one command as a RESP array of bulk strings, its
+// arguments strings, *string, []byte or integers (anything else as
+// fmt.Sprint writes it): a script call's arguments as they are built, sent
+// without copying them into strings first.
+func AppendArgs(b []byte, args []any) []byte {
+	b = append(b, '*')
+	b = strconv.AppendInt(b, int64(len(args)), 10)
+	b = append(b, '\r', '\n')
+	bulk := func(n int) {
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(n), 10)
+		b = append(b, '\r', '\n')
+	}
+	var num [24]byte
+	for _, a := range args {
+		switch v := a.(type) {
+		case string:
+			bulk(len(v))
+			b = append(b, v...)
+		case *string:
+			bulk(len(*v))
+			b = append(b, *v...)
+		case []byte:
+			bulk(len(v))
+			b = append(b, v...)
+		case int:
+			s := strconv.AppendInt(num[:0], int64(v), 10)
+			bulk(len(s))
+			b = append(b, s...)
+		case int64:
+			s := strconv.AppendInt(num[:0], v, 10)
+			bulk(len(s))
+			b = append(b, s...)
+		default:
+			s := fmt.Sprint(v)
+			bulk(len(s))
+			b = append(b, s...)
+		}
+		b = append(b, '\r', '\n')
+	}
+	return b
+}
+
 // ReplyError is an error reply as a Go error (Value's form of one).
 type ReplyError string
 

@@ -70,3 +70,14 @@ func FuzzRead(f *testing.F) {
 		_, _ = Read(bufio.NewReader(strings.NewReader(string(b))))
 	})
 }
+
+// AppendArgs writes what AppendCommand writes for strings, and the other
+// argument forms of a script call as their bytes or decimal digits.
+func TestAppendArgs(t *testing.T) {
+	s := "v\r\n"
+	got := string(AppendArgs(nil, []any{"EVALSHA", &s, []byte{0, 1}, 7, int64(-12), 3.5}))
+	want := string(AppendCommand(nil, "EVALSHA", "v\r\n", "\x00\x01", "7", "-12", "3.5"))
+	if got != want {
+		t.Errorf("AppendArgs = %q, want %q", got, want)
+	}
+}

@@ -1,9 +1,6 @@
 package exec
 
 import (
-	"fmt"
-	"strconv"
-
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/resp"
 )
@@ -51,7 +48,7 @@ func (s *Session) send(p *pending, cmds ...wireCmd) {
 	}
 	for _, c := range cmds {
 		if c.call != nil {
-			s.buf = appendAnyCommand(s.buf[:0], c.call.Command(false))
+			s.buf = resp.AppendArgs(s.buf[:0], c.call.Command(false))
 		} else {
 			s.buf = resp.AppendCommand(s.buf[:0], c.args...)
 		}
@@ -136,34 +133,4 @@ func (s *Session) Close() error {
 	<-s.readDone
 	s.nc.Close()
 	return s.err()
-}
-
-// appendAnyCommand writes a script call's arguments (strings, *string,
-// integers) as one command.
-func appendAnyCommand(b []byte, args []any) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(args)), 10)
-	b = append(b, '\r', '\n')
-	var num [24]byte
-	for _, a := range args {
-		var s string
-		switch v := a.(type) {
-		case string:
-			s = v
-		case *string:
-			s = *v
-		case int:
-			s = string(strconv.AppendInt(num[:0], int64(v), 10))
-		case int64:
-			s = string(strconv.AppendInt(num[:0], v, 10))
-		default:
-			s = fmt.Sprint(v)
-		}
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(s)), 10)
-		b = append(b, '\r', '\n')
-		b = append(b, s...)
-		b = append(b, '\r', '\n')
-	}
-	return b
 }

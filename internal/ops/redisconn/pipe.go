@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/resp"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -92,7 +93,7 @@ func (c *Conn) OpenPipe(ctx context.Context, key, name string, scripts ...*Scrip
 	w := bufio.NewWriterSize(nc, 64<<10)
 	_ = nc.SetWriteDeadline(time.Now().Add(p.timeout))
 	for _, cmd := range hello {
-		writeCommand(w, cmd)
+		_ = writeCommand(w, nil, cmd)
 	}
 	if err := w.Flush(); err != nil {
 		nc.Close()
@@ -171,6 +172,7 @@ func (p *Pipe) Close() {
 // write writes what Send queues until Close or a failure.
 func (p *Pipe) write(w *bufio.Writer) {
 	defer close(p.written)
+	var buf []byte // one command's encoding, reused
 	for {
 		select {
 		case <-p.closed:
@@ -178,7 +180,7 @@ func (p *Pipe) write(w *bufio.Writer) {
 		case cmds := <-p.out:
 			_ = p.nc.SetWriteDeadline(time.Now().Add(p.timeout))
 			for _, cmd := range cmds {
-				writeCommand(w, cmd)
+				buf = writeCommand(w, buf, cmd)
 			}
 			if err := w.Flush(); err != nil {
 				p.werr = err
@@ -190,40 +192,13 @@ func (p *Pipe) write(w *bufio.Writer) {
 	}
 }
 
-// writeCommand writes one command as a RESP array of bulk strings; the
+// writeCommand writes one command as a RESP array of bulk strings (see
+// resp.AppendArgs), encoded into buf, which it returns for the next; the
 // bufio.Writer keeps the first error, which Flush reports.
-func writeCommand(w *bufio.Writer, args []any) {
-	var num [24]byte
-	bulk := func(s string) {
-		_ = w.WriteByte('$')
-		_, _ = w.Write(strconv.AppendInt(num[:0], int64(len(s)), 10))
-		_, _ = w.WriteString("\r\n")
-		_, _ = w.WriteString(s)
-		_, _ = w.WriteString("\r\n")
-	}
-	_ = w.WriteByte('*')
-	_, _ = w.Write(strconv.AppendInt(num[:0], int64(len(args)), 10))
-	_, _ = w.WriteString("\r\n")
-	for _, a := range args {
-		switch v := a.(type) {
-		case string:
-			bulk(v)
-		case *string:
-			bulk(*v)
-		case []byte:
-			_ = w.WriteByte('$')
-			_, _ = w.Write(strconv.AppendInt(num[:0], int64(len(v)), 10))
-			_, _ = w.WriteString("\r\n")
-			_, _ = w.Write(v)
-			_, _ = w.WriteString("\r\n")
-		case int:
-			bulk(string(strconv.AppendInt(num[:0], int64(v), 10)))
-		case int64:
-			bulk(string(strconv.AppendInt(num[:0], v, 10)))
-		default:
-			bulk(fmt.Sprint(v))
-		}
-	}
+func writeCommand(w *bufio.Writer, buf []byte, args []any) []byte {
+	buf = resp.AppendArgs(buf[:0], args)
+	_, _ = w.Write(buf)
+	return buf
 }
 
 // readReply reads one RESP2 reply.
