@@ -265,10 +265,15 @@ func AppendArgs(b []byte, args []any) []byte {
 	return b
 }
 
-// ReplyError is an error reply as a Go error (Value's form of one).
+// ReplyError is an error reply as a Go error (Value's form of one): the
+// command failed, the connection goes on.
 type ReplyError string
 
 func (e ReplyError) Error() string { return string(e) }
+
+// RedisError makes it a redis.Error, as go-redis's own error replies are
+// (redis.HasErrorPrefix and its retry rules know it).
+func (ReplyError) RedisError() {}
 
 // Value is the reply as go-redis gives replies: strings for bulk, status,
 // verbatim, double and big-number replies, int64 for integers, nil,

@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"slices"
 	"strconv"
@@ -43,12 +42,7 @@ type Pipe struct {
 
 // ReplyError is an error reply of the server (ERR, NOSCRIPT, MOVED...): the
 // command failed, the pipe goes on.
-type ReplyError string
-
-func (e ReplyError) Error() string { return string(e) }
-
-// RedisError makes it a redis.Error, as go-redis's own error replies are.
-func (ReplyError) RedisError() {}
+type ReplyError = resp.ReplyError
 
 // OpenPipe dials the primary that holds key as the connection's client
 // would (its dialer, TLS, credentials, database), names the connection
@@ -201,54 +195,18 @@ func writeCommand(w *bufio.Writer, buf []byte, args []any) []byte {
 	return buf
 }
 
-// readReply reads one RESP2 reply.
+// readReply reads one reply as go-redis gives replies (resp.Reply.Value):
+// an error reply of its own is returned as the error.
 func readReply(rd *bufio.Reader) (any, error) {
-	line, err := rd.ReadSlice('\n')
+	r, err := resp.Read(rd)
 	if err != nil {
 		return nil, err
 	}
-	if len(line) < 3 || line[len(line)-2] != '\r' {
-		return nil, fmt.Errorf("redis protocol: bad line %q", line)
+	v := r.Value()
+	if re, ok := v.(ReplyError); ok {
+		return nil, re
 	}
-	kind, body := line[0], line[1:len(line)-2]
-	switch kind {
-	case '+':
-		return string(body), nil
-	case '-':
-		return nil, ReplyError(body)
-	case ':':
-		return strconv.ParseInt(string(body), 10, 64)
-	case '$':
-		n, err := strconv.Atoi(string(body))
-		if err != nil || n < 0 {
-			return nil, err // $-1: nil
-		}
-		b := make([]byte, n+2)
-		if _, err := io.ReadFull(rd, b); err != nil {
-			return nil, err
-		}
-		return string(b[:n]), nil
-	case '*':
-		n, err := strconv.Atoi(string(body))
-		if err != nil || n < 0 {
-			return nil, err // *-1: nil
-		}
-		arr := make([]any, n)
-		for i := range arr {
-			v, err := readReply(rd)
-			var re ReplyError
-			switch {
-			case errors.As(err, &re):
-				arr[i] = re
-			case err != nil:
-				return nil, err
-			default:
-				arr[i] = v
-			}
-		}
-		return arr, nil
-	}
-	return nil, fmt.Errorf("redis protocol: unexpected %q", line)
+	return v, nil
 }
 
 // SetTimeout bounds each later write and reply by d instead of the
