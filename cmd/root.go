@@ -629,6 +629,21 @@ func signalName(sig syscall.Signal) string {
 	return sig.String()
 }
 
+// inOurWords is a network failure's message in our words, after what the
+// command said it was doing, and its hint: the precise one alone, or in
+// place of the generic one after what the command adds (a specific hint
+// stays).
+func inOurWords(e *exit.Error, hint, words, precise string) (string, string) {
+	msg := words
+	if e != nil && e.What != "" {
+		msg = e.What + ": " + words
+	}
+	if hint == "" {
+		return msg, precise
+	}
+	return msg, strings.Replace(hint, exit.UnreachableHint, precise, 1)
+}
+
 func printError(f *Factory, err error) {
 	var e *exit.Error
 	if errors.As(err, &e) && e.Silent {
@@ -650,31 +665,13 @@ func printError(f *Factory, err error) {
 		}
 	case exit.Code(err) == exit.Unavailable && exit.ClosedByServer(err):
 		// Go's "EOF" or "connection reset by peer" say less than this.
-		msg = "the server closed the connection"
-		if e != nil && e.What != "" {
-			msg = e.What + ": " + msg
-		}
-		closed := "the server restarted, was stopped, or dropped this client (CLIENT KILL, its timeout setting, maxclients): run the command again once it answers"
-		if hint == "" {
-			hint = closed
-		} else {
-			hint = strings.Replace(hint, exit.UnreachableHint, closed, 1)
-		}
+		msg, hint = inOurWords(e, hint, "the server closed the connection",
+			"the server restarted, was stopped, or dropped this client (CLIENT KILL, its timeout setting, maxclients): run the command again once it answers")
 	case exit.Code(err) == exit.Unavailable && exit.TimedOut(err):
 		// The network's words ("read tcp ...: i/o timeout") say less than
 		// ours, and name no flag.
-		msg = "no reply within --timeout " + render.Duration(f.Global.Timeout)
-		if e != nil && e.What != "" {
-			msg = e.What + ": " + msg
-		}
-		// The generic hint (alone, or after what the command adds) says
-		// more precisely what a timeout means; a specific one stays.
-		timedOut := "the server did not answer in time: it is down, overloaded, blocked by a slow command, or unreachable; --timeout D waits longer"
-		if hint == "" {
-			hint = timedOut
-		} else {
-			hint = strings.Replace(hint, exit.UnreachableHint, timedOut, 1)
-		}
+		msg, hint = inOurWords(e, hint, "no reply within --timeout "+render.Duration(f.Global.Timeout),
+			"the server did not answer in time: it is down, overloaded, blocked by a slow command, or unreachable; --timeout D waits longer")
 	}
 	bad := func(s string) string { return s }
 	if f.Printer != nil {
