@@ -150,9 +150,9 @@ end
 
 -- Permission checks: each {command, args...} the second part of a script
 -- may run, checked with redis.acl_check_cmd (Redis 7.0+, Valkey) before
--- anything is written. Servers without it (Redis 6.2) are refused by the
--- caller before a script runs unless the user may run every command on
--- every key (see redisconn.CheckScriptACL).
+-- anything is written. Servers without it (Redis 6.2) run the writes
+-- unchecked: inspect --server says "available-unchecked" there (README,
+-- "Permissions").
 local function denied(checks)
   if not redis.acl_check_cmd then return nil end
   for _, c in ipairs(checks) do
