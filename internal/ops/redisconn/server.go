@@ -70,10 +70,7 @@ func InspectServer(ctx context.Context, c *Conn) (ServerReport, error) {
 		if err == nil {
 			r.Defaults = &d
 		}
-	} else if vals, err := c.Client().HMGet(ctx, idmp.DefaultsKey, idmp.ParamDuration, idmp.ParamMaxSize).Result(); err == nil {
-		// Emulated IDMP's own (idmpctl exec CONFIG SET stream-idmp-*).
-		str := func(v any) string { s, _ := v.(string); return s }
-		d := idmp.ParseDefaults(str(vals[0]), str(vals[1]))
+	} else if d, err := c.EmulatedIDMPDefaults(ctx); err == nil {
 		r.Defaults = &d
 	}
 	rtts := make([]time.Duration, 0, pingSamples)
@@ -88,6 +85,24 @@ func InspectServer(ctx context.Context, c *Conn) (ServerReport, error) {
 	r.PingRTT = rtts[len(rtts)/2]
 	r.PingRTTus = r.PingRTT.Microseconds()
 	return r, nil
+}
+
+// EmulatedIDMPDefaults reads emulated IDMP's server-level defaults, which
+// idmpctl exec's CONFIG SET stream-idmp-* keeps in the hash at
+// idmp.DefaultsKey (in a cluster, on that key's node); absent ones are
+// Redis's.
+func (c *Conn) EmulatedIDMPDefaults(ctx context.Context) (idmp.Defaults, error) {
+	var vals []any
+	err := c.Do(func(uc redis.UniversalClient) error { // a cluster node redirects
+		var err error
+		vals, err = uc.HMGet(ctx, idmp.DefaultsKey, idmp.ParamDuration, idmp.ParamMaxSize).Result()
+		return err
+	})
+	if err != nil {
+		return idmp.Defaults{}, err
+	}
+	str := func(v any) string { s, _ := v.(string); return s }
+	return idmp.ParseDefaults(str(vals[0]), str(vals[1])), nil
 }
 
 // ServerIDMPDefaults reads CONFIG GET stream-idmp-duration/-maxsize.

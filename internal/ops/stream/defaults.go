@@ -6,7 +6,6 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
-	"github.com/redis/go-redis/v9"
 )
 
 // Server-level defaults in emulated mode (CONFIG SET stream-idmp-duration
@@ -41,23 +40,12 @@ func (s *Streams) loadDefaults(ctx context.Context) error {
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	var vals []any
-	err := s.Conn.Do(func(c redis.UniversalClient) error { // a cluster node redirects
-		var err error
-		vals, err = c.HMGet(ctx, idmp.DefaultsKey, idmp.ParamDuration, idmp.ParamMaxSize).Result()
-		return err
-	})
+	d, err := s.Conn.EmulatedIDMPDefaults(ctx)
 	if err != nil {
 		return exit.Wrap(err, "read the IDMP defaults ("+idmp.DefaultsKey+")")
 	}
-	d := idmp.ParseDefaults(str(vals[0]), str(vals[1]))
 	s.Defaults = &d
 	return nil
-}
-
-func str(v any) string {
-	s, _ := v.(string)
-	return s
 }
 
 // LoadDefaults reads the server-level defaults unless known already.
