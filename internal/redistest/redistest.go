@@ -27,6 +27,29 @@ func Binary() string {
 	return "redis-server"
 }
 
+// NativeBinary is a redis-server with native IDMP (Redis 8.6.3) for the
+// tests that need one next to the server under test (the agreement and
+// upgrade tests): $IDMPCTL_TEST_NATIVE_SERVER, else the build that
+// scripts/install-redis.sh caches, else "" (see RequireNative).
+func NativeBinary() string {
+	if b := os.Getenv("IDMPCTL_TEST_NATIVE_SERVER"); b != "" {
+		return b
+	}
+	dir := os.Getenv("REDIS86_DIR")
+	if dir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(cache, "idmpctl", "redis-8.6.3")
+	}
+	b := filepath.Join(dir, "bin", "redis-server")
+	if _, err := os.Stat(b); err != nil {
+		return ""
+	}
+	return b
+}
+
 // Options says how to start a server.
 type Options struct {
 	Dir    string   // working directory (data, logs, socket); required
@@ -34,6 +57,10 @@ type Options struct {
 	Port   int      // a fixed port (restart on the same port); 0 picks a free one
 	AOF    bool     // appendonly yes, appendfsync always: every acknowledged write survives kill -9
 	Config []string // extra config lines, e.g. "requirepass s3cret"
+
+	// Binary is the server to run: "" is Binary(), the server under test;
+	// NativeBinary() starts a native-IDMP server beside it.
+	Binary string
 
 	// TLS, when set, makes the server speak TLS only, on a free loopback
 	// port (TLSPort); Unix is implied: the plain side is the unix socket,
@@ -137,11 +164,19 @@ func (s *Server) start(conf []string) error {
 	return s.launch(confPath)
 }
 
+// binary is the server binary this server runs.
+func (s *Server) binary() string {
+	if s.Opts.Binary != "" {
+		return s.Opts.Binary
+	}
+	return Binary()
+}
+
 func (s *Server) launch(confPath string) error {
-	cmd := exec.Command(Binary(), confPath)
+	cmd := exec.Command(s.binary(), confPath)
 	cmd.Dir = s.Opts.Dir
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("redistest: start %s: %w (install redis-server)", Binary(), err)
+		return fmt.Errorf("redistest: start %s: %w (install redis-server)", s.binary(), err)
 	}
 	s.cmd, s.done = cmd, make(chan struct{})
 	go func() { _ = cmd.Wait(); close(s.done) }()
@@ -173,7 +208,7 @@ func (s *Server) launch(confPath string) error {
 // server that keeps transactions whole.
 func (s *Server) Restart() error {
 	if s.Opts.AOF {
-		if err := repairAOF(s.Opts.Dir); err != nil {
+		if err := repairAOF(s.binary(), s.Opts.Dir); err != nil {
 			return err
 		}
 	}
@@ -182,22 +217,26 @@ func (s *Server) Restart() error {
 
 // CheckAOFBinary is the AOF checker that goes with Binary: redis-check-aof
 // for redis-server, valkey-check-aof for valkey-server.
-func CheckAOFBinary() string {
-	b := Binary()
-	dir, base := filepath.Split(b)
+func CheckAOFBinary() string { return checkAOFBinary(Binary()) }
+
+// checkAOFBinary is the AOF checker beside a server binary (the same
+// directory when the binary is a path: an 8.6 build's own checker).
+func checkAOFBinary(server string) string {
+	dir, base := filepath.Split(server)
 	return dir + strings.TrimSuffix(base, "-server") + "-check-aof"
 }
 
 // repairAOF cuts a torn transaction off the AOF in dir, if there is one.
-func repairAOF(dir string) error {
+func repairAOF(server, dir string) error {
 	manifest := filepath.Join(dir, "appendonlydir", "appendonly.aof.manifest")
 	if _, err := os.Stat(manifest); err != nil {
 		return nil // nothing written yet
 	}
-	cmd := exec.Command(CheckAOFBinary(), "--fix", manifest)
+	checker := checkAOFBinary(server)
+	cmd := exec.Command(checker, "--fix", manifest)
 	cmd.Stdin = strings.NewReader("y\n")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("redistest: %s --fix: %v\n%s", CheckAOFBinary(), err, tail(string(out), 600))
+		return fmt.Errorf("redistest: %s --fix: %v\n%s", checker, err, tail(string(out), 600))
 	}
 	return nil
 }

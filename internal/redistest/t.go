@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -30,6 +31,30 @@ func NewWith(t testing.TB, opts Options) *Server {
 	}
 	t.Cleanup(srv.Stop)
 	return srv
+}
+
+// RequireNative is NativeBinary for a test that needs a native-IDMP server
+// beside the server under test. Without one it skips, or fails when
+// IDMPCTL_REQUIRE_NATIVE=1 (make test sets it: CI never skips it silently).
+func RequireNative(t testing.TB) string {
+	t.Helper()
+	b := NativeBinary()
+	if b != "" {
+		return b
+	}
+	msg := "no Redis 8.6 server: run scripts/install-redis.sh, or set IDMPCTL_TEST_NATIVE_SERVER"
+	if os.Getenv("IDMPCTL_REQUIRE_NATIVE") == "1" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// NewNative starts a native-IDMP server (see RequireNative) on a unix
+// socket for one test.
+func NewNative(t testing.TB, config ...string) *Server {
+	t.Helper()
+	return NewWith(t, Options{Unix: true, Config: config, Binary: RequireNative(t)})
 }
 
 // NewCluster starts a real 3-primary cluster for one test. It skips with
