@@ -252,7 +252,11 @@ func (s *Session) configGet(p *pending, c Command) {
 		out := r
 		out.Elems = append([]resp.Reply(nil), r.Elems...)
 		for _, n := range names {
-			if !hasKey(r, n) {
+			// A server with IDMP has its own stream-idmp-* (its native
+			// defaults): emulated mode answers with the ones its adds use.
+			if i := keyIndex(r, n); i >= 0 {
+				out.Elems[i+1] = value(d, n)
+			} else {
 				out.Elems = append(out.Elems, resp.BulkOf(n), value(d, n))
 			}
 		}
@@ -277,13 +281,15 @@ func oursOnly(patterns []string) bool {
 	return true
 }
 
-func hasKey(r resp.Reply, k string) bool {
+// keyIndex is the index of k among the keys of a CONFIG GET reply (a flat
+// array, or a map in RESP3), or -1.
+func keyIndex(r resp.Reply, k string) int {
 	for i := 0; i+1 < len(r.Elems); i += 2 {
-		if r.Elems[i].Str == k {
-			return true
+		if strings.EqualFold(r.Elems[i].Str, k) { // 8.6 echoes the name as typed
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // defaultsFrom reads HMGET idmp.DefaultsKey's reply: absent or unreadable

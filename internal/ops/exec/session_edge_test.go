@@ -264,9 +264,33 @@ func TestExecConfigGetWithoutServerConfig(t *testing.T) {
 	}
 	want(t, got, `1# "stream-idmp-duration" => "300"`, `2# "stream-idmp-maxsize" => "100"`)
 	// With the server's CONFIG, a pattern that matches its parameters too
-	// still gets them.
+	// still gets them, and the emulated default: on a server with IDMP its
+	// own stream-idmp-duration (100) is replaced by the one emulated adds
+	// use (the server orders the pairs its way).
 	got = session(t, conn, `CONFIG GET stream-node-max-entries stream-idmp-duration`)
-	want(t, got, `1) "stream-node-max-entries"`, `2) "100"`, `3) "stream-idmp-duration"`, `4) "300"`)
+	if pairs := configPairs(t, got); len(pairs) != 2 || pairs["stream-node-max-entries"] != "100" || pairs["stream-idmp-duration"] != "300" {
+		t.Fatalf("replies:\n%s\nwant stream-node-max-entries 100 and stream-idmp-duration 300", strings.Join(got, "\n"))
+	}
+}
+
+// configPairs reads a CONFIG GET reply drawn as an array: name, value...
+func configPairs(t *testing.T, lines []string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	var name string
+	for i, l := range lines {
+		_, v, ok := strings.Cut(l, ") ")
+		if !ok {
+			t.Fatalf("not an array element: %q", l)
+		}
+		v = strings.Trim(v, `"`)
+		if i%2 == 0 {
+			name = v
+		} else {
+			out[name] = v
+		}
+	}
+	return out
 }
 
 // MOVE takes a stream to another database without its emulated state
