@@ -51,7 +51,7 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 		}
 		if r.Format == records.FormatStream {
 			if sv == nil {
-				if sv, err = newStreamViewer(ctx, o.Factory, conn); err != nil {
+				if sv, err = newStreamViewer(ctx, o.Factory, conn, o.Mode); err != nil {
 					return err
 				}
 				sv.count = o.Count
@@ -595,8 +595,8 @@ type streamViewer struct {
 	count   int // --watch: views to draw (0: until interrupted)
 }
 
-func newStreamViewer(ctx context.Context, f *Factory, conn *redisconn.Conn) (*streamViewer, error) {
-	streams, err := stream.NewStreams(conn, stream.ModeAuto)
+func newStreamViewer(ctx context.Context, f *Factory, conn *redisconn.Conn, mode string) (*streamViewer, error) {
+	streams, err := openStreamsOn(conn, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -606,8 +606,9 @@ func newStreamViewer(ctx context.Context, f *Factory, conn *redisconn.Conn) (*st
 	}
 	ev, _ := conn.Eviction(ctx)
 	sctx := health.StreamContext{DefaultDuration: d, DefaultMaxSize: m, Role: redisconn.Role(ctx, conn), Eviction: ev}
-	// The lints for known IDMP bugs need the server's facts: native only.
-	if caps, err := conn.Capabilities(ctx); err == nil && caps.NativeIDMP {
+	// The lints for known IDMP bugs need the server's facts: native views
+	// only (ServerDefaults settled the mode).
+	if caps, err := conn.Capabilities(ctx); err == nil && caps.NativeIDMP && streams.Mode != stream.ModeEmulated {
 		facts, err := redisconn.ReadServerFacts(ctx, conn)
 		if err != nil {
 			return nil, err
