@@ -201,13 +201,18 @@ func TestACLRefusedBeforeWrite(t *testing.T) {
 }
 
 // TestEvictionVolatileKeepsState: with maxmemory and volatile-lru, cache
-// keys with TTLs push the server to evict. The IDMP state and the batch's
-// progress record have no TTL, so they stay: a rerun of the batch adds
-// nothing. xadd, inspect --server and inspect STREAM warn about the policy.
-// Before: the state keys (which had TTLs) were evicted first, inspect showed
-// 0 tracked without a word, and the rerun added all 2,000 lines again.
+// keys with TTLs push the server to evict. The IDMP state (emulated: its
+// keys; native: inside the stream) and the batch's progress record have no
+// TTL, so they stay: a rerun of the batch adds nothing. xadd, inspect
+// --server and inspect STREAM warn about the policy. Before: the state
+// keys (which had TTLs) were evicted first, inspect showed 0 tracked
+// without a word, and the rerun added all 2,000 lines again.
 func TestEvictionVolatileKeepsState(t *testing.T) {
 	t.Parallel()
+	eachMode(t, testEvictionVolatileKeepsState)
+}
+
+func testEvictionVolatileKeepsState(t *testing.T, mode string) {
 	srv := redistest.New(t, "maxmemory 8mb", "maxmemory-policy volatile-lru")
 	rdb := faultRedis(t, srv)
 	ctx := context.Background()
@@ -215,10 +220,10 @@ func TestEvictionVolatileKeepsState(t *testing.T) {
 	if err := rdb.Do(ctx, "XADD", "s", "MAXLEN", "0", "*", "init", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	c.Expect(0, "cfgset", "s", "--maxsize", "10000", "--mode", "emulated", "--yes")
+	c.Expect(0, "cfgset", "s", "--maxsize", "10000", "--mode", mode, "--yes")
 	file := filepath.Join(c.Dir, "b.ndjson")
 	writeLines(t, file, 2000)
-	first := c.Expect(0, "xadd", "s", "--pid", "p", "--batch", file, "--mode", "emulated")
+	first := c.Expect(0, "xadd", "s", "--pid", "p", "--batch", file, "--mode", mode)
 	if n := strings.Count(first.Stderr, "maxmemory-policy volatile-lru"); n != 1 {
 		t.Fatalf("xadd --batch warned %d times about the policy, want once:\n%s", n, first.Stderr)
 	}
@@ -233,7 +238,7 @@ func TestEvictionVolatileKeepsState(t *testing.T) {
 	if evicted < 200 {
 		t.Fatalf("only %d keys evicted: no memory pressure", evicted)
 	}
-	r := c.Expect(0, "inspect", "s", "-o", "json")
+	r := c.Expect(0, "inspect", "s", "-o", "json", "--mode", mode)
 	var view struct {
 		Tracked int64 `json:"iids-tracked"`
 		Lints   []struct{ Code string }
@@ -245,7 +250,7 @@ func TestEvictionVolatileKeepsState(t *testing.T) {
 	if view.Tracked != 2000 || !strings.Contains(codes, "eviction") {
 		t.Fatalf("after %d evictions: iids-tracked %d, lints %v; want 2000 and an eviction lint", evicted, view.Tracked, codes)
 	}
-	second := c.Expect(0, "xadd", "s", "--pid", "p", "--batch", file, "--mode", "emulated")
+	second := c.Expect(0, "xadd", "s", "--pid", "p", "--batch", file, "--mode", mode)
 	missing, extra := faultScanStream(t, rdb, "s", 2000)
 	t.Logf("%d keys evicted; rerun: %s; %d missing, %d duplicated", evicted, strings.TrimSpace(second.Stderr), missing, extra)
 	if missing != 0 || extra != 0 {
@@ -255,7 +260,7 @@ func TestEvictionVolatileKeepsState(t *testing.T) {
 		t.Fatalf("the rerun did not warn about the policy:\n%s", second.Stderr)
 	}
 	// A single add warns once too, and inspect --server names the policy.
-	one := c.Expect(0, "xadd", "s", "--pid", "p", "--iid", "single", "f", "v", "--mode", "emulated")
+	one := c.Expect(0, "xadd", "s", "--pid", "p", "--iid", "single", "f", "v", "--mode", mode)
 	if strings.Count(one.Stderr, "may evict keys") != 1 {
 		t.Fatalf("single xadd: want one warning, got:\n%s", one.Stderr)
 	}
@@ -284,6 +289,8 @@ func redistestInfoField(t *testing.T, rdb *redis.Client, section, field string) 
 // state with a part missing is reported as inconsistent, not as empty.
 // Before: with the settings hash gone, inspect showed mode none and 0
 // tracked while the add script still deduplicated on what was left.
+// Emulated state only (native state lives in the stream: it goes whole),
+// on any server (inspect --mode emulated).
 func TestEvictionPartialStateInconsistent(t *testing.T) {
 	t.Parallel()
 	srv := redistest.New(t)
@@ -299,11 +306,11 @@ func TestEvictionPartialStateInconsistent(t *testing.T) {
 		s := "s" + strconv.Itoa(i)
 		c.Expect(0, "xadd", s, "--pid", "p", "--iid", "a", "f", "v", "--mode", "emulated")
 		c.Expect(0, "xadd", s, "--pid", "q", "--iid", "b", "f", "v", "--mode", "emulated")
-		if r := c.Expect(0, "inspect", s); strings.Contains(r.Stdout, "inconsistent") {
+		if r := c.Expect(0, "inspect", s, "--mode", "emulated"); strings.Contains(r.Stdout, "inconsistent") {
 			t.Fatalf("a whole state called inconsistent: %s", r)
 		}
 		rdb.Del(ctx, strings.ReplaceAll(k.gone, "S", s))
-		r := c.Expect(0, "inspect", s)
+		r := c.Expect(0, "inspect", s, "--mode", "emulated")
 		want := strings.ReplaceAll(k.want, "S", s)
 		if !strings.Contains(r.Stdout, "lint\tinconsistent\t") || !strings.Contains(r.Stdout, want) || !strings.Contains(r.Stdout, "mode\temulated") {
 			t.Fatalf("%s gone: want an inconsistent lint %q, got %s", k.gone, want, r)
