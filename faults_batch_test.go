@@ -45,18 +45,20 @@ func TestFaultBatchKills(t *testing.T) {
 	})
 	file := filepath.Join(t.TempDir(), "batch.ndjson")
 	faultBatchFile(t, file, lines)
-	for _, maxsize := range []int{1, 100, 10000} {
-		for _, kill := range []string{"server", "idmpctl"} {
-			t.Run(fmt.Sprintf("maxsize=%d/kill=%s", maxsize, kill), func(t *testing.T) {
-				t.Parallel()
-				rng := rand.New(rand.NewPCG(seed, uint64(maxsize)*2+map[string]uint64{"server": 0, "idmpctl": 1}[kill]))
-				batchKillRounds(t, rng, file, lines, rounds, maxsize, kill)
-			})
+	eachMode(t, func(t *testing.T, mode string) {
+		for _, maxsize := range []int{1, 100, 10000} {
+			for _, kill := range []string{"server", "idmpctl"} {
+				t.Run(fmt.Sprintf("maxsize=%d/kill=%s", maxsize, kill), func(t *testing.T) {
+					t.Parallel()
+					rng := rand.New(rand.NewPCG(seed, uint64(maxsize)*2+map[string]uint64{"server": 0, "idmpctl": 1}[kill]))
+					batchKillRounds(t, rng, file, lines, rounds, maxsize, kill, mode)
+				})
+			}
 		}
-	}
+	})
 }
 
-func batchKillRounds(t *testing.T, rng *rand.Rand, file string, lines, rounds, maxsize int, kill string) {
+func batchKillRounds(t *testing.T, rng *rand.Rand, file string, lines, rounds, maxsize int, kill, mode string) {
 	srv := redistest.NewWith(t, redistest.Options{AOF: true})
 	rdb := faultRedis(t, srv)
 	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
@@ -64,8 +66,8 @@ func batchKillRounds(t *testing.T, rng *rand.Rand, file string, lines, rounds, m
 	if err := rdb.Do(ctx, "XADD", "s", "MAXLEN", "0", "*", "init", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	c.Expect(0, "cfgset", "s", "--maxsize", strconv.Itoa(maxsize), "--mode", "emulated", "--yes")
-	batch := []string{"xadd", "s", "--pid", "p", "--batch", file, "--retries", "0", "--mode", "emulated"}
+	c.Expect(0, "cfgset", "s", "--maxsize", strconv.Itoa(maxsize), "--mode", mode, "--yes")
+	batch := []string{"xadd", "s", "--pid", "p", "--batch", file, "--retries", "0", "--mode", mode}
 
 	var kills, printed int
 	var log []string
@@ -106,8 +108,8 @@ func batchKillRounds(t *testing.T, rng *rand.Rand, file string, lines, rounds, m
 			}
 			missing, extra := faultScanStream(t, rdb, "s", lines)
 			xlen, _ := rdb.XLen(ctx, "s").Result()
-			t.Logf("maxsize %d, kill %s: %d kills at XLEN %s; %d runs; %d result lines printed; stream: XLEN %d, %d missing, %d duplicated",
-				maxsize, kill, kills, strings.Join(log, ","), attempt+1, printed, xlen, missing, extra)
+			t.Logf("%s, maxsize %d, kill %s: %d kills at XLEN %s; %d runs; %d result lines printed; stream: XLEN %d, %d missing, %d duplicated",
+				mode, maxsize, kill, kills, strings.Join(log, ","), attempt+1, printed, xlen, missing, extra)
 			if xlen != int64(lines) || missing != 0 || extra != 0 {
 				t.Fatalf("after %d kills: XLEN %d for %d lines, %d missing, %d duplicated", kills, xlen, lines, missing, extra)
 			}

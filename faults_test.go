@@ -176,6 +176,10 @@ func faultLines(s string) []string {
 // hundred lines, far inside the window).
 func TestFaultServerKilledMidBatch(t *testing.T) {
 	t.Parallel()
+	eachMode(t, testFaultServerKilledMidBatch)
+}
+
+func testFaultServerKilledMidBatch(t *testing.T, mode string) {
 	const maxsize = 10000
 	total := 100_000
 	if testing.Short() {
@@ -193,9 +197,9 @@ func TestFaultServerKilledMidBatch(t *testing.T) {
 	if err := rdb.Do(ctx, "XADD", "s", "MAXLEN", "0", "*", "init", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	c.Expect(0, "cfgset", "s", "--duration", "86400", "--maxsize", strconv.Itoa(maxsize), "--mode", "emulated", "--yes")
+	c.Expect(0, "cfgset", "s", "--duration", "86400", "--maxsize", strconv.Itoa(maxsize), "--mode", mode, "--yes")
 
-	batch := []string{"xadd", "s", "--pid", "p", "--batch", file, "--retries", "0", "--mode", "emulated"}
+	batch := []string{"xadd", "s", "--pid", "p", "--batch", file, "--retries", "0", "--mode", mode}
 	p := c.Start(batch...)
 	var seen int64
 	progressed := faultPollFast(20*time.Second, func() bool {
@@ -261,15 +265,15 @@ func TestFaultServerKilledMidBatch(t *testing.T) {
 	if xlen, _ := rdb.XLen(ctx, "s").Result(); xlen != int64(total) || missing != 0 || extra != 0 {
 		t.Fatalf("stream: XLEN %d for %d lines: %d missing, %d duplicated", xlen, total, missing, extra)
 	}
-	insp := c.Expect(0, "inspect", "s", "-o", "json")
+	insp := c.Expect(0, "inspect", "s", "-o", "json", "--mode", mode)
 	if !strings.Contains(insp.Stdout, fmt.Sprintf(`"iids-added":%d,`, total)) ||
 		!strings.Contains(insp.Stdout, `"iids-duplicates":0,`) {
 		t.Errorf("inspect: counters do not say %d added, 0 duplicates: %s", total, insp.Stdout)
 	}
 	t.Logf("first run's stderr:\n%s", first.Stderr)
-	t.Logf("%d lines; killed at XLEN %d; first run: exit 69 with %d lines confirmed (%d committed) in %s; "+
+	t.Logf("%s: %d lines; killed at XLEN %d; first run: exit 69 with %d lines confirmed (%d committed) in %s; "+
 		"second run: resumed after line %d, %d added in %s; stream: %d entries, 0 duplicated, 0 missing; total %s",
-		total, seen, confirmed, committed, first.Elapsed.Round(time.Millisecond), committed, added2,
+		mode, total, seen, confirmed, committed, first.Elapsed.Round(time.Millisecond), committed, added2,
 		second.Elapsed.Round(time.Millisecond), total, time.Since(began).Round(time.Millisecond))
 }
 
@@ -661,6 +665,10 @@ func TestFaultBatchRetryOfCommittedChunk(t *testing.T) {
 	// 6400 lines fill whole chunks of 50, 100 and 256 adds; the next 256
 	// lines then start a chunk that stalls.
 	const before, after = 6400, 256
+	eachMode(t, func(t *testing.T, mode string) { testFaultBatchRetryOfCommittedChunk(t, mode, before, after) })
+}
+
+func testFaultBatchRetryOfCommittedChunk(t *testing.T, mode string, before, after int) {
 	for _, maxsize := range []int{0, 50, 10000} { // 0: the server default (100)
 		t.Run(fmt.Sprintf("maxsize=%d", maxsize), func(t *testing.T) {
 			t.Parallel()
@@ -672,14 +680,14 @@ func TestFaultBatchRetryOfCommittedChunk(t *testing.T) {
 				if err := rdb.Do(ctx, "XADD", "s", "MAXLEN", "0", "*", "init", "1").Err(); err != nil {
 					t.Fatal(err)
 				}
-				c.Expect(0, "cfgset", "s", "--maxsize", strconv.Itoa(maxsize), "--mode", "emulated", "--yes")
+				c.Expect(0, "cfgset", "s", "--maxsize", strconv.Itoa(maxsize), "--mode", mode, "--yes")
 			}
 			pr, pw, err := os.Pipe()
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = pw.Close() })
-			p := c.WithStdin(pr).Start("xadd", "s", "--pid", "p", "--batch", "-", "--timeout", "500ms", "--retries", "5", "--mode", "emulated")
+			p := c.WithStdin(pr).Start("xadd", "s", "--pid", "p", "--batch", "-", "--timeout", "500ms", "--retries", "5", "--mode", mode)
 			_ = pr.Close()
 			writeLines := func(from, to int) {
 				w := bufio.NewWriter(pw)
@@ -691,7 +699,7 @@ func TestFaultBatchRetryOfCommittedChunk(t *testing.T) {
 				}
 			}
 			writeLines(1, before)
-			if !faultWaitFor(20*time.Second, func() bool { n, _ := rdb.XLen(ctx, "s").Result(); return n == before || p.Exited() }) || p.Exited() {
+			if !faultWaitFor(20*time.Second, func() bool { n, _ := rdb.XLen(ctx, "s").Result(); return n == int64(before) || p.Exited() }) || p.Exited() {
 				t.Fatalf("the first %d lines were not written: %s", before, p.Status())
 			}
 			faultFreeze(t, srv)
