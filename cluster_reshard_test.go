@@ -54,13 +54,13 @@ func slotNodes(t *testing.T, cl *redistest.Cluster, key string) (slot int, from,
 }
 
 // clusterStream creates stream s (empty) on its node and sets its
-// IDMP-MAXSIZE.
-func clusterStream(t *testing.T, c *clitest.CLI, node *redis.Client, s string, maxsize int) {
+// IDMP-MAXSIZE in mode (emulated when none is given).
+func clusterStream(t *testing.T, c *clitest.CLI, node *redis.Client, s string, maxsize int, mode ...string) {
 	t.Helper()
 	if err := node.Do(context.Background(), "XADD", s, "MAXLEN", "0", "*", "init", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	c.Expect(0, "cfgset", s, "--maxsize", strconv.Itoa(maxsize), "--mode", "emulated", "--yes")
+	c.Expect(0, "cfgset", s, "--maxsize", strconv.Itoa(maxsize), "--mode", append(mode, "emulated")[0], "--yes")
 }
 
 // TestClusterMigratingBetweenChunks: one chunk committed, the slot set
@@ -107,14 +107,14 @@ func TestClusterMigratingBetweenChunks(t *testing.T) {
 // pipedBatch starts xadd --batch - on stream s (emulated, batch ID id),
 // reading a pipe: feed(from, to) writes lines m-from..m-to to it, and
 // closing pw ends the input.
-func pipedBatch(t *testing.T, c *clitest.CLI, s, id string) (*clitest.Proc, func(from, to int), *os.File) {
+func pipedBatch(t *testing.T, c *clitest.CLI, s, id string, mode ...string) (*clitest.Proc, func(from, to int), *os.File) {
 	t.Helper()
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pw.Close() })
-	p := c.WithStdin(pr).Start("xadd", s, "--pid", "p", "--batch", "-", "--batch-id", id, "--mode", "emulated", "--timeout", "15s")
+	p := c.WithStdin(pr).Start("xadd", s, "--pid", "p", "--batch", "-", "--batch-id", id, "--mode", append(mode, "emulated")[0], "--timeout", "15s")
 	_ = pr.Close()
 	feed := func(from, to int) {
 		var b strings.Builder
@@ -134,22 +134,27 @@ func pipedBatch(t *testing.T, c *clitest.CLI, s, id string) (*clitest.Proc, func
 // then the rest arrive on its stdin while the slot moves. The batch waits
 // out the migration (TRYAGAIN, ASK, MOVED) through its progress record and
 // completes: every line once. 20,000 lines (200,000 with IDMPCTL_SOAK=1,
-// which make test-soak sets), at IDMP-MAXSIZE 1, 100 and 10000.
+// which make test-soak sets), at IDMP-MAXSIZE 1, 100 and 10000, in each
+// mode (native on Redis 8.6).
 func TestClusterSlotMoveDuringBatch(t *testing.T) {
 	lines := 20_000
 	if os.Getenv("IDMPCTL_SOAK") == "1" {
 		lines = 200_000
 	}
 	cl := redistest.NewCluster(t)
+	eachMode(t, func(t *testing.T, mode string) { clusterSlotMoveDuringBatch(t, cl, lines, mode) })
+}
+
+func clusterSlotMoveDuringBatch(t *testing.T, cl *redistest.Cluster, lines int, mode string) {
 	for _, maxsize := range []int{1, 100, 10000} {
 		t.Run(fmt.Sprintf("maxsize=%d", maxsize), func(t *testing.T) {
 			t.Parallel()
 			c := clitest.New(t, "IDMPCTL_URL="+cl.URL)
-			s := fmt.Sprintf("{move-%d}", maxsize)
+			s := fmt.Sprintf("{move-%s-%d}", mode, maxsize)
 			slot, from, to := slotNodes(t, cl, s)
 			src, dst := nodeClient(t, from), nodeClient(t, to)
-			clusterStream(t, c, src, s, maxsize)
-			p, feed, pw := pipedBatch(t, c, s, "move")
+			clusterStream(t, c, src, s, maxsize, mode)
+			p, feed, pw := pipedBatch(t, c, s, "move", mode)
 			ctx := context.Background()
 			half := lines / 2
 			feed(1, half)
@@ -170,8 +175,8 @@ func TestClusterSlotMoveDuringBatch(t *testing.T) {
 				t.Fatalf("moving slot %d: %v", slot, moveErr)
 			}
 			missing, extra := faultScanStream(t, dst, s, lines)
-			t.Logf("maxsize %d: slot %d moved %s -> %s after line %d; batch: exit %d after %s; stderr: %s; XLEN %d, %d missing, %d duplicated",
-				maxsize, slot, from.Addr, to.Addr, half, r.Code, r.Elapsed.Round(time.Millisecond),
+			t.Logf("%s, maxsize %d: slot %d moved %s -> %s after line %d; batch: exit %d after %s; stderr: %s; XLEN %d, %d missing, %d duplicated",
+				mode, maxsize, slot, from.Addr, to.Addr, half, r.Code, r.Elapsed.Round(time.Millisecond),
 				strings.ReplaceAll(strings.TrimSpace(r.Stderr), "\n", " | "), dst.XLen(ctx, s).Val(), missing, extra)
 			if r.Code != 0 {
 				t.Fatalf("the batch did not ride out the migration: %s", r)
@@ -185,18 +190,22 @@ func TestClusterSlotMoveDuringBatch(t *testing.T) {
 
 // TestClusterSlotMoveDuringSingleAdds: single adds, each run again by the
 // caller until it succeeds (as a producer retries), while the stream's slot
-// moves: every message once.
+// moves: every message once. In each mode (native on Redis 8.6).
 func TestClusterSlotMoveDuringSingleAdds(t *testing.T) {
 	cl := redistest.NewCluster(t)
+	eachMode(t, func(t *testing.T, mode string) { clusterSlotMoveDuringSingleAdds(t, cl, mode) })
+}
+
+func clusterSlotMoveDuringSingleAdds(t *testing.T, cl *redistest.Cluster, mode string) {
 	const adds = 60
 	for _, maxsize := range []int{1, 100, 10000} {
 		t.Run(fmt.Sprintf("maxsize=%d", maxsize), func(t *testing.T) {
 			t.Parallel()
 			c := clitest.New(t, "IDMPCTL_URL="+cl.URL)
-			s := fmt.Sprintf("{single-%d}", maxsize)
+			s := fmt.Sprintf("{single-%s-%d}", mode, maxsize)
 			slot, from, to := slotNodes(t, cl, s)
 			src, dst := nodeClient(t, from), nodeClient(t, to)
-			clusterStream(t, c, src, s, maxsize)
+			clusterStream(t, c, src, s, maxsize, mode)
 			var wg sync.WaitGroup
 			var moveErr error
 			failed := 0
@@ -210,7 +219,7 @@ func TestClusterSlotMoveDuringSingleAdds(t *testing.T) {
 				}
 				// With maxsize 1 only the latest add dedupes: the same add
 				// is repeated at once, as a producer's retry is.
-				args := []string{"xadd", s, "--pid", "p", "--iid", "m-" + strconv.Itoa(k), "n", strconv.Itoa(k), "--mode", "emulated"}
+				args := []string{"xadd", s, "--pid", "p", "--iid", "m-" + strconv.Itoa(k), "n", strconv.Itoa(k), "--mode", mode}
 				for try := 0; ; try++ {
 					r := c.Run(args...)
 					if r.Code == 0 {
@@ -227,8 +236,8 @@ func TestClusterSlotMoveDuringSingleAdds(t *testing.T) {
 				t.Fatal(moveErr)
 			}
 			missing, extra := faultScanStream(t, dst, s, adds)
-			t.Logf("maxsize %d: %d adds during the move of slot %d, %d runs failed and were repeated; %d missing, %d duplicated",
-				maxsize, adds, slot, failed, missing, extra)
+			t.Logf("%s, maxsize %d: %d adds during the move of slot %d, %d runs failed and were repeated; %d missing, %d duplicated",
+				mode, maxsize, adds, slot, failed, missing, extra)
 			if missing != 0 || extra != 0 {
 				t.Fatalf("%d missing, %d duplicated", missing, extra)
 			}

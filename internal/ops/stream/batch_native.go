@@ -319,7 +319,8 @@ func (r *batchRun) nativeChunkOnce(ctx context.Context, cn *redis.Conn, c *chunk
 	infos := make([]*redis.XInfoStreamCmd, len(c.reqs)+1)
 	adds := make([]*redis.StringCmd, len(c.reqs))
 	now := time.Now().UnixMilli() // an informational time: nothing is decided on it
-	_, err = cn.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	var queued []redis.Cmder
+	queued, err = cn.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		infos[0] = p.XInfoStream(ctx, stream)
 		for i, req := range c.reqs {
 			adds[i] = p.XAdd(ctx, nativeXAddArgs(req))
@@ -345,10 +346,12 @@ func (r *batchRun) nativeChunkOnce(ctx context.Context, cn *redis.Conn, c *chunk
 	}
 	if redis.IsExecAbortError(err) {
 		// A command was refused when queued (OOM, NOPERM, MOVED): nothing
-		// ran, and its own error says why.
-		for _, a := range adds {
-			if aerr := a.Err(); aerr != nil && !redis.IsExecAbortError(aerr) {
-				return nil, aerr
+		// ran, and its own error says why. Any command of the MULTI: in a
+		// slot being migrated the first XINFO meets ASK or TRYAGAIN, which
+		// the caller waits out; EXECABORT alone was an internal error (70).
+		for _, c := range queued {
+			if cerr := c.Err(); cerr != nil && !redis.IsExecAbortError(cerr) {
+				return nil, cerr
 			}
 		}
 		return nil, err
