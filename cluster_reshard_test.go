@@ -66,20 +66,25 @@ func clusterStream(t *testing.T, c *clitest.CLI, node *redis.Client, s string, m
 // TestClusterMigratingBetweenChunks: one chunk committed, the slot set
 // MIGRATING to another primary (no key moved), the next chunk sent: it is
 // written on the source with its state, and after SETSLOT STABLE a rerun
-// adds nothing. At IDMP-MAXSIZE 1, 100 and 10000.
+// adds nothing. At IDMP-MAXSIZE 1, 100 and 10000, in each mode (native on
+// Redis 8.6).
 func TestClusterMigratingBetweenChunks(t *testing.T) {
 	cl := redistest.NewCluster(t)
+	eachMode(t, func(t *testing.T, mode string) { clusterMigratingBetweenChunks(t, cl, mode) })
+}
+
+func clusterMigratingBetweenChunks(t *testing.T, cl *redistest.Cluster, mode string) {
 	for _, maxsize := range []int{1, 100, 10000} {
 		t.Run(fmt.Sprintf("maxsize=%d", maxsize), func(t *testing.T) {
 			t.Parallel()
 			c := clitest.New(t, "IDMPCTL_URL="+cl.URL)
-			s := fmt.Sprintf("{mig-%d}", maxsize)
+			s := fmt.Sprintf("{mig-%s-%d}", mode, maxsize)
 			slot, from, to := slotNodes(t, cl, s)
 			node := nodeClient(t, from)
-			clusterStream(t, c, node, s, maxsize)
+			clusterStream(t, c, node, s, maxsize, mode)
 			file := filepath.Join(c.Dir, fmt.Sprintf("mig-%d.ndjson", maxsize))
 			writeLines(t, file, 1000)
-			batch := []string{"xadd", s, "--pid", "p", "--batch", file, "--mode", "emulated"}
+			batch := []string{"xadd", s, "--pid", "p", "--batch", file, "--mode", mode}
 			c.Expect(0, batch...)
 			writeLines(t, file, 2000) // the same batch (same first line), 1,000 more lines
 			if err := cl.StartMigration(slot, from, to); err != nil {
@@ -92,8 +97,8 @@ func TestClusterMigratingBetweenChunks(t *testing.T) {
 			}
 			rerun := c.Run(batch...)
 			missing, extra := faultScanStream(t, node, s, 2000)
-			t.Logf("maxsize %d: with the slot MIGRATING: exit %d; after STABLE: exit %d; XLEN %d, %d missing, %d duplicated",
-				maxsize, migrating.Code, rerun.Code, node.XLen(context.Background(), s).Val(), missing, extra)
+			t.Logf("%s, maxsize %d: with the slot MIGRATING: exit %d; after STABLE: exit %d; XLEN %d, %d missing, %d duplicated",
+				mode, maxsize, migrating.Code, rerun.Code, node.XLen(context.Background(), s).Val(), missing, extra)
 			if migrating.Code != 0 || rerun.Code != 0 {
 				t.Fatalf("want both runs to succeed:\n%s\n%s", migrating, rerun)
 			}
@@ -278,6 +283,10 @@ func streamInSlot(prefix string, slot int) string {
 // slot, which the one before may have just given it).
 func TestClusterReshardDuringBatch(t *testing.T) {
 	cl := redistest.NewCluster(t)
+	eachMode(t, func(t *testing.T, mode string) { clusterReshardDuringBatch(t, cl, mode) })
+}
+
+func clusterReshardDuringBatch(t *testing.T, cl *redistest.Cluster, mode string) {
 	const lines = 20_000
 	for i, maxsize := range []int{1, 100, 10000} {
 		t.Run(fmt.Sprintf("maxsize=%d", maxsize), func(t *testing.T) {
@@ -286,7 +295,7 @@ func TestClusterReshardDuringBatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := streamInSlot(fmt.Sprintf("reshard-%d-", maxsize), first)
+			s := streamInSlot(fmt.Sprintf("reshard-%s-%d-", mode, maxsize), first)
 			slot, from, to := slotNodes(t, cl, s)
 			if slot != first {
 				t.Fatalf("%s is in slot %d, not %d", s, slot, first)
@@ -300,8 +309,8 @@ func TestClusterReshardDuringBatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			src, dst := nodeClient(t, from), nodeClient(t, to)
-			clusterStream(t, c, src, s, maxsize)
-			p, feed, pw := pipedBatch(t, c, s, "reshard")
+			clusterStream(t, c, src, s, maxsize, mode)
+			p, feed, pw := pipedBatch(t, c, s, "reshard", mode)
 			ctx := context.Background()
 			feed(1, lines/2)
 			faultPollFast(time.Minute, func() bool { return src.XLen(ctx, s).Val() >= lines/2 || p.Exited() })
@@ -330,8 +339,8 @@ func TestClusterReshardDuringBatch(t *testing.T) {
 			}
 			faultBatchInvariant(t, dst, s, lines)
 			missing, extra := faultScanStream(t, dst, s, lines)
-			t.Logf("maxsize %d: slot %d resharded %s -> %s; batch: exit %d after %s; stderr: %s; %d missing, %d duplicated",
-				maxsize, slot, from.Addr, to.Addr, r.Code, r.Elapsed.Round(time.Millisecond),
+			t.Logf("%s, maxsize %d: slot %d resharded %s -> %s; batch: exit %d after %s; stderr: %s; %d missing, %d duplicated",
+				mode, maxsize, slot, from.Addr, to.Addr, r.Code, r.Elapsed.Round(time.Millisecond),
 				strings.ReplaceAll(strings.TrimSpace(r.Stderr), "\n", " | "), missing, extra)
 			if r.Code != 0 || missing != 0 || extra != 0 {
 				t.Fatalf("exit %d, %d missing, %d duplicated: %s", r.Code, missing, extra, r)
