@@ -324,6 +324,10 @@ func TestEvictionPartialStateInconsistent(t *testing.T) {
 // and inspect --server called the renamed server usable.
 func TestExitCodesOfServerStates(t *testing.T) {
 	t.Parallel()
+	eachMode(t, func(t *testing.T, mode string) { exitCodesOfServerStates(t, mode) })
+}
+
+func exitCodesOfServerStates(t *testing.T, mode string) {
 	t.Run("oom", func(t *testing.T) {
 		t.Parallel()
 		srv := redistest.New(t, "maxmemory 1mb", "maxmemory-policy noeviction")
@@ -336,7 +340,7 @@ func TestExitCodesOfServerStates(t *testing.T) {
 		writeLines(t, file, 10)
 		for _, args := range [][]string{{"xadd", "s", "--pid", "p", "--iid", "a", "f", "v"}, {"xadd", "s", "--pid", "p", "--batch", file}} {
 			before := keyDump(t, rdb)
-			r := c.Run(append(args, "--mode", "emulated", "--retries", "0")...)
+			r := c.Run(append(args, "--mode", mode, "--retries", "0")...)
 			if r.Code != 69 || !strings.Contains(r.Stderr, "out of memory") {
 				t.Errorf("%s: want 69 with a hint, got %s", args[len(args)-2], r)
 			}
@@ -347,7 +351,7 @@ func TestExitCodesOfServerStates(t *testing.T) {
 		t.Parallel()
 		srv := redistest.New(t, "replicaof 127.0.0.1 1")
 		c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
-		r := c.Run("xadd", "s", "--pid", "p", "--iid", "a", "f", "v", "--mode", "emulated")
+		r := c.Run("xadd", "s", "--pid", "p", "--iid", "a", "f", "v", "--mode", mode)
 		if r.Code != 78 || !strings.Contains(r.Stderr, "this server is a replica") {
 			t.Fatalf("want 78 saying replica, got %s", r)
 		}
@@ -359,9 +363,25 @@ func TestExitCodesOfServerStates(t *testing.T) {
 		file := filepath.Join(c.Dir, "b.ndjson")
 		writeLines(t, file, 10)
 		for _, args := range [][]string{{"xadd", "s", "--pid", "p", "--iid", "a", "f", "v"}, {"xadd", "s", "--pid", "p", "--batch", file}} {
-			r := c.Run(append(args, "--mode", "emulated")...)
-			if r.Code != 78 || !strings.Contains(r.Stderr, "renamed or disabled") {
+			r := c.Run(append(args, "--mode", mode)...)
+			switch {
+			case mode == "native" && r.Code != 0:
+				// The server runs IDMP itself: no script needed.
+				t.Errorf("%s: native IDMP needs no EVAL: %s", args[len(args)-2], r)
+			case mode == "emulated" && (r.Code != 78 || !strings.Contains(r.Stderr, "renamed or disabled")):
 				t.Errorf("%s: want 78 with a hint, got %s", args[len(args)-2], r)
+			}
+		}
+		if mode == "native" {
+			// Auto mode too: its first try, the emulated script, cannot
+			// run, and neither can it for a user without scripting.
+			if r := c.Run("xadd", "s", "--pid", "p", "--iid", "b", "f", "v", "-o", "json"); r.Code != 0 || !strings.Contains(r.Stdout, `"mode":"native"`) {
+				t.Errorf("auto mode without EVAL on Redis 8.6: %s", r)
+			}
+			plain := redistest.New(t, "user noscript on >pw ~* &* +@all -@scripting")
+			u := c.With("IDMPCTL_URL=unix://noscript:pw@" + plain.Addr)
+			if r := u.Run("xadd", "s", "--pid", "p", "--iid", "c", "f", "v", "-o", "json"); r.Code != 0 || !strings.Contains(r.Stdout, `"mode":"native"`) {
+				t.Errorf("auto mode, a user without scripting, on Redis 8.6: %s", r)
 			}
 		}
 		r := c.Expect(0, "inspect", "--server")
@@ -378,6 +398,10 @@ func TestExitCodesOfServerStates(t *testing.T) {
 // connection") for the batch, 70 for inspect --match and purge --match.
 func TestInterruptedExitCodes(t *testing.T) {
 	t.Parallel()
+	eachMode(t, testInterruptedExitCodes)
+}
+
+func testInterruptedExitCodes(t *testing.T, mode string) {
 	srv := redistest.NewWith(t, redistest.Options{})
 	rdb := faultRedis(t, srv)
 	ctx := context.Background()
@@ -393,8 +417,8 @@ func TestInterruptedExitCodes(t *testing.T) {
 		code int
 		args []string
 	}{
-		{syscall.SIGINT, 130, []string{"xadd", "s", "--pid", "p", "--batch", file, "--mode", "emulated", "--timeout", "20s"}},
-		{syscall.SIGTERM, 143, []string{"xadd", "s", "--pid", "p", "--batch", file, "--mode", "emulated", "--timeout", "20s"}},
+		{syscall.SIGINT, 130, []string{"xadd", "s", "--pid", "p", "--batch", file, "--mode", mode, "--timeout", "20s"}},
+		{syscall.SIGTERM, 143, []string{"xadd", "s", "--pid", "p", "--batch", file, "--mode", mode, "--timeout", "20s"}},
 		{syscall.SIGINT, 130, []string{"inspect", "--match", "idem:*", "--timeout", "20s"}},
 		{syscall.SIGTERM, 143, []string{"purge", "--match", "idem:*", "--yes", "--timeout", "20s"}},
 	}
@@ -433,7 +457,7 @@ func TestInterruptedExitCodes(t *testing.T) {
 			t.Errorf("the batch did not say how to go on: %s", r.Stderr)
 		}
 	}
-	c.Expect(0, "xadd", "s", "--pid", "p", "--batch", file, "--mode", "emulated")
+	c.Expect(0, "xadd", "s", "--pid", "p", "--batch", file, "--mode", mode)
 	missing, extra := faultScanStream(t, rdb, "s", lines)
 	if missing != 0 || extra != 0 {
 		t.Fatalf("after two interrupted runs and a rerun: %d missing, %d duplicated", missing, extra)
@@ -446,6 +470,10 @@ func TestInterruptedExitCodes(t *testing.T) {
 // kept").
 func TestConcurrentRunsOfOneBatch(t *testing.T) {
 	t.Parallel()
+	eachMode(t, testConcurrentRunsOfOneBatch)
+}
+
+func testConcurrentRunsOfOneBatch(t *testing.T, mode string) {
 	srv := redistest.New(t)
 	rdb := faultRedis(t, srv)
 	ctx := context.Background()
@@ -453,7 +481,7 @@ func TestConcurrentRunsOfOneBatch(t *testing.T) {
 	file := filepath.Join(c.Dir, "b.ndjson")
 	const lines = 100000
 	writeLines(t, file, lines)
-	args := []string{"xadd", "s", "--pid", "p", "--batch", file, "--mode", "emulated", "--timeout", "20s"}
+	args := []string{"xadd", "s", "--pid", "p", "--batch", file, "--mode", mode, "--timeout", "20s"}
 	a := c.Start(args...)
 	faultPollFast(30*time.Second, func() bool { return rdb.XLen(ctx, "s").Val() > 2000 || a.Exited() })
 	// The second run starts while the first has chunks in flight: the
@@ -487,13 +515,17 @@ func TestConcurrentRunsOfOneBatch(t *testing.T) {
 // connection. Before: exit 70 (batch) and 69 after three retries (single).
 func TestValueOverProtoMaxBulkLen(t *testing.T) {
 	t.Parallel()
+	eachMode(t, testValueOverProtoMaxBulkLen)
+}
+
+func testValueOverProtoMaxBulkLen(t *testing.T, mode string) {
 	srv := redistest.New(t, "proto-max-bulk-len 1mb")
 	rdb := faultRedis(t, srv)
 	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
 	big := strings.Repeat("x", 2_000_000)
 	file := filepath.Join(c.Dir, "b.ndjson")
 	writeLines(t, file, 3, `{"iid":"big","fields":{"n":"`+big+`"}}`)
-	r := c.Run("xadd", "s", "--pid", "p", "--batch", file, "--mode", "emulated")
+	r := c.Run("xadd", "s", "--pid", "p", "--batch", file, "--mode", mode)
 	if r.Code != 65 || !strings.Contains(r.Stderr, "line 4: a value of 2000000 bytes: the server takes at most 1048576") {
 		t.Fatalf("batch: want 65 naming line 4, got %s", r)
 	}
@@ -506,7 +538,7 @@ func TestValueOverProtoMaxBulkLen(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := keyDump(t, rdb)
-	r = c.Run("xadd", "s", "--pid", "p", "--iid", "one", "--json", "@"+js, "--mode", "emulated")
+	r = c.Run("xadd", "s", "--pid", "p", "--iid", "one", "--json", "@"+js, "--mode", mode)
 	if r.Code != 65 || !strings.Contains(r.Stderr, "proto-max-bulk-len") {
 		t.Fatalf("single add: want 65, got %s", r)
 	}

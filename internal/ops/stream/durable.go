@@ -95,6 +95,9 @@ func (s *Streams) emulatedAddDurable(ctx context.Context, reqs []AddRequest, d r
 	if err == nil {
 		err = call.Cmd.Err()
 	}
+	if scriptUnavailable(err) {
+		return nil, ack, s.autoRefusal(ctx, err)
+	}
 	if err != nil {
 		return nil, ack, scriptErr(err)
 	}

@@ -103,6 +103,9 @@ func (s *Streams) emulatedAddRun(ctx context.Context, reqs []AddRequest) ([]AddR
 		if unsent != nil {
 			return nil, s.autoRefusal(ctx, unsent)
 		}
+		if scriptUnavailable(err) {
+			return nil, s.autoRefusal(ctx, err)
+		}
 		if err != nil {
 			return nil, scriptErr(err)
 		}
@@ -118,11 +121,27 @@ func (s *Streams) emulatedAddRun(ctx context.Context, reqs []AddRequest) ([]AddR
 	}
 }
 
+// scriptUnavailable reports a script call the server did not run at all:
+// EVAL/EVALSHA renamed or disabled, or denied to the user by an ACL.
+// Nothing was written.
+func scriptUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	if exit.ScriptingDisabled(msg) {
+		return true
+	}
+	m := strings.ToLower(msg)
+	return strings.HasPrefix(m, "noperm") &&
+		(strings.Contains(m, "'evalsha'") || strings.Contains(m, "'eval'") || strings.Contains(m, "'script"))
+}
+
 // autoRefusal is what an add in auto mode that the emulation refused
-// before sending anything (a cluster stream whose name no state key can
-// share a slot with) becomes: errNativeServer when the server has IDMP of
-// its own, so the add goes natively, as the script's own refusal does;
-// else the refusal.
+// before anything was written (a cluster stream whose name no state key
+// can share a slot with; a server or user that cannot run its script)
+// becomes: errNativeServer when the server has IDMP of its own, so the
+// add goes natively, as after the script's own refusal; else the refusal.
 func (s *Streams) autoRefusal(ctx context.Context, refused error) error {
 	if s.Mode != ModeAuto {
 		return refused
