@@ -29,10 +29,13 @@ NATIVE_ENV = IDMPCTL_TEST_REDIS_SERVER=$(REDIS86_DIR)/bin/redis-server IDMPCTL_T
 # on a server that has IDMP). atexit_sleep_ms=0: a -race binary otherwise
 # sleeps 1s on exit, and the tests run idmpctl (the test binary) hundreds
 # of times.
+# TESTFLAGS go to both passes' go test (make test TESTFLAGS=-json counts
+# the tests run and skipped in each).
+TESTFLAGS ?=
 test: redis-server
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo 'gofmt: run gofmt -w'; exit 1; }
-	IDMPCTL_REQUIRE_NATIVE=1 GORACE="atexit_sleep_ms=0 $$GORACE" $(GO) test -race -count=1 -timeout 20m ./...
+	IDMPCTL_REQUIRE_NATIVE=1 GORACE="atexit_sleep_ms=0 $$GORACE" $(GO) test -race -count=1 -timeout 20m $(TESTFLAGS) ./...
 	@$(MAKE) --no-print-directory test-native
 
 # The suite on Redis 8.6.3 (native IDMP), its companions (redis-cli for
@@ -41,7 +44,7 @@ test: redis-server
 # -race, and the native paths are raced in the first pass already (the
 # native-only tests and the native conformance rules run there, on 8.6.3).
 test-native: redis-server
-	IDMPCTL_REQUIRE_NATIVE=1 $(NATIVE_ENV) $(GO) test -count=1 -timeout 20m ./...
+	IDMPCTL_REQUIRE_NATIVE=1 $(NATIVE_ENV) $(GO) test -count=1 -timeout 20m $(TESTFLAGS) ./...
 
 # The fault tests with the long random-kill soak: 200 rounds of 16 claim
 # runs instead of make test's 25 (IDMPCTL_FAULT_SEED replays another seed),
