@@ -44,8 +44,9 @@ The lease is enforced: if renewals fail (Redis unreachable, a partition),
 the command is sent SIGTERM, then SIGKILL, so that it has ended before the
 lease could lapse, counted from when the last successful renewal was sent,
 less a margin for clock drift: no other worker can take the key while it
-runs. A --lease too short for a renewal to be answered within --timeout in
-time is refused (64).
+runs. Any --lease from 500ms up works with any --timeout: a renewal may take
+--timeout, but never longer than the time left before the command would be
+stopped (one that is not answered by then has failed).
 
   already COMPLETED   prints the stored output, exits 0, runs nothing
   busy                exits 75 (or waits with --wait, polling until done or free)
@@ -95,7 +96,7 @@ one JSON object printed at the end, with the outcome and exit code.`,
 			if o.Wait < 0 {
 				return exit.Usagef("--wait %s: must not be negative", o.Wait)
 			}
-			if err := claimrun.CheckLease(o.Lease, f.Global.Timeout+o.Durable.durability().Timeout); err != nil {
+			if err := claimrun.CheckLease(o.Lease); err != nil {
 				return err
 			}
 			if runF != nil {

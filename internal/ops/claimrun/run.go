@@ -69,7 +69,6 @@ func Run(ctx context.Context, conn *redisconn.Conn, p Params) (Result, error) {
 		r.warnf("claim run %q: %v: if idmpctl is stopped (SIGSTOP) past the lease, its command goes on running", p.Key, err)
 	}
 	defer r.dm.disarm()
-	r.setDeadman()
 	code, err := r.execute(ctx)
 	if r.stream != nil && r.stream.broken != nil {
 		r.warnf("claim run %q: stdout was closed (%v): the command's output was still captured, not streamed", p.Key, r.stream.broken)
@@ -130,6 +129,26 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 		}
 		return code, exit.New(code, "claim run "+strconv.Quote(o.Key), "interrupted before the command started")
 	}
+	if late := time.Since(r.clock.termAt()); late >= 0 {
+		// The acquire's reply, or the guard, came so late that the command
+		// would have to be stopped as it starts: it does not start. The
+		// claim may still be ours: FAILED lets a redelivery retry at once.
+		r.dm.disarm()
+		what := fmt.Sprintf("the command was not started: the claim was taken %s ago, too late to run it within its lease (%s)",
+			ms(time.Since(r.clock.lastSent())), o.Lease)
+		if ferr := r.record(bg, exit.Unavailable, what, false); ferr != nil {
+			return exit.Unavailable, ferr
+		}
+		return exit.Unavailable, exit.WithHint(exit.New(exit.Unavailable, "claim run "+strconv.Quote(o.Key), "%s", what),
+			"the server or this machine is too slow for this lease: a longer --lease, or run it again (the claim was recorded FAILED)")
+	}
+	// The dead man's switch is armed from here, once the start is known to
+	// be in time: an idmpctl stopped now, and past the deadline, must not
+	// start the command nor let it run after the lease could lapse (armed
+	// after a stop that came before it, it fires at once). Armed earlier,
+	// it would kill an idmpctl merely slow to start, which the check above
+	// answers with "not started".
+	r.setDeadman()
 	ch, err := startChild(r.g, o.Command, env, o.Stdin, r.stream, o.Stderr)
 	if err != nil {
 		r.dm.disarm()
