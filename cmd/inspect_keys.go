@@ -308,7 +308,11 @@ func resultText(p *render.Printer, result string, size int64) string {
 // (JSON: a last object of type "summary").
 func inspectMatch(ctx context.Context, o *InspectOptions) error {
 	p := o.Factory.Printer
-	header := []string{"KEY", "FORMAT", "STATUS", "OWNER", "AGE", "LEASE LEFT", "TTL", "FLAGS"}
+	// KEY and STATUS are what an operator acts on: never cut. The others
+	// are cut, then left out, the least needed first (FLAGS, which says
+	// what is wrong, last).
+	header := []render.Column{{Head: "KEY", Keep: true}, {Head: "FORMAT", Drop: 6}, {Head: "STATUS", Keep: true},
+		{Head: "OWNER", Drop: 3}, {Head: "AGE", Drop: 5}, {Head: "LEASE LEFT", Drop: 2}, {Head: "TTL", Drop: 4}, {Head: "FLAGS", Drop: 1}}
 	var rows [][]string
 	shown := int64(0)
 	row := func(r records.Record) []string {
@@ -421,7 +425,7 @@ func memoryLines(m keyspace.MemoryReport) []string {
 
 // printScanTable draws a scan's table, sorted by key, under a line that
 // says what it shows (on a terminal). An empty scan says so in a line.
-func printScanTable(p *render.Printer, o *InspectOptions, header []string, rows [][]string, shown int64, sum keyspace.Summary) error {
+func printScanTable(p *render.Printer, o *InspectOptions, header []render.Column, rows [][]string, shown int64, sum keyspace.Summary) error {
 	if len(rows) == 0 {
 		fmt.Fprintf(p.Out, "No keys match %s (%s scanned)\n", render.Field(o.Match), render.N(sum.Scanned, "key"))
 		return nil
@@ -432,7 +436,7 @@ func printScanTable(p *render.Printer, o *InspectOptions, header []string, rows 
 	if p.TTY {
 		fmt.Fprintln(p.Out, showingText(int64(len(rows)), shown, sum, o.Limit))
 	}
-	if err := p.Table(header, rows); err != nil {
+	if err := p.Columns(header, rows); err != nil {
 		return err
 	}
 	if more := shown - int64(len(rows)); more > 0 {
