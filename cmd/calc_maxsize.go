@@ -102,7 +102,7 @@ Raw output is one line to paste after XCFGSET key:
 	fl.StringVar(&o.MarkDelayFlag, "mark-delay", "", "longest time from the XADD reply until the message is marked delivered (80ms)")
 	fl.StringVar(&o.RecoveryFlag, "recovery", "", "longest time a crashed producer needs to come back and resend (1000s, 17m)")
 	fl.Int64Var(&o.Producers, "producers", 1, "how many producer IDs share the rate")
-	fl.StringVar(&o.MarginFlag, "margin", "25%", "safety margin on MAXSIZE (25% or 0.25)")
+	fl.StringVar(&o.MarginFlag, "margin", "25%", "safety margin on MAXSIZE: 25% or 0.25 (a bare number is a fraction, below 1)")
 	addApplyFlags(c, o)
 	return c
 }
