@@ -138,7 +138,7 @@ func partitionOverlap(t *testing.T, script string, how cut) time.Duration {
 // partitionResult is what one partition did: overlap as partitionOverlap's;
 // pastLapse is how long after the lease could lapse on the server (its
 // lease_until, read once worker 1 was cut off) worker 1's command ended:
-// negative when before; margin is the schedule's lease/100 + 100ms, before
+// negative when before; margin is the schedule's lease/100 + 200ms, before
 // the lapse, by which idmpctl means its command to have ended.
 type partitionResult struct {
 	overlap, pastLapse, margin time.Duration
@@ -213,7 +213,7 @@ func partitionRun(t *testing.T, script string, how cut, flags ...string) partiti
 	res := partitionResult{
 		overlap:   time.Duration(ended.Load() - start2),
 		pastLapse: time.Duration(ended.Load() - leaseUntil*int64(time.Millisecond)),
-		margin:    time.Duration(leaseMs)*time.Millisecond/100 + 100*time.Millisecond,
+		margin:    time.Duration(leaseMs)*time.Millisecond/100 + 200*time.Millisecond,
 	}
 	if how == cutStop {
 		_ = syscall.Kill(p1.Pid(), syscall.SIGCONT)

@@ -44,7 +44,7 @@ The lease is enforced: if renewals fail (Redis unreachable, a partition),
 the command is sent SIGTERM, then SIGKILL, so that it has ended before the
 lease could lapse, counted from when the last successful renewal was sent,
 less a margin for clock drift: no other worker can take the key while it
-runs. Any --lease from 500ms up works with any --timeout: a renewal may take
+runs. Any --lease from 1s up works with any --timeout: a renewal may take
 --timeout, but never longer than the time left before the command would be
 stopped (one that is not answered by then has failed).
 

@@ -32,23 +32,30 @@ type schedule struct {
 	bound  time.Duration // the longest one renewal may take (--timeout, plus the replicas' wait)
 }
 
+// marginFixed is the part of the margin that does not grow with the lease:
+// room for two kills that each must come in time on a loaded machine (see
+// deadmanAt). 100ms was too little: with 1s-5s leases on two busy cores,
+// idmpctl's own kill at the deadline came 60-140ms late at times, and the
+// guard's, after the dead man's switch, up to 55ms.
+const marginFixed = 200 * time.Millisecond
+
 func newSchedule(lease, bound time.Duration) schedule {
 	return schedule{
 		lease:  lease,
 		every:  lease / 3,
 		retry:  max(min(lease/20, 500*time.Millisecond), 10*time.Millisecond),
-		margin: lease/100 + 100*time.Millisecond,
+		margin: lease/100 + marginFixed,
 		grace:  min(killGrace, lease/6),
 		bound:  bound,
 	}
 }
 
 // MinLease is the shortest lease claim run takes. The command is stopped a
-// margin (lease/100 + 100ms) and a grace (lease/6) before the lease could
+// margin (lease/100 + 200ms) and a grace (lease/6) before the lease could
 // lapse, and the first renewal, sent at a third of the lease, must be
-// answered in between: at 500ms that leaves it 146ms, and less would leave
-// the fixed part of the margin more than a lease can hold.
-const MinLease = 500 * time.Millisecond
+// answered in between: at 1s that leaves it 290ms; much less would leave
+// the margin's fixed part more of the lease than a renewal.
+const MinLease = time.Second
 
 // CheckLease refuses (64) a lease shorter than MinLease. --timeout plays no
 // part: each renewal's round trip is bounded by the time left before the
@@ -129,12 +136,12 @@ func (c *leaseClock) deadline() time.Time {
 // deadmanAt is when idmpctl's dead man's switch kills it (and the guard the
 // command) should idmpctl be stopped: half the margin after the deadline.
 // The margin is split evenly between two kills that each must come in time:
-// idmpctl's own at the deadline, which must be done (a /proc walk for the
-// descendants that left the group included) before the switch fires, or the
-// switch kills idmpctl, and them with it no more; and the guard's, after the
-// switch, before the lease could lapse. With a 1s lease the margin is 110ms:
-// a quarter of it (27ms, as it was) was close to what a loaded machine takes
-// to run a Go timer late.
+// idmpctl's own SIGKILL of the group at the deadline, which must be sent
+// before the switch fires (then the switch is disarmed: it could add
+// nothing), or the switch kills idmpctl mid-stop (137, no message, and the
+// descendants that left the group are not found); and the guard's, after
+// the switch, before the lease could lapse. With a 1s lease that is 105ms
+// each (it was a quarter of lease/100 + 100ms for the first: 27ms).
 func (c *leaseClock) deadmanAt() time.Time {
 	return c.deadline().Add(c.s.margin / 2)
 }

@@ -178,7 +178,9 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 			ch.signal(s)
 		case lerr := <-lost:
 			endRenewals()
-			r.stop(ch, waited, time.Now().Add(r.clock.s.grace))
+			// Someone else may hold the key already: a grace, but never past
+			// the deadline of the lease this run last renewed.
+			r.stop(ch, waited, minTime(time.Now().Add(r.clock.s.grace), r.clock.deadline()))
 			r.dm.disarm()
 			return -1, exit.WithHint(lerr, "the command was stopped; another worker may now hold the key")
 		case eerr := <-expire:
@@ -222,16 +224,35 @@ func (r *claimedRun) stop(ch child, waited <-chan int, killAt time.Time) {
 		for ch.anyLeft() {
 			select {
 			case <-timer.C:
-				killAll(ch)
+				r.kill(ch)
 				return
 			case <-time.After(5 * time.Millisecond):
 			}
 		}
 	case <-timer.C:
-		killAll(ch)
+		r.kill(ch)
 		<-waited
 		killAll(ch) // what was orphaned while the group died
 	}
+}
+
+// kill sends SIGKILL to the command's process group first, one system
+// call, and then disarms the dead man's switch: all it could do (kill
+// idmpctl, so that the guard kills the group) is done, and the rest of the
+// stop (the walks of /proc for the descendants that left the group, the
+// wait for the command) may take longer than the switch leaves on a loaded
+// machine, which would kill idmpctl mid-stop.
+func (r *claimedRun) kill(ch child) {
+	ch.signal(syscall.SIGKILL)
+	r.dm.disarm()
+	killAll(ch)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // killAll sends SIGKILL to everything the command started until nothing
