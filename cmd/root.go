@@ -69,6 +69,13 @@ type GlobalOptions struct {
 	Output      string
 	NoColor     bool
 	ReadOnly    bool
+	// redis-cli's -h, -p, -a and -n: they change the URL's host, port,
+	// password and database (cliURL).
+	Host     string
+	Port     int
+	Pass     string
+	DB       int
+	cliFlags map[string]bool // which of them were given
 }
 
 // Conn opens the connection on first use; commands that need no server
@@ -84,6 +91,13 @@ func (f *Factory) Conn(ctx context.Context) (*redisconn.Conn, error) {
 	}
 	if cfg.URL == "" {
 		cfg.URL = firstNonEmpty(f.Getenv("IDMPCTL_URL"), f.Getenv("REDIS_URL"), redisconn.DefaultURL)
+	}
+	if len(f.Global.cliFlags) > 0 {
+		u, err := cliURL(cfg.URL, f.Global)
+		if err != nil {
+			return nil, err
+		}
+		cfg.URL = u
 	}
 	cfg.Password = firstNonEmpty(f.Getenv("IDMPCTL_PASSWORD"), f.Getenv("REDISCLI_AUTH"))
 	c, err := redisconn.Open(cfg)
@@ -115,8 +129,12 @@ func (f *Factory) close() {
 }
 
 // passwordSource names where the password idmpctl sent came from, as
-// Conn chose it: the URL, else IDMPCTL_PASSWORD, else REDISCLI_AUTH.
+// Conn chose it: -a, else the URL, else IDMPCTL_PASSWORD, else
+// REDISCLI_AUTH.
 func (f *Factory) passwordSource() string {
+	if f.Global.cliFlags["pass"] {
+		return "-a"
+	}
 	raw := f.Global.URL
 	if raw == "" {
 		raw = firstNonEmpty(f.Getenv("IDMPCTL_URL"), f.Getenv("REDIS_URL"))
@@ -153,7 +171,8 @@ func newRoot(f *Factory, verb string) *cobra.Command {
 idempotency keys claimed by workers, and the sizing of IDMP settings.
 
 Connection: --url, or IDMPCTL_URL, or REDIS_URL (default ` + redisconn.DefaultURL + `);
-password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
+password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH. redis-cli's -h HOST,
+-p PORT, -a PASSWORD and -n DB change that URL's parts (so help is --help).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
@@ -169,6 +188,11 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 			return printVersion(f.Printer)
 		case len(args) > 0:
 			return unknownVerb(c, args[0])
+		case len(f.Global.cliFlags) > 0:
+			// "idmpctl -h redis.internal": a redis-cli habit, not a request
+			// for help; a script must not read success in it.
+			return &exit.Error{Code: exit.Usage, Err: errors.New("no command given"),
+				Hint: "-h is the server's host, as in redis-cli; --help shows help, e.g. idmpctl -h HOST inspect --server"}
 		}
 		return c.Help()
 	}
@@ -193,6 +217,13 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 	allowEmpty(pf, "output") // -o "": the default format
 	pf.BoolVar(&g.NoColor, "no-color", false, "no colour (also NO_COLOR)")
 	pf.BoolVar(&g.ReadOnly, "read-only", false, "refuse every command that could write, before it connects (also IDMPCTL_READ_ONLY=1)")
+	// redis-cli's habits: -h is the host, so help is --help alone (a
+	// persistent flag of its own, which keeps cobra from adding -h).
+	pf.StringVarP(&g.Host, "host", "h", "", "server host, as redis-cli's -h (replaces the URL's host)")
+	pf.IntVarP(&g.Port, "port", "p", 0, "server port, as redis-cli's -p (replaces the URL's port)")
+	pf.StringVarP(&g.Pass, "pass", "a", "", "password, as redis-cli's -a (visible in ps: prefer REDISCLI_AUTH)")
+	pf.IntVarP(&g.DB, "db", "n", 0, "database number, as redis-cli's -n (replaces the URL's)")
+	pf.Bool("help", false, "help for the command (-h is the host, as in redis-cli)")
 
 	for _, v := range verbs {
 		if verb == "" || v.name == verb {
@@ -329,7 +360,7 @@ func verbOf(args []string) string {
 				i++ // "--url URL"; "--url=URL" carries its value
 			}
 		case strings.HasPrefix(a, "-") && a != "-":
-			if a == "-o" {
+			if valueShorthands[a] {
 				i++ // "-o json"; "-ojson" carries its value
 			}
 		case a == "completion": // its scripts describe the whole tree
@@ -346,11 +377,16 @@ func verbOf(args []string) string {
 	return ""
 }
 
-// valueFlags are the global flags that take a value.
-var valueFlags = map[string]bool{
-	"--url": true, "--tls-ca": true, "--tls-cert": true, "--tls-key": true,
-	"--timeout": true, "--retries": true, "--output": true,
-}
+// valueFlags are the global flags that take a value, and valueShorthands
+// their one-letter forms.
+var (
+	valueFlags = map[string]bool{
+		"--url": true, "--tls-ca": true, "--tls-cert": true, "--tls-key": true,
+		"--timeout": true, "--retries": true, "--output": true,
+		"--host": true, "--port": true, "--pass": true, "--db": true,
+	}
+	valueShorthands = map[string]bool{"-o": true, "-h": true, "-p": true, "-a": true, "-n": true}
+)
 
 // hasMetrics is the annotation of the commands that print -o prometheus.
 const hasMetrics = "idmpctl/metrics"
@@ -399,6 +435,9 @@ func (f *Factory) setup(c *cobra.Command) error {
 	}
 	if format == render.Table {
 		f.Printer.Width = f.width()
+	}
+	if err := f.noteCLIFlags(c); err != nil {
+		return err
 	}
 	f.started = true
 	return nil
@@ -516,10 +555,12 @@ func isClaimRun(args []string) bool {
 		return false
 	}
 	seen := false
-	for _, a := range args {
-		switch {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
 		case a == "--":
 			return false
+		case valueFlags[a] || valueShorthands[a]:
+			i++ // its value
 		case a == "claim" && !seen:
 			seen = true
 		case seen && !strings.HasPrefix(a, "-"):
