@@ -5,6 +5,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -100,6 +102,15 @@ func (f *Factory) Conn(ctx context.Context) (*redisconn.Conn, error) {
 		cfg.URL = u
 	}
 	cfg.Password = firstNonEmpty(f.Getenv("IDMPCTL_PASSWORD"), f.Getenv("REDISCLI_AUTH"))
+	var once sync.Once
+	cfg.PasswordNotNeeded = func(error) {
+		// As redis-cli does: a warning, then on. It may also say that this
+		// is not the server the password was meant for.
+		once.Do(func() {
+			f.Printer.Warnf("the server asks for no password, so the one from %s was not used: is this the server you meant? (%s)",
+				cmp.Or(f.passwordSource(), "the URL"), redisconn.Redact(cfg.URL))
+		})
+	}
 	c, err := redisconn.Open(cfg)
 	if err != nil {
 		return nil, err
