@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,6 +54,7 @@ func scriptParams(dir string) testscript.Params {
 			"redis-thaw":    cmdRedisSignal("CONT"),
 			"redis-restart": cmdRedisRestart,
 			"envstdout":     cmdEnvStdout,
+			"http-listen":   cmdHTTPListen,
 		},
 	}
 }
@@ -115,6 +118,22 @@ func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
 	d, err := time.ParseDuration(args[0])
 	ts.Check(err)
 	time.Sleep(d)
+}
+
+// cmdHTTPListen starts an HTTP server (net/http) on a loopback port for the
+// rest of the script, and sets HTTP_ADDR to its host:port: something that
+// answers on a port, but not in Redis's protocol.
+//
+//	http-listen
+func cmdHTTPListen(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: http-listen")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "not found", http.StatusNotFound)
+	}))
+	ts.Defer(srv.Close)
+	ts.Setenv("HTTP_ADDR", srv.Listener.Addr().String())
 }
 
 // cmdEnvStdout sets the variable NAME to the last command's stdout,

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -696,6 +697,12 @@ func inOurWords(e *exit.Error, hint, words, precise string) (string, string) {
 	return msg, strings.Replace(hint, exit.UnreachableHint, precise, 1)
 }
 
+// answered finds the first bytes a reply that is not RESP held, quoted, in
+// go-redis's error ("invalid reply: %q", "can't parse %q", "can't parse
+// reply=%q reading string") or our reader's ("line %q not ended by CRLF",
+// "unexpected %q").
+var answered = regexp.MustCompile(`(?:reply: |reply=|parse |line |unexpected )("(?:[^"\\]|\\.)*")`)
+
 func printError(f *Factory, err error) {
 	var e *exit.Error
 	if errors.As(err, &e) && e.Silent {
@@ -719,6 +726,19 @@ func printError(f *Factory, err error) {
 		// Go's "EOF" or "connection reset by peer" say less than this.
 		msg, hint = inOurWords(e, hint, "the server closed the connection",
 			"the server restarted, was stopped, or dropped this client (CLIENT KILL, its timeout setting, maxclients): run the command again once it answers")
+	case exit.NotRESP(err):
+		// go-redis's `redis: invalid reply: "<!DOCTYPE HTML>\n"` in our words.
+		msg = "not a Redis server"
+		if f.conn != nil {
+			msg = f.conn.Display + " is not a Redis server"
+		}
+		if m := answered.FindStringSubmatch(err.Error()); m != nil {
+			msg += ": it answered " + m[1]
+		}
+		if e != nil && e.What != "" && !e.Root {
+			msg = e.What + ": " + msg
+		}
+		hint = exit.NotRedisHint
 	case exit.Code(err) == exit.Unavailable && exit.TimedOut(err):
 		// The network's words ("read tcp ...: i/o timeout") say less than
 		// ours, and name no flag.
