@@ -19,9 +19,10 @@ import (
 type ExecOptions struct {
 	Factory *Factory
 
-	Args    []string // COMMAND [ARG...]; none: commands from stdin
-	Mode    string
-	Escapes bool
+	Args     []string // COMMAND [ARG...]; none: commands from stdin
+	Mode     string
+	Escapes  bool
+	ReadOnly bool // --read-only or IDMPCTL_READ_ONLY: refuse each command that could write
 }
 
 // Validate checks flags and arguments without a server.
@@ -48,8 +49,9 @@ func (o *ExecOptions) Validate() error {
 func NewCmdExec(f *Factory, runF func(*ExecOptions) error) *cobra.Command {
 	o := &ExecOptions{Factory: f}
 	c := &cobra.Command{
-		Use:   "exec [COMMAND [ARG...]]",
-		Short: "Run Redis commands in Redis 8.6's own syntax on any server (XADD IDMP, XCFGSET, ...)",
+		Annotations: map[string]string{writesAnnotation: writesPerCommand},
+		Use:         "exec [COMMAND [ARG...]]",
+		Short:       "Run Redis commands in Redis 8.6's own syntax on any server (XADD IDMP, XCFGSET, ...)",
 		Long: `Run a Redis command, or a stream of them from stdin, with Redis 8.6's IDMP
 surface on any server: natively where the server has IDMP, emulated with
 idmpctl's atomic scripts elsewhere (--mode auto|native|emulated):
@@ -81,7 +83,16 @@ exec talks to the server --url names, as redis-cli without -c does (in a
 cluster, a key of another node is a MOVED reply). --timeout bounds the wait
 for each reply: raise it for blocking commands (BLPOP, XREAD BLOCK).
 --escapes reads \xNN and \\ in COMMAND's arguments (a command line cannot
-carry a NUL byte).`,
+carry a NUL byte).
+
+With --read-only (or IDMPCTL_READ_ONLY) exec runs the commands the server
+marks read-only (COMMAND INFO: GET, XLEN, XINFO STREAM, SCAN, EVAL_RO, ...),
+those that change no data (PING, INFO, CONFIG GET, MULTI/EXEC around the
+others, ...) and commands the server does not know (it refuses them), and
+refuses every other before sending it (exit 64; from stdin: an error reply
+in its turn, and 64 at the end; in a transaction, EXEC then aborts). The
+IDMP surface is judged by what exec does: XADD, XCFGSET, CONFIG SET, RENAME,
+RENAMENX, COPY and MOVE write; XINFO and CONFIG GET read.`,
 		Example: `  idmpctl exec XADD orders IDMP producer-1 iid-1 '*' amount 100
   idmpctl exec XCFGSET orders IDMP-DURATION 300 IDMP-MAXSIZE 1000
   idmpctl exec -o json XINFO STREAM orders
@@ -90,6 +101,7 @@ carry a NUL byte).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Args = args
+			o.ReadOnly = f.readOnly(c)
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -128,11 +140,14 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 	format := replyFormat(p)
 	out := bufio.NewWriterSize(f.Out, 64<<10)
 	var buf []byte
-	failed := 0
+	failed, refused := 0, 0
 	var single *resp.Reply
 	emit := func(r resp.Reply, more bool) {
 		if r.IsError() {
 			failed++
+		}
+		if r.IsError() && r.Int == opsexec.ReadOnlyRefused {
+			refused++
 		}
 		if r.IsError() && r.Int == opsexec.LocalError && p.Format != render.JSON {
 			buf = append(append(buf[:0], r.Str...), '\n') // redis-cli's own line
@@ -144,7 +159,7 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 			_ = out.Flush()
 		}
 	}
-	s, err := opsexec.Open(ctx, conn, opsexec.Options{Mode: mode, RESP3: p.Format == render.JSON, Emit: emit, Timeout: conn.Timeout})
+	s, err := opsexec.Open(ctx, conn, opsexec.Options{Mode: mode, RESP3: p.Format == render.JSON, Emit: emit, Timeout: conn.Timeout, ReadOnly: o.ReadOnly})
 	if err != nil {
 		return err
 	}
@@ -167,13 +182,20 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 		return exit.Wrap(err, "exec")
 	}
 	if len(o.Args) == 0 {
-		if failed > 0 {
+		switch {
+		case refused > 0:
+			return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%d commands refused in read-only mode", refused), Silent: true}
+		case failed > 0:
 			return &exit.Error{Code: exit.Data, Err: fmt.Errorf("%d commands failed", failed), Silent: true}
 		}
 		return nil
 	}
 	if single == nil {
 		return exit.New(exit.Internal, "exec", "no reply")
+	}
+	if single.IsError() && single.Int == opsexec.ReadOnlyRefused {
+		return &exit.Error{Code: exit.Usage, Err: errors.New(strings.TrimPrefix(single.Str, "ERR ")),
+			Hint: "nothing was sent; drop --read-only (and IDMPCTL_READ_ONLY) to write"}
 	}
 	if single.IsError() {
 		return replyError(single.Str)

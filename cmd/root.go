@@ -465,6 +465,9 @@ const (
 	writesNever        = "never"
 	writesUnlessDryRun = "unless-dry-run"
 	writesWithApply    = "with-apply"
+	// writesPerCommand: exec, which judges each command it is given (the
+	// server's COMMAND INFO), refusing those that could write.
+	writesPerCommand = "per-command"
 )
 
 // mayWrite reports whether c, with the flags given, could write to Redis.
@@ -479,7 +482,7 @@ func mayWrite(c *cobra.Command) bool {
 		return err == nil && v
 	}
 	switch c.Annotations[writesAnnotation] {
-	case writesNever:
+	case writesNever, writesPerCommand:
 		return false
 	case writesUnlessDryRun:
 		return !dryRun()

@@ -32,6 +32,9 @@ type Options struct {
 	Depth int
 	// Timeout bounds the wait for each reply (0: none).
 	Timeout time.Duration
+	// ReadOnly refuses, before sending it, every command that could write
+	// (see readOnlyRefusal): --read-only, IDMPCTL_READ_ONLY.
+	ReadOnly bool
 }
 
 // Session is a connection running commands in order. Do queues a command
@@ -48,6 +51,7 @@ type Session struct {
 	buf     []byte
 
 	loaded  map[*redisconn.Script]bool
+	roInfo  map[string]*commandEntry // ReadOnly: COMMAND INFO by command (nil: unknown)
 	inMulti bool
 	// defaultsInTx: a CONFIG SET of the defaults was queued in the
 	// transaction; after EXEC or DISCARD they are read again.
@@ -143,6 +147,11 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 		// wait for replies that never come.
 		if len(args) == 3 && strings.EqualFold(args[1], "REPLY") && (strings.EqualFold(args[2], "OFF") || strings.EqualFold(args[2], "SKIP")) {
 			return s.Reply(resp.ErrorOf("ERR idmpctl exec needs a reply to every command: CLIENT REPLY " + strings.ToUpper(args[2]) + " needs redis-cli"))
+		}
+	}
+	if s.opt.ReadOnly {
+		if why := s.readOnlyRefusal(ctx, args); why != "" {
+			return s.refuseReadOnly(why)
 		}
 	}
 	if s.mode != stream.ModeNative {
