@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/resp"
 )
 
@@ -26,8 +27,10 @@ const ReadOnlyRefused = -2
 //     its own as it is queued;
 //   - a command the server does not know (COMMAND INFO has no entry) is
 //     sent: the server refuses it, writing nothing;
-//   - when COMMAND INFO itself fails (an ACL without COMMAND), every other
-//     command is refused: the mode never guesses in favour of a write.
+//   - when COMMAND INFO itself is denied (an ACL user with +@read, which
+//     does not hold COMMAND), idmpctl's own list of read-only commands
+//     (knownReadOnly) stands in for it, and every other command is refused:
+//     the mode never guesses in favour of a write.
 //
 // Scripts (EVAL, EVALSHA, FCALL) are not marked read-only, since they may
 // write: the refusal names EVAL_RO, EVALSHA_RO and FCALL_RO, which the
@@ -46,6 +49,21 @@ var readOnlySafe = []string{
 	"MEMORY|STATS", "MEMORY|DOCTOR", "ACL|WHOAMI", "ACL|CAT", "MODULE|LIST",
 	"FUNCTION|LIST", "FUNCTION|STATS", "SCRIPT|EXISTS", "CLUSTER|INFO", "CLUSTER|NODES",
 	"CLUSTER|SLOTS", "CLUSTER|SHARDS", "CLUSTER|MYID", "CLUSTER|KEYSLOT",
+}
+
+// knownReadOnly are commands every Redis since 6.2 marks readonly: what
+// read-only mode runs when the server will not say (COMMAND INFO denied).
+var knownReadOnly = []string{
+	"GET", "MGET", "GETRANGE", "STRLEN", "EXISTS", "TYPE", "TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME",
+	"DUMP", "SCAN", "KEYS", "RANDOMKEY", "DBSIZE", "SORT_RO",
+	"HGET", "HMGET", "HGETALL", "HKEYS", "HVALS", "HLEN", "HEXISTS", "HSTRLEN", "HSCAN", "HRANDFIELD",
+	"LRANGE", "LLEN", "LINDEX", "LPOS",
+	"SMEMBERS", "SISMEMBER", "SMISMEMBER", "SCARD", "SSCAN", "SRANDMEMBER", "SINTER", "SUNION", "SDIFF", "SINTERCARD",
+	"ZRANGE", "ZREVRANGE", "ZRANGEBYSCORE", "ZREVRANGEBYSCORE", "ZRANGEBYLEX", "ZREVRANGEBYLEX", "ZSCORE",
+	"ZMSCORE", "ZCARD", "ZCOUNT", "ZLEXCOUNT", "ZRANK", "ZREVRANK", "ZSCAN", "ZRANDMEMBER",
+	"XLEN", "XRANGE", "XREVRANGE", "XREAD", "XPENDING",
+	"BITCOUNT", "BITPOS", "GETBIT", "PFCOUNT", "GEOPOS", "GEODIST", "GEOHASH", "GEOSEARCH",
+	"EVAL_RO", "EVALSHA_RO", "FCALL_RO",
 }
 
 // idmpSurface is what the emulated IDMP surface does, by command: true when
@@ -76,8 +94,10 @@ func (s *Session) readOnlyRefusal(ctx context.Context, args []string) string {
 	}
 	info, err := s.commandInfo(ctx, name, sub)
 	switch {
+	case err != nil && slices.Contains(knownReadOnly, name):
+		return ""
 	case err != nil:
-		return fmt.Sprintf("COMMAND INFO could not say whether %s writes (%v)", name, err)
+		return fmt.Sprintf("COMMAND INFO could not say whether %s writes (%v), and it is not on idmpctl's own list of read-only commands", name, err)
 	case info == nil:
 		return "" // the server does not know it: it refuses it, writing nothing
 	case slices.Contains(info.flags, "readonly"):
@@ -115,6 +135,9 @@ func (s *Session) commandInfo(ctx context.Context, name, sub string) (*commandEn
 	if e, ok := s.roInfo[key]; ok {
 		return e, nil
 	}
+	if s.roInfoErr != nil {
+		return nil, s.roInfoErr // denied once: not asked again
+	}
 	if s.opt.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.opt.Timeout)
@@ -126,6 +149,9 @@ func (s *Session) commandInfo(ctx context.Context, name, sub string) (*commandEn
 	}
 	v, err := s.conn.Client().Do(ctx, q...).Slice()
 	if err != nil {
+		if exit.Code(err) == exit.Permission {
+			s.roInfoErr = err
+		}
 		return nil, err
 	}
 	var found *commandEntry

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,13 +77,14 @@ func TestReadOnlyGate(t *testing.T) {
 	}
 }
 
-// When COMMAND INFO itself is denied (an ACL user without it), every
-// command not known to be harmless is refused: the mode never guesses in
-// favour of a write.
+// When COMMAND INFO itself is denied (an ACL user with +@read, which does
+// not hold COMMAND), idmpctl's own list of read-only commands stands in,
+// and every other command is refused: the mode never guesses in favour of
+// a write.
 func TestReadOnlyGateWithoutCommandInfo(t *testing.T) {
 	t.Parallel()
 	srv := redistest.NewWith(t, redistest.Options{})
-	if _, err := srv.Do("ACL", "SETUSER", "reader", "on", ">pw", "~*", "+@all", "-command"); err != nil {
+	if _, err := srv.Do("ACL", "SETUSER", "reader", "on", ">pw", "~*", "+@read", "+@connection", "-command", "+setrange"); err != nil {
 		t.Fatal(err)
 	}
 	conn, err := redisconn.Open(redisconn.ConnConfig{URL: "redis://reader:pw@" + srv.Addr, Timeout: 5 * time.Second})
@@ -90,9 +92,27 @@ func TestReadOnlyGateWithoutCommandInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	got := roSession(t, conn, "GET k", "PING", "SET k x")
-	if len(got) != 3 || !strings.Contains(got[0], "COMMAND INFO could not say whether GET writes") || got[1] != "OK" ||
-		!strings.HasPrefix(got[2], "REFUSED ") {
+	got := roSession(t, conn, "GET k", "XLEN s", "PING", "SETRANGE k 0 x", "HSTRLEN h f")
+	if len(got) != 5 || got[0] != "OK" || got[1] != "OK" || got[2] != "OK" || got[4] != "OK" ||
+		!strings.Contains(got[3], "REFUSED ERR refused in read-only mode (--read-only or IDMPCTL_READ_ONLY): COMMAND INFO could not say whether SETRANGE writes (NOPERM") ||
+		!strings.HasSuffix(got[3], "and it is not on idmpctl's own list of read-only commands") {
 		t.Errorf("without COMMAND: %q", got)
+	}
+}
+
+// Every command of knownReadOnly is one the server marks readonly.
+func TestKnownReadOnlyAreReadOnly(t *testing.T) {
+	t.Parallel()
+	conn, _ := redistest.Conn(t)
+	s, err := Open(context.Background(), conn, Options{Mode: stream.ModeEmulated, Timeout: 5 * time.Second, Emit: func(resp.Reply, bool) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, name := range knownReadOnly {
+		info, err := s.commandInfo(context.Background(), name, "")
+		if err != nil || info == nil || !slices.Contains(info.flags, "readonly") {
+			t.Errorf("%s: %+v %v, want a readonly command", name, info, err)
+		}
 	}
 }

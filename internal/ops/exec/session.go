@@ -50,9 +50,10 @@ type Session struct {
 	rd      *bufio.Reader
 	buf     []byte
 
-	loaded  map[*redisconn.Script]bool
-	roInfo  map[string]*commandEntry // ReadOnly: COMMAND INFO by command (nil: unknown)
-	inMulti bool
+	loaded    map[*redisconn.Script]bool
+	roInfo    map[string]*commandEntry // ReadOnly: COMMAND INFO by command (nil: unknown)
+	roInfoErr error                    // ReadOnly: COMMAND INFO was denied (ACL)
+	inMulti   bool
 	// defaultsInTx: a CONFIG SET of the defaults was queued in the
 	// transaction; after EXEC or DISCARD they are read again.
 	defaultsInTx bool
