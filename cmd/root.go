@@ -69,6 +69,7 @@ type GlobalOptions struct {
 	Output      string
 	NoColor     bool
 	ReadOnly    bool
+	Quiet       bool // -q: no warnings on stderr (errors still print)
 }
 
 // Conn opens the connection on first use; commands that need no server
@@ -90,8 +91,10 @@ func (f *Factory) Conn(ctx context.Context) (*redisconn.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range c.Warnings {
-		f.Printer.Warnf("%s", w)
+	if f.Printer != nil { // nil: a completion request, which prints no warnings
+		for _, w := range c.Warnings {
+			f.Printer.Warnf("%s", w)
+		}
 	}
 	f.conn = c
 	f.opened.Store(c)
@@ -193,6 +196,7 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 	allowEmpty(pf, "output") // -o "": the default format
 	pf.BoolVar(&g.NoColor, "no-color", false, "no colour (also NO_COLOR)")
 	pf.BoolVar(&g.ReadOnly, "read-only", false, "refuse every command that could write, before it connects (also IDMPCTL_READ_ONLY=1)")
+	pf.BoolVarP(&g.Quiet, "quiet", "q", false, "print no warnings on stderr (errors still print)")
 
 	for _, v := range verbs {
 		if verb == "" || v.name == verb {
@@ -394,7 +398,7 @@ func (f *Factory) setup(c *cobra.Command) error {
 		color = false
 	}
 	f.Printer = &render.Printer{
-		Out: f.Out, Err: f.Err, Format: format, TTY: tty, Color: color,
+		Out: f.Out, Err: f.Err, Format: format, TTY: tty, Color: color, Quiet: f.Global.Quiet,
 		ErrTTY: f.IsTTY(f.Err) || f.Getenv("IDMPCTL_FORCE_TTY") != "",
 	}
 	if format == render.Table {
