@@ -44,10 +44,16 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 	}
 	var sv *streamViewer
 	var missing []string
+	shown := 0
 	for _, r := range recs {
 		if r.Status == records.Absent {
 			missing = append(missing, strconv.Quote(r.Key))
 			continue
+		}
+		// Raw views follow each other as --watch's do: an empty line
+		// between two keys tells where one ends.
+		if shown++; shown > 1 && o.Factory.Printer.Format == render.Raw && o.Watch == "" {
+			fmt.Fprintln(o.Factory.Printer.Out)
 		}
 		if r.Format == records.FormatStream {
 			if sv == nil {
@@ -199,11 +205,17 @@ func printRecord(p *render.Printer, r records.Record) error {
 	if j.AgeUnknown {
 		opt("age", "unknown (the record carries no time)")
 	}
+	// Raw lines name their unit, as JSON does: "ttl 86388735" reads as
+	// seconds to an operator.
+	ms := ""
+	if !p.Human() {
+		ms = "-ms"
+	}
 	if j.LeaseLeftMs != nil {
-		opt("lease-left", msDuration(p, *j.LeaseLeftMs))
+		opt("lease-left"+ms, msDuration(p, *j.LeaseLeftMs))
 	}
 	opt("expires", msTime(p, r.ExpiresMs, r.NowMs))
-	opt("ttl", ttlText(p, r.TTLms))
+	opt("ttl"+ms, ttlText(p, r.TTLms))
 	opt("fingerprint", render.Field(r.Fingerprint))
 	switch {
 	case r.HTTPStatus > 0: // a stored HTTP response: its status and size
