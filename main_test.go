@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +54,7 @@ func scriptParams(dir string) testscript.Params {
 			"redis-thaw":    cmdRedisSignal("CONT"),
 			"redis-restart": cmdRedisRestart,
 			"envstdout":     cmdEnvStdout,
+			"jsonshape":     cmdJSONShape,
 		},
 	}
 }
@@ -125,6 +128,52 @@ func cmdEnvStdout(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: envstdout NAME")
 	}
 	ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile("stdout")))
+}
+
+// cmdJSONShape replaces stdout with the shape of the JSON values the last
+// command printed (one object a line, or indented): a line a key, its path
+// and its kind, strings and booleans with their value, sorted, an empty
+// line between values. Numbers (server times, tokens) are <number>: the
+// golden holds the names, which must not change.
+func cmdJSONShape(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: jsonshape")
+	}
+	dec := json.NewDecoder(strings.NewReader(ts.ReadFile("stdout")))
+	out := ts.Stdout()
+	for n := 0; dec.More(); n++ {
+		var v any
+		ts.Check(dec.Decode(&v))
+		if n > 0 {
+			fmt.Fprintln(out)
+		}
+		var lines []string
+		var walk func(v any, at string)
+		walk = func(v any, at string) {
+			switch v := v.(type) {
+			case map[string]any:
+				for k, e := range v {
+					walk(e, strings.TrimPrefix(at+"."+k, "."))
+				}
+				return
+			case []any:
+				for _, e := range v {
+					walk(e, at+"[]")
+				}
+				return
+			case float64:
+				lines = append(lines, at+": <number>")
+			case nil:
+				lines = append(lines, at+": null")
+			default:
+				b, _ := json.Marshal(v)
+				lines = append(lines, at+": "+string(b))
+			}
+		}
+		walk(v, "")
+		slices.Sort(lines)
+		fmt.Fprintln(out, strings.Join(slices.Compact(lines), "\n"))
+	}
 }
 
 func server(ts *testscript.TestScript) *redistest.Server {

@@ -392,16 +392,36 @@ func NewCmdClaimRelease(f *Factory, runF func(*ReleaseOptions) error) *cobra.Com
 	return c
 }
 
-// acquireJSON is acquire's -o json (claim run's too, with its outcome).
+// acquireJSON is acquire's -o json. attempts is the record's count of
+// claims, this one included; attempt is its old name, kept beside it for
+// now (README: Output).
 type acquireJSON struct {
-	Key           string        `json:"key"`
-	Outcome       string        `json:"outcome"`
-	Token         int64         `json:"token,omitempty"`
-	Attempt       int64         `json:"attempt,omitempty"`
-	PreviousOwner string        `json:"previous_owner,omitempty"`
-	LeaseLeftMs   int64         `json:"lease_left_ms,omitempty"`
-	Record        *claim.Record `json:"record,omitempty"`
+	Key           string           `json:"key"`
+	Outcome       string           `json:"outcome"`
+	Token         int64            `json:"token,omitempty"`
+	Attempts      int64            `json:"attempts,omitempty"`
+	Attempt       int64            `json:"attempt,omitempty"`
+	PreviousOwner string           `json:"previous_owner,omitempty"`
+	LeaseLeftMs   int64            `json:"lease_left_ms,omitempty"`
+	Record        *claimRecordJSON `json:"record,omitempty"`
 	ackJSON
+}
+
+// claimRecordJSON is a claim record in -o json: claim.Record's names, and
+// its millisecond timestamps under names that say so, beside the old ones
+// (created, updated, lease_until, now), kept as aliases for now (README:
+// Output). retention_ms and lease_ms are the record's ttl_ms and lease_ms
+// fields; ttl_ms is the key's TTL left.
+type claimRecordJSON struct {
+	*claim.Record
+	CreatedAt    int64 `json:"created_ms"`
+	UpdatedAt    int64 `json:"updated_ms"`
+	LeaseUntilAt int64 `json:"lease_until_ms"`
+	NowAt        int64 `json:"now_ms"`
+}
+
+func claimJSON(r claim.Record) *claimRecordJSON {
+	return &claimRecordJSON{Record: &r, CreatedAt: r.Created, UpdatedAt: r.Updated, LeaseUntilAt: r.LeaseUntil, NowAt: r.Now}
 }
 
 func claimAcquireRun(ctx context.Context, o *AcquireOptions) error {
@@ -420,9 +440,8 @@ func claimAcquireRun(ctx context.Context, o *AcquireOptions) error {
 	p := o.Factory.Printer
 	switch p.Format {
 	case render.JSON:
-		rec := res.Record
-		if err := p.JSON(acquireJSON{Key: o.Key, Outcome: string(res.Outcome), Token: res.Token, Attempt: res.Attempt,
-			PreviousOwner: res.PreviousOwner, LeaseLeftMs: res.LeaseLeftMs, Record: &rec, ackJSON: aj}); err != nil {
+		if err := p.JSON(acquireJSON{Key: o.Key, Outcome: string(res.Outcome), Token: res.Token, Attempts: res.Attempt, Attempt: res.Attempt,
+			PreviousOwner: res.PreviousOwner, LeaseLeftMs: res.LeaseLeftMs, Record: claimJSON(res.Record), ackJSON: aj}); err != nil {
 			return err
 		}
 	case render.Table:
@@ -522,9 +541,9 @@ func claimStepOut(p *render.Printer, verb, key, raw string, r claim.Record, aj a
 	renewed := verb == "renew"
 	switch p.Format {
 	case render.JSON:
-		j := map[string]any{"key": key, "verb": verb, "outcome": raw, "record": r}
+		j := map[string]any{"key": key, "verb": verb, "outcome": raw, "record": claimJSON(r)}
 		if renewed {
-			j["lease_ms"], j["lease_until"] = r.LeaseMs, r.LeaseUntil
+			j["lease_ms"], j["lease_until_ms"], j["lease_until"] = r.LeaseMs, r.LeaseUntil, r.LeaseUntil
 		}
 		if aj.ReplicasAcked != nil {
 			j["replicas_acked"] = *aj.ReplicasAcked

@@ -116,7 +116,8 @@ type runJSON struct {
 	Ran             bool   `json:"ran"`
 	ExitCode        int    `json:"exit_code"`
 	Token           int64  `json:"token,omitempty"`
-	Attempt         int64  `json:"attempt,omitempty"`
+	Attempts        int64  `json:"attempts,omitempty"` // the claim's count of claims, this run's included
+	Attempt         int64  `json:"attempt,omitempty"`  // attempts' old name, kept for now (README: Output)
 	Recorded        string `json:"recorded,omitempty"` // COMPLETED or FAILED
 	Output          string `json:"output"`
 	OutputTruncated bool   `json:"output_truncated,omitempty"`
@@ -203,7 +204,7 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	if res.Outcome == claim.Takeover {
 		_ = acquireExit(p, o.Key, res)
 	}
-	report.Token, report.Attempt = res.Token, res.Attempt
+	report.Token, report.Attempts, report.Attempt = res.Token, res.Attempt, res.Attempt
 	params := claimrun.Params{Key: o.Key, Token: res.Token, Attempt: res.Attempt, LeaseSent: sent, Lease: o.Lease, TTL: o.ttlGiven(),
 		MaxResult: o.MaxResult, Durability: o.Durable.durability(), Ack: ack,
 		Command: o.Command, Stdin: o.Factory.In, Stdout: o.Factory.Out, Stderr: o.Factory.Err, Guard: g, Signals: sigs}

@@ -125,11 +125,25 @@ func shownRecord(r records.Record, showSecrets bool) records.Record {
 // request and response) are nested as they are, not as strings of JSON.
 type recordJSON struct {
 	records.Record
+	msNames
 	Fields        map[string]json.RawMessage `json:"fields,omitempty"`
 	AgeMs         *int64                     `json:"age_ms,omitempty"`
 	AgeUnknown    bool                       `json:"age_unknown,omitempty"` // a record that carries no time
 	LeaseLeftMs   *int64                     `json:"lease_left_ms,omitempty"`
 	ResultSummary string                     `json:"result_summary,omitempty"`
+}
+
+// msNames are the millisecond timestamps of a record's JSON under names
+// that say so. The names without _ms (created, updated, lease_until,
+// deadline, expires, now) stay beside them as aliases for now (README:
+// Output); omitted where they are.
+type msNames struct {
+	CreatedAt    int64 `json:"created_ms,omitempty"`
+	UpdatedAt    int64 `json:"updated_ms,omitempty"`
+	LeaseUntilAt int64 `json:"lease_until_ms,omitempty"`
+	DeadlineAt   int64 `json:"deadline_ms,omitempty"`
+	ExpiresAt    int64 `json:"expires_ms,omitempty"`
+	NowAt        int64 `json:"now_ms,omitempty"`
 }
 
 // nestedFields is a record's fields for JSON: a value that is a JSON
@@ -154,7 +168,9 @@ func nestedFields(fields map[string]string) map[string]json.RawMessage {
 // age of the last activity, and the lease left until the earlier of lease
 // and deadline (the instant the stale flag uses too).
 func withTimes(r records.Record) recordJSON {
-	j := recordJSON{Record: r, Fields: nestedFields(r.Fields), ResultSummary: r.ResultSummary()}
+	j := recordJSON{Record: r, Fields: nestedFields(r.Fields), ResultSummary: r.ResultSummary(),
+		msNames: msNames{CreatedAt: r.CreatedMs, UpdatedAt: r.UpdatedMs, LeaseUntilAt: r.LeaseUntilMs,
+			DeadlineAt: r.DeadlineMs, ExpiresAt: r.ExpiresMs, NowAt: r.NowMs}}
 	if age, ok := r.AgeMs(); ok {
 		j.AgeMs = &age
 	} else {
