@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/health"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
@@ -243,7 +245,14 @@ func inspectServer(ctx context.Context, o *InspectOptions) error {
 	}
 	pairs = append(pairs, render.Pair{"native-idmp", idmp}, render.Pair{"emulation", r.Emulation})
 	if e := r.Eviction; e != nil {
-		pairs = append(pairs, render.Pair{"maxmemory", fmt.Sprint(e.MaxMemory)}, render.Pair{"maxmemory-policy", e.Policy})
+		maxmemory := fmt.Sprint(e.MaxMemory)
+		if p.Human() {
+			maxmemory = "0 (no limit)"
+			if e.MaxMemory > 0 {
+				maxmemory = fmt.Sprintf("%s (%s B)", render.Bytes(e.MaxMemory), render.Count(e.MaxMemory))
+			}
+		}
+		pairs = append(pairs, render.Pair{"maxmemory", maxmemory}, render.Pair{"maxmemory-policy", e.Policy})
 		if e.Risky() {
 			p.Warnf("%s", e.Warning())
 		}
@@ -261,7 +270,7 @@ func inspectServer(ctx context.Context, o *InspectOptions) error {
 			render.Pair{"stream-idmp-maxsize", maxsize})
 	}
 	if p.Human() {
-		pairs = append(pairs, render.Pair{"ping rtt", fmt.Sprintf("%.3f ms", float64(r.PingRTTus)/1000)})
+		pairs = append(pairs, render.Pair{"ping rtt", duration.Format(time.Duration(r.PingRTTus) * time.Microsecond)})
 	} else {
 		pairs = append(pairs, render.Pair{"ping-rtt-us", fmt.Sprint(r.PingRTTus)})
 	}
