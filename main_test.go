@@ -55,6 +55,7 @@ func scriptParams(dir string) testscript.Params {
 			"redis-restart": cmdRedisRestart,
 			"envstdout":     cmdEnvStdout,
 			"jsonshape":     cmdJSONShape,
+			"waitfile":      cmdWaitFile,
 		},
 	}
 }
@@ -128,6 +129,20 @@ func cmdEnvStdout(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: envstdout NAME")
 	}
 	ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile("stdout")))
+}
+
+// cmdWaitFile waits (10 s at most) until a file exists: a command in the
+// background (exec ... &name&) says it started by creating it.
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfile FILE")
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(ts.MkAbs(args[0])); err == nil {
+			return
+		}
+	}
+	ts.Fatalf("%s: not created within 10s", args[0])
 }
 
 // cmdJSONShape replaces stdout with the shape of the JSON values the last

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/claim"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
@@ -458,7 +459,7 @@ func claimAcquireRun(ctx context.Context, o *AcquireOptions) error {
 		o.Factory.outputTold = true
 		return giveUpUnprinted(ctx, conn, o, res, lost)
 	}
-	return acquireExit(p, o.Key, res)
+	return acquireExit(p, "claim acquire", o.Key, res, 0)
 }
 
 // giveUpUnprinted gives up a claim whose token could not be written (a
@@ -484,24 +485,38 @@ func giveUpUnprinted(ctx context.Context, conn *redisconn.Conn, o *AcquireOption
 }
 
 // acquireExit tells on stderr what a non-acquired outcome means, and
-// returns its exit code.
-func acquireExit(p *render.Printer, key string, res claim.AcquireResult) error {
+// returns its exit code. verb is the command that acquired ("claim
+// acquire", "claim run"): errors say what the user ran. wait is claim
+// run's --wait, which a busy key outlasted (0: none given).
+func acquireExit(p *render.Printer, verb, key string, res claim.AcquireResult, wait time.Duration) error {
 	r := res.Record
+	what := verb + " " + strconv.Quote(key)
 	switch res.Outcome {
 	case claim.Takeover:
 		p.Status("idmpctl: took over %q from %s, whose lease had passed (token %d, attempt %d)", key, res.PreviousOwner, res.Token, res.Attempt)
 	case claim.Done:
 		return exit.Status(exit.Done)
 	case claim.Busy:
-		return &exit.Error{Code: exit.Busy, What: "claim acquire " + strconv.Quote(key),
+		// A --wait that outlasts the lease left, in whole seconds (a poll
+		// is due as the lease passes).
+		outlast := duration.Format(time.Duration((max(res.LeaseLeftMs, 1)+999)/1000) * time.Second)
+		hint := "retry later, or use claim run --wait"
+		switch {
+		case wait > 0:
+			hint = fmt.Sprintf("waited %s (--wait %s) and it is still held: retry later, or wait longer: --wait %s outlasts this lease, unless its owner renews it",
+				duration.Format(wait), duration.Format(wait), outlast)
+		case verb == "claim run":
+			hint = fmt.Sprintf("retry later, or wait for it: --wait %s outlasts this lease, unless its owner renews it", outlast)
+		}
+		return &exit.Error{Code: exit.Busy, What: what,
 			Err:  fmt.Errorf("busy: held by %s (token %d) for %s more", render.Field(r.Owner), r.Token, render.Ms(res.LeaseLeftMs)),
-			Hint: "retry later, or use claim run --wait"}
+			Hint: hint}
 	case claim.Mismatch:
-		return &exit.Error{Code: exit.Data, What: "claim acquire " + strconv.Quote(key),
+		return &exit.Error{Code: exit.Data, What: what,
 			Err:  fmt.Errorf("fingerprint mismatch: the key was claimed for a different payload (stored %.12s...)", r.Fingerprint),
 			Hint: "the same key with a different request is a client bug; use a new key for a new request"}
 	case claim.Exhausted:
-		return &exit.Error{Code: exit.Data, What: "claim acquire " + strconv.Quote(key),
+		return &exit.Error{Code: exit.Data, What: what,
 			Err: fmt.Errorf("attempts exhausted: FAILED after %d attempts (last error: %s)", r.Attempts, orDash(r.Error))}
 	}
 	return nil
