@@ -154,7 +154,9 @@ node_exporter's textfile collector: per stream (inspect STREAM...) its six
 IDMP fields, length and mode; per scan (inspect --match) the records by
 status and format, and those flagged stale, no-ttl or orphan-lock. A key
 that is not a stream is refused (64); a missing one exits 66 after the
-document of the others.`,
+document of the others.
+
+` + statusHelp(),
 		Example: `  idmpctl inspect --server
   idmpctl inspect orders
   idmpctl inspect --match 'idem:*' --status PROCESSING
@@ -176,7 +178,8 @@ document of the others.`,
 	fl.StringVar(&o.Match, "match", "", "scan keys matching a glob pattern")
 	fl.BoolVar(&o.Literal, "literal", false, "match --match literally (no glob metacharacters)")
 	fl.BoolVar(&o.All, "all", false, "with --match: also list the keys of idmpctl's emulated IDMP state ({S}:idmp...) and batch progress")
-	fl.StringVar(&o.Status, "status", "", "with --match: only these statuses (PROCESSING,LOCKED,COMPLETED,FAILED,EXPIRED,UNKNOWN)")
+	fl.StringVar(&o.Status, "status", "", "with --match: "+statusFlagUsage)
+	_ = c.RegisterFlagCompletionFunc("status", completeStatuses)
 	fl.Int64Var(&o.Limit, "limit", 0, "with --match: show at most N keys (0: all)")
 	fl.StringVar(&o.Watch, "watch", "", "redraw a stream view every INTERVAL (e.g. 1s) with adds/s and duplicates/s")
 	fl.IntVar(&o.Count, "count", 0, "with --watch: stop after N views (0: until interrupted)")

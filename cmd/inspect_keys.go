@@ -599,22 +599,6 @@ func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(
 	return statuses, sum, &rep, nil
 }
 
-// parseStatuses reads --status A,B.
-func parseStatuses(s string) ([]records.Status, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var out []records.Status
-	for _, part := range strings.Split(s, ",") {
-		st, ok := records.ParseStatus(strings.TrimSpace(part))
-		if !ok {
-			return nil, exit.Usagef("--status %q: want PROCESSING, LOCKED, COMPLETED, FAILED, EXPIRED or UNKNOWN", part)
-		}
-		out = append(out, st)
-	}
-	return out, nil
-}
-
 // streamViewer shows streams with their IDMP state and health.
 type streamViewer struct {
 	f       *Factory
