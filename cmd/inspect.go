@@ -179,7 +179,6 @@ document of the others.
 	fl.BoolVar(&o.Literal, "literal", false, "match --match literally (no glob metacharacters)")
 	fl.BoolVar(&o.All, "all", false, "with --match: also list the keys of idmpctl's emulated IDMP state ({S}:idmp...) and batch progress")
 	fl.StringVar(&o.Status, "status", "", "with --match: "+statusFlagUsage)
-	_ = c.RegisterFlagCompletionFunc("status", completeStatuses)
 	fl.Int64Var(&o.Limit, "limit", 0, "with --match: show at most N keys (0: all)")
 	fl.StringVar(&o.Watch, "watch", "", "redraw a stream view every INTERVAL (e.g. 1s) with adds/s and duplicates/s")
 	fl.IntVar(&o.Count, "count", 0, "with --watch: stop after N views (0: until interrupted)")

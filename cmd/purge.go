@@ -143,7 +143,6 @@ summary on stderr ("kept-live" for a record the re-check found live).
 	fl.StringVar(&o.Match, "match", "", "glob pattern of the keys to purge")
 	fl.BoolVar(&o.Literal, "literal", false, "match --match literally (no glob metacharacters)")
 	fl.StringVar(&o.StatusFlag, "status", "", statusFlagUsage+"; locks only when LOCKED is named")
-	_ = c.RegisterFlagCompletionFunc("status", completeStatuses)
 	fl.BoolVar(&o.Stale, "stale", false, "only PROCESSING records past their lease or deadline")
 	fl.StringVar(&o.OlderThanFlag, "older-than", "", "only records last updated at least this long ago (24h)")
 	fl.BoolVar(&o.NoTTL, "no-ttl", false, "only keys without a TTL")

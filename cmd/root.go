@@ -206,6 +206,7 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 		}
 	}
 	refuseUnknownVerbs(root)
+	registerCompletions(root, f)
 	root.SetHelpCommand(newHelpCmd())
 	return root
 }
