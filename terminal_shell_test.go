@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ import (
 // (NAME=value), the prompt "$ ".
 func (s *tmuxServer) shell(t *testing.T, name string, cols int, env []string) *tmuxPane {
 	t.Helper()
-	args := []string{"new-session", "-d", "-s", name, "-x", fmt.Sprint(cols), "-y", "20", "--", "env", "-i"}
+	args := []string{"new-session", "-d", "-s", name, "-c", s.dir, "-x", fmt.Sprint(cols), "-y", "20", "--", "env", "-i"}
 	args = append(append(args, env...), "PS1=$ ", "TERM=screen", "bash", "--norc", "--noprofile")
 	if out, err := s.tmux(args...); err != nil {
 		t.Fatalf("tmux new-session: %v: %s", err, out)
@@ -113,5 +114,56 @@ func TestCompletionInPlainBash(t *testing.T) {
 				t.Errorf("a Tab printed an error:\n%s", screen)
 			}
 		})
+	}
+}
+
+// TestExecPromptOnTerminal runs exec with no COMMAND on a real terminal
+// (tmux): redis-cli's prompt, replies in redis-cli's interactive form,
+// line editing (Ctrl-A, arrows) and history (Up), help, and Ctrl-D to
+// leave with 0 and the terminal as it was; piped stdin on the same
+// terminal keeps the script mode (no prompt).
+func TestExecPromptOnTerminal(t *testing.T) {
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Skip("tmux not installed")
+	}
+	srv := redistest.New(t)
+	dir := t.TempDir()
+	term := &tmuxServer{t: t, bin: tmux, sock: filepath.Join(dir, "tmux.sock"), dir: dir}
+	t.Cleanup(term.kill)
+	pane := term.shell(t, "exec", 100, shellEnv(t, srv.URL))
+	pane.send("stty -a > before.txt; clear; idmpctl exec; echo exit=$?", "Enter")
+	prompt := `^redis ` + regexp.QuoteMeta(srv.Addr) + `>`
+	pane.waitFor(prompt+` ?$`, 10*time.Second) // capture-pane drops trailing blanks
+
+	pane.send("SET greeting hello", "Enter")
+	pane.waitFor(`^OK$`, 10*time.Second)
+	// Editing: typed wrong, fixed at the line's start (Ctrl-A) and by
+	// moving left, as in redis-cli.
+	pane.send("ET greetin", "C-a", "G", "C-e", "g", "Enter")
+	pane.waitFor(`^"hello"$`, 10*time.Second)
+	// History: Up twice brings back the SET; edited at its end.
+	pane.send("Up", "Up", "BSpace", "BSpace", "BSpace", "BSpace", "BSpace", "world", "Enter")
+	pane.waitFor(prompt+` SET greeting world$`, 10*time.Second)
+	pane.send("Up", "Up", "Enter")
+	pane.waitFor(`^"world"$`, 10*time.Second)
+	pane.send("help XADD", "Enter")
+	pane.waitFor(`^XADD key \[NOMKSTREAM\]`, 10*time.Second)
+	pane.send("NOSUCH", "Enter")
+	pane.waitFor(`^\(error\) ERR unknown command 'NOSUCH'`, 10*time.Second)
+	// Ctrl-D leaves: 0, the shell's prompt on a line of its own.
+	pane.send("C-d")
+	pane.waitFor(`^exit=0$`, 10*time.Second)
+	pane.send("stty -a > after.txt; echo PING | idmpctl exec; echo exit=$?", "Enter")
+	pane.waitFor(`^PONG$`, 10*time.Second)
+	screen := pane.screen()
+	t.Logf("screen:\n%s", screen)
+	if strings.Count(screen, "> PING") > 0 {
+		t.Errorf("piped stdin got a prompt:\n%s", screen)
+	}
+	before, err1 := os.ReadFile(filepath.Join(term.dir, "before.txt"))
+	after, err2 := os.ReadFile(filepath.Join(term.dir, "after.txt"))
+	if err1 != nil || err2 != nil || string(before) != string(after) {
+		t.Errorf("the terminal's modes changed (%v, %v):\nbefore: %s\nafter:  %s", err1, err2, before, after)
 	}
 }
