@@ -206,7 +206,9 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 		}
 	}
 	refuseUnknownVerbs(root)
-	registerCompletions(root, f)
+	if verb == "" { // the whole tree: help, or a completion request (__complete)
+		registerCompletions(root, f)
+	}
 	root.SetHelpCommand(newHelpCmd())
 	return root
 }
