@@ -71,7 +71,9 @@ terminal (-o table forces it), -o json as redis-cli --json (maps as
 objects; a string that is not UTF-8 is {"b64":"..."}).
 
 One command: an error reply goes to stderr after "idmpctl: " (exit 65;
-NOPERM 77). With no COMMAND, commands are read from stdin, one a line,
+NOPERM 77). With no COMMAND on a terminal, exec prompts as redis-cli does
+("127.0.0.1:6379> "), with line editing and history; "help" and "quit" are
+the prompt's own. With no COMMAND otherwise, commands are read from stdin, one a line,
 split as redis-cli splits them ("double quotes" with \xNN, \n, \"; 'single
 quotes'), run in order on one connection, pipelined, one reply each (-o
 json: one JSON value a line, {"error":"..."} for an error reply); the exit
@@ -159,6 +161,10 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 			_ = out.Flush()
 		}
 	}
+	var prompt lineReader // a person at a terminal: redis-cli's prompt
+	if len(o.Args) == 0 {
+		prompt = promptLines(f)
+	}
 	s, err := opsexec.Open(ctx, conn, opsexec.Options{Mode: mode, RESP3: p.Format == render.JSON, Emit: emit, Timeout: conn.Timeout, ReadOnly: o.ReadOnly})
 	if err != nil {
 		return err
@@ -168,6 +174,8 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 		if r, err = s.One(ctx, o.Args); err == nil {
 			single = &r
 		}
+	} else if prompt != nil {
+		err = execPrompt(ctx, f, conn, s, prompt)
 	} else {
 		// SIGINT and SIGTERM keep their default action, as for redis-cli:
 		// a stream waiting for its next line (a terminal) ends at once.
@@ -183,6 +191,7 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 	}
 	if len(o.Args) == 0 {
 		switch {
+		case prompt != nil: // a person saw each error reply
 		case refused > 0:
 			return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%d commands refused in read-only mode", refused), Silent: true}
 		case failed > 0:

@@ -44,10 +44,16 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 	}
 	var sv *streamViewer
 	var missing []string
+	shown := 0
 	for _, r := range recs {
 		if r.Status == records.Absent {
 			missing = append(missing, strconv.Quote(r.Key))
 			continue
+		}
+		// Raw views follow each other as --watch's do: an empty line
+		// between two keys tells where one ends.
+		if shown++; shown > 1 && o.Factory.Printer.Format == render.Raw && o.Watch == "" {
+			fmt.Fprintln(o.Factory.Printer.Out)
 		}
 		if r.Format == records.FormatStream {
 			if sv == nil {
@@ -119,11 +125,25 @@ func shownRecord(r records.Record, showSecrets bool) records.Record {
 // request and response) are nested as they are, not as strings of JSON.
 type recordJSON struct {
 	records.Record
+	msNames
 	Fields        map[string]json.RawMessage `json:"fields,omitempty"`
 	AgeMs         *int64                     `json:"age_ms,omitempty"`
 	AgeUnknown    bool                       `json:"age_unknown,omitempty"` // a record that carries no time
 	LeaseLeftMs   *int64                     `json:"lease_left_ms,omitempty"`
 	ResultSummary string                     `json:"result_summary,omitempty"`
+}
+
+// msNames are the millisecond timestamps of a record's JSON under names
+// that say so. The names without _ms (created, updated, lease_until,
+// deadline, expires, now) stay beside them as aliases for now (README:
+// Output); omitted where they are.
+type msNames struct {
+	CreatedAt    int64 `json:"created_ms,omitempty"`
+	UpdatedAt    int64 `json:"updated_ms,omitempty"`
+	LeaseUntilAt int64 `json:"lease_until_ms,omitempty"`
+	DeadlineAt   int64 `json:"deadline_ms,omitempty"`
+	ExpiresAt    int64 `json:"expires_ms,omitempty"`
+	NowAt        int64 `json:"now_ms,omitempty"`
 }
 
 // nestedFields is a record's fields for JSON: a value that is a JSON
@@ -148,7 +168,9 @@ func nestedFields(fields map[string]string) map[string]json.RawMessage {
 // age of the last activity, and the lease left until the earlier of lease
 // and deadline (the instant the stale flag uses too).
 func withTimes(r records.Record) recordJSON {
-	j := recordJSON{Record: r, Fields: nestedFields(r.Fields), ResultSummary: r.ResultSummary()}
+	j := recordJSON{Record: r, Fields: nestedFields(r.Fields), ResultSummary: r.ResultSummary(),
+		msNames: msNames{CreatedAt: r.CreatedMs, UpdatedAt: r.UpdatedMs, LeaseUntilAt: r.LeaseUntilMs,
+			DeadlineAt: r.DeadlineMs, ExpiresAt: r.ExpiresMs, NowAt: r.NowMs}}
 	if age, ok := r.AgeMs(); ok {
 		j.AgeMs = &age
 	} else {
@@ -199,11 +221,17 @@ func printRecord(p *render.Printer, r records.Record) error {
 	if j.AgeUnknown {
 		opt("age", "unknown (the record carries no time)")
 	}
+	// Raw lines name their unit, as JSON does: "ttl 86388735" reads as
+	// seconds to an operator.
+	ms := ""
+	if !p.Human() {
+		ms = "-ms"
+	}
 	if j.LeaseLeftMs != nil {
-		opt("lease-left", msDuration(p, *j.LeaseLeftMs))
+		opt("lease-left"+ms, msDuration(p, *j.LeaseLeftMs))
 	}
 	opt("expires", msTime(p, r.ExpiresMs, r.NowMs))
-	opt("ttl", ttlText(p, r.TTLms))
+	opt("ttl"+ms, ttlText(p, r.TTLms))
 	opt("fingerprint", render.Field(r.Fingerprint))
 	switch {
 	case r.HTTPStatus > 0: // a stored HTTP response: its status and size
@@ -573,22 +601,6 @@ func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(
 		return statuses, sum, nil, exit.Wrap(err, "inspect --memory")
 	}
 	return statuses, sum, &rep, nil
-}
-
-// parseStatuses reads --status A,B.
-func parseStatuses(s string) ([]records.Status, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var out []records.Status
-	for _, part := range strings.Split(s, ",") {
-		st, ok := records.ParseStatus(strings.TrimSpace(part))
-		if !ok {
-			return nil, exit.Usagef("--status %q: want PROCESSING, LOCKED, COMPLETED, FAILED, EXPIRED or UNKNOWN", part)
-		}
-		out = append(out, st)
-	}
-	return out, nil
 }
 
 // streamViewer shows streams with their IDMP state and health.

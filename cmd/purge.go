@@ -116,7 +116,9 @@ and entries): retries of earlier messages will no longer dedupe.
 
 Deleting needs --yes unless on a terminal, where it asks; --dry-run shows what
 would go. Raw output: "deleted|changed|would-delete<TAB>KEY" per record, and a
-summary on stderr ("kept-live" for a record the re-check found live).`,
+summary on stderr ("kept-live" for a record the re-check found live).
+
+` + statusHelp(),
 		Example: `  idmpctl purge --match 'idem:*' --status FAILED --older-than 24h --dry-run
   idmpctl purge --match 'idem:*' --stale --yes --max-rate 5k/s
   idmpctl purge --stream orders --yes`,
@@ -140,7 +142,7 @@ summary on stderr ("kept-live" for a record the re-check found live).`,
 	fl := c.Flags()
 	fl.StringVar(&o.Match, "match", "", "glob pattern of the keys to purge")
 	fl.BoolVar(&o.Literal, "literal", false, "match --match literally (no glob metacharacters)")
-	fl.StringVar(&o.StatusFlag, "status", "", "only these statuses (PROCESSING,LOCKED,COMPLETED,FAILED,EXPIRED,UNKNOWN); locks only when LOCKED is named")
+	fl.StringVar(&o.StatusFlag, "status", "", statusFlagUsage+"; locks only when LOCKED is named")
 	fl.BoolVar(&o.Stale, "stale", false, "only PROCESSING records past their lease or deadline")
 	fl.StringVar(&o.OlderThanFlag, "older-than", "", "only records last updated at least this long ago (24h)")
 	fl.BoolVar(&o.NoTTL, "no-ttl", false, "only keys without a TTL")

@@ -74,6 +74,7 @@ type GlobalOptions struct {
 	ReadOnly    bool
 	// redis-cli's -h, -p, -a and -n: they change the URL's host, port,
 	// password and database (cliURL).
+	Quiet    bool // -q: no warnings on stderr (errors still print)
 	Host     string
 	Port     int
 	Pass     string
@@ -116,8 +117,10 @@ func (f *Factory) Conn(ctx context.Context) (*redisconn.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range c.Warnings {
-		f.Printer.Warnf("%s", w)
+	if f.Printer != nil { // nil: a completion request, which prints no warnings
+		for _, w := range c.Warnings {
+			f.Printer.Warnf("%s", w)
+		}
 	}
 	f.conn = c
 	f.opened.Store(c)
@@ -236,6 +239,7 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH. redis-cli's -h HOST,
 	pf.StringVarP(&g.Pass, "pass", "a", "", "password, as redis-cli's -a (visible in ps: prefer REDISCLI_AUTH)")
 	pf.IntVarP(&g.DB, "db", "n", 0, "database number, as redis-cli's -n (replaces the URL's)")
 	pf.Bool("help", false, "help for the command (-h is the host, as in redis-cli)")
+	pf.BoolVarP(&g.Quiet, "quiet", "q", false, "print no warnings on stderr (errors still print)")
 
 	for _, v := range verbs {
 		if verb == "" || v.name == verb {
@@ -245,6 +249,9 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH. redis-cli's -h HOST,
 		}
 	}
 	refuseUnknownVerbs(root)
+	if verb == "" { // the whole tree: help, or a completion request (__complete)
+		registerCompletions(root, f)
+	}
 	root.SetHelpCommand(newHelpCmd())
 	return root
 }
@@ -442,7 +449,7 @@ func (f *Factory) setup(c *cobra.Command) error {
 		color = false
 	}
 	f.Printer = &render.Printer{
-		Out: f.Out, Err: f.Err, Format: format, TTY: tty, Color: color,
+		Out: f.Out, Err: f.Err, Format: format, TTY: tty, Color: color, Quiet: f.Global.Quiet,
 		ErrTTY: f.IsTTY(f.Err) || f.Getenv("IDMPCTL_FORCE_TTY") != "",
 	}
 	if format == render.Table {

@@ -47,6 +47,9 @@ type Printer struct {
 	// Width is the terminal's width in columns: tables and views are cut
 	// to it. 0: no limit (not a terminal).
 	Width int
+	// Quiet (-q) drops warnings: a loop that runs idmpctl once per message
+	// would print the same one each time. Errors are not warnings.
+	Quiet bool
 
 	st styleOnce
 }
@@ -77,8 +80,11 @@ func (p *Printer) Status(format string, args ...any) {
 	fmt.Fprintf(p.Err, format+"\n", args...)
 }
 
-// Warnf writes "idmpctl: warning: ..." to stderr.
+// Warnf writes "idmpctl: warning: ..." to stderr, unless Quiet.
 func (p *Printer) Warnf(format string, args ...any) {
+	if p.Quiet {
+		return
+	}
 	fmt.Fprintf(p.Err, "%s %s\n", p.Warn("idmpctl: warning:"), fmt.Sprintf(format, args...))
 }
 

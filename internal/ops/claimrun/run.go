@@ -48,6 +48,9 @@ type Result struct {
 	Unrecorded      string        // the command ran but its outcome could not be recorded: why
 	Renewals        int           // successful renewals
 	Warnings        []string      // what the user should be told on stderr
+	// Interrupted is the first SIGINT or SIGTERM forwarded to the command
+	// while it ran (nil: none): its exit code says what it made of it.
+	Interrupted os.Signal
 }
 
 // Run runs the command while holding the claim and records its outcome. It
@@ -75,7 +78,7 @@ func Run(ctx context.Context, conn *redisconn.Conn, p Params) (Result, error) {
 	}
 	return Result{ExitCode: code, Started: r.started, Recorded: r.recorded,
 		Output: string(r.out.buf), OutputTruncated: r.out.over, Renewals: r.renewals,
-		Ack: r.ack, Unacknowledged: r.unacked, Unrecorded: r.unrecorded, Warnings: r.warnings}, err
+		Ack: r.ack, Unacknowledged: r.unacked, Unrecorded: r.unrecorded, Warnings: r.warnings, Interrupted: r.interrupted}, err
 }
 
 // claimedRun runs the command while holding the claim.
@@ -96,6 +99,7 @@ type claimedRun struct {
 	unacked        string        // the outcome was not acknowledged: why
 	unrecorded     string        // the outcome could not be recorded: why
 	warnings       []string
+	interrupted    os.Signal // the first signal forwarded to the command
 }
 
 func (r *claimedRun) warnf(format string, args ...any) {
@@ -175,6 +179,9 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	for {
 		select {
 		case s := <-sigs:
+			if r.interrupted == nil {
+				r.interrupted = s
+			}
 			ch.signal(s)
 		case lerr := <-lost:
 			endRenewals()
