@@ -266,3 +266,41 @@ func watchAbsent(ctx context.Context, cn *redis.Conn, l idmp.StateLayout) (int64
 	}
 	return n.Val(), nil
 }
+
+// guardedChunk is the guard's call inside a native batch chunk's
+// MULTI/EXEC (batch_native.go): the chunk's progress record moves in the
+// same transaction as the adds, as it does without emulated state.
+//
+// The contract of a native batch chunk with the guard: before its
+// transaction it WATCHes the stream's emulated state keys (StateLayout
+// Meta and PIDs) with its progress record and checks whether either
+// exists; when none does, it adds natively as it likes (the WATCH aborts
+// it if state appears); when one does, its adds go through the guard
+// script (this call, or GuardCall in a script of its own), and without
+// scripting rights it is refused (78) with nothing written.
+type guardedChunk struct {
+	call *redisconn.Call
+	iids []string
+	cmd  *redis.Cmd
+}
+
+// guardChunk prepares the guard for a chunk's requests.
+func (s *Streams) guardChunk(stream string, reqs []AddRequest) (*guardedChunk, error) {
+	if i, err := checkFieldCounts(reqs); err != nil {
+		e := exit.New(exit.Data, "", "request %d: %v", i+1, err)
+		e.Hint = "the stream holds emulated IDMP state, whose guard hands an add's fields to XADD from Lua: migrate the stream first (idmpctl migrate " + strconv.Quote(stream) + ")"
+		return nil, e
+	}
+	call, iids, err := s.GuardCall(reqs, "")
+	if err != nil {
+		return nil, err
+	}
+	return &guardedChunk{call: call, iids: iids}, nil
+}
+
+// queue adds the guard to a transaction as EVAL: an EVALSHA that the
+// server's script cache lost would fail at EXEC, after the record moved.
+func (g *guardedChunk) queue(ctx context.Context, p redis.Pipeliner) {
+	g.cmd = redis.NewCmd(ctx, g.call.Command(true)...)
+	_ = p.Process(ctx, g.cmd)
+}

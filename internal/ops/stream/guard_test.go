@@ -264,3 +264,37 @@ func TestGuardScriptRefusesBadCalls(t *testing.T) {
 	_, err = g.nat.Add(g.ctx, AddRequest{Stream: g.h.key("none"), PID: "p", IID: "i", NoMkStream: true, Fields: []string{"a", "1"}})
 	wantErr(t, err, exit.NotFound, "stream does not exist")
 }
+
+func TestGuardNativeBatch(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	s := g.h.key("{b}")
+	if _, err := g.emu.AddBatch(g.ctx, reqs(s, "p", "i%d", 1, 2, 3)); err != nil {
+		t.Fatal(err)
+	}
+	tmpl := AddRequest{Stream: s, PID: "p"}
+	var got []BatchResult
+	sum, err := g.nat.RunBatch(g.ctx, BatchSpec{Template: tmpl, ID: "b1", Chunk: 2}, &iidLines{lines: iids("i", 5), tmpl: tmpl},
+		func(r BatchResult) error { got = append(got, r); return nil })
+	if err != nil || sum.Added != 2 || sum.Duplicates != 3 {
+		t.Fatalf("batch: %+v, %v", sum, err)
+	}
+	if n := g.h.xlen(t, s); n != 5 {
+		t.Fatalf("XLEN %d, want 5", n)
+	}
+	// Without scripting rights: refused, nothing written, no progress.
+	if _, err := g.srv.Do("ACL", "SETUSER", "noeval", "on", ">pw", "~*", "&*", "+@all", "-@scripting"); err != nil {
+		t.Fatal(err)
+	}
+	nat, err := NewStreams(redistest.Connect(t, strings.Replace(g.srv.URL, "unix://", "unix://noeval:pw@", 1)), ModeAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = nat.RunBatch(g.ctx, BatchSpec{Template: tmpl, ID: "b2", Chunk: 2}, &iidLines{lines: iids("j", 3), tmpl: tmpl},
+		func(BatchResult) error { return nil })
+	wantErr(t, err, exit.Config, "holds emulated IDMP state")
+	l, _ := idmp.StateKeys(s, false)
+	if n := g.h.xlen(t, s); n != 5 || g.conn.Client().Exists(g.ctx, l.Batch("p", "b2")).Val() != 0 {
+		t.Fatalf("XLEN %d after a refused batch, or its progress record written", n)
+	}
+}
