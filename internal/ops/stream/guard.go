@@ -107,9 +107,6 @@ func GuardFits(reqs []AddRequest) bool {
 // parseGuardReply reads the guard's reply: the adds are native, whoever
 // answered them.
 func parseGuardReply(v any, iids []string, reqs []AddRequest) ([]AddResult, error) {
-	if reply, ok := v.([]any); ok && len(reply) == 4 {
-		v = reply[:3]
-	}
 	res, err := parseAddReply(v, iids, len(reqs))
 	for i := range res {
 		res[i].Mode = ModeNative
