@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
@@ -81,7 +82,7 @@ func (s *Streams) CheckMigrate(ctx context.Context) error {
 			return nil
 		}
 	}
-	e := exit.New(exit.Config, "", "%s has no XIDMPRECORD: moving emulated IDMP state into native tracking needs Redis 8.6.2 or later; nothing was changed", what)
+	e := exit.New(exit.Config, "", "the server (%s) has no XIDMPRECORD: moving emulated IDMP state into native tracking needs Redis 8.6.2 or later; nothing was changed", what)
 	e.Hint = "upgrade the server first; until then the emulation keeps working as it is"
 	return e
 }
@@ -183,6 +184,9 @@ func (s *Streams) Migrate(ctx context.Context, stream string, dry bool) (Migrate
 			}
 			return MigrateResult{}, e
 		}
+		if err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE Operation") {
+			return MigrateResult{}, exit.New(exit.Data, "", "not a stream (%v)", err)
+		}
 		if err != nil {
 			return MigrateResult{}, scriptErr(err)
 		}
@@ -265,4 +269,23 @@ func entryFields(v any) ([]string, bool) {
 		fields[i] = s
 	}
 	return fields, true
+}
+
+// ScanStreams lists the streams on one node whose names match pattern
+// (SCAN ... TYPE stream), each round trip bounded by timeout.
+func ScanStreams(ctx context.Context, node redis.Cmdable, pattern string, timeout time.Duration) ([]string, error) {
+	var out []string
+	var cursor uint64
+	for {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		keys, next, err := node.ScanType(cctx, cursor, pattern, 1000, "stream").Result()
+		cancel()
+		if err != nil {
+			return out, err
+		}
+		out = append(out, keys...)
+		if cursor = next; cursor == 0 {
+			return out, nil
+		}
+	}
 }

@@ -118,12 +118,12 @@ for j = 1, npids do
   for _, e in ipairs(live) do
     local why
     local v = vetted[j .. ':' .. e.iid]
-    if not carry then
+    if #redis.call('XRANGE', STREAM, e.id, e.id) == 0 then
+      why = 'missing'
+    elseif not carry then
       why = 'native'
     elseif not v or v.id ~= e.id then
       why = 'changed'
-    elseif #redis.call('XRANGE', STREAM, e.id, e.id) == 0 then
-      why = 'missing'
     elseif seen[v.native] then
       why = 'changed'
     end
