@@ -2,6 +2,7 @@ package stream
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,4 +137,27 @@ func TestMigrateErrors(t *testing.T) {
 	wantErr(t, emu.CheckMigrate(g.ctx), exit.Config, "has no XIDMPRECORD")
 	_, err = emu.Migrate(g.ctx, "s", false)
 	wantErr(t, err, exit.Config, "has no XIDMPRECORD")
+}
+
+// A user who may not run XIDMPRECORD is told so by the dry run too, not
+// promised a migration the real run refuses (77, nothing changed).
+func TestMigrateWithoutXIDMPRECORD(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	s := g.h.key("acl")
+	g.add(t, g.emu, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
+	if _, err := g.srv.Do("ACL", "SETUSER", "norec", "on", ">pw", "~*", "&*", "+@all", "-xidmprecord"); err != nil {
+		t.Fatal(err)
+	}
+	nat, err := NewStreams(redistest.Connect(t, strings.Replace(g.srv.URL, "unix://", "unix://norec:pw@", 1)), ModeAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dry := range []bool{true, false} {
+		_, err := nat.Migrate(g.ctx, s, dry)
+		wantErr(t, err, exit.Permission, "XIDMPRECORD")
+	}
+	if xi := g.conn.Client().XInfoStream(g.ctx, s).Val(); xi.IIDsTracked != 0 {
+		t.Fatalf("native tracking %d", xi.IIDsTracked)
+	}
 }

@@ -152,10 +152,9 @@ for j = 1, npids do
     checks[#checks + 1] = c
   end
 end
-if not dry then
-  err = denied(checks)
-  if err then return err end
-end
+-- A dry run checks them too: it must not promise what the run refuses.
+err = denied(checks)
+if err then return err end
 
 local status = 'kept'
 if stale_state then status = 'stale' elseif kept_total == 0 then status = 'done' end
