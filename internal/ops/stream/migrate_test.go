@@ -161,3 +161,23 @@ func TestMigrateWithoutXIDMPRECORD(t *testing.T) {
 		t.Fatalf("native tracking %d", xi.IIDsTracked)
 	}
 }
+
+// Out of memory, the migration's first write is refused: nothing moved,
+// nothing removed (69), and a later run does it.
+func TestMigrateOutOfMemory(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	s := g.h.key("oom")
+	old := g.add(t, g.emu, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
+	g.srv.Do("CONFIG", "SET", "maxmemory", "1")
+	_, err := g.nat.Migrate(g.ctx, s, false)
+	wantErr(t, err, exit.Unavailable, "OOM")
+	g.srv.Do("CONFIG", "SET", "maxmemory", "0")
+	l, _ := idmp.StateKeys(s, false)
+	if xi := g.conn.Client().XInfoStream(g.ctx, s).Val(); xi.IIDsTracked != 0 || g.conn.Client().HGet(g.ctx, l.IDs("p"), "i1").Val() != old.ID {
+		t.Fatalf("after a refused migration: native %d iids, emulated state %v", xi.IIDsTracked, g.conn.Client().HGetAll(g.ctx, l.IDs("p")).Val())
+	}
+	if res, err := g.nat.Migrate(g.ctx, s, false); err != nil || res.Status != "done" || res.Recorded != 1 {
+		t.Fatalf("again: %+v %v", res, err)
+	}
+}
