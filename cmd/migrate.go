@@ -151,7 +151,13 @@ func printMigrate(p *render.Printer, r stream.MigrateResult) error {
 			"kept":    p.Warn("migrated in part: " + render.N(int64(len(r.Kept)), "iid") + " stay emulated (below)"),
 		}[r.Status]
 		if r.DryRun {
-			status = "dry run, nothing changed: " + status
+			status = "dry run, nothing changed: " + map[string]string{
+				"none":    "no emulated IDMP state: nothing to do",
+				"foreign": "the emulated state under this name belongs to another stream: migrate that one",
+				"stale":   "the emulated state was a deleted stream's: it would be dropped",
+				"done":    "everything would move: no emulated state would be left",
+				"kept":    "would move in part: " + render.N(int64(len(r.Kept)), "iid") + " would stay emulated (below)",
+			}[r.Status]
 		}
 		settings := map[string]string{
 			"equal":   "equal",
