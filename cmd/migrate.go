@@ -168,7 +168,7 @@ func printMigrate(p *render.Printer, r stream.MigrateResult) error {
 		p.KV("migrate "+render.Field(r.Stream), []render.Pair{
 			{"result", status},
 			{"settings", settings + " (emulated " + strconv.FormatInt(r.Duration, 10) + "s/" + strconv.FormatInt(r.MaxSize, 10) +
-				", native " + strconv.FormatInt(r.NativeDuration, 10) + "s/" + strconv.FormatInt(r.NativeMaxSize, 10) + ")"},
+				", native " + strconv.FormatInt(r.Native.Duration, 10) + "s/" + strconv.FormatInt(r.Native.MaxSize, 10) + ")"},
 			{"recorded", render.N(r.Recorded, "iid") + " (XIDMPRECORD; native iids-added counts them)"},
 			{"dropped", render.N(r.Dropped, "expired iid")},
 		})

@@ -52,15 +52,23 @@ type MigrateResult struct {
 	Status string `json:"status"`
 	// Settings: "equal", "set" (XCFGSET to the emulated ones), "blocked"
 	// (they differ and native tracking holds iids XCFGSET would clear).
-	Settings       string        `json:"settings"`
-	Duration       int64         `json:"idmp-duration"`
-	MaxSize        int64         `json:"idmp-maxsize"`
-	NativeDuration int64         `json:"native-idmp-duration"`
-	NativeMaxSize  int64         `json:"native-idmp-maxsize"`
-	Recorded       int64         `json:"recorded"`
-	Dropped        int64         `json:"dropped_expired"`
-	NativeTracked  int64         `json:"native_iids_tracked_before"`
-	Kept           []MigrateKept `json:"kept"`
+	Settings string `json:"settings"`
+	// The emulated settings; Native, the stream's native ones (after the
+	// migration) and the iids native tracking held before it.
+	Duration int64         `json:"idmp-duration"`
+	MaxSize  int64         `json:"idmp-maxsize"`
+	Native   NativeView    `json:"native"`
+	Recorded int64         `json:"recorded"`
+	Dropped  int64         `json:"dropped_expired"`
+	Kept     []MigrateKept `json:"kept"`
+}
+
+// NativeView is a stream's native IDMP settings, and how many iids its
+// native tracking held before the migration.
+type NativeView struct {
+	Duration int64 `json:"idmp-duration"`
+	MaxSize  int64 `json:"idmp-maxsize"`
+	Tracked  int64 `json:"iids-tracked"`
 }
 
 // CheckMigrate refuses (78) a server without XIDMPRECORD (Redis before
@@ -226,8 +234,9 @@ func parseMigrateReply(reply []any) (MigrateResult, bool) {
 		}
 		return 0
 	}
-	res := MigrateResult{Status: str(0), Settings: str(1), Duration: num(2), MaxSize: num(3), NativeDuration: num(4),
-		NativeMaxSize: num(5), Recorded: num(6), Dropped: num(7), NativeTracked: num(8), Kept: []MigrateKept{}}
+	res := MigrateResult{Status: str(0), Settings: str(1), Duration: num(2), MaxSize: num(3),
+		Native:   NativeView{Duration: num(4), MaxSize: num(5), Tracked: num(8)},
+		Recorded: num(6), Dropped: num(7), Kept: []MigrateKept{}}
 	for i := 9; i < len(reply); i += 5 {
 		res.Kept = append(res.Kept, MigrateKept{PID: str(i), IID: str(i + 1), ID: str(i + 2), ExpiresMS: num(i + 3), Why: str(i + 4)})
 	}
