@@ -159,6 +159,7 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 			op := OpPass
 			if c.Op == OpXAdd {
 				op = OpGuardedXAdd
+				s.streams.LoadNativeDefaults(ctx) // once: the guard's call carries them
 			}
 			c = Command{Args: args, Op: op, Name: c.Name, Add: c.Add, Deletion: c.Deletion}
 		}

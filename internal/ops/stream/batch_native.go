@@ -323,7 +323,7 @@ func (r *batchRun) nativeChunkOnce(ctx context.Context, cn *redis.Conn, c *chunk
 	}
 	var guard *guardedChunk
 	if emulated.Val() > 0 {
-		g, err := r.s.guardChunk(stream, c.reqs)
+		g, err := r.s.guardChunk(ctx, stream, c.reqs)
 		if err != nil {
 			return refuse(err)
 		}

@@ -108,6 +108,7 @@ func (s *Streams) emulatedAddDurable(ctx context.Context, reqs []AddRequest, d r
 // while the stream holds no emulated state.
 func (s *Streams) nativeAddDurable(ctx context.Context, reqs []AddRequest, d redisconn.Durability) ([]AddResult, redisconn.Ack, error) {
 	if !s.noScripts && GuardFits(reqs) {
+		s.LoadNativeDefaults(ctx) // the wait is for a write: no refusal asking for them
 		call, iids, err := s.GuardCall(reqs, "")
 		if err != nil {
 			return nil, redisconn.Ack{}, err

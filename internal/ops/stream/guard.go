@@ -93,8 +93,36 @@ func (s *Streams) GuardCall(reqs []AddRequest, deletion string) (*redisconn.Call
 			args = append(args, &r.Fields[k])
 		}
 	}
-	call.Args = append(args, "", "")
+	call.Args = append(args, s.nativeDefaultArgs()...)
 	return call, iids, nil
+}
+
+// errNeedNativeDefaults is the guard's refusal, nothing written: it would
+// carry the emulated settings over and needs the server's native defaults
+// to know whether the stream's native settings are still them.
+var errNeedNativeDefaults = errors.New("the guard needs the server's IDMP defaults")
+
+// nativeDefaultArgs are the guard's last two arguments: the server's
+// native defaults once read, "" "" before.
+func (s *Streams) nativeDefaultArgs() []any {
+	if s.guardDefaults == nil {
+		return []any{"", ""}
+	}
+	return []any{s.guardDefaults.Duration, s.guardDefaults.MaxSize}
+}
+
+// LoadNativeDefaults reads CONFIG GET stream-idmp-* once. A user who may
+// not read them gets 0 0, which no stream's settings equal: the guard
+// then never carries settings over.
+func (s *Streams) LoadNativeDefaults(ctx context.Context) {
+	if s.guardDefaults != nil {
+		return
+	}
+	d, m, err := s.nativeDefaults(ctx)
+	if err != nil {
+		d, m = 0, 0
+	}
+	s.guardDefaults = &idmp.Defaults{Duration: d, MaxSize: m}
 }
 
 // GuardFits reports whether every request fits one XADD from Lua (the
@@ -107,6 +135,9 @@ func GuardFits(reqs []AddRequest) bool {
 // parseGuardReply reads the guard's reply: the adds are native, whoever
 // answered them.
 func parseGuardReply(v any, iids []string, reqs []AddRequest) ([]AddResult, error) {
+	if reply, ok := v.([]any); ok && len(reply) == 1 && reply[0] == "C" {
+		return nil, errNeedNativeDefaults
+	}
 	res, err := parseAddReply(v, iids, len(reqs))
 	for i := range res {
 		res[i].Mode = ModeNative
@@ -143,24 +174,31 @@ func (s *Streams) guardedAddRun(ctx context.Context, reqs []AddRequest) ([]AddRe
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	var call *redisconn.Call
-	var iids []string
-	err := s.Conn.Do(func(c redis.UniversalClient) error {
-		var err error
-		if call, iids, err = s.GuardCall(reqs, ""); err != nil {
-			return err
+	for {
+		var call *redisconn.Call
+		var iids []string
+		err := s.Conn.Do(func(c redis.UniversalClient) error {
+			var err error
+			if call, iids, err = s.GuardCall(reqs, ""); err != nil {
+				return err
+			}
+			s.Conn.RunNotingEviction(ctx, c, call)
+			return call.Cmd.Err()
+		})
+		if scriptsRefused(err) {
+			s.noScripts = true
+			return s.guardedTx(ctx, reqs)
 		}
-		s.Conn.RunNotingEviction(ctx, c, call)
-		return call.Cmd.Err()
-	})
-	if scriptsRefused(err) {
-		s.noScripts = true
-		return s.guardedTx(ctx, reqs)
+		if err != nil {
+			return nil, scriptErr(err)
+		}
+		res, err := parseGuardReply(call.Cmd.Val(), iids, reqs)
+		if errors.Is(err, errNeedNativeDefaults) && s.guardDefaults == nil {
+			s.LoadNativeDefaults(ctx)
+			continue
+		}
+		return res, err
 	}
-	if err != nil {
-		return nil, scriptErr(err)
-	}
-	return parseGuardReply(call.Cmd.Val(), iids, reqs)
 }
 
 // maxGuardAborts bounds the EXECs of one run that a write to the
@@ -282,12 +320,13 @@ type guardedChunk struct {
 }
 
 // guardChunk prepares the guard for a chunk's requests.
-func (s *Streams) guardChunk(stream string, reqs []AddRequest) (*guardedChunk, error) {
+func (s *Streams) guardChunk(ctx context.Context, stream string, reqs []AddRequest) (*guardedChunk, error) {
 	if i, err := checkFieldCounts(reqs); err != nil {
 		e := exit.New(exit.Data, "", "request %d: %v", i+1, err)
 		e.Hint = "the stream holds emulated IDMP state, whose guard hands an add's fields to XADD from Lua: migrate the stream first (idmpctl migrate " + strconv.Quote(stream) + ")"
 		return nil, e
 	}
+	s.LoadNativeDefaults(ctx)
 	call, iids, err := s.GuardCall(reqs, "")
 	if err != nil {
 		return nil, err

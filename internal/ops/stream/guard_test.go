@@ -298,3 +298,21 @@ func TestGuardNativeBatch(t *testing.T) {
 		t.Fatalf("XLEN %d after a refused batch, or its progress record written", n)
 	}
 }
+
+// Settings an operator gave the stream natively (cfgset, which clears
+// native tracking) are not overwritten by the emulated ones at the next add.
+func TestGuardKeepsNativeSettingsSetByHand(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	s := g.h.key("hand")
+	g.add(t, g.emu, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
+	if _, err := g.nat.CfgSet(g.ctx, s, 500, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, iid := range []string{"i1", "i2"} {
+		g.add(t, g.nat, AddRequest{Stream: s, PID: "p", IID: iid, Fields: []string{"a", "1"}})
+		if xi := g.conn.Client().XInfoStream(g.ctx, s).Val(); xi.IDMPDuration != 500 {
+			t.Fatalf("after %s: native IDMP-DURATION %d, want the 500 set by hand", iid, xi.IDMPDuration)
+		}
+	}
+}

@@ -196,6 +196,8 @@ type Streams struct {
 
 	plainReads bool // the info script was refused: read with plain commands
 	noScripts  bool // the guard script was refused: guard with WATCH (guard.go)
+	// guardDefaults are CONFIG GET stream-idmp-* once read (guard.go).
+	guardDefaults *idmp.Defaults
 }
 
 // NewStreams prepares idempotent production in the requested mode, without

@@ -18,8 +18,8 @@
 -- ARGV[10]: npids, then the pids; then nitems; then per item: pid index,
 -- '1' for IDMPAUTO ('' for IDMP), the iid (for IDMPAUTO: the emulation's
 -- content hash of the fields, stream.AutoIID, which is what the emulated
--- state holds), nfields, fields...; last, the two server-level defaults
--- of the common helpers ('' '': the guard never creates state).
+-- state holds), nfields, fields...; last, the server's native defaults
+-- (CONFIG GET stream-idmp-duration, -maxsize; '' '' not known yet).
 -- Reply: {done, stop, message, consulted}: done, stop and message as the
 -- emulated add script's (an item's new ID, or 'd', 0|1 and the original's
 -- ID); consulted is '1' when live emulated state was consulted.
@@ -112,14 +112,20 @@ if live then
 end
 
 -- The stream's settings come over with its state at the first native add,
--- while the native tracking is empty: XCFGSET clears what it tracks, so
--- later it would lose iids (idmpctl migrate says what to do then).
+-- while the native tracking is empty (XCFGSET clears what it tracks, so
+-- later it would lose iids: idmpctl migrate says what to do then), and
+-- only while the native settings are the server's defaults (the last two
+-- arguments, CONFIG GET stream-idmp-*): settings an operator gave the
+-- stream natively stay. {'C'}: the caller did not send the defaults.
 local cfg
 if live and m.owner and info and (tonumber(info['idmp-duration']) ~= m.duration or tonumber(info['idmp-maxsize']) ~= m.maxsize)
   and info['iids-tracked'] == 0 and info['pids-tracked'] == 0
   and m.duration >= 1 and m.duration <= MAX_DURATION and m.maxsize >= 1 and m.maxsize <= MAX_MAXSIZE
   and not denied({ { 'XCFGSET', STREAM, 'IDMP-DURATION', '1' } }) then
-  cfg = { 'XCFGSET', STREAM, 'IDMP-DURATION', m.duration, 'IDMP-MAXSIZE', m.maxsize }
+  if not DEFAULTS_KNOWN then return { 'C' } end
+  if tonumber(info['idmp-duration']) == SERVER_DURATION and tonumber(info['idmp-maxsize']) == SERVER_MAXSIZE then
+    cfg = { 'XCFGSET', STREAM, 'IDMP-DURATION', m.duration, 'IDMP-MAXSIZE', m.maxsize }
+  end
 end
 
 ------------------------------------------------------------------------
