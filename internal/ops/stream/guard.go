@@ -247,8 +247,8 @@ func (s *Streams) guardedTx(ctx context.Context, reqs []AddRequest) ([]AddResult
 			return nil, exit.New(exit.Busy, "", "the stream's emulated IDMP state keys kept changing between the check and the add (%d tries)", attempt+1)
 		}
 		var reply redis.Error
-		if err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &reply) {
-			return nil, err
+		if err != nil && (tx.adds == nil || !errors.Is(err, redis.Nil) && !errors.As(err, &reply)) {
+			return nil, err // the check failed (NOPERM), or the round trip did
 		}
 		out, rerr := tx.read(reqs)
 		if rerr != nil {

@@ -316,3 +316,20 @@ func TestGuardKeepsNativeSettingsSetByHand(t *testing.T) {
 		}
 	}
 }
+
+// A user who may neither run scripts nor write is told so (77): the
+// WATCH path failed before its transaction and read replies that never
+// came (a panic).
+func TestGuardReaderIsRefused(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	if _, err := g.srv.Do("ACL", "SETUSER", "reader", "on", ">pw", "~*", "&*", "+@read", "+@connection"); err != nil {
+		t.Fatal(err)
+	}
+	nat, err := NewStreams(redistest.Connect(t, strings.Replace(g.srv.URL, "unix://", "unix://reader:pw@", 1)), ModeAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = nat.Add(g.ctx, AddRequest{Stream: g.h.key("r"), PID: "p", IID: "i", Fields: []string{"a", "1"}})
+	wantErr(t, err, exit.Permission, "NOPERM")
+}
