@@ -79,6 +79,28 @@ func TestJSONKeyStyle(t *testing.T) {
 		// the server's (XINFO's radix-tree-keys, a hash's fields), data.
 		{"exec", [][]string{{"exec", "XINFO", "STREAM", "s"}}},
 	}
+	// migrate needs Redis 8.6.2+: its case runs on one beside the server
+	// under test.
+	if native := redistest.NativeBinary(); native != "" {
+		n := redistest.NewWith(t, redistest.Options{Unix: true, Binary: native})
+		nc := c.With("IDMPCTL_URL=" + n.URL)
+		nc.Expect(0, "xadd", "m", "--mode", "emulated", "--pid", "p", "--iid", "i", "f", "v")
+		id := strings.TrimSpace(nc.Expect(0, "xadd", "m", "--mode", "emulated", "--pid", "p", "--iid", "gone", "f", "v").Stdout)
+		nc.Expect(0, "exec", "XDEL", "m", id)
+		for _, args := range [][]string{{"migrate", "m", "--dry-run"}, {"migrate", "--match", "*"}} {
+			r := nc.Expect(0, append([]string{"-o", "json"}, args...)...)
+			var v any
+			if err := json.Unmarshal([]byte(strings.SplitN(r.Stdout, "\n", 2)[0]), &v); err != nil {
+				t.Fatalf("%s: %v", r, err)
+			}
+			for _, bad := range badKeys(v, "") {
+				t.Errorf("%s -o json: key %s", strings.Join(args, " "), bad)
+			}
+		}
+	} else {
+		t.Log("migrate: no Redis 8.6 server beside (scripts/install-redis.sh): its -o json NOT checked")
+	}
+	cases = append(cases, jsonCase{path: "migrate"}) // checked above
 	for _, path := range leafCommands() {
 		if !slices.ContainsFunc(cases, func(c jsonCase) bool { return c.path == path }) && path != "completion" {
 			t.Errorf("%s: no -o json case here", path)

@@ -356,6 +356,7 @@ var verbs = []struct {
 	{"claim", NewCmdClaim},
 	{"purge", func(f *Factory) *cobra.Command { return NewCmdPurge(f, nil) }},
 	{"restore", func(f *Factory) *cobra.Command { return NewCmdRestore(f, nil) }},
+	{"migrate", func(f *Factory) *cobra.Command { return NewCmdMigrate(f, nil) }},
 	{"exec", func(f *Factory) *cobra.Command { return NewCmdExec(f, nil) }},
 	{"calc-maxsize", func(f *Factory) *cobra.Command { return NewCmdCalcMaxsize(f, nil) }},
 	{"calc-ttl", func(f *Factory) *cobra.Command { return NewCmdCalcTTL(f, nil) }},

@@ -4,6 +4,7 @@ package health
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
@@ -68,7 +69,12 @@ func Stream(i stream.Info, c StreamContext) []Lint {
 	if i.NotAtomic {
 		add("not-atomic", "info", "read with plain commands (this user may not run scripts): not one atomic snapshot, so the counts can be off by the adds made while it was read")
 	}
-	if i.OtherMode != "" {
+	switch {
+	case i.OtherMode == "emulated":
+		add("mixed-modes", "warn", "this stream still holds emulated IDMP state (written before an upgrade, or with --mode emulated): idmpctl's adds on this server answer its live iids from it until it expires, other clients' XADD IDMP do not; move it into native tracking with 'idmpctl migrate %s' (try --dry-run first)", shellQuote(i.Stream))
+	case i.OtherMode == "native":
+		add("mixed-modes", "warn", "this stream also holds native IDMP tracking, which emulated adds (--mode emulated) do not consult: stop adding with --mode emulated, and move the emulated state into native tracking with 'idmpctl migrate %s' (try --dry-run first)", shellQuote(i.Stream))
+	case i.OtherMode != "":
 		add("mixed-modes", "warn", "this stream also holds %s IDMP state: adds in one mode do not dedupe against the other", i.OtherMode)
 	}
 	if c.Server != nil {
@@ -76,4 +82,12 @@ func Stream(i stream.Info, c StreamContext) []Lint {
 		out = append(out, Server(*c.Server)...)
 	}
 	return out
+}
+
+// shellQuote quotes a stream name for a command line when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:/@%+=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

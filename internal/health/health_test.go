@@ -54,3 +54,21 @@ func TestStreamLints(t *testing.T) {
 		t.Errorf("read with plain commands: %q", got)
 	}
 }
+
+// mixed-modes says what to do: run the migration, for the stream named.
+func TestMixedModesSaysMigrate(t *testing.T) {
+	for _, c := range []struct{ mode, other, name, want string }{
+		{"native", "emulated", "orders", "idmpctl migrate orders' (try --dry-run first)"},
+		{"emulated", "native", "o'k {x}", `idmpctl migrate 'o'\''k {x}''`},
+	} {
+		lints := Stream(stream.Info{Stream: c.name, Mode: c.mode, OtherMode: c.other, IDMPDuration: 100, IDMPMaxSize: 100},
+			StreamContext{DefaultDuration: 100, DefaultMaxSize: 100})
+		found := false
+		for _, l := range lints {
+			found = found || l.Code == "mixed-modes" && strings.Contains(l.Message, c.want)
+		}
+		if !found {
+			t.Errorf("%s beside %s: %+v, want a mixed-modes lint with %q", c.mode, c.other, lints, c.want)
+		}
+	}
+}

@@ -375,3 +375,57 @@ func (s *Session) resolve(ctx context.Context) error {
 	}
 	return nil
 }
+
+// guardedXAdd sends one native XADD IDMP/IDMPAUTO through the upgrade
+// guard: an iid the stream's emulated state still knows is answered with
+// its original ID, as Redis answers a duplicate; every other add is the
+// server's own XADD, with its reply and errors.
+func (s *Session) guardedXAdd(p *pending, c Command) error {
+	reqs := []stream.AddRequest{c.Add}
+	if !stream.GuardFits(reqs) {
+		// More field arguments than XADD from Lua takes (about 8,000): it
+		// goes as it is, unguarded (docs/upgrade.md says so). No emulated
+		// add can have written such an entry.
+		s.send(p, cmd(c.Args))
+		return nil
+	}
+	call, iids, err := s.streams.GuardCall(reqs, c.Deletion)
+	if err != nil {
+		return s.local(p, err)
+	}
+	p.combine = func(rs []resp.Reply) resp.Reply {
+		r := rs[0]
+		if r.IsError() {
+			if scriptsRefusedReply(r.Str) {
+				return resp.ErrorOf("NOPERM idmpctl exec sends XADD IDMP/IDMPAUTO through a script that keeps it from adding an iid that emulated IDMP state still knows (docs/upgrade.md), and this user may not run scripts: use idmpctl xadd, or grant EVALSHA and EVAL")
+			}
+			return r
+		}
+		ids, noStream, err := stream.ParseAddRunReply(r.Value(), iids)
+		switch {
+		case len(ids) == 1:
+			return resp.BulkOf(ids[0])
+		case noStream:
+			return resp.NilReply()
+		case err != nil:
+			return resp.ErrorOf(strings.TrimSpace(err.Error()))
+		}
+		return resp.ErrorOf("ERR idmpctl: unexpected reply of the guarded XADD")
+	}
+	s.send(p, script(call))
+	return nil
+}
+
+// scriptsRefusedReply reports an error reply that refuses a script call
+// itself: EVALSHA, EVAL or SCRIPT denied by ACL, or renamed away.
+func scriptsRefusedReply(msg string) bool {
+	m := strings.ToLower(msg)
+	if strings.HasPrefix(m, "noperm") {
+		for _, c := range []string{"'evalsha'", "'eval'", "'script|load'", "'script'"} {
+			if strings.Contains(m, c) {
+				return true
+			}
+		}
+	}
+	return strings.Contains(m, "unknown command 'evalsha'") || strings.Contains(m, "unknown command 'eval'")
+}

@@ -155,15 +155,23 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 			return s.refuseReadOnly(why)
 		}
 	}
-	if s.mode != stream.ModeNative {
+	if s.mode != stream.ModeNative || c.Name == "XADD" {
 		c = Parse(args)
 		if c.Op != OpPass && s.mode == stream.ModeAuto {
 			if err := s.resolve(ctx); err != nil {
 				return err
 			}
-			if s.mode == stream.ModeNative {
-				c = Command{Args: args, Op: OpPass, Name: c.Name}
+		}
+		if s.mode == stream.ModeNative {
+			// Natively the server serves every command, but an XADD
+			// IDMP/IDMPAUTO goes through the upgrade guard (guard.go); one
+			// the grammar refuses gets the server's own error.
+			op := OpPass
+			if c.Op == OpXAdd {
+				op = OpGuardedXAdd
+				s.streams.LoadNativeDefaults(ctx) // once: the guard's call carries them
 			}
+			c = Command{Args: args, Op: op, Name: c.Name, Add: c.Add, Deletion: c.Deletion}
 		}
 	}
 	if c.Op != OpXAdd || s.inMulti {
@@ -237,6 +245,8 @@ func (s *Session) dispatch(p *pending, c Command) error {
 		s.send(p)
 	case OpXAdd:
 		return s.xadd(p, c)
+	case OpGuardedXAdd:
+		return s.guardedXAdd(p, c)
 	case OpXCfgSet:
 		call, err := s.streams.CfgSetCall(c.Stream, c.Cfg.Duration, c.Cfg.MaxSize)
 		if err != nil {

@@ -282,8 +282,11 @@ func (e *errProgressMoved) Error() string {
 // lua/stream_emu_add.lua).
 func parseAddReply(v any, iids []string, n int) ([]AddResult, error) {
 	reply, ok := v.([]any)
-	if !ok {
+	if !ok || len(reply) == 0 {
 		return nil, exit.New(exit.Internal, "emulated XADD", "unexpected reply %v", v)
+	}
+	if len(reply) == 4 {
+		reply = reply[:3] // the guard's (guard.go): its fourth says whether state was consulted
 	}
 	code, _ := reply[0].(string)
 	switch {

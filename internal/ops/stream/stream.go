@@ -195,6 +195,9 @@ type Streams struct {
 	Defaults *idmp.Defaults
 
 	plainReads bool // the info script was refused: read with plain commands
+	noScripts  bool // the guard script was refused: guard with WATCH (guard.go)
+	// guardDefaults are CONFIG GET stream-idmp-* once read (guard.go).
+	guardDefaults *idmp.Defaults
 }
 
 // NewStreams prepares idempotent production in the requested mode, without
@@ -307,6 +310,17 @@ func (s *Streams) AddBatch(ctx context.Context, reqs []AddRequest) ([]AddResult,
 func (s *Streams) addRun(ctx context.Context, reqs []AddRequest) ([]AddResult, error) {
 	if s.Mode != ModeNative {
 		res, err := s.emulatedAddRun(ctx, reqs)
+		if s.Mode == ModeAuto && scriptsRefused(err) {
+			// A user who may not run scripts: the server says what it is.
+			if rerr := s.resolve(ctx); rerr != nil {
+				return nil, rerr
+			}
+			if s.Mode == ModeEmulated {
+				return res, err
+			}
+			s.noScripts = true
+			err = errNativeServer
+		}
 		if !errors.Is(err, errNativeServer) {
 			if err == nil && s.Mode == ModeAuto {
 				s.Mode = ModeEmulated
