@@ -159,10 +159,22 @@ func streamInfo(r resp.Reply, name string) (stream.Info, bool, error) {
 
 // insertFields puts the IDMP fields where Redis 8.6 has them: after
 // recorded-first-entry-id (Redis 7.0+), else before groups (or entries).
+// A native server's own IDMP fields (emulated mode on purpose on Redis
+// 8.6) make way for them: they describe tracking the emulation does not use.
 func insertFields(xi resp.Reply, extra []resp.Reply) resp.Reply {
-	at := -1
+	own := make(map[string]bool, len(idmpFields))
+	for _, f := range idmpFields {
+		own[f] = true
+	}
+	kept := make([]resp.Reply, 0, len(xi.Elems)+len(extra))
 	for i := 0; i+1 < len(xi.Elems); i += 2 {
-		k := xi.Elems[i].Str
+		if !own[xi.Elems[i].Str] {
+			kept = append(kept, xi.Elems[i], xi.Elems[i+1])
+		}
+	}
+	at := -1
+	for i := 0; i+1 < len(kept); i += 2 {
+		k := kept[i].Str
 		if k == "recorded-first-entry-id" {
 			at = i + 2
 			break
@@ -172,13 +184,13 @@ func insertFields(xi resp.Reply, extra []resp.Reply) resp.Reply {
 		}
 	}
 	if at < 0 {
-		at = len(xi.Elems)
+		at = len(kept)
 	}
 	out := xi
-	out.Elems = make([]resp.Reply, 0, len(xi.Elems)+len(extra))
-	out.Elems = append(out.Elems, xi.Elems[:at]...)
+	out.Elems = make([]resp.Reply, 0, len(kept)+len(extra))
+	out.Elems = append(out.Elems, kept[:at]...)
 	out.Elems = append(out.Elems, extra...)
-	out.Elems = append(out.Elems, xi.Elems[at:]...)
+	out.Elems = append(out.Elems, kept[at:]...)
 	return out
 }
 
