@@ -1,10 +1,19 @@
 package exec
 
 import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/redistest"
+	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/resp"
 )
 
 // Emulated mode on purpose on a native server (--mode emulated on Redis
@@ -26,5 +35,158 @@ func TestExecEmulatedXInfoOnNativeServer(t *testing.T) {
 				t.Fatalf("pids-tracked is not 2 in\n%s", text)
 			}
 		}
+	}
+}
+
+// sessionIn is session in a mode of choice.
+func sessionIn(t *testing.T, conn *redisconn.Conn, mode stream.Mode, lines ...string) []string {
+	t.Helper()
+	var out []byte
+	s, err := Open(context.Background(), conn, Options{Mode: mode, Timeout: 5 * time.Second,
+		Emit: func(r resp.Reply, _ bool) { out = render.AppendReplyTTY(out, r) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = RunLines(context.Background(), s, strings.NewReader(strings.Join(lines, "\n")))
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+}
+
+var entryIDs = regexp.MustCompile(`\b\d+-\d+\b`)
+
+// numberIDs replaces each entry ID by its number in order of first
+// appearance: two servers' replies compare although their clocks differ.
+func numberIDs(lines []string) []string {
+	seen := map[string]int{}
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = entryIDs.ReplaceAllStringFunc(l, func(id string) string {
+			n, ok := seen[id]
+			if !ok {
+				n = len(seen) + 1
+				seen[id] = n
+			}
+			return "<id" + strconv.Itoa(n) + ">"
+		})
+	}
+	return out
+}
+
+// agree runs lines through exec natively on Redis 8.6.3 (the reference)
+// and emulated on the server under test (--mode emulated), each on a
+// server of its own, and fails unless their replies agree line by line
+// (entry IDs numbered). It returns the emulated replies.
+func agree(t *testing.T, lines ...string) []string {
+	t.Helper()
+	nr, e := both(t, lines...)
+	n, en := numberIDs(nr), numberIDs(e)
+	if strings.Join(n, "\n") != strings.Join(en, "\n") {
+		var b strings.Builder
+		for i := range max(len(n), len(en)) {
+			get := func(l []string) string {
+				if i < len(l) {
+					return l[i]
+				}
+				return "(none)"
+			}
+			mark := "  "
+			if get(n) != get(en) {
+				mark = "! "
+			}
+			fmt.Fprintf(&b, "%s%-50s | %s\n", mark, get(n), get(en))
+		}
+		t.Fatalf("native (8.6.3) | emulated replies differ:\n%s", b.String())
+	}
+	return e
+}
+
+// both runs lines as agree does and returns the replies of each.
+func both(t *testing.T, lines ...string) (native, emulated []string) {
+	t.Helper()
+	nc := redistest.Connect(t, redistest.NewNative(t).URL)
+	ec, _ := redistest.Conn(t)
+	return sessionIn(t, nc, stream.ModeAuto, lines...), sessionIn(t, ec, stream.ModeEmulated, lines...)
+}
+
+// Root cause 1 of issue 22: a stream deleted and rebuilt with the same
+// entries by a plain client kept its old IDMP state, and the next add of a
+// tracked iid was dropped as a duplicate of the old stream's entry (its
+// settings and counters carried over too). The state's liveness token, a
+// consumer group of the stream's own, goes with the stream.
+func TestAgreeDeletedStreamRebuiltSameIDs(t *testing.T) {
+	t.Parallel()
+	got := agree(t,
+		"XADD s 99999999999999-5 f v",
+		"XADD s IDMP p i1 * f v",
+		"DEL s",
+		"XADD s 99999999999999-5 f v",
+		"XADD s 99999999999999-6 f v",
+		"XADD s IDMP p i1 * f v",
+		"XLEN s",
+	)
+	if got[len(got)-1] != "(integer) 3" {
+		t.Fatalf("XLEN %s, want 3", got[len(got)-1])
+	}
+}
+
+// ... and its settings and counters did not carry over either.
+func TestAgreeDeletedStreamRebuiltSettings(t *testing.T) {
+	t.Parallel()
+	agree(t,
+		"XADD s 99999999999999-5 f v",
+		"XADD s IDMP p i1 * f v",
+		"XCFGSET s IDMP-DURATION 50",
+		"DEL s",
+		"XADD s 99999999999999-5 f v",
+		"XADD s 99999999999999-6 f v",
+		"XADD s IDMP p i1 * f v",
+		"XLEN s",
+		"XINFO STREAM s",
+		"XINFO GROUPS s",
+	)
+}
+
+// The same with XADD * rebuilt in one transaction (most likely within one
+// millisecond of the first, where the old state's snapshot matched): the
+// add after it is new in both modes (the IDs depend on each server's clock).
+func TestAgreeDeletedStreamRebuiltSameMillisecond(t *testing.T) {
+	t.Parallel()
+	native, emulated := both(t,
+		"MULTI",
+		"XADD s * f v",
+		"XADD s IDMP p i1 * f v",
+		"DEL s",
+		"XADD s * f v",
+		"XADD s * f v",
+		"EXEC",
+		"XADD s IDMP p i1 * f v",
+		"XLEN s",
+	)
+	for mode, got := range map[string][]string{"native": native, "emulated": emulated} {
+		if got[len(got)-1] != "(integer) 3" {
+			t.Errorf("%s: XLEN %s, want 3: the add after the rebuild was dropped", mode, got[len(got)-1])
+		}
+	}
+}
+
+// The liveness token of emulated state is a consumer group of idmpctl's:
+// exec leaves it out of XINFO GROUPS and of XINFO STREAM's groups, which
+// show the user's groups only, as natively.
+func TestAgreeGroupsWithoutTokens(t *testing.T) {
+	t.Parallel()
+	got := agree(t,
+		"XADD s 99999999999999-5 f v",
+		"XGROUP CREATE s mine 0",
+		"XADD s IDMP p i1 * f v",
+		"XINFO GROUPS s",
+		"XINFO STREAM s",
+	)
+	if !strings.Contains(strings.Join(got, "\n"), `"mine"`) {
+		t.Fatalf("the user's group is not shown:\n%s", strings.Join(got, "\n"))
 	}
 }

@@ -147,7 +147,7 @@ func (s *Session) xinfo(p *pending, c Command) error {
 		for i, f := range idmpFields {
 			extra = append(extra, resp.BulkOf(f), resp.IntOf(vals[i]))
 		}
-		return insertFields(xi, extra)
+		return hideTokens(insertFields(xi, extra), info.TokenGroups)
 	}
 	s.send(p, cmd(c.Args), script(call))
 	return nil
@@ -155,6 +155,47 @@ func (s *Session) xinfo(p *pending, c Command) error {
 
 func streamInfo(r resp.Reply, name string) (stream.Info, bool, error) {
 	return stream.ParseInfoCallReply(r.Value(), name)
+}
+
+// hideTokens leaves the liveness tokens of emulated state (consumer
+// groups of idmpctl's, see lua/stream_common.lua) out of XINFO STREAM's
+// reply: its groups count (n of them), or FULL's list of groups. Natively
+// a stream's IDMP state has no group.
+func hideTokens(xi resp.Reply, n int64) resp.Reply {
+	for i := 0; i+1 < len(xi.Elems); i += 2 {
+		if xi.Elems[i].Str != "groups" {
+			continue
+		}
+		switch v := xi.Elems[i+1]; {
+		case v.Kind == resp.Int:
+			xi.Elems[i+1].Int = max(0, v.Int-n)
+		case v.Aggregate():
+			xi.Elems[i+1] = withoutTokens(v)
+		}
+	}
+	return xi
+}
+
+// withoutTokens is a list of consumer groups (XINFO GROUPS, or XINFO
+// STREAM FULL's groups) without the liveness tokens of emulated state.
+func withoutTokens(r resp.Reply) resp.Reply {
+	if !r.Aggregate() {
+		return r
+	}
+	out := r
+	out.Elems = make([]resp.Reply, 0, len(r.Elems))
+	for _, g := range r.Elems {
+		token := false
+		for i := 0; i+1 < len(g.Elems); i += 2 {
+			if g.Elems[i].Str == "name" && stream.IsTokenGroup(g.Elems[i+1].Str) {
+				token = true
+			}
+		}
+		if !token {
+			out.Elems = append(out.Elems, g)
+		}
+	}
+	return out
 }
 
 // insertFields puts the IDMP fields where Redis 8.6 has them: after

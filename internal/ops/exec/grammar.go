@@ -88,6 +88,9 @@ func Parse(args []string) Command {
 		if len(args) >= 3 && strings.EqualFold(args[1], "STREAM") && xinfoStreamArgsOK(args) {
 			c.Op, c.Stream = OpXInfo, args[2]
 		}
+		if len(args) == 3 && strings.EqualFold(args[1], "GROUPS") {
+			c.Op, c.Stream = OpXInfoGroups, args[2]
+		}
 	case "CONFIG":
 		parseConfig(&c)
 	case "RENAME", "RENAMENX":

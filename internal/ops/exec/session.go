@@ -241,6 +241,9 @@ func (s *Session) dispatch(p *pending, c Command) error {
 		s.send(p, script(call))
 	case OpXInfo:
 		return s.xinfo(p, c)
+	case OpXInfoGroups:
+		p.combine = func(rs []resp.Reply) resp.Reply { return withoutTokens(rs[0]) }
+		s.send(p, cmd(c.Args))
 	case OpConfigGet:
 		s.configGet(p, c)
 	case OpConfigSet:

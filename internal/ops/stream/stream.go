@@ -157,6 +157,10 @@ type Info struct {
 	// NotAtomic: the emulated state was read with plain commands, in several
 	// round trips (the user may not run scripts), not as one snapshot.
 	NotAtomic bool `json:"not_atomic,omitempty"`
+	// TokenGroups is how many of the stream's consumer groups are liveness
+	// tokens of emulated state (idmpctl's, named idmpctl:<12 hex>), which
+	// exec leaves out of XINFO's replies (emulated only).
+	TokenGroups int64 `json:"-"`
 }
 
 // LastIDAheadOfClock reports whether the stream's last generated ID lies in
