@@ -190,3 +190,87 @@ func TestAgreeGroupsWithoutTokens(t *testing.T) {
 		t.Fatalf("the user's group is not shown:\n%s", strings.Join(got, "\n"))
 	}
 }
+
+// XIDMPRECORD (Redis 8.6.2+), emulated: its grammar and every error in
+// Redis's order, an entry missing or deleted, the same triple again, the
+// conflict, and what a recorded pair does to adds and counters.
+func TestAgreeXIdmpRecord(t *testing.T) {
+	t.Parallel()
+	agree(t,
+		"XIDMPRECORD s p i1",
+		"XIDMPRECORD s p i1 1-1 extra",
+		"XIDMPRECORD nosuch p i1 bad",
+		"XIDMPRECORD nosuch '' i1 1-1",
+		"XIDMPRECORD nosuch p '' 1-1",
+		"XIDMPRECORD nosuch p i1 1-1",
+		"SET str x",
+		"XIDMPRECORD str p i1 1-1",
+		"XADD s 99999999999999-0 a 1",
+		"XADD s 99999999999999-3 b 2",
+		"XADD s 99999999999999-7 c 3",
+		"XIDMPRECORD s p i1 1-",
+		"XIDMPRECORD s p i1 -1",
+		"XIDMPRECORD s p i1 +",
+		"XIDMPRECORD s p i1 -",
+		"XIDMPRECORD s p i1 99999999999999-*",
+		"XIDMPRECORD s p i1 999-999",
+		"XINFO STREAM s",
+		"XIDMPRECORD s p i1 99999999999999",
+		"XIDMPRECORD s p i1 0099999999999999-0",
+		"XIDMPRECORD s p i1 99999999999999-3",
+		"XDEL s 99999999999999-7",
+		"XIDMPRECORD s p i2 99999999999999-7",
+		"XIDMPRECORD s q i1 99999999999999-3",
+		"XADD s IDMP p i1 * f dup",
+		"XADD s IDMP q i1 * f dup",
+		"XADD s IDMP q i2 * f new",
+		"XLEN s",
+		"XINFO STREAM s",
+		"XIDMPRECORD s q i2 99999999999999-0",
+	)
+}
+
+// In a transaction: an arity error aborts it at EXEC, any other error is
+// its element of EXEC's reply.
+func TestAgreeXIdmpRecordInMulti(t *testing.T) {
+	t.Parallel()
+	agree(t,
+		"XADD s 99999999999999-0 a 1",
+		"MULTI",
+		"XIDMPRECORD s p i1",
+		"XIDMPRECORD s p i1 99999999999999-0",
+		"EXEC",
+		"MULTI",
+		"XIDMPRECORD s p i1 99999999999999-0",
+		"XIDMPRECORD s p '' 99999999999999-0",
+		"XIDMPRECORD s p i1 9-9",
+		"XIDMPRECORD s p i1 99999999999999-0",
+		"XADD s IDMP p i1 * f v",
+		"EXEC",
+	)
+}
+
+// MAXSIZE evicts the pid's oldest recorded pair; a pair recorded for an
+// entry older than the pid's newest sits behind it, and is tracked as
+// long as an iid before it is (Redis expires from the front of the list).
+func TestAgreeXIdmpRecordEvictionAndOrder(t *testing.T) {
+	t.Parallel()
+	agree(t,
+		"XADD s 99999999999999-1 a 1",
+		"XADD s 99999999999999-2 b 2",
+		"XADD s 99999999999999-3 c 3",
+		"XADD s 99999999999999-4 d 4",
+		"XCFGSET s IDMP-MAXSIZE 2",
+		"XIDMPRECORD s p i1 99999999999999-1",
+		"XIDMPRECORD s p i2 99999999999999-2",
+		"XIDMPRECORD s p i3 99999999999999-3",
+		"XADD s IDMP p i1 * f new",
+		"XADD s IDMP p i3 * f dup",
+		"XINFO STREAM s",
+		"XCFGSET s IDMP-MAXSIZE 5 IDMP-DURATION 60",
+		"XADD s IDMP p live * f v",
+		"XIDMPRECORD s p old 99999999999999-1",
+		"XADD s IDMP p old * f dup",
+		"XINFO STREAM s",
+	)
+}

@@ -22,6 +22,8 @@ func queueTimeError(c Command) bool {
 		return len(c.Args) < 5
 	case "XCFGSET":
 		return len(c.Args) < 2
+	case "XIDMPRECORD":
+		return len(c.Args) != 5
 	}
 	return false
 }

@@ -39,6 +39,8 @@ type Command struct {
 	ConfigPatterns []string    // OpConfigGet
 	ConfigSet      idmp.Config // OpConfigSet: 0 for a parameter not given
 	Move           MoveRequest // OpMove
+
+	Record RecordRequest // OpXIdmpRecord (catchup.go)
 }
 
 // MoveRequest is a RENAME, RENAMENX, COPY or MOVE (Dst is Src) of a key
@@ -99,6 +101,8 @@ func Parse(args []string) Command {
 		}
 	case "COPY":
 		parseCopy(&c)
+	case "XIDMPRECORD":
+		parseXIdmpRecord(&c)
 	case "MOVE":
 		if len(args) == 3 {
 			c.Op, c.Move = OpMove, MoveRequest{Src: args[1], Dst: args[1], DB: args[2]}

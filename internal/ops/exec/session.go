@@ -241,6 +241,8 @@ func (s *Session) dispatch(p *pending, c Command) error {
 		s.send(p, script(call))
 	case OpXInfo:
 		return s.xinfo(p, c)
+	case OpXIdmpRecord:
+		return s.record(p, c)
 	case OpXInfoGroups:
 		p.combine = func(rs []resp.Reply) resp.Reply { return withoutTokens(rs[0]) }
 		s.send(p, cmd(c.Args))
