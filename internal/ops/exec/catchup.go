@@ -1,8 +1,10 @@
 package exec
 
 import (
+	"strconv"
 	"strings"
 
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/resp"
 )
@@ -51,6 +53,68 @@ func (s *Session) record(p *pending, c Command) error {
 		}
 		return resp.StatusOf("OK")
 	}
+	s.send(p, script(call))
+	return nil
+}
+
+// helloDB is the database the session's opening commands select.
+func helloDB(hello [][]string) int {
+	for _, h := range hello {
+		if len(h) == 2 && strings.EqualFold(h[0], "SELECT") {
+			if n, err := strconv.Atoi(h[1]); err == nil {
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// noteDB follows the database the connection is in: SELECT n (as sent: a
+// SELECT the server refuses leaves it wrong, which the MOVE script finds
+// out), RESET (0), and inside MULTI until EXEC (DISCARD goes back). The
+// MOVE and COPY ... DB scripts need it to come back from the other
+// database.
+func (s *Session) noteDB(name string, args []string) {
+	switch {
+	case name == "MULTI" && len(args) == 1:
+		s.txDB = s.db
+	case name == "DISCARD" && len(args) == 1:
+		s.db = s.txDB
+	case name == "RESET" && len(args) == 1:
+		s.db = 0
+	case name == "SELECT" && len(args) == 2:
+		if n, err := strconv.Atoi(args[1]); err == nil && n >= 0 {
+			s.db = n
+		}
+	}
+}
+
+// move sends RENAME, RENAMENX, COPY or MOVE of a key that may be a
+// stream with emulated IDMP state, which the script carries: within the
+// database, or to another (MOVE, COPY ... DB).
+func (s *Session) move(p *pending, c Command) error {
+	m := c.Move
+	db := m.DB
+	if c.Name == "COPY" && db != "" {
+		if n, err := strconv.Atoi(db); err == nil && n == s.db {
+			db = "" // COPY within the database it is in
+		}
+	}
+	var call *redisconn.Call
+	var err error
+	if c.Name == "MOVE" || db != "" {
+		op := "MOVE"
+		if c.Name == "COPY" {
+			op = "COPY"
+		}
+		call, err = s.streams.MoveDBCall(op, m.Src, m.Dst, m.Replace, db, s.db)
+	} else {
+		call, err = s.streams.MoveCall(c.Name, m.Src, m.Dst, m.Replace, "")
+	}
+	if err != nil {
+		return s.local(p, err)
+	}
+	p.combine = func(rs []resp.Reply) resp.Reply { return rs[0] }
 	s.send(p, script(call))
 	return nil
 }

@@ -274,3 +274,94 @@ func TestAgreeXIdmpRecordEvictionAndOrder(t *testing.T) {
 		"XINFO STREAM s",
 	)
 }
+
+// Tracking follows the key to other databases (R15): MOVE, COPY ... DB,
+// SWAPDB; FLUSHDB and FLUSHALL drop it.
+func TestAgreeTrackingAcrossDatabases(t *testing.T) {
+	t.Parallel()
+	agree(t,
+		"XADD s 99999999999999-1 f v",
+		"XADD s IDMP p i1 * f v",
+		"XCFGSET s IDMP-DURATION 60",
+		"XADD s IDMP p i2 * f v",
+		"MOVE s 1",
+		"MOVE s 1",
+		"SELECT 1",
+		"XADD s IDMP p i2 * f dup",
+		"XINFO STREAM s",
+		"MOVE s 1",
+		"MOVE s 100000",
+		"MOVE s 0",
+		"SELECT 0",
+		"XADD s IDMP p i2 * f dup",
+		"COPY s c DB 2",
+		"COPY s c DB 2",
+		"SELECT 2",
+		"XADD c IDMP p i2 * f dup",
+		"XADD c IDMP p i3 * f new",
+		"XINFO STREAM c",
+		"SELECT 0",
+		"XADD s IDMP p i3 * f new",
+		"XADD t 99999999999999-1 f v",
+		"XADD t IDMP q x * f v",
+		"SELECT 3",
+		"XADD t 99999999999999-1 other v",
+		"SELECT 0",
+		"MOVE t 3",
+		"COPY t t DB 3 REPLACE",
+		"SELECT 3",
+		"XADD t IDMP q x * f dup",
+		"XINFO STREAM t",
+		"SWAPDB 0 3",
+		"XADD s IDMP p i2 * f dup",
+		"XLEN s",
+		"FLUSHDB",
+		"XADD s 99999999999999-1 f v",
+		"XADD s IDMP p i2 * f new",
+		"SELECT 1",
+		"XADD s 99999999999999-1 f v",
+		"XADD s IDMP p i2 * f v",
+		"FLUSHALL",
+		"XADD s 99999999999999-1 f v",
+		"XADD s IDMP p i2 * f new",
+		"XINFO STREAM s",
+	)
+}
+
+// MOVE inside a transaction after a SELECT: the script follows it.
+func TestAgreeMoveInTransaction(t *testing.T) {
+	t.Parallel()
+	agree(t,
+		"SELECT 1",
+		"XADD s 99999999999999-1 f v",
+		"XADD s IDMP p i1 * f v",
+		"SELECT 0",
+		"MULTI",
+		"SELECT 1",
+		"MOVE s 2",
+		"EXEC",
+		"SELECT 2",
+		"XADD s IDMP p i1 * f dup",
+		"MULTI",
+		"SELECT 0",
+		"DISCARD",
+		"MOVE s 1",
+		"SELECT 1",
+		"XADD s IDMP p i1 * f dup",
+	)
+}
+
+// Where exec cannot know the database (a SELECT in a transaction that the
+// server refuses at EXEC), MOVE of a stream with emulated state is
+// refused, naming the way that works; it never moves the stream without
+// its state.
+func TestExecMoveDatabaseUnknown(t *testing.T) {
+	t.Parallel()
+	conn, _ := redistest.Conn(t)
+	got := session(t, conn, "XADD s IDMP p i1 * f v", "MULTI", "SELECT 100000", "MOVE s 1", "EXEC", "EXISTS s", "SELECT 1", "EXISTS s")
+	text := strings.Join(got, "\n")
+	if !strings.Contains(text, "needs the database the connection is in") || !strings.Contains(text, "outside the transaction") {
+		t.Fatalf("replies:\n%s", text)
+	}
+	want(t, got[len(got)-3:], "(integer) 1", "OK", "(integer) 0")
+}

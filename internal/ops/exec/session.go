@@ -49,6 +49,9 @@ type Session struct {
 
 	loaded  map[*redisconn.Script]bool
 	inMulti bool
+	// db is the database the connection is in, as its SELECTs say
+	// (catchup.go: noteDB); txDB what it was at MULTI.
+	db, txDB int
 	// defaultsInTx: a CONFIG SET of the defaults was queued in the
 	// transaction; after EXEC or DISCARD they are read again.
 	defaultsInTx bool
@@ -114,6 +117,7 @@ func Open(ctx context.Context, conn *redisconn.Conn, opt Options) (*Session, err
 		readDone: make(chan struct{}),
 	}
 	go s.readLoop()
+	s.db = helloDB(hello)
 	for _, h := range hello {
 		s.send(&pending{hidden: true}, cmd(h))
 	}
@@ -194,6 +198,7 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 		p.extra, p.pushName = max(len(args)-2, 0), strings.ToLower(c.Name)
 		p.split = func(rs []resp.Reply) []resp.Reply { return rs }
 	}
+	s.noteDB(c.Name, args)
 	return s.dispatch(p, c)
 }
 
@@ -251,13 +256,7 @@ func (s *Session) dispatch(p *pending, c Command) error {
 	case OpConfigSet:
 		return s.configSet(p, c)
 	case OpMove:
-		op := c.Name
-		call, err := s.streams.MoveCall(op, c.Move.Src, c.Move.Dst, c.Move.Replace, c.Move.DB)
-		if err != nil {
-			return s.local(p, err)
-		}
-		p.combine = func(rs []resp.Reply) resp.Reply { return rs[0] }
-		s.send(p, script(call))
+		return s.move(p, c)
 	}
 	return nil
 }
