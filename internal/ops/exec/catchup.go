@@ -1,8 +1,11 @@
 package exec
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
@@ -14,7 +17,35 @@ import (
 const (
 	OpXInfoGroups Op = iota + 64 // XINFO GROUPS key: without the liveness tokens of emulated state
 	OpXIdmpRecord                // XIDMPRECORD key pid iid id
+	OpDump                       // DUMP key: the payload, and the state of the stream it is
+	OpRestore                    // RESTORE key ttl payload ...: with the state its DUMP took
 )
+
+// catchupState is the session's own of these ops.
+type catchupState struct {
+	// db is the database the connection is in, as its SELECTs say
+	// (noteDB); txDB what it was at MULTI.
+	db, txDB int
+	dumps    dumpCache
+}
+
+// catchup dispatches these ops.
+func (s *Session) catchup(p *pending, c Command) error {
+	switch c.Op {
+	case OpXIdmpRecord:
+		return s.record(p, c)
+	case OpXInfoGroups:
+		p.combine = func(rs []resp.Reply) resp.Reply { return withoutTokens(rs[0]) }
+		s.send(p, cmd(c.Args))
+	case OpDump:
+		return s.dump(p, c)
+	case OpRestore:
+		return s.restore(p, c)
+	default:
+		s.send(p, cmd(c.Args))
+	}
+	return nil
+}
 
 // RecordRequest is an XIDMPRECORD: ID as Redis writes it (ms-seq).
 type RecordRequest struct{ Stream, PID, IID, ID string }
@@ -77,14 +108,14 @@ func helloDB(hello [][]string) int {
 func (s *Session) noteDB(name string, args []string) {
 	switch {
 	case name == "MULTI" && len(args) == 1:
-		s.txDB = s.db
+		s.cu.txDB = s.cu.db
 	case name == "DISCARD" && len(args) == 1:
-		s.db = s.txDB
+		s.cu.db = s.cu.txDB
 	case name == "RESET" && len(args) == 1:
-		s.db = 0
+		s.cu.db = 0
 	case name == "SELECT" && len(args) == 2:
 		if n, err := strconv.Atoi(args[1]); err == nil && n >= 0 {
-			s.db = n
+			s.cu.db = n
 		}
 	}
 }
@@ -96,7 +127,7 @@ func (s *Session) move(p *pending, c Command) error {
 	m := c.Move
 	db := m.DB
 	if c.Name == "COPY" && db != "" {
-		if n, err := strconv.Atoi(db); err == nil && n == s.db {
+		if n, err := strconv.Atoi(db); err == nil && n == s.cu.db {
 			db = "" // COPY within the database it is in
 		}
 	}
@@ -107,7 +138,7 @@ func (s *Session) move(p *pending, c Command) error {
 		if c.Name == "COPY" {
 			op = "COPY"
 		}
-		call, err = s.streams.MoveDBCall(op, m.Src, m.Dst, m.Replace, db, s.db)
+		call, err = s.streams.MoveDBCall(op, m.Src, m.Dst, m.Replace, db, s.cu.db)
 	} else {
 		call, err = s.streams.MoveCall(c.Name, m.Src, m.Dst, m.Replace, "")
 	}
@@ -116,5 +147,111 @@ func (s *Session) move(p *pending, c Command) error {
 	}
 	p.combine = func(rs []resp.Reply) resp.Reply { return rs[0] }
 	s.send(p, script(call))
+	return nil
+}
+
+// parseDumpRestore picks DUMP key and RESTORE key ttl payload [options];
+// any other shape is the server's.
+func parseDumpRestore(c *Command) {
+	a := c.Args
+	switch {
+	case c.Name == "DUMP" && len(a) == 2:
+		c.Op, c.Stream = OpDump, a[1]
+	case c.Name == "RESTORE" && len(a) >= 4:
+		c.Op, c.Stream = OpRestore, a[1]
+	}
+}
+
+// dumpCache keeps the emulated state of the streams the session DUMPed,
+// by their payload, for a RESTORE of it: the 16 latest, and at most 64 MiB.
+type dumpCache struct {
+	mu    sync.Mutex
+	order [][32]byte
+	state map[[32]byte]*stream.DumpState
+	size  int
+}
+
+const (
+	maxDumps     = 16
+	maxDumpBytes = 64 << 20
+)
+
+func (d *dumpCache) put(payload string, st *stream.DumpState) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.state == nil {
+		d.state = map[[32]byte]*stream.DumpState{}
+	}
+	k := sha256.Sum256([]byte(payload))
+	if _, ok := d.state[k]; !ok {
+		d.order = append(d.order, k)
+	}
+	d.state[k] = st
+	d.size += st.Size()
+	for len(d.order) > maxDumps || d.size > maxDumpBytes && len(d.order) > 1 {
+		old := d.order[0]
+		d.order = d.order[1:]
+		if o := d.state[old]; o != nil {
+			d.size -= o.Size()
+		}
+		delete(d.state, old)
+	}
+}
+
+func (d *dumpCache) get(payload string) *stream.DumpState {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.state[sha256.Sum256([]byte(payload))]
+}
+
+// dump sends DUMP through the script that takes the stream's emulated
+// state with the payload; the reply is the payload, as DUMP's.
+func (s *Session) dump(p *pending, c Command) error {
+	call, err := s.streams.DumpCall(c.Stream)
+	if err != nil {
+		return s.local(p, err)
+	}
+	p.combine = func(rs []resp.Reply) resp.Reply {
+		if rs[0].IsError() {
+			return rs[0]
+		}
+		payload, st, ok, err := stream.ParseDumpReply(rs[0].Value())
+		switch {
+		case err != nil:
+			return resp.ErrorOf("ERR " + err.Error())
+		case !ok:
+			return resp.NilReply()
+		}
+		if st != nil {
+			s.cu.dumps.put(payload, st)
+		}
+		return resp.BulkOf(payload)
+	}
+	s.send(p, script(call))
+	return nil
+}
+
+// restore sends RESTORE: with the state of the stream whose DUMP this
+// session served, by the script; a payload of a stream that had emulated
+// state this session did not DUMP is refused (the payload does not hold
+// the state, and a stream restored without it would silently lose its
+// tracking); any other passes.
+func (s *Session) restore(p *pending, c Command) error {
+	payload := c.Args[3]
+	if st := s.cu.dumps.get(payload); st != nil {
+		call, err := s.streams.RestoreCall(c.Stream, c.Args[2:], st)
+		if err != nil {
+			return s.local(p, err)
+		}
+		p.combine = func(rs []resp.Reply) resp.Reply { return rs[0] }
+		s.send(p, script(call))
+		return nil
+	}
+	if tok := stream.PayloadToken(payload); tok != "" {
+		return s.local(p, fmt.Errorf("idmpctl: this DUMP payload is of a stream with emulated IDMP state (its token %s), "+
+			"which a payload does not hold: RESTORE it in the idmpctl exec session that took the DUMP, or COPY, RENAME or MOVE the stream "+
+			"on the server; to restore the stream without its IDMP state, use redis-cli", tok))
+	}
+	s.send(p, cmd(c.Args))
 	return nil
 }

@@ -365,3 +365,117 @@ func TestExecMoveDatabaseUnknown(t *testing.T) {
 	}
 	want(t, got[len(got)-3:], "(integer) 1", "OK", "(integer) 0")
 }
+
+// converse opens a session and returns a function that sends one command
+// and waits for its reply (a conversation: a later command may use an
+// earlier reply, as a DUMP payload).
+func converse(t *testing.T, conn *redisconn.Conn, mode stream.Mode) func(args ...string) resp.Reply {
+	t.Helper()
+	replies := make(chan resp.Reply, 16)
+	s, err := Open(context.Background(), conn, Options{Mode: mode, Timeout: 5 * time.Second,
+		Emit: func(r resp.Reply, _ bool) { replies <- r }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return func(args ...string) resp.Reply {
+		t.Helper()
+		if err := s.Do(context.Background(), args); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-replies:
+			return r
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no reply to %q", args)
+		}
+		return resp.Reply{}
+	}
+}
+
+// show is a reply as redis-cli prints it, entry IDs numbered.
+func show(r resp.Reply) string {
+	return string(render.AppendReplyTTY(nil, r))
+}
+
+// RESTORE of a DUMP carries the stream's tracking and settings (R15,
+// Redis's "tracking survives RESTORE"): the emulation keeps the state of
+// each DUMP the session served for a RESTORE of that payload.
+func TestAgreeDumpRestore(t *testing.T) {
+	t.Parallel()
+	run := func(conn *redisconn.Conn, mode stream.Mode) []string {
+		r := converse(t, conn, mode)
+		var out []string
+		var dump string
+		do := func(args ...string) resp.Reply {
+			rep := r(args...)
+			shown := make([]string, len(args))
+			for i, a := range args {
+				shown[i] = a
+				if a == dump && dump != "" {
+					shown[i] = "<payload>"
+				}
+			}
+			out = append(out, strings.Join(shown, " ")+" -> "+show(rep))
+			return rep
+		}
+		do("XADD", "s", "99999999999999-1", "f", "v")
+		do("XADD", "s", "IDMP", "p", "i1", "*", "f", "v")
+		do("XCFGSET", "s", "IDMP-DURATION", "60")
+		do("XADD", "s", "IDMP", "p", "i2", "*", "f", "v")
+		dump = r("DUMP", "s").Str
+		do("XADD", "s", "IDMP", "p", "i3", "*", "f", "after the dump")
+		do("RESTORE", "c", "0", dump)
+		do("RESTORE", "c", "0", dump)
+		do("XINFO", "STREAM", "c")
+		do("XADD", "c", "IDMP", "p", "i2", "*", "f", "dup")
+		do("XADD", "c", "IDMP", "p", "i3", "*", "f", "new in the copy")
+		do("XGROUP", "CREATE", "s", "g", "0")
+		do("RESTORE", "s", "0", dump, "REPLACE")
+		do("XINFO", "STREAM", "s")
+		do("XINFO", "GROUPS", "s")
+		do("XADD", "s", "IDMP", "p", "i3", "*", "f", "new again")
+		do("DUMP", "nosuch")
+		return numberIDs(out)
+	}
+	native := run(redistest.Connect(t, redistest.NewNative(t).URL), stream.ModeAuto)
+	ec, _ := redistest.Conn(t)
+	emulated := run(ec, stream.ModeEmulated)
+	if strings.Join(native, "\n") != strings.Join(emulated, "\n") {
+		t.Fatalf("native:\n%s\n\nemulated:\n%s", strings.Join(native, "\n"), strings.Join(emulated, "\n"))
+	}
+}
+
+// A payload of a stream that had emulated state, which this session did
+// not DUMP (another session's, or redis-cli's), cannot carry the state:
+// RESTORE refuses it, naming the ways that work, and writes nothing; a
+// payload of any other key restores as it is.
+func TestExecRestoreOfAnotherSessionsDump(t *testing.T) {
+	t.Parallel()
+	conn, _ := redistest.Conn(t)
+	a := converse(t, conn, stream.ModeEmulated)
+	a("XADD", "s", "IDMP", "p", "i1", "*", "f", "v")
+	a("XADD", "plain", "*", "f", "v")
+	dump, plain := a("DUMP", "s").Str, a("DUMP", "plain").Str
+	b := converse(t, conn, stream.ModeEmulated)
+	r := b("RESTORE", "c", "0", dump)
+	if !r.IsError() || !strings.Contains(r.Str, "in the idmpctl exec session that took the DUMP") || !strings.Contains(r.Str, "redis-cli") {
+		t.Fatalf("RESTORE of another session's DUMP: %s", show(r))
+	}
+	if n := b("EXISTS", "c"); n.Int != 0 {
+		t.Fatal("the refused RESTORE wrote the key")
+	}
+	if r := b("RESTORE", "p2", "0", plain); r.Str != "OK" {
+		t.Fatalf("RESTORE of a plain stream: %s", show(r))
+	}
+	// The session that took it restores it with its state.
+	if r := a("RESTORE", "c", "0", dump); r.Str != "OK" {
+		t.Fatalf("RESTORE in the session of the DUMP: %s", show(r))
+	}
+	if r := a("XADD", "c", "IDMP", "p", "i1", "*", "f", "v"); r.Str != a("XRANGE", "s", "-", "+").Elems[0].Elems[0].Str {
+		t.Fatalf("the retry on the restored copy: %s", show(r))
+	}
+}

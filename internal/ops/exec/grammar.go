@@ -103,6 +103,8 @@ func Parse(args []string) Command {
 		parseCopy(&c)
 	case "XIDMPRECORD":
 		parseXIdmpRecord(&c)
+	case "DUMP", "RESTORE":
+		parseDumpRestore(&c)
 	case "MOVE":
 		if len(args) == 3 {
 			c.Op, c.Move = OpMove, MoveRequest{Src: args[1], Dst: args[1], DB: args[2]}

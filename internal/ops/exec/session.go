@@ -49,9 +49,7 @@ type Session struct {
 
 	loaded  map[*redisconn.Script]bool
 	inMulti bool
-	// db is the database the connection is in, as its SELECTs say
-	// (catchup.go: noteDB); txDB what it was at MULTI.
-	db, txDB int
+	cu      catchupState // catchup.go
 	// defaultsInTx: a CONFIG SET of the defaults was queued in the
 	// transaction; after EXEC or DISCARD they are read again.
 	defaultsInTx bool
@@ -117,7 +115,7 @@ func Open(ctx context.Context, conn *redisconn.Conn, opt Options) (*Session, err
 		readDone: make(chan struct{}),
 	}
 	go s.readLoop()
-	s.db = helloDB(hello)
+	s.cu.db = helloDB(hello)
 	for _, h := range hello {
 		s.send(&pending{hidden: true}, cmd(h))
 	}
@@ -246,11 +244,8 @@ func (s *Session) dispatch(p *pending, c Command) error {
 		s.send(p, script(call))
 	case OpXInfo:
 		return s.xinfo(p, c)
-	case OpXIdmpRecord:
-		return s.record(p, c)
-	case OpXInfoGroups:
-		p.combine = func(rs []resp.Reply) resp.Reply { return withoutTokens(rs[0]) }
-		s.send(p, cmd(c.Args))
+	default:
+		return s.catchup(p, c)
 	case OpConfigGet:
 		s.configGet(p, c)
 	case OpConfigSet:
