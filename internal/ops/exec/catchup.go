@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/idmpctl/idmpctl/internal/idmp"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/resp"
@@ -19,7 +20,22 @@ const (
 	OpXIdmpRecord                // XIDMPRECORD key pid iid id
 	OpDump                       // DUMP key: the payload, and the state of the stream it is
 	OpRestore                    // RESTORE key ttl payload ...: with the state its DUMP took
+	OpDel                        // DEL or UNLINK key...: with the keys' emulated state
 )
+
+// parseCatchup reads the commands of these ops.
+func parseCatchup(c *Command) {
+	switch c.Name {
+	case "XIDMPRECORD":
+		parseXIdmpRecord(c)
+	case "DUMP", "RESTORE":
+		parseDumpRestore(c)
+	case "DEL", "UNLINK":
+		if len(c.Args) >= 2 {
+			c.Op = OpDel
+		}
+	}
+}
 
 // catchupState is the session's own of these ops.
 type catchupState struct {
@@ -41,6 +57,14 @@ func (s *Session) catchup(p *pending, c Command) error {
 		return s.dump(p, c)
 	case OpRestore:
 		return s.restore(p, c)
+	case OpDel:
+		call, err := s.streams.DelCall(c.Name, c.Args[1:])
+		if err != nil {
+			s.send(p, cmd(c.Args)) // a name whose state could not be named: no state
+			return nil
+		}
+		p.combine = func(rs []resp.Reply) resp.Reply { return rs[0] }
+		s.send(p, script(call))
 	default:
 		s.send(p, cmd(c.Args))
 	}
@@ -254,4 +278,73 @@ func (s *Session) restore(p *pending, c Command) error {
 	}
 	s.send(p, cmd(c.Args))
 	return nil
+}
+
+// markStreams gives every stream of the database that has no emulated
+// state of its own the server-level defaults old, before a CONFIG SET
+// changes them to new: natively a stream keeps the defaults in force when
+// it was created (streamNew), and a stream made by any client counts. It
+// SCANs the database the session is in (TYPE stream) and runs the mark
+// script for each, in round trips of its own; msg is an error reply for
+// the CONFIG SET (a refused SCAN or script), which then changes nothing.
+func (s *Session) markStreams(old, new idmp.Defaults) (msg string, err error) {
+	if old == new {
+		return "", nil
+	}
+	cursor := "0"
+	for {
+		var keys []string
+		var scanErr string
+		next := "0"
+		s.send(&pending{internal: func(rs []resp.Reply) {
+			r := rs[0]
+			switch {
+			case r.IsError():
+				scanErr = r.Str
+			case len(r.Elems) == 2:
+				next = r.Elems[0].Str
+				for _, k := range r.Elems[1].Elems {
+					keys = append(keys, k.Str)
+				}
+			default:
+				scanErr = "ERR idmpctl: unexpected SCAN reply"
+			}
+		}}, cmd([]string{"SCAN", cursor, "COUNT", "1000", "TYPE", "stream"}))
+		if err := s.sync(); err != nil {
+			return "", err
+		}
+		if scanErr != "" {
+			return markRefused(scanErr), nil
+		}
+		var markErr string
+		for _, k := range keys {
+			call, err := s.streams.MarkCall(k, old)
+			if err != nil {
+				continue // a name without state keys of its own here: nothing to keep
+			}
+			s.send(&pending{internal: func(rs []resp.Reply) {
+				for _, r := range rs {
+					if r.IsError() && markErr == "" {
+						markErr = r.Str
+					}
+				}
+			}}, script(call))
+		}
+		if err := s.sync(); err != nil {
+			return "", err
+		}
+		if markErr != "" {
+			return markRefused(markErr), nil
+		}
+		if cursor = next; cursor == "0" {
+			return "", nil
+		}
+	}
+}
+
+// markRefused is CONFIG SET's reply when the streams could not keep their
+// defaults: nothing was changed.
+func markRefused(why string) string {
+	return "ERR idmpctl: CONFIG SET of the IDMP defaults first gives each stream of the database the defaults it was created with " +
+		"(a stream keeps them, as in Redis 8.6), and that failed, so nothing was changed: " + why
 }

@@ -479,3 +479,90 @@ func TestExecRestoreOfAnotherSessionsDump(t *testing.T) {
 		t.Fatalf("the retry on the restored copy: %s", show(r))
 	}
 }
+
+// Root cause 2 of issue 22: a stream takes the server-level defaults in
+// force when it was created (Redis 8.6.3 sets them in streamNew), not
+// those of its first idempotent add.
+func TestAgreeDefaultsOfTheStreamsCreation(t *testing.T) {
+	t.Parallel()
+	agree(t,
+		"XADD s 99999999999999-1 f v",
+		"XADD t 99999999999999-1 f v",
+		"XCFGSET t IDMP-DURATION 50",
+		"CONFIG SET stream-idmp-maxsize 2",
+		"XADD s IDMP p a * f v",
+		"XADD s IDMP p b * f v",
+		"XADD s IDMP p c * f v",
+		"XADD s IDMP p a * f v",
+		"XINFO STREAM s",
+		"XINFO STREAM t",
+		"XADD new 99999999999999-1 f v",
+		"XINFO STREAM new",
+		"CONFIG SET stream-idmp-duration 7 stream-idmp-maxsize 3",
+		"XINFO STREAM new",
+		"XADD new2 IDMP p a * f v",
+		"XINFO STREAM new2",
+		"CONFIG SET stream-idmp-maxsize 3",
+		"XINFO STREAM s",
+	)
+}
+
+// ... and so does a stream created again after the one of its name
+// expired (PEXPIREAT in the past: it expires at once).
+func TestAgreeDefaultsOfAnExpiredStreamsSuccessor(t *testing.T) {
+	t.Parallel()
+	agree(t,
+		"XADD s IDMP p a * f v",
+		"XCFGSET s IDMP-DURATION 50",
+		"PEXPIREAT s 1",
+		"XADD s 99999999999999-1 f v",
+		"CONFIG SET stream-idmp-maxsize 2",
+		"XADD s IDMP p a * f v",
+		"XADD s IDMP p b * f v",
+		"XADD s IDMP p c * f v",
+		"XADD s IDMP p a * f v",
+		"XINFO STREAM s",
+	)
+}
+
+// ... and one deleted and created again (the same entries) after the
+// change takes the new defaults.
+func TestAgreeDefaultsOfARecreatedStream(t *testing.T) {
+	t.Parallel()
+	agree(t,
+		"XADD s 99999999999999-1 f v",
+		"CONFIG SET stream-idmp-maxsize 2",
+		"DEL s",
+		"XADD s 99999999999999-1 f v",
+		"XADD s IDMP p a * f v",
+		"XINFO STREAM s",
+		"UNLINK s",
+		"XADD s 99999999999999-1 f v",
+		"CONFIG SET stream-idmp-maxsize 5",
+		"DEL s nothing",
+		"XADD s 99999999999999-1 f v",
+		"XADD s IDMP p a * f v",
+		"XINFO STREAM s",
+	)
+}
+
+// CONFIG SET of the defaults first gives the streams of the database the
+// defaults they were created with; where that fails (a user who may not
+// SCAN), it is refused, and nothing changes.
+func TestExecConfigSetMarkRefused(t *testing.T) {
+	t.Parallel()
+	conn, srv := redistest.Conn(t)
+	if _, err := srv.Do("ACL", "SETUSER", "noscan", "on", ">pw", "~*", "&*", "+@all", "-scan"); err != nil {
+		t.Fatal(err)
+	}
+	session(t, conn, "XADD s 99999999999999-1 f v")
+	user := redistest.Connect(t, "unix://noscan:pw@"+srv.Addr)
+	got := session(t, user, "CONFIG SET stream-idmp-maxsize 2", "CONFIG GET stream-idmp-maxsize", "XADD s IDMP p a * f v", "XINFO STREAM s")
+	if !strings.Contains(got[0], "the defaults it was created with") || !strings.Contains(got[0], "nothing was changed") {
+		t.Fatalf("CONFIG SET without SCAN: %q", got[0])
+	}
+	text := strings.Join(got[1:], "\n")
+	if !strings.Contains(text, "2) \"100\"") || !strings.Contains(text, "17) \"idmp-maxsize\"\n18) (integer) 100") {
+		t.Fatalf("after the refused CONFIG SET:\n%s", text)
+	}
+}

@@ -351,7 +351,28 @@ func (s *Session) defaultsFrom(r resp.Reply) idmp.Defaults {
 }
 
 // configSet writes the server-level defaults (validated by the grammar).
+// Outside a transaction the streams of the database keep the defaults
+// they were created with first (markStreams).
 func (s *Session) configSet(p *pending, c Command) error {
+	if !p.queued {
+		next := *s.streams.Defaults
+		if c.ConfigSet.Duration > 0 {
+			next.Duration = c.ConfigSet.Duration
+		}
+		if c.ConfigSet.MaxSize > 0 {
+			next.MaxSize = c.ConfigSet.MaxSize
+		}
+		msg, err := s.markStreams(*s.streams.Defaults, next)
+		if err != nil {
+			return err
+		}
+		if msg != "" {
+			r := resp.ErrorOf(msg)
+			p.fixed = &r
+			s.send(p)
+			return nil
+		}
+	}
 	args := []string{"HSET", idmp.DefaultsKey}
 	if c.ConfigSet.Duration > 0 {
 		args = append(args, ParamDuration, strconv.FormatInt(c.ConfigSet.Duration, 10))

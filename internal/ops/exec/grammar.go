@@ -101,10 +101,8 @@ func Parse(args []string) Command {
 		}
 	case "COPY":
 		parseCopy(&c)
-	case "XIDMPRECORD":
-		parseXIdmpRecord(&c)
-	case "DUMP", "RESTORE":
-		parseDumpRestore(&c)
+	case "XIDMPRECORD", "DUMP", "RESTORE", "DEL", "UNLINK":
+		parseCatchup(&c) // catchup.go
 	case "MOVE":
 		if len(args) == 3 {
 			c.Op, c.Move = OpMove, MoveRequest{Src: args[1], Dst: args[1], DB: args[2]}

@@ -61,6 +61,10 @@ func (s *Session) readLoop() {
 			}
 			s.mu.Unlock()
 		}
+		if p.internal != nil {
+			p.internal(replies) // the session's own round trip (catchup.go)
+			continue
+		}
 		if p.hidden {
 			if r := replies[0]; r.IsError() {
 				s.fail(exit.Wrap(errors.New(r.Str), "")) // NOAUTH, WRONGPASS: 77 with its hint

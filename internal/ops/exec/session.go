@@ -91,6 +91,7 @@ type pending struct {
 	outs     int                 // with split: the replies it makes (a run of adds)
 	loads    []*redisconn.Script // queued in MULTI: the scripts its SCRIPT LOADs load at EXEC
 	barrier  chan struct{}       // closed when the reader reaches it (sync)
+	internal func([]resp.Reply)  // the session's own command: its replies go here, not out
 	split    func([]resp.Reply) []resp.Reply
 }
 
