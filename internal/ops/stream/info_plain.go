@@ -130,7 +130,7 @@ func (s *Streams) emulatedInfoPlain(ctx context.Context, stream string) (Info, e
 		Stream: stream, Mode: mode, IDMPDuration: m.duration, IDMPMaxSize: m.maxsize,
 		IIDsAdded: m.added, IIDsDuplicates: m.dups, ServerTimeMS: now.UnixMilli(), Length: xi.length,
 		LastGeneratedID: xi.lastGenID, EntriesAdded: -1, FirstID: xi.firstID, LastID: xi.lastID,
-		NotAtomic: true,
+		NotAtomic: true, Token: mode == "emulated" && m.gen != "",
 	}
 	if xi.entriesAdded != nil {
 		info.EntriesAdded = *xi.entriesAdded

@@ -161,6 +161,12 @@ type Info struct {
 	// tokens of emulated state (idmpctl's, named idmpctl:<12 hex>), which
 	// exec leaves out of XINFO's replies (emulated only).
 	TokenGroups int64 `json:"-"`
+	// Token: the emulated state has a liveness token of its own, so a
+	// stream deleted and rebuilt by another client is told from this one
+	// exactly; without one (a user who may not XGROUP CREATE wrote it, or
+	// CONFIG SET gave the stream its settings) the snapshot decides, which
+	// a rebuild with the very same entries passes.
+	Token bool `json:"-"`
 }
 
 // LastIDAheadOfClock reports whether the stream's last generated ID lies in

@@ -60,7 +60,8 @@ if reset and same then extra[3] = META end
 for _, k in ipairs(extra) do
   if redis.call('EXISTS', k) == 1 then plan.keys[#plan.keys + 1] = k end
 end
-local checks = drop_checks(plan, { { 'HSET', META, 'f', 'v' }, { 'HDEL', META, 'f' }, { 'XRANGE', STREAM, '-', '+' } })
+local checks = drop_checks(plan, { { 'HSET', META, 'f', 'v' }, { 'XRANGE', STREAM, '-', '+' } })
+if old_unordered or (reset and old_gen) then checks[#checks + 1] = { 'HDEL', META, 'f' } end
 err = denied(checks)
 if err then return err end
 -- The liveness token, for a state written now that has none.

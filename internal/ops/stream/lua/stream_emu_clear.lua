@@ -57,10 +57,8 @@ else
   left = redis.call('SCARD', PIDS) - redis.call('SISMEMBER', PIDS, pid)
 end
 local checks = drop_checks(plan, { { 'SREM', PIDS, 'm' } })
-if m.owner then
-  checks[#checks + 1] = { 'HSET', META, 'f', 'v' }
-  checks[#checks + 1] = { 'HDEL', META, 'f' }
-end
+if m.owner then checks[#checks + 1] = { 'HSET', META, 'f', 'v' } end
+if m.owner and pid == '' and m.unordered then checks[#checks + 1] = { 'HDEL', META, 'f' } end
 err = denied(checks)
 if err then return err end
 

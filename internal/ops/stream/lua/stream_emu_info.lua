@@ -3,7 +3,8 @@
 -- length, last-generated-id, entries-added (-1 unknown), first-id, last-id,
 -- inconsistency ('' none: what of the state is missing), the number of
 -- liveness tokens among the stream's groups (idmpctl's, not the user's),
--- then pid, live-iids pairs for the pids with live iids}.
+-- 1 when the state has a token of its own (else R13 rests on the
+-- snapshot), then pid, live-iids pairs for the pids with live iids}.
 
 local t = key_type(STREAM)
 if t == 'none' then return false end
@@ -32,7 +33,8 @@ local now = now_ms()
 local first, last = info['first-entry'], info['last-entry']
 local out = { mode, m.duration, m.maxsize, m.added, m.dups, now, info['length'],
   info['last-generated-id'], info['entries-added'] or -1,
-  first and first[1] or '', last and last[1] or '', '', 0 }
+  first and first[1] or '', last and last[1] or '', '', 0, 0 }
+if mode == 'emulated' and m.gen then out[14] = 1 end
 -- The tokens among its groups (XINFO GROUPS when it has any).
 if (info['groups'] or 0) > 0 and not (redis.acl_check_cmd and not redis.acl_check_cmd('XINFO', 'GROUPS', STREAM)) then
   local groups = redis.pcall('XINFO', 'GROUPS', STREAM)

@@ -32,7 +32,9 @@ local plan = plan_drop(true, true, {}, {})
 for _, k in ipairs({ PIDS, BATCH_INDEX }) do
   if redis.call('EXISTS', k) == 1 then plan.keys[#plan.keys + 1] = k end
 end
-local err = denied(drop_checks(plan, { { 'HSET', META, 'f', 'v' }, { 'HDEL', META, 'f' }, { 'XRANGE', STREAM, '-', '+' } }))
+local checks = drop_checks(plan, { { 'HSET', META, 'f', 'v' }, { 'XRANGE', STREAM, '-', '+' } })
+if m.gen or m.unordered then checks[#checks + 1] = { 'HDEL', META, 'f' } end
+local err = denied(checks)
 if err then return err end
 
 ------------------------------------------------------------------------

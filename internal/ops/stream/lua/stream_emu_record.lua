@@ -112,7 +112,8 @@ end
 local checks = { { 'RPUSH', ORDER, 'x' }, { 'LTRIM', ORDER, '0', '-1' }, { 'PERSIST', ORDER },
   { 'HSET', IDS, 'f', 'v' }, { 'HDEL', IDS, 'f' }, { 'PERSIST', IDS },
   { 'SADD', PIDS, 'm' }, { 'SREM', PIDS, 'm' }, { 'PERSIST', PIDS },
-  { 'HSET', META, 'f', 'v' }, { 'HINCRBY', META, 'f', '1' }, { 'HDEL', META, 'f' }, { 'XRANGE', STREAM, '-', '+' } }
+  { 'HSET', META, 'f', 'v' }, { 'HINCRBY', META, 'f', '1' }, { 'XRANGE', STREAM, '-', '+' } }
+if reset and (old_gen or old_unordered) then checks[#checks + 1] = { 'HDEL', META, 'f' } end
 err = denied(drop_checks(drop, checks))
 if err then return err end
 
