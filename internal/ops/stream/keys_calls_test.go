@@ -119,3 +119,48 @@ func TestDelScript(t *testing.T) {
 		t.Fatal("the other stream's state went too")
 	}
 }
+
+// The checks that only some calls need: HDEL of the meta's unordered flag
+// (cfgset and clear of a state that has it) and UNLINK; each refused one
+// changes nothing.
+func TestConditionalChecks(t *testing.T) {
+	t.Parallel()
+	f := newChecksFixture(t)
+	rdb := f.h.rdb
+	ctx := context.Background()
+	s := f.h.s
+	rdb.HSet(ctx, f.l.Meta, "unordered", "1")
+	if err := rdb.Do(ctx, "ACL", "SETUSER", "cc-no-hdel", "on", ">pw", "~*", "+@all", "-hdel", "-unlink").Err(); err != nil {
+		t.Fatal(err)
+	}
+	uc := redis.NewClient(&redis.Options{Network: "unix", Addr: strings.TrimPrefix(f.srv.URL, "unix://"), Username: "cc-no-hdel", Password: "pw"})
+	defer uc.Close()
+	_, keys, args, err := s.stateCall(f.stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del, err := s.DelCall("UNLINK", []string{f.stream})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, run := range map[string]func() error{
+		"cfgset": func() error {
+			return cfgsetScript.Run(ctx, uc, keys, append(append([]any{}, args...), 5, 0, 100, 100)...).Err()
+		},
+		"clear": func() error {
+			return clearScript.Run(ctx, uc, keys, append(append([]any{}, args...), "", 100, 100)...).Err()
+		},
+		"unlink": func() error { return delScript.Run(ctx, uc, del.Keys, del.Args...).Err() },
+	} {
+		before := serverDump(t, rdb)
+		if err := run(); exit.Classify(err) != exit.Permission {
+			t.Errorf("%s without HDEL/UNLINK: %v, want a permission error", name, err)
+		}
+		wantUnchanged(t, name+" without HDEL/UNLINK", before, rdb)
+	}
+	// Without the flag, cfgset needs no HDEL.
+	rdb.HDel(ctx, f.l.Meta, "unordered")
+	if err := cfgsetScript.Run(ctx, uc, keys, append(append([]any{}, args...), 5, 0, 100, 100)...).Err(); err != nil {
+		t.Errorf("cfgset without HDEL of a state without the flag: %v", err)
+	}
+}
