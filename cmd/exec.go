@@ -59,10 +59,12 @@ idmpctl's atomic scripts elsewhere (--mode auto|native|emulated):
   XADD key [NOMKSTREAM] [KEEPREF|DELREF|ACKED] [IDMPAUTO pid | IDMP pid iid]
        [MAXLEN|MINID [=|~] threshold [LIMIT count]] * field value ...
   XCFGSET key [IDMP-DURATION seconds] [IDMP-MAXSIZE count]
+  XIDMPRECORD key pid iid id
   XINFO STREAM key [FULL [COUNT n]]       (with the six IDMP fields)
   CONFIG GET|SET stream-idmp-duration, stream-idmp-maxsize
-  RENAME, RENAMENX, COPY                  (carry a stream's IDMP state;
-                                          MOVE of one is refused)
+  RENAME, RENAMENX, COPY, MOVE, DEL,      (carry or drop a stream's IDMP
+  UNLINK, DUMP/RESTORE                    state; RESTORE of a DUMP this
+                                          session took)
 
 Options go in any order, with Redis's errors in Redis's order. Every other
 command passes to the server unchanged. Replies look as redis-cli prints

@@ -45,6 +45,9 @@ func Stream(i stream.Info, c StreamContext) []Lint {
 		add("inconsistent", "warn", "part of the emulated IDMP state is missing (evicted, or deleted by hand): %s; dedupe still acts on what is left, the counts shown are of what is left, and retries of the iids whose state is gone add them again",
 			i.Inconsistent)
 	}
+	if i.Mode == "emulated" && !i.Token && i.Inconsistent == "" {
+		add("no-token", "info", "this emulated state has no liveness token (a consumer group idmpctl:<id> on the stream): it was written by a user who may not XGROUP CREATE, before idmpctl had tokens, or CONFIG SET gave the stream its settings; so a stream deleted and rebuilt with the very same entries by another client (not through idmpctl exec) would be taken for this one, and keep its settings and iids; an idempotent add by a user who may XGROUP CREATE adds one")
+	}
 	if c.Eviction.Risky() {
 		add("eviction", "warn", "%s", c.Eviction.Warning())
 	}

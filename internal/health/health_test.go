@@ -17,7 +17,7 @@ func codes(ls []Lint) string {
 
 func TestStreamLints(t *testing.T) {
 	def := StreamContext{DefaultDuration: 100, DefaultMaxSize: 100, Role: "master"}
-	healthy := stream.Info{Mode: "emulated", IDMPDuration: 100, IDMPMaxSize: 100, PIDsTracked: 2, IIDsTracked: 50, IIDsAdded: 50}
+	healthy := stream.Info{Mode: "emulated", IDMPDuration: 100, IDMPMaxSize: 100, PIDsTracked: 2, IIDsTracked: 50, IIDsAdded: 50, Token: true}
 	if got := codes(Stream(healthy, def)); got != "" {
 		t.Errorf("healthy stream: %s", got)
 	}
@@ -52,6 +52,12 @@ func TestStreamLints(t *testing.T) {
 	plain.NotAtomic = true
 	if got := codes(Stream(plain, def)); got != "not-atomic" {
 		t.Errorf("read with plain commands: %q", got)
+	}
+	// Emulated state without a liveness token: R13 rests on the snapshot.
+	untokened := healthy
+	untokened.Token = false
+	if got := codes(Stream(untokened, def)); got != "no-token" {
+		t.Errorf("without a token: %q", got)
 	}
 }
 

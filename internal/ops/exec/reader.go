@@ -62,6 +62,10 @@ func (s *Session) readLoop() {
 			}
 			s.mu.Unlock()
 		}
+		if p.internal != nil {
+			p.internal(replies) // the session's own round trip (catchup.go)
+			continue
+		}
 		if p.hidden {
 			switch r := replies[0]; {
 			case r.IsError() && redisconn.PasswordNotNeeded(errors.New(r.Str)):

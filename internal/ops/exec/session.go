@@ -54,6 +54,7 @@ type Session struct {
 	roInfo    map[string]*commandEntry // ReadOnly: COMMAND INFO by command (nil: unknown)
 	roInfoErr error                    // ReadOnly: COMMAND INFO was denied (ACL)
 	inMulti   bool
+	cu        catchupState // catchup.go
 	// defaultsInTx: a CONFIG SET of the defaults was queued in the
 	// transaction; after EXEC or DISCARD they are read again.
 	defaultsInTx bool
@@ -95,6 +96,7 @@ type pending struct {
 	outs     int                 // with split: the replies it makes (a run of adds)
 	loads    []*redisconn.Script // queued in MULTI: the scripts its SCRIPT LOADs load at EXEC
 	barrier  chan struct{}       // closed when the reader reaches it (sync)
+	internal func([]resp.Reply)  // the session's own command: its replies go here, not out
 	split    func([]resp.Reply) []resp.Reply
 }
 
@@ -119,6 +121,7 @@ func Open(ctx context.Context, conn *redisconn.Conn, opt Options) (*Session, err
 		readDone: make(chan struct{}),
 	}
 	go s.readLoop()
+	s.cu.db = helloDB(hello)
 	for _, h := range hello {
 		s.send(&pending{hidden: true}, cmd(h))
 	}
@@ -212,6 +215,7 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 		p.extra, p.pushName = max(len(args)-2, 0), strings.ToLower(c.Name)
 		p.split = func(rs []resp.Reply) []resp.Reply { return rs }
 	}
+	s.noteDB(c.Name, args)
 	return s.dispatch(p, c)
 }
 
@@ -261,18 +265,14 @@ func (s *Session) dispatch(p *pending, c Command) error {
 		s.send(p, script(call))
 	case OpXInfo:
 		return s.xinfo(p, c)
+	default:
+		return s.catchup(p, c)
 	case OpConfigGet:
 		s.configGet(p, c)
 	case OpConfigSet:
 		return s.configSet(p, c)
 	case OpMove:
-		op := c.Name
-		call, err := s.streams.MoveCall(op, c.Move.Src, c.Move.Dst, c.Move.Replace, c.Move.DB)
-		if err != nil {
-			return s.local(p, err)
-		}
-		p.combine = func(rs []resp.Reply) resp.Reply { return rs[0] }
-		s.send(p, script(call))
+		return s.move(p, c)
 	}
 	return nil
 }

@@ -157,6 +157,16 @@ type Info struct {
 	// NotAtomic: the emulated state was read with plain commands, in several
 	// round trips (the user may not run scripts), not as one snapshot.
 	NotAtomic bool `json:"not_atomic,omitempty"`
+	// TokenGroups is how many of the stream's consumer groups are liveness
+	// tokens of emulated state (idmpctl's, named idmpctl:<12 hex>), which
+	// exec leaves out of XINFO's replies (emulated only).
+	TokenGroups int64 `json:"-"`
+	// Token: the emulated state has a liveness token of its own, so a
+	// stream deleted and rebuilt by another client is told from this one
+	// exactly; without one (a user who may not XGROUP CREATE wrote it, or
+	// CONFIG SET gave the stream its settings) the snapshot decides, which
+	// a rebuild with the very same entries passes.
+	Token bool `json:"-"`
 }
 
 // LastIDAheadOfClock reports whether the stream's last generated ID lies in
