@@ -105,6 +105,10 @@ func TestMigrateDropsExpiredAndFinishes(t *testing.T) {
 	if n := g.conn.Client().Exists(g.ctx, l.Meta, l.PIDs, l.IDs("p"), l.Order("p")).Val(); n != 0 {
 		t.Fatalf("%d emulated keys left", n)
 	}
+	// The state's liveness token (a consumer group) went with it.
+	if groups := g.conn.Client().XInfoGroups(g.ctx, s).Val(); len(groups) != 0 {
+		t.Fatalf("groups left on the stream after the migration: %+v", groups)
+	}
 	if res, err := g.nat.Migrate(g.ctx, s, false); err != nil || res.Status != "none" {
 		t.Fatalf("re-run: %+v %v", res, err)
 	}

@@ -158,6 +158,12 @@ if err then return err end
 
 local status = 'kept'
 if stale_state then status = 'stale' elseif kept_total == 0 then status = 'done' end
+-- Once nothing emulated is left, the state's liveness token (a consumer
+-- group on the stream) goes with it, when the user may destroy it; a
+-- token without state is otherwise harmless.
+local drop_token = status == 'done' and m.gen ~= nil and
+  (not redis.acl_check_cmd or redis.acl_check_cmd('XGROUP', 'DESTROY', STREAM, TOKEN_PREFIX .. m.gen)) and
+  token_alive(m.gen) == true
 local out = { status, settings, m.duration, m.maxsize, nd, nm, nrecorded, ndropped, info['iids-tracked'] }
 for _, k in ipairs(kept_out) do
   for i = 1, 5 do out[#out + 1] = k[i] end
@@ -194,6 +200,7 @@ for _, p in ipairs(per) do
     if p.llen > 0 then redis.call('LTRIM', p.order, p.llen, -1) end
   end
 end
+if drop_token then redis.call('XGROUP', 'DESTROY', STREAM, TOKEN_PREFIX .. m.gen) end
 if left == 0 then
   local dk = {}
   if has_meta then dk[#dk + 1] = META end
