@@ -57,14 +57,14 @@ const (
 	ParamMaxSize  = idmp.ParamMaxSize
 )
 
-// Texts of Redis's replies.
+// Texts of Redis 8.6.3's replies (src/t_stream.c, src/config.c, src/db.c).
 const (
 	errSyntax       = "ERR syntax error"
 	errNotInteger   = "ERR value is not an integer or out of range"
 	errInvalidID    = "ERR Invalid stream ID specified as stream command argument"
-	errMultipleIDMP = "ERR IDMP/IDMPAUTO specified multiple times"
-	errExplicitID   = "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"
-	errAtLeastOne   = "ERR At least one parameter (IDMP-DURATION or IDMP-MAXSIZE) must be given"
+	errMultipleIDMP = "ERR syntax error, IDMP/IDMPAUTO specified multiple times"
+	errExplicitID   = "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"
+	errAtLeastOne   = "ERR At least one parameter must be specified"
 )
 
 func arity(name string) string {
@@ -121,6 +121,7 @@ func parseXAdd(c *Command) {
 	r := &c.Add
 	r.Stream = a[1]
 	idmpSeen, idGiven, limitGiven := false, false, false
+	var limit int64
 	trim := ""
 	i := 2
 	for ; i < len(a); i++ {
@@ -175,7 +176,7 @@ func parseXAdd(c *Command) {
 				c.fail("ERR The LIMIT argument must be >= 0.")
 				return
 			}
-			r.Limit, limitGiven = n, true
+			r.Limit, limit, limitGiven = n, n, true
 			if n == 0 {
 				r.Limit = -1 // AddRequest's LIMIT 0
 			}
@@ -184,7 +185,8 @@ func parseXAdd(c *Command) {
 		case strings.EqualFold(opt, "NOMKSTREAM"):
 			r.NoMkStream = true
 			continue
-		case strings.EqualFold(opt, "KEEPREF"), strings.EqualFold(opt, "DELREF"), strings.EqualFold(opt, "ACKED"):
+		case c.Deletion == "" && (strings.EqualFold(opt, "KEEPREF") || strings.EqualFold(opt, "DELREF") || strings.EqualFold(opt, "ACKED")):
+			// A second one is read as the ID (Redis: an invalid ID).
 			c.Deletion = strings.ToUpper(opt)
 			continue
 		case strings.EqualFold(opt, "IDMPAUTO") && more > 0:
@@ -193,7 +195,7 @@ func parseXAdd(c *Command) {
 				return
 			}
 			if a[i+1] == "" {
-				c.fail("ERR IDMPAUTO requires a non-empty producer ID")
+				c.fail("ERR syntax error, IDMPAUTO requires a non-empty producer ID")
 				return
 			}
 			idmpSeen, r.Auto, r.PID = true, true, a[i+1]
@@ -205,11 +207,11 @@ func parseXAdd(c *Command) {
 				return
 			}
 			if a[i+1] == "" {
-				c.fail("ERR IDMP requires a non-empty producer ID")
+				c.fail("ERR syntax error, IDMP requires a non-empty producer ID")
 				return
 			}
 			if a[i+2] == "" {
-				c.fail("ERR IDMP requires a non-empty idempotent ID")
+				c.fail("ERR syntax error, IDMP requires a non-empty idempotent ID")
 				return
 			}
 			idmpSeen, r.PID, r.IID = true, a[i+1], a[i+2]
@@ -226,6 +228,10 @@ func parseXAdd(c *Command) {
 	}
 	if idmpSeen && idGiven {
 		c.fail(errExplicitID)
+		return
+	}
+	if limit != 0 && trim == "" {
+		c.fail("ERR syntax error, LIMIT cannot be used without specifying a trimming strategy")
 		return
 	}
 	if limitGiven && !r.Approx {
@@ -310,13 +316,13 @@ func parseXCfgSet(c *Command) {
 	for i := 2; i < len(a); i++ {
 		more := len(a) - 1 - i
 		var limit int64
-		var name string
+		var name, unit string
 		var dst *int64
 		switch {
 		case strings.EqualFold(a[i], "IDMP-DURATION") && more > 0:
-			limit, name, dst = idmp.MaxDuration, "IDMP-DURATION", &c.Cfg.Duration
+			limit, name, unit, dst = idmp.MaxDuration, "IDMP-DURATION", "seconds", &c.Cfg.Duration
 		case strings.EqualFold(a[i], "IDMP-MAXSIZE") && more > 0:
-			limit, name, dst = idmp.MaxMaxSize, "IDMP-MAXSIZE", &c.Cfg.MaxSize
+			limit, name, unit, dst = idmp.MaxMaxSize, "IDMP-MAXSIZE", "entries", &c.Cfg.MaxSize
 		default:
 			c.fail(errSyntax)
 			return
@@ -327,7 +333,7 @@ func parseXCfgSet(c *Command) {
 			return
 		}
 		if n < 1 || n > limit {
-			c.fail("ERR " + name + " must be between 1 and " + strconv.FormatInt(limit, 10))
+			c.fail("ERR " + name + " must be between 1 and " + strconv.FormatInt(limit, 10) + " " + unit)
 			return
 		}
 		*dst = n

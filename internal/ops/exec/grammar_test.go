@@ -17,9 +17,11 @@ func words(s string) []string {
 	return args
 }
 
-// Redis 8.6's errors, in its order (its stream test suite's cases, and the
-// order of streamParseAddOrTrimArgsOrReply: each option checked as read,
-// then IDMP with an explicit ID, then LIMIT without ~, then the fields).
+// Redis 8.6.3's errors, in its order (its stream test suite's cases, and
+// the order of streamParseAddOrTrimArgsOrReply: each option checked as
+// read, then IDMP with an explicit ID, then LIMIT without a trimming
+// strategy or without ~, then the fields). The texts are 8.6.3's
+// (src/t_stream.c, src/config.c).
 func TestParseErrors(t *testing.T) {
 	cases := []struct{ cmd, err string }{
 		{`XADD s`, "ERR wrong number of arguments for 'xadd' command"},
@@ -29,28 +31,34 @@ func TestParseErrors(t *testing.T) {
 		{`XADD s IDMP p1 i1 * f v g`, "ERR wrong number of arguments for 'xadd' command"},
 		{`XADD s IDMP p1 i1`, "ERR wrong number of arguments for 'xadd' command"},
 		{`XADD mystream IDMP p1 * f v`, "ERR Invalid stream ID specified as stream command argument"},
-		{`XADD mystream IDMP p1 iid1 1-1 f v`, "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"},
-		{`XADD mystream IDMP p1 iid1 1-* f v`, "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"},
-		{`XADD mystream IDMPAUTO p1 1-1 f v`, "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"},
-		{`XADD mystream IDMP p1 iid1 IDMP p2 iid2 * f v`, "ERR IDMP/IDMPAUTO specified multiple times"},
-		{`XADD mystream IDMPAUTO p1 IDMP p2 iid2 * f v`, "ERR IDMP/IDMPAUTO specified multiple times"},
-		{`XADD mystream IDMPAUTO p1 IDMPAUTO p2 * f v`, "ERR IDMP/IDMPAUTO specified multiple times"},
-		{`XADD mystream IDMP p1 iid1 IDMPAUTO p2 * f v`, "ERR IDMP/IDMPAUTO specified multiple times"},
-		{`XADD mystream IDMP "" iid1 * f v`, "ERR IDMP requires a non-empty producer ID"},
-		{`XADD mystream IDMP p1 "" * f v`, "ERR IDMP requires a non-empty idempotent ID"},
-		{`XADD mystream IDMPAUTO "" * f v`, "ERR IDMPAUTO requires a non-empty producer ID"},
-		{`XADD s IDMP p1 i1 IDMP "" i2 * f v`, "ERR IDMP/IDMPAUTO specified multiple times"},
+		{`XADD mystream IDMP p1 iid1 1-1 f v`, "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"},
+		{`XADD mystream IDMP p1 iid1 1-* f v`, "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"},
+		{`XADD mystream IDMPAUTO p1 1-1 f v`, "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"},
+		{`XADD mystream IDMP p1 iid1 IDMP p2 iid2 * f v`, "ERR syntax error, IDMP/IDMPAUTO specified multiple times"},
+		{`XADD mystream IDMPAUTO p1 IDMP p2 iid2 * f v`, "ERR syntax error, IDMP/IDMPAUTO specified multiple times"},
+		{`XADD mystream IDMPAUTO p1 IDMPAUTO p2 * f v`, "ERR syntax error, IDMP/IDMPAUTO specified multiple times"},
+		{`XADD mystream IDMP p1 iid1 IDMPAUTO p2 * f v`, "ERR syntax error, IDMP/IDMPAUTO specified multiple times"},
+		{`XADD mystream IDMP "" iid1 * f v`, "ERR syntax error, IDMP requires a non-empty producer ID"},
+		{`XADD mystream IDMP p1 "" * f v`, "ERR syntax error, IDMP requires a non-empty idempotent ID"},
+		{`XADD mystream IDMPAUTO "" * f v`, "ERR syntax error, IDMPAUTO requires a non-empty producer ID"},
+		{`XADD s IDMP p1 i1 IDMP "" i2 * f v`, "ERR syntax error, IDMP/IDMPAUTO specified multiple times"},
 		{`XADD s MAXLEN abc IDMP p i * f v`, "ERR value is not an integer or out of range"},
 		{`XADD s IDMP p i MAXLEN -1 * f v`, "ERR The MAXLEN argument must be >= 0."},
 		{`XADD s IDMP p i MAXLEN 1 MINID 5 * f v`, "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"},
 		{`XADD s IDMP p i MINID x * f v`, "ERR Invalid stream ID specified as stream command argument"},
 		{`XADD s IDMP p i LIMIT -1 * f v`, "ERR The LIMIT argument must be >= 0."},
 		{`XADD s IDMP p i MAXLEN 5 LIMIT 10 * f v`, "ERR syntax error, LIMIT cannot be used without the special ~ option"},
-		{`XADD s IDMP p i 1-1 MAXLEN 5 LIMIT 10 f v`, "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"},
-		{`XADD s IDMP p i LIMIT 10 1-1 f v`, "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"},
+		{`XADD s IDMP p i LIMIT 10 * f v`, "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"},
+		{`XADD s LIMIT 10 * f v`, "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"},
+		{`XADD s IDMP p i LIMIT 0 * f v`, "ERR syntax error, LIMIT cannot be used without the special ~ option"},
+		{`XADD s IDMP p i 1-1 MAXLEN 5 LIMIT 10 f v`, "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"},
+		{`XADD s IDMP p i LIMIT 10 1-1 f v`, "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"},
 		{`XADD s IDMP p i + f v`, "ERR Invalid stream ID specified as stream command argument"},
+		// One deletion strategy: a second is read as the ID.
+		{`XADD s IDMP p i KEEPREF KEEPREF * f v`, "ERR Invalid stream ID specified as stream command argument"},
+		{`XADD s KEEPREF ACKED * f v`, "ERR Invalid stream ID specified as stream command argument"},
 		{`XCFGSET`, "ERR wrong number of arguments for 'xcfgset' command"},
-		{`XCFGSET mystream`, "ERR At least one parameter (IDMP-DURATION or IDMP-MAXSIZE) must be given"},
+		{`XCFGSET mystream`, "ERR At least one parameter must be specified"},
 		{`XCFGSET mystream IDMP-DURATION`, "ERR syntax error"},
 		{`XCFGSET mystream IDMP-MAXSIZE`, "ERR syntax error"},
 		{`XCFGSET mystream INVALID`, "ERR syntax error"},
@@ -60,11 +68,11 @@ func TestParseErrors(t *testing.T) {
 		{`XCFGSET mystream IDMP-MAXSIZE IDMP-MAXSIZE IDMP-MAXSIZE`, "ERR value is not an integer or out of range"},
 		{`XCFGSET mystream IDMP-DURATION INVALID IDMP-MAXSIZE`, "ERR value is not an integer or out of range"},
 		{`XCFGSET mystream IDMP-MAXSIZE INVALID IDMP-DURATION`, "ERR value is not an integer or out of range"},
-		{`XCFGSET mystream IDMP-DURATION 0 IDMP-MAXSIZE A`, "ERR IDMP-DURATION must be between 1 and 86400"},
-		{`XCFGSET mystream IDMP-DURATION 86401`, "ERR IDMP-DURATION must be between 1 and 86400"},
-		{`XCFGSET mystream IDMP-DURATION -100`, "ERR IDMP-DURATION must be between 1 and 86400"},
-		{`XCFGSET mystream IDMP-MAXSIZE 0`, "ERR IDMP-MAXSIZE must be between 1 and 10000"},
-		{`XCFGSET mystream IDMP-MAXSIZE 10001`, "ERR IDMP-MAXSIZE must be between 1 and 10000"},
+		{`XCFGSET mystream IDMP-DURATION 0 IDMP-MAXSIZE A`, "ERR IDMP-DURATION must be between 1 and 86400 seconds"},
+		{`XCFGSET mystream IDMP-DURATION 86401`, "ERR IDMP-DURATION must be between 1 and 86400 seconds"},
+		{`XCFGSET mystream IDMP-DURATION -100`, "ERR IDMP-DURATION must be between 1 and 86400 seconds"},
+		{`XCFGSET mystream IDMP-MAXSIZE 0`, "ERR IDMP-MAXSIZE must be between 1 and 10000 entries"},
+		{`XCFGSET mystream IDMP-MAXSIZE 10001`, "ERR IDMP-MAXSIZE must be between 1 and 10000 entries"},
 		{`CONFIG SET stream-idmp-duration 0`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-duration') - argument must be between 1 and 86400 inclusive"},
 		{`CONFIG SET stream-idmp-maxsize 10001`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - argument must be between 1 and 10000 inclusive"},
 		{`CONFIG SET stream-idmp-maxsize x`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - argument couldn't be parsed into an integer"},

@@ -59,7 +59,7 @@ func TestExecRefusedMultiAndDiscard(t *testing.T) {
 	}
 	id(t, got[1])
 	want(t, got[2:], "(error) ERR no such key", `1) "stream-idmp-maxsize"`, `2) "100"`,
-		"(error) ERR IDMP/IDMPAUTO can be used only with auto-generated IDs", "OK",
+		"(error) ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs", "OK",
 		"(error) ERR EXEC without MULTI", "(integer) 2")
 }
 

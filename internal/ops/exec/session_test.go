@@ -92,7 +92,7 @@ func TestExecTransactionErrors(t *testing.T) {
 	want(t, got[5:10], "OK", "QUEUED", "QUEUED", "QUEUED", "QUEUED")
 	id(t, got[10])
 	want(t, got[11:], "2) (error) ERR Invalid stream ID specified as stream command argument",
-		"3) (error) ERR IDMP-MAXSIZE must be between 1 and 10000", "4) OK", "OK", "QUEUED", "OK", "(integer) 1")
+		"3) (error) ERR IDMP-MAXSIZE must be between 1 and 10000 entries", "4) OK", "OK", "QUEUED", "OK", "(integer) 1")
 }
 
 // WATCH: a watched key changed by another client makes EXEC nil, and the
