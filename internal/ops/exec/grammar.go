@@ -298,10 +298,12 @@ func string2ull(s string) bool {
 	return err == nil
 }
 
-// parseXCfgSet follows Redis 8.6's XCFGSET: each keyword's value is read
-// (an integer, then in range) before the next keyword; a keyword without a
-// value or an unknown one is a syntax error; no keyword at all is "At least
-// one parameter". The key is looked up only then (no such key, WRONGTYPE).
+// parseXCfgSet follows Redis 8.6's XCFGSET: each keyword in turn, one given
+// twice is "specified multiple times" (before its value is read), its
+// value an integer, then in range, before the next keyword; a keyword
+// without a value or an unknown one is a syntax error; no keyword at all is
+// "At least one parameter". The key is looked up only then (no such key,
+// WRONGTYPE).
 func parseXCfgSet(c *Command) {
 	a := c.Args
 	if len(a) < 2 {
@@ -325,6 +327,10 @@ func parseXCfgSet(c *Command) {
 			limit, name, unit, dst = idmp.MaxMaxSize, "IDMP-MAXSIZE", "entries", &c.Cfg.MaxSize
 		default:
 			c.fail(errSyntax)
+			return
+		}
+		if *dst != 0 {
+			c.fail("ERR " + name + " specified multiple times")
 			return
 		}
 		n, ok := idmp.ParseInt(a[i+1])

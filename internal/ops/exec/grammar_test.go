@@ -73,6 +73,12 @@ func TestParseErrors(t *testing.T) {
 		{`XCFGSET mystream IDMP-DURATION -100`, "ERR IDMP-DURATION must be between 1 and 86400 seconds"},
 		{`XCFGSET mystream IDMP-MAXSIZE 0`, "ERR IDMP-MAXSIZE must be between 1 and 10000 entries"},
 		{`XCFGSET mystream IDMP-MAXSIZE 10001`, "ERR IDMP-MAXSIZE must be between 1 and 10000 entries"},
+		// A parameter given twice (issue 22, root cause 3): refused, even
+		// with the same value, before its second value is read.
+		{`XCFGSET mystream IDMP-DURATION 10 IDMP-DURATION 60`, "ERR IDMP-DURATION specified multiple times"},
+		{`XCFGSET mystream IDMP-MAXSIZE 5 idmp-maxsize 5`, "ERR IDMP-MAXSIZE specified multiple times"},
+		{`XCFGSET mystream IDMP-DURATION 10 IDMP-MAXSIZE 5 IDMP-DURATION x`, "ERR IDMP-DURATION specified multiple times"},
+		{`XCFGSET mystream IDMP-DURATION 10 IDMP-DURATION`, "ERR syntax error"},
 		{`CONFIG SET stream-idmp-duration 0`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-duration') - argument must be between 1 and 86400 inclusive"},
 		{`CONFIG SET stream-idmp-maxsize 10001`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - argument must be between 1 and 10000 inclusive"},
 		{`CONFIG SET stream-idmp-maxsize x`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - argument couldn't be parsed into an integer"},

@@ -95,6 +95,37 @@ func TestExecTransactionErrors(t *testing.T) {
 		"3) (error) ERR IDMP-MAXSIZE must be between 1 and 10000 entries", "4) OK", "OK", "QUEUED", "OK", "(integer) 1")
 }
 
+// XCFGSET with a parameter given twice is refused and changes nothing: the
+// settings stay and the map is not cleared (the retry dedupes), inside
+// MULTI too (issue 22, root cause 3).
+func TestExecXCfgSetTwice(t *testing.T) {
+	t.Parallel()
+	conn, _ := redistest.Conn(t)
+	got := session(t, conn,
+		`XADD s IDMP p i1 * f v`,
+		`XCFGSET s IDMP-DURATION 100 IDMP-DURATION 60`, `XCFGSET s IDMP-MAXSIZE 5 IDMP-DURATION 60 IDMP-MAXSIZE 5`,
+		`XADD s IDMP p i1 * f v`,
+		`MULTI`, `XCFGSET s IDMP-DURATION 60 IDMP-DURATION 60`, `XADD s IDMP p i1 * f v`, `EXEC`,
+		`XLEN s`, `XINFO STREAM s`)
+	first := id(t, got[0])
+	want(t, got[1:3], "(error) ERR IDMP-DURATION specified multiple times", "(error) ERR IDMP-MAXSIZE specified multiple times")
+	if id(t, got[3]) != first {
+		t.Fatalf("the retry after the refusals: %q, want %q", got[3], first)
+	}
+	want(t, got[4:8], "OK", "QUEUED", "QUEUED", "1) (error) ERR IDMP-DURATION specified multiple times")
+	if id(t, got[8]) != first {
+		t.Fatalf("the retry in MULTI: %q, want %q", got[8], first)
+	}
+	want(t, got[9:10], "(integer) 1")
+	info := strings.Join(got[10:], "\n")
+	for _, w := range []string{"15) \"idmp-duration\"\n16) (integer) 100", "17) \"idmp-maxsize\"\n18) (integer) 100",
+		"21) \"iids-tracked\"\n22) (integer) 1", "25) \"iids-duplicates\"\n26) (integer) 2"} {
+		if !strings.Contains(info, w) {
+			t.Errorf("XINFO STREAM s lacks %q:\n%s", w, info)
+		}
+	}
+}
+
 // WATCH: a watched key changed by another client makes EXEC nil, and the
 // queued add writes nothing.
 func TestExecWatch(t *testing.T) {
