@@ -121,6 +121,26 @@ func (s *Session) sendRun(p *pending, reqs []stream.AddRequest) error {
 	return nil
 }
 
+// xcfgsetRefused answers an XCFGSET whose arguments Redis refuses, in
+// Redis's order: the key is looked up first (TYPE, in a transaction
+// queued with it), so a missing key or another type is the reply, and
+// the argument error only for a stream. Nothing is written.
+func (s *Session) xcfgsetRefused(p *pending, c Command) {
+	p.combine = func(rs []resp.Reply) resp.Reply {
+		r := rs[0]
+		switch {
+		case r.IsError():
+			return r
+		case r.Str == "none":
+			return resp.ErrorOf(errNoSuchKey)
+		case r.Str != "stream":
+			return resp.ErrorOf(errWrongType)
+		}
+		return resp.ErrorOf(c.CfgErr)
+	}
+	s.send(p, cmd([]string{"TYPE", c.Stream}))
+}
+
 // idmpFields are XINFO STREAM's six IDMP fields, in Redis 8.6's order.
 var idmpFields = []string{"idmp-duration", "idmp-maxsize", "pids-tracked", "iids-tracked", "iids-added", "iids-duplicates"}
 

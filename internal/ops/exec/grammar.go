@@ -35,6 +35,9 @@ type Command struct {
 	Deletion string            // OpXAdd: KEEPREF, DELREF or ACKED as given ("" none)
 	Stream   string            // OpXCfgSet, OpXInfo: the key
 	Cfg      idmp.Config       // OpXCfgSet: 0 keeps a value
+	// CfgErr is XCFGSET's argument error (OpXCfgSet): Redis looks the key
+	// up first, so ERR no such key and WRONGTYPE come before it.
+	CfgErr string
 
 	ConfigPatterns []string    // OpConfigGet
 	ConfigSet      idmp.Config // OpConfigSet: 0 for a parameter not given
@@ -65,6 +68,8 @@ const (
 	errMultipleIDMP = "ERR syntax error, IDMP/IDMPAUTO specified multiple times"
 	errExplicitID   = "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"
 	errAtLeastOne   = "ERR At least one parameter must be specified"
+	errNoSuchKey    = "ERR no such key"
+	errWrongType    = "WRONGTYPE Operation against a key holding the wrong kind of value"
 )
 
 func arity(name string) string {
@@ -298,54 +303,59 @@ func string2ull(s string) bool {
 	return err == nil
 }
 
-// parseXCfgSet follows Redis 8.6's XCFGSET: each keyword in turn, one given
-// twice is "specified multiple times" (before its value is read), its
-// value an integer, then in range, before the next keyword; a keyword
-// without a value or an unknown one is a syntax error; no keyword at all is
-// "At least one parameter". The key is looked up only then (no such key,
-// WRONGTYPE).
+// parseXCfgSet follows Redis 8.6.3's xcfgsetCommand. The key is looked up
+// first (ERR no such key, WRONGTYPE: the session does it), then each
+// keyword is read in turn: one given twice is "specified multiple times",
+// its value an integer, then in range, before the next keyword; a keyword
+// without a value or an unknown one is a syntax error; none at all is "At
+// least one parameter". Such an error is CfgErr, replied after the
+// lookup; only the arity (no key) is the command table's.
 func parseXCfgSet(c *Command) {
 	a := c.Args
 	if len(a) < 2 {
 		c.fail(arity("xcfgset"))
 		return
 	}
-	if len(a) == 2 {
-		c.fail(errAtLeastOne)
-		return
+	c.Op, c.Stream = OpXCfgSet, a[1]
+	c.CfgErr = xcfgsetArgs(a[2:], &c.Cfg)
+	if c.CfgErr != "" {
+		c.Cfg = idmp.Config{}
 	}
-	c.Stream = a[1]
-	for i := 2; i < len(a); i++ {
+}
+
+// xcfgsetArgs reads XCFGSET's parameters into cfg: the error in Redis's
+// words, or "".
+func xcfgsetArgs(a []string, cfg *idmp.Config) string {
+	for i := 0; i < len(a); i++ {
 		more := len(a) - 1 - i
 		var limit int64
 		var name, unit string
 		var dst *int64
 		switch {
 		case strings.EqualFold(a[i], "IDMP-DURATION") && more > 0:
-			limit, name, unit, dst = idmp.MaxDuration, "IDMP-DURATION", "seconds", &c.Cfg.Duration
+			limit, name, unit, dst = idmp.MaxDuration, "IDMP-DURATION", "seconds", &cfg.Duration
 		case strings.EqualFold(a[i], "IDMP-MAXSIZE") && more > 0:
-			limit, name, unit, dst = idmp.MaxMaxSize, "IDMP-MAXSIZE", "entries", &c.Cfg.MaxSize
+			limit, name, unit, dst = idmp.MaxMaxSize, "IDMP-MAXSIZE", "entries", &cfg.MaxSize
 		default:
-			c.fail(errSyntax)
-			return
+			return errSyntax
 		}
 		if *dst != 0 {
-			c.fail("ERR " + name + " specified multiple times")
-			return
+			return "ERR " + name + " specified multiple times"
 		}
 		n, ok := idmp.ParseInt(a[i+1])
 		if !ok {
-			c.fail(errNotInteger)
-			return
+			return errNotInteger
 		}
 		if n < 1 || n > limit {
-			c.fail("ERR " + name + " must be between 1 and " + strconv.FormatInt(limit, 10) + " " + unit)
-			return
+			return "ERR " + name + " must be between 1 and " + strconv.FormatInt(limit, 10) + " " + unit
 		}
 		*dst = n
 		i++
 	}
-	c.Op = OpXCfgSet
+	if cfg.Duration == 0 && cfg.MaxSize == 0 {
+		return errAtLeastOne
+	}
+	return ""
 }
 
 // xinfoStreamArgsOK is XINFO STREAM key [FULL [COUNT n]]: any other shape

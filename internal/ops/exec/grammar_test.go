@@ -58,6 +58,24 @@ func TestParseErrors(t *testing.T) {
 		{`XADD s IDMP p i KEEPREF KEEPREF * f v`, "ERR Invalid stream ID specified as stream command argument"},
 		{`XADD s KEEPREF ACKED * f v`, "ERR Invalid stream ID specified as stream command argument"},
 		{`XCFGSET`, "ERR wrong number of arguments for 'xcfgset' command"},
+		{`CONFIG SET stream-idmp-duration 0`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-duration') - argument must be between 1 and 86400 inclusive"},
+		{`CONFIG SET stream-idmp-maxsize 10001`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - argument must be between 1 and 10000 inclusive"},
+		{`CONFIG SET stream-idmp-maxsize x`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - argument couldn't be parsed into an integer"},
+		{`CONFIG SET stream-idmp-maxsize 5 stream-idmp-maxsize 6`, "ERR CONFIG SET failed - duplicate parameter 'stream-idmp-maxsize'"},
+	}
+	for _, c := range cases {
+		got := Parse(words(c.cmd))
+		if got.Op != OpError || got.Err != c.err {
+			t.Errorf("%s: op %d %q, want %q", c.cmd, got.Op, got.Err, c.err)
+		}
+	}
+}
+
+// XCFGSET's argument errors, in Redis 8.6.3's order: each keyword in turn
+// (a repeat before its value, the value an integer, then in range), none
+// at all last. They are replied after the key's lookup (CfgErr).
+func TestParseXCfgSetErrors(t *testing.T) {
+	cases := []struct{ cmd, err string }{
 		{`XCFGSET mystream`, "ERR At least one parameter must be specified"},
 		{`XCFGSET mystream IDMP-DURATION`, "ERR syntax error"},
 		{`XCFGSET mystream IDMP-MAXSIZE`, "ERR syntax error"},
@@ -79,10 +97,6 @@ func TestParseErrors(t *testing.T) {
 		{`XCFGSET mystream IDMP-MAXSIZE 5 idmp-maxsize 5`, "ERR IDMP-MAXSIZE specified multiple times"},
 		{`XCFGSET mystream IDMP-DURATION 10 IDMP-MAXSIZE 5 IDMP-DURATION x`, "ERR IDMP-DURATION specified multiple times"},
 		{`XCFGSET mystream IDMP-DURATION 10 IDMP-DURATION`, "ERR syntax error"},
-		{`CONFIG SET stream-idmp-duration 0`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-duration') - argument must be between 1 and 86400 inclusive"},
-		{`CONFIG SET stream-idmp-maxsize 10001`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - argument must be between 1 and 10000 inclusive"},
-		{`CONFIG SET stream-idmp-maxsize x`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - argument couldn't be parsed into an integer"},
-		{`CONFIG SET stream-idmp-maxsize 5 stream-idmp-maxsize 6`, "ERR CONFIG SET failed - duplicate parameter 'stream-idmp-maxsize'"},
 	}
 	for _, v := range []string{"A", "AAA", "*", "-", "+", "120-5", "3.14", "000000000", "IDMP-DURATION", "007", "+5", "0100", `""`} {
 		for _, k := range []string{"IDMP-DURATION", "IDMP-MAXSIZE"} {
@@ -91,8 +105,8 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		got := Parse(words(c.cmd))
-		if got.Op != OpError || got.Err != c.err {
-			t.Errorf("%s: op %d %q, want %q", c.cmd, got.Op, got.Err, c.err)
+		if got.Op != OpXCfgSet || got.CfgErr != c.err || got.Stream != "mystream" || got.Cfg != (idmp.Config{}) {
+			t.Errorf("%s: op %d %q %q %+v, want XCFGSET of mystream refused with %q", c.cmd, got.Op, got.Err, got.CfgErr, got.Cfg, c.err)
 		}
 	}
 }
@@ -129,7 +143,7 @@ func TestParseXAdd(t *testing.T) {
 }
 
 func TestParseOthers(t *testing.T) {
-	if c := Parse(words(`XCFGSET s IDMP-MAXSIZE 5 idmp-duration 60`)); c.Op != OpXCfgSet || c.Cfg != (idmp.Config{Duration: 60, MaxSize: 5}) || c.Stream != "s" {
+	if c := Parse(words(`XCFGSET s IDMP-MAXSIZE 5 idmp-duration 60`)); c.Op != OpXCfgSet || c.Cfg != (idmp.Config{Duration: 60, MaxSize: 5}) || c.Stream != "s" || c.CfgErr != "" {
 		t.Errorf("XCFGSET: %+v", c)
 	}
 	for cmd, op := range map[string]Op{
@@ -222,6 +236,9 @@ func FuzzParse(f *testing.F) {
 		}
 		if c.Op == OpError && !strings.HasPrefix(c.Err, "ERR ") {
 			t.Fatalf("%q: error %q has no ERR", line, c.Err)
+		}
+		if c.Op == OpXCfgSet && (c.CfgErr != "" && !strings.HasPrefix(c.CfgErr, "ERR ") || c.CfgErr == "" && c.Cfg == (idmp.Config{})) {
+			t.Fatalf("%q: XCFGSET %q %+v", line, c.CfgErr, c.Cfg)
 		}
 	})
 }

@@ -126,6 +126,25 @@ func TestExecXCfgSetTwice(t *testing.T) {
 	}
 }
 
+// XCFGSET looks the key up before it reads its arguments, as Redis 8.6.3
+// does: a missing key and another type come before an argument error, in
+// MULTI too (issue 22, root cause 4).
+func TestExecXCfgSetLooksUpFirst(t *testing.T) {
+	t.Parallel()
+	conn, _ := redistest.Conn(t)
+	got := session(t, conn,
+		`XCFGSET nokey IDMP-DURATION 0`, `XCFGSET nokey`, `SET str x`, `XCFGSET str IDMP-DURATION x`,
+		`XADD s 1-1 f v`, `XCFGSET s`,
+		`MULTI`, `XCFGSET nokey IDMP-MAXSIZE 0`, `XCFGSET str`, `XCFGSET s IDMP-MAXSIZE 10001`, `XCFGSET s IDMP-MAXSIZE 7`, `EXEC`,
+		`XCFGSET`, `EXISTS nokey`)
+	wrongType := "WRONGTYPE Operation against a key holding the wrong kind of value"
+	want(t, got, "(error) ERR no such key", "(error) ERR no such key", "OK", "(error) "+wrongType,
+		`"1-1"`, "(error) ERR At least one parameter must be specified",
+		"OK", "QUEUED", "QUEUED", "QUEUED", "QUEUED",
+		"1) (error) ERR no such key", "2) (error) "+wrongType, "3) (error) ERR IDMP-MAXSIZE must be between 1 and 10000 entries", "4) OK",
+		"(error) ERR wrong number of arguments for 'xcfgset' command", "(integer) 0")
+}
+
 // WATCH: a watched key changed by another client makes EXEC nil, and the
 // queued add writes nothing.
 func TestExecWatch(t *testing.T) {
