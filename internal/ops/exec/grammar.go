@@ -405,14 +405,19 @@ func parseConfig(c *Command) {
 				" goes alone in emulated IDMP (idmpctl keeps them, the server the others): set the others in a command of their own")
 			return
 		}
+		// Redis's configSetCommand: every name first (a name given twice,
+		// as typed), then each value in turn (the parameter's own name).
 		seen := map[string]bool{}
 		for i := 2; i < len(a); i += 2 {
 			name := strings.ToLower(a[i])
 			if seen[name] {
-				c.fail("ERR CONFIG SET failed - duplicate parameter '" + name + "'")
+				c.fail("ERR CONFIG SET failed (possibly related to argument '" + a[i] + "') - duplicate parameter")
 				return
 			}
 			seen[name] = true
+		}
+		for i := 2; i < len(a); i += 2 {
+			name := strings.ToLower(a[i])
 			limit, dst := int64(idmp.MaxDuration), &c.ConfigSet.Duration
 			if name == ParamMaxSize {
 				limit, dst = idmp.MaxMaxSize, &c.ConfigSet.MaxSize

@@ -61,7 +61,12 @@ func TestParseErrors(t *testing.T) {
 		{`CONFIG SET stream-idmp-duration 0`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-duration') - argument must be between 1 and 86400 inclusive"},
 		{`CONFIG SET stream-idmp-maxsize 10001`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - argument must be between 1 and 10000 inclusive"},
 		{`CONFIG SET stream-idmp-maxsize x`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - argument couldn't be parsed into an integer"},
-		{`CONFIG SET stream-idmp-maxsize 5 stream-idmp-maxsize 6`, "ERR CONFIG SET failed - duplicate parameter 'stream-idmp-maxsize'"},
+		{`CONFIG SET STREAM-IDMP-MAXSIZE x`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - argument couldn't be parsed into an integer"},
+		// Every name before any value; a repeat as typed (issue 22, root
+		// cause 5).
+		{`CONFIG SET stream-idmp-maxsize 5 stream-idmp-maxsize 6`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - duplicate parameter"},
+		{`CONFIG SET stream-idmp-maxsize x STREAM-IDMP-MAXSIZE 6`, "ERR CONFIG SET failed (possibly related to argument 'STREAM-IDMP-MAXSIZE') - duplicate parameter"},
+		{`CONFIG SET stream-idmp-duration 0 stream-idmp-maxsize 5 Stream-Idmp-Maxsize 5`, "ERR CONFIG SET failed (possibly related to argument 'Stream-Idmp-Maxsize') - duplicate parameter"},
 	}
 	for _, c := range cases {
 		got := Parse(words(c.cmd))
