@@ -205,16 +205,8 @@ func insertFields(xi resp.Reply, extra []resp.Reply) resp.Reply {
 // configGet adds the stream-idmp-* parameters a pattern matches to the
 // server's own CONFIG GET reply.
 func (s *Session) configGet(p *pending, c Command) {
-	var names []string
-	for _, n := range []string{ParamDuration, ParamMaxSize} {
-		for _, pat := range c.ConfigPatterns {
-			if GlobMatch(pat, n, true) {
-				names = append(names, n)
-				break
-			}
-		}
-	}
-	if len(names) == 0 {
+	matched := configMatches(c.ConfigPatterns)
+	if len(matched) == 0 {
 		s.send(p, cmd(c.Args))
 		return
 	}
@@ -252,8 +244,8 @@ func (s *Session) configGet(p *pending, c Command) {
 				}
 				d = idmp.ParseDefaults(field(ParamDuration), field(ParamMaxSize))
 			}
-			for _, n := range names {
-				out.Elems = append(out.Elems, resp.BulkOf(n), value(d, n))
+			for _, m := range matched {
+				out.Elems = append(out.Elems, resp.BulkOf(m.as), value(d, m.param))
 			}
 			return out
 		}
@@ -271,14 +263,50 @@ func (s *Session) configGet(p *pending, c Command) {
 		}
 		out := r
 		out.Elems = append([]resp.Reply(nil), r.Elems...)
-		for _, n := range names {
-			if !hasKey(r, n) {
-				out.Elems = append(out.Elems, resp.BulkOf(n), value(d, n))
+		for _, m := range matched {
+			if !hasKey(r, m.param) {
+				out.Elems = append(out.Elems, resp.BulkOf(m.as), value(d, m.param))
 			}
 		}
 		return out
 	}
 	s.send(p, cmd(c.Args), cmd([]string{"HMGET", idmp.DefaultsKey, ParamDuration, ParamMaxSize}))
+}
+
+// configMatch is a stream-idmp-* parameter that CONFIG GET lists, under
+// the name it shows.
+type configMatch struct{ param, as string }
+
+// configMatches is Redis 8.6.3's configGetCommand for the stream-idmp-*
+// parameters: in the patterns' order, a pattern without *, ? or [ names
+// a parameter (in any case) and shows it as typed; any other matches as a
+// glob (any case) and shows the parameter's own name. The first pattern
+// that matches a parameter decides.
+func configMatches(patterns []string) []configMatch {
+	var out []configMatch
+	have := func(param string) bool {
+		for _, m := range out {
+			if m.param == param {
+				return true
+			}
+		}
+		return false
+	}
+	for _, pat := range patterns {
+		glob := strings.ContainsAny(pat, "[*?")
+		for _, param := range []string{ParamDuration, ParamMaxSize} {
+			if have(param) {
+				continue
+			}
+			switch {
+			case !glob && strings.EqualFold(pat, param):
+				out = append(out, configMatch{param, pat})
+			case glob && GlobMatch(pat, param, true):
+				out = append(out, configMatch{param, param})
+			}
+		}
+	}
+	return out
 }
 
 // oursOnly reports CONFIG GET patterns that can match nothing but the

@@ -116,6 +116,32 @@ func TestParseXCfgSetErrors(t *testing.T) {
 	}
 }
 
+// CONFIG GET's stream-idmp-* parameters as Redis 8.6.3 lists them (issue
+// 22, root cause 6): a pattern without *, ? or [ names one in any case
+// and shows it as typed; a glob shows its own name; the first pattern
+// that matches a parameter decides.
+func TestConfigMatches(t *testing.T) {
+	cases := []struct {
+		pats []string
+		want []configMatch
+	}{
+		{[]string{"STREAM-IDMP-MAXSIZE"}, []configMatch{{ParamMaxSize, "STREAM-IDMP-MAXSIZE"}}},
+		{[]string{"stream-idmp-*"}, []configMatch{{ParamDuration, ParamDuration}, {ParamMaxSize, ParamMaxSize}}},
+		{[]string{"Stream-Idmp-Duration", "stream-idmp-*"}, []configMatch{{ParamDuration, "Stream-Idmp-Duration"}, {ParamMaxSize, ParamMaxSize}}},
+		{[]string{"stream-idmp-*", "STREAM-IDMP-DURATION"}, []configMatch{{ParamDuration, ParamDuration}, {ParamMaxSize, ParamMaxSize}}},
+		{[]string{"stream-idmp-maxsize", "STREAM-IDMP-MAXSIZE"}, []configMatch{{ParamMaxSize, ParamMaxSize}}},
+		{[]string{`stream-idmp\-duration`}, nil}, // no wildcard: a name, which it is not
+		{[]string{`stream-idmp\-d*`}, []configMatch{{ParamDuration, ParamDuration}}},
+		{[]string{"maxclients", "*IDMP-MAX*"}, []configMatch{{ParamMaxSize, ParamMaxSize}}},
+		{[]string{"stream-idmp"}, nil},
+	}
+	for _, c := range cases {
+		if got := configMatches(c.pats); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("configMatches(%q) = %v, want %v", c.pats, got, c.want)
+		}
+	}
+}
+
 func TestParseXAdd(t *testing.T) {
 	cases := []struct {
 		cmd      string

@@ -145,6 +145,23 @@ func TestExecXCfgSetLooksUpFirst(t *testing.T) {
 		"(error) ERR wrong number of arguments for 'xcfgset' command", "(integer) 0")
 }
 
+// CONFIG GET shows a parameter named without a wildcard as it was typed,
+// and a glob's match under its own name; the first pattern to match a
+// parameter names it (issue 22, root cause 6), whether the server is
+// asked (a pattern that may match its own parameters) or not.
+func TestExecConfigGetNames(t *testing.T) {
+	t.Parallel()
+	conn, _ := redistest.Conn(t)
+	got := session(t, conn, `CONFIG GET STREAM-IDMP-MAXSIZE`, `CONFIG GET Stream-Idmp-Duration stream-idmp-*`,
+		`CONFIG GET stream-idmp\-duration`, `CONFIG GET maxclients Stream-Idmp-MaxSize`)
+	want(t, got[:7], `1) "STREAM-IDMP-MAXSIZE"`, `2) "100"`,
+		`1) "Stream-Idmp-Duration"`, `2) "100"`, `3) "stream-idmp-maxsize"`, `4) "100"`,
+		"(empty array)")
+	if tail := strings.Join(got[7:], "\n"); !strings.Contains(tail, `"maxclients"`) || !strings.HasSuffix(tail, `) "Stream-Idmp-MaxSize"`+"\n"+`4) "100"`) {
+		t.Fatalf("CONFIG GET maxclients Stream-Idmp-MaxSize:\n%s", tail)
+	}
+}
+
 // WATCH: a watched key changed by another client makes EXEC nil, and the
 // queued add writes nothing.
 func TestExecWatch(t *testing.T) {
