@@ -21,7 +21,8 @@ func words(s string) []string {
 // the order of streamParseAddOrTrimArgsOrReply: each option checked as
 // read, then IDMP with an explicit ID, then LIMIT without a trimming
 // strategy or without ~, then the fields). The texts are 8.6.3's
-// (src/t_stream.c, src/config.c).
+// (src/t_stream.c, src/config.c), checked against a real server by
+// TestAgreementCases.
 func TestParseErrors(t *testing.T) {
 	cases := []struct{ cmd, err string }{
 		{`XADD s`, "ERR wrong number of arguments for 'xadd' command"},
