@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -179,7 +180,21 @@ func streamInfo(r resp.Reply, name string) (stream.Info, bool, error) {
 
 // insertFields puts the IDMP fields where Redis 8.6 has them: after
 // recorded-first-entry-id (Redis 7.0+), else before groups (or entries).
+// A server with native IDMP (exec --mode emulated there) has them already:
+// the emulation's values take their places.
 func insertFields(xi resp.Reply, extra []resp.Reply) resp.Reply {
+	if hasKey(xi, idmpFields[0]) {
+		out := xi
+		out.Elems = slices.Clone(xi.Elems)
+		for i := 0; i+1 < len(out.Elems); i += 2 {
+			for j := 0; j+1 < len(extra); j += 2 {
+				if out.Elems[i].Str == extra[j].Str {
+					out.Elems[i+1] = extra[j+1]
+				}
+			}
+		}
+		return out
+	}
 	at := -1
 	for i := 0; i+1 < len(xi.Elems); i += 2 {
 		k := xi.Elems[i].Str

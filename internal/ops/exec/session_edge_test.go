@@ -286,3 +286,22 @@ func TestExecMoveToAnotherDB(t *testing.T) {
 	id(t, got[10])
 	want(t, got[11:], "(integer) 2")
 }
+
+// exec --mode emulated on a server with native IDMP: XINFO STREAM (and
+// FULL) has each IDMP field once, with the emulation's values, where the
+// server put its own.
+func TestExecEmulatedXInfoOnNativeServer(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewNative(t)
+	conn := redistest.Connect(t, srv.URL)
+	got := session(t, conn, `XADD e IDMP p i * f v`, `XADD e IDMP p i * f v`, `XINFO STREAM e`, `XINFO STREAM e FULL`)
+	info := strings.Join(got[2:], "\n")
+	for _, f := range []string{"idmp-duration", "idmp-maxsize", "pids-tracked", "iids-tracked", "iids-added", "iids-duplicates"} {
+		if n := strings.Count(info, `"`+f+`"`); n != 2 {
+			t.Errorf("%s appears %d times in XINFO STREAM and FULL, want once each:\n%s", f, n, info)
+		}
+	}
+	if !strings.Contains(info, "\"iids-added\"\n24) (integer) 1\n25) \"iids-duplicates\"\n26) (integer) 1") {
+		t.Errorf("XINFO STREAM e lacks the emulation's counters:\n%s", info)
+	}
+}
