@@ -355,7 +355,46 @@ func (g *gen) xaddIDMP(auto bool) []string {
 	if g.chance(7) {
 		args = g.mutate(args, xaddWords)
 	}
+	if plainWithDeletion(args) {
+		return nil
+	}
 	return args
+}
+
+// plainWithDeletion reports an XADD that Redis reads as a plain add (no
+// IDMP or IDMPAUTO before its ID: a mutation can move the *) with
+// KEEPREF, DELREF or ACKED, Redis 8.2's words. exec emulates IDMP, not
+// 8.2's plain XADD: it passes a plain one to the server as it is, and
+// Redis 7.0 refuses the word (README: exec's limits). The scan is Redis
+// 8.6.3's option loop (streamParseAddOrTrimArgsOrReply), not exec's.
+func plainWithDeletion(args []string) bool {
+	deletion, idmp := false, false
+	for i := 2; i < len(args); i++ {
+		more := len(args) - 1 - i
+		switch o := strings.ToUpper(args[i]); {
+		case args[i] == "*":
+			return deletion && !idmp
+		case (o == "MAXLEN" || o == "MINID") && more > 0:
+			if more >= 2 && (args[i+1] == "~" || args[i+1] == "=") {
+				i++
+			}
+			i++
+		case o == "LIMIT" && more > 0:
+			i++
+		case !deletion && (o == "KEEPREF" || o == "DELREF" || o == "ACKED"):
+			deletion = true
+		case o == "NOMKSTREAM":
+		case o == "IDMPAUTO" && more > 0:
+			idmp = true
+			i++
+		case o == "IDMP" && more >= 2:
+			idmp = true
+			i += 2
+		default:
+			return deletion && !idmp // the ID
+		}
+	}
+	return false
 }
 
 var xaddWords = []string{"IDMP", "IDMPAUTO", "MAXLEN", "MINID", "LIMIT", "~", "=", "NOMKSTREAM", "KEEPREF", "*", "", "0", "-1", "x", "5-5"}
@@ -391,7 +430,7 @@ func (g *gen) burst() []string {
 	first := g.xaddIDMP(g.chance(3))
 	idmp := slices.IndexFunc(first, func(a string) bool { return strings.EqualFold(a, "IDMP") })
 	star := slices.Index(first, "*")
-	if star < 0 {
+	if first == nil || star < 0 {
 		return first
 	}
 	cur := first
@@ -402,6 +441,9 @@ func (g *gen) burst() []string {
 			next[idmp+2] = g.pick(iids...)
 		}
 		cur = append(next, g.fields(true)...)
+		if plainWithDeletion(cur) {
+			return nil
+		}
 	}
 	return cur
 }
@@ -447,6 +489,9 @@ func (g *gen) xaddPlain() []string {
 	args = append(args, g.fields(false)...)
 	if g.chance(10) {
 		args = g.mutate(args, xaddWords)
+	}
+	if plainWithDeletion(args) {
+		return nil
 	}
 	return args
 }
