@@ -25,8 +25,10 @@ type feature string
 // diverge by design, so the test leaves them out (and says so in its log).
 const (
 	// featRebuild: a key deleted (DEL, UNLINK) is written again in the
-	// same sequence (root cause 1: a rebuilt stream kept its old state).
-	// Off, a deleted name is never written again (its reads go on).
+	// same sequence (root cause 1: a rebuilt stream kept its old state),
+	// and now and then a stream is rebuilt on purpose as it was (g.rebuild:
+	// the issue's sequence, or * adds in one millisecond). Off, a deleted
+	// name is never written again (its reads go on).
 	featRebuild feature = "rebuild"
 	// featLateDefaults: CONFIG SET of stream-idmp-* anywhere (root cause
 	// 2: 8.6 takes the defaults when it creates a stream). Off, CONFIG SET
@@ -120,6 +122,10 @@ func genSequence(seed uint64, feats map[feature]bool) []step {
 		}
 		if g.r.IntN(12) == 0 {
 			g.multi()
+			continue
+		}
+		if g.feats[featRebuild] && g.r.IntN(25) == 0 {
+			g.rebuild()
 			continue
 		}
 		g.add(g.command())
@@ -695,6 +701,29 @@ func (g *gen) moveDB() []string {
 	default:
 		return []string{"MOVE", g.readKey(), "1"}
 	}
+}
+
+// rebuild deletes a stream and builds it again as it was, then retries
+// an iid of the old one: 8.6.3 adds it (a new stream has no iids). Either
+// with the same explicit IDs (issue 22's sequence), or with * IDs, which
+// repeat when the rebuild falls in the same millisecond.
+func (g *gen) rebuild() {
+	k := g.writeKey(true)
+	pid, iid := g.pick(pids...), g.pick(iids...)
+	idmp := []string{"XADD", k, "IDMP", pid, iid, "*", "f", "v"}
+	if g.chance(2) {
+		g.add([]string{"XADD", k, "99999999999999-5", "f", "v"})
+		g.add(idmp)
+		g.add([]string{g.pick("DEL", "UNLINK"), k})
+		g.add([]string{"XADD", k, "99999999999999-5", "f", "v"})
+		g.add([]string{"XADD", k, "99999999999999-6", "f", "v"})
+	} else {
+		g.add(idmp)
+		g.add([]string{g.pick("DEL", "UNLINK"), k})
+		g.add([]string{"XADD", k, "*", "f", "v"})
+	}
+	g.add(idmp)
+	g.add([]string{"XINFO", "STREAM", k})
 }
 
 // multi is a MULTI block: 1-4 commands, then EXEC (or DISCARD); one
