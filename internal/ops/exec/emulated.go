@@ -276,12 +276,25 @@ func (s *Session) configGet(p *pending, c Command) {
 		if !rs[1].IsError() {
 			d = s.defaultsFrom(rs[1])
 		}
+		// A server with native IDMP (exec --mode emulated there) lists
+		// the parameters too, under the names it was asked: the
+		// emulation's values, which its CONFIG SET writes, take their
+		// places.
 		out := r
 		out.Elems = append([]resp.Reply(nil), r.Elems...)
 		for _, m := range matched {
-			if !hasKey(r, m.param) {
-				out.Elems = append(out.Elems, resp.BulkOf(m.as), value(d, m.param))
+			at := -1
+			for i := 0; i+1 < len(out.Elems); i += 2 {
+				if strings.EqualFold(out.Elems[i].Str, m.param) {
+					at = i
+					break
+				}
 			}
+			if at >= 0 {
+				out.Elems[at+1] = value(d, m.param)
+				continue
+			}
+			out.Elems = append(out.Elems, resp.BulkOf(m.as), value(d, m.param))
 		}
 		return out
 	}
