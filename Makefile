@@ -98,10 +98,10 @@ man-gz: man
 	rm -rf build/man && mkdir -p build/man
 	for f in man/*.1; do gzip -9nc "$$f" > "build/man/$${f##*/}.gz"; done
 
-# Debian's redis-server, and the cached Redis 8.6.3 build, when missing
-# (tests start their own processes).
+# Debian's redis-server, the cached Redis 8.6.3 build and tclsh (for
+# Redis's own IDMP tests), when missing (tests start their own processes).
 redis-server:
-	@{ command -v redis-server >/dev/null && test -x "$(REDIS86_DIR)/bin/redis-server"; } || bash scripts/install-redis.sh
+	@{ command -v redis-server >/dev/null && test -x "$(REDIS86_DIR)/bin/redis-server" && command -v tclsh >/dev/null; } || bash scripts/install-redis.sh
 
 clean:
 	rm -f idmpctl bench.out

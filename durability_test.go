@@ -151,6 +151,41 @@ func TestDurabilityClaimRunOutcomeUnacknowledged(t *testing.T) {
 	}
 }
 
+// Issue 24: a short lease with --wait-replicas. Each renewal's WAIT takes at
+// most half the time left before the command would be stopped, so that the
+// server answers with the replicas it has: with the replica frozen, the
+// renewals are refused as unacknowledged (not cut off as timeouts), and the
+// command is stopped before the lease could lapse (76).
+func TestDurabilityClaimRunShortLease(t *testing.T) {
+	t.Parallel()
+	for _, frozen := range []bool{false, true} {
+		t.Run(map[bool]string{false: "acknowledged", true: "replica-frozen"}[frozen], func(t *testing.T) {
+			t.Parallel()
+			_, replica, c := replicaPair(t)
+			t.Cleanup(func() { _ = replica.Thaw() })
+			// A new replica's first acknowledgement can take most of a 1s
+			// lease on a loaded machine: then the command is not started
+			// (69), which is not what this test is about.
+			c.Expect(0, "claim", "acquire", "warm-up", "--wait-replicas", "1", "--wait-timeout", okWait)
+			script := "sleep 2.5; echo ran"
+			want := 0
+			if frozen {
+				script = "kill -STOP " + strconv.Itoa(replica.Pid()) + "; sleep 5; echo ran"
+				want = 76
+			}
+			r := c.Expect(want, "claim", "run", "job:1", "--lease", "1s", "--wait-replicas", "1", "--wait-timeout", okWait, "--", "sh", "-c", script)
+			switch {
+			case !frozen && (r.Stdout != "ran\n" || hget(t, replica, "job:1", "status") != "COMPLETED"):
+				t.Errorf("want COMPLETED on the replica: %s", r)
+			case frozen && (strings.Contains(r.Stdout, "ran") || !regexp.MustCompile(
+				`renewals failed for \d+ms \(the last: claim renew "job:1": (0 of 1 replicas acknowledged the write within \d+ms|no reply within the \d+ms left before the command had to be stopped; the last answer: claim renew "job:1": 0 of 1 replicas acknowledged the write within \d+ms)[^)]*\): the command was stopped before its lease \(1s\) could lapse`).MatchString(r.Stderr)):
+				t.Errorf("want the command stopped for unacknowledged renewals: %s", r)
+			}
+			t.Logf("exit %d after %s; stderr: %s", r.Code, r.Elapsed.Round(time.Millisecond), strings.TrimSpace(r.Stderr))
+		})
+	}
+}
+
 // A failover after an acknowledged acquire keeps the claim: the primary is
 // killed with SIGKILL, the replica is promoted (REPLICAOF NO ONE), and a
 // second worker on the new primary finds the key busy (75), not free. The

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -78,6 +79,28 @@ func TestJSONKeyStyle(t *testing.T) {
 		// the server's (XINFO's radix-tree-keys, a hash's fields), data.
 		{"exec", [][]string{{"exec", "XINFO", "STREAM", "s"}}},
 	}
+	// migrate needs Redis 8.6.2+: its case runs on one beside the server
+	// under test.
+	if native := redistest.NativeBinary(); native != "" {
+		n := redistest.NewWith(t, redistest.Options{Unix: true, Binary: native})
+		nc := c.With("IDMPCTL_URL=" + n.URL)
+		nc.Expect(0, "xadd", "m", "--mode", "emulated", "--pid", "p", "--iid", "i", "f", "v")
+		id := strings.TrimSpace(nc.Expect(0, "xadd", "m", "--mode", "emulated", "--pid", "p", "--iid", "gone", "f", "v").Stdout)
+		nc.Expect(0, "exec", "XDEL", "m", id)
+		for _, args := range [][]string{{"migrate", "m", "--dry-run"}, {"migrate", "--match", "*"}} {
+			r := nc.Expect(0, append([]string{"-o", "json"}, args...)...)
+			var v any
+			if err := json.Unmarshal([]byte(strings.SplitN(r.Stdout, "\n", 2)[0]), &v); err != nil {
+				t.Fatalf("%s: %v", r, err)
+			}
+			for _, bad := range badKeys(v, "") {
+				t.Errorf("%s -o json: key %s", strings.Join(args, " "), bad)
+			}
+		}
+	} else {
+		t.Log("migrate: no Redis 8.6 server beside (scripts/install-redis.sh): its -o json NOT checked")
+	}
+	cases = append(cases, jsonCase{path: "migrate"}) // checked above
 	for _, path := range leafCommands() {
 		if !slices.ContainsFunc(cases, func(c jsonCase) bool { return c.path == path }) && path != "completion" {
 			t.Errorf("%s: no -o json case here", path)
@@ -103,6 +126,9 @@ func TestJSONKeyStyle(t *testing.T) {
 				}
 				for _, bad := range badKeys(v, "") {
 					t.Errorf("%s -o json: key %s", strings.Join(args, " "), bad)
+				}
+				for _, bad := range badNames(v, "") {
+					t.Errorf("%s -o json: %s", strings.Join(args, " "), bad)
 				}
 			}
 			if n == 0 && !bytes.Contains([]byte(path), []byte("claim acquire")) {
@@ -134,6 +160,63 @@ func badKeys(v any, at string) []string {
 		}
 	}
 	return bad
+}
+
+// oldNames are names kept as aliases of their new ones (README: Output):
+// an object that has one has the new one too, with the same value.
+var oldNames = map[string]string{
+	"attempt": "attempts", "created": "created_ms", "updated": "updated_ms", "lease_until": "lease_until_ms",
+	"deadline": "deadline_ms", "expires": "expires_ms", "now": "now_ms",
+}
+
+// badNames walks v and returns what breaks the naming rules beyond case:
+// an old name without its new one beside it, and a millisecond timestamp
+// (an integer between 2001 and 5138 in Unix ms) whose key does not end in
+// _ms.
+func badNames(v any, at string) []string {
+	var bad []string
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			p := strings.TrimPrefix(at+"."+k, ".")
+			if slices.Contains(dataMaps, p) || slices.Contains(dataMaps, k) {
+				continue
+			}
+			if n, ok := oldNames[k]; ok {
+				if got, ok := v[n]; !ok || got != e {
+					bad = append(bad, fmt.Sprintf("%s (%v) without %s beside it (%v)", p, e, n, got))
+				}
+				continue
+			}
+			if f, ok := e.(float64); ok && f >= 1e12 && f < 1e14 && !strings.HasSuffix(k, "_ms") {
+				bad = append(bad, fmt.Sprintf("%s = %.0f looks like a timestamp in ms: name it %s_ms", p, f, k))
+			}
+			bad = append(bad, badNames(e, p)...)
+		}
+	case []any:
+		for _, e := range v {
+			bad = append(bad, badNames(e, at+"[]")...)
+		}
+	}
+	return bad
+}
+
+// TestJSONNamesCatch: badNames finds what it is for.
+func TestJSONNamesCatch(t *testing.T) {
+	var v any
+	if err := json.Unmarshal([]byte(`{"record":{"created":1795719111618,"created_ms":1795719111618,"updated":1795719111619},"attempt":2,"seen":1795719111618,"token":1795719111618172,"fields":{"created":"x","at":1795719111618}}`), &v); err != nil {
+		t.Fatal(err)
+	}
+	got := badNames(v, "")
+	slices.Sort(got)
+	want := []string{
+		"attempt (2) without attempts beside it (<nil>)",
+		"record.updated (1.795719111619e+12) without updated_ms beside it (<nil>)",
+		"seen = 1795719111618 looks like a timestamp in ms: name it seen_ms",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("badNames:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
 
 // leafCommands are the paths of the runnable commands ("claim acquire"),

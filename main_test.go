@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +56,9 @@ func scriptParams(dir string) testscript.Params {
 			"redis-thaw":    cmdRedisSignal("CONT"),
 			"redis-restart": cmdRedisRestart,
 			"envstdout":     cmdEnvStdout,
+			"http-listen":   cmdHTTPListen,
+			"jsonshape":     cmdJSONShape,
+			"waitfile":      cmdWaitFile,
 		},
 	}
 }
@@ -117,6 +124,22 @@ func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
 	time.Sleep(d)
 }
 
+// cmdHTTPListen starts an HTTP server (net/http) on a loopback port for the
+// rest of the script, and sets HTTP_ADDR to its host:port: something that
+// answers on a port, but not in Redis's protocol.
+//
+//	http-listen
+func cmdHTTPListen(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: http-listen")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "not found", http.StatusNotFound)
+	}))
+	ts.Defer(srv.Close)
+	ts.Setenv("HTTP_ADDR", srv.Listener.Addr().String())
+}
+
 // cmdEnvStdout sets the variable NAME to the last command's stdout,
 // trimmed: the fencing token claim acquire printed, for the next steps
 // (tokens come from the server's clock).
@@ -125,6 +148,66 @@ func cmdEnvStdout(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: envstdout NAME")
 	}
 	ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile("stdout")))
+}
+
+// cmdWaitFile waits (10 s at most) until a file exists: a command in the
+// background (exec ... &name&) says it started by creating it.
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfile FILE")
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(ts.MkAbs(args[0])); err == nil {
+			return
+		}
+	}
+	ts.Fatalf("%s: not created within 10s", args[0])
+}
+
+// cmdJSONShape replaces stdout with the shape of the JSON values the last
+// command printed (one object a line, or indented): a line a key, its path
+// and its kind, strings and booleans with their value, sorted, an empty
+// line between values. Numbers (server times, tokens) are <number>: the
+// golden holds the names, which must not change.
+func cmdJSONShape(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: jsonshape")
+	}
+	dec := json.NewDecoder(strings.NewReader(ts.ReadFile("stdout")))
+	out := ts.Stdout()
+	for n := 0; dec.More(); n++ {
+		var v any
+		ts.Check(dec.Decode(&v))
+		if n > 0 {
+			fmt.Fprintln(out)
+		}
+		var lines []string
+		var walk func(v any, at string)
+		walk = func(v any, at string) {
+			switch v := v.(type) {
+			case map[string]any:
+				for k, e := range v {
+					walk(e, strings.TrimPrefix(at+"."+k, "."))
+				}
+				return
+			case []any:
+				for _, e := range v {
+					walk(e, at+"[]")
+				}
+				return
+			case float64:
+				lines = append(lines, at+": <number>")
+			case nil:
+				lines = append(lines, at+": null")
+			default:
+				b, _ := json.Marshal(v)
+				lines = append(lines, at+": "+string(b))
+			}
+		}
+		walk(v, "")
+		slices.Sort(lines)
+		fmt.Fprintln(out, strings.Join(slices.Compact(lines), "\n"))
+	}
 }
 
 func server(ts *testscript.TestScript) *redistest.Server {

@@ -248,7 +248,7 @@ func TestRoles(t *testing.T) {
 		if r := op.Expect(0, "restore", file); !strings.Contains(r.Stdout, "restored\tidem:failed") {
 			t.Errorf("restore:\n%s", r)
 		}
-		op.Expect(0, "restore", file, "--replace")
+		op.Expect(0, "restore", file, "--replace", "--yes")
 		op.Expect(0, "purge", "--stream", "orders", "--yes")
 		deniedWritesNothing(t, op, "xadd", "orders", "--pid", "api-1", "--iid", "o-9", "amount", "1")
 		deniedWritesNothing(t, op, "claim", "acquire", "idem:new")

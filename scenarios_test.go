@@ -216,6 +216,11 @@ func TestScenarioInterruptedRun(t *testing.T) {
 	if r.Code != 7 || !strings.Contains(r.Stdout, "got-int") {
 		t.Fatalf("want the command's own exit 7 after its SIGINT trap: %s", r)
 	}
+	// A Ctrl-C is not silent: stderr says what came of it.
+	if want := "idmpctl: claim run \"job:int\": interrupted (SIGINT): the command exited 7\n" +
+		"hint: FAILED recorded: a redelivery claims the key at once and runs the command again\n"; r.Stderr != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", r.Stderr, want)
+	}
 	if rec := faultHGetAll(t, rdb, key); rec["status"] != "FAILED" || !strings.Contains(rec["error"], "exit status 7") {
 		t.Errorf("after the interrupt: %v", rec)
 	}

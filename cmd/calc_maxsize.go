@@ -102,7 +102,7 @@ Raw output is one line to paste after XCFGSET key:
 	fl.StringVar(&o.MarkDelayFlag, "mark-delay", "", "longest time from the XADD reply until the message is marked delivered (80ms)")
 	fl.StringVar(&o.RecoveryFlag, "recovery", "", "longest time a crashed producer needs to come back and resend (1000s, 17m)")
 	fl.Int64Var(&o.Producers, "producers", 1, "how many producer IDs share the rate")
-	fl.StringVar(&o.MarginFlag, "margin", "25%", "safety margin on MAXSIZE (25% or 0.25)")
+	fl.StringVar(&o.MarginFlag, "margin", "25%", "safety margin on MAXSIZE: 25% or 0.25 (a bare number is a fraction, below 1)")
 	addApplyFlags(c, o)
 	return c
 }
@@ -189,11 +189,32 @@ func calcTable(p *render.Printer, o *CalcMaxsizeOptions, r capacity.Result) {
 		}
 		p.Notes("Warnings", pairs)
 	}
+	title := "Run" // what the user may run; with --apply, what it does next
+	switch {
+	case o.Apply != "" && o.DryRun:
+		title = "Apply (dry run)"
+	case o.Apply != "":
+		title = "Apply"
+	}
+	p.View(title, runLine(o, r))
+}
+
+// runLine is the cfgset command that does what --apply does (and did, with
+// --apply): without --recovery it sets IDMP-MAXSIZE alone, as --apply
+// does, since the server's default duration must not replace a longer
+// window the stream has. Copying the line never does more than --apply.
+func runLine(o *CalcMaxsizeOptions, r capacity.Result) []render.Row {
 	name := "STREAM"
 	if o.Apply != "" {
-		name = render.Field(o.Apply)
+		name = render.ShellWord(o.Apply)
 	}
-	p.KV("Run", []render.Pair{{"$", fmt.Sprintf("idmpctl cfgset %s --duration %d --maxsize %d", name, r.Duration, r.MaxSize)}})
+	if o.RecoveryFlag != "" {
+		return []render.Row{{Label: "$", Value: fmt.Sprintf("idmpctl cfgset %s --duration %d --maxsize %d", name, r.Duration, r.MaxSize), Fit: render.Whole}}
+	}
+	return []render.Row{
+		{Label: "$", Value: fmt.Sprintf("idmpctl cfgset %s --maxsize %d", name, r.MaxSize), Fit: render.Whole},
+		{Value: "IDMP-DURATION stays as the stream has it (--recovery computes one)", Fit: render.Wrap},
+	}
 }
 
 // rateText is a rate in messages a second, with thousands separators when

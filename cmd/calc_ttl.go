@@ -307,16 +307,16 @@ func calcTTLTable(p *render.Printer, o *CalcTTLOptions, r capacity.TTLResult) {
 	inputs = append(inputs, render.Pair{"key size", sizeText(in.KeySize, r.KeySize)},
 		render.Pair{"value size", sizeText(in.ValueSize, r.ValueSize)})
 	if in.MaxMemory > 0 {
-		inputs = append(inputs, render.Pair{"maxmemory", fmt.Sprintf("%s (%s B)", capacity.DecimalBytes(in.MaxMemory), render.Count(in.MaxMemory))})
+		inputs = append(inputs, render.Pair{"maxmemory", fmt.Sprintf("%s (%s B)", render.Bytes(in.MaxMemory), render.Count(in.MaxMemory))})
 	}
 	p.KV("Inputs", inputs)
 	result := []render.Pair{
 		{"TTL", p.Good(duration.Format(r.TTL)) + fmt.Sprintf(" (%s s)", secondsText(r.TTL))},
 		{"keys", fmt.Sprintf("%s alive at a steady rate (rate x TTL)", progress.FormatCount(r.Keys))},
-		{"memory", p.Good(capacity.DecimalBytes(r.Memory)) + fmt.Sprintf(" (%s B, the seeds' formula)", progress.FormatCount(r.Memory))},
+		{"memory", p.Good(render.Bytes(r.Memory)) + fmt.Sprintf(" (%s B, by %s)", progress.FormatCount(r.Memory), capacity.RuleOfThumb)},
 	}
 	if in.Measured != nil {
-		result = append(result, render.Pair{"measured", p.Good(capacity.DecimalBytes(r.MeasuredMemory)) +
+		result = append(result, render.Pair{"measured", p.Good(render.Bytes(r.MeasuredMemory)) +
 			fmt.Sprintf(" (%s B, at the sample's MEMORY USAGE; the formula is %+.0f%%)", progress.FormatCount(r.MeasuredMemory), 100*r.FormulaVsMeasured)})
 	}
 	p.Notes("Result", result)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/claim"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
@@ -392,16 +393,36 @@ func NewCmdClaimRelease(f *Factory, runF func(*ReleaseOptions) error) *cobra.Com
 	return c
 }
 
-// acquireJSON is acquire's -o json (claim run's too, with its outcome).
+// acquireJSON is acquire's -o json. attempts is the record's count of
+// claims, this one included; attempt is its old name, kept beside it for
+// now (README: Output).
 type acquireJSON struct {
-	Key           string        `json:"key"`
-	Outcome       string        `json:"outcome"`
-	Token         int64         `json:"token,omitempty"`
-	Attempt       int64         `json:"attempt,omitempty"`
-	PreviousOwner string        `json:"previous_owner,omitempty"`
-	LeaseLeftMs   int64         `json:"lease_left_ms,omitempty"`
-	Record        *claim.Record `json:"record,omitempty"`
+	Key           string           `json:"key"`
+	Outcome       string           `json:"outcome"`
+	Token         int64            `json:"token,omitempty"`
+	Attempts      int64            `json:"attempts,omitempty"`
+	Attempt       int64            `json:"attempt,omitempty"`
+	PreviousOwner string           `json:"previous_owner,omitempty"`
+	LeaseLeftMs   int64            `json:"lease_left_ms,omitempty"`
+	Record        *claimRecordJSON `json:"record,omitempty"`
 	ackJSON
+}
+
+// claimRecordJSON is a claim record in -o json: claim.Record's names, and
+// its millisecond timestamps under names that say so, beside the old ones
+// (created, updated, lease_until, now), kept as aliases for now (README:
+// Output). retention_ms and lease_ms are the record's ttl_ms and lease_ms
+// fields; ttl_ms is the key's TTL left.
+type claimRecordJSON struct {
+	*claim.Record
+	CreatedAt    int64 `json:"created_ms"`
+	UpdatedAt    int64 `json:"updated_ms"`
+	LeaseUntilAt int64 `json:"lease_until_ms"`
+	NowAt        int64 `json:"now_ms"`
+}
+
+func claimJSON(r claim.Record) *claimRecordJSON {
+	return &claimRecordJSON{Record: &r, CreatedAt: r.Created, UpdatedAt: r.Updated, LeaseUntilAt: r.LeaseUntil, NowAt: r.Now}
 }
 
 func claimAcquireRun(ctx context.Context, o *AcquireOptions) error {
@@ -420,9 +441,8 @@ func claimAcquireRun(ctx context.Context, o *AcquireOptions) error {
 	p := o.Factory.Printer
 	switch p.Format {
 	case render.JSON:
-		rec := res.Record
-		if err := p.JSON(acquireJSON{Key: o.Key, Outcome: string(res.Outcome), Token: res.Token, Attempt: res.Attempt,
-			PreviousOwner: res.PreviousOwner, LeaseLeftMs: res.LeaseLeftMs, Record: &rec, ackJSON: aj}); err != nil {
+		if err := p.JSON(acquireJSON{Key: o.Key, Outcome: string(res.Outcome), Token: res.Token, Attempts: res.Attempt, Attempt: res.Attempt,
+			PreviousOwner: res.PreviousOwner, LeaseLeftMs: res.LeaseLeftMs, Record: claimJSON(res.Record), ackJSON: aj}); err != nil {
 			return err
 		}
 	case render.Table:
@@ -439,7 +459,7 @@ func claimAcquireRun(ctx context.Context, o *AcquireOptions) error {
 		o.Factory.outputTold = true
 		return giveUpUnprinted(ctx, conn, o, res, lost)
 	}
-	return acquireExit(p, o.Key, res)
+	return acquireExit(p, "claim acquire", o.Key, res, 0)
 }
 
 // giveUpUnprinted gives up a claim whose token could not be written (a
@@ -465,24 +485,38 @@ func giveUpUnprinted(ctx context.Context, conn *redisconn.Conn, o *AcquireOption
 }
 
 // acquireExit tells on stderr what a non-acquired outcome means, and
-// returns its exit code.
-func acquireExit(p *render.Printer, key string, res claim.AcquireResult) error {
+// returns its exit code. verb is the command that acquired ("claim
+// acquire", "claim run"): errors say what the user ran. wait is claim
+// run's --wait, which a busy key outlasted (0: none given).
+func acquireExit(p *render.Printer, verb, key string, res claim.AcquireResult, wait time.Duration) error {
 	r := res.Record
+	what := verb + " " + strconv.Quote(key)
 	switch res.Outcome {
 	case claim.Takeover:
 		p.Status("idmpctl: took over %q from %s, whose lease had passed (token %d, attempt %d)", key, res.PreviousOwner, res.Token, res.Attempt)
 	case claim.Done:
 		return exit.Status(exit.Done)
 	case claim.Busy:
-		return &exit.Error{Code: exit.Busy, What: "claim acquire " + strconv.Quote(key),
+		// A --wait that outlasts the lease left, in whole seconds (a poll
+		// is due as the lease passes).
+		outlast := duration.Format(time.Duration((max(res.LeaseLeftMs, 1)+999)/1000) * time.Second)
+		hint := "retry later, or use claim run --wait"
+		switch {
+		case wait > 0:
+			hint = fmt.Sprintf("waited %s (--wait %s) and it is still held: retry later, or wait longer: --wait %s outlasts this lease, unless its owner renews it",
+				duration.Format(wait), duration.Format(wait), outlast)
+		case verb == "claim run":
+			hint = fmt.Sprintf("retry later, or wait for it: --wait %s outlasts this lease, unless its owner renews it", outlast)
+		}
+		return &exit.Error{Code: exit.Busy, What: what,
 			Err:  fmt.Errorf("busy: held by %s (token %d) for %s more", render.Field(r.Owner), r.Token, render.Ms(res.LeaseLeftMs)),
-			Hint: "retry later, or use claim run --wait"}
+			Hint: hint}
 	case claim.Mismatch:
-		return &exit.Error{Code: exit.Data, What: "claim acquire " + strconv.Quote(key),
+		return &exit.Error{Code: exit.Data, What: what,
 			Err:  fmt.Errorf("fingerprint mismatch: the key was claimed for a different payload (stored %.12s...)", r.Fingerprint),
 			Hint: "the same key with a different request is a client bug; use a new key for a new request"}
 	case claim.Exhausted:
-		return &exit.Error{Code: exit.Data, What: "claim acquire " + strconv.Quote(key),
+		return &exit.Error{Code: exit.Data, What: what,
 			Err: fmt.Errorf("attempts exhausted: FAILED after %d attempts (last error: %s)", r.Attempts, orDash(r.Error))}
 	}
 	return nil
@@ -522,9 +556,9 @@ func claimStepOut(p *render.Printer, verb, key, raw string, r claim.Record, aj a
 	renewed := verb == "renew"
 	switch p.Format {
 	case render.JSON:
-		j := map[string]any{"key": key, "verb": verb, "outcome": raw, "record": r}
+		j := map[string]any{"key": key, "verb": verb, "outcome": raw, "record": claimJSON(r)}
 		if renewed {
-			j["lease_ms"], j["lease_until"] = r.LeaseMs, r.LeaseUntil
+			j["lease_ms"], j["lease_until_ms"], j["lease_until"] = r.LeaseMs, r.LeaseUntil, r.LeaseUntil
 		}
 		if aj.ReplicasAcked != nil {
 			j["replicas_acked"] = *aj.ReplicasAcked

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -44,8 +45,9 @@ The lease is enforced: if renewals fail (Redis unreachable, a partition),
 the command is sent SIGTERM, then SIGKILL, so that it has ended before the
 lease could lapse, counted from when the last successful renewal was sent,
 less a margin for clock drift: no other worker can take the key while it
-runs. A --lease too short for a renewal to be answered within --timeout in
-time is refused (64).
+runs. Any --lease from 1s up works with any --timeout: a renewal may take
+--timeout, but never longer than the time left before the command would be
+stopped (one that is not answered by then has failed).
 
   already COMPLETED   prints the stored output, exits 0, runs nothing
   busy                exits 75 (or waits with --wait, polling until done or free)
@@ -95,7 +97,7 @@ one JSON object printed at the end, with the outcome and exit code.`,
 			if o.Wait < 0 {
 				return exit.Usagef("--wait %s: must not be negative", o.Wait)
 			}
-			if err := claimrun.CheckLease(o.Lease, f.Global.Timeout+o.Durable.durability().Timeout); err != nil {
+			if err := claimrun.CheckLease(o.Lease); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -116,7 +118,8 @@ type runJSON struct {
 	Ran             bool   `json:"ran"`
 	ExitCode        int    `json:"exit_code"`
 	Token           int64  `json:"token,omitempty"`
-	Attempt         int64  `json:"attempt,omitempty"`
+	Attempts        int64  `json:"attempts,omitempty"` // the claim's count of claims, this run's included
+	Attempt         int64  `json:"attempt,omitempty"`  // attempts' old name, kept for now (README: Output)
 	Recorded        string `json:"recorded,omitempty"` // COMPLETED or FAILED
 	Output          string `json:"output"`
 	OutputTruncated bool   `json:"output_truncated,omitempty"`
@@ -129,6 +132,9 @@ type runJSON struct {
 	// outcome stands unacknowledged when it does.
 	ackJSON
 	Unacknowledged string `json:"unacknowledged,omitempty"`
+	// Interrupted is the signal (SIGINT, SIGTERM) forwarded to the command
+	// while it ran.
+	Interrupted string `json:"interrupted,omitempty"`
 }
 
 func claimRunRun(ctx context.Context, o *RunOptions) error {
@@ -193,7 +199,7 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 			}
 			return nil
 		}
-		err := acquireExit(p, o.Key, res)
+		err := acquireExit(p, "claim run", o.Key, res, o.Wait)
 		report.ExitCode, report.Error = exit.Code(err), err.Error()
 		if p.Format == render.JSON {
 			_ = p.JSON(report)
@@ -201,9 +207,9 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 		return err
 	}
 	if res.Outcome == claim.Takeover {
-		_ = acquireExit(p, o.Key, res)
+		_ = acquireExit(p, "claim run", o.Key, res, o.Wait)
 	}
-	report.Token, report.Attempt = res.Token, res.Attempt
+	report.Token, report.Attempts, report.Attempt = res.Token, res.Attempt, res.Attempt
 	params := claimrun.Params{Key: o.Key, Token: res.Token, Attempt: res.Attempt, LeaseSent: sent, Lease: o.Lease, TTL: o.ttlGiven(),
 		MaxResult: o.MaxResult, Durability: o.Durable.durability(), Ack: ack,
 		Command: o.Command, Stdin: o.Factory.In, Stdout: o.Factory.Out, Stderr: o.Factory.Err, Guard: g, Signals: sigs}
@@ -219,6 +225,9 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	report.Ran, report.ExitCode = run.Started, code
 	report.Output, report.OutputTruncated = run.Output, run.OutputTruncated
 	report.Recorded, report.Unrecorded = run.Recorded, run.Unrecorded
+	if run.Interrupted != nil {
+		report.Interrupted = sigName(run.Interrupted)
+	}
 	if runErr != nil {
 		report.Error = runErr.Error()
 		if exit.Code(runErr) == exit.Lost {
@@ -238,6 +247,9 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	if runErr != nil {
 		return runErr
 	}
+	if run.Interrupted != nil {
+		return interruptedRun(p, o.Key, run)
+	}
 	if code != 0 {
 		if run.Started && contractCode(code) {
 			// The command's own 75 (sendmail's EX_TEMPFAIL, say) would read
@@ -248,6 +260,38 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 		return exit.Status(code)
 	}
 	return nil
+}
+
+// interruptedRun says what a signal forwarded to the command came to (a
+// Ctrl-C said nothing): the command's exit code stands, and the outcome
+// recorded says whether a redelivery runs it again.
+func interruptedRun(p *render.Printer, key string, run claimrun.Result) error {
+	sig := sigName(run.Interrupted)
+	exited := fmt.Sprintf("the command exited %d", run.ExitCode)
+	if s, ok := run.Interrupted.(syscall.Signal); ok && run.ExitCode == 128+int(s) {
+		exited = fmt.Sprintf("the command was stopped by it (exit %d)", run.ExitCode)
+	}
+	recorded := "its outcome could not be recorded: the key stays PROCESSING until its lease passes, then a redelivery runs it again"
+	switch run.Recorded {
+	case "FAILED":
+		recorded = "FAILED recorded: a redelivery claims the key at once and runs the command again"
+	case "COMPLETED":
+		recorded = "COMPLETED recorded: a redelivery replays its output"
+	}
+	if run.ExitCode == 0 {
+		p.Status("idmpctl: claim run %q: %s forwarded to the command, which exited 0; %s", key, sig, recorded)
+		return nil
+	}
+	return &exit.Error{Code: run.ExitCode, What: "claim run " + strconv.Quote(key),
+		Err: fmt.Errorf("interrupted (%s): %s", sig, exited), Hint: recorded}
+}
+
+// sigName is a signal's name as errors give it (SIGINT).
+func sigName(s os.Signal) string {
+	if sig, ok := s.(syscall.Signal); ok {
+		return signalName(sig)
+	}
+	return s.String()
 }
 
 // contractCode reports whether code is one idmpctl itself gives for a

@@ -19,9 +19,10 @@ import (
 type ExecOptions struct {
 	Factory *Factory
 
-	Args    []string // COMMAND [ARG...]; none: commands from stdin
-	Mode    string
-	Escapes bool
+	Args     []string // COMMAND [ARG...]; none: commands from stdin
+	Mode     string
+	Escapes  bool
+	ReadOnly bool // --read-only or IDMPCTL_READ_ONLY: refuse each command that could write
 }
 
 // Validate checks flags and arguments without a server.
@@ -48,8 +49,9 @@ func (o *ExecOptions) Validate() error {
 func NewCmdExec(f *Factory, runF func(*ExecOptions) error) *cobra.Command {
 	o := &ExecOptions{Factory: f}
 	c := &cobra.Command{
-		Use:   "exec [COMMAND [ARG...]]",
-		Short: "Run Redis commands in Redis 8.6's own syntax on any server (XADD IDMP, XCFGSET, ...)",
+		Annotations: map[string]string{writesAnnotation: writesPerCommand},
+		Use:         "exec [COMMAND [ARG...]]",
+		Short:       "Run Redis commands in Redis 8.6's own syntax on any server (XADD IDMP, XCFGSET, ...)",
 		Long: `Run a Redis command, or a stream of them from stdin, with Redis 8.6's IDMP
 surface on any server: natively where the server has IDMP, emulated with
 idmpctl's atomic scripts elsewhere (--mode auto|native|emulated):
@@ -57,10 +59,12 @@ idmpctl's atomic scripts elsewhere (--mode auto|native|emulated):
   XADD key [NOMKSTREAM] [KEEPREF|DELREF|ACKED] [IDMPAUTO pid | IDMP pid iid]
        [MAXLEN|MINID [=|~] threshold [LIMIT count]] * field value ...
   XCFGSET key [IDMP-DURATION seconds] [IDMP-MAXSIZE count]
+  XIDMPRECORD key pid iid id
   XINFO STREAM key [FULL [COUNT n]]       (with the six IDMP fields)
   CONFIG GET|SET stream-idmp-duration, stream-idmp-maxsize
-  RENAME, RENAMENX, COPY                  (carry a stream's IDMP state;
-                                          MOVE of one is refused)
+  RENAME, RENAMENX, COPY, MOVE, DEL,      (carry or drop a stream's IDMP
+  UNLINK, DUMP/RESTORE                    state; RESTORE of a DUMP this
+                                          session took)
 
 Options go in any order, with Redis's errors in Redis's order. Every other
 command passes to the server unchanged. Replies look as redis-cli prints
@@ -69,7 +73,9 @@ terminal (-o table forces it), -o json as redis-cli --json (maps as
 objects; a string that is not UTF-8 is {"b64":"..."}).
 
 One command: an error reply goes to stderr after "idmpctl: " (exit 65;
-NOPERM 77). With no COMMAND, commands are read from stdin, one a line,
+NOPERM 77). With no COMMAND on a terminal, exec prompts as redis-cli does
+("127.0.0.1:6379> "), with line editing and history; "help" and "quit" are
+the prompt's own. With no COMMAND otherwise, commands are read from stdin, one a line,
 split as redis-cli splits them ("double quotes" with \xNN, \n, \"; 'single
 quotes'), run in order on one connection, pipelined, one reply each (-o
 json: one JSON value a line, {"error":"..."} for an error reply); the exit
@@ -81,7 +87,16 @@ exec talks to the server --url names, as redis-cli without -c does (in a
 cluster, a key of another node is a MOVED reply). --timeout bounds the wait
 for each reply: raise it for blocking commands (BLPOP, XREAD BLOCK).
 --escapes reads \xNN and \\ in COMMAND's arguments (a command line cannot
-carry a NUL byte).`,
+carry a NUL byte).
+
+With --read-only (or IDMPCTL_READ_ONLY) exec runs the commands the server
+marks read-only (COMMAND INFO: GET, XLEN, XINFO STREAM, SCAN, EVAL_RO, ...),
+those that change no data (PING, INFO, CONFIG GET, MULTI/EXEC around the
+others, ...) and commands the server does not know (it refuses them), and
+refuses every other before sending it (exit 64; from stdin: an error reply
+in its turn, and 64 at the end; in a transaction, EXEC then aborts). The
+IDMP surface is judged by what exec does: XADD, XCFGSET, CONFIG SET, RENAME,
+RENAMENX, COPY and MOVE write; XINFO and CONFIG GET read.`,
 		Example: `  idmpctl exec XADD orders IDMP producer-1 iid-1 '*' amount 100
   idmpctl exec XCFGSET orders IDMP-DURATION 300 IDMP-MAXSIZE 1000
   idmpctl exec -o json XINFO STREAM orders
@@ -90,6 +105,7 @@ carry a NUL byte).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Args = args
+			o.ReadOnly = f.readOnly(c)
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -128,11 +144,14 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 	format := replyFormat(p)
 	out := bufio.NewWriterSize(f.Out, 64<<10)
 	var buf []byte
-	failed := 0
+	failed, refused := 0, 0
 	var single *resp.Reply
 	emit := func(r resp.Reply, more bool) {
 		if r.IsError() {
 			failed++
+		}
+		if r.IsError() && r.Int == opsexec.ReadOnlyRefused {
+			refused++
 		}
 		if r.IsError() && r.Int == opsexec.LocalError && p.Format != render.JSON {
 			buf = append(append(buf[:0], r.Str...), '\n') // redis-cli's own line
@@ -144,7 +163,11 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 			_ = out.Flush()
 		}
 	}
-	s, err := opsexec.Open(ctx, conn, opsexec.Options{Mode: mode, RESP3: p.Format == render.JSON, Emit: emit, Timeout: conn.Timeout})
+	var prompt lineReader // a person at a terminal: redis-cli's prompt
+	if len(o.Args) == 0 {
+		prompt = promptLines(f)
+	}
+	s, err := opsexec.Open(ctx, conn, opsexec.Options{Mode: mode, RESP3: p.Format == render.JSON, Emit: emit, Timeout: conn.Timeout, ReadOnly: o.ReadOnly})
 	if err != nil {
 		return err
 	}
@@ -153,6 +176,8 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 		if r, err = s.One(ctx, o.Args); err == nil {
 			single = &r
 		}
+	} else if prompt != nil {
+		err = execPrompt(ctx, f, conn, s, prompt)
 	} else {
 		// SIGINT and SIGTERM keep their default action, as for redis-cli:
 		// a stream waiting for its next line (a terminal) ends at once.
@@ -167,13 +192,21 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 		return exit.Wrap(err, "exec")
 	}
 	if len(o.Args) == 0 {
-		if failed > 0 {
+		switch {
+		case prompt != nil: // a person saw each error reply
+		case refused > 0:
+			return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%d commands refused in read-only mode", refused), Silent: true}
+		case failed > 0:
 			return &exit.Error{Code: exit.Data, Err: fmt.Errorf("%d commands failed", failed), Silent: true}
 		}
 		return nil
 	}
 	if single == nil {
 		return exit.New(exit.Internal, "exec", "no reply")
+	}
+	if single.IsError() && single.Int == opsexec.ReadOnlyRefused {
+		return &exit.Error{Code: exit.Usage, Err: errors.New(strings.TrimPrefix(single.Str, "ERR ")),
+			Hint: "nothing was sent; drop --read-only (and IDMPCTL_READ_ONLY) to write"}
 	}
 	if single.IsError() {
 		return replyError(single.Str)

@@ -30,6 +30,10 @@ func flagError(c *cobra.Command, err error) error {
 		}
 	}
 	hint := "see '" + c.CommandPath() + " --help'"
+	if strings.Contains(err.Error(), "'h' in -h") {
+		// "idmpctl -h" alone, as one asks git or ls for help.
+		hint = "-h is the server's host, as in redis-cli (-h HOST); --help shows help"
+	}
 	m := badFlagValue.FindStringSubmatch(err.Error())
 	if m == nil {
 		return &exit.Error{Code: exit.Usage, Err: err, Hint: hint}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/health"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
@@ -152,7 +154,9 @@ node_exporter's textfile collector: per stream (inspect STREAM...) its six
 IDMP fields, length and mode; per scan (inspect --match) the records by
 status and format, and those flagged stale, no-ttl or orphan-lock. A key
 that is not a stream is refused (64); a missing one exits 66 after the
-document of the others.`,
+document of the others.
+
+` + statusHelp(),
 		Example: `  idmpctl inspect --server
   idmpctl inspect orders
   idmpctl inspect --match 'idem:*' --status PROCESSING
@@ -174,7 +178,7 @@ document of the others.`,
 	fl.StringVar(&o.Match, "match", "", "scan keys matching a glob pattern")
 	fl.BoolVar(&o.Literal, "literal", false, "match --match literally (no glob metacharacters)")
 	fl.BoolVar(&o.All, "all", false, "with --match: also list the keys of idmpctl's emulated IDMP state ({S}:idmp...) and batch progress")
-	fl.StringVar(&o.Status, "status", "", "with --match: only these statuses (PROCESSING,LOCKED,COMPLETED,FAILED,EXPIRED,UNKNOWN)")
+	fl.StringVar(&o.Status, "status", "", "with --match: "+statusFlagUsage)
 	fl.Int64Var(&o.Limit, "limit", 0, "with --match: show at most N keys (0: all)")
 	fl.StringVar(&o.Watch, "watch", "", "redraw a stream view every INTERVAL (e.g. 1s) with adds/s and duplicates/s")
 	fl.IntVar(&o.Count, "count", 0, "with --watch: stop after N views (0: until interrupted)")
@@ -243,7 +247,14 @@ func inspectServer(ctx context.Context, o *InspectOptions) error {
 	}
 	pairs = append(pairs, render.Pair{"native-idmp", idmp}, render.Pair{"emulation", r.Emulation})
 	if e := r.Eviction; e != nil {
-		pairs = append(pairs, render.Pair{"maxmemory", fmt.Sprint(e.MaxMemory)}, render.Pair{"maxmemory-policy", e.Policy})
+		maxmemory := fmt.Sprint(e.MaxMemory)
+		if p.Human() {
+			maxmemory = "0 (no limit)"
+			if e.MaxMemory > 0 {
+				maxmemory = fmt.Sprintf("%s (%s B)", render.Bytes(e.MaxMemory), render.Count(e.MaxMemory))
+			}
+		}
+		pairs = append(pairs, render.Pair{"maxmemory", maxmemory}, render.Pair{"maxmemory-policy", e.Policy})
 		if e.Risky() {
 			p.Warnf("%s", e.Warning())
 		}
@@ -261,7 +272,7 @@ func inspectServer(ctx context.Context, o *InspectOptions) error {
 			render.Pair{"stream-idmp-maxsize", maxsize})
 	}
 	if p.Human() {
-		pairs = append(pairs, render.Pair{"ping rtt", fmt.Sprintf("%.3f ms", float64(r.PingRTTus)/1000)})
+		pairs = append(pairs, render.Pair{"ping rtt", duration.Format(time.Duration(r.PingRTTus) * time.Microsecond)})
 	} else {
 		pairs = append(pairs, render.Pair{"ping-rtt-us", fmt.Sprint(r.PingRTTus)})
 	}

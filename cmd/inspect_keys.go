@@ -44,10 +44,16 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 	}
 	var sv *streamViewer
 	var missing []string
+	shown := 0
 	for _, r := range recs {
 		if r.Status == records.Absent {
 			missing = append(missing, strconv.Quote(r.Key))
 			continue
+		}
+		// Raw views follow each other as --watch's do: an empty line
+		// between two keys tells where one ends.
+		if shown++; shown > 1 && o.Factory.Printer.Format == render.Raw && o.Watch == "" {
+			fmt.Fprintln(o.Factory.Printer.Out)
 		}
 		if r.Format == records.FormatStream {
 			if sv == nil {
@@ -119,11 +125,25 @@ func shownRecord(r records.Record, showSecrets bool) records.Record {
 // request and response) are nested as they are, not as strings of JSON.
 type recordJSON struct {
 	records.Record
+	msNames
 	Fields        map[string]json.RawMessage `json:"fields,omitempty"`
 	AgeMs         *int64                     `json:"age_ms,omitempty"`
 	AgeUnknown    bool                       `json:"age_unknown,omitempty"` // a record that carries no time
 	LeaseLeftMs   *int64                     `json:"lease_left_ms,omitempty"`
 	ResultSummary string                     `json:"result_summary,omitempty"`
+}
+
+// msNames are the millisecond timestamps of a record's JSON under names
+// that say so. The names without _ms (created, updated, lease_until,
+// deadline, expires, now) stay beside them as aliases for now (README:
+// Output); omitted where they are.
+type msNames struct {
+	CreatedAt    int64 `json:"created_ms,omitempty"`
+	UpdatedAt    int64 `json:"updated_ms,omitempty"`
+	LeaseUntilAt int64 `json:"lease_until_ms,omitempty"`
+	DeadlineAt   int64 `json:"deadline_ms,omitempty"`
+	ExpiresAt    int64 `json:"expires_ms,omitempty"`
+	NowAt        int64 `json:"now_ms,omitempty"`
 }
 
 // nestedFields is a record's fields for JSON: a value that is a JSON
@@ -148,7 +168,9 @@ func nestedFields(fields map[string]string) map[string]json.RawMessage {
 // age of the last activity, and the lease left until the earlier of lease
 // and deadline (the instant the stale flag uses too).
 func withTimes(r records.Record) recordJSON {
-	j := recordJSON{Record: r, Fields: nestedFields(r.Fields), ResultSummary: r.ResultSummary()}
+	j := recordJSON{Record: r, Fields: nestedFields(r.Fields), ResultSummary: r.ResultSummary(),
+		msNames: msNames{CreatedAt: r.CreatedMs, UpdatedAt: r.UpdatedMs, LeaseUntilAt: r.LeaseUntilMs,
+			DeadlineAt: r.DeadlineMs, ExpiresAt: r.ExpiresMs, NowAt: r.NowMs}}
 	if age, ok := r.AgeMs(); ok {
 		j.AgeMs = &age
 	} else {
@@ -199,11 +221,17 @@ func printRecord(p *render.Printer, r records.Record) error {
 	if j.AgeUnknown {
 		opt("age", "unknown (the record carries no time)")
 	}
+	// Raw lines name their unit, as JSON does: "ttl 86388735" reads as
+	// seconds to an operator.
+	ms := ""
+	if !p.Human() {
+		ms = "-ms"
+	}
 	if j.LeaseLeftMs != nil {
-		opt("lease-left", msDuration(p, *j.LeaseLeftMs))
+		opt("lease-left"+ms, msDuration(p, *j.LeaseLeftMs))
 	}
 	opt("expires", msTime(p, r.ExpiresMs, r.NowMs))
-	opt("ttl", ttlText(p, r.TTLms))
+	opt("ttl"+ms, ttlText(p, r.TTLms))
 	opt("fingerprint", render.Field(r.Fingerprint))
 	switch {
 	case r.HTTPStatus > 0: // a stored HTTP response: its status and size
@@ -308,7 +336,11 @@ func resultText(p *render.Printer, result string, size int64) string {
 // (JSON: a last object of type "summary").
 func inspectMatch(ctx context.Context, o *InspectOptions) error {
 	p := o.Factory.Printer
-	header := []string{"KEY", "FORMAT", "STATUS", "OWNER", "AGE", "LEASE LEFT", "TTL", "FLAGS"}
+	// KEY and STATUS are what an operator acts on: never cut. The others
+	// are cut, then left out, the least needed first (FLAGS, which says
+	// what is wrong, last).
+	header := []render.Column{{Head: "KEY", Keep: true}, {Head: "FORMAT", Drop: 6}, {Head: "STATUS", Keep: true},
+		{Head: "OWNER", Drop: 3}, {Head: "AGE", Drop: 5}, {Head: "LEASE LEFT", Drop: 2}, {Head: "TTL", Drop: 4}, {Head: "FLAGS", Drop: 1}}
 	var rows [][]string
 	shown := int64(0)
 	row := func(r records.Record) []string {
@@ -421,7 +453,7 @@ func memoryLines(m keyspace.MemoryReport) []string {
 
 // printScanTable draws a scan's table, sorted by key, under a line that
 // says what it shows (on a terminal). An empty scan says so in a line.
-func printScanTable(p *render.Printer, o *InspectOptions, header []string, rows [][]string, shown int64, sum keyspace.Summary) error {
+func printScanTable(p *render.Printer, o *InspectOptions, header []render.Column, rows [][]string, shown int64, sum keyspace.Summary) error {
 	if len(rows) == 0 {
 		fmt.Fprintf(p.Out, "No keys match %s (%s scanned)\n", render.Field(o.Match), render.N(sum.Scanned, "key"))
 		return nil
@@ -432,7 +464,7 @@ func printScanTable(p *render.Printer, o *InspectOptions, header []string, rows 
 	if p.TTY {
 		fmt.Fprintln(p.Out, showingText(int64(len(rows)), shown, sum, o.Limit))
 	}
-	if err := p.Table(header, rows); err != nil {
+	if err := p.Columns(header, rows); err != nil {
 		return err
 	}
 	if more := shown - int64(len(rows)); more > 0 {
@@ -569,22 +601,6 @@ func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(
 		return statuses, sum, nil, exit.Wrap(err, "inspect --memory")
 	}
 	return statuses, sum, &rep, nil
-}
-
-// parseStatuses reads --status A,B.
-func parseStatuses(s string) ([]records.Status, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var out []records.Status
-	for _, part := range strings.Split(s, ",") {
-		st, ok := records.ParseStatus(strings.TrimSpace(part))
-		if !ok {
-			return nil, exit.Usagef("--status %q: want PROCESSING, LOCKED, COMPLETED, FAILED, EXPIRED or UNKNOWN", part)
-		}
-		out = append(out, st)
-	}
-	return out, nil
 }
 
 // streamViewer shows streams with their IDMP state and health.

@@ -116,7 +116,9 @@ and entries): retries of earlier messages will no longer dedupe.
 
 Deleting needs --yes unless on a terminal, where it asks; --dry-run shows what
 would go. Raw output: "deleted|changed|would-delete<TAB>KEY" per record, and a
-summary on stderr ("kept-live" for a record the re-check found live).`,
+summary on stderr ("kept-live" for a record the re-check found live).
+
+` + statusHelp(),
 		Example: `  idmpctl purge --match 'idem:*' --status FAILED --older-than 24h --dry-run
   idmpctl purge --match 'idem:*' --stale --yes --max-rate 5k/s
   idmpctl purge --stream orders --yes`,
@@ -140,7 +142,7 @@ summary on stderr ("kept-live" for a record the re-check found live).`,
 	fl := c.Flags()
 	fl.StringVar(&o.Match, "match", "", "glob pattern of the keys to purge")
 	fl.BoolVar(&o.Literal, "literal", false, "match --match literally (no glob metacharacters)")
-	fl.StringVar(&o.StatusFlag, "status", "", "only these statuses (PROCESSING,LOCKED,COMPLETED,FAILED,EXPIRED,UNKNOWN); locks only when LOCKED is named")
+	fl.StringVar(&o.StatusFlag, "status", "", statusFlagUsage+"; locks only when LOCKED is named")
 	fl.BoolVar(&o.Stale, "stale", false, "only PROCESSING records past their lease or deadline")
 	fl.StringVar(&o.OlderThanFlag, "older-than", "", "only records last updated at least this long ago (24h)")
 	fl.BoolVar(&o.NoTTL, "no-ttl", false, "only keys without a TTL")
@@ -301,34 +303,39 @@ func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions, key
 		if o.DryRun {
 			title += " (dry run: nothing deleted)"
 		}
-		pairs := []render.Pair{
-			{"scanned", render.N(s.Scanned, "key")}, {"matched", render.N(s.Matched, "record")},
-			{what, render.N(n, "record")}, {"kept", render.N(s.Kept, "key")},
+		// What a user acts on is never cut: the reasons, which name the
+		// flag that would change them, wrap; the undo command and the keys
+		// run long rather.
+		rows := []render.Row{
+			{Label: "scanned", Value: render.N(s.Scanned, "key")}, {Label: "matched", Value: render.N(s.Matched, "record")},
+			{Label: what, Value: render.N(n, "record")}, {Label: "kept", Value: render.N(s.Kept, "key")},
 		}
 		if s.Changed > 0 {
-			pairs = append(pairs, render.Pair{"changed (kept)", render.N(s.Changed, "record")})
+			rows = append(rows, render.Row{Label: "changed (kept)", Value: render.N(s.Changed, "record")})
 		}
 		if s.Unknown > 0 {
-			pairs = append(pairs, render.Pair{"unknown", render.N(s.Unknown, "record") + " (re-check sent, never answered: deleted or not)"})
+			rows = append(rows, render.Row{Label: "unknown", Value: render.N(s.Unknown, "record") + " (re-check sent, never answered: deleted or not)", Fit: render.Wrap})
 		}
 		if s.LocksKept > 0 {
-			pairs = append(pairs, render.Pair{"locks kept", fmt.Sprintf("%s (%s)", render.N(s.LocksKept, "lock"), s.LockReason)})
+			rows = append(rows, render.Row{Label: "locks kept", Value: fmt.Sprintf("%s (%s)", render.N(s.LocksKept, "lock"), s.LockReason), Fit: render.Wrap})
 		}
 		if s.LiveKept > 0 {
-			pairs = append(pairs, render.Pair{"live kept", fmt.Sprintf("%s (%s)", render.N(s.LiveKept, "record"), s.LiveReason)})
+			rows = append(rows, render.Row{Label: "live kept", Value: fmt.Sprintf("%s (%s)", render.N(s.LiveKept, "record"), s.LiveReason), Fit: render.Wrap})
 		}
 		if saved != nil {
-			pairs = append(pairs, render.Pair{"backup", fmt.Sprintf("%s saved to %s, each before its delete was sent (%s then kept); idmpctl restore %s puts back what was deleted",
-				render.N(saved.Saved, "record"), render.Field(o.Backup), render.Count(saved.Kept), render.Field(o.Backup))})
+			rows = append(rows,
+				render.Row{Label: "backup", Value: fmt.Sprintf("%s saved to %s, each before its delete was sent (%s then kept)",
+					render.N(saved.Saved, "record"), render.Field(o.Backup), render.Count(saved.Kept)), Fit: render.Wrap},
+				render.Row{Label: "undo", Value: "idmpctl restore " + render.ShellWord(o.Backup), Fit: render.Whole})
 		}
 		for i, l := range keys.lines() {
 			label := ""
 			if i == 0 {
 				label = "keys"
 			}
-			pairs = append(pairs, render.Pair{label, l})
+			rows = append(rows, render.Row{Label: label, Value: l, Fit: render.Whole})
 		}
-		p.KV(title, pairs)
+		p.View(title, rows)
 		return nil
 	}
 	p.Status("purge: scanned %s, matched %s, %s %s, kept %s, changed %s", render.Count(s.Scanned), render.Count(s.Matched), what,
@@ -344,7 +351,7 @@ func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions, key
 	}
 	if saved != nil {
 		p.Status("purge: backup %s holds %s, each saved before its delete was sent (%s then kept); put back with: idmpctl restore %s",
-			render.Field(o.Backup), render.N(saved.Saved, "record"), render.Count(saved.Kept), render.Field(o.Backup))
+			render.Field(o.Backup), render.N(saved.Saved, "record"), render.Count(saved.Kept), render.ShellWord(o.Backup))
 	}
 	return nil
 }

@@ -53,6 +53,10 @@ func TestReadOnlyRefusesWriters(t *testing.T) {
 		{[]string{"calc-ttl", "--rate", "100/s", "--ttl", "24h", "--key-size", "40", "--value-size", "80"}, 0},
 		{[]string{"calc-ttl", "--rate", "100/s", "--ttl", "24h", "--sample", "idem:*"}, 69},
 		{[]string{"restore", "testdata/backup.ndjson", "--dry-run"}, 69},
+		// exec judges each command against the server's COMMAND INFO: not
+		// refused before it connects.
+		{[]string{"exec", "GET", "k"}, 69},
+		{[]string{"exec", "SET", "k", "v"}, 69},
 		{[]string{"version"}, 0},
 		{[]string{"completion", "bash"}, 0},
 		{[]string{"help", "xadd"}, 0},

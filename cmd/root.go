@@ -5,6 +5,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,9 +13,11 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -69,6 +72,14 @@ type GlobalOptions struct {
 	Output      string
 	NoColor     bool
 	ReadOnly    bool
+	// redis-cli's -h, -p, -a and -n: they change the URL's host, port,
+	// password and database (cliURL).
+	Quiet    bool // -q: no warnings on stderr (errors still print)
+	Host     string
+	Port     int
+	Pass     string
+	DB       int
+	cliFlags map[string]bool // which of them were given
 }
 
 // Conn opens the connection on first use; commands that need no server
@@ -85,13 +96,31 @@ func (f *Factory) Conn(ctx context.Context) (*redisconn.Conn, error) {
 	if cfg.URL == "" {
 		cfg.URL = firstNonEmpty(f.Getenv("IDMPCTL_URL"), f.Getenv("REDIS_URL"), redisconn.DefaultURL)
 	}
+	if len(f.Global.cliFlags) > 0 {
+		u, err := cliURL(cfg.URL, f.Global)
+		if err != nil {
+			return nil, err
+		}
+		cfg.URL = u
+	}
 	cfg.Password = firstNonEmpty(f.Getenv("IDMPCTL_PASSWORD"), f.Getenv("REDISCLI_AUTH"))
+	var once sync.Once
+	cfg.PasswordNotNeeded = func(error) {
+		// As redis-cli does: a warning, then on. It may also say that this
+		// is not the server the password was meant for.
+		once.Do(func() {
+			f.Printer.Warnf("the server asks for no password, so the one from %s was not used: is this the server you meant? (%s)",
+				cmp.Or(f.passwordSource(), "the URL"), redisconn.Redact(cfg.URL))
+		})
+	}
 	c, err := redisconn.Open(cfg)
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range c.Warnings {
-		f.Printer.Warnf("%s", w)
+	if f.Printer != nil { // nil: a completion request, which prints no warnings
+		for _, w := range c.Warnings {
+			f.Printer.Warnf("%s", w)
+		}
 	}
 	f.conn = c
 	f.opened.Store(c)
@@ -115,8 +144,12 @@ func (f *Factory) close() {
 }
 
 // passwordSource names where the password idmpctl sent came from, as
-// Conn chose it: the URL, else IDMPCTL_PASSWORD, else REDISCLI_AUTH.
+// Conn chose it: -a, else the URL, else IDMPCTL_PASSWORD, else
+// REDISCLI_AUTH.
 func (f *Factory) passwordSource() string {
+	if f.Global.cliFlags["pass"] {
+		return "-a"
+	}
 	raw := f.Global.URL
 	if raw == "" {
 		raw = firstNonEmpty(f.Getenv("IDMPCTL_URL"), f.Getenv("REDIS_URL"))
@@ -153,7 +186,8 @@ func newRoot(f *Factory, verb string) *cobra.Command {
 idempotency keys claimed by workers, and the sizing of IDMP settings.
 
 Connection: --url, or IDMPCTL_URL, or REDIS_URL (default ` + redisconn.DefaultURL + `);
-password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
+password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH. redis-cli's -h HOST,
+-p PORT, -a PASSWORD and -n DB change that URL's parts (so help is --help).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
@@ -169,6 +203,11 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 			return printVersion(f.Printer)
 		case len(args) > 0:
 			return unknownVerb(c, args[0])
+		case len(f.Global.cliFlags) > 0:
+			// "idmpctl -h redis.internal": a redis-cli habit, not a request
+			// for help; a script must not read success in it.
+			return &exit.Error{Code: exit.Usage, Err: errors.New("no command given"),
+				Hint: "-h is the server's host, as in redis-cli; --help shows help, e.g. idmpctl -h HOST inspect --server"}
 		}
 		return c.Help()
 	}
@@ -193,6 +232,14 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 	allowEmpty(pf, "output") // -o "": the default format
 	pf.BoolVar(&g.NoColor, "no-color", false, "no colour (also NO_COLOR)")
 	pf.BoolVar(&g.ReadOnly, "read-only", false, "refuse every command that could write, before it connects (also IDMPCTL_READ_ONLY=1)")
+	// redis-cli's habits: -h is the host, so help is --help alone (a
+	// persistent flag of its own, which keeps cobra from adding -h).
+	pf.StringVarP(&g.Host, "host", "h", "", "server host, as redis-cli's -h (replaces the URL's host)")
+	pf.IntVarP(&g.Port, "port", "p", 0, "server port, as redis-cli's -p (replaces the URL's port)")
+	pf.StringVarP(&g.Pass, "pass", "a", "", "password, as redis-cli's -a (visible in ps: prefer REDISCLI_AUTH)")
+	pf.IntVarP(&g.DB, "db", "n", 0, "database number, as redis-cli's -n (replaces the URL's)")
+	pf.Bool("help", false, "help for the command (-h is the host, as in redis-cli)")
+	pf.BoolVarP(&g.Quiet, "quiet", "q", false, "print no warnings on stderr (errors still print)")
 
 	for _, v := range verbs {
 		if verb == "" || v.name == verb {
@@ -202,6 +249,9 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH.`,
 		}
 	}
 	refuseUnknownVerbs(root)
+	if verb == "" { // the whole tree: help, or a completion request (__complete)
+		registerCompletions(root, f)
+	}
 	root.SetHelpCommand(newHelpCmd())
 	return root
 }
@@ -306,6 +356,7 @@ var verbs = []struct {
 	{"claim", NewCmdClaim},
 	{"purge", func(f *Factory) *cobra.Command { return NewCmdPurge(f, nil) }},
 	{"restore", func(f *Factory) *cobra.Command { return NewCmdRestore(f, nil) }},
+	{"migrate", func(f *Factory) *cobra.Command { return NewCmdMigrate(f, nil) }},
 	{"exec", func(f *Factory) *cobra.Command { return NewCmdExec(f, nil) }},
 	{"calc-maxsize", func(f *Factory) *cobra.Command { return NewCmdCalcMaxsize(f, nil) }},
 	{"calc-ttl", func(f *Factory) *cobra.Command { return NewCmdCalcTTL(f, nil) }},
@@ -329,7 +380,7 @@ func verbOf(args []string) string {
 				i++ // "--url URL"; "--url=URL" carries its value
 			}
 		case strings.HasPrefix(a, "-") && a != "-":
-			if a == "-o" {
+			if valueShorthands[a] {
 				i++ // "-o json"; "-ojson" carries its value
 			}
 		case a == "completion": // its scripts describe the whole tree
@@ -346,11 +397,16 @@ func verbOf(args []string) string {
 	return ""
 }
 
-// valueFlags are the global flags that take a value.
-var valueFlags = map[string]bool{
-	"--url": true, "--tls-ca": true, "--tls-cert": true, "--tls-key": true,
-	"--timeout": true, "--retries": true, "--output": true,
-}
+// valueFlags are the global flags that take a value, and valueShorthands
+// their one-letter forms.
+var (
+	valueFlags = map[string]bool{
+		"--url": true, "--tls-ca": true, "--tls-cert": true, "--tls-key": true,
+		"--timeout": true, "--retries": true, "--output": true,
+		"--host": true, "--port": true, "--pass": true, "--db": true,
+	}
+	valueShorthands = map[string]bool{"-o": true, "-h": true, "-p": true, "-a": true, "-n": true}
+)
 
 // hasMetrics is the annotation of the commands that print -o prometheus.
 const hasMetrics = "idmpctl/metrics"
@@ -394,11 +450,14 @@ func (f *Factory) setup(c *cobra.Command) error {
 		color = false
 	}
 	f.Printer = &render.Printer{
-		Out: f.Out, Err: f.Err, Format: format, TTY: tty, Color: color,
+		Out: f.Out, Err: f.Err, Format: format, TTY: tty, Color: color, Quiet: f.Global.Quiet,
 		ErrTTY: f.IsTTY(f.Err) || f.Getenv("IDMPCTL_FORCE_TTY") != "",
 	}
 	if format == render.Table {
 		f.Printer.Width = f.width()
+	}
+	if err := f.noteCLIFlags(c); err != nil {
+		return err
 	}
 	f.started = true
 	return nil
@@ -414,6 +473,9 @@ const (
 	writesNever        = "never"
 	writesUnlessDryRun = "unless-dry-run"
 	writesWithApply    = "with-apply"
+	// writesPerCommand: exec, which judges each command it is given (the
+	// server's COMMAND INFO), refusing those that could write.
+	writesPerCommand = "per-command"
 )
 
 // mayWrite reports whether c, with the flags given, could write to Redis.
@@ -428,7 +490,7 @@ func mayWrite(c *cobra.Command) bool {
 		return err == nil && v
 	}
 	switch c.Annotations[writesAnnotation] {
-	case writesNever:
+	case writesNever, writesPerCommand:
 		return false
 	case writesUnlessDryRun:
 		return !dryRun()
@@ -516,10 +578,12 @@ func isClaimRun(args []string) bool {
 		return false
 	}
 	seen := false
-	for _, a := range args {
-		switch {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
 		case a == "--":
 			return false
+		case valueFlags[a] || valueShorthands[a]:
+			i++ // its value
 		case a == "claim" && !seen:
 			seen = true
 		case seen && !strings.HasPrefix(a, "-"):
@@ -644,6 +708,12 @@ func inOurWords(e *exit.Error, hint, words, precise string) (string, string) {
 	return msg, strings.Replace(hint, exit.UnreachableHint, precise, 1)
 }
 
+// answered finds the first bytes a reply that is not RESP held, quoted, in
+// go-redis's error ("invalid reply: %q", "can't parse %q", "can't parse
+// reply=%q reading string") or our reader's ("line %q not ended by CRLF",
+// "unexpected %q").
+var answered = regexp.MustCompile(`(?:reply: |reply=|parse |line |unexpected )("(?:[^"\\]|\\.)*")`)
+
 func printError(f *Factory, err error) {
 	var e *exit.Error
 	if errors.As(err, &e) && e.Silent {
@@ -667,6 +737,19 @@ func printError(f *Factory, err error) {
 		// Go's "EOF" or "connection reset by peer" say less than this.
 		msg, hint = inOurWords(e, hint, "the server closed the connection",
 			"the server restarted, was stopped, or dropped this client (CLIENT KILL, its timeout setting, maxclients): run the command again once it answers")
+	case exit.NotRESP(err):
+		// go-redis's `redis: invalid reply: "<!DOCTYPE HTML>\n"` in our words.
+		msg = "not a Redis server"
+		if f.conn != nil {
+			msg = f.conn.Display + " is not a Redis server"
+		}
+		if m := answered.FindStringSubmatch(err.Error()); m != nil {
+			msg += ": it answered " + m[1]
+		}
+		if e != nil && e.What != "" && !e.Root {
+			msg = e.What + ": " + msg
+		}
+		hint = exit.NotRedisHint
 	case exit.Code(err) == exit.Unavailable && exit.TimedOut(err):
 		// The network's words ("read tcp ...: i/o timeout") say less than
 		// ours, and name no flag.

@@ -35,6 +35,9 @@ func TestVerbOf(t *testing.T) {
 		{[]string{"xad"}, ""}, // unknown: the whole tree suggests "xadd"
 		{[]string{"--", "xadd"}, ""},
 		{[]string{"--retries", "2", "--tls-ca", "ca.pem", "--tls-cert", "c", "--tls-key", "k", "--output", "raw", "version"}, "version"},
+		// redis-cli's -h, -p, -a, -n take a value: "-h exec" is a host.
+		{[]string{"-h", "exec", "-p", "6380", "-a", "s3cret", "-n", "2", "inspect", "k"}, "inspect"},
+		{[]string{"--host", "redis.internal", "--port", "6380", "--pass", "x", "--db", "1", "xadd"}, "xadd"},
 	} {
 		if got := verbOf(tc.args); got != tc.want {
 			t.Errorf("verbOf(%q) = %q, want %q", tc.args, got, tc.want)
@@ -56,8 +59,8 @@ func TestValueFlags(t *testing.T) {
 		if !valueFlags["--"+fl.Name] {
 			t.Errorf("--%s takes a value but is not in valueFlags", fl.Name)
 		}
-		if fl.Shorthand != "" && fl.Shorthand != "o" {
-			t.Errorf("-%s takes a value: verbOf must skip it", fl.Shorthand)
+		if fl.Shorthand != "" && !valueShorthands["-"+fl.Shorthand] {
+			t.Errorf("-%s takes a value but is not in valueShorthands: verbOf must skip it", fl.Shorthand)
 		}
 	})
 	if n != len(valueFlags) {
@@ -103,6 +106,8 @@ func TestIsClaimRun(t *testing.T) {
 		// wrong "no", the guard starts in claimRunRun instead.
 		{[]string{"claim", "--lease", "1m", "run", "k", "--", "true"}, false},
 		{[]string{"claim", "acquire", "k"}, false},
+		{[]string{"claim", "-h", "db1", "run", "k", "--", "true"}, true},
+		{[]string{"-h", "claim", "inspect", "run"}, false},
 		{[]string{"claim", "--", "run"}, false},
 		{[]string{"xadd", "s", "--pid", "p", "--iid", "run", "f", "v"}, false},
 		{[]string{"claim"}, false},

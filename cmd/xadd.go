@@ -420,6 +420,9 @@ func xaddRun(ctx context.Context, o *XAddOptions) error {
 // with a policy other than noeviction). fetch allows a round trip to ask;
 // otherwise only what a call already read is used.
 func warnEviction(ctx context.Context, p *render.Printer, conn *redisconn.Conn, fetch bool) {
+	if p.Quiet {
+		return // nor a round trip to ask
+	}
 	e, ok := conn.KnownEviction()
 	if !ok && fetch {
 		e, ok = conn.Eviction(ctx)

@@ -12,7 +12,28 @@ __idmpctl_debug()
 __idmpctl_init_completion()
 {
     COMPREPLY=()
-    _get_comp_words_by_ref "$@" cur prev words cword
+    if declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
+        _get_comp_words_by_ref "$@" cur prev words cword
+        return
+    fi
+    # No bash-completion package: the words as it gives them (-n =:),
+    # COMP_WORDS with the parts bash split at = and : joined again.
+    local i w line=$COMP_LINE rest
+    words=()
+    cword=0
+    for ((i = 0; i < ${#COMP_WORDS[@]}; i++)); do
+        w=${COMP_WORDS[i]}
+        rest=${line#"${line%%[![:space:]]*}"}
+        if ((i > 0 && ${#rest} == ${#line})) && [[ $w == [=:]* || ${words[${#words[@]}-1]} == *[=:] ]]; then
+            words[${#words[@]}-1]+=$w
+        else
+            words+=("$w")
+        fi
+        line=${rest#"$w"}
+        ((i == COMP_CWORD)) && cword=$((${#words[@]} - 1))
+    done
+    cur=${words[cword]}
+    prev=${words[cword-1]}
 }
 
 # This function calls the idmpctl program to obtain the completion

@@ -75,8 +75,21 @@ build_redis86() {
   mv "$REDIS86_DIR.tmp" "$REDIS86_DIR"
 }
 
+# tclsh runs Redis's own IDMP tests (TestRedisOwnIDMPSuite) against the
+# tree's tests/unit/type/stream.tcl.
+install_tcl() {
+  command -v tclsh >/dev/null && return 0
+  if ! root; then
+    echo "tclsh is missing: install it (sudo apt-get install tcl) to run Redis's own IDMP tests" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq tcl >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq tcl >/dev/null; }
+}
+
 install_debian_redis
 if [ "${IDMPCTL_SKIP_REDIS86:-}" != 1 ]; then
   build_redis86
+  install_tcl
   "$REDIS86_DIR/bin/redis-server" --version
 fi

@@ -71,6 +71,19 @@ func TestParseMargin(t *testing.T) {
 			t.Errorf("ParseMargin(%q) accepted", in)
 		}
 	}
+	// Issue 24: "--margin 25" silently gave 2500%. A bare number of 1 or
+	// more is refused, saying what it would be and how to write percent.
+	for in, want := range map[string]string{
+		"25":   `--margin "25": a bare number is a fraction, and 25 would be 2500%: write 25% for percent, or 2500% for that (for example --margin 25% or 0.25)`,
+		"1":    `--margin "1": a bare number is a fraction, and 1 would be 100%: write 1% for percent, or 100% for that (for example --margin 25% or 0.25)`,
+		"1.5":  `--margin "1.5": a bare number is a fraction, and 1.5 would be 150%: write 1.5% for percent, or 150% for that (for example --margin 25% or 0.25)`,
+		"0.99": "",
+	} {
+		_, err := ParseMargin("margin", in)
+		if (err == nil) != (want == "") || (err != nil && err.Error() != want) {
+			t.Errorf("ParseMargin(%q): %v, want %q", in, err, want)
+		}
+	}
 }
 
 func calc(t *testing.T, rate, delay string, recovery time.Duration, producers int64) Result {

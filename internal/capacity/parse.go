@@ -155,6 +155,13 @@ func ParseMargin(flag, s string) (*big.Rat, error) {
 	}
 	if pct {
 		r.Quo(r, big.NewRat(100, 1))
+	} else if r.Cmp(big.NewRat(1, 1)) >= 0 {
+		// "--margin 25" meant 25%, not 2500%; and "1" may mean 1% as well
+		// as 100%. A bare number of 1 or more is refused, never guessed:
+		// as a fraction it is a margin of 100% or more, which is written
+		// with its % as easily.
+		all := RatString(new(big.Rat).Mul(r, big.NewRat(100, 1)))
+		return nil, bad(fmt.Sprintf("a bare number is a fraction, and %s would be %s%%: write %s%% for percent, or %s%% for that", num, all, num, all))
 	}
 	if r.Cmp(big.NewRat(100, 1)) > 0 {
 		return nil, bad("more than 10000% is not a margin")

@@ -13,12 +13,18 @@ package capacity
 import (
 	"errors"
 	"fmt"
-	"github.com/idmpctl/idmpctl/internal/duration"
 	"math"
 	"math/big"
 	"strconv"
 	"time"
+
+	"github.com/idmpctl/idmpctl/internal/bytesize"
+	"github.com/idmpctl/idmpctl/internal/duration"
 )
+
+// RuleOfThumb names the usual memory formula in idmpctl's words: what a
+// user knows it by is the formula itself.
+const RuleOfThumb = "(key + value) x 1.2"
 
 // SeedOverhead is the seeds' factor for "Redis overhead" on top of key and
 // value bytes (x 1.2).
@@ -59,7 +65,7 @@ type TTLResult struct {
 	Keys        int64         // keys alive at a steady rate: ceil(rate x TTL)
 	KeySize     int64         // the sizes the formula used
 	ValueSize   int64
-	Memory      int64 // the seeds' formula, bytes (ceil)
+	Memory      int64 // by (key + value) x 1.2, bytes (ceil)
 	// MeasuredMemory prices each key at the sample's mean MEMORY USAGE:
 	// rate x TTL x usage (the overhead is measured, so no x 1.2).
 	MeasuredMemory int64
@@ -87,8 +93,12 @@ func CalculateTTL(in TTLInputs) (TTLResult, error) {
 		r.RetryWindow = in.MaxProcessing + in.MaxRetryDelay + in.Buffer
 		r.TTLFormula = fmt.Sprintf("TTL = max-processing %s + max-retry-delay %s + buffer %s = %s",
 			duration.Format(in.MaxProcessing), duration.Format(in.MaxRetryDelay), duration.Format(in.Buffer), duration.Format(r.RetryWindow))
+		// The TTL to type: the window rounded up (never shorter than it)
+		// to a whole second, or millisecond below one.
+		if r.TTL = RoundUp(r.RetryWindow); r.TTL != r.RetryWindow {
+			r.TTLFormula += ", rounded up to " + duration.Format(r.TTL)
+		}
 	}
-	r.TTL = r.RetryWindow
 	if in.TTL > 0 {
 		r.TTL = in.TTL
 		window := r.TTLFormula
@@ -107,7 +117,7 @@ func CalculateTTL(in TTLInputs) (TTLResult, error) {
 		return r, fmt.Errorf("rate x TTL is more than %s keys: check --rate and the TTL", groupThousands(math.MaxInt64))
 	}
 	tooMuch := func(what string) error {
-		return fmt.Errorf("%s, the keys need more than %s (the largest count of bytes): check --rate, the TTL and the sizes", what, DecimalBytes(math.MaxInt64))
+		return fmt.Errorf("%s, the keys need more than %s (the largest count of bytes): check --rate, the TTL and the sizes", what, bytesize.Format(math.MaxInt64))
 	}
 
 	r.KeySize, r.ValueSize = in.KeySize, in.ValueSize
@@ -132,7 +142,7 @@ func CalculateTTL(in TTLInputs) (TTLResult, error) {
 		mem.Mul(mem, keys)
 		mem.Mul(mem, SeedOverhead)
 		if r.Memory, ok = ceilRatFits(mem); !ok {
-			return r, tooMuch("by the seeds' formula")
+			return r, tooMuch("by " + RuleOfThumb)
 		}
 		r.MemoryFormula = fmt.Sprintf("memory = (%d B + %d B) x %s msg/s x %s s x 1.2 = %d B",
 			r.KeySize, r.ValueSize, ratString(in.Rate), ratString(ttlSecs), r.Memory)
@@ -144,7 +154,7 @@ func CalculateTTL(in TTLInputs) (TTLResult, error) {
 	if in.TTL > 0 && in.Window && in.TTL < r.RetryWindow {
 		r.Advice = append(r.Advice, fmt.Sprintf(
 			"--ttl %s is shorter than the retry window %s: a retry that comes later than %s after the first attempt finds no key and runs the work again; use --ttl %s or more",
-			duration.Format(in.TTL), duration.Format(r.RetryWindow), duration.Format(in.TTL), duration.Format(r.RetryWindow)))
+			duration.Format(in.TTL), duration.Format(r.RetryWindow), duration.Format(in.TTL), duration.Format(RoundUp(r.RetryWindow))))
 	}
 	if in.Window && in.Buffer == 0 {
 		r.Advice = append(r.Advice,
@@ -154,11 +164,11 @@ func CalculateTTL(in TTLInputs) (TTLResult, error) {
 		for _, m := range []struct {
 			what  string
 			bytes int64
-		}{{"by the seeds' formula", r.Memory}, {"at their measured size", r.MeasuredMemory}} {
+		}{{"by " + RuleOfThumb, r.Memory}, {"at their measured size", r.MeasuredMemory}} {
 			if m.bytes > in.MaxMemory {
 				r.Advice = append(r.Advice, fmt.Sprintf(
 					"%s the keys need %s, over --maxmemory %s (%.0f%% of it): shorten the TTL, keep smaller values, or give the keys a server of their own",
-					m.what, DecimalBytes(m.bytes), DecimalBytes(in.MaxMemory), 100*float64(m.bytes)/float64(in.MaxMemory)))
+					m.what, bytesize.Format(m.bytes), bytesize.Format(in.MaxMemory), 100*float64(m.bytes)/float64(in.MaxMemory)))
 			}
 		}
 	}
@@ -198,17 +208,16 @@ func trimNum(f float64) string {
 	return s
 }
 
-// DecimalBytes is n in decimal units (kB, MB, GB, TB), as the seeds and
-// cloud price lists quote memory: 1,244,160,000 bytes is "1.24 GB".
-func DecimalBytes(n int64) string {
-	f := float64(n)
-	for _, u := range []struct {
-		unit string
-		size float64
-	}{{"EB", 1e18}, {"PB", 1e15}, {"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"kB", 1e3}} {
-		if f >= u.size {
-			return fmt.Sprintf("%.3g %s", f/u.size, u.unit)
-		}
+// RoundUp is a TTL to suggest for d: d rounded up to a whole second (to a
+// millisecond below one), never shorter than d. "--ttl 21m40.08s" is no
+// value to type; "--ttl 21m41s" is.
+func RoundUp(d time.Duration) time.Duration {
+	unit := time.Second
+	if d < time.Second {
+		unit = time.Millisecond
 	}
-	return fmt.Sprintf("%d B", n)
+	if r := d % unit; r > 0 && d <= math.MaxInt64-unit {
+		d += unit - r
+	}
+	return d
 }

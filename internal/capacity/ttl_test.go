@@ -15,9 +15,6 @@ func TestCalculateTTLWorkedExample(t *testing.T) {
 	if r.TTL != 24*time.Hour || r.Keys != 8_640_000 || r.Memory != 1_244_160_000 {
 		t.Fatalf("ttl %s keys %d memory %d", r.TTL, r.Keys, r.Memory)
 	}
-	if got := DecimalBytes(r.Memory); got != "1.24 GB" {
-		t.Errorf("DecimalBytes = %q, want 1.24 GB", got)
-	}
 	if r.MemoryFormula != "memory = (40 B + 80 B) x 100 msg/s x 86400 s x 1.2 = 1244160000 B" {
 		t.Errorf("formula %q", r.MemoryFormula)
 	}
@@ -70,10 +67,38 @@ func TestCalculateTTLMeasuredAndMaxMemory(t *testing.T) {
 		t.Errorf("formula vs measured %f", d)
 	}
 	joined := strings.Join(r.Advice, "\n")
-	for _, want := range []string{"by the seeds' formula the keys need 1.24 GB, over --maxmemory 1.07 GB",
-		"at their measured size the keys need 1.73 GB, over --maxmemory", "the formula is 28% under what the sampled keys cost: their MEMORY USAGE is 200 B a key against (40 B + 80 B) x 1.2; Redis spends about 90.4 B a key"} {
+	for _, want := range []string{"by (key + value) x 1.2 the keys need 1.2 GiB, over --maxmemory 1.0 GiB (116% of it)",
+		"at their measured size the keys need 1.6 GiB, over --maxmemory 1.0 GiB (161% of it)", "the formula is 28% under what the sampled keys cost: their MEMORY USAGE is 200 B a key against (40 B + 80 B) x 1.2; Redis spends about 90.4 B a key"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("advice lacks %q:\n%s", want, joined)
+		}
+	}
+}
+
+// A TTL computed from the window is one to type: rounded up to a whole
+// second (a millisecond below one), never below the window; the formula
+// says so, and so does the advice to a --ttl shorter than the window.
+func TestCalculateTTLRoundsUp(t *testing.T) {
+	in := TTLInputs{Rate: mustRate(t, "10/s"), MaxProcessing: 40080 * time.Millisecond, MaxRetryDelay: 20 * time.Minute,
+		Buffer: time.Minute, Window: true, KeySize: 40, ValueSize: 80}
+	r, _ := CalculateTTL(in)
+	if r.RetryWindow != 21*time.Minute+40080*time.Millisecond || r.TTL != 21*time.Minute+41*time.Second || r.Keys != 13010 {
+		t.Fatalf("window %s ttl %s keys %d", r.RetryWindow, r.TTL, r.Keys)
+	}
+	if want := "TTL = max-processing 40.08s + max-retry-delay 20m + buffer 1m = 21m40.08s, rounded up to 21m41s"; r.TTLFormula != want {
+		t.Errorf("formula %q, want %q", r.TTLFormula, want)
+	}
+	in.TTL = 10 * time.Minute
+	r, _ = CalculateTTL(in)
+	if len(r.Advice) == 0 || !strings.HasSuffix(r.Advice[0], "use --ttl 21m41s or more") {
+		t.Errorf("advice %q", r.Advice)
+	}
+	for d, want := range map[time.Duration]time.Duration{
+		time.Hour: time.Hour, 1300080 * time.Millisecond: 1301 * time.Second, 700*time.Millisecond + 1: 701 * time.Millisecond,
+		time.Second + 1: 2 * time.Second, 500 * time.Millisecond: 500 * time.Millisecond,
+	} {
+		if got := RoundUp(d); got != want {
+			t.Errorf("RoundUp(%s) = %s, want %s", d, got, want)
 		}
 	}
 }
@@ -112,11 +137,11 @@ func TestCalculateTTLOutOfRange(t *testing.T) {
 		{"window overflows", TTLInputs{Rate: mustRate(t, "1/s"), MaxProcessing: long, MaxRetryDelay: long, Buffer: long, Window: true, KeySize: 1, ValueSize: 1},
 			"the retry window (max-processing + max-retry-delay + buffer) is longer than 290 years"},
 		{"memory overflows", TTLInputs{Rate: mustRate(t, "1e9"), TTL: long, KeySize: 1, ValueSize: 1},
-			"more than 9.22 EB"},
+			"more than 8.0 EiB"},
 		{"keys overflow", TTLInputs{Rate: big.NewRat(1e12, 1), TTL: long, KeySize: 1, ValueSize: 1},
 			"more than 9,223,372,036,854,775,807 keys"},
 		{"measured overflows", TTLInputs{Rate: mustRate(t, "1e9"), TTL: long, KeySize: -1, ValueSize: -1,
-			Measured: &MeasuredKeys{Keys: 1, KeyBytes: 10, ValueBytes: 10, UsageBytes: 100}}, "more than 9.22 EB"},
+			Measured: &MeasuredKeys{Keys: 1, KeyBytes: 10, ValueBytes: 10, UsageBytes: 100}}, "more than 8.0 EiB"},
 		{"ttl under a millisecond", TTLInputs{Rate: mustRate(t, "1/s"), TTL: time.Microsecond, KeySize: 1, ValueSize: 1},
 			"a TTL under 1ms"},
 	} {

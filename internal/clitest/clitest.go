@@ -21,7 +21,7 @@ import (
 // REDISCLI_AUTH still makes redis-cli send AUTH; the colour and terminal
 // switches (and a forced terminal's width) would change what it prints.
 var Unset = []string{"IDMPCTL_URL", "REDIS_URL", "IDMPCTL_PASSWORD", "REDISCLI_AUTH",
-	"NO_COLOR", "CLICOLOR_FORCE", "IDMPCTL_FORCE_TTY", "COLUMNS"}
+	"NO_COLOR", "CLICOLOR_FORCE", "IDMPCTL_FORCE_TTY", "IDMPCTL_FORCE_TTY_IN", "COLUMNS"}
 
 // Scrub returns env (NAME=value pairs) without the variables of Unset, and
 // with atexit_sleep_ms=0 added to GORACE: idmpctl is a test binary, which

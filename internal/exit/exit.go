@@ -26,7 +26,7 @@ const (
 	Busy        = 75  // claimed by a live owner, retry later
 	Lost        = 76  // the claim's token is no longer current
 	Permission  = 77  // NOAUTH, WRONGPASS, NOPERM
-	Config      = 78  // bad URL, unreadable TLS file, a replica, scripting disabled, --cluster against a server that is no cluster, a --backup file that cannot be written
+	Config      = 78  // bad URL, unreadable TLS file, a replica, scripting disabled, --cluster against a server that is no cluster, a --backup file that cannot be written, a port that is not Redis
 	Interrupted = 130 // SIGINT (128 + 2): stopped by the user
 	Terminated  = 143 // SIGTERM (128 + 15)
 )
@@ -43,7 +43,7 @@ const Table = `Exit codes:
   75  busy: claimed by a live owner (or a batch run by another run), retry later
   76  lost: the claim's token is no longer current
   77  permission: NOAUTH, WRONGPASS, NOPERM
-  78  configuration: bad URL, unreadable TLS file, a replica, scripting disabled, --cluster against a server that is no cluster, a --backup file that cannot be written
+  78  configuration: bad URL, unreadable TLS file, a replica, scripting disabled, --cluster against a server that is no cluster, a --backup file that cannot be written, a port that answers but is not Redis
  130  interrupted by SIGINT (work already committed stays committed; a batch resumes where it stopped)
  143  interrupted by SIGTERM (work already committed stays committed; a batch resumes where it stopped)`
 
@@ -168,7 +168,7 @@ func Classify(err error) int {
 	case strings.Contains(msg, "cluster support disabled"):
 		// --cluster against a server that is no cluster.
 		return Config
-	case isTLSVerify(err), hasServerPrefix(msg, "READONLY"), ScriptingDisabled(msg):
+	case isTLSVerify(err), hasServerPrefix(msg, "READONLY"), ScriptingDisabled(msg), NotRESP(err):
 		return Config
 	case hasServerPrefix(msg, "OOM"), Migrating(msg):
 		return Unavailable
@@ -224,6 +224,20 @@ func isScriptACL(msg string) bool {
 		strings.Contains(msg, "ACL failure in script")
 }
 
+// NotRESP reports a reply that is not Redis's protocol at all: go-redis's
+// "redis: invalid reply" and "can't parse", idmpctl's own reader's
+// "redis protocol error". A Redis server never sends one; whatever listens
+// on the port (an HTTP server, another service) is not Redis. A
+// configuration error (78): running the command again changes nothing.
+func NotRESP(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "redis: invalid reply") || strings.Contains(msg, "redis: can't parse") ||
+		strings.Contains(msg, "redis protocol error")
+}
+
+// NotRedisHint is the hint of NotRESP.
+const NotRedisHint = "something answers on that port, but not in Redis's protocol (an HTTP server, another service): check the host and port (--url, -h, -p, IDMPCTL_URL)"
+
 // TimedOut reports whether err is a wait that ran out (a deadline, a
 // socket's timeout) rather than a refusal or a reset.
 // ClosedByServer reports a connection that ended under a command (the
@@ -266,6 +280,8 @@ func Hint(err error) string { return hintFor(err) }
 func hintFor(err error) string {
 	msg := err.Error()
 	switch {
+	case NotRESP(err):
+		return NotRedisHint
 	case strings.Contains(msg, "DB index is out of range"):
 		return "the URL's database (redis://host:port/N) is past the server's 'databases' setting: use a lower number, 0 by default"
 	case strings.Contains(msg, "cluster support disabled"):

@@ -24,3 +24,21 @@ func TestWrapSaysWhatOnce(t *testing.T) {
 		}
 	}
 }
+
+// Issue 24 item 7: a reply that is not Redis's protocol at all is a
+// configuration error (78), with the hint that says what to check.
+func TestNotRESP(t *testing.T) {
+	for _, msg := range []string{
+		`redis: invalid reply: "<!DOCTYPE HTML>\n"`,
+		`redis: can't parse reply="HTTP/1.1 400 Bad Request" reading string`,
+		`redis protocol error: line "SSH-2.0-OpenSSH_9.2\n" not ended by CRLF`,
+	} {
+		err := errors.New(msg)
+		if !NotRESP(err) || Classify(err) != Config || Hint(err) != NotRedisHint {
+			t.Errorf("%s: NotRESP %v, code %d, hint %q", msg, NotRESP(err), Classify(err), Hint(err))
+		}
+	}
+	if err := errors.New("ERR unknown command 'FOO'"); NotRESP(err) {
+		t.Error("an error reply taken for a non-Redis server")
+	}
+}

@@ -4,6 +4,7 @@ package health
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
@@ -44,6 +45,9 @@ func Stream(i stream.Info, c StreamContext) []Lint {
 		add("inconsistent", "warn", "part of the emulated IDMP state is missing (evicted, or deleted by hand): %s; dedupe still acts on what is left, the counts shown are of what is left, and retries of the iids whose state is gone add them again",
 			i.Inconsistent)
 	}
+	if i.Mode == "emulated" && !i.Token && i.Inconsistent == "" {
+		add("no-token", "info", "this emulated state has no liveness token (a consumer group idmpctl:<id> on the stream): it was written by a user who may not XGROUP CREATE, before idmpctl had tokens, or CONFIG SET gave the stream its settings; so a stream deleted and rebuilt with the very same entries by another client (not through idmpctl exec) would be taken for this one, and keep its settings and iids; an idempotent add by a user who may XGROUP CREATE adds one")
+	}
 	if c.Eviction.Risky() {
 		add("eviction", "warn", "%s", c.Eviction.Warning())
 	}
@@ -68,7 +72,12 @@ func Stream(i stream.Info, c StreamContext) []Lint {
 	if i.NotAtomic {
 		add("not-atomic", "info", "read with plain commands (this user may not run scripts): not one atomic snapshot, so the counts can be off by the adds made while it was read")
 	}
-	if i.OtherMode != "" {
+	switch {
+	case i.OtherMode == "emulated":
+		add("mixed-modes", "warn", "this stream still holds emulated IDMP state (written before an upgrade, or with --mode emulated): idmpctl's adds on this server answer its live iids from it until it expires, other clients' XADD IDMP do not; move it into native tracking with 'idmpctl migrate %s' (try --dry-run first)", shellQuote(i.Stream))
+	case i.OtherMode == "native":
+		add("mixed-modes", "warn", "this stream also holds native IDMP tracking, which emulated adds (--mode emulated) do not consult: stop adding with --mode emulated, and move the emulated state into native tracking with 'idmpctl migrate %s' (try --dry-run first)", shellQuote(i.Stream))
+	case i.OtherMode != "":
 		add("mixed-modes", "warn", "this stream also holds %s IDMP state: adds in one mode do not dedupe against the other", i.OtherMode)
 	}
 	if c.Server != nil {
@@ -76,4 +85,12 @@ func Stream(i stream.Info, c StreamContext) []Lint {
 		out = append(out, Server(*c.Server)...)
 	}
 	return out
+}
+
+// shellQuote quotes a stream name for a command line when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:/@%+=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -17,7 +17,7 @@ func codes(ls []Lint) string {
 
 func TestStreamLints(t *testing.T) {
 	def := StreamContext{DefaultDuration: 100, DefaultMaxSize: 100, Role: "master"}
-	healthy := stream.Info{Mode: "emulated", IDMPDuration: 100, IDMPMaxSize: 100, PIDsTracked: 2, IIDsTracked: 50, IIDsAdded: 50}
+	healthy := stream.Info{Mode: "emulated", IDMPDuration: 100, IDMPMaxSize: 100, PIDsTracked: 2, IIDsTracked: 50, IIDsAdded: 50, Token: true}
 	if got := codes(Stream(healthy, def)); got != "" {
 		t.Errorf("healthy stream: %s", got)
 	}
@@ -52,5 +52,29 @@ func TestStreamLints(t *testing.T) {
 	plain.NotAtomic = true
 	if got := codes(Stream(plain, def)); got != "not-atomic" {
 		t.Errorf("read with plain commands: %q", got)
+	}
+	// Emulated state without a liveness token: R13 rests on the snapshot.
+	untokened := healthy
+	untokened.Token = false
+	if got := codes(Stream(untokened, def)); got != "no-token" {
+		t.Errorf("without a token: %q", got)
+	}
+}
+
+// mixed-modes says what to do: run the migration, for the stream named.
+func TestMixedModesSaysMigrate(t *testing.T) {
+	for _, c := range []struct{ mode, other, name, want string }{
+		{"native", "emulated", "orders", "idmpctl migrate orders' (try --dry-run first)"},
+		{"emulated", "native", "o'k {x}", `idmpctl migrate 'o'\''k {x}''`},
+	} {
+		lints := Stream(stream.Info{Stream: c.name, Mode: c.mode, OtherMode: c.other, IDMPDuration: 100, IDMPMaxSize: 100},
+			StreamContext{DefaultDuration: 100, DefaultMaxSize: 100})
+		found := false
+		for _, l := range lints {
+			found = found || l.Code == "mixed-modes" && strings.Contains(l.Message, c.want)
+		}
+		if !found {
+			t.Errorf("%s beside %s: %+v, want a mixed-modes lint with %q", c.mode, c.other, lints, c.want)
+		}
 	}
 }

@@ -88,7 +88,7 @@ func TestStreamBugLints(t *testing.T) {
 		return i
 	}
 	emulated := native
-	emulated.Mode = "emulated"
+	emulated.Mode, emulated.Token = "emulated", true
 	for _, c := range []struct {
 		name string
 		info stream.Info

@@ -49,6 +49,7 @@ func decodeIdmpctl(r *Record, h map[string]string) {
 	r.RawStatus, r.Status = c.Status, NormaliseStatus(c.Status)
 	r.Owner, r.Token, r.Attempts = c.Owner, c.Token, c.Attempts
 	r.LeaseUntilMs, r.CreatedMs, r.UpdatedMs = c.LeaseUntil, c.Created, c.Updated
+	r.LeaseMs, r.RetentionMs = c.LeaseMs, c.TTLMs
 	r.Fingerprint, r.Error = c.Fingerprint, c.Error
 	if c.HasResult {
 		r.HasResult, r.ResultBytes = true, len(c.Result)

@@ -148,31 +148,36 @@ const (
 // Record is the normalised view of one key. Times are Unix milliseconds
 // (0 = not known); TTLms is PTTL's reply (-1 no TTL, -2 missing).
 type Record struct {
-	Key          string            `json:"key"`
-	Format       Format            `json:"format"`
-	Type         string            `json:"type"`             // the Redis type (TYPE)
-	Status       Status            `json:"status,omitempty"` // none for a stream or idmp-state key: no record
-	RawStatus    string            `json:"raw_status,omitempty"`
-	Owner        string            `json:"owner,omitempty"`
-	Token        int64             `json:"token,omitempty"`
-	Attempts     int64             `json:"attempts,omitempty"`
-	CreatedMs    int64             `json:"created,omitempty"`
-	UpdatedMs    int64             `json:"updated,omitempty"`
-	LeaseUntilMs int64             `json:"lease_until,omitempty"`
-	DeadlineMs   int64             `json:"deadline,omitempty"` // in-progress deadline (Powertools in_progress_expiration)
-	ExpiresMs    int64             `json:"expires,omitempty"`  // the record's own expiry (Powertools expiration)
-	TTLms        int64             `json:"ttl_ms"`
-	NowMs        int64             `json:"now,omitempty"` // the server time the record was judged at
-	Fingerprint  string            `json:"fingerprint,omitempty"`
-	HasResult    bool              `json:"has_result,omitempty"`
-	ResultBytes  int               `json:"result_bytes,omitempty"`
-	HTTPStatus   int               `json:"http_status,omitempty"` // the stored response's status code (HTTP middlewares)
-	Error        string            `json:"error,omitempty"`
-	Members      int64             `json:"members,omitempty"` // a Camel set's SCARD
-	Guards       string            `json:"guards,omitempty"`  // a lock's guarded key (LockTarget)
-	Truncated    bool              `json:"truncated,omitempty"`
-	Flags        []Flag            `json:"flags,omitempty"`
-	Fields       map[string]string `json:"fields,omitempty"` // hash fields or top-level JSON members, raw
+	Key          string `json:"key"`
+	Format       Format `json:"format"`
+	Type         string `json:"type"`             // the Redis type (TYPE)
+	Status       Status `json:"status,omitempty"` // none for a stream or idmp-state key: no record
+	RawStatus    string `json:"raw_status,omitempty"`
+	Owner        string `json:"owner,omitempty"`
+	Token        int64  `json:"token,omitempty"`
+	Attempts     int64  `json:"attempts,omitempty"`
+	CreatedMs    int64  `json:"created,omitempty"`
+	UpdatedMs    int64  `json:"updated,omitempty"`
+	LeaseUntilMs int64  `json:"lease_until,omitempty"`
+	DeadlineMs   int64  `json:"deadline,omitempty"` // in-progress deadline (Powertools in_progress_expiration)
+	ExpiresMs    int64  `json:"expires,omitempty"`  // the record's own expiry (Powertools expiration)
+	TTLms        int64  `json:"ttl_ms"`             // the key's TTL left (PTTL): -1 none
+	// LeaseMs and RetentionMs are the lease and the retention an idmpctl
+	// claim was taken with (its lease_ms and ttl_ms fields), as claim's
+	// JSON names them.
+	LeaseMs     int64             `json:"lease_ms,omitempty"`
+	RetentionMs int64             `json:"retention_ms,omitempty"`
+	NowMs       int64             `json:"now,omitempty"` // the server time the record was judged at
+	Fingerprint string            `json:"fingerprint,omitempty"`
+	HasResult   bool              `json:"has_result,omitempty"`
+	ResultBytes int               `json:"result_bytes,omitempty"`
+	HTTPStatus  int               `json:"http_status,omitempty"` // the stored response's status code (HTTP middlewares)
+	Error       string            `json:"error,omitempty"`
+	Members     int64             `json:"members,omitempty"` // a Camel set's SCARD
+	Guards      string            `json:"guards,omitempty"`  // a lock's guarded key (LockTarget)
+	Truncated   bool              `json:"truncated,omitempty"`
+	Flags       []Flag            `json:"flags,omitempty"`
+	Fields      map[string]string `json:"fields,omitempty"` // hash fields or top-level JSON members, raw
 }
 
 // RawValue is what the caller read for a key; only the part for its type is

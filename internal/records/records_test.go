@@ -232,6 +232,27 @@ func TestNormaliseStatus(t *testing.T) {
 	}
 }
 
+// Every synonym listed (what --status's help and completion offer) parses
+// as its status, and every word ParseStatus knows is listed.
+func TestSynonyms(t *testing.T) {
+	listed := 0
+	for _, st := range Selectable() {
+		for _, w := range append(Synonyms(st), string(st)) {
+			listed++
+			if got, ok := ParseStatus(w); !ok || got != st {
+				t.Errorf("ParseStatus(%q) = %s, %v; listed under %s", w, got, ok, st)
+			}
+		}
+	}
+	// statusWords less LOCKED (a lock key as --status), plus LOCKED and UNKNOWN.
+	if want := len(statusWords) - 1 + 2; listed != want {
+		t.Errorf("%d names listed, want %d", listed, want)
+	}
+	if got := strings.Join(Synonyms(Completed), ","); got != "COMPLETE,DONE,FINISHED,PROCESSED,SUCCEEDED,SUCCESS,SUCCESSFUL" {
+		t.Errorf("Synonyms(COMPLETED) = %s", got)
+	}
+}
+
 func TestParseStatus(t *testing.T) {
 	for in, want := range map[string]Status{"completed": Completed, "PROCESSING": Processing, "unknown": Unknown,
 		"absent": Absent, "inprogress": Processing, "expired": Expired, "locked": Locked, " LOCKED": Locked} {

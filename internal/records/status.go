@@ -1,6 +1,9 @@
 package records
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // statusWords maps the status names applications use to the normalised
 // ones. Keys are upper case with spaces and hyphens turned into underscores.
@@ -53,4 +56,24 @@ func ParseStatus(s string) (Status, bool) {
 	}
 	st := NormaliseStatus(s)
 	return st, st != Unknown
+}
+
+// Selectable are the statuses a user selects records by (--status), in the
+// order summaries show them. ABSENT, a key gone while it was read, is none.
+func Selectable() []Status {
+	return []Status{Processing, Locked, Completed, Failed, Expired, Unknown}
+}
+
+// Synonyms are the other words ParseStatus reads as st, sorted: the
+// status words applications write ("DONE" is COMPLETED). LOCKED names
+// lock keys, not the records whose status field says LOCKED.
+func Synonyms(st Status) []string {
+	var out []string
+	for w, s := range statusWords {
+		if s == st && w != string(st) && Status(w) != Locked {
+			out = append(out, w)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

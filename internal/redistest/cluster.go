@@ -40,7 +40,11 @@ func HaveCLI() bool {
 // StartCluster starts n (>= 3) cluster-enabled servers on free loopback
 // ports under dir, joins them with redis-cli --cluster create and waits until
 // every node reports cluster_state:ok. Every wait is bounded.
-func StartCluster(dir string, n int) (*Cluster, error) {
+func StartCluster(dir string, n int) (*Cluster, error) { return StartClusterOf(dir, n, "") }
+
+// StartClusterOf is StartCluster with the server binary given ("" the
+// server under test; NativeBinary() a Redis 8.6 cluster).
+func StartClusterOf(dir string, n int, binary string) (*Cluster, error) {
 	if n < 3 {
 		return nil, fmt.Errorf("redistest: a cluster needs at least 3 primaries, got %d", n)
 	}
@@ -52,8 +56,9 @@ func StartCluster(dir string, n int) (*Cluster, error) {
 			return nil, err
 		}
 		s, err := Start(Options{
-			Dir:  filepath.Join(dir, "node"+strconv.Itoa(i)),
-			Port: port,
+			Dir:    filepath.Join(dir, "node"+strconv.Itoa(i)),
+			Port:   port,
+			Binary: binary,
 			Config: []string{
 				"cluster-enabled yes",
 				"cluster-config-file nodes.conf",

@@ -35,19 +35,43 @@ func NativeBinary() string {
 	if b := os.Getenv("IDMPCTL_TEST_NATIVE_SERVER"); b != "" {
 		return b
 	}
-	dir := os.Getenv("REDIS86_DIR")
+	dir := nativeDir()
 	if dir == "" {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			return ""
-		}
-		dir = filepath.Join(cache, "idmpctl", "redis-8.6.3")
+		return ""
 	}
 	b := filepath.Join(dir, "bin", "redis-server")
 	if _, err := os.Stat(b); err != nil {
 		return ""
 	}
 	return b
+}
+
+// NativeStreamTests is Redis 8.6.3's own tests/unit/type/stream.tcl, from
+// the source tree scripts/install-redis.sh caches beside its build
+// ($REDIS86_DIR/tests), or "" when it is not there.
+func NativeStreamTests() string {
+	dir := nativeDir()
+	if dir == "" {
+		return ""
+	}
+	f := filepath.Join(dir, "tests", "unit", "type", "stream.tcl")
+	if _, err := os.Stat(f); err != nil {
+		return ""
+	}
+	return f
+}
+
+// nativeDir is where scripts/install-redis.sh caches Redis 8.6.3:
+// $REDIS86_DIR, else ~/.cache/idmpctl/redis-8.6.3 ("" without a cache).
+func nativeDir() string {
+	if dir := os.Getenv("REDIS86_DIR"); dir != "" {
+		return dir
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(cache, "idmpctl", "redis-8.6.3")
 }
 
 // Options says how to start a server.

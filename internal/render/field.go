@@ -2,6 +2,7 @@ package render
 
 import (
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -44,4 +45,16 @@ func needsQuote(s string) bool {
 		i += size
 	}
 	return false
+}
+
+// ShellWord is s as one word of a command line a user copies into a POSIX
+// shell: as is when it holds only characters no shell reads specially,
+// else in single quotes (a single quote inside closes, escapes and reopens
+// them). A command idmpctl prints for the user to run (the undo of a
+// purge) names its file this way.
+func ShellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:@%+=,-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

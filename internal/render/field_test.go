@@ -33,3 +33,14 @@ func TestField(t *testing.T) {
 		}
 	}
 }
+
+func TestShellWord(t *testing.T) {
+	for in, want := range map[string]string{
+		"/tmp/b.idmp": "/tmp/b.idmp", "my backups/b.idmp": "'my backups/b.idmp'", "it's": `'it'\''s'`,
+		"": "''", "$HOME/x": "'$HOME/x'", "a\nb": "'a\nb'",
+	} {
+		if got := ShellWord(in); got != want {
+			t.Errorf("ShellWord(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

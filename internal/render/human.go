@@ -1,10 +1,10 @@
 package render
 
 import (
-	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/bytesize"
 	"github.com/idmpctl/idmpctl/internal/progress"
 )
 
@@ -63,15 +63,6 @@ func Duration(d time.Duration) string {
 // Ms is a duration given in milliseconds, as Duration shows it.
 func Ms(ms int64) string { return Duration(time.Duration(ms) * time.Millisecond) }
 
-// Bytes is n in binary units: "512 B", "1.5 KiB", "3.2 MiB", "1.0 GiB".
-func Bytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return N(n, "byte")
-}
+// Bytes is n in binary units, as every command shows memory: "512 B",
+// "1.5 KiB", "3.2 MiB", "1.0 GiB" (internal/bytesize).
+func Bytes(n int64) string { return bytesize.Format(n) }

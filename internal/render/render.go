@@ -47,6 +47,9 @@ type Printer struct {
 	// Width is the terminal's width in columns: tables and views are cut
 	// to it. 0: no limit (not a terminal).
 	Width int
+	// Quiet (-q) drops warnings: a loop that runs idmpctl once per message
+	// would print the same one each time. Errors are not warnings.
+	Quiet bool
 
 	st styleOnce
 }
@@ -77,8 +80,11 @@ func (p *Printer) Status(format string, args ...any) {
 	fmt.Fprintf(p.Err, format+"\n", args...)
 }
 
-// Warnf writes "idmpctl: warning: ..." to stderr.
+// Warnf writes "idmpctl: warning: ..." to stderr, unless Quiet.
 func (p *Printer) Warnf(format string, args ...any) {
+	if p.Quiet {
+		return
+	}
 	fmt.Fprintf(p.Err, "%s %s\n", p.Warn("idmpctl: warning:"), fmt.Sprintf(format, args...))
 }
 
@@ -105,16 +111,49 @@ type Pair [2]string
 
 // KV writes a titled key-value view: with -o table aligned labels, each
 // value cut to Width; otherwise "label<TAB>value" lines.
-func (p *Printer) KV(title string, pairs []Pair) { p.kv(title, pairs, false) }
+func (p *Printer) KV(title string, pairs []Pair) { p.View(title, rowsOf(pairs, Cut)) }
 
 // Notes is KV for values that are sentences (explanations, warnings): a
 // view wraps them at Width, under their first line, rather than cutting.
-func (p *Printer) Notes(title string, pairs []Pair) { p.kv(title, pairs, true) }
+func (p *Printer) Notes(title string, pairs []Pair) { p.View(title, rowsOf(pairs, hardWrap)) }
 
-func (p *Printer) kv(title string, pairs []Pair, wrap bool) {
+// Fit is how a view's value meets the terminal's width.
+type Fit int
+
+const (
+	// Cut cuts the value with "…": one whose first words say enough.
+	Cut Fit = iota
+	// Wrap wraps it under its first line, words whole (a word longer than
+	// the line runs over it): a sentence the user must read to the end,
+	// such as a hint that names a flag.
+	Wrap
+	// Whole neither cuts nor wraps it: the line runs long. For what a user
+	// copies to act on: a command, a key.
+	Whole
+	// hardWrap is Notes': wrapped, a long word broken at the width.
+	hardWrap
+)
+
+// Row is one row of a view: its label, its value, and how the value fits.
+type Row struct {
+	Label, Value string
+	Fit          Fit
+}
+
+func rowsOf(pairs []Pair, fit Fit) []Row {
+	rows := make([]Row, len(pairs))
+	for i, kv := range pairs {
+		rows[i] = Row{kv[0], kv[1], fit}
+	}
+	return rows
+}
+
+// View writes a titled view of rows: with -o table aligned labels, each
+// value fitted to Width as its row says; otherwise "label<TAB>value" lines.
+func (p *Printer) View(title string, rows []Row) {
 	if p.Format != Table {
-		for _, kv := range pairs {
-			fmt.Fprintf(p.Out, "%s\t%s\n", kv[0], kv[1])
+		for _, r := range rows {
+			fmt.Fprintf(p.Out, "%s\t%s\n", r.Label, r.Value)
 		}
 		return
 	}
@@ -122,16 +161,23 @@ func (p *Printer) kv(title string, pairs []Pair, wrap bool) {
 		fmt.Fprintln(p.Out, p.Head(p.Fit(title, 0)))
 	}
 	w := 0
-	for _, kv := range pairs {
-		w = max(w, DisplayWidth(kv[0]))
+	for _, r := range rows {
+		w = max(w, DisplayWidth(r.Label))
 	}
 	const indent, gap = 2, 2
-	for _, kv := range pairs {
-		label := kv[0] + strings.Repeat(" ", w-DisplayWidth(kv[0]))
-		value := p.Fit(kv[1], indent+w+gap)
-		if wrap && p.Width > 0 {
-			room := max(p.Width-indent-w-gap, minColumn)
-			value = strings.ReplaceAll(ansi.Wrap(kv[1], room, ""), "\n", "\n"+strings.Repeat(" ", indent+w+gap))
+	under := "\n" + strings.Repeat(" ", indent+w+gap)
+	room := max(p.Width-indent-w-gap, minColumn)
+	for _, r := range rows {
+		label := r.Label + strings.Repeat(" ", w-DisplayWidth(r.Label))
+		value := r.Value
+		switch {
+		case p.Width <= 0 || r.Fit == Whole:
+		case r.Fit == Wrap:
+			value = strings.Join(wrapWords(value, room), under)
+		case r.Fit == hardWrap:
+			value = strings.ReplaceAll(ansi.Wrap(value, room, ""), "\n", under)
+		default:
+			value = p.Fit(value, indent+w+gap)
 		}
 		fmt.Fprintf(p.Out, "%*s%s%*s%s\n", indent, "", p.Bold(label), gap, "", value)
 	}
@@ -151,4 +197,26 @@ func (p *Printer) Fit(s string, used int) string {
 		return s
 	}
 	return Truncate(s, max(p.Width-used, minColumn))
+}
+
+// wrapWords breaks s into lines of at most width columns at its spaces
+// only: a flag (--force), a path or a command's word is never broken (ansi's
+// word wrap breaks at hyphens too), and a word wider than the line has one
+// of its own.
+func wrapWords(s string, width int) []string {
+	var lines []string
+	line, w := "", 0
+	for _, word := range strings.Split(s, " ") {
+		ww := DisplayWidth(word)
+		switch {
+		case line == "":
+			line, w = word, ww
+		case w+1+ww <= width:
+			line, w = line+" "+word, w+1+ww
+		default:
+			lines = append(lines, line)
+			line, w = word, ww
+		}
+	}
+	return append(lines, line)
 }

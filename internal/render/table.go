@@ -1,8 +1,10 @@
 package render
 
 import (
+	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/olekukonko/tablewriter"
@@ -46,6 +48,132 @@ func drawTable(out io.Writer, width int, header []string, rows [][]string) error
 		}
 	}
 	return t.Render()
+}
+
+// Column is a column of a table drawn by Columns, and how it gives way to
+// a narrow terminal.
+type Column struct {
+	Head string
+	// Keep: never cut. For the identifiers a user acts on (a key, a
+	// status): the table runs wider than the terminal rather.
+	Keep bool
+	// Drop orders the columns left out when cutting every other column to
+	// its floor is not enough: the highest first. 0: never left out.
+	Drop int
+}
+
+// Columns is Table for columns that give way as they say. On a terminal too
+// narrow for the whole table the columns that may be cut are cut first,
+// down to their floors; then, while that is not enough, the droppable ones
+// are left out (the highest Drop first), and a line under the table names
+// them; kept columns are never cut, so when they alone do not fit the lines
+// run long (as kubectl's do) rather than hide an identifier. Raw output has
+// every column.
+func (p *Printer) Columns(cols []Column, rows [][]string) error {
+	header := make([]string, len(cols))
+	for i, c := range cols {
+		header[i] = c.Head
+	}
+	if p.Format != Table {
+		return p.Table(header, rows)
+	}
+	shown, limits := layoutColumns(p.Width, cols, rows)
+	pick := func(cells []string) []string {
+		out := make([]string, 0, len(shown))
+		for j, i := range shown {
+			c := ""
+			if i < len(cells) {
+				c = cells[i]
+			}
+			if limits != nil && DisplayWidth(c) > limits[j] {
+				c = Truncate(c, limits[j])
+			}
+			out = append(out, c)
+		}
+		return out
+	}
+	head := pick(header)
+	for i, h := range head {
+		head[i] = p.Head(h)
+	}
+	fitted := make([][]string, len(rows))
+	for i, r := range rows {
+		fitted[i] = pick(r)
+	}
+	if err := drawTable(p.Out, 0, head, fitted); err != nil {
+		return err
+	}
+	if len(shown) < len(cols) {
+		var left []string
+		for i, c := range cols {
+			if !slices.Contains(shown, i) {
+				left = append(left, c.Head)
+			}
+		}
+		_, err := fmt.Fprintln(p.Out, p.Dim(fmt.Sprintf("(%s left out at %d columns: -o raw has them all)", strings.Join(left, ", "), p.Width)))
+		return err
+	}
+	return nil
+}
+
+// layoutColumns picks the columns of cols that a table width columns wide
+// shows (by index, in order) and each one's limit (nil: none is cut).
+func layoutColumns(width int, cols []Column, rows [][]string) (shown []int, limits []int) {
+	n := len(cols)
+	shown = make([]int, n)
+	for i := range shown {
+		shown[i] = i
+	}
+	if width <= 0 || n == 0 {
+		return shown, nil
+	}
+	widths, floors := make([]int, n), make([]int, n)
+	empty := make([]bool, n) // no row has a value there
+	for i, c := range cols {
+		widths[i], empty[i] = DisplayWidth(c.Head), true
+	}
+	for _, r := range rows {
+		for i := 0; i < n && i < len(r); i++ {
+			widths[i] = max(widths[i], DisplayWidth(r[i]))
+			empty[i] = empty[i] && r[i] == ""
+		}
+	}
+	for i, c := range cols {
+		floors[i] = min(widths[i], max(DisplayWidth(c.Head), minColumn))
+		if c.Keep {
+			floors[i] = widths[i]
+		}
+	}
+	room := func() int { return width - tableFrame - cellFrame*len(shown) }
+	// A column with nothing in it goes before any other is cut; then, while
+	// the floors do not fit, the droppable ones, the highest Drop first.
+	for phase, by := range [][]int{widths, floors} {
+		for {
+			need := 0
+			for _, i := range shown {
+				need += by[i]
+			}
+			if need <= room() {
+				break
+			}
+			drop := -1
+			for j, i := range shown {
+				if cols[i].Drop > 0 && (phase == 1 || empty[i]) && (drop < 0 || cols[i].Drop >= cols[shown[drop]].Drop) {
+					drop = j
+				}
+			}
+			if drop < 0 {
+				break
+			}
+			shown = slices.Delete(shown, drop, drop+1)
+		}
+	}
+	// When the kept columns alone are wider, the lines run long.
+	w, f := make([]int, len(shown)), make([]int, len(shown))
+	for j, i := range shown {
+		w[j], f[j] = widths[i], floors[i]
+	}
+	return shown, fitWidths(w, f, room())
 }
 
 // fitCells cuts cells so that the table is at most width columns wide

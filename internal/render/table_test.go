@@ -170,3 +170,92 @@ func TestNotesWrap(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// TestColumnsKeepAndDrop: kept columns are never cut; the others are cut
+// to their floors, an empty one goes first, then the highest Drop; a line
+// names what was left out; when the kept ones alone are too wide the lines
+// run long. Raw output has every column.
+func TestColumnsKeepAndDrop(t *testing.T) {
+	cols := []Column{{Head: "KEY", Keep: true}, {Head: "FORMAT", Drop: 3}, {Head: "STATUS", Keep: true},
+		{Head: "OWNER", Drop: 1}, {Head: "LEASE LEFT", Drop: 2}}
+	rows := [][]string{{"idem:7f3a-0001", "idmpctl", "COMPLETED", "orders-worker-7c9d5b:4121", ""},
+		{"idem:7f3a-0002", "powertools", "PROCESSING", "w2", ""}}
+	draw := func(width int, rows [][]string) string {
+		var out bytes.Buffer
+		p := &Printer{Out: &out, Format: Table, TTY: true, Width: width}
+		if err := p.Columns(cols, rows); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	for _, tc := range []struct {
+		width int
+		want  string
+	}{
+		{80, "" +
+			"╭────────────────┬────────────┬────────────┬───────────────────────────╮\n" +
+			"│      KEY       │   FORMAT   │   STATUS   │           OWNER           │\n" +
+			"├────────────────┼────────────┼────────────┼───────────────────────────┤\n" +
+			"│ idem:7f3a-0001 │ idmpctl    │ COMPLETED  │ orders-worker-7c9d5b:4121 │\n" +
+			"│ idem:7f3a-0002 │ powertools │ PROCESSING │ w2                        │\n" +
+			"╰────────────────┴────────────┴────────────┴───────────────────────────╯\n" +
+			"(LEASE LEFT left out at 80 columns: -o raw has them all)\n"},
+		{50, "" +
+			"╭────────────────┬─────────┬────────────┬────────╮\n" +
+			"│      KEY       │ FORMAT  │   STATUS   │ OWNER  │\n" +
+			"├────────────────┼─────────┼────────────┼────────┤\n" +
+			"│ idem:7f3a-0001 │ idmpctl │ COMPLETED  │ order… │\n" +
+			"│ idem:7f3a-0002 │ powert… │ PROCESSING │ w2     │\n" +
+			"╰────────────────┴─────────┴────────────┴────────╯\n" +
+			"(LEASE LEFT left out at 50 columns: -o raw has them all)\n"},
+		{40, "" +
+			"╭────────────────┬────────────┬────────╮\n" +
+			"│      KEY       │   STATUS   │ OWNER  │\n" +
+			"├────────────────┼────────────┼────────┤\n" +
+			"│ idem:7f3a-0001 │ COMPLETED  │ order… │\n" +
+			"│ idem:7f3a-0002 │ PROCESSING │ w2     │\n" +
+			"╰────────────────┴────────────┴────────╯\n" +
+			"(FORMAT, LEASE LEFT left out at 40 columns: -o raw has them all)\n"},
+		{20, "" +
+			"╭────────────────┬────────────╮\n" +
+			"│      KEY       │   STATUS   │\n" +
+			"├────────────────┼────────────┤\n" +
+			"│ idem:7f3a-0001 │ COMPLETED  │\n" +
+			"│ idem:7f3a-0002 │ PROCESSING │\n" +
+			"╰────────────────┴────────────╯\n" +
+			"(FORMAT, OWNER, LEASE LEFT left out at 20 columns: -o raw has them all)\n"},
+	} {
+		if got := draw(tc.width, rows); got != tc.want {
+			t.Errorf("%d columns: got\n%s\nwant\n%s", tc.width, got, tc.want)
+		}
+	}
+	var out bytes.Buffer
+	p := &Printer{Out: &out, Format: Raw, Width: 20}
+	if err := p.Columns(cols, rows[:1]); err != nil || out.String() != "KEY\tFORMAT\tSTATUS\tOWNER\tLEASE LEFT\nidem:7f3a-0001\tidmpctl\tCOMPLETED\torders-worker-7c9d5b:4121\t\n" {
+		t.Errorf("raw: %q %v", out.String(), err)
+	}
+}
+
+// TestViewFits: a Cut value ends in "…", a Wrap value wraps with its words
+// whole (a longer word runs over), a Whole value runs long.
+func TestViewFits(t *testing.T) {
+	var out bytes.Buffer
+	p := &Printer{Out: &out, Format: Table, TTY: true, Width: 36}
+	p.View("purge", []Row{
+		{"kept", "1 record (PROCESSING: its worker may be running; --force deletes it now)", Wrap},
+		{"backup", "saved to /var/backups/idmpctl/orders-2025-11-24.idmp", Wrap},
+		{"undo", "idmpctl restore /var/backups/idmpctl/orders-2025-11-24.idmp", Whole},
+		{"keys", "idem:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", Cut},
+	})
+	want := "purge\n" +
+		"  kept    1 record (PROCESSING: its\n" +
+		"          worker may be running;\n" +
+		"          --force deletes it now)\n" +
+		"  backup  saved to\n" +
+		"          /var/backups/idmpctl/orders-2025-11-24.idmp\n" +
+		"  undo    idmpctl restore /var/backups/idmpctl/orders-2025-11-24.idmp\n" +
+		"  keys    idem:aaaaaaaaaaaaaaaaaaaa…\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}

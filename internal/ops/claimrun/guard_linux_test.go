@@ -18,6 +18,9 @@ func TestMain(m *testing.M) {
 		_ = RunGuard(os.Stdin, os.Stdout)
 		os.Exit(0)
 	}
+	if len(os.Args) == 2 && os.Args[1] == lateChild {
+		runLateChild()
+	}
 	if len(os.Args) == 3 && os.Args[1] == deadmanChild {
 		runDeadmanChild(os.Args[2])
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/claim"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 )
 
 // killGrace is the longest a stopped command gets between SIGTERM and
@@ -31,54 +32,77 @@ type schedule struct {
 	bound  time.Duration // the longest one renewal may take (--timeout, plus the replicas' wait)
 }
 
+// marginFixed is the part of the margin that does not grow with the lease:
+// room for two kills that each must come in time on a loaded machine (see
+// deadmanAt). 100ms was too little: with 1s-5s leases on two busy cores,
+// idmpctl's own kill at the deadline came 60-140ms late at times, and the
+// guard's, after the dead man's switch, up to 55ms.
+const marginFixed = 200 * time.Millisecond
+
 func newSchedule(lease, bound time.Duration) schedule {
 	return schedule{
 		lease:  lease,
 		every:  lease / 3,
 		retry:  max(min(lease/20, 500*time.Millisecond), 10*time.Millisecond),
-		margin: lease/100 + 100*time.Millisecond,
+		margin: lease/100 + marginFixed,
 		grace:  min(killGrace, lease/6),
 		bound:  bound,
 	}
 }
 
-// fits reports whether the first renewal, sent at a third of the lease and
-// answered within bound, comes before the command would be stopped.
-func (s schedule) fits() bool {
-	return s.every+s.bound <= s.lease-s.margin-s.grace
-}
+// MinLease is the shortest lease claim run takes. The command is stopped a
+// margin (lease/100 + 200ms) and a grace (lease/6) before the lease could
+// lapse, and the first renewal, sent at a third of the lease, must be
+// answered in between: at 1s that leaves it 290ms; much less would leave
+// the margin's fixed part more of the lease than a renewal.
+const MinLease = time.Second
 
-// CheckLease refuses (64) a lease too short for a renewal to be sent and
-// answered within bound (--timeout, plus --wait-timeout with
-// --wait-replicas) before the command would have to be stopped.
-func CheckLease(lease, bound time.Duration) error {
-	s := newSchedule(lease, bound)
-	if s.fits() {
+// CheckLease refuses (64) a lease shorter than MinLease. --timeout plays no
+// part: each renewal's round trip is bounded by the time left before the
+// command would have to be stopped (renew), with --timeout as its cap, so a
+// renewal slower than that fails like one that timed out, and the command is
+// stopped on time either way.
+func CheckLease(lease time.Duration) error {
+	if lease >= MinLease {
 		return nil
 	}
+	s := newSchedule(lease, 0)
 	return &exit.Error{Code: exit.Usage,
-		Err: fmt.Errorf("--lease %s is too short for --timeout %s: the first renewal is sent at a third of the lease (%s) and may take up to %s, "+
-			"but the command must be sent SIGTERM at %s and SIGKILL at %s so that it has ended before the lease could lapse",
-			lease, bound, ms(s.every), bound, ms(s.lease-s.margin-s.grace), ms(s.lease-s.margin)),
-		Hint: fmt.Sprintf("give --lease %s or more, or a shorter --timeout", MinLease(bound))}
+		Err: fmt.Errorf("--lease %s is too short for claim run: its command must be stopped %s before the lease could lapse, "+
+			"and the first renewal, sent at %s, answered before that", lease, ms(s.margin+s.grace), ms(s.every)),
+		Hint: fmt.Sprintf("give --lease %s or more", MinLease)}
 }
 
 // ms rounds d to milliseconds, for messages.
 func ms(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 
-// MinLease is the shortest lease, in whole milliseconds, CheckLease accepts
-// with bound.
-func MinLease(bound time.Duration) time.Duration {
-	lo, hi := int64(0), int64(1000*time.Hour/time.Millisecond) // lo never fits, hi does
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		if newSchedule(time.Duration(mid)*time.Millisecond, bound).fits() {
-			hi = mid
-		} else {
-			lo = mid
-		}
+// renewBound is how long a renewal sent at sent may take: the time left
+// before the command would be sent SIGTERM, capped by --timeout (and the
+// replicas' wait). A renewal still unanswered then has failed, whether the
+// server was slow or unreachable: the command is stopped on time.
+func (s schedule) renewBound(sent, termAt time.Time) time.Duration {
+	return min(s.bound, termAt.Sub(sent))
+}
+
+// renewBoundWords says which bound a renewal that got no reply had: the
+// time left before the command would be stopped, or the cap (--timeout,
+// and the replicas' wait).
+func renewBoundWords(bound, capped time.Duration) string {
+	if bound < capped {
+		return fmt.Sprintf("the %s left before the command had to be stopped", ms(bound))
 	}
-	return time.Duration(hi) * time.Millisecond
+	return fmt.Sprintf("%s (--timeout)", ms(bound))
+}
+
+// renewDurability is d for a renewal given left to be answered: the
+// replicas' wait (WAIT's timeout) takes at most half of it, so that the
+// server replies, with the replicas it has, before the client gives up on
+// the round trip; never 0, which WAIT reads as "for ever".
+func renewDurability(d redisconn.Durability, left time.Duration) redisconn.Durability {
+	if d.On() {
+		d.Timeout = max(min(d.Timeout, left/2), time.Millisecond).Truncate(time.Millisecond)
+	}
+	return d
 }
 
 // leaseClock holds when the last write that set the lease (the acquire,
@@ -110,10 +134,16 @@ func (c *leaseClock) deadline() time.Time {
 }
 
 // deadmanAt is when idmpctl's dead man's switch kills it (and the guard the
-// command) should idmpctl be stopped: a quarter of the margin after the
-// deadline, which leaves the rest of it for the guard's kill.
+// command) should idmpctl be stopped: half the margin after the deadline.
+// The margin is split evenly between two kills that each must come in time:
+// idmpctl's own SIGKILL of the group at the deadline, which must be sent
+// before the switch fires (then the switch is disarmed: it could add
+// nothing), or the switch kills idmpctl mid-stop (137, no message, and the
+// descendants that left the group are not found); and the guard's, after
+// the switch, before the lease could lapse. With a 1s lease that is 105ms
+// each (it was a quarter of lease/100 + 100ms for the first: 27ms).
 func (c *leaseClock) deadmanAt() time.Time {
-	return c.deadline().Add(c.s.margin / 4)
+	return c.deadline().Add(c.s.margin / 2)
 }
 
 // termAt is when the command is sent SIGTERM unless a renewal succeeds.
@@ -128,7 +158,10 @@ func (c *leaseClock) termAt() time.Time {
 func (r *claimedRun) renew(ctx context.Context, stop <-chan struct{}, lost, expire chan<- error) {
 	o, s := r.p, r.clock.s
 	next := r.clock.lastSent().Add(s.every)
-	var last error
+	// last is the last failure; answered, the last the server answered
+	// (a refusal says why: the replicas' wait, a permission) when a
+	// timeout came after it.
+	var last, answered error
 	failing := time.Time{}
 	for {
 		wake := next
@@ -145,19 +178,24 @@ func (r *claimedRun) renew(ctx context.Context, stop <-chan struct{}, lost, expi
 		sent := time.Now()
 		left := r.clock.termAt().Sub(sent)
 		if left <= 0 {
-			if last == nil {
-				last = fmt.Errorf("no renewal was answered in time")
+			why := "no renewal was answered in time"
+			if last != nil {
+				why = fmt.Sprintf("the last: %v", last)
+			}
+			if answered != nil && answered != last {
+				why += fmt.Sprintf("; the last answer: %v", answered)
 			}
 			if failing.IsZero() {
 				failing = r.clock.lastSent()
 			}
 			expire <- &exit.Error{Code: exit.Lost, What: "claim run " + strconv.Quote(o.Key),
-				Err: fmt.Errorf("renewals failed for %s (the last: %v): the command was stopped before its lease (%s) could lapse",
-					time.Since(failing).Round(time.Millisecond), last, o.Lease)}
+				Err: fmt.Errorf("renewals failed for %s (%s): the command was stopped before its lease (%s) could lapse",
+					time.Since(failing).Round(time.Millisecond), why, o.Lease)}
 			return
 		}
-		cctx, cancel := context.WithTimeout(ctx, min(s.bound, left))
-		_, err := claim.Renew(cctx, r.conn, o.Key, r.token, o.Lease, o.TTL, r.durably(nil))
+		bound := s.renewBound(sent, r.clock.termAt())
+		cctx, cancel := context.WithTimeout(ctx, bound)
+		_, err := claim.Renew(cctx, r.conn, o.Key, r.token, o.Lease, o.TTL, claim.Durably(renewDurability(o.Durability, bound), nil))
 		cancel()
 		switch {
 		case err == nil:
@@ -170,7 +208,13 @@ func (r *claimedRun) renew(ctx context.Context, stop <-chan struct{}, lost, expi
 			return
 		default:
 			if last == nil {
-				failing = sent
+				failing, answered = sent, nil
+			}
+			if exit.TimedOut(err) && ctx.Err() == nil {
+				// Go's "read tcp ...: i/o timeout" in our words: which bound.
+				err = fmt.Errorf("claim renew %q: no reply within %s", o.Key, renewBoundWords(bound, s.bound))
+			} else {
+				answered = err
 			}
 			last, next = err, time.Now().Add(s.retry)
 		}

@@ -2,40 +2,67 @@ package claimrun
 
 import (
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 )
 
 // The schedule stops the command before the lease could lapse, with the
-// first renewal in between; CheckLease refuses a lease that leaves no room
-// for it, and MinLease is the shortest it accepts.
+// first renewal in between. CheckLease takes any lease from MinLease up,
+// whatever --timeout: the leases the seeds use (5-10s) with the default 5s.
 func TestSchedule(t *testing.T) {
 	s := newSchedule(3*time.Second, time.Second)
-	if s.every != time.Second || s.grace != 500*time.Millisecond || s.margin != 130*time.Millisecond || !s.fits() {
+	if s.every != time.Second || s.grace != 500*time.Millisecond || s.margin != 230*time.Millisecond {
 		t.Errorf("3s lease, 1s timeout: %+v", s)
 	}
-	if d := newSchedule(5*time.Minute, 5*time.Second); d.grace != killGrace || d.lease-d.margin != 5*time.Minute-3100*time.Millisecond {
+	if d := newSchedule(5*time.Minute, 5*time.Second); d.grace != killGrace || d.lease-d.margin != 5*time.Minute-3200*time.Millisecond {
 		t.Errorf("5m lease: %+v", d)
 	}
-	if err := CheckLease(3*time.Second, time.Second); err != nil {
-		t.Errorf("3s lease, 1s timeout: %v", err)
+	for _, lease := range []time.Duration{MinLease, time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 5 * time.Minute} {
+		if err := CheckLease(lease); err != nil {
+			t.Errorf("--lease %s: %v", lease, err)
+		}
+		// The first renewal has time, before the SIGTERM, to be answered.
+		s := newSchedule(lease, 5*time.Second)
+		if room := s.lease - s.margin - s.grace - s.every; room < 280*time.Millisecond {
+			t.Errorf("--lease %s: the first renewal has %s", lease, room)
+		}
 	}
-	err := CheckLease(time.Second, 5*time.Second)
+	err := CheckLease(MinLease - time.Millisecond)
 	var e *exit.Error
-	if !errors.As(err, &e) || e.Code != exit.Usage || !strings.Contains(err.Error(), "--lease 1s is too short for --timeout 5s") {
-		t.Fatalf("1s lease, 5s timeout: %v", err)
+	if !errors.As(err, &e) || e.Code != exit.Usage || e.Hint != "give --lease 1s or more" ||
+		err.Error() != "--lease 999ms is too short for claim run: its command must be stopped 376ms before the lease could lapse, and the first renewal, sent at 333ms, answered before that" {
+		t.Fatalf("999ms lease: %v (%+v)", err, e)
 	}
-	for _, bound := range []time.Duration{50 * time.Millisecond, time.Second, 5 * time.Second, time.Minute} {
-		m := MinLease(bound)
-		if CheckLease(m, bound) != nil || CheckLease(m-2*time.Millisecond, bound) == nil {
-			t.Errorf("MinLease(%s) = %s is not the shortest lease CheckLease accepts", bound, m)
+}
+
+// Each renewal is bounded by the time left before the SIGTERM, with
+// --timeout as its cap; the replicas' wait takes at most half of it and
+// never 0 (WAIT's "for ever").
+func TestRenewBound(t *testing.T) {
+	s := newSchedule(2*time.Second, 5*time.Second)
+	t0 := time.Now()
+	if got := s.renewBound(t0, t0.Add(800*time.Millisecond)); got != 800*time.Millisecond {
+		t.Errorf("800ms left, 5s timeout: %s", got)
+	}
+	if got := newSchedule(time.Minute, time.Second).renewBound(t0, t0.Add(30*time.Second)); got != time.Second {
+		t.Errorf("30s left, 1s timeout: %s", got)
+	}
+	d := redisconn.Durability{Replicas: 1, Timeout: 2 * time.Second}
+	for _, tc := range []struct{ left, want time.Duration }{
+		{10 * time.Second, 2 * time.Second},
+		{time.Second, 500 * time.Millisecond},
+		{1500 * time.Microsecond, time.Millisecond},
+		{time.Microsecond, time.Millisecond},
+	} {
+		if got := renewDurability(d, tc.left); got.Timeout != tc.want || got.Replicas != 1 {
+			t.Errorf("%s left: %+v, want a wait of %s", tc.left, got, tc.want)
 		}
-		if !strings.Contains(CheckLease(m-2*time.Millisecond, bound).(*exit.Error).Hint, m.String()) {
-			t.Errorf("the hint does not name %s", m)
-		}
+	}
+	if got := renewDurability(redisconn.Durability{}, time.Second); got.On() || got.Timeout != 0 {
+		t.Errorf("no durability asked: %+v", got)
 	}
 }
 
@@ -46,11 +73,14 @@ func TestLeaseClock(t *testing.T) {
 	t0 := time.Now()
 	c.renewed(t0)
 	c.renewed(t0.Add(-time.Second)) // a late reply of an older renewal
-	if got := c.deadline(); !got.Equal(t0.Add(3*time.Second - 130*time.Millisecond)) {
+	if got := c.deadline(); !got.Equal(t0.Add(3*time.Second - 230*time.Millisecond)) {
 		t.Errorf("deadline %s after the send", got.Sub(t0))
 	}
 	if got := c.deadline().Sub(c.termAt()); got != 500*time.Millisecond {
 		t.Errorf("SIGTERM %s before the deadline", got)
+	}
+	if got := c.deadmanAt().Sub(c.deadline()); got != 115*time.Millisecond {
+		t.Errorf("the dead man's switch %s after the deadline, want half the margin", got)
 	}
 }
 

@@ -48,6 +48,9 @@ type Result struct {
 	Unrecorded      string        // the command ran but its outcome could not be recorded: why
 	Renewals        int           // successful renewals
 	Warnings        []string      // what the user should be told on stderr
+	// Interrupted is the first SIGINT or SIGTERM forwarded to the command
+	// while it ran (nil: none): its exit code says what it made of it.
+	Interrupted os.Signal
 }
 
 // Run runs the command while holding the claim and records its outcome. It
@@ -69,14 +72,13 @@ func Run(ctx context.Context, conn *redisconn.Conn, p Params) (Result, error) {
 		r.warnf("claim run %q: %v: if idmpctl is stopped (SIGSTOP) past the lease, its command goes on running", p.Key, err)
 	}
 	defer r.dm.disarm()
-	r.setDeadman()
 	code, err := r.execute(ctx)
 	if r.stream != nil && r.stream.broken != nil {
 		r.warnf("claim run %q: stdout was closed (%v): the command's output was still captured, not streamed", p.Key, r.stream.broken)
 	}
 	return Result{ExitCode: code, Started: r.started, Recorded: r.recorded,
 		Output: string(r.out.buf), OutputTruncated: r.out.over, Renewals: r.renewals,
-		Ack: r.ack, Unacknowledged: r.unacked, Unrecorded: r.unrecorded, Warnings: r.warnings}, err
+		Ack: r.ack, Unacknowledged: r.unacked, Unrecorded: r.unrecorded, Warnings: r.warnings, Interrupted: r.interrupted}, err
 }
 
 // claimedRun runs the command while holding the claim.
@@ -97,6 +99,7 @@ type claimedRun struct {
 	unacked        string        // the outcome was not acknowledged: why
 	unrecorded     string        // the outcome could not be recorded: why
 	warnings       []string
+	interrupted    os.Signal // the first signal forwarded to the command
 }
 
 func (r *claimedRun) warnf(format string, args ...any) {
@@ -130,6 +133,26 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 		}
 		return code, exit.New(code, "claim run "+strconv.Quote(o.Key), "interrupted before the command started")
 	}
+	if late := time.Since(r.clock.termAt()); late >= 0 {
+		// The acquire's reply, or the guard, came so late that the command
+		// would have to be stopped as it starts: it does not start. The
+		// claim may still be ours: FAILED lets a redelivery retry at once.
+		r.dm.disarm()
+		what := fmt.Sprintf("the command was not started: the claim was taken %s ago, too late to run it within its lease (%s)",
+			ms(time.Since(r.clock.lastSent())), o.Lease)
+		if ferr := r.record(bg, exit.Unavailable, what, false); ferr != nil {
+			return exit.Unavailable, ferr
+		}
+		return exit.Unavailable, exit.WithHint(exit.New(exit.Unavailable, "claim run "+strconv.Quote(o.Key), "%s", what),
+			"the server or this machine is too slow for this lease: a longer --lease, or run it again (the claim was recorded FAILED)")
+	}
+	// The dead man's switch is armed from here, once the start is known to
+	// be in time: an idmpctl stopped now, and past the deadline, must not
+	// start the command nor let it run after the lease could lapse (armed
+	// after a stop that came before it, it fires at once). Armed earlier,
+	// it would kill an idmpctl merely slow to start, which the check above
+	// answers with "not started".
+	r.setDeadman()
 	ch, err := startChild(r.g, o.Command, env, o.Stdin, r.stream, o.Stderr)
 	if err != nil {
 		r.dm.disarm()
@@ -156,10 +179,15 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	for {
 		select {
 		case s := <-sigs:
+			if r.interrupted == nil {
+				r.interrupted = s
+			}
 			ch.signal(s)
 		case lerr := <-lost:
 			endRenewals()
-			r.stop(ch, waited, time.Now().Add(r.clock.s.grace))
+			// Someone else may hold the key already: a grace, but never past
+			// the deadline of the lease this run last renewed.
+			r.stop(ch, waited, minTime(time.Now().Add(r.clock.s.grace), r.clock.deadline()))
 			r.dm.disarm()
 			return -1, exit.WithHint(lerr, "the command was stopped; another worker may now hold the key")
 		case eerr := <-expire:
@@ -203,16 +231,35 @@ func (r *claimedRun) stop(ch child, waited <-chan int, killAt time.Time) {
 		for ch.anyLeft() {
 			select {
 			case <-timer.C:
-				killAll(ch)
+				r.kill(ch)
 				return
 			case <-time.After(5 * time.Millisecond):
 			}
 		}
 	case <-timer.C:
-		killAll(ch)
+		r.kill(ch)
 		<-waited
 		killAll(ch) // what was orphaned while the group died
 	}
+}
+
+// kill sends SIGKILL to the command's process group first, one system
+// call, and then disarms the dead man's switch: all it could do (kill
+// idmpctl, so that the guard kills the group) is done, and the rest of the
+// stop (the walks of /proc for the descendants that left the group, the
+// wait for the command) may take longer than the switch leaves on a loaded
+// machine, which would kill idmpctl mid-stop.
+func (r *claimedRun) kill(ch child) {
+	ch.signal(syscall.SIGKILL)
+	r.dm.disarm()
+	killAll(ch)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // killAll sends SIGKILL to everything the command started until nothing

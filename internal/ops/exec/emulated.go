@@ -3,7 +3,6 @@ package exec
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -23,6 +22,8 @@ func queueTimeError(c Command) bool {
 		return len(c.Args) < 5
 	case "XCFGSET":
 		return len(c.Args) < 2
+	case "XIDMPRECORD":
+		return len(c.Args) != 5
 	}
 	return false
 }
@@ -168,7 +169,7 @@ func (s *Session) xinfo(p *pending, c Command) error {
 		for i, f := range idmpFields {
 			extra = append(extra, resp.BulkOf(f), resp.IntOf(vals[i]))
 		}
-		return insertFields(xi, extra)
+		return hideTokens(insertFields(xi, extra), info.TokenGroups)
 	}
 	s.send(p, cmd(c.Args), script(call))
 	return nil
@@ -178,26 +179,65 @@ func streamInfo(r resp.Reply, name string) (stream.Info, bool, error) {
 	return stream.ParseInfoCallReply(r.Value(), name)
 }
 
-// insertFields puts the IDMP fields where Redis 8.6 has them: after
-// recorded-first-entry-id (Redis 7.0+), else before groups (or entries).
-// A server with native IDMP (exec --mode emulated there) has them already:
-// the emulation's values take their places.
-func insertFields(xi resp.Reply, extra []resp.Reply) resp.Reply {
-	if hasKey(xi, idmpFields[0]) {
-		out := xi
-		out.Elems = slices.Clone(xi.Elems)
-		for i := 0; i+1 < len(out.Elems); i += 2 {
-			for j := 0; j+1 < len(extra); j += 2 {
-				if out.Elems[i].Str == extra[j].Str {
-					out.Elems[i+1] = extra[j+1]
-				}
+// hideTokens leaves the liveness tokens of emulated state (consumer
+// groups of idmpctl's, see lua/stream_common.lua) out of XINFO STREAM's
+// reply: its groups count (n of them), or FULL's list of groups. Natively
+// a stream's IDMP state has no group.
+func hideTokens(xi resp.Reply, n int64) resp.Reply {
+	for i := 0; i+1 < len(xi.Elems); i += 2 {
+		if xi.Elems[i].Str != "groups" {
+			continue
+		}
+		switch v := xi.Elems[i+1]; {
+		case v.Kind == resp.Int:
+			xi.Elems[i+1].Int = max(0, v.Int-n)
+		case v.Aggregate():
+			xi.Elems[i+1] = withoutTokens(v)
+		}
+	}
+	return xi
+}
+
+// withoutTokens is a list of consumer groups (XINFO GROUPS, or XINFO
+// STREAM FULL's groups) without the liveness tokens of emulated state.
+func withoutTokens(r resp.Reply) resp.Reply {
+	if !r.Aggregate() {
+		return r
+	}
+	out := r
+	out.Elems = make([]resp.Reply, 0, len(r.Elems))
+	for _, g := range r.Elems {
+		token := false
+		for i := 0; i+1 < len(g.Elems); i += 2 {
+			if g.Elems[i].Str == "name" && stream.IsTokenGroup(g.Elems[i+1].Str) {
+				token = true
 			}
 		}
-		return out
+		if !token {
+			out.Elems = append(out.Elems, g)
+		}
+	}
+	return out
+}
+
+// insertFields puts the IDMP fields where Redis 8.6 has them: after
+// recorded-first-entry-id (Redis 7.0+), else before groups (or entries).
+// A native server's own IDMP fields (emulated mode on purpose on Redis
+// 8.6) make way for them: they describe tracking the emulation does not use.
+func insertFields(xi resp.Reply, extra []resp.Reply) resp.Reply {
+	own := make(map[string]bool, len(idmpFields))
+	for _, f := range idmpFields {
+		own[f] = true
+	}
+	kept := make([]resp.Reply, 0, len(xi.Elems)+len(extra))
+	for i := 0; i+1 < len(xi.Elems); i += 2 {
+		if !own[xi.Elems[i].Str] {
+			kept = append(kept, xi.Elems[i], xi.Elems[i+1])
+		}
 	}
 	at := -1
-	for i := 0; i+1 < len(xi.Elems); i += 2 {
-		k := xi.Elems[i].Str
+	for i := 0; i+1 < len(kept); i += 2 {
+		k := kept[i].Str
 		if k == "recorded-first-entry-id" {
 			at = i + 2
 			break
@@ -207,13 +247,13 @@ func insertFields(xi resp.Reply, extra []resp.Reply) resp.Reply {
 		}
 	}
 	if at < 0 {
-		at = len(xi.Elems)
+		at = len(kept)
 	}
 	out := xi
-	out.Elems = make([]resp.Reply, 0, len(xi.Elems)+len(extra))
-	out.Elems = append(out.Elems, xi.Elems[:at]...)
+	out.Elems = make([]resp.Reply, 0, len(kept)+len(extra))
+	out.Elems = append(out.Elems, kept[:at]...)
 	out.Elems = append(out.Elems, extra...)
-	out.Elems = append(out.Elems, xi.Elems[at:]...)
+	out.Elems = append(out.Elems, kept[at:]...)
 	return out
 }
 
@@ -372,7 +412,28 @@ func (s *Session) defaultsFrom(r resp.Reply) idmp.Defaults {
 }
 
 // configSet writes the server-level defaults (validated by the grammar).
+// Outside a transaction the streams of the database keep the defaults
+// they were created with first (markStreams).
 func (s *Session) configSet(p *pending, c Command) error {
+	if !p.queued {
+		next := *s.streams.Defaults
+		if c.ConfigSet.Duration > 0 {
+			next.Duration = c.ConfigSet.Duration
+		}
+		if c.ConfigSet.MaxSize > 0 {
+			next.MaxSize = c.ConfigSet.MaxSize
+		}
+		msg, err := s.markStreams(*s.streams.Defaults, next)
+		if err != nil {
+			return err
+		}
+		if msg != "" {
+			r := resp.ErrorOf(msg)
+			p.fixed = &r
+			s.send(p)
+			return nil
+		}
+	}
 	args := []string{"HSET", idmp.DefaultsKey}
 	if c.ConfigSet.Duration > 0 {
 		args = append(args, ParamDuration, strconv.FormatInt(c.ConfigSet.Duration, 10))
@@ -450,4 +511,58 @@ func (s *Session) resolve(ctx context.Context) error {
 		s.mode = stream.ModeEmulated
 	}
 	return nil
+}
+
+// guardedXAdd sends one native XADD IDMP/IDMPAUTO through the upgrade
+// guard: an iid the stream's emulated state still knows is answered with
+// its original ID, as Redis answers a duplicate; every other add is the
+// server's own XADD, with its reply and errors.
+func (s *Session) guardedXAdd(p *pending, c Command) error {
+	reqs := []stream.AddRequest{c.Add}
+	if !stream.GuardFits(reqs) {
+		// More field arguments than XADD from Lua takes (about 8,000): it
+		// goes as it is, unguarded (docs/upgrade.md says so). No emulated
+		// add can have written such an entry.
+		s.send(p, cmd(c.Args))
+		return nil
+	}
+	call, iids, err := s.streams.GuardCall(reqs, c.Deletion)
+	if err != nil {
+		return s.local(p, err)
+	}
+	p.combine = func(rs []resp.Reply) resp.Reply {
+		r := rs[0]
+		if r.IsError() {
+			if scriptsRefusedReply(r.Str) {
+				return resp.ErrorOf("NOPERM idmpctl exec sends XADD IDMP/IDMPAUTO through a script that keeps it from adding an iid that emulated IDMP state still knows (docs/upgrade.md), and this user may not run scripts: use idmpctl xadd, or grant EVALSHA and EVAL")
+			}
+			return r
+		}
+		ids, noStream, err := stream.ParseAddRunReply(r.Value(), iids)
+		switch {
+		case len(ids) == 1:
+			return resp.BulkOf(ids[0])
+		case noStream:
+			return resp.NilReply()
+		case err != nil:
+			return resp.ErrorOf(strings.TrimSpace(err.Error()))
+		}
+		return resp.ErrorOf("ERR idmpctl: unexpected reply of the guarded XADD")
+	}
+	s.send(p, script(call))
+	return nil
+}
+
+// scriptsRefusedReply reports an error reply that refuses a script call
+// itself: EVALSHA, EVAL or SCRIPT denied by ACL, or renamed away.
+func scriptsRefusedReply(msg string) bool {
+	m := strings.ToLower(msg)
+	if strings.HasPrefix(m, "noperm") {
+		for _, c := range []string{"'evalsha'", "'eval'", "'script|load'", "'script'"} {
+			if strings.Contains(m, c) {
+				return true
+			}
+		}
+	}
+	return strings.Contains(m, "unknown command 'evalsha'") || strings.Contains(m, "unknown command 'eval'")
 }

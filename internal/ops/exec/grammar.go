@@ -22,6 +22,9 @@ const (
 	OpConfigGet    // CONFIG GET pattern...
 	OpConfigSet    // CONFIG SET with stream-idmp-* parameters
 	OpMove         // RENAME, RENAMENX, COPY, MOVE
+	// OpGuardedXAdd is an XADD IDMP/IDMPAUTO on a server with native IDMP:
+	// the upgrade guard's script runs it (stream.GuardCall).
+	OpGuardedXAdd
 )
 
 // Command is one parsed command.
@@ -42,6 +45,8 @@ type Command struct {
 	ConfigPatterns []string    // OpConfigGet
 	ConfigSet      idmp.Config // OpConfigSet: 0 for a parameter not given
 	Move           MoveRequest // OpMove
+
+	Record RecordRequest // OpXIdmpRecord (catchup.go)
 }
 
 // MoveRequest is a RENAME, RENAMENX, COPY or MOVE (Dst is Src) of a key
@@ -93,6 +98,9 @@ func Parse(args []string) Command {
 		if len(args) >= 3 && strings.EqualFold(args[1], "STREAM") && xinfoStreamArgsOK(args) {
 			c.Op, c.Stream = OpXInfo, args[2]
 		}
+		if len(args) == 3 && strings.EqualFold(args[1], "GROUPS") {
+			c.Op, c.Stream = OpXInfoGroups, args[2]
+		}
 	case "CONFIG":
 		parseConfig(&c)
 	case "RENAME", "RENAMENX":
@@ -101,6 +109,8 @@ func Parse(args []string) Command {
 		}
 	case "COPY":
 		parseCopy(&c)
+	case "XIDMPRECORD", "DUMP", "RESTORE", "DEL", "UNLINK":
+		parseCatchup(&c) // catchup.go
 	case "MOVE":
 		if len(args) == 3 {
 			c.Op, c.Move = OpMove, MoveRequest{Src: args[1], Dst: args[1], DB: args[2]}

@@ -180,7 +180,7 @@ func TestParseOthers(t *testing.T) {
 	}
 	for cmd, op := range map[string]Op{
 		`XINFO STREAM s`: OpXInfo, `xinfo stream s full`: OpXInfo, `XINFO STREAM s FULL COUNT 5`: OpXInfo,
-		`XINFO STREAM s COUNT 5`: OpPass, `XINFO GROUPS s`: OpPass, `XINFO STREAM`: OpPass,
+		`XINFO STREAM s COUNT 5`: OpPass, `XINFO GROUPS s`: OpXInfoGroups, `XINFO GROUPS s x`: OpPass, `XINFO STREAM`: OpPass,
 		`CONFIG GET maxclients`: OpConfigGet, `CONFIG GET`: OpPass, `CONFIG SET maxclients 5`: OpPass,
 		`CONFIG SET stream-idmp-duration 5 maxclients 5`: OpError, `CONFIG SET stream-idmp-duration`: OpPass,
 		`RENAME a b`: OpMove, `RENAME a`: OpPass, `COPY a b REPLACE DB 1`: OpMove, `COPY a b NOPE`: OpPass,

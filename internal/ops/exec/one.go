@@ -17,6 +17,11 @@ import (
 func (s *Session) One(ctx context.Context, args []string) (resp.Reply, error) {
 	var got *resp.Reply
 	s.opt.Emit = func(r resp.Reply, _ bool) { got = &r }
+	if s.opt.ReadOnly && len(args) > 0 {
+		if why := s.readOnlyRefusal(ctx, args); why != "" {
+			return readOnlyReply(why), nil
+		}
+	}
 	if s.mode != stream.ModeNative && len(args) > 0 {
 		if c := Parse(args); c.Op == OpXAdd && (c.Deletion != "DELREF" && c.Deletion != "ACKED" || c.Add.MaxLen == 0 && c.Add.MinID == "") {
 			return s.oneAdd(ctx, args, c.Add)

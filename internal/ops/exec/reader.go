@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/resp"
 )
 
@@ -61,8 +62,17 @@ func (s *Session) readLoop() {
 			}
 			s.mu.Unlock()
 		}
+		if p.internal != nil {
+			p.internal(replies) // the session's own round trip (catchup.go)
+			continue
+		}
 		if p.hidden {
-			if r := replies[0]; r.IsError() {
+			switch r := replies[0]; {
+			case r.IsError() && redisconn.PasswordNotNeeded(errors.New(r.Str)):
+				// AUTH PASSWORD on a server that asks for none: a warning,
+				// and the session goes on, as redis-cli's does.
+				s.conn.NotePasswordNotNeeded(errors.New(r.Str))
+			case r.IsError():
 				s.fail(exit.Wrap(errors.New(r.Str), "")) // NOAUTH, WRONGPASS: 77 with its hint
 				s.nc.Close()
 			}

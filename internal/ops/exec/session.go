@@ -32,6 +32,9 @@ type Options struct {
 	Depth int
 	// Timeout bounds the wait for each reply (0: none).
 	Timeout time.Duration
+	// ReadOnly refuses, before sending it, every command that could write
+	// (see readOnlyRefusal): --read-only, IDMPCTL_READ_ONLY.
+	ReadOnly bool
 }
 
 // Session is a connection running commands in order. Do queues a command
@@ -47,8 +50,11 @@ type Session struct {
 	rd      *bufio.Reader
 	buf     []byte
 
-	loaded  map[*redisconn.Script]bool
-	inMulti bool
+	loaded    map[*redisconn.Script]bool
+	roInfo    map[string]*commandEntry // ReadOnly: COMMAND INFO by command (nil: unknown)
+	roInfoErr error                    // ReadOnly: COMMAND INFO was denied (ACL)
+	inMulti   bool
+	cu        catchupState // catchup.go
 	// defaultsInTx: a CONFIG SET of the defaults was queued in the
 	// transaction; after EXEC or DISCARD they are read again.
 	defaultsInTx bool
@@ -90,6 +96,7 @@ type pending struct {
 	outs     int                 // with split: the replies it makes (a run of adds)
 	loads    []*redisconn.Script // queued in MULTI: the scripts its SCRIPT LOADs load at EXEC
 	barrier  chan struct{}       // closed when the reader reaches it (sync)
+	internal func([]resp.Reply)  // the session's own command: its replies go here, not out
 	split    func([]resp.Reply) []resp.Reply
 }
 
@@ -114,6 +121,7 @@ func Open(ctx context.Context, conn *redisconn.Conn, opt Options) (*Session, err
 		readDone: make(chan struct{}),
 	}
 	go s.readLoop()
+	s.cu.db = helloDB(hello)
 	for _, h := range hello {
 		s.send(&pending{hidden: true}, cmd(h))
 	}
@@ -145,15 +153,28 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 			return s.Reply(resp.ErrorOf("ERR idmpctl exec needs a reply to every command: CLIENT REPLY " + strings.ToUpper(args[2]) + " needs redis-cli"))
 		}
 	}
-	if s.mode != stream.ModeNative {
+	if s.opt.ReadOnly {
+		if why := s.readOnlyRefusal(ctx, args); why != "" {
+			return s.refuseReadOnly(why)
+		}
+	}
+	if s.mode != stream.ModeNative || c.Name == "XADD" {
 		c = Parse(args)
 		if c.Op != OpPass && s.mode == stream.ModeAuto {
 			if err := s.resolve(ctx); err != nil {
 				return err
 			}
-			if s.mode == stream.ModeNative {
-				c = Command{Args: args, Op: OpPass, Name: c.Name}
+		}
+		if s.mode == stream.ModeNative {
+			// Natively the server serves every command, but an XADD
+			// IDMP/IDMPAUTO goes through the upgrade guard (guard.go); one
+			// the grammar refuses gets the server's own error.
+			op := OpPass
+			if c.Op == OpXAdd {
+				op = OpGuardedXAdd
+				s.streams.LoadNativeDefaults(ctx) // once: the guard's call carries them
 			}
+			c = Command{Args: args, Op: op, Name: c.Name, Add: c.Add, Deletion: c.Deletion}
 		}
 	}
 	if c.Op != OpXAdd || s.inMulti {
@@ -194,6 +215,7 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 		p.extra, p.pushName = max(len(args)-2, 0), strings.ToLower(c.Name)
 		p.split = func(rs []resp.Reply) []resp.Reply { return rs }
 	}
+	s.noteDB(c.Name, args)
 	return s.dispatch(p, c)
 }
 
@@ -227,6 +249,8 @@ func (s *Session) dispatch(p *pending, c Command) error {
 		s.send(p)
 	case OpXAdd:
 		return s.xadd(p, c)
+	case OpGuardedXAdd:
+		return s.guardedXAdd(p, c)
 	case OpXCfgSet:
 		if c.CfgErr != "" {
 			s.xcfgsetRefused(p, c)
@@ -245,18 +269,14 @@ func (s *Session) dispatch(p *pending, c Command) error {
 		s.send(p, script(call))
 	case OpXInfo:
 		return s.xinfo(p, c)
+	default:
+		return s.catchup(p, c)
 	case OpConfigGet:
 		s.configGet(p, c)
 	case OpConfigSet:
 		return s.configSet(p, c)
 	case OpMove:
-		op := c.Name
-		call, err := s.streams.MoveCall(op, c.Move.Src, c.Move.Dst, c.Move.Replace, c.Move.DB)
-		if err != nil {
-			return s.local(p, err)
-		}
-		p.combine = func(rs []resp.Reply) resp.Reply { return rs[0] }
-		s.send(p, script(call))
+		return s.move(p, c)
 	}
 	return nil
 }

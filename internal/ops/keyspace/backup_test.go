@@ -183,9 +183,10 @@ func backupRoundTrip(t *testing.T, c *redisconn.Conn, pattern, changeKey string)
 		t.Fatal(err)
 	}
 	rc.HSet(ctx, toRestore[0].Key, "status", "FAILED")
-	outs, err = rep.Restore(ctx, toRestore[:1])
-	if err != nil || outs[0] != Restored || snapshot(t, rc, toRestore[0].Key)[toRestore[0].Key] != before[toRestore[0].Key] {
-		t.Errorf("--replace: %v %v", outs, err)
+	rc.Del(ctx, toRestore[1].Key)
+	outs, err = rep.Restore(ctx, toRestore[:2])
+	if err != nil || outs[0] != Replaced || outs[1] != Restored || snapshot(t, rc, toRestore[0].Key)[toRestore[0].Key] != before[toRestore[0].Key] {
+		t.Errorf("--replace: %v %v, want replaced (it existed), restored (it was missing)", outs, err)
 	}
 }
 

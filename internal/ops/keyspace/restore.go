@@ -30,7 +30,8 @@ type RestoreOutcome string
 
 // Outcomes.
 const (
-	Restored     RestoreOutcome = "restored"
+	Restored     RestoreOutcome = "restored" // the key was missing
+	Replaced     RestoreOutcome = "replaced" // the key existed and was overwritten (--replace)
 	Existing     RestoreOutcome = "existing" // the key exists: skipped (no --replace)
 	Expired      RestoreOutcome = "expired"  // its TTL ran out since the backup: skipped
 	WouldRestore RestoreOutcome = "would-restore"
@@ -132,7 +133,7 @@ func (r *Restorer) RestoreUnless(ctx context.Context, recs []backup.Record, miss
 		i := index[j]
 		reply, err := cl.Cmd.Text()
 		switch {
-		case err == nil && (reply == string(Restored) || reply == string(Existing) || reply == string(Expired)):
+		case err == nil && (reply == string(Restored) || reply == string(Replaced) || reply == string(Existing) || reply == string(Expired)):
 			out[i] = RestoreOutcome(reply)
 		case err == nil:
 			out[i] = Failed

@@ -49,6 +49,11 @@ type ConnConfig struct {
 	TLSInsecure bool
 	Timeout     time.Duration
 	Cluster     bool // forced with --cluster; otherwise detected
+	// PasswordNotNeeded is called when the server refuses AUTH PASSWORD
+	// because it asks for no password (PasswordNotNeeded): the connection
+	// goes on, as redis-cli's does, and the caller warns. It may be called
+	// once per connection, from any goroutine.
+	PasswordNotNeeded func(error)
 }
 
 // Conn is a client for the server the user named, and what was learned
@@ -60,7 +65,9 @@ type Conn struct {
 	Timeout  time.Duration // per-command bound
 	Warnings []string      // for the caller to show on stderr
 
-	opt *redis.Options
+	opt               *redis.Options
+	db                int         // the URL's database (opt.DB is 0 where OnConnect selects it)
+	passwordNotNeeded func(error) // ConnConfig's (never nil)
 
 	mu      sync.Mutex
 	client  redis.UniversalClient
@@ -216,12 +223,30 @@ func (cfg ConnConfig) Options() (*redis.Options, []string, error) {
 	if opt.Password == "" && cfg.Password != "" {
 		opt.Password = cfg.Password
 	}
-	if opt.Username != "" && opt.Password == "" {
+	switch {
+	case opt.Username != "" && opt.Password == "":
 		// go-redis sends no AUTH without a password, so the connection
 		// would run as the default user, silently more (or other) rights
 		// than the user named. AUTH user "" logs in as that user when it
 		// is nopass, and is refused (77) otherwise.
 		opt.OnConnect = authUserWithoutPassword(opt.Username)
+	case opt.Username == "" && opt.Password != "":
+		// A password alone is sent as redis-cli sends it, AUTH PASSWORD,
+		// by every path alike (go-redis's pool, exec's and the batch's own
+		// connections): a server that asks for none refuses it, and the
+		// connection goes on with a warning. go-redis's own HELLO 2 AUTH
+		// default PASSWORD would pass silently on such a server, where the
+		// others failed (70); the password stays in opt for those.
+		// go-redis SELECTs the database before OnConnect, which would be
+		// before the AUTH: OnConnect SELECTs it after.
+		notNeeded := cfg.PasswordNotNeeded
+		opt.CredentialsProvider = func() (string, string) { return "", "" }
+		opt.OnConnect = authPassword(opt.Password, opt.DB, func(err error) {
+			if notNeeded != nil {
+				notNeeded(err)
+			}
+		})
+		opt.DB = 0
 	}
 	tlsFlags := cfg.TLSCA != "" || cfg.TLSCert != "" || cfg.TLSKey != "" || cfg.TLSInsecure
 	if tlsFlags && opt.TLSConfig == nil {
@@ -288,7 +313,13 @@ func Open(cfg ConnConfig) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{Display: Redact(cfg.URL), Timeout: opt.ReadTimeout, Warnings: warnings, opt: opt}
+	c := &Conn{Display: Redact(cfg.URL), Timeout: opt.ReadTimeout, Warnings: warnings, opt: opt, passwordNotNeeded: func(error) {}}
+	if u, err := redis.ParseURL(cfg.URL); err == nil {
+		c.db = u.DB // opt.DB may be 0, the SELECT left to OnConnect
+	}
+	if cfg.PasswordNotNeeded != nil {
+		c.passwordNotNeeded = cfg.PasswordNotNeeded
+	}
 	opt.Dialer = dialer(opt, c.Display)
 	hook := &connHook{display: c.Display, opt: opt}
 	if cfg.Cluster {
@@ -346,6 +377,39 @@ func schemeHint(wrapped, err error, opt *redis.Options) error {
 	return wrapped
 }
 
+// authPassword logs a new connection in with AUTH password, then selects
+// db (see Options); a server that asks for no password refuses the AUTH,
+// which is not an error: notNeeded is told, and the connection goes on.
+func authPassword(password string, db int, notNeeded func(error)) func(context.Context, *redis.Conn) error {
+	return func(ctx context.Context, cn *redis.Conn) error {
+		err := cn.Do(ctx, "AUTH", password).Err()
+		switch {
+		case err != nil && PasswordNotNeeded(err):
+			notNeeded(err)
+		case err != nil:
+			return err
+		}
+		if db != 0 {
+			return cn.Do(ctx, "SELECT", db).Err()
+		}
+		return nil
+	}
+}
+
+// PasswordNotNeeded reports the server's refusal of AUTH PASSWORD when it
+// asks for no password at all: Redis 6 and later (and Valkey) say "AUTH
+// <password> called without any password configured for the default user",
+// older ones "Client sent AUTH, but no password is set".
+func PasswordNotNeeded(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "called without any password configured") || strings.Contains(msg, "but no password is set")
+}
+
+// NotePasswordNotNeeded tells the caller (ConnConfig.PasswordNotNeeded)
+// that a connection of its own (exec's, a batch's pipe) met a server that
+// asks for no password, and went on.
+func (c *Conn) NotePasswordNotNeeded(err error) { c.passwordNotNeeded(err) }
+
 // authUserWithoutPassword logs a new connection in as user with an empty
 // password (see Options).
 func authUserWithoutPassword(user string) func(context.Context, *redis.Conn) error {
@@ -357,6 +421,7 @@ func authUserWithoutPassword(user string) func(context.Context, *redis.Conn) err
 func clusterOptions(o *redis.Options) *redis.ClusterOptions {
 	return &redis.ClusterOptions{
 		OnConnect:                o.OnConnect,
+		CredentialsProvider:      o.CredentialsProvider,
 		Addrs:                    []string{o.Addr},
 		Username:                 o.Username,
 		Password:                 o.Password,

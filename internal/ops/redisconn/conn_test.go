@@ -2,8 +2,10 @@ package redisconn_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,4 +122,72 @@ func TestConnectWrongPassword(t *testing.T) {
 		t.Fatalf("right password: %v", err)
 	}
 	c.Close()
+}
+
+// Issue 24 item 6: a password on a server that asks for none. Every path
+// (go-redis's pool, exec's raw connection, a batch's pipe) goes on and
+// tells the caller, as redis-cli warns and goes on; the URL's database is
+// still selected (after the AUTH: go-redis would SELECT before it).
+func TestPasswordNotNeeded(t *testing.T) {
+	srv := redistest.NewWith(t, redistest.Options{})
+	var told atomic.Int32
+	cfg := redisconn.ConnConfig{URL: "redis://:nosuch@" + srv.Addr + "/2", Timeout: 5 * time.Second,
+		PasswordNotNeeded: func(err error) {
+			if !redisconn.PasswordNotNeeded(err) {
+				t.Errorf("told of %v", err)
+			}
+			told.Add(1)
+		}}
+	c, err := redisconn.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Client().Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("SET through the pool: %v", err)
+	}
+	if told.Load() == 0 {
+		t.Error("the pool's connection did not tell")
+	}
+	p, err := c.OpenPipe(ctx, "k", "")
+	if err != nil {
+		t.Fatalf("a pipe: %v", err)
+	}
+	if err := p.Send([][]any{{"get", "k"}}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := p.Recv(); err != nil || v != "v" {
+		t.Errorf("GET k through the pipe (db 2) = %v, %v", v, err)
+	}
+	p.Close()
+	before := told.Load()
+	nc, opening, err := c.DialRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	if len(opening) != 2 || opening[0][0] != "AUTH" || len(opening[0]) != 2 || strings.Join(opening[1], " ") != "SELECT 2" {
+		t.Errorf("exec's opening commands: %q", opening)
+	}
+	if told.Load() < before {
+		t.Error("count went down")
+	}
+	// db 0 holds nothing: the SELECT came after the tolerated AUTH.
+	plain := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer plain.Close()
+	if n, err := plain.Exists(ctx, "k").Result(); err != nil || n != 0 {
+		t.Errorf("k in db 0: %d %v", n, err)
+	}
+	for _, msg := range []string{
+		"ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+		"ERR Client sent AUTH, but no password is set",
+	} {
+		if !redisconn.PasswordNotNeeded(errors.New(msg)) {
+			t.Errorf("not recognised: %s", msg)
+		}
+	}
+	if redisconn.PasswordNotNeeded(errors.New("WRONGPASS invalid username-password pair or user is disabled.")) {
+		t.Error("WRONGPASS taken for a password not needed")
+	}
 }

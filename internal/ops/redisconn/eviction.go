@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/idmpctl/idmpctl/internal/bytesize"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -39,8 +40,8 @@ func (e Eviction) Warning() string {
 	if strings.HasPrefix(e.Policy, "volatile-") {
 		what = "keys with a TTL can be evicted: idmpctl's state has none, but a stream given a TTL, or state written by idmpctl before it dropped TTLs, can go"
 	}
-	return fmt.Sprintf("%s may evict keys under memory pressure (maxmemory %d bytes, maxmemory-policy %s): %s, and a stream or state that goes forgets its messages, so retries and reruns add them again; "+
-		"set maxmemory-policy noeviction on servers that hold IDMP streams (README: Eviction)", where, e.MaxMemory, e.Policy, what)
+	return fmt.Sprintf("%s may evict keys under memory pressure (maxmemory %s, maxmemory-policy %s): %s, and a stream or state that goes forgets its messages, so retries and reruns add them again; "+
+		"set maxmemory-policy noeviction on servers that hold IDMP streams (README: Eviction)", where, bytesize.Format(e.MaxMemory), e.Policy, what)
 }
 
 // ParseEviction reads the eviction settings from an INFO memory reply.

@@ -69,12 +69,20 @@ func (c *Conn) OpenPipe(ctx context.Context, key, name string, scripts ...*Scrip
 	p := &Pipe{nc: nc, rd: bufio.NewReaderSize(nc, 64<<10), timeout: c.Timeout,
 		out: make(chan [][]any, 4), failed: make(chan struct{}), closed: make(chan struct{})}
 	var hello [][]any
-	for _, cmd := range openingCommands(opt) {
+	db := c.db
+	if c.Cluster() {
+		db = 0 // a cluster node has database 0 only
+	}
+	for _, cmd := range openingCommands(opt, db) {
 		args := make([]any, len(cmd))
 		for i, a := range cmd {
 			args[i] = a
 		}
 		hello = append(hello, args)
+	}
+	authed := -1 // AUTH PASSWORD: a server that asks for none refuses it, and the pipe goes on
+	if len(hello) > 0 && len(hello[0]) == 2 {
+		authed = 0
 	}
 	named := -1 // the reply that may be refused
 	if name != "" {
@@ -95,7 +103,12 @@ func (c *Conn) OpenPipe(ctx context.Context, key, name string, scripts ...*Scrip
 	}
 	for i := range hello {
 		var re ReplyError
-		if _, err := p.Recv(); err != nil && !(i == named && errors.As(err, &re)) {
+		_, err := p.Recv()
+		switch {
+		case err == nil, i == named && errors.As(err, &re):
+		case i == authed && errors.As(err, &re) && PasswordNotNeeded(err):
+			c.NotePasswordNotNeeded(err)
+		default:
 			nc.Close()
 			return nil, err
 		}

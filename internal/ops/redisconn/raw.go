@@ -22,14 +22,14 @@ func (c *Conn) DialRaw(ctx context.Context) (net.Conn, [][]string, error) {
 		return nil, nil, err // the dialer's error names the URL
 
 	}
-	return nc, openingCommands(opt), nil
+	return nc, openingCommands(opt, c.db), nil
 }
 
 // openingCommands are the commands that open a connection of ours that
 // go-redis does not open (exec's, a batch's pipe): AUTH as the URL's user
 // (with an empty password too: never the default user instead), SELECT
-// of its database.
-func openingCommands(opt *redis.Options) [][]string {
+// of its database db.
+func openingCommands(opt *redis.Options, db int) [][]string {
 	var cmds [][]string
 	switch {
 	case opt.Username != "":
@@ -37,8 +37,8 @@ func openingCommands(opt *redis.Options) [][]string {
 	case opt.Password != "":
 		cmds = append(cmds, []string{"AUTH", opt.Password})
 	}
-	if opt.DB != 0 {
-		cmds = append(cmds, []string{"SELECT", strconv.Itoa(opt.DB)})
+	if db != 0 {
+		cmds = append(cmds, []string{"SELECT", strconv.Itoa(db)})
 	}
 	return cmds
 }

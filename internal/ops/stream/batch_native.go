@@ -291,10 +291,15 @@ func (r *batchRun) nativeChunkOnce(ctx context.Context, cn *redis.Conn, c *chunk
 	stream := r.spec.Template.Stream
 	var typ *redis.StatusCmd
 	var rec *redis.SliceCmd
+	var emulated *redis.IntCmd
 	_, err := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Do(ctx, "WATCH", r.key)
+		// The stream's emulated state keys are WATCHed too: a chunk goes
+		// through the upgrade guard iff they exist (guard.go), and state
+		// that appears after this check aborts the EXEC.
+		p.Do(ctx, "WATCH", r.key, r.layout.Meta, r.layout.PIDs)
 		typ = p.Type(ctx, stream)
 		rec = p.HMGet(ctx, r.key, "line", "run", "digest", "digest-line")
+		emulated = p.Exists(ctx, r.layout.Meta, r.layout.PIDs)
 		return nil
 	})
 	if err != nil {
@@ -316,14 +321,26 @@ func (r *batchRun) nativeChunkOnce(ctx context.Context, cn *redis.Conn, c *chunk
 	case before.line != c.from:
 		return refuse(&errProgressMoved{Line: before.line})
 	}
+	var guard *guardedChunk
+	if emulated.Val() > 0 {
+		g, err := r.s.guardChunk(ctx, stream, c.reqs)
+		if err != nil {
+			return refuse(err)
+		}
+		guard = g
+	}
 	infos := make([]*redis.XInfoStreamCmd, len(c.reqs)+1)
 	adds := make([]*redis.StringCmd, len(c.reqs))
 	now := time.Now().UnixMilli() // an informational time: nothing is decided on it
 	_, err = cn.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		infos[0] = p.XInfoStream(ctx, stream)
-		for i, req := range c.reqs {
-			adds[i] = p.XAdd(ctx, nativeXAddArgs(req))
-			infos[i+1] = p.XInfoStream(ctx, stream)
+		if guard != nil {
+			guard.queue(ctx, p)
+		} else {
+			infos[0] = p.XInfoStream(ctx, stream)
+			for i, req := range c.reqs {
+				adds[i] = p.XAdd(ctx, nativeXAddArgs(req))
+				infos[i+1] = p.XInfoStream(ctx, stream)
+			}
 		}
 		h := []any{"line", c.to, "digest", c.digest, "digest-line", c.to, "batch", r.spec.ID, "pid", r.spec.Template.PID,
 			"stream", stream, "mode", "native", "updated", now}
@@ -343,6 +360,16 @@ func (r *batchRun) nativeChunkOnce(ctx context.Context, cn *redis.Conn, c *chunk
 	if err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &reply) {
 		return nil, err
 	}
+	if redis.IsExecAbortError(err) && guard != nil {
+		// The guard's EVAL was refused when queued: nothing ran.
+		if gerr := guard.cmd.Err(); gerr != nil && !redis.IsExecAbortError(gerr) {
+			if scriptsRefused(gerr) {
+				return nil, errStateNeedsScripts(stream)
+			}
+			return nil, scriptErr(gerr)
+		}
+		return nil, err
+	}
 	if redis.IsExecAbortError(err) {
 		// A command was refused when queued (OOM, NOPERM, MOVED): nothing
 		// ran, and its own error says why.
@@ -353,12 +380,27 @@ func (r *batchRun) nativeChunkOnce(ctx context.Context, cn *redis.Conn, c *chunk
 		}
 		return nil, err
 	}
+	out := make([]AddResult, 0, len(c.reqs))
+	var addErr error
+	if guard != nil {
+		// The script's error (a refusal in its first part) ran nothing
+		// of the adds; its stop says which add failed and why.
+		if gerr := guard.cmd.Err(); gerr != nil {
+			addErr = scriptErr(gerr)
+		} else {
+			out, addErr = parseGuardReply(guard.cmd.Val(), guard.iids, c.reqs)
+		}
+		if addErr != nil {
+			if rerr := r.restore(ctx, cn, c, before, len(out)); rerr != nil {
+				return out, rerr
+			}
+		}
+		return out, addErr
+	}
 	var prev int64
 	if v, err := infos[0].Result(); err == nil {
 		prev = v.IIDsDuplicates
 	}
-	out := make([]AddResult, 0, len(c.reqs))
-	var addErr error
 	for i, req := range c.reqs {
 		id, err := adds[i].Result()
 		if errors.Is(err, redis.Nil) {

@@ -14,6 +14,7 @@ import (
 	"strconv"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/idmp"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/redis/go-redis/v9"
 )
@@ -102,19 +103,61 @@ func (s *Streams) emulatedAddDurable(ctx context.Context, reqs []AddRequest, d r
 	return res, ack, err
 }
 
-// nativeAddDurable is nativeAddRun on a connection of its own, with WAIT
-// after the MULTI/EXEC on that connection.
+// nativeAddDurable is the guarded add (guard.go) with the wait in its
+// round trip, or, for a user who may not run scripts, nativeTxDurable
+// while the stream holds no emulated state.
 func (s *Streams) nativeAddDurable(ctx context.Context, reqs []AddRequest, d redisconn.Durability) ([]AddResult, redisconn.Ack, error) {
+	if !s.noScripts && GuardFits(reqs) {
+		s.LoadNativeDefaults(ctx) // the wait is for a write: no refusal asking for them
+		call, iids, err := s.GuardCall(reqs, "")
+		if err != nil {
+			return nil, redisconn.Ack{}, err
+		}
+		ack, err := s.Conn.RunDurable(ctx, reqs[0].Stream, d, []*redisconn.Call{call})
+		if err == nil {
+			err = call.Cmd.Err()
+		}
+		if err == nil {
+			res, err := parseGuardReply(call.Cmd.Val(), iids, reqs)
+			return res, ack, err
+		}
+		if !scriptsRefused(err) {
+			return nil, ack, scriptErr(err)
+		}
+		s.noScripts = true
+	}
+	if err := s.checkNoState(ctx, reqs[0].Stream); err != nil {
+		return nil, redisconn.Ack{}, err
+	}
+	return s.nativeTxDurable(ctx, reqs, d)
+}
+
+// nativeTxDurable is nativeTxRun on a connection of its own, with WAIT
+// after the MULTI/EXEC on that connection. The stream's emulated state
+// keys are WATCHed on it: the MULTI does not run if state appeared since
+// checkNoState.
+func (s *Streams) nativeTxDurable(ctx context.Context, reqs []AddRequest, d redisconn.Durability) ([]AddResult, redisconn.Ack, error) {
 	var out []AddResult
 	var ack redisconn.Ack
 	var readErr error
 	err := s.Conn.OnNode(ctx, reqs[0].Stream, d, func(ctx context.Context, cn *redis.Conn) error {
 		var tx nativeTx
+		if l, err := idmp.StateKeys(reqs[0].Stream, s.Conn.Cluster()); err == nil {
+			if n, err := watchAbsent(ctx, cn, l); err != nil || n > 0 {
+				if err == nil {
+					err = errStateNeedsScripts(reqs[0].Stream)
+				}
+				return err
+			}
+		}
 		_, _ = cn.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			tx = queueNativeAdds(ctx, p, reqs)
 			return nil
 		})
 		first := tx.adds[0].Err()
+		if errors.Is(first, redis.TxFailedErr) {
+			return errStateNeedsScripts(reqs[0].Stream)
+		}
 		var reply redis.Error
 		if first != nil && !errors.Is(first, redis.Nil) && !errors.As(first, &reply) {
 			return first // the round trip failed

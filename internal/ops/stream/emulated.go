@@ -282,8 +282,11 @@ func (e *errProgressMoved) Error() string {
 // lua/stream_emu_add.lua).
 func parseAddReply(v any, iids []string, n int) ([]AddResult, error) {
 	reply, ok := v.([]any)
-	if !ok {
+	if !ok || len(reply) == 0 {
 		return nil, exit.New(exit.Internal, "emulated XADD", "unexpected reply %v", v)
+	}
+	if len(reply) == 4 {
+		reply = reply[:3] // the guard's (guard.go): its fourth says whether state was consulted
 	}
 	code, _ := reply[0].(string)
 	switch {
@@ -418,10 +421,12 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 }
 
 // parseInfoReply reads the info script's reply (lua/stream_emu_info.lua):
-// eleven settings and counters, what of the state is missing, then pid and
-// iid count pairs. ok is false for a reply of another shape.
+// eleven settings and counters, what of the state is missing, the number
+// of liveness tokens among the stream's groups, whether the state has a
+// token of its own, then pid and iid count pairs. ok is false for a reply
+// of another shape.
 func parseInfoReply(reply []any, stream string) (Info, bool) {
-	if len(reply) < 12 || len(reply)%2 != 0 {
+	if len(reply) < 14 || len(reply)%2 != 0 {
 		return Info{}, false
 	}
 	str := func(i int) string { v, _ := reply[i].(string); return v }
@@ -430,9 +435,9 @@ func parseInfoReply(reply []any, stream string) (Info, bool) {
 		Stream: stream, Mode: str(0), IDMPDuration: num(1), IDMPMaxSize: num(2),
 		IIDsAdded: num(3), IIDsDuplicates: num(4), ServerTimeMS: num(5), Length: num(6),
 		LastGeneratedID: str(7), EntriesAdded: num(8), FirstID: str(9), LastID: str(10),
-		Inconsistent: str(11),
+		Inconsistent: str(11), TokenGroups: num(12), Token: num(13) == 1,
 	}
-	for i := 12; i+1 < len(reply); i += 2 {
+	for i := 14; i+1 < len(reply); i += 2 {
 		p := PIDTracking{PID: str(i), IIDs: num(i + 1)}
 		info.PIDs = append(info.PIDs, p)
 		info.PIDsTracked++

@@ -104,7 +104,7 @@ var moveLua string
 
 var moveScript = emulatedScript(moveLua)
 
-// MoveCall is the call of the script that runs RENAME, RENAMENX, MOVE (op) or
+// MoveCall is the call of the script that runs RENAME, RENAMENX (op) or
 // COPY and moves or copies the source stream's emulated IDMP state with
 // it (see lua/stream_emu_move.lua). Its reply is the command's.
 func (s *Streams) MoveCall(op, src, dst string, replace bool, db string) (*redisconn.Call, error) {
@@ -123,6 +123,37 @@ func (s *Streams) MoveCall(op, src, dst string, replace bool, db string) (*redis
 	keys := append(skeys, dkeys...)
 	call := redisconn.NewCall(moveScript, keys, 11)
 	call.Args = append(append(call.Args, sargs...), dl.IDsPrefix, dl.OrderPrefix, dst, op, flag, db)
+	call.Args = append(call.Args, s.defaultArgs()...)
+	return call, nil
+}
+
+//go:embed lua/stream_emu_movedb.lua
+var moveDBLua string
+
+var moveDBScript = emulatedScript(moveDBLua)
+
+// MoveDBCall is the call of the script that runs MOVE src db (op "MOVE",
+// dst = src) or COPY src dst DB db [REPLACE] (op "COPY") and takes the
+// source stream's emulated IDMP state to database db with it (see
+// lua/stream_emu_movedb.lua). from is the database the connection is in,
+// as the caller knows it: the script checks it, and refuses when the
+// stream is not there. Its reply is the command's.
+func (s *Streams) MoveDBCall(op, src, dst string, replace bool, db string, from int) (*redisconn.Call, error) {
+	_, skeys, sargs, err := s.stateCall(src)
+	if err != nil {
+		return nil, err
+	}
+	dl, dkeys, _, err := s.stateCall(dst)
+	if err != nil {
+		return nil, err
+	}
+	flag := ""
+	if replace {
+		flag = "1"
+	}
+	keys := append(skeys, dkeys...)
+	call := redisconn.NewCall(moveDBScript, keys, 12)
+	call.Args = append(append(call.Args, sargs...), dl.IDsPrefix, dl.OrderPrefix, dst, op, flag, db, from)
 	call.Args = append(call.Args, s.defaultArgs()...)
 	return call, nil
 }

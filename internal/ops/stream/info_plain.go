@@ -34,6 +34,8 @@ type plainMeta struct {
 	snapAdded                      *int64
 	snapSum                        string
 	pids                           *int64 // the pids set's size after the last write (newer state only)
+	gen                            string // the liveness token's gen ("" none)
+	unordered                      bool   // a producer may hold iids out of entry order
 }
 
 // plainXInfo is what the view needs of XINFO STREAM (raw: entries-added is
@@ -44,6 +46,7 @@ type plainXInfo struct {
 	entriesAdded *int64
 	firstID      string
 	lastID       string
+	groups       int64
 }
 
 // emulatedInfoPlain reads the emulated view of stream with plain commands.
@@ -70,7 +73,7 @@ func (s *Streams) emulatedInfoPlain(ctx context.Context, stream string) (Info, e
 	_, err = node.Pipelined(ctx, func(p redis.Pipeliner) error {
 		typ = p.Type(ctx, stream)
 		meta = p.HMGet(ctx, l.Meta, "duration", "maxsize", "iids-added", "iids-duplicates", "stream",
-			"snap-id", "snap-added", "snap-sum", "pids")
+			"snap-id", "snap-added", "snap-sum", "pids", "gen", "unordered")
 		xinfo = p.Do(ctx, "XINFO", "STREAM", stream)
 		hasPIDs = p.Exists(ctx, l.PIDs)
 		return nil
@@ -127,10 +130,17 @@ func (s *Streams) emulatedInfoPlain(ctx context.Context, stream string) (Info, e
 		Stream: stream, Mode: mode, IDMPDuration: m.duration, IDMPMaxSize: m.maxsize,
 		IIDsAdded: m.added, IIDsDuplicates: m.dups, ServerTimeMS: now.UnixMilli(), Length: xi.length,
 		LastGeneratedID: xi.lastGenID, EntriesAdded: -1, FirstID: xi.firstID, LastID: xi.lastID,
-		NotAtomic: true,
+		NotAtomic: true, Token: mode == "emulated" && m.gen != "",
 	}
 	if xi.entriesAdded != nil {
 		info.EntriesAdded = *xi.entriesAdded
+	}
+	if xi.groups > 0 {
+		n, err := plainTokenGroups(ctx, node, stream)
+		if err != nil {
+			return Info{}, err
+		}
+		info.TokenGroups = n
 	}
 	if mode == "emulated" {
 		pids, more, err := plainPIDs(ctx, node, l, m, info.ServerTimeMS)
@@ -208,6 +218,9 @@ func parsePlainMeta(v []any) plainMeta {
 	if num(8, &p) {
 		m.pids = &p
 	}
+	m.gen, _ = str(9)
+	u, _ := str(10)
+	m.unordered = u == "1"
 	return m
 }
 
@@ -235,6 +248,8 @@ func parsePlainXInfo(cmd *redis.Cmd) (plainXInfo, error) {
 			if n, ok := v.(int64); ok {
 				xi.entriesAdded = &n
 			}
+		case "groups":
+			xi.groups, _ = v.(int64)
 		case "first-entry":
 			xi.firstID = entryID(v)
 		case "last-entry":
@@ -247,6 +262,18 @@ func parsePlainXInfo(cmd *redis.Cmd) (plainXInfo, error) {
 // plainStale is stale() of lua/stream_common.lua: whether the stream was
 // deleted and recreated by someone else since the state's last write.
 func plainStale(ctx context.Context, node redis.UniversalClient, stream string, xi plainXInfo, m plainMeta) (bool, error) {
+	if m.gen != "" {
+		err := node.Do(ctx, "XINFO", "CONSUMERS", stream, tokenPrefix+m.gen).Err()
+		switch {
+		case err == nil:
+			return false, nil
+		case redis.HasErrorPrefix(err, "NOGROUP"):
+			return true, nil
+		case !isReply(err):
+			return false, err
+		}
+		// Not readable (NOPERM): the snapshot decides.
+	}
 	if m.snapID == "" {
 		return false, nil
 	}
@@ -346,6 +373,49 @@ func allDigits(s string) bool {
 	return true
 }
 
+// tokenPrefix starts the name of a liveness token: a consumer group that
+// emulated IDMP state keeps on its stream (lua/stream_common.lua).
+const tokenPrefix = "idmpctl:"
+
+// IsTokenGroup reports whether a consumer group's name is that of a
+// liveness token: idmpctl: and 12 hex digits.
+func IsTokenGroup(name string) bool {
+	gen, ok := strings.CutPrefix(name, tokenPrefix)
+	if !ok || len(gen) != 12 {
+		return false
+	}
+	for i := 0; i < len(gen); i++ {
+		if c := gen[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// plainTokenGroups counts the liveness tokens among the stream's groups
+// (0 when XINFO GROUPS is refused: the info script's count is the same).
+func plainTokenGroups(ctx context.Context, node redis.UniversalClient, stream string) (int64, error) {
+	groups, err := node.Do(ctx, "XINFO", "GROUPS", stream).Slice()
+	if err != nil {
+		if isReply(err) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	var n int64
+	for _, g := range groups {
+		flat, _ := g.([]any)
+		for i := 0; i+1 < len(flat); i += 2 {
+			if k, _ := flat[i].(string); k == "name" {
+				if name, _ := flat[i+1].(string); IsTokenGroup(name) {
+					n++
+				}
+			}
+		}
+	}
+	return n, nil
+}
+
 // plainPIDs is each producer's live iid count (live_count of
 // lua/stream_common.lua: the expired iids are a prefix of the order list,
 // found by binary search), the searches of all producers stepping together
@@ -398,6 +468,18 @@ func plainPIDs(ctx context.Context, node redis.UniversalClient, l idmp.StateLayo
 		problems = append(problems, fmt.Sprintf("%d more producers likewise", broken-3))
 	}
 	durMs := m.duration * 1000
+	if m.unordered {
+		// Out of entry order: the expired prefix is scanned from the front.
+		out := make([]PIDTracking, len(pids))
+		for i, pid := range pids {
+			n, err := plainLiveScan(ctx, node, l, pid, ss[i].n, durMs, nowMs)
+			if err != nil {
+				return nil, nil, err
+			}
+			out[i] = PIDTracking{PID: pid, IIDs: n}
+		}
+		return out, problems, nil
+	}
 	for round := 0; round < 64; round++ { // log2 of any list length
 		active := false
 		if _, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -456,6 +538,32 @@ func plainPIDs(ctx context.Context, node redis.UniversalClient, l idmp.StateLayo
 		out[i] = PIDTracking{PID: pid, IIDs: ss[i].n - ss[i].lo}
 	}
 	return out, problems, nil
+}
+
+// plainLiveScan is live_count's scan of an unordered list: the iids after
+// the longest prefix of expired ones.
+func plainLiveScan(ctx context.Context, node redis.UniversalClient, l idmp.StateLayout, pid string, n, durMs, nowMs int64) (int64, error) {
+	for i := int64(0); i < n; {
+		chunk, err := node.LRange(ctx, l.Order(pid), i, i+99).Result()
+		if err != nil {
+			return 0, err
+		}
+		if len(chunk) == 0 {
+			break
+		}
+		ids, err := node.HMGet(ctx, l.IDs(pid), chunk...).Result()
+		if err != nil {
+			return 0, err
+		}
+		for k, v := range ids {
+			id, _ := v.(string)
+			if ms, ok := idMillis(id); ok && id != "" && int64(ms)+durMs > nowMs {
+				return n - (i + int64(k)), nil
+			}
+		}
+		i += int64(len(chunk))
+	}
+	return 0, nil
 }
 
 // cmpErr is the first error that is not redis.Nil (a missing element).

@@ -32,9 +32,15 @@ func nativeXAddArgs(r AddRequest) *redis.XAddArgs {
 	}
 }
 
-// nativeAddRun sends [XINFO, (XADD, XINFO)...] for one stream in one
-// MULTI/EXEC: an add is a duplicate iff iids-duplicates grew across it.
+// nativeAddRun adds one run natively, through the upgrade guard (guard.go).
 func (s *Streams) nativeAddRun(ctx context.Context, reqs []AddRequest) ([]AddResult, error) {
+	return s.guardedAddRun(ctx, reqs)
+}
+
+// nativeTxRun sends [XINFO, (XADD, XINFO)...] for one stream in one
+// MULTI/EXEC: an add is a duplicate iff iids-duplicates grew across it.
+// It does not look at emulated state: the guard decides when it may run.
+func (s *Streams) nativeTxRun(ctx context.Context, reqs []AddRequest) ([]AddResult, error) {
 	stream := reqs[0].Stream
 	ctx, cancel := s.bound(ctx)
 	defer cancel()

@@ -4,8 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"math/bits"
 	"slices"
 	"strings"
+
+	"github.com/zeebo/xxh3"
 )
 
 // AutoIID derives the emulated IDMPAUTO iid from flat field/value pairs: the
@@ -32,4 +35,30 @@ func AutoIID(fields []string) string {
 		h.Write(d[:])
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// NativeAutoIID is the iid Redis 8.6 derives for XADD IDMPAUTO from flat
+// field/value pairs (t_stream.c, createIdempotencyHash): per pair the
+// XXH3-128 of the field, its length as a 64-bit little-endian integer and
+// the value; the pairs combined by sum and XOR, each half rotated; the 16
+// bytes of the result as Redis keeps them (low half first, little-endian).
+// idmpctl migrate records an emulated IDMPAUTO iid under it, so that a
+// native IDMPAUTO retry of the same fields finds it.
+func NativeAutoIID(fields []string) string {
+	var sumLo, sumHi, xorLo, xorHi uint64
+	var buf []byte
+	for i := 0; i+1 < len(fields); i += 2 {
+		f, v := fields[i], fields[i+1]
+		buf = append(buf[:0], f...)
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(len(f)))
+		buf = append(buf, v...)
+		h := xxh3.Hash128(buf)
+		sumLo += h.Lo
+		sumHi += h.Hi
+		xorLo ^= h.Lo
+		xorHi ^= h.Hi
+	}
+	out := binary.LittleEndian.AppendUint64(nil, sumLo^bits.RotateLeft64(xorHi, 1))
+	out = binary.LittleEndian.AppendUint64(out, sumHi^bits.RotateLeft64(xorLo, 1))
+	return string(out)
 }

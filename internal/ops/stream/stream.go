@@ -160,6 +160,16 @@ type Info struct {
 	// NotAtomic: the emulated state was read with plain commands, in several
 	// round trips (the user may not run scripts), not as one snapshot.
 	NotAtomic bool `json:"not_atomic,omitempty"`
+	// TokenGroups is how many of the stream's consumer groups are liveness
+	// tokens of emulated state (idmpctl's, named idmpctl:<12 hex>), which
+	// exec leaves out of XINFO's replies (emulated only).
+	TokenGroups int64 `json:"-"`
+	// Token: the emulated state has a liveness token of its own, so a
+	// stream deleted and rebuilt by another client is told from this one
+	// exactly; without one (a user who may not XGROUP CREATE wrote it, or
+	// CONFIG SET gave the stream its settings) the snapshot decides, which
+	// a rebuild with the very same entries passes.
+	Token bool `json:"-"`
 }
 
 // LastIDAheadOfClock reports whether the stream's last generated ID lies in
@@ -198,6 +208,9 @@ type Streams struct {
 	Defaults *idmp.Defaults
 
 	plainReads bool // the info script was refused: read with plain commands
+	noScripts  bool // the guard script was refused: guard with WATCH (guard.go)
+	// guardDefaults are CONFIG GET stream-idmp-* once read (guard.go).
+	guardDefaults *idmp.Defaults
 }
 
 // NewStreams prepares idempotent production in the requested mode, without
@@ -310,6 +323,17 @@ func (s *Streams) AddBatch(ctx context.Context, reqs []AddRequest) ([]AddResult,
 func (s *Streams) addRun(ctx context.Context, reqs []AddRequest) ([]AddResult, error) {
 	if s.Mode != ModeNative {
 		res, err := s.emulatedAddRun(ctx, reqs)
+		if s.Mode == ModeAuto && scriptsRefused(err) {
+			// A user who may not run scripts: the server says what it is.
+			if rerr := s.resolve(ctx); rerr != nil {
+				return nil, rerr
+			}
+			if s.Mode == ModeEmulated {
+				return res, err
+			}
+			s.noScripts = true
+			err = errNativeServer
+		}
 		if !errors.Is(err, errNativeServer) {
 			if err == nil && s.Mode == ModeAuto {
 				s.Mode = ModeEmulated

@@ -7,13 +7,15 @@
 -- KEYS[1]: the key. ARGV[1]: its DUMP payload; ARGV[2]: its expiry on the
 -- server's clock in ms (0: none); ARGV[3]: '1' to replace a key that
 -- exists; ARGV[4]: '1' when the server takes ABSTTL (Redis 5.0+, Valkey).
--- Reply: 'expired' or 'existing' (nothing written), or 'restored'. An error
--- of RESTORE (a payload this server cannot load, NOPERM) writes nothing.
+-- Reply: 'expired' or 'existing' (nothing written), 'restored' (the key was
+-- missing), or 'replaced' (it existed: overwritten). An error of RESTORE (a
+-- payload this server cannot load, NOPERM) writes nothing.
 local key, payload = KEYS[1], ARGV[1]
 local at, replace, absttl = tonumber(ARGV[2]), ARGV[3] == '1', ARGV[4] == '1'
 local now = now_ms()
 if at > 0 and at <= now then return 'expired' end
-if not replace and redis.call('EXISTS', key) == 1 then return 'existing' end
+local existed = redis.call('EXISTS', key) == 1
+if existed and not replace then return 'existing' end
 local ttl = 0
 if at > 0 then
   ttl = absttl and at or at - now
@@ -22,4 +24,5 @@ local cmd = { 'RESTORE', key, ttl, payload }
 if replace then cmd[#cmd + 1] = 'REPLACE' end
 if at > 0 and absttl then cmd[#cmd + 1] = 'ABSTTL' end
 redis.call(unpack(cmd))
+if existed then return 'replaced' end
 return 'restored'

@@ -78,11 +78,15 @@ end
 -- holds its settings). owner is nil when there is
 -- no emulated state. snap_id/snap_added/snap_sum are the stream's
 -- last-generated-id, entries-added and that entry's content digest right
--- after our last write (R13 detection); pids is the size of the pids set
--- after our last write (nil before it was kept), which tells an evicted set.
+-- after our last write (R13 detection without a token); pids is the size
+-- of the pids set after our last write (nil before it was kept), which
+-- tells an evicted set. gen names the state's liveness token (below), nil
+-- for a state without one. unordered: a producer may hold iids out of
+-- their entries' order (XIDMPRECORD of an older entry), so expiry scans
+-- from the front instead of searching.
 local function load_meta()
   local v = redis.call('HMGET', META, 'duration', 'maxsize', 'iids-added',
-    'iids-duplicates', 'stream', 'snap-id', 'snap-added', 'snap-sum', 'pids')
+    'iids-duplicates', 'stream', 'snap-id', 'snap-added', 'snap-sum', 'pids', 'gen', 'unordered')
   return {
     duration = tonumber(v[1]) or DEFAULT_DURATION,
     maxsize = tonumber(v[2]) or DEFAULT_MAXSIZE,
@@ -93,7 +97,58 @@ local function load_meta()
     snap_added = tonumber(v[7]),
     snap_sum = (v[8] and v[8] ~= '') and v[8] or nil,
     pids = tonumber(v[9]),
+    gen = (v[10] and v[10] ~= '') and v[10] or nil,
+    unordered = v[11] == '1',
   }
+end
+
+-- The liveness token of a stream's emulated state (R13): a consumer group
+-- on the stream itself, named TOKEN_PREFIX .. gen, gen kept in the meta
+-- hash. A group lives and dies with its stream key: DEL, expiry, FLUSHDB
+-- or a rebuild by any client leave a stream without it, and RENAME, COPY,
+-- MOVE, SWAPDB and DUMP/RESTORE carry it. So a state whose token its
+-- stream lacks is of another stream of the same name, however alike the
+-- two look. Its last-delivered-id is the highest ID: nothing is ever
+-- pending for it, and trimming with ACKED (Redis 8.2+) takes it for a
+-- group that has read every entry. Its name has 20 bytes, which an RDB
+-- (and a DUMP payload) keeps uncompressed.
+local TOKEN_PREFIX = 'idmpctl:'
+local TOKEN_LAST_ID = '18446744073709551615-18446744073709551615'
+
+-- Whether the stream carries the token of gen: nil when that cannot be
+-- read (a user who may not run XINFO CONSUMERS): the snapshot decides.
+local function token_alive(gen)
+  if redis.acl_check_cmd and not redis.acl_check_cmd('XINFO', 'CONSUMERS', STREAM, TOKEN_PREFIX .. gen) then
+    return nil
+  end
+  local r = redis.pcall('XINFO', 'CONSUMERS', STREAM, TOKEN_PREFIX .. gen)
+  if type(r) == 'table' and r.err then
+    if string.find(r.err, 'NOGROUP', 1, true) then return false end
+    return nil
+  end
+  return true
+end
+
+-- A new token's gen for a state written now (part 1), or nil when the
+-- user may not create the group: the state then goes without one, and the
+-- snapshot tells a recreated stream as well as it can. Unique per stream
+-- incarnation: the server's clock in microseconds, the name and the
+-- stream's position.
+local function plan_token(info)
+  if redis.acl_check_cmd and not redis.acl_check_cmd('XGROUP', 'CREATE', STREAM, TOKEN_PREFIX .. '0', TOKEN_LAST_ID) then
+    return nil
+  end
+  local t = redis.call('TIME')
+  local pos = info and (tostring(info['last-generated-id']) .. '/' .. tostring(info['entries-added'])) or 'new'
+  return string.sub(redis.sha1hex(t[1] .. '.' .. t[2] .. '|' .. OWNER .. '|' .. pos), 1, 12)
+end
+
+-- Creates the token of gen on the stream (part 2, once the stream
+-- exists): true when the stream has it. A state whose group could not be
+-- made (OOM) does not name it.
+local function create_token(gen)
+  local r = redis.pcall('XGROUP', 'CREATE', STREAM, TOKEN_PREFIX .. gen, TOKEN_LAST_ID)
+  return not (type(r) == 'table' and r.err and not string.find(r.err, 'BUSYGROUP', 1, true))
 end
 
 -- The meta of a stream whose state starts now: the server-level defaults.
@@ -122,11 +177,18 @@ local function entry_sum(id)
 end
 
 -- stale reports whether the stream was deleted and recreated by someone else
--- since our last write. Never true for the same stream (short of XSETID):
--- its last-generated-id and entries-added only grow, the snapshot entry keeps
--- its content, and every entry above snap_id was added after the snapshot.
--- A recreated stream that passes all three is taken for the old one.
+-- since our last write. A state with a token is stale exactly when its
+-- stream lacks the token. Without one (state written before tokens, or
+-- by a user who may not create groups) the snapshot decides: never true
+-- for the same stream (short of XSETID): its last-generated-id and
+-- entries-added only grow, the snapshot entry keeps its content, and
+-- every entry above snap_id was added after the snapshot. A recreated
+-- stream that passes all three is taken for the old one.
 local function stale(info, m)
+  if m.gen then
+    local alive = token_alive(m.gen)
+    if alive ~= nil then return not alive end
+  end
   if not m.snap_id then return false end
   if id_less(info['last-generated-id'], m.snap_id) then return true end
   local ea = info['entries-added'] -- absent before Redis 7.0
@@ -225,10 +287,26 @@ local function run_drop(...)
   end
 end
 
--- Number of a pid's iids still within DURATION. The order list is in entry
--- order, so the expired ones are a prefix: binary search for its end.
-local function live_count(ids, order, dur_ms, now)
+-- Number of a pid's iids still within DURATION: those after the longest
+-- prefix of the order list whose iids have expired (Redis expires from the
+-- front of each producer's list, and stops at the first live one). The
+-- list is in entry order, so a binary search finds that prefix's end;
+-- unordered (XIDMPRECORD of an older entry) it is scanned from the front.
+local function live_count(ids, order, dur_ms, now, unordered)
   local n = redis.call('LLEN', order)
+  if unordered then
+    local i = 0
+    while i < n do
+      local chunk = redis.call('LRANGE', order, i, i + 99)
+      if #chunk == 0 then break end
+      local idv = redis.call('HMGET', ids, unpack(chunk))
+      for k = 1, #chunk do
+        if idv[k] and id_ms(idv[k]) + dur_ms > now then return n - (i + k - 1) end
+      end
+      i = i + #chunk
+    end
+    return 0
+  end
   local lo, hi = 0, n
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)

@@ -124,6 +124,10 @@ end
 -- A stream whose state starts now takes the server-level defaults: a
 -- caller that did not send them is asked to ({'D'}).
 if (reset or not m.owner) and not DEFAULTS_KNOWN then return { 'D' } end
+-- The liveness token: a new one for a state that starts now, or for a
+-- live state that has none yet (written before tokens).
+local old_gen, old_unordered, gen = m.gen, m.unordered, nil
+if reset or not m.owner or not m.gen then gen = plan_token(info) end
 if reset or not m.owner then m = fresh_meta() end
 
 local now = now_ms()
@@ -150,6 +154,8 @@ local xa = { 'XADD' }
 for i = 1, nhead do xa[i + 1] = head[i] end
 xa[#xa + 1], xa[#xa + 2] = 'f', 'v'
 checks[#checks + 1] = xa
+-- (XGROUP CREATE of the token was checked by plan_token: a user who may
+-- not goes without one.)
 
 -- The state to drop when reset: other pids' keys and progress records
 -- (read now: see plan_drop), and, when this call writes nothing, the rest.
@@ -213,7 +219,7 @@ for j = 1, npids do
     local e = 0
     if len > 0 then
       local id = redis.call('HGET', ids, redis.call('LINDEX', order, 0))
-      if not (id and id_ms(id) + dur_ms > now) then e = len - live_count(ids, order, dur_ms, now) end
+      if not (id and id_ms(id) + dur_ms > now) then e = len - live_count(ids, order, dur_ms, now, m.unordered) end
     end
     p.expired, p.start = e, len - e
     -- The old iids this call may pop: the expired ones, then those it can
@@ -442,6 +448,13 @@ if m.fresh then
   -- A state that starts now keeps the server-level defaults it started with.
   h[#h + 1], h[#h + 2], h[#h + 3], h[#h + 4] = 'duration', m.duration, 'maxsize', m.maxsize
 end
+-- The token, once the stream exists; the meta names it only if made.
+local drop_gen = false
+if gen and create_token(gen) then
+  h[#h + 1], h[#h + 2] = 'gen', gen
+elseif reset and old_gen then
+  drop_gen = true -- the old stream's token: a new state without one
+end
 redis.call('HSET', META, unpack(h))
 if not reset then
   if nadds > 0 then redis.call('HINCRBY', META, 'iids-added', nadds) end
@@ -510,6 +523,10 @@ if reset then
   end
 end
 bulk('SREM', PIDS, gone)
+-- The meta hash was written above, so it stays: its fields of the old
+-- stream go.
+if drop_gen then redis.call('HDEL', META, 'gen') end
+if reset and old_unordered then redis.call('HDEL', META, 'unordered') end
 if reset then run_drop(drop, idle) else run_drop(idle) end
 if batch then
   local old = {}

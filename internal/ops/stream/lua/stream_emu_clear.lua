@@ -44,12 +44,12 @@ local now, dur_ms = now_ms(), m.duration * 1000
 local cleared, plan, left = 0, nil, 0
 if pid == '' then
   for _, p in ipairs(redis.call('SMEMBERS', PIDS)) do
-    cleared = cleared + live_count(IDS_PREFIX .. p, ORDER_PREFIX .. p, dur_ms, now)
+    cleared = cleared + live_count(IDS_PREFIX .. p, ORDER_PREFIX .. p, dur_ms, now, m.unordered)
   end
   plan = plan_drop(true, false, {}, {})
   if redis.call('EXISTS', PIDS) == 1 then plan.keys[#plan.keys + 1] = PIDS end
 else
-  cleared = live_count(KEYS[4], KEYS[5], dur_ms, now)
+  cleared = live_count(KEYS[4], KEYS[5], dur_ms, now, m.unordered)
   plan = { keys = {} }
   for _, k in ipairs({ KEYS[4], KEYS[5] }) do
     if redis.call('EXISTS', k) == 1 then plan.keys[#plan.keys + 1] = k end
@@ -58,11 +58,14 @@ else
 end
 local checks = drop_checks(plan, { { 'SREM', PIDS, 'm' } })
 if m.owner then checks[#checks + 1] = { 'HSET', META, 'f', 'v' } end
+if m.owner and pid == '' and m.unordered then checks[#checks + 1] = { 'HDEL', META, 'f' } end
 err = denied(checks)
 if err then return err end
 
--- Part 2: the meta hash's count of pids, then the deletions.
+-- Part 2: the meta hash's count of pids, then the deletions (with every
+-- pid's iids, the order of none is in question).
 if m.owner then redis.call('HSET', META, 'pids', left) end
+if m.owner and pid == '' and m.unordered then redis.call('HDEL', META, 'unordered') end
 run_drop(plan)
 if pid ~= '' then redis.call('SREM', PIDS, pid) end
 return cleared

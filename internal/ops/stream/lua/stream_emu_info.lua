@@ -1,8 +1,10 @@
 -- Emulated XINFO STREAM view, read-only. Reply: nil when the stream does not
 -- exist, else {mode, duration, maxsize, iids-added, iids-duplicates, now-ms,
 -- length, last-generated-id, entries-added (-1 unknown), first-id, last-id,
--- inconsistency ('' none: what of the state is missing), then pid,
--- live-iids pairs for the pids with live iids}.
+-- inconsistency ('' none: what of the state is missing), the number of
+-- liveness tokens among the stream's groups (idmpctl's, not the user's),
+-- 1 when the state has a token of its own (else R13 rests on the
+-- snapshot), then pid, live-iids pairs for the pids with live iids}.
 
 local t = key_type(STREAM)
 if t == 'none' then return false end
@@ -31,7 +33,20 @@ local now = now_ms()
 local first, last = info['first-entry'], info['last-entry']
 local out = { mode, m.duration, m.maxsize, m.added, m.dups, now, info['length'],
   info['last-generated-id'], info['entries-added'] or -1,
-  first and first[1] or '', last and last[1] or '', '' }
+  first and first[1] or '', last and last[1] or '', '', 0, 0 }
+if mode == 'emulated' and m.gen then out[14] = 1 end
+-- The tokens among its groups (XINFO GROUPS when it has any).
+if (info['groups'] or 0) > 0 and not (redis.acl_check_cmd and not redis.acl_check_cmd('XINFO', 'GROUPS', STREAM)) then
+  local groups = redis.pcall('XINFO', 'GROUPS', STREAM)
+  if type(groups) == 'table' and not groups.err then
+    for _, g in ipairs(groups) do
+      local name = to_table(g)['name']
+      if name and #name == #TOKEN_PREFIX + 12 and string.match(name, '^idmpctl:[0-9a-f]+$') then
+        out[13] = out[13] + 1
+      end
+    end
+  end
+end
 if mode == 'emulated' then
   local scard = redis.call('SCARD', PIDS)
   if m.pids and m.pids ~= scard then
@@ -47,7 +62,7 @@ if mode == 'emulated' then
         problems[#problems + 1] = 'producer ' .. string.format('%q', pid) .. ' has ' .. hlen .. ' iids but ' .. llen .. ' in its order list'
       end
     end
-    local c = live_count(ids, order, dur_ms, now)
+    local c = live_count(ids, order, dur_ms, now, m.unordered)
     if c > 0 then out[#out + 1], out[#out + 2] = pid, c end
   end
   if broken > 3 then problems[#problems + 1] = (broken - 3) .. ' more producers likewise' end

@@ -1,11 +1,12 @@
 -- Emulated IDMP state follows its stream through RENAME, RENAMENX and COPY,
--- as native IDMP does since Redis 8.6.2 (MOVE: see below).
+-- as native IDMP does since Redis 8.6.2 (to another database, MOVE and
+-- COPY ... DB: stream_emu_movedb.lua).
 --
 -- KEYS[1..3]: source stream, its meta hash and pids set (the common
 -- layout, so the common helpers read the source); KEYS[4..6]: the same of
 -- the destination. ARGV[1..3]: the source's ids prefix, order prefix and
--- name; ARGV[4..6]: the destination's; ARGV[7]: RENAME, RENAMENX, COPY or MOVE;
--- ARGV[8]: '1' for COPY ... REPLACE; ARGV[9]: COPY's DB ('' none), MOVE's db.
+-- name; ARGV[4..6]: the destination's; ARGV[7]: RENAME, RENAMENX or COPY;
+-- ARGV[8]: '1' for COPY ... REPLACE; ARGV[9]: COPY's DB ('' none).
 -- Reply: the command's own reply. A key that is not a stream, or a stream
 -- without emulated state, moves as the command moves it.
 --
@@ -19,20 +20,6 @@ local DST, DST_META, DST_PIDS = KEYS[4], KEYS[5], KEYS[6]
 local DST_IDS, DST_ORDER, DST_OWNER = ARGV[4], ARGV[5], ARGV[6]
 local DST_BATCHES = DST_META .. ':batches'
 local op, replace, db = ARGV[7], ARGV[8] == '1', ARGV[9]
-
--- MOVE key db (the destination is the source): the state's keys would stay
--- in this database, so a stream that has live state is refused, as COPY
--- to another database is; any other key moves (MOVE's own errors as they
--- are, a db that is no integer first). One write, nothing before it.
-if op == 'MOVE' then
-  if string.match(db, '^%-?%d+$') and key_type(STREAM) == 'stream' then
-    local m = load_meta()
-    if m.owner == OWNER and not stale(xinfo(), m) then
-      return redis.error_reply('ERR MOVE of a stream with emulated IDMP state is not emulated: its state stays in this database (XADD the entries anew in the other)')
-    end
-  end
-  return redis.pcall('MOVE', STREAM, db)
-end
 
 ------------------------------------------------------------------------
 -- Part 1: everything that can fail. Nothing is written before part 2.
@@ -49,8 +36,8 @@ if redis.acl_check_cmd and not redis.acl_check_cmd(unpack(cmd)) then
 end
 local same = STREAM == DST
 -- COPY checks the names before it looks the key up (Redis's copyCommand):
--- COPY k k is an error whether k exists or not. (With DB n the script
--- cannot tell n from the current database: the same refusal.)
+-- COPY k k is an error whether k exists or not. (COPY ... DB n of another
+-- database goes to stream_emu_movedb.lua.)
 if same and op == 'COPY' then
   return redis.error_reply('ERR source and destination objects are the same')
 end

@@ -1,0 +1,198 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
+	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+)
+
+// MigrateOptions are migrate's inputs.
+type MigrateOptions struct {
+	Factory *Factory
+
+	Streams []string
+	Match   string
+	DryRun  bool
+}
+
+// Validate checks the selection: streams or a pattern, not both, none empty.
+func (o *MigrateOptions) Validate() error {
+	switch {
+	case len(o.Streams) == 0 && o.Match == "":
+		return &exit.Error{Code: exit.Usage, Err: errors.New("migrate needs STREAM... or --match PATTERN"), Hint: "see 'idmpctl migrate --help'"}
+	case len(o.Streams) > 0 && o.Match != "":
+		return exit.Usagef("give streams or --match, not both")
+	case slices.Contains(o.Streams, ""):
+		return exit.Usagef("the stream name must not be empty")
+	}
+	return nil
+}
+
+// NewCmdMigrate builds migrate; runF replaces the run step in tests.
+func NewCmdMigrate(f *Factory, runF func(*MigrateOptions) error) *cobra.Command {
+	o := &MigrateOptions{Factory: f}
+	c := &cobra.Command{
+		Annotations: map[string]string{writesAnnotation: writesUnlessDryRun},
+		Use:         "migrate STREAM... | --match PATTERN [--dry-run]",
+		Short:       "Move streams' emulated IDMP state into native tracking (Redis 8.6.2+)",
+		Long: `Move the emulated IDMP state of streams into the server's native tracking,
+after an upgrade to Redis 8.6.2 or later (docs/upgrade.md). Per stream, in
+one atomic step: the stream's emulated IDMP-DURATION and IDMP-MAXSIZE with
+XCFGSET (only while native tracking is empty: XCFGSET with other values
+clears it), XIDMPRECORD for each live (pid, iid) whose entry still exists,
+then the emulated state of what moved, or expired, is removed.
+
+What cannot move stays emulated, and every idmpctl add on the native server
+keeps answering its retries from it until it expires (the upgrade guard):
+iids whose entry was trimmed or deleted (XIDMPRECORD needs the entry), and
+every live iid while native tracking already holds iids (Redis appends a
+recorded iid after newer ones and would evict those first). Each is listed
+with when it expires. Safe to interrupt and to run again: each step is one
+script call, and a repeat finds less, or nothing, to move.
+
+--match scans every primary of a cluster for streams. Native counters:
+XIDMPRECORD counts in iids-added. Exit codes: 66 no such stream, 65 not a
+stream, 78 a server without XIDMPRECORD (nothing changed).
+Raw output, one line per stream: stream, status (none|foreign|stale|done|
+kept), settings (equal|set|blocked), recorded, kept, dropped-expired; then
+one line per kept iid: "kept", stream, pid, iid, entry ID, expires (RFC
+3339), why (missing|native|changed|full).`,
+		Example: `  idmpctl migrate orders --dry-run
+  idmpctl migrate orders payments
+  idmpctl migrate --match 'orders:*'`,
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Streams = args
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return migrateRun(c.Context(), o)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&o.Match, "match", "", "glob pattern of the streams to migrate, on every primary")
+	fl.BoolVar(&o.DryRun, "dry-run", false, "show what would move and what would stay, change nothing")
+	return c
+}
+
+func migrateRun(ctx context.Context, o *MigrateOptions) error {
+	f := o.Factory
+	ctx, cancel := untilInterrupted(f, ctx)
+	defer cancel()
+	rctx, rcancel := f.callBound(ctx, 0)
+	defer rcancel()
+	streams, err := openStreams(rctx, f, "auto")
+	if err != nil {
+		return err
+	}
+	if err := streams.CheckMigrate(rctx); err != nil {
+		return exit.Wrap(err, "migrate")
+	}
+	names := o.Streams
+	if o.Match != "" {
+		if names, err = scanStreams(ctx, f, streams, o.Match); err != nil {
+			return exit.Wrap(err, "migrate --match "+strconv.Quote(o.Match))
+		}
+	}
+	for _, name := range names {
+		sctx, scancel := f.callBound(ctx, 0)
+		res, err := streams.Migrate(sctx, name, o.DryRun)
+		scancel()
+		if o.Match != "" && exit.Code(err) == exit.NotFound {
+			continue // deleted since the scan
+		}
+		if err != nil {
+			return exit.Wrap(err, "migrate "+strconv.Quote(name))
+		}
+		if err := printMigrate(f.Printer, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanStreams lists the streams matching pattern on every primary, sorted.
+func scanStreams(ctx context.Context, f *Factory, s *stream.Streams, pattern string) ([]string, error) {
+	var mu sync.Mutex
+	var names []string
+	err := s.Conn.EachPrimary(ctx, func(ctx context.Context, node redis.Cmdable, _ string) error {
+		found, err := stream.ScanStreams(ctx, node, pattern, f.Global.Timeout)
+		mu.Lock()
+		names = append(names, found...)
+		mu.Unlock()
+		return err
+	})
+	slices.Sort(names)
+	return slices.Compact(names), err
+}
+
+func printMigrate(p *render.Printer, r stream.MigrateResult) error {
+	expires := func(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
+	switch p.Format {
+	case render.JSON:
+		return p.JSON(r)
+	case render.Table:
+		status := map[string]string{
+			"none":    "no emulated IDMP state: nothing to do",
+			"foreign": "the emulated state under this name belongs to another stream (\"s\" and \"{s}\" share it): migrate that one",
+			"stale":   "the emulated state was a deleted stream's: dropped",
+			"done":    p.Good("migrated: no emulated state is left"),
+			"kept":    p.Warn("migrated in part: " + render.N(int64(len(r.Kept)), "iid") + " stay emulated (below)"),
+		}[r.Status]
+		if r.DryRun {
+			status = "dry run, nothing changed: " + map[string]string{
+				"none":    "no emulated IDMP state: nothing to do",
+				"foreign": "the emulated state under this name belongs to another stream: migrate that one",
+				"stale":   "the emulated state was a deleted stream's: it would be dropped",
+				"done":    "everything would move: no emulated state would be left",
+				"kept":    "would move in part: " + render.N(int64(len(r.Kept)), "iid") + " would stay emulated (below)",
+			}[r.Status]
+		}
+		settings := map[string]string{
+			"equal":   "equal",
+			"set":     "set to the emulated ones (XCFGSET, native tracking was empty)",
+			"blocked": p.Warn("not moved: native tracking holds iids that XCFGSET would clear; 'idmpctl cfgset' applies them when you accept that"),
+			"":        "-",
+		}[r.Settings]
+		p.KV("migrate "+render.Field(r.Stream), []render.Pair{
+			{"result", status},
+			{"settings", settings + " (emulated " + strconv.FormatInt(r.Duration, 10) + "s/" + strconv.FormatInt(r.MaxSize, 10) +
+				", native " + strconv.FormatInt(r.Native.Duration, 10) + "s/" + strconv.FormatInt(r.Native.MaxSize, 10) + ")"},
+			{"recorded", render.N(r.Recorded, "iid") + " (XIDMPRECORD; native iids-added counts them)"},
+			{"dropped", render.N(r.Dropped, "expired iid")},
+		})
+		if len(r.Kept) > 0 {
+			rows := make([][]string, 0, len(r.Kept))
+			for _, k := range r.Kept {
+				rows = append(rows, []string{render.Field(k.PID), render.Field(k.IID), k.ID, expires(k.ExpiresMS), k.Why})
+			}
+			if err := p.Table([]string{"pid", "iid", "entry", "expires", "why"}, rows); err != nil {
+				return err
+			}
+			seen := map[string]bool{}
+			for _, k := range r.Kept {
+				if !seen[k.Why] {
+					seen[k.Why] = true
+					p.Line("  %s: %s", k.Why, k.Describe())
+				}
+			}
+		}
+	default:
+		p.Line("%s\t%s\t%s\t%d\t%d\t%d", r.Stream, r.Status, r.Settings, r.Recorded, len(r.Kept), r.Dropped)
+		for _, k := range r.Kept {
+			p.Line("kept\t%s\t%s\t%s\t%s\t%s\t%s", r.Stream, k.PID, k.IID, k.ID, expires(k.ExpiresMS), k.Why)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,185 @@
+package stream
+
+import (
+	_ "embed"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+)
+
+// DUMP and RESTORE of a stream with emulated IDMP state. A DUMP payload
+// holds the stream (with its liveness token, a consumer group) but not the
+// state, which lives in keys of its own: DumpCall takes the state with the
+// payload, and RestoreCall writes it back with the restored stream, as
+// RESTORE carries a stream's tracking natively (R15). exec keeps the state
+// of each DUMP it served for a RESTORE of that payload.
+
+var (
+	//go:embed lua/stream_emu_dump.lua
+	dumpLua string
+	//go:embed lua/stream_emu_restore.lua
+	restoreLua string
+
+	dumpScript    = emulatedScript(dumpLua)
+	restoreScript = emulatedScript(restoreLua)
+)
+
+// DumpState is a stream's emulated IDMP state as a DUMP took it: settings,
+// lifetime counters, the token's gen, and each producer's live iids with
+// their entry IDs, oldest first.
+type DumpState struct {
+	Duration, MaxSize, Added, Duplicates int64
+	Gen                                  string
+	Unordered                            bool
+	PIDs                                 []DumpPID
+}
+
+// DumpPID is one producer's live iids and their entry IDs, oldest first.
+type DumpPID struct {
+	PID       string
+	IIDs, IDs []string
+}
+
+// Size is about how many bytes the state holds (for a bound on how many a
+// caller keeps).
+func (d *DumpState) Size() int {
+	n := 64 + len(d.Gen)
+	for _, p := range d.PIDs {
+		n += len(p.PID)
+		for i := range p.IIDs {
+			n += len(p.IIDs[i]) + len(p.IDs[i]) + 32
+		}
+	}
+	return n
+}
+
+// DumpCall is the call of the script that runs DUMP key and takes the
+// emulated IDMP state of the stream it is (ParseDumpReply reads it).
+func (s *Streams) DumpCall(key string) (*redisconn.Call, error) {
+	_, keys, args, err := s.stateCall(key)
+	if err != nil {
+		return nil, err
+	}
+	call := redisconn.NewCall(dumpScript, keys, len(args)+2)
+	call.Args = append(append(call.Args, args...), s.defaultArgs()...)
+	return call, nil
+}
+
+// ParseDumpReply reads DumpCall's reply: the payload (ok false when the
+// key does not exist: DUMP's nil), and the state (nil when the key is not
+// a stream with live emulated state).
+func ParseDumpReply(v any) (payload string, state *DumpState, ok bool, err error) {
+	r, isList := v.([]any)
+	bad := func() (string, *DumpState, bool, error) {
+		return "", nil, false, exit.New(exit.Internal, "emulated DUMP", "unexpected reply %s", fmt.Sprint(v))
+	}
+	if !isList {
+		return bad()
+	}
+	if len(r) == 0 {
+		return "", nil, false, nil
+	}
+	payload, isStr := r[0].(string)
+	if !isStr {
+		return bad()
+	}
+	if len(r) == 1 {
+		return payload, nil, true, nil
+	}
+	if len(r) < 8 {
+		return bad()
+	}
+	num := func(i int) (int64, bool) { n, ok := r[i].(int64); return n, ok }
+	str := func(i int) (string, bool) { s, ok := r[i].(string); return s, ok }
+	d := &DumpState{}
+	var ok1, ok2, ok3, ok4, ok5, ok6, ok7 bool
+	d.Duration, ok1 = num(1)
+	d.MaxSize, ok2 = num(2)
+	d.Added, ok3 = num(3)
+	d.Duplicates, ok4 = num(4)
+	d.Gen, ok5 = str(5)
+	u, ok6 := str(6)
+	d.Unordered = u == "1"
+	npids, ok7 := num(7)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) {
+		return bad()
+	}
+	at := 8
+	for range npids {
+		if at+1 >= len(r) {
+			return bad()
+		}
+		pid, okp := str(at)
+		n, okn := num(at + 1)
+		if !okp || !okn || at+2+2*int(n) > len(r) {
+			return bad()
+		}
+		p := DumpPID{PID: pid}
+		for k := range int(n) {
+			iid, ok1 := str(at + 2 + 2*k)
+			id, ok2 := str(at + 3 + 2*k)
+			if !ok1 || !ok2 {
+				return bad()
+			}
+			p.IIDs, p.IDs = append(p.IIDs, iid), append(p.IDs, id)
+		}
+		d.PIDs = append(d.PIDs, p)
+		at += 2 + 2*int(n)
+	}
+	if at != len(r) {
+		return bad()
+	}
+	return payload, d, true, nil
+}
+
+// RestoreCall is the call of the script that runs RESTORE key with
+// restoreArgs (ttl, payload, and RESTORE's options as given) and writes
+// state, as DumpCall took it with that payload, under key's names. Its
+// reply is RESTORE's.
+func (s *Streams) RestoreCall(key string, restoreArgs []string, state *DumpState) (*redisconn.Call, error) {
+	l, keys, args, err := s.stateCall(key)
+	if err != nil {
+		return nil, err
+	}
+	n := len(args) + 1 + len(restoreArgs) + 7 + 2
+	for _, p := range state.PIDs {
+		keys = append(keys, l.IDs(p.PID), l.Order(p.PID))
+		n += 2 + 2*len(p.IIDs)
+	}
+	call := redisconn.NewCall(restoreScript, keys, n)
+	call.Args = append(append(call.Args, args...), len(restoreArgs))
+	for _, a := range restoreArgs {
+		call.Args = append(call.Args, a)
+	}
+	unordered := ""
+	if state.Unordered {
+		unordered = "1"
+	}
+	call.Args = append(call.Args, state.Duration, state.MaxSize, state.Added, state.Duplicates, state.Gen, unordered, len(state.PIDs))
+	for _, p := range state.PIDs {
+		call.Args = append(call.Args, p.PID, len(p.IIDs))
+		for i := range p.IIDs {
+			call.Args = append(call.Args, p.IIDs[i], p.IDs[i])
+		}
+	}
+	call.Args = append(call.Args, s.defaultArgs()...)
+	return call, nil
+}
+
+// tokenInPayload finds the name of a liveness token in a DUMP payload: a
+// stream's consumer group names are kept as they are (an RDB compresses
+// strings of more than 20 bytes, and a token's name has 20).
+var tokenInPayload = regexp.MustCompile(`idmpctl:[0-9a-f]{12}`)
+
+// PayloadToken returns the name of a liveness token the DUMP payload of a
+// stream holds ("" none): the stream it was taken of had emulated IDMP
+// state, which the payload does not carry.
+func PayloadToken(payload string) string {
+	if !strings.Contains(payload, tokenPrefix) {
+		return ""
+	}
+	return tokenInPayload.FindString(payload)
+}

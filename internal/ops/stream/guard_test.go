@@ -1,0 +1,335 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+	"github.com/idmpctl/idmpctl/internal/redistest"
+)
+
+// The upgrade guard (guard.go) on Redis 8.6.3: emulated state written on
+// the native server (--mode emulated, as a fleet's state is after an
+// upgrade), then adds in auto mode.
+
+type guardEnv struct {
+	ctx      context.Context
+	srv      *redistest.Server
+	conn     *redisconn.Conn
+	emu, nat *Streams
+	h        *streamHarness
+}
+
+func newGuardEnv(t *testing.T) *guardEnv {
+	t.Helper()
+	srv := redistest.NewNative(t)
+	conn := redistest.Connect(t, srv.URL)
+	emu, err := NewStreams(conn, ModeEmulated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nat, err := NewStreams(conn, ModeAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &guardEnv{ctx: context.Background(), srv: srv, conn: conn, emu: emu, nat: nat, h: newHarness(t, nat, srv.URL)}
+}
+
+func (g *guardEnv) add(t *testing.T, s *Streams, req AddRequest) AddResult {
+	t.Helper()
+	r, err := s.Add(g.ctx, req)
+	if err != nil {
+		t.Fatalf("add %+v: %v", req, err)
+	}
+	return r
+}
+
+func TestGuardRetryAfterUpgradeIsADuplicate(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	s := g.h.key("orders")
+	first := g.add(t, g.emu, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
+	again := g.add(t, g.nat, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "2"}})
+	if !again.Duplicate || again.ID != first.ID || !again.OriginalExists || again.Mode != ModeNative {
+		t.Fatalf("retry in auto mode = %+v, want a duplicate of %s", again, first.ID)
+	}
+	if n := g.h.xlen(t, s); n != 1 {
+		t.Fatalf("XLEN %d, want 1", n)
+	}
+	// A new iid goes natively, and dedupes natively.
+	n1 := g.add(t, g.nat, AddRequest{Stream: s, PID: "p", IID: "i2", Fields: []string{"a", "3"}})
+	n2 := g.add(t, g.nat, AddRequest{Stream: s, PID: "p", IID: "i2", Fields: []string{"a", "3"}})
+	if n1.Duplicate || !n2.Duplicate || n2.ID != n1.ID {
+		t.Fatalf("native adds %+v %+v", n1, n2)
+	}
+	// Counters: the emulated state's duplicate counts on its side, the
+	// native add and duplicate on the server's.
+	xi := g.conn.Client().XInfoStream(g.ctx, s).Val()
+	if xi.IIDsAdded != 1 || xi.IIDsDuplicates != 1 || xi.IIDsTracked != 1 {
+		t.Fatalf("native counters %+v", xi)
+	}
+	ei, err := g.emu.Info(g.ctx, s)
+	if err != nil || ei.IIDsAdded != 1 || ei.IIDsDuplicates != 1 {
+		t.Fatalf("emulated counters %+v %v", ei, err)
+	}
+	if n := g.h.xlen(t, s); n != 2 {
+		t.Fatalf("XLEN %d, want 2", n)
+	}
+}
+
+func TestGuardAutoIIDs(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	s := g.h.key("auto")
+	first := g.add(t, g.emu, AddRequest{Stream: s, PID: "p", Auto: true, Fields: []string{"a", "1", "b", "2"}})
+	// The same pairs in another order: the same message (R3).
+	again := g.add(t, g.nat, AddRequest{Stream: s, PID: "p", Auto: true, Fields: []string{"b", "2", "a", "1"}})
+	if !again.Duplicate || again.ID != first.ID {
+		t.Fatalf("auto retry = %+v, want a duplicate of %s", again, first.ID)
+	}
+	other := g.add(t, g.nat, AddRequest{Stream: s, PID: "p", Auto: true, Fields: []string{"a", "1"}})
+	if other.Duplicate {
+		t.Fatalf("other content = %+v, want new", other)
+	}
+	// An explicit iid never matches the content hash of another add.
+	if r := g.add(t, g.nat, AddRequest{Stream: s, PID: "q", IID: first.IID, Fields: []string{"a", "1"}}); r.Duplicate {
+		t.Fatalf("other producer: %+v", r)
+	}
+	if n := g.h.xlen(t, s); n != 3 {
+		t.Fatalf("XLEN %d, want 3", n)
+	}
+}
+
+func TestGuardBatchRunAndRepeats(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	s := g.h.key("batch")
+	old, err := g.emu.AddBatch(g.ctx, reqs(s, "p", "i%d", 1, 2, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.nat.AddBatch(g.ctx, reqs(s, "p", "i%d", 2, 4, 1, 4, 5, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		dup bool
+		id  string
+	}{{true, old[1].ID}, {false, ""}, {true, old[0].ID}, {true, res[1].ID}, {false, ""}, {true, old[2].ID}}
+	for i, w := range want {
+		if res[i].Duplicate != w.dup || w.id != "" && res[i].ID != w.id {
+			t.Fatalf("item %d = %+v, want dup %v of %q", i, res[i], w.dup, w.id)
+		}
+	}
+	if n := g.h.xlen(t, s); n != 5 {
+		t.Fatalf("XLEN %d, want 5", n)
+	}
+}
+
+func TestGuardForgetsExpiredAndStaleState(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	s := g.h.key("exp")
+	g.add(t, g.emu, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
+	if _, err := g.emu.CfgSet(g.ctx, s, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	first := g.add(t, g.emu, AddRequest{Stream: s, PID: "p", IID: "i2", Fields: []string{"a", "1"}})
+	if r := g.add(t, g.nat, AddRequest{Stream: s, PID: "p", IID: "i2", Fields: []string{"a", "1"}}); !r.Duplicate || r.ID != first.ID {
+		t.Fatalf("within DURATION: %+v", r)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if r := g.add(t, g.nat, AddRequest{Stream: s, PID: "p", IID: "i2", Fields: []string{"a", "1"}}); r.Duplicate {
+		t.Fatalf("past DURATION 1: %+v, want a new entry", r)
+	}
+
+	// A stream deleted and created again: its old state counts for
+	// nothing (R13).
+	d := g.h.key("del")
+	g.add(t, g.emu, AddRequest{Stream: d, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
+	g.conn.Client().Del(g.ctx, d)
+	g.h.plainXAdd(t, d)
+	g.h.plainXAdd(t, d)
+	if r := g.add(t, g.nat, AddRequest{Stream: d, PID: "p", IID: "i1", Fields: []string{"a", "1"}}); r.Duplicate {
+		t.Fatalf("recreated stream: %+v, want a new entry", r)
+	}
+}
+
+func TestGuardCarriesSettingsWhileNativeTrackingIsEmpty(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	s := g.h.key("cfg")
+	g.add(t, g.emu, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
+	if _, err := g.emu.CfgSet(g.ctx, s, 3600, 50); err != nil {
+		t.Fatal(err)
+	}
+	g.add(t, g.nat, AddRequest{Stream: s, PID: "p", IID: "i2", Fields: []string{"a", "1"}})
+	xi := g.conn.Client().XInfoStream(g.ctx, s).Val()
+	if xi.IDMPDuration != 3600 || xi.IDMPMaxSize != 50 || xi.IIDsTracked != 1 {
+		t.Fatalf("native settings %d/%d tracked %d, want 3600/50 and i2", xi.IDMPDuration, xi.IDMPMaxSize, xi.IIDsTracked)
+	}
+	// Once native tracking holds iids, a change would clear them: the
+	// guard leaves the settings alone.
+	if _, err := g.emu.CfgSet(g.ctx, s, 7200, 0); err != nil {
+		t.Fatal(err)
+	}
+	g.add(t, g.nat, AddRequest{Stream: s, PID: "p", IID: "i3", Fields: []string{"a", "1"}})
+	xi = g.conn.Client().XInfoStream(g.ctx, s).Val()
+	if xi.IDMPDuration != 3600 || xi.IIDsTracked != 2 {
+		t.Fatalf("native settings %d tracked %d, want 3600 and 2 iids", xi.IDMPDuration, xi.IIDsTracked)
+	}
+}
+
+func TestGuardDurableAdd(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	g.srv.Do("CONFIG", "SET", "appendonly", "yes")
+	s := g.h.key("durable")
+	first := g.add(t, g.emu, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
+	var r AddResult
+	var err error
+	for range 50 { // WAITAOF needs the AOF rewrite CONFIG SET started to finish
+		r, _, err = g.nat.AddDurably(g.ctx, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}},
+			redisconn.Durability{AOF: true, Timeout: time.Second})
+		if err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil || !r.Duplicate || r.ID != first.ID {
+		t.Fatalf("durable retry = %+v, %v", r, err)
+	}
+	if n := g.h.xlen(t, s); n != 1 {
+		t.Fatalf("XLEN %d, want 1", n)
+	}
+}
+
+func TestGuardWithoutScripts(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	if _, err := g.srv.Do("ACL", "SETUSER", "noeval", "on", ">pw", "~*", "&*", "+@all", "-@scripting"); err != nil {
+		t.Fatal(err)
+	}
+	url := strings.Replace(g.srv.URL, "unix://", "unix://noeval:pw@", 1)
+	conn := redistest.Connect(t, url)
+	nat, err := NewStreams(conn, ModeAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No emulated state: native adds, exact duplicates, through WATCH.
+	plain := g.h.key("plain")
+	a := g.add(t, nat, AddRequest{Stream: plain, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
+	b := g.add(t, nat, AddRequest{Stream: plain, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
+	if a.Duplicate || !b.Duplicate || a.ID != b.ID || !nat.noScripts {
+		t.Fatalf("without scripts: %+v %+v (noScripts %v)", a, b, nat.noScripts)
+	}
+	// Emulated state: refused with nothing written, whatever the iid.
+	s := g.h.key("held")
+	g.add(t, g.emu, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
+	for _, iid := range []string{"i1", "new"} {
+		_, err = nat.Add(g.ctx, AddRequest{Stream: s, PID: "p", IID: iid, Fields: []string{"a", "1"}})
+		wantErr(t, err, exit.Config, "holds emulated IDMP state")
+	}
+	var e *exit.Error
+	if !errors.As(err, &e) || !strings.Contains(e.Hint, "idmpctl migrate") {
+		t.Fatalf("hint of %v", err)
+	}
+	if n := g.h.xlen(t, s); n != 1 {
+		t.Fatalf("XLEN %d, want 1", n)
+	}
+}
+
+func TestGuardScriptRefusesBadCalls(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	s := g.h.key("bad")
+	g.conn.Client().Set(g.ctx, s, "x", 0)
+	_, err := g.nat.Add(g.ctx, AddRequest{Stream: s, PID: "p", IID: "i", Fields: []string{"a", "1"}})
+	wantErr(t, err, exit.Data, "WRONGTYPE")
+	// A state key of another type: refused before anything is written.
+	w := g.h.key("{w}")
+	l, _ := idmp.StateKeys(w, false)
+	g.conn.Client().Set(g.ctx, l.PIDs, "x", 0)
+	_, err = g.nat.Add(g.ctx, AddRequest{Stream: w, PID: "p", IID: "i", Fields: []string{"a", "1"}})
+	wantErr(t, err, exit.Data, "WRONGTYPE")
+	if n, _ := g.conn.Client().Exists(g.ctx, w).Result(); n != 0 {
+		t.Fatalf("the stream was created")
+	}
+	// NOMKSTREAM on a missing stream.
+	_, err = g.nat.Add(g.ctx, AddRequest{Stream: g.h.key("none"), PID: "p", IID: "i", NoMkStream: true, Fields: []string{"a", "1"}})
+	wantErr(t, err, exit.NotFound, "stream does not exist")
+}
+
+func TestGuardNativeBatch(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	s := g.h.key("{b}")
+	if _, err := g.emu.AddBatch(g.ctx, reqs(s, "p", "i%d", 1, 2, 3)); err != nil {
+		t.Fatal(err)
+	}
+	tmpl := AddRequest{Stream: s, PID: "p"}
+	var got []BatchResult
+	sum, err := g.nat.RunBatch(g.ctx, BatchSpec{Template: tmpl, ID: "b1", Chunk: 2}, &iidLines{lines: iids("i", 5), tmpl: tmpl},
+		func(r BatchResult) error { got = append(got, r); return nil })
+	if err != nil || sum.Added != 2 || sum.Duplicates != 3 {
+		t.Fatalf("batch: %+v, %v", sum, err)
+	}
+	if n := g.h.xlen(t, s); n != 5 {
+		t.Fatalf("XLEN %d, want 5", n)
+	}
+	// Without scripting rights: refused, nothing written, no progress.
+	if _, err := g.srv.Do("ACL", "SETUSER", "noeval", "on", ">pw", "~*", "&*", "+@all", "-@scripting"); err != nil {
+		t.Fatal(err)
+	}
+	nat, err := NewStreams(redistest.Connect(t, strings.Replace(g.srv.URL, "unix://", "unix://noeval:pw@", 1)), ModeAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = nat.RunBatch(g.ctx, BatchSpec{Template: tmpl, ID: "b2", Chunk: 2}, &iidLines{lines: iids("j", 3), tmpl: tmpl},
+		func(BatchResult) error { return nil })
+	wantErr(t, err, exit.Config, "holds emulated IDMP state")
+	l, _ := idmp.StateKeys(s, false)
+	if n := g.h.xlen(t, s); n != 5 || g.conn.Client().Exists(g.ctx, l.Batch("p", "b2")).Val() != 0 {
+		t.Fatalf("XLEN %d after a refused batch, or its progress record written", n)
+	}
+}
+
+// Settings an operator gave the stream natively (cfgset, which clears
+// native tracking) are not overwritten by the emulated ones at the next add.
+func TestGuardKeepsNativeSettingsSetByHand(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	s := g.h.key("hand")
+	g.add(t, g.emu, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
+	if _, err := g.nat.CfgSet(g.ctx, s, 500, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, iid := range []string{"i1", "i2"} {
+		g.add(t, g.nat, AddRequest{Stream: s, PID: "p", IID: iid, Fields: []string{"a", "1"}})
+		if xi := g.conn.Client().XInfoStream(g.ctx, s).Val(); xi.IDMPDuration != 500 {
+			t.Fatalf("after %s: native IDMP-DURATION %d, want the 500 set by hand", iid, xi.IDMPDuration)
+		}
+	}
+}
+
+// A user who may neither run scripts nor write is told so (77): the
+// WATCH path failed before its transaction and read replies that never
+// came (a panic).
+func TestGuardReaderIsRefused(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	if _, err := g.srv.Do("ACL", "SETUSER", "reader", "on", ">pw", "~*", "&*", "+@read", "+@connection"); err != nil {
+		t.Fatal(err)
+	}
+	nat, err := NewStreams(redistest.Connect(t, strings.Replace(g.srv.URL, "unix://", "unix://reader:pw@", 1)), ModeAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = nat.Add(g.ctx, AddRequest{Stream: g.h.key("r"), PID: "p", IID: "i", Fields: []string{"a", "1"}})
+	wantErr(t, err, exit.Permission, "NOPERM")
+}

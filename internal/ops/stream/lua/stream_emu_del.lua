@@ -1,0 +1,72 @@
+-- DEL or UNLINK of keys, with the emulated IDMP state of each (R13: the
+-- state lives and dies with its stream). exec sends every DEL and UNLINK
+-- of emulated mode through it: the state goes at once, rather than when
+-- a later call finds its token missing, and a stream whose meta has no
+-- token (settings CONFIG SET gave it) cannot pass for the one rebuilt
+-- after it.
+--
+-- KEYS: per key, the key, its meta hash and pids set. ARGV[1]: DEL or
+-- UNLINK; then per key its ids prefix, order prefix and name; last, the
+-- server-level defaults (unused). Reply: the command's own (the number of
+-- keys deleted, of those named).
+
+------------------------------------------------------------------------
+-- Part 1: everything that can fail. Nothing is written before part 2.
+------------------------------------------------------------------------
+
+local op = ARGV[1]
+local n = #KEYS / 3
+if (op ~= 'DEL' and op ~= 'UNLINK') or n < 1 or n ~= math.floor(n) or #ARGV ~= 1 + 3 * n + 2 then
+  return redis.error_reply('ERR idmpctl: malformed emulated ' .. tostring(op) .. ' call (' .. #KEYS .. ' keys, ' .. #ARGV .. ' arguments)')
+end
+local cmd, names = { op }, {}
+for i = 1, n do
+  cmd[#cmd + 1] = KEYS[3 * i - 2]
+  names[KEYS[3 * i - 2]] = true
+end
+if redis.acl_check_cmd and not redis.acl_check_cmd(unpack(cmd)) then
+  return redis.error_reply("NOPERM User has no permissions to run the '" .. string.lower(op) .. "' command")
+end
+
+-- The state of each key that owns one (its meta names it: "s" and "{s}"
+-- share their state keys, and DEL of one leaves the other's).
+local state, seen = {}, {}
+local function add(k)
+  if not seen[k] and not names[k] and redis.call('EXISTS', k) == 1 then
+    seen[k] = true
+    state[#state + 1] = k
+  end
+end
+for i = 1, n do
+  local key, meta, pids = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
+  local idsp, orderp, owner = ARGV[3 * i - 1], ARGV[3 * i], ARGV[3 * i + 1]
+  if key_type(meta) == 'hash' and redis.call('HGET', meta, 'stream') == owner then
+    if key_type(pids) == 'set' then
+      for _, pid in ipairs(redis.call('SMEMBERS', pids)) do
+        add(idsp .. pid)
+        add(orderp .. pid)
+      end
+    end
+    local batches = meta .. ':batches'
+    if key_type(batches) == 'zset' then
+      for _, k in ipairs(redis.call('ZRANGE', batches, 0, -1)) do add(k) end
+    end
+    add(batches)
+    add(pids)
+    add(meta)
+  end
+end
+local checks = {}
+for _, k in ipairs(state) do checks[#checks + 1] = { op, k } end
+local err = denied(checks)
+if err then return err end
+
+------------------------------------------------------------------------
+-- Part 2: the command, then the states.
+------------------------------------------------------------------------
+
+local reply = redis.call(unpack(cmd))
+for i = 1, #state, 1000 do
+  redis.call(op, unpack(state, i, math.min(i + 999, #state)))
+end
+return reply

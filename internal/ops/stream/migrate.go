@@ -1,0 +1,300 @@
+package stream
+
+// idmpctl migrate (docs/upgrade.md): a stream's emulated IDMP state moves
+// into the native tracking of a Redis 8.6.2+ server, one atomic script
+// call per stream (lua/stream_migrate.lua). The iids are read first, so
+// that an IDMPAUTO iid is recorded under the iid Redis derives from the
+// entry's fields (NativeAutoIID); the script records only iids whose
+// entry ID is still the one read, and is the only step that writes: a
+// kill at any point leaves each iid tracked in one mode or both.
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed lua/stream_migrate.lua
+var migrateLua string
+
+var migrateScript = emulatedScript(migrateLua)
+
+// MigrateKept is an iid that stays in the emulated state, where the guard
+// consults it until it expires (ExpiresMS, server clock).
+type MigrateKept struct {
+	PID       string `json:"pid"`
+	IID       string `json:"iid"`
+	ID        string `json:"id"`
+	ExpiresMS int64  `json:"expires_ms"`
+	// Why: "missing" (its entry was trimmed or deleted: XIDMPRECORD needs
+	// it), "native" (native tracking already holds iids, or the settings
+	// cannot move), "changed" (written since it was read: run again),
+	// "full" (more than the producer's IDMP-MAXSIZE).
+	Why string `json:"why"`
+}
+
+// MigrateResult is what Migrate did to one stream, or would do (DryRun).
+type MigrateResult struct {
+	Stream string `json:"stream"`
+	DryRun bool   `json:"dry_run"`
+	// Status: "none" (no emulated state), "foreign" (the state belongs to
+	// another stream name, "s" and "{s}"), "stale" (it was a deleted
+	// stream's: dropped), "done" (nothing emulated left), "kept" (Kept
+	// stays emulated).
+	Status string `json:"status"`
+	// Settings: "equal", "set" (XCFGSET to the emulated ones), "blocked"
+	// (they differ and native tracking holds iids XCFGSET would clear).
+	Settings string `json:"settings"`
+	// The emulated settings; Native, the stream's native ones (after the
+	// migration) and the iids native tracking held before it.
+	Duration int64         `json:"idmp-duration"`
+	MaxSize  int64         `json:"idmp-maxsize"`
+	Native   NativeView    `json:"native"`
+	Recorded int64         `json:"recorded"`
+	Dropped  int64         `json:"dropped_expired"`
+	Kept     []MigrateKept `json:"kept"`
+}
+
+// NativeView is a stream's native IDMP settings, and how many iids its
+// native tracking held before the migration.
+type NativeView struct {
+	Duration int64 `json:"idmp-duration"`
+	MaxSize  int64 `json:"idmp-maxsize"`
+	Tracked  int64 `json:"iids-tracked"`
+}
+
+// CheckMigrate refuses (78) a server without XIDMPRECORD (Redis before
+// 8.6.2, or no native IDMP): the migration changes nothing there.
+func (s *Streams) CheckMigrate(ctx context.Context) error {
+	caps, err := s.Conn.Capabilities(ctx)
+	if err != nil {
+		return err
+	}
+	what := strings.TrimSpace(caps.Product + " " + caps.Version)
+	if caps.NativeIDMP {
+		cctx, cancel := s.bound(ctx)
+		defer cancel()
+		info, err := s.Conn.Client().Do(cctx, "COMMAND", "INFO", "XIDMPRECORD").Slice()
+		if err != nil && !errors.As(err, new(redis.Error)) {
+			return err
+		}
+		if len(info) == 1 && info[0] != nil {
+			return nil
+		}
+	}
+	e := exit.New(exit.Config, "", "the server (%s) has no XIDMPRECORD: moving emulated IDMP state into native tracking needs Redis 8.6.2 or later; nothing was changed", what)
+	e.Hint = "upgrade the server first; until then the emulation keeps working as it is"
+	return e
+}
+
+// migrateRead is one iid of the emulated state as the migration reads it
+// before its script: the entry ID, and the iid to record natively.
+type migrateRead struct {
+	pid, iid, native, id string
+}
+
+// readForMigrate reads the stream's emulated iids, and the fields of each
+// one's entry, to tell IDMPAUTO iids (the emulation's content hash of the
+// entry's fields) and derive Redis's iid for them.
+func (s *Streams) readForMigrate(ctx context.Context, l idmp.StateLayout) ([]string, []migrateRead, error) {
+	c := s.Conn.Client()
+	pids, err := c.SMembers(ctx, l.PIDs).Result()
+	if err != nil {
+		return nil, nil, err
+	}
+	hashes := make([]*redis.MapStringStringCmd, len(pids))
+	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, pid := range pids {
+			hashes[i] = p.HGetAll(ctx, l.IDs(pid))
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, err
+	}
+	var reads []migrateRead
+	for i, pid := range pids {
+		for iid, id := range hashes[i].Val() {
+			reads = append(reads, migrateRead{pid: pid, iid: iid, native: iid, id: id})
+		}
+	}
+	for start := 0; start < len(reads); start += 1000 {
+		part := reads[start:min(start+1000, len(reads))]
+		ranges := make([]*redis.Cmd, len(part))
+		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, r := range part {
+				// Raw: the pairs in order, repeats kept (XMessage is a map).
+				ranges[i] = p.Do(ctx, "XRANGE", l.Stream, r.id, r.id)
+			}
+			return nil
+		})
+		if err != nil && !errors.As(err, new(redis.Error)) {
+			return nil, nil, err
+		}
+		for i := range part {
+			fields, ok := entryFields(ranges[i].Val())
+			if ok && AutoIID(fields) == part[i].iid {
+				part[i].native = NativeAutoIID(fields)
+			}
+		}
+	}
+	return pids, reads, nil
+}
+
+// Migrate moves one stream's emulated state into native tracking (dry:
+// says what it would do, writes nothing). A missing stream is
+// exit.NotFound, another type exit.Data. Safe to repeat: a repeat finds
+// less, or nothing, to move.
+func (s *Streams) Migrate(ctx context.Context, stream string, dry bool) (MigrateResult, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		var cmd *redis.Cmd
+		err := s.Conn.Do(func(c redis.UniversalClient) error {
+			l, err := idmp.StateKeys(stream, s.Conn.Cluster())
+			if err != nil {
+				return err
+			}
+			pids, reads, err := s.readForMigrate(ctx, l)
+			if err != nil {
+				return err
+			}
+			keys := []string{stream, l.Meta, l.PIDs}
+			index := make(map[string]int, len(pids))
+			args := []any{l.IDsPrefix, l.OrderPrefix, stream, "", len(pids)}
+			if dry {
+				args[3] = "1"
+			}
+			for i, pid := range pids {
+				index[pid] = i + 1
+				keys = append(keys, l.IDs(pid), l.Order(pid))
+				args = append(args, pid)
+			}
+			args = append(args, len(reads))
+			for _, r := range reads {
+				args = append(args, index[r.pid], r.iid, r.native, r.id)
+			}
+			args = append(args, "", "")
+			cmd = migrateScript.Run(ctx, c, keys, args...)
+			return cmd.Err()
+		})
+		if errors.Is(err, redis.Nil) {
+			e := exit.New(exit.NotFound, "", "stream does not exist")
+			if l, lerr := idmp.StateKeys(stream, s.Conn.Cluster()); lerr == nil && s.Conn.Client().Exists(ctx, l.Meta, l.PIDs).Val() > 0 {
+				e.Hint = "its emulated IDMP state is left over from a deleted stream: idmpctl purge --match " + strconv.Quote(l.Base+"*") + " --orphan-state drops it"
+			}
+			return MigrateResult{}, e
+		}
+		if err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE Operation") {
+			return MigrateResult{}, exit.New(exit.Data, "", "not a stream (%v)", err)
+		}
+		if err != nil {
+			return MigrateResult{}, scriptErr(err)
+		}
+		reply, _ := cmd.Val().([]any)
+		if len(reply) == 1 {
+			switch reply[0] {
+			case "retry":
+				if attempt < 5 {
+					continue
+				}
+				return MigrateResult{}, exit.New(exit.Busy, "", "new producers kept appearing in the emulated state while it was read (%d tries)", attempt+1)
+			case "old":
+				return MigrateResult{}, s.CheckMigrate(ctx)
+			}
+		}
+		res, ok := parseMigrateReply(reply)
+		if !ok {
+			return MigrateResult{}, exit.New(exit.Internal, "migrate", "unexpected reply %v", cmd.Val())
+		}
+		res.Stream, res.DryRun = stream, dry
+		return res, nil
+	}
+}
+
+func parseMigrateReply(reply []any) (MigrateResult, bool) {
+	if len(reply) < 9 || (len(reply)-9)%5 != 0 {
+		return MigrateResult{}, false
+	}
+	str := func(i int) string { v, _ := reply[i].(string); return v }
+	num := func(i int) int64 {
+		switch v := reply[i].(type) {
+		case int64:
+			return v
+		case string:
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+		return 0
+	}
+	res := MigrateResult{Status: str(0), Settings: str(1), Duration: num(2), MaxSize: num(3),
+		Native:   NativeView{Duration: num(4), MaxSize: num(5), Tracked: num(8)},
+		Recorded: num(6), Dropped: num(7), Kept: []MigrateKept{}}
+	for i := 9; i < len(reply); i += 5 {
+		res.Kept = append(res.Kept, MigrateKept{PID: str(i), IID: str(i + 1), ID: str(i + 2), ExpiresMS: num(i + 3), Why: str(i + 4)})
+	}
+	return res, true
+}
+
+// Describe says in a sentence what happens to a kept iid.
+func (k MigrateKept) Describe() string {
+	switch k.Why {
+	case "missing":
+		return "its entry was trimmed or deleted, so Redis cannot record it (XIDMPRECORD needs the entry): it stays emulated, and the guard answers its retries until it expires"
+	case "native":
+		return "native tracking already holds iids (Redis would put this older one after them, or XCFGSET would clear them): it stays emulated, and the guard answers its retries until it expires"
+	case "changed":
+		return "it was written while the migration read the state: run the migration again"
+	case "full":
+		return "more iids than the producer's IDMP-MAXSIZE: the oldest stay emulated until they expire"
+	}
+	return fmt.Sprintf("kept (%s)", k.Why)
+}
+
+// entryFields reads the flat field/value list of XRANGE id id's reply.
+func entryFields(v any) ([]string, bool) {
+	entries, _ := v.([]any)
+	if len(entries) != 1 {
+		return nil, false
+	}
+	entry, _ := entries[0].([]any)
+	if len(entry) != 2 {
+		return nil, false
+	}
+	pairs, _ := entry[1].([]any)
+	fields := make([]string, len(pairs))
+	for i, f := range pairs {
+		s, ok := f.(string)
+		if !ok {
+			return nil, false
+		}
+		fields[i] = s
+	}
+	return fields, true
+}
+
+// ScanStreams lists the streams on one node whose names match pattern
+// (SCAN ... TYPE stream), each round trip bounded by timeout.
+func ScanStreams(ctx context.Context, node redis.Cmdable, pattern string, timeout time.Duration) ([]string, error) {
+	var out []string
+	var cursor uint64
+	for {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		keys, next, err := node.ScanType(cctx, cursor, pattern, 1000, "stream").Result()
+		cancel()
+		if err != nil {
+			return out, err
+		}
+		out = append(out, keys...)
+		if cursor = next; cursor == 0 {
+			return out, nil
+		}
+	}
+}

@@ -1,0 +1,196 @@
+package stream
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+	"github.com/redis/go-redis/v9"
+)
+
+// XIDMPRECORD (R14): attach (pid, iid) to an existing entry, so that an
+// add of that pair dedupes to it. Natively Redis 8.6.2+'s command; emulated
+// the record script (lua/stream_emu_record.lua), with the same grammar,
+// errors and effects: the migration between modes and the emulation's
+// exec use it.
+
+//go:embed lua/stream_emu_record.lua
+var recordLua string
+
+var recordScript = emulatedScript(recordLua)
+
+// Errors of XIDMPRECORD in Redis 8.6.3's words (t_stream.c,
+// xidmprecordCommand).
+const (
+	ErrRecordEmptyPID  = "ERR producer ID must be non-empty"
+	ErrRecordEmptyIID  = "ERR idempotent ID must be non-empty"
+	ErrRecordNoEntry   = "ERR No such message in stream"
+	ErrRecordConflict  = "ERR IID already exists for this producer with a different stream ID"
+	ErrInvalidStreamID = "ERR Invalid stream ID specified as stream command argument"
+)
+
+// ParseEntryID reads a stream entry ID as Redis's strict parser does
+// (streamParseStrictIDOrReply with a missing sequence of 0): "ms" or
+// "ms-seq", each an unsigned 64-bit integer as strtoull reads it (so
+// "007" and "+7" are 7), no "-" or "+" alone, at most 127 bytes. It
+// returns the ID as Redis writes it (ms-seq, no leading zeros).
+func ParseEntryID(s string) (string, bool) {
+	if len(s) > 127 || s == "-" || s == "+" {
+		return "", false
+	}
+	msText, seqText, dash := strings.Cut(s, "-")
+	ms, ok := parseULL(msText)
+	if !ok {
+		return "", false
+	}
+	var seq uint64
+	if dash {
+		if seq, ok = parseULL(seqText); !ok {
+			return "", false
+		}
+	}
+	return strconv.FormatUint(ms, 10) + "-" + strconv.FormatUint(seq, 10), true
+}
+
+// parseULL is Redis's string2ull: a signed 64-bit integer as string2ll
+// reads it (refused when negative), else strtoull's whole-string read
+// (leading white space, a sign, any zeros: " -5" wraps around as C's does,
+// and Redis takes it as it comes).
+func parseULL(s string) (uint64, bool) {
+	if n, ok := idmp.ParseInt(s); ok {
+		return uint64(n), n >= 0 // a negative integer is out of range
+	}
+	t := strings.TrimLeft(s, " \t\n\v\f\r")
+	neg := false
+	if t != "" && (t[0] == '+' || t[0] == '-') {
+		neg = t[0] == '-'
+		t = t[1:]
+	}
+	if t == "" {
+		return 0, false
+	}
+	for i := 0; i < len(t); i++ {
+		if t[i] < '0' || t[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseUint(t, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// ValidateRecord checks XIDMPRECORD's arguments in Redis's order (the ID
+// first, then the pid, then the iid) and returns the ID as Redis writes
+// it. Its errors are Redis's texts, usage errors (64).
+func ValidateRecord(pid, iid, id string) (string, error) {
+	usage := func(msg string) error { return exit.New(exit.Usage, "", "%s", msg) }
+	canon, ok := ParseEntryID(id)
+	switch {
+	case !ok:
+		return "", usage(ErrInvalidStreamID)
+	case pid == "":
+		return "", usage(ErrRecordEmptyPID)
+	case iid == "":
+		return "", usage(ErrRecordEmptyIID)
+	}
+	return canon, nil
+}
+
+// RecordIID attaches (pid, iid) to the existing entry id of stream
+// (XIDMPRECORD), in the mode of the streams: natively Redis's command,
+// emulated the record script. The same triple again is OK and changes
+// nothing. Errors: a bad argument is a usage error (64); the stream, or an
+// entry with that ID, missing is exit.NotFound (66); the pair tracked with
+// another ID is exit.Data (65) with Redis's text (ErrRecordConflict), as
+// is a key of another type (WRONGTYPE).
+func (s *Streams) RecordIID(ctx context.Context, stream, pid, iid, id string) error {
+	canon, err := ValidateRecord(pid, iid, id)
+	if err != nil {
+		return err
+	}
+	if err := s.resolve(ctx); err != nil {
+		return err
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	if s.Mode == ModeNative {
+		err = s.Conn.Do(func(c redis.UniversalClient) error {
+			return c.Do(ctx, "XIDMPRECORD", stream, pid, iid, canon).Err()
+		})
+		return recordErr(err)
+	}
+	for {
+		cmd, err := s.runState(ctx, recordScript, stream, func(l idmp.StateLayout) ([]string, []any) {
+			return []string{l.IDs(pid), l.Order(pid)}, []any{pid, iid, canon}
+		})
+		if err == nil {
+			err = cmd.Err() // the script's error reply
+		}
+		if err != nil {
+			return recordErr(scriptErr(err))
+		}
+		err = ParseRecordReply(cmd.Val())
+		if !errors.Is(err, errNeedDefaults) || s.Defaults != nil {
+			return err
+		}
+		if err := s.loadDefaults(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// recordErr gives XIDMPRECORD's errors their exit codes.
+func recordErr(err error) error {
+	var e *exit.Error
+	switch {
+	case err == nil || errors.As(err, &e):
+		return err
+	case strings.Contains(err.Error(), "no such key"), strings.Contains(err.Error(), ErrRecordNoEntry):
+		return &exit.Error{Code: exit.NotFound, Err: err}
+	case strings.Contains(err.Error(), ErrRecordConflict):
+		return &exit.Error{Code: exit.Data, Err: err}
+	}
+	return err
+}
+
+// RecordCall is the record script's call for a caller that sends it on a
+// connection of its own (exec), with id as ValidateRecord returns it. Its
+// reply is read by ParseRecordReply, or is the script's error.
+func (s *Streams) RecordCall(stream, pid, iid, id string) (*redisconn.Call, error) {
+	l, keys, args, err := s.stateCall(stream)
+	if err != nil {
+		return nil, err
+	}
+	keys = append(keys, l.IDs(pid), l.Order(pid))
+	call := redisconn.NewCall(recordScript, keys, len(args)+5)
+	call.Args = append(append(append(call.Args, args...), pid, iid, id), s.defaultArgs()...)
+	return call, nil
+}
+
+// ParseRecordReply reads the record script's reply: nil for OK;
+// NeedsDefaults when the stream's state starts with it and the defaults
+// were not sent (nothing was written).
+func ParseRecordReply(v any) error {
+	switch r := v.(type) {
+	case string:
+		if r == "OK" {
+			return nil
+		}
+	case []any:
+		if len(r) == 1 && r[0] == "D" {
+			return errNeedDefaults
+		}
+	}
+	return exit.New(exit.Internal, "emulated XIDMPRECORD", "unexpected reply %s", fmt.Sprint(v))
+}
