@@ -48,13 +48,14 @@ const (
 // i22EmuMerged is the switch for the lead: set it to true when branch
 // i22-emu is merged, and the generator takes in every feature above.
 // IDMPCTL_AGREE_FEATURES=all (or a comma-separated list of them) turns
-// them on before that, to check that branch's work.
-const i22EmuMerged = false
+// them on before that, to check that branch's work. (Branch i22-agree
+// merged main after i22-emu had, and set it.)
+const i22EmuMerged = true
 
 var i22EmuFeatures = []feature{featRebuild, featLateDefaults, featXIDMPRecord, featMoveDB}
 
-// A difference the emulation keeps on purpose (README, "What differs from
-// Redis 8.6"), off unless IDMPCTL_AGREE_FEATURES names it.
+// Differences the emulation keeps on purpose (README, "What differs from
+// Redis 8.6"), off unless IDMPCTL_AGREE_FEATURES names them.
 const (
 	// featExhausted: plain adds at the last possible ID
 	// (18446744073709551615-18446744073709551615). An IDMP add to such a
@@ -64,9 +65,19 @@ const (
 	// counts a producer without iids; the emulation writes nothing when
 	// an add fails. TestAgreementCases checks the error itself.
 	featExhausted feature = "exhausted"
+	// featDefaultsInMulti: CONFIG SET of stream-idmp-* inside MULTI. Out
+	// of one, exec first gives the streams without state of their own the
+	// defaults in force (8.6.3 keeps those of a stream's creation); inside
+	// one it makes no round trips, so such a stream takes the new ones.
+	featDefaultsInMulti feature = "defaults-in-multi"
+	// featDefaultsPerDB: SELECT and SWAPDB in a sequence that sets the
+	// server-level defaults. Emulated, they live in a key of a database
+	// (idmpctl:stream-idmp-defaults), so another database has its own and
+	// SWAPDB takes them along; natively they are the server's.
+	featDefaultsPerDB feature = "defaults-per-db"
 )
 
-var allFeatures = append(slices.Clone(i22EmuFeatures), featExhausted)
+var allFeatures = append(slices.Clone(i22EmuFeatures), featExhausted, featDefaultsInMulti, featDefaultsPerDB)
 
 // agreeWaitLabel is how a pause step shows in a reproducer.
 const agreeWaitLabel = "sleep"
@@ -91,6 +102,9 @@ type gen struct {
 	short   bool            // XCFGSET and CONFIG SET favour IDMP-DURATION 1 (a pause follows)
 	inMulti bool
 	fresh   int
+	// selects: the sequence may SELECT and SWAPDB; without
+	// featDefaultsPerDB it then sets no server-level defaults.
+	selects bool
 }
 
 // genSequence makes seed's sequence.
@@ -108,7 +122,8 @@ func genSequence(seed uint64, feats map[feature]bool) []step {
 		g.waitAt = n/2 + g.r.IntN(n/2)
 		g.short = true
 	}
-	if !feats[featLateDefaults] && g.r.IntN(3) == 0 {
+	g.selects = feats[featMoveDB] && g.chance(2)
+	if !feats[featLateDefaults] && g.r.IntN(3) == 0 && g.mayConfigSet() {
 		// The server-level defaults, set before anything exists.
 		for range 1 + g.r.IntN(2) {
 			g.add(g.configSet())
@@ -223,7 +238,7 @@ func (g *gen) command() []string {
 	case k < 52:
 		return g.xcfgset()
 	case k < 56:
-		if g.feats[featLateDefaults] || !g.created {
+		if (g.feats[featLateDefaults] || !g.created) && g.mayConfigSet() {
 			return g.configSet()
 		}
 		return g.configGet()
@@ -692,11 +707,17 @@ func (g *gen) xidmprecord() []string {
 	return args
 }
 
+// mayConfigSet reports whether CONFIG SET of the defaults may come now
+// (see featDefaultsInMulti and featDefaultsPerDB).
+func (g *gen) mayConfigSet() bool {
+	return (!g.inMulti || g.feats[featDefaultsInMulti]) && (!g.selects || g.feats[featDefaultsPerDB])
+}
+
 func (g *gen) moveDB() []string {
-	switch g.r.IntN(4) {
-	case 0:
+	switch k := g.r.IntN(4); {
+	case k == 0 && g.selects:
 		return []string{"SWAPDB", "0", "1"}
-	case 1:
+	case k == 1 && g.selects:
 		return []string{"SELECT", g.pick("0", "1")}
 	default:
 		return []string{"MOVE", g.readKey(), "1"}
@@ -729,6 +750,8 @@ func (g *gen) rebuild() {
 // multi is a MULTI block: 1-4 commands, then EXEC (or DISCARD); one
 // sometimes has an arity error (EXECABORT).
 func (g *gen) multi() {
+	g.inMulti = true
+	defer func() { g.inMulti = false }()
 	g.add([]string{"MULTI"})
 	for range 1 + g.r.IntN(4) {
 		if g.chance(10) {

@@ -36,10 +36,10 @@ package exec_test
 // Seeds: make test runs agreeSeeds (1..40; 12 with -short); soak runs
 // take IDMPCTL_AGREE_SEEDS=N (seeds 1..N), IDMPCTL_AGREE_SEED=S replays
 // one; IDMPCTL_AGREE_REPORTS=N shrinks and prints N divergent seeds
-// (default 4; the others are listed). The features that wait for branch
-// i22-emu are off until i22EmuMerged (agree_gen_test.go), and so is one
-// documented difference; IDMPCTL_AGREE_FEATURES=all|name,... turns them
-// on. The emulated side runs on the server under test when it has no
+// (default 4; the others are listed). The features that waited for
+// branch i22-emu are on with i22EmuMerged (agree_gen_test.go); three
+// documented differences are off; IDMPCTL_AGREE_FEATURES=all|name,...
+// turns them on. The emulated side runs on the server under test when it has no
 // IDMP, else on Debian's Redis 7.0 (emulatedBinary).
 
 import (
@@ -241,7 +241,7 @@ func agreeFeatures(t *testing.T) map[feature]bool {
 		}
 	}
 	if len(off) > 0 {
-		t.Logf("generator features off (i22-emu's until i22EmuMerged; exhausted: a documented difference): %s", strings.Join(off, ", "))
+		t.Logf("generator features off (documented differences, or i22-emu's until i22EmuMerged): %s", strings.Join(off, ", "))
 	}
 	return feats
 }
