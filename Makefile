@@ -38,9 +38,12 @@ test-native: redis-server
 
 # The fault tests with the long random-kill soak: 200 rounds of 16 claim
 # runs instead of make test's 25 (IDMPCTL_FAULT_SEED replays another seed),
-# and a cluster slot moved during a 200,000-line batch (20,000 in make test).
+# and a cluster slot moved during a 200,000-line batch (20,000 in make test);
+# then the agreement of native 8.6.3 and the emulation over 2,000 seeds
+# instead of make test's 40 (IDMPCTL_AGREE_SEED replays one).
 test-soak: redis-server
 	GORACE="atexit_sleep_ms=0 $$GORACE" IDMPCTL_SOAK=1 $(GO) test -race -count=1 -run 'TestFault|TestClusterSlotMove' -timeout 30m .
+	IDMPCTL_REQUIRE_NATIVE=1 IDMPCTL_AGREE_SEEDS=2000 $(GO) test -count=1 -run '^TestAgreement$$' -timeout 30m ./internal/ops/exec
 
 # The suite again with valkey-server as the test server (emulated IDMP,
 # Valkey's INFO and texts; redis-cli still forms the cluster). No -race, to

@@ -24,7 +24,8 @@ type CfgSetOptions struct {
 }
 
 // parseSetting reads an XCFGSET value as Redis does (idmp.ParseInt), with
-// its texts, before Redis is contacted.
+// its texts (Redis 8.6.3's: a duration in seconds, a size in entries),
+// before Redis is contacted.
 func parseSetting(flag, s string, limit int64, name string) (int64, error) {
 	v, ok := idmp.ParseInt(s)
 	if !ok {
@@ -32,10 +33,18 @@ func parseSetting(flag, s string, limit int64, name string) (int64, error) {
 			Hint: fmt.Sprintf("give a plain integer from 1 to %d, without sign, leading zeros or unit", limit)}
 	}
 	if v < 1 || v > limit {
-		return 0, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--%s %s: ERR %s must be between 1 and %d", flag, s, name, limit),
+		return 0, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--%s %s: ERR %s must be between 1 and %d %s", flag, s, name, limit, settingUnit(name)),
 			Hint: "idmpctl calc-maxsize computes both from your rate and mark-delay"}
 	}
 	return v, nil
+}
+
+// settingUnit is the unit XCFGSET's range error ends in.
+func settingUnit(name string) string {
+	if name == "IDMP-DURATION" {
+		return "seconds"
+	}
+	return "entries"
 }
 
 // Validate parses and range-checks the settings.
