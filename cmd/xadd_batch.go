@@ -141,6 +141,9 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 		Template: o.request("", nil), ID: id, Resume: o.Resume,
 		SkipSet: o.SkipSet, Skip: int64(o.Skip), TTL: o.ProgressTTL, Retries: f.Global.Retries,
 		Durability: o.Durable.durability(),
+		OnFallback: func(why string) {
+			p.Warnf("xadd --batch: %s: each chunk goes in a MULTI/EXEC of its own instead of one script call (slower)", why)
+		},
 		OnRetry: func(attempt int, err error) {
 			if attempt == 0 {
 				p.Warnf("xadd --batch: the stream's cluster slot is moving (%v): waiting for the migration (at most --timeout %s), then going on after the last committed line", err, f.Global.Timeout)
@@ -221,7 +224,11 @@ func printBatchSummary(p *render.Printer, o *XAddOptions, id string, s stream.Ba
 		// Line numbers are positions, not counts: no separators.
 		p.Status("xadd --batch: batch %s: lines 1-%d were committed by an earlier run: resumed after line %d", id, s.ResumedAt, s.ResumedAt)
 	}
-	p.Status("xadd --batch: %s: %s added, %s (%s)", render.N(s.Lines, "line"), render.Count(s.Added), render.N(s.Duplicates, "duplicate"), s.Mode)
+	how := s.Mode.String()
+	if s.Path == stream.PathMulti {
+		how += ", MULTI/EXEC" // said why when it began (OnFallback)
+	}
+	p.Status("xadd --batch: %s: %s added, %s (%s)", render.N(s.Lines, "line"), render.Count(s.Added), render.N(s.Duplicates, "duplicate"), how)
 	if back := s.SkippedBack; back > 0 {
 		from := int64(o.Skip) + 1
 		what := fmt.Sprintf("lines %d-%d were sent again (they add again once IDMP-MAXSIZE or IDMP-DURATION no longer tracks them)", from, back)

@@ -17,26 +17,29 @@ import (
 
 // runNative commits one chunk per MULTI/EXEC on a connection of its own:
 // [XINFO, (XADD, XINFO)..., the progress record], compare-and-set through
-// WATCH (nativeChunk). After a network error the connection that may still
-// hold a stalled chunk is waited out (CLIENT LIST ID) before the record is
-// read: after that no old chunk can run, and the record is the truth. Its
-// committed chunks' replies are lost (MULTI cannot keep what it is about to
-// learn): their lines are reported committed with the ID unknown.
-func (r *batchRun) runNative(ctx context.Context) error {
-	nc := &nativeBatchConn{r: r}
-	defer nc.close()
+// WATCH (nativeChunk): the native path where the chunk script cannot run
+// (see batch_native_script.go). It takes queue, the chunks read and not
+// committed, then the windows the reader sends. After a network error the
+// connection that may still hold a stalled chunk is waited out (CLIENT
+// LIST ID) before the record is read: after that no old chunk can run, and
+// the record is the truth. Its committed chunks' replies are lost (MULTI
+// cannot keep what it is about to learn): their lines are reported
+// committed with the ID unknown.
+func (r *batchRun) runNative(ctx context.Context, nc *nativeBatchConn, queue []*chunk, windows <-chan []*chunk) error {
 	for {
-		queue, err := r.fill(nil, r.sum.LastLine)
-		if err != nil {
-			return err
-		}
-		if len(queue) == 0 {
-			return nil
-		}
 		for _, c := range queue {
 			if err := r.sendNative(ctx, nc, c); err != nil {
 				return err
 			}
+		}
+		more := false
+		select {
+		case queue, more = <-windows:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if !more {
+			return nil
 		}
 	}
 }

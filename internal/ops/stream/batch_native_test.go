@@ -30,7 +30,22 @@ func runNativeBatch(t *testing.T, s *Streams, spec BatchSpec, in BatchInput) (Ba
 	if err := r.start(ctx); err != nil {
 		return r.sum, err
 	}
-	err = r.runNative(ctx)
+	var queue []*chunk
+	for from := r.sum.LastLine; ; {
+		q, err := r.fill(nil, from)
+		if err != nil {
+			return r.sum, err
+		}
+		if len(q) == 0 {
+			break
+		}
+		queue, from = append(queue, q...), q[len(q)-1].to
+	}
+	windows := make(chan []*chunk)
+	close(windows)
+	nc := &nativeBatchConn{r: r}
+	defer nc.close()
+	err = r.runNative(ctx, nc, queue, windows)
 	return r.sum, err
 }
 
