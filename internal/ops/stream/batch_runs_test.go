@@ -11,6 +11,7 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -55,6 +56,26 @@ func (in *gatedLines) Ready() bool {
 	return in.next < in.limit
 }
 
+// forBatchModes runs f for the emulated batch on the server under test,
+// and for the native batch (its chunk script) on a native-IDMP server
+// beside it: each server started with config, IDMP-MAXSIZE maxsize for a
+// stream whose tracking starts.
+func forBatchModes(t *testing.T, maxsize int64, config []string, f func(t *testing.T, conn *redisconn.Conn, s *Streams)) {
+	t.Run("emulated", func(t *testing.T) {
+		t.Parallel()
+		conn, _ := redistest.Conn(t, config...)
+		f(t, conn, &Streams{Conn: conn, Mode: ModeEmulated, Defaults: &idmp.Defaults{Duration: 100, MaxSize: maxsize}})
+	})
+	t.Run("native", func(t *testing.T) {
+		t.Parallel()
+		conn, _ := nativeConn(t, config...)
+		if err := conn.Client().ConfigSet(context.Background(), "stream-idmp-maxsize", strconv.FormatInt(maxsize, 10)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		f(t, conn, &Streams{Conn: conn, Mode: ModeNative})
+	})
+}
+
 // otherRun commits chunks of a batch as another run of it would, on a
 // connection of its own named as that run's are.
 type otherRun struct {
@@ -83,6 +104,20 @@ func (o *otherRun) commit(from, to int) {
 		lines = append(lines, int64(i+1))
 		iids = append(iids, r.IID)
 	}
+	if o.s.Mode == ModeNative {
+		r := &batchRun{s: o.s, spec: BatchSpec{Template: o.tmpl, ID: "b", TTL: time.Hour}, layout: o.layout,
+			key: o.layout.Batch(o.tmpl.PID, "b"), run: o.run}
+		c := &chunk{from: int64(from), to: int64(to), digest: hex.EncodeToString(h.Sum(nil)), reqs: reqs, lines: lines}
+		call, iids := r.nativeBatchCall(c)
+		v, err := nativeBatchScript.Run(context.Background(), o.cn, call.Keys, call.Args...).Result()
+		if err != nil {
+			o.t.Fatalf("the other run's chunk %d-%d: %v", from, to, err)
+		}
+		if _, err := parseNativeBatchReply(v, iids, len(reqs)); err != nil {
+			o.t.Logf("the other run's chunk %d-%d: %v", from, to, err)
+		}
+		return
+	}
 	cp := &chunkProgress{Key: o.layout.Batch(o.tmpl.PID, "b"), Index: o.layout.Batches, ID: "b", PID: o.tmpl.PID,
 		From: int64(from), To: int64(to), Digest: hex.EncodeToString(h.Sum(nil)), DropReplies: -1, TTL: time.Hour, Lines: lines, Run: o.run}
 	call, _, err := o.s.emulatedAddCall(reqs, cp, false)
@@ -107,9 +142,11 @@ func (o *otherRun) commit(from, to int) {
 // A run whose connection stays open is live: 75.
 func TestBatchRunAfterADyingRun(t *testing.T) {
 	t.Parallel()
-	conn, _ := redistest.Conn(t)
+	forBatchModes(t, 100, nil, testBatchRunAfterADyingRun)
+}
+
+func testBatchRunAfterADyingRun(t *testing.T, conn *redisconn.Conn, s *Streams) {
 	ctx := context.Background()
-	s := &Streams{Conn: conn, Mode: ModeEmulated, Defaults: &idmp.Defaults{Duration: 100, MaxSize: 100}}
 	for _, dying := range []bool{true, false} {
 		stream := "s-dying-" + strconv.FormatBool(dying)
 		layout, _ := idmp.StateKeys(stream, false)
@@ -181,10 +218,12 @@ func TestBatchRunAfterADyingRun(t *testing.T) {
 // the chunk was committed and never reported.
 func TestBatchRunAfterRunCutElsewhere(t *testing.T) {
 	t.Parallel()
-	conn, _ := redistest.Conn(t)
-	ctx := context.Background()
 	// IDMP-MAXSIZE 1: a line sent twice is in the stream twice.
-	s := &Streams{Conn: conn, Mode: ModeEmulated, Defaults: &idmp.Defaults{Duration: 100, MaxSize: 1}}
+	forBatchModes(t, 1, nil, testBatchRunAfterRunCutElsewhere)
+}
+
+func testBatchRunAfterRunCutElsewhere(t *testing.T, conn *redisconn.Conn, s *Streams) {
+	ctx := context.Background()
 	for k, cuts := range [][][2]int{{{100, 150}, {150, 300}}, {{100, 150}, {150, 180}}} {
 		stream := "s-cut-" + strconv.Itoa(k)
 		layout, _ := idmp.StateKeys(stream, false)
@@ -248,9 +287,11 @@ func TestBatchRunAfterRunCutElsewhere(t *testing.T) {
 // record standing still, rather than failing on CLIENT LIST.
 func TestBatchRunAfterAStoppedRunWithoutCLIENT(t *testing.T) {
 	t.Parallel()
-	conn, _ := redistest.Conn(t, `rename-command CLIENT ""`)
+	forBatchModes(t, 100, []string{`rename-command CLIENT ""`}, testBatchRunAfterAStoppedRunWithoutCLIENT)
+}
+
+func testBatchRunAfterAStoppedRunWithoutCLIENT(t *testing.T, conn *redisconn.Conn, s *Streams) {
 	ctx := context.Background()
-	s := &Streams{Conn: conn, Mode: ModeEmulated, Defaults: &idmp.Defaults{Duration: 100, MaxSize: 100}}
 	stream := "s-noclient"
 	layout, _ := idmp.StateKeys(stream, false)
 	tmpl := AddRequest{Stream: stream, PID: "p"}
