@@ -196,26 +196,38 @@ end
 -- script past its first write is not refused for memory.
 ------------------------------------------------------------------------
 
-local rpcall, xadd = redis.pcall, 'XADD'
+local rpcall, xadd, rtype = redis.pcall, 'XADD', type
 local ids, ndone, stop, message = {}, 0, '', ''
-local n1, n2 = names[1], names[2]
--- The common shapes go without building an argument list: one or two
--- fields, IDMP and no options.
-local plain = nhead == 2 and not auto
-local two, one = plain and uniform == 4, plain and uniform == 2
+-- stopped says why an add replied no ID.
+local function stopped(r)
+  if r then stop, message = 'e', r.err else stop = 'n' end
+end
+local plain = nhead == 2 and not auto -- IDMP, no options
 a = first
-for _ = 1, nitems do
-  local id
-  if two and named then
-    id = rpcall(xadd, STREAM, 'IDMP', argv[17], argv[a], '*', n1, argv[a + 1], n2, argv[a + 2])
-    a = a + 3
-  elseif one and named then
-    id = rpcall(xadd, STREAM, 'IDMP', argv[17], argv[a], '*', n1, argv[a + 1])
-    a = a + 2
-  elseif two then
-    id = rpcall(xadd, STREAM, 'IDMP', argv[17], argv[a], '*', argv[a + 1], argv[a + 2], argv[a + 3], argv[a + 4])
-    a = a + 5
-  else
+if plain and named and uniform == 4 then
+  -- The common batch, without a test or a table an item: two fields named
+  -- alike.
+  local pid, n1, n2 = argv[17], names[1], names[2]
+  for i = 1, nitems do
+    local id = rpcall(xadd, STREAM, 'IDMP', pid, argv[a], '*', n1, argv[a + 1], n2, argv[a + 2])
+    if rtype(id) ~= 'string' then
+      stopped(id)
+      break
+    end
+    ids[i], ndone, a = id, i, a + 3
+  end
+elseif plain and named and uniform == 2 then
+  local pid, n1 = argv[17], names[1]
+  for i = 1, nitems do
+    local id = rpcall(xadd, STREAM, 'IDMP', pid, argv[a], '*', n1, argv[a + 1])
+    if rtype(id) ~= 'string' then
+      stopped(id)
+      break
+    end
+    ids[i], ndone, a = id, i, a + 2
+  end
+else
+  for i = 1, nitems do
     local pid, iid, nf, f0
     if uniform then
       pid, nf = argv[17], uniform
@@ -242,14 +254,13 @@ for _ = 1, nitems do
       for f = f0, f0 + nf - 1 do args[k + 1 + f - f0] = argv[f] end
       a = f0 + nf
     end
-    id = rpcall(xadd, unpack(args))
+    local id = rpcall(xadd, unpack(args))
+    if rtype(id) ~= 'string' then
+      stopped(id)
+      break
+    end
+    ids[i], ndone = id, i
   end
-  if type(id) ~= 'string' then
-    if id then stop, message = 'e', id.err else stop = 'n' end
-    break
-  end
-  ndone = ndone + 1
-  ids[ndone] = id
 end
 if ndone == 0 then return { '', stop, message } end
 
