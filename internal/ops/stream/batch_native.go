@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -163,7 +164,12 @@ func (r *batchRun) sendNative(ctx context.Context, nc *nativeBatchConn, c *chunk
 			recovering = true
 			return err
 		}
-		if cerr := r.confirm(c, res, false); cerr != nil {
+		var unknown *errOutcomesUnknown
+		lost := errors.As(err, &unknown) // committed, what each was not known
+		if lost {
+			err = unknown.then
+		}
+		if cerr := r.confirm(c, res, lost); cerr != nil {
 			return cerr
 		}
 		if d := r.spec.Durability; d.On() {
@@ -319,15 +325,19 @@ func (r *batchRun) nativeChunkOnce(ctx context.Context, cn *redis.Conn, c *chunk
 	case before.line != c.from:
 		return refuse(&errProgressMoved{Line: before.line})
 	}
-	infos := make([]*redis.XInfoStreamCmd, len(c.reqs)+1)
+	var tm *redis.TimeCmd
+	var infoBefore, infoAfter *redis.XInfoStreamCmd
 	adds := make([]*redis.StringCmd, len(c.reqs))
 	now := time.Now().UnixMilli() // an informational time: nothing is decided on it
 	_, err = cn.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		infos[0] = p.XInfoStream(ctx, stream)
+		// TIME and the IDs that * generates use one snapshot of the clock
+		// in a MULTI/EXEC, as in a script: see tellNative.
+		tm = p.Time(ctx)
+		infoBefore = p.XInfoStream(ctx, stream)
 		for i, req := range c.reqs {
 			adds[i] = p.XAdd(ctx, nativeXAddArgs(req))
-			infos[i+1] = p.XInfoStream(ctx, stream)
 		}
+		infoAfter = p.XInfoStream(ctx, stream)
 		h := []any{"line", c.to, "digest", c.digest, "digest-line", c.to, "batch", r.spec.ID, "pid", r.spec.Template.PID,
 			"stream", stream, "mode", "native", "updated", now}
 		if c.from == 0 {
@@ -356,11 +366,8 @@ func (r *batchRun) nativeChunkOnce(ctx context.Context, cn *redis.Conn, c *chunk
 		}
 		return nil, err
 	}
-	var prev int64
-	if v, err := infos[0].Result(); err == nil {
-		prev = v.IIDsDuplicates
-	}
 	out := make([]AddResult, 0, len(c.reqs))
+	ids := make([]string, 0, len(c.reqs))
 	var addErr error
 	for i, req := range c.reqs {
 		id, err := adds[i].Result()
@@ -371,21 +378,83 @@ func (r *batchRun) nativeChunkOnce(ctx context.Context, cn *redis.Conn, c *chunk
 			addErr = err
 			break
 		}
-		after, err := infos[i+1].Result()
-		if err != nil {
-			return out, exit.New(exit.Internal, "XINFO STREAM after XADD", "%v", err)
-		}
-		out = append(out, AddResult{ID: id, IID: req.IID, Duplicate: after.IIDsDuplicates > prev, Mode: ModeNative})
-		prev = after.IIDsDuplicates
+		ids = append(ids, id)
+		out = append(out, AddResult{ID: id, IID: req.IID, Mode: ModeNative})
 	}
 	if addErr != nil {
 		// EXEC ran the record's move although an add failed.
 		if rerr := r.restore(ctx, cn, c, before, len(out)); rerr != nil {
 			return out, rerr
 		}
+	}
+	if len(out) == 0 {
+		return out, addErr
+	}
+	// What each add was, from the stream before and after them.
+	last, added0, dups0 := "0-0", int64(0), int64(0)
+	if v, err := infoBefore.Result(); err == nil {
+		last, added0, dups0 = v.LastGeneratedID, v.EntriesAdded, v.IIDsDuplicates
+	}
+	v, err := infoAfter.Result()
+	t, terr := tm.Result()
+	if err = errors.Join(err, terr); err != nil {
+		return out, exit.New(exit.Internal, "XINFO STREAM and TIME around the adds", "%v", err)
+	}
+	dup, sure := tellNative(last, t.UnixMilli(), ids, v.EntriesAdded-added0, v.IIDsDuplicates-dups0)
+	for i := range out {
+		out[i].Duplicate = dup[i]
+	}
+	if !sure {
+		return out, &errOutcomesUnknown{then: addErr}
+	}
+	if addErr != nil {
 		return out, addErr
 	}
 	return out, r.s.nativeOriginals(ctx, stream, out)
+}
+
+// tellNative tells which of the IDs that XADD ... IDMP * replied in one
+// atomic step (a MULTI/EXEC) were of duplicates: none when the stream's
+// entries-added grew by every add and its iids-duplicates did not; else
+// each add that replied the ID * generates next (after the stream's
+// last-generated-id last before the adds, at the step's frozen clock
+// nowMS, as lua/stream_native_batch.lua tells them) made its entry, and
+// the others are duplicates. sure is false when the counters do not agree
+// with that (see the script's comment: the stream's last ID set back).
+func tellNative(last string, nowMS int64, ids []string, added, dups int64) (dup []bool, sure bool) {
+	dup = make([]bool, len(ids))
+	if added == int64(len(ids)) && dups == 0 {
+		return dup, true
+	}
+	var n int64
+	expect := nextStreamID(last, nowMS)
+	for i, id := range ids {
+		if id == expect {
+			n++
+			expect = nextStreamID(id, nowMS)
+		} else {
+			dup[i] = true
+		}
+	}
+	return dup, n == added && int64(len(ids))-n == dups
+}
+
+// nextStreamID is the ID XADD * generates after id at the clock nowMS
+// (ms): nowMS-0 when later than id's ms, else id's next sequence, or the
+// next ms's first when the sequence is at its end.
+func nextStreamID(id string, nowMS int64) string {
+	msS, seqS, _ := strings.Cut(id, "-")
+	ms, err1 := strconv.ParseUint(msS, 10, 64)
+	seq, err2 := strconv.ParseUint(seqS, 10, 64)
+	switch {
+	case err1 != nil || err2 != nil:
+		return ""
+	case nowMS >= 0 && ms < uint64(nowMS):
+		return strconv.FormatInt(nowMS, 10) + "-0"
+	case seq == math.MaxUint64:
+		return strconv.FormatUint(ms+1, 10) + "-0"
+	}
+	return msS + "-" + strconv.FormatUint(seq+1, 10)
 }
 
 func recordState(v []any) nativeRecordState {

@@ -108,6 +108,24 @@ func collectMulti(t *testing.T, s *Streams, spec BatchSpec, in BatchInput) ([]Ba
 	return out, r.sum, err
 }
 
+// exactAdds adds the lines of reqs (nil: a blank line) with AddBatch,
+// whose MULTI/EXEC reads XINFO around each add, as batch results.
+func exactAdds(s *Streams, reqs []*AddRequest) ([]BatchResult, error) {
+	var adds []AddRequest
+	var lines []int64
+	for i, r := range reqs {
+		if r != nil {
+			adds, lines = append(adds, *r), append(lines, int64(i+1))
+		}
+	}
+	res, err := s.AddBatch(context.Background(), adds)
+	out := make([]BatchResult, len(res))
+	for i, r := range res {
+		out[i] = BatchResult{Line: lines[i], AddResult: r}
+	}
+	return out, err
+}
+
 // streamCounters is what XINFO says of a stream's adds and tracking.
 func streamCounters(t *testing.T, rdb redis.UniversalClient, stream string) string {
 	t.Helper()
@@ -119,9 +137,10 @@ func streamCounters(t *testing.T, rdb redis.UniversalClient, stream string) stri
 		v.Length, v.EntriesAdded, v.IIDsAdded, v.IIDsDuplicates, v.IIDsTracked, v.PIDsTracked)
 }
 
-// The chunk script tells each add as the MULTI/EXEC path does (XINFO
-// around every add): the same outcome for every line, whatever the stream
-// went through before (originals deleted or trimmed, an ID ahead of the
+// The chunk script and the MULTI/EXEC path tell each add as XINFO read
+// around every add does (AddBatch, one MULTI/EXEC of [XINFO, (XADD,
+// XINFO)...]): the same outcome for every line, whatever the stream went
+// through before (originals deleted or trimmed, an ID ahead of the
 // clock, its last ID set back, the stream deleted and made again), with
 // several chunks and sends in flight, every shape of line, and trimming.
 func TestNativeBatchAgreesWithMulti(t *testing.T) {
@@ -210,9 +229,9 @@ func TestNativeBatchAgreesWithMulti(t *testing.T) {
 		}, lines: repeats("a", "b", "c", "a", "c", "b", "z")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var got [2][]BatchResult
-			var counts [2]string
-			for k, path := range []string{"script", "multi"} {
+			var got [3][]BatchResult
+			var counts [3]string
+			for k, path := range []string{"script", "multi", "exact"} {
 				stream := strings.ReplaceAll(c.name, " ", "-") + "-" + path
 				if c.setup != nil {
 					c.setup(stream)
@@ -230,26 +249,31 @@ func TestNativeBatchAgreesWithMulti(t *testing.T) {
 				spec := BatchSpec{Template: tmpl, ID: "b", Chunk: 3, Window: 2}
 				var sum BatchSummary
 				var err error
-				if path == "script" {
+				switch path {
+				case "script":
 					got[k], sum, err = collectBatch(s, spec, &reqLines{reqs: reqs})
 					if sum.Path != PathScript {
 						t.Errorf("the batch went by %q (%s)", sum.Path, sum.PathWhy)
 					}
-				} else {
+				case "multi":
 					got[k], sum, err = collectMulti(t, s, spec, &reqLines{reqs: reqs})
+				default:
+					got[k], err = exactAdds(s, reqs)
 				}
 				if err != nil {
 					t.Fatalf("%s: %v", path, err)
 				}
 				counts[k] = streamCounters(t, rdb, stream)
 			}
-			if len(got[0]) != len(got[1]) {
-				t.Fatalf("%d results by the script, %d by MULTI/EXEC", len(got[0]), len(got[1]))
-			}
-			for i := range got[0] {
-				a, b := got[0][i], got[1][i]
-				if a.Line != b.Line || a.Duplicate != b.Duplicate || a.OriginalExists != b.OriginalExists || a.IID != b.IID || a.ReplyLost || a.Mode != ModeNative {
-					t.Errorf("line %d: script %+v, MULTI/EXEC %+v", b.Line, a, b)
+			for k, path := range []string{"the script", "MULTI/EXEC"} {
+				if len(got[k]) != len(got[2]) {
+					t.Fatalf("%d results by %s, %d by XINFO around each add", len(got[k]), path, len(got[2]))
+				}
+				for i := range got[k] {
+					a, b := got[k][i], got[2][i]
+					if a.Line != b.Line || a.Duplicate != b.Duplicate || a.OriginalExists != b.OriginalExists || a.IID != b.IID || a.ReplyLost || a.Mode != ModeNative {
+						t.Errorf("line %d: %s %+v, XINFO around each add %+v", b.Line, path, a, b)
+					}
 				}
 			}
 			// New entries' IDs grow; a duplicate of a line added in this run
@@ -272,8 +296,8 @@ func TestNativeBatchAgreesWithMulti(t *testing.T) {
 					prev, last[key] = a.ID, a.ID
 				}
 			}
-			if counts[0] != counts[1] {
-				t.Errorf("the stream after the script: %s; after MULTI/EXEC: %s", counts[0], counts[1])
+			if counts[0] != counts[2] || counts[1] != counts[2] {
+				t.Errorf("the stream after the script: %s; after MULTI/EXEC: %s; after XINFO around each add: %s", counts[0], counts[1], counts[2])
 			}
 		})
 	}
