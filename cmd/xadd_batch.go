@@ -201,6 +201,9 @@ func printBatchResult(p *render.Printer, o *XAddOptions, r stream.BatchResult) {
 	if p.Format == render.JSON {
 		j := toAddJSON(o, r.AddResult, int(r.Line), r.Retried)
 		j.ReplyLost = r.ReplyLost
+		if r.PID != "" {
+			j.PID = r.PID // the line's own
+		}
 		_ = p.JSON(j)
 		return
 	}

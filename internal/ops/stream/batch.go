@@ -102,6 +102,7 @@ type BatchInput interface {
 // BatchResult is one line's add.
 type BatchResult struct {
 	Line int64
+	PID  string // the producer it was added under (a line may name its own)
 	AddResult
 	Retried   bool // it came through a recovery after a network error
 	ReplyLost bool // committed, but its reply was lost and not kept (native): ID unknown
@@ -582,7 +583,7 @@ func (r *batchRun) fill(queue []*chunk, from int64) ([]*chunk, error) {
 func (r *batchRun) confirm(c *chunk, res []AddResult, lost bool) error {
 	out := make([]BatchResult, len(res))
 	for i, a := range res {
-		out[i] = BatchResult{Line: c.lines[i], AddResult: a, Retried: c.retried, ReplyLost: lost}
+		out[i] = BatchResult{Line: c.lines[i], PID: c.reqs[i].PID, AddResult: a, Retried: c.retried, ReplyLost: lost}
 	}
 	if r.spec.Durability.On() {
 		r.unacked = append(r.unacked, out...)
