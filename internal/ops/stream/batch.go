@@ -685,13 +685,7 @@ func (r *batchRun) runScripted(ctx context.Context) error {
 	left, err := r.sendScripted(ctx, windows)
 	var fb *errFallback
 	if errors.As(err, &fb) {
-		r.sum.Path, r.sum.PathWhy = PathMulti, fb.why
-		if r.spec.OnFallback != nil {
-			r.spec.OnFallback(fb.why)
-		}
-		nc := &nativeBatchConn{r: r}
-		err = r.runNative(ctx, nc, left, windows)
-		nc.close()
+		err = r.runFallback(ctx, fb, left, windows)
 	}
 	if err != nil {
 		cancel()

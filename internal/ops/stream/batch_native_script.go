@@ -15,6 +15,7 @@ package stream
 // it writes: its iids would not dedupe natively).
 
 import (
+	"context"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -134,14 +135,38 @@ func (r *batchRun) nativeBatchCall(c *chunk) (*redisconn.Call, []string) {
 }
 
 // errFallback ends the native chunk script's part of a batch: the rest goes
-// by MULTI/EXEC, for the reason why.
-type errFallback struct{ why string }
+// another way (runFallback), for the reason why. emulated says the stream
+// holds emulated IDMP state (the script's {'E'}); otherwise the script
+// cannot run (scripting rights, EVALSHA renamed away).
+type errFallback struct {
+	why      string
+	emulated bool
+}
 
 func (e *errFallback) Error() string { return "the native batch script cannot run: " + e.why }
 
 // emulatedStateWhy is the fallback's reason when the stream holds emulated
 // IDMP state (the script's {'E'}).
 const emulatedStateWhy = "the stream holds emulated IDMP state, whose iids native IDMP does not know"
+
+// runFallback sends what the native chunk script left (left, the chunks
+// read and not committed, in order, then the reader's windows) another
+// way, once: by MULTI/EXEC (runNative).
+//
+// A stream with emulated IDMP state (fb.emulated) needs a path that guards
+// the iids that state knows, in every chunk, atomically, until the state
+// is migrated or has expired (issue 23, item 1: its guarded path goes
+// here). Until it lands, such a batch goes by MULTI/EXEC too, which does
+// not consult the emulated state: an iid it knows is added again.
+func (r *batchRun) runFallback(ctx context.Context, fb *errFallback, left []*chunk, windows <-chan []*chunk) error {
+	r.sum.Path, r.sum.PathWhy = PathMulti, fb.why
+	if r.spec.OnFallback != nil {
+		r.spec.OnFallback(fb.why)
+	}
+	nc := &nativeBatchConn{r: r}
+	defer nc.close()
+	return r.runNative(ctx, nc, left, windows)
+}
 
 // errOutcomesUnknown is a chunk the native script committed whose adds'
 // outcomes (new or duplicate) the server's counters did not confirm (the
@@ -182,7 +207,7 @@ func parseNativeBatchReply(v any, iids []string, n int) ([]AddResult, error) {
 	code, _ := reply[0].(string)
 	switch {
 	case len(reply) == 1 && code == "E":
-		return nil, &errFallback{why: emulatedStateWhy}
+		return nil, &errFallback{why: emulatedStateWhy, emulated: true}
 	case len(reply) == 3 && code == "F":
 		i, err1 := strconv.Atoi(fmt.Sprint(reply[1]))
 		nf, err2 := strconv.Atoi(fmt.Sprint(reply[2]))
