@@ -697,3 +697,24 @@ func TestNativeBatchReceivesUnconfirmedOutcomes(t *testing.T) {
 		t.Errorf("results %+v, summary %+v", got, r.sum)
 	}
 }
+
+// A server with EVALSHA (or SCRIPT) renamed away: by MULTI/EXEC, said.
+func TestNativeBatchFallsBackWithoutEVALSHA(t *testing.T) {
+	t.Parallel()
+	for _, renamed := range []string{"EVALSHA", "SCRIPT"} {
+		t.Run(renamed, func(t *testing.T) {
+			t.Parallel()
+			conn, _ := nativeConn(t, "rename-command "+renamed+` ""`)
+			s := &Streams{Conn: conn, Mode: ModeNative}
+			tmpl := AddRequest{Stream: "s", PID: "p"}
+			got, sum, err := collectBatch(s, BatchSpec{Template: tmpl, ID: "b", Chunk: 10, Window: 2}, &iidLines{lines: iids("i", 100), tmpl: tmpl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Path != PathMulti || sum.PathWhy != "EVALSHA or SCRIPT is renamed or disabled on this server" {
+				t.Errorf("path %q (%q)", sum.Path, sum.PathWhy)
+			}
+			wantEveryLineOnce(t, conn.Client(), "s", got, 100)
+		})
+	}
+}
