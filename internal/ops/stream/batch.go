@@ -3,8 +3,9 @@ package stream
 // Exactly-once batches (xadd --batch). Each chunk of adds moves the batch's
 // progress record (idmp.StateLayout.Batch) from the input line it starts
 // after to its last line, in the same atomic step as its adds: in the
-// emulated script (compare-and-set: a chunk whose record moved on writes
-// nothing), or in the native MULTI/EXEC. The record is the truth about what
+// chunk's script, emulated or native (compare-and-set: a chunk whose
+// record moved on writes nothing), or in the native MULTI/EXEC where the
+// native script cannot run (batch_native.go). The record is the truth about what
 // was written: after a network error, a stalled server or a crash, the run
 // goes on exactly after the last committed line, however small IDMP-MAXSIZE
 // is. A new run of the same batch (same stream, pid and batch ID) resumes
