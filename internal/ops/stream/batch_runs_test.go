@@ -323,3 +323,86 @@ func testBatchRunAfterAStoppedRunWithoutCLIENT(t *testing.T, conn *redisconn.Con
 		t.Fatalf("XLEN %d, want 500", n)
 	}
 }
+
+// A run that stopped committed lines past where this run's first chunk
+// went: a recovery settles that chunk and leaves the rest to come (each of
+// this run's later chunks up to the stopped run's line is refused). When
+// one of those is refused while a chunk after it, pipelined behind it,
+// commits, the record names this run: the lines between were still the
+// stopped run's. Before: "its replies are not kept in the progress record"
+// (70), as a lost reply of this run; TestBatchRunAfterRunCutElsewhere hit it
+// now and then.
+func TestBatchRunAfterStoppedRunAheadOfPipelinedChunks(t *testing.T) {
+	t.Parallel()
+	forBatchModes(t, 100, nil, testBatchRunAfterStoppedRunAheadOfPipelinedChunks)
+}
+
+func testBatchRunAfterStoppedRunAheadOfPipelinedChunks(t *testing.T, conn *redisconn.Conn, s *Streams) {
+	ctx := context.Background()
+	stream := "s-ahead"
+	layout, _ := idmp.StateKeys(stream, false)
+	tmpl := AddRequest{Stream: stream, PID: "p"}
+	lines := iids("i", 500)
+	oc := redis.NewClient(conn.Client().(*redis.Client).Options())
+	cn := oc.Conn()
+	other := &otherRun{t: t, s: s, cn: cn, run: "0ther", lines: lines, tmpl: tmpl, layout: layout}
+	if err := cn.ClientSetName(ctx, batchClientName(other.run)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	other.commit(0, 100)
+	// The run reads the record (line 100) and waits for its input; the
+	// other run commits up to line 300 and stops.
+	in := newGatedLines(lines, tmpl)
+	type outcome struct {
+		sum BatchSummary
+		err error
+	}
+	done := make(chan outcome, 1)
+	seen := map[int64]int{}
+	settled := make(chan struct{})
+	go func() {
+		sum, err := s.RunBatch(ctx, BatchSpec{Template: tmpl, ID: "b", Chunk: 100, Window: 1}, in, func(r BatchResult) error {
+			seen[r.Line]++
+			if r.Line == 200 {
+				close(settled)
+			}
+			return nil
+		})
+		done <- outcome{sum, err}
+	}()
+	time.Sleep(200 * time.Millisecond) // the run has read the record
+	other.commit(100, 150)
+	other.commit(150, 300)
+	cn.Close()
+	oc.Close()
+	// Its first chunk (lines 101-200) alone: refused, settled by a
+	// recovery as the stopped run's.
+	in.release(200)
+	select {
+	case <-settled:
+	case o := <-done:
+		t.Fatalf("the run ended: %+v, %v", o.sum, o.err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("line 200 was not settled")
+	}
+	// The rest: lines 201-300 (the stopped run's) and 301-400 go in two
+	// sends, the second committed behind the first's refusal.
+	in.release(len(lines))
+	var o outcome
+	select {
+	case o = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not end")
+	}
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	for l := int64(101); l <= 500; l++ {
+		if seen[l] != 1 {
+			t.Errorf("line %d reported %d times", l, seen[l])
+		}
+	}
+	if n := conn.Client().XLen(ctx, stream).Val(); n != 500 {
+		t.Errorf("XLEN %d, want 500", n)
+	}
+}
