@@ -329,7 +329,8 @@ func (r *batchRun) nativeChunkOnce(ctx context.Context, cn *redis.Conn, c *chunk
 	var infoBefore, infoAfter *redis.XInfoStreamCmd
 	adds := make([]*redis.StringCmd, len(c.reqs))
 	now := time.Now().UnixMilli() // an informational time: nothing is decided on it
-	_, err = cn.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	var queued []redis.Cmder
+	queued, err = cn.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		// TIME and the IDs that * generates use one snapshot of the clock
 		// in a MULTI/EXEC, as in a script: see tellNative.
 		tm = p.Time(ctx)
@@ -358,10 +359,12 @@ func (r *batchRun) nativeChunkOnce(ctx context.Context, cn *redis.Conn, c *chunk
 	}
 	if redis.IsExecAbortError(err) {
 		// A command was refused when queued (OOM, NOPERM, MOVED): nothing
-		// ran, and its own error says why.
-		for _, a := range adds {
-			if aerr := a.Err(); aerr != nil && !redis.IsExecAbortError(aerr) {
-				return nil, aerr
+		// ran, and its own error says why. Any command of the MULTI: in a
+		// slot being migrated the first (TIME aside) meets ASK or TRYAGAIN,
+		// which the caller waits out.
+		for _, q := range queued {
+			if qerr := q.Err(); qerr != nil && !redis.IsExecAbortError(qerr) {
+				return nil, qerr
 			}
 		}
 		return nil, err
