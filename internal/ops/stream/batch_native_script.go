@@ -36,6 +36,10 @@ var nativeBatchScript = redisconn.NewScript(idmp.LuaConstants(), nativeBatchLua)
 // names the kept replies that go (ARGV[4]): set when the chunk is sent.
 const nativeDropArg = 3
 
+// packedMax bounds the strings of a chunk that goes packed (a byte of
+// length each; 255 is not a length).
+const packedMax = 255
+
 // nativeBatchCall prepares a chunk's call of the native batch script (see
 // lua/stream_native_batch.lua for its arguments), and returns each
 // request's iid ("" for IDMPAUTO: the server does not tell it).
@@ -45,13 +49,20 @@ func (r *batchRun) nativeBatchCall(c *chunk) (*redisconn.Call, []string) {
 	keys := []string{r.spec.Template.Stream, r.key, r.layout.Batches, r.layout.Meta}
 	pidIndex := map[string]int{}
 	var pids []any
-	uniform, named := true, true
-	nargs := 21
+	uniform, named, short := true, true, true
+	nargs := 22
+	size := 0 // the strings' bytes, packed
 	for i := range reqs {
 		q := &reqs[i]
 		uniform = uniform && len(q.Fields) == len(r0.Fields)
 		for k := 0; named && uniform && k < len(q.Fields); k += 2 {
 			named = q.Fields[k] == r0.Fields[k]
+		}
+		short = short && len(q.IID) < packedMax
+		size += len(q.IID)
+		for k := range q.Fields {
+			short = short && len(q.Fields[k]) < packedMax
+			size += len(q.Fields[k])
 		}
 		if _, ok := pidIndex[q.PID]; !ok {
 			pidIndex[q.PID] = len(pids) + 1
@@ -61,6 +72,7 @@ func (r *batchRun) nativeBatchCall(c *chunk) (*redisconn.Call, []string) {
 	}
 	uniform = uniform && len(pids) == 1
 	named = named && uniform
+	packed := uniform && short
 	nargs += len(pids)
 	call := redisconn.NewCall(nativeBatchScript, keys, nargs)
 	lines := make([]byte, 0, len(c.lines)*7)
@@ -96,20 +108,45 @@ func (r *batchRun) nativeBatchCall(c *chunk) (*redisconn.Call, []string) {
 		string(lines), r.run, nomk, trim, op, threshold, limit, auto, len(pids))
 	args = append(args, pids...)
 	args = append(args, len(reqs))
+	pack := ""
+	if packed {
+		pack = "1"
+	}
 	switch {
 	case named:
-		args = append(args, len(r0.Fields), "1")
+		args = append(args, len(r0.Fields), "1", pack)
 		for k := 0; k < len(r0.Fields); k += 2 {
 			args = append(args, &r0.Fields[k])
 		}
 	case uniform:
-		args = append(args, len(r0.Fields), "")
+		args = append(args, len(r0.Fields), "", pack)
 	default:
-		args = append(args, "", "")
+		args = append(args, "", "", "")
+	}
+	step := 1
+	if named {
+		step = 2 // the values alone
+	}
+	iids := make([]string, len(reqs))
+	if packed {
+		// Every string one after the other, and a byte of length each.
+		big := make([]byte, 0, size)
+		lens := make([]byte, 0, len(reqs)*(1+len(r0.Fields)))
+		for i := range reqs {
+			q := &reqs[i]
+			iids[i] = q.IID
+			if !q.Auto {
+				big, lens = append(big, q.IID...), append(lens, byte(len(q.IID)))
+			}
+			for k := step - 1; k < len(q.Fields); k += step {
+				big, lens = append(big, q.Fields[k]...), append(lens, byte(len(q.Fields[k])))
+			}
+		}
+		call.Args = append(args, big, lens)
+		return call, iids
 	}
 	// Strings go in as pointers: boxing a string allocates, a pointer does
 	// not (the pipe writes *string as the string).
-	iids := make([]string, len(reqs))
 	for i := range reqs {
 		q := &reqs[i]
 		iids[i] = q.IID
@@ -121,10 +158,6 @@ func (r *batchRun) nativeBatchCall(c *chunk) (*redisconn.Call, []string) {
 		}
 		if !uniform {
 			args = append(args, len(q.Fields))
-		}
-		step := 1
-		if named {
-			step = 2 // the values alone
 		}
 		for k := step - 1; k < len(q.Fields); k += step {
 			args = append(args, &q.Fields[k])

@@ -126,6 +126,16 @@ func exactAdds(s *Streams, reqs []*AddRequest) ([]BatchResult, error) {
 	return out, err
 }
 
+// streamEntries is every entry's fields and values, in order.
+func streamEntries(t *testing.T, rdb redis.UniversalClient, stream string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, m := range rdb.Do(context.Background(), "XRANGE", stream, "-", "+").Val().([]any) {
+		fmt.Fprintf(&b, "%q\n", m.([]any)[1])
+	}
+	return b.String()
+}
+
 // streamCounters is what XINFO says of a stream's adds and tracking.
 func streamCounters(t *testing.T, rdb redis.UniversalClient, stream string) string {
 	t.Helper()
@@ -223,6 +233,13 @@ func TestNativeBatchAgreesWithMulti(t *testing.T) {
 			add(s, "p", "a")
 			do("DEL", s)
 		}, lines: repeats("a", "a", "b")},
+		{name: "a long value among short ones", lines: []*AddRequest{req("a"), req("b", "f", strings.Repeat("v", 300)), req("c"),
+			req("d"), req("a"), req("e", "f", strings.Repeat("w", 254)), req("b")}},
+		{name: "auto, one pid", tmpl: AddRequest{Auto: true}, lines: []*AddRequest{
+			{PID: "p", Auto: true, Fields: []string{"f", "1"}}, {PID: "p", Auto: true, Fields: []string{"f", "1"}},
+			{PID: "p", Auto: true, Fields: []string{"f", "2"}}, {PID: "p", Auto: true, Fields: []string{"f", "1", "g", "2"}}}},
+		{name: "fields not named alike, one pid", lines: []*AddRequest{req("a", "f", "1", "g", "2"), req("b", "g", "1", "f", "2"),
+			req("a", "h", "1", "i", "2"), req("c", "f", "1", "f", "2")}},
 		{name: "IDMP-MAXSIZE 2", setup: func(s string) {
 			add(s, "p", "z")
 			do("XCFGSET", s, "IDMP-MAXSIZE", "2")
@@ -230,7 +247,7 @@ func TestNativeBatchAgreesWithMulti(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var got [3][]BatchResult
-			var counts [3]string
+			var counts, entries [3]string
 			for k, path := range []string{"script", "multi", "exact"} {
 				stream := strings.ReplaceAll(c.name, " ", "-") + "-" + path
 				if c.setup != nil {
@@ -264,6 +281,7 @@ func TestNativeBatchAgreesWithMulti(t *testing.T) {
 					t.Fatalf("%s: %v", path, err)
 				}
 				counts[k] = streamCounters(t, rdb, stream)
+				entries[k] = streamEntries(t, rdb, stream)
 			}
 			for k, path := range []string{"the script", "MULTI/EXEC"} {
 				if len(got[k]) != len(got[2]) {
@@ -295,6 +313,9 @@ func TestNativeBatchAgreesWithMulti(t *testing.T) {
 				if !a.Duplicate {
 					prev, last[key] = a.ID, a.ID
 				}
+			}
+			if entries[0] != entries[2] || entries[1] != entries[2] {
+				t.Errorf("the entries after the script:\n%s\nafter MULTI/EXEC:\n%s\nafter XINFO around each add:\n%s", entries[0], entries[1], entries[2])
 			}
 			if counts[0] != counts[2] || counts[1] != counts[2] {
 				t.Errorf("the stream after the script: %s; after MULTI/EXEC: %s; after XINFO around each add: %s", counts[0], counts[1], counts[2])
@@ -380,6 +401,28 @@ func TestNativeBatchScriptChecksBeforeWriting(t *testing.T) {
 			return run(rdb, r, next, func(k []string, a []any) ([]string, []any) { return k, append(a, "x") })
 		}, want: "malformed"},
 		{name: "no TTL for the record", run: func() (any, error) { return run(rdb, r, next, set(4, "")) }, want: "malformed"},
+		// The items packed (one pid, short strings): their lengths must
+		// cut the strings exactly.
+		{name: "packed: a length too few", run: func() (any, error) {
+			return run(rdb, r, next, func(k []string, a []any) ([]string, []any) {
+				a[len(a)-1] = a[len(a)-1].([]byte)[1:]
+				return k, a
+			})
+		}, want: "malformed"},
+		{name: "packed: a byte too many", run: func() (any, error) {
+			return run(rdb, r, next, func(k []string, a []any) ([]string, []any) {
+				a[len(a)-2] = append(append([]byte(nil), a[len(a)-2].([]byte)...), 'x')
+				return k, a
+			})
+		}, want: "malformed"},
+		{name: "packed: a length of 255", run: func() (any, error) {
+			return run(rdb, r, next, func(k []string, a []any) ([]string, []any) {
+				l := append([]byte(nil), a[len(a)-1].([]byte)...)
+				l[0] = 255
+				a[len(a)-1] = l
+				return k, a
+			})
+		}, want: "malformed"},
 		{name: "no pids", run: func() (any, error) { return run(rdb, r, next, set(15, "0")) }, want: "malformed"},
 		{name: "an empty pid", run: func() (any, error) { return run(rdb, r, next, set(16, "")) }, want: "non-empty producer ID"},
 		{name: "an empty iid", run: func() (any, error) {

@@ -16,12 +16,17 @@
 -- threshold, limit (''|n), for every item; '1' for IDMPAUTO (the items
 -- carry no iid), else ''.
 -- ARGV[16] = npids, then the pids; then nitems; then the items' shape,
--- two arguments: when every item is of the one pid and has the same number
--- of field/value arguments, that number, and '1' when every item has the
--- same field names too (the common batch: they then come once, and each
--- item carries its values only), else ''; then, for those names, the names
--- and per item: [iid,] values...; for the one pid alone, per item: [iid,]
--- fields...; else ('', ''), per item: pid index, [iid,] nfields, fields...
+-- three arguments: when every item is of the one pid and has the same
+-- number of field/value arguments, that number, and '1' when every item
+-- has the same field names too (the common batch: they then come once, and
+-- each item carries its values only), else ''; and '1' when the items come
+-- packed, else ''. Then, for shared names, the names. Then the items:
+-- packed (one pid, and every string shorter than 255 bytes), two
+-- arguments: every item's strings ([iid,] values... or fields...) one
+-- after the other, and their lengths, a byte each (an argument a string
+-- costs the server more than the string.sub that cuts it out of one);
+-- else per item: [iid,] values... (shared names), [iid,] fields... (one
+-- pid), or ('', '', '') pid index, [iid,] nfields, fields...
 --
 -- Reply: {done, stop, message[, 'u']}: done is the items written,
 -- comma-separated, each its new ID, or 'd', 0|1 (the original entry still
@@ -73,7 +78,8 @@ if #KEYS ~= 4 or not npids or npids < 1 or not tonumber(argv[1]) or not tonumber
 end
 local nitems, uniform = tonumber(argv[17 + npids]), tonumber(argv[18 + npids])
 local named = uniform and argv[19 + npids] == '1'
-local first = 20 + npids -- the first item, or the names
+local packed = uniform and argv[20 + npids] == '1'
+local first = 21 + npids -- the first item, or the names
 local names = {} -- the field names every item has, when named
 if named then
   if uniform % 2 ~= 0 then return malformed() end
@@ -93,8 +99,31 @@ end
 -- Every item: a known pid, a non-empty iid, and no more field/value
 -- arguments than one XADD from Lua takes (unpack stops near 8,000 values).
 local nargv = #argv
+local sub, byte = string.sub, string.byte
 local a = first
-for i = 1, nitems do
+if packed then
+  -- The strings and their lengths: as many as the items have, adding up
+  -- to the strings' bytes.
+  local big, lens = argv[first], argv[first + 1]
+  local m = nid + nvals -- strings an item
+  if nargv ~= first + 1 or not lens or #lens ~= nitems * m or uniform < 2 or uniform % 2 ~= 0 then return malformed() end
+  if uniform > MAX_FIELD_ARGS then return { 'F', '1', tostring(uniform) } end
+  local total = 0
+  for k = 1, #lens, 4000 do
+    local l = { byte(lens, k, math.min(k + 3999, #lens)) }
+    for j = 1, #l do
+      local n = l[j]
+      if n == 255 then return malformed() end
+      if n == 0 and nid == 1 and (k + j - 2) % m == 0 then
+        return redis.error_reply('ERR IDMP requires a non-empty idempotent ID')
+      end
+      total = total + n
+    end
+  end
+  if total ~= #big then return malformed() end
+  a = nargv + 1
+end
+for i = 1, packed and 0 or nitems do
   local j, nf, iid
   if uniform then
     j, nf, iid = 1, uniform, argv[a]
@@ -204,7 +233,72 @@ local function stopped(r)
 end
 local plain = nhead == 2 and not auto -- IDMP, no options
 a = first
-if plain and named and uniform == 4 then
+if packed then
+  local big, lens = argv[first], argv[first + 1]
+  local pos, k = 1, 1
+  local pid = argv[17]
+  if plain and named and uniform == 4 then
+    -- The common batch, without a test or a table an item: an iid and two
+    -- values, for two field names alike.
+    local n1, n2 = names[1], names[2]
+    for i = 1, nitems do
+      local l1, l2, l3 = byte(lens, k, k + 2)
+      local e1 = pos + l1
+      local e2 = e1 + l2
+      local e3 = e2 + l3
+      local id = rpcall(xadd, STREAM, 'IDMP', pid, sub(big, pos, e1 - 1), '*', n1, sub(big, e1, e2 - 1), n2, sub(big, e2, e3 - 1))
+      if rtype(id) ~= 'string' then
+        stopped(id)
+        break
+      end
+      ids[i], ndone, pos, k = id, i, e3, k + 3
+    end
+  elseif plain and named and uniform == 2 then
+    local n1 = names[1]
+    for i = 1, nitems do
+      local l1, l2 = byte(lens, k, k + 1)
+      local e1 = pos + l1
+      local e2 = e1 + l2
+      local id = rpcall(xadd, STREAM, 'IDMP', pid, sub(big, pos, e1 - 1), '*', n1, sub(big, e1, e2 - 1))
+      if rtype(id) ~= 'string' then
+        stopped(id)
+        break
+      end
+      ids[i], ndone, pos, k = id, i, e2, k + 2
+    end
+  else
+    local function cut()
+      local e = pos + byte(lens, k)
+      local v = sub(big, pos, e - 1)
+      pos, k = e, k + 1
+      return v
+    end
+    for i = 1, nitems do
+      local args = { unpack(head) }
+      local j = nhead + 1
+      args[j] = pid
+      if not auto then
+        j = j + 1
+        args[j] = cut()
+      end
+      j = j + 1
+      args[j] = '*'
+      if named then
+        for v = 1, nvals do
+          args[j + 2 * v - 1], args[j + 2 * v] = names[v], cut()
+        end
+      else
+        for f = 1, uniform do args[j + f] = cut() end
+      end
+      local id = rpcall(xadd, unpack(args))
+      if rtype(id) ~= 'string' then
+        stopped(id)
+        break
+      end
+      ids[i], ndone = id, i
+    end
+  end
+elseif plain and named and uniform == 4 then
   -- The common batch, without a test or a table an item: two fields named
   -- alike.
   local pid, n1, n2 = argv[17], names[1], names[2]
