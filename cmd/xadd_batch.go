@@ -152,7 +152,12 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 			p.Warnf("xadd --batch: %v: retrying (%d of %d)", err, attempt, f.Global.Retries)
 		},
 	}
-	defer bulkGC(f.Getenv)()
+	// The chunks in flight (16 on the wire, 12 read ahead: some 10 MB of
+	// short lines) are the live heap: under bulkGC's 40 MiB the collector
+	// ran about twice as often, a fifth of the client's CPU, which on a
+	// shared machine is the server's idle time (measured on 1,000,000
+	// lines: 0.67 s of CPU, 0.55 s at 64 MiB; peak RSS 47 and 70 MB).
+	defer bulkGCLimit(f.Getenv, 64<<20)()
 	// Every line prints a result on stdout: no progress line when stdout is
 	// a terminal too (startProgress).
 	bar, stopProgress := startProgress(p, true, progress.Options{Label: "xadd --batch", Unit: "lines", Total: size})
@@ -215,8 +220,11 @@ func printBatchResult(p *render.Printer, o *XAddOptions, r stream.BatchResult) {
 	if r.ReplyLost {
 		id, outcome = "-", "committed" // its reply was lost and not kept (native)
 	}
-	// A line per add, millions of them: no fmt.
-	_, _ = io.WriteString(p.Out, id+"\t"+outcome+"\n")
+	// A line per add, millions of them: no fmt, nor a string made a line.
+	_, _ = io.WriteString(p.Out, id)
+	_, _ = io.WriteString(p.Out, "\t")
+	_, _ = io.WriteString(p.Out, outcome)
+	_, _ = io.WriteString(p.Out, "\n")
 }
 
 func printBatchSummary(p *render.Printer, o *XAddOptions, id string, s stream.BatchSummary) {
