@@ -17,7 +17,7 @@ import (
 )
 
 // runNative commits one chunk per MULTI/EXEC on a connection of its own:
-// [XINFO, (XADD, XINFO)..., the progress record], compare-and-set through
+// [TIME, XINFO, XADD..., XINFO, the progress record], compare-and-set through
 // WATCH (nativeChunk): the native path where the chunk script cannot run
 // (see batch_native_script.go). It takes queue, the chunks read and not
 // committed, then the windows the reader sends. After a network error the
