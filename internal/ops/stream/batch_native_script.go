@@ -72,7 +72,15 @@ func (r *batchRun) nativeBatchCall(c *chunk) (*redisconn.Call, []string) {
 	}
 	uniform = uniform && len(pids) == 1
 	named = named && uniform
-	packed := uniform && short
+	// Packed, each of the two arguments must fit the server's
+	// proto-max-bulk-len (at least 1 MiB where it is not known), or it
+	// refuses the whole command.
+	bulk := r.maxBulk
+	if bulk <= 0 {
+		bulk = 1 << 20
+	}
+	strs := len(reqs) * (len(r0.Fields) + 1)
+	packed := uniform && short && int64(size) <= bulk && int64(strs) <= bulk
 	nargs += len(pids)
 	call := redisconn.NewCall(nativeBatchScript, keys, nargs)
 	lines := make([]byte, 0, len(c.lines)*7)

@@ -761,3 +761,37 @@ func TestNativeBatchFallsBackWithoutEVALSHA(t *testing.T) {
 		})
 	}
 }
+
+// A chunk of short strings that add up to more than the server's
+// proto-max-bulk-len (1 MiB at least) is not packed into one argument:
+// the server would refuse the whole command, and drop the connection.
+func TestNativeBatchPackedWithinProtoMaxBulkLen(t *testing.T) {
+	t.Parallel()
+	for _, canRead := range []bool{true, false} {
+		t.Run(fmt.Sprintf("CONFIG GET allowed %v", canRead), func(t *testing.T) {
+			t.Parallel()
+			conn, srv := nativeConn(t, "proto-max-bulk-len 1mb")
+			if !canRead {
+				if _, err := srv.Do("ACL", "SETUSER", "noconfig", "on", ">pw", "~*", "&*", "+@all", "-config"); err != nil {
+					t.Fatal(err)
+				}
+				conn = redistest.Connect(t, strings.Replace(srv.URL, "unix://", "unix://noconfig:pw@", 1))
+			}
+			s := &Streams{Conn: conn, Mode: ModeNative}
+			// 1,000 lines of 10 values of 200 bytes: 2 MB a chunk.
+			var reqs []*AddRequest
+			for i := range 1000 {
+				f := make([]string, 0, 20)
+				for k := range 10 {
+					f = append(f, "f"+strconv.Itoa(k), strings.Repeat(strconv.Itoa(k), 200))
+				}
+				reqs = append(reqs, &AddRequest{Stream: "s", PID: "p", IID: "i" + strconv.Itoa(i), Fields: f})
+			}
+			got, sum, err := collectBatch(s, BatchSpec{Template: AddRequest{Stream: "s", PID: "p"}, ID: "b", Retries: 1}, &reqLines{reqs: reqs})
+			if err != nil || sum.Path != PathScript {
+				t.Fatalf("%v (%+v)", err, sum)
+			}
+			wantEveryLineOnce(t, conn.Client(), "s", got, 1000)
+		})
+	}
+}
