@@ -68,8 +68,10 @@ fuzz: redis-server
 
 # First the speed table (BenchmarkCLI: the release build against redis-cli,
 # redis-benchmark -P 64, redis-cli --pipe and redis-cli < file (exec's
-# row), medians of one run, printed
-# as markdown); then every package's benchmarks (b.ReportMetric), the purge
+# row), medians of one run, printed as markdown; with the batch by each
+# of its paths beside redis-cli --pipe of the same XADD ... IDMP lines on
+# Redis 8.6.3, for IDMPCTL_BENCH_BATCH_LINES lines (default 200000,1000000)
+# in IDMPCTL_BENCH_BATCH_ROUNDS rounds (default 5)); then every package's benchmarks (b.ReportMetric), the purge
 # and scan ones over IDMPCTL_BENCH_KEYS records; then the CLI's own
 # inspect/purge figures over BENCH_CLI_KEYS (default 1,000,000) records on
 # a throwaway server (scripts/bench-cli.sh). All go to bench.out.

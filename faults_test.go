@@ -176,6 +176,13 @@ func faultLines(s string) []string {
 // hundred lines, far inside the window).
 func TestFaultServerKilledMidBatch(t *testing.T) {
 	t.Parallel()
+	eachBatchMode(t, func(t *testing.T, m batchMode) {
+		t.Parallel()
+		testFaultServerKilledMidBatch(t, m)
+	})
+}
+
+func testFaultServerKilledMidBatch(t *testing.T, m batchMode) {
 	const maxsize = 10000
 	total := 100_000
 	if testing.Short() {
@@ -193,9 +200,9 @@ func TestFaultServerKilledMidBatch(t *testing.T) {
 	if err := rdb.Do(ctx, "XADD", "s", "MAXLEN", "0", "*", "init", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	c.Expect(0, "cfgset", "s", "--duration", "86400", "--maxsize", strconv.Itoa(maxsize), "--mode", "emulated", "--yes")
+	c.Expect(0, append([]string{"cfgset", "s", "--duration", "86400", "--maxsize", strconv.Itoa(maxsize), "--yes"}, m.flags...)...)
 
-	batch := []string{"xadd", "s", "--pid", "p", "--batch", file, "--retries", "0", "--mode", "emulated"}
+	batch := append([]string{"xadd", "s", "--pid", "p", "--batch", file, "--retries", "0"}, m.flags...)
 	p := c.Start(batch...)
 	var seen int64
 	progressed := faultPollFast(20*time.Second, func() bool {
@@ -256,15 +263,20 @@ func TestFaultServerKilledMidBatch(t *testing.T) {
 		t.Fatalf("second run: %d lines, %d added, %d printed; want the %d after line %d, all added",
 			n2, added2, len(faultLines(second.Stdout)), int64(total)-committed, committed)
 	}
+	wantPath(t, m, second.Stderr)
 
 	missing, extra := faultScanStream(t, rdb, "s", total)
 	if xlen, _ := rdb.XLen(ctx, "s").Result(); xlen != int64(total) || missing != 0 || extra != 0 {
 		t.Fatalf("stream: XLEN %d for %d lines: %d missing, %d duplicated", xlen, total, missing, extra)
 	}
-	insp := c.Expect(0, "inspect", "s", "-o", "json")
-	if !strings.Contains(insp.Stdout, fmt.Sprintf(`"iids-added":%d,`, total)) ||
-		!strings.Contains(insp.Stdout, `"iids-duplicates":0,`) {
-		t.Errorf("inspect: counters do not say %d added, 0 duplicates: %s", total, insp.Stdout)
+	// inspect shows the server's own mode: the emulated counters where the
+	// server has no IDMP, the native ones where it has.
+	if native, _ := condition("redis:8.6"); native == (m.name == "native") {
+		insp := c.Expect(0, "inspect", "s", "-o", "json")
+		if !strings.Contains(insp.Stdout, fmt.Sprintf(`"iids-added":%d,`, total)) ||
+			!strings.Contains(insp.Stdout, `"iids-duplicates":0,`) {
+			t.Errorf("inspect: counters do not say %d added, 0 duplicates: %s", total, insp.Stdout)
+		}
 	}
 	t.Logf("first run's stderr:\n%s", first.Stderr)
 	t.Logf("%d lines; killed at XLEN %d; first run: exit 69 with %d lines confirmed (%d committed) in %s; "+
@@ -661,6 +673,12 @@ func TestFaultBatchRetryOfCommittedChunk(t *testing.T) {
 	// 6400 lines fill whole chunks of 50, 100 and 256 adds; the next 256
 	// lines then start a chunk that stalls.
 	const before, after = 6400, 256
+	eachBatchMode(t, func(t *testing.T, m batchMode) {
+		testFaultBatchRetryOfCommittedChunk(t, m, before, after)
+	})
+}
+
+func testFaultBatchRetryOfCommittedChunk(t *testing.T, m batchMode, before, after int) {
 	for _, maxsize := range []int{0, 50, 10000} { // 0: the server default (100)
 		t.Run(fmt.Sprintf("maxsize=%d", maxsize), func(t *testing.T) {
 			t.Parallel()
@@ -672,14 +690,14 @@ func TestFaultBatchRetryOfCommittedChunk(t *testing.T) {
 				if err := rdb.Do(ctx, "XADD", "s", "MAXLEN", "0", "*", "init", "1").Err(); err != nil {
 					t.Fatal(err)
 				}
-				c.Expect(0, "cfgset", "s", "--maxsize", strconv.Itoa(maxsize), "--mode", "emulated", "--yes")
+				c.Expect(0, append([]string{"cfgset", "s", "--maxsize", strconv.Itoa(maxsize), "--yes"}, m.flags...)...)
 			}
 			pr, pw, err := os.Pipe()
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = pw.Close() })
-			p := c.WithStdin(pr).Start("xadd", "s", "--pid", "p", "--batch", "-", "--timeout", "500ms", "--retries", "5", "--mode", "emulated")
+			p := c.WithStdin(pr).Start(append([]string{"xadd", "s", "--pid", "p", "--batch", "-", "--timeout", "500ms", "--retries", "5"}, m.flags...)...)
 			_ = pr.Close()
 			writeLines := func(from, to int) {
 				w := bufio.NewWriter(pw)
@@ -691,7 +709,7 @@ func TestFaultBatchRetryOfCommittedChunk(t *testing.T) {
 				}
 			}
 			writeLines(1, before)
-			if !faultWaitFor(20*time.Second, func() bool { n, _ := rdb.XLen(ctx, "s").Result(); return n == before || p.Exited() }) || p.Exited() {
+			if !faultWaitFor(20*time.Second, func() bool { n, _ := rdb.XLen(ctx, "s").Result(); return n == int64(before) || p.Exited() }) || p.Exited() {
 				t.Fatalf("the first %d lines were not written: %s", before, p.Status())
 			}
 			faultFreeze(t, srv)
@@ -713,6 +731,7 @@ func TestFaultBatchRetryOfCommittedChunk(t *testing.T) {
 			if xlen != int64(total) || missing != 0 || extra != 0 {
 				t.Errorf("a retried chunk was written twice: XLEN %d for %d lines, %d duplicated, %d missing", xlen, total, extra, missing)
 			}
+			wantPath(t, m, r.Stderr)
 		})
 	}
 }

@@ -517,11 +517,16 @@ func bufferStream(p *render.Printer) (flush func()) {
 // large. GOGC or GOMEMLIMIT in the environment win. The returned func
 // restores the settings.
 func bulkGC(getenv func(string) string) (restore func()) {
+	return bulkGCLimit(getenv, 40<<20)
+}
+
+// bulkGCLimit is bulkGC with a soft limit of its own (bytes).
+func bulkGCLimit(getenv func(string) string, soft int64) (restore func()) {
 	if getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" {
 		return func() {}
 	}
 	pct := debug.SetGCPercent(400)
-	limit := debug.SetMemoryLimit(40 << 20)
+	limit := debug.SetMemoryLimit(soft)
 	return func() {
 		debug.SetGCPercent(pct)
 		debug.SetMemoryLimit(limit)

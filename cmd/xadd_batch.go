@@ -141,6 +141,9 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 		Template: o.request("", nil), ID: id, Resume: o.Resume,
 		SkipSet: o.SkipSet, Skip: int64(o.Skip), TTL: o.ProgressTTL, Retries: f.Global.Retries,
 		Durability: o.Durable.durability(),
+		OnFallback: func(why string) {
+			p.Warnf("xadd --batch: %s: each chunk goes in a MULTI/EXEC of its own instead of one script call (slower)", why)
+		},
 		OnRetry: func(attempt int, err error) {
 			if attempt == 0 {
 				p.Warnf("xadd --batch: the stream's cluster slot is moving (%v): waiting for the migration (at most --timeout %s), then going on after the last committed line", err, f.Global.Timeout)
@@ -149,7 +152,12 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 			p.Warnf("xadd --batch: %v: retrying (%d of %d)", err, attempt, f.Global.Retries)
 		},
 	}
-	defer bulkGC(f.Getenv)()
+	// The chunks in flight (16 on the wire, 12 read ahead: some 10 MB of
+	// short lines) are the live heap: under bulkGC's 40 MiB the collector
+	// ran about twice as often, a fifth of the client's CPU, which on a
+	// shared machine is the server's idle time (measured on 1,000,000
+	// lines: 0.67 s of CPU, 0.55 s at 64 MiB; peak RSS 47 and 70 MB).
+	defer bulkGCLimit(f.Getenv, 64<<20)()
 	// Every line prints a result on stdout: no progress line when stdout is
 	// a terminal too (startProgress).
 	bar, stopProgress := startProgress(p, true, progress.Options{Label: "xadd --batch", Unit: "lines", Total: size})
@@ -198,6 +206,9 @@ func printBatchResult(p *render.Printer, o *XAddOptions, r stream.BatchResult) {
 	if p.Format == render.JSON {
 		j := toAddJSON(o, r.AddResult, int(r.Line), r.Retried)
 		j.ReplyLost = r.ReplyLost
+		if r.PID != "" {
+			j.PID = r.PID // the line's own
+		}
 		_ = p.JSON(j)
 		return
 	}
@@ -209,8 +220,11 @@ func printBatchResult(p *render.Printer, o *XAddOptions, r stream.BatchResult) {
 	if r.ReplyLost {
 		id, outcome = "-", "committed" // its reply was lost and not kept (native)
 	}
-	// A line per add, millions of them: no fmt.
-	_, _ = io.WriteString(p.Out, id+"\t"+outcome+"\n")
+	// A line per add, millions of them: no fmt, nor a string made a line.
+	_, _ = io.WriteString(p.Out, id)
+	_, _ = io.WriteString(p.Out, "\t")
+	_, _ = io.WriteString(p.Out, outcome)
+	_, _ = io.WriteString(p.Out, "\n")
 }
 
 func printBatchSummary(p *render.Printer, o *XAddOptions, id string, s stream.BatchSummary) {
@@ -221,7 +235,11 @@ func printBatchSummary(p *render.Printer, o *XAddOptions, id string, s stream.Ba
 		// Line numbers are positions, not counts: no separators.
 		p.Status("xadd --batch: batch %s: lines 1-%d were committed by an earlier run: resumed after line %d", id, s.ResumedAt, s.ResumedAt)
 	}
-	p.Status("xadd --batch: %s: %s added, %s (%s)", render.N(s.Lines, "line"), render.Count(s.Added), render.N(s.Duplicates, "duplicate"), s.Mode)
+	how := s.Mode.String()
+	if s.Path == stream.PathMulti {
+		how += ", MULTI/EXEC" // said why when it began (OnFallback)
+	}
+	p.Status("xadd --batch: %s: %s added, %s (%s)", render.N(s.Lines, "line"), render.Count(s.Added), render.N(s.Duplicates, "duplicate"), how)
 	if back := s.SkippedBack; back > 0 {
 		from := int64(o.Skip) + 1
 		what := fmt.Sprintf("lines %d-%d were sent again (they add again once IDMP-MAXSIZE or IDMP-DURATION no longer tracks them)", from, back)

@@ -23,6 +23,9 @@ func nativeHarness(t *testing.T) *streamHarness {
 		t.Skipf("%s %s has no native IDMP (needs Redis 8.6+): native test NOT run", redistest.Caps(t, conn).Product, redistest.Caps(t, conn).Version)
 	}
 	s, err := NewStreams(conn, ModeAuto)
+	if err == nil {
+		err = s.resolve(context.Background()) // auto resolves on first use
+	}
 	if err != nil || s.Mode != ModeNative {
 		t.Fatalf("auto on a native server: %v, %v", s, err)
 	}
