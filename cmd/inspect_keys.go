@@ -43,11 +43,12 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 		return err
 	}
 	var sv *streamViewer
-	var missing []string
+	var missing, missingNames []string
 	shown := 0
 	for _, r := range recs {
 		if r.Status == records.Absent {
 			missing = append(missing, strconv.Quote(r.Key))
+			missingNames = append(missingNames, r.Key)
 			continue
 		}
 		// Raw views follow each other as --watch's do: an empty line
@@ -76,39 +77,17 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 	}
 	if len(missing) > 0 {
 		e := exit.New(exit.NotFound, "inspect", "no such key: %s", strings.Join(missing, ", "))
-		if orphans := orphanedState(ctx, conn, recs); len(orphans) > 0 {
+		if orphans := stream.LeftoverState(ctx, conn, missingNames); len(orphans) > 0 {
+			quoted := make([]string, len(orphans))
+			for i, name := range orphans {
+				quoted[i] = strconv.Quote(name)
+			}
 			e.Hint = fmt.Sprintf("emulated IDMP state of %s is left over (orphaned: the stream was deleted, and its state has no TTL); it is dropped by the next add to the same name, or now by idmpctl purge --stream NAME --yes",
-				strings.Join(orphans, ", "))
+				strings.Join(quoted, ", "))
 		}
 		return e
 	}
 	return nil
-}
-
-// orphanedState names the missing keys whose emulated IDMP state remains
-// (a stream deleted by hand: the state has no TTL, and goes at the next
-// call on the name).
-func orphanedState(ctx context.Context, conn *redisconn.Conn, recs []records.Record) []string {
-	var out []string
-	for _, r := range recs {
-		if r.Status != records.Absent {
-			continue
-		}
-		l, err := idmp.StateKeys(r.Key, conn.Cluster())
-		if err != nil {
-			continue
-		}
-		cctx, cancel := conn.Ctx(ctx)
-		n, err := conn.Client().Exists(cctx, l.Meta).Result()
-		if err == nil && n == 0 {
-			n, err = conn.Client().Exists(cctx, l.PIDs).Result()
-		}
-		cancel()
-		if err == nil && n > 0 {
-			out = append(out, strconv.Quote(r.Key))
-		}
-	}
-	return out
 }
 
 // shown is the record as printed: stored secrets (Authorization headers,
