@@ -590,12 +590,8 @@ func claimRenewRun(ctx context.Context, o *RenewOptions) error {
 	if err != nil {
 		return err
 	}
-	var r claim.Record
 	var ack redisconn.Ack
-	err = redisconn.WithRetries(ctx, o.Factory.Global.Retries, func() (err error) {
-		r, err = claim.Renew(ctx, conn, o.Key, o.Token, o.leaseGiven(), o.ttlGiven(), o.durably(&ack))
-		return err
-	}, nil)
+	r, err := claim.Renew(ctx, conn, o.Key, o.Token, o.leaseGiven(), o.ttlGiven(), o.durably(&ack), claim.Retries(o.Factory.Global.Retries))
 	if err != nil {
 		return err
 	}
@@ -613,12 +609,8 @@ func claimCompleteRun(ctx context.Context, o *CompleteOptions) error {
 	if o.ResultSet {
 		result = &o.Result
 	}
-	var r claim.Record
 	var ack redisconn.Ack
-	err = redisconn.WithRetries(ctx, o.Factory.Global.Retries, func() (err error) {
-		r, err = claim.Complete(ctx, conn, o.Key, o.Token, result, o.ttlGiven(), o.MaxResult, o.durably(&ack))
-		return err
-	}, nil)
+	r, err := claim.Complete(ctx, conn, o.Key, o.Token, result, o.ttlGiven(), o.MaxResult, o.durably(&ack), claim.Retries(o.Factory.Global.Retries))
 	if err != nil {
 		return err
 	}
@@ -632,16 +624,8 @@ func claimFailRun(ctx context.Context, o *FailOptions) error {
 	if err != nil {
 		return err
 	}
-	retries := o.Factory.Global.Retries
-	if o.Release {
-		retries = 0 // see claim.Release: not blindly retryable
-	}
-	var r claim.Record
 	var ack redisconn.Ack
-	err = redisconn.WithRetries(ctx, retries, func() (err error) {
-		r, err = claim.Fail(ctx, conn, o.Key, o.Token, o.ErrorText, o.ttlGiven(), o.Release, o.durably(&ack))
-		return err
-	}, nil)
+	r, err := claim.Fail(ctx, conn, o.Key, o.Token, o.ErrorText, o.ttlGiven(), o.Release, o.durably(&ack), claim.Retries(o.Factory.Global.Retries))
 	if err != nil {
 		return err
 	}
@@ -660,7 +644,7 @@ func claimReleaseRun(ctx context.Context, o *ReleaseOptions) error {
 		return err
 	}
 	var ack redisconn.Ack
-	if err := claim.Release(ctx, conn, o.Key, o.Token, o.durably(&ack)); err != nil {
+	if err := claim.Release(ctx, conn, o.Key, o.Token, o.durably(&ack), claim.Retries(o.Factory.Global.Retries)); err != nil {
 		return err
 	}
 	return claimStepOut(o.Factory.Printer, "release", o.Key, "RELEASED", claim.Record{Key: o.Key, TTLms: -2}, o.ackFor(true, &ack))

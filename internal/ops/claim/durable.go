@@ -25,6 +25,7 @@ type Option func(*sendOpts)
 type sendOpts struct {
 	durability redisconn.Durability
 	ack        *redisconn.Ack
+	retries    int
 }
 
 // Durably makes a transition that writes wait until d is met (WAIT, or
@@ -36,12 +37,34 @@ func Durably(d redisconn.Durability, ack *redisconn.Ack) Option {
 	return func(o *sendOpts) { o.durability, o.ack = d, ack }
 }
 
+// Retries lets a transition that is safe to repeat go again after a
+// network error, up to n times, with redisconn.WithRetries' backoff. Each
+// transition decides whether it is: renew, complete and fail are (a repeat
+// by the same token is recognised); acquire, release and fail --release
+// are not, and ignore it (see each).
+func Retries(n int) Option {
+	return func(o *sendOpts) { o.retries = n }
+}
+
 func options(opts []Option) sendOpts {
 	var o sendOpts
 	for _, opt := range opts {
 		opt(&o)
 	}
 	return o
+}
+
+// sendRetrying is send, repeated after a network error as o allows: only
+// for a step whose repeat is recognised (retrySafe).
+func (st step) sendRetrying(ctx context.Context, c *redisconn.Conn, o sendOpts) (rep scriptReply, err error) {
+	if !st.retrySafe || o.retries <= 0 {
+		return st.send(ctx, c, o)
+	}
+	err = redisconn.WithRetries(ctx, o.retries, func() (err error) {
+		rep, err = st.send(ctx, c, o)
+		return err
+	}, nil)
+	return rep, err
 }
 
 // send runs the step, durably when asked. A write that was not
