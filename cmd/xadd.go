@@ -378,16 +378,11 @@ func xaddRun(ctx context.Context, o *XAddOptions) error {
 	defer func() { warnEviction(ctx, o.Factory.Printer, streams.Conn, err == nil) }()
 	req := o.request(o.IID, o.Fields)
 	p := o.Factory.Printer
-	var res stream.AddResult
 	retried := false
 	// A cluster whose slot is moving is waited for while --timeout allows.
-	err = redisconn.WithRetriesWithin(ctx, o.Factory.Global.Retries, o.Factory.Global.Timeout, func() error {
-		var err error
-		// An add that was not acknowledged is an error (never retried):
-		// nothing goes to stdout, and stderr names the entry.
-		res, _, err = streams.AddDurably(ctx, req, o.Durable.durability())
-		return err
-	}, func(attempt int, err error) {
+	// An add that was not acknowledged is an error (never retried): nothing
+	// goes to stdout, and stderr names the entry.
+	res, err := streams.AddRetrying(ctx, req, o.Durable.durability(), o.Factory.Global.Retries, func(attempt int, err error) {
 		retried = true
 		if attempt == 0 {
 			p.Warnf("xadd: the stream's cluster slot is moving (%v): retrying while --timeout %s allows", err, o.Factory.Global.Timeout)
