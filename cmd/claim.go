@@ -457,31 +457,9 @@ func claimAcquireRun(ctx context.Context, o *AcquireOptions) error {
 	}
 	if lost := o.Factory.outputLost(); lost != nil && res.Acquired() {
 		o.Factory.outputTold = true
-		return giveUpUnprinted(ctx, conn, o, res, lost)
+		return claim.GiveUpUnprinted(ctx, conn, o.Key, o.ttlGiven(), res, lost.(*exit.Error))
 	}
 	return acquireExit(p, "claim acquire", o.Key, res, 0)
-}
-
-// giveUpUnprinted gives up a claim whose token could not be written (a
-// full disk): its caller cannot complete it, and held it would only delay
-// a redelivery by a lease. As an unacknowledged claim: released when the
-// key was free, recorded FAILED after a takeover or a retry.
-func giveUpUnprinted(ctx context.Context, conn *redisconn.Conn, o *AcquireOptions, res claim.AcquireResult, lost error) error {
-	var err error
-	done := "released: the key is free"
-	if res.Outcome == claim.Acquired {
-		err = claim.Release(ctx, conn, o.Key, res.Token)
-	} else {
-		_, err = claim.Fail(ctx, conn, o.Key, res.Token, "its token could not be written: given up", o.ttlGiven(), false)
-		done = "recorded FAILED: a redelivery can claim it at once"
-	}
-	e := *lost.(*exit.Error)
-	e.What = "claim acquire " + strconv.Quote(o.Key)
-	e.Hint = fmt.Sprintf("the claim (token %d) was %s", res.Token, done)
-	if err != nil {
-		e.Hint = fmt.Sprintf("the claim (token %d) could not be given up (%v): the key stays PROCESSING until its lease passes", res.Token, err)
-	}
-	return &e
 }
 
 // acquireExit tells on stderr what a non-acquired outcome means, and
