@@ -3,13 +3,10 @@ package cmd
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 
 	"github.com/idmpctl/idmpctl/internal/batch"
@@ -59,7 +56,7 @@ func (c *countingReader) Read(b []byte) (int, error) {
 type batchInput struct {
 	o     *XAddOptions
 	r     *batch.Reader
-	first *rawLine // read ahead for the default batch ID
+	first *rawLine // read ahead for the default batch ID (stream.DefaultBatchID)
 	file  bool     // a regular file: reading never waits for a writer
 }
 
@@ -92,22 +89,6 @@ func (in *batchInput) Parse(n int64, raw []byte, req *stream.AddRequest) (bool, 
 	return true, nil
 }
 
-// defaultBatchID names a batch by its input: the first 16 hex digits of
-// SHA-256 of the input's absolute path ("-" for stdin), a newline, and its
-// first line. Re-running the same file resumes it; another file, or the
-// same name with another first line, is another batch.
-func defaultBatchID(name string, first []byte) string {
-	if name != "-" {
-		if abs, err := filepath.Abs(name); err == nil {
-			name = abs
-		}
-	}
-	h := sha256.New()
-	h.Write([]byte(name + "\n"))
-	h.Write(first)
-	return hex.EncodeToString(h.Sum(nil))[:16]
-}
-
 func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 	ctx, stop := untilInterrupted(o.Factory, ctx)
 	defer stop()
@@ -129,7 +110,7 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 	if id == "" {
 		n, raw, err := in.r.Raw()
 		in.first = &rawLine{n: n, raw: append([]byte(nil), raw...), err: err}
-		id = defaultBatchID(o.Batch, in.first.raw)
+		id = stream.DefaultBatchID(o.Batch, in.first.raw)
 	}
 	streams, err := openStreams(ctx, f, o.Mode)
 	if err != nil {
