@@ -10,7 +10,6 @@ import (
 	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
-	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/records"
 	"github.com/idmpctl/idmpctl/internal/render"
@@ -375,33 +374,9 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 	if err != nil {
 		return err
 	}
-	info, err := streams.Info(rctx, o.Stream)
-	if exit.Code(err) == exit.NotFound && !o.DryRun && streams.Mode != stream.ModeNative {
-		// A deleted stream's emulated state (orphaned: it has no TTL) goes
-		// with it (R13); the stream is still missing.
-		switch _, cerr := streams.ClearTracking(rctx, o.Stream, ""); {
-		case exit.Code(cerr) == exit.NotFound:
-			return exit.WithHint(exit.Wrap(err, what), "the stream does not exist: its leftover emulated IDMP state, if any, was dropped")
-		case cerr != nil:
-			// The leftover state stays: say why, not "no such key".
-			hint := "the stream does not exist, and its leftover emulated IDMP state could not be dropped"
-			if h := exit.Hint(cerr); h != "" {
-				hint += ": " + h
-			}
-			return exit.WithHint(exit.Wrap(cerr, what), hint)
-		}
-	}
+	tracked, err := streams.TrackedIIDs(rctx, o.Stream, o.PID, o.DryRun)
 	if err != nil {
-		return exit.Wrap(err, what)
-	}
-	tracked := info.IIDsTracked
-	if o.PID != "" {
-		tracked = 0
-		for _, p := range info.PIDs {
-			if p.PID == o.PID {
-				tracked = p.IIDs
-			}
-		}
+		return err
 	}
 	status, cleared := "dry-run", tracked
 	if !o.DryRun {
