@@ -5,13 +5,11 @@ import (
 	"errors"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/render"
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 )
 
@@ -96,45 +94,9 @@ func migrateRun(ctx context.Context, o *MigrateOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := streams.CheckMigrate(rctx); err != nil {
-		return exit.Wrap(err, "migrate")
-	}
-	names := o.Streams
-	if o.Match != "" {
-		if names, err = scanStreams(ctx, f, streams, o.Match); err != nil {
-			return exit.Wrap(err, "migrate --match "+strconv.Quote(o.Match))
-		}
-	}
-	for _, name := range names {
-		sctx, scancel := f.callBound(ctx, 0)
-		res, err := streams.Migrate(sctx, name, o.DryRun)
-		scancel()
-		if o.Match != "" && exit.Code(err) == exit.NotFound {
-			continue // deleted since the scan
-		}
-		if err != nil {
-			return exit.Wrap(err, "migrate "+strconv.Quote(name))
-		}
-		if err := printMigrate(f.Printer, res); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// scanStreams lists the streams matching pattern on every primary, sorted.
-func scanStreams(ctx context.Context, f *Factory, s *stream.Streams, pattern string) ([]string, error) {
-	var mu sync.Mutex
-	var names []string
-	err := s.Conn.EachPrimary(ctx, func(ctx context.Context, node redis.Cmdable, _ string) error {
-		found, err := stream.ScanStreams(ctx, node, pattern, f.Global.Timeout)
-		mu.Lock()
-		names = append(names, found...)
-		mu.Unlock()
-		return err
+	return streams.MigrateStreams(ctx, stream.MigrateSelection{Streams: o.Streams, Match: o.Match}, o.DryRun, func(r stream.MigrateResult) error {
+		return printMigrate(f.Printer, r)
 	})
-	slices.Sort(names)
-	return slices.Compact(names), err
 }
 
 func printMigrate(p *render.Printer, r stream.MigrateResult) error {
