@@ -9,7 +9,7 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/health"
+	"github.com/idmpctl/idmpctl/internal/ops/health"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/records"
@@ -214,13 +214,9 @@ func inspectServer(ctx context.Context, o *InspectOptions) error {
 		return exit.Wrap(err, "inspect "+conn.Display)
 	}
 	// The lints for known IDMP bugs: servers with native IDMP only.
-	lints := []health.Lint{}
-	if r.NativeIDMP {
-		facts, err := redisconn.ReadServerFacts(ctx, conn)
-		if err != nil {
-			return exit.Wrap(err, "inspect "+conn.Display)
-		}
-		lints = append(lints, health.Server(facts)...)
+	lints, err := health.ReadServerLints(ctx, conn, r.NativeIDMP)
+	if err != nil {
+		return exit.Wrap(err, "inspect "+conn.Display)
 	}
 	p := o.Factory.Printer
 	if p.Format == render.JSON {

@@ -15,8 +15,7 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/health"
-	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/idmpctl/idmpctl/internal/ops/health"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
@@ -600,19 +599,9 @@ func newStreamViewer(ctx context.Context, f *Factory, conn *redisconn.Conn) (*st
 	if err != nil {
 		return nil, err
 	}
-	d, m, err := streams.ServerDefaults(ctx)
+	sctx, err := health.ReadStreamContext(ctx, streams)
 	if err != nil {
-		d, m = idmp.DefaultDuration, idmp.DefaultMaxSize
-	}
-	ev, _ := conn.Eviction(ctx)
-	sctx := health.StreamContext{DefaultDuration: d, DefaultMaxSize: m, Role: redisconn.Role(ctx, conn), Eviction: ev}
-	// The lints for known IDMP bugs need the server's facts: native only.
-	if caps, err := conn.Capabilities(ctx); err == nil && caps.NativeIDMP {
-		facts, err := redisconn.ReadServerFacts(ctx, conn)
-		if err != nil {
-			return nil, err
-		}
-		sctx.Server = &facts
+		return nil, err
 	}
 	return &streamViewer{f: f, streams: streams, ctx: sctx}, nil
 }

@@ -5,12 +5,13 @@
 //
 //	cmd/                 flags, validation (pure), wiring, views
 //	   |  calls
-//	internal/ops/...     redisconn, stream, claim, claimrun, keyspace, exec:
-//	   |                 every Redis round trip, every Lua script, the claimed
-//	   |                 command's process (claimrun)
+//	internal/ops/...     redisconn, stream, claim, claimrun, keyspace, exec,
+//	   |                 health: every Redis round trip, every Lua script,
+//	   |                 the claimed command's process (claimrun), the
+//	   |                 lints of what inspect reads (health)
 //	   |  use
 //	internal/...         pure helpers both layers share: idmp, records, resp,
-//	                     batch, capacity, health, exit
+//	                     batch, backup, capacity, duration, bytesize, exit
 //	internal/render      output (tables, styles, JSON, raw lines), used by
 //	                     cmd/ only
 //
