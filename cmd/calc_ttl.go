@@ -164,7 +164,11 @@ Raw output: "name<TAB>value" lines (ttl, ttl_s, keys, memory_bytes, and with
 
 func calcTTLRun(ctx context.Context, o *CalcTTLOptions) error {
 	if o.Sample != "" {
-		m, err := measureSample(ctx, o.Factory, o.Sample, o.Samples)
+		conn, err := o.Factory.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		m, err := keyspace.MeasureSample(ctx, conn, o.Sample, o.Samples)
 		if err != nil {
 			return err
 		}
@@ -193,35 +197,6 @@ func calcTTLRun(ctx context.Context, o *CalcTTLOptions) error {
 		}
 	}
 	return nil
-}
-
-// measureSample measures up to n keys matching pattern (MEMORY USAGE and
-// their name and value sizes).
-func measureSample(ctx context.Context, f *Factory, pattern string, n int) (*capacity.MeasuredKeys, error) {
-	conn, err := f.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	keys, err := keyspace.SampleKeys(ctx, conn, pattern, false, n)
-	if err != nil {
-		return nil, exit.Wrap(err, "calc-ttl --sample")
-	}
-	sizes, err := keyspace.MeasureKeys(ctx, conn, keys, true)
-	if err != nil {
-		return nil, exit.Wrap(err, "calc-ttl --sample")
-	}
-	if len(sizes) == 0 {
-		return nil, exit.New(exit.NotFound, "calc-ttl --sample", "no key matches %q", pattern)
-	}
-	m := &capacity.MeasuredKeys{Pattern: pattern, Keys: len(sizes)}
-	for _, s := range sizes {
-		m.KeyBytes += float64(s.KeyBytes)
-		m.ValueBytes += float64(s.ValueBytes)
-		m.UsageBytes += float64(s.UsageBytes)
-	}
-	n64 := float64(len(sizes))
-	m.KeyBytes, m.ValueBytes, m.UsageBytes = m.KeyBytes/n64, m.ValueBytes/n64, m.UsageBytes/n64
-	return m, nil
 }
 
 // secondsText is d in seconds, as short as exact.
