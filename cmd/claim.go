@@ -455,7 +455,7 @@ func claimAcquireRun(ctx context.Context, o *AcquireOptions) error {
 			fmt.Fprint(p.Out, res.Record.Result)
 		}
 	}
-	if lost := o.Factory.outputLost(); lost != nil && res.Acquired() {
+	if lost := o.Factory.IOStreams().OutputLost(); lost != nil && res.Acquired() {
 		o.Factory.outputTold = true
 		return claim.GiveUpUnprinted(ctx, conn, o.Key, o.ttlGiven(), res, lost.(*exit.Error))
 	}

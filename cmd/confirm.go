@@ -54,8 +54,7 @@ func confirm(f *Factory, yes bool, c change) error {
 	if yes {
 		return nil
 	}
-	interactive := f.IsTTY(f.In) || f.Getenv("IDMPCTL_FORCE_TTY") != ""
-	if !interactive {
+	if !f.IOStreams().CanPrompt() {
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%s: confirmation needed", c.What),
 			Hint: "pass --yes to confirm (or --dry-run to only see what would change)"}
 	}

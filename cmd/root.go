@@ -23,17 +23,18 @@ import (
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/iostreams"
 	"github.com/idmpctl/idmpctl/internal/ops/claimrun"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/render"
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 )
 
 // Factory carries what every command depends on: the I/O streams, the
 // environment, the printer and a lazily opened connection.
 type Factory struct {
+	// The process's streams and environment, the seams tests replace: the
+	// terminal facts are IOStreams', made from them.
 	In       io.Reader
 	Out, Err io.Writer
 	Getenv   func(string) string
@@ -45,8 +46,8 @@ type Factory struct {
 	Printer *render.Printer
 	Global  GlobalOptions
 
-	conn   *redisconn.Conn
-	stdout *outWriter // Out as Main made it: its first write error
+	conn *redisconn.Conn
+	io   *iostreams.IOStreams
 	// outputTold: the command dealt with its own lost output (claim run,
 	// whose command's exit code stands), or already failed for it.
 	outputTold bool
@@ -125,6 +126,16 @@ func (f *Factory) Conn(ctx context.Context) (*redisconn.Conn, error) {
 	f.conn = c
 	f.opened.Store(c)
 	return c, nil
+}
+
+// IOStreams are the run's streams and what is known of them (terminals,
+// width, colour, questions, lost output), made once from the Factory's
+// streams and seams.
+func (f *Factory) IOStreams() *iostreams.IOStreams {
+	if f.io == nil {
+		f.io = iostreams.New(f.In, f.Out, f.Err, f.Getenv, f.IsTTY, f.TermWidth)
+	}
+	return f.io
 }
 
 func firstNonEmpty(vals ...string) string {
@@ -419,7 +430,8 @@ func (f *Factory) setup(c *cobra.Command) error {
 	if err := refuseEmpty(c); err != nil {
 		return err
 	}
-	tty := f.IsTTY(f.Out) || f.Getenv("IDMPCTL_FORCE_TTY") != ""
+	ios := f.IOStreams()
+	tty := ios.IsStdoutTTY()
 	format, err := render.ParseFormat(f.Global.Output, tty)
 	if err != nil {
 		return exit.Usagef("%v", err)
@@ -436,25 +448,13 @@ func (f *Factory) setup(c *cobra.Command) error {
 	if f.Global.Retries < 0 {
 		return exit.Usagef("--retries %d: must not be negative", f.Global.Retries)
 	}
-	color := tty
-	if v := f.Getenv("CLICOLOR_FORCE"); v != "" && v != "0" {
-		color = true
-	}
-	if f.Getenv("NO_COLOR") != "" || f.Global.NoColor {
-		color = false
-	}
-	if format != render.Table {
-		// Raw and JSON are read by programs: a forced colour (CLICOLOR_FORCE
-		// set for other tools, -o raw on a terminal) must not put escape
-		// codes into their fields.
-		color = false
-	}
 	f.Printer = &render.Printer{
-		Out: f.Out, Err: f.Err, Format: format, TTY: tty, Color: color, Quiet: f.Global.Quiet,
-		ErrTTY: f.IsTTY(f.Err) || f.Getenv("IDMPCTL_FORCE_TTY") != "",
+		Out: f.Out, Err: f.Err, Format: format, TTY: tty, Quiet: f.Global.Quiet,
+		Color:  ios.ColorEnabled(f.Global.NoColor, format == render.Table),
+		ErrTTY: ios.IsStderrTTY(),
 	}
 	if format == render.Table {
-		f.Printer.Width = f.width()
+		f.Printer.Width = ios.TerminalWidth()
 	}
 	if err := f.noteCLIFlags(c); err != nil {
 		return err
@@ -527,44 +527,11 @@ func (f *Factory) checkReadOnly(c *cobra.Command) error {
 	return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%s could write to Redis: refused in read-only mode (--read-only or IDMPCTL_READ_ONLY)", c.CommandPath()), Hint: hint}
 }
 
-// width is the terminal's width in columns, for tables and views: the real
-// terminal's; for a terminal forced with IDMPCTL_FORCE_TTY, COLUMNS or 80;
-// 0 (no limit) when stdout is no terminal.
-func (f *Factory) width() int {
-	if f.TermWidth != nil {
-		if n := f.TermWidth(f.Out); n > 0 {
-			return n
-		}
-	}
-	if f.Getenv("IDMPCTL_FORCE_TTY") == "" {
-		return 0
-	}
-	if n, err := strconv.Atoi(f.Getenv("COLUMNS")); err == nil && n > 0 {
-		return n
-	}
-	return 80
-}
-
 // Main runs idmpctl and returns its exit code.
 func Main() int {
-	stdout := &outWriter{w: os.Stdout}
-	f := &Factory{
-		In: os.Stdin, Out: stdout, Err: os.Stderr, Getenv: os.Getenv, Now: time.Now, stdout: stdout,
-		IsTTY: func(w any) bool {
-			if file, ok := file(w); ok {
-				return isatty.IsTerminal(file.Fd())
-			}
-			return false
-		},
-		TermWidth: func(w any) int {
-			if file, ok := file(w); ok {
-				if cols, _, err := term.GetSize(int(file.Fd())); err == nil {
-					return cols
-				}
-			}
-			return 0
-		},
-	}
+	ios := iostreams.System()
+	f := &Factory{In: ios.In, Out: ios.Out, Err: ios.ErrOut, Getenv: os.Getenv, Now: time.Now,
+		IsTTY: iostreams.IsTerminal, TermWidth: iostreams.TerminalWidth, io: ios}
 	if isClaimRun(os.Args[1:]) {
 		f.guard = claimrun.StartGuard(f.Err)
 	}
@@ -598,8 +565,9 @@ func run(f *Factory, args []string) int {
 	root := newRoot(f, verbOf(args))
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())
-	if lost := f.outputLost(); lost != nil && !f.outputTold &&
-		(err == nil || exit.Code(err) == exit.Done || errors.Is(err, f.stdout.err)) {
+	ios := f.IOStreams()
+	if lost := ios.OutputLost(); lost != nil && !f.outputTold &&
+		(err == nil || exit.Code(err) == exit.Done || ios.IsOutputError(err)) {
 		err = lost // a success, or "done", whose output nobody got; or the write's own error
 	}
 	if err == nil {

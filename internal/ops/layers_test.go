@@ -24,7 +24,7 @@ const (
 // Redis, no ops.
 var pure = []string{
 	"internal/backup", "internal/batch", "internal/bytesize", "internal/capacity",
-	"internal/duration", "internal/exit", "internal/idmp", "internal/progress",
+	"internal/duration", "internal/exit", "internal/idmp", "internal/iostreams", "internal/progress",
 	"internal/records", "internal/render", "internal/resp",
 }
 
