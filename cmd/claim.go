@@ -502,16 +502,16 @@ func acquireExit(p *render.Printer, verb, key string, res claim.AcquireResult, w
 
 func printClaim(p *render.Printer, title string, r claim.Record, extra ...render.Pair) {
 	pairs := []render.Pair{{"status", render.Field(r.Status)}, {"owner", render.Field(r.Owner)}, {"token", strconv.FormatInt(r.Token, 10)},
-		{"attempts", countText(p, r.Attempts)}}
+		{"attempts", p.CountText(r.Attempts)}}
 	if r.Status == claim.StatusProcessing {
-		pairs = append(pairs, render.Pair{"lease-left", msDuration(p, r.LeaseUntil-r.Now)})
+		pairs = append(pairs, render.Pair{"lease-left", p.MsDuration(r.LeaseUntil - r.Now)})
 	}
-	pairs = append(pairs, render.Pair{"ttl", ttlText(p, r.TTLms)})
+	pairs = append(pairs, render.Pair{"ttl", p.TTLText(r.TTLms)})
 	if r.Fingerprint != "" {
 		pairs = append(pairs, render.Pair{"fingerprint", render.Field(r.Fingerprint)})
 	}
 	if r.HasResult {
-		pairs = append(pairs, render.Pair{"result", resultText(p, r.Result, int64(len(r.Result)))})
+		pairs = append(pairs, render.Pair{"result", p.ResultText(r.Result, int64(len(r.Result)))})
 	}
 	if r.Error != "" {
 		pairs = append(pairs, render.Pair{"error", render.Field(r.Error)})
@@ -548,7 +548,7 @@ func claimStepOut(p *render.Printer, verb, key, raw string, r claim.Record, aj a
 	case render.Table:
 		pairs := aj.pairs()
 		if renewed {
-			pairs = append([]render.Pair{{"lease", msDuration(p, r.LeaseMs)}}, pairs...)
+			pairs = append([]render.Pair{{"lease", p.MsDuration(r.LeaseMs)}}, pairs...)
 		}
 		printClaim(p, "claim "+verb+" "+render.Field(key)+": "+raw, r, pairs...)
 	default:

@@ -1,13 +1,11 @@
 package cmd
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -165,7 +163,7 @@ func withTimes(r records.Record) recordJSON {
 func ageText(p *render.Printer, j recordJSON) string {
 	switch {
 	case j.AgeMs != nil:
-		return msDuration(p, *j.AgeMs)
+		return p.MsDuration(*j.AgeMs)
 	case j.AgeUnknown && p.Human():
 		return p.Dim("unknown")
 	}
@@ -191,11 +189,11 @@ func printRecord(p *render.Printer, r records.Record) error {
 		opt("token", strconv.FormatInt(r.Token, 10))
 	}
 	if r.Attempts > 0 {
-		opt("attempts", countText(p, r.Attempts))
+		opt("attempts", p.CountText(r.Attempts))
 	}
 	opt("guards", render.Field(r.Guards))
-	opt("created", msTime(p, r.CreatedMs, r.NowMs))
-	opt("updated", msTime(p, r.UpdatedMs, r.NowMs))
+	opt("created", p.MsTime(r.CreatedMs, r.NowMs))
+	opt("updated", p.MsTime(r.UpdatedMs, r.NowMs))
 	if j.AgeUnknown {
 		opt("age", "unknown (the record carries no time)")
 	}
@@ -206,20 +204,20 @@ func printRecord(p *render.Printer, r records.Record) error {
 		ms = "-ms"
 	}
 	if j.LeaseLeftMs != nil {
-		opt("lease-left"+ms, msDuration(p, *j.LeaseLeftMs))
+		opt("lease-left"+ms, p.MsDuration(*j.LeaseLeftMs))
 	}
-	opt("expires", msTime(p, r.ExpiresMs, r.NowMs))
-	opt("ttl"+ms, ttlText(p, r.TTLms))
+	opt("expires", p.MsTime(r.ExpiresMs, r.NowMs))
+	opt("ttl"+ms, p.TTLText(r.TTLms))
 	opt("fingerprint", render.Field(r.Fingerprint))
 	switch {
 	case r.HTTPStatus > 0: // a stored HTTP response: its status and size
 		opt("result", r.ResultSummary())
 	case r.HasResult:
-		opt("result", resultText(p, r.Fields["result"], int64(r.ResultBytes)))
+		opt("result", p.ResultText(r.Fields["result"], int64(r.ResultBytes)))
 	}
 	opt("error", render.Field(r.Error))
 	if r.Members > 0 {
-		opt("members", countText(p, r.Members))
+		opt("members", p.CountText(r.Members))
 	}
 	if len(r.Flags) > 0 {
 		opt("flags", p.Warn(flagsText(r.Flags)))
@@ -249,66 +247,6 @@ func flagsText(fl []records.Flag) string {
 	return strings.Join(s, ",")
 }
 
-// msTime is RFC 3339 in raw output, "3m ago" (or "in 5m") in a view.
-func msTime(p *render.Printer, ms, nowMs int64) string {
-	if ms <= 0 {
-		return ""
-	}
-	t := time.UnixMilli(ms).UTC()
-	if !p.Human() || nowMs <= 0 {
-		return t.Format(time.RFC3339Nano)
-	}
-	if d := nowMs - ms; d < 0 {
-		return "in " + render.Ms(-d)
-	}
-	return render.Ms(nowMs-ms) + " ago"
-}
-
-// msDuration is milliseconds in raw output, "4m59s" in a view.
-func msDuration(p *render.Printer, ms int64) string {
-	if !p.Human() {
-		return strconv.FormatInt(ms, 10)
-	}
-	if ms < 0 {
-		return p.Bad("expired " + render.Ms(-ms) + " ago")
-	}
-	return render.Ms(ms)
-}
-
-func ttlText(p *render.Printer, ttl int64) string {
-	switch {
-	case !p.Human():
-		return strconv.FormatInt(ttl, 10)
-	case ttl == -1:
-		return p.Warn("none")
-	case ttl < 0:
-		return ""
-	}
-	return msDuration(p, ttl)
-}
-
-// countText is a count: plain in raw output, with thousands separators in
-// a view.
-func countText(p *render.Printer, n int64) string {
-	if p.Human() {
-		return render.Count(n)
-	}
-	return strconv.FormatInt(n, 10)
-}
-
-// resultText is a stored result: in raw output its size (the bytes are
-// -o json's, or claim acquire's on stdout); in a view the result itself,
-// quoted when it is not printable text, cut to the terminal by KV.
-func resultText(p *render.Printer, result string, size int64) string {
-	if !p.Human() || (result == "" && size > 0) {
-		return render.N(size, "byte")
-	}
-	if result == "" {
-		return p.Dim("(empty)")
-	}
-	return render.Field(result)
-}
-
 // inspectMatch scans keys: one line (or JSON object) per key, streamed, or
 // a table of them at the end; a summary of counts by status on stderr
 // (JSON: a last object of type "summary").
@@ -325,11 +263,11 @@ func inspectMatch(ctx context.Context, o *InspectOptions) error {
 		j := withTimes(r)
 		lease := ""
 		if j.LeaseLeftMs != nil {
-			lease = msDuration(p, *j.LeaseLeftMs)
+			lease = p.MsDuration(*j.LeaseLeftMs)
 		}
-		return []string{render.Field(r.Key), string(r.Format), statusText(p, r), render.Field(r.Owner), ageText(p, j), lease, ttlText(p, r.TTLms), flagsText(r.Flags)}
+		return []string{render.Field(r.Key), string(r.Format), statusText(p, r), render.Field(r.Owner), ageText(p, j), lease, p.TTLText(r.TTLms), flagsText(r.Flags)}
 	}
-	flush := bufferStream(p)
+	flush := p.BufferStream()
 	_, sum, mem, err := scanMatch(ctx, o, p.Format == render.Raw, func(r records.Record) error {
 		switch {
 		case p.Format == render.JSON:
@@ -466,49 +404,6 @@ func showingText(rows, shown int64, sum keyspace.Summary, limit int64) string {
 			render.N(rows, "matching key"), scanned, render.Count(limit))
 	}
 	return fmt.Sprintf("Showing %s of %s (%s)", render.Count(rows), render.N(sum.Matched, "matching key"), scanned)
-}
-
-// bufferStream buffers the printer's output for a stream of records (-o raw
-// or json, not on a terminal): one write per 64 KiB rather than one per
-// record, which is most of the cost of printing a million. The returned
-// func flushes and restores the output; call it before the summary, so that
-// records come before it when both streams go to one place.
-func bufferStream(p *render.Printer) (flush func()) {
-	if p.TTY || p.Format == render.Table {
-		return func() {}
-	}
-	out := p.Out
-	bw := bufio.NewWriterSize(out, 64<<10)
-	p.Out = bw
-	return func() {
-		_ = bw.Flush()
-		p.Out = out
-	}
-}
-
-// bulkGC tunes the collector for bulk work: a keyspace scan (inspect
-// --match, purge --match) or a batch (xadd --batch). Each allocates fast
-// (every key's replies and record, every line's fields and arguments) and
-// holds little (a few batches or windows), so collecting at 4x the live heap instead
-// of 2x saves much of the collector's work; a soft limit of 40 MiB keeps the
-// heap inside purge's budget (peak RSS under 64 MB) should the values be
-// large. GOGC or GOMEMLIMIT in the environment win. The returned func
-// restores the settings.
-func bulkGC(getenv func(string) string) (restore func()) {
-	return bulkGCLimit(getenv, 40<<20)
-}
-
-// bulkGCLimit is bulkGC with a soft limit of its own (bytes).
-func bulkGCLimit(getenv func(string) string, soft int64) (restore func()) {
-	if getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" {
-		return func() {}
-	}
-	pct := debug.SetGCPercent(400)
-	limit := debug.SetMemoryLimit(soft)
-	return func() {
-		debug.SetGCPercent(pct)
-		debug.SetMemoryLimit(limit)
-	}
 }
 
 // summaryText is a scan's summary line (stderr): what was scanned and
@@ -650,7 +545,7 @@ func (sv *streamViewer) print(info stream.Info, r *rates, at time.Time) error {
 		}
 		return p.JSON(j)
 	}
-	n := func(v int64) string { return countText(p, v) }
+	n := func(v int64) string { return p.CountText(v) }
 	duration, maxsize := strconv.FormatInt(info.IDMPDuration, 10), strconv.FormatInt(info.IDMPMaxSize, 10)
 	if p.Human() {
 		// The settings with their units: seconds, iids per producer.

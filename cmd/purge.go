@@ -206,7 +206,7 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {
 	bar, stopProgress := startProgress(p, p.Format == render.Raw, progress.Options{Label: "purge --match", Unit: "keys"})
 	defer stopProgress()
 	o.Ops.Progress = purgeProgress(bar, o.DryRun)
-	flush := bufferStream(p)
+	flush := p.BufferStream()
 	var keys keyList // the keys a view names
 	report := purgeItems(p, &keys)
 	sum, err := keyspace.Purge(ctx, conn, o.Ops, func(it keyspace.PurgeItem) {

@@ -38,7 +38,7 @@ func purgeOrphanRun(ctx context.Context, o *PurgeOptions) error {
 			return exit.Wrap(err, "purge")
 		}
 	}
-	flush := bufferStream(p)
+	flush := p.BufferStream()
 	var shown keyList
 	report := purgeItems(p, &shown)
 	sum, err := plan.Drop(ctx, conn, o.DryRun, func(it keyspace.PurgeItem) { report(it.Record, it.Outcome) })

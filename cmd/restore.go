@@ -126,7 +126,7 @@ func restoreRun(ctx context.Context, o *RestoreOptions) error {
 			return err
 		}
 	}
-	flush := bufferStream(p)
+	flush := p.BufferStream()
 	sum, runErr := keyspace.RestoreFile(ctx, conn, opts, func(it keyspace.RestoreItem) {
 		switch p.Format {
 		case render.JSON:

@@ -146,7 +146,7 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 	// Results are buffered (a write per line would cost more than the add)
 	// and written out once each chunk is committed: a consumer reading a
 	// pipe sees every line as soon as it is in the stream, not at EOF.
-	flush := bufferStream(p)
+	flush := p.BufferStream()
 	spec.Delivered = func() error {
 		if bw, ok := p.Out.(*bufio.Writer); ok {
 			_ = bw.Flush() // a reader gone is the next write's business
