@@ -28,6 +28,10 @@ var pure = []string{
 	"internal/records", "internal/render", "internal/resp",
 }
 
+// views draw what ops returned: they may use ops' result types, never
+// talk to Redis, and ops never uses them.
+var views = []string{"internal/view"}
+
 // beside are the packages of internal/ that are neither: test harnesses
 // (real servers, the CLI run as a process) and tools built apart.
 var beside = []string{"internal/clitest", "internal/redistest", "internal/tools/genman"}
@@ -87,13 +91,15 @@ func inOps(dir string) bool { return dir == "internal/ops" || strings.HasPrefix(
 
 // TestLayerRule holds the rules of the package doc:
 //
-//   - no package under internal/ops imports cmd/ or internal/render, or
-//     prints to the process's stdout or stderr;
+//   - no package under internal/ops imports cmd/, internal/render,
+//     internal/view or internal/iostreams, or prints to the process's
+//     stdout or stderr;
 //   - cmd/ imports no go-redis: it sends nothing to Redis itself, it calls
 //     an ops package;
 //   - the pure packages import no ops package and no go-redis;
-//   - every package of internal/ is one of ops, pure, or beside (test
-//     harnesses, tools), so that a new one is placed on purpose.
+//   - the views import no go-redis and no cmd/;
+//   - every package of internal/ is one of ops, pure, views, or beside
+//     (test harnesses, tools), so that a new one is placed on purpose.
 func TestLayerRule(t *testing.T) {
 	files := moduleFiles(t)
 	dirs := map[string]bool{}
@@ -105,7 +111,7 @@ func TestLayerRule(t *testing.T) {
 		case inOps(gf.dir):
 			opsFiles++
 			for _, p := range imps {
-				if p == module+"/cmd" || p == module+"/internal/render" {
+				if p == module+"/cmd" || p == module+"/internal/render" || p == module+"/internal/view" || p == module+"/internal/iostreams" {
 					t.Errorf("%s imports %s (ops returns results; cmd/ draws them)", gf.path, p)
 				}
 			}
@@ -126,6 +132,12 @@ func TestLayerRule(t *testing.T) {
 			if slices.Contains(imps, goRedis) {
 				t.Errorf("%s imports go-redis: cmd/ calls an ops package, it sends nothing to Redis itself", gf.path)
 			}
+		case slices.Contains(views, gf.dir):
+			for _, p := range imps {
+				if p == goRedis || p == module+"/cmd" {
+					t.Errorf("%s imports %s: a view draws results, it talks to no server and knows no command", gf.path, p)
+				}
+			}
 		case slices.Contains(pure, gf.dir):
 			for _, p := range imps {
 				if p == goRedis || p == module+"/internal/ops" || strings.HasPrefix(p, module+"/internal/ops/") {
@@ -138,11 +150,11 @@ func TestLayerRule(t *testing.T) {
 		t.Errorf("only %d ops files checked", opsFiles)
 	}
 	for dir := range dirs {
-		if strings.HasPrefix(dir, "internal/") && !inOps(dir) && !slices.Contains(pure, dir) && !slices.Contains(beside, dir) {
-			t.Errorf("%s is neither ops, pure nor a test harness or tool: place it in the layers (internal/ops/doc.go) and in this test", dir)
+		if strings.HasPrefix(dir, "internal/") && !inOps(dir) && !slices.Contains(pure, dir) && !slices.Contains(views, dir) && !slices.Contains(beside, dir) {
+			t.Errorf("%s is neither ops, pure, a view, nor a test harness or tool: place it in the layers (internal/ops/doc.go) and in this test", dir)
 		}
 	}
-	for _, dir := range slices.Concat(pure, beside, []string{"cmd"}) {
+	for _, dir := range slices.Concat(pure, views, beside, []string{"cmd"}) {
 		if !dirs[dir] {
 			t.Errorf("%s, named by this test, has no Go files: is the list stale?", dir)
 		}
