@@ -12,6 +12,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/ops/claim"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/view"
 	"github.com/spf13/cobra"
 )
 
@@ -405,7 +406,7 @@ type acquireJSON struct {
 	PreviousOwner string           `json:"previous_owner,omitempty"`
 	LeaseLeftMs   int64            `json:"lease_left_ms,omitempty"`
 	Record        *claimRecordJSON `json:"record,omitempty"`
-	ackJSON
+	view.Ack
 }
 
 // claimRecordJSON is a claim record in -o json: claim.Record's names, and
@@ -442,11 +443,11 @@ func claimAcquireRun(ctx context.Context, o *AcquireOptions) error {
 	switch p.Format {
 	case render.JSON:
 		if err := p.JSON(acquireJSON{Key: o.Key, Outcome: string(res.Outcome), Token: res.Token, Attempts: res.Attempt, Attempt: res.Attempt,
-			PreviousOwner: res.PreviousOwner, LeaseLeftMs: res.LeaseLeftMs, Record: claimJSON(res.Record), ackJSON: aj}); err != nil {
+			PreviousOwner: res.PreviousOwner, LeaseLeftMs: res.LeaseLeftMs, Record: claimJSON(res.Record), Ack: aj}); err != nil {
 			return err
 		}
 	case render.Table:
-		printClaim(p, "claim acquire "+render.Field(o.Key)+": "+string(res.Outcome), res.Record, aj.pairs()...)
+		printClaim(p, "claim acquire "+render.Field(o.Key)+": "+string(res.Outcome), res.Record, aj.Pairs()...)
 	default:
 		switch {
 		case res.Acquired():
@@ -521,16 +522,16 @@ func printClaim(p *render.Printer, title string, r claim.Record, extra ...render
 
 // ackFor is the acknowledgement to show for a call that wrote (an outcome
 // that wrote nothing waited for nothing).
-func (o *ClaimFlags) ackFor(wrote bool, ack *redisconn.Ack) ackJSON {
+func (o *ClaimFlags) ackFor(wrote bool, ack *redisconn.Ack) view.Ack {
 	if !wrote {
-		return ackJSON{}
+		return view.Ack{}
 	}
-	return toAckJSON(o.Durable.durability(), ack)
+	return view.AckOf(o.Durable.durability(), ack)
 }
 
 // claimStepOut prints the outcome of renew/complete/fail/release; a
 // renewal adds the lease it granted (raw: "renewed", a tab, its ms).
-func claimStepOut(p *render.Printer, verb, key, raw string, r claim.Record, aj ackJSON) error {
+func claimStepOut(p *render.Printer, verb, key, raw string, r claim.Record, aj view.Ack) error {
 	renewed := verb == "renew"
 	switch p.Format {
 	case render.JSON:
@@ -546,7 +547,7 @@ func claimStepOut(p *render.Printer, verb, key, raw string, r claim.Record, aj a
 		}
 		return p.JSON(j)
 	case render.Table:
-		pairs := aj.pairs()
+		pairs := aj.Pairs()
 		if renewed {
 			pairs = append([]render.Pair{{"lease", p.MsDuration(r.LeaseMs)}}, pairs...)
 		}
@@ -626,4 +627,11 @@ func claimReleaseRun(ctx context.Context, o *ReleaseOptions) error {
 		return err
 	}
 	return claimStepOut(o.Factory.Printer, "release", o.Key, "RELEASED", claim.Record{Key: o.Key, TTLms: -2}, o.ackFor(true, &ack))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

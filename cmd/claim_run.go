@@ -16,6 +16,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/ops/claimrun"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/view"
 	"github.com/spf13/cobra"
 )
 
@@ -130,7 +131,7 @@ type runJSON struct {
 	// With --wait-replicas: the fewest replicas that acknowledged a write
 	// of this run (the claim, and the outcome when it ran), and why the
 	// outcome stands unacknowledged when it does.
-	ackJSON
+	view.Ack
 	Unacknowledged string `json:"unacknowledged,omitempty"`
 	// Interrupted is the signal (SIGINT, SIGTERM) forwarded to the command
 	// while it ran.
@@ -181,7 +182,7 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 		var na *redisconn.NotAckedError
 		if errors.As(err, &na) && p.Format == render.JSON {
 			_ = p.JSON(runJSON{Key: o.Key, Outcome: "unacknowledged", ExitCode: exit.Code(err), Error: err.Error(),
-				ackJSON: o.ackFor(true, &ack)})
+				Ack: o.ackFor(true, &ack)})
 		}
 		return failClosed(err)
 	}
@@ -221,7 +222,7 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 		p.Warnf("%s", w)
 	}
 	code := run.ExitCode
-	report.ackJSON, report.Unacknowledged = o.ackFor(true, &run.Ack), run.Unacknowledged
+	report.Ack, report.Unacknowledged = o.ackFor(true, &run.Ack), run.Unacknowledged
 	report.Ran, report.ExitCode = run.Started, code
 	report.Output, report.OutputTruncated = run.Output, run.OutputTruncated
 	report.Recorded, report.Unrecorded = run.Recorded, run.Unrecorded

@@ -14,6 +14,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/view"
 )
 
 type nopCloser struct{ io.Reader }
@@ -154,8 +155,10 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 		return nil
 	}
 	var committed int64
+	line := &view.BatchLine{Add: view.Add{Stream: o.Stream, PID: o.PID, Auto: o.Auto, Durability: o.Durable.durability()}}
 	sum, err := streams.RunBatch(ctx, spec, in, func(r stream.BatchResult) error {
-		printBatchResult(p, o, r)
+		line.Set(r)
+		_ = p.Show(line) // a reader gone is the run's business (the output's first write error)
 		committed++
 		bar.Set(committed, read.n.Load())
 		return nil
@@ -181,31 +184,6 @@ func committedText(n int64) string {
 		return "1 line is"
 	}
 	return render.N(n, "line") + " are"
-}
-
-func printBatchResult(p *render.Printer, o *XAddOptions, r stream.BatchResult) {
-	if p.Format == render.JSON {
-		j := toAddJSON(o, r.AddResult, int(r.Line), r.Retried)
-		j.ReplyLost = r.ReplyLost
-		if r.PID != "" {
-			j.PID = r.PID // the line's own
-		}
-		_ = p.JSON(j)
-		return
-	}
-	outcome := "added"
-	if r.Duplicate {
-		outcome = "duplicate"
-	}
-	id := r.ID
-	if r.ReplyLost {
-		id, outcome = "-", "committed" // its reply was lost and not kept (native)
-	}
-	// A line per add, millions of them: no fmt, nor a string made a line.
-	_, _ = io.WriteString(p.Out, id)
-	_, _ = io.WriteString(p.Out, "\t")
-	_, _ = io.WriteString(p.Out, outcome)
-	_, _ = io.WriteString(p.Out, "\n")
 }
 
 func printBatchSummary(p *render.Printer, o *XAddOptions, id string, s stream.BatchSummary) {
