@@ -13,6 +13,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/records"
 	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/view"
 	"github.com/spf13/cobra"
 )
 
@@ -210,7 +211,7 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {
 	var keys keyList // the keys a view names
 	report := purgeItems(p, &keys)
 	sum, err := keyspace.Purge(ctx, conn, o.Ops, func(it keyspace.PurgeItem) {
-		report(shownRecord(it.Record, o.ShowSecrets), it.Outcome)
+		report(view.Shown(it.Record, o.ShowSecrets), it.Outcome)
 	})
 	flush()
 	stopProgress()
@@ -230,7 +231,7 @@ func purgeItems(p *render.Printer, keys *keyList) func(records.Record, keyspace.
 	return func(r records.Record, outcome keyspace.PurgeOutcome) {
 		switch p.Format {
 		case render.JSON:
-			_ = p.JSON(purgeItemJSON{Record: withTimes(r), Outcome: outcome})
+			_ = p.JSON(purgeItemJSON{Record: view.WithTimes(r), Outcome: outcome})
 		case render.Raw:
 			p.Line("%s\t%s", outcome, render.Field(r.Key))
 		default:
@@ -243,7 +244,7 @@ func purgeItems(p *render.Printer, keys *keyList) func(records.Record, keyspace.
 
 // purgeItemJSON is one record of purge -o json and its outcome.
 type purgeItemJSON struct {
-	Record  recordJSON            `json:"record"`
+	Record  view.RecordJSON       `json:"record"`
 	Outcome keyspace.PurgeOutcome `json:"outcome"`
 }
 
