@@ -3,11 +3,10 @@ package cmd
 import (
 	"bufio"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/view"
 )
 
 // change is what a confirmation is about: a statement of what the command
@@ -18,35 +17,6 @@ type change struct {
 	Question string
 	Keys     []string
 	More     int64
-}
-
-// listedKeys is how many keys a confirmation or a dry run names before
-// "and N more".
-const listedKeys = 20
-
-// keyList gathers the first listedKeys keys of a selection and counts the
-// rest.
-type keyList struct {
-	Keys []string
-	More int64
-}
-
-func (l *keyList) add(key string) {
-	if len(l.Keys) < listedKeys {
-		l.Keys = append(l.Keys, render.Field(key))
-		return
-	}
-	l.More++
-}
-
-// lines are the list's lines: the keys (sorted: SCAN's order is none),
-// then "and N more".
-func (l keyList) lines() []string {
-	out := slices.Sorted(slices.Values(l.Keys))
-	if l.More > 0 {
-		out = append(out, "and "+render.Count(l.More)+" more")
-	}
-	return out
 }
 
 // confirm asks on a terminal; elsewhere the change needs --yes.
@@ -62,7 +32,7 @@ func confirm(f *Factory, yes bool, c change) error {
 	b.WriteString(c.What)
 	if len(c.Keys) > 0 {
 		b.WriteString(":\n")
-		for _, l := range (keyList{Keys: c.Keys, More: c.More}).lines() {
+		for _, l := range (view.KeyList{Keys: c.Keys, More: c.More}).Lines() {
 			b.WriteString("  " + l + "\n")
 		}
 	} else {

@@ -8,6 +8,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
 	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/view"
 )
 
 // purgeOrphanRun is purge --match PATTERN --orphan-state: the emulated
@@ -28,9 +29,9 @@ func purgeOrphanRun(ctx context.Context, o *PurgeOptions) error {
 		return exit.Wrap(err, "purge")
 	}
 	if plan.Summary.Matched > 0 && !o.DryRun && !o.Yes {
-		var listed keyList
+		var listed view.KeyList
 		for _, k := range plan.Keys() {
-			listed.add(k)
+			listed.Add(k)
 		}
 		what := fmt.Sprintf("drop the emulated IDMP state of %s whose stream is gone (%s matching %s)",
 			render.N(int64(plan.States()), "deleted stream"), render.N(plan.Summary.Matched, "key"), strconv.Quote(o.Match))
@@ -39,9 +40,12 @@ func purgeOrphanRun(ctx context.Context, o *PurgeOptions) error {
 		}
 	}
 	flush := p.BufferStream()
-	var shown keyList
-	report := purgeItems(p, &shown)
-	sum, err := plan.Drop(ctx, conn, o.DryRun, func(it keyspace.PurgeItem) { report(it.Record, it.Outcome) })
+	var shown view.KeyList
+	item := &view.PurgeItem{Keys: &shown}
+	sum, err := plan.Drop(ctx, conn, o.DryRun, func(it keyspace.PurgeItem) {
+		item.Record, item.Outcome = it.Record, it.Outcome
+		_ = p.Show(item)
+	})
 	flush()
 	if err != nil {
 		return err

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 
 	"github.com/idmpctl/idmpctl/internal/backup"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/view"
 	"github.com/spf13/cobra"
 )
 
@@ -127,16 +127,13 @@ func restoreRun(ctx context.Context, o *RestoreOptions) error {
 		}
 	}
 	flush := p.BufferStream()
+	item := &view.RestoreItem{} // one, shown again for each record
 	sum, runErr := keyspace.RestoreFile(ctx, conn, opts, func(it keyspace.RestoreItem) {
-		switch p.Format {
-		case render.JSON:
-			_ = p.JSON(map[string]any{"key": it.Key, "line": it.Line, "outcome": string(it.Outcome)})
-		case render.Raw:
-			p.Line("%s\t%s", it.Outcome, render.Field(it.Key))
-		}
+		item.RestoreItem = it
+		_ = p.Show(item)
 	})
 	flush()
-	if perr := printRestore(p, sum, o); perr != nil && runErr == nil {
+	if perr := p.Show(view.Restore{Summary: sum, File: o.File, Replace: o.Replace}); perr != nil && runErr == nil {
 		runErr = perr
 	}
 	if runErr != nil {
@@ -165,10 +162,10 @@ func (o *RestoreOptions) confirmReplace(ctx context.Context, conn *redisconn.Con
 		return nil, err
 	}
 	agreed := map[string]bool{}
-	var keys keyList
+	var keys view.KeyList
 	for _, k := range found {
 		agreed[k] = true
-		keys.add(k)
+		keys.Add(k)
 	}
 	if len(agreed) == 0 {
 		return agreed, nil
@@ -178,47 +175,4 @@ func (o *RestoreOptions) confirmReplace(ctx context.Context, conn *redisconn.Con
 		return nil, err
 	}
 	return agreed, nil
-}
-
-func printRestore(p *render.Printer, s keyspace.RestoreSummary, o *RestoreOptions) error {
-	restored, replaced := "restored", "replaced"
-	if s.DryRun {
-		restored, replaced = "would restore", "would replace"
-	}
-	switch p.Format {
-	case render.JSON:
-		return p.JSON(struct {
-			Type    string                  `json:"type"` // "summary"
-			Summary keyspace.RestoreSummary `json:"summary"`
-		}{"summary", s})
-	case render.Table:
-		pairs := []render.Pair{
-			{"records", strconv.FormatInt(s.Records, 10)},
-			{restored, p.Good(strconv.FormatInt(s.Restored, 10))},
-		}
-		if o.Replace {
-			pairs = append(pairs, render.Pair{replaced + " (existed)", strconv.FormatInt(s.Replaced, 10)})
-		}
-		pairs = append(pairs, []render.Pair{
-			{"skipped, existing", strconv.FormatInt(s.Existing, 10)},
-			{"skipped, expired meanwhile", strconv.FormatInt(s.Expired, 10)},
-			{"skipped, kept by purge", strconv.FormatInt(s.Kept, 10)},
-		}...)
-		if s.Failed > 0 {
-			pairs = append(pairs, render.Pair{"failed", p.Bad(strconv.FormatInt(s.Failed, 10))})
-		}
-		p.KV("restore "+render.Field(o.File), pairs)
-		return nil
-	}
-	failed := ""
-	if s.Failed > 0 {
-		failed = ", " + render.Count(s.Failed) + " failed"
-	}
-	counts := restored + " " + render.Count(s.Restored)
-	if o.Replace {
-		counts += ", " + replaced + " " + render.Count(s.Replaced)
-	}
-	p.Status("restore: %s: %s, skipped %s existing, %s expired meanwhile, %s kept by purge%s",
-		render.N(s.Records, "record"), counts, render.Count(s.Existing), render.Count(s.Expired), render.Count(s.Kept), failed)
-	return nil
 }
