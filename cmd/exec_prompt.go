@@ -136,7 +136,7 @@ func (s *promptState) note(args []string, r resp.Reply) {
 func execPrompt(ctx context.Context, f *Factory, conn *redisconn.Conn, s *opsexec.Session, lines lineReader) error {
 	addr, unix, db := conn.Endpoint()
 	st := promptState{addr: addr, unix: unix, db: db}
-	format := replyFormat(f.Printer)
+	format := f.Printer.AppendReply
 	var buf []byte
 	for {
 		line, err := lines.ReadLine(st.String())

@@ -135,3 +135,49 @@ func (v ClaimStep) Raw(p *render.Printer) error {
 	p.Line("%s", v.Outcome)
 	return nil
 }
+
+// ClaimRun is claim run's report. -o json prints it whole, once, the
+// command's stdout captured into it. The other forms streamed that stdout
+// as the command ran, and print nothing more; but a replay, which ran
+// nothing, prints the stored output, and tells a person so.
+type ClaimRun struct {
+	Key             string `json:"key"`
+	Outcome         string `json:"outcome"` // ran, replayed, busy, mismatch, exhausted, lost, unacknowledged
+	Ran             bool   `json:"ran"`
+	ExitCode        int    `json:"exit_code"`
+	Token           int64  `json:"token,omitempty"`
+	Attempts        int64  `json:"attempts,omitempty"` // the claim's count of claims, this run's included
+	Attempt         int64  `json:"attempt,omitempty"`  // attempts' old name, kept for now (README: Output)
+	Recorded        string `json:"recorded,omitempty"` // COMPLETED or FAILED
+	Output          string `json:"output"`
+	OutputTruncated bool   `json:"output_truncated,omitempty"`
+	Error           string `json:"error,omitempty"`
+	// The command ran but its outcome could not be recorded: why (its exit
+	// code is passed through).
+	Unrecorded string `json:"unrecorded,omitempty"`
+	// With --wait-replicas: the fewest replicas that acknowledged a write
+	// of this run (the claim, and the outcome when it ran), and why the
+	// outcome stands unacknowledged when it does.
+	Ack
+	Unacknowledged string `json:"unacknowledged,omitempty"`
+	// Interrupted is the signal (SIGINT, SIGTERM) forwarded to the command
+	// while it ran.
+	Interrupted string `json:"interrupted,omitempty"`
+	// ReplayedToken is the token that completed a replayed key.
+	ReplayedToken int64 `json:"-"`
+}
+
+func (v ClaimRun) JSON() any { return v }
+
+func (v ClaimRun) Table(p *render.Printer) error { return v.Raw(p) }
+
+func (v ClaimRun) Raw(p *render.Printer) error {
+	if v.Outcome != "replayed" {
+		return nil
+	}
+	fmt.Fprint(p.Out, v.Output)
+	if p.Human() || p.ErrTTY { // a person reads it: say what happened
+		p.Status("idmpctl: replayed: the command did not run (%s completed it, token %d)", render.Field(v.Key), v.ReplayedToken)
+	}
+	return nil
+}
