@@ -41,6 +41,7 @@ var beside = []string{"internal/clitest", "internal/redistest", "internal/tools/
 type goFile struct {
 	path, dir string
 	f         *ast.File
+	fset      *token.FileSet
 }
 
 // moduleFiles parses every non-test Go file under the module root.
@@ -64,12 +65,13 @@ func moduleFiles(t *testing.T) []goFile {
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, 0)
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(root, path)
-		files = append(files, goFile{path: filepath.ToSlash(rel), dir: filepath.ToSlash(filepath.Dir(rel)), f: f})
+		files = append(files, goFile{path: filepath.ToSlash(rel), dir: filepath.ToSlash(filepath.Dir(rel)), f: f, fset: fset})
 		return nil
 	})
 	if err != nil {
@@ -94,8 +96,9 @@ func inOps(dir string) bool { return dir == "internal/ops" || strings.HasPrefix(
 //   - no package under internal/ops imports cmd/, internal/render,
 //     internal/view or internal/iostreams, or prints to the process's
 //     stdout or stderr;
-//   - cmd/ imports no go-redis: it sends nothing to Redis itself, it calls
-//     an ops package;
+//   - cmd/ imports no go-redis, nor reaches a connection's go-redis client
+//     (Client()): it sends nothing to Redis itself, it calls an ops
+//     package;
 //   - the pure packages import no ops package and no go-redis;
 //   - the views import no go-redis and no cmd/;
 //   - every package of internal/ is one of ops, pure, views, or beside
@@ -132,6 +135,16 @@ func TestLayerRule(t *testing.T) {
 			if slices.Contains(imps, goRedis) {
 				t.Errorf("%s imports go-redis: cmd/ calls an ops package, it sends nothing to Redis itself", gf.path)
 			}
+			// Nor through a connection's go-redis client, which needs no
+			// import: conn.Client().Exists(...).
+			ast.Inspect(gf.f, func(n ast.Node) bool {
+				if call, ok := n.(*ast.CallExpr); ok {
+					if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Client" && len(call.Args) == 0 {
+						t.Errorf("%s: a go-redis client in cmd/ (call an ops package)", gf.fset.Position(call.Pos()))
+					}
+				}
+				return true
+			})
 		case slices.Contains(views, gf.dir):
 			for _, p := range imps {
 				if p == goRedis || p == module+"/cmd" {
