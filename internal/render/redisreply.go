@@ -326,3 +326,15 @@ func unescapeHTML(b []byte) []byte {
 	}
 	return out
 }
+
+// AppendReply appends r to b in the Printer's form, redis-cli's: as
+// redis-cli --json (-o json), as its interactive form (-o table), or raw.
+func (p *Printer) AppendReply(b []byte, r resp.Reply) []byte {
+	switch p.Format {
+	case JSON:
+		return AppendReplyJSON(b, r)
+	case Table:
+		return AppendReplyTTY(b, r)
+	}
+	return AppendReplyRaw(b, r)
+}

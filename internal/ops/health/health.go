@@ -1,5 +1,10 @@
 // Package health turns what inspect reads into the lints operators need to
-// see. It is pure: inputs in, findings out.
+// see: it gathers the facts (read.go: the server's defaults, eviction
+// policy, role and, with native IDMP, the settings of known IDMP bugs),
+// and lints them with pure functions of those facts (inputs in, findings
+// out). It sits in ops because its inputs are ops' results (stream.Info,
+// redisconn.ServerFacts) and its gathering is Redis round trips; like all
+// of ops it never prints.
 package health
 
 import (

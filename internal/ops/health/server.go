@@ -8,10 +8,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
-	"github.com/idmpctl/idmpctl/internal/render"
 )
 
 // IDMPFixedIn is the Redis release that fixed the 8.6 IDMP bugs of AOF
@@ -64,7 +65,7 @@ func streamBugs(i stream.Info, f *redisconn.ServerFacts, add func(code, level, f
 	if before, known := idmpBugRelease(*f); before && known && i.IIDsTracked > 0 && i.IDMPDuration > 0 {
 		if idle, ok := i.IdleMs(); ok && idle > i.IDMPDuration*1000 {
 			add("iids-not-expiring", "warn", "iids-tracked %d on a stream idle for %s, longer than IDMP-DURATION %ds: Redis %s stops expiring iids after a restart (fixed in Redis %s), so they stay until MAXSIZE evicts them; upgrade, or clear them (idmpctl purge --stream)",
-				i.IIDsTracked, render.Ms(idle), i.IDMPDuration, f.Version, IDMPFixedIn)
+				i.IIDsTracked, duration.Age(time.Duration(idle)*time.Millisecond), i.IDMPDuration, f.Version, IDMPFixedIn)
 		}
 	}
 	if i.PIDsTracked > i.IIDsTracked {
