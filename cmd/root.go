@@ -215,7 +215,8 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH. redis-cli's -h HOST,
 	root.SetOut(f.Out)
 	root.SetErr(f.Err)
 	root.SetFlagErrorFunc(flagError)
-	root.SetUsageTemplate(root.UsageTemplate() + "\n" + exit.Table + "\n")
+	// The exit codes are a help topic of their own, not under every --help.
+	root.SetUsageTemplate(root.UsageTemplate() + "\nExit codes: idmpctl help " + exitCodesTopic + "\n")
 	root.CompletionOptions.DisableDefaultCmd = true
 
 	pf := root.PersistentFlags()
@@ -253,6 +254,7 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH. redis-cli's -h HOST,
 		registerCompletions(root, f)
 	}
 	root.SetHelpCommand(newHelpCmd())
+	root.AddCommand(newExitCodesTopic())
 	return root
 }
 
@@ -264,6 +266,8 @@ func newHelpCmd() *cobra.Command {
 		Use:   "help [command]",
 		Short: "Help about any command",
 		Args:  cobra.ArbitraryArgs,
+		// The verbs and the help topics (exit-codes).
+		ValidArgsFunction: completeHelp,
 		RunE: func(c *cobra.Command, args []string) error {
 			target := c.Root()
 			for _, a := range args {
