@@ -395,7 +395,7 @@ func NewCmdClaimRelease(f *Factory, runF func(*ReleaseOptions) error) *cobra.Com
 
 // acquireJSON is acquire's -o json. attempts is the record's count of
 // claims, this one included; attempt is its old name, kept beside it for
-// now (README: Output).
+// now (docs/output.md).
 type acquireJSON struct {
 	Key           string           `json:"key"`
 	Outcome       string           `json:"outcome"`
@@ -410,8 +410,8 @@ type acquireJSON struct {
 
 // claimRecordJSON is a claim record in -o json: claim.Record's names, and
 // its millisecond timestamps under names that say so, beside the old ones
-// (created, updated, lease_until, now), kept as aliases for now (README:
-// Output). retention_ms and lease_ms are the record's ttl_ms and lease_ms
+// (created, updated, lease_until, now), kept as aliases for now
+// (docs/output.md). retention_ms and lease_ms are the record's ttl_ms and lease_ms
 // fields; ttl_ms is the key's TTL left.
 type claimRecordJSON struct {
 	*claim.Record

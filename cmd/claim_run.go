@@ -119,7 +119,7 @@ type runJSON struct {
 	ExitCode        int    `json:"exit_code"`
 	Token           int64  `json:"token,omitempty"`
 	Attempts        int64  `json:"attempts,omitempty"` // the claim's count of claims, this run's included
-	Attempt         int64  `json:"attempt,omitempty"`  // attempts' old name, kept for now (README: Output)
+	Attempt         int64  `json:"attempt,omitempty"`  // attempts' old name, kept for now (docs/output.md)
 	Recorded        string `json:"recorded,omitempty"` // COMPLETED or FAILED
 	Output          string `json:"output"`
 	OutputTruncated bool   `json:"output_truncated,omitempty"`
