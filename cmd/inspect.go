@@ -88,7 +88,7 @@ func (o *InspectOptions) Validate() error {
 			return notMetrics("idmpctl inspect --server")
 		case o.Watch != "":
 			return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("-o prometheus: one document a run, not --watch"),
-				Hint: "let Prometheus scrape it at its own interval (see the README's \"Monitoring with Prometheus\")"}
+				Hint: "let Prometheus scrape it at its own interval (see docs/monitoring.md)"}
 		}
 	}
 	var err error

@@ -71,7 +71,8 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH. redis-cli's -h HOST,
 	root.SetOut(f.Out)
 	root.SetErr(f.Err)
 	root.SetFlagErrorFunc(flagError)
-	root.SetUsageTemplate(root.UsageTemplate() + "\n" + exit.Table + "\n")
+	// The exit codes are a help topic of their own, not under every --help.
+	root.SetUsageTemplate(root.UsageTemplate() + "\nExit codes: idmpctl help " + exitCodesTopic + "\n")
 	root.CompletionOptions.DisableDefaultCmd = true
 
 	pf := root.PersistentFlags()
@@ -109,6 +110,7 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH. redis-cli's -h HOST,
 		registerCompletions(root, f)
 	}
 	root.SetHelpCommand(newHelpCmd())
+	root.AddCommand(newExitCodesTopic())
 	return root
 }
 

@@ -22,6 +22,8 @@ func newHelpCmd() *cobra.Command {
 		Use:   "help [command]",
 		Short: "Help about any command",
 		Args:  cobra.ArbitraryArgs,
+		// The verbs and the help topics (exit-codes).
+		ValidArgsFunction: completeHelp,
 		RunE: func(c *cobra.Command, args []string) error {
 			target := c.Root()
 			for _, a := range args {

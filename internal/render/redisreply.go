@@ -1,8 +1,9 @@
 package render
 
-// Replies of Redis as redis-cli prints them (redis-cli.c: cliFormatReplyRaw,
-// cliFormatReplyTTY, cliFormatReplyJson), for idmpctl exec: a script that
-// parsed redis-cli's output parses idmpctl's.
+// Replies of Redis as redis-cli prints them (Redis 8.6.3's src/redis-cli.c:
+// cliFormatReplyRaw, cliFormatReplyTTY, cliFormatReplyJson; exec_forms.txtar
+// compares with the redis-cli the tests run), for idmpctl exec: a script
+// that parsed redis-cli's output parses idmpctl's.
 
 import (
 	"encoding/base64"

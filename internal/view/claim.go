@@ -10,8 +10,8 @@ import (
 
 // claimRecordJSON is a claim record in -o json: claim.Record's names, and
 // its millisecond timestamps under names that say so, beside the old ones
-// (created, updated, lease_until, now), kept as aliases for now (README:
-// Output). retention_ms and lease_ms are the record's ttl_ms and lease_ms
+// (created, updated, lease_until, now), kept as aliases for now (docs/output.md).
+// retention_ms and lease_ms are the record's ttl_ms and lease_ms
 // fields; ttl_ms is the key's TTL left.
 type claimRecordJSON struct {
 	*claim.Record
@@ -56,7 +56,7 @@ type ClaimAcquire struct {
 
 // acquireJSON is acquire's -o json. attempts is the record's count of
 // claims, this one included; attempt is its old name, kept beside it for
-// now (README: Output).
+// now (docs/output.md).
 type acquireJSON struct {
 	Key           string           `json:"key"`
 	Outcome       string           `json:"outcome"`
@@ -147,7 +147,7 @@ type ClaimRun struct {
 	ExitCode        int    `json:"exit_code"`
 	Token           int64  `json:"token,omitempty"`
 	Attempts        int64  `json:"attempts,omitempty"` // the claim's count of claims, this run's included
-	Attempt         int64  `json:"attempt,omitempty"`  // attempts' old name, kept for now (README: Output)
+	Attempt         int64  `json:"attempt,omitempty"`  // attempts' old name, kept for now (docs/output.md)
 	Recorded        string `json:"recorded,omitempty"` // COMPLETED or FAILED
 	Output          string `json:"output"`
 	OutputTruncated bool   `json:"output_truncated,omitempty"`

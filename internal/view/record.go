@@ -36,8 +36,8 @@ type RecordJSON struct {
 
 // msNames are the millisecond timestamps of a record's JSON under names
 // that say so. The names without _ms (created, updated, lease_until,
-// deadline, expires, now) stay beside them as aliases for now (README:
-// Output); omitted where they are.
+// deadline, expires, now) stay beside them as aliases for now
+// (docs/output.md); omitted where they are.
 type msNames struct {
 	CreatedAt    int64 `json:"created_ms,omitempty"`
 	UpdatedAt    int64 `json:"updated_ms,omitempty"`

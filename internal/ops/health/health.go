@@ -65,7 +65,7 @@ func Stream(i stream.Info, c StreamContext) []Lint {
 			i.IIDsTracked, capacity, i.PIDsTracked, i.IDMPMaxSize, i.IDMPMaxSize)
 	}
 	if i.LastIDAheadOfClock(ClockTolerance.Milliseconds()) {
-		add("clock-ahead", "warn", "last-generated-id %s is ahead of the server clock (%d ms): iids are not expired by IDMP-DURATION until the clock catches up (an open upstream bug)",
+		add("clock-ahead", "warn", "last-generated-id %s is ahead of the server clock (%d ms): iids are not expired by IDMP-DURATION until the clock catches up (an open upstream bug: https://github.com/redis/redis/issues/15836)",
 			i.LastGeneratedID, i.ServerTimeMS)
 	}
 	if i.Mode != "none" && (i.IDMPDuration != c.DefaultDuration || i.IDMPMaxSize != c.DefaultMaxSize) {

@@ -2,7 +2,8 @@ package health
 
 // Lints for known bugs of Redis 8.6's native IDMP, as pure functions of the
 // server's facts (redisconn.ReadServerFacts) and a stream's view. Each
-// names the release that fixed it, or says it is open upstream.
+// names the release that fixed it, or the open upstream issue (clock-ahead:
+// redis/redis#15836; pids-leaked: redis/redis#15840).
 
 import (
 	"fmt"
@@ -69,7 +70,7 @@ func streamBugs(i stream.Info, f *redisconn.ServerFacts, add func(code, level, f
 		}
 	}
 	if i.PIDsTracked > i.IIDsTracked {
-		add("pids-leaked", "warn", "pids-tracked %d is above iids-tracked %d: producers left behind by XADD ... IDMP calls the server rejected (an open upstream bug); each costs memory until the stream's IDMP state is cleared",
+		add("pids-leaked", "warn", "pids-tracked %d is above iids-tracked %d: producers left behind by XADD ... IDMP calls the server rejected (an open upstream bug: https://github.com/redis/redis/issues/15840); each costs memory until the stream's IDMP state is cleared",
 			i.PIDsTracked, i.IIDsTracked)
 	}
 }
