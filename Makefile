@@ -48,9 +48,12 @@ test-native: redis-server
 
 # The fault tests with the long random-kill soak: 200 rounds of 16 claim
 # runs instead of make test's 25 (IDMPCTL_FAULT_SEED replays another seed),
-# and a cluster slot moved during a 200,000-line batch (20,000 in make test).
+# and a cluster slot moved during a 200,000-line batch (20,000 in make test);
+# then the agreement of native 8.6.3 and the emulation over 2,000 seeds
+# instead of make test's 40 (IDMPCTL_AGREE_SEED replays one).
 test-soak: redis-server
 	GORACE="atexit_sleep_ms=0 $$GORACE" IDMPCTL_SOAK=1 $(GO) test -race -count=1 -run 'TestFault|TestClusterSlotMove' -timeout 30m .
+	IDMPCTL_REQUIRE_NATIVE=1 IDMPCTL_AGREE_SEEDS=2000 $(GO) test -count=1 -run '^TestAgreement$$' -timeout 30m ./internal/ops/exec
 
 # The same soak on Redis 8.6.3: native and emulated IDMP (not in CI's time).
 test-soak-native: redis-server
@@ -79,8 +82,10 @@ fuzz: redis-server
 
 # First the speed table (BenchmarkCLI: the release build against redis-cli,
 # redis-benchmark -P 64, redis-cli --pipe and redis-cli < file (exec's
-# row), medians of one run, printed
-# as markdown); then every package's benchmarks (b.ReportMetric), the purge
+# row), medians of one run, printed as markdown; with the batch by each
+# of its paths beside redis-cli --pipe of the same XADD ... IDMP lines on
+# Redis 8.6.3, for IDMPCTL_BENCH_BATCH_LINES lines (default 200000,1000000)
+# in IDMPCTL_BENCH_BATCH_ROUNDS rounds (default 5)); then every package's benchmarks (b.ReportMetric), the purge
 # and scan ones over IDMPCTL_BENCH_KEYS records; then the CLI's own
 # inspect/purge figures over BENCH_CLI_KEYS (default 1,000,000) records on
 # a throwaway server (scripts/bench-cli.sh). All go to bench.out.

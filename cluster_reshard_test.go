@@ -54,64 +54,66 @@ func slotNodes(t *testing.T, cl *redistest.Cluster, key string) (slot int, from,
 }
 
 // clusterStream creates stream s (empty) on its node and sets its
-// IDMP-MAXSIZE in mode (emulated when none is given).
-func clusterStream(t *testing.T, c *clitest.CLI, node *redis.Client, s string, maxsize int, mode ...string) {
+// IDMP-MAXSIZE in mode m.
+func clusterStream(t *testing.T, c *clitest.CLI, node *redis.Client, s string, maxsize int, m batchMode) {
 	t.Helper()
 	if err := node.Do(context.Background(), "XADD", s, "MAXLEN", "0", "*", "init", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	c.Expect(0, "cfgset", s, "--maxsize", strconv.Itoa(maxsize), "--mode", append(mode, "emulated")[0], "--yes")
+	c.Expect(0, append([]string{"cfgset", s, "--maxsize", strconv.Itoa(maxsize), "--yes"}, m.flags...)...)
 }
 
 // TestClusterMigratingBetweenChunks: one chunk committed, the slot set
-// MIGRATING to another primary (no key moved), the next chunk sent:
-// emulated, it is written on the source with its state; native, it waits
-// for the migration (TRYAGAIN) until --timeout and stops with 69, every
-// committed line counted: the upgrade guard must know whether the stream
-// has emulated state keys, which the source cannot tell while they may
-// have moved. After SETSLOT STABLE a rerun adds the rest, each once. At
-// IDMP-MAXSIZE 1, 100 and 10000, in each mode (native on Redis 8.6).
+// MIGRATING to another primary (no key moved), the next chunk sent: it is
+// written on the source with its state, and after SETSLOT STABLE a rerun
+// adds nothing. At IDMP-MAXSIZE 1, 100 and 10000.
+//
+// The native batch's chunk script must see the stream's emulated state
+// key (KEYS[4]), which a node cannot tell from a key moved away while the
+// slot is MIGRATING: it is refused (TRYAGAIN) with nothing written, and
+// waits out the migration (here it outlasts --timeout: 69); after STABLE
+// the rerun adds the rest.
 func TestClusterMigratingBetweenChunks(t *testing.T) {
 	cl := redistest.NewCluster(t)
-	eachMode(t, func(t *testing.T, mode string) { clusterMigratingBetweenChunks(t, cl, mode) })
+	eachBatchMode(t, func(t *testing.T, m batchMode) {
+		testClusterMigratingBetweenChunks(t, cl, m)
+	})
 }
 
-func clusterMigratingBetweenChunks(t *testing.T, cl *redistest.Cluster, mode string) {
+func testClusterMigratingBetweenChunks(t *testing.T, cl *redistest.Cluster, m batchMode) {
 	for _, maxsize := range []int{1, 100, 10000} {
 		t.Run(fmt.Sprintf("maxsize=%d", maxsize), func(t *testing.T) {
 			t.Parallel()
 			c := clitest.New(t, "IDMPCTL_URL="+cl.URL)
-			s := fmt.Sprintf("{mig-%s-%d}", mode, maxsize)
+			s := fmt.Sprintf("{mig-%s-%d}", m.name, maxsize)
 			slot, from, to := slotNodes(t, cl, s)
 			node := nodeClient(t, from)
-			clusterStream(t, c, node, s, maxsize, mode)
+			clusterStream(t, c, node, s, maxsize, m)
 			file := filepath.Join(c.Dir, fmt.Sprintf("mig-%d.ndjson", maxsize))
 			writeLines(t, file, 1000)
-			batch := []string{"xadd", s, "--pid", "p", "--batch", file, "--mode", mode}
+			batch := append([]string{"xadd", s, "--pid", "p", "--batch", file}, m.flags...)
+			want := 0
+			if m.name == "native" {
+				batch, want = append(batch, "--timeout", "1s"), 69
+			}
 			c.Expect(0, batch...)
 			writeLines(t, file, 2000) // the same batch (same first line), 1,000 more lines
 			if err := cl.StartMigration(slot, from, to); err != nil {
 				t.Fatal(err)
 			}
-			wantMigrating := 0
-			if mode == "native" {
-				wantMigrating = 69
-			}
-			migrating := c.Run(append(batch, "--timeout", "2s")...)
+			migrating := c.Run(batch...)
 			faultBatchInvariant(t, node, s, 2000)
 			if err := cl.StableSlot(slot, from, to); err != nil {
 				t.Fatal(err)
 			}
 			rerun := c.Run(batch...)
 			missing, extra := faultScanStream(t, node, s, 2000)
-			t.Logf("%s, maxsize %d: with the slot MIGRATING: exit %d; after STABLE: exit %d; XLEN %d, %d missing, %d duplicated",
-				mode, maxsize, migrating.Code, rerun.Code, node.XLen(context.Background(), s).Val(), missing, extra)
-			if migrating.Code != wantMigrating || rerun.Code != 0 {
-				t.Fatalf("want exit %d with the slot MIGRATING, 0 after:\n%s\n%s", wantMigrating, migrating, rerun)
+			t.Logf("maxsize %d: with the slot MIGRATING: exit %d; after STABLE: exit %d; XLEN %d, %d missing, %d duplicated",
+				maxsize, migrating.Code, rerun.Code, node.XLen(context.Background(), s).Val(), missing, extra)
+			if migrating.Code != want || rerun.Code != 0 {
+				t.Fatalf("want exit %d with the slot MIGRATING, then 0:\n%s\n%s", want, migrating, rerun)
 			}
-			if mode == "native" && !strings.Contains(migrating.Stderr, "the stream's cluster slot was still moving after --timeout 2s") {
-				t.Errorf("the native batch does not say it waited for the migration:\n%s", migrating)
-			}
+			wantPath(t, m, rerun.Stderr)
 			if missing != 0 || extra != 0 {
 				t.Fatalf("%d missing, %d duplicated", missing, extra)
 			}
@@ -119,17 +121,17 @@ func clusterMigratingBetweenChunks(t *testing.T, cl *redistest.Cluster, mode str
 	}
 }
 
-// pipedBatch starts xadd --batch - on stream s (emulated, batch ID id),
+// pipedBatch starts xadd --batch - on stream s (in mode m, batch ID id),
 // reading a pipe: feed(from, to) writes lines m-from..m-to to it, and
 // closing pw ends the input.
-func pipedBatch(t *testing.T, c *clitest.CLI, s, id string, mode ...string) (*clitest.Proc, func(from, to int), *os.File) {
+func pipedBatch(t *testing.T, c *clitest.CLI, s, id string, m batchMode) (*clitest.Proc, func(from, to int), *os.File) {
 	t.Helper()
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pw.Close() })
-	p := c.WithStdin(pr).Start("xadd", s, "--pid", "p", "--batch", "-", "--batch-id", id, "--mode", append(mode, "emulated")[0], "--timeout", "15s")
+	p := c.WithStdin(pr).Start(append([]string{"xadd", s, "--pid", "p", "--batch", "-", "--batch-id", id, "--timeout", "15s"}, m.flags...)...)
 	_ = pr.Close()
 	feed := func(from, to int) {
 		var b strings.Builder
@@ -149,27 +151,28 @@ func pipedBatch(t *testing.T, c *clitest.CLI, s, id string, mode ...string) (*cl
 // then the rest arrive on its stdin while the slot moves. The batch waits
 // out the migration (TRYAGAIN, ASK, MOVED) through its progress record and
 // completes: every line once. 20,000 lines (200,000 with IDMPCTL_SOAK=1,
-// which make test-soak sets), at IDMP-MAXSIZE 1, 100 and 10000, in each
-// mode (native on Redis 8.6).
+// which make test-soak sets), at IDMP-MAXSIZE 1, 100 and 10000.
 func TestClusterSlotMoveDuringBatch(t *testing.T) {
 	lines := 20_000
 	if os.Getenv("IDMPCTL_SOAK") == "1" {
 		lines = 200_000
 	}
 	cl := redistest.NewCluster(t)
-	eachMode(t, func(t *testing.T, mode string) { clusterSlotMoveDuringBatch(t, cl, lines, mode) })
+	eachBatchMode(t, func(t *testing.T, m batchMode) {
+		testClusterSlotMoveDuringBatch(t, cl, m, lines)
+	})
 }
 
-func clusterSlotMoveDuringBatch(t *testing.T, cl *redistest.Cluster, lines int, mode string) {
+func testClusterSlotMoveDuringBatch(t *testing.T, cl *redistest.Cluster, m batchMode, lines int) {
 	for _, maxsize := range []int{1, 100, 10000} {
 		t.Run(fmt.Sprintf("maxsize=%d", maxsize), func(t *testing.T) {
 			t.Parallel()
 			c := clitest.New(t, "IDMPCTL_URL="+cl.URL)
-			s := fmt.Sprintf("{move-%s-%d}", mode, maxsize)
+			s := fmt.Sprintf("{move-%s-%d}", m.name, maxsize)
 			slot, from, to := slotNodes(t, cl, s)
 			src, dst := nodeClient(t, from), nodeClient(t, to)
-			clusterStream(t, c, src, s, maxsize, mode)
-			p, feed, pw := pipedBatch(t, c, s, "move", mode)
+			clusterStream(t, c, src, s, maxsize, m)
+			p, feed, pw := pipedBatch(t, c, s, "move", m)
 			ctx := context.Background()
 			half := lines / 2
 			feed(1, half)
@@ -190,12 +193,13 @@ func clusterSlotMoveDuringBatch(t *testing.T, cl *redistest.Cluster, lines int, 
 				t.Fatalf("moving slot %d: %v", slot, moveErr)
 			}
 			missing, extra := faultScanStream(t, dst, s, lines)
-			t.Logf("%s, maxsize %d: slot %d moved %s -> %s after line %d; batch: exit %d after %s; stderr: %s; XLEN %d, %d missing, %d duplicated",
-				mode, maxsize, slot, from.Addr, to.Addr, half, r.Code, r.Elapsed.Round(time.Millisecond),
+			t.Logf("maxsize %d: slot %d moved %s -> %s after line %d; batch: exit %d after %s; stderr: %s; XLEN %d, %d missing, %d duplicated",
+				maxsize, slot, from.Addr, to.Addr, half, r.Code, r.Elapsed.Round(time.Millisecond),
 				strings.ReplaceAll(strings.TrimSpace(r.Stderr), "\n", " | "), dst.XLen(ctx, s).Val(), missing, extra)
 			if r.Code != 0 {
 				t.Fatalf("the batch did not ride out the migration: %s", r)
 			}
+			wantPath(t, m, r.Stderr)
 			if missing != 0 || extra != 0 {
 				t.Fatalf("%d missing, %d duplicated", missing, extra)
 			}
@@ -205,22 +209,23 @@ func clusterSlotMoveDuringBatch(t *testing.T, cl *redistest.Cluster, lines int, 
 
 // TestClusterSlotMoveDuringSingleAdds: single adds, each run again by the
 // caller until it succeeds (as a producer retries), while the stream's slot
-// moves: every message once. In each mode (native on Redis 8.6).
+// moves: every message once. In each mode (native on Redis 8.6: before,
+// xadd --mode native on a cluster failed every first add with CROSSSLOT).
 func TestClusterSlotMoveDuringSingleAdds(t *testing.T) {
 	cl := redistest.NewCluster(t)
-	eachMode(t, func(t *testing.T, mode string) { clusterSlotMoveDuringSingleAdds(t, cl, mode) })
+	eachBatchMode(t, func(t *testing.T, m batchMode) { clusterSlotMoveDuringSingleAdds(t, cl, m) })
 }
 
-func clusterSlotMoveDuringSingleAdds(t *testing.T, cl *redistest.Cluster, mode string) {
+func clusterSlotMoveDuringSingleAdds(t *testing.T, cl *redistest.Cluster, m batchMode) {
 	const adds = 60
 	for _, maxsize := range []int{1, 100, 10000} {
 		t.Run(fmt.Sprintf("maxsize=%d", maxsize), func(t *testing.T) {
 			t.Parallel()
 			c := clitest.New(t, "IDMPCTL_URL="+cl.URL)
-			s := fmt.Sprintf("{single-%s-%d}", mode, maxsize)
+			s := fmt.Sprintf("{single-%s-%d}", m.name, maxsize)
 			slot, from, to := slotNodes(t, cl, s)
 			src, dst := nodeClient(t, from), nodeClient(t, to)
-			clusterStream(t, c, src, s, maxsize, mode)
+			clusterStream(t, c, src, s, maxsize, m)
 			var wg sync.WaitGroup
 			var moveErr error
 			failed := 0
@@ -234,7 +239,7 @@ func clusterSlotMoveDuringSingleAdds(t *testing.T, cl *redistest.Cluster, mode s
 				}
 				// With maxsize 1 only the latest add dedupes: the same add
 				// is repeated at once, as a producer's retry is.
-				args := []string{"xadd", s, "--pid", "p", "--iid", "m-" + strconv.Itoa(k), "n", strconv.Itoa(k), "--mode", mode}
+				args := append([]string{"xadd", s, "--pid", "p", "--iid", "m-" + strconv.Itoa(k), "n", strconv.Itoa(k)}, m.flags...)
 				for try := 0; ; try++ {
 					r := c.Run(args...)
 					if r.Code == 0 {
@@ -251,8 +256,8 @@ func clusterSlotMoveDuringSingleAdds(t *testing.T, cl *redistest.Cluster, mode s
 				t.Fatal(moveErr)
 			}
 			missing, extra := faultScanStream(t, dst, s, adds)
-			t.Logf("%s, maxsize %d: %d adds during the move of slot %d, %d runs failed and were repeated; %d missing, %d duplicated",
-				mode, maxsize, adds, slot, failed, missing, extra)
+			t.Logf("maxsize %d: %d adds during the move of slot %d, %d runs failed and were repeated; %d missing, %d duplicated",
+				maxsize, adds, slot, failed, missing, extra)
 			if missing != 0 || extra != 0 {
 				t.Fatalf("%d missing, %d duplicated", missing, extra)
 			}
@@ -293,10 +298,12 @@ func streamInSlot(prefix string, slot int) string {
 // slot, which the one before may have just given it).
 func TestClusterReshardDuringBatch(t *testing.T) {
 	cl := redistest.NewCluster(t)
-	eachMode(t, func(t *testing.T, mode string) { clusterReshardDuringBatch(t, cl, mode) })
+	eachBatchMode(t, func(t *testing.T, m batchMode) {
+		testClusterReshardDuringBatch(t, cl, m)
+	})
 }
 
-func clusterReshardDuringBatch(t *testing.T, cl *redistest.Cluster, mode string) {
+func testClusterReshardDuringBatch(t *testing.T, cl *redistest.Cluster, m batchMode) {
 	const lines = 20_000
 	for i, maxsize := range []int{1, 100, 10000} {
 		t.Run(fmt.Sprintf("maxsize=%d", maxsize), func(t *testing.T) {
@@ -305,7 +312,7 @@ func clusterReshardDuringBatch(t *testing.T, cl *redistest.Cluster, mode string)
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := streamInSlot(fmt.Sprintf("reshard-%s-%d-", mode, maxsize), first)
+			s := streamInSlot(fmt.Sprintf("reshard-%s-%d-", m.name, maxsize), first)
 			slot, from, to := slotNodes(t, cl, s)
 			if slot != first {
 				t.Fatalf("%s is in slot %d, not %d", s, slot, first)
@@ -319,8 +326,8 @@ func clusterReshardDuringBatch(t *testing.T, cl *redistest.Cluster, mode string)
 				t.Fatal(err)
 			}
 			src, dst := nodeClient(t, from), nodeClient(t, to)
-			clusterStream(t, c, src, s, maxsize, mode)
-			p, feed, pw := pipedBatch(t, c, s, "reshard", mode)
+			clusterStream(t, c, src, s, maxsize, m)
+			p, feed, pw := pipedBatch(t, c, s, "reshard", m)
 			ctx := context.Background()
 			feed(1, lines/2)
 			faultPollFast(time.Minute, func() bool { return src.XLen(ctx, s).Val() >= lines/2 || p.Exited() })
@@ -349,12 +356,13 @@ func clusterReshardDuringBatch(t *testing.T, cl *redistest.Cluster, mode string)
 			}
 			faultBatchInvariant(t, dst, s, lines)
 			missing, extra := faultScanStream(t, dst, s, lines)
-			t.Logf("%s, maxsize %d: slot %d resharded %s -> %s; batch: exit %d after %s; stderr: %s; %d missing, %d duplicated",
-				mode, maxsize, slot, from.Addr, to.Addr, r.Code, r.Elapsed.Round(time.Millisecond),
+			t.Logf("maxsize %d: slot %d resharded %s -> %s; batch: exit %d after %s; stderr: %s; %d missing, %d duplicated",
+				maxsize, slot, from.Addr, to.Addr, r.Code, r.Elapsed.Round(time.Millisecond),
 				strings.ReplaceAll(strings.TrimSpace(r.Stderr), "\n", " | "), missing, extra)
 			if r.Code != 0 || missing != 0 || extra != 0 {
 				t.Fatalf("exit %d, %d missing, %d duplicated: %s", r.Code, missing, extra, r)
 			}
+			wantPath(t, m, r.Stderr)
 		})
 	}
 }

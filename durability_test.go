@@ -445,3 +445,51 @@ func testDurabilityXAddFailover(t *testing.T, mode string) {
 		}
 	})
 }
+
+// A batch's adds keep their IDMP tracking where they are replicated and
+// logged: acknowledged by a replica and the AOF (--wait-replicas 1
+// --wait-aof), then the primary killed (-9): on the promoted replica, and
+// on the primary restarted from its AOF, the same lines again (another
+// batch ID: the progress record does not help) are all duplicates. The
+// native chunk script's XADD ... IDMP goes to the replica and the AOF as
+// XADD ... IDMP with the generated ID (effects replication), as from a
+// MULTI/EXEC.
+func TestDurabilityBatchTrackingSurvivesFailover(t *testing.T) {
+	t.Parallel()
+	eachBatchMode(t, func(t *testing.T, m batchMode) {
+		t.Parallel()
+		if !redistest.AtLeast(7, 2) {
+			t.Skip("WAITAOF needs Redis 7.2 or later")
+		}
+		primary, replica, c := replicaPair(t, "appendonly yes", "appendfsync always")
+		if _, err := primary.Do("XADD", "s", "MAXLEN", "0", "*", "init", "1"); err != nil {
+			t.Fatal(err)
+		}
+		c.Expect(0, append([]string{"cfgset", "s", "--maxsize", "10000", "--yes"}, m.flags...)...)
+		const lines = 3000
+		file := filepath.Join(c.Dir, "b.ndjson")
+		writeLines(t, file, lines)
+		r := c.Expect(0, append([]string{"xadd", "s", "--pid", "p", "--batch", file, "--wait-replicas", "1", "--wait-aof",
+			"--wait-timeout", okWait, "-o", "json"}, m.flags...)...)
+		if n := strings.Count(r.Stdout, `"local_aof_fsynced":true`); n != lines || strings.Count(r.Stdout, `"replicas_acked":1`) != lines {
+			t.Fatalf("%d of %d lines acknowledged by the replica and the AOF:\n%s", n, lines, r.Stderr)
+		}
+		wantPath(t, m, r.Stderr)
+		primary.Kill()
+		if _, err := replica.Do("REPLICAOF", "NO", "ONE"); err != nil {
+			t.Fatal(err)
+		}
+		again := func(url, id string) {
+			t.Helper()
+			r := c.With("IDMPCTL_URL="+url).Expect(0, append([]string{"xadd", "s", "--pid", "p", "--batch", file, "--batch-id", id}, m.flags...)...)
+			if !strings.Contains(r.Stderr, "0 added, 3,000 duplicates") {
+				t.Errorf("%s: the lines again: %s", id, r.Stderr)
+			}
+		}
+		again(replica.URL, "on-the-replica")
+		if err := primary.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		again(primary.URL, "after-the-aof")
+	})
+}

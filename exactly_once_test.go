@@ -84,6 +84,10 @@ func sameDump(t *testing.T, what string, before, after map[string]string) {
 // runs.
 func TestBatchLineTooBigForScript(t *testing.T) {
 	t.Parallel()
+	t.Run("native", func(t *testing.T) {
+		t.Parallel()
+		testNativeBatchLineTooBigForScript(t)
+	})
 	srv := redistest.New(t)
 	rdb := faultRedis(t, srv)
 	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
@@ -398,10 +402,13 @@ func exitCodesOfServerStates(t *testing.T, mode string) {
 // connection") for the batch, 70 for inspect --match and purge --match.
 func TestInterruptedExitCodes(t *testing.T) {
 	t.Parallel()
-	eachMode(t, testInterruptedExitCodes)
+	eachBatchMode(t, func(t *testing.T, m batchMode) {
+		t.Parallel()
+		testInterruptedExitCodes(t, m)
+	})
 }
 
-func testInterruptedExitCodes(t *testing.T, mode string) {
+func testInterruptedExitCodes(t *testing.T, m batchMode) {
 	srv := redistest.NewWith(t, redistest.Options{})
 	rdb := faultRedis(t, srv)
 	ctx := context.Background()
@@ -417,8 +424,8 @@ func testInterruptedExitCodes(t *testing.T, mode string) {
 		code int
 		args []string
 	}{
-		{syscall.SIGINT, 130, []string{"xadd", "s", "--pid", "p", "--batch", file, "--mode", mode, "--timeout", "20s"}},
-		{syscall.SIGTERM, 143, []string{"xadd", "s", "--pid", "p", "--batch", file, "--mode", mode, "--timeout", "20s"}},
+		{syscall.SIGINT, 130, append([]string{"xadd", "s", "--pid", "p", "--batch", file, "--timeout", "20s"}, m.flags...)},
+		{syscall.SIGTERM, 143, append([]string{"xadd", "s", "--pid", "p", "--batch", file, "--timeout", "20s"}, m.flags...)},
 		{syscall.SIGINT, 130, []string{"inspect", "--match", "idem:*", "--timeout", "20s"}},
 		{syscall.SIGTERM, 143, []string{"purge", "--match", "idem:*", "--yes", "--timeout", "20s"}},
 	}
@@ -457,7 +464,7 @@ func testInterruptedExitCodes(t *testing.T, mode string) {
 			t.Errorf("the batch did not say how to go on: %s", r.Stderr)
 		}
 	}
-	c.Expect(0, "xadd", "s", "--pid", "p", "--batch", file, "--mode", mode)
+	wantPath(t, m, c.Expect(0, append([]string{"xadd", "s", "--pid", "p", "--batch", file}, m.flags...)...).Stderr)
 	missing, extra := faultScanStream(t, rdb, "s", lines)
 	if missing != 0 || extra != 0 {
 		t.Fatalf("after two interrupted runs and a rerun: %d missing, %d duplicated", missing, extra)
@@ -470,10 +477,13 @@ func testInterruptedExitCodes(t *testing.T, mode string) {
 // kept").
 func TestConcurrentRunsOfOneBatch(t *testing.T) {
 	t.Parallel()
-	eachMode(t, testConcurrentRunsOfOneBatch)
+	eachBatchMode(t, func(t *testing.T, m batchMode) {
+		t.Parallel()
+		testConcurrentRunsOfOneBatch(t, m)
+	})
 }
 
-func testConcurrentRunsOfOneBatch(t *testing.T, mode string) {
+func testConcurrentRunsOfOneBatch(t *testing.T, m batchMode) {
 	srv := redistest.New(t)
 	rdb := faultRedis(t, srv)
 	ctx := context.Background()
@@ -481,7 +491,7 @@ func testConcurrentRunsOfOneBatch(t *testing.T, mode string) {
 	file := filepath.Join(c.Dir, "b.ndjson")
 	const lines = 100000
 	writeLines(t, file, lines)
-	args := []string{"xadd", "s", "--pid", "p", "--batch", file, "--mode", mode, "--timeout", "20s"}
+	args := append([]string{"xadd", "s", "--pid", "p", "--batch", file, "--timeout", "20s"}, m.flags...)
 	a := c.Start(args...)
 	faultPollFast(30*time.Second, func() bool { return rdb.XLen(ctx, "s").Val() > 2000 || a.Exited() })
 	// The second run starts while the first has chunks in flight: the
@@ -502,6 +512,11 @@ func testConcurrentRunsOfOneBatch(t *testing.T, mode string) {
 	}
 	if !strings.Contains(busy.Stderr, "another run of the batch") {
 		t.Fatalf("the busy run does not say why: %s", busy)
+	}
+	if ra.Code == 0 {
+		wantPath(t, m, ra.Stderr)
+	} else {
+		wantPath(t, m, rb.Stderr)
 	}
 	missing, extra := faultScanStream(t, rdb, "s", lines)
 	if missing != 0 || extra != 0 {
@@ -543,4 +558,29 @@ func testValueOverProtoMaxBulkLen(t *testing.T, mode string) {
 		t.Fatalf("single add: want 65, got %s", r)
 	}
 	sameDump(t, "a refused single add", before, keyDump(t, rdb))
+}
+
+// The native batch has no such bound: the line too big for the chunk
+// script goes by MULTI/EXEC of its own between script chunks; every line
+// once, and a rerun adds nothing.
+func testNativeBatchLineTooBigForScript(t *testing.T) {
+	srv := redistest.NewNative(t)
+	rdb := faultRedis(t, srv)
+	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
+	pairs := make([]string, 0, 9000)
+	for k := range 9000 {
+		pairs = append(pairs, fmt.Sprintf("[\"f%d\",\"v\"]", k))
+	}
+	file := filepath.Join(c.Dir, "big.ndjson")
+	writeLines(t, file, 500, `{"iid":"huge","fields":[`+strings.Join(pairs, ",")+`]}`)
+	for run := 1; run <= 2; run++ {
+		r := c.Expect(0, "xadd", "s", "--pid", "p", "--batch", file)
+		wantPath(t, nativeBatch, r.Stderr)
+		if n := rdb.XLen(context.Background(), "s").Val(); n != 501 {
+			t.Fatalf("run %d: XLEN %d, want 501", run, n)
+		}
+	}
+	if n := len(rdb.XRevRangeN(context.Background(), "s", "+", "-", 1).Val()[0].Values); n != 9000 {
+		t.Errorf("the big line has %d fields", n)
+	}
 }

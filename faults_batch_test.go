@@ -45,20 +45,61 @@ func TestFaultBatchKills(t *testing.T) {
 	})
 	file := filepath.Join(t.TempDir(), "batch.ndjson")
 	faultBatchFile(t, file, lines)
-	eachMode(t, func(t *testing.T, mode string) {
+	eachBatchMode(t, func(t *testing.T, m batchMode) {
 		for _, maxsize := range []int{1, 100, 10000} {
 			for _, kill := range []string{"server", "idmpctl"} {
 				t.Run(fmt.Sprintf("maxsize=%d/kill=%s", maxsize, kill), func(t *testing.T) {
 					t.Parallel()
 					rng := rand.New(rand.NewPCG(seed, uint64(maxsize)*2+map[string]uint64{"server": 0, "idmpctl": 1}[kill]))
-					batchKillRounds(t, rng, file, lines, rounds, maxsize, kill, mode)
+					batchKillRounds(t, m, rng, file, lines, rounds, maxsize, kill)
 				})
 			}
 		}
 	})
 }
 
-func batchKillRounds(t *testing.T, rng *rand.Rand, file string, lines, rounds, maxsize int, kill, mode string) {
+// batchMode is how a batch fault test runs xadd --batch: the emulated batch
+// (--mode emulated), or the native one, whose chunks go by its chunk script.
+type batchMode struct {
+	name  string
+	flags []string // for xadd and cfgset
+}
+
+// The batch modes: native is the default on a server with native IDMP.
+var (
+	emulatedBatch = batchMode{"emulated", []string{"--mode", "emulated"}}
+	nativeBatch   = batchMode{"native", []string{"--mode", "native"}}
+)
+
+// eachBatchMode runs f as a subtest for each batch mode. The native one
+// needs a server under test with native IDMP (make test-native); on
+// another it says it did not run.
+func eachBatchMode(t *testing.T, f func(t *testing.T, m batchMode)) {
+	t.Helper()
+	for _, m := range []batchMode{emulatedBatch, nativeBatch} {
+		t.Run(m.name, func(t *testing.T) {
+			if m.name == "native" {
+				if native, err := condition("redis:8.6"); err != nil {
+					t.Fatal(err)
+				} else if !native {
+					t.Skip("the server under test has no native IDMP: make test-native runs the native batch's fault tests")
+				}
+			}
+			f(t, m)
+		})
+	}
+}
+
+// wantPath checks that a batch's summary names the path m takes: the
+// chunk script (native: not MULTI/EXEC).
+func wantPath(t *testing.T, m batchMode, stderr string) {
+	t.Helper()
+	if !strings.Contains(stderr, "duplicates ("+m.name+")") && !strings.Contains(stderr, "duplicate ("+m.name+")") {
+		t.Errorf("the summary does not say %s by the chunk script:\n%s", m.name, stderr)
+	}
+}
+
+func batchKillRounds(t *testing.T, m batchMode, rng *rand.Rand, file string, lines, rounds, maxsize int, kill string) {
 	srv := redistest.NewWith(t, redistest.Options{AOF: true})
 	rdb := faultRedis(t, srv)
 	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
@@ -66,8 +107,8 @@ func batchKillRounds(t *testing.T, rng *rand.Rand, file string, lines, rounds, m
 	if err := rdb.Do(ctx, "XADD", "s", "MAXLEN", "0", "*", "init", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	c.Expect(0, "cfgset", "s", "--maxsize", strconv.Itoa(maxsize), "--mode", mode, "--yes")
-	batch := []string{"xadd", "s", "--pid", "p", "--batch", file, "--retries", "0", "--mode", mode}
+	c.Expect(0, append([]string{"cfgset", "s", "--maxsize", strconv.Itoa(maxsize), "--yes"}, m.flags...)...)
+	batch := append([]string{"xadd", "s", "--pid", "p", "--batch", file, "--retries", "0"}, m.flags...)
 
 	var kills, printed int
 	var log []string
@@ -108,14 +149,15 @@ func batchKillRounds(t *testing.T, rng *rand.Rand, file string, lines, rounds, m
 			}
 			missing, extra := faultScanStream(t, rdb, "s", lines)
 			xlen, _ := rdb.XLen(ctx, "s").Result()
-			t.Logf("%s, maxsize %d, kill %s: %d kills at XLEN %s; %d runs; %d result lines printed; stream: XLEN %d, %d missing, %d duplicated",
-				mode, maxsize, kill, kills, strings.Join(log, ","), attempt+1, printed, xlen, missing, extra)
+			t.Logf("maxsize %d, kill %s: %d kills at XLEN %s; %d runs; %d result lines printed; stream: XLEN %d, %d missing, %d duplicated",
+				maxsize, kill, kills, strings.Join(log, ","), attempt+1, printed, xlen, missing, extra)
 			if xlen != int64(lines) || missing != 0 || extra != 0 {
 				t.Fatalf("after %d kills: XLEN %d for %d lines, %d missing, %d duplicated", kills, xlen, lines, missing, extra)
 			}
 			if printed > lines {
 				t.Errorf("%d result lines printed for %d lines: a line was reported twice", printed, lines)
 			}
+			wantPath(t, m, r.Stderr)
 			return
 		case kill == "server" && r.Code == 69, kill == "idmpctl" && r.Signal != 0:
 			// Stopped as intended; the next run resumes from the record,

@@ -176,10 +176,13 @@ func faultLines(s string) []string {
 // hundred lines, far inside the window).
 func TestFaultServerKilledMidBatch(t *testing.T) {
 	t.Parallel()
-	eachMode(t, testFaultServerKilledMidBatch)
+	eachBatchMode(t, func(t *testing.T, m batchMode) {
+		t.Parallel()
+		testFaultServerKilledMidBatch(t, m)
+	})
 }
 
-func testFaultServerKilledMidBatch(t *testing.T, mode string) {
+func testFaultServerKilledMidBatch(t *testing.T, m batchMode) {
 	const maxsize = 10000
 	total := 100_000
 	if testing.Short() {
@@ -197,9 +200,9 @@ func testFaultServerKilledMidBatch(t *testing.T, mode string) {
 	if err := rdb.Do(ctx, "XADD", "s", "MAXLEN", "0", "*", "init", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	c.Expect(0, "cfgset", "s", "--duration", "86400", "--maxsize", strconv.Itoa(maxsize), "--mode", mode, "--yes")
+	c.Expect(0, append([]string{"cfgset", "s", "--duration", "86400", "--maxsize", strconv.Itoa(maxsize), "--yes"}, m.flags...)...)
 
-	batch := []string{"xadd", "s", "--pid", "p", "--batch", file, "--retries", "0", "--mode", mode}
+	batch := append([]string{"xadd", "s", "--pid", "p", "--batch", file, "--retries", "0"}, m.flags...)
 	p := c.Start(batch...)
 	var seen int64
 	progressed := faultPollFast(20*time.Second, func() bool {
@@ -260,20 +263,23 @@ func testFaultServerKilledMidBatch(t *testing.T, mode string) {
 		t.Fatalf("second run: %d lines, %d added, %d printed; want the %d after line %d, all added",
 			n2, added2, len(faultLines(second.Stdout)), int64(total)-committed, committed)
 	}
+	wantPath(t, m, second.Stderr)
 
 	missing, extra := faultScanStream(t, rdb, "s", total)
 	if xlen, _ := rdb.XLen(ctx, "s").Result(); xlen != int64(total) || missing != 0 || extra != 0 {
 		t.Fatalf("stream: XLEN %d for %d lines: %d missing, %d duplicated", xlen, total, missing, extra)
 	}
-	insp := c.Expect(0, "inspect", "s", "-o", "json", "--mode", mode)
+	// inspect in the mode written (--mode: the emulated counters on Redis
+	// 8.6 too).
+	insp := c.Expect(0, "inspect", "s", "-o", "json", "--mode", m.name)
 	if !strings.Contains(insp.Stdout, fmt.Sprintf(`"iids-added":%d,`, total)) ||
 		!strings.Contains(insp.Stdout, `"iids-duplicates":0,`) {
 		t.Errorf("inspect: counters do not say %d added, 0 duplicates: %s", total, insp.Stdout)
 	}
 	t.Logf("first run's stderr:\n%s", first.Stderr)
-	t.Logf("%s: %d lines; killed at XLEN %d; first run: exit 69 with %d lines confirmed (%d committed) in %s; "+
+	t.Logf("%d lines; killed at XLEN %d; first run: exit 69 with %d lines confirmed (%d committed) in %s; "+
 		"second run: resumed after line %d, %d added in %s; stream: %d entries, 0 duplicated, 0 missing; total %s",
-		mode, total, seen, confirmed, committed, first.Elapsed.Round(time.Millisecond), committed, added2,
+		total, seen, confirmed, committed, first.Elapsed.Round(time.Millisecond), committed, added2,
 		second.Elapsed.Round(time.Millisecond), total, time.Since(began).Round(time.Millisecond))
 }
 
@@ -665,10 +671,12 @@ func TestFaultBatchRetryOfCommittedChunk(t *testing.T) {
 	// 6400 lines fill whole chunks of 50, 100 and 256 adds; the next 256
 	// lines then start a chunk that stalls.
 	const before, after = 6400, 256
-	eachMode(t, func(t *testing.T, mode string) { testFaultBatchRetryOfCommittedChunk(t, mode, before, after) })
+	eachBatchMode(t, func(t *testing.T, m batchMode) {
+		testFaultBatchRetryOfCommittedChunk(t, m, before, after)
+	})
 }
 
-func testFaultBatchRetryOfCommittedChunk(t *testing.T, mode string, before, after int) {
+func testFaultBatchRetryOfCommittedChunk(t *testing.T, m batchMode, before, after int) {
 	for _, maxsize := range []int{0, 50, 10000} { // 0: the server default (100)
 		t.Run(fmt.Sprintf("maxsize=%d", maxsize), func(t *testing.T) {
 			t.Parallel()
@@ -680,14 +688,14 @@ func testFaultBatchRetryOfCommittedChunk(t *testing.T, mode string, before, afte
 				if err := rdb.Do(ctx, "XADD", "s", "MAXLEN", "0", "*", "init", "1").Err(); err != nil {
 					t.Fatal(err)
 				}
-				c.Expect(0, "cfgset", "s", "--maxsize", strconv.Itoa(maxsize), "--mode", mode, "--yes")
+				c.Expect(0, append([]string{"cfgset", "s", "--maxsize", strconv.Itoa(maxsize), "--yes"}, m.flags...)...)
 			}
 			pr, pw, err := os.Pipe()
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = pw.Close() })
-			p := c.WithStdin(pr).Start("xadd", "s", "--pid", "p", "--batch", "-", "--timeout", "500ms", "--retries", "5", "--mode", mode)
+			p := c.WithStdin(pr).Start(append([]string{"xadd", "s", "--pid", "p", "--batch", "-", "--timeout", "500ms", "--retries", "5"}, m.flags...)...)
 			_ = pr.Close()
 			writeLines := func(from, to int) {
 				w := bufio.NewWriter(pw)
@@ -721,6 +729,7 @@ func testFaultBatchRetryOfCommittedChunk(t *testing.T, mode string, before, afte
 			if xlen != int64(total) || missing != 0 || extra != 0 {
 				t.Errorf("a retried chunk was written twice: XLEN %d for %d lines, %d duplicated, %d missing", xlen, total, extra, missing)
 			}
+			wantPath(t, m, r.Stderr)
 		})
 	}
 }

@@ -1,7 +1,7 @@
 package main
 
-// Least privilege: the README's role table, tested as it stands. Each role's
-// ACL SETUSER rule is read from README.md and set on a real server; the
+// Least privilege: docs/roles.md's role table, tested as it stands. Each
+// role's ACL SETUSER rule is read from that page and set on a real server; the
 // role's commands then run as that user, and one command of another role
 // fails with 77 and writes nothing.
 
@@ -22,12 +22,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// readmeRoles reads the role table of README.md: role -> the rule's
-// arguments after "ACL SETUSER". With native, each rule gets the README's
+// readmeRoles reads the role table of docs/roles.md: role -> the rule's
+// arguments after "ACL SETUSER". With native, each rule gets the page's
 // additions for Redis 8.6 (commands older servers refuse to name).
 func readmeRoles(t *testing.T, native bool) map[string][]string {
 	t.Helper()
-	b, err := os.ReadFile("README.md")
+	b, err := os.ReadFile(rolesDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func readmeRoles(t *testing.T, native bool) map[string][]string {
 		roles[m[1]] = strings.Fields(rule)
 	}
 	if len(roles) != 4 {
-		t.Fatalf("README role table: %d roles, want monitor, producer, worker, operator", len(roles))
+		t.Fatalf("%s role table: %d roles, want monitor, producer, worker, operator", rolesDoc, len(roles))
 	}
 	// The table of additions: two cells, | role | `+cmd ...` |.
 	extra := regexp.MustCompile("(?m)^\\| (monitor|producer|worker|operator) \\| `([^`]+)` \\|$")
@@ -50,7 +50,7 @@ func readmeRoles(t *testing.T, native bool) map[string][]string {
 		}
 	}
 	if found == 0 {
-		t.Fatal("README: no table of role additions for Redis 8.6 (| role | `+command ...` |)")
+		t.Fatalf("%s: no table of role additions for Redis 8.6 (| role | `+command ...` |)", rolesDoc)
 	}
 	return roles
 }
@@ -260,7 +260,7 @@ func testRoles(t *testing.T, mode string) {
 
 		// Emulated IDMP writes hashes and sets as claims do, so commands alone
 		// cannot keep a producer from claiming: key patterns can. The same
-		// rule narrowed to one stream's keys (README).
+		// rule narrowed to one stream's keys (docs/roles.md).
 		narrow := narrowedRule(roles["producer"], "~orders", "~{orders}:idmp*")
 		setUser(t, srv, "idmp-producer-orders", narrow, "orders-pw")
 		po := clitest.New(t, "IDMPCTL_URL=redis://idmp-producer-orders@"+srv.Addr+"/0", "IDMPCTL_PASSWORD=orders-pw")

@@ -128,8 +128,8 @@ func TestCfgSetOptions(t *testing.T) {
 		want string
 	}{
 		{[]string{"s"}, "give --duration, --maxsize or both"},
-		{[]string{"s", "--duration", "0"}, "IDMP-DURATION must be between 1 and 86400"},
-		{[]string{"s", "--maxsize", "10001"}, "IDMP-MAXSIZE must be between 1 and 10000"},
+		{[]string{"s", "--duration", "0"}, "IDMP-DURATION must be between 1 and 86400 seconds"},
+		{[]string{"s", "--maxsize", "10001"}, "IDMP-MAXSIZE must be between 1 and 10000 entries"},
 		{[]string{"s", "--duration", "3.14"}, "not an integer"},
 		{[]string{"a", "b", "--duration", "5"}, "needs 1 argument"},
 	} {
@@ -379,12 +379,12 @@ func TestRedisWording(t *testing.T) {
 		{[]string{"cfgset", "s", "--duration"}, "ERR syntax error"},
 		{[]string{"cfgset", "s", "--maxsize"}, "ERR syntax error"},
 		{[]string{"cfgset", "s", "--invalid", "5"}, "ERR syntax error"},
-		{[]string{"cfgset", "s", "--duration", "0"}, "ERR IDMP-DURATION must be between 1 and 86400"},
-		{[]string{"cfgset", "s", "--duration", "-100"}, "ERR IDMP-DURATION must be between 1 and 86400"},
-		{[]string{"cfgset", "s", "--duration", "86401"}, "ERR IDMP-DURATION must be between 1 and 86400"},
-		{[]string{"cfgset", "s", "--maxsize", "0"}, "ERR IDMP-MAXSIZE must be between 1 and 10000"},
-		{[]string{"cfgset", "s", "--maxsize", "-50"}, "ERR IDMP-MAXSIZE must be between 1 and 10000"},
-		{[]string{"cfgset", "s", "--maxsize", "10001"}, "ERR IDMP-MAXSIZE must be between 1 and 10000"},
+		{[]string{"cfgset", "s", "--duration", "0"}, "ERR IDMP-DURATION must be between 1 and 86400 seconds"},
+		{[]string{"cfgset", "s", "--duration", "-100"}, "ERR IDMP-DURATION must be between 1 and 86400 seconds"},
+		{[]string{"cfgset", "s", "--duration", "86401"}, "ERR IDMP-DURATION must be between 1 and 86400 seconds"},
+		{[]string{"cfgset", "s", "--maxsize", "0"}, "ERR IDMP-MAXSIZE must be between 1 and 10000 entries"},
+		{[]string{"cfgset", "s", "--maxsize", "-50"}, "ERR IDMP-MAXSIZE must be between 1 and 10000 entries"},
+		{[]string{"cfgset", "s", "--maxsize", "10001"}, "ERR IDMP-MAXSIZE must be between 1 and 10000 entries"},
 	} {
 		f := testFactory("")
 		var cmd *cobra.Command

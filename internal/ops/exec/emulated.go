@@ -123,6 +123,26 @@ func (s *Session) sendRun(p *pending, reqs []stream.AddRequest) error {
 	return nil
 }
 
+// xcfgsetRefused answers an XCFGSET whose arguments Redis refuses, in
+// Redis's order: the key is looked up first (TYPE, in a transaction
+// queued with it), so a missing key or another type is the reply, and
+// the argument error only for a stream. Nothing is written.
+func (s *Session) xcfgsetRefused(p *pending, c Command) {
+	p.combine = func(rs []resp.Reply) resp.Reply {
+		r := rs[0]
+		switch {
+		case r.IsError():
+			return r
+		case r.Str == "none":
+			return resp.ErrorOf(errNoSuchKey)
+		case r.Str != "stream":
+			return resp.ErrorOf(errWrongType)
+		}
+		return resp.ErrorOf(c.CfgErr)
+	}
+	s.send(p, cmd([]string{"TYPE", c.Stream}))
+}
+
 // idmpFields are XINFO STREAM's six IDMP fields, in Redis 8.6's order.
 var idmpFields = []string{"idmp-duration", "idmp-maxsize", "pids-tracked", "iids-tracked", "iids-added", "iids-duplicates"}
 
@@ -240,16 +260,8 @@ func insertFields(xi resp.Reply, extra []resp.Reply) resp.Reply {
 // configGet adds the stream-idmp-* parameters a pattern matches to the
 // server's own CONFIG GET reply.
 func (s *Session) configGet(p *pending, c Command) {
-	var names []string
-	for _, n := range []string{ParamDuration, ParamMaxSize} {
-		for _, pat := range c.ConfigPatterns {
-			if GlobMatch(pat, n, true) {
-				names = append(names, n)
-				break
-			}
-		}
-	}
-	if len(names) == 0 {
+	matched := configMatches(c.ConfigPatterns)
+	if len(matched) == 0 {
 		s.send(p, cmd(c.Args))
 		return
 	}
@@ -287,8 +299,8 @@ func (s *Session) configGet(p *pending, c Command) {
 				}
 				d = idmp.ParseDefaults(field(ParamDuration), field(ParamMaxSize))
 			}
-			for _, n := range names {
-				out.Elems = append(out.Elems, resp.BulkOf(n), value(d, n))
+			for _, m := range matched {
+				out.Elems = append(out.Elems, resp.BulkOf(m.as), value(d, m.param))
 			}
 			return out
 		}
@@ -304,20 +316,65 @@ func (s *Session) configGet(p *pending, c Command) {
 		if !rs[1].IsError() {
 			d = s.defaultsFrom(rs[1])
 		}
+		// A server with native IDMP (exec --mode emulated there) lists
+		// the parameters too, under the names it was asked: the
+		// emulation's values, which its CONFIG SET writes, take their
+		// places.
 		out := r
 		out.Elems = append([]resp.Reply(nil), r.Elems...)
-		for _, n := range names {
-			// A server with IDMP has its own stream-idmp-* (its native
-			// defaults): emulated mode answers with the ones its adds use.
-			if i := keyIndex(r, n); i >= 0 {
-				out.Elems[i+1] = value(d, n)
-			} else {
-				out.Elems = append(out.Elems, resp.BulkOf(n), value(d, n))
+		for _, m := range matched {
+			at := -1
+			for i := 0; i+1 < len(out.Elems); i += 2 {
+				if strings.EqualFold(out.Elems[i].Str, m.param) {
+					at = i
+					break
+				}
 			}
+			if at >= 0 {
+				out.Elems[at+1] = value(d, m.param)
+				continue
+			}
+			out.Elems = append(out.Elems, resp.BulkOf(m.as), value(d, m.param))
 		}
 		return out
 	}
 	s.send(p, cmd(c.Args), cmd([]string{"HMGET", idmp.DefaultsKey, ParamDuration, ParamMaxSize}))
+}
+
+// configMatch is a stream-idmp-* parameter that CONFIG GET lists, under
+// the name it shows.
+type configMatch struct{ param, as string }
+
+// configMatches is Redis 8.6.3's configGetCommand for the stream-idmp-*
+// parameters: in the patterns' order, a pattern without *, ? or [ names
+// a parameter (in any case) and shows it as typed; any other matches as a
+// glob (any case) and shows the parameter's own name. The first pattern
+// that matches a parameter decides.
+func configMatches(patterns []string) []configMatch {
+	var out []configMatch
+	have := func(param string) bool {
+		for _, m := range out {
+			if m.param == param {
+				return true
+			}
+		}
+		return false
+	}
+	for _, pat := range patterns {
+		glob := strings.ContainsAny(pat, "[*?")
+		for _, param := range []string{ParamDuration, ParamMaxSize} {
+			if have(param) {
+				continue
+			}
+			switch {
+			case !glob && strings.EqualFold(pat, param):
+				out = append(out, configMatch{param, pat})
+			case glob && GlobMatch(pat, param, true):
+				out = append(out, configMatch{param, param})
+			}
+		}
+	}
+	return out
 }
 
 // oursOnly reports CONFIG GET patterns that can match nothing but the
@@ -334,17 +391,6 @@ func oursOnly(patterns []string) bool {
 		}
 	}
 	return true
-}
-
-// keyIndex is the index of k among the keys of a CONFIG GET reply (a flat
-// array, or a map in RESP3), or -1.
-func keyIndex(r resp.Reply, k string) int {
-	for i := 0; i+1 < len(r.Elems); i += 2 {
-		if strings.EqualFold(r.Elems[i].Str, k) { // 8.6 echoes the name as typed
-			return i
-		}
-	}
-	return -1
 }
 
 // defaultsFrom reads HMGET idmp.DefaultsKey's reply: absent or unreadable

@@ -38,6 +38,9 @@ type Command struct {
 	Deletion string            // OpXAdd: KEEPREF, DELREF or ACKED as given ("" none)
 	Stream   string            // OpXCfgSet, OpXInfo: the key
 	Cfg      idmp.Config       // OpXCfgSet: 0 keeps a value
+	// CfgErr is XCFGSET's argument error (OpXCfgSet): Redis looks the key
+	// up first, so ERR no such key and WRONGTYPE come before it.
+	CfgErr string
 
 	ConfigPatterns []string    // OpConfigGet
 	ConfigSet      idmp.Config // OpConfigSet: 0 for a parameter not given
@@ -62,14 +65,16 @@ const (
 	ParamMaxSize  = idmp.ParamMaxSize
 )
 
-// Texts of Redis's replies.
+// Texts of Redis 8.6.3's replies (src/t_stream.c, src/config.c, src/db.c).
 const (
 	errSyntax       = "ERR syntax error"
 	errNotInteger   = "ERR value is not an integer or out of range"
 	errInvalidID    = "ERR Invalid stream ID specified as stream command argument"
-	errMultipleIDMP = "ERR IDMP/IDMPAUTO specified multiple times"
-	errExplicitID   = "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"
-	errAtLeastOne   = "ERR At least one parameter (IDMP-DURATION or IDMP-MAXSIZE) must be given"
+	errMultipleIDMP = "ERR syntax error, IDMP/IDMPAUTO specified multiple times"
+	errExplicitID   = "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"
+	errAtLeastOne   = "ERR At least one parameter must be specified"
+	errNoSuchKey    = "ERR no such key"
+	errWrongType    = "WRONGTYPE Operation against a key holding the wrong kind of value"
 )
 
 func arity(name string) string {
@@ -131,6 +136,7 @@ func parseXAdd(c *Command) {
 	r := &c.Add
 	r.Stream = a[1]
 	idmpSeen, idGiven, limitGiven := false, false, false
+	var limit int64
 	trim := ""
 	i := 2
 	for ; i < len(a); i++ {
@@ -185,7 +191,7 @@ func parseXAdd(c *Command) {
 				c.fail("ERR The LIMIT argument must be >= 0.")
 				return
 			}
-			r.Limit, limitGiven = n, true
+			r.Limit, limit, limitGiven = n, n, true
 			if n == 0 {
 				r.Limit = -1 // AddRequest's LIMIT 0
 			}
@@ -194,7 +200,8 @@ func parseXAdd(c *Command) {
 		case strings.EqualFold(opt, "NOMKSTREAM"):
 			r.NoMkStream = true
 			continue
-		case strings.EqualFold(opt, "KEEPREF"), strings.EqualFold(opt, "DELREF"), strings.EqualFold(opt, "ACKED"):
+		case c.Deletion == "" && (strings.EqualFold(opt, "KEEPREF") || strings.EqualFold(opt, "DELREF") || strings.EqualFold(opt, "ACKED")):
+			// A second one is read as the ID (Redis: an invalid ID).
 			c.Deletion = strings.ToUpper(opt)
 			continue
 		case strings.EqualFold(opt, "IDMPAUTO") && more > 0:
@@ -203,7 +210,7 @@ func parseXAdd(c *Command) {
 				return
 			}
 			if a[i+1] == "" {
-				c.fail("ERR IDMPAUTO requires a non-empty producer ID")
+				c.fail("ERR syntax error, IDMPAUTO requires a non-empty producer ID")
 				return
 			}
 			idmpSeen, r.Auto, r.PID = true, true, a[i+1]
@@ -215,11 +222,11 @@ func parseXAdd(c *Command) {
 				return
 			}
 			if a[i+1] == "" {
-				c.fail("ERR IDMP requires a non-empty producer ID")
+				c.fail("ERR syntax error, IDMP requires a non-empty producer ID")
 				return
 			}
 			if a[i+2] == "" {
-				c.fail("ERR IDMP requires a non-empty idempotent ID")
+				c.fail("ERR syntax error, IDMP requires a non-empty idempotent ID")
 				return
 			}
 			idmpSeen, r.PID, r.IID = true, a[i+1], a[i+2]
@@ -236,6 +243,10 @@ func parseXAdd(c *Command) {
 	}
 	if idmpSeen && idGiven {
 		c.fail(errExplicitID)
+		return
+	}
+	if limit != 0 && trim == "" {
+		c.fail("ERR syntax error, LIMIT cannot be used without specifying a trimming strategy")
 		return
 	}
 	if limitGiven && !r.Approx {
@@ -302,48 +313,59 @@ func string2ull(s string) bool {
 	return err == nil
 }
 
-// parseXCfgSet follows Redis 8.6's XCFGSET: each keyword's value is read
-// (an integer, then in range) before the next keyword; a keyword without a
-// value or an unknown one is a syntax error; no keyword at all is "At least
-// one parameter". The key is looked up only then (no such key, WRONGTYPE).
+// parseXCfgSet follows Redis 8.6.3's xcfgsetCommand. The key is looked up
+// first (ERR no such key, WRONGTYPE: the session does it), then each
+// keyword is read in turn: one given twice is "specified multiple times",
+// its value an integer, then in range, before the next keyword; a keyword
+// without a value or an unknown one is a syntax error; none at all is "At
+// least one parameter". Such an error is CfgErr, replied after the
+// lookup; only the arity (no key) is the command table's.
 func parseXCfgSet(c *Command) {
 	a := c.Args
 	if len(a) < 2 {
 		c.fail(arity("xcfgset"))
 		return
 	}
-	if len(a) == 2 {
-		c.fail(errAtLeastOne)
-		return
+	c.Op, c.Stream = OpXCfgSet, a[1]
+	c.CfgErr = xcfgsetArgs(a[2:], &c.Cfg)
+	if c.CfgErr != "" {
+		c.Cfg = idmp.Config{}
 	}
-	c.Stream = a[1]
-	for i := 2; i < len(a); i++ {
+}
+
+// xcfgsetArgs reads XCFGSET's parameters into cfg: the error in Redis's
+// words, or "".
+func xcfgsetArgs(a []string, cfg *idmp.Config) string {
+	for i := 0; i < len(a); i++ {
 		more := len(a) - 1 - i
 		var limit int64
-		var name string
+		var name, unit string
 		var dst *int64
 		switch {
 		case strings.EqualFold(a[i], "IDMP-DURATION") && more > 0:
-			limit, name, dst = idmp.MaxDuration, "IDMP-DURATION", &c.Cfg.Duration
+			limit, name, unit, dst = idmp.MaxDuration, "IDMP-DURATION", "seconds", &cfg.Duration
 		case strings.EqualFold(a[i], "IDMP-MAXSIZE") && more > 0:
-			limit, name, dst = idmp.MaxMaxSize, "IDMP-MAXSIZE", &c.Cfg.MaxSize
+			limit, name, unit, dst = idmp.MaxMaxSize, "IDMP-MAXSIZE", "entries", &cfg.MaxSize
 		default:
-			c.fail(errSyntax)
-			return
+			return errSyntax
+		}
+		if *dst != 0 {
+			return "ERR " + name + " specified multiple times"
 		}
 		n, ok := idmp.ParseInt(a[i+1])
 		if !ok {
-			c.fail(errNotInteger)
-			return
+			return errNotInteger
 		}
 		if n < 1 || n > limit {
-			c.fail("ERR " + name + " must be between 1 and " + strconv.FormatInt(limit, 10))
-			return
+			return "ERR " + name + " must be between 1 and " + strconv.FormatInt(limit, 10) + " " + unit
 		}
 		*dst = n
 		i++
 	}
-	c.Op = OpXCfgSet
+	if cfg.Duration == 0 && cfg.MaxSize == 0 {
+		return errAtLeastOne
+	}
+	return ""
 }
 
 // xinfoStreamArgsOK is XINFO STREAM key [FULL [COUNT n]]: any other shape
@@ -393,14 +415,19 @@ func parseConfig(c *Command) {
 				" goes alone in emulated IDMP (idmpctl keeps them, the server the others): set the others in a command of their own")
 			return
 		}
+		// Redis's configSetCommand: every name first (a name given twice,
+		// as typed), then each value in turn (the parameter's own name).
 		seen := map[string]bool{}
 		for i := 2; i < len(a); i += 2 {
 			name := strings.ToLower(a[i])
 			if seen[name] {
-				c.fail("ERR CONFIG SET failed - duplicate parameter '" + name + "'")
+				c.fail("ERR CONFIG SET failed (possibly related to argument '" + a[i] + "') - duplicate parameter")
 				return
 			}
 			seen[name] = true
+		}
+		for i := 2; i < len(a); i += 2 {
+			name := strings.ToLower(a[i])
 			limit, dst := int64(idmp.MaxDuration), &c.ConfigSet.Duration
 			if name == ParamMaxSize {
 				limit, dst = idmp.MaxMaxSize, &c.ConfigSet.MaxSize

@@ -17,9 +17,12 @@ func words(s string) []string {
 	return args
 }
 
-// Redis 8.6's errors, in its order (its stream test suite's cases, and the
-// order of streamParseAddOrTrimArgsOrReply: each option checked as read,
-// then IDMP with an explicit ID, then LIMIT without ~, then the fields).
+// Redis 8.6.3's errors, in its order (its stream test suite's cases, and
+// the order of streamParseAddOrTrimArgsOrReply: each option checked as
+// read, then IDMP with an explicit ID, then LIMIT without a trimming
+// strategy or without ~, then the fields). The texts are 8.6.3's
+// (src/t_stream.c, src/config.c), checked against a real server by
+// TestAgreementCases.
 func TestParseErrors(t *testing.T) {
 	cases := []struct{ cmd, err string }{
 		{`XADD s`, "ERR wrong number of arguments for 'xadd' command"},
@@ -29,28 +32,57 @@ func TestParseErrors(t *testing.T) {
 		{`XADD s IDMP p1 i1 * f v g`, "ERR wrong number of arguments for 'xadd' command"},
 		{`XADD s IDMP p1 i1`, "ERR wrong number of arguments for 'xadd' command"},
 		{`XADD mystream IDMP p1 * f v`, "ERR Invalid stream ID specified as stream command argument"},
-		{`XADD mystream IDMP p1 iid1 1-1 f v`, "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"},
-		{`XADD mystream IDMP p1 iid1 1-* f v`, "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"},
-		{`XADD mystream IDMPAUTO p1 1-1 f v`, "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"},
-		{`XADD mystream IDMP p1 iid1 IDMP p2 iid2 * f v`, "ERR IDMP/IDMPAUTO specified multiple times"},
-		{`XADD mystream IDMPAUTO p1 IDMP p2 iid2 * f v`, "ERR IDMP/IDMPAUTO specified multiple times"},
-		{`XADD mystream IDMPAUTO p1 IDMPAUTO p2 * f v`, "ERR IDMP/IDMPAUTO specified multiple times"},
-		{`XADD mystream IDMP p1 iid1 IDMPAUTO p2 * f v`, "ERR IDMP/IDMPAUTO specified multiple times"},
-		{`XADD mystream IDMP "" iid1 * f v`, "ERR IDMP requires a non-empty producer ID"},
-		{`XADD mystream IDMP p1 "" * f v`, "ERR IDMP requires a non-empty idempotent ID"},
-		{`XADD mystream IDMPAUTO "" * f v`, "ERR IDMPAUTO requires a non-empty producer ID"},
-		{`XADD s IDMP p1 i1 IDMP "" i2 * f v`, "ERR IDMP/IDMPAUTO specified multiple times"},
+		{`XADD mystream IDMP p1 iid1 1-1 f v`, "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"},
+		{`XADD mystream IDMP p1 iid1 1-* f v`, "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"},
+		{`XADD mystream IDMPAUTO p1 1-1 f v`, "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"},
+		{`XADD mystream IDMP p1 iid1 IDMP p2 iid2 * f v`, "ERR syntax error, IDMP/IDMPAUTO specified multiple times"},
+		{`XADD mystream IDMPAUTO p1 IDMP p2 iid2 * f v`, "ERR syntax error, IDMP/IDMPAUTO specified multiple times"},
+		{`XADD mystream IDMPAUTO p1 IDMPAUTO p2 * f v`, "ERR syntax error, IDMP/IDMPAUTO specified multiple times"},
+		{`XADD mystream IDMP p1 iid1 IDMPAUTO p2 * f v`, "ERR syntax error, IDMP/IDMPAUTO specified multiple times"},
+		{`XADD mystream IDMP "" iid1 * f v`, "ERR syntax error, IDMP requires a non-empty producer ID"},
+		{`XADD mystream IDMP p1 "" * f v`, "ERR syntax error, IDMP requires a non-empty idempotent ID"},
+		{`XADD mystream IDMPAUTO "" * f v`, "ERR syntax error, IDMPAUTO requires a non-empty producer ID"},
+		{`XADD s IDMP p1 i1 IDMP "" i2 * f v`, "ERR syntax error, IDMP/IDMPAUTO specified multiple times"},
 		{`XADD s MAXLEN abc IDMP p i * f v`, "ERR value is not an integer or out of range"},
 		{`XADD s IDMP p i MAXLEN -1 * f v`, "ERR The MAXLEN argument must be >= 0."},
 		{`XADD s IDMP p i MAXLEN 1 MINID 5 * f v`, "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"},
 		{`XADD s IDMP p i MINID x * f v`, "ERR Invalid stream ID specified as stream command argument"},
 		{`XADD s IDMP p i LIMIT -1 * f v`, "ERR The LIMIT argument must be >= 0."},
 		{`XADD s IDMP p i MAXLEN 5 LIMIT 10 * f v`, "ERR syntax error, LIMIT cannot be used without the special ~ option"},
-		{`XADD s IDMP p i 1-1 MAXLEN 5 LIMIT 10 f v`, "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"},
-		{`XADD s IDMP p i LIMIT 10 1-1 f v`, "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"},
+		{`XADD s IDMP p i LIMIT 10 * f v`, "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"},
+		{`XADD s LIMIT 10 * f v`, "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"},
+		{`XADD s IDMP p i LIMIT 0 * f v`, "ERR syntax error, LIMIT cannot be used without the special ~ option"},
+		{`XADD s IDMP p i 1-1 MAXLEN 5 LIMIT 10 f v`, "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"},
+		{`XADD s IDMP p i LIMIT 10 1-1 f v`, "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"},
 		{`XADD s IDMP p i + f v`, "ERR Invalid stream ID specified as stream command argument"},
+		// One deletion strategy: a second is read as the ID.
+		{`XADD s IDMP p i KEEPREF KEEPREF * f v`, "ERR Invalid stream ID specified as stream command argument"},
+		{`XADD s KEEPREF ACKED * f v`, "ERR Invalid stream ID specified as stream command argument"},
 		{`XCFGSET`, "ERR wrong number of arguments for 'xcfgset' command"},
-		{`XCFGSET mystream`, "ERR At least one parameter (IDMP-DURATION or IDMP-MAXSIZE) must be given"},
+		{`CONFIG SET stream-idmp-duration 0`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-duration') - argument must be between 1 and 86400 inclusive"},
+		{`CONFIG SET stream-idmp-maxsize 10001`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - argument must be between 1 and 10000 inclusive"},
+		{`CONFIG SET stream-idmp-maxsize x`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - argument couldn't be parsed into an integer"},
+		{`CONFIG SET STREAM-IDMP-MAXSIZE x`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - argument couldn't be parsed into an integer"},
+		// Every name before any value; a repeat as typed (issue 22, root
+		// cause 5).
+		{`CONFIG SET stream-idmp-maxsize 5 stream-idmp-maxsize 6`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - duplicate parameter"},
+		{`CONFIG SET stream-idmp-maxsize x STREAM-IDMP-MAXSIZE 6`, "ERR CONFIG SET failed (possibly related to argument 'STREAM-IDMP-MAXSIZE') - duplicate parameter"},
+		{`CONFIG SET stream-idmp-duration 0 stream-idmp-maxsize 5 Stream-Idmp-Maxsize 5`, "ERR CONFIG SET failed (possibly related to argument 'Stream-Idmp-Maxsize') - duplicate parameter"},
+	}
+	for _, c := range cases {
+		got := Parse(words(c.cmd))
+		if got.Op != OpError || got.Err != c.err {
+			t.Errorf("%s: op %d %q, want %q", c.cmd, got.Op, got.Err, c.err)
+		}
+	}
+}
+
+// XCFGSET's argument errors, in Redis 8.6.3's order: each keyword in turn
+// (a repeat before its value, the value an integer, then in range), none
+// at all last. They are replied after the key's lookup (CfgErr).
+func TestParseXCfgSetErrors(t *testing.T) {
+	cases := []struct{ cmd, err string }{
+		{`XCFGSET mystream`, "ERR At least one parameter must be specified"},
 		{`XCFGSET mystream IDMP-DURATION`, "ERR syntax error"},
 		{`XCFGSET mystream IDMP-MAXSIZE`, "ERR syntax error"},
 		{`XCFGSET mystream INVALID`, "ERR syntax error"},
@@ -60,15 +92,17 @@ func TestParseErrors(t *testing.T) {
 		{`XCFGSET mystream IDMP-MAXSIZE IDMP-MAXSIZE IDMP-MAXSIZE`, "ERR value is not an integer or out of range"},
 		{`XCFGSET mystream IDMP-DURATION INVALID IDMP-MAXSIZE`, "ERR value is not an integer or out of range"},
 		{`XCFGSET mystream IDMP-MAXSIZE INVALID IDMP-DURATION`, "ERR value is not an integer or out of range"},
-		{`XCFGSET mystream IDMP-DURATION 0 IDMP-MAXSIZE A`, "ERR IDMP-DURATION must be between 1 and 86400"},
-		{`XCFGSET mystream IDMP-DURATION 86401`, "ERR IDMP-DURATION must be between 1 and 86400"},
-		{`XCFGSET mystream IDMP-DURATION -100`, "ERR IDMP-DURATION must be between 1 and 86400"},
-		{`XCFGSET mystream IDMP-MAXSIZE 0`, "ERR IDMP-MAXSIZE must be between 1 and 10000"},
-		{`XCFGSET mystream IDMP-MAXSIZE 10001`, "ERR IDMP-MAXSIZE must be between 1 and 10000"},
-		{`CONFIG SET stream-idmp-duration 0`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-duration') - argument must be between 1 and 86400 inclusive"},
-		{`CONFIG SET stream-idmp-maxsize 10001`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - argument must be between 1 and 10000 inclusive"},
-		{`CONFIG SET stream-idmp-maxsize x`, "ERR CONFIG SET failed (possibly related to argument 'stream-idmp-maxsize') - argument couldn't be parsed into an integer"},
-		{`CONFIG SET stream-idmp-maxsize 5 stream-idmp-maxsize 6`, "ERR CONFIG SET failed - duplicate parameter 'stream-idmp-maxsize'"},
+		{`XCFGSET mystream IDMP-DURATION 0 IDMP-MAXSIZE A`, "ERR IDMP-DURATION must be between 1 and 86400 seconds"},
+		{`XCFGSET mystream IDMP-DURATION 86401`, "ERR IDMP-DURATION must be between 1 and 86400 seconds"},
+		{`XCFGSET mystream IDMP-DURATION -100`, "ERR IDMP-DURATION must be between 1 and 86400 seconds"},
+		{`XCFGSET mystream IDMP-MAXSIZE 0`, "ERR IDMP-MAXSIZE must be between 1 and 10000 entries"},
+		{`XCFGSET mystream IDMP-MAXSIZE 10001`, "ERR IDMP-MAXSIZE must be between 1 and 10000 entries"},
+		// A parameter given twice (issue 22, root cause 3): refused, even
+		// with the same value, before its second value is read.
+		{`XCFGSET mystream IDMP-DURATION 10 IDMP-DURATION 60`, "ERR IDMP-DURATION specified multiple times"},
+		{`XCFGSET mystream IDMP-MAXSIZE 5 idmp-maxsize 5`, "ERR IDMP-MAXSIZE specified multiple times"},
+		{`XCFGSET mystream IDMP-DURATION 10 IDMP-MAXSIZE 5 IDMP-DURATION x`, "ERR IDMP-DURATION specified multiple times"},
+		{`XCFGSET mystream IDMP-DURATION 10 IDMP-DURATION`, "ERR syntax error"},
 	}
 	for _, v := range []string{"A", "AAA", "*", "-", "+", "120-5", "3.14", "000000000", "IDMP-DURATION", "007", "+5", "0100", `""`} {
 		for _, k := range []string{"IDMP-DURATION", "IDMP-MAXSIZE"} {
@@ -77,8 +111,34 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		got := Parse(words(c.cmd))
-		if got.Op != OpError || got.Err != c.err {
-			t.Errorf("%s: op %d %q, want %q", c.cmd, got.Op, got.Err, c.err)
+		if got.Op != OpXCfgSet || got.CfgErr != c.err || got.Stream != "mystream" || got.Cfg != (idmp.Config{}) {
+			t.Errorf("%s: op %d %q %q %+v, want XCFGSET of mystream refused with %q", c.cmd, got.Op, got.Err, got.CfgErr, got.Cfg, c.err)
+		}
+	}
+}
+
+// CONFIG GET's stream-idmp-* parameters as Redis 8.6.3 lists them (issue
+// 22, root cause 6): a pattern without *, ? or [ names one in any case
+// and shows it as typed; a glob shows its own name; the first pattern
+// that matches a parameter decides.
+func TestConfigMatches(t *testing.T) {
+	cases := []struct {
+		pats []string
+		want []configMatch
+	}{
+		{[]string{"STREAM-IDMP-MAXSIZE"}, []configMatch{{ParamMaxSize, "STREAM-IDMP-MAXSIZE"}}},
+		{[]string{"stream-idmp-*"}, []configMatch{{ParamDuration, ParamDuration}, {ParamMaxSize, ParamMaxSize}}},
+		{[]string{"Stream-Idmp-Duration", "stream-idmp-*"}, []configMatch{{ParamDuration, "Stream-Idmp-Duration"}, {ParamMaxSize, ParamMaxSize}}},
+		{[]string{"stream-idmp-*", "STREAM-IDMP-DURATION"}, []configMatch{{ParamDuration, ParamDuration}, {ParamMaxSize, ParamMaxSize}}},
+		{[]string{"stream-idmp-maxsize", "STREAM-IDMP-MAXSIZE"}, []configMatch{{ParamMaxSize, ParamMaxSize}}},
+		{[]string{`stream-idmp\-duration`}, nil}, // no wildcard: a name, which it is not
+		{[]string{`stream-idmp\-d*`}, []configMatch{{ParamDuration, ParamDuration}}},
+		{[]string{"maxclients", "*IDMP-MAX*"}, []configMatch{{ParamMaxSize, ParamMaxSize}}},
+		{[]string{"stream-idmp"}, nil},
+	}
+	for _, c := range cases {
+		if got := configMatches(c.pats); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("configMatches(%q) = %v, want %v", c.pats, got, c.want)
 		}
 	}
 }
@@ -115,7 +175,7 @@ func TestParseXAdd(t *testing.T) {
 }
 
 func TestParseOthers(t *testing.T) {
-	if c := Parse(words(`XCFGSET s IDMP-MAXSIZE 5 idmp-duration 60`)); c.Op != OpXCfgSet || c.Cfg != (idmp.Config{Duration: 60, MaxSize: 5}) || c.Stream != "s" {
+	if c := Parse(words(`XCFGSET s IDMP-MAXSIZE 5 idmp-duration 60`)); c.Op != OpXCfgSet || c.Cfg != (idmp.Config{Duration: 60, MaxSize: 5}) || c.Stream != "s" || c.CfgErr != "" {
 		t.Errorf("XCFGSET: %+v", c)
 	}
 	for cmd, op := range map[string]Op{
@@ -208,6 +268,9 @@ func FuzzParse(f *testing.F) {
 		}
 		if c.Op == OpError && !strings.HasPrefix(c.Err, "ERR ") {
 			t.Fatalf("%q: error %q has no ERR", line, c.Err)
+		}
+		if c.Op == OpXCfgSet && (c.CfgErr != "" && !strings.HasPrefix(c.CfgErr, "ERR ") || c.CfgErr == "" && c.Cfg == (idmp.Config{})) {
+			t.Fatalf("%q: XCFGSET %q %+v", line, c.CfgErr, c.Cfg)
 		}
 	})
 }

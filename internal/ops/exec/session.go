@@ -182,7 +182,7 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	if c.Op != OpPass && c.Op != OpError && s.streams.Defaults == nil {
+	if c.Op != OpPass && c.Op != OpError && c.CfgErr == "" && s.streams.Defaults == nil {
 		if err := s.loadDefaults(ctx); err != nil {
 			return err
 		}
@@ -252,6 +252,10 @@ func (s *Session) dispatch(p *pending, c Command) error {
 	case OpGuardedXAdd:
 		return s.guardedXAdd(p, c)
 	case OpXCfgSet:
+		if c.CfgErr != "" {
+			s.xcfgsetRefused(p, c)
+			return nil
+		}
 		call, err := s.streams.CfgSetCall(c.Stream, c.Cfg.Duration, c.Cfg.MaxSize)
 		if err != nil {
 			return s.local(p, err)

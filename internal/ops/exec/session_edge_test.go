@@ -59,7 +59,7 @@ func TestExecRefusedMultiAndDiscard(t *testing.T) {
 	}
 	id(t, got[1])
 	want(t, got[2:], "(error) ERR no such key", `1) "stream-idmp-maxsize"`, `2) "100"`,
-		"(error) ERR IDMP/IDMPAUTO can be used only with auto-generated IDs", "OK",
+		"(error) ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs", "OK",
 		"(error) ERR EXEC without MULTI", "(integer) 2")
 }
 
@@ -264,33 +264,19 @@ func TestExecConfigGetWithoutServerConfig(t *testing.T) {
 	}
 	want(t, got, `1# "stream-idmp-duration" => "300"`, `2# "stream-idmp-maxsize" => "100"`)
 	// With the server's CONFIG, a pattern that matches its parameters too
-	// still gets them, and the emulated default: on a server with IDMP its
-	// own stream-idmp-duration (100) is replaced by the one emulated adds
-	// use (the server orders the pairs its way).
+	// still gets them, in any order (Redis 8.6 lists its own in its
+	// dictionary's hash order).
 	got = session(t, conn, `CONFIG GET stream-node-max-entries stream-idmp-duration`)
-	if pairs := configPairs(t, got); len(pairs) != 2 || pairs["stream-node-max-entries"] != "100" || pairs["stream-idmp-duration"] != "300" {
-		t.Fatalf("replies:\n%s\nwant stream-node-max-entries 100 and stream-idmp-duration 300", strings.Join(got, "\n"))
+	if len(got) != 4 {
+		t.Fatalf("CONFIG GET stream-node-max-entries stream-idmp-duration: %q", got)
 	}
-}
-
-// configPairs reads a CONFIG GET reply drawn as an array: name, value...
-func configPairs(t *testing.T, lines []string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	var name string
-	for i, l := range lines {
-		_, v, ok := strings.Cut(l, ") ")
-		if !ok {
-			t.Fatalf("not an array element: %q", l)
-		}
-		v = strings.Trim(v, `"`)
-		if i%2 == 0 {
-			name = v
-		} else {
-			out[name] = v
-		}
+	pairs := map[string]string{}
+	for i := 0; i+1 < len(got); i += 2 {
+		pairs[got[i][strings.Index(got[i], " ")+1:]] = got[i+1][strings.Index(got[i+1], " ")+1:]
 	}
-	return out
+	if pairs[`"stream-node-max-entries"`] != `"100"` || pairs[`"stream-idmp-duration"`] != `"300"` {
+		t.Fatalf("CONFIG GET stream-node-max-entries stream-idmp-duration: %q", got)
+	}
 }
 
 // MOVE takes a stream to another database with its emulated state, as
@@ -309,4 +295,49 @@ func TestExecMoveToAnotherDB(t *testing.T) {
 		t.Fatalf("the retry in database 1: %s, want the original %s", again, first)
 	}
 	want(t, got[11:], "(integer) 2")
+}
+
+// exec --mode emulated on a server with native IDMP: XINFO STREAM and
+// XINFO STREAM FULL have each IDMP field once, with the emulation's
+// values, where Redis 8.6 puts them (TestExecEmulatedXInfoOnNativeServer:
+// pids-tracked).
+func TestExecEmulatedXInfoFullOnNativeServer(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewNative(t)
+	conn := redistest.Connect(t, srv.URL)
+	got := session(t, conn, `XADD e IDMP p i * f v`, `XADD e IDMP p i * f v`, `XINFO STREAM e`, `XINFO STREAM e FULL`)
+	info := strings.Join(got[2:], "\n")
+	for _, f := range []string{"idmp-duration", "idmp-maxsize", "pids-tracked", "iids-tracked", "iids-added", "iids-duplicates"} {
+		if n := strings.Count(info, `"`+f+`"`); n != 2 {
+			t.Errorf("%s appears %d times in XINFO STREAM and FULL, want once each:\n%s", f, n, info)
+		}
+	}
+	if !strings.Contains(info, "\"iids-added\"\n24) (integer) 1\n25) \"iids-duplicates\"\n26) (integer) 1") {
+		t.Errorf("XINFO STREAM e lacks the emulation's counters:\n%s", info)
+	}
+}
+
+// exec --mode emulated on a server with native IDMP: CONFIG GET of a
+// pattern the server answers too lists each stream-idmp-* parameter once,
+// under the name the server gives it, with the emulation's value (what
+// its CONFIG SET wrote; the server's own configuration is not touched).
+func TestExecEmulatedConfigGetOnNativeServer(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewNative(t)
+	conn := redistest.Connect(t, srv.URL)
+	got := session(t, conn, `CONFIG SET stream-idmp-duration 300`, `CONFIG GET maxclients Stream-Idmp-Duration`)
+	want(t, got[:1], "OK")
+	reply := strings.Join(got[1:], "\n")
+	if n := strings.Count(strings.ToLower(reply), `"stream-idmp-duration"`); n != 1 || !strings.Contains(reply, `) "Stream-Idmp-Duration"`) {
+		t.Fatalf("CONFIG GET maxclients Stream-Idmp-Duration: the parameter %d times:\n%s", n, reply)
+	}
+	lines := got[1:]
+	for i, l := range lines {
+		if strings.HasSuffix(l, `"Stream-Idmp-Duration"`) && (i+1 == len(lines) || !strings.HasSuffix(lines[i+1], `) "300"`)) {
+			t.Fatalf("CONFIG GET: not the emulation's 300:\n%s", reply)
+		}
+	}
+	if v, err := srv.Do("CONFIG", "GET", "stream-idmp-duration"); err != nil || !strings.Contains(v, "100") {
+		t.Fatalf("the server's own stream-idmp-duration: %q, %v; want 100 (untouched)", v, err)
+	}
 }

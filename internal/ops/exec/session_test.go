@@ -92,7 +92,80 @@ func TestExecTransactionErrors(t *testing.T) {
 	want(t, got[5:10], "OK", "QUEUED", "QUEUED", "QUEUED", "QUEUED")
 	id(t, got[10])
 	want(t, got[11:], "2) (error) ERR Invalid stream ID specified as stream command argument",
-		"3) (error) ERR IDMP-MAXSIZE must be between 1 and 10000", "4) OK", "OK", "QUEUED", "OK", "(integer) 1")
+		"3) (error) ERR IDMP-MAXSIZE must be between 1 and 10000 entries", "4) OK", "OK", "QUEUED", "OK", "(integer) 1")
+}
+
+// XCFGSET with a parameter given twice is refused and changes nothing: the
+// settings stay and the map is not cleared (the retry dedupes), inside
+// MULTI too (issue 22, root cause 3).
+func TestExecXCfgSetTwice(t *testing.T) {
+	t.Parallel()
+	conn, _ := redistest.Conn(t)
+	got := session(t, conn,
+		`XADD s IDMP p i1 * f v`,
+		`XCFGSET s IDMP-DURATION 100 IDMP-DURATION 60`, `XCFGSET s IDMP-MAXSIZE 5 IDMP-DURATION 60 IDMP-MAXSIZE 5`,
+		`XADD s IDMP p i1 * f v`,
+		`MULTI`, `XCFGSET s IDMP-DURATION 60 IDMP-DURATION 60`, `XADD s IDMP p i1 * f v`, `EXEC`,
+		`XLEN s`, `XINFO STREAM s`)
+	first := id(t, got[0])
+	want(t, got[1:3], "(error) ERR IDMP-DURATION specified multiple times", "(error) ERR IDMP-MAXSIZE specified multiple times")
+	if id(t, got[3]) != first {
+		t.Fatalf("the retry after the refusals: %q, want %q", got[3], first)
+	}
+	want(t, got[4:8], "OK", "QUEUED", "QUEUED", "1) (error) ERR IDMP-DURATION specified multiple times")
+	if id(t, got[8]) != first {
+		t.Fatalf("the retry in MULTI: %q, want %q", got[8], first)
+	}
+	want(t, got[9:10], "(integer) 1")
+	info := strings.Join(got[10:], "\n")
+	for _, w := range []string{"15) \"idmp-duration\"\n16) (integer) 100", "17) \"idmp-maxsize\"\n18) (integer) 100",
+		"21) \"iids-tracked\"\n22) (integer) 1", "25) \"iids-duplicates\"\n26) (integer) 2"} {
+		if !strings.Contains(info, w) {
+			t.Errorf("XINFO STREAM s lacks %q:\n%s", w, info)
+		}
+	}
+}
+
+// XCFGSET looks the key up before it reads its arguments, as Redis 8.6.3
+// does: a missing key and another type come before an argument error, in
+// MULTI too (issue 22, root cause 4).
+func TestExecXCfgSetLooksUpFirst(t *testing.T) {
+	t.Parallel()
+	conn, _ := redistest.Conn(t)
+	got := session(t, conn,
+		`XCFGSET nokey IDMP-DURATION 0`, `XCFGSET nokey`, `SET str x`, `XCFGSET str IDMP-DURATION x`,
+		`XADD s 1-1 f v`, `XCFGSET s`,
+		`MULTI`, `XCFGSET nokey IDMP-MAXSIZE 0`, `XCFGSET str`, `XCFGSET s IDMP-MAXSIZE 10001`, `XCFGSET s IDMP-MAXSIZE 7`, `EXEC`,
+		`XCFGSET`, `EXISTS nokey`)
+	wrongType := "WRONGTYPE Operation against a key holding the wrong kind of value"
+	want(t, got, "(error) ERR no such key", "(error) ERR no such key", "OK", "(error) "+wrongType,
+		`"1-1"`, "(error) ERR At least one parameter must be specified",
+		"OK", "QUEUED", "QUEUED", "QUEUED", "QUEUED",
+		"1) (error) ERR no such key", "2) (error) "+wrongType, "3) (error) ERR IDMP-MAXSIZE must be between 1 and 10000 entries", "4) OK",
+		"(error) ERR wrong number of arguments for 'xcfgset' command", "(integer) 0")
+}
+
+// CONFIG GET shows a parameter named without a wildcard as it was typed,
+// and a glob's match under its own name; the first pattern to match a
+// parameter names it (issue 22, root cause 6), whether the server is
+// asked (a pattern that may match its own parameters) or not.
+func TestExecConfigGetNames(t *testing.T) {
+	t.Parallel()
+	conn, _ := redistest.Conn(t)
+	got := session(t, conn, `CONFIG GET STREAM-IDMP-MAXSIZE`, `CONFIG GET Stream-Idmp-Duration stream-idmp-*`,
+		`CONFIG GET stream-idmp\-duration`, `CONFIG GET maxclients Stream-Idmp-MaxSize`)
+	want(t, got[:7], `1) "STREAM-IDMP-MAXSIZE"`, `2) "100"`,
+		`1) "Stream-Idmp-Duration"`, `2) "100"`, `3) "stream-idmp-maxsize"`, `4) "100"`,
+		"(empty array)")
+	// The server's own and ours, in any order (Redis 8.6 lists its own in
+	// its dictionary's hash order).
+	pairs := map[string]string{}
+	for i := 7; i+1 < len(got); i += 2 {
+		pairs[got[i][strings.Index(got[i], " ")+1:]] = got[i+1][strings.Index(got[i+1], " ")+1:]
+	}
+	if len(got) != 11 || pairs[`"maxclients"`] == "" || pairs[`"Stream-Idmp-MaxSize"`] != `"100"` {
+		t.Fatalf("CONFIG GET maxclients Stream-Idmp-MaxSize: %q", got[7:])
+	}
 }
 
 // WATCH: a watched key changed by another client makes EXEC nil, and the

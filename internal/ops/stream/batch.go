@@ -3,8 +3,9 @@ package stream
 // Exactly-once batches (xadd --batch). Each chunk of adds moves the batch's
 // progress record (idmp.StateLayout.Batch) from the input line it starts
 // after to its last line, in the same atomic step as its adds: in the
-// emulated script (compare-and-set: a chunk whose record moved on writes
-// nothing), or in the native MULTI/EXEC. The record is the truth about what
+// chunk's script, emulated or native (compare-and-set: a chunk whose
+// record moved on writes nothing), or in the native MULTI/EXEC where the
+// native script cannot run (batch_native.go). The record is the truth about what
 // was written: after a network error, a stalled server or a crash, the run
 // goes on exactly after the last committed line, however small IDMP-MAXSIZE
 // is. A new run of the same batch (same stream, pid and batch ID) resumes
@@ -48,8 +49,11 @@ const (
 	// batchWindow is how many chunks one send carries.
 	batchWindow = 4
 	// pipeDepth is how many sends are on the wire at once: the server runs
-	// one while the next travels.
-	pipeDepth = 2
+	// one while the next ones travel, so that it never waits for a client slowed
+	// by another process on its CPU (on Redis 8.6.3, 1,000,000 native lines
+	// on a shared 2-CPU machine: 2 sends kept the server busy ~85% of the
+	// time, below redis-cli --pipe; 4 sends, above it).
+	pipeDepth = 4
 )
 
 // BatchSpec says what to send and how.
@@ -70,6 +74,9 @@ type BatchSpec struct {
 	// of the first reply of a cluster whose slot is moving, after which
 	// the batch waits for the migration while Conn.Timeout allows.
 	OnRetry func(attempt int, err error)
+	// OnFallback, when set, hears why a native batch goes on by MULTI/EXEC
+	// (BatchSummary.Path), once, before it does.
+	OnFallback func(why string)
 	// Delivered, when set, is called after the results of each committed
 	// chunk were emitted, before the next chunk's (xadd flushes its
 	// output there, so a reader sees each line once it is committed).
@@ -99,6 +106,7 @@ type BatchInput interface {
 // BatchResult is one line's add.
 type BatchResult struct {
 	Line int64
+	PID  string // the producer it was added under (a line may name its own)
 	AddResult
 	Retried   bool // it came through a recovery after a network error
 	ReplyLost bool // committed, but its reply was lost and not kept (native): ID unknown
@@ -117,10 +125,29 @@ type BatchSummary struct {
 	Duplicates  int64
 	LastLine    int64 // the last line committed, by this run or before
 	Mode        Mode
+	// Path is how the chunks went: PathScript (one script call a chunk, on
+	// a pipe with several chunks in flight) or, native, PathMulti (one
+	// MULTI/EXEC a chunk), for the reason PathWhy says.
+	Path    BatchPath
+	PathWhy string
 	// Unacked counts the adds committed on the primary but not acknowledged
 	// as BatchSpec.Durability asked: not emitted, and not in Lines.
 	Unacked int64
 }
+
+// BatchPath is how a batch's chunks went to the server.
+type BatchPath string
+
+// Batch paths.
+const (
+	// PathScript: one script call a chunk (emulated, or native with
+	// lua/stream_native_batch.lua), several chunks in flight on a pipe.
+	PathScript BatchPath = "script"
+	// PathMulti: native, one MULTI/EXEC a chunk (batch_native.go): where
+	// the native script cannot run (no scripting rights, EVALSHA renamed
+	// away), or the stream still holds emulated IDMP state.
+	PathMulti BatchPath = "multi"
+)
 
 // Progress is a batch's progress record.
 type Progress struct {
@@ -199,8 +226,11 @@ type chunk struct {
 	reqs     []AddRequest
 	lines    []int64
 	retried  bool
-	call     *redisconn.Call // its emulated script call, once prepared
-	iids     []string        // each request's iid (derived for Auto)
+	call     *redisconn.Call // its script call, once prepared
+	iids     []string        // each request's iid (emulated: derived for Auto; native: "" for Auto)
+	// multi: native, a line has more field/value arguments than one XADD
+	// from Lua takes: the chunk goes in a MULTI/EXEC of its own.
+	multi bool
 }
 
 // RunBatch adds the input's lines exactly once and calls emit with each
@@ -268,11 +298,7 @@ func (s *Streams) RunBatch(ctx context.Context, spec BatchSpec, in BatchInput, e
 		}
 		printed <- perr
 	}()
-	if s.Mode == ModeNative {
-		err = r.runNative(ctx)
-	} else {
-		err = r.runEmulated(ctx)
-	}
+	err = r.runScripted(ctx)
 	if cerr := r.cover(ctx); err == nil {
 		err = cerr
 	}
@@ -505,6 +531,7 @@ func (r *batchRun) nextChunk(size int, from int64) (*chunk, error) {
 		c.to = n
 		if add {
 			c.lines = append(c.lines, n)
+			c.multi = c.multi || r.s.Mode == ModeNative && len(c.reqs[len(c.reqs)-1].Fields) > idmp.MaxEmulatedFieldArgs
 		}
 	}
 	if len(c.reqs) == 0 { // trailing blank lines are not worth a record
@@ -569,7 +596,7 @@ func (r *batchRun) fill(queue []*chunk, from int64) ([]*chunk, error) {
 func (r *batchRun) confirm(c *chunk, res []AddResult, lost bool) error {
 	out := make([]BatchResult, len(res))
 	for i, a := range res {
-		out[i] = BatchResult{Line: c.lines[i], AddResult: a, Retried: c.retried, ReplyLost: lost}
+		out[i] = BatchResult{Line: c.lines[i], PID: c.reqs[i].PID, AddResult: a, Retried: c.retried, ReplyLost: lost}
 	}
 	if r.spec.Durability.On() {
 		r.unacked = append(r.unacked, out...)
@@ -630,13 +657,17 @@ func (r *batchRun) lineError(c *chunk, i int, err error) error {
 	return exit.WithHint(e, hint)
 }
 
-// runEmulated sends windows of chunks, one round trip each. Reading and
-// parsing the input, and preparing the script calls, run ahead in a
-// goroutine of their own (at most two windows ahead): the server adds one
-// window while the next is being read.
-func (r *batchRun) runEmulated(ctx context.Context) error {
+// runScripted sends windows of chunks, one script call a chunk, on a pipe
+// where several sends are in flight (sendScripted). Reading and parsing
+// the input, and preparing the script calls, run ahead in a goroutine of
+// their own (at most two windows ahead): the server adds one window while
+// the next is being read. Native, where the chunk script cannot run (no
+// scripting rights, or the stream holds emulated IDMP state), the chunks
+// not committed and the rest of the input go by MULTI/EXEC (runNative).
+func (r *batchRun) runScripted(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	r.sum.Path = PathScript
 	windows := make(chan []*chunk, 2)
 	var readErr error
 	go func() {
@@ -664,7 +695,12 @@ func (r *batchRun) runEmulated(ctx context.Context) error {
 			}
 		}
 	}()
-	if err := r.sendEmulated(ctx, windows); err != nil {
+	left, err := r.sendScripted(ctx, windows)
+	var fb *errFallback
+	if errors.As(err, &fb) {
+		err = r.runFallback(ctx, fb, left, windows)
+	}
+	if err != nil {
 		cancel()
 		for range windows { // let the reader stop
 		}
@@ -678,9 +714,13 @@ func (r *batchRun) runEmulated(ctx context.Context) error {
 
 // prepare builds a chunk's script call (once: a chunk cut short by a
 // recovery gets a new one). Which kept replies it drops is decided when it
-// is sent (dropArg).
+// is sent (dropArg). A chunk that goes in a MULTI/EXEC has none.
 func (r *batchRun) prepare(c *chunk) error {
-	if c.call != nil {
+	if c.call != nil || c.multi {
+		return nil
+	}
+	if r.s.Mode == ModeNative {
+		c.call, c.iids = r.nativeBatchCall(c)
 		return nil
 	}
 	cp := &chunkProgress{Key: r.key, Index: r.layout.Batches, ID: r.spec.ID, PID: r.spec.Template.PID,
@@ -690,23 +730,32 @@ func (r *batchRun) prepare(c *chunk) error {
 	return err
 }
 
-// sendEmulated commits the windows as the reader prepares them, on a pipe
+// sendScripted commits the windows as the reader prepares them, on a pipe
 // of their own (redisconn.Pipe) where up to pipeDepth windows are on the
 // wire: the server runs one while the next travels. Each chunk's script
 // moves the progress record compare-and-set, so the chunks after one that
 // stopped, failed or was refused change nothing. After a network error (or
 // a chunk the record says is done), the record tells what was committed,
 // whose kept replies are emitted, and the rest goes again.
-func (r *batchRun) sendEmulated(ctx context.Context, windows <-chan []*chunk) error {
+//
+// Native, a chunk marked multi goes in a MULTI/EXEC of its own once what
+// was sent before it is read (sendNative); and where the chunk script
+// cannot run, the error is an *errFallback, with the chunks not committed,
+// in order, for runNative.
+func (r *batchRun) sendScripted(ctx context.Context, windows <-chan []*chunk) ([]*chunk, error) {
 	d := r.spec.Durability
 	if err := r.s.Conn.CheckDurable(ctx, r.spec.Template.Stream, d); err != nil {
-		return err
+		return nil, err
 	}
 	// A wait that falls short stops the run: no more writes go before one
 	// that did not.
 	depth := pipeDepth
 	if d.On() {
 		depth = 1
+	}
+	script, drops := addScript, dropArg
+	if r.s.Mode == ModeNative {
+		script, drops = nativeBatchScript, nativeDropArg
 	}
 	var (
 		queue      []*chunk // not confirmed, oldest first: the first onWire were sent
@@ -715,7 +764,11 @@ func (r *batchRun) sendEmulated(ctx context.Context, windows <-chan []*chunk) er
 		pipe       *redisconn.Pipe
 		more       = true
 		recovering bool
+		nc         = &nativeBatchConn{r: r} // the MULTI/EXEC chunks' connection
+		fallback   *errFallback
+		final      error // ends the run, not to be retried (retried already)
 	)
+	defer nc.close()
 	drop := func() { // what is on the wire is left to a recovery
 		if pipe != nil {
 			pipe.Close()
@@ -727,24 +780,53 @@ func (r *batchRun) sendEmulated(ctx context.Context, windows <-chan []*chunk) er
 			pipe.Close()
 		}
 	}()
+	// send sends the chunks after those on the wire up to the first that
+	// goes in a MULTI/EXEC.
 	send := func() error {
-		cmds := make([][]any, 0, len(queue)-onWire+1)
-		for _, c := range queue[onWire:] {
+		n := onWire
+		for n < len(queue) && !queue[n].multi {
+			n++
+		}
+		if n == onWire {
+			return nil
+		}
+		cmds := make([][]any, 0, n-onWire+1)
+		for _, c := range queue[onWire:n] {
 			if err := r.prepare(c); err != nil {
 				return err
 			}
-			c.call.Args[dropArg] = ""
+			c.call.Args[drops] = ""
 			if len(r.kept) > 0 {
-				c.call.Args[dropArg], r.kept = strconv.FormatInt(r.kept[0], 10), r.kept[1:]
+				c.call.Args[drops], r.kept = strconv.FormatInt(r.kept[0], 10), r.kept[1:]
 			}
 			cmds = append(cmds, c.call.Command(false))
 		}
 		if d.On() {
 			cmds = append(cmds, redisconn.WaitCommand(d))
 		}
-		groups = append(groups, len(queue)-onWire)
-		onWire = len(queue)
+		groups = append(groups, n-onWire)
+		onWire = n
 		return pipe.Send(cmds)
+	}
+	// fellBack ends the script's run: what is still on the wire ran
+	// nothing (each chunk finds the record short of its first line, or the
+	// same refusal), and its replies are read before the rest goes another
+	// way.
+	fellBack := func(fb *errFallback) error {
+		for _, n := range groups {
+			if d.On() {
+				n++
+			}
+			for range n {
+				var reply redisconn.ReplyError
+				if _, err := pipe.Recv(); err != nil && !errors.As(err, &reply) {
+					break // closed: nothing more to read
+				}
+			}
+		}
+		pipe.Close()
+		pipe, groups, onWire, fallback = nil, nil, 0, fb
+		return nil
 	}
 	op := func() error {
 		for {
@@ -756,7 +838,11 @@ func (r *batchRun) sendEmulated(ctx context.Context, windows <-chan []*chunk) er
 				queue, recovering = q, false
 			}
 			if pipe == nil {
-				p, err := r.s.Conn.OpenPipe(ctx, r.spec.Template.Stream, batchClientName(r.run), addScript)
+				p, err := r.s.Conn.OpenPipe(ctx, r.spec.Template.Stream, batchClientName(r.run), script)
+				if why := noScripting(err); why != "" && r.s.Mode == ModeNative {
+					fallback = &errFallback{why: why}
+					return nil
+				}
 				if err != nil {
 					return err
 				}
@@ -766,13 +852,21 @@ func (r *batchRun) sendEmulated(ctx context.Context, windows <-chan []*chunk) er
 				}
 			}
 			// Chunks a recovery left go first, then windows as they come.
-			if onWire < len(queue) {
-				if err := send(); err != nil {
-					drop()
-					return err
-				}
+			if err := send(); err != nil {
+				drop()
+				return err
 			}
-			for more && len(groups) < depth {
+			if len(groups) == 0 && len(queue) > 0 {
+				// A chunk for a MULTI/EXEC of its own, now that all sent
+				// before it is read (sendNative recovers on its own).
+				if err := r.sendNative(ctx, nc, queue[0]); err != nil {
+					final = err
+					return nil
+				}
+				queue = queue[1:]
+				continue
+			}
+			for more && len(groups) < depth && onWire == len(queue) {
 				var w []*chunk
 				if len(groups) == 0 {
 					select {
@@ -796,10 +890,17 @@ func (r *batchRun) sendEmulated(ctx context.Context, windows <-chan []*chunk) er
 				}
 			}
 			if len(groups) == 0 {
+				if len(queue) > 0 {
+					continue // a MULTI/EXEC chunk came
+				}
 				return nil
 			}
 			moved, err := r.receive(ctx, pipe, &queue, groups[0])
+			var fb *errFallback
 			switch {
+			case errors.As(err, &fb):
+				groups = groups[1:]
+				return fellBack(fb)
 			case moved:
 				drop()
 				continue
@@ -814,19 +915,31 @@ func (r *batchRun) sendEmulated(ctx context.Context, windows <-chan []*chunk) er
 		}
 	}
 	err := redisconn.WithRetriesWithin(ctx, r.spec.Retries, r.s.Conn.Timeout, op, r.spec.OnRetry)
-	return r.unavailable(err)
+	switch {
+	case err != nil:
+		return nil, r.unavailable(err)
+	case final != nil:
+		return nil, final
+	case fallback != nil:
+		return queue, fallback
+	}
+	return nil, nil
 }
 
 // receive reads the replies of the oldest send on the pipe, n chunks (and
 // the wait after them), confirming the chunks from the front of queue.
 // moved is a chunk the progress record had moved past (it ran already, or
 // another run of the batch did): a recovery settles it and what follows. A
-// retryable error leaves what is on the wire to a recovery too.
+// retryable error leaves what is on the wire to a recovery too. An
+// *errFallback (native: the chunk script cannot run here) comes once the
+// rest of the send's replies are read.
 func (r *batchRun) receive(ctx context.Context, pipe *redisconn.Pipe, queue *[]*chunk, n int) (moved bool, err error) {
-	for range n {
+	d := r.spec.Durability
+	for i := range n {
 		c := (*queue)[0]
 		v, err := pipe.Recv()
 		var reply redisconn.ReplyError
+		var fb *errFallback
 		switch {
 		case err != nil && !errors.As(err, &reply):
 			return false, err // the connection
@@ -841,23 +954,51 @@ func (r *batchRun) receive(ctx context.Context, pipe *redisconn.Pipe, queue *[]*
 			return false, err
 		case err != nil && redisconn.Retryable(err):
 			return false, err
+		case err != nil && r.s.Mode == ModeNative && noScripting(err) != "":
+			fb = &errFallback{why: noScripting(err)}
 		case err != nil:
 			return false, exit.Wrap(scriptErr(err), r.what())
 		}
-		res, err := parseAddReply(v, c.iids, len(c.reqs))
-		var refused *errProgressMoved
-		if errors.As(err, &refused) {
-			return true, nil
+		var res []AddResult
+		if fb == nil {
+			res, err = r.parseReply(v, c)
 		}
-		if cerr := r.confirm(c, res, false); cerr != nil {
-			return false, cerr
+		var refused *errProgressMoved
+		var unknown *errOutcomesUnknown
+		switch {
+		case fb != nil || errors.As(err, &fb):
+			// Nothing of it ran, nor anything sent after it: the replies
+			// of the rest of the send are read.
+			rest := n - i - 1
+			if d.On() {
+				rest++
+			}
+			for range rest {
+				if _, err := pipe.Recv(); err != nil && !errors.As(err, &reply) {
+					break
+				}
+			}
+			return false, fb
+		case errors.As(err, &refused):
+			return true, nil
+		case errors.As(err, &unknown):
+			// Committed; what each add was, the server's counters do not
+			// say: reported as a lost reply's lines are.
+			err = unknown.then
+			if cerr := r.confirm(c, res, true); cerr != nil {
+				return false, cerr
+			}
+		default:
+			if cerr := r.confirm(c, res, false); cerr != nil {
+				return false, cerr
+			}
 		}
 		*queue = (*queue)[1:]
 		if err != nil {
 			return false, r.lineError(c, len(res), err) // the results waiting on a wait are covered at the end (cover)
 		}
 	}
-	if d := r.spec.Durability; d.On() {
+	if d.On() {
 		v, err := pipe.Recv()
 		var reply redisconn.ReplyError
 		if err != nil && !errors.As(err, &reply) {
@@ -866,6 +1007,14 @@ func (r *batchRun) receive(ctx context.Context, pipe *redisconn.Pipe, queue *[]*
 		return false, r.settle(redisconn.AckOf(d, v, err))
 	}
 	return false, nil
+}
+
+// parseReply reads a chunk's script reply.
+func (r *batchRun) parseReply(v any, c *chunk) ([]AddResult, error) {
+	if r.s.Mode == ModeNative {
+		return parseNativeBatchReply(v, c.iids, len(c.reqs))
+	}
+	return parseAddReply(v, c.iids, len(c.reqs))
 }
 
 // unavailable explains a run stopped by the network: what it confirmed,
@@ -918,20 +1067,25 @@ func (r *batchRun) recover(ctx context.Context, queue []*chunk) ([]*chunk, error
 			stopped, p = p.Run, again
 			continue
 		}
-		// Committed, in whole or in part: its first n lines.
+		// Committed, in whole or in part: its first n lines (the record
+		// moves only over lines committed in order, each once).
 		n := 0
 		for n < len(c.lines) && c.lines[n] <= p.Line {
 			n++
 		}
 		// Their replies, as the chunk that committed them from c.from
 		// kept them: this run's, or one that stopped, whose chunks may be
-		// cut elsewhere (a piped input is cut where it waited).
-		res, err := keptReplies(p.replies[c.from], c)
+		// cut elsewhere (a piped input is cut where it waited). None kept
+		// there, or not this chunk's: another run committed its lines in
+		// chunks of its own, and the record names the last run that moved
+		// it, maybe this one since (its chunks after this one are
+		// pipelined): committed, the IDs not known here. (This run's own
+		// commit of a chunk keeps its replies under the chunk's first line
+		// until the chunk is confirmed.)
+		res, err := keptReplies(p.replies[c.from], c, r.s.Mode)
 		switch {
-		case err != nil && p.Run != "" && p.Run != r.run:
-			res = nil // not this chunk's: the IDs are not known here
 		case err != nil:
-			return nil, exit.New(exit.Internal, r.what(), "line %d: %v", c.from, err)
+			res = nil
 		case len(res) > n:
 			res = res[:n]
 		}
@@ -943,7 +1097,7 @@ func (r *batchRun) recover(ctx context.Context, queue []*chunk) ([]*chunk, error
 		// chunks of its own: committed, IDs unknown.
 		lost := make([]AddResult, 0, n-len(res))
 		for i := len(res); i < n; i++ {
-			lost = append(lost, AddResult{IID: c.reqs[i].IID, Mode: ModeEmulated})
+			lost = append(lost, AddResult{IID: c.reqs[i].IID, Mode: r.s.Mode})
 		}
 		if err := r.confirmPart(c, len(res), n, lost, true); err != nil {
 			return nil, err
@@ -1078,19 +1232,23 @@ func (r *batchRun) otherRunBusy(c *chunk, p Progress) error {
 	return e
 }
 
-// keptReplies reads a chunk's replies as the script kept them.
-func keptReplies(kept string, c *chunk) ([]AddResult, error) {
+// keptReplies reads a chunk's replies as the script of mode kept them.
+func keptReplies(kept string, c *chunk, mode Mode) ([]AddResult, error) {
 	if kept == "" {
 		return nil, errors.New("its replies are not kept in the progress record")
 	}
 	iids := make([]string, len(c.reqs))
 	for i, r := range c.reqs {
 		iids[i] = r.IID
-		if r.Auto {
+		if r.Auto && mode != ModeNative { // native IDMPAUTO does not tell its iid
 			iids[i] = AutoIID(r.Fields)
 		}
 	}
-	return parseDone(kept, iids, len(c.reqs))
+	res, err := parseDone(kept, iids, len(c.reqs))
+	for i := range res {
+		res[i].Mode = mode
+	}
+	return res, err
 }
 
 // tidy drops the replies the record still keeps once the run is done.

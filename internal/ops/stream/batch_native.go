@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -16,27 +17,30 @@ import (
 )
 
 // runNative commits one chunk per MULTI/EXEC on a connection of its own:
-// [XINFO, (XADD, XINFO)..., the progress record], compare-and-set through
-// WATCH (nativeChunk). After a network error the connection that may still
-// hold a stalled chunk is waited out (CLIENT LIST ID) before the record is
-// read: after that no old chunk can run, and the record is the truth. Its
-// committed chunks' replies are lost (MULTI cannot keep what it is about to
-// learn): their lines are reported committed with the ID unknown.
-func (r *batchRun) runNative(ctx context.Context) error {
-	nc := &nativeBatchConn{r: r}
-	defer nc.close()
+// [TIME, XINFO, XADD..., XINFO, the progress record], compare-and-set through
+// WATCH (nativeChunk): the native path where the chunk script cannot run
+// (see batch_native_script.go). It takes queue, the chunks read and not
+// committed, then the windows the reader sends. After a network error the
+// connection that may still hold a stalled chunk is waited out (CLIENT
+// LIST ID) before the record is read: after that no old chunk can run, and
+// the record is the truth. Its committed chunks' replies are lost (MULTI
+// cannot keep what it is about to learn): their lines are reported
+// committed with the ID unknown.
+func (r *batchRun) runNative(ctx context.Context, nc *nativeBatchConn, queue []*chunk, windows <-chan []*chunk) error {
 	for {
-		queue, err := r.fill(nil, r.sum.LastLine)
-		if err != nil {
-			return err
-		}
-		if len(queue) == 0 {
-			return nil
-		}
 		for _, c := range queue {
 			if err := r.sendNative(ctx, nc, c); err != nil {
 				return err
 			}
+		}
+		more := false
+		select {
+		case queue, more = <-windows:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if !more {
+			return nil
 		}
 	}
 }
@@ -160,7 +164,12 @@ func (r *batchRun) sendNative(ctx context.Context, nc *nativeBatchConn, c *chunk
 			recovering = true
 			return err
 		}
-		if cerr := r.confirm(c, res, false); cerr != nil {
+		var unknown *errOutcomesUnknown
+		lost := errors.As(err, &unknown) // committed, what each was not known
+		if lost {
+			err = unknown.then
+		}
+		if cerr := r.confirm(c, res, lost); cerr != nil {
 			return cerr
 		}
 		if d := r.spec.Durability; d.On() {
@@ -329,19 +338,25 @@ func (r *batchRun) nativeChunkOnce(ctx context.Context, cn *redis.Conn, c *chunk
 		}
 		guard = g
 	}
-	infos := make([]*redis.XInfoStreamCmd, len(c.reqs)+1)
+	var tm *redis.TimeCmd
+	var infoBefore, infoAfter *redis.XInfoStreamCmd
 	adds := make([]*redis.StringCmd, len(c.reqs))
 	now := time.Now().UnixMilli() // an informational time: nothing is decided on it
 	var queued []redis.Cmder
 	queued, err = cn.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		if guard != nil {
+			// The stream holds emulated state: the upgrade guard's
+			// script decides each add (guard.go).
 			guard.queue(ctx, p)
 		} else {
-			infos[0] = p.XInfoStream(ctx, stream)
+			// TIME and the IDs that * generates use one snapshot of the
+			// clock in a MULTI/EXEC, as in a script: see tellNative.
+			tm = p.Time(ctx)
+			infoBefore = p.XInfoStream(ctx, stream)
 			for i, req := range c.reqs {
 				adds[i] = p.XAdd(ctx, nativeXAddArgs(req))
-				infos[i+1] = p.XInfoStream(ctx, stream)
 			}
+			infoAfter = p.XInfoStream(ctx, stream)
 		}
 		h := []any{"line", c.to, "digest", c.digest, "digest-line", c.to, "batch", r.spec.ID, "pid", r.spec.Template.PID,
 			"stream", stream, "mode", "native", "updated", now}
@@ -374,11 +389,11 @@ func (r *batchRun) nativeChunkOnce(ctx context.Context, cn *redis.Conn, c *chunk
 	if redis.IsExecAbortError(err) {
 		// A command was refused when queued (OOM, NOPERM, MOVED): nothing
 		// ran, and its own error says why. Any command of the MULTI: in a
-		// slot being migrated the first XINFO meets ASK or TRYAGAIN, which
-		// the caller waits out; EXECABORT alone was an internal error (70).
-		for _, c := range queued {
-			if cerr := c.Err(); cerr != nil && !redis.IsExecAbortError(cerr) {
-				return nil, cerr
+		// slot being migrated the first (TIME aside) meets ASK or TRYAGAIN,
+		// which the caller waits out.
+		for _, q := range queued {
+			if qerr := q.Err(); qerr != nil && !redis.IsExecAbortError(qerr) {
+				return nil, qerr
 			}
 		}
 		return nil, err
@@ -400,10 +415,7 @@ func (r *batchRun) nativeChunkOnce(ctx context.Context, cn *redis.Conn, c *chunk
 		}
 		return out, addErr
 	}
-	var prev int64
-	if v, err := infos[0].Result(); err == nil {
-		prev = v.IIDsDuplicates
-	}
+	ids := make([]string, 0, len(c.reqs))
 	for i, req := range c.reqs {
 		id, err := adds[i].Result()
 		if errors.Is(err, redis.Nil) {
@@ -413,21 +425,83 @@ func (r *batchRun) nativeChunkOnce(ctx context.Context, cn *redis.Conn, c *chunk
 			addErr = err
 			break
 		}
-		after, err := infos[i+1].Result()
-		if err != nil {
-			return out, exit.New(exit.Internal, "XINFO STREAM after XADD", "%v", err)
-		}
-		out = append(out, AddResult{ID: id, IID: req.IID, Duplicate: after.IIDsDuplicates > prev, Mode: ModeNative})
-		prev = after.IIDsDuplicates
+		ids = append(ids, id)
+		out = append(out, AddResult{ID: id, IID: req.IID, Mode: ModeNative})
 	}
 	if addErr != nil {
 		// EXEC ran the record's move although an add failed.
 		if rerr := r.restore(ctx, cn, c, before, len(out)); rerr != nil {
 			return out, rerr
 		}
+	}
+	if len(out) == 0 {
+		return out, addErr
+	}
+	// What each add was, from the stream before and after them.
+	last, added0, dups0 := "0-0", int64(0), int64(0)
+	if v, err := infoBefore.Result(); err == nil {
+		last, added0, dups0 = v.LastGeneratedID, v.EntriesAdded, v.IIDsDuplicates
+	}
+	v, err := infoAfter.Result()
+	t, terr := tm.Result()
+	if err = errors.Join(err, terr); err != nil {
+		return out, exit.New(exit.Internal, "XINFO STREAM and TIME around the adds", "%v", err)
+	}
+	dup, sure := tellNative(last, t.UnixMilli(), ids, v.EntriesAdded-added0, v.IIDsDuplicates-dups0)
+	for i := range out {
+		out[i].Duplicate = dup[i]
+	}
+	if !sure {
+		return out, &errOutcomesUnknown{then: addErr}
+	}
+	if addErr != nil {
 		return out, addErr
 	}
 	return out, r.s.nativeOriginals(ctx, stream, out)
+}
+
+// tellNative tells which of the IDs that XADD ... IDMP * replied in one
+// atomic step (a MULTI/EXEC) were of duplicates: none when the stream's
+// entries-added grew by every add and its iids-duplicates did not; else
+// each add that replied the ID * generates next (after the stream's
+// last-generated-id last before the adds, at the step's frozen clock
+// nowMS, as lua/stream_native_batch.lua tells them) made its entry, and
+// the others are duplicates. sure is false when the counters do not agree
+// with that (see the script's comment: the stream's last ID set back).
+func tellNative(last string, nowMS int64, ids []string, added, dups int64) (dup []bool, sure bool) {
+	dup = make([]bool, len(ids))
+	if added == int64(len(ids)) && dups == 0 {
+		return dup, true
+	}
+	var n int64
+	expect := nextStreamID(last, nowMS)
+	for i, id := range ids {
+		if id == expect {
+			n++
+			expect = nextStreamID(id, nowMS)
+		} else {
+			dup[i] = true
+		}
+	}
+	return dup, n == added && int64(len(ids))-n == dups
+}
+
+// nextStreamID is the ID XADD * generates after id at the clock nowMS
+// (ms): nowMS-0 when later than id's ms, else id's next sequence, or the
+// next ms's first when the sequence is at its end.
+func nextStreamID(id string, nowMS int64) string {
+	msS, seqS, _ := strings.Cut(id, "-")
+	ms, err1 := strconv.ParseUint(msS, 10, 64)
+	seq, err2 := strconv.ParseUint(seqS, 10, 64)
+	switch {
+	case err1 != nil || err2 != nil:
+		return ""
+	case nowMS >= 0 && ms < uint64(nowMS):
+		return strconv.FormatInt(nowMS, 10) + "-0"
+	case seq == math.MaxUint64:
+		return strconv.FormatUint(ms+1, 10) + "-0"
+	}
+	return msS + "-" + strconv.FormatUint(seq+1, 10)
 }
 
 func recordState(v []any) nativeRecordState {

@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -30,7 +31,22 @@ func runNativeBatch(t *testing.T, s *Streams, spec BatchSpec, in BatchInput) (Ba
 	if err := r.start(ctx); err != nil {
 		return r.sum, err
 	}
-	err = r.runNative(ctx)
+	var queue []*chunk
+	for from := r.sum.LastLine; ; {
+		q, err := r.fill(nil, from)
+		if err != nil {
+			return r.sum, err
+		}
+		if len(q) == 0 {
+			break
+		}
+		queue, from = append(queue, q...), q[len(q)-1].to
+	}
+	windows := make(chan []*chunk)
+	close(windows)
+	nc := &nativeBatchConn{r: r}
+	defer nc.close()
+	err = r.runNative(ctx, nc, queue, windows)
 	return r.sum, err
 }
 
@@ -79,6 +95,49 @@ func TestNativeBatchNeverCountsAFailedAdd(t *testing.T) {
 			if n := rdb.XLen(ctx, stream).Val(); n != c.wantLen {
 				t.Errorf("%s: XLEN %d, want %d", c.name, n, c.wantLen)
 			}
+		}
+	}
+}
+
+func TestNextStreamID(t *testing.T) {
+	for _, c := range []struct {
+		id   string
+		now  int64
+		want string
+	}{
+		{"0-0", 1000, "1000-0"},
+		{"999-7", 1000, "1000-0"},
+		{"1000-7", 1000, "1000-8"},
+		{"5000-7", 1000, "5000-8"},
+		{"1000-18446744073709551615", 1000, "1001-0"},
+		{"99999999999999999-3", 1000, "99999999999999999-4"},
+		{"18446744073709551615-18446744073709551614", 1000, "18446744073709551615-18446744073709551615"},
+		{"x", 1000, ""},
+	} {
+		if got := nextStreamID(c.id, c.now); got != c.want {
+			t.Errorf("nextStreamID(%q, %d) = %q, want %q", c.id, c.now, got, c.want)
+		}
+	}
+}
+
+func TestTellNative(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		last        string
+		ids         []string
+		added, dups int64
+		want        []bool
+		wantSure    bool
+	}{
+		{"all new, by the counters", "0-0", []string{"9-0", "9-1"}, 2, 0, []bool{false, false}, true},
+		{"a duplicate of an earlier line", "5-3", []string{"9-0", "9-0", "9-1"}, 2, 1, []bool{false, true, false}, true},
+		{"a duplicate of an older entry", "9-4", []string{"2-0", "9-5"}, 1, 1, []bool{true, false}, true},
+		{"the clock behind the last ID", "20-4", []string{"20-5", "20-5", "20-6"}, 2, 1, []bool{false, true, false}, true},
+		{"a duplicate looking new: not sure", "0-1", []string{"9-0"}, 0, 1, []bool{false}, false},
+	} {
+		got, sure := tellNative(c.last, 9, c.ids, c.added, c.dups)
+		if sure != c.wantSure || fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: %v (sure %v), want %v (sure %v)", c.name, got, sure, c.want, c.wantSure)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -55,6 +56,26 @@ func (in *gatedLines) Ready() bool {
 	return in.next < in.limit
 }
 
+// forBatchModes runs f for the emulated batch on the server under test,
+// and for the native batch (its chunk script) on a native-IDMP server
+// beside it: each server started with config, IDMP-MAXSIZE maxsize for a
+// stream whose tracking starts.
+func forBatchModes(t *testing.T, maxsize int64, config []string, f func(t *testing.T, conn *redisconn.Conn, s *Streams)) {
+	t.Run("emulated", func(t *testing.T) {
+		t.Parallel()
+		conn, _ := redistest.Conn(t, config...)
+		f(t, conn, &Streams{Conn: conn, Mode: ModeEmulated, Defaults: &idmp.Defaults{Duration: 100, MaxSize: maxsize}})
+	})
+	t.Run("native", func(t *testing.T) {
+		t.Parallel()
+		conn, _ := nativeConn(t, config...)
+		if err := conn.Client().ConfigSet(context.Background(), "stream-idmp-maxsize", strconv.FormatInt(maxsize, 10)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		f(t, conn, &Streams{Conn: conn, Mode: ModeNative})
+	})
+}
+
 // otherRun commits chunks of a batch as another run of it would, on a
 // connection of its own named as that run's are.
 type otherRun struct {
@@ -83,6 +104,20 @@ func (o *otherRun) commit(from, to int) {
 		lines = append(lines, int64(i+1))
 		iids = append(iids, r.IID)
 	}
+	if o.s.Mode == ModeNative {
+		r := &batchRun{s: o.s, spec: BatchSpec{Template: o.tmpl, ID: "b", TTL: time.Hour}, layout: o.layout,
+			key: o.layout.Batch(o.tmpl.PID, "b"), run: o.run}
+		c := &chunk{from: int64(from), to: int64(to), digest: hex.EncodeToString(h.Sum(nil)), reqs: reqs, lines: lines}
+		call, iids := r.nativeBatchCall(c)
+		v, err := nativeBatchScript.Run(context.Background(), o.cn, call.Keys, call.Args...).Result()
+		if err != nil {
+			o.t.Fatalf("the other run's chunk %d-%d: %v", from, to, err)
+		}
+		if _, err := parseNativeBatchReply(v, iids, len(reqs)); err != nil {
+			o.t.Logf("the other run's chunk %d-%d: %v", from, to, err)
+		}
+		return
+	}
 	cp := &chunkProgress{Key: o.layout.Batch(o.tmpl.PID, "b"), Index: o.layout.Batches, ID: "b", PID: o.tmpl.PID,
 		From: int64(from), To: int64(to), Digest: hex.EncodeToString(h.Sum(nil)), DropReplies: -1, TTL: time.Hour, Lines: lines, Run: o.run}
 	call, _, err := o.s.emulatedAddCall(reqs, cp, false)
@@ -107,9 +142,11 @@ func (o *otherRun) commit(from, to int) {
 // A run whose connection stays open is live: 75.
 func TestBatchRunAfterADyingRun(t *testing.T) {
 	t.Parallel()
-	conn, _ := redistest.Conn(t)
+	forBatchModes(t, 100, nil, testBatchRunAfterADyingRun)
+}
+
+func testBatchRunAfterADyingRun(t *testing.T, conn *redisconn.Conn, s *Streams) {
 	ctx := context.Background()
-	s := &Streams{Conn: conn, Mode: ModeEmulated, Defaults: &idmp.Defaults{Duration: 100, MaxSize: 100}}
 	for _, dying := range []bool{true, false} {
 		stream := "s-dying-" + strconv.FormatBool(dying)
 		layout, _ := idmp.StateKeys(stream, false)
@@ -181,10 +218,12 @@ func TestBatchRunAfterADyingRun(t *testing.T) {
 // the chunk was committed and never reported.
 func TestBatchRunAfterRunCutElsewhere(t *testing.T) {
 	t.Parallel()
-	conn, _ := redistest.Conn(t)
-	ctx := context.Background()
 	// IDMP-MAXSIZE 1: a line sent twice is in the stream twice.
-	s := &Streams{Conn: conn, Mode: ModeEmulated, Defaults: &idmp.Defaults{Duration: 100, MaxSize: 1}}
+	forBatchModes(t, 1, nil, testBatchRunAfterRunCutElsewhere)
+}
+
+func testBatchRunAfterRunCutElsewhere(t *testing.T, conn *redisconn.Conn, s *Streams) {
+	ctx := context.Background()
 	for k, cuts := range [][][2]int{{{100, 150}, {150, 300}}, {{100, 150}, {150, 180}}} {
 		stream := "s-cut-" + strconv.Itoa(k)
 		layout, _ := idmp.StateKeys(stream, false)
@@ -248,9 +287,11 @@ func TestBatchRunAfterRunCutElsewhere(t *testing.T) {
 // record standing still, rather than failing on CLIENT LIST.
 func TestBatchRunAfterAStoppedRunWithoutCLIENT(t *testing.T) {
 	t.Parallel()
-	conn, _ := redistest.Conn(t, `rename-command CLIENT ""`)
+	forBatchModes(t, 100, []string{`rename-command CLIENT ""`}, testBatchRunAfterAStoppedRunWithoutCLIENT)
+}
+
+func testBatchRunAfterAStoppedRunWithoutCLIENT(t *testing.T, conn *redisconn.Conn, s *Streams) {
 	ctx := context.Background()
-	s := &Streams{Conn: conn, Mode: ModeEmulated, Defaults: &idmp.Defaults{Duration: 100, MaxSize: 100}}
 	stream := "s-noclient"
 	layout, _ := idmp.StateKeys(stream, false)
 	tmpl := AddRequest{Stream: stream, PID: "p"}
@@ -280,5 +321,88 @@ func TestBatchRunAfterAStoppedRunWithoutCLIENT(t *testing.T) {
 	}
 	if n := conn.Client().XLen(ctx, stream).Val(); n != 500 {
 		t.Fatalf("XLEN %d, want 500", n)
+	}
+}
+
+// A run that stopped committed lines past where this run's first chunk
+// went: a recovery settles that chunk and leaves the rest to come (each of
+// this run's later chunks up to the stopped run's line is refused). When
+// one of those is refused while a chunk after it, pipelined behind it,
+// commits, the record names this run: the lines between were still the
+// stopped run's. Before: "its replies are not kept in the progress record"
+// (70), as a lost reply of this run; TestBatchRunAfterRunCutElsewhere hit it
+// now and then.
+func TestBatchRunAfterStoppedRunAheadOfPipelinedChunks(t *testing.T) {
+	t.Parallel()
+	forBatchModes(t, 100, nil, testBatchRunAfterStoppedRunAheadOfPipelinedChunks)
+}
+
+func testBatchRunAfterStoppedRunAheadOfPipelinedChunks(t *testing.T, conn *redisconn.Conn, s *Streams) {
+	ctx := context.Background()
+	stream := "s-ahead"
+	layout, _ := idmp.StateKeys(stream, false)
+	tmpl := AddRequest{Stream: stream, PID: "p"}
+	lines := iids("i", 500)
+	oc := redis.NewClient(conn.Client().(*redis.Client).Options())
+	cn := oc.Conn()
+	other := &otherRun{t: t, s: s, cn: cn, run: "0ther", lines: lines, tmpl: tmpl, layout: layout}
+	if err := cn.ClientSetName(ctx, batchClientName(other.run)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	other.commit(0, 100)
+	// The run reads the record (line 100) and waits for its input; the
+	// other run commits up to line 300 and stops.
+	in := newGatedLines(lines, tmpl)
+	type outcome struct {
+		sum BatchSummary
+		err error
+	}
+	done := make(chan outcome, 1)
+	seen := map[int64]int{}
+	settled := make(chan struct{})
+	go func() {
+		sum, err := s.RunBatch(ctx, BatchSpec{Template: tmpl, ID: "b", Chunk: 100, Window: 1}, in, func(r BatchResult) error {
+			seen[r.Line]++
+			if r.Line == 200 {
+				close(settled)
+			}
+			return nil
+		})
+		done <- outcome{sum, err}
+	}()
+	time.Sleep(200 * time.Millisecond) // the run has read the record
+	other.commit(100, 150)
+	other.commit(150, 300)
+	cn.Close()
+	oc.Close()
+	// Its first chunk (lines 101-200) alone: refused, settled by a
+	// recovery as the stopped run's.
+	in.release(200)
+	select {
+	case <-settled:
+	case o := <-done:
+		t.Fatalf("the run ended: %+v, %v", o.sum, o.err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("line 200 was not settled")
+	}
+	// The rest: lines 201-300 (the stopped run's) and 301-400 go in two
+	// sends, the second committed behind the first's refusal.
+	in.release(len(lines))
+	var o outcome
+	select {
+	case o = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not end")
+	}
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	for l := int64(101); l <= 500; l++ {
+		if seen[l] != 1 {
+			t.Errorf("line %d reported %d times", l, seen[l])
+		}
+	}
+	if n := conn.Client().XLen(ctx, stream).Val(); n != 500 {
+		t.Errorf("XLEN %d, want 500", n)
 	}
 }

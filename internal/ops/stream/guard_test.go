@@ -333,3 +333,28 @@ func TestGuardReaderIsRefused(t *testing.T) {
 	_, err = nat.Add(g.ctx, AddRequest{Stream: g.h.key("r"), PID: "p", IID: "i", Fields: []string{"a", "1"}})
 	wantErr(t, err, exit.Permission, "NOPERM")
 }
+
+// A native retry on a stream whose last ID was set back (XTRIM, then
+// XSETID below the tracked original) is still told a duplicate: the
+// original's ID is above the last ID, but the add did not make it.
+func TestGuardTellsDuplicateAfterLastIDSetBack(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	s := g.h.key("setback")
+	rdb := g.conn.Client()
+	first := g.add(t, g.nat, AddRequest{Stream: s, PID: "p", IID: "a", Fields: []string{"f", "1"}})
+	if first.Duplicate {
+		t.Fatalf("first add: %+v", first)
+	}
+	rdb.XTrimMaxLen(g.ctx, s, 0)
+	if err := rdb.Do(g.ctx, "XSETID", s, "0-1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	again := g.add(t, g.nat, AddRequest{Stream: s, PID: "p", IID: "a", Fields: []string{"f", "1"}})
+	if !again.Duplicate || again.ID != first.ID {
+		t.Fatalf("retry after XSETID back = %+v, want a duplicate of %s", again, first.ID)
+	}
+	if fresh := g.add(t, g.nat, AddRequest{Stream: s, PID: "p", IID: "b", Fields: []string{"f", "2"}}); fresh.Duplicate {
+		t.Fatalf("a new iid after XSETID back = %+v, want a new entry", fresh)
+	}
+}

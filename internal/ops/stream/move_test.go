@@ -54,6 +54,8 @@ func TestMoveScriptRefusesBeforeWriting(t *testing.T) {
 	}{
 		{"COPY", "src", "other", false, "1", nil, "ERR COPY to another database of a stream with emulated IDMP state is not emulated: copy within the database, or XADD the entries anew"},
 		{"COPY", "src", "src", false, "", nil, "ERR source and destination objects are the same"},
+		// The names are checked before the key (Redis's copyCommand).
+		{"COPY", "nope", "nope", false, "", nil, "ERR source and destination objects are the same"},
 		{"RENAME", "nope", "x", false, "", nil, "ERR no such key"},
 		{"RENAMENX", "src", "dst", false, "", int64(0), ""},
 		{"COPY", "src", "dst", false, "", int64(0), ""},

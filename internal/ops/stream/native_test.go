@@ -24,11 +24,12 @@ func nativeHarness(t *testing.T) *streamHarness {
 	if !redistest.Caps(t, conn).NativeIDMP {
 		t.Fatalf("%s %s from %s has no native IDMP", redistest.Caps(t, conn).Product, redistest.Caps(t, conn).Version, redistest.NativeBinary())
 	}
-	// Auto mode settles at the first add, or when a command must know:
-	// ask for native outright.
-	s, err := NewStreams(conn, ModeNative)
-	if err != nil {
-		t.Fatal(err)
+	s, err := NewStreams(conn, ModeAuto)
+	if err == nil {
+		err = s.resolve(context.Background()) // auto resolves on first use
+	}
+	if err != nil || s.Mode != ModeNative {
+		t.Fatalf("auto on a native server: %v, %v", s, err)
 	}
 	return newHarness(t, s, srv.URL)
 }

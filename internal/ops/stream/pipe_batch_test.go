@@ -31,9 +31,21 @@ func (in *flushAt) Next() (int64, []byte, error) {
 // restart) retries on a new pipe, which loads it again: every line once, in
 // order.
 func TestBatchScriptFlushed(t *testing.T) {
-	srv := redistest.NewWith(t, redistest.Options{})
+	for _, mode := range []Mode{ModeEmulated, ModeNative} {
+		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
+			opts := redistest.Options{}
+			if mode == ModeNative {
+				opts.Binary = redistest.RequireNative(t)
+			}
+			testBatchScriptFlushed(t, redistest.NewWith(t, opts), mode)
+		})
+	}
+}
+
+func testBatchScriptFlushed(t *testing.T, srv *redistest.Server, mode Mode) {
 	c := redistest.Connect(t, srv.URL)
-	s, err := NewStreams(c, ModeEmulated)
+	s, err := NewStreams(c, mode)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +59,7 @@ func TestBatchScriptFlushed(t *testing.T) {
 		lines = append(lines, r.Line)
 		return nil
 	})
-	if err != nil || sum.Lines != n || sum.Added != n || len(lines) != n {
+	if err != nil || sum.Lines != n || sum.Added != n || len(lines) != n || sum.Path != PathScript {
 		t.Fatalf("batch: %+v, %d results, %v", sum, len(lines), err)
 	}
 	for i, l := range lines {

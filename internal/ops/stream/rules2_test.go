@@ -75,11 +75,11 @@ var _ = rule("R7 errors change nothing", func(t *testing.T, h *streamHarness) {
 		want string
 	}{
 		{0, 0, "ERR At least one parameter"},
-		{-100, 0, "ERR IDMP-DURATION must be between 1 and 86400"},
-		{86401, 0, "ERR IDMP-DURATION must be between 1 and 86400"},
-		{0, -50, "ERR IDMP-MAXSIZE must be between 1 and 10000"},
-		{0, 10001, "ERR IDMP-MAXSIZE must be between 1 and 10000"},
-		{5, 10001, "ERR IDMP-MAXSIZE must be between 1 and 10000"},
+		{-100, 0, "ERR IDMP-DURATION must be between 1 and 86400 seconds"},
+		{86401, 0, "ERR IDMP-DURATION must be between 1 and 86400 seconds"},
+		{0, -50, "ERR IDMP-MAXSIZE must be between 1 and 10000 entries"},
+		{0, 10001, "ERR IDMP-MAXSIZE must be between 1 and 10000 entries"},
+		{5, 10001, "ERR IDMP-MAXSIZE must be between 1 and 10000 entries"},
 	} {
 		_, err := h.s.CfgSet(h.ctx, s, c.d, c.n)
 		wantErr(t, err, exit.Usage, c.want)
@@ -272,7 +272,7 @@ var _ = rule("R12 a key of another type is WRONGTYPE everywhere", func(t *testin
 		t.Fatalf("the string became %q", v)
 	}
 	_, err = h.s.Add(h.ctx, AddRequest{Stream: h.key("s"), PID: "", IID: "i", Fields: []string{"f", "v"}})
-	wantErr(t, err, exit.Usage, "ERR IDMP requires a non-empty producer ID")
+	wantErr(t, err, exit.Usage, "ERR syntax error, IDMP requires a non-empty producer ID")
 })
 
 var _ = rule("R13 a deleted and recreated stream remembers nothing", func(t *testing.T, h *streamHarness) {

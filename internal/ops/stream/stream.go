@@ -63,21 +63,22 @@ type AddRequest struct {
 	ID         string
 }
 
-// Validate checks a request without a server, with the texts Redis uses (R12).
+// Validate checks a request without a server, with the texts Redis 8.6.3
+// uses (R12).
 // Failures are usage errors (64).
 func (r AddRequest) Validate() error {
 	usage := func(msg string) error { return exit.New(exit.Usage, "", "%s", msg) }
 	switch {
 	case r.PID == "" && r.Auto:
-		return usage("ERR IDMPAUTO requires a non-empty producer ID")
+		return usage("ERR syntax error, IDMPAUTO requires a non-empty producer ID")
 	case r.PID == "":
-		return usage("ERR IDMP requires a non-empty producer ID")
+		return usage("ERR syntax error, IDMP requires a non-empty producer ID")
 	case r.Auto && r.IID != "":
-		return usage("ERR IDMP/IDMPAUTO specified multiple times")
+		return usage("ERR syntax error, IDMP/IDMPAUTO specified multiple times")
 	case !r.Auto && r.IID == "":
-		return usage("ERR IDMP requires a non-empty idempotent ID")
+		return usage("ERR syntax error, IDMP requires a non-empty idempotent ID")
 	case r.ID != "" && r.ID != "*":
-		return usage("ERR IDMP/IDMPAUTO can be used only with auto-generated IDs")
+		return usage("ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs")
 	case len(r.Fields) == 0 || len(r.Fields)%2 != 0:
 		return usage("ERR wrong number of arguments for 'xadd' command")
 	case r.MaxLen < 0:
@@ -86,6 +87,8 @@ func (r AddRequest) Validate() error {
 		return usage("ERR syntax error, MAXLEN and MINID options at the same time are not compatible")
 	case r.Approx && r.MaxLen == 0 && r.MinID == "":
 		return usage("ERR syntax error, the ~ option needs MAXLEN or MINID")
+	case r.Limit > 0 && r.MaxLen == 0 && r.MinID == "":
+		return usage("ERR syntax error, LIMIT cannot be used without specifying a trimming strategy")
 	case r.Limit != 0 && !r.Approx:
 		return usage("ERR syntax error, LIMIT cannot be used without the special ~ option")
 	}
@@ -383,15 +386,16 @@ func (s *Streams) Info(ctx context.Context, stream string) (Info, error) {
 	return info, err
 }
 
-// validateCfg checks CfgSet's values with XCFGSET's texts (R7); 0 keeps a value.
+// validateCfg checks CfgSet's values with XCFGSET's texts (R7, Redis
+// 8.6.3's); 0 keeps a value.
 func validateCfg(duration, maxsize int64) error {
 	switch {
 	case duration == 0 && maxsize == 0:
-		return exit.New(exit.Usage, "", "ERR At least one parameter (IDMP-DURATION or IDMP-MAXSIZE) must be given")
+		return exit.New(exit.Usage, "", "ERR At least one parameter must be specified")
 	case duration < 0 || duration > idmp.MaxDuration:
-		return exit.New(exit.Usage, "", "ERR IDMP-DURATION must be between 1 and %d", idmp.MaxDuration)
+		return exit.New(exit.Usage, "", "ERR IDMP-DURATION must be between 1 and %d seconds", idmp.MaxDuration)
 	case maxsize < 0 || maxsize > idmp.MaxMaxSize:
-		return exit.New(exit.Usage, "", "ERR IDMP-MAXSIZE must be between 1 and %d", idmp.MaxMaxSize)
+		return exit.New(exit.Usage, "", "ERR IDMP-MAXSIZE must be between 1 and %d entries", idmp.MaxMaxSize)
 	}
 	return nil
 }

@@ -38,16 +38,17 @@ func TestAddRequestValidate(t *testing.T) {
 		req  AddRequest
 		want string
 	}{
-		{"empty pid", with(func(r *AddRequest) { r.PID = "" }), "ERR IDMP requires a non-empty producer ID"},
-		{"empty pid auto", with(func(r *AddRequest) { r.PID, r.IID, r.Auto = "", "", true }), "ERR IDMPAUTO requires a non-empty producer ID"},
-		{"empty iid", with(func(r *AddRequest) { r.IID = "" }), "ERR IDMP requires a non-empty idempotent ID"},
-		{"iid and auto", with(func(r *AddRequest) { r.Auto = true }), "ERR IDMP/IDMPAUTO specified multiple times"},
-		{"explicit id", with(func(r *AddRequest) { r.ID = "1-1" }), "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"},
+		{"empty pid", with(func(r *AddRequest) { r.PID = "" }), "ERR syntax error, IDMP requires a non-empty producer ID"},
+		{"empty pid auto", with(func(r *AddRequest) { r.PID, r.IID, r.Auto = "", "", true }), "ERR syntax error, IDMPAUTO requires a non-empty producer ID"},
+		{"empty iid", with(func(r *AddRequest) { r.IID = "" }), "ERR syntax error, IDMP requires a non-empty idempotent ID"},
+		{"iid and auto", with(func(r *AddRequest) { r.Auto = true }), "ERR syntax error, IDMP/IDMPAUTO specified multiple times"},
+		{"explicit id", with(func(r *AddRequest) { r.ID = "1-1" }), "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"},
 		{"no fields", with(func(r *AddRequest) { r.Fields = nil }), "ERR wrong number of arguments for 'xadd' command"},
 		{"odd fields", with(func(r *AddRequest) { r.Fields = []string{"f"} }), "ERR wrong number of arguments for 'xadd' command"},
 		{"maxlen and minid", with(func(r *AddRequest) { r.MaxLen, r.MinID = 5, "1-0" }), "MAXLEN and MINID"},
 		{"negative maxlen", with(func(r *AddRequest) { r.MaxLen = -1 }), "MAXLEN argument must be >= 0"},
 		{"limit without approx", with(func(r *AddRequest) { r.MaxLen, r.Limit = 5, 10 }), "LIMIT cannot be used without the special ~ option"},
+		{"limit without trim", with(func(r *AddRequest) { r.Limit = 10 }), "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"},
 		{"approx without trim", with(func(r *AddRequest) { r.Approx = true }), "needs MAXLEN or MINID"},
 	}
 	for _, c := range cases {
@@ -165,10 +166,10 @@ func TestAddBatchValidatesFirst(t *testing.T) {
 		d, n int64
 		want string
 	}{
-		{-1, 0, "ERR IDMP-DURATION must be between 1 and 86400"},
-		{86401, 0, "ERR IDMP-DURATION must be between 1 and 86400"},
-		{0, -5, "ERR IDMP-MAXSIZE must be between 1 and 10000"},
-		{10, 10001, "ERR IDMP-MAXSIZE must be between 1 and 10000"},
+		{-1, 0, "ERR IDMP-DURATION must be between 1 and 86400 seconds"},
+		{86401, 0, "ERR IDMP-DURATION must be between 1 and 86400 seconds"},
+		{0, -5, "ERR IDMP-MAXSIZE must be between 1 and 10000 entries"},
+		{10, 10001, "ERR IDMP-MAXSIZE must be between 1 and 10000 entries"},
 	} {
 		if _, err := s.CfgSet(context.Background(), "s", c.d, c.n); exit.Code(err) != exit.Usage || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("CfgSet(%d, %d) err = %v, want %q", c.d, c.n, err, c.want)

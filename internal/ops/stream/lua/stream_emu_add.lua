@@ -91,8 +91,8 @@ for i = 1, nitems do
   end
   if j < 1 or j > npids or nf < 2 or nf % 2 ~= 0 or a - 1 > nargv then return malformed() end
   if nf > MAX_FIELD_ARGS then return { 'F', tostring(i), tostring(nf) } end
-  if argv[18 + 2 * j] == '' then return redis.error_reply('ERR IDMP requires a non-empty producer ID') end
-  if iid == '' then return redis.error_reply('ERR IDMP requires a non-empty idempotent ID') end
+  if argv[18 + 2 * j] == '' then return redis.error_reply('ERR syntax error, IDMP requires a non-empty producer ID') end
+  if iid == '' then return redis.error_reply('ERR syntax error, IDMP requires a non-empty idempotent ID') end
 end
 if a - 1 ~= nargv then return malformed() end
 

@@ -6,10 +6,10 @@
 local d, n = tonumber(ARGV[4]), tonumber(ARGV[5])
 if d == nil or n == nil then return redis.error_reply('ERR value is not an integer or out of range') end
 if d == 0 and n == 0 then
-  return redis.error_reply('ERR At least one parameter (IDMP-DURATION or IDMP-MAXSIZE) must be given')
+  return redis.error_reply('ERR At least one parameter must be specified')
 end
-if d < 0 or d > MAX_DURATION then return redis.error_reply('ERR IDMP-DURATION must be between 1 and ' .. MAX_DURATION) end
-if n < 0 or n > MAX_MAXSIZE then return redis.error_reply('ERR IDMP-MAXSIZE must be between 1 and ' .. MAX_MAXSIZE) end
+if d < 0 or d > MAX_DURATION then return redis.error_reply('ERR IDMP-DURATION must be between 1 and ' .. MAX_DURATION .. ' seconds') end
+if n < 0 or n > MAX_MAXSIZE then return redis.error_reply('ERR IDMP-MAXSIZE must be between 1 and ' .. MAX_MAXSIZE .. ' entries') end
 
 local t = key_type(STREAM)
 if t ~= 'none' and t ~= 'stream' then return redis.error_reply(WRONGTYPE) end

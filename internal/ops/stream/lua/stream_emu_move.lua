@@ -34,13 +34,16 @@ end
 if redis.acl_check_cmd and not redis.acl_check_cmd(unpack(cmd)) then
   return redis.error_reply("NOPERM User has no permissions to run the '" .. string.lower(op) .. "' command")
 end
+local same = STREAM == DST
+-- COPY checks the names before it looks the key up (Redis's copyCommand):
+-- COPY k k is an error whether k exists or not. (COPY ... DB n of another
+-- database goes to stream_emu_movedb.lua.)
+if same and op == 'COPY' then
+  return redis.error_reply('ERR source and destination objects are the same')
+end
 if t == 'none' then
   if op == 'COPY' then return 0 end
   return redis.error_reply('ERR no such key')
-end
-local same = STREAM == DST
-if same and op == 'COPY' then
-  return redis.error_reply('ERR source and destination objects are the same')
 end
 local dst_type = key_type(DST)
 if op == 'RENAMENX' and dst_type ~= 'none' then return 0 end

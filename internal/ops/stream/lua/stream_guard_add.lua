@@ -136,8 +136,10 @@ end
 
 local done, stop, message = {}, '', ''
 local ndups = 0
--- A new entry's ID is above the stream's last ID before it; a duplicate's,
--- the original's, is not: that tells them apart without asking XINFO.
+-- A new entry's ID becomes the stream's last-generated-id; a duplicate's,
+-- the original's, leaves it as it was. Comparing the ID with the last ID
+-- before the add is not enough: XSETID may have set the last ID back
+-- below a tracked original, whose ID is then above it.
 local last = info and info['last-generated-id'] or '0-0'
 if cfg and exists then
   local r = redis.pcall(unpack(cfg))
@@ -169,7 +171,7 @@ for i, it in ipairs(items) do
       break
     end
     exists = true
-    if id_less(last, id) then
+    if id ~= last and xinfo()['last-generated-id'] == id then
       last = id
       done[#done + 1] = id
     else

@@ -1,0 +1,292 @@
+package stream
+
+// The native path of xadd --batch (Redis 8.6+) at the server's speed: one
+// script call a chunk (lua/stream_native_batch.lua), sent on the batch's
+// pipe with several chunks in flight, as the emulated batch sends its own
+// (runScripted). The script runs the chunk's XADD ... IDMP calls, tells
+// each add from a duplicate by the ID it replies, and moves the progress
+// record compare-and-set, atomically: the exactly-once resume and the
+// recovery after a failure are the emulated batch's.
+//
+// Where the script cannot run, the batch goes on by MULTI/EXEC
+// (batch_native.go), and says so (BatchSummary.Path): a user without
+// scripting rights, a server with EVALSHA renamed away, and a stream that
+// still holds emulated IDMP state (the script refuses to add to it, before
+// it writes: its iids would not dedupe natively).
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+)
+
+//go:embed lua/stream_native_batch.lua
+var nativeBatchLua string
+
+var nativeBatchScript = redisconn.NewScript(idmp.LuaConstants(), nativeBatchLua)
+
+// nativeDropArg is where in the native batch script's arguments a chunk
+// names the kept replies that go (ARGV[4]): set when the chunk is sent.
+const nativeDropArg = 3
+
+// packedMax bounds the strings of a chunk that goes packed (a byte of
+// length each; 255 is not a length).
+const packedMax = 255
+
+// nativeBatchCall prepares a chunk's call of the native batch script (see
+// lua/stream_native_batch.lua for its arguments), and returns each
+// request's iid ("" for IDMPAUTO: the server does not tell it).
+func (r *batchRun) nativeBatchCall(c *chunk) (*redisconn.Call, []string) {
+	reqs := c.reqs
+	r0 := reqs[0]
+	keys := []string{r.spec.Template.Stream, r.key, r.layout.Batches, r.layout.Meta}
+	pidIndex := map[string]int{}
+	var pids []any
+	uniform, named, short := true, true, true
+	nargs := 22
+	size := 0 // the strings' bytes, packed
+	for i := range reqs {
+		q := &reqs[i]
+		uniform = uniform && len(q.Fields) == len(r0.Fields)
+		for k := 0; named && uniform && k < len(q.Fields); k += 2 {
+			named = q.Fields[k] == r0.Fields[k]
+		}
+		short = short && len(q.IID) < packedMax
+		size += len(q.IID)
+		for k := range q.Fields {
+			short = short && len(q.Fields[k]) < packedMax
+			size += len(q.Fields[k])
+		}
+		if _, ok := pidIndex[q.PID]; !ok {
+			pidIndex[q.PID] = len(pids) + 1
+			pids = append(pids, q.PID)
+		}
+		nargs += 3 + len(q.Fields)
+	}
+	uniform = uniform && len(pids) == 1
+	named = named && uniform
+	// Packed, each of the two arguments must fit the server's
+	// proto-max-bulk-len (at least 1 MiB where it is not known), or it
+	// refuses the whole command.
+	bulk := r.maxBulk
+	if bulk <= 0 {
+		bulk = 1 << 20
+	}
+	strs := len(reqs) * (len(r0.Fields) + 1)
+	packed := uniform && short && int64(size) <= bulk && int64(strs) <= bulk
+	nargs += len(pids)
+	call := redisconn.NewCall(nativeBatchScript, keys, nargs)
+	lines := make([]byte, 0, len(c.lines)*7)
+	for i, n := range c.lines {
+		if i > 0 {
+			lines = append(lines, ',')
+		}
+		lines = strconv.AppendInt(lines, n, 10)
+	}
+	nomk, trim, op, threshold, limit, auto := "", "", "=", "", "", ""
+	if r0.NoMkStream {
+		nomk = "1"
+	}
+	switch {
+	case r0.MaxLen > 0:
+		trim, threshold = "MAXLEN", strconv.FormatInt(r0.MaxLen, 10)
+	case r0.MinID != "":
+		trim, threshold = "MINID", r0.MinID
+	}
+	if r0.Approx {
+		op = "~"
+	}
+	switch {
+	case r0.Limit > 0:
+		limit = strconv.FormatInt(r0.Limit, 10)
+	case r0.Limit < 0:
+		limit = "0"
+	}
+	if r0.Auto {
+		auto = "1"
+	}
+	args := append(call.Args, c.from, c.to, c.digest, "", r.spec.TTL.Milliseconds(), r.spec.ID, r.spec.Template.PID,
+		string(lines), r.run, nomk, trim, op, threshold, limit, auto, len(pids))
+	args = append(args, pids...)
+	args = append(args, len(reqs))
+	pack := ""
+	if packed {
+		pack = "1"
+	}
+	switch {
+	case named:
+		args = append(args, len(r0.Fields), "1", pack)
+		for k := 0; k < len(r0.Fields); k += 2 {
+			args = append(args, &r0.Fields[k])
+		}
+	case uniform:
+		args = append(args, len(r0.Fields), "", pack)
+	default:
+		args = append(args, "", "", "")
+	}
+	step := 1
+	if named {
+		step = 2 // the values alone
+	}
+	iids := make([]string, len(reqs))
+	if packed {
+		// Every string one after the other, and a byte of length each.
+		big := make([]byte, 0, size)
+		lens := make([]byte, 0, len(reqs)*(1+len(r0.Fields)))
+		for i := range reqs {
+			q := &reqs[i]
+			iids[i] = q.IID
+			if !q.Auto {
+				big, lens = append(big, q.IID...), append(lens, byte(len(q.IID)))
+			}
+			for k := step - 1; k < len(q.Fields); k += step {
+				big, lens = append(big, q.Fields[k]...), append(lens, byte(len(q.Fields[k])))
+			}
+		}
+		call.Args = append(args, big, lens)
+		return call, iids
+	}
+	// Strings go in as pointers: boxing a string allocates, a pointer does
+	// not (the pipe writes *string as the string).
+	for i := range reqs {
+		q := &reqs[i]
+		iids[i] = q.IID
+		if !uniform {
+			args = append(args, pidIndex[q.PID])
+		}
+		if !q.Auto {
+			args = append(args, &q.IID)
+		}
+		if !uniform {
+			args = append(args, len(q.Fields))
+		}
+		for k := step - 1; k < len(q.Fields); k += step {
+			args = append(args, &q.Fields[k])
+		}
+	}
+	call.Args = args
+	return call, iids
+}
+
+// errFallback ends the native chunk script's part of a batch: the rest goes
+// another way (runFallback), for the reason why. emulated says the stream
+// holds emulated IDMP state (the script's {'E'}); otherwise the script
+// cannot run (scripting rights, EVALSHA renamed away).
+type errFallback struct {
+	why      string
+	emulated bool
+}
+
+func (e *errFallback) Error() string { return "the native batch script cannot run: " + e.why }
+
+// emulatedStateWhy is the fallback's reason when the stream holds emulated
+// IDMP state (the script's {'E'}).
+const emulatedStateWhy = "the stream holds emulated IDMP state, whose iids native IDMP does not know"
+
+// runFallback sends what the native chunk script left (left, the chunks
+// read and not committed, in order, then the reader's windows) another
+// way, once: by MULTI/EXEC (runNative).
+//
+// A stream with emulated IDMP state (fb.emulated) goes by MULTI/EXEC with
+// the upgrade guard: each chunk WATCHes the state keys and, while they
+// exist, its adds are one guard script in the MULTI (guard.go), which
+// answers an iid that state knows with its original ID.
+func (r *batchRun) runFallback(ctx context.Context, fb *errFallback, left []*chunk, windows <-chan []*chunk) error {
+	r.sum.Path, r.sum.PathWhy = PathMulti, fb.why
+	if r.spec.OnFallback != nil {
+		r.spec.OnFallback(fb.why)
+	}
+	nc := &nativeBatchConn{r: r}
+	defer nc.close()
+	return r.runNative(ctx, nc, left, windows)
+}
+
+// errOutcomesUnknown is a chunk the native script committed whose adds'
+// outcomes (new or duplicate) the server's counters did not confirm (the
+// reply's 'u'): the stream's last ID was set back (XSETID) in a way that
+// makes a duplicate look new.
+// then is the error that stopped the chunk after those adds, if one did.
+type errOutcomesUnknown struct{ then error }
+
+func (*errOutcomesUnknown) Error() string {
+	return "the adds were committed, but the stream's counters do not confirm which were duplicates"
+}
+
+// noScripting says why err (from opening the pipe, or a chunk's EVALSHA)
+// means the native chunk script cannot run here, or "" when it does not.
+func noScripting(err error) string {
+	var reply redisconn.ReplyError
+	if err == nil || !errors.As(err, &reply) {
+		return ""
+	}
+	msg := err.Error()
+	switch low := strings.ToLower(msg); {
+	case exit.ScriptingDisabled(msg):
+		return "EVALSHA or SCRIPT is renamed or disabled on this server"
+	case strings.HasPrefix(msg, "NOPERM") && (strings.Contains(low, "'evalsha'") || strings.Contains(low, "'script")):
+		return "this user may not run scripts (" + msg + ")"
+	}
+	return ""
+}
+
+// parseNativeBatchReply reads the native batch script's reply for n
+// requests (see lua/stream_native_batch.lua).
+func parseNativeBatchReply(v any, iids []string, n int) ([]AddResult, error) {
+	reply, ok := v.([]any)
+	if !ok || len(reply) == 0 {
+		return nil, exit.New(exit.Internal, "native xadd --batch", "unexpected reply %v", v)
+	}
+	bad := func() error { return exit.New(exit.Internal, "native xadd --batch", "unexpected reply %v", reply) }
+	code, _ := reply[0].(string)
+	switch {
+	case len(reply) == 1 && code == "E":
+		return nil, &errFallback{why: emulatedStateWhy, emulated: true}
+	case len(reply) == 3 && code == "F":
+		i, err1 := strconv.Atoi(fmt.Sprint(reply[1]))
+		nf, err2 := strconv.Atoi(fmt.Sprint(reply[2]))
+		if err1 != nil || err2 != nil || i < 1 || i > n {
+			return nil, bad()
+		}
+		// The reader sends such lines by MULTI/EXEC: this is the second line.
+		return nil, exit.New(exit.Internal, "native xadd --batch", "item %d has %d field/value arguments, more than the chunk script takes", i, nf)
+	case len(reply) == 2 && code == "P":
+		text, _ := reply[1].(string)
+		line, err := strconv.ParseInt(text, 10, 64)
+		if err != nil {
+			return nil, bad()
+		}
+		return nil, &errProgressMoved{Line: line}
+	case len(reply) != 3 && !(len(reply) == 4 && reply[3] == "u"):
+		return nil, bad()
+	}
+	done, _ := reply[0].(string)
+	stop, _ := reply[1].(string)
+	message, _ := reply[2].(string)
+	out, err := parseDone(done, iids, n)
+	if err != nil {
+		return nil, exit.New(exit.Internal, "native xadd --batch", "%v", err)
+	}
+	for i := range out {
+		out[i].Mode = ModeNative
+	}
+	var stopped error
+	switch {
+	case stop == "n":
+		stopped = errNoStream()
+	case stop == "e":
+		stopped = errors.New(message)
+	case stop != "" || len(out) != n:
+		stopped = exit.New(exit.Internal, "native xadd --batch", "%d replies for %d requests (stop %q)", len(out), n, stop)
+	}
+	if len(reply) == 4 {
+		return out, &errOutcomesUnknown{then: stopped}
+	}
+	return out, stopped
+}
