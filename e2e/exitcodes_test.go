@@ -31,7 +31,7 @@ func TestGoldenExitCodes(t *testing.T) {
 			t.Errorf("exit code %d is in the help topic's table (exit.Table) but not in the README's", code)
 		}
 	}
-	files, _ := filepath.Glob("../testdata/script/*.txtar")
+	files, _ := filepath.Glob("../testdata/script/*/*.txtar")
 	more, _ := filepath.Glob("../testdata/cluster/*.txtar")
 	exits := regexp.MustCompile(`^\s*(?:\[[^]]*\]\s*)*exits (\d+) (.*)$`)
 	checked := 0

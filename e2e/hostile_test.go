@@ -16,7 +16,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/redistest"
 )
 
-// Hostile inputs beyond what the scripts testdata/script/hostile_*.txtar
+// Hostile inputs beyond what the scripts testdata/script/hostile/*.txtar
 // cover: a megabyte of JSON (through a file: one argument is at most 128 KiB
 // on Linux) and keys holding every byte value, NUL included (written with a
 // raw client, read back through idmpctl).

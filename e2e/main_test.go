@@ -25,7 +25,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files of testdata/script")
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/script and testdata/cluster")
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
@@ -36,8 +36,39 @@ func TestMain(m *testing.M) {
 // TestScript runs the golden CLI scripts of testdata/script, each against a
 // redis-server of its own on a unix socket in $WORK ($IDMPCTL_URL). A
 // script may add a `redis.conf` section with extra server config lines.
+// The scripts are grouped by verb, a folder each (xadd/, claim/, ...,
+// general/ for what every verb shares): a subtest per folder, and in it
+// one per script, TestScript/xadd/xadd_basic. The folders run in
+// parallel, as the scripts of one folder do. Their custom commands and
+// conditions are in testdata/script/README.md.
 func TestScript(t *testing.T) {
-	testscript.Run(t, scriptParams("../testdata/script"))
+	const root = "../testdata/script"
+	if loose, _ := filepath.Glob(filepath.Join(root, "*.tx*")); len(loose) > 0 {
+		t.Fatalf("%v: a script goes in the folder of its verb (or general/), where TestScript runs it", loose)
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	folders := 0
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		if scripts, _ := filepath.Glob(filepath.Join(dir, "*.txtar")); len(scripts) == 0 {
+			t.Errorf("%s: no scripts", dir)
+			continue
+		}
+		folders++
+		t.Run(e.Name(), func(t *testing.T) {
+			t.Parallel()
+			testscript.Run(t, scriptParams(dir))
+		})
+	}
+	if folders == 0 {
+		t.Fatalf("%s: no folders of scripts", root)
+	}
 }
 
 func scriptParams(dir string) testscript.Params {
