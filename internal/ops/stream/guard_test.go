@@ -358,3 +358,25 @@ func TestGuardTellsDuplicateAfterLastIDSetBack(t *testing.T) {
 		t.Fatalf("a new iid after XSETID back = %+v, want a new entry", fresh)
 	}
 }
+
+// A guarded batch chunk (the stream holds emulated state) on a server out
+// of memory is the server's OOM (69, nothing written), as every other
+// path says it: not the EXECABORT of the MULTI it was refused in (70).
+func TestGuardNativeBatchOutOfMemory(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	s := g.h.key("{oom}")
+	if _, err := g.emu.AddBatch(g.ctx, reqs(s, "p", "i%d", 1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	g.srv.Do("CONFIG", "SET", "maxmemory", "1")
+	tmpl := AddRequest{Stream: s, PID: "p"}
+	_, err := g.nat.RunBatch(g.ctx, BatchSpec{Template: tmpl, ID: "b1", Chunk: 2}, &iidLines{lines: iids("i", 4), tmpl: tmpl},
+		func(BatchResult) error { return nil })
+	g.srv.Do("CONFIG", "SET", "maxmemory", "0")
+	wantErr(t, err, exit.Unavailable, "OOM")
+	l, _ := idmp.StateKeys(s, false)
+	if n := g.h.xlen(t, s); n != 2 || g.conn.Client().Exists(g.ctx, l.Batch("p", "b1")).Val() != 0 {
+		t.Fatalf("XLEN %d after a refused batch, or its progress record written", n)
+	}
+}
