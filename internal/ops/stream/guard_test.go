@@ -380,3 +380,30 @@ func TestGuardNativeBatchOutOfMemory(t *testing.T) {
 		t.Fatalf("XLEN %d after a refused batch, or its progress record written", n)
 	}
 }
+
+// A state with a part missing (its settings hash evicted under an
+// allkeys-* policy, or deleted by hand) still dedupes what is left
+// (docs/emulated.md): a native batch is guarded by the pids set too, as a
+// single add is, and adds none of the iids again.
+func TestGuardNativeBatchStateWithoutItsSettingsHash(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	s := g.h.key("{nometa}")
+	if _, err := g.emu.AddBatch(g.ctx, reqs(s, "p", "i%d", 1, 2, 3)); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := idmp.StateKeys(s, false)
+	g.conn.Client().Del(g.ctx, l.Meta)
+	if r := g.add(t, g.nat, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"f", "v"}}); !r.Duplicate {
+		t.Fatalf("single add: %+v", r)
+	}
+	tmpl := AddRequest{Stream: s, PID: "p"}
+	sum, err := g.nat.RunBatch(g.ctx, BatchSpec{Template: tmpl, ID: "b1", Chunk: 2}, &iidLines{lines: iids("i", 4), tmpl: tmpl},
+		func(BatchResult) error { return nil })
+	if err != nil || sum.Added != 1 || sum.Duplicates != 3 {
+		t.Fatalf("batch: %+v, %v", sum, err)
+	}
+	if n := g.h.xlen(t, s); n != 4 {
+		t.Fatalf("XLEN %d, want 4", n)
+	}
+}
