@@ -407,3 +407,39 @@ func TestGuardNativeBatchStateWithoutItsSettingsHash(t *testing.T) {
 		t.Fatalf("XLEN %d, want 4", n)
 	}
 }
+
+// Emulated state outlives its DURATION as keys (they have no TTL: a
+// script removes expired iids), so a user without scripting rights is
+// refused after the DURATION too: the hint must not promise that waiting
+// helps. A migration by a user who may run scripts drops the expired
+// state, and the adds go on.
+func TestGuardWithoutScriptsAfterTheStateExpired(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	if _, err := g.srv.Do("ACL", "SETUSER", "noeval", "on", ">pw", "~*", "&*", "+@all", "-@scripting"); err != nil {
+		t.Fatal(err)
+	}
+	nat, err := NewStreams(redistest.Connect(t, strings.Replace(g.srv.URL, "unix://", "unix://noeval:pw@", 1)), ModeAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := g.h.key("expired")
+	g.add(t, g.emu, AddRequest{Stream: s, PID: "p", IID: "i0", Fields: []string{"a", "0"}})
+	if _, err := g.emu.CfgSet(g.ctx, s, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	g.add(t, g.emu, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
+	time.Sleep(1100 * time.Millisecond)
+	_, err = nat.Add(g.ctx, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
+	wantErr(t, err, exit.Config, "holds emulated IDMP state")
+	var e *exit.Error
+	if !errors.As(err, &e) || strings.Contains(e.Hint, "wait until") || !strings.Contains(e.Hint, "idmpctl migrate") {
+		t.Fatalf("hint of a refusal after the DURATION: %q", e.Hint)
+	}
+	if res, err := g.nat.Migrate(g.ctx, s, false); err != nil || res.Status != "done" {
+		t.Fatalf("migrate: %+v %v", res, err)
+	}
+	if r, err := nat.Add(g.ctx, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}}); err != nil || r.Duplicate {
+		t.Fatalf("after the migration: %+v %v", r, err)
+	}
+}
