@@ -11,8 +11,9 @@ LDFLAGS := -s -w -X github.com/idmpctl/idmpctl/cmd.version=$(VERSION)
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o idmpctl .
 
-# A walkthrough of every command against $DEMO_URL, or a throwaway
-# redis-server on a free loopback port (installed with apt-get if missing).
+# A walkthrough of every command against $IDMPCTL_URL (or $DEMO_URL) when
+# a Redis answers there, else a throwaway redis-server on a free loopback
+# port (installed with apt-get if missing).
 demo: build
 	@bash scripts/demo.sh
 
