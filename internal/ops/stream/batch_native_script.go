@@ -46,7 +46,7 @@ const packedMax = 255
 func (r *batchRun) nativeBatchCall(c *chunk) (*redisconn.Call, []string) {
 	reqs := c.reqs
 	r0 := reqs[0]
-	keys := []string{r.spec.Template.Stream, r.key, r.layout.Batches, r.layout.Meta}
+	keys := []string{r.spec.Template.Stream, r.key, r.layout.Batches, r.layout.Meta, r.layout.PIDs}
 	pidIndex := map[string]int{}
 	var pids []any
 	uniform, named, short := true, true, true

@@ -5,8 +5,9 @@
 -- script does for its chunks (see batch.go).
 --
 -- KEYS[1] the stream, KEYS[2] the batch's progress record, KEYS[3] the
--- stream's index of progress records, KEYS[4] the meta hash of emulated
--- IDMP state (idmp.StateLayout.Meta), which is only read.
+-- stream's index of progress records, KEYS[4] and KEYS[5] the meta hash
+-- and pids set of emulated IDMP state (idmp.StateLayout.Meta, PIDs), which
+-- are only read.
 -- ARGV[1..9]: the chunk's progress: lines done before it, lines done after
 -- it, the digest of those lines, the lines done before the chunk whose kept
 -- replies go now ('' none), how long the record outlives this chunk in ms,
@@ -38,8 +39,9 @@
 -- the record's move stand, their outcomes are not known.
 -- Refusals, with nothing written: {'P', lines} the progress record stands
 -- at another line count; {'E'} the stream has emulated IDMP state (KEYS[4]
--- exists: iids it knows would not dedupe natively, so the caller takes a
--- path that guards them); {'F', item, nfields} an item has more
+-- or KEYS[5] exists, as the guard tells it: a state whose settings hash
+-- was evicted still dedupes what is left; iids it knows would not dedupe
+-- natively, so the caller takes a path that guards them); {'F', item, nfields} an item has more
 -- field/value arguments than one XADD from Lua can take (MAX_FIELD_ARGS);
 -- and the errors of part 1.
 --
@@ -68,12 +70,12 @@
 ------------------------------------------------------------------------
 
 local argv = ARGV
-local STREAM, PROGRESS, BATCHES, META = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local STREAM, PROGRESS, BATCHES, META, PIDS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local function malformed()
   return redis.error_reply('ERR idmpctl: malformed native batch call (' .. #KEYS .. ' keys, ' .. #argv .. ' arguments)')
 end
 local npids = tonumber(argv[16])
-if #KEYS ~= 4 or not npids or npids < 1 or not tonumber(argv[1]) or not tonumber(argv[5]) then
+if #KEYS ~= 5 or not npids or npids < 1 or not tonumber(argv[1]) or not tonumber(argv[5]) then
   return malformed()
 end
 local nitems, uniform = tonumber(argv[17 + npids]), tonumber(argv[18 + npids])
@@ -154,7 +156,7 @@ for _, kt in ipairs({ { PROGRESS, 'hash' }, { BATCHES, 'zset' } }) do
   end
 end
 -- Emulated state of the stream: the caller guards its iids.
-if redis.call('EXISTS', META) == 1 then return { 'E' } end
+if redis.call('EXISTS', META, PIDS) > 0 then return { 'E' } end
 -- The record moves from ARGV[1] lines to ARGV[2], compare-and-set: a chunk
 -- that was committed already (its reply lost, or its connection stalled and
 -- given up), or one of another run, finds it moved on.
