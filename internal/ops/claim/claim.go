@@ -43,7 +43,7 @@ var (
 // verbScript is the single-key script of one verb: the claim prelude, the
 // verb's function, and a call of it on KEYS[1] at the server's time.
 func verbScript(verbLua, verb string) *redisconn.Script {
-	return redisconn.NewScript(libLua, verbLua, "return "+verb+"(KEYS[1], now_ms(), unpack(ARGV))\n")
+	return redisconn.NewScript(libLua, verbLua, "return "+verb+"(KEYS[1], clock_ms(), unpack(ARGV))\n")
 }
 
 // Claim statuses, as stored in the record's status field.

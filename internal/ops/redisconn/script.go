@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,16 +23,40 @@ var luaPrelude string
 type Script struct {
 	script func() *redis.Script
 	src    func() string
+	parts  []string
 	loaded atomic.Bool // this process saw a server run it (see RunDurable)
+}
+
+// scripts are the scripts made, in order (Scripts).
+var scripts struct {
+	sync.Mutex
+	all []*Script
 }
 
 // NewScript makes a script of the prelude and parts, in order.
 func NewScript(parts ...string) *Script {
-	src := sync.OnceValue(func() string { return luaPrelude + strings.Join(parts, "") })
-	return &Script{src: src, script: sync.OnceValue(func() *redis.Script {
+	parts = append([]string{luaPrelude}, parts...)
+	src := sync.OnceValue(func() string { return strings.Join(parts, "") })
+	s := &Script{src: src, parts: parts, script: sync.OnceValue(func() *redis.Script {
 		return redis.NewScript(src())
 	})}
+	scripts.Lock()
+	scripts.all = append(scripts.all, s)
+	scripts.Unlock()
+	return s
 }
+
+// Scripts are the scripts made so far (by the packages imported), for a
+// test that checks them all (the Lua linter).
+func Scripts() []*Script {
+	scripts.Lock()
+	defer scripts.Unlock()
+	return slices.Clone(scripts.all)
+}
+
+// Parts are the script's parts, the prelude first: its source is their
+// concatenation.
+func (s *Script) Parts() []string { return slices.Clone(s.parts) }
 
 // Hash is the script's SHA1, as EVALSHA takes it.
 func (s *Script) Hash() string { return s.script().Hash() }

@@ -114,7 +114,8 @@ if err then return err end
 
 -- reset: the state is that of a stream that is gone, deleted or recreated
 -- by someone else (R13): it goes, and this call starts afresh.
-local exists, info, reset = t == 'stream', nil, false
+local exists, info = t == 'stream', nil
+local reset
 if exists then
   info = xinfo()
   reset = stale(info, m)
@@ -248,11 +249,10 @@ end
 local asking = false
 for j = 1, npids do
   local p = per[j]
-  if reset then
-    -- nothing is known
-  elseif p.len <= 512 or p.len <= 2 * p.count then
+  -- A reset state knows nothing.
+  if not reset and (p.len <= 512 or p.len <= 2 * p.count) then
     p.known = to_table(redis.call('HGETALL', p.ids))
-  else
+  elseif not reset then
     p.asked, asking = {}, true
   end
 end
@@ -327,69 +327,71 @@ local done, ndone, stop, message = {}, 0, '', ''
 a = first
 -- The current pid's state is kept in locals while items go on with the same
 -- pid (a batch has one): a field of a table is a lookup at every use.
-local cur, p, pos, known, newid, pushed, cand, start, n
-for _ = 1, nitems do
-  local j, iid, nf, f0
-  if uniform then
-    j, iid, nf, f0 = '1', argv[a], uniform, a + 1
-  else
-    j, iid, nf, f0 = argv[a], argv[a + 1], argv[a + 2], a + 3
-    nf = ints[nf] or int(nf)
-  end
-  a = f0 + nf
-  if j ~= cur then
-    if p then p.n = n end
-    cur, p = j, per[int(j)]
-    pos, known, newid, pushed, cand, start, n = p.pos, p.known, p.newid, p.pushed, p.cand, p.start, p.n
-  end
-  if not exists and nomk then
-    stop = 'n'
-    break
-  end
-  -- List positions below evict are gone (R5): old ones, or pushed earlier
-  -- here.
-  local evict = start + n - maxsize
-  local orig
-  local k = pos[iid]
-  if k then
-    if start + k - 1 >= evict then orig = newid[k] end
-  else
-    orig = known[iid]
-    if orig then
-      local c = cand[iid]
-      if c and c < evict then orig = nil end
-    end
-  end
-  if orig then
-    -- R2/R10: reply the original ID; add nothing, trim nothing.
-    ndups = ndups + 1
-    local still = 0
-    if #redis.call('XRANGE', STREAM, orig, orig) > 0 then still = 1 end
-    ndone = ndone + 1
-    done[ndone] = 'd' .. still .. orig
-  else
-    local id
-    if nhead == 2 and nf == 4 then
-      id = rpcall(xadd, STREAM, '*', argv[f0], argv[f0 + 1], argv[f0 + 2], argv[f0 + 3])
-    elseif nhead == 2 and nf == 2 then
-      id = rpcall(xadd, STREAM, '*', argv[f0], argv[f0 + 1])
+do
+  local cur, p, pos, known, newid, pushed, cand, start, n
+  for _ = 1, nitems do
+    local j, iid, nf, f0
+    if uniform then
+      j, iid, nf, f0 = '1', argv[a], uniform, a + 1
     else
-      local args = { unpack(head) }
-      for f = f0, f0 + nf - 1 do args[nhead + f - f0 + 1] = argv[f] end
-      id = rpcall(xadd, unpack(args))
+      j, iid, nf, f0 = argv[a], argv[a + 1], argv[a + 2], a + 3
+      nf = ints[nf] or int(nf)
     end
-    if type(id) ~= 'string' then
-      if id then stop, message = 'e', id.err else stop = 'n' end
+    a = f0 + nf
+    if j ~= cur then
+      if p then p.n = n end
+      cur, p = j, per[int(j)]
+      pos, known, newid, pushed, cand, start, n = p.pos, p.known, p.newid, p.pushed, p.cand, p.start, p.n
+    end
+    if not exists and nomk then
+      stop = 'n'
       break
     end
-    n = n + 1
-    pushed[n], pos[iid], newid[n] = iid, n, id
-    nadds, exists, last_id = nadds + 1, true, id
-    ndone = ndone + 1
-    done[ndone] = id
+    -- List positions below evict are gone (R5): old ones, or pushed earlier
+    -- here.
+    local evict = start + n - maxsize
+    local orig
+    local k = pos[iid]
+    if k then
+      if start + k - 1 >= evict then orig = newid[k] end
+    else
+      orig = known[iid]
+      if orig then
+        local c = cand[iid]
+        if c and c < evict then orig = nil end
+      end
+    end
+    if orig then
+      -- R2/R10: reply the original ID; add nothing, trim nothing.
+      ndups = ndups + 1
+      local still = 0
+      if #redis.call('XRANGE', STREAM, orig, orig) > 0 then still = 1 end
+      ndone = ndone + 1
+      done[ndone] = 'd' .. still .. orig
+    else
+      local id
+      if nhead == 2 and nf == 4 then
+        id = rpcall(xadd, STREAM, '*', argv[f0], argv[f0 + 1], argv[f0 + 2], argv[f0 + 3])
+      elseif nhead == 2 and nf == 2 then
+        id = rpcall(xadd, STREAM, '*', argv[f0], argv[f0 + 1])
+      else
+        local args = { unpack(head) }
+        for f = f0, f0 + nf - 1 do args[nhead + f - f0 + 1] = argv[f] end
+        id = rpcall(xadd, unpack(args))
+      end
+      if type(id) ~= 'string' then
+        if id then stop, message = 'e', id.err else stop = 'n' end
+        break
+      end
+      n = n + 1
+      pushed[n], pos[iid], newid[n] = iid, n, id
+      nadds, exists, last_id = nadds + 1, true, id
+      ndone = ndone + 1
+      done[ndone] = id
+    end
   end
+  if p then p.n = n end
 end
-if p then p.n = n end
 
 local replies = table.concat(done, ',')
 if ndone == 0 then

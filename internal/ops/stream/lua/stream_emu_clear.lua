@@ -41,7 +41,8 @@ if stale(xinfo(), m) then
 end
 
 local now, dur_ms = now_ms(), m.duration * 1000
-local cleared, plan, left = 0, nil, 0
+local cleared, left = 0, 0
+local plan
 if pid == '' then
   for _, p in ipairs(redis.call('SMEMBERS', PIDS)) do
     cleared = cleared + live_count(IDS_PREFIX .. p, ORDER_PREFIX .. p, dur_ms, now, m.unordered)

@@ -38,7 +38,7 @@ local function add(k)
   end
 end
 for i = 1, n do
-  local key, meta, pids = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
+  local meta, pids = KEYS[3 * i - 1], KEYS[3 * i]
   local idsp, orderp, owner = ARGV[3 * i - 1], ARGV[3 * i], ARGV[3 * i + 1]
   if key_type(meta) == 'hash' and redis.call('HGET', meta, 'stream') == owner then
     if key_type(pids) == 'set' then
