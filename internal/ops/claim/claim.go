@@ -33,18 +33,55 @@ var (
 	//go:embed lua/claim_release.lua
 	releaseLua string
 
-	acquireScript  = verbScript(acquireLua, "acquire")
-	renewScript    = verbScript(renewLua, "renew")
-	completeScript = verbScript(completeLua, "complete")
-	failScript     = verbScript(failLua, "fail")
-	releaseScript  = verbScript(releaseLua, "release")
+	acquireScript  = redisconn.NewLua[acquireArgs](libLua, acquireLua)
+	renewScript    = redisconn.NewLua[renewArgs](libLua, renewLua)
+	completeScript = redisconn.NewLua[completeArgs](libLua, completeLua)
+	failScript     = redisconn.NewLua[failArgs](libLua, failLua)
+	releaseScript  = redisconn.NewLua[releaseArgs](libLua, releaseLua)
 )
 
-// verbScript is the single-key script of one verb: the claim prelude, the
-// verb's function, and a call of it on KEYS[1] at the server's time.
-func verbScript(verbLua, verb string) *redisconn.Script {
-	return redisconn.NewScript(libLua, verbLua, "return "+verb+"(KEYS[1], clock_ms(), unpack(ARGV))\n")
-}
+// The verbs' arguments: the record's key, then the verb's inputs as its
+// function in lua/claim_<verb>.lua takes them (a duration "" is one not
+// given: msOrKeep).
+type (
+	acquireArgs struct {
+		Key         string `lua:"KEY,key"`
+		Owner       string `lua:"OWNER"`
+		Lease       int64  `lua:"LEASE"` // ms
+		TTL         string `lua:"TTL"`
+		DefaultTTL  int64  `lua:"DEFAULT_TTL"`
+		Fingerprint string `lua:"FINGERPRINT"`
+		MaxAttempts int64  `lua:"MAX_ATTEMPTS"`
+	}
+	renewArgs struct {
+		Key          string `lua:"KEY,key"`
+		Token        int64  `lua:"TOKEN"`
+		Lease        string `lua:"LEASE"`
+		TTL          string `lua:"TTL"`
+		DefaultLease int64  `lua:"DEFAULT_LEASE"`
+		DefaultTTL   int64  `lua:"DEFAULT_TTL"`
+	}
+	completeArgs struct {
+		Key        string `lua:"KEY,key"`
+		Token      int64  `lua:"TOKEN"`
+		TTL        string `lua:"TTL"`
+		DefaultTTL int64  `lua:"DEFAULT_TTL"`
+		HasResult  bool   `lua:"HAS_RESULT"`
+		Result     string `lua:"RESULT"`
+	}
+	failArgs struct {
+		Key        string `lua:"KEY,key"`
+		Token      int64  `lua:"TOKEN"`
+		TTL        string `lua:"TTL"`
+		DefaultTTL int64  `lua:"DEFAULT_TTL"`
+		Err        string `lua:"ERR"`
+		Release    bool   `lua:"RELEASE"`
+	}
+	releaseArgs struct {
+		Key   string `lua:"KEY,key"`
+		Token int64  `lua:"TOKEN"`
+	}
+)
 
 // Claim statuses, as stored in the record's status field.
 const (
@@ -189,26 +226,25 @@ func Acquire(ctx context.Context, c *redisconn.Conn, p AcquireParams, opts ...Op
 	return res, err
 }
 
-// step is one prepared claim transition: the verb's script and its
-// checked inputs as ARGV.
+// step is one prepared claim transition: the call of the verb's script
+// with its checked inputs.
 type step struct {
-	script *redisconn.Script
+	call   *redisconn.Call
 	verb   string
 	what   string
 	key    string
-	args   []any
 	result *string // complete: the result sent (not echoed back)
 }
 
-func newStep(s *redisconn.Script, verb, key string, args ...any) step {
-	return step{script: s, verb: verb, what: "claim " + verb + " " + strconv.Quote(key), key: key, args: args}
+func newStep(call *redisconn.Call, verb, key string) step {
+	return step{call: call, verb: verb, what: "claim " + verb + " " + strconv.Quote(key), key: key}
 }
 
 // run calls the step's script; every reply carries the whole record.
 func (st step) run(ctx context.Context, c *redisconn.Conn) (scriptReply, error) {
 	var v []any
 	err := c.Do(func(rc redis.UniversalClient) (err error) {
-		v, err = st.script.Run(ctx, rc, []string{st.key}, st.args...).Slice()
+		v, err = st.call.Run(ctx, rc).Slice()
 		return err
 	})
 	return st.reply(v, err)
@@ -237,8 +273,8 @@ func acquireStep(p AcquireParams) (step, error) {
 	if err := p.Validate(); err != nil {
 		return step{}, err
 	}
-	return newStep(acquireScript, "acquire", p.Key,
-		p.Owner, p.Lease.Milliseconds(), msOrKeep(p.TTL), DefaultTTL.Milliseconds(), p.Fingerprint, p.MaxAttempts), nil
+	return newStep(acquireScript.Call(&acquireArgs{Key: p.Key, Owner: p.Owner, Lease: p.Lease.Milliseconds(), TTL: msOrKeep(p.TTL),
+		DefaultTTL: DefaultTTL.Milliseconds(), Fingerprint: p.Fingerprint, MaxAttempts: p.MaxAttempts}), "acquire", p.Key), nil
 }
 
 func (st step) acquireResult(rep scriptReply) (AcquireResult, error) {
@@ -281,8 +317,8 @@ func renewStep(key string, token int64, lease, ttl time.Duration) (step, error) 
 	if err := firstErr(checkKey(key), checkToken(token), checkLease(lease, ttl, false)); err != nil {
 		return step{}, err
 	}
-	return newStep(renewScript, "renew", key, token, msOrKeep(lease), msOrKeep(ttl),
-		DefaultLease.Milliseconds(), DefaultTTL.Milliseconds()), nil
+	return newStep(renewScript.Call(&renewArgs{Key: key, Token: token, Lease: msOrKeep(lease), TTL: msOrKeep(ttl),
+		DefaultLease: DefaultLease.Milliseconds(), DefaultTTL: DefaultTTL.Milliseconds()}), "renew", key), nil
 }
 
 // msOrKeep is a duration given as ARGV: its ms, or "" when it was not
@@ -326,14 +362,15 @@ func completeStep(p CompleteParams) (step, error) {
 		return step{}, err
 	}
 	what := "claim complete " + strconv.Quote(p.Key)
-	hasResult, value := "0", ""
+	hasResult, value := false, ""
 	if p.Result != nil {
 		if err := CheckResultSize(len(*p.Result), p.MaxResult); err != nil {
 			return step{}, exit.Wrap(err, what)
 		}
-		hasResult, value = "1", *p.Result
+		hasResult, value = true, *p.Result
 	}
-	st := newStep(completeScript, "complete", p.Key, p.Token, msOrKeep(p.TTL), DefaultTTL.Milliseconds(), hasResult, value)
+	st := newStep(completeScript.Call(&completeArgs{Key: p.Key, Token: p.Token, TTL: msOrKeep(p.TTL),
+		DefaultTTL: DefaultTTL.Milliseconds(), HasResult: hasResult, Result: value}), "complete", p.Key)
 	st.result = p.Result
 	return st, nil
 }
@@ -380,11 +417,8 @@ func failStep(key string, token int64, errText string, ttl time.Duration, releas
 	if err := firstErr(checks...); err != nil {
 		return step{}, err
 	}
-	rel := "0"
-	if release {
-		rel = "1"
-	}
-	return newStep(failScript, "fail", key, token, msOrKeep(ttl), DefaultTTL.Milliseconds(), errText, rel), nil
+	return newStep(failScript.Call(&failArgs{Key: key, Token: token, TTL: msOrKeep(ttl),
+		DefaultTTL: DefaultTTL.Milliseconds(), Err: errText, Release: release}), "fail", key), nil
 }
 
 // Release deletes the caller's PROCESSING or FAILED record so a redelivery
@@ -396,7 +430,7 @@ func Release(ctx context.Context, c *redisconn.Conn, key string, token int64, op
 	if err := firstErr(checkKey(key), checkToken(token)); err != nil {
 		return err
 	}
-	st := newStep(releaseScript, "release", key, token)
+	st := newStep(releaseScript.Call(&releaseArgs{Key: key, Token: token}), "release", key)
 	rep, err := st.send(ctx, c, options(opts))
 	if err != nil {
 		return err

@@ -50,11 +50,10 @@ func (st step) send(ctx context.Context, c *redisconn.Conn, o sendOpts) (scriptR
 	if !o.durability.On() {
 		return st.run(ctx, c)
 	}
-	call := &redisconn.Call{Script: st.script, Keys: []string{st.key}, Args: st.args}
-	ack, err := c.RunDurable(ctx, st.key, o.durability, []*redisconn.Call{call})
+	ack, err := c.RunDurable(ctx, st.key, o.durability, []*redisconn.Call{st.call})
 	var v []any
 	if err == nil {
-		v, err = call.Cmd.Slice()
+		v, err = st.call.Cmd.Slice()
 	}
 	rep, err := st.reply(v, err)
 	if err != nil {

@@ -17,7 +17,12 @@ import (
 //go:embed lua/purge_backup.lua
 var backupLua string
 
-var backupScript = redisconn.NewScript(backupLua)
+var backupScript = redisconn.NewLua[backupArgs](backupLua)
+
+// backupArgs are the backup script's: the keys it reads.
+type backupArgs struct {
+	Candidates []string `lua:"CANDIDATES,key,rest"`
+}
 
 // PurgeBackup is where purge saves records before it deletes them
 // (backup.Writer).
@@ -39,14 +44,14 @@ func (p *purger) saveBackup(ctx context.Context, chunk []keyRead) error {
 	var calls []*redisconn.Call
 	if p.cluster {
 		for i := range chunk {
-			calls = append(calls, &redisconn.Call{Script: backupScript, Keys: []string{chunk[i].rec.Key}})
+			calls = append(calls, backupScript.Call(&backupArgs{Candidates: []string{chunk[i].rec.Key}}))
 		}
 	} else {
 		keys := make([]string, len(chunk))
 		for i := range chunk {
 			keys[i] = chunk[i].rec.Key
 		}
-		calls = []*redisconn.Call{{Script: backupScript, Keys: keys}}
+		calls = []*redisconn.Call{backupScript.Call(&backupArgs{Candidates: keys})}
 	}
 	if err := p.c.RunPipelined(ctx, calls); err != nil {
 		return exit.Wrap(err, "backup")

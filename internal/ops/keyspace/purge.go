@@ -27,7 +27,15 @@ import (
 //go:embed lua/purge_recheck.lua
 var recheckLua string
 
-var recheckScript = redisconn.NewScript(recheckLua)
+var recheckScript = redisconn.NewLua[recheckArgs](recheckLua)
+
+// recheckArgs are the re-check script's (see lua/purge_recheck.lua and
+// recheckCall).
+type recheckArgs struct {
+	Candidates []string `lua:"CANDIDATES,key,rest"`
+	NLists     int      `lua:"NLISTS"`
+	Body       []any    `lua:"BODY,rest"` // the field lists, then the keys' parts
+}
 
 const (
 	// deleteChunkSize is how many candidates one re-check carries.
@@ -350,7 +358,7 @@ func (p *purger) recheck(ctx context.Context, chunk []keyRead) ([]PurgeOutcome, 
 	}
 	pipe := make([]*redisconn.Call, len(calls))
 	for i, cl := range calls {
-		pipe[i] = &redisconn.Call{Script: recheckScript, Keys: cl.keys, Args: cl.args}
+		pipe[i] = recheckScript.Call(&recheckArgs{Candidates: cl.keys, NLists: len(cl.lists), Body: cl.args})
 	}
 	if err := p.c.RunPipelined(ctx, pipe); err != nil {
 		return nil, err
@@ -528,14 +536,14 @@ func (cl *recheckCall) fieldList(fields []string) int {
 	return n
 }
 
-// finish assembles ARGV: the header of field lists, then the keys' parts.
+// finish assembles the arguments after the number of field lists: the
+// field lists, then the keys' parts.
 func (cl *recheckCall) finish() {
-	n := 1 + len(cl.body)
+	n := len(cl.body)
 	for _, l := range cl.lists {
 		n += 1 + len(l)
 	}
 	cl.args = make([]any, 0, n)
-	cl.args = append(cl.args, len(cl.lists))
 	for _, l := range cl.lists {
 		cl.args = append(cl.args, len(l))
 		for _, f := range l {

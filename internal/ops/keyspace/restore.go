@@ -23,7 +23,16 @@ import (
 //go:embed lua/restore.lua
 var restoreLua string
 
-var restoreScript = redisconn.NewScript(restoreLua)
+var restoreScript = redisconn.NewLua[restoreArgs](restoreLua)
+
+// restoreArgs are the restore script's (see lua/restore.lua).
+type restoreArgs struct {
+	Key       string `lua:"KEY,key"`
+	Payload   string `lua:"PAYLOAD"`
+	ExpiresAt int64  `lua:"AT"`
+	Replace   bool   `lua:"REPLACE"`
+	AbsTTL    bool   `lua:"ABSTTL"`
+}
 
 // RestoreOutcome is what happened to one record.
 type RestoreOutcome string
@@ -118,8 +127,8 @@ func (r *Restorer) RestoreUnless(ctx context.Context, recs []backup.Record, miss
 			continue
 		}
 		replace := r.opts.Replace && (missingOnly == nil || !missingOnly[i])
-		calls = append(calls, &redisconn.Call{Script: restoreScript, Keys: []string{rec.Key},
-			Args: []any{string(rec.Payload), rec.ExpiresAt, flag(replace), flag(r.abstTL)}})
+		calls = append(calls, restoreScript.Call(&restoreArgs{Key: rec.Key, Payload: string(rec.Payload),
+			ExpiresAt: rec.ExpiresAt, Replace: replace, AbsTTL: r.abstTL}))
 		index = append(index, i)
 	}
 	if len(calls) == 0 {
@@ -187,13 +196,6 @@ func (r *Restorer) dryRun(ctx context.Context, recs []backup.Record, missingOnly
 		}
 	}
 	return first
-}
-
-func flag(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
 }
 
 // serverTime is the server's clock (TIME) in milliseconds.

@@ -16,7 +16,12 @@ import (
 	"github.com/idmpctl/idmpctl/internal/resp"
 )
 
-var pipeScript = redisconn.NewScript(`return {ARGV[1], redis.call('INCR', KEYS[1]), {err = 'nested'}}`)
+type pipeArgs struct {
+	Counter string  `lua:"counter,key"`
+	Val     *string `lua:"val"`
+}
+
+var pipeScript = redisconn.NewLua[pipeArgs]("return {val, redis.call('INCR', counter), {err = 'nested'}}\n")
 
 // A pipe authenticates, selects the URL's database and loads its scripts
 // as the client would; its replies come in order, of every RESP2 kind, while
@@ -30,7 +35,7 @@ func TestPipe(t *testing.T) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p, err := c.OpenPipe(ctx, "k", "", pipeScript)
+	p, err := c.OpenPipe(ctx, "k", "", pipeScript.Script)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,8 +44,7 @@ func TestPipe(t *testing.T) {
 	const n = 200
 	val := "v"
 	for i := range n {
-		call := redisconn.NewCall(pipeScript, []string{"n"}, 1)
-		call.Args = append(call.Args, &val)
+		call := pipeScript.Call(&pipeArgs{Counter: "n", Val: &val})
 		cmds := [][]any{
 			{"set", "k" + strconv.Itoa(i), []byte("x\r\ny")}, // +OK, a value with CRLF in it
 			{"get", "k" + strconv.Itoa(i)},                   // $
@@ -218,8 +222,8 @@ func TestPipeScripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	other := redisconn.NewScript("return 2\n")
-	p, err := c.OpenPipe(context.Background(), "k", "", pipeScript)
+	other := redisconn.NewLua[struct{}]("return 2\n").Script
+	p, err := c.OpenPipe(context.Background(), "k", "", pipeScript.Script)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +237,7 @@ func TestPipeScripts(t *testing.T) {
 		return loaded
 	}
 	gen := p.ScriptGen()
-	if load(pipeScript, false) {
+	if load(pipeScript.Script, false) {
 		t.Error("the script OpenPipe loaded was loaded again")
 	}
 	if !load(other, true) || !load(other, true) {
@@ -245,7 +249,7 @@ func TestPipeScripts(t *testing.T) {
 	}
 	p.ScriptsFlushed()
 	gen2 := p.ScriptGen()
-	if gen2 == gen || !load(pipeScript, false) || load(pipeScript, false) {
+	if gen2 == gen || !load(pipeScript.Script, false) || load(pipeScript.Script, false) {
 		t.Error("after SCRIPT FLUSH: not loaded again once")
 	}
 	p.ScriptsRan(gen, other) // written before the flush: it does not count
@@ -255,7 +259,7 @@ func TestPipeScripts(t *testing.T) {
 	}
 	p.ScriptsLost()
 	p.ScriptGen()
-	if !load(pipeScript, false) || !load(other, false) {
+	if !load(pipeScript.Script, false) || !load(other, false) {
 		t.Error("after NOSCRIPT: not loaded again")
 	}
 	if err := p.Flush(); err != nil {

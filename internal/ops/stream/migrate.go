@@ -25,7 +25,19 @@ import (
 //go:embed lua/stream_migrate.lua
 var migrateLua string
 
-var migrateScript = emulatedScript(migrateLua)
+var migrateScript = emulatedScript[migrateArgs](migrateLua)
+
+// migrateArgs are the migrate script's (see lua/stream_migrate.lua).
+type migrateArgs struct {
+	State   stateArgs
+	PIDKeys []string `lua:"PID_KEYS,key,rest"` // per pid its ids hash and order list
+	Dry     bool     `lua:"DRY"`
+	NPIDs   int      `lua:"NPIDS"`
+	// The pids; the number of records; per record its pid's index, iid,
+	// the native reply and the entry ID.
+	Rest     []any        `lua:"REST,rest"`
+	Defaults defaultsArgs // not known ("" ""), nor needed
+}
 
 // MigrateKept is an iid that stays in the emulated state, where the guard
 // consults it until it expires (ExpiresMS, server clock).
@@ -166,23 +178,18 @@ func (s *Streams) Migrate(ctx context.Context, stream string, dry bool) (Migrate
 			if err != nil {
 				return err
 			}
-			keys := []string{stream, l.Meta, l.PIDs}
+			a := migrateArgs{State: stateArgsOf(stream, l), Dry: dry, NPIDs: len(pids)}
 			index := make(map[string]int, len(pids))
-			args := []any{l.IDsPrefix, l.OrderPrefix, stream, "", len(pids)}
-			if dry {
-				args[3] = "1"
-			}
 			for i, pid := range pids {
 				index[pid] = i + 1
-				keys = append(keys, l.IDs(pid), l.Order(pid))
-				args = append(args, pid)
+				a.PIDKeys = append(a.PIDKeys, l.IDs(pid), l.Order(pid))
+				a.Rest = append(a.Rest, pid)
 			}
-			args = append(args, len(reads))
+			a.Rest = append(a.Rest, len(reads))
 			for _, r := range reads {
-				args = append(args, index[r.pid], r.iid, r.native, r.id)
+				a.Rest = append(a.Rest, index[r.pid], r.iid, r.native, r.id)
 			}
-			args = append(args, "", "")
-			cmd = migrateScript.Run(ctx, c, keys, args...)
+			cmd = migrateScript.Call(&a).Run(ctx, c)
 			return cmd.Err()
 		})
 		if errors.Is(err, redis.Nil) {

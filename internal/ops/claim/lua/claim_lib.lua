@@ -1,8 +1,10 @@
 -- Shared prelude of the claim scripts (claim.md). Each claim_<verb>.lua
 -- defines the transition as a function of (key, now, its arguments as
--- strings); Go builds each verb's script from this prelude, the verb's
--- function and a call of it on KEYS[1] with ARGV. Every script is one
--- self-contained EVAL.
+-- strings) and ends with a call of it with the call's arguments, which
+-- redisconn.NewLua binds to locals named after the fields of the verb's
+-- struct in claim.go (KEY, TOKEN...). Go builds each verb's script from
+-- this prelude and the verb's file. Every script is one self-contained
+-- EVAL.
 
 -- The redisconn prelude comes before this file: effects replication (writes
 -- follow TIME), now_ms and to_table.

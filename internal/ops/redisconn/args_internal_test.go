@@ -1,0 +1,140 @@
+package redisconn
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+type testRest []any
+
+func (r testRest) ArgsLen() int                { return len(r) }
+func (r testRest) AppendArgs(args []any) []any { return append(args, r...) }
+
+type testInner struct {
+	Meta string `lua:"META,key"`
+	Pfx  string `lua:"PFX"`
+}
+
+type testArgs struct {
+	Stream string `lua:"STREAM,key"`
+	Inner  testInner
+	More   []string `lua:"MORE,key,rest"`
+	N      int      `lua:"N"`
+	On     bool     `lua:"ON"`
+	Off    bool     `lua:"OFF"`
+	P      *string  `lua:"P"`
+	B      []byte   `lua:"B"`
+	Items  testRest `lua:"ITEMS,rest"`
+	Last1  int64    `lua:"LAST1"`
+	Last2  string   `lua:"LAST2"`
+}
+
+// The struct is the one definition of the call: KEYS and ARGV in field
+// order (a field without a tag adds its own in place), the rest's
+// arguments in place, the fields after it last; the Lua part binds each
+// field by its tag's name, those after the rest from the end.
+func TestArgsLayout(t *testing.T) {
+	s := NewLua[testArgs]("return 1\n")
+	p := "pv"
+	call := s.Call(&testArgs{Stream: "s", Inner: testInner{Meta: "m", Pfx: "x"}, More: []string{"k1", "k2"}, N: 7, On: true,
+		P: &p, B: []byte("b"), Items: testRest{"i1", 2}, Last1: 9, Last2: "z"})
+	if want := []string{"s", "m", "k1", "k2"}; !slices.Equal(call.Keys, want) {
+		t.Errorf("keys %q, want %q", call.Keys, want)
+	}
+	want := []any{"x", int64(7), "1", "", &p, []byte("b"), "i1", 2, int64(9), "z"}
+	if !reflect.DeepEqual(call.Args, want) {
+		t.Errorf("args %#v, want %#v", call.Args, want)
+	}
+	cmd := call.Command(false)
+	if cmd[0] != "evalsha" || cmd[2] != 4 || len(cmd) != 3+4+len(want) {
+		t.Errorf("command %#v", cmd)
+	}
+	lua := s.Parts()[1]
+	for _, line := range []string{
+		"local STREAM = KEYS[1]\n", "local META = KEYS[2]\n", "local MORE = 3 -- the first of a variable number\n",
+		"local PFX = ARGV[1]\n", "local N = ARGV[2]\n", "local ON = ARGV[3]\n", "local OFF = ARGV[4]\n", "local P = ARGV[5]\n", "local B = ARGV[6]\n",
+		"local ITEMS = 7 -- the first of a variable number\n", "local ITEMS_LAST = #ARGV - 2\n",
+		"local LAST1 = ARGV[#ARGV - 1]\n", "local LAST2 = ARGV[#ARGV]\n",
+	} {
+		if !strings.Contains(lua, line) {
+			t.Errorf("the Lua part has no %q:\n%s", line, lua)
+		}
+	}
+	if strings.Contains(lua, "MORE_LAST") {
+		t.Errorf("a key rest with nothing after it has no _LAST:\n%s", lua)
+	}
+	if s.Parts()[0] != luaPrelude || s.Parts()[2] != "return 1\n" {
+		t.Error("the parts are not the prelude, the arguments, then the script's")
+	}
+	if i := s.ArgIndex("N"); i != 1 || call.Args[i] != int64(7) {
+		t.Errorf("ArgIndex(N) = %d", i)
+	}
+	// No rest, no keys: every argument by its index.
+	type plain struct {
+		A string `lua:"A"`
+		B int    `lua:"B"`
+	}
+	pl := NewLua[plain]("return {A, B}\n")
+	if c := pl.Call(&plain{A: "a", B: 1}); len(c.Keys) != 0 || !reflect.DeepEqual(c.Args, []any{"a", int64(1)}) {
+		t.Errorf("plain call: %q %#v", c.Keys, c.Args)
+	}
+	if !strings.Contains(pl.Parts()[1], "local B = ARGV[2]\n") {
+		t.Errorf("plain part:\n%s", pl.Parts()[1])
+	}
+}
+
+// A struct the layout cannot send is refused at the script's first use.
+func TestArgsLayoutRefusals(t *testing.T) {
+	type noTag struct{ A string }
+	type twoRests struct {
+		A []any `lua:"A,rest"`
+		B []any `lua:"B,rest"`
+	}
+	type keyAfterRest struct {
+		A []string `lua:"A,key,rest"`
+		B string   `lua:"B,key"`
+	}
+	type badType struct {
+		A float64 `lua:"A"`
+	}
+	type twice struct {
+		A string `lua:"X"`
+		B string `lua:"X,key"`
+	}
+	type badOpt struct {
+		A string `lua:"A,keys"`
+	}
+	for name, f := range map[string]func(){
+		"no tag":         func() { NewLua[noTag]().Parts() },
+		"two rests":      func() { NewLua[twoRests]().Parts() },
+		"key after rest": func() { NewLua[keyAfterRest]().Parts() },
+		"a float":        func() { NewLua[badType]().Parts() },
+		"a name twice":   func() { NewLua[twice]().Parts() },
+		"an option":      func() { NewLua[badOpt]().Parts() },
+		"ArgIndex":       func() { NewLua[testArgs]().ArgIndex("Last1") },
+		"not a struct":   func() { NewLua[int]().Parts() },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+}
+
+// A Call not made by Lua.Call is refused: every script call goes through
+// its typed arguments.
+func TestCallMustBeMade(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("a hand-made Call was sent")
+		}
+	}()
+	cl := &Call{Script: NewLua[struct{}]("return 1\n").Script}
+	cl.Command(false)
+}
