@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -33,11 +34,11 @@ var (
 	//go:embed lua/claim_release.lua
 	releaseLua string
 
-	acquireScript  = redisconn.NewLua[acquireArgs](libLua, acquireLua)
-	renewScript    = redisconn.NewLua[renewArgs](libLua, renewLua)
-	completeScript = redisconn.NewLua[completeArgs](libLua, completeLua)
-	failScript     = redisconn.NewLua[failArgs](libLua, failLua)
-	releaseScript  = redisconn.NewLua[releaseArgs](libLua, releaseLua)
+	acquireScript  = redisconn.NewLua[acquireArgs](decodeReply, libLua, acquireLua)
+	renewScript    = redisconn.NewLua[renewArgs](decodeReply, libLua, renewLua)
+	completeScript = redisconn.NewLua[completeArgs](decodeReply, libLua, completeLua)
+	failScript     = redisconn.NewLua[failArgs](decodeReply, libLua, failLua)
+	releaseScript  = redisconn.NewLua[releaseArgs](decodeReply, libLua, releaseLua)
 )
 
 // The verbs' arguments: the record's key, then the verb's inputs as its
@@ -227,39 +228,44 @@ func Acquire(ctx context.Context, c *redisconn.Conn, p AcquireParams, opts ...Op
 }
 
 // step is one prepared claim transition: the call of the verb's script
-// with its checked inputs.
+// with its checked inputs, and the script's reading of its reply.
 type step struct {
 	call   *redisconn.Call
+	decode func(*redisconn.Call) (scriptReply, error) // the script's Reply
 	verb   string
 	what   string
 	key    string
 	result *string // complete: the result sent (not echoed back)
 }
 
-func newStep(call *redisconn.Call, verb, key string) step {
-	return step{call: call, verb: verb, what: "claim " + verb + " " + strconv.Quote(key), key: key}
+func newStep[A any](s *redisconn.Lua[A, scriptReply], args *A, verb, key string) step {
+	return step{call: s.Call(args), decode: s.Reply, verb: verb, what: "claim " + verb + " " + strconv.Quote(key), key: key}
 }
 
 // run calls the step's script; every reply carries the whole record.
 func (st step) run(ctx context.Context, c *redisconn.Conn) (scriptReply, error) {
-	var v []any
-	err := c.Do(func(rc redis.UniversalClient) (err error) {
-		v, err = st.call.Run(ctx, rc).Slice()
-		return err
+	err := c.Do(func(rc redis.UniversalClient) error {
+		return st.call.Run(ctx, rc).Err()
 	})
-	return st.reply(v, err)
+	return st.reply(err)
 }
 
-// reply reads a step's reply: a transport or server error, an internal
-// error for a malformed reply, or the error for a key that is no record.
-func (st step) reply(v []any, err error) (scriptReply, error) {
+// reply reads a step's reply (err: the round trip's): a transport or
+// server error, an internal error for a malformed reply, or the error for
+// a key that is no record.
+func (st step) reply(err error) (scriptReply, error) {
 	if err != nil {
 		return scriptReply{}, exit.Wrap(err, st.what)
 	}
-	rep, err := parseReply(st.key, v)
-	if err != nil {
-		return scriptReply{}, exit.New(exit.Internal, st.what, "unexpected reply from the claim script: %v", err)
+	rep, err := st.decode(st.call)
+	var bad *badReply
+	switch {
+	case errors.As(err, &bad):
+		return scriptReply{}, exit.New(exit.Internal, st.what, "unexpected reply from the claim script: %v", bad.err)
+	case err != nil:
+		return scriptReply{}, exit.Wrap(err, st.what)
 	}
+	rep.record.Key = st.key
 	switch rep.outcome {
 	case "foreign":
 		return scriptReply{}, rep.notClaim(st.what)
@@ -273,8 +279,8 @@ func acquireStep(p AcquireParams) (step, error) {
 	if err := p.Validate(); err != nil {
 		return step{}, err
 	}
-	return newStep(acquireScript.Call(&acquireArgs{Key: p.Key, Owner: p.Owner, Lease: p.Lease.Milliseconds(), TTL: msOrKeep(p.TTL),
-		DefaultTTL: DefaultTTL.Milliseconds(), Fingerprint: p.Fingerprint, MaxAttempts: p.MaxAttempts}), "acquire", p.Key), nil
+	return newStep(acquireScript, &acquireArgs{Key: p.Key, Owner: p.Owner, Lease: p.Lease.Milliseconds(), TTL: msOrKeep(p.TTL),
+		DefaultTTL: DefaultTTL.Milliseconds(), Fingerprint: p.Fingerprint, MaxAttempts: p.MaxAttempts}, "acquire", p.Key), nil
 }
 
 func (st step) acquireResult(rep scriptReply) (AcquireResult, error) {
@@ -317,8 +323,8 @@ func renewStep(key string, token int64, lease, ttl time.Duration) (step, error) 
 	if err := firstErr(checkKey(key), checkToken(token), checkLease(lease, ttl, false)); err != nil {
 		return step{}, err
 	}
-	return newStep(renewScript.Call(&renewArgs{Key: key, Token: token, Lease: msOrKeep(lease), TTL: msOrKeep(ttl),
-		DefaultLease: DefaultLease.Milliseconds(), DefaultTTL: DefaultTTL.Milliseconds()}), "renew", key), nil
+	return newStep(renewScript, &renewArgs{Key: key, Token: token, Lease: msOrKeep(lease), TTL: msOrKeep(ttl),
+		DefaultLease: DefaultLease.Milliseconds(), DefaultTTL: DefaultTTL.Milliseconds()}, "renew", key), nil
 }
 
 // msOrKeep is a duration given as ARGV: its ms, or "" when it was not
@@ -369,8 +375,8 @@ func completeStep(p CompleteParams) (step, error) {
 		}
 		hasResult, value = true, *p.Result
 	}
-	st := newStep(completeScript.Call(&completeArgs{Key: p.Key, Token: p.Token, TTL: msOrKeep(p.TTL),
-		DefaultTTL: DefaultTTL.Milliseconds(), HasResult: hasResult, Result: value}), "complete", p.Key)
+	st := newStep(completeScript, &completeArgs{Key: p.Key, Token: p.Token, TTL: msOrKeep(p.TTL),
+		DefaultTTL: DefaultTTL.Milliseconds(), HasResult: hasResult, Result: value}, "complete", p.Key)
 	st.result = p.Result
 	return st, nil
 }
@@ -417,8 +423,8 @@ func failStep(key string, token int64, errText string, ttl time.Duration, releas
 	if err := firstErr(checks...); err != nil {
 		return step{}, err
 	}
-	return newStep(failScript.Call(&failArgs{Key: key, Token: token, TTL: msOrKeep(ttl),
-		DefaultTTL: DefaultTTL.Milliseconds(), Err: errText, Release: release}), "fail", key), nil
+	return newStep(failScript, &failArgs{Key: key, Token: token, TTL: msOrKeep(ttl),
+		DefaultTTL: DefaultTTL.Milliseconds(), Err: errText, Release: release}, "fail", key), nil
 }
 
 // Release deletes the caller's PROCESSING or FAILED record so a redelivery
@@ -430,7 +436,7 @@ func Release(ctx context.Context, c *redisconn.Conn, key string, token int64, op
 	if err := firstErr(checkKey(key), checkToken(token)); err != nil {
 		return err
 	}
-	st := newStep(releaseScript.Call(&releaseArgs{Key: key, Token: token}), "release", key)
+	st := newStep(releaseScript, &releaseArgs{Key: key, Token: token}, "release", key)
 	rep, err := st.send(ctx, c, options(opts))
 	if err != nil {
 		return err

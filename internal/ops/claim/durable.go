@@ -51,11 +51,7 @@ func (st step) send(ctx context.Context, c *redisconn.Conn, o sendOpts) (scriptR
 		return st.run(ctx, c)
 	}
 	ack, err := c.RunDurable(ctx, st.key, o.durability, []*redisconn.Call{st.call})
-	var v []any
-	if err == nil {
-		v, err = st.call.Cmd.Slice()
-	}
-	rep, err := st.reply(v, err)
+	rep, err := st.reply(err)
 	if err != nil {
 		return rep, err
 	}

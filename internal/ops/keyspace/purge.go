@@ -27,7 +27,24 @@ import (
 //go:embed lua/purge_recheck.lua
 var recheckLua string
 
-var recheckScript = redisconn.NewLua[recheckArgs](recheckLua)
+var recheckScript = redisconn.NewLua[recheckArgs](decodeRecheckReply, recheckLua)
+
+// decodeRecheckReply reads the re-check script's reply: an integer a key.
+func decodeRecheckReply(v any) ([]int64, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, exit.New(exit.Internal, "purge re-check", "unexpected reply %v", v)
+	}
+	out := make([]int64, len(list))
+	for i, e := range list {
+		n, ok := e.(int64)
+		if !ok {
+			return nil, exit.New(exit.Internal, "purge re-check", "unexpected reply %v", v)
+		}
+		out[i] = n
+	}
+	return out, nil
+}
 
 // recheckArgs are the re-check script's (see lua/purge_recheck.lua and
 // recheckCall).
@@ -365,7 +382,7 @@ func (p *purger) recheck(ctx context.Context, chunk []keyRead) ([]PurgeOutcome, 
 	}
 	outcomes := make([]PurgeOutcome, len(chunk))
 	for i, cl := range calls {
-		vals, err := pipe[i].Cmd.Int64Slice()
+		vals, err := recheckScript.Reply(pipe[i])
 		if err != nil {
 			return nil, err
 		}

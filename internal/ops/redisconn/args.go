@@ -32,9 +32,14 @@ import (
 // boxing one), []byte, int, int64, bool (sent as '1' or ”); a rest field
 // is []string (keys), or []any or an ArgList (arguments). The Lua gets
 // every argument as the string ARGV holds.
-type Lua[A any] struct {
+//
+// R is the script's reply, as its one decoder (given to NewLua) reads it
+// from the reply go-redis gives (strings, int64s, nil, []any of them):
+// every reading of a reply of the script goes through it (Reply, Decode).
+type Lua[A, R any] struct {
 	*Script
 	layout func() *argLayout
+	decode func(v any) (R, error)
 }
 
 // ArgList is a rest field's arguments that a type appends itself: a
@@ -45,24 +50,56 @@ type ArgList interface {
 }
 
 // NewLua makes a script of the prelude, the part that binds A's fields,
-// and parts, in order. A is checked (and the part made) on first use.
-func NewLua[A any](parts ...string) *Lua[A] {
+// and parts, in order, whose replies decode reads. A is checked (and the
+// part made) on first use.
+func NewLua[A, R any](decode func(v any) (R, error), parts ...string) *Lua[A, R] {
 	t := reflect.TypeFor[A]()
 	layout := sync.OnceValue(func() *argLayout { return layoutOf(t) })
-	return &Lua[A]{layout: layout, Script: newScript(func() []string {
+	return &Lua[A, R]{layout: layout, decode: decode, Script: newScript(func() []string {
 		return append([]string{luaPrelude, layout().lua}, parts...)
 	})}
 }
 
 // Call is a call of the script with arguments a.
-func (l *Lua[A]) Call(a *A) *Call {
+func (l *Lua[A, R]) Call(a *A) *Call {
 	return l.layout().call(l.Script, reflect.ValueOf(a).Elem())
 }
+
+// Reply is the reply of a call of the script that ran (its Cmd): the
+// call's error (an error reply, redis.Nil for a nil reply, the network),
+// or the reply as the script's decoder reads it.
+func (l *Lua[A, R]) Reply(cl *Call) (R, error) {
+	if cl.Script != l.Script {
+		panic("redisconn: a reply read as another script's")
+	}
+	if err := cl.Cmd.Err(); err != nil {
+		var zero R
+		return zero, err
+	}
+	return l.decode(cl.Cmd.Val())
+}
+
+// Decode reads a reply of the script that the caller read itself (exec, a
+// batch's pipe), as go-redis gives replies.
+func (l *Lua[A, R]) Decode(v any) (R, error) { return l.decode(v) }
+
+// Int64Reply is the decoder of a script whose reply is an integer.
+func Int64Reply(v any) (int64, error) {
+	n, ok := v.(int64)
+	if !ok {
+		return 0, fmt.Errorf("unexpected reply %v (want an integer)", v)
+	}
+	return n, nil
+}
+
+// CommandReply is the decoder of a script whose reply is a Redis
+// command's own, which its caller passes on as it is (exec).
+func CommandReply(v any) (any, error) { return v, nil }
 
 // ArgIndex is where in a call's Args (Call.Args) the argument of A's field
 // name is, for a caller that changes it in a call made already. The field
 // is one before any rest field.
-func (l *Lua[A]) ArgIndex(name string) int {
+func (l *Lua[A, R]) ArgIndex(name string) int {
 	lay := l.layout()
 	for i, f := range lay.args {
 		if f.field == name {

@@ -36,7 +36,7 @@ type testArgs struct {
 // arguments in place, the fields after it last; the Lua part binds each
 // field by its tag's name, those after the rest from the end.
 func TestArgsLayout(t *testing.T) {
-	s := NewLua[testArgs]("return 1\n")
+	s := NewLua[testArgs, any](CommandReply, "return 1\n")
 	p := "pv"
 	call := s.Call(&testArgs{Stream: "s", Inner: testInner{Meta: "m", Pfx: "x"}, More: []string{"k1", "k2"}, N: 7, On: true,
 		P: &p, B: []byte("b"), Items: testRest{"i1", 2}, Last1: 9, Last2: "z"})
@@ -76,7 +76,7 @@ func TestArgsLayout(t *testing.T) {
 		A string `lua:"A"`
 		B int    `lua:"B"`
 	}
-	pl := NewLua[plain]("return {A, B}\n")
+	pl := NewLua[plain, any](CommandReply, "return {A, B}\n")
 	if c := pl.Call(&plain{A: "a", B: 1}); len(c.Keys) != 0 || !reflect.DeepEqual(c.Args, []any{"a", int64(1)}) {
 		t.Errorf("plain call: %q %#v", c.Keys, c.Args)
 	}
@@ -107,14 +107,14 @@ func TestArgsLayoutRefusals(t *testing.T) {
 		A string `lua:"A,keys"`
 	}
 	for name, f := range map[string]func(){
-		"no tag":         func() { NewLua[noTag]().Parts() },
-		"two rests":      func() { NewLua[twoRests]().Parts() },
-		"key after rest": func() { NewLua[keyAfterRest]().Parts() },
-		"a float":        func() { NewLua[badType]().Parts() },
-		"a name twice":   func() { NewLua[twice]().Parts() },
-		"an option":      func() { NewLua[badOpt]().Parts() },
-		"ArgIndex":       func() { NewLua[testArgs]().ArgIndex("Last1") },
-		"not a struct":   func() { NewLua[int]().Parts() },
+		"no tag":         func() { NewLua[noTag, any](CommandReply).Parts() },
+		"two rests":      func() { NewLua[twoRests, any](CommandReply).Parts() },
+		"key after rest": func() { NewLua[keyAfterRest, any](CommandReply).Parts() },
+		"a float":        func() { NewLua[badType, any](CommandReply).Parts() },
+		"a name twice":   func() { NewLua[twice, any](CommandReply).Parts() },
+		"an option":      func() { NewLua[badOpt, any](CommandReply).Parts() },
+		"ArgIndex":       func() { NewLua[testArgs, any](CommandReply).ArgIndex("Last1") },
+		"not a struct":   func() { NewLua[int, any](CommandReply).Parts() },
 	} {
 		func() {
 			defer func() {
@@ -135,6 +135,26 @@ func TestCallMustBeMade(t *testing.T) {
 			t.Error("a hand-made Call was sent")
 		}
 	}()
-	cl := &Call{Script: NewLua[struct{}]("return 1\n").Script}
+	cl := &Call{Script: NewLua[struct{}, any](CommandReply, "return 1\n").Script}
 	cl.Command(false)
+}
+
+// A script's replies are read by its one decoder (Reply, Decode); a call
+// of another script is not read as its.
+func TestLuaReply(t *testing.T) {
+	type none struct{}
+	s := NewLua[none](Int64Reply, "return 1\n")
+	if n, err := s.Decode(int64(3)); err != nil || n != 3 {
+		t.Errorf("Decode(3) = %d, %v", n, err)
+	}
+	if _, err := s.Decode("x"); err == nil {
+		t.Error("a string decoded as an integer")
+	}
+	other := NewLua[none](CommandReply, "return 2\n")
+	defer func() {
+		if recover() == nil {
+			t.Error("a call of another script was read as this one's")
+		}
+	}()
+	_, _ = s.Reply(other.Call(&none{}))
 }

@@ -21,7 +21,7 @@ type pipeArgs struct {
 	Val     *string `lua:"val"`
 }
 
-var pipeScript = redisconn.NewLua[pipeArgs]("return {val, redis.call('INCR', counter), {err = 'nested'}}\n")
+var pipeScript = redisconn.NewLua[pipeArgs, any](redisconn.CommandReply, "return {val, redis.call('INCR', counter), {err = 'nested'}}\n")
 
 // A pipe authenticates, selects the URL's database and loads its scripts
 // as the client would; its replies come in order, of every RESP2 kind, while
@@ -222,7 +222,7 @@ func TestPipeScripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	other := redisconn.NewLua[struct{}]("return 2\n").Script
+	other := redisconn.NewLua[struct{}, int64](redisconn.Int64Reply, "return 2\n").Script
 	p, err := c.OpenPipe(context.Background(), "k", "", pipeScript.Script)
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ func TestScriptsWithoutEVAL(t *testing.T) {
 	type args struct {
 		V string `lua:"v"`
 	}
-	s := redisconn.NewLua[args]("return v\n")
+	s := redisconn.NewLua[args, any](redisconn.CommandReply, "return v\n")
 	if v, err := s.Call(&args{V: "x"}).Run(ctx, conn.Client()).Text(); err != nil || v != "x" {
 		t.Fatalf("Run: %q, %v", v, err)
 	}

@@ -21,7 +21,7 @@ type setArgs struct {
 	Value string `lua:"value"`
 }
 
-var setScript = redisconn.NewLua[setArgs]("return redis.call('SET', key, value)\n")
+var setScript = redisconn.NewLua[setArgs, any](redisconn.CommandReply, "return redis.call('SET', key, value)\n")
 
 func setCall(key, value string) []*redisconn.Call {
 	return []*redisconn.Call{setScript.Call(&setArgs{Key: key, Value: value})}
@@ -125,7 +125,7 @@ func TestRunDurableScriptCache(t *testing.T) {
 	type incrArgs struct {
 		Key string `lua:"key,key"`
 	}
-	script := redisconn.NewLua[incrArgs]("return redis.call('INCR', key)\n")
+	script := redisconn.NewLua[incrArgs, int64](redisconn.Int64Reply, "return redis.call('INCR', key)\n")
 	d := redisconn.Durability{Replicas: 1, Timeout: 10 * time.Millisecond} // no replica: WAIT answers 0 after 10ms
 	ctx := context.Background()
 	for i := 1; i <= 3; i++ {

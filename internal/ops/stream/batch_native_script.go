@@ -18,8 +18,6 @@ import (
 	"context"
 	_ "embed"
 	"errors"
-	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -30,7 +28,7 @@ import (
 //go:embed lua/stream_native_batch.lua
 var nativeBatchLua string
 
-var nativeBatchScript = redisconn.NewLua[nativeBatchArgs](idmp.LuaConstants(), nativeBatchLua)
+var nativeBatchScript = redisconn.NewLua[nativeBatchArgs](runReplyDecoder("native xadd --batch"), idmp.LuaConstants(), nativeBatchLua)
 
 // nativeBatchArgs are the native batch script's (see
 // lua/stream_native_batch.lua).
@@ -265,53 +263,46 @@ func noScripting(err error) string {
 // parseNativeBatchReply reads the native batch script's reply for n
 // requests (see lua/stream_native_batch.lua).
 func parseNativeBatchReply(v any, iids []string, n int) ([]AddResult, error) {
-	reply, ok := v.([]any)
-	if !ok || len(reply) == 0 {
-		return nil, exit.New(exit.Internal, "native xadd --batch", "unexpected reply %v", v)
+	const what = "native xadd --batch"
+	r, err := nativeBatchScript.Decode(v)
+	if err != nil {
+		return nil, err
 	}
-	bad := func() error { return exit.New(exit.Internal, "native xadd --batch", "unexpected reply %v", reply) }
-	code, _ := reply[0].(string)
-	switch {
-	case len(reply) == 1 && code == "E":
+	switch r.code {
+	case "":
+		if r.fourth != nil && r.fourth != "u" {
+			return nil, r.unexpected(what)
+		}
+	case "E":
 		return nil, &errFallback{why: emulatedStateWhy, emulated: true}
-	case len(reply) == 3 && code == "F":
-		i, err1 := strconv.Atoi(fmt.Sprint(reply[1]))
-		nf, err2 := strconv.Atoi(fmt.Sprint(reply[2]))
-		if err1 != nil || err2 != nil || i < 1 || i > n {
-			return nil, bad()
+	case "F":
+		if r.item > n {
+			return nil, r.unexpected(what)
 		}
 		// The reader sends such lines by MULTI/EXEC: this is the second line.
-		return nil, exit.New(exit.Internal, "native xadd --batch", "item %d has %d field/value arguments, more than the chunk script takes", i, nf)
-	case len(reply) == 2 && code == "P":
-		text, _ := reply[1].(string)
-		line, err := strconv.ParseInt(text, 10, 64)
-		if err != nil {
-			return nil, bad()
-		}
-		return nil, &errProgressMoved{Line: line}
-	case len(reply) != 3 && !(len(reply) == 4 && reply[3] == "u"):
-		return nil, bad()
+		return nil, exit.New(exit.Internal, what, "item %d has %d field/value arguments, more than the chunk script takes", r.item, r.nfields)
+	case "P":
+		return nil, &errProgressMoved{Line: r.line}
+	default:
+		return nil, r.unexpected(what)
 	}
-	done, _ := reply[0].(string)
-	stop, _ := reply[1].(string)
-	message, _ := reply[2].(string)
-	out, err := parseDone(done, iids, n)
+	out, err := parseDone(r.done, iids, n)
 	if err != nil {
-		return nil, exit.New(exit.Internal, "native xadd --batch", "%v", err)
+		return nil, exit.New(exit.Internal, what, "%v", err)
 	}
 	for i := range out {
 		out[i].Mode = ModeNative
 	}
 	var stopped error
 	switch {
-	case stop == "n":
+	case r.stop == "n":
 		stopped = errNoStream()
-	case stop == "e":
-		stopped = errors.New(message)
-	case stop != "" || len(out) != n:
-		stopped = exit.New(exit.Internal, "native xadd --batch", "%d replies for %d requests (stop %q)", len(out), n, stop)
+	case r.stop == "e":
+		stopped = errors.New(r.message)
+	case r.stop != "" || len(out) != n:
+		stopped = exit.New(exit.Internal, what, "%d replies for %d requests (stop %q)", len(out), n, r.stop)
 	}
-	if len(reply) == 4 {
+	if r.fourth != nil {
 		return out, &errOutcomesUnknown{then: stopped}
 	}
 	return out, stopped

@@ -23,8 +23,8 @@ var (
 	//go:embed lua/stream_emu_restore.lua
 	restoreLua string
 
-	dumpScript    = emulatedScript[stateOnlyArgs](dumpLua)
-	restoreScript = emulatedScript[restoreArgsOf](restoreLua)
+	dumpScript    = emulatedScript[stateOnlyArgs](decodeDumpReply, dumpLua)
+	restoreScript = emulatedScript[restoreArgsOf](redisconn.CommandReply, restoreLua) // RESTORE's
 )
 
 // restoreArgsOf are the restore script's (see lua/stream_emu_restore.lua):
@@ -117,6 +117,24 @@ func (s *Streams) DumpCall(key string) (*redisconn.Call, error) {
 // key does not exist: DUMP's nil), and the state (nil when the key is not
 // a stream with live emulated state).
 func ParseDumpReply(v any) (payload string, state *DumpState, ok bool, err error) {
+	r, err := dumpScript.Decode(v)
+	return r.payload, r.state, r.ok, err
+}
+
+// dumpReply is the dump script's reply (ParseDumpReply).
+type dumpReply struct {
+	payload string
+	state   *DumpState
+	ok      bool
+}
+
+// decodeDumpReply is the dump script's decoder.
+func decodeDumpReply(v any) (dumpReply, error) {
+	payload, state, ok, err := decodeDump(v)
+	return dumpReply{payload, state, ok}, err
+}
+
+func decodeDump(v any) (payload string, state *DumpState, ok bool, err error) {
 	r, isList := v.([]any)
 	bad := func() (string, *DumpState, bool, error) {
 		return "", nil, false, exit.New(exit.Internal, "emulated DUMP", "unexpected reply %s", fmt.Sprint(v))

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -44,19 +43,20 @@ var (
 )
 
 // emulatedScript is one emulated-IDMP script, whose arguments are A (which
-// start with stateArgs and end with defaultsArgs): the IDMP limits, the
-// common helpers of lua/stream_common.lua and its own source.
-func emulatedScript[A any](source string) *redisconn.Lua[A] {
-	return redisconn.NewLua[A](idmp.LuaConstants(), commonLua, source)
+// start with stateArgs and end with defaultsArgs) and whose replies decode
+// reads: the IDMP limits, the common helpers of lua/stream_common.lua and
+// its own source.
+func emulatedScript[A, R any](decode func(v any) (R, error), source string) *redisconn.Lua[A, R] {
+	return redisconn.NewLua[A](decode, idmp.LuaConstants(), commonLua, source)
 }
 
 var (
-	addScript    = emulatedScript[addArgs](addLua)
-	cfgsetScript = emulatedScript[cfgsetArgs](cfgsetLua)
-	infoScript   = emulatedScript[stateOnlyArgs](infoLua)
-	clearScript  = emulatedScript[clearArgs](clearLua)
+	addScript    = emulatedScript[addArgs](runReplyDecoder("emulated XADD"), addLua)
+	cfgsetScript = emulatedScript[cfgsetArgs](decodeCfgSetReply, cfgsetLua)
+	infoScript   = emulatedScript[stateOnlyArgs](decodeInfoReply, infoLua)
+	clearScript  = emulatedScript[clearArgs](redisconn.Int64Reply, clearLua) // nil: no stream
 	// pruneScript runs in both modes (it touches only progress records).
-	pruneScript = redisconn.NewLua[pruneArgs](pruneLua)
+	pruneScript = redisconn.NewLua[pruneArgs](redisconn.Int64Reply, pruneLua)
 )
 
 // The arguments of the scripts above (see their Lua).
@@ -305,50 +305,44 @@ func (e *errProgressMoved) Error() string {
 // parseAddReply reads the add script's reply for n requests (see
 // lua/stream_emu_add.lua).
 func parseAddReply(v any, iids []string, n int) ([]AddResult, error) {
-	reply, ok := v.([]any)
-	if !ok || len(reply) == 0 {
-		return nil, exit.New(exit.Internal, "emulated XADD", "unexpected reply %v", v)
-	}
-	if len(reply) == 4 {
-		reply = reply[:3] // the guard's (guard.go): its fourth says whether state was consulted
-	}
-	code, _ := reply[0].(string)
-	switch {
-	case len(reply) == 1 && code == "N":
-		return nil, errNativeServer
-	case len(reply) == 1 && code == "D":
-		return nil, errNeedDefaults
-	case len(reply) == 3 && code == "F":
-		i, err1 := strconv.Atoi(fmt.Sprint(reply[1]))
-		n, err2 := strconv.Atoi(fmt.Sprint(reply[2]))
-		if err1 != nil || err2 != nil || i < 1 || i > len(iids) {
-			return nil, exit.New(exit.Internal, "emulated XADD", "unexpected reply %v", reply)
-		}
-		return nil, &errFieldsRefused{Index: i - 1, N: n}
-	case len(reply) == 2 && code == "P":
-		text, _ := reply[1].(string)
-		line, err := strconv.ParseInt(text, 10, 64)
-		if err != nil {
-			return nil, exit.New(exit.Internal, "emulated XADD", "unexpected reply %v", reply)
-		}
-		return nil, &errProgressMoved{Line: line}
-	case len(reply) != 3:
-		return nil, exit.New(exit.Internal, "emulated XADD", "unexpected reply %v", reply)
-	}
-	done, _ := reply[0].(string)
-	stop, _ := reply[1].(string)
-	message, _ := reply[2].(string)
-	out, err := parseDone(done, iids, n)
+	r, err := addScript.Decode(v)
 	if err != nil {
-		return nil, exit.New(exit.Internal, "emulated XADD", "%v", err)
+		return nil, err
+	}
+	return r.addResults("emulated XADD", iids, n)
+}
+
+// addResults are the results of the adds of an add (or guard) reply for n
+// requests, and the refusal or the error that stopped the run.
+func (r runReply) addResults(what string, iids []string, n int) ([]AddResult, error) {
+	switch r.code {
+	case "":
+	case "N":
+		return nil, errNativeServer
+	case "D":
+		return nil, errNeedDefaults
+	case "F":
+		if r.item > len(iids) {
+			return nil, r.unexpected(what)
+		}
+		return nil, &errFieldsRefused{Index: r.item - 1, N: r.nfields}
+	case "P":
+		return nil, &errProgressMoved{Line: r.line}
+	default:
+		return nil, r.unexpected(what)
+	}
+	// A fourth element is the guard's (guard.go): whether state was consulted.
+	out, err := parseDone(r.done, iids, n)
+	if err != nil {
+		return nil, exit.New(exit.Internal, what, "%v", err)
 	}
 	switch {
-	case stop == "n":
+	case r.stop == "n":
 		return out, errNoStream()
-	case stop == "e":
-		return out, errors.New(message)
-	case stop != "" || len(out) != n:
-		return out, exit.New(exit.Internal, "emulated XADD", "%d replies for %d requests (stop %q)", len(out), n, stop)
+	case r.stop == "e":
+		return out, errors.New(r.message)
+	case r.stop != "" || len(out) != n:
+		return out, exit.New(exit.Internal, what, "%d replies for %d requests (stop %q)", len(out), n, r.stop)
 	}
 	return out, nil
 }
@@ -386,20 +380,23 @@ func parseDone(done string, iids []string, n int) ([]AddResult, error) {
 // state (and the defaults, always last) through Conn.Do: a plain client
 // that reached a cluster node learns so from the MOVED reply, and the keys
 // are made again for the cluster.
-func (s *Streams) runState(ctx context.Context, stream string, call func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call) (*redis.Cmd, error) {
-	var cmd *redis.Cmd
+//
+// It returns the call that ran, whose reply (or error reply) the script's
+// Reply reads; an error when no call could run.
+func (s *Streams) runState(ctx context.Context, stream string, mk func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call) (*redisconn.Call, error) {
+	var call *redisconn.Call
 	err := s.Conn.Do(func(c redis.UniversalClient) error {
 		l, st, err := s.state(stream)
 		if err != nil {
 			return err
 		}
-		cmd = call(l, st, s.defaultArgs()).Run(ctx, c)
-		return cmd.Err()
+		call = mk(l, st, s.defaultArgs())
+		return call.Run(ctx, c).Err()
 	})
-	if cmd == nil {
+	if call == nil || call.Cmd == nil {
 		return nil, err
 	}
-	return cmd, nil
+	return call, nil
 }
 
 func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error) {
@@ -409,13 +406,13 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	_ = s.loadDefaults(ctx) // best effort: a stream without state shows them
-	cmd, err := s.runState(ctx, stream, func(_ idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
+	call, err := s.runState(ctx, stream, func(_ idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
 		return infoScript.Call(&stateOnlyArgs{State: st, Defaults: d})
 	})
 	if err != nil {
 		return Info{}, err
 	}
-	reply, err := cmd.Slice()
+	reply, err := infoScript.Reply(call)
 	if err != nil && exit.Classify(err) == exit.Permission {
 		// A user who may not run scripts (or this one): the same view with
 		// plain reads, which says it is not one atomic snapshot.
@@ -427,10 +424,11 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 	} else if err != nil {
 		return Info{}, scriptErr(err)
 	}
-	info, ok := parseInfoReply(reply, stream)
-	if !ok {
-		return Info{}, exit.New(exit.Internal, "emulated XINFO", "unexpected reply %v", reply)
+	if reply == nil { // a nil reply is redis.Nil: not here
+		return Info{}, errNoSuchKey()
 	}
+	info := *reply
+	info.Stream = stream
 	if caps, err := s.Conn.Capabilities(ctx); err == nil && caps.NativeIDMP {
 		// Emulated state written on purpose to a native server: say whether the
 		// server tracks iids of its own for this stream too.
@@ -439,6 +437,21 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 		}
 	}
 	return info, nil
+}
+
+// decodeInfoReply is the info script's decoder: nil for a stream that does
+// not exist (its nil reply, as a caller that reads replies itself gets it),
+// else the view, without the stream's name (parseInfoReply).
+func decodeInfoReply(v any) (*Info, error) {
+	if v == nil {
+		return nil, nil
+	}
+	reply, _ := v.([]any)
+	info, ok := parseInfoReply(reply, "")
+	if !ok {
+		return nil, exit.New(exit.Internal, "emulated XINFO", "unexpected reply %v", v)
+	}
+	return &info, nil
 }
 
 // parseInfoReply reads the info script's reply (lua/stream_emu_info.lua):
@@ -474,18 +487,32 @@ func (s *Streams) emulatedCfgSet(ctx context.Context, stream string, duration, m
 	if err := s.loadDefaults(ctx); err != nil {
 		return CfgResult{}, err
 	}
-	cmd, err := s.runState(ctx, stream, func(_ idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
+	call, err := s.runState(ctx, stream, func(_ idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
 		return cfgsetScript.Call(&cfgsetArgs{State: st, Duration: duration, MaxSize: maxsize, Defaults: d})
 	})
 	if err != nil {
 		return CfgResult{}, notFound(scriptErr(err))
 	}
-	reply, err := cmd.Int64Slice()
-	if err != nil {
-		return CfgResult{}, notFound(scriptErr(err))
+	res, err := cfgsetScript.Reply(call)
+	var e *exit.Error
+	if err != nil && !errors.As(err, &e) {
+		err = notFound(scriptErr(err))
 	}
-	if len(reply) != 6 {
-		return CfgResult{}, exit.New(exit.Internal, "emulated XCFGSET", "unexpected reply %v", reply)
+	return res, err
+}
+
+// decodeCfgSetReply is the XCFGSET script's decoder: six integers, the
+// settings before and after, whether they changed, the iids cleared.
+func decodeCfgSetReply(v any) (CfgResult, error) {
+	list, _ := v.([]any)
+	reply := make([]int64, 0, 6)
+	for _, e := range list {
+		if n, ok := e.(int64); ok {
+			reply = append(reply, n)
+		}
+	}
+	if len(list) != 6 || len(reply) != 6 {
+		return CfgResult{}, exit.New(exit.Internal, "emulated XCFGSET", "unexpected reply %v", v)
 	}
 	return CfgResult{
 		Before:      idmp.Config{Duration: reply[0], MaxSize: reply[1]},
@@ -498,7 +525,7 @@ func (s *Streams) emulatedCfgSet(ctx context.Context, stream string, duration, m
 func (s *Streams) emulatedClear(ctx context.Context, stream, pid string) (int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	cmd, err := s.runState(ctx, stream, func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
+	call, err := s.runState(ctx, stream, func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
 		a := clearArgs{State: st, PID: pid, Defaults: d}
 		if pid != "" {
 			a.PIDKeys = []string{l.IDs(pid), l.Order(pid)}
@@ -508,7 +535,7 @@ func (s *Streams) emulatedClear(ctx context.Context, stream, pid string) (int64,
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return 0, scriptErr(err)
 	}
-	n, err := cmd.Int64()
+	n, err := clearScript.Reply(call)
 	if errors.Is(err, redis.Nil) {
 		return 0, errNoSuchKey()
 	}
@@ -524,7 +551,7 @@ const EmulatedBytesPerIID = 160
 //go:embed lua/stream_emu_drop_orphan.lua
 var dropOrphanLua string
 
-var dropOrphanScript = emulatedScript[dropOrphanArgs](dropOrphanLua)
+var dropOrphanScript = emulatedScript[dropOrphanArgs](redisconn.Int64Reply, dropOrphanLua) // -1: a name is a stream
 
 // DropOrphanedState drops the emulated IDMP state of a stream that was
 // deleted (purge --match --orphan-state): names are the streams the state
@@ -539,7 +566,7 @@ func (s *Streams) DropOrphanedState(ctx context.Context, names, keys []string) (
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	cmd, err := s.runState(ctx, names[0], func(_ idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
+	call, err := s.runState(ctx, names[0], func(_ idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
 		a := dropOrphanArgs{State: st, Found: keys, NNames: len(names), Defaults: d}
 		for _, n := range names {
 			a.Names = append(a.Names, n)
@@ -549,7 +576,7 @@ func (s *Streams) DropOrphanedState(ctx context.Context, names, keys []string) (
 	if err != nil {
 		return 0, false, exit.Wrap(err, "purge --orphan-state")
 	}
-	n, err := cmd.Int64()
+	n, err := dropOrphanScript.Reply(call)
 	if err != nil {
 		return 0, false, exit.Wrap(err, "purge --orphan-state")
 	}

@@ -98,7 +98,7 @@ func ParseInfoCallReply(v any, stream string) (Info, bool, error) {
 //go:embed lua/stream_emu_move.lua
 var moveLua string
 
-var moveScript = emulatedScript[moveArgs](moveLua)
+var moveScript = emulatedScript[moveArgs](redisconn.CommandReply, moveLua) // the command's
 
 // dstArgs are a destination stream's state, as stateArgs are the source's.
 type dstArgs struct {
@@ -152,7 +152,7 @@ func (s *Streams) MoveCall(op, src, dst string, replace bool, db string) (*redis
 //go:embed lua/stream_emu_movedb.lua
 var moveDBLua string
 
-var moveDBScript = emulatedScript[moveDBArgs](moveDBLua)
+var moveDBScript = emulatedScript[moveDBArgs](redisconn.CommandReply, moveDBLua) // the command's
 
 // MoveDBCall is the call of the script that runs MOVE src db (op "MOVE",
 // dst = src) or COPY src dst DB db [REPLACE] (op "COPY") and takes the

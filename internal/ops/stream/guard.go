@@ -24,7 +24,7 @@ import (
 //go:embed lua/stream_guard_add.lua
 var guardLua string
 
-var guardScript = emulatedScript[guardArgs](guardLua)
+var guardScript = emulatedScript[guardArgs](runReplyDecoder("emulated XADD"), guardLua)
 
 // guardArgs are the guard script's (see lua/stream_guard_add.lua).
 type guardArgs struct {
@@ -141,10 +141,14 @@ func GuardFits(reqs []AddRequest) bool {
 // parseGuardReply reads the guard's reply: the adds are native, whoever
 // answered them.
 func parseGuardReply(v any, iids []string, reqs []AddRequest) ([]AddResult, error) {
-	if reply, ok := v.([]any); ok && len(reply) == 1 && reply[0] == "C" {
+	r, err := guardScript.Decode(v)
+	if err != nil {
+		return nil, err
+	}
+	if r.code == "C" {
 		return nil, errNeedNativeDefaults
 	}
-	res, err := parseAddReply(v, iids, len(reqs))
+	res, err := r.addResults("emulated XADD", iids, len(reqs))
 	for i := range res {
 		res[i].Mode = ModeNative
 		if reqs[i].Auto {
@@ -152,7 +156,7 @@ func parseGuardReply(v any, iids []string, reqs []AddRequest) ([]AddResult, erro
 		}
 	}
 	if errors.Is(err, errNativeServer) || errors.Is(err, errNeedDefaults) {
-		err = exit.New(exit.Internal, "guarded XADD", "unexpected reply %v", v)
+		err = r.unexpected("guarded XADD")
 	}
 	return res, err
 }

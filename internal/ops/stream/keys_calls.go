@@ -16,8 +16,8 @@ var (
 	//go:embed lua/stream_emu_del.lua
 	delLua string
 
-	markScript = emulatedScript[stateOnlyArgs](markLua)
-	delScript  = emulatedScript[delArgs](delLua)
+	markScript = emulatedScript[stateOnlyArgs](redisconn.Int64Reply, markLua)
+	delScript  = emulatedScript[delArgs](redisconn.CommandReply, delLua) // the command's
 )
 
 // delArgs are the DEL script's (see lua/stream_emu_del.lua): the first

@@ -19,13 +19,35 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/redis/go-redis/v9"
 )
 
 //go:embed lua/stream_migrate.lua
 var migrateLua string
 
-var migrateScript = emulatedScript[migrateArgs](migrateLua)
+var migrateScript = emulatedScript[migrateArgs](decodeMigrateReply, migrateLua)
+
+// migrateReply is the migrate script's reply: a signal ('retry': the pids
+// set names a pid the caller did not read; 'old': the server has no
+// XIDMPRECORD), or the result.
+type migrateReply struct {
+	signal string
+	res    MigrateResult
+}
+
+// decodeMigrateReply is the migrate script's decoder.
+func decodeMigrateReply(v any) (migrateReply, error) {
+	reply, _ := v.([]any)
+	if len(reply) == 1 && (reply[0] == "retry" || reply[0] == "old") {
+		return migrateReply{signal: reply[0].(string)}, nil
+	}
+	res, ok := parseMigrateReply(reply)
+	if !ok {
+		return migrateReply{}, exit.New(exit.Internal, "migrate", "unexpected reply %v", v)
+	}
+	return migrateReply{res: res}, nil
+}
 
 // migrateArgs are the migrate script's (see lua/stream_migrate.lua).
 type migrateArgs struct {
@@ -168,7 +190,7 @@ func (s *Streams) Migrate(ctx context.Context, stream string, dry bool) (Migrate
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
-		var cmd *redis.Cmd
+		var call *redisconn.Call
 		err := s.Conn.Do(func(c redis.UniversalClient) error {
 			l, err := idmp.StateKeys(stream, s.Conn.Cluster())
 			if err != nil {
@@ -189,8 +211,8 @@ func (s *Streams) Migrate(ctx context.Context, stream string, dry bool) (Migrate
 			for _, r := range reads {
 				a.Rest = append(a.Rest, index[r.pid], r.iid, r.native, r.id)
 			}
-			cmd = migrateScript.Call(&a).Run(ctx, c)
-			return cmd.Err()
+			call = migrateScript.Call(&a)
+			return call.Run(ctx, c).Err()
 		})
 		if errors.Is(err, redis.Nil) {
 			e := exit.New(exit.NotFound, "", "stream does not exist")
@@ -205,22 +227,20 @@ func (s *Streams) Migrate(ctx context.Context, stream string, dry bool) (Migrate
 		if err != nil {
 			return MigrateResult{}, scriptErr(err)
 		}
-		reply, _ := cmd.Val().([]any)
-		if len(reply) == 1 {
-			switch reply[0] {
-			case "retry":
-				if attempt < 5 {
-					continue
-				}
-				return MigrateResult{}, exit.New(exit.Busy, "", "new producers kept appearing in the emulated state while it was read (%d tries)", attempt+1)
-			case "old":
-				return MigrateResult{}, s.CheckMigrate(ctx)
+		reply, err := migrateScript.Reply(call)
+		if err != nil {
+			return MigrateResult{}, err
+		}
+		switch reply.signal {
+		case "retry":
+			if attempt < 5 {
+				continue
 			}
+			return MigrateResult{}, exit.New(exit.Busy, "", "new producers kept appearing in the emulated state while it was read (%d tries)", attempt+1)
+		case "old":
+			return MigrateResult{}, s.CheckMigrate(ctx)
 		}
-		res, ok := parseMigrateReply(reply)
-		if !ok {
-			return MigrateResult{}, exit.New(exit.Internal, "migrate", "unexpected reply %v", cmd.Val())
-		}
+		res := reply.res
 		res.Stream, res.DryRun = stream, dry
 		return res, nil
 	}

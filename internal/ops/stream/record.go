@@ -23,7 +23,7 @@ import (
 //go:embed lua/stream_emu_record.lua
 var recordLua string
 
-var recordScript = emulatedScript[recordArgs](recordLua)
+var recordScript = emulatedScript[recordArgs](decodeRecordReply, recordLua)
 
 // recordArgs are the record script's (see lua/stream_emu_record.lua).
 type recordArgs struct {
@@ -142,16 +142,16 @@ func (s *Streams) RecordIID(ctx context.Context, stream, pid, iid, id string) er
 		return recordErr(err)
 	}
 	for {
-		cmd, err := s.runState(ctx, stream, func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
+		call, err := s.runState(ctx, stream, func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
 			return recordScript.Call(&recordArgs{State: st, IDs: l.IDs(pid), Order: l.Order(pid), PID: pid, IID: iid, ID: canon, Defaults: d})
 		})
 		if err == nil {
-			err = cmd.Err() // the script's error reply
+			err = call.Cmd.Err() // the script's error reply
 		}
 		if err != nil {
 			return recordErr(scriptErr(err))
 		}
-		err = ParseRecordReply(cmd.Val())
+		err = ParseRecordReply(call.Cmd.Val())
 		if !errors.Is(err, errNeedDefaults) || s.Defaults != nil {
 			return err
 		}
@@ -190,15 +190,25 @@ func (s *Streams) RecordCall(stream, pid, iid, id string) (*redisconn.Call, erro
 // NeedsDefaults when the stream's state starts with it and the defaults
 // were not sent (nothing was written).
 func ParseRecordReply(v any) error {
+	needs, err := recordScript.Decode(v)
+	if needs {
+		return errNeedDefaults
+	}
+	return err
+}
+
+// decodeRecordReply is the record script's decoder: OK (false), or {'D'}:
+// the defaults are needed (true).
+func decodeRecordReply(v any) (needsDefaults bool, err error) {
 	switch r := v.(type) {
 	case string:
 		if r == "OK" {
-			return nil
+			return false, nil
 		}
 	case []any:
 		if len(r) == 1 && r[0] == "D" {
-			return errNeedDefaults
+			return true, nil
 		}
 	}
-	return exit.New(exit.Internal, "emulated XIDMPRECORD", "unexpected reply %s", fmt.Sprint(v))
+	return false, exit.New(exit.Internal, "emulated XIDMPRECORD", "unexpected reply %s", fmt.Sprint(v))
 }
