@@ -27,7 +27,9 @@ import (
 //
 // After an ARGV rest field, the fields are the last arguments: their
 // locals are ARGV[#ARGV - n + 1]..., and NAME_LAST is the rest's last
-// index. A struct field without a tag (embedded or not) adds its own
+// index. The part refuses a call of other counts (exactly the fields' when
+// there is no rest field, at least the fixed ones' when there is) before
+// the script's first line. A struct field without a tag (embedded or not) adds its own
 // fields in place. Types: string, *string (sent as its string, without
 // boxing one), []byte, int, int64, bool (sent as '1' or ”); a rest field
 // is []string (keys), or []any or an ArgList (arguments). The Lua gets
@@ -237,6 +239,16 @@ func (l *argLayout) prelude() string {
 	}
 	bind(l.keys, l.keyRest, "KEYS")
 	bind(l.args, l.rest, "ARGV")
+	// The counts, checked before the script's first line: exactly these
+	// without a rest field, at least the fixed ones with one.
+	check := func(n, rest int, list string) string {
+		if rest >= 0 {
+			return fmt.Sprintf("#%s < %d", list, n-1)
+		}
+		return fmt.Sprintf("#%s ~= %d", list, n)
+	}
+	fmt.Fprintf(&b, "if %s or %s then\n", check(len(l.keys), l.keyRest, "KEYS"), check(len(l.args), l.rest, "ARGV"))
+	fmt.Fprintf(&b, "  return redis.error_reply('ERR idmpctl: malformed call of %s (' .. #KEYS .. ' keys, ' .. #ARGV .. ' arguments)')\nend\n", l.typ)
 	return b.String()
 }
 

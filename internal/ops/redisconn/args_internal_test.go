@@ -57,6 +57,7 @@ func TestArgsLayout(t *testing.T) {
 		"local PFX = ARGV[1]\n", "local N = ARGV[2]\n", "local ON = ARGV[3]\n", "local OFF = ARGV[4]\n", "local P = ARGV[5]\n", "local B = ARGV[6]\n",
 		"local ITEMS = 7 -- the first of a variable number\n", "local ITEMS_LAST = #ARGV - 2\n",
 		"local LAST1 = ARGV[#ARGV - 1]\n", "local LAST2 = ARGV[#ARGV]\n",
+		"if #KEYS < 2 or #ARGV < 8 then\n",
 	} {
 		if !strings.Contains(lua, line) {
 			t.Errorf("the Lua part has no %q:\n%s", line, lua)
@@ -80,7 +81,7 @@ func TestArgsLayout(t *testing.T) {
 	if c := pl.Call(&plain{A: "a", B: 1}); len(c.Keys) != 0 || !reflect.DeepEqual(c.Args, []any{"a", int64(1)}) {
 		t.Errorf("plain call: %q %#v", c.Keys, c.Args)
 	}
-	if !strings.Contains(pl.Parts()[1], "local B = ARGV[2]\n") {
+	if !strings.Contains(pl.Parts()[1], "local B = ARGV[2]\n") || !strings.Contains(pl.Parts()[1], "if #KEYS ~= 0 or #ARGV ~= 2 then\n") {
 		t.Errorf("plain part:\n%s", pl.Parts()[1])
 	}
 }

@@ -244,10 +244,10 @@ func TestCfgSetAndClearScriptsCheckBeforeWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := func(d, n any) func() (any, error) {
-		return func() (any, error) { return f.runRaw(cfgsetScript.Script, keys, append(args, d, n)...) }
+		return func() (any, error) { return f.runRaw(cfgsetScript.Script, keys, append(args, d, n, "", "")...) }
 	}
 	clearOne := func() (any, error) {
-		return f.runRaw(clearScript.Script, append(keys, f.l.IDs("q"), f.l.Order("q")), append(args, "q")...)
+		return f.runRaw(clearScript.Script, append(keys, f.l.IDs("q"), f.l.Order("q")), append(args, "q", "", "")...)
 	}
 	for _, tr := range []struct {
 		name string
@@ -259,9 +259,9 @@ func TestCfgSetAndClearScriptsCheckBeforeWriting(t *testing.T) {
 		{"cfgset: duration out of range", cfg(86401, 0), "IDMP-DURATION must be between"},
 		{"cfgset: maxsize out of range", cfg(0, 10001), "IDMP-MAXSIZE must be between"},
 		{"clear: keys of one pid without the pid", func() (any, error) {
-			return f.runRaw(clearScript.Script, append(keys, f.l.IDs("q"), f.l.Order("q")), append(args, "")...)
+			return f.runRaw(clearScript.Script, append(keys, f.l.IDs("q"), f.l.Order("q")), append(args, "", "", "")...)
 		}, "malformed"},
-		{"clear: a pid without its keys", func() (any, error) { return f.runRaw(clearScript.Script, keys, append(args, "q")...) }, "malformed"},
+		{"clear: a pid without its keys", func() (any, error) { return f.runRaw(clearScript.Script, keys, append(args, "q", "", "")...) }, "malformed"},
 	} {
 		before := serverDump(t, rdb)
 		_, err := tr.run()
@@ -295,9 +295,11 @@ func TestCfgSetAndClearScriptsCheckBeforeWriting(t *testing.T) {
 		}
 		uc := redis.NewClient(&redis.Options{Network: "unix", Addr: strings.TrimPrefix(f.srv.URL, "unix://"), Username: user, Password: "pw"})
 		runs := map[string]func() (any, error){
-			"cfgset": func() (any, error) { return rawRun(cfgsetScript.Script, ctx, uc, keys, append(args, 5, 0)...).Result() },
+			"cfgset": func() (any, error) {
+				return rawRun(cfgsetScript.Script, ctx, uc, keys, append(args, 5, 0, "", "")...).Result()
+			},
 			"clear": func() (any, error) {
-				return rawRun(clearScript.Script, ctx, uc, append(keys, f.l.IDs("q"), f.l.Order("q")), append(args, "q")...).Result()
+				return rawRun(clearScript.Script, ctx, uc, append(keys, f.l.IDs("q"), f.l.Order("q")), append(args, "q", "", "")...).Result()
 			},
 		}
 		for name, run := range runs {

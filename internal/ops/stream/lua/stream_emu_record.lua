@@ -20,7 +20,7 @@
 -- Part 1: everything that can fail. Nothing is written before part 2.
 ------------------------------------------------------------------------
 
-if #KEYS ~= 5 or #ARGV ~= 8 or not string.match(ID or '', '^%d+%-%d+$') then
+if not string.match(ID or '', '^%d+%-%d+$') then
   return redis.error_reply('ERR idmpctl: malformed emulated XIDMPRECORD call (' .. #KEYS .. ' keys, ' .. #ARGV .. ' arguments)')
 end
 if PID == '' then return redis.error_reply('ERR producer ID must be non-empty') end

@@ -74,7 +74,7 @@ local function malformed()
   return redis.error_reply('ERR idmpctl: malformed native batch call (' .. #KEYS .. ' keys, ' .. #argv .. ' arguments)')
 end
 local npids = tonumber(NPIDS)
-if #KEYS ~= 4 or not npids or npids < 1 or not tonumber(FROM) or not tonumber(PROGRESS_TTL) then
+if not npids or npids < 1 or not tonumber(FROM) or not tonumber(PROGRESS_TTL) then
   return malformed()
 end
 local nitems, uniform = tonumber(argv[ITEMS + npids]), tonumber(argv[ITEMS + npids + 1])
