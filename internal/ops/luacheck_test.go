@@ -184,3 +184,24 @@ func shared(name string) bool {
 	}
 	return false
 }
+
+// TestLuaReadsArgumentsByName: no script reads KEYS or ARGV at a position
+// of its own (ARGV[3], KEYS[1], #ARGV - 2, unpack(KEYS, 4)): the fixed
+// ones are locals named by the script's argument struct
+// (redisconn.NewLua), and a variable part is read from its named first
+// index. A position written in a script would drift from the struct.
+func TestLuaReadsArgumentsByName(t *testing.T) {
+	literal := regexp.MustCompile(`\b(ARGV|KEYS|argv)\s*\[\s*[0-9]|#(ARGV|KEYS|argv)\s*-\s*[0-9]|unpack\(\s*(ARGV|KEYS|argv)\s*,\s*[0-9]`)
+	files := luaFiles(t)
+	if len(files) < 20 {
+		t.Fatalf("only %d Lua files", len(files))
+	}
+	for src, name := range files {
+		for i, line := range strings.Split(src, "\n") {
+			code, _, _ := strings.Cut(line, "--")
+			if m := literal.FindString(code); m != "" {
+				t.Errorf("%s:%d: %q reads an argument by its position: name it in the script's argument struct", name, i+1, m)
+			}
+		}
+	}
+}
