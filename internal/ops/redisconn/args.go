@@ -100,18 +100,23 @@ func CommandReply(v any) (any, error) { return v, nil }
 
 // ArgIndex is where in a call's Args (Call.Args) the argument of A's field
 // name is, for a caller that changes it in a call made already. The field
-// is one before any rest field.
+// is one before any rest field, and the one of that name.
 func (l *Lua[A, R]) ArgIndex(name string) int {
 	lay := l.layout()
+	at := -1
 	for i, f := range lay.args {
-		if f.field == name {
-			if lay.rest >= 0 && i >= lay.rest {
-				break
-			}
-			return i
+		switch {
+		case f.field != name:
+		case at >= 0:
+			panic(fmt.Sprintf("redisconn: %s has two arguments %s", lay.typ, name))
+		default:
+			at = i
 		}
 	}
-	panic(fmt.Sprintf("redisconn: %s has no argument %s before its rest", lay.typ, name))
+	if at < 0 || lay.rest >= 0 && at >= lay.rest {
+		panic(fmt.Sprintf("redisconn: %s has no argument %s before its rest", lay.typ, name))
+	}
+	return at
 }
 
 // argField is one field of a call's struct.

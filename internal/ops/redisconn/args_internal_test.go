@@ -107,6 +107,10 @@ func TestArgsLayoutRefusals(t *testing.T) {
 	type badOpt struct {
 		A string `lua:"A,keys"`
 	}
+	type twoPfx struct {
+		Inner testInner
+		Pfx   string `lua:"PFX2"`
+	}
 	for name, f := range map[string]func(){
 		"no tag":         func() { NewLua[noTag, any](CommandReply).Parts() },
 		"two rests":      func() { NewLua[twoRests, any](CommandReply).Parts() },
@@ -115,6 +119,7 @@ func TestArgsLayoutRefusals(t *testing.T) {
 		"a name twice":   func() { NewLua[twice, any](CommandReply).Parts() },
 		"an option":      func() { NewLua[badOpt, any](CommandReply).Parts() },
 		"ArgIndex":       func() { NewLua[testArgs, any](CommandReply).ArgIndex("Last1") },
+		"ArgIndex twice": func() { NewLua[twoPfx, any](CommandReply).ArgIndex("Pfx") },
 		"not a struct":   func() { NewLua[int, any](CommandReply).Parts() },
 	} {
 		func() {

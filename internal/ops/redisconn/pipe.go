@@ -32,7 +32,7 @@ import (
 // writes, one reads). A failure of the connection (or of a timeout, which
 // bounds each write and each reply) ends the pipe: every later call fails,
 // and the caller opens another. The pipe knows which scripts it loaded
-// (WriteCall).
+// (WriteLoad, pipe_scripts.go).
 type Pipe struct {
 	nc       net.Conn
 	rd       *bufio.Reader
