@@ -1,7 +1,7 @@
 package main
 
 // BenchmarkCLI measures what scripts feel, side by side with the anchors
-// of the README's Speed section, in one run on one server: the release
+// of docs/speed.md, in one run on one server: the release
 // build of idmpctl (static, stripped) against redis-cli, redis-benchmark
 // and redis-cli --pipe, all on loopback TCP. It prints a markdown table of medians and
 // reports each ratio (b.ReportMetric). A benchmark, not a test: it asserts

@@ -12,8 +12,9 @@ import (
 )
 
 // TestGoldenExitCodes: every `exits N` of the golden scripts is a code of
-// the contract (the README's table, which --help prints too), except what
-// claim run passes through from the command it ran.
+// the contract (the README's table, which "idmpctl help exit-codes" and
+// idmpctl(1) print too: exit.Table), except what claim run passes through
+// from the command it ran.
 func TestGoldenExitCodes(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
@@ -22,7 +23,12 @@ func TestGoldenExitCodes(t *testing.T) {
 	contract := contractCodes(t, string(readme))
 	for code := range contract {
 		if !strings.Contains(exit.Table, "\n"+pad(code)+"  ") && !strings.Contains(exit.Table, pad(code)+", ") {
-			t.Errorf("exit code %d is in the README's table but not in --help's (exit.Table)", code)
+			t.Errorf("exit code %d is in the README's table but not in the help topic's (exit.Table)", code)
+		}
+	}
+	for _, m := range regexp.MustCompile(`(?m)^ *([0-9]+)  `).FindAllStringSubmatch(exit.Table, -1) {
+		if code, _ := strconv.Atoi(m[1]); !contract[code] {
+			t.Errorf("exit code %d is in the help topic's table (exit.Table) but not in the README's", code)
 		}
 	}
 	files, _ := filepath.Glob("testdata/script/*.txtar")

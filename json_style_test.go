@@ -162,7 +162,7 @@ func badKeys(v any, at string) []string {
 	return bad
 }
 
-// oldNames are names kept as aliases of their new ones (README: Output):
+// oldNames are names kept as aliases of their new ones (docs/output.md):
 // an object that has one has the new one too, with the same value.
 var oldNames = map[string]string{
 	"attempt": "attempts", "created": "created_ms", "updated": "updated_ms", "lease_until": "lease_until_ms",
@@ -226,8 +226,8 @@ func leafCommands() []string {
 	var walk func(c *cobra.Command, prefix string)
 	walk = func(c *cobra.Command, prefix string) {
 		for _, sub := range c.Commands() {
-			if sub.Hidden || sub.Name() == "help" {
-				continue
+			if sub.Hidden || sub.Name() == "help" || sub.IsAdditionalHelpTopicCommand() {
+				continue // help, and help topics (exit-codes): no output of their own
 			}
 			p := strings.TrimPrefix(prefix+" "+sub.Name(), " ")
 			if sub.HasSubCommands() {

@@ -13,19 +13,19 @@ import (
 	"github.com/idmpctl/idmpctl/internal/redistest"
 )
 
-// The README's consumer loop, run as it is written (its flags included):
-// each message's side effect runs once, a redelivery of a done message is
-// acknowledged without running it again, and a failure is nacked.
+// The consumer loop of docs/claim-run.md, run as it is written (its flags
+// included): each message's side effect runs once, a redelivery of a done
+// message is acknowledged without running it again, and a failure is nacked.
 func TestScenarioReadmeConsumerLoop(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile("README.md")
+	b, err := os.ReadFile(claimRunDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(b), "A consumer loop that runs each message's side effect at most once:\n\n```sh\n")
 	loop, _, ok2 := strings.Cut(rest, "```\n")
 	if !ok || !ok2 || !strings.Contains(loop, "claim run") {
-		t.Fatal("README.md: the consumer loop is not where this test looks for it")
+		t.Fatal(claimRunDoc + ": the consumer loop is not where this test looks for it")
 	}
 	srv := redistest.NewWith(t, redistest.Options{})
 	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)

@@ -1,7 +1,7 @@
 package main
 
-// Least privilege: the README's role table, tested as it stands. Each role's
-// ACL SETUSER rule is read from README.md and set on a real server; the
+// Least privilege: docs/roles.md's role table, tested as it stands. Each
+// role's ACL SETUSER rule is read from that page and set on a real server; the
 // role's commands then run as that user, and one command of another role
 // fails with 77 and writes nothing.
 
@@ -22,11 +22,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// readmeRoles reads the role table of README.md: role -> the rule's
+// readmeRoles reads the role table of docs/roles.md: role -> the rule's
 // arguments after "ACL SETUSER".
 func readmeRoles(t *testing.T) map[string][]string {
 	t.Helper()
-	b, err := os.ReadFile("README.md")
+	b, err := os.ReadFile(rolesDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func readmeRoles(t *testing.T) map[string][]string {
 		roles[m[1]] = strings.Fields(rule)
 	}
 	if len(roles) != 4 {
-		t.Fatalf("README role table: %d roles, want monitor, producer, worker, operator", len(roles))
+		t.Fatalf("%s role table: %d roles, want monitor, producer, worker, operator", rolesDoc, len(roles))
 	}
 	return roles
 }
@@ -198,7 +198,7 @@ func TestRoles(t *testing.T) {
 
 		// Emulated IDMP writes hashes and sets as claims do, so commands alone
 		// cannot keep a producer from claiming: key patterns can. The same
-		// rule narrowed to one stream's keys (README).
+		// rule narrowed to one stream's keys (docs/roles.md).
 		narrow := narrowedRule(roles["producer"], "~orders", "~{orders}:idmp*")
 		setUser(t, srv, "idmp-producer-orders", narrow, "orders-pw")
 		po := clitest.New(t, "IDMPCTL_URL=redis://idmp-producer-orders@"+srv.Addr+"/0", "IDMPCTL_PASSWORD=orders-pw")

@@ -2,13 +2,11 @@ package cmd
 
 import (
 	"context"
-	"fmt"
-	"math/big"
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/view"
 	"github.com/spf13/cobra"
 )
 
@@ -109,121 +107,12 @@ Raw output is one line to paste after XCFGSET key:
 
 func calcMaxsizeRun(ctx context.Context, o *CalcMaxsizeOptions) error {
 	res := capacity.Calculate(o.Inputs)
-	p := o.Factory.Printer
-	switch p.Format {
-	case render.JSON:
-		if err := p.JSON(calcJSON(o.Inputs, res)); err != nil {
-			return err
-		}
-	case render.Table:
-		calcTable(p, o, res)
-	default:
-		p.Line("IDMP-DURATION %d IDMP-MAXSIZE %d", res.Duration, res.MaxSize)
-		for _, w := range res.Warnings {
-			p.Warnf("%s", w)
-		}
+	v := view.CalcMaxsize{Inputs: o.Inputs, Result: res, Apply: o.Apply, DryRun: o.DryRun, RecoveryGiven: o.RecoveryFlag != ""}
+	if err := o.Factory.Printer.Show(v); err != nil {
+		return err
 	}
 	if o.Apply != "" {
 		return applyCalc(ctx, o, res)
 	}
 	return nil
 }
-
-func ratFloat(r *big.Rat) float64 { f, _ := r.Float64(); return f }
-
-func calcJSON(in capacity.Inputs, r capacity.Result) map[string]any {
-	warnings := r.Warnings
-	if warnings == nil {
-		warnings = []string{}
-	}
-	inputs := map[string]any{
-		"rate_per_s":    ratFloat(in.Rate),
-		"mark_delay_ms": float64(in.MarkDelay) / float64(time.Millisecond),
-		"producers":     in.Producers,
-		"margin":        ratFloat(in.Margin),
-	}
-	if in.Recovery > 0 {
-		inputs["recovery_s"] = in.Recovery.Seconds()
-	}
-	return map[string]any{
-		"inputs":                 inputs,
-		"idmp-duration":          r.Duration,
-		"idmp-maxsize":           r.MaxSize,
-		"needed":                 map[string]int64{"idmp-duration": r.DurationNeeded, "idmp-maxsize": r.MaxSizeNeeded},
-		"per_pid_rate_per_ms":    r.PerPIDRate,
-		"evict_after_s":          r.EvictAfter,
-		"pids_needed":            r.PIDsNeeded,
-		"formula":                []string{r.MaxSizeFormula, r.DurationFormula},
-		"interplay":              r.Interplay,
-		"memory_bytes":           map[string]int64{"native_per_pid": r.Memory.NativePerPID, "native_total": r.Memory.NativeTotal, "emulated_per_pid": r.Memory.EmulatedPerPID, "emulated_total": r.Memory.EmulatedTotal},
-		"memory_native_estimate": true,
-		"warnings":               warnings,
-	}
-}
-
-func calcTable(p *render.Printer, o *CalcMaxsizeOptions, r capacity.Result) {
-	in := o.Inputs
-	recovery := "not given (server default duration)"
-	if in.Recovery > 0 {
-		recovery = render.Duration(in.Recovery)
-	}
-	p.KV("Inputs", []render.Pair{
-		{"rate", fmt.Sprintf("%s msg/s over %s: %s msg/ms per pid", rateText(in.Rate), render.N(in.Producers, "producer"), trimFloat(r.PerPIDRate))},
-		{"mark-delay", render.Duration(in.MarkDelay)},
-		{"recovery", recovery},
-		{"margin", capacity.RatString(new(big.Rat).Mul(in.Margin, big.NewRat(100, 1))) + "%"},
-	})
-	p.KV("Result", []render.Pair{
-		{"idmp-maxsize", p.Good(render.N(r.MaxSize, "iid")) + " per pid"},
-		{"idmp-duration", p.Good(fmt.Sprintf("%ds", r.Duration))},
-	})
-	p.Notes("Formula", []render.Pair{{"maxsize", r.MaxSizeFormula}, {"duration", r.DurationFormula}, {"interplay", r.Interplay}})
-	p.KV("Memory at full occupancy", []render.Pair{
-		{"native", fmt.Sprintf("~%s per pid, ~%s total (estimate)", render.Bytes(r.Memory.NativePerPID), render.Bytes(r.Memory.NativeTotal))},
-		{"emulated", fmt.Sprintf("%s per pid, %s total (measured %d B/iid)", render.Bytes(r.Memory.EmulatedPerPID), render.Bytes(r.Memory.EmulatedTotal), in.EmulatedBytesPerIID)},
-	})
-	if len(r.Warnings) > 0 {
-		pairs := make([]render.Pair, len(r.Warnings))
-		for i, w := range r.Warnings {
-			pairs[i] = render.Pair{p.Warn("!"), w}
-		}
-		p.Notes("Warnings", pairs)
-	}
-	title := "Run" // what the user may run; with --apply, what it does next
-	switch {
-	case o.Apply != "" && o.DryRun:
-		title = "Apply (dry run)"
-	case o.Apply != "":
-		title = "Apply"
-	}
-	p.View(title, runLine(o, r))
-}
-
-// runLine is the cfgset command that does what --apply does (and did, with
-// --apply): without --recovery it sets IDMP-MAXSIZE alone, as --apply
-// does, since the server's default duration must not replace a longer
-// window the stream has. Copying the line never does more than --apply.
-func runLine(o *CalcMaxsizeOptions, r capacity.Result) []render.Row {
-	name := "STREAM"
-	if o.Apply != "" {
-		name = render.ShellWord(o.Apply)
-	}
-	if o.RecoveryFlag != "" {
-		return []render.Row{{Label: "$", Value: fmt.Sprintf("idmpctl cfgset %s --duration %d --maxsize %d", name, r.Duration, r.MaxSize), Fit: render.Whole}}
-	}
-	return []render.Row{
-		{Label: "$", Value: fmt.Sprintf("idmpctl cfgset %s --maxsize %d", name, r.MaxSize), Fit: render.Whole},
-		{Value: "IDMP-DURATION stays as the stream has it (--recovery computes one)", Fit: render.Wrap},
-	}
-}
-
-// rateText is a rate in messages a second, with thousands separators when
-// it is whole.
-func rateText(r *big.Rat) string {
-	if r.IsInt() && r.Num().IsInt64() {
-		return render.Count(r.Num().Int64())
-	}
-	return capacity.RatString(r)
-}
-
-func trimFloat(f float64) string { return fmt.Sprintf("%.6g", f) }

@@ -3,15 +3,12 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/capacity"
-	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
-	"github.com/idmpctl/idmpctl/internal/progress"
-	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/view"
 	"github.com/spf13/cobra"
 )
 
@@ -164,7 +161,11 @@ Raw output: "name<TAB>value" lines (ttl, ttl_s, keys, memory_bytes, and with
 
 func calcTTLRun(ctx context.Context, o *CalcTTLOptions) error {
 	if o.Sample != "" {
-		m, err := measureSample(ctx, o.Factory, o.Sample, o.Samples)
+		conn, err := o.Factory.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		m, err := keyspace.MeasureSample(ctx, conn, o.Sample, o.Samples)
 		if err != nil {
 			return err
 		}
@@ -174,170 +175,5 @@ func calcTTLRun(ctx context.Context, o *CalcTTLOptions) error {
 	if err != nil {
 		return &exit.Error{Code: exit.Usage, What: "calc-ttl", Err: err}
 	}
-	p := o.Factory.Printer
-	switch p.Format {
-	case render.JSON:
-		return p.JSON(calcTTLJSON(o, res))
-	case render.Table:
-		calcTTLTable(p, o, res)
-	default:
-		p.Line("ttl\t%s", duration.Format(res.TTL))
-		p.Line("ttl_s\t%s", secondsText(res.TTL))
-		p.Line("keys\t%d", res.Keys)
-		p.Line("memory_bytes\t%d", res.Memory)
-		if o.Inputs.Measured != nil {
-			p.Line("measured_memory_bytes\t%d", res.MeasuredMemory)
-		}
-		for _, a := range res.Advice {
-			p.Warnf("%s", a)
-		}
-	}
-	return nil
-}
-
-// measureSample measures up to n keys matching pattern (MEMORY USAGE and
-// their name and value sizes).
-func measureSample(ctx context.Context, f *Factory, pattern string, n int) (*capacity.MeasuredKeys, error) {
-	conn, err := f.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	keys, err := keyspace.SampleKeys(ctx, conn, pattern, false, n)
-	if err != nil {
-		return nil, exit.Wrap(err, "calc-ttl --sample")
-	}
-	sizes, err := keyspace.MeasureKeys(ctx, conn, keys, true)
-	if err != nil {
-		return nil, exit.Wrap(err, "calc-ttl --sample")
-	}
-	if len(sizes) == 0 {
-		return nil, exit.New(exit.NotFound, "calc-ttl --sample", "no key matches %q", pattern)
-	}
-	m := &capacity.MeasuredKeys{Pattern: pattern, Keys: len(sizes)}
-	for _, s := range sizes {
-		m.KeyBytes += float64(s.KeyBytes)
-		m.ValueBytes += float64(s.ValueBytes)
-		m.UsageBytes += float64(s.UsageBytes)
-	}
-	n64 := float64(len(sizes))
-	m.KeyBytes, m.ValueBytes, m.UsageBytes = m.KeyBytes/n64, m.ValueBytes/n64, m.UsageBytes/n64
-	return m, nil
-}
-
-// secondsText is d in seconds, as short as exact.
-func secondsText(d time.Duration) string {
-	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
-}
-
-func calcTTLJSON(o *CalcTTLOptions, r capacity.TTLResult) map[string]any {
-	in := o.Inputs
-	inputs := map[string]any{"rate_per_s": ratFloat(in.Rate)}
-	for _, d := range []struct {
-		name string
-		d    time.Duration
-	}{{"ttl_s", in.TTL}, {"max_processing_s", in.MaxProcessing}, {"max_retry_delay_s", in.MaxRetryDelay}, {"buffer_s", in.Buffer}} {
-		if d.d > 0 {
-			inputs[d.name] = d.d.Seconds()
-		}
-	}
-	for _, n := range []struct {
-		name string
-		v    int64
-	}{{"key_size_bytes", in.KeySize}, {"value_size_bytes", in.ValueSize}, {"maxmemory_bytes", in.MaxMemory}} {
-		if n.v >= 0 && (n.name != "maxmemory_bytes" || n.v > 0) {
-			inputs[n.name] = n.v
-		}
-	}
-	advice := r.Advice
-	if advice == nil {
-		advice = []string{}
-	}
-	formula := []string{r.TTLFormula, r.MemoryFormula}
-	out := map[string]any{
-		"inputs":           inputs,
-		"ttl_s":            r.TTL.Seconds(),
-		"ttl_ms":           r.TTL.Milliseconds(),
-		"keys":             r.Keys,
-		"key_size_bytes":   r.KeySize,
-		"value_size_bytes": r.ValueSize,
-		"memory_bytes":     r.Memory,
-		"formula":          formula,
-		"advice":           advice,
-	}
-	if in.Window {
-		out["retry_window_s"] = r.RetryWindow.Seconds()
-	}
-	if m := in.Measured; m != nil {
-		inputs["sample"] = m.Pattern
-		inputs["samples"] = o.Samples
-		out["measured"] = map[string]any{
-			"pattern":                 m.Pattern,
-			"keys_sampled":            m.Keys,
-			"key_bytes_mean":          m.KeyBytes,
-			"value_bytes_mean":        m.ValueBytes,
-			"memory_usage_bytes_mean": m.UsageBytes,
-			"memory_bytes":            r.MeasuredMemory,
-			"formula":                 r.MeasuredFormula,
-			"formula_vs_measured":     r.FormulaVsMeasured,
-		}
-	}
-	return out
-}
-
-func calcTTLTable(p *render.Printer, o *CalcTTLOptions, r capacity.TTLResult) {
-	in := o.Inputs
-	inputs := []render.Pair{{"rate", capacity.RatString(in.Rate) + " msg/s"}}
-	if in.TTL > 0 {
-		inputs = append(inputs, render.Pair{"ttl", duration.Format(in.TTL)})
-	}
-	if in.Window {
-		buffer := "none"
-		if in.Buffer > 0 {
-			buffer = duration.Format(in.Buffer)
-		}
-		inputs = append(inputs, render.Pair{"max-processing", duration.Format(in.MaxProcessing)},
-			render.Pair{"max-retry-delay", duration.Format(in.MaxRetryDelay)}, render.Pair{"buffer", buffer})
-	}
-	sizeText := func(given int64, used int64) string {
-		if given >= 0 {
-			return fmt.Sprintf("%d B", given)
-		}
-		return fmt.Sprintf("%d B (measured)", used)
-	}
-	inputs = append(inputs, render.Pair{"key size", sizeText(in.KeySize, r.KeySize)},
-		render.Pair{"value size", sizeText(in.ValueSize, r.ValueSize)})
-	if in.MaxMemory > 0 {
-		inputs = append(inputs, render.Pair{"maxmemory", fmt.Sprintf("%s (%s B)", render.Bytes(in.MaxMemory), render.Count(in.MaxMemory))})
-	}
-	p.KV("Inputs", inputs)
-	result := []render.Pair{
-		{"TTL", p.Good(duration.Format(r.TTL)) + fmt.Sprintf(" (%s s)", secondsText(r.TTL))},
-		{"keys", fmt.Sprintf("%s alive at a steady rate (rate x TTL)", progress.FormatCount(r.Keys))},
-		{"memory", p.Good(render.Bytes(r.Memory)) + fmt.Sprintf(" (%s B, by %s)", progress.FormatCount(r.Memory), capacity.RuleOfThumb)},
-	}
-	if in.Measured != nil {
-		result = append(result, render.Pair{"measured", p.Good(render.Bytes(r.MeasuredMemory)) +
-			fmt.Sprintf(" (%s B, at the sample's MEMORY USAGE; the formula is %+.0f%%)", progress.FormatCount(r.MeasuredMemory), 100*r.FormulaVsMeasured)})
-	}
-	p.Notes("Result", result)
-	formula := []render.Pair{{"ttl", r.TTLFormula}, {"memory", r.MemoryFormula}}
-	if in.Measured != nil {
-		formula = append(formula, render.Pair{"measured", r.MeasuredFormula})
-	}
-	p.Notes("Formula", formula)
-	if m := in.Measured; m != nil {
-		p.Notes(fmt.Sprintf("Sample (%s, %d keys)", render.Field(m.Pattern), m.Keys), []render.Pair{
-			{"key name", fmt.Sprintf("%.1f B mean", m.KeyBytes)},
-			{"value", fmt.Sprintf("%.1f B mean", m.ValueBytes)},
-			{"MEMORY USAGE", fmt.Sprintf("%.1f B mean a key (Redis's per-key overhead included: %.1f B beyond name and value)", m.UsageBytes, m.UsageBytes-m.KeyBytes-m.ValueBytes)},
-		})
-	}
-	if len(r.Advice) > 0 {
-		pairs := make([]render.Pair, len(r.Advice))
-		for i, a := range r.Advice {
-			pairs[i] = render.Pair{p.Warn("!"), a}
-		}
-		p.Notes("Advice", pairs)
-	}
-	p.KV("Run", []render.Pair{{"$", fmt.Sprintf("idmpctl claim run KEY --ttl %s -- COMMAND...", duration.Format(r.TTL))}})
+	return o.Factory.Printer.Show(view.CalcTTL{Inputs: o.Inputs, Result: res, Samples: o.Samples})
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
 	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/view"
 	"github.com/spf13/cobra"
 )
 
@@ -121,16 +122,6 @@ Raw output: "status<TAB>changed|unchanged|dry-run", then
 	return c
 }
 
-// cfgsetJSON is cfgset's -o json.
-type cfgsetJSON struct {
-	Stream      string         `json:"stream"`
-	Mode        string         `json:"mode"`
-	Status      string         `json:"status"`
-	Before      map[string]int `json:"before"`
-	After       map[string]int `json:"after"`
-	ClearedIIDs int64          `json:"cleared_iids"`
-}
-
 // cfgsetRun is shared by cfgset and calc-maxsize --apply.
 func cfgsetRun(ctx context.Context, o *CfgSetOptions) error {
 	f, name, duration, maxsize := o.Factory, o.Stream, o.Duration, o.MaxSize
@@ -181,46 +172,9 @@ func cfgsetRun(ctx context.Context, o *CfgSetOptions) error {
 			status = "changed"
 		}
 	}
-	return printCfgSet(f.Printer, cfgsetJSON{
+	return f.Printer.Show(view.CfgSet{
 		Stream: name, Mode: streams.Mode.String(), Status: status, ClearedIIDs: cleared,
 		Before: map[string]int{"idmp-duration": int(before.Duration), "idmp-maxsize": int(before.MaxSize)},
 		After:  map[string]int{"idmp-duration": int(after.Duration), "idmp-maxsize": int(after.MaxSize)},
 	})
-}
-
-func printCfgSet(p *render.Printer, r cfgsetJSON) error {
-	switch p.Format {
-	case render.JSON:
-		return p.JSON(r)
-	case render.Table:
-		// The settings with their units: seconds, iids per producer.
-		unit := map[string]func(int) string{
-			"idmp-duration": func(v int) string { return strconv.Itoa(v) + "s" },
-			"idmp-maxsize":  func(v int) string { return render.N(int64(v), "iid") + " per pid" },
-		}
-		arrow := func(k string) string {
-			if r.Before[k] == r.After[k] {
-				return unit[k](r.After[k]) + " (unchanged)"
-			}
-			return unit[k](r.Before[k]) + " -> " + p.Good(unit[k](r.After[k]))
-		}
-		status := r.Status
-		switch r.Status {
-		case "changed":
-			status = p.Warn("changed: " + render.N(r.ClearedIIDs, "tracked iid") + " cleared")
-		case "dry-run":
-			status = p.Warn("dry run: nothing changed; the change would clear " + render.N(r.ClearedIIDs, "tracked iid"))
-		case "unchanged":
-			status = "unchanged: same values, nothing cleared"
-		}
-		p.KV("cfgset "+render.Field(r.Stream)+" ("+r.Mode+")", []render.Pair{
-			{"idmp-duration", arrow("idmp-duration")}, {"idmp-maxsize", arrow("idmp-maxsize")}, {"result", status},
-		})
-	default:
-		p.Line("status\t%s", r.Status)
-		p.Line("idmp-duration\t%d\t%d", r.Before["idmp-duration"], r.After["idmp-duration"])
-		p.Line("idmp-maxsize\t%d\t%d", r.Before["idmp-maxsize"], r.After["idmp-maxsize"])
-		p.Line("cleared-iids\t%d", r.ClearedIIDs)
-	}
-	return nil
 }

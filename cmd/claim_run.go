@@ -16,6 +16,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/ops/claimrun"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/view"
 	"github.com/spf13/cobra"
 )
 
@@ -111,32 +112,6 @@ one JSON object printed at the end, with the outcome and exit code.`,
 	return c
 }
 
-// runJSON is claim run's -o json.
-type runJSON struct {
-	Key             string `json:"key"`
-	Outcome         string `json:"outcome"` // ran, replayed, busy, mismatch, exhausted, lost, unacknowledged
-	Ran             bool   `json:"ran"`
-	ExitCode        int    `json:"exit_code"`
-	Token           int64  `json:"token,omitempty"`
-	Attempts        int64  `json:"attempts,omitempty"` // the claim's count of claims, this run's included
-	Attempt         int64  `json:"attempt,omitempty"`  // attempts' old name, kept for now (README: Output)
-	Recorded        string `json:"recorded,omitempty"` // COMPLETED or FAILED
-	Output          string `json:"output"`
-	OutputTruncated bool   `json:"output_truncated,omitempty"`
-	Error           string `json:"error,omitempty"`
-	// The command ran but its outcome could not be recorded: why (its exit
-	// code is passed through).
-	Unrecorded string `json:"unrecorded,omitempty"`
-	// With --wait-replicas: the fewest replicas that acknowledged a write
-	// of this run (the claim, and the outcome when it ran), and why the
-	// outcome stands unacknowledged when it does.
-	ackJSON
-	Unacknowledged string `json:"unacknowledged,omitempty"`
-	// Interrupted is the signal (SIGINT, SIGTERM) forwarded to the command
-	// while it ran.
-	Interrupted string `json:"interrupted,omitempty"`
-}
-
 func claimRunRun(ctx context.Context, o *RunOptions) error {
 	// SIGINT and SIGTERM: until the command starts they cancel (nothing
 	// runs); then they are forwarded to it. The guard (Linux) was started
@@ -179,31 +154,22 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	stopWatching() // the run's loop forwards signals from here on
 	if err != nil {
 		var na *redisconn.NotAckedError
-		if errors.As(err, &na) && p.Format == render.JSON {
-			_ = p.JSON(runJSON{Key: o.Key, Outcome: "unacknowledged", ExitCode: exit.Code(err), Error: err.Error(),
-				ackJSON: o.ackFor(true, &ack)})
+		if errors.As(err, &na) {
+			_ = p.Show(view.ClaimRun{Key: o.Key, Outcome: "unacknowledged", ExitCode: exit.Code(err), Error: err.Error(),
+				Ack: o.ackFor(true, &ack)})
 		}
 		return failClosed(err)
 	}
-	report := runJSON{Key: o.Key, Outcome: string(res.Outcome)}
+	report := view.ClaimRun{Key: o.Key, Outcome: string(res.Outcome)}
 	if !res.Acquired() {
 		switch res.Outcome {
 		case claim.Done:
-			report.Outcome, report.Output = "replayed", res.Record.Result
-			if p.Format == render.JSON {
-				return p.JSON(report)
-			}
-			fmt.Fprint(p.Out, res.Record.Result)
-			if p.Human() || p.ErrTTY { // a person reads it: say what happened
-				p.Status("idmpctl: replayed: the command did not run (%s completed it, token %d)", render.Field(o.Key), res.Record.Token)
-			}
-			return nil
+			report.Outcome, report.Output, report.ReplayedToken = "replayed", res.Record.Result, res.Record.Token
+			return p.Show(report)
 		}
 		err := acquireExit(p, "claim run", o.Key, res, o.Wait)
 		report.ExitCode, report.Error = exit.Code(err), err.Error()
-		if p.Format == render.JSON {
-			_ = p.JSON(report)
-		}
+		_ = p.Show(report) // -o json's report; the error says it all elsewhere
 		return err
 	}
 	if res.Outcome == claim.Takeover {
@@ -221,7 +187,7 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 		p.Warnf("%s", w)
 	}
 	code := run.ExitCode
-	report.ackJSON, report.Unacknowledged = o.ackFor(true, &run.Ack), run.Unacknowledged
+	report.Ack, report.Unacknowledged = o.ackFor(true, &run.Ack), run.Unacknowledged
 	report.Ran, report.ExitCode = run.Started, code
 	report.Output, report.OutputTruncated = run.Output, run.OutputTruncated
 	report.Recorded, report.Unrecorded = run.Recorded, run.Unrecorded
@@ -239,10 +205,8 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	// The command ran: output that could not be written (a reader that
 	// went away, a full disk) is a warning, and its code stands.
 	o.Factory.outputTold = true
-	if p.Format == render.JSON {
-		if err := p.JSON(report); err != nil {
-			p.Warnf("claim run %q: the JSON report could not be written (%v): the command's exit code (%d) stands", o.Key, err, code)
-		}
+	if err := p.Show(report); err != nil { // only -o json prints more at the end
+		p.Warnf("claim run %q: the JSON report could not be written (%v): the command's exit code (%d) stands", o.Key, err, code)
 	}
 	if runErr != nil {
 		return runErr

@@ -3,11 +3,10 @@ package cmd
 import (
 	"bufio"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/view"
 )
 
 // change is what a confirmation is about: a statement of what the command
@@ -20,42 +19,12 @@ type change struct {
 	More     int64
 }
 
-// listedKeys is how many keys a confirmation or a dry run names before
-// "and N more".
-const listedKeys = 20
-
-// keyList gathers the first listedKeys keys of a selection and counts the
-// rest.
-type keyList struct {
-	Keys []string
-	More int64
-}
-
-func (l *keyList) add(key string) {
-	if len(l.Keys) < listedKeys {
-		l.Keys = append(l.Keys, render.Field(key))
-		return
-	}
-	l.More++
-}
-
-// lines are the list's lines: the keys (sorted: SCAN's order is none),
-// then "and N more".
-func (l keyList) lines() []string {
-	out := slices.Sorted(slices.Values(l.Keys))
-	if l.More > 0 {
-		out = append(out, "and "+render.Count(l.More)+" more")
-	}
-	return out
-}
-
 // confirm asks on a terminal; elsewhere the change needs --yes.
 func confirm(f *Factory, yes bool, c change) error {
 	if yes {
 		return nil
 	}
-	interactive := f.IsTTY(f.In) || f.Getenv("IDMPCTL_FORCE_TTY") != ""
-	if !interactive {
+	if !f.IOStreams().CanPrompt() {
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%s: confirmation needed", c.What),
 			Hint: "pass --yes to confirm (or --dry-run to only see what would change)"}
 	}
@@ -63,7 +32,7 @@ func confirm(f *Factory, yes bool, c change) error {
 	b.WriteString(c.What)
 	if len(c.Keys) > 0 {
 		b.WriteString(":\n")
-		for _, l := range (keyList{Keys: c.Keys, More: c.More}).lines() {
+		for _, l := range (view.KeyList{Keys: c.Keys, More: c.More}).Lines() {
 			b.WriteString("  " + l + "\n")
 		}
 	} else {

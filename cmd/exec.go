@@ -122,17 +122,6 @@ RENAMENX, COPY and MOVE write; XINFO and CONFIG GET read.`,
 	return c
 }
 
-// replyFormat picks redis-cli's form: JSON, the terminal's, or raw.
-func replyFormat(p *render.Printer) func([]byte, resp.Reply) []byte {
-	switch {
-	case p.Format == render.JSON:
-		return render.AppendReplyJSON
-	case p.Format == render.Table:
-		return render.AppendReplyTTY
-	}
-	return render.AppendReplyRaw
-}
-
 func execRun(ctx context.Context, o *ExecOptions) error {
 	f := o.Factory
 	p := f.Printer
@@ -141,7 +130,7 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 	if err != nil {
 		return err
 	}
-	format := replyFormat(p)
+	format := p.AppendReply
 	out := bufio.NewWriterSize(f.Out, 64<<10)
 	var buf []byte
 	failed, refused := 0, 0

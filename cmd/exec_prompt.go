@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/iostreams"
 	opsexec "github.com/idmpctl/idmpctl/internal/ops/exec"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/resp"
@@ -23,18 +24,6 @@ import (
 // come from golang.org/x/term's Terminal, already a dependency (it sizes
 // tables), rather than a readline library: nothing new to vet or ship.
 // Piped stdin keeps the script-friendly mode (RunLines) unchanged.
-
-// forceTTYIn makes exec take stdin for a terminal without one (tests): the
-// prompt, with each line echoed after it as a terminal shows it, but no
-// line editing (it needs a real terminal).
-const forceTTYIn = "IDMPCTL_FORCE_TTY_IN"
-
-// promptWanted says whether exec with no COMMAND prompts: stdin and stdout
-// are terminals (or stdin is forced to be one, for tests).
-func promptWanted(f *Factory) bool {
-	out := f.IsTTY(f.Out) || f.Getenv("IDMPCTL_FORCE_TTY") != ""
-	return out && (f.IsTTY(f.In) || f.Getenv(forceTTYIn) != "")
-}
 
 // lineReader reads a line of input after a prompt. io.EOF: the user left
 // (Ctrl-D, or Ctrl-C at the prompt, as in redis-cli).
@@ -147,7 +136,7 @@ func (s *promptState) note(args []string, r resp.Reply) {
 func execPrompt(ctx context.Context, f *Factory, conn *redisconn.Conn, s *opsexec.Session, lines lineReader) error {
 	addr, unix, db := conn.Endpoint()
 	st := promptState{addr: addr, unix: unix, db: db}
-	format := replyFormat(f.Printer)
+	format := f.Printer.AppendReply
 	var buf []byte
 	for {
 		line, err := lines.ReadLine(st.String())
@@ -238,12 +227,13 @@ Every other command goes to the server as it is; replies as redis-cli's.
 // terminal's line editor, plain lines on a forced terminal, or nil (stdin
 // is no terminal: RunLines, the script-friendly mode).
 func promptLines(f *Factory) lineReader {
-	if !promptWanted(f) {
+	ios := f.IOStreams()
+	if !ios.PromptWanted() {
 		return nil
 	}
-	in, inOK := f.In.(*os.File)
-	out, outOK := file(f.Out)
-	if inOK && outOK && f.IsTTY(f.In) && f.IsTTY(f.Out) {
+	in, inOK := ios.In.(*os.File)
+	out, outOK := iostreams.File(ios.Out)
+	if inOK && outOK && ios.RealTerminals() {
 		return newTermLines(in, out)
 	}
 	return &plainLines{rd: bufio.NewReader(f.In), out: f.Out}

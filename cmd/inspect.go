@@ -4,16 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
-	"time"
 
-	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/health"
+	"github.com/idmpctl/idmpctl/internal/ops/health"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/records"
 	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/view"
 	"github.com/spf13/cobra"
 )
 
@@ -90,7 +88,7 @@ func (o *InspectOptions) Validate() error {
 			return notMetrics("idmpctl inspect --server")
 		case o.Watch != "":
 			return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("-o prometheus: one document a run, not --watch"),
-				Hint: "let Prometheus scrape it at its own interval (see the README's \"Monitoring with Prometheus\")"}
+				Hint: "let Prometheus scrape it at its own interval (see docs/monitoring.md)"}
 		}
 	}
 	var err error
@@ -214,68 +212,13 @@ func inspectServer(ctx context.Context, o *InspectOptions) error {
 		return exit.Wrap(err, "inspect "+conn.Display)
 	}
 	// The lints for known IDMP bugs: servers with native IDMP only.
-	lints := []health.Lint{}
-	if r.NativeIDMP {
-		facts, err := redisconn.ReadServerFacts(ctx, conn)
-		if err != nil {
-			return exit.Wrap(err, "inspect "+conn.Display)
-		}
-		lints = append(lints, health.Server(facts)...)
+	lints, err := health.ReadServerLints(ctx, conn, r.NativeIDMP)
+	if err != nil {
+		return exit.Wrap(err, "inspect "+conn.Display)
 	}
 	p := o.Factory.Printer
-	if p.Format == render.JSON {
-		if e := r.Eviction; e != nil && e.Risky() {
-			p.Warnf("%s", e.Warning())
-		}
-		return p.JSON(struct {
-			redisconn.ServerReport
-			Lints []health.Lint `json:"lints"`
-		}{r, lints})
+	if e := r.Eviction; e != nil && e.Risky() {
+		p.Warnf("%s", e.Warning())
 	}
-	idmp := "no (idmpctl emulates IDMP with Lua)"
-	if r.NativeIDMP {
-		idmp = "yes (XADD IDMP, XCFGSET)"
-	}
-	pairs := []render.Pair{
-		{"url", r.URL},
-		{"server", r.Product + " " + r.Version},
-		{"mode", r.Mode},
-		{"role", r.Role},
-	}
-	if len(r.Primaries) > 0 {
-		pairs = append(pairs, render.Pair{"primaries", strings.Join(r.Primaries, " ")})
-	}
-	pairs = append(pairs, render.Pair{"native-idmp", idmp}, render.Pair{"emulation", r.Emulation})
-	if e := r.Eviction; e != nil {
-		maxmemory := fmt.Sprint(e.MaxMemory)
-		if p.Human() {
-			maxmemory = "0 (no limit)"
-			if e.MaxMemory > 0 {
-				maxmemory = fmt.Sprintf("%s (%s B)", render.Bytes(e.MaxMemory), render.Count(e.MaxMemory))
-			}
-		}
-		pairs = append(pairs, render.Pair{"maxmemory", maxmemory}, render.Pair{"maxmemory-policy", e.Policy})
-		if e.Risky() {
-			p.Warnf("%s", e.Warning())
-		}
-	}
-	if strings.HasPrefix(r.Emulation, "unavailable") && !r.NativeIDMP {
-		p.Warnf("emulated IDMP is %s", r.Emulation)
-	}
-	if r.Defaults != nil {
-		duration, maxsize := fmt.Sprint(r.Defaults.Duration), fmt.Sprint(r.Defaults.MaxSize)
-		if p.Human() {
-			duration, maxsize = duration+"s", render.N(r.Defaults.MaxSize, "iid")+" per pid"
-		}
-		pairs = append(pairs,
-			render.Pair{"stream-idmp-duration", duration},
-			render.Pair{"stream-idmp-maxsize", maxsize})
-	}
-	if p.Human() {
-		pairs = append(pairs, render.Pair{"ping rtt", duration.Format(time.Duration(r.PingRTTus) * time.Microsecond)})
-	} else {
-		pairs = append(pairs, render.Pair{"ping-rtt-us", fmt.Sprint(r.PingRTTus)})
-	}
-	p.KV("Server", append(pairs, lintPairs(p, lints)...))
-	return nil
+	return p.Show(view.Server{ServerReport: r, Lints: lints})
 }

@@ -4,14 +4,10 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
-	"sync"
-	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
-	"github.com/idmpctl/idmpctl/internal/render"
-	"github.com/redis/go-redis/v9"
+	"github.com/idmpctl/idmpctl/internal/view"
 	"github.com/spf13/cobra"
 )
 
@@ -96,103 +92,7 @@ func migrateRun(ctx context.Context, o *MigrateOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := streams.CheckMigrate(rctx); err != nil {
-		return exit.Wrap(err, "migrate")
-	}
-	names := o.Streams
-	if o.Match != "" {
-		if names, err = scanStreams(ctx, f, streams, o.Match); err != nil {
-			return exit.Wrap(err, "migrate --match "+strconv.Quote(o.Match))
-		}
-	}
-	for _, name := range names {
-		sctx, scancel := f.callBound(ctx, 0)
-		res, err := streams.Migrate(sctx, name, o.DryRun)
-		scancel()
-		if o.Match != "" && exit.Code(err) == exit.NotFound {
-			continue // deleted since the scan
-		}
-		if err != nil {
-			return exit.Wrap(err, "migrate "+strconv.Quote(name))
-		}
-		if err := printMigrate(f.Printer, res); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// scanStreams lists the streams matching pattern on every primary, sorted.
-func scanStreams(ctx context.Context, f *Factory, s *stream.Streams, pattern string) ([]string, error) {
-	var mu sync.Mutex
-	var names []string
-	err := s.Conn.EachPrimary(ctx, func(ctx context.Context, node redis.Cmdable, _ string) error {
-		found, err := stream.ScanStreams(ctx, node, pattern, f.Global.Timeout)
-		mu.Lock()
-		names = append(names, found...)
-		mu.Unlock()
-		return err
+	return streams.MigrateStreams(ctx, stream.MigrateSelection{Streams: o.Streams, Match: o.Match}, o.DryRun, func(r stream.MigrateResult) error {
+		return f.Printer.Show(view.Migrate{MigrateResult: r})
 	})
-	slices.Sort(names)
-	return slices.Compact(names), err
-}
-
-func printMigrate(p *render.Printer, r stream.MigrateResult) error {
-	expires := func(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
-	switch p.Format {
-	case render.JSON:
-		return p.JSON(r)
-	case render.Table:
-		status := map[string]string{
-			"none":    "no emulated IDMP state: nothing to do",
-			"foreign": "the emulated state under this name belongs to another stream (\"s\" and \"{s}\" share it): migrate that one",
-			"stale":   "the emulated state was a deleted stream's: dropped",
-			"done":    p.Good("migrated: no emulated state is left"),
-			"kept":    p.Warn("migrated in part: " + render.N(int64(len(r.Kept)), "iid") + " stay emulated (below)"),
-		}[r.Status]
-		if r.DryRun {
-			status = "dry run, nothing changed: " + map[string]string{
-				"none":    "no emulated IDMP state: nothing to do",
-				"foreign": "the emulated state under this name belongs to another stream: migrate that one",
-				"stale":   "the emulated state was a deleted stream's: it would be dropped",
-				"done":    "everything would move: no emulated state would be left",
-				"kept":    "would move in part: " + render.N(int64(len(r.Kept)), "iid") + " would stay emulated (below)",
-			}[r.Status]
-		}
-		settings := map[string]string{
-			"equal":   "equal",
-			"set":     "set to the emulated ones (XCFGSET, native tracking was empty)",
-			"blocked": p.Warn("not moved: native tracking holds iids that XCFGSET would clear; 'idmpctl cfgset' applies them when you accept that"),
-			"":        "-",
-		}[r.Settings]
-		p.KV("migrate "+render.Field(r.Stream), []render.Pair{
-			{"result", status},
-			{"settings", settings + " (emulated " + strconv.FormatInt(r.Duration, 10) + "s/" + strconv.FormatInt(r.MaxSize, 10) +
-				", native " + strconv.FormatInt(r.Native.Duration, 10) + "s/" + strconv.FormatInt(r.Native.MaxSize, 10) + ")"},
-			{"recorded", render.N(r.Recorded, "iid") + " (XIDMPRECORD; native iids-added counts them)"},
-			{"dropped", render.N(r.Dropped, "expired iid")},
-		})
-		if len(r.Kept) > 0 {
-			rows := make([][]string, 0, len(r.Kept))
-			for _, k := range r.Kept {
-				rows = append(rows, []string{render.Field(k.PID), render.Field(k.IID), k.ID, expires(k.ExpiresMS), k.Why})
-			}
-			if err := p.Table([]string{"pid", "iid", "entry", "expires", "why"}, rows); err != nil {
-				return err
-			}
-			seen := map[string]bool{}
-			for _, k := range r.Kept {
-				if !seen[k.Why] {
-					seen[k.Why] = true
-					p.Line("  %s: %s", k.Why, k.Describe())
-				}
-			}
-		}
-	default:
-		p.Line("%s\t%s\t%s\t%d\t%d\t%d", r.Stream, r.Status, r.Settings, r.Recorded, len(r.Kept), r.Dropped)
-		for _, k := range r.Kept {
-			p.Line("kept\t%s\t%s\t%s\t%s\t%s\t%s", r.Stream, k.PID, k.IID, k.ID, expires(k.ExpiresMS), k.Why)
-		}
-	}
-	return nil
 }

@@ -10,10 +10,9 @@ import (
 	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
-	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/progress"
-	"github.com/idmpctl/idmpctl/internal/records"
 	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/view"
 	"github.com/spf13/cobra"
 )
 
@@ -177,14 +176,14 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {
 		count.DryRun = true
 		bar, stopProgress := startProgress(p, false, progress.Options{Label: "purge --match (counting)", Unit: "keys"})
 		count.Progress = purgeProgress(bar, true)
-		var keys keyList
-		sum, err := keyspace.Purge(ctx, conn, count, func(it keyspace.PurgeItem) { keys.add(it.Record.Key) })
+		var keys view.KeyList
+		sum, err := keyspace.Purge(ctx, conn, count, func(it keyspace.PurgeItem) { keys.Add(it.Record.Key) })
 		stopProgress()
 		if err != nil {
 			return exit.Wrap(err, "purge")
 		}
 		if sum.Matched == 0 {
-			return printPurge(p, sum, o, keyList{}, nil)
+			return printPurge(p, sum, o, view.KeyList{}, nil)
 		}
 		what := fmt.Sprintf("delete %s matching %s (%s scanned)", render.N(sum.Matched, "record"), strconv.Quote(o.Match), render.N(sum.Scanned, "key"))
 		if err := confirm(f, false, change{What: what, Question: "Delete them?", Keys: keys.Keys, More: keys.More}); err != nil {
@@ -207,11 +206,12 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {
 	bar, stopProgress := startProgress(p, p.Format == render.Raw, progress.Options{Label: "purge --match", Unit: "keys"})
 	defer stopProgress()
 	o.Ops.Progress = purgeProgress(bar, o.DryRun)
-	flush := bufferStream(p)
-	var keys keyList // the keys a view names
-	report := purgeItems(p, &keys)
+	flush := p.BufferStream()
+	var keys view.KeyList                // the keys a view names
+	item := &view.PurgeItem{Keys: &keys} // one, shown again for each record
 	sum, err := keyspace.Purge(ctx, conn, o.Ops, func(it keyspace.PurgeItem) {
-		report(shownRecord(it.Record, o.ShowSecrets), it.Outcome)
+		item.Record, item.Outcome = view.Shown(it.Record, o.ShowSecrets), it.Outcome
+		_ = p.Show(item)
 	})
 	flush()
 	stopProgress()
@@ -222,30 +222,6 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {
 		err = perr
 	}
 	return exit.Wrap(err, "purge")
-}
-
-// purgeItems is the view of a purge's records as they come: a JSON object
-// or a raw line each, or, for a table, the keys its summary names (those
-// not kept as changed).
-func purgeItems(p *render.Printer, keys *keyList) func(records.Record, keyspace.PurgeOutcome) {
-	return func(r records.Record, outcome keyspace.PurgeOutcome) {
-		switch p.Format {
-		case render.JSON:
-			_ = p.JSON(purgeItemJSON{Record: withTimes(r), Outcome: outcome})
-		case render.Raw:
-			p.Line("%s\t%s", outcome, render.Field(r.Key))
-		default:
-			if outcome != keyspace.PurgeChanged {
-				keys.add(r.Key)
-			}
-		}
-	}
-}
-
-// purgeItemJSON is one record of purge -o json and its outcome.
-type purgeItemJSON struct {
-	Record  recordJSON            `json:"record"`
-	Outcome keyspace.PurgeOutcome `json:"outcome"`
 }
 
 // purgeProgress feeds the progress line: keys scanned, and the records
@@ -267,103 +243,15 @@ func purgeProgress(bar *progress.Bar, dryRun bool) func(keyspace.PurgeSummary) {
 	}
 }
 
-// purgeSummaryJSON is purge --match's last -o json object.
-type purgeSummaryJSON struct {
-	Type    string                `json:"type"` // "summary"
-	Summary keyspace.PurgeSummary `json:"summary"`
-	DryRun  bool                  `json:"dry_run"`
-	Backup  *purgeBackupJSON      `json:"backup,omitempty"`
-}
-
-// purgeBackupJSON is what --backup saved.
-type purgeBackupJSON struct {
-	File  string `json:"file"`
-	Saved int64  `json:"saved"` // records written before their delete was sent
-	Kept  int64  `json:"kept"`  // of them, kept by the re-check (changed, or live)
-}
-
-// printPurge prints purge --match's summary: a view naming the first keys
-// (-o table), the summary object (-o json), or a line on stderr (raw,
-// whose stdout named every key).
-func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions, keys keyList, bw *backup.Writer) error {
-	what, n := "deleted", s.Deleted
-	if o.DryRun {
-		what, n = "would delete", s.Matched
-	}
-	var saved *purgeBackupJSON
+// printPurge prints purge --match's summary (view.Purge), with what
+// --backup saved.
+func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions, keys view.KeyList, bw *backup.Writer) error {
+	v := view.Purge{Summary: s, Match: o.Match, DryRun: o.DryRun, Keys: keys}
 	if bw != nil {
-		saved = &purgeBackupJSON{File: o.Backup}
-		saved.Saved, saved.Kept = bw.Counts()
+		v.Backup = &view.PurgeBackup{File: o.Backup}
+		v.Backup.Saved, v.Backup.Kept = bw.Counts()
 	}
-	switch p.Format {
-	case render.JSON:
-		return p.JSON(purgeSummaryJSON{Type: "summary", Summary: s, DryRun: o.DryRun, Backup: saved})
-	case render.Table:
-		title := "purge --match " + strconv.Quote(o.Match)
-		if o.DryRun {
-			title += " (dry run: nothing deleted)"
-		}
-		// What a user acts on is never cut: the reasons, which name the
-		// flag that would change them, wrap; the undo command and the keys
-		// run long rather.
-		rows := []render.Row{
-			{Label: "scanned", Value: render.N(s.Scanned, "key")}, {Label: "matched", Value: render.N(s.Matched, "record")},
-			{Label: what, Value: render.N(n, "record")}, {Label: "kept", Value: render.N(s.Kept, "key")},
-		}
-		if s.Changed > 0 {
-			rows = append(rows, render.Row{Label: "changed (kept)", Value: render.N(s.Changed, "record")})
-		}
-		if s.Unknown > 0 {
-			rows = append(rows, render.Row{Label: "unknown", Value: render.N(s.Unknown, "record") + " (re-check sent, never answered: deleted or not)", Fit: render.Wrap})
-		}
-		if s.LocksKept > 0 {
-			rows = append(rows, render.Row{Label: "locks kept", Value: fmt.Sprintf("%s (%s)", render.N(s.LocksKept, "lock"), s.LockReason), Fit: render.Wrap})
-		}
-		if s.LiveKept > 0 {
-			rows = append(rows, render.Row{Label: "live kept", Value: fmt.Sprintf("%s (%s)", render.N(s.LiveKept, "record"), s.LiveReason), Fit: render.Wrap})
-		}
-		if saved != nil {
-			rows = append(rows,
-				render.Row{Label: "backup", Value: fmt.Sprintf("%s saved to %s, each before its delete was sent (%s then kept)",
-					render.N(saved.Saved, "record"), render.Field(o.Backup), render.Count(saved.Kept)), Fit: render.Wrap},
-				render.Row{Label: "undo", Value: "idmpctl restore " + render.ShellWord(o.Backup), Fit: render.Whole})
-		}
-		for i, l := range keys.lines() {
-			label := ""
-			if i == 0 {
-				label = "keys"
-			}
-			rows = append(rows, render.Row{Label: label, Value: l, Fit: render.Whole})
-		}
-		p.View(title, rows)
-		return nil
-	}
-	p.Status("purge: scanned %s, matched %s, %s %s, kept %s, changed %s", render.Count(s.Scanned), render.Count(s.Matched), what,
-		render.Count(n), render.Count(s.Kept), render.Count(s.Changed))
-	if s.Unknown > 0 {
-		p.Status("purge: %s unknown: the re-check was sent but never answered (a timeout or an interrupt), so deleted or not; inspect --match says which are left", render.N(s.Unknown, "record"))
-	}
-	if s.LocksKept > 0 {
-		p.Status("purge: %s kept (%s)", render.N(s.LocksKept, "lock"), s.LockReason)
-	}
-	if s.LiveKept > 0 {
-		p.Status("purge: %s kept (%s)", render.N(s.LiveKept, "live record"), s.LiveReason)
-	}
-	if saved != nil {
-		p.Status("purge: backup %s holds %s, each saved before its delete was sent (%s then kept); put back with: idmpctl restore %s",
-			render.Field(o.Backup), render.N(saved.Saved, "record"), render.Count(saved.Kept), render.ShellWord(o.Backup))
-	}
-	return nil
-}
-
-// purgeStreamJSON is purge --stream's -o json.
-type purgeStreamJSON struct {
-	Stream      string `json:"stream"`
-	Mode        string `json:"mode"`
-	PID         string `json:"pid"`
-	Status      string `json:"status"` // cleared or dry-run
-	ClearedIIDs int64  `json:"cleared_iids"`
-	DryRun      bool   `json:"dry_run"`
+	return p.Show(v)
 }
 
 func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
@@ -375,33 +263,9 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 	if err != nil {
 		return err
 	}
-	info, err := streams.Info(rctx, o.Stream)
-	if exit.Code(err) == exit.NotFound && !o.DryRun && streams.Mode != stream.ModeNative {
-		// A deleted stream's emulated state (orphaned: it has no TTL) goes
-		// with it (R13); the stream is still missing.
-		switch _, cerr := streams.ClearTracking(rctx, o.Stream, ""); {
-		case exit.Code(cerr) == exit.NotFound:
-			return exit.WithHint(exit.Wrap(err, what), "the stream does not exist: its leftover emulated IDMP state, if any, was dropped")
-		case cerr != nil:
-			// The leftover state stays: say why, not "no such key".
-			hint := "the stream does not exist, and its leftover emulated IDMP state could not be dropped"
-			if h := exit.Hint(cerr); h != "" {
-				hint += ": " + h
-			}
-			return exit.WithHint(exit.Wrap(cerr, what), hint)
-		}
-	}
+	tracked, err := streams.TrackedIIDs(rctx, o.Stream, o.PID, o.DryRun)
 	if err != nil {
-		return exit.Wrap(err, what)
-	}
-	tracked := info.IIDsTracked
-	if o.PID != "" {
-		tracked = 0
-		for _, p := range info.PIDs {
-			if p.PID == o.PID {
-				tracked = p.IIDs
-			}
-		}
+		return err
 	}
 	status, cleared := "dry-run", tracked
 	if !o.DryRun {
@@ -419,20 +283,6 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 		}
 		status = "cleared"
 	}
-	p := f.Printer
-	switch p.Format {
-	case render.JSON:
-		return p.JSON(purgeStreamJSON{Stream: o.Stream, Mode: streams.Mode.String(), PID: o.PID,
-			Status: status, ClearedIIDs: cleared, DryRun: o.DryRun})
-	case render.Table:
-		v := render.N(cleared, "tracked iid") + " cleared; settings, counters and entries kept"
-		if o.DryRun {
-			v = "dry run: would clear " + render.N(cleared, "tracked iid")
-		}
-		p.KV("purge --stream "+render.Field(o.Stream)+" ("+streams.Mode.String()+")", []render.Pair{{"result", v}})
-	default:
-		p.Line("status\t%s", status)
-		p.Line("cleared-iids\t%d", cleared)
-	}
-	return nil
+	return f.Printer.Show(view.PurgeStream{Stream: o.Stream, Mode: streams.Mode.String(), PID: o.PID,
+		Status: status, ClearedIIDs: cleared, DryRun: o.DryRun})
 }

@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 
 	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/view"
 	"github.com/spf13/cobra"
 )
 
@@ -46,13 +47,5 @@ func NewCmdVersion(f *Factory) *cobra.Command {
 // printVersion is idmpctl version's output (and idmpctl --version's).
 func printVersion(p *render.Printer) error {
 	v, commit := Version()
-	switch p.Format {
-	case render.JSON:
-		return p.JSON(map[string]string{"version": v, "commit": commit, "go": runtime.Version()})
-	case render.Table:
-		p.KV("idmpctl", []render.Pair{{"version", v}, {"commit", commit}, {"go", runtime.Version()}})
-	default:
-		p.Line("idmpctl %s", v)
-	}
-	return nil
+	return p.Show(view.Version{Version: v, Commit: commit, Go: runtime.Version()})
 }

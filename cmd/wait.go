@@ -1,12 +1,10 @@
 package cmd
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
-	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/spf13/cobra"
 )
 
@@ -63,36 +61,4 @@ func (w WaitFlags) durability() redisconn.Durability {
 		return redisconn.Durability{}
 	}
 	return redisconn.Durability{Replicas: w.Replicas, Timeout: w.Timeout, AOF: w.AOF}
-}
-
-// ackJSON is what -o json adds for a write that waited: the replicas that
-// acknowledged it, and with --wait-aof whether the primary fsynced it.
-type ackJSON struct {
-	ReplicasAcked *int  `json:"replicas_acked,omitempty"`
-	LocalAOF      *bool `json:"local_aof_fsynced,omitempty"`
-}
-
-func toAckJSON(d redisconn.Durability, a *redisconn.Ack) ackJSON {
-	if !d.On() || a == nil || a.Err != nil {
-		return ackJSON{}
-	}
-	n := a.Replicas
-	j := ackJSON{ReplicasAcked: &n}
-	if d.AOF {
-		local := a.LocalAOF
-		j.LocalAOF = &local
-	}
-	return j
-}
-
-// pairs is the acknowledgement in a table.
-func (j ackJSON) pairs() []render.Pair {
-	var out []render.Pair
-	if j.ReplicasAcked != nil {
-		out = append(out, render.Pair{"replicas-acked", strconv.Itoa(*j.ReplicasAcked)})
-	}
-	if j.LocalAOF != nil {
-		out = append(out, render.Pair{"local-aof-fsynced", strconv.FormatBool(*j.LocalAOF)})
-	}
-	return out
 }

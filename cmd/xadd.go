@@ -14,6 +14,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/view"
 	"github.com/spf13/cobra"
 )
 
@@ -338,33 +339,6 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 	return c
 }
 
-// addJSON is one add in -o json.
-type addJSON struct {
-	Stream         string `json:"stream"`
-	ID             string `json:"id"`
-	PID            string `json:"pid"`
-	IID            string `json:"iid,omitempty"`
-	Auto           bool   `json:"auto,omitempty"`
-	Duplicate      bool   `json:"duplicate"`
-	OriginalExists *bool  `json:"original_exists,omitempty"`
-	Mode           string `json:"mode"`
-	Line           int    `json:"line,omitempty"`
-	Retried        bool   `json:"retried,omitempty"`
-	ReplyLost      bool   `json:"reply_lost,omitempty"` // committed, its reply lost (native batches): id unknown
-	ackJSON
-}
-
-func toAddJSON(o *XAddOptions, r stream.AddResult, line int, retried bool) addJSON {
-	j := addJSON{Stream: o.Stream, ID: r.ID, PID: o.PID, IID: r.IID, Auto: o.Auto,
-		Duplicate: r.Duplicate, Mode: r.Mode.String(), Line: line, Retried: retried,
-		ackJSON: toAckJSON(o.Durable.durability(), r.Ack)}
-	if r.Duplicate {
-		exists := r.OriginalExists
-		j.OriginalExists = &exists
-	}
-	return j
-}
-
 func xaddRun(ctx context.Context, o *XAddOptions) error {
 	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
 	defer cancel()
@@ -378,16 +352,11 @@ func xaddRun(ctx context.Context, o *XAddOptions) error {
 	defer func() { warnEviction(ctx, o.Factory.Printer, streams.Conn, err == nil) }()
 	req := o.request(o.IID, o.Fields)
 	p := o.Factory.Printer
-	var res stream.AddResult
 	retried := false
 	// A cluster whose slot is moving is waited for while --timeout allows.
-	err = redisconn.WithRetriesWithin(ctx, o.Factory.Global.Retries, o.Factory.Global.Timeout, func() error {
-		var err error
-		// An add that was not acknowledged is an error (never retried):
-		// nothing goes to stdout, and stderr names the entry.
-		res, _, err = streams.AddDurably(ctx, req, o.Durable.durability())
-		return err
-	}, func(attempt int, err error) {
+	// An add that was not acknowledged is an error (never retried): nothing
+	// goes to stdout, and stderr names the entry.
+	res, err := streams.AddRetrying(ctx, req, o.Durable.durability(), o.Factory.Global.Retries, func(attempt int, err error) {
 		retried = true
 		if attempt == 0 {
 			p.Warnf("xadd: the stream's cluster slot is moving (%v): retrying while --timeout %s allows", err, o.Factory.Global.Timeout)
@@ -398,22 +367,7 @@ func xaddRun(ctx context.Context, o *XAddOptions) error {
 	if err != nil {
 		return exit.Wrap(err, "")
 	}
-	switch p.Format {
-	case render.JSON:
-		return p.JSON(toAddJSON(o, res, 0, retried))
-	case render.Table:
-		iid := res.IID
-		if o.Auto {
-			iid = fmt.Sprintf("%s (derived: IDMPAUTO)", orDash(res.IID))
-		}
-		p.KV("xadd", append([]render.Pair{
-			{"stream", o.Stream}, {"id", res.ID}, {"pid", o.PID}, {"iid", iid},
-			{"result", addOutcome(p, res)}, {"mode", res.Mode.String()},
-		}, toAckJSON(o.Durable.durability(), res.Ack).pairs()...))
-	default:
-		p.Line("%s", res.ID)
-	}
-	return nil
+	return p.Show(&view.Add{Stream: o.Stream, PID: o.PID, Auto: o.Auto, Durability: o.Durable.durability(), Result: res, Retried: retried})
 }
 
 // warnEviction warns on stderr when the server may evict keys (maxmemory
@@ -430,21 +384,4 @@ func warnEviction(ctx context.Context, p *render.Printer, conn *redisconn.Conn, 
 	if ok && e.Risky() {
 		p.Warnf("%s", e.Warning())
 	}
-}
-
-func addOutcome(p *render.Printer, r stream.AddResult) string {
-	switch {
-	case !r.Duplicate:
-		return p.Good("added")
-	case r.OriginalExists:
-		return p.Warn("duplicate of " + r.ID + ": nothing written")
-	}
-	return p.Warn("duplicate of a deleted entry (" + r.ID + "): nothing written")
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -3,13 +3,10 @@ package cmd
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 
 	"github.com/idmpctl/idmpctl/internal/batch"
@@ -17,6 +14,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/idmpctl/idmpctl/internal/view"
 )
 
 type nopCloser struct{ io.Reader }
@@ -59,7 +57,7 @@ func (c *countingReader) Read(b []byte) (int, error) {
 type batchInput struct {
 	o     *XAddOptions
 	r     *batch.Reader
-	first *rawLine // read ahead for the default batch ID
+	first *rawLine // read ahead for the default batch ID (stream.DefaultBatchID)
 	file  bool     // a regular file: reading never waits for a writer
 }
 
@@ -92,22 +90,6 @@ func (in *batchInput) Parse(n int64, raw []byte, req *stream.AddRequest) (bool, 
 	return true, nil
 }
 
-// defaultBatchID names a batch by its input: the first 16 hex digits of
-// SHA-256 of the input's absolute path ("-" for stdin), a newline, and its
-// first line. Re-running the same file resumes it; another file, or the
-// same name with another first line, is another batch.
-func defaultBatchID(name string, first []byte) string {
-	if name != "-" {
-		if abs, err := filepath.Abs(name); err == nil {
-			name = abs
-		}
-	}
-	h := sha256.New()
-	h.Write([]byte(name + "\n"))
-	h.Write(first)
-	return hex.EncodeToString(h.Sum(nil))[:16]
-}
-
 func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 	ctx, stop := untilInterrupted(o.Factory, ctx)
 	defer stop()
@@ -129,7 +111,7 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 	if id == "" {
 		n, raw, err := in.r.Raw()
 		in.first = &rawLine{n: n, raw: append([]byte(nil), raw...), err: err}
-		id = defaultBatchID(o.Batch, in.first.raw)
+		id = stream.DefaultBatchID(o.Batch, in.first.raw)
 	}
 	streams, err := openStreams(ctx, f, o.Mode)
 	if err != nil {
@@ -165,7 +147,7 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 	// Results are buffered (a write per line would cost more than the add)
 	// and written out once each chunk is committed: a consumer reading a
 	// pipe sees every line as soon as it is in the stream, not at EOF.
-	flush := bufferStream(p)
+	flush := p.BufferStream()
 	spec.Delivered = func() error {
 		if bw, ok := p.Out.(*bufio.Writer); ok {
 			_ = bw.Flush() // a reader gone is the next write's business
@@ -173,8 +155,10 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 		return nil
 	}
 	var committed int64
+	line := &view.BatchLine{Add: view.Add{Stream: o.Stream, PID: o.PID, Auto: o.Auto, Durability: o.Durable.durability()}}
 	sum, err := streams.RunBatch(ctx, spec, in, func(r stream.BatchResult) error {
-		printBatchResult(p, o, r)
+		line.Set(r)
+		_ = p.Show(line) // a reader gone is the run's business (the output's first write error)
 		committed++
 		bar.Set(committed, read.n.Load())
 		return nil
@@ -200,31 +184,6 @@ func committedText(n int64) string {
 		return "1 line is"
 	}
 	return render.N(n, "line") + " are"
-}
-
-func printBatchResult(p *render.Printer, o *XAddOptions, r stream.BatchResult) {
-	if p.Format == render.JSON {
-		j := toAddJSON(o, r.AddResult, int(r.Line), r.Retried)
-		j.ReplyLost = r.ReplyLost
-		if r.PID != "" {
-			j.PID = r.PID // the line's own
-		}
-		_ = p.JSON(j)
-		return
-	}
-	outcome := "added"
-	if r.Duplicate {
-		outcome = "duplicate"
-	}
-	id := r.ID
-	if r.ReplyLost {
-		id, outcome = "-", "committed" // its reply was lost and not kept (native)
-	}
-	// A line per add, millions of them: no fmt, nor a string made a line.
-	_, _ = io.WriteString(p.Out, id)
-	_, _ = io.WriteString(p.Out, "\t")
-	_, _ = io.WriteString(p.Out, outcome)
-	_, _ = io.WriteString(p.Out, "\n")
 }
 
 func printBatchSummary(p *render.Printer, o *XAddOptions, id string, s stream.BatchSummary) {

@@ -99,7 +99,7 @@ printf 'XCFGSET %s IDMP-DURATION 600\nXINFO STREAM %s\n' "$demo:events" "$demo:e
 printf '\n\033[1m$ %s exec -o json < cmds.txt   # %s\033[0m\n' "$BIN" "$(tr '\n' ';' < "$tmp/cmds.txt")"
 $BIN exec -o json < "$tmp/cmds.txt" || printf '\n(exit %d)\n' "$?"
 
-say "Idempotency keys themselves: TTL from the retry window, memory by the seeds' formula"
+say "Idempotency keys themselves: TTL from the retry window, memory by the usual formula"
 step $BIN calc-ttl --rate 100/s --max-processing 30m --max-retry-delay 23h --buffer 30m --key-size 40 --value-size 80
 
 say "Errors carry exit codes a script can branch on"

@@ -66,3 +66,24 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+// Age cuts to the two largest units, never rounding up: a lease of 4m59.9s
+// left is "4m59s".
+func TestAge(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0:                                      "0s",
+		850 * time.Millisecond:                 "850ms",
+		59*time.Second + 999*time.Millisecond:  "59s",
+		1000 * time.Second:                     "16m40s",
+		4*time.Minute + 59900*time.Millisecond: "4m59s",
+		90 * time.Minute:                       "1h30m",
+		47*time.Hour + 59*time.Minute:          "47h59m",
+		48 * time.Hour:                         "2d",
+		7*24*time.Hour - time.Hour:             "6d23h",
+		-90 * time.Second:                      "-1m30s",
+	} {
+		if got := Age(d); got != want {
+			t.Errorf("Age(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

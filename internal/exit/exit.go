@@ -1,6 +1,6 @@
 // Package exit holds idmpctl's exit-code contract (README.md's table, which
-// --help prints) and the typed error that carries a code from where a
-// failure is understood to where the process exits.
+// "idmpctl help exit-codes" prints) and the typed error that carries a code
+// from where a failure is understood to where the process exits.
 package exit
 
 import (
@@ -14,7 +14,8 @@ import (
 	"syscall"
 )
 
-// Exit codes. They are a contract: documented in the README and in --help.
+// Exit codes. They are a contract: documented in the README and in
+// "idmpctl help exit-codes".
 const (
 	OK          = 0
 	Done        = 1   // claim acquire: already completed, skip the work
@@ -31,7 +32,8 @@ const (
 	Terminated  = 143 // SIGTERM (128 + 15)
 )
 
-// Table is the exit-code table as printed by --help and the README.
+// Table is the exit-code table as "idmpctl help exit-codes" and idmpctl(1)
+// print it (the README has the same codes).
 const Table = `Exit codes:
    0  success (a duplicate in xadd is success)
    1  claim acquire: already completed, skip the work

@@ -17,12 +17,13 @@ const maxErrorText = 200
 
 // isExpress recognises express-idempotency's IdempotencyResource as its
 // Redis adapters store it (the key is the bare idempotency key):
-// express-idempotency src/models/models.ts (IdempotencyResource: request
-// {body, headers, method, query, url}, response? {statusCode, headers,
-// body}, createdAt since the processing timeout) and
-// express-idempotency-redis-adapter src/index.ts (#createOrUpdate:
-// JSON.stringify of the resource without idempotencyKey, SET EX ttl). It
-// has no status member: the response's presence is the status.
+// express-idempotency v2.0.0 src/models/models.ts (IdempotencyResource:
+// request {body, headers, method, query, url}, response? {statusCode,
+// headers, body}; a createdAt, where a record has one, is its only time:
+// v2.0.0 writes none) and express-idempotency-redis-adapter 1.0.8
+// src/index.ts (#createOrUpdate: JSON.stringify of the resource without
+// idempotencyKey, SET EX ttl). It has no status member: the response's
+// presence is the status.
 func isExpress(m map[string]string) bool {
 	if _, ok := lookup(m, statusNames...); ok {
 		return false
@@ -63,8 +64,9 @@ func decodeExpress(r *Record, m map[string]string) {
 	setHTTPOutcome(r, httpStatusCode(rm["statusCode"]), rm["body"], false)
 }
 
-// isNodeIdempotency recognises @node-idempotency's StoragePayload
-// (packages/core/src/types.ts: status IN_PROGRESS|COMPLETE, fingerPrint?,
+// isNodeIdempotency recognises @node-idempotency's StoragePayload (read
+// at @node-idempotency/core 1.0.11, storage-adapter-redis 1.0.5;
+// packages/core/src/types.ts: status IN_PROGRESS|COMPLETE, fingerPrint?,
 // response? {body?, additional? {statusCode, cached headers}, error?}),
 // written by packages/core/src/idempotency.ts (onRequest: SET NX PX of
 // {status: IN_PROGRESS, fingerPrint}; onResponse: SET PX of {status:
@@ -89,8 +91,9 @@ func isNodeIdempotency(key string, m map[string]string) bool {
 }
 
 // decodeNodeIdempotency: a stored error response (the express plugin keeps
-// the body of a status >= 400 as error, middleware.ts handleResponse; the
-// NestJS interceptor keeps the thrown HttpException, whose message it has)
+// the body of a status >= 400 as error, @node-idempotency/express 1.0.7
+// middleware.ts handleResponse; the NestJS interceptor, plugin-nestjs 1.0.8,
+// keeps the thrown HttpException, whose message it has)
 // is COMPLETED with the error-response flag and "HTTP 402: message" in
 // Error. The record carries no time: its age is unknown.
 func decodeNodeIdempotency(r *Record, m map[string]string) {

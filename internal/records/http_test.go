@@ -7,16 +7,17 @@ import (
 	"testing"
 )
 
-// express-idempotency records as express-idempotency-redis-adapter writes
-// them (src/index.ts #createOrUpdate: JSON.stringify of the resource minus
-// idempotencyKey, SET key json EX ttl). The resource is IdempotencyResource
-// (express-idempotency src/models/models.ts): request is
-// convertToIdempotencyRequest's {body, headers, method, query, url}
-// (req.headers as Node gives them, lower-case, Authorization included);
-// createdAt is new Date(), an ISO string once stringified (absent before
-// the processing timeout); response is buildIdempotencyResponse's
-// {statusCode, body, headers} (idempotencyService.ts), where body is what
-// res.send received: res.json passes the JSON text, so body is a string.
+// express-idempotency records as express-idempotency-redis-adapter 1.0.8
+// writes them (src/index.ts #createOrUpdate: JSON.stringify of the resource
+// minus idempotencyKey, SET key json EX ttl). The resource is
+// IdempotencyResource (express-idempotency v2.0.0 src/models/models.ts):
+// request is convertToIdempotencyRequest's {body, headers, method, query,
+// url} (req.headers as Node gives them, lower-case, Authorization
+// included); createdAt, in records that have one, is new Date(), an ISO
+// string once stringified (v2.0.0 writes none); response is
+// buildIdempotencyResponse's {statusCode, body, headers}
+// (idempotencyService.ts), where body is what res.send received: res.json
+// passes the JSON text, so body is a string.
 const (
 	expressRequest = `{"body":{"amount":100,"currency":"EUR"},"headers":{"host":"api.example.com",` +
 		`"content-type":"application/json","authorization":"Bearer sk_live_51H8","idempotency-key":"k-1"},` +
@@ -143,8 +144,9 @@ func FuzzDecodeExpress(f *testing.F) {
 	})
 }
 
-// @node-idempotency records as its redis storage adapter writes them
-// (packages/storage-adapter-redis/src/adapter-redis.ts: SET key json NX PX
+// @node-idempotency records as its redis storage adapter writes them (read
+// at @node-idempotency/core 1.0.11, storage-adapter-redis 1.0.5, express
+// 1.0.7, plugin-nestjs 1.0.8; packages/storage-adapter-redis/src/adapter-redis.ts: SET key json NX PX
 // ttl, then SET key json PX ttl) at cacheKeyPrefix:METHOD:PATH:KEY
 // (packages/core/src/idempotency.ts getIdempotencyCacheKey). The payload is
 // StoragePayload (packages/core/src/types.ts); fingerPrint is a blake2s256

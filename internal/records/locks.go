@@ -10,9 +10,11 @@ import (
 //
 //   - Powertools' orphan-record takeover lock, KEY:lock holding "True"
 //     (Python) or "true" (TypeScript) for orphan_lock_timeout (10 s):
+//     powertools-lambda-python v3.2.0's
 //     aws_lambda_powertools/utilities/idempotency/persistence/redis.py
-//     _acquire_lock, and packages/idempotency/src/persistence/
-//     CachePersistenceLayer.ts #acquireLock.
+//     _acquire_lock, and powertools-lambda-typescript v2.35.0's
+//     packages/idempotency/src/persistence/CachePersistenceLayer.ts
+//     #acquireLock.
 //   - The middleware lock of seed projects and tutorials,
 //     `SET lock:idempotency:{key} <value> NX EX <short>` beside the
 //     idempotency:{key} record, holding "1", "locked", "processing" or the

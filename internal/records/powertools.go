@@ -8,10 +8,12 @@ import (
 
 // AWS Powertools for Lambda keeps one JSON string per idempotency key, SET
 // with EX until its expiration: Python's RedisCachePersistenceLayer
-// (aws_lambda_powertools/utilities/idempotency/persistence/redis.py,
+// (powertools-lambda-python v3.2.0,
+// aws_lambda_powertools/utilities/idempotency/persistence/redis.py,
 // _put_in_progress_record and _update_record) and TypeScript's
-// CachePersistenceLayer (packages/idempotency/src/persistence/
-// CachePersistenceLayer.ts, #putInProgressRecord and _updateRecord). Both
+// CachePersistenceLayer (powertools-lambda-typescript v2.35.0,
+// packages/idempotency/src/persistence/CachePersistenceLayer.ts,
+// #putInProgressRecord and _updateRecord). Both
 // let the attribute names be chosen (status_attr/statusAttr,
 // expiry_attr/expiryAttr, in_progress_expiry_attr/inProgressExpiryAttr,
 // data_attr/dataAttr, validation_key_attr/validationKeyAttr).
@@ -111,7 +113,8 @@ func (o DecodeOptions) powertoolsAttrs() []PowertoolsAttrs {
 	return []PowertoolsAttrs{d}
 }
 
-// Powertools statuses (aws_lambda_powertools STATUS_CONSTANTS).
+// Powertools statuses (STATUS_CONSTANTS, Python v3.2.0's
+// aws_lambda_powertools/utilities/idempotency/persistence/datarecord.py).
 var powertoolsStatus = map[string]Status{"INPROGRESS": Processing, "COMPLETED": Completed, "EXPIRED": Expired}
 
 // isPowertools: every record Powertools writes has its status and expiry.

@@ -1,10 +1,10 @@
 package render
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/bytesize"
+	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/progress"
 )
 
@@ -28,37 +28,9 @@ func N(n int64, noun string, plural ...string) string {
 	return Count(n) + " " + noun + "s"
 }
 
-// Duration is d as kubectl shows an age, to the two largest units and
-// without zero parts: "0s", "850ms", "59s", "16m40s", "5m", "24h", "1h30m",
-// "6d23h". Below a minute it counts seconds, below a second milliseconds;
-// up to 48 hours it counts hours and minutes, past that days and hours.
-// The parts are whole (cut, not rounded): a lease of 4m59.9s left is
-// "4m59s", never more than is left.
-func Duration(d time.Duration) string {
-	if d < 0 {
-		return "-" + Duration(-d)
-	}
-	two := func(a int64, ua string, b int64, ub string) string {
-		if b == 0 {
-			return strconv.FormatInt(a, 10) + ua
-		}
-		return strconv.FormatInt(a, 10) + ua + strconv.FormatInt(b, 10) + ub
-	}
-	switch {
-	case d == 0:
-		return "0s"
-	case d < time.Second:
-		return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
-	case d < time.Minute:
-		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
-	case d < time.Hour:
-		return two(int64(d/time.Minute), "m", int64(d%time.Minute/time.Second), "s")
-	case d < 48*time.Hour:
-		return two(int64(d/time.Hour), "h", int64(d%time.Hour/time.Minute), "m")
-	}
-	day := 24 * time.Hour
-	return two(int64(d/day), "d", int64(d%day/time.Hour), "h")
-}
+// Duration is d as kubectl shows an age, to the two largest units
+// (duration.Age): "850ms", "16m40s", "6d23h".
+func Duration(d time.Duration) string { return duration.Age(d) }
 
 // Ms is a duration given in milliseconds, as Duration shows it.
 func Ms(ms int64) string { return Duration(time.Duration(ms) * time.Millisecond) }

@@ -1,8 +1,9 @@
 package render
 
-// Replies of Redis as redis-cli prints them (redis-cli.c: cliFormatReplyRaw,
-// cliFormatReplyTTY, cliFormatReplyJson), for idmpctl exec: a script that
-// parsed redis-cli's output parses idmpctl's.
+// Replies of Redis as redis-cli prints them (Redis 8.6.3's src/redis-cli.c:
+// cliFormatReplyRaw, cliFormatReplyTTY, cliFormatReplyJson; exec_forms.txtar
+// compares with the redis-cli the tests run), for idmpctl exec: a script
+// that parsed redis-cli's output parses idmpctl's.
 
 import (
 	"encoding/base64"
@@ -325,4 +326,16 @@ func unescapeHTML(b []byte) []byte {
 		out = append(out, b[i])
 	}
 	return out
+}
+
+// AppendReply appends r to b in the Printer's form, redis-cli's: as
+// redis-cli --json (-o json), as its interactive form (-o table), or raw.
+func (p *Printer) AppendReply(b []byte, r resp.Reply) []byte {
+	switch p.Format {
+	case JSON:
+		return AppendReplyJSON(b, r)
+	case Table:
+		return AppendReplyTTY(b, r)
+	}
+	return AppendReplyRaw(b, r)
 }

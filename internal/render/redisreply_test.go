@@ -53,3 +53,17 @@ func TestReplyForms(t *testing.T) {
 		}
 	}
 }
+
+// AppendReply picks the form by -o: json as redis-cli --json, table as its
+// terminal form, and raw for anything else.
+func TestAppendReplyByFormat(t *testing.T) {
+	r := resp.IntOf(-3)
+	for format, want := range map[Format]string{JSON: "-3\n", Table: "(integer) -3\n", Raw: "-3\n"} {
+		if got := string((&Printer{Format: format}).AppendReply(nil, r)); got != want {
+			t.Errorf("-o %s: %q, want %q", format, got, want)
+		}
+	}
+	if got := string((&Printer{Format: JSON}).AppendReply(nil, resp.BulkOf("\xff"))); got != `{"b64":"/w=="}`+"\n" {
+		t.Errorf("-o json, a binary string: %q", got)
+	}
+}

@@ -220,3 +220,24 @@ func wrapWords(s string, width int) []string {
 	}
 	return append(lines, line)
 }
+
+// View is one result in each form -o picks: a JSON value (-o json), a
+// drawing for a person (-o table), and lines for scripts (-o raw, the
+// default into a pipe). internal/view holds one per result.
+type View interface {
+	JSON() any
+	Table(p *Printer) error
+	Raw(p *Printer) error
+}
+
+// Show prints v in the Printer's format: the one place a result's form is
+// chosen by -o.
+func (p *Printer) Show(v View) error {
+	switch p.Format {
+	case JSON:
+		return p.JSON(v.JSON())
+	case Table:
+		return v.Table(p)
+	}
+	return v.Raw(p)
+}

@@ -205,18 +205,18 @@ func Fingerprint(payload []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Acquire claims a key. It is not retried after a network error: the first
-// try may have succeeded, and a repeat would report busy (or take over after
-// the lease). A claim whose reply was lost only delays the key by one lease.
-// With Durably, a claim the replicas did not acknowledge is given up again
-// (see giveUp): the result says what was claimed, and the error that it
-// is not held.
+// Acquire claims a key. It is not retried after a network error (Retries
+// is ignored): the first try may have succeeded, and a repeat would report
+// busy (or take over after the lease). A claim whose reply was lost only
+// delays the key by one lease. With Durably, a claim the replicas did not
+// acknowledge is given up again (see giveUp): the result says what was
+// claimed, and the error that it is not held.
 func Acquire(ctx context.Context, c *redisconn.Conn, p AcquireParams, opts ...Option) (AcquireResult, error) {
 	st, err := acquireStep(p)
 	if err != nil {
 		return AcquireResult{}, err
 	}
-	rep, err := st.send(ctx, c, options(opts))
+	rep, err := st.sendRetrying(ctx, c, options(opts)) // never repeated: not retrySafe
 	if err != nil {
 		return AcquireResult{}, err
 	}
@@ -236,6 +236,9 @@ type step struct {
 	what   string
 	key    string
 	result *string // complete: the result sent (not echoed back)
+	// retrySafe: a repeat after a network error is recognised (renew,
+	// complete, fail); Retries sends it again only then.
+	retrySafe bool
 }
 
 func newStep[A any](s *redisconn.Lua[A, scriptReply], args *A, verb, key string) step {
@@ -304,7 +307,7 @@ func (st step) acquireResult(rep scriptReply) (AcquireResult, error) {
 // Renew extends a live claim to now+lease and sets the key's TTL to ttl;
 // a lease or ttl of 0 keeps the one the claim was taken with (a default
 // never weakens a stored claim). The current token renews even past its
-// lease, as long as nobody took over. Safe to retry. Lost: an *exit.Error
+// lease, as long as nobody took over. Safe to retry: Retries repeats it. Lost: an *exit.Error
 // (exit.Lost) wrapping a *LostError. A lease longer than the retention is
 // refused (exit.Usage) and nothing is written.
 func Renew(ctx context.Context, c *redisconn.Conn, key string, token int64, lease, ttl time.Duration, opts ...Option) (Record, error) {
@@ -312,7 +315,7 @@ func Renew(ctx context.Context, c *redisconn.Conn, key string, token int64, leas
 	if err != nil {
 		return Record{}, err
 	}
-	rep, err := st.send(ctx, c, options(opts))
+	rep, err := st.sendRetrying(ctx, c, options(opts))
 	if err != nil {
 		return Record{}, err
 	}
@@ -323,8 +326,10 @@ func renewStep(key string, token int64, lease, ttl time.Duration) (step, error) 
 	if err := firstErr(checkKey(key), checkToken(token), checkLease(lease, ttl, false)); err != nil {
 		return step{}, err
 	}
-	return newStep(renewScript, &renewArgs{Key: key, Token: token, Lease: msOrKeep(lease), TTL: msOrKeep(ttl),
-		DefaultLease: DefaultLease.Milliseconds(), DefaultTTL: DefaultTTL.Milliseconds()}, "renew", key), nil
+	st := newStep(renewScript, &renewArgs{Key: key, Token: token, Lease: msOrKeep(lease), TTL: msOrKeep(ttl),
+		DefaultLease: DefaultLease.Milliseconds(), DefaultTTL: DefaultTTL.Milliseconds()}, "renew", key)
+	st.retrySafe = true
+	return st, nil
 }
 
 // msOrKeep is a duration given as ARGV: its ms, or "" when it was not
@@ -347,7 +352,8 @@ type CompleteParams struct {
 
 // Complete records COMPLETED (with result when non-nil) and sets the TTL
 // (0: the retention the claim was taken with). The current token completes
-// even past its lease, as long as nobody took over. Safe to retry: a repeat
+// even past its lease, as long as nobody took over. Safe to retry (Retries
+// repeats it): a repeat
 // by the same token succeeds and changes nothing but the retention (set
 // again). A result over maxResult bytes (<= 0: no cap) is refused
 // (exit.Data).
@@ -356,7 +362,7 @@ func Complete(ctx context.Context, c *redisconn.Conn, key string, token int64, r
 	if err != nil {
 		return Record{}, err
 	}
-	rep, err := st.send(ctx, c, options(opts))
+	rep, err := st.sendRetrying(ctx, c, options(opts))
 	if err != nil {
 		return Record{}, err
 	}
@@ -377,7 +383,7 @@ func completeStep(p CompleteParams) (step, error) {
 	}
 	st := newStep(completeScript, &completeArgs{Key: p.Key, Token: p.Token, TTL: msOrKeep(p.TTL),
 		DefaultTTL: DefaultTTL.Milliseconds(), HasResult: hasResult, Result: value}, "complete", p.Key)
-	st.result = p.Result
+	st.result, st.retrySafe = p.Result, true
 	return st, nil
 }
 
@@ -402,13 +408,14 @@ func CheckResultSize(size, max int) error {
 // attempt's error) and sets the TTL (0: the retention the claim was taken
 // with); with release it deletes the record so a
 // redelivery starts afresh, and returns an empty record (TTLms -2). Without
-// release it is safe to retry; with release see Release.
+// release it is safe to retry (Retries repeats it); with release see
+// Release.
 func Fail(ctx context.Context, c *redisconn.Conn, key string, token int64, errText string, ttl time.Duration, release bool, opts ...Option) (Record, error) {
 	st, err := failStep(key, token, errText, ttl, release)
 	if err != nil {
 		return Record{}, err
 	}
-	rep, err := st.send(ctx, c, options(opts))
+	rep, err := st.sendRetrying(ctx, c, options(opts))
 	if err != nil {
 		return Record{}, err
 	}
@@ -423,26 +430,36 @@ func failStep(key string, token int64, errText string, ttl time.Duration, releas
 	if err := firstErr(checks...); err != nil {
 		return step{}, err
 	}
-	return newStep(failScript, &failArgs{Key: key, Token: token, TTL: msOrKeep(ttl),
-		DefaultTTL: DefaultTTL.Milliseconds(), Err: errText, Release: release}, "fail", key), nil
+	st := newStep(failScript, &failArgs{Key: key, Token: token, TTL: msOrKeep(ttl),
+		DefaultTTL: DefaultTTL.Milliseconds(), Err: errText, Release: release}, "fail", key)
+	st.retrySafe = !release // a release is not: see Release
+	return st, nil
 }
 
 // Release deletes the caller's PROCESSING or FAILED record so a redelivery
 // starts afresh; a COMPLETED record is never released (lost). An absent key
-// counts as released. It is not retried: a repeat after a first attempt
-// that deleted the record and a new claim that re-created it finds a newer
-// token and says lost, although this call's release happened.
+// counts as released. It is not retried (Retries is ignored): a repeat
+// after a first attempt that deleted the record and a new claim that
+// re-created it finds a newer token and says lost, although this call's
+// release happened.
 func Release(ctx context.Context, c *redisconn.Conn, key string, token int64, opts ...Option) error {
-	if err := firstErr(checkKey(key), checkToken(token)); err != nil {
+	st, err := releaseStep(key, token)
+	if err != nil {
 		return err
 	}
-	st := newStep(releaseScript, &releaseArgs{Key: key, Token: token}, "release", key)
-	rep, err := st.send(ctx, c, options(opts))
+	rep, err := st.sendRetrying(ctx, c, options(opts))
 	if err != nil {
 		return err
 	}
 	_, err = st.settled(rep, token, "released")
 	return err
+}
+
+func releaseStep(key string, token int64) (step, error) {
+	if err := firstErr(checkKey(key), checkToken(token)); err != nil {
+		return step{}, err
+	}
+	return newStep(releaseScript, &releaseArgs{Key: key, Token: token}, "release", key), nil // not retrySafe: see Release
 }
 
 func checkKey(key string) error {

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -25,6 +26,7 @@ type Option func(*sendOpts)
 type sendOpts struct {
 	durability redisconn.Durability
 	ack        *redisconn.Ack
+	retries    int
 }
 
 // Durably makes a transition that writes wait until d is met (WAIT, or
@@ -36,12 +38,34 @@ func Durably(d redisconn.Durability, ack *redisconn.Ack) Option {
 	return func(o *sendOpts) { o.durability, o.ack = d, ack }
 }
 
+// Retries lets a transition that is safe to repeat go again after a
+// network error, up to n times, with redisconn.WithRetries' backoff. Each
+// transition decides whether it is: renew, complete and fail are (a repeat
+// by the same token is recognised); acquire, release and fail --release
+// are not, and ignore it (see each).
+func Retries(n int) Option {
+	return func(o *sendOpts) { o.retries = n }
+}
+
 func options(opts []Option) sendOpts {
 	var o sendOpts
 	for _, opt := range opts {
 		opt(&o)
 	}
 	return o
+}
+
+// sendRetrying is send, repeated after a network error as o allows: only
+// for a step whose repeat is recognised (retrySafe).
+func (st step) sendRetrying(ctx context.Context, c *redisconn.Conn, o sendOpts) (rep scriptReply, err error) {
+	if !st.retrySafe || o.retries <= 0 {
+		return st.send(ctx, c, o)
+	}
+	err = redisconn.WithRetries(ctx, o.retries, func() (err error) {
+		rep, err = st.send(ctx, c, o)
+		return err
+	}, nil)
+	return rep, err
 }
 
 // send runs the step, durably when asked. A write that was not
@@ -122,17 +146,39 @@ func (st step) stepUnacked(na *redisconn.NotAckedError, rep scriptReply) error {
 func giveUp(ctx context.Context, c *redisconn.Conn, p AcquireParams, res AcquireResult, na *redisconn.NotAckedError) error {
 	what := "claim acquire " + strconv.Quote(p.Key) // claim run's acquire too, as its other errors say
 	made := fmt.Sprintf("the claim (token %d) was made on the primary but could be lost in a failover", res.Token)
-	var err error
-	var done string
-	if res.Outcome == Acquired {
-		err, done = Release(ctx, c, p.Key, res.Token), "so it was released: the key is free"
-	} else {
-		_, err = Fail(ctx, c, p.Key, res.Token, "not acknowledged by the replicas asked: given up", p.TTL, false)
-		done = "so it was recorded FAILED: a redelivery can claim it at once"
-	}
+	done, err := GiveUp(ctx, c, p.Key, res, "not acknowledged by the replicas asked: given up", p.TTL)
+	done = "so it was " + done
 	if err != nil {
 		return unacked(what, na, fmt.Sprintf("%s, and giving it up failed: %v", made, err),
 			fmt.Sprintf("the key stays PROCESSING until its lease passes (%s)", duration.Compact(p.Lease)))
 	}
 	return unacked(what, na, made+", "+done, "retry once the replicas are back (INFO replication on the primary lists them)")
+}
+
+// GiveUp undoes an acquire whose caller cannot use its claim, with its
+// token: a key that was free is released (absent again); a takeover or a
+// retry is recorded FAILED with reason, keeping ttl (0: the record's own),
+// so that the record's attempts and fencing token carry on and a
+// redelivery can claim it at once. done says which, in words.
+func GiveUp(ctx context.Context, c *redisconn.Conn, key string, res AcquireResult, reason string, ttl time.Duration) (done string, err error) {
+	if res.Outcome == Acquired {
+		return "released: the key is free", Release(ctx, c, key, res.Token)
+	}
+	_, err = Fail(ctx, c, key, res.Token, reason, ttl, false)
+	return "recorded FAILED: a redelivery can claim it at once", err
+}
+
+// GiveUpUnprinted gives up a claim whose token could not be written (a
+// full disk): its caller cannot complete it, and held it would only delay
+// a redelivery by a lease. lost is the error of the output that was lost;
+// the error returned is it, naming the claim and what became of it.
+func GiveUpUnprinted(ctx context.Context, c *redisconn.Conn, key string, ttl time.Duration, res AcquireResult, lost *exit.Error) error {
+	done, err := GiveUp(ctx, c, key, res, "its token could not be written: given up", ttl)
+	e := *lost
+	e.What = "claim acquire " + strconv.Quote(key)
+	e.Hint = fmt.Sprintf("the claim (token %d) was %s", res.Token, done)
+	if err != nil {
+		e.Hint = fmt.Sprintf("the claim (token %d) could not be given up (%v): the key stays PROCESSING until its lease passes", res.Token, err)
+	}
+	return &e
 }

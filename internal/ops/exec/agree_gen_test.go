@@ -54,8 +54,8 @@ const i22EmuMerged = true
 
 var i22EmuFeatures = []feature{featRebuild, featLateDefaults, featXIDMPRecord, featMoveDB}
 
-// Differences the emulation keeps on purpose (README, "What differs from
-// Redis 8.6"), off unless IDMPCTL_AGREE_FEATURES names them.
+// Differences the emulation keeps on purpose (docs/exec.md, "What differs
+// from Redis 8.6"), off unless IDMPCTL_AGREE_FEATURES names them.
 const (
 	// featExhausted: plain adds at the last possible ID
 	// (18446744073709551615-18446744073709551615). An IDMP add to such a
@@ -354,7 +354,7 @@ func (g *gen) xaddIDMP(auto bool) []string {
 	if g.chance(10) {
 		if trimmed {
 			// DELREF and ACKED with trimming are a documented limit of
-			// the emulation (README: exec's limits).
+			// the emulation (docs/exec.md: exec's limits).
 			groups = append(groups, []string{"KEEPREF"})
 		} else {
 			groups = append(groups, []string{g.pick("KEEPREF", "DELREF", "ACKED")})
@@ -386,7 +386,7 @@ func (g *gen) xaddIDMP(auto bool) []string {
 // IDMP or IDMPAUTO before its ID: a mutation can move the *) with
 // KEEPREF, DELREF or ACKED, Redis 8.2's words. exec emulates IDMP, not
 // 8.2's plain XADD: it passes a plain one to the server as it is, and
-// Redis 7.0 refuses the word (README: exec's limits). The scan is Redis
+// Redis 7.0 refuses the word (docs/exec.md: exec's limits). The scan is Redis
 // 8.6.3's option loop (streamParseAddOrTrimArgsOrReply), not exec's.
 func plainWithDeletion(args []string) bool {
 	deletion, idmp := false, false
@@ -593,7 +593,7 @@ func (g *gen) configSet() []string {
 	}
 	if g.chance(10) {
 		// A token dropped (the server's arity or syntax error); CONFIG SET
-		// gets no foreign parameter names (README: it goes alone).
+		// gets no foreign parameter names (docs/exec.md: it goes alone).
 		i := 2 + g.r.IntN(len(args)-2)
 		args = slices.Delete(args, i, i+1)
 	}

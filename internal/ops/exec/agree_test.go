@@ -22,7 +22,7 @@ package exec_test
 //
 // Time: native IDMP expires iids in a once-a-second server cycle, so an
 // iid of IDMP-DURATION 1 goes between 1 and 2 seconds after its entry's
-// time, while the emulation's goes at exactly 1 second (README,
+// time, while the emulation's goes at exactly 1 second (docs/emulated.md,
 // "Deviations from native Redis": expiry is exact). The generator
 // therefore never sets a duration of 2-59 seconds, and its pauses last
 // agreeWait (2.5 s): an iid is then clearly live (no pause since its add,

@@ -41,7 +41,7 @@ func (e Eviction) Warning() string {
 		what = "keys with a TTL can be evicted: idmpctl's state has none, but a stream given a TTL, or state written by idmpctl before it dropped TTLs, can go"
 	}
 	return fmt.Sprintf("%s may evict keys under memory pressure (maxmemory %s, maxmemory-policy %s): %s, and a stream or state that goes forgets its messages, so retries and reruns add them again; "+
-		"set maxmemory-policy noeviction on servers that hold IDMP streams (README: Eviction)", where, bytesize.Format(e.MaxMemory), e.Policy, what)
+		"set maxmemory-policy noeviction on servers that hold IDMP streams (docs/emulated.md: Eviction)", where, bytesize.Format(e.MaxMemory), e.Policy, what)
 }
 
 // ParseEviction reads the eviction settings from an INFO memory reply.

@@ -11,7 +11,7 @@ import (
 )
 
 // IDMPBugSettings are the settings that known Redis 8.6 IDMP bugs depend on
-// (internal/health lints them).
+// (internal/ops/health lints them).
 var IDMPBugSettings = []string{"appendonly", "aof-use-rdb-preamble", "repl-diskless-load"}
 
 // ServerFacts are what the server's health lints are functions of: what the

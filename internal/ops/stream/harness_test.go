@@ -25,7 +25,7 @@ type ruleCase struct {
 	run  func(t *testing.T, h *streamHarness)
 }
 
-// ruleCases is filled by the stream_rules*_test.go files.
+// ruleCases is filled by the rules*_test.go files.
 var ruleCases []ruleCase
 
 func rule(name string, run func(t *testing.T, h *streamHarness)) bool {

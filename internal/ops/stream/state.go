@@ -38,7 +38,7 @@ func AutoIID(fields []string) string {
 }
 
 // NativeAutoIID is the iid Redis 8.6 derives for XADD IDMPAUTO from flat
-// field/value pairs (t_stream.c, createIdempotencyHash): per pair the
+// field/value pairs (Redis 8.6.3's src/t_stream.c, createIdempotencyHash): per pair the
 // XXH3-128 of the field, its length as a 64-bit little-endian integer and
 // the value; the pairs combined by sum and XOR, each half rotated; the 16
 // bytes of the result as Redis keeps them (low half first, little-endian).

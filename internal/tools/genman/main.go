@@ -1,7 +1,7 @@
 // Command genman writes idmpctl's man pages: idmpctl(1) and one page per
 // command (idmpctl-xadd(1), idmpctl-claim-acquire(1), ...), from the
-// command tree with cobra's doc generator, plus EXIT STATUS (exit.Table) and
-// ENVIRONMENT sections. It is a separate program so that cobra/doc and
+// command tree with cobra's doc generator, plus EXIT STATUS (exit.Table on
+// idmpctl(1), a pointer to it on the others) and ENVIRONMENT sections. It is a separate program so that cobra/doc and
 // go-md2man are never linked into idmpctl. Run it with `make man`; its test
 // fails when man/ is stale.
 //
@@ -52,8 +52,12 @@ var environment = []envVar{
 	{"IDMPCTL_KEY, IDMPCTL_TOKEN, IDMPCTL_ATTEMPT", "Set by claim run for the command it runs: the claimed key, the claim's fencing token and the attempt number."},
 }
 
+// exitStatusPointer is the EXIT STATUS of every page but idmpctl(1), which
+// has the table.
+var exitStatusPointer = ".SH EXIT STATUS\n" + roffText("0 on success. The other codes, a contract, are listed in idmpctl(1) under EXIT STATUS, and by idmpctl help exit-codes.") + "\n"
+
 // claimRunNote follows the exit-code list on the pages it concerns.
-const claimRunNote = "claim run passes the command's own exit code through when it ran; the codes above then mean that it did not run (or lost its claim), which JSON output and stderr also say."
+const claimRunNote = "claim run passes the command's own exit code through when it ran; idmpctl's own codes then mean that it did not run (or lost its claim), which JSON output and stderr also say."
 
 func main() {
 	dir := flag.String("dir", "man", "directory to write the pages to (stale *.1 files in it are removed)")
@@ -126,7 +130,12 @@ func generate() (map[string][]byte, error) {
 		if err := doc.GenMan(c, header, &buf); err != nil {
 			return fmt.Errorf("%s: %w", c.CommandPath(), err)
 		}
+		// The whole table on idmpctl(1) only, as the exit-codes help topic
+		// is the one place --help has it; the other pages point there.
 		extra := exits
+		if c != root {
+			extra = exitStatusPointer
+		}
 		if c == root || strings.HasPrefix(c.CommandPath(), "idmpctl claim run") {
 			extra += ".PP\n" + roffText(claimRunNote) + "\n"
 		}

@@ -75,7 +75,8 @@ func TestReproducible(t *testing.T) {
 }
 
 // TestRootPageSections: idmpctl(1) carries the exit-code contract and the
-// environment, and every page has EXIT STATUS.
+// environment, and every page has EXIT STATUS: the other pages point to
+// idmpctl(1) and the exit-codes help topic rather than repeat the table.
 func TestRootPageSections(t *testing.T) {
 	pages, err := generate()
 	if err != nil {
@@ -106,6 +107,9 @@ func TestRootPageSections(t *testing.T) {
 		}
 		if !bytes.Contains(p, []byte(".SH EXIT STATUS\n")) {
 			t.Errorf("%s lacks EXIT STATUS", n)
+		}
+		if !bytes.Contains(p, []byte("idmpctl help exit\\-codes")) || bytes.Contains(p, []byte(".B 64\n")) {
+			t.Errorf("%s: EXIT STATUS should point to idmpctl(1) and idmpctl help exit-codes, not repeat the table", n)
 		}
 	}
 }

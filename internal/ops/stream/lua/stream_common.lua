@@ -6,7 +6,7 @@
 -- (owner of the meta hash), and last the server-level defaults; all keys
 -- share the stream's hash tag, so they live in its cluster slot.
 --
--- Every script has two parts (README, "Scripts that cannot half-happen"):
+-- Every script has two parts (docs/emulated.md, "Scripts that cannot half-happen"):
 -- first everything that can fail (argument counts and sizes, key types,
 -- permissions, and every read of a key it did not declare, which a cluster
 -- node refuses while the slot is MIGRATING and the key has moved), then the
@@ -213,7 +213,7 @@ end
 -- Permission checks: each {command, args...} the second part of a script
 -- may run, checked with redis.acl_check_cmd (Redis 7.0+, Valkey) before
 -- anything is written. Servers without it (Redis 6.2) run the writes
--- unchecked: inspect --server says "available-unchecked" there (README,
+-- unchecked: inspect --server says "available-unchecked" there (docs/emulated.md,
 -- "Permissions").
 local function denied(checks)
   if not redis.acl_check_cmd then return nil end

@@ -1,5 +1,10 @@
 // Package health turns what inspect reads into the lints operators need to
-// see. It is pure: inputs in, findings out.
+// see: it gathers the facts (read.go: the server's defaults, eviction
+// policy, role and, with native IDMP, the settings of known IDMP bugs),
+// and lints them with pure functions of those facts (inputs in, findings
+// out). It sits in ops because its inputs are ops' results (stream.Info,
+// redisconn.ServerFacts) and its gathering is Redis round trips; like all
+// of ops it never prints.
 package health
 
 import (
@@ -60,7 +65,7 @@ func Stream(i stream.Info, c StreamContext) []Lint {
 			i.IIDsTracked, capacity, i.PIDsTracked, i.IDMPMaxSize, i.IDMPMaxSize)
 	}
 	if i.LastIDAheadOfClock(ClockTolerance.Milliseconds()) {
-		add("clock-ahead", "warn", "last-generated-id %s is ahead of the server clock (%d ms): iids are not expired by IDMP-DURATION until the clock catches up (an open upstream bug)",
+		add("clock-ahead", "warn", "last-generated-id %s is ahead of the server clock (%d ms): iids are not expired by IDMP-DURATION until the clock catches up (an open upstream bug: https://github.com/redis/redis/issues/15836)",
 			i.LastGeneratedID, i.ServerTimeMS)
 	}
 	if i.Mode != "none" && (i.IDMPDuration != c.DefaultDuration || i.IDMPMaxSize != c.DefaultMaxSize) {

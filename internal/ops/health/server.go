@@ -2,16 +2,18 @@ package health
 
 // Lints for known bugs of Redis 8.6's native IDMP, as pure functions of the
 // server's facts (redisconn.ReadServerFacts) and a stream's view. Each
-// names the release that fixed it, or says it is open upstream.
+// names the release that fixed it, or the open upstream issue (clock-ahead:
+// redis/redis#15836; pids-leaked: redis/redis#15840).
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
-	"github.com/idmpctl/idmpctl/internal/render"
 )
 
 // IDMPFixedIn is the Redis release that fixed the 8.6 IDMP bugs of AOF
@@ -64,11 +66,11 @@ func streamBugs(i stream.Info, f *redisconn.ServerFacts, add func(code, level, f
 	if before, known := idmpBugRelease(*f); before && known && i.IIDsTracked > 0 && i.IDMPDuration > 0 {
 		if idle, ok := i.IdleMs(); ok && idle > i.IDMPDuration*1000 {
 			add("iids-not-expiring", "warn", "iids-tracked %d on a stream idle for %s, longer than IDMP-DURATION %ds: Redis %s stops expiring iids after a restart (fixed in Redis %s), so they stay until MAXSIZE evicts them; upgrade, or clear them (idmpctl purge --stream)",
-				i.IIDsTracked, render.Ms(idle), i.IDMPDuration, f.Version, IDMPFixedIn)
+				i.IIDsTracked, duration.Age(time.Duration(idle)*time.Millisecond), i.IDMPDuration, f.Version, IDMPFixedIn)
 		}
 	}
 	if i.PIDsTracked > i.IIDsTracked {
-		add("pids-leaked", "warn", "pids-tracked %d is above iids-tracked %d: producers left behind by XADD ... IDMP calls the server rejected (an open upstream bug); each costs memory until the stream's IDMP state is cleared",
+		add("pids-leaked", "warn", "pids-tracked %d is above iids-tracked %d: producers left behind by XADD ... IDMP calls the server rejected (an open upstream bug: https://github.com/redis/redis/issues/15840); each costs memory until the stream's IDMP state is cleared",
 			i.PIDsTracked, i.IIDsTracked)
 	}
 }

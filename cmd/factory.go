@@ -1,0 +1,224 @@
+package cmd
+
+// The Factory: what every command depends on, the connection it opens
+// lazily, and the decisions made once the flags are parsed (setup).
+
+import (
+	"cmp"
+	"context"
+	"io"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/iostreams"
+	"github.com/idmpctl/idmpctl/internal/ops/claimrun"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+	"github.com/idmpctl/idmpctl/internal/render"
+	"github.com/spf13/cobra"
+)
+
+// Factory carries what every command depends on: the I/O streams, the
+// environment, the printer and a lazily opened connection.
+type Factory struct {
+	// The process's streams and environment, the seams tests replace: the
+	// terminal facts are IOStreams', made from them.
+	In       io.Reader
+	Out, Err io.Writer
+	Getenv   func(string) string
+	IsTTY    func(f any) bool
+	// TermWidth is the width in columns of the terminal f is (0: none).
+	TermWidth func(f any) int
+	Now       func() time.Time
+
+	Printer *render.Printer
+	Global  GlobalOptions
+
+	conn *redisconn.Conn
+	io   *iostreams.IOStreams
+	// outputTold: the command dealt with its own lost output (claim run,
+	// whose command's exit code stands), or already failed for it.
+	outputTold bool
+	started    bool            // flags parsed: errors from here on are not usage errors
+	guard      *claimrun.Guard // claim run's guard, started before the tree is built (Linux)
+	// caught is the signal (SIGINT, SIGTERM) that stopped a command run
+	// under untilInterrupted: it exits 128 + its number.
+	caught atomic.Value
+	// opened is conn for the goroutine that closes it on a signal.
+	opened atomic.Pointer[redisconn.Conn]
+}
+
+// GlobalOptions are the persistent flags.
+type GlobalOptions struct {
+	URL         string
+	TLSCA       string
+	TLSCert     string
+	TLSKey      string
+	TLSInsecure bool
+	Timeout     time.Duration
+	Retries     int
+	Cluster     bool
+	Output      string
+	NoColor     bool
+	ReadOnly    bool
+	// redis-cli's -h, -p, -a and -n: they change the URL's host, port,
+	// password and database (cliURL).
+	Quiet    bool // -q: no warnings on stderr (errors still print)
+	Host     string
+	Port     int
+	Pass     string
+	DB       int
+	cliFlags map[string]bool // which of them were given
+}
+
+// Conn opens the connection on first use; commands that need no server
+// never call it.
+func (f *Factory) Conn(ctx context.Context) (*redisconn.Conn, error) {
+	if f.conn != nil {
+		return f.conn, nil
+	}
+	cfg := redisconn.ConnConfig{
+		URL: f.Global.URL, URLFromFlag: f.Global.URL != "",
+		TLSCA: f.Global.TLSCA, TLSCert: f.Global.TLSCert, TLSKey: f.Global.TLSKey,
+		TLSInsecure: f.Global.TLSInsecure, Timeout: f.Global.Timeout, Cluster: f.Global.Cluster,
+	}
+	if cfg.URL == "" {
+		cfg.URL = firstNonEmpty(f.Getenv("IDMPCTL_URL"), f.Getenv("REDIS_URL"), redisconn.DefaultURL)
+	}
+	if len(f.Global.cliFlags) > 0 {
+		u, err := cliURL(cfg.URL, f.Global)
+		if err != nil {
+			return nil, err
+		}
+		cfg.URL = u
+	}
+	cfg.Password = firstNonEmpty(f.Getenv("IDMPCTL_PASSWORD"), f.Getenv("REDISCLI_AUTH"))
+	var once sync.Once
+	cfg.PasswordNotNeeded = func(error) {
+		// As redis-cli does: a warning, then on. It may also say that this
+		// is not the server the password was meant for.
+		once.Do(func() {
+			f.Printer.Warnf("the server asks for no password, so the one from %s was not used: is this the server you meant? (%s)",
+				cmp.Or(f.passwordSource(), "the URL"), redisconn.Redact(cfg.URL))
+		})
+	}
+	c, err := redisconn.Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if f.Printer != nil { // nil: a completion request, which prints no warnings
+		for _, w := range c.Warnings {
+			f.Printer.Warnf("%s", w)
+		}
+	}
+	f.conn = c
+	f.opened.Store(c)
+	return c, nil
+}
+
+// IOStreams are the run's streams and what is known of them (terminals,
+// width, colour, questions, lost output), made once from the Factory's
+// streams and seams.
+func (f *Factory) IOStreams() *iostreams.IOStreams {
+	if f.io == nil {
+		f.io = iostreams.New(f.In, f.Out, f.Err, f.Getenv, f.IsTTY, f.TermWidth)
+	}
+	return f.io
+}
+
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func (f *Factory) close() {
+	if f.conn != nil {
+		f.conn.Close()
+	}
+	f.guard.Release() // one started for a claim run that never ran a command
+}
+
+// passwordSource names where the password idmpctl sent came from, as
+// Conn chose it: -a, else the URL, else IDMPCTL_PASSWORD, else
+// REDISCLI_AUTH.
+func (f *Factory) passwordSource() string {
+	if f.Global.cliFlags["pass"] {
+		return "-a"
+	}
+	raw := f.Global.URL
+	if raw == "" {
+		raw = firstNonEmpty(f.Getenv("IDMPCTL_URL"), f.Getenv("REDIS_URL"))
+	}
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			return "the URL"
+		}
+	}
+	if f.Getenv("IDMPCTL_PASSWORD") != "" {
+		return "IDMPCTL_PASSWORD"
+	}
+	if f.Getenv("REDISCLI_AUTH") != "" {
+		return "REDISCLI_AUTH"
+	}
+	return "" // none: the URL's user was tried with an empty password
+}
+
+// callBound bounds a command that is one call to Redis (a single xadd, a
+// claim step, cfgset's read and its write, inspect KEY, inspect --server):
+// the whole call, connecting and retries included, takes at most
+// --timeout, plus wait (what --wait-replicas may wait). A frozen server
+// costs one --timeout, not one per attempt. Long work (xadd --batch,
+// scans, purges, --watch, claim run) bounds each round trip instead.
+func (f *Factory) callBound(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, f.Global.Timeout+wait)
+}
+
+// hasMetrics is the annotation of the commands that print -o prometheus.
+const hasMetrics = "idmpctl/metrics"
+
+// setup runs once flags are parsed for command c: the output and colour
+// decisions.
+func (f *Factory) setup(c *cobra.Command) error {
+	// --url "$UNSET" would reach IDMPCTL_URL's server, or localhost's;
+	// purge --pid "$UNSET" would forget every producer's iids.
+	if err := refuseEmpty(c); err != nil {
+		return err
+	}
+	ios := f.IOStreams()
+	tty := ios.IsStdoutTTY()
+	format, err := render.ParseFormat(f.Global.Output, tty)
+	if err != nil {
+		return exit.Usagef("%v", err)
+	}
+	if format == render.Prometheus && c.Annotations[hasMetrics] == "" {
+		return notMetrics(c.CommandPath())
+	}
+	if err := f.checkReadOnly(c); err != nil {
+		return err
+	}
+	if f.Global.Timeout <= 0 {
+		return exit.Usagef("--timeout %s: must be greater than zero", f.Global.Timeout)
+	}
+	if f.Global.Retries < 0 {
+		return exit.Usagef("--retries %d: must not be negative", f.Global.Retries)
+	}
+	f.Printer = &render.Printer{
+		Out: f.Out, Err: f.Err, Format: format, TTY: tty, Quiet: f.Global.Quiet,
+		Color:  ios.ColorEnabled(f.Global.NoColor, format == render.Table),
+		ErrTTY: ios.IsStderrTTY(),
+	}
+	if format == render.Table {
+		f.Printer.Width = ios.TerminalWidth()
+	}
+	if err := f.noteCLIFlags(c); err != nil {
+		return err
+	}
+	f.started = true
+	return nil
+}

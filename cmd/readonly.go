@@ -1,0 +1,76 @@
+package cmd
+
+// The read-only policy: which commands could write, and their refusal
+// under --read-only or IDMPCTL_READ_ONLY before anything connects.
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/spf13/cobra"
+)
+
+// writesAnnotation says when a command writes to Redis, for --read-only:
+// writesNever, writesUnlessDryRun (its --dry-run writes nothing), or
+// writesWithApply (only with --apply, and not with --dry-run). A command
+// without it is taken to write: a new command is refused under --read-only
+// until it says otherwise.
+const (
+	writesAnnotation   = "idmpctl/writes"
+	writesNever        = "never"
+	writesUnlessDryRun = "unless-dry-run"
+	writesWithApply    = "with-apply"
+	// writesPerCommand: exec, which judges each command it is given (the
+	// server's COMMAND INFO), refusing those that could write.
+	writesPerCommand = "per-command"
+)
+
+// mayWrite reports whether c, with the flags given, could write to Redis.
+// Cobra's own commands (help, the hidden completion requests) and idmpctl's
+// hidden helpers never do.
+func mayWrite(c *cobra.Command) bool {
+	if c.Hidden || c.Name() == "help" || !c.Runnable() {
+		return false
+	}
+	dryRun := func() bool {
+		v, err := c.Flags().GetBool("dry-run")
+		return err == nil && v
+	}
+	switch c.Annotations[writesAnnotation] {
+	case writesNever, writesPerCommand:
+		return false
+	case writesUnlessDryRun:
+		return !dryRun()
+	case writesWithApply:
+		v, err := c.Flags().GetString("apply")
+		return err == nil && v != "" && !dryRun()
+	}
+	return true
+}
+
+// readOnly is --read-only, else IDMPCTL_READ_ONLY: on for any value but
+// "", 0, false and no (a typo keeps it on).
+func (f *Factory) readOnly(c *cobra.Command) bool {
+	if fl := c.Flags().Lookup("read-only"); fl != nil && fl.Changed {
+		return f.Global.ReadOnly
+	}
+	switch strings.ToLower(strings.TrimSpace(f.Getenv("IDMPCTL_READ_ONLY"))) {
+	case "", "0", "false", "no":
+		return false
+	}
+	return true
+}
+
+// checkReadOnly refuses (64) a command that could write under --read-only,
+// before anything connects.
+func (f *Factory) checkReadOnly(c *cobra.Command) error {
+	if !f.readOnly(c) || !mayWrite(c) {
+		return nil
+	}
+	hint := "drop --read-only (and IDMPCTL_READ_ONLY) to write"
+	if c.Annotations[writesAnnotation] == writesUnlessDryRun || c.Annotations[writesAnnotation] == writesWithApply {
+		hint = "--dry-run shows what it would do without writing; " + hint
+	}
+	return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%s could write to Redis: refused in read-only mode (--read-only or IDMPCTL_READ_ONLY)", c.CommandPath()), Hint: hint}
+}

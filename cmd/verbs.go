@@ -1,0 +1,191 @@
+package cmd
+
+// Verb routing: the top-level verbs in one list, the verb a run needs
+// (a run builds only it), help, and the usage error of an unknown verb.
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops/claimrun"
+	"github.com/spf13/cobra"
+)
+
+// newHelpCmd is "idmpctl help [VERB...]": cobra's own prints the group's
+// help and exits 0 for "help claim aquire", and "Unknown help topic" with
+// 0 for "help nosuch"; a typo is a usage error here as everywhere (64).
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Args:  cobra.ArbitraryArgs,
+		// The verbs and the help topics (exit-codes).
+		ValidArgsFunction: completeHelp,
+		RunE: func(c *cobra.Command, args []string) error {
+			target := c.Root()
+			for _, a := range args {
+				next := findVerb(target, a)
+				if next == nil {
+					return unknownVerb(target, a)
+				}
+				target = next
+			}
+			return target.Help()
+		},
+	}
+}
+
+// findVerb is c's sub-command called name (or one of its aliases).
+func findVerb(c *cobra.Command, name string) *cobra.Command {
+	for _, s := range c.Commands() {
+		if s.Name() == name || s.HasAlias(name) {
+			return s
+		}
+	}
+	return nil
+}
+
+// refuseUnknownVerbs makes every command that groups verbs (the root,
+// claim) refuse an argument that names none of them: a usage error (64)
+// with suggestions on stderr, nothing on stdout. Cobra would print the
+// group's help and exit 0 for "claim aquire", and a script capturing the
+// output (TOKEN=$(idmpctl claim aquire k)) would go on with help text.
+func refuseUnknownVerbs(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		refuseUnknownVerbs(sub)
+	}
+	if !c.HasSubCommands() || c.Run != nil || c.RunE != nil {
+		return // the root has its own RunE (--version), which refuses too
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return c.Help()
+		}
+		return unknownVerb(c, args[0])
+	}
+}
+
+// unknownVerb is the usage error for name, which is none of c's verbs:
+// the verbs it may have meant (cobra's suggestions, and a verb it starts
+// with, as "run-it" starts with "run"), else all of them.
+func unknownVerb(c *cobra.Command, name string) error {
+	var meant, all []string
+	for _, s := range c.Commands() {
+		if !s.IsAvailableCommand() {
+			continue
+		}
+		all = append(all, s.Name())
+		if len(s.Name()) >= 3 && strings.HasPrefix(name, s.Name()) {
+			meant = append(meant, s.Name())
+		}
+	}
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2 // cobra's default, set where it suggests itself
+	}
+	for _, s := range c.SuggestionsFor(name) {
+		if !slices.Contains(meant, s) {
+			meant = append(meant, s)
+		}
+	}
+	hint := "did you mean one of " + strings.Join(all, ", ") + "?"
+	if len(meant) > 0 {
+		q := make([]string, len(meant))
+		for i, m := range meant {
+			q[i] = strconv.Quote(m)
+		}
+		hint = "did you mean " + strings.Join(q, " or ") + "?"
+	}
+	return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("unknown command %q for %q", name, c.CommandPath()),
+		Hint: hint + " see '" + c.CommandPath() + " --help'"}
+}
+
+// verbs are the top-level commands, in one list: newRoot builds only the
+// one a run needs. A build may return nil where its verb does not exist
+// (the guard, on platforms without one).
+var verbs = []struct {
+	name  string
+	build func(*Factory) *cobra.Command
+}{
+	{"xadd", func(f *Factory) *cobra.Command { return NewCmdXAdd(f, nil) }},
+	{"cfgset", func(f *Factory) *cobra.Command { return NewCmdCfgSet(f, nil) }},
+	{"inspect", func(f *Factory) *cobra.Command { return NewCmdInspect(f, nil) }},
+	{"claim", NewCmdClaim},
+	{"purge", func(f *Factory) *cobra.Command { return NewCmdPurge(f, nil) }},
+	{"restore", func(f *Factory) *cobra.Command { return NewCmdRestore(f, nil) }},
+	{"migrate", func(f *Factory) *cobra.Command { return NewCmdMigrate(f, nil) }},
+	{"exec", func(f *Factory) *cobra.Command { return NewCmdExec(f, nil) }},
+	{"calc-maxsize", func(f *Factory) *cobra.Command { return NewCmdCalcMaxsize(f, nil) }},
+	{"calc-ttl", func(f *Factory) *cobra.Command { return NewCmdCalcTTL(f, nil) }},
+	{"version", NewCmdVersion},
+	{"completion", NewCmdCompletion},
+	{claimrun.GuardCommand, newCmdGuard},
+}
+
+// verbOf is the verb args run: the first argument that is neither a global
+// flag nor its value. It is "" (the whole tree) when there is none or it is
+// not a verb, so help, completion requests and "unknown command" with its
+// suggestions see every verb.
+func verbOf(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return ""
+		case strings.HasPrefix(a, "--"):
+			if valueFlags[a] {
+				i++ // "--url URL"; "--url=URL" carries its value
+			}
+		case strings.HasPrefix(a, "-") && a != "-":
+			if valueShorthands[a] {
+				i++ // "-o json"; "-ojson" carries its value
+			}
+		case a == "completion": // its scripts describe the whole tree
+			return ""
+		default:
+			for _, v := range verbs {
+				if v.name == a {
+					return a
+				}
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
+// valueFlags are the global flags that take a value, and valueShorthands
+// their one-letter forms.
+var (
+	valueFlags = map[string]bool{
+		"--url": true, "--tls-ca": true, "--tls-cert": true, "--tls-key": true,
+		"--timeout": true, "--retries": true, "--output": true,
+		"--host": true, "--port": true, "--pass": true, "--db": true,
+	}
+	valueShorthands = map[string]bool{"-o": true, "-h": true, "-p": true, "-a": true, "-n": true}
+)
+
+// isClaimRun says whether args run "claim run", for starting its guard early
+// (wrong guesses cost a guard let go at exit).
+func isClaimRun(args []string) bool {
+	if verbOf(args) != "claim" {
+		return false
+	}
+	seen := false
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--":
+			return false
+		case valueFlags[a] || valueShorthands[a]:
+			i++ // its value
+		case a == "claim" && !seen:
+			seen = true
+		case seen && !strings.HasPrefix(a, "-"):
+			return a == "run"
+		}
+	}
+	return false
+}

@@ -1,0 +1,67 @@
+package backup
+
+import (
+	"errors"
+	"io"
+)
+
+// Plan is a backup file as read whole before anything is restored: what
+// restore decides from (the keys purge kept, whether the file was closed,
+// where it stops being valid).
+type Plan struct {
+	Header  Header
+	Records int64             // record lines before BadLine
+	Kept    map[string]string // keys purge kept (or whose fate it did not learn), and why
+	BadLine *LineError        // the first line that is not valid; nil: none
+	End     *Entry            // the end line, when the file has one
+}
+
+// ReadPlan reads the whole file. A line that is not valid past the first
+// is the plan's BadLine, not an error: the records before it can be
+// restored. The error is a first line that is not a backup's (a
+// *LineError of line 1), or a failure to read.
+func ReadPlan(r io.Reader) (*Plan, error) {
+	plan := &Plan{Kept: map[string]string{}}
+	err := Read(r, func(e Entry) error {
+		switch {
+		case e.Header != nil:
+			plan.Header = *e.Header
+		case e.Record != nil:
+			plan.Records++
+		case e.Kept != "":
+			plan.Kept[e.KeptOf] = e.Kept
+		case e.End:
+			end := e
+			plan.End = &end
+		}
+		return nil
+	})
+	var le *LineError
+	switch {
+	case errors.As(err, &le) && le.Line > 1:
+		plan.BadLine = le
+	case err != nil:
+		return nil, err
+	}
+	return plan, nil
+}
+
+// Complete says the file was closed by its purge and every line is valid.
+func (p *Plan) Complete() bool { return p.End != nil && p.BadLine == nil }
+
+// MissingOnly says whether key, of a record line, may be restored only
+// where it is missing, --replace or not: the purge did not learn its fate
+// (its re-check went unanswered), or the file was cut (a killed purge: the
+// re-check of its last chunk may have kept records it never got to mark,
+// and the chunks of a cluster's nodes interleave).
+func (p *Plan) MissingOnly(key string) bool {
+	_, marked := p.Kept[key]
+	return marked || p.End == nil
+}
+
+// KeptByPurge says whether purge kept key after saving it (it changed, or
+// was live): restore skips it.
+func (p *Plan) KeptByPurge(key string) bool {
+	reason, marked := p.Kept[key]
+	return marked && reason != KeptUnknown
+}

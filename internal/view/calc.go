@@ -1,0 +1,279 @@
+package view
+
+// calc-maxsize and calc-ttl: the arithmetic's results (internal/capacity)
+// with their inputs, formulas and advice.
+
+import (
+	"fmt"
+	"math/big"
+	"strconv"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/capacity"
+	"github.com/idmpctl/idmpctl/internal/duration"
+	"github.com/idmpctl/idmpctl/internal/progress"
+	"github.com/idmpctl/idmpctl/internal/render"
+)
+
+// CalcMaxsize is calc-maxsize's result; Apply is --apply's stream ("":
+// none), DryRun --dry-run, RecoveryGiven whether --recovery was given
+// (without it the cfgset line sets IDMP-MAXSIZE alone).
+type CalcMaxsize struct {
+	Inputs        capacity.Inputs
+	Result        capacity.Result
+	Apply         string
+	DryRun        bool
+	RecoveryGiven bool
+}
+
+func ratFloat(r *big.Rat) float64 { f, _ := r.Float64(); return f }
+
+func (v CalcMaxsize) JSON() any {
+	in, r := v.Inputs, v.Result
+	warnings := r.Warnings
+	if warnings == nil {
+		warnings = []string{}
+	}
+	inputs := map[string]any{
+		"rate_per_s":    ratFloat(in.Rate),
+		"mark_delay_ms": float64(in.MarkDelay) / float64(time.Millisecond),
+		"producers":     in.Producers,
+		"margin":        ratFloat(in.Margin),
+	}
+	if in.Recovery > 0 {
+		inputs["recovery_s"] = in.Recovery.Seconds()
+	}
+	return map[string]any{
+		"inputs":                 inputs,
+		"idmp-duration":          r.Duration,
+		"idmp-maxsize":           r.MaxSize,
+		"needed":                 map[string]int64{"idmp-duration": r.DurationNeeded, "idmp-maxsize": r.MaxSizeNeeded},
+		"per_pid_rate_per_ms":    r.PerPIDRate,
+		"evict_after_s":          r.EvictAfter,
+		"pids_needed":            r.PIDsNeeded,
+		"formula":                []string{r.MaxSizeFormula, r.DurationFormula},
+		"interplay":              r.Interplay,
+		"memory_bytes":           map[string]int64{"native_per_pid": r.Memory.NativePerPID, "native_total": r.Memory.NativeTotal, "emulated_per_pid": r.Memory.EmulatedPerPID, "emulated_total": r.Memory.EmulatedTotal},
+		"memory_native_estimate": true,
+		"warnings":               warnings,
+	}
+}
+
+func (v CalcMaxsize) Table(p *render.Printer) error {
+	in, r := v.Inputs, v.Result
+	recovery := "not given (server default duration)"
+	if in.Recovery > 0 {
+		recovery = render.Duration(in.Recovery)
+	}
+	p.KV("Inputs", []render.Pair{
+		{"rate", fmt.Sprintf("%s msg/s over %s: %s msg/ms per pid", rateText(in.Rate), render.N(in.Producers, "producer"), trimFloat(r.PerPIDRate))},
+		{"mark-delay", render.Duration(in.MarkDelay)},
+		{"recovery", recovery},
+		{"margin", capacity.RatString(new(big.Rat).Mul(in.Margin, big.NewRat(100, 1))) + "%"},
+	})
+	p.KV("Result", []render.Pair{
+		{"idmp-maxsize", p.Good(render.N(r.MaxSize, "iid")) + " per pid"},
+		{"idmp-duration", p.Good(fmt.Sprintf("%ds", r.Duration))},
+	})
+	p.Notes("Formula", []render.Pair{{"maxsize", r.MaxSizeFormula}, {"duration", r.DurationFormula}, {"interplay", r.Interplay}})
+	p.KV("Memory at full occupancy", []render.Pair{
+		{"native", fmt.Sprintf("~%s per pid, ~%s total (estimate)", render.Bytes(r.Memory.NativePerPID), render.Bytes(r.Memory.NativeTotal))},
+		{"emulated", fmt.Sprintf("%s per pid, %s total (measured %d B/iid)", render.Bytes(r.Memory.EmulatedPerPID), render.Bytes(r.Memory.EmulatedTotal), in.EmulatedBytesPerIID)},
+	})
+	if len(r.Warnings) > 0 {
+		pairs := make([]render.Pair, len(r.Warnings))
+		for i, w := range r.Warnings {
+			pairs[i] = render.Pair{p.Warn("!"), w}
+		}
+		p.Notes("Warnings", pairs)
+	}
+	title := "Run" // what the user may run; with --apply, what it does next
+	switch {
+	case v.Apply != "" && v.DryRun:
+		title = "Apply (dry run)"
+	case v.Apply != "":
+		title = "Apply"
+	}
+	p.View(title, v.runLine())
+	return nil
+}
+
+func (v CalcMaxsize) Raw(p *render.Printer) error {
+	p.Line("IDMP-DURATION %d IDMP-MAXSIZE %d", v.Result.Duration, v.Result.MaxSize)
+	for _, w := range v.Result.Warnings {
+		p.Warnf("%s", w)
+	}
+	return nil
+}
+
+// runLine is the cfgset command that does what --apply does (and did, with
+// --apply): without --recovery it sets IDMP-MAXSIZE alone, as --apply
+// does, since the server's default duration must not replace a longer
+// window the stream has. Copying the line never does more than --apply.
+func (v CalcMaxsize) runLine() []render.Row {
+	r := v.Result
+	name := "STREAM"
+	if v.Apply != "" {
+		name = render.ShellWord(v.Apply)
+	}
+	if v.RecoveryGiven {
+		return []render.Row{{Label: "$", Value: fmt.Sprintf("idmpctl cfgset %s --duration %d --maxsize %d", name, r.Duration, r.MaxSize), Fit: render.Whole}}
+	}
+	return []render.Row{
+		{Label: "$", Value: fmt.Sprintf("idmpctl cfgset %s --maxsize %d", name, r.MaxSize), Fit: render.Whole},
+		{Value: "IDMP-DURATION stays as the stream has it (--recovery computes one)", Fit: render.Wrap},
+	}
+}
+
+// rateText is a rate in messages a second, with thousands separators when
+// it is whole.
+func rateText(r *big.Rat) string {
+	if r.IsInt() && r.Num().IsInt64() {
+		return render.Count(r.Num().Int64())
+	}
+	return capacity.RatString(r)
+}
+
+func trimFloat(f float64) string { return fmt.Sprintf("%.6g", f) }
+
+// CalcTTL is calc-ttl's result; Samples is --samples (-o json names it
+// with a sample).
+type CalcTTL struct {
+	Inputs  capacity.TTLInputs
+	Result  capacity.TTLResult
+	Samples int
+}
+
+// secondsText is d in seconds, as short as exact.
+func secondsText(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+}
+
+func (v CalcTTL) JSON() any {
+	in, r := v.Inputs, v.Result
+	inputs := map[string]any{"rate_per_s": ratFloat(in.Rate)}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"ttl_s", in.TTL}, {"max_processing_s", in.MaxProcessing}, {"max_retry_delay_s", in.MaxRetryDelay}, {"buffer_s", in.Buffer}} {
+		if d.d > 0 {
+			inputs[d.name] = d.d.Seconds()
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int64
+	}{{"key_size_bytes", in.KeySize}, {"value_size_bytes", in.ValueSize}, {"maxmemory_bytes", in.MaxMemory}} {
+		if n.v >= 0 && (n.name != "maxmemory_bytes" || n.v > 0) {
+			inputs[n.name] = n.v
+		}
+	}
+	advice := r.Advice
+	if advice == nil {
+		advice = []string{}
+	}
+	formula := []string{r.TTLFormula, r.MemoryFormula}
+	out := map[string]any{
+		"inputs":           inputs,
+		"ttl_s":            r.TTL.Seconds(),
+		"ttl_ms":           r.TTL.Milliseconds(),
+		"keys":             r.Keys,
+		"key_size_bytes":   r.KeySize,
+		"value_size_bytes": r.ValueSize,
+		"memory_bytes":     r.Memory,
+		"formula":          formula,
+		"advice":           advice,
+	}
+	if in.Window {
+		out["retry_window_s"] = r.RetryWindow.Seconds()
+	}
+	if m := in.Measured; m != nil {
+		inputs["sample"] = m.Pattern
+		inputs["samples"] = v.Samples
+		out["measured"] = map[string]any{
+			"pattern":                 m.Pattern,
+			"keys_sampled":            m.Keys,
+			"key_bytes_mean":          m.KeyBytes,
+			"value_bytes_mean":        m.ValueBytes,
+			"memory_usage_bytes_mean": m.UsageBytes,
+			"memory_bytes":            r.MeasuredMemory,
+			"formula":                 r.MeasuredFormula,
+			"formula_vs_measured":     r.FormulaVsMeasured,
+		}
+	}
+	return out
+}
+
+func (v CalcTTL) Table(p *render.Printer) error {
+	in, r := v.Inputs, v.Result
+	inputs := []render.Pair{{"rate", capacity.RatString(in.Rate) + " msg/s"}}
+	if in.TTL > 0 {
+		inputs = append(inputs, render.Pair{"ttl", duration.Format(in.TTL)})
+	}
+	if in.Window {
+		buffer := "none"
+		if in.Buffer > 0 {
+			buffer = duration.Format(in.Buffer)
+		}
+		inputs = append(inputs, render.Pair{"max-processing", duration.Format(in.MaxProcessing)},
+			render.Pair{"max-retry-delay", duration.Format(in.MaxRetryDelay)}, render.Pair{"buffer", buffer})
+	}
+	sizeText := func(given int64, used int64) string {
+		if given >= 0 {
+			return fmt.Sprintf("%d B", given)
+		}
+		return fmt.Sprintf("%d B (measured)", used)
+	}
+	inputs = append(inputs, render.Pair{"key size", sizeText(in.KeySize, r.KeySize)},
+		render.Pair{"value size", sizeText(in.ValueSize, r.ValueSize)})
+	if in.MaxMemory > 0 {
+		inputs = append(inputs, render.Pair{"maxmemory", fmt.Sprintf("%s (%s B)", render.Bytes(in.MaxMemory), render.Count(in.MaxMemory))})
+	}
+	p.KV("Inputs", inputs)
+	result := []render.Pair{
+		{"TTL", p.Good(duration.Format(r.TTL)) + fmt.Sprintf(" (%s s)", secondsText(r.TTL))},
+		{"keys", fmt.Sprintf("%s alive at a steady rate (rate x TTL)", progress.FormatCount(r.Keys))},
+		{"memory", p.Good(render.Bytes(r.Memory)) + fmt.Sprintf(" (%s B, by %s)", progress.FormatCount(r.Memory), capacity.RuleOfThumb)},
+	}
+	if in.Measured != nil {
+		result = append(result, render.Pair{"measured", p.Good(render.Bytes(r.MeasuredMemory)) +
+			fmt.Sprintf(" (%s B, at the sample's MEMORY USAGE; the formula is %+.0f%%)", progress.FormatCount(r.MeasuredMemory), 100*r.FormulaVsMeasured)})
+	}
+	p.Notes("Result", result)
+	formula := []render.Pair{{"ttl", r.TTLFormula}, {"memory", r.MemoryFormula}}
+	if in.Measured != nil {
+		formula = append(formula, render.Pair{"measured", r.MeasuredFormula})
+	}
+	p.Notes("Formula", formula)
+	if m := in.Measured; m != nil {
+		p.Notes(fmt.Sprintf("Sample (%s, %d keys)", render.Field(m.Pattern), m.Keys), []render.Pair{
+			{"key name", fmt.Sprintf("%.1f B mean", m.KeyBytes)},
+			{"value", fmt.Sprintf("%.1f B mean", m.ValueBytes)},
+			{"MEMORY USAGE", fmt.Sprintf("%.1f B mean a key (Redis's per-key overhead included: %.1f B beyond name and value)", m.UsageBytes, m.UsageBytes-m.KeyBytes-m.ValueBytes)},
+		})
+	}
+	if len(r.Advice) > 0 {
+		pairs := make([]render.Pair, len(r.Advice))
+		for i, a := range r.Advice {
+			pairs[i] = render.Pair{p.Warn("!"), a}
+		}
+		p.Notes("Advice", pairs)
+	}
+	p.KV("Run", []render.Pair{{"$", fmt.Sprintf("idmpctl claim run KEY --ttl %s -- COMMAND...", duration.Format(r.TTL))}})
+	return nil
+}
+
+func (v CalcTTL) Raw(p *render.Printer) error {
+	res := v.Result
+	p.Line("ttl\t%s", duration.Format(res.TTL))
+	p.Line("ttl_s\t%s", secondsText(res.TTL))
+	p.Line("keys\t%d", res.Keys)
+	p.Line("memory_bytes\t%d", res.Memory)
+	if v.Inputs.Measured != nil {
+		p.Line("measured_memory_bytes\t%d", res.MeasuredMemory)
+	}
+	for _, a := range res.Advice {
+		p.Warnf("%s", a)
+	}
+	return nil
+}

@@ -1,0 +1,55 @@
+package view
+
+import (
+	"strconv"
+
+	"github.com/idmpctl/idmpctl/internal/render"
+)
+
+// CfgSet is cfgset's result (and calc-maxsize --apply's): the settings
+// before and after, and the iids the change cleared.
+type CfgSet struct {
+	Stream      string         `json:"stream"`
+	Mode        string         `json:"mode"`
+	Status      string         `json:"status"`
+	Before      map[string]int `json:"before"`
+	After       map[string]int `json:"after"`
+	ClearedIIDs int64          `json:"cleared_iids"`
+}
+
+func (r CfgSet) JSON() any { return r }
+
+func (r CfgSet) Table(p *render.Printer) error {
+	// The settings with their units: seconds, iids per producer.
+	unit := map[string]func(int) string{
+		"idmp-duration": func(v int) string { return strconv.Itoa(v) + "s" },
+		"idmp-maxsize":  func(v int) string { return render.N(int64(v), "iid") + " per pid" },
+	}
+	arrow := func(k string) string {
+		if r.Before[k] == r.After[k] {
+			return unit[k](r.After[k]) + " (unchanged)"
+		}
+		return unit[k](r.Before[k]) + " -> " + p.Good(unit[k](r.After[k]))
+	}
+	status := r.Status
+	switch r.Status {
+	case "changed":
+		status = p.Warn("changed: " + render.N(r.ClearedIIDs, "tracked iid") + " cleared")
+	case "dry-run":
+		status = p.Warn("dry run: nothing changed; the change would clear " + render.N(r.ClearedIIDs, "tracked iid"))
+	case "unchanged":
+		status = "unchanged: same values, nothing cleared"
+	}
+	p.KV("cfgset "+render.Field(r.Stream)+" ("+r.Mode+")", []render.Pair{
+		{"idmp-duration", arrow("idmp-duration")}, {"idmp-maxsize", arrow("idmp-maxsize")}, {"result", status},
+	})
+	return nil
+}
+
+func (r CfgSet) Raw(p *render.Printer) error {
+	p.Line("status\t%s", r.Status)
+	p.Line("idmp-duration\t%d\t%d", r.Before["idmp-duration"], r.After["idmp-duration"])
+	p.Line("idmp-maxsize\t%d\t%d", r.Before["idmp-maxsize"], r.After["idmp-maxsize"])
+	p.Line("cleared-iids\t%d", r.ClearedIIDs)
+	return nil
+}

@@ -1,0 +1,77 @@
+package view
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
+	"github.com/idmpctl/idmpctl/internal/render"
+)
+
+// Migrate is migrate's result for one stream: what moved, what stays
+// emulated (each kept iid) and why.
+type Migrate struct{ stream.MigrateResult }
+
+func (m Migrate) JSON() any { return m.MigrateResult }
+
+// migrateExpires is a kept iid's expiry, RFC 3339 in every form.
+func migrateExpires(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
+
+func (m Migrate) Table(p *render.Printer) error {
+	r, expires := m.MigrateResult, migrateExpires
+	status := map[string]string{
+		"none":    "no emulated IDMP state: nothing to do",
+		"foreign": "the emulated state under this name belongs to another stream (\"s\" and \"{s}\" share it): migrate that one",
+		"stale":   "the emulated state was a deleted stream's: dropped",
+		"done":    p.Good("migrated: no emulated state is left"),
+		"kept":    p.Warn("migrated in part: " + render.N(int64(len(r.Kept)), "iid") + " stay emulated (below)"),
+	}[r.Status]
+	if r.DryRun {
+		status = "dry run, nothing changed: " + map[string]string{
+			"none":    "no emulated IDMP state: nothing to do",
+			"foreign": "the emulated state under this name belongs to another stream: migrate that one",
+			"stale":   "the emulated state was a deleted stream's: it would be dropped",
+			"done":    "everything would move: no emulated state would be left",
+			"kept":    "would move in part: " + render.N(int64(len(r.Kept)), "iid") + " would stay emulated (below)",
+		}[r.Status]
+	}
+	settings := map[string]string{
+		"equal":   "equal",
+		"set":     "set to the emulated ones (XCFGSET, native tracking was empty)",
+		"blocked": p.Warn("not moved: native tracking holds iids that XCFGSET would clear; 'idmpctl cfgset' applies them when you accept that"),
+		"":        "-",
+	}[r.Settings]
+	p.KV("migrate "+render.Field(r.Stream), []render.Pair{
+		{"result", status},
+		{"settings", settings + " (emulated " + strconv.FormatInt(r.Duration, 10) + "s/" + strconv.FormatInt(r.MaxSize, 10) +
+			", native " + strconv.FormatInt(r.Native.Duration, 10) + "s/" + strconv.FormatInt(r.Native.MaxSize, 10) + ")"},
+		{"recorded", render.N(r.Recorded, "iid") + " (XIDMPRECORD; native iids-added counts them)"},
+		{"dropped", render.N(r.Dropped, "expired iid")},
+	})
+	if len(r.Kept) > 0 {
+		rows := make([][]string, 0, len(r.Kept))
+		for _, k := range r.Kept {
+			rows = append(rows, []string{render.Field(k.PID), render.Field(k.IID), k.ID, expires(k.ExpiresMS), k.Why})
+		}
+		if err := p.Table([]string{"pid", "iid", "entry", "expires", "why"}, rows); err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, k := range r.Kept {
+			if !seen[k.Why] {
+				seen[k.Why] = true
+				p.Line("  %s: %s", k.Why, k.Describe())
+			}
+		}
+	}
+	return nil
+}
+
+func (m Migrate) Raw(p *render.Printer) error {
+	r, expires := m.MigrateResult, migrateExpires
+	p.Line("%s\t%s\t%s\t%d\t%d\t%d", r.Stream, r.Status, r.Settings, r.Recorded, len(r.Kept), r.Dropped)
+	for _, k := range r.Kept {
+		p.Line("kept\t%s\t%s\t%s\t%s\t%s\t%s", r.Stream, k.PID, k.IID, k.ID, expires(k.ExpiresMS), k.Why)
+	}
+	return nil
+}

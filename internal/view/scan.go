@@ -1,0 +1,237 @@
+package view
+
+// inspect --match: a scan's records as they come (ScanRecord), then its
+// table and summary (Scan).
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
+	"github.com/idmpctl/idmpctl/internal/records"
+	"github.com/idmpctl/idmpctl/internal/render"
+)
+
+// tableRowCap bounds the rows a terminal table holds in memory; past it,
+// the table says how many more there are (use -o raw or json for all).
+const tableRowCap = 1000
+
+// scanColumns are a scan's table. KEY and STATUS are what an operator acts
+// on: never cut. The others are cut, then left out, the least needed first
+// (FLAGS, which says what is wrong, last).
+var scanColumns = []render.Column{{Head: "KEY", Keep: true}, {Head: "FORMAT", Drop: 6}, {Head: "STATUS", Keep: true},
+	{Head: "OWNER", Drop: 3}, {Head: "AGE", Drop: 5}, {Head: "LEASE LEFT", Drop: 2}, {Head: "TTL", Drop: 4}, {Head: "FLAGS", Drop: 1}}
+
+// ScanRows gathers a scan's table as its records come: the first
+// tableRowCap rows, and how many records there were.
+type ScanRows struct {
+	rows  [][]string
+	shown int64
+}
+
+// ScanRecord is one record of a scan as it comes: a JSON object, a raw
+// line, or a row of the table Scan draws at the end. A scan of millions
+// sets one ScanRecord for each record and shows it again.
+type ScanRecord struct {
+	Record      records.Record
+	ShowSecrets bool
+	Rows        *ScanRows
+}
+
+func (v *ScanRecord) JSON() any { return WithTimes(Shown(v.Record, v.ShowSecrets)) }
+
+func (v *ScanRecord) Table(p *render.Printer) error {
+	if len(v.Rows.rows) < tableRowCap {
+		v.Rows.rows = append(v.Rows.rows, scanRow(p, v.Record))
+	}
+	v.Rows.shown++
+	return nil
+}
+
+func (v *ScanRecord) Raw(p *render.Printer) error {
+	p.Line("%s", strings.Join(scanRow(p, v.Record), "\t"))
+	return nil
+}
+
+func scanRow(p *render.Printer, r records.Record) []string {
+	j := WithTimes(r)
+	lease := ""
+	if j.LeaseLeftMs != nil {
+		lease = p.MsDuration(*j.LeaseLeftMs)
+	}
+	return []string{render.Field(r.Key), string(r.Format), StatusText(p, r), render.Field(r.Owner), AgeText(p, j), lease, p.TTLText(r.TTLms), FlagsText(r.Flags)}
+}
+
+// Scan is the end of inspect --match: the table of its records (a person),
+// with --memory the memory table, and the summary line on stderr; -o json
+// a last object of type "summary"; raw output the summary and memory
+// lines on stderr (stdout named every key).
+type Scan struct {
+	Match   string
+	Limit   int64
+	Summary keyspace.Summary
+	Memory  *keyspace.MemoryReport
+	Rows    *ScanRows
+}
+
+func (v Scan) JSON() any {
+	return scanSummaryJSON{Type: "summary", Summary: v.Summary, Memory: v.Memory}
+}
+
+func (v Scan) Table(p *render.Printer) error {
+	if err := v.table(p); err != nil {
+		return err
+	}
+	if v.Memory != nil {
+		if err := memoryTable(p, *v.Memory); err != nil {
+			return err
+		}
+	}
+	p.Status("%s", summaryText(v.Summary))
+	return nil
+}
+
+func (v Scan) Raw(p *render.Printer) error {
+	p.Status("%s", summaryText(v.Summary))
+	if v.Memory != nil {
+		for _, line := range memoryLines(*v.Memory) {
+			p.Status("%s", line)
+		}
+	}
+	return nil
+}
+
+// scanSummaryJSON is a scan's last -o json object: "type" is "summary",
+// which no record has (a record's type is its Redis type). With --memory,
+// memory is the records' bytes by format and status: estimates where not
+// every record was measured (its "estimated" and each group's "exact" say).
+type scanSummaryJSON struct {
+	Type    string                 `json:"type"`
+	Summary keyspace.Summary       `json:"summary"`
+	Memory  *keyspace.MemoryReport `json:"memory,omitempty"`
+}
+
+// memoryTable draws inspect --memory's figures: one row per format and
+// status, estimates marked "~" (exact where every record was measured),
+// and the total.
+func memoryTable(p *render.Printer, m keyspace.MemoryReport) error {
+	if m.Records == 0 {
+		fmt.Fprintln(p.Out, "Memory: no records matched") // no empty box
+		return nil
+	}
+	rows := make([][]string, 0, len(m.Groups)+1)
+	for _, g := range m.Groups {
+		rows = append(rows, []string{string(g.Format), string(g.Status), render.Count(g.Records),
+			render.Count(g.Sampled), fmt.Sprintf("%.1f", g.Mean), memoryBytes(g.Bytes, g.Exact)})
+	}
+	rows = append(rows, []string{"total", "", render.Count(m.Records), render.Count(m.Sampled), "", memoryBytes(m.Bytes, !m.Estimated)})
+	fmt.Fprintln(p.Out, memoryHeadline(m))
+	return p.Table([]string{"FORMAT", "STATUS", "RECORDS", "SAMPLED", "MEAN BYTES", "BYTES"}, rows)
+}
+
+// memoryBytes is a byte figure in human units, "~" before an estimate.
+func memoryBytes(n int64, exact bool) string {
+	s := render.Bytes(n)
+	if !exact {
+		s = "~" + s
+	}
+	return s
+}
+
+func memoryHeadline(m keyspace.MemoryReport) string {
+	if !m.Estimated {
+		return fmt.Sprintf("Memory (MEMORY USAGE of all %s, exact):", render.N(m.Records, "key"))
+	}
+	return fmt.Sprintf("Memory (estimated: MEMORY USAGE of %s sampled of %s; ~ marks estimates):", render.Count(m.Sampled), render.N(m.Records, "key"))
+}
+
+// memoryLines are the memory figures as lines for stderr (-o raw).
+func memoryLines(m keyspace.MemoryReport) []string {
+	kind := "estimate"
+	if !m.Estimated {
+		kind = "exact"
+	}
+	lines := []string{fmt.Sprintf("memory: %d bytes (%s: MEMORY USAGE of %s sampled of %s keys)", m.Bytes, kind, render.Count(m.Sampled), render.Count(m.Records))}
+	for _, g := range m.Groups {
+		kind := "estimate"
+		if g.Exact {
+			kind = "exact"
+		}
+		lines = append(lines, fmt.Sprintf("memory: %s %s: %d bytes (%s: %s keys, %s sampled, mean %.1f)", g.Format, cmp.Or(string(g.Status), "-"), g.Bytes, kind, render.Count(g.Records), render.Count(g.Sampled), g.Mean))
+	}
+	return lines
+}
+
+// table draws a scan's table, sorted by key, under a line that
+// says what it shows (on a terminal). An empty scan says so in a line.
+func (v Scan) table(p *render.Printer) error {
+	rows, shown, sum := v.Rows.rows, v.Rows.shown, v.Summary
+	if len(rows) == 0 {
+		fmt.Fprintf(p.Out, "No keys match %s (%s scanned)\n", render.Field(v.Match), render.N(sum.Scanned, "key"))
+		return nil
+	}
+	// SCAN order says nothing (and differs between the nodes of a
+	// cluster, scanned concurrently): a table reads best by key.
+	slices.SortFunc(rows, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
+	if p.TTY {
+		fmt.Fprintln(p.Out, showingText(int64(len(rows)), shown, sum, v.Limit))
+	}
+	if err := p.Columns(scanColumns, rows); err != nil {
+		return err
+	}
+	if more := shown - int64(len(rows)); more > 0 {
+		fmt.Fprintf(p.Out, "... %s more: use -o raw or -o json for all\n", render.Count(more))
+	}
+	return nil
+}
+
+// showingText is the line above a scan's table: how many keys it shows of
+// how many matched, and how it chose them when it does not show them all.
+func showingText(rows, shown int64, sum keyspace.Summary, limit int64) string {
+	scanned := render.N(sum.Scanned, "key") + " scanned"
+	switch {
+	case rows < shown:
+		// More matched than a table holds: the rows are the first the scan
+		// met (SCAN's order, which is no order), sorted by key.
+		return fmt.Sprintf("Showing %s of %s matching keys (%s): a sample, the first %s the scan met, sorted by key",
+			render.Count(rows), render.Count(shown), scanned, render.Count(rows))
+	case sum.Limited:
+		return fmt.Sprintf("Showing the first %s (%s; stopped at --limit %s: more may match)",
+			render.N(rows, "matching key"), scanned, render.Count(limit))
+	}
+	return fmt.Sprintf("Showing %s of %s (%s)", render.Count(rows), render.N(sum.Matched, "matching key"), scanned)
+}
+
+// summaryText is a scan's summary line (stderr): what was scanned and
+// matched, the records by status, and the keys that are no records.
+func summaryText(s keyspace.Summary) string {
+	var parts []string
+	for _, st := range records.Statuses() {
+		if n := s.ByStatus[st]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s", st, render.Count(n)))
+		}
+	}
+	line := fmt.Sprintf("scanned %s, matched %s", render.N(s.Scanned, "key"), render.Count(s.Matched))
+	if s.Limited {
+		line += " (stopped at --limit)"
+	}
+	if len(parts) > 0 {
+		line += ": " + strings.Join(parts, ", ")
+	}
+	var others []string
+	if n := s.ByFormat[records.FormatStream]; n > 0 {
+		others = append(others, render.N(n, "stream"))
+	}
+	if n := s.ByFormat[records.FormatIDMPState]; n > 0 {
+		others = append(others, render.N(n, "idmp state key"))
+	}
+	if s.StateHidden > 0 {
+		others = append(others, render.N(s.StateHidden, "idmp state key")+" hidden (--all shows them)")
+	}
+	if len(others) > 0 {
+		line += "; " + strings.Join(others, ", ")
+	}
+	return line
+}

@@ -1,0 +1,80 @@
+package view
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/duration"
+	"github.com/idmpctl/idmpctl/internal/ops/health"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+	"github.com/idmpctl/idmpctl/internal/render"
+)
+
+// Server is inspect --server's view: what the server is, its IDMP support
+// and emulation, eviction, defaults and round-trip time, and its lints.
+// Drawn, an emulation that is unavailable is also a warning (a risky
+// eviction policy is one in every form: the command's, before the view).
+type Server struct {
+	redisconn.ServerReport
+	Lints []health.Lint `json:"lints"`
+}
+
+func (v Server) JSON() any {
+	return struct {
+		redisconn.ServerReport
+		Lints []health.Lint `json:"lints"`
+	}{v.ServerReport, v.Lints}
+}
+
+// Table and Raw show the same pairs, with human values for a person.
+func (v Server) Table(p *render.Printer) error { return v.kv(p) }
+
+func (v Server) Raw(p *render.Printer) error { return v.kv(p) }
+
+func (v Server) kv(p *render.Printer) error {
+	r, lints := v.ServerReport, v.Lints
+	idmp := "no (idmpctl emulates IDMP with Lua)"
+	if r.NativeIDMP {
+		idmp = "yes (XADD IDMP, XCFGSET)"
+	}
+	pairs := []render.Pair{
+		{"url", r.URL},
+		{"server", r.Product + " " + r.Version},
+		{"mode", r.Mode},
+		{"role", r.Role},
+	}
+	if len(r.Primaries) > 0 {
+		pairs = append(pairs, render.Pair{"primaries", strings.Join(r.Primaries, " ")})
+	}
+	pairs = append(pairs, render.Pair{"native-idmp", idmp}, render.Pair{"emulation", r.Emulation})
+	if e := r.Eviction; e != nil {
+		maxmemory := fmt.Sprint(e.MaxMemory)
+		if p.Human() {
+			maxmemory = "0 (no limit)"
+			if e.MaxMemory > 0 {
+				maxmemory = fmt.Sprintf("%s (%s B)", render.Bytes(e.MaxMemory), render.Count(e.MaxMemory))
+			}
+		}
+		pairs = append(pairs, render.Pair{"maxmemory", maxmemory}, render.Pair{"maxmemory-policy", e.Policy})
+	}
+	if strings.HasPrefix(r.Emulation, "unavailable") && !r.NativeIDMP {
+		p.Warnf("emulated IDMP is %s", r.Emulation)
+	}
+	if r.Defaults != nil {
+		duration, maxsize := fmt.Sprint(r.Defaults.Duration), fmt.Sprint(r.Defaults.MaxSize)
+		if p.Human() {
+			duration, maxsize = duration+"s", render.N(r.Defaults.MaxSize, "iid")+" per pid"
+		}
+		pairs = append(pairs,
+			render.Pair{"stream-idmp-duration", duration},
+			render.Pair{"stream-idmp-maxsize", maxsize})
+	}
+	if p.Human() {
+		pairs = append(pairs, render.Pair{"ping rtt", duration.Format(time.Duration(r.PingRTTus) * time.Microsecond)})
+	} else {
+		pairs = append(pairs, render.Pair{"ping-rtt-us", fmt.Sprint(r.PingRTTus)})
+	}
+	p.KV("Server", append(pairs, lintPairs(p, lints)...))
+	return nil
+}

@@ -1,0 +1,116 @@
+package view
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/ops/health"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
+	"github.com/idmpctl/idmpctl/internal/render"
+)
+
+// Stream is a stream's view (inspect STREAM): its XINFO fields with the
+// six IDMP ones, its mode, and its lints. With --watch, At is the view's
+// time and Rates the adds and duplicates a second since the view before.
+type Stream struct {
+	Info  stream.Info
+	Lints []health.Lint
+	Rates *Rates
+	At    time.Time
+}
+
+// Rates are counter deltas a second between two --watch views.
+type Rates struct{ Adds, Duplicates float64 }
+
+// streamJSON is a stream in -o json: XINFO names, mode and lints; with
+// --watch, each view's time and the rates since the one before.
+type streamJSON struct {
+	Key  string `json:"key"`
+	Type string `json:"type"`
+	stream.Info
+	Lints            []health.Lint `json:"lints"`
+	Time             string        `json:"time,omitempty"`
+	AddsPerSec       *float64      `json:"adds_per_s,omitempty"`
+	DuplicatesPerSec *float64      `json:"duplicates_per_s,omitempty"`
+}
+
+func (v Stream) lints() []health.Lint {
+	if v.Lints == nil {
+		return []health.Lint{}
+	}
+	return v.Lints
+}
+
+func (v Stream) JSON() any {
+	info, at, r := v.Info, v.At, v.Rates
+	j := streamJSON{Key: info.Stream, Type: "stream", Info: info, Lints: v.lints()}
+	if !at.IsZero() {
+		j.Time = at.UTC().Format(time.RFC3339Nano)
+	}
+	if r != nil {
+		adds, dups := r.Adds, r.Duplicates
+		j.AddsPerSec, j.DuplicatesPerSec = &adds, &dups
+	}
+	return j
+}
+
+func (v Stream) Table(p *render.Printer) error { return v.kv(p) }
+
+func (v Stream) Raw(p *render.Printer) error { return v.kv(p) }
+
+func (v Stream) kv(p *render.Printer) error {
+	info, at, r, lints := v.Info, v.At, v.Rates, v.lints()
+	n := func(v int64) string { return p.CountText(v) }
+	duration, maxsize := strconv.FormatInt(info.IDMPDuration, 10), strconv.FormatInt(info.IDMPMaxSize, 10)
+	if p.Human() {
+		// The settings with their units: seconds, iids per producer.
+		duration = duration + "s"
+		maxsize = render.N(info.IDMPMaxSize, "iid") + " per pid"
+	}
+	var pairs []render.Pair
+	if !at.IsZero() && !p.Human() {
+		pairs = append(pairs, render.Pair{"time", at.UTC().Format(time.RFC3339Nano)})
+	}
+	pairs = append(pairs, []render.Pair{
+		{"key", render.Field(info.Stream)}, {"type", "stream"}, {"mode", info.Mode},
+		{"length", n(info.Length)}, {"first-entry-id", info.FirstID}, {"last-entry-id", info.LastID},
+		{"last-generated-id", info.LastGeneratedID}, {"entries-added", n(info.EntriesAdded)},
+		{"idmp-duration", duration}, {"idmp-maxsize", maxsize},
+		{"pids-tracked", n(info.PIDsTracked)}, {"iids-tracked", n(info.IIDsTracked)},
+		{"iids-added", n(info.IIDsAdded)}, {"iids-duplicates", n(info.IIDsDuplicates)},
+	}...)
+	if r != nil {
+		pairs = append(pairs, render.Pair{"adds/s", fmt.Sprintf("%.1f", r.Adds)}, render.Pair{"duplicates/s", fmt.Sprintf("%.1f", r.Duplicates)})
+	}
+	if p.Human() {
+		for _, pid := range info.PIDs {
+			pairs = append(pairs, render.Pair{"  pid " + strconv.Quote(pid.PID), render.N(pid.IIDs, "iid")})
+		}
+	}
+	pairs = append(pairs, lintPairs(p, lints)...)
+	title := render.Field(info.Stream)
+	if !at.IsZero() {
+		title += "  " + p.Dim(at.Local().Format("15:04:05"))
+	}
+	p.KV(title, pairs)
+	return nil
+}
+
+// lintPairs are lints as rows of a key-value view: "health" rows (warnings
+// marked) for a person, "lint<TAB>code<TAB>message" otherwise.
+func lintPairs(p *render.Printer, lints []health.Lint) []render.Pair {
+	var pairs []render.Pair
+	for _, l := range lints {
+		if !p.Human() {
+			pairs = append(pairs, render.Pair{"lint", l.Code + "\t" + l.Message})
+			continue
+		}
+		v := p.Dim(l.Message)
+		if l.Level == "warn" {
+			v = p.Warn("! " + l.Message)
+		}
+		pairs = append(pairs, render.Pair{"health", v})
+	}
+	return pairs
+}
