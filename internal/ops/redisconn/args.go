@@ -39,7 +39,7 @@ import (
 // from the reply go-redis gives (strings, int64s, nil, []any of them):
 // every reading of a reply of the script goes through it (Reply, Decode).
 type Lua[A, R any] struct {
-	*Script
+	Script *Script // what every script has (source, SHA): not generic
 	layout func() *argLayout
 	decode func(v any) (R, error)
 }
@@ -55,11 +55,17 @@ type ArgList interface {
 // and parts, in order, whose replies decode reads. A is checked (and the
 // part made) on first use.
 func NewLua[A, R any](decode func(v any) (R, error), parts ...string) *Lua[A, R] {
-	t := reflect.TypeFor[A]()
+	s, layout := newTyped(reflect.TypeFor[A](), parts)
+	return &Lua[A, R]{Script: s, layout: layout, decode: decode}
+}
+
+// newTyped is NewLua's work, not generic: each of a generic function's
+// instantiations is code of its own in the binary.
+func newTyped(t reflect.Type, parts []string) (*Script, func() *argLayout) {
 	layout := sync.OnceValue(func() *argLayout { return layoutOf(t) })
-	return &Lua[A, R]{layout: layout, decode: decode, Script: newScript(func() []string {
+	return newScript(func() []string {
 		return append([]string{luaPrelude, layout().lua}, parts...)
-	})}
+	}), layout
 }
 
 // Call is a call of the script with arguments a.
@@ -71,14 +77,20 @@ func (l *Lua[A, R]) Call(a *A) *Call {
 // call's error (an error reply, redis.Nil for a nil reply, the network),
 // or the reply as the script's decoder reads it.
 func (l *Lua[A, R]) Reply(cl *Call) (R, error) {
-	if cl.Script != l.Script {
-		panic("redisconn: a reply read as another script's")
-	}
-	if err := cl.Cmd.Err(); err != nil {
+	v, err := cl.reply(l.Script)
+	if err != nil {
 		var zero R
 		return zero, err
 	}
-	return l.decode(cl.Cmd.Val())
+	return l.decode(v)
+}
+
+// reply is the reply of the call, a call of s that ran.
+func (cl *Call) reply(s *Script) (any, error) {
+	if cl.Script != s {
+		panic("redisconn: a reply read as another script's")
+	}
+	return cl.Cmd.Val(), cl.Cmd.Err()
 }
 
 // Decode reads a reply of the script that the caller read itself (exec, a
@@ -101,8 +113,9 @@ func CommandReply(v any) (any, error) { return v, nil }
 // ArgIndex is where in a call's Args (Call.Args) the argument of A's field
 // name is, for a caller that changes it in a call made already. The field
 // is one before any rest field, and the one of that name.
-func (l *Lua[A, R]) ArgIndex(name string) int {
-	lay := l.layout()
+func (l *Lua[A, R]) ArgIndex(name string) int { return l.layout().argIndex(name) }
+
+func (lay *argLayout) argIndex(name string) int {
 	at := -1
 	for i, f := range lay.args {
 		switch {

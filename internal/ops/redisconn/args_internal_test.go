@@ -51,7 +51,7 @@ func TestArgsLayout(t *testing.T) {
 	if cmd[0] != "evalsha" || cmd[2] != 4 || len(cmd) != 3+4+len(want) {
 		t.Errorf("command %#v", cmd)
 	}
-	lua := s.Parts()[1]
+	lua := s.Script.Parts()[1]
 	for _, line := range []string{
 		"local STREAM = KEYS[1]\n", "local META = KEYS[2]\n", "local MORE = 3 -- the first of a variable number\n",
 		"local PFX = ARGV[1]\n", "local N = ARGV[2]\n", "local ON = ARGV[3]\n", "local OFF = ARGV[4]\n", "local P = ARGV[5]\n", "local B = ARGV[6]\n",
@@ -66,7 +66,7 @@ func TestArgsLayout(t *testing.T) {
 	if strings.Contains(lua, "MORE_LAST") {
 		t.Errorf("a key rest with nothing after it has no _LAST:\n%s", lua)
 	}
-	if s.Parts()[0] != luaPrelude || s.Parts()[2] != "return 1\n" {
+	if s.Script.Parts()[0] != luaPrelude || s.Script.Parts()[2] != "return 1\n" {
 		t.Error("the parts are not the prelude, the arguments, then the script's")
 	}
 	if i := s.ArgIndex("N"); i != 1 || call.Args[i] != int64(7) {
@@ -81,8 +81,8 @@ func TestArgsLayout(t *testing.T) {
 	if c := pl.Call(&plain{A: "a", B: 1}); len(c.Keys) != 0 || !reflect.DeepEqual(c.Args, []any{"a", int64(1)}) {
 		t.Errorf("plain call: %q %#v", c.Keys, c.Args)
 	}
-	if !strings.Contains(pl.Parts()[1], "local B = ARGV[2]\n") || !strings.Contains(pl.Parts()[1], "if #KEYS ~= 0 or #ARGV ~= 2 then\n") {
-		t.Errorf("plain part:\n%s", pl.Parts()[1])
+	if !strings.Contains(pl.Script.Parts()[1], "local B = ARGV[2]\n") || !strings.Contains(pl.Script.Parts()[1], "if #KEYS ~= 0 or #ARGV ~= 2 then\n") {
+		t.Errorf("plain part:\n%s", pl.Script.Parts()[1])
 	}
 }
 
@@ -112,15 +112,15 @@ func TestArgsLayoutRefusals(t *testing.T) {
 		Pfx   string `lua:"PFX2"`
 	}
 	for name, f := range map[string]func(){
-		"no tag":         func() { NewLua[noTag, any](CommandReply).Parts() },
-		"two rests":      func() { NewLua[twoRests, any](CommandReply).Parts() },
-		"key after rest": func() { NewLua[keyAfterRest, any](CommandReply).Parts() },
-		"a float":        func() { NewLua[badType, any](CommandReply).Parts() },
-		"a name twice":   func() { NewLua[twice, any](CommandReply).Parts() },
-		"an option":      func() { NewLua[badOpt, any](CommandReply).Parts() },
+		"no tag":         func() { NewLua[noTag, any](CommandReply).Script.Parts() },
+		"two rests":      func() { NewLua[twoRests, any](CommandReply).Script.Parts() },
+		"key after rest": func() { NewLua[keyAfterRest, any](CommandReply).Script.Parts() },
+		"a float":        func() { NewLua[badType, any](CommandReply).Script.Parts() },
+		"a name twice":   func() { NewLua[twice, any](CommandReply).Script.Parts() },
+		"an option":      func() { NewLua[badOpt, any](CommandReply).Script.Parts() },
 		"ArgIndex":       func() { NewLua[testArgs, any](CommandReply).ArgIndex("Last1") },
 		"ArgIndex twice": func() { NewLua[twoPfx, any](CommandReply).ArgIndex("Pfx") },
-		"not a struct":   func() { NewLua[int, any](CommandReply).Parts() },
+		"not a struct":   func() { NewLua[int, any](CommandReply).Script.Parts() },
 	} {
 		func() {
 			defer func() {
