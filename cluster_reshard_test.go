@@ -209,18 +209,23 @@ func testClusterSlotMoveDuringBatch(t *testing.T, cl *redistest.Cluster, m batch
 
 // TestClusterSlotMoveDuringSingleAdds: single adds, each run again by the
 // caller until it succeeds (as a producer retries), while the stream's slot
-// moves: every message once.
+// moves: every message once. In each mode (native on Redis 8.6: before,
+// xadd --mode native on a cluster failed every first add with CROSSSLOT).
 func TestClusterSlotMoveDuringSingleAdds(t *testing.T) {
 	cl := redistest.NewCluster(t)
+	eachBatchMode(t, func(t *testing.T, m batchMode) { clusterSlotMoveDuringSingleAdds(t, cl, m) })
+}
+
+func clusterSlotMoveDuringSingleAdds(t *testing.T, cl *redistest.Cluster, m batchMode) {
 	const adds = 60
 	for _, maxsize := range []int{1, 100, 10000} {
 		t.Run(fmt.Sprintf("maxsize=%d", maxsize), func(t *testing.T) {
 			t.Parallel()
 			c := clitest.New(t, "IDMPCTL_URL="+cl.URL)
-			s := fmt.Sprintf("{single-%d}", maxsize)
+			s := fmt.Sprintf("{single-%s-%d}", m.name, maxsize)
 			slot, from, to := slotNodes(t, cl, s)
 			src, dst := nodeClient(t, from), nodeClient(t, to)
-			clusterStream(t, c, src, s, maxsize, emulatedBatch)
+			clusterStream(t, c, src, s, maxsize, m)
 			var wg sync.WaitGroup
 			var moveErr error
 			failed := 0
@@ -234,7 +239,7 @@ func TestClusterSlotMoveDuringSingleAdds(t *testing.T) {
 				}
 				// With maxsize 1 only the latest add dedupes: the same add
 				// is repeated at once, as a producer's retry is.
-				args := []string{"xadd", s, "--pid", "p", "--iid", "m-" + strconv.Itoa(k), "n", strconv.Itoa(k), "--mode", "emulated"}
+				args := append([]string{"xadd", s, "--pid", "p", "--iid", "m-" + strconv.Itoa(k), "n", strconv.Itoa(k)}, m.flags...)
 				for try := 0; ; try++ {
 					r := c.Run(args...)
 					if r.Code == 0 {

@@ -252,11 +252,16 @@ func TestDurabilityFailoverKeepsTheClaim(t *testing.T) {
 
 // xadd --wait-replicas: acknowledged adds print their ID (the replica has
 // the entry); with the replica gone the add stands on the primary, prints
-// nothing and exits 69; batches print only acknowledged lines.
+// nothing and exits 69; batches print only acknowledged lines. Per mode
+// (native on Redis 8.6).
 func TestDurabilityXAdd(t *testing.T) {
 	t.Parallel()
+	eachMode(t, testDurabilityXAdd)
+}
+
+func testDurabilityXAdd(t *testing.T, mode string) {
 	primary, replica, c := replicaPair(t)
-	r := c.Expect(0, "xadd", "s", "--pid", "p", "--iid", "a", "--wait-replicas", "1", "--wait-timeout", okWait, "-o", "json", "f", "v")
+	r := c.Expect(0, "xadd", "s", "--pid", "p", "--iid", "a", "--wait-replicas", "1", "--wait-timeout", okWait, "-o", "json", "--mode", mode, "f", "v")
 	if !strings.Contains(r.Stdout, `"replicas_acked":1`) || !strings.Contains(r.Stdout, `"duplicate":false`) {
 		t.Fatalf("stdout %s", r.Stdout)
 	}
@@ -267,13 +272,13 @@ func TestDurabilityXAdd(t *testing.T) {
 	if err := os.WriteFile(in, []byte("{\"iid\":\"b\",\"fields\":{\"n\":\"1\"}}\n{\"iid\":\"c\",\"fields\":{\"n\":\"2\"}}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r = c.Expect(0, "xadd", "s", "--pid", "p", "--batch", in, "--wait-replicas", "1", "--wait-timeout", okWait, "-o", "json")
+	r = c.Expect(0, "xadd", "s", "--pid", "p", "--batch", in, "--wait-replicas", "1", "--wait-timeout", okWait, "-o", "json", "--mode", mode)
 	if strings.Count(r.Stdout, `"replicas_acked":1`) != 2 {
 		t.Fatalf("batch stdout %s", r.Stdout)
 	}
 
 	killReplica(t, primary, replica)
-	r = c.Expect(69, "xadd", "s", "--pid", "p", "--iid", "d", "--wait-replicas", "1", "--wait-timeout", "200ms", "f", "v")
+	r = c.Expect(69, "xadd", "s", "--pid", "p", "--iid", "d", "--wait-replicas", "1", "--wait-timeout", "200ms", "--mode", mode, "f", "v")
 	if r.Stdout != "" || !strings.Contains(r.Stderr, "0 of 1 replicas acknowledged the write within 200ms: entry ") ||
 		!strings.Contains(r.Stderr, "was added on the primary but could be lost in a failover") {
 		t.Errorf("unacknowledged add:\n%s", r)
@@ -285,7 +290,7 @@ func TestDurabilityXAdd(t *testing.T) {
 	if err := os.WriteFile(in, []byte("{\"iid\":\"e\",\"fields\":{\"n\":\"1\"}}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r = c.Expect(69, "xadd", "s", "--pid", "p", "--batch", in, "--batch-id", "b2", "--wait-replicas", "1", "--wait-timeout", "200ms")
+	r = c.Expect(69, "xadd", "s", "--pid", "p", "--batch", in, "--batch-id", "b2", "--wait-replicas", "1", "--wait-timeout", "200ms", "--mode", mode)
 	if r.Stdout != "" || !strings.Contains(r.Stderr, "lines 1-1 are committed on the primary") {
 		t.Errorf("unacknowledged batch:\n%s", r)
 	}
@@ -353,6 +358,92 @@ func TestDurabilityCluster(t *testing.T) {
 	if !strings.Contains(r.Stdout, `"replicas_acked":1`) {
 		t.Errorf("xadd %s: %s", stream, r.Stdout)
 	}
+}
+
+// TestDurabilityXAddFailover: what --wait-replicas acknowledged survives a
+// failover, in each mode (native on Redis 8.6). The primary is killed and
+// the replica promoted: the same adds sent again to it are duplicates of
+// the same entries, and the acknowledged batch resumes after its last
+// line. A batch the frozen replica never acknowledged (69) is lost in the
+// failover with its progress record, so its rerun on the new primary sends
+// every line again. Either way: every line once, none lost.
+func TestDurabilityXAddFailover(t *testing.T) {
+	t.Parallel()
+	eachMode(t, testDurabilityXAddFailover)
+}
+
+func testDurabilityXAddFailover(t *testing.T, mode string) {
+	const lines = 2000
+	t.Run("acknowledged", func(t *testing.T) {
+		t.Parallel()
+		primary, replica, c := replicaPair(t)
+		ids := map[string]string{}
+		for _, iid := range []string{"a", "b", "c"} {
+			r := c.Expect(0, "xadd", "singles", "--pid", "p", "--iid", iid, "--wait-replicas", "1", "--wait-timeout", okWait, "--mode", mode, "f", iid)
+			ids[iid] = strings.TrimSpace(r.Stdout)
+		}
+		file := filepath.Join(c.Dir, "batch.ndjson")
+		faultBatchFile(t, file, lines)
+		c.Expect(0, "xadd", "s", "--pid", "q", "--batch", file, "--wait-replicas", "1", "--wait-timeout", okWait, "--mode", mode)
+
+		primary.Kill()
+		if err := replica.Promote(); err != nil {
+			t.Fatal(err)
+		}
+		nc := c.With("IDMPCTL_URL=" + replica.URL)
+		for iid, id := range ids {
+			r := nc.Expect(0, "xadd", "singles", "--pid", "p", "--iid", iid, "--mode", mode, "-o", "json", "f", iid)
+			if !strings.Contains(r.Stdout, `"id":"`+id+`"`) || !strings.Contains(r.Stdout, `"duplicate":true,"original_exists":true`) {
+				t.Errorf("%s after the failover: want a duplicate of %s: %s", iid, id, r.Stdout)
+			}
+		}
+		r := nc.Expect(0, "xadd", "s", "--pid", "q", "--batch", file, "--mode", mode)
+		if !strings.Contains(r.Stderr, "lines 1-2000 were committed by an earlier run") || !strings.Contains(r.Stderr, "0 lines: 0 added") {
+			t.Errorf("the batch's rerun on the promoted replica:\n%s", r)
+		}
+		missing, extra := faultScanStream(t, faultRedis(t, replica), "s", lines)
+		if missing != 0 || extra != 0 {
+			t.Fatalf("after the failover: %d lines missing, %d duplicated", missing, extra)
+		}
+		if n, _ := replica.Do("XLEN", "singles"); n != "3" {
+			t.Errorf("singles: XLEN %s after the failover, want 3", n)
+		}
+	})
+	t.Run("unacknowledged", func(t *testing.T) {
+		t.Parallel()
+		primary, replica, c := replicaPair(t)
+		file := filepath.Join(c.Dir, "batch.ndjson")
+		faultBatchFile(t, file, lines)
+		t.Cleanup(func() { _ = replica.Thaw() })
+		if err := replica.Freeze(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := primary.Do("CLIENT", "KILL", "TYPE", "replica"); err != nil {
+			t.Fatal(err)
+		}
+		if err := primary.WaitReplicas(0, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		r := c.Expect(69, "xadd", "s", "--pid", "q", "--batch", file, "--wait-replicas", "1", "--wait-timeout", "200ms", "--mode", mode)
+		if r.Stdout != "" || !strings.Contains(r.Stderr, "are committed on the primary but could be lost in a failover") {
+			t.Errorf("unacknowledged batch:\n%s", r)
+		}
+		primary.Kill()
+		if err := replica.Thaw(); err != nil {
+			t.Fatal(err)
+		}
+		if err := replica.Promote(); err != nil {
+			t.Fatal(err)
+		}
+		r = c.With("IDMPCTL_URL="+replica.URL).Expect(0, "xadd", "s", "--pid", "q", "--batch", file, "--mode", mode)
+		if !strings.Contains(r.Stderr, "2,000 lines: 2,000 added, 0 duplicates") {
+			t.Errorf("the rerun on the promoted replica:\n%s", r)
+		}
+		missing, extra := faultScanStream(t, faultRedis(t, replica), "s", lines)
+		if missing != 0 || extra != 0 {
+			t.Fatalf("after the failover: %d lines missing, %d duplicated", missing, extra)
+		}
+	})
 }
 
 // A batch's adds keep their IDMP tracking where they are replicated and

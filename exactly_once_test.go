@@ -205,13 +205,18 @@ func TestACLRefusedBeforeWrite(t *testing.T) {
 }
 
 // TestEvictionVolatileKeepsState: with maxmemory and volatile-lru, cache
-// keys with TTLs push the server to evict. The IDMP state and the batch's
-// progress record have no TTL, so they stay: a rerun of the batch adds
-// nothing. xadd, inspect --server and inspect STREAM warn about the policy.
-// Before: the state keys (which had TTLs) were evicted first, inspect showed
-// 0 tracked without a word, and the rerun added all 2,000 lines again.
+// keys with TTLs push the server to evict. The IDMP state (emulated: its
+// keys; native: inside the stream) and the batch's progress record have no
+// TTL, so they stay: a rerun of the batch adds nothing. xadd, inspect
+// --server and inspect STREAM warn about the policy. Before: the state
+// keys (which had TTLs) were evicted first, inspect showed 0 tracked
+// without a word, and the rerun added all 2,000 lines again.
 func TestEvictionVolatileKeepsState(t *testing.T) {
 	t.Parallel()
+	eachMode(t, testEvictionVolatileKeepsState)
+}
+
+func testEvictionVolatileKeepsState(t *testing.T, mode string) {
 	srv := redistest.New(t, "maxmemory 8mb", "maxmemory-policy volatile-lru")
 	rdb := faultRedis(t, srv)
 	ctx := context.Background()
@@ -219,10 +224,10 @@ func TestEvictionVolatileKeepsState(t *testing.T) {
 	if err := rdb.Do(ctx, "XADD", "s", "MAXLEN", "0", "*", "init", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	c.Expect(0, "cfgset", "s", "--maxsize", "10000", "--mode", "emulated", "--yes")
+	c.Expect(0, "cfgset", "s", "--maxsize", "10000", "--mode", mode, "--yes")
 	file := filepath.Join(c.Dir, "b.ndjson")
 	writeLines(t, file, 2000)
-	first := c.Expect(0, "xadd", "s", "--pid", "p", "--batch", file, "--mode", "emulated")
+	first := c.Expect(0, "xadd", "s", "--pid", "p", "--batch", file, "--mode", mode)
 	if n := strings.Count(first.Stderr, "maxmemory-policy volatile-lru"); n != 1 {
 		t.Fatalf("xadd --batch warned %d times about the policy, want once:\n%s", n, first.Stderr)
 	}
@@ -237,7 +242,7 @@ func TestEvictionVolatileKeepsState(t *testing.T) {
 	if evicted < 200 {
 		t.Fatalf("only %d keys evicted: no memory pressure", evicted)
 	}
-	r := c.Expect(0, "inspect", "s", "-o", "json")
+	r := c.Expect(0, "inspect", "s", "-o", "json", "--mode", mode)
 	var view struct {
 		Tracked int64 `json:"iids-tracked"`
 		Lints   []struct{ Code string }
@@ -249,7 +254,7 @@ func TestEvictionVolatileKeepsState(t *testing.T) {
 	if view.Tracked != 2000 || !strings.Contains(codes, "eviction") {
 		t.Fatalf("after %d evictions: iids-tracked %d, lints %v; want 2000 and an eviction lint", evicted, view.Tracked, codes)
 	}
-	second := c.Expect(0, "xadd", "s", "--pid", "p", "--batch", file, "--mode", "emulated")
+	second := c.Expect(0, "xadd", "s", "--pid", "p", "--batch", file, "--mode", mode)
 	missing, extra := faultScanStream(t, rdb, "s", 2000)
 	t.Logf("%d keys evicted; rerun: %s; %d missing, %d duplicated", evicted, strings.TrimSpace(second.Stderr), missing, extra)
 	if missing != 0 || extra != 0 {
@@ -259,7 +264,7 @@ func TestEvictionVolatileKeepsState(t *testing.T) {
 		t.Fatalf("the rerun did not warn about the policy:\n%s", second.Stderr)
 	}
 	// A single add warns once too, and inspect --server names the policy.
-	one := c.Expect(0, "xadd", "s", "--pid", "p", "--iid", "single", "f", "v", "--mode", "emulated")
+	one := c.Expect(0, "xadd", "s", "--pid", "p", "--iid", "single", "f", "v", "--mode", mode)
 	if strings.Count(one.Stderr, "may evict keys") != 1 {
 		t.Fatalf("single xadd: want one warning, got:\n%s", one.Stderr)
 	}
@@ -288,6 +293,8 @@ func redistestInfoField(t *testing.T, rdb *redis.Client, section, field string) 
 // state with a part missing is reported as inconsistent, not as empty.
 // Before: with the settings hash gone, inspect showed mode none and 0
 // tracked while the add script still deduplicated on what was left.
+// Emulated state only (native state lives in the stream: it goes whole),
+// on any server (inspect --mode emulated).
 func TestEvictionPartialStateInconsistent(t *testing.T) {
 	t.Parallel()
 	srv := redistest.New(t)
@@ -303,11 +310,11 @@ func TestEvictionPartialStateInconsistent(t *testing.T) {
 		s := "s" + strconv.Itoa(i)
 		c.Expect(0, "xadd", s, "--pid", "p", "--iid", "a", "f", "v", "--mode", "emulated")
 		c.Expect(0, "xadd", s, "--pid", "q", "--iid", "b", "f", "v", "--mode", "emulated")
-		if r := c.Expect(0, "inspect", s); strings.Contains(r.Stdout, "inconsistent") {
+		if r := c.Expect(0, "inspect", s, "--mode", "emulated"); strings.Contains(r.Stdout, "inconsistent") {
 			t.Fatalf("a whole state called inconsistent: %s", r)
 		}
 		rdb.Del(ctx, strings.ReplaceAll(k.gone, "S", s))
-		r := c.Expect(0, "inspect", s)
+		r := c.Expect(0, "inspect", s, "--mode", "emulated")
 		want := strings.ReplaceAll(k.want, "S", s)
 		if !strings.Contains(r.Stdout, "lint\tinconsistent\t") || !strings.Contains(r.Stdout, want) || !strings.Contains(r.Stdout, "mode\temulated") {
 			t.Fatalf("%s gone: want an inconsistent lint %q, got %s", k.gone, want, r)
@@ -321,6 +328,10 @@ func TestEvictionPartialStateInconsistent(t *testing.T) {
 // and inspect --server called the renamed server usable.
 func TestExitCodesOfServerStates(t *testing.T) {
 	t.Parallel()
+	eachMode(t, func(t *testing.T, mode string) { exitCodesOfServerStates(t, mode) })
+}
+
+func exitCodesOfServerStates(t *testing.T, mode string) {
 	t.Run("oom", func(t *testing.T) {
 		t.Parallel()
 		srv := redistest.New(t, "maxmemory 1mb", "maxmemory-policy noeviction")
@@ -333,7 +344,7 @@ func TestExitCodesOfServerStates(t *testing.T) {
 		writeLines(t, file, 10)
 		for _, args := range [][]string{{"xadd", "s", "--pid", "p", "--iid", "a", "f", "v"}, {"xadd", "s", "--pid", "p", "--batch", file}} {
 			before := keyDump(t, rdb)
-			r := c.Run(append(args, "--mode", "emulated", "--retries", "0")...)
+			r := c.Run(append(args, "--mode", mode, "--retries", "0")...)
 			if r.Code != 69 || !strings.Contains(r.Stderr, "out of memory") {
 				t.Errorf("%s: want 69 with a hint, got %s", args[len(args)-2], r)
 			}
@@ -344,7 +355,7 @@ func TestExitCodesOfServerStates(t *testing.T) {
 		t.Parallel()
 		srv := redistest.New(t, "replicaof 127.0.0.1 1")
 		c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
-		r := c.Run("xadd", "s", "--pid", "p", "--iid", "a", "f", "v", "--mode", "emulated")
+		r := c.Run("xadd", "s", "--pid", "p", "--iid", "a", "f", "v", "--mode", mode)
 		if r.Code != 78 || !strings.Contains(r.Stderr, "this server is a replica") {
 			t.Fatalf("want 78 saying replica, got %s", r)
 		}
@@ -356,9 +367,25 @@ func TestExitCodesOfServerStates(t *testing.T) {
 		file := filepath.Join(c.Dir, "b.ndjson")
 		writeLines(t, file, 10)
 		for _, args := range [][]string{{"xadd", "s", "--pid", "p", "--iid", "a", "f", "v"}, {"xadd", "s", "--pid", "p", "--batch", file}} {
-			r := c.Run(append(args, "--mode", "emulated")...)
-			if r.Code != 78 || !strings.Contains(r.Stderr, "renamed or disabled") {
+			r := c.Run(append(args, "--mode", mode)...)
+			switch {
+			case mode == "native" && r.Code != 0:
+				// The server runs IDMP itself: no script needed.
+				t.Errorf("%s: native IDMP needs no EVAL: %s", args[len(args)-2], r)
+			case mode == "emulated" && (r.Code != 78 || !strings.Contains(r.Stderr, "renamed or disabled")):
 				t.Errorf("%s: want 78 with a hint, got %s", args[len(args)-2], r)
+			}
+		}
+		if mode == "native" {
+			// Auto mode too: its first try, the emulated script, cannot
+			// run, and neither can it for a user without scripting.
+			if r := c.Run("xadd", "s", "--pid", "p", "--iid", "b", "f", "v", "-o", "json"); r.Code != 0 || !strings.Contains(r.Stdout, `"mode":"native"`) {
+				t.Errorf("auto mode without EVAL on Redis 8.6: %s", r)
+			}
+			plain := redistest.New(t, "user noscript on >pw ~* &* +@all -@scripting")
+			u := c.With("IDMPCTL_URL=unix://noscript:pw@" + plain.Addr)
+			if r := u.Run("xadd", "s", "--pid", "p", "--iid", "c", "f", "v", "-o", "json"); r.Code != 0 || !strings.Contains(r.Stdout, `"mode":"native"`) {
+				t.Errorf("auto mode, a user without scripting, on Redis 8.6: %s", r)
 			}
 		}
 		r := c.Expect(0, "inspect", "--server")
@@ -503,13 +530,17 @@ func testConcurrentRunsOfOneBatch(t *testing.T, m batchMode) {
 // connection. Before: exit 70 (batch) and 69 after three retries (single).
 func TestValueOverProtoMaxBulkLen(t *testing.T) {
 	t.Parallel()
+	eachMode(t, testValueOverProtoMaxBulkLen)
+}
+
+func testValueOverProtoMaxBulkLen(t *testing.T, mode string) {
 	srv := redistest.New(t, "proto-max-bulk-len 1mb")
 	rdb := faultRedis(t, srv)
 	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
 	big := strings.Repeat("x", 2_000_000)
 	file := filepath.Join(c.Dir, "b.ndjson")
 	writeLines(t, file, 3, `{"iid":"big","fields":{"n":"`+big+`"}}`)
-	r := c.Run("xadd", "s", "--pid", "p", "--batch", file, "--mode", "emulated")
+	r := c.Run("xadd", "s", "--pid", "p", "--batch", file, "--mode", mode)
 	if r.Code != 65 || !strings.Contains(r.Stderr, "line 4: a value of 2000000 bytes: the server takes at most 1048576") {
 		t.Fatalf("batch: want 65 naming line 4, got %s", r)
 	}
@@ -522,7 +553,7 @@ func TestValueOverProtoMaxBulkLen(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := keyDump(t, rdb)
-	r = c.Run("xadd", "s", "--pid", "p", "--iid", "one", "--json", "@"+js, "--mode", "emulated")
+	r = c.Run("xadd", "s", "--pid", "p", "--iid", "one", "--json", "@"+js, "--mode", mode)
 	if r.Code != 65 || !strings.Contains(r.Stderr, "proto-max-bulk-len") {
 		t.Fatalf("single add: want 65, got %s", r)
 	}

@@ -259,6 +259,18 @@ func condition(cond string) (bool, error) {
 	return false, fmt.Errorf("unknown condition %q", cond)
 }
 
+// nativeServer reports whether the server under test has native IDMP
+// (Redis 8.6+): auto mode is native there, and inspect shows the native
+// view of a stream. Probed once, as [redis:8.6] is.
+func nativeServer(t testing.TB) bool {
+	t.Helper()
+	native, err := condition("redis:8.6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return native
+}
+
 func probeNativeIDMP() (bool, error) {
 	dir, err := os.MkdirTemp("", "idmp-probe")
 	if err != nil {

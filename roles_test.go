@@ -23,8 +23,9 @@ import (
 )
 
 // readmeRoles reads the role table of docs/roles.md: role -> the rule's
-// arguments after "ACL SETUSER".
-func readmeRoles(t *testing.T) map[string][]string {
+// arguments after "ACL SETUSER". With native, each rule gets the page's
+// additions for Redis 8.6 (commands older servers refuse to name).
+func readmeRoles(t *testing.T, native bool) map[string][]string {
 	t.Helper()
 	b, err := os.ReadFile(rolesDoc)
 	if err != nil {
@@ -38,6 +39,18 @@ func readmeRoles(t *testing.T) map[string][]string {
 	}
 	if len(roles) != 4 {
 		t.Fatalf("%s role table: %d roles, want monitor, producer, worker, operator", rolesDoc, len(roles))
+	}
+	// The table of additions: two cells, | role | `+cmd ...` |.
+	extra := regexp.MustCompile("(?m)^\\| (monitor|producer|worker|operator) \\| `([^`]+)` \\|$")
+	found := 0
+	for _, m := range extra.FindAllStringSubmatch(string(b), -1) {
+		found++
+		if native {
+			roles[m[1]] = append(roles[m[1]], strings.Fields(strings.ReplaceAll(m[2], `\|`, "|"))...)
+		}
+	}
+	if found == 0 {
+		t.Fatalf("%s: no table of role additions for Redis 8.6 (| role | `+command ...` |)", rolesDoc)
 	}
 	return roles
 }
@@ -93,15 +106,39 @@ func narrowedRule(rule []string, patterns ...string) []string {
 	return out
 }
 
+// TestRoles runs every role in both IDMP modes: emulated on the server
+// under test (--mode emulated, which also works on Redis 8.6), and native
+// in auto mode on a Redis 8.6 server (the server under test when it is
+// one, else the 8.6.3 build beside it). On 8.6 the rules get the README's
+// additions for it.
 func TestRoles(t *testing.T) {
-	roles := readmeRoles(t)
-	srv := redistest.NewWith(t, redistest.Options{})
+	for _, mode := range []string{"emulated", "native"} {
+		t.Run(mode, func(t *testing.T) { testRoles(t, mode) })
+	}
+}
+
+func testRoles(t *testing.T, mode string) {
+	var opts redistest.Options
+	if mode == "native" {
+		opts.Binary = redistest.RequireNative(t)
+	}
+	srv := redistest.NewWith(t, opts)
+	// nativeServer: the server has IDMP (an emulated run on Redis 8.6).
+	nativeServer := mode == "native" || redistest.AtLeast(8, 6) && !redistest.IsValkey()
+	roles := readmeRoles(t, nativeServer)
 	for role, rule := range roles {
 		if rule[0] != "idmp-"+role {
 			t.Fatalf("%s: the rule names user %q", role, rule[0])
 		}
 		setUser(t, srv, rule[0], rule, role+"-pw")
 	}
+	// m is the stream commands' mode flag: emulated is asked for; native
+	// is what auto mode picks on Redis 8.6.
+	var m []string
+	if mode == "emulated" {
+		m = []string{"--mode", "emulated"}
+	}
+	with := func(args ...string) []string { return append(args, m...) }
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { rc.Close() })
 	admin := clitest.New(t, "IDMPCTL_URL="+srv.URL)
@@ -128,9 +165,9 @@ func TestRoles(t *testing.T) {
 		}
 	}
 
-	// State every role works on: an emulated stream, claim records.
-	admin.Expect(0, "xadd", "orders", "--pid", "api-1", "--iid", "o-1", "amount", "100")
-	admin.Expect(0, "xadd", "orders", "--pid", "api-2", "--iid", "o-2", "amount", "5")
+	// State every role works on: a stream written in the mode, claim records.
+	admin.Expect(0, with("xadd", "orders", "--pid", "api-1", "--iid", "o-1", "amount", "100")...)
+	admin.Expect(0, with("xadd", "orders", "--pid", "api-2", "--iid", "o-2", "amount", "5")...)
 	for i := range 5 {
 		admin.Expect(0, "claim", "acquire", "idem:"+strconv.Itoa(i))
 	}
@@ -140,20 +177,45 @@ func TestRoles(t *testing.T) {
 	t.Run("monitor", func(t *testing.T) {
 		mon := as(t, "monitor")
 		r := mon.Expect(0, "inspect", "orders")
-		for _, want := range []string{"mode\temulated\n", "pids-tracked\t2\n", "iids-tracked\t2\n", "lint\tnot-atomic\tread with plain commands"} {
+		// What inspect (auto mode) shows: the emulated state, read with
+		// plain commands (no scripting); on Redis 8.6 the native view
+		// (XINFO STREAM: one atomic read), which names emulated state
+		// beside it.
+		wants := []string{"mode\temulated\n", "pids-tracked\t2\n", "iids-tracked\t2\n", "lint\tnot-atomic\tread with plain commands"}
+		atomic := 0.0
+		switch {
+		case mode == "native":
+			wants, atomic = []string{"mode\tnative\n", "pids-tracked\t2\n", "iids-tracked\t2\n"}, 1
+		case nativeServer:
+			wants, atomic = []string{"mode\tnative\n", "iids-tracked\t0\n", "lint\tmixed-modes\tthis stream still holds emulated IDMP state"}, 1
+		}
+		for _, want := range wants {
 			if !strings.Contains(r.Stdout, want) {
 				t.Errorf("inspect orders lacks %q:\n%s", want, r)
 			}
 		}
-		if r := mon.Expect(0, "inspect", "orders", "-o", "json"); !strings.Contains(r.Stdout, `"not_atomic":true`) {
+		if nativeServer && strings.Contains(r.Stdout, "not-atomic") {
+			t.Errorf("inspect orders: the native view is one read:\n%s", r)
+		}
+		if r := mon.Expect(0, "inspect", "orders", "-o", "json"); strings.Contains(r.Stdout, `"not_atomic":true`) != (atomic == 0) {
 			t.Errorf("json:\n%s", r)
 		}
 		fams := parsePrometheus(t, mon.Expect(0, "inspect", "orders", "-o", "prometheus").Stdout)
-		if got := sampleValue(t, fams, "idmpctl_stream_iids_tracked", map[string]string{"stream": "orders"}); got != 2 {
-			t.Errorf("iids_tracked %v", got)
+		wantTracked := 2.0
+		if mode == "emulated" && nativeServer {
+			wantTracked = 0 // native counters of a stream written emulated
 		}
-		if got := sampleValue(t, fams, "idmpctl_stream_read_atomic", map[string]string{"stream": "orders"}); got != 0 {
-			t.Errorf("read_atomic %v, want 0 (plain reads)", got)
+		if got := sampleValue(t, fams, "idmpctl_stream_iids_tracked", map[string]string{"stream": "orders"}); got != wantTracked {
+			t.Errorf("iids_tracked %v, want %v", got, wantTracked)
+		}
+		// idmpctl_stream_read_atomic is only in documents where a stream
+		// was read with plain commands.
+		if _, ok := fams["idmpctl_stream_read_atomic"]; ok == (atomic == 1) {
+			t.Errorf("idmpctl_stream_read_atomic present: %v, want %v", ok, atomic == 0)
+		} else if ok {
+			if got := sampleValue(t, fams, "idmpctl_stream_read_atomic", map[string]string{"stream": "orders"}); got != atomic {
+				t.Errorf("read_atomic %v, want %v", got, atomic)
+			}
 		}
 		mon.Expect(0, "inspect", "orders", "--watch", "10ms", "--count", "2")
 		mon.Expect(0, "inspect", "idem:1", "idem:failed")
@@ -169,16 +231,16 @@ func TestRoles(t *testing.T) {
 		mon.Expect(0, "calc-ttl", "--rate", "100/s", "--ttl", "24h", "--sample", "idem:*")
 		mon.Expect(0, "purge", "--match", "idem:*", "--dry-run")
 		deniedWritesNothing(t, mon, "claim", "acquire", "idem:new")
-		deniedWritesNothing(t, mon, "xadd", "orders", "--pid", "api-1", "--iid", "o-9", "amount", "1")
+		deniedWritesNothing(t, mon, with("xadd", "orders", "--pid", "api-1", "--iid", "o-9", "amount", "1")...)
 	})
 
 	t.Run("producer", func(t *testing.T) {
 		prod := as(t, "producer")
-		prod.Expect(0, "xadd", "orders", "--pid", "api-1", "--iid", "o-3", "amount", "7")
-		if r := prod.Expect(0, "xadd", "orders", "--pid", "api-1", "--iid", "o-3", "amount", "7", "-o", "json"); !strings.Contains(r.Stdout, `"duplicate":true`) {
+		prod.Expect(0, with("xadd", "orders", "--pid", "api-1", "--iid", "o-3", "amount", "7")...)
+		if r := prod.Expect(0, with("xadd", "orders", "--pid", "api-1", "--iid", "o-3", "amount", "7", "-o", "json")...); !strings.Contains(r.Stdout, `"duplicate":true`) || !strings.Contains(r.Stdout, `"mode":"`+mode+`"`) {
 			t.Errorf("a retry is not a duplicate:\n%s", r)
 		}
-		prod.Expect(0, "xadd", "orders", "--pid", "api-1", "--auto", "amount", "8")
+		prod.Expect(0, with("xadd", "orders", "--pid", "api-1", "--auto", "amount", "8")...)
 		batch := filepath.Join(prod.Dir, "batch.ndjson")
 		var lines []string
 		for i := range 30 {
@@ -187,11 +249,11 @@ func TestRoles(t *testing.T) {
 		if err := os.WriteFile(batch, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r := prod.Expect(0, "xadd", "orders", "--pid", "batcher", "--batch", batch)
-		if n := strings.Count(r.Stdout, "\tadded\n"); n != 30 {
+		r := prod.Expect(0, with("xadd", "orders", "--pid", "batcher", "--batch", batch)...)
+		if n := strings.Count(r.Stdout, "\tadded\n"); n != 30 || !strings.Contains(r.Stderr, "("+mode+")") {
 			t.Errorf("batch added %d of 30:\n%s", n, r)
 		}
-		if r := prod.Expect(0, "xadd", "orders", "--pid", "batcher", "--batch", batch); strings.Count(r.Stdout, "\tadded\n") != 0 {
+		if r := prod.Expect(0, with("xadd", "orders", "--pid", "batcher", "--batch", batch)...); strings.Count(r.Stdout, "\tadded\n") != 0 {
 			t.Errorf("the batch again added lines:\n%s", r)
 		}
 		deniedWritesNothing(t, prod, "purge", "--match", "idem:*", "--status", "FAILED", "--yes")
@@ -202,9 +264,9 @@ func TestRoles(t *testing.T) {
 		narrow := narrowedRule(roles["producer"], "~orders", "~{orders}:idmp*")
 		setUser(t, srv, "idmp-producer-orders", narrow, "orders-pw")
 		po := clitest.New(t, "IDMPCTL_URL=redis://idmp-producer-orders@"+srv.Addr+"/0", "IDMPCTL_PASSWORD=orders-pw")
-		po.Expect(0, "xadd", "orders", "--pid", "api-1", "--iid", "o-4", "amount", "9")
+		po.Expect(0, with("xadd", "orders", "--pid", "api-1", "--iid", "o-4", "amount", "9")...)
 		deniedWritesNothing(t, po, "claim", "acquire", "idem:new")
-		deniedWritesNothing(t, po, "xadd", "payments", "--pid", "api-1", "--iid", "p-1", "amount", "9")
+		deniedWritesNothing(t, po, with("xadd", "payments", "--pid", "api-1", "--iid", "p-1", "amount", "9")...)
 	})
 
 	t.Run("worker", func(t *testing.T) {
@@ -232,14 +294,16 @@ func TestRoles(t *testing.T) {
 		if r := w.Expect(65, "claim", "acquire", "job:str"); !strings.Contains(r.Stderr, "string") {
 			t.Errorf("a foreign key:\n%s", r)
 		}
-		deniedWritesNothing(t, w, "xadd", "orders", "--pid", "api-1", "--iid", "o-9", "amount", "1")
+		deniedWritesNothing(t, w, with("xadd", "orders", "--pid", "api-1", "--iid", "o-9", "amount", "1")...)
 		deniedWritesNothing(t, w, "purge", "--match", "idem:*", "--status", "FAILED", "--yes")
 	})
 
 	t.Run("operator", func(t *testing.T) {
 		op := as(t, "operator")
 		op.Expect(0, "inspect", "orders")
-		op.Expect(0, "cfgset", "orders", "--duration", "300", "--yes")
+		if r := op.Expect(0, with("cfgset", "orders", "--duration", "300", "--yes")...); !strings.Contains(r.Stdout, "changed") {
+			t.Errorf("cfgset:\n%s", r)
+		}
 		file := filepath.Join(op.Dir, "purge.ndjson")
 		r := op.Expect(0, "purge", "--match", "idem:*", "--status", "FAILED", "--backup", file, "--yes")
 		if !strings.Contains(r.Stdout, "deleted\tidem:failed") {
@@ -249,8 +313,8 @@ func TestRoles(t *testing.T) {
 			t.Errorf("restore:\n%s", r)
 		}
 		op.Expect(0, "restore", file, "--replace", "--yes")
-		op.Expect(0, "purge", "--stream", "orders", "--yes")
-		deniedWritesNothing(t, op, "xadd", "orders", "--pid", "api-1", "--iid", "o-9", "amount", "1")
+		op.Expect(0, with("purge", "--stream", "orders", "--yes")...)
+		deniedWritesNothing(t, op, with("xadd", "orders", "--pid", "api-1", "--iid", "o-9", "amount", "1")...)
 		deniedWritesNothing(t, op, "claim", "acquire", "idem:new")
 	})
 }

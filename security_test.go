@@ -377,8 +377,11 @@ func TestACL(t *testing.T) {
 				continue
 			}
 			denied := []string{m[1], "k", "0"} // EVALSHA sha numkeys
-			if m[1] == "xadd" {                // native IDMP (Redis 8.6+)
+			switch m[1] {
+			case "xadd": // native IDMP (Redis 8.6+)
 				denied = []string{m[1], "k", "*", "f", "v"}
+			case "multi": // native IDMP, after auto mode's script was denied
+				denied = []string{m[1]}
 			}
 			says := secServerSays(t, srv.Addr, "reader", "reader-pw", denied...)
 			if !strings.Contains(r.Stderr, ": "+says+"\n") {

@@ -90,7 +90,13 @@ func TestCompletionInPlainBash(t *testing.T) {
 			pane := term.shell(t, name, 120, shellEnv(t, srv.URL))
 			pane.send(setup, "Enter")
 			pane.waitFor(`^\$ ?$`, 10*time.Second)
-			pane.send("clear", "Enter")
+			// The screen cleared and bash's prompt back before typing: keys
+			// sent while clear ran were echoed ahead of the prompt, and the
+			// completed line did not start the row ("idmpctl insp    $
+			// idmpctl inspect").
+			pane.send("clear; echo READY", "Enter")
+			pane.waitFor(`^READY$`, 10*time.Second)
+			pane.waitFor(`^\$ ?$`, 10*time.Second)
 
 			// A verb.
 			pane.send("idmpctl insp", "Tab")

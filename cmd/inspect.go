@@ -9,6 +9,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/ops/health"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/records"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/idmpctl/idmpctl/internal/view"
@@ -29,7 +30,8 @@ type InspectOptions struct {
 	Watch   string
 	Count   int // with --watch: stop after this many views (0: until interrupted)
 	Memory  bool
-	Samples int // with --memory: records measured of each format and status
+	Samples int    // with --memory: records measured of each format and status
+	Mode    string // --mode: the IDMP state a stream view reads (auto, native, emulated)
 
 	SamplesGiven bool
 
@@ -70,6 +72,8 @@ func (o *InspectOptions) Validate() error {
 		return exit.Usagef("--samples goes with --memory")
 	case o.Samples < 1 || o.Samples > keyspace.MaxSamples:
 		return exit.Usagef("--samples %d: want 1 to %d", o.Samples, keyspace.MaxSamples)
+	case o.Mode != "" && o.Mode != "auto" && len(o.Keys) == 0:
+		return exit.Usagef("--mode %s goes with STREAM views: idmpctl inspect STREAM --mode %s", o.Mode, o.Mode)
 	case o.Watch != "" && len(o.Keys) == 0:
 		return exit.Usagef("--watch redraws a stream: idmpctl inspect STREAM --watch 1s (not with --match or --server)")
 	case o.Watch != "" && len(o.Keys) > 1:
@@ -81,6 +85,9 @@ func (o *InspectOptions) Validate() error {
 		if _, err := parseWatch(o.Watch); err != nil {
 			return err
 		}
+	}
+	if _, err := stream.ParseMode(o.Mode); err != nil {
+		return err
 	}
 	if p := o.Factory.Printer; p != nil && p.Format == render.Prometheus {
 		switch {
@@ -182,6 +189,7 @@ document of the others.
 	fl.IntVar(&o.Count, "count", 0, "with --watch: stop after N views (0: until interrupted)")
 	fl.BoolVar(&o.Memory, "memory", false, "with --match: bytes by format and status, estimated from a sample of MEMORY USAGE")
 	fl.IntVar(&o.Samples, "samples", defaultMemorySamples, "with --memory: records measured of each format and status (the rest estimated)")
+	fl.StringVar(&o.Mode, "mode", "auto", "with STREAM: the IDMP state to show: auto (native when the server has it), native or emulated")
 	addRecordFlags(c, &o.ShowSecrets, &o.PowertoolsAttrs)
 	return c
 }

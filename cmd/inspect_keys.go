@@ -49,7 +49,7 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 		}
 		if r.Format == records.FormatStream {
 			if sv == nil {
-				if sv, err = newStreamViewer(ctx, o.Factory, conn); err != nil {
+				if sv, err = newStreamViewer(ctx, o.Factory, conn, o.Mode); err != nil {
 					return err
 				}
 				sv.count = o.Count
@@ -151,8 +151,8 @@ type streamViewer struct {
 	count   int // --watch: views to draw (0: until interrupted)
 }
 
-func newStreamViewer(ctx context.Context, f *Factory, conn *redisconn.Conn) (*streamViewer, error) {
-	streams, err := stream.NewStreams(conn, stream.ModeAuto)
+func newStreamViewer(ctx context.Context, f *Factory, conn *redisconn.Conn, mode string) (*streamViewer, error) {
+	streams, err := openStreamsOn(conn, mode)
 	if err != nil {
 		return nil, err
 	}

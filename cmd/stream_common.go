@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/spf13/cobra"
 )
@@ -19,6 +20,15 @@ func openStreams(ctx context.Context, f *Factory, mode string) (*stream.Streams,
 		return nil, err
 	}
 	conn, err := f.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return stream.NewStreams(conn, m)
+}
+
+// openStreamsOn is openStreams on a connection already open.
+func openStreamsOn(conn *redisconn.Conn, mode string) (*stream.Streams, error) {
+	m, err := stream.ParseMode(mode)
 	if err != nil {
 		return nil, err
 	}

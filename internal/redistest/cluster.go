@@ -22,13 +22,24 @@ type Cluster struct {
 	URL      string    // redis://host:port/0 of the first node; clients discover the rest
 }
 
-// CLIBinary is redis-cli, which creates the cluster: $IDMPCTL_TEST_REDIS_CLI
-// or redis-cli from PATH.
+// CLIBinary is redis-cli, which creates the cluster: $IDMPCTL_TEST_REDIS_CLI,
+// else the redis-cli beside the server binary when that is a path (an 8.6
+// build's own), else redis-cli from PATH.
 func CLIBinary() string {
 	if b := os.Getenv("IDMPCTL_TEST_REDIS_CLI"); b != "" {
 		return b
 	}
+	if dir := filepath.Dir(Binary()); strings.ContainsRune(Binary(), filepath.Separator) {
+		if b := filepath.Join(dir, "redis-cli"); isExecutable(b) {
+			return b
+		}
+	}
 	return "redis-cli"
+}
+
+func isExecutable(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
 }
 
 // HaveCLI reports whether redis-cli can be run (tests skip the cluster without it).

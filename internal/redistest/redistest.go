@@ -29,11 +29,15 @@ func Binary() string {
 
 // NativeBinary is a redis-server with native IDMP (Redis 8.6.3) for the
 // tests that need one next to the server under test (the agreement and
-// upgrade tests): $IDMPCTL_TEST_NATIVE_SERVER, else the build that
+// upgrade tests, the native-only tests): $IDMPCTL_TEST_NATIVE_SERVER, else
+// the server under test when it is Redis 8.6 or later, else the build that
 // scripts/install-redis.sh caches, else "" (see RequireNative).
 func NativeBinary() string {
 	if b := os.Getenv("IDMPCTL_TEST_NATIVE_SERVER"); b != "" {
 		return b
+	}
+	if AtLeast(8, 6) && !IsValkey() {
+		return Binary()
 	}
 	dir := nativeDir()
 	if dir == "" {

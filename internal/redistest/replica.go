@@ -31,7 +31,9 @@ func StartReplica(primary *Server, dir string, config ...string) (*Server, error
 		return nil, err
 	}
 	host, port, _ := strings.Cut(primary.Addr, ":")
-	r, err := Start(Options{Dir: dir, Config: append([]string{"replicaof " + host + " " + port}, config...)})
+	// The primary's own build: an 8.6 primary beside a 7.0 server under
+	// test replicates to an 8.6 replica.
+	r, err := Start(Options{Dir: dir, Binary: primary.Opts.Binary, Config: append([]string{"replicaof " + host + " " + port}, config...)})
 	if err != nil {
 		return nil, err
 	}

@@ -393,15 +393,6 @@ func oursOnly(patterns []string) bool {
 	return true
 }
 
-func hasKey(r resp.Reply, k string) bool {
-	for i := 0; i+1 < len(r.Elems); i += 2 {
-		if r.Elems[i].Str == k {
-			return true
-		}
-	}
-	return false
-}
-
 // defaultsFrom reads HMGET idmp.DefaultsKey's reply: absent or unreadable
 // values are Redis's defaults.
 func (s *Session) defaultsFrom(r resp.Reply) idmp.Defaults {

@@ -37,9 +37,12 @@ func TestReadServerFactsFromRealServers(t *testing.T) {
 			t.Errorf("%s = %q, want %q (%+v)", k, got, v, f.Nodes[0])
 		}
 	}
+	if f.Nodes[0].Role != "master" || f.Nodes[0].Replicas != 0 {
+		t.Errorf("role %q, %d replicas (INFO replication): %+v", f.Nodes[0].Role, f.Nodes[0].Replicas, f.Nodes[0])
+	}
 	as861 := f
 	as861.Product, as861.Version, as861.NativeIDMP = "redis", "8.6.1", true
-	if got := codes(Server(as861)); got != "aof-rewrite-idmp,swapdb-idmp" {
+	if got := codes(Server(as861)); got != "aof-rewrite-idmp,swapdb-idmp,idmp-expiry-unlogged" {
 		t.Errorf("lints of these facts as 8.6.1: %q", got)
 	}
 	if !caps.NativeIDMP && len(Server(f)) != 0 {
@@ -58,6 +61,32 @@ func TestReadServerFactsFromRealServers(t *testing.T) {
 	mf.Product, mf.Version, mf.NativeIDMP = "redis", "8.6.1", true
 	if got := codes(Server(mf)); got != "idmp-bugs-unchecked" {
 		t.Errorf("lints without CONFIG: %q", got)
+	}
+}
+
+// A primary counts its replicas, and a replica knows it is one (INFO
+// replication): both get the lint of expiries that replication does not
+// carry, whatever their AOF.
+func TestReadServerFactsReplication(t *testing.T) {
+	ctx := context.Background()
+	primary := redistest.NewWith(t, redistest.Options{})
+	replica := redistest.NewReplica(t, primary)
+	for _, c := range []struct {
+		srv      *redistest.Server
+		role     string
+		replicas int
+	}{{primary, "master", 1}, {replica, "slave", 0}} {
+		f, err := redisconn.ReadServerFacts(ctx, redistest.Connect(t, c.srv.URL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(f.Nodes) != 1 || f.Nodes[0].Role != c.role || f.Nodes[0].Replicas != c.replicas {
+			t.Fatalf("%s: facts %+v, want role %s with %d replicas", c.srv.Addr, f.Nodes, c.role, c.replicas)
+		}
+		f.Product, f.Version, f.NativeIDMP = "redis", "8.6.3", true
+		if got := codes(Server(f)); got != "idmp-expiry-unlogged" {
+			t.Errorf("%s (%s): lints %q", c.srv.Addr, c.role, got)
+		}
 	}
 }
 

@@ -21,21 +21,65 @@ import (
 const IDMPFixedIn = "8.6.2"
 
 // Server lints the facts of a server with native IDMP: settings under which
-// a release before IDMPFixedIn loses or corrupts IDMP state. A server
-// without native IDMP gets none.
+// a release before IDMPFixedIn loses or corrupts IDMP state, and those
+// under which every release so far (8.6.3 included) can lose or
+// duplicate an entry added around an iid's expiry (expiryUnlogged). A
+// server without native IDMP gets none.
 func Server(f redisconn.ServerFacts) []Lint {
 	var out []Lint
 	add := func(code, level, format string, args ...any) {
 		out = append(out, Lint{Code: code, Level: level, Message: fmt.Sprintf(format, args...)})
 	}
-	before, known := idmpBugRelease(f)
-	if !f.NativeIDMP || (known && !before) {
+	if !f.NativeIDMP || f.Product != "" && f.Product != "redis" {
 		return nil
 	}
-	if !known {
+	before, known := idmpBugRelease(f)
+	switch {
+	case !known:
 		add("idmp-bugs-unchecked", "info", "server version unknown (INFO not allowed?): the lints for IDMP bugs fixed in Redis %s were not checked", IDMPFixedIn)
-		return out
+	case before:
+		fixedBugs(f, add)
 	}
+	for _, n := range f.Nodes {
+		expiryUnlogged(f, n, add)
+	}
+	return out
+}
+
+// expiryUnlogged lints a node where native IDMP's expiry, which no AOF or
+// replication stream records, can make a copy of the stream differ from
+// the primary's (an open upstream bug, 8.6.3 included): each server
+// expires iids on its own clock, once a second. An add of an iid just
+// expired on the primary is propagated as XADD ... IDMP with its ID, which
+// an AOF being loaded (no expiry runs then) or a replica still tracking
+// the iid drops as a duplicate; a retry the primary still dedupes is
+// propagated as XADD ... IDMP ... *, which a replica that already expired
+// the iid adds again under an ID of its own (native_expiry_test.go).
+func expiryUnlogged(f redisconn.ServerFacts, n redisconn.NodeFacts, add func(code, level, format string, args ...any)) {
+	var how []string
+	if n.Config != nil && yes(n.Config["appendonly"]) {
+		how = append(how, "with appendonly yes, an iid added again after IDMP-DURATION expired it is replayed from the AOF as a duplicate of its first add, so that entry is lost on a restart")
+	}
+	switch {
+	case n.Role == "slave" || n.Role == "replica":
+		how = append(how, "as a replica, it can drop an add its primary made just after the iid expired there, or add a retry the primary deduplicated, under an ID of its own: a failover to it loses or duplicates that entry")
+	case n.Replicas > 0:
+		how = append(how, fmt.Sprintf("with %s, an add made around an iid's expiry can be dropped by a replica, or a retry the primary deduplicated added there again: a failover loses or duplicates that entry", replicas(n.Replicas)))
+	}
+	if len(how) == 0 {
+		return
+	}
+	where := ""
+	if n.Addr != "" {
+		where = "node " + n.Addr + ": "
+	}
+	add("idmp-expiry-unlogged", "warn", "%sRedis %s expires iids on each server's own clock and records no expiry in the AOF or for replicas (an open upstream bug): %s; send retries well within IDMP-DURATION, and never reuse an iid for another message",
+		where, f.Version, strings.Join(how, "; "))
+}
+
+// fixedBugs lints the settings under which a release before IDMPFixedIn
+// loses or corrupts IDMP state.
+func fixedBugs(f redisconn.ServerFacts, add func(code, level, format string, args ...any)) {
 	for _, n := range f.Nodes {
 		where := ""
 		if n.Addr != "" {
@@ -55,7 +99,6 @@ func Server(f redisconn.ServerFacts) []Lint {
 				where, f.Version, IDMPFixedIn)
 		}
 	}
-	return out
 }
 
 // streamBugs lints a native stream for the IDMP bugs its counters show.
@@ -117,3 +160,11 @@ func parseVersion(s string) ([3]int, bool) {
 }
 
 func yes(s string) bool { return strings.EqualFold(s, "yes") }
+
+// replicas is "1 replica", "2 replicas".
+func replicas(n int) string {
+	if n == 1 {
+		return "1 replica"
+	}
+	return strconv.Itoa(n) + " replicas"
+}

@@ -13,7 +13,9 @@ func facts(version string, config map[string]string) redisconn.ServerFacts {
 	return redisconn.ServerFacts{Product: "redis", Version: version, NativeIDMP: true, Nodes: []redisconn.NodeFacts{{Config: config}}}
 }
 
-var safeConfig = map[string]string{"appendonly": "yes", "aof-use-rdb-preamble": "yes", "repl-diskless-load": "disabled"}
+// safeConfig lints nothing: without the AOF (and without replicas), no
+// copy of the stream replays or applies what the server did.
+var safeConfig = map[string]string{"appendonly": "no", "aof-use-rdb-preamble": "yes", "repl-diskless-load": "disabled"}
 
 func with(k, v string) map[string]string {
 	c := map[string]string{}
@@ -24,28 +26,46 @@ func with(k, v string) map[string]string {
 	return c
 }
 
+// aofNoPreamble is appendonly yes with aof-use-rdb-preamble no.
+func aofNoPreamble() map[string]string {
+	c := with("appendonly", "yes")
+	c["aof-use-rdb-preamble"] = "no"
+	return c
+}
+
 // The server lints, one row a case: version, settings, the codes expected.
 func TestServerLints(t *testing.T) {
-	aofNoPreamble := with("aof-use-rdb-preamble", "no")
+	aofNoPreamble := aofNoPreamble()
+	node := func(version string, n redisconn.NodeFacts) redisconn.ServerFacts {
+		return redisconn.ServerFacts{Product: "redis", Version: version, NativeIDMP: true, Nodes: []redisconn.NodeFacts{n}}
+	}
 	for _, c := range []struct {
 		name  string
 		facts redisconn.ServerFacts
 		want  string
 	}{
 		{"safe settings", facts("8.6.1", safeConfig), ""},
-		{"aof without preamble", facts("8.6.1", aofNoPreamble), "aof-rewrite-idmp"},
-		{"aof without preamble, fixed release", facts("8.6.2", aofNoPreamble), ""},
-		{"aof without preamble, later release", facts("8.8.0", aofNoPreamble), ""},
+		{"safe settings, 8.6.3", facts("8.6.3", safeConfig), ""},
+		// The open upstream bug: any release, AOF or replicas.
+		{"aof", facts("8.6.3", with("appendonly", "yes")), "idmp-expiry-unlogged"},
+		{"aof, a later release", facts("8.8.0", with("appendonly", "yes")), "idmp-expiry-unlogged"},
+		{"replicas", node("8.6.3", redisconn.NodeFacts{Config: safeConfig, Role: "master", Replicas: 2}), "idmp-expiry-unlogged"},
+		{"a replica", node("8.6.3", redisconn.NodeFacts{Config: safeConfig, Role: "slave"}), "idmp-expiry-unlogged"},
+		{"no replicas", node("8.6.3", redisconn.NodeFacts{Config: safeConfig, Role: "master"}), ""},
+		{"replicas, config refused", node("8.6.3", redisconn.NodeFacts{ConfigError: "NOPERM", Role: "master", Replicas: 1}), "idmp-expiry-unlogged"},
+		{"aof without preamble", facts("8.6.1", aofNoPreamble), "aof-rewrite-idmp,idmp-expiry-unlogged"},
+		{"aof without preamble, fixed release", facts("8.6.2", aofNoPreamble), "idmp-expiry-unlogged"},
+		{"aof without preamble, later release", facts("8.8.0", aofNoPreamble), "idmp-expiry-unlogged"},
 		{"aof off", facts("8.6.0", map[string]string{"appendonly": "no", "aof-use-rdb-preamble": "no", "repl-diskless-load": "disabled"}), ""},
 		{"swapdb", facts("8.6.1", with("repl-diskless-load", "swapdb")), "swapdb-idmp"},
 		{"swapdb, fixed release", facts("8.6.2", with("repl-diskless-load", "swapdb")), ""},
 		{"on-empty-db", facts("8.6.0", with("repl-diskless-load", "on-empty-db")), ""},
-		{"both, a release candidate", facts("8.6.1-rc1", map[string]string{"appendonly": "yes", "aof-use-rdb-preamble": "no", "repl-diskless-load": "swapdb"}), "aof-rewrite-idmp,swapdb-idmp"},
+		{"both, a release candidate", facts("8.6.1-rc1", map[string]string{"appendonly": "yes", "aof-use-rdb-preamble": "no", "repl-diskless-load": "swapdb"}), "aof-rewrite-idmp,swapdb-idmp,idmp-expiry-unlogged"},
 		{"config refused", redisconn.ServerFacts{Product: "redis", Version: "8.6.1", NativeIDMP: true,
 			Nodes: []redisconn.NodeFacts{{ConfigError: "NOPERM User mon has no permissions to run the 'config|get' command"}}}, "idmp-bugs-unchecked"},
 		{"config refused, fixed release", redisconn.ServerFacts{Product: "redis", Version: "8.6.2", NativeIDMP: true,
 			Nodes: []redisconn.NodeFacts{{ConfigError: "NOPERM"}}}, ""},
-		{"version unknown", facts("", aofNoPreamble), "idmp-bugs-unchecked"},
+		{"version unknown", facts("", aofNoPreamble), "idmp-bugs-unchecked,idmp-expiry-unlogged"},
 		{"no native IDMP", redisconn.ServerFacts{Product: "redis", Version: "7.0.15", Nodes: []redisconn.NodeFacts{{Config: aofNoPreamble}}}, ""},
 		{"valkey", redisconn.ServerFacts{Product: "valkey", Version: "9.0.0", NativeIDMP: true, Nodes: []redisconn.NodeFacts{{Config: aofNoPreamble}}}, ""},
 		{"cluster: one node of three", redisconn.ServerFacts{Product: "redis", Version: "8.6.1", NativeIDMP: true, Nodes: []redisconn.NodeFacts{
@@ -57,8 +77,16 @@ func TestServerLints(t *testing.T) {
 				t.Errorf("lints %q, want %q: %+v", codes(got), c.want, got)
 			}
 			for _, l := range got {
-				if l.Code != "idmp-bugs-unchecked" && (!strings.Contains(l.Message, "fixed in Redis 8.6.2") || l.Level != "warn") {
-					t.Errorf("%s: %q does not name the fixed release", l.Code, l.Message)
+				switch l.Code {
+				case "idmp-bugs-unchecked":
+				case "idmp-expiry-unlogged":
+					if !strings.Contains(l.Message, "(an open upstream bug)") || l.Level != "warn" {
+						t.Errorf("%s: %q does not say it is open upstream", l.Code, l.Message)
+					}
+				default:
+					if !strings.Contains(l.Message, "fixed in Redis 8.6.2") || l.Level != "warn" {
+						t.Errorf("%s: %q does not name the fixed release", l.Code, l.Message)
+					}
 				}
 			}
 		})
@@ -67,6 +95,26 @@ func TestServerLints(t *testing.T) {
 		Nodes: []redisconn.NodeFacts{{Addr: "10.0.0.2:6379", Config: with("repl-diskless-load", "swapdb")}}})
 	if len(cl) != 1 || !strings.HasPrefix(cl[0].Message, "node 10.0.0.2:6379: Redis 8.6.1 with repl-diskless-load swapdb") {
 		t.Errorf("a cluster node's lint does not name it: %+v", cl)
+	}
+	// What each way of losing an entry is, in the words of the lint.
+	for _, c := range []struct {
+		n    redisconn.NodeFacts
+		want []string
+	}{
+		{redisconn.NodeFacts{Addr: "10.0.0.1:6379", Config: with("appendonly", "yes"), Role: "master", Replicas: 1},
+			[]string{"node 10.0.0.1:6379: Redis 8.6.3 expires iids on each server's own clock and records no expiry in the AOF or for replicas (an open upstream bug): ",
+				"with appendonly yes, an iid added again after IDMP-DURATION expired it is replayed from the AOF as a duplicate of its first add, so that entry is lost on a restart; ",
+				"with 1 replica, an add made around an iid's expiry can be dropped by a replica, or a retry the primary deduplicated added there again: a failover loses or duplicates that entry; ",
+				"send retries well within IDMP-DURATION, and never reuse an iid for another message"}},
+		{redisconn.NodeFacts{Config: safeConfig, Role: "slave"}, []string{"as a replica, it can drop an add its primary made just after the iid expired there"}},
+		{redisconn.NodeFacts{Config: safeConfig, Role: "master", Replicas: 3}, []string{"with 3 replicas, "}},
+	} {
+		got := Server(node("8.6.3", c.n))
+		for _, w := range c.want {
+			if len(got) != 1 || !strings.Contains(got[0].Message, w) {
+				t.Errorf("%+v: lints %+v lack %q", c.n, got, w)
+			}
+		}
 	}
 }
 
@@ -108,10 +156,10 @@ func TestStreamBugLints(t *testing.T) {
 		{"last id ahead of the clock", func() stream.Info { i := native; i.LastGeneratedID = strconv.FormatInt(now+5000, 10) + "-0"; return i }(), ctx("8.6.1"), "clock-ahead"},
 		{"server lints come along", native, func() StreamContext {
 			c := base
-			f := facts("8.6.0", with("aof-use-rdb-preamble", "no"))
+			f := facts("8.6.0", aofNoPreamble())
 			c.Server = &f
 			return c
-		}(), "aof-rewrite-idmp"},
+		}(), "aof-rewrite-idmp,idmp-expiry-unlogged"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := codes(Stream(c.info, c.ctx)); got != c.want {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -23,13 +24,18 @@ type ServerFacts struct {
 	Nodes      []NodeFacts `json:"nodes"` // the server, or every primary of a cluster (sorted by Addr)
 }
 
-// NodeFacts are one node's settings of IDMPBugSettings.
+// NodeFacts are one node's settings of IDMPBugSettings, and its place in
+// replication.
 type NodeFacts struct {
 	Addr string `json:"addr,omitempty"` // cluster nodes only
 	// Config holds the settings read; nil when CONFIG GET was refused,
 	// with the server's reason in ConfigError.
 	Config      map[string]string `json:"config,omitempty"`
 	ConfigError string            `json:"config_error,omitempty"`
+	// Role (master, slave) and the replicas connected to it, from INFO
+	// replication: "" and 0 when INFO was refused.
+	Role     string `json:"role,omitempty"`
+	Replicas int    `json:"replicas,omitempty"`
 }
 
 // ReadServerFacts reads the facts: Capabilities, and CONFIG GET of each
@@ -47,15 +53,22 @@ func ReadServerFacts(ctx context.Context, c *Conn) (ServerFacts, error) {
 	read := func(ctx context.Context, node redis.Cmdable, addr string) (NodeFacts, error) {
 		nf := NodeFacts{Addr: addr}
 		cmds := make([]*redis.MapStringStringCmd, len(IDMPBugSettings))
+		var info *redis.StringCmd
 		_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, s := range IDMPBugSettings {
 				cmds[i] = p.ConfigGet(ctx, s)
 			}
+			info = p.Info(ctx, "replication")
 			return nil
 		})
 		var reply redis.Error
 		if err != nil && !errors.As(err, &reply) {
 			return nf, err
+		}
+		if v, err := info.Result(); err == nil {
+			m := ParseInfo(v)
+			nf.Role = m["role"]
+			nf.Replicas, _ = strconv.Atoi(m["connected_slaves"])
 		}
 		for _, cmd := range cmds {
 			vals, err := cmd.Result()

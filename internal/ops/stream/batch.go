@@ -261,8 +261,17 @@ func (s *Streams) RunBatch(ctx context.Context, spec BatchSpec, in BatchInput, e
 		}
 	}
 	layout, err := idmp.StateKeys(spec.Template.Stream, s.Conn.Cluster())
+	if err != nil && s.Mode == ModeNative {
+		// Native adds need no state keys, but the batch's progress record
+		// must share the stream's slot (one MULTI/EXEC a chunk).
+		e := exit.New(exit.Usage, "xadd --batch on stream "+strconv.Quote(spec.Template.Stream),
+			"the name holds '}' but no valid hash tag, so no progress record can share its cluster slot")
+		e.Hint = "use a hash-tagged stream name such as " + strconv.Quote("{"+strings.ReplaceAll(spec.Template.Stream, "}", "_")+"}") +
+			", or add its lines without --batch (one xadd each)"
+		return BatchSummary{Mode: s.Mode}, e
+	}
 	if err != nil {
-		return BatchSummary{}, err
+		return BatchSummary{Mode: s.Mode}, err
 	}
 	r := &batchRun{s: s, spec: spec, in: in, emit: emit, layout: layout,
 		key: layout.Batch(spec.Template.PID, spec.ID), digest: sha256.New(), run: newRunID()}

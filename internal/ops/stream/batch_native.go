@@ -384,7 +384,7 @@ func (r *batchRun) nativeChunkOnce(ctx context.Context, cn *redis.Conn, c *chunk
 			}
 			return nil, scriptErr(gerr)
 		}
-		return nil, err
+		// Another command was: below.
 	}
 	if redis.IsExecAbortError(err) {
 		// A command was refused when queued (OOM, NOPERM, MOVED): nothing

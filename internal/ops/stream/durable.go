@@ -90,11 +90,14 @@ func (s *Streams) emulatedAddDurable(ctx context.Context, reqs []AddRequest, d r
 	}
 	call, iids, err := s.emulatedAddCall(reqs, nil, s.Mode == ModeAuto)
 	if err != nil {
-		return nil, redisconn.Ack{}, err
+		return nil, redisconn.Ack{}, s.autoRefusal(ctx, err)
 	}
 	ack, err := s.Conn.RunDurable(ctx, reqs[0].Stream, d, []*redisconn.Call{call})
 	if err == nil {
 		err = call.Cmd.Err()
+	}
+	if scriptUnavailable(err) {
+		return nil, ack, s.autoRefusal(ctx, err)
 	}
 	if err != nil {
 		return nil, ack, scriptErr(err)

@@ -124,16 +124,22 @@ func (s *Streams) emulatedAddRun(ctx context.Context, reqs []AddRequest) ([]AddR
 	var call *redisconn.Call
 	var iids []string
 	for {
+		var unsent error
 		err := s.Conn.Do(func(c redis.UniversalClient) error {
 			// The state keys depend on whether the server is a cluster node, which
 			// a redirect may have just taught: made for each try.
-			var err error
-			if call, iids, err = s.emulatedAddCall(reqs, nil, s.Mode == ModeAuto); err != nil {
-				return err
+			if call, iids, unsent = s.emulatedAddCall(reqs, nil, s.Mode == ModeAuto); unsent != nil {
+				return unsent
 			}
 			s.Conn.RunNotingEviction(ctx, c, call)
 			return call.Cmd.Err()
 		})
+		if unsent != nil {
+			return nil, s.autoRefusal(ctx, unsent)
+		}
+		if scriptUnavailable(err) {
+			return nil, s.autoRefusal(ctx, err)
+		}
 		if err != nil {
 			return nil, scriptErr(err)
 		}
@@ -147,6 +153,40 @@ func (s *Streams) emulatedAddRun(ctx context.Context, reqs []AddRequest) ([]AddR
 			return nil, err
 		}
 	}
+}
+
+// scriptUnavailable reports a script call the server did not run at all:
+// EVAL/EVALSHA renamed or disabled, or denied to the user by an ACL.
+// Nothing was written.
+func scriptUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	if exit.ScriptingDisabled(msg) {
+		return true
+	}
+	m := strings.ToLower(msg)
+	return strings.HasPrefix(m, "noperm") &&
+		(strings.Contains(m, "'evalsha'") || strings.Contains(m, "'eval'") || strings.Contains(m, "'script"))
+}
+
+// autoRefusal is what an add in auto mode that the emulation refused
+// before anything was written (a cluster stream whose name no state key
+// can share a slot with; a server or user that cannot run its script)
+// becomes: errNativeServer when the server has IDMP of its own, so the
+// add goes natively, as after the script's own refusal; else the refusal.
+func (s *Streams) autoRefusal(ctx context.Context, refused error) error {
+	if s.Mode != ModeAuto {
+		return refused
+	}
+	if err := s.resolve(ctx); err != nil {
+		return err
+	}
+	if s.Mode == ModeNative {
+		return errNativeServer
+	}
+	return refused
 }
 
 // dropArg is where in the add script's arguments a chunk names the kept

@@ -179,6 +179,11 @@ func scriptsRefused(err error) bool {
 // for a user who may not run scripts (or an add too big for one XADD from
 // Lua), through guardedTx.
 func (s *Streams) guardedAddRun(ctx context.Context, reqs []AddRequest) ([]AddResult, error) {
+	if s.stateless(ctx, reqs[0].Stream) {
+		// No state key can share its cluster slot: it holds no emulated
+		// state, and the guard's keys would span slots (CROSSSLOT).
+		return s.nativeTxRun(ctx, reqs)
+	}
 	if s.noScripts || !GuardFits(reqs) {
 		return s.guardedTx(ctx, reqs)
 	}
@@ -209,6 +214,20 @@ func (s *Streams) guardedAddRun(ctx context.Context, reqs []AddRequest) ([]AddRe
 		}
 		return res, err
 	}
+}
+
+// stateless reports a cluster stream whose name holds '}' without a hash
+// tag: no emulated state key can share its slot (idmp.StateKeys). Only
+// such a name asks whether the server is a cluster (Capabilities) first.
+func (s *Streams) stateless(ctx context.Context, stream string) bool {
+	if idmp.HasHashTag(stream) || !strings.Contains(stream, "}") {
+		return false
+	}
+	if _, err := s.Conn.Capabilities(ctx); err != nil {
+		return false
+	}
+	_, err := idmp.StateKeys(stream, s.Conn.Cluster())
+	return err != nil
 }
 
 // maxGuardAborts bounds the EXECs of one run that a write to the

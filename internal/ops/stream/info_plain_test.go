@@ -156,7 +156,10 @@ func TestEmulatedInfoWithoutScripting(t *testing.T) {
 	h.mustNew(t, "orders", "p2", "b")
 	want := h.info(t, "orders")
 
-	mon, _ := NewStreams(redistest.Connect(t, "redis://mon:mon-pw@"+srv.Addr+"/0"), ModeAuto)
+	// Emulated mode asked for: on a server with IDMP, auto would read
+	// the stream's native state (below).
+	monConn := redistest.Connect(t, "redis://mon:mon-pw@"+srv.Addr+"/0")
+	mon, _ := NewStreams(monConn, ModeEmulated)
 	for range 2 { // the second read goes straight to plain reads
 		got, err := mon.Info(context.Background(), "orders")
 		if err != nil {
@@ -170,8 +173,20 @@ func TestEmulatedInfoWithoutScripting(t *testing.T) {
 			t.Errorf("as mon:\n%+v\nwant\n%+v", got, want)
 		}
 	}
-	blind, _ := NewStreams(redistest.Connect(t, "redis://blind:blind-pw@"+srv.Addr+"/0"), ModeAuto)
-	if _, err := blind.Info(context.Background(), "orders"); exit.Code(err) != exit.Permission {
-		t.Errorf("as blind: %v (exit %d), want 77", err, exit.Code(err))
+	for _, mode := range []Mode{ModeAuto, ModeEmulated} {
+		blind, _ := NewStreams(redistest.Connect(t, "redis://blind:blind-pw@"+srv.Addr+"/0"), mode)
+		if _, err := blind.Info(context.Background(), "orders"); exit.Code(err) != exit.Permission {
+			t.Errorf("as blind, %v mode: %v (exit %d), want 77", mode, err, exit.Code(err))
+		}
+	}
+	// Auto mode on a server with IDMP reads the native view (XINFO STREAM,
+	// one command: no scripts needed), naming the emulated state beside it.
+	if !redistest.Caps(t, admin).NativeIDMP {
+		return
+	}
+	auto, _ := NewStreams(monConn, ModeAuto)
+	got, err := auto.Info(context.Background(), "orders")
+	if err != nil || got.Mode != "native" || got.NotAtomic || got.OtherMode != "emulated" || got.Length != 2 {
+		t.Errorf("as mon, auto mode on a native server: %+v, %v", got, err)
 	}
 }

@@ -47,6 +47,13 @@ func (s *Streams) nativeTxRun(ctx context.Context, reqs []AddRequest) ([]AddResu
 	var tx nativeTx
 	var info *redis.StringCmd
 	err := s.Conn.Do(func(c redis.UniversalClient) error {
+		if _, cluster := c.(*redis.ClusterClient); cluster && s.Conn.WantsEviction() {
+			// A cluster client's MULTI takes the commands of one slot,
+			// and it took INFO's "memory" for a key of another: the add
+			// failed with CROSSSLOT (on the retry after the MOVED that
+			// found the cluster). Read the settings on their own, once.
+			s.Conn.Eviction(ctx)
+		}
 		_, _ = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			if s.Conn.WantsEviction() {
 				info = p.Info(ctx, "memory") // read in this round trip (xadd's warning)

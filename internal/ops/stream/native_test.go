@@ -12,15 +12,17 @@ import (
 	"github.com/idmpctl/idmpctl/internal/redistest"
 )
 
-// Native-only behaviour beyond the shared rules. These run on a server with
-// IDMP (Redis 8.6+, e.g. IDMPCTL_TEST_REDIS_SERVER=/path/to/redis-server) and
-// skip visibly elsewhere.
+// Native-only behaviour beyond the shared rules. They run on a Redis 8.6
+// server of their own (redistest.NewNative): the server under test when it
+// has IDMP, the cached 8.6.3 build beside it otherwise (make test fails
+// rather than skips without one).
 
 func nativeHarness(t *testing.T) *streamHarness {
 	t.Helper()
-	conn, srv := redistest.Conn(t)
+	srv := redistest.NewNative(t)
+	conn := redistest.Connect(t, srv.URL)
 	if !redistest.Caps(t, conn).NativeIDMP {
-		t.Skipf("%s %s has no native IDMP (needs Redis 8.6+): native test NOT run", redistest.Caps(t, conn).Product, redistest.Caps(t, conn).Version)
+		t.Fatalf("%s %s from %s has no native IDMP", redistest.Caps(t, conn).Product, redistest.Caps(t, conn).Version, redistest.NativeBinary())
 	}
 	s, err := NewStreams(conn, ModeAuto)
 	if err == nil {
