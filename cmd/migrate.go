@@ -44,7 +44,9 @@ func NewCmdMigrate(f *Factory, runF func(*MigrateOptions) error) *cobra.Command 
 after an upgrade to Redis 8.6.2 or later (docs/upgrade.md). Per stream, in
 one atomic step: the stream's emulated IDMP-DURATION and IDMP-MAXSIZE with
 XCFGSET (only while native tracking is empty: XCFGSET with other values
-clears it), XIDMPRECORD for each live (pid, iid) whose entry still exists,
+clears it; and only over the server's defaults: settings given to the
+stream natively stay, and iids move under them only when they are at least
+as wide), XIDMPRECORD for each live (pid, iid) whose entry still exists,
 then the emulated state of what moved, or expired, is removed.
 
 What cannot move stays emulated, and every idmpctl add on the native server
@@ -59,7 +61,7 @@ script call, and a repeat finds less, or nothing, to move.
 XIDMPRECORD counts in iids-added. Exit codes: 66 no such stream, 65 not a
 stream, 78 a server without XIDMPRECORD (nothing changed).
 Raw output, one line per stream: stream, status (none|foreign|stale|done|
-kept), settings (equal|set|blocked), recorded, kept, dropped-expired; then
+kept), settings (equal|set|native|blocked), recorded, kept, dropped-expired; then
 one line per kept iid: "kept", stream, pid, iid, entry ID, expires (RFC
 3339), why (missing|native|changed|full).`,
 		Example: `  idmpctl migrate orders --dry-run

@@ -38,7 +38,8 @@ func (m Migrate) Table(p *render.Printer) error {
 	settings := map[string]string{
 		"equal":   "equal",
 		"set":     "set to the emulated ones (XCFGSET, native tracking was empty)",
-		"blocked": p.Warn("not moved: native tracking holds iids that XCFGSET would clear; 'idmpctl cfgset' applies them when you accept that"),
+		"native":  "the stream's own native ones stay (set natively, at least as wide as the emulated ones)",
+		"blocked": p.Warn("not moved: native tracking holds iids that XCFGSET would clear, or the stream's own native ones are narrower; 'idmpctl cfgset' applies the emulated ones when you accept that"),
 		"":        "-",
 	}[r.Settings]
 	p.KV("migrate "+render.Field(r.Stream), []render.Pair{

@@ -377,14 +377,16 @@ func (r *batchRun) nativeChunkOnce(ctx context.Context, cn *redis.Conn, c *chunk
 		return nil, err
 	}
 	if redis.IsExecAbortError(err) && guard != nil {
-		// The guard's EVAL was refused when queued: nothing ran.
+		// The guard's EVAL was refused when queued: nothing ran. (When
+		// another command was, the search below names it: the record's
+		// HSET meets OOM where EVAL, which checks memory as it runs, did
+		// not.)
 		if gerr := guard.cmd.Err(); gerr != nil && !redis.IsExecAbortError(gerr) {
 			if scriptsRefused(gerr) {
 				return nil, errStateNeedsScripts(stream)
 			}
 			return nil, scriptErr(gerr)
 		}
-		// Another command was: below.
 	}
 	if redis.IsExecAbortError(err) {
 		// A command was refused when queued (OOM, NOPERM, MOVED): nothing

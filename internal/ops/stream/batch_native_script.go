@@ -37,6 +37,7 @@ type nativeBatchArgs struct {
 	Progress   string `lua:"PROGRESS,key"` // the batch's progress record
 	Batches    string `lua:"BATCHES,key"`  // the stream's index of progress records
 	Meta       string `lua:"META,key"`     // the meta hash of emulated IDMP state, only read
+	PIDs       string `lua:"PIDS,key"`     // its pids set, only read
 	Chunk      progressArgs
 	NoMkStream bool `lua:"NOMK"`
 	Trim       trimArgs
@@ -194,7 +195,7 @@ func (r *batchRun) nativeBatchCall(c *chunk) (*redisconn.Call, []string) {
 	cp := &chunkProgress{From: c.from, To: c.to, Digest: c.digest, DropReplies: -1, TTL: r.spec.TTL,
 		ID: r.spec.ID, PID: r.spec.Template.PID, Lines: c.lines, Run: r.run}
 	call := nativeBatchScript.Call(&nativeBatchArgs{Stream: r.spec.Template.Stream, Progress: r.key, Batches: r.layout.Batches,
-		Meta: r.layout.Meta, Chunk: progressArgsOf(cp), NoMkStream: r0.NoMkStream, Trim: trimArgsOf(&r0), Auto: r0.Auto,
+		Meta: r.layout.Meta, PIDs: r.layout.PIDs, Chunk: progressArgsOf(cp), NoMkStream: r0.NoMkStream, Trim: trimArgsOf(&r0), Auto: r0.Auto,
 		NPIDs: len(it.pids), Items: it})
 	return call, iids
 }

@@ -291,7 +291,9 @@ func (s *Streams) guardedTx(ctx context.Context, reqs []AddRequest) ([]AddResult
 // state, for a user who may not run the guard script.
 func errStateNeedsScripts(stream string) error {
 	e := exit.New(exit.Config, "", "stream %s holds emulated IDMP state, and this user may not run the script that keeps its iids from being added again natively: nothing was written", strconv.Quote(stream))
-	e.Hint = "migrate it first with a user who may run scripts (idmpctl migrate " + strconv.Quote(stream) + "), wait until its DURATION has passed, or grant this user EVALSHA and EVAL"
+	// No "wait until its DURATION has passed": the state's keys have no
+	// TTL and stay past it, until a script (migrate) removes them.
+	e.Hint = "migrate it first with a user who may run scripts (idmpctl migrate " + strconv.Quote(stream) + ": once its DURATION has passed, that only removes it), or grant this user EVALSHA and EVAL"
 	return e
 }
 

@@ -358,3 +358,88 @@ func TestGuardTellsDuplicateAfterLastIDSetBack(t *testing.T) {
 		t.Fatalf("a new iid after XSETID back = %+v, want a new entry", fresh)
 	}
 }
+
+// A guarded batch chunk (the stream holds emulated state) on a server out
+// of memory is the server's OOM (69, nothing written), as every other
+// path says it: not the EXECABORT of the MULTI it was refused in (70).
+func TestGuardNativeBatchOutOfMemory(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	s := g.h.key("{oom}")
+	if _, err := g.emu.AddBatch(g.ctx, reqs(s, "p", "i%d", 1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	g.srv.Do("CONFIG", "SET", "maxmemory", "1")
+	tmpl := AddRequest{Stream: s, PID: "p"}
+	_, err := g.nat.RunBatch(g.ctx, BatchSpec{Template: tmpl, ID: "b1", Chunk: 2}, &iidLines{lines: iids("i", 4), tmpl: tmpl},
+		func(BatchResult) error { return nil })
+	g.srv.Do("CONFIG", "SET", "maxmemory", "0")
+	wantErr(t, err, exit.Unavailable, "OOM")
+	l, _ := idmp.StateKeys(s, false)
+	if n := g.h.xlen(t, s); n != 2 || g.conn.Client().Exists(g.ctx, l.Batch("p", "b1")).Val() != 0 {
+		t.Fatalf("XLEN %d after a refused batch, or its progress record written", n)
+	}
+}
+
+// A state with a part missing (its settings hash evicted under an
+// allkeys-* policy, or deleted by hand) still dedupes what is left
+// (docs/emulated.md): a native batch is guarded by the pids set too, as a
+// single add is, and adds none of the iids again.
+func TestGuardNativeBatchStateWithoutItsSettingsHash(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	s := g.h.key("{nometa}")
+	if _, err := g.emu.AddBatch(g.ctx, reqs(s, "p", "i%d", 1, 2, 3)); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := idmp.StateKeys(s, false)
+	g.conn.Client().Del(g.ctx, l.Meta)
+	if r := g.add(t, g.nat, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"f", "v"}}); !r.Duplicate {
+		t.Fatalf("single add: %+v", r)
+	}
+	tmpl := AddRequest{Stream: s, PID: "p"}
+	sum, err := g.nat.RunBatch(g.ctx, BatchSpec{Template: tmpl, ID: "b1", Chunk: 2}, &iidLines{lines: iids("i", 4), tmpl: tmpl},
+		func(BatchResult) error { return nil })
+	if err != nil || sum.Added != 1 || sum.Duplicates != 3 {
+		t.Fatalf("batch: %+v, %v", sum, err)
+	}
+	if n := g.h.xlen(t, s); n != 4 {
+		t.Fatalf("XLEN %d, want 4", n)
+	}
+}
+
+// Emulated state outlives its DURATION as keys (they have no TTL: a
+// script removes expired iids), so a user without scripting rights is
+// refused after the DURATION too: the hint must not promise that waiting
+// helps. A migration by a user who may run scripts drops the expired
+// state, and the adds go on.
+func TestGuardWithoutScriptsAfterTheStateExpired(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	if _, err := g.srv.Do("ACL", "SETUSER", "noeval", "on", ">pw", "~*", "&*", "+@all", "-@scripting"); err != nil {
+		t.Fatal(err)
+	}
+	nat, err := NewStreams(redistest.Connect(t, strings.Replace(g.srv.URL, "unix://", "unix://noeval:pw@", 1)), ModeAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := g.h.key("expired")
+	g.add(t, g.emu, AddRequest{Stream: s, PID: "p", IID: "i0", Fields: []string{"a", "0"}})
+	if _, err := g.emu.CfgSet(g.ctx, s, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	g.add(t, g.emu, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
+	time.Sleep(1100 * time.Millisecond)
+	_, err = nat.Add(g.ctx, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
+	wantErr(t, err, exit.Config, "holds emulated IDMP state")
+	var e *exit.Error
+	if !errors.As(err, &e) || strings.Contains(e.Hint, "wait until") || !strings.Contains(e.Hint, "idmpctl migrate") {
+		t.Fatalf("hint of a refusal after the DURATION: %q", e.Hint)
+	}
+	if res, err := g.nat.Migrate(g.ctx, s, false); err != nil || res.Status != "done" {
+		t.Fatalf("migrate: %+v %v", res, err)
+	}
+	if r, err := nat.Add(g.ctx, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}}); err != nil || r.Duplicate {
+		t.Fatalf("after the migration: %+v %v", r, err)
+	}
+}

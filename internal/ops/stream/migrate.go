@@ -84,8 +84,11 @@ type MigrateResult struct {
 	// stream's: dropped), "done" (nothing emulated left), "kept" (Kept
 	// stays emulated).
 	Status string `json:"status"`
-	// Settings: "equal", "set" (XCFGSET to the emulated ones), "blocked"
-	// (they differ and native tracking holds iids XCFGSET would clear).
+	// Settings: "equal", "set" (XCFGSET to the emulated ones: the native
+	// ones were the server's defaults), "native" (the stream's own native
+	// settings stay: at least as wide as the emulated ones), "blocked" (they
+	// differ, and native tracking holds iids XCFGSET would clear, or the
+	// stream's own native settings are narrower: nothing moves).
 	Settings string `json:"settings"`
 	// The emulated settings; Native, the stream's native ones (after the
 	// migration) and the iids native tracking held before it.
@@ -189,6 +192,9 @@ func (s *Streams) readForMigrate(ctx context.Context, l idmp.StateLayout) ([]str
 func (s *Streams) Migrate(ctx context.Context, stream string, dry bool) (MigrateResult, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
+	// The server's defaults tell settings an operator gave the stream
+	// natively, which the migration never narrows (the guard's rule).
+	s.LoadNativeDefaults(ctx)
 	for attempt := 0; ; attempt++ {
 		var call *redisconn.Call
 		err := s.Conn.Do(func(c redis.UniversalClient) error {
@@ -211,6 +217,7 @@ func (s *Streams) Migrate(ctx context.Context, stream string, dry bool) (Migrate
 			for _, r := range reads {
 				a.Rest = append(a.Rest, index[r.pid], r.iid, r.native, r.id)
 			}
+			a.Defaults = s.nativeDefaultArgs()
 			call = migrateScript.Call(&a)
 			return call.Run(ctx, c).Err()
 		})
@@ -276,7 +283,7 @@ func (k MigrateKept) Describe() string {
 	case "missing":
 		return "its entry was trimmed or deleted, so Redis cannot record it (XIDMPRECORD needs the entry): it stays emulated, and the guard answers its retries until it expires"
 	case "native":
-		return "native tracking already holds iids (Redis would put this older one after them, or XCFGSET would clear them): it stays emulated, and the guard answers its retries until it expires"
+		return "native tracking already holds iids (Redis would put this older one after them, or XCFGSET would clear them), or the stream's own native settings are narrower than the emulated ones: it stays emulated, and the guard answers its retries until it expires"
 	case "changed":
 		return "it was written while the migration read the state: run the migration again"
 	case "full":

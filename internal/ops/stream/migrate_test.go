@@ -185,3 +185,44 @@ func TestMigrateOutOfMemory(t *testing.T) {
 		t.Fatalf("again: %+v %v", res, err)
 	}
 }
+
+// A stream's native settings that an operator gave it (not the server's
+// defaults) are never overwritten by the emulated ones: the migration
+// must not shorten a window. Natively wider settings stay, and the iids
+// are recorded under them; natively narrower ones stay too, and the iids
+// stay emulated (the guard answers them for their whole emulated window).
+func TestMigrateNeverNarrowsNativeSettingsSetOnTheStream(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	rdb := g.conn.Client()
+	for _, c := range []struct {
+		name            string
+		native          [2]int64
+		settings, why   string
+		recorded, nkept int
+	}{
+		{"wider", [2]int64{3600, 1000}, "native", "", 1, 0},
+		{"narrower", [2]int64{10, 1000}, "blocked", "native", 0, 1},
+		{"smaller", [2]int64{3600, 5}, "blocked", "native", 0, 1},
+	} {
+		s := g.h.key(c.name)
+		first := g.add(t, g.emu, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
+		if err := rdb.Do(g.ctx, "XCFGSET", s, "IDMP-DURATION", c.native[0], "IDMP-MAXSIZE", c.native[1]).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for _, dry := range []bool{true, false} {
+			res, err := g.nat.Migrate(g.ctx, s, dry)
+			if err != nil || res.Settings != c.settings || res.Recorded != int64(c.recorded) || len(res.Kept) != c.nkept ||
+				(c.nkept > 0 && res.Kept[0].Why != c.why) {
+				t.Fatalf("%s: migrate (dry %v): %+v %v", c.name, dry, res, err)
+			}
+		}
+		xi := rdb.XInfoStream(g.ctx, s).Val()
+		if xi.IDMPDuration != c.native[0] || xi.IDMPMaxSize != c.native[1] {
+			t.Fatalf("%s: the migration changed the stream's native settings %v to %d/%d", c.name, c.native, xi.IDMPDuration, xi.IDMPMaxSize)
+		}
+		if r := g.add(t, g.nat, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "2"}}); !r.Duplicate || r.ID != first.ID {
+			t.Fatalf("%s: retry: %+v", c.name, r)
+		}
+	}
+}

@@ -15,7 +15,10 @@
 -- then from ARGV[REST] the pids (every member of the pids set when the
 -- caller read it); then nrec, then per record: pid index, iid, the iid to
 -- record natively (for an IDMPAUTO iid, the one Redis derives from the
--- entry's fields), the entry ID the caller read; last, '' ''.
+-- entry's fields), the entry ID the caller read; last, the server's
+-- native defaults (CONFIG GET stream-idmp-duration, -maxsize; 0 0 when
+-- they cannot be read: the emulated settings then never replace the
+-- native ones).
 -- Only the iids the caller vetted (the same entry ID here) are recorded.
 -- Reply: {'retry'} the pids set names a pid the caller did not read;
 -- {'old'} the server has no XIDMPRECORD; false: no stream;
@@ -25,8 +28,11 @@
 -- | 'full')}. status: 'none' no emulated state; 'foreign' the state is
 -- another name's ("s" and "{s}"); 'stale' the state was a deleted
 -- stream's (dropped); 'done' nothing emulated is left; 'kept' some is.
--- settings: 'equal', 'set' (XCFGSET), 'blocked' (they differ and native
--- tracking holds iids, which XCFGSET would clear: nothing moves).
+-- settings: 'equal', 'set' (XCFGSET: the native ones were the server's
+-- defaults), 'native' (the stream's own native settings stay, at least as
+-- wide as the emulated ones), 'blocked' (they differ, and native tracking
+-- holds iids, which XCFGSET would clear, or the stream's own native
+-- settings are narrower: nothing moves).
 
 ------------------------------------------------------------------------
 -- Part 1: everything that can fail. Nothing is written before part 2.
@@ -81,10 +87,20 @@ for k = 0, nrec - 1 do
 end
 
 local stale_state = stale(info, m)
+-- The emulated settings replace the native ones only while those are the
+-- server's defaults (the last two arguments, CONFIG GET stream-idmp-*, as
+-- the guard carries them): settings an operator gave the stream natively
+-- stay, and a migration never narrows them. Native settings at least as
+-- wide as the emulated ones take the iids as they are ('native'); narrower
+-- ones would shorten their windows (a recorded iid lives IDMP-DURATION
+-- from its record), so nothing moves ('blocked').
 local settings = 'equal'
 if nd ~= m.duration or nm ~= m.maxsize then
-  if ntracked == 0 and m.owner and m.duration >= 1 and m.duration <= MAX_DURATION and m.maxsize >= 1 and m.maxsize <= MAX_MAXSIZE then
+  if ntracked == 0 and m.owner and m.duration >= 1 and m.duration <= MAX_DURATION and m.maxsize >= 1 and m.maxsize <= MAX_MAXSIZE
+    and DEFAULTS_KNOWN and nd == SERVER_DURATION and nm == SERVER_MAXSIZE then
     settings = 'set'
+  elseif ntracked == 0 and nd >= m.duration and nm >= m.maxsize then
+    settings = 'native'
   else
     settings = 'blocked'
   end

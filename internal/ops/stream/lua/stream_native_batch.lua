@@ -6,8 +6,8 @@
 --
 -- Arguments (nativeBatchArgs in batch_native_script.go): STREAM, the
 -- batch's PROGRESS record, the stream's index of progress records
--- (BATCHES), the META hash of emulated IDMP state (idmp.StateLayout.Meta),
--- which is only read.
+-- (BATCHES), the META hash and PIDS set of emulated IDMP state
+-- (idmp.StateLayout.Meta, PIDs), which are only read.
 -- The chunk's progress: FROM lines done before it, TO lines done after it,
 -- the DIGEST of those lines, DROP the lines done before the chunk whose
 -- kept replies go now ('' none), PROGRESS_TTL how long the record outlives
@@ -40,8 +40,9 @@
 -- the record's move stand, their outcomes are not known.
 -- Refusals, with nothing written: {'P', lines} the progress record stands
 -- at another line count; {'E'} the stream has emulated IDMP state (META
--- exists: iids it knows would not dedupe natively, so the caller takes a
--- path that guards them); {'F', item, nfields} an item has more
+-- or PIDS exists, as the guard tells it: a state whose settings hash was
+-- evicted still dedupes what is left; iids it knows would not dedupe
+-- natively, so the caller takes a path that guards them); {'F', item, nfields} an item has more
 -- field/value arguments than one XADD from Lua can take (MAX_FIELD_ARGS);
 -- and the errors of part 1.
 --
@@ -155,7 +156,7 @@ for _, kt in ipairs({ { PROGRESS, 'hash' }, { BATCHES, 'zset' } }) do
   end
 end
 -- Emulated state of the stream: the caller guards its iids.
-if redis.call('EXISTS', META) == 1 then return { 'E' } end
+if redis.call('EXISTS', META, PIDS) > 0 then return { 'E' } end
 -- The record moves from FROM lines to TO, compare-and-set: a chunk
 -- that was committed already (its reply lost, or its connection stalled and
 -- given up), or one of another run, finds it moved on.
