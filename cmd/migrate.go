@@ -61,8 +61,9 @@ script call, and a repeat finds less, or nothing, to move.
 XIDMPRECORD counts in iids-added. Exit codes: 66 no such stream, 65 not a
 stream, 78 a server without XIDMPRECORD (nothing changed).
 Raw output, one line per stream: stream, status (none|foreign|stale|done|
-kept), settings (equal|set|native|blocked), recorded, kept, dropped-expired; then
-one line per kept iid: "kept", stream, pid, iid, entry ID, expires (RFC
+kept), settings (equal|set|native|blocked), recorded, kept, dropped-expired,
+and with --dry-run a last field "dry-run" (the counts say what it would do);
+then one line per kept iid: "kept", stream, pid, iid, entry ID, expires (RFC
 3339), why (missing|native|changed|full).`,
 		Example: `  idmpctl migrate orders --dry-run
   idmpctl migrate orders payments

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# make demo: a walkthrough of idmpctl against $DEMO_URL, or against a
-# throwaway redis-server on a free loopback port, started and stopped here.
+# make demo: a walkthrough of idmpctl against the Redis at $IDMPCTL_URL
+# ($DEMO_URL, the older name, first) when one answers there, or else
+# against a throwaway redis-server on a free loopback port, started and
+# stopped here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=./idmpctl
@@ -8,12 +10,24 @@ export NO_COLOR=${NO_COLOR:-}
 tmp=$(mktemp -d)
 pid=""
 cleanup() {
+  # On a server of the user's, the demo's own keys go (its prefix only).
+  if [ -n "${DEMO_URL:-}" ] && [ -n "${demo:-}" ]; then
+    for pat in "$demo:*" "{$demo:*"; do
+      redis-cli -u "$DEMO_URL" --scan --pattern "$pat" 2>/dev/null |
+        while IFS= read -r k; do redis-cli -u "$DEMO_URL" UNLINK "$k" >/dev/null 2>&1; done
+    done
+  fi
   [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
   rm -rf "$tmp"
 }
 trap cleanup EXIT
 
-if [ -n "${DEMO_URL:-}" ]; then
+DEMO_URL=${DEMO_URL:-${IDMPCTL_URL:-}}
+if [ -n "$DEMO_URL" ] && ! redis-cli -u "$DEMO_URL" PING 2>/dev/null | grep -q PONG; then
+  echo "demo: no Redis answers at $DEMO_URL: using a throwaway redis-server instead" >&2
+  DEMO_URL=""
+fi
+if [ -n "$DEMO_URL" ]; then
   export IDMPCTL_URL=$DEMO_URL
 else
   command -v redis-server >/dev/null || bash scripts/install-redis.sh

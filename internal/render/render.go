@@ -111,11 +111,11 @@ type Pair [2]string
 
 // KV writes a titled key-value view: with -o table aligned labels, each
 // value cut to Width; otherwise "label<TAB>value" lines.
-func (p *Printer) KV(title string, pairs []Pair) { p.View(title, rowsOf(pairs, Cut)) }
+func (p *Printer) KV(title string, pairs []Pair) { p.View(title, Rows(pairs, Cut)) }
 
 // Notes is KV for values that are sentences (explanations, warnings): a
 // view wraps them at Width, under their first line, rather than cutting.
-func (p *Printer) Notes(title string, pairs []Pair) { p.View(title, rowsOf(pairs, hardWrap)) }
+func (p *Printer) Notes(title string, pairs []Pair) { p.View(title, Rows(pairs, hardWrap)) }
 
 // Fit is how a view's value meets the terminal's width.
 type Fit int
@@ -140,7 +140,8 @@ type Row struct {
 	Fit          Fit
 }
 
-func rowsOf(pairs []Pair, fit Fit) []Row {
+// Rows are pairs as rows of a view, each value fitted as fit says.
+func Rows(pairs []Pair, fit Fit) []Row {
 	rows := make([]Row, len(pairs))
 	for i, kv := range pairs {
 		rows[i] = Row{kv[0], kv[1], fit}

@@ -70,7 +70,12 @@ func (m Migrate) Table(p *render.Printer) error {
 
 func (m Migrate) Raw(p *render.Printer) error {
 	r, expires := m.MigrateResult, migrateExpires
-	p.Line("%s\t%s\t%s\t%d\t%d\t%d", r.Stream, r.Status, r.Settings, r.Recorded, len(r.Kept), r.Dropped)
+	dry := ""
+	if r.DryRun {
+		// A dry run's line must not read as the real run's.
+		dry = "\tdry-run"
+	}
+	p.Line("%s\t%s\t%s\t%d\t%d\t%d%s", r.Stream, r.Status, r.Settings, r.Recorded, len(r.Kept), r.Dropped, dry)
 	for _, k := range r.Kept {
 		p.Line("kept\t%s\t%s\t%s\t%s\t%s\t%s", r.Stream, k.PID, k.IID, k.ID, expires(k.ExpiresMS), k.Why)
 	}

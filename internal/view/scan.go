@@ -153,13 +153,13 @@ func memoryLines(m keyspace.MemoryReport) []string {
 	if !m.Estimated {
 		kind = "exact"
 	}
-	lines := []string{fmt.Sprintf("memory: %d bytes (%s: MEMORY USAGE of %s sampled of %s keys)", m.Bytes, kind, render.Count(m.Sampled), render.Count(m.Records))}
+	lines := []string{fmt.Sprintf("memory: %d bytes (%s: MEMORY USAGE of %s sampled of %s)", m.Bytes, kind, render.Count(m.Sampled), render.N(m.Records, "key"))}
 	for _, g := range m.Groups {
 		kind := "estimate"
 		if g.Exact {
 			kind = "exact"
 		}
-		lines = append(lines, fmt.Sprintf("memory: %s %s: %d bytes (%s: %s keys, %s sampled, mean %.1f)", g.Format, cmp.Or(string(g.Status), "-"), g.Bytes, kind, render.Count(g.Records), render.Count(g.Sampled), g.Mean))
+		lines = append(lines, fmt.Sprintf("memory: %s %s: %d bytes (%s: %s, %s sampled, mean %.1f)", g.Format, cmp.Or(string(g.Status), "-"), g.Bytes, kind, render.N(g.Records, "key"), render.Count(g.Sampled), g.Mean))
 	}
 	return lines
 }

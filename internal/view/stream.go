@@ -88,29 +88,29 @@ func (v Stream) kv(p *render.Printer) error {
 			pairs = append(pairs, render.Pair{"  pid " + strconv.Quote(pid.PID), render.N(pid.IIDs, "iid")})
 		}
 	}
-	pairs = append(pairs, lintPairs(p, lints)...)
 	title := render.Field(info.Stream)
 	if !at.IsZero() {
 		title += "  " + p.Dim(at.Local().Format("15:04:05"))
 	}
-	p.KV(title, pairs)
+	p.View(title, append(render.Rows(pairs, render.Cut), lintRows(p, lints)...))
 	return nil
 }
 
-// lintPairs are lints as rows of a key-value view: "health" rows (warnings
-// marked) for a person, "lint<TAB>code<TAB>message" otherwise.
-func lintPairs(p *render.Printer, lints []health.Lint) []render.Pair {
-	var pairs []render.Pair
+// lintRows are lints as rows of a key-value view: "health" rows (warnings
+// marked) for a person, wrapped rather than cut (each says what to do),
+// and "lint<TAB>code<TAB>message" otherwise.
+func lintRows(p *render.Printer, lints []health.Lint) []render.Row {
+	var rows []render.Row
 	for _, l := range lints {
 		if !p.Human() {
-			pairs = append(pairs, render.Pair{"lint", l.Code + "\t" + l.Message})
+			rows = append(rows, render.Row{Label: "lint", Value: l.Code + "\t" + l.Message})
 			continue
 		}
 		v := p.Dim(l.Message)
 		if l.Level == "warn" {
 			v = p.Warn("! " + l.Message)
 		}
-		pairs = append(pairs, render.Pair{"health", v})
+		rows = append(rows, render.Row{Label: "health", Value: v, Fit: render.Wrap})
 	}
-	return pairs
+	return rows
 }
