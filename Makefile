@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/idmpctl/idmpctl/cmd.version=$(VERSION)
 
-.PHONY: build demo test test-native test-soak test-soak-native test-valkey test-short fuzz bench completions man man-gz vet fmt redis-server clean
+.PHONY: build demo test test-native luacheck test-soak test-soak-native test-valkey test-short fuzz bench completions man man-gz vet fmt redis-server clean
 
 # The build users get: static (no cgo: the pure-Go resolver, no dynamic
 # loader at every start) and stripped. go install users get the same with
@@ -29,14 +29,16 @@ NATIVE_ENV = IDMPCTL_TEST_REDIS_SERVER=$(REDIS86_DIR)/bin/redis-server IDMPCTL_T
 # test again on Redis 8.6.3 (test-native: native IDMP, and the emulation
 # on a server that has IDMP). atexit_sleep_ms=0: a -race binary otherwise
 # sleeps 1s on exit, and the tests run idmpctl (the test binary) hundreds
-# of times.
+# of times. Every Lua script is linted by luacheck (.luacheckrc) as the
+# server gets it, assembled from its parts (TestLuacheck in internal/ops),
+# which fails rather than skips here when luacheck is missing.
 # TESTFLAGS go to both passes' go test (make test TESTFLAGS=-json counts
 # the tests run and skipped in each).
 TESTFLAGS ?=
 test: redis-server
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo 'gofmt: run gofmt -w'; exit 1; }
-	IDMPCTL_REQUIRE_NATIVE=1 GORACE="atexit_sleep_ms=0 $$GORACE" $(GO) test -race -count=1 -timeout 20m $(TESTFLAGS) ./...
+	IDMPCTL_REQUIRE_NATIVE=1 IDMPCTL_REQUIRE_LUACHECK=1 GORACE="atexit_sleep_ms=0 $$GORACE" $(GO) test -race -count=1 -timeout 20m $(TESTFLAGS) ./...
 	@$(MAKE) --no-print-directory test-native
 
 # The suite on Redis 8.6.3 (native IDMP), its companions (redis-cli for
@@ -45,7 +47,11 @@ test: redis-server
 # -race, and the native paths are raced in the first pass already (the
 # native-only tests and the native conformance rules run there, on 8.6.3).
 test-native: redis-server
-	IDMPCTL_REQUIRE_NATIVE=1 $(NATIVE_ENV) $(GO) test -count=1 -timeout 20m $(TESTFLAGS) ./...
+	IDMPCTL_REQUIRE_NATIVE=1 IDMPCTL_REQUIRE_LUACHECK=1 $(NATIVE_ENV) $(GO) test -count=1 -timeout 20m $(TESTFLAGS) ./...
+
+# The Lua linter alone (make test runs it too).
+luacheck: redis-server
+	IDMPCTL_REQUIRE_LUACHECK=1 $(GO) test -count=1 -run '^TestLuacheck$$' ./internal/ops
 
 # The fault tests with the long random-kill soak: 200 rounds of 16 claim
 # runs instead of make test's 25 (IDMPCTL_FAULT_SEED replays another seed),
@@ -119,10 +125,11 @@ man-gz: man
 	rm -rf build/man && mkdir -p build/man
 	for f in man/*.1; do gzip -9nc "$$f" > "build/man/$${f##*/}.gz"; done
 
-# Debian's redis-server, the cached Redis 8.6.3 build and tclsh (for
-# Redis's own IDMP tests), when missing (tests start their own processes).
+# Debian's redis-server, the cached Redis 8.6.3 build, tclsh (for Redis's
+# own IDMP tests) and luacheck (Debian's lua-check, for the scripts), when
+# missing (tests start their own processes).
 redis-server:
-	@{ command -v redis-server >/dev/null && test -x "$(REDIS86_DIR)/bin/redis-server" && command -v tclsh >/dev/null; } || bash scripts/install-redis.sh
+	@{ command -v redis-server >/dev/null && test -x "$(REDIS86_DIR)/bin/redis-server" && command -v tclsh >/dev/null && command -v luacheck >/dev/null; } || bash scripts/install-redis.sh
 
 clean:
 	rm -f idmpctl bench.out

@@ -7,7 +7,8 @@
 #     package (its binary package needs a newer libc than Debian 12 has) and
 #     cached in $REDIS86_DIR (default ~/.cache/idmpctl/redis-8.6.3): bin/
 #     holds redis-server, redis-cli, redis-check-aof, redis-benchmark (TLS
-#     built in), tests/ holds Redis's own test tree (tests/unit/type/stream.tcl).
+#     built in), tests/ holds Redis's own test tree (tests/unit/type/stream.tcl);
+#   - Debian's lua-check (luacheck), which lints the Lua scripts, when missing.
 #
 # A second run finds both and does nothing. IDMPCTL_SKIP_REDIS86=1 skips the
 # 8.6 build (make test then fails its native pass, saying so).
@@ -87,7 +88,19 @@ install_tcl() {
   apt-get install -y -qq tcl >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq tcl >/dev/null; }
 }
 
+# luacheck lints the Lua scripts in make test (TestLuacheck in internal/ops).
+install_luacheck() {
+  command -v luacheck >/dev/null && return 0
+  if ! root; then
+    echo "luacheck is missing: install it (sudo apt-get install lua-check) to lint the Lua scripts" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq lua-check >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq lua-check >/dev/null; }
+}
+
 install_debian_redis
+install_luacheck
 if [ "${IDMPCTL_SKIP_REDIS86:-}" != 1 ]; then
   build_redis86
   install_tcl

@@ -1,5 +1,5 @@
 // Package iostreams owns the terminal facts of a run, as cli/cli's
-// pkg/iostreams does: the three streams, whether each is a terminal, the
+// pkg/iostreams (read at v2.60.0) does: the three streams, whether each is a terminal, the
 // terminal's width, the colour decision, whether a person can be asked a
 // question, and stdout's first write error. Every such decision is made
 // here, once; commands ask, and tests fake it through the seams New takes

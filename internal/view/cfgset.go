@@ -40,8 +40,11 @@ func (r CfgSet) Table(p *render.Printer) error {
 	case "unchanged":
 		status = "unchanged: same values, nothing cleared"
 	}
-	p.KV("cfgset "+render.Field(r.Stream)+" ("+r.Mode+")", []render.Pair{
-		{"idmp-duration", arrow("idmp-duration")}, {"idmp-maxsize", arrow("idmp-maxsize")}, {"result", status},
+	// The result is a sentence to read to its end (what a change clears):
+	// it wraps rather than being cut.
+	p.View("cfgset "+render.Field(r.Stream)+" ("+r.Mode+")", []render.Row{
+		{Label: "idmp-duration", Value: arrow("idmp-duration")}, {Label: "idmp-maxsize", Value: arrow("idmp-maxsize")},
+		{Label: "result", Value: status, Fit: render.Wrap},
 	})
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -33,18 +34,55 @@ var (
 	//go:embed lua/claim_release.lua
 	releaseLua string
 
-	acquireScript  = verbScript(acquireLua, "acquire")
-	renewScript    = verbScript(renewLua, "renew")
-	completeScript = verbScript(completeLua, "complete")
-	failScript     = verbScript(failLua, "fail")
-	releaseScript  = verbScript(releaseLua, "release")
+	acquireScript  = redisconn.NewLua[acquireArgs](decodeReply, libLua, acquireLua)
+	renewScript    = redisconn.NewLua[renewArgs](decodeReply, libLua, renewLua)
+	completeScript = redisconn.NewLua[completeArgs](decodeReply, libLua, completeLua)
+	failScript     = redisconn.NewLua[failArgs](decodeReply, libLua, failLua)
+	releaseScript  = redisconn.NewLua[releaseArgs](decodeReply, libLua, releaseLua)
 )
 
-// verbScript is the single-key script of one verb: the claim prelude, the
-// verb's function, and a call of it on KEYS[1] at the server's time.
-func verbScript(verbLua, verb string) *redisconn.Script {
-	return redisconn.NewScript(libLua, verbLua, "return "+verb+"(KEYS[1], now_ms(), unpack(ARGV))\n")
-}
+// The verbs' arguments: the record's key, then the verb's inputs as its
+// function in lua/claim_<verb>.lua takes them (a duration "" is one not
+// given: msOrKeep).
+type (
+	acquireArgs struct {
+		Key         string `lua:"KEY,key"`
+		Owner       string `lua:"OWNER"`
+		Lease       int64  `lua:"LEASE"` // ms
+		TTL         string `lua:"TTL"`
+		DefaultTTL  int64  `lua:"DEFAULT_TTL"`
+		Fingerprint string `lua:"FINGERPRINT"`
+		MaxAttempts int64  `lua:"MAX_ATTEMPTS"`
+	}
+	renewArgs struct {
+		Key          string `lua:"KEY,key"`
+		Token        int64  `lua:"TOKEN"`
+		Lease        string `lua:"LEASE"`
+		TTL          string `lua:"TTL"`
+		DefaultLease int64  `lua:"DEFAULT_LEASE"`
+		DefaultTTL   int64  `lua:"DEFAULT_TTL"`
+	}
+	completeArgs struct {
+		Key        string `lua:"KEY,key"`
+		Token      int64  `lua:"TOKEN"`
+		TTL        string `lua:"TTL"`
+		DefaultTTL int64  `lua:"DEFAULT_TTL"`
+		HasResult  bool   `lua:"HAS_RESULT"`
+		Result     string `lua:"RESULT"`
+	}
+	failArgs struct {
+		Key        string `lua:"KEY,key"`
+		Token      int64  `lua:"TOKEN"`
+		TTL        string `lua:"TTL"`
+		DefaultTTL int64  `lua:"DEFAULT_TTL"`
+		Err        string `lua:"ERR"`
+		Release    bool   `lua:"RELEASE"`
+	}
+	releaseArgs struct {
+		Key   string `lua:"KEY,key"`
+		Token int64  `lua:"TOKEN"`
+	}
+)
 
 // Claim statuses, as stored in the record's status field.
 const (
@@ -189,44 +227,48 @@ func Acquire(ctx context.Context, c *redisconn.Conn, p AcquireParams, opts ...Op
 	return res, err
 }
 
-// step is one prepared claim transition: the verb's script and its
-// checked inputs as ARGV.
+// step is one prepared claim transition: the call of the verb's script
+// with its checked inputs, and the script's reading of its reply.
 type step struct {
-	script *redisconn.Script
+	call   *redisconn.Call
+	decode func(*redisconn.Call) (scriptReply, error) // the script's Reply
 	verb   string
 	what   string
 	key    string
-	args   []any
 	result *string // complete: the result sent (not echoed back)
 	// retrySafe: a repeat after a network error is recognised (renew,
 	// complete, fail); Retries sends it again only then.
 	retrySafe bool
 }
 
-func newStep(s *redisconn.Script, verb, key string, args ...any) step {
-	return step{script: s, verb: verb, what: "claim " + verb + " " + strconv.Quote(key), key: key, args: args}
+func newStep[A any](s *redisconn.Lua[A, scriptReply], args *A, verb, key string) step {
+	return step{call: s.Call(args), decode: s.Reply, verb: verb, what: "claim " + verb + " " + strconv.Quote(key), key: key}
 }
 
 // run calls the step's script; every reply carries the whole record.
 func (st step) run(ctx context.Context, c *redisconn.Conn) (scriptReply, error) {
-	var v []any
-	err := c.Do(func(rc redis.UniversalClient) (err error) {
-		v, err = st.script.Run(ctx, rc, []string{st.key}, st.args...).Slice()
-		return err
+	err := c.Do(func(rc redis.UniversalClient) error {
+		return st.call.Run(ctx, rc).Err()
 	})
-	return st.reply(v, err)
+	return st.reply(err)
 }
 
-// reply reads a step's reply: a transport or server error, an internal
-// error for a malformed reply, or the error for a key that is no record.
-func (st step) reply(v []any, err error) (scriptReply, error) {
+// reply reads a step's reply (err: the round trip's): a transport or
+// server error, an internal error for a malformed reply, or the error for
+// a key that is no record.
+func (st step) reply(err error) (scriptReply, error) {
 	if err != nil {
 		return scriptReply{}, exit.Wrap(err, st.what)
 	}
-	rep, err := parseReply(st.key, v)
-	if err != nil {
-		return scriptReply{}, exit.New(exit.Internal, st.what, "unexpected reply from the claim script: %v", err)
+	rep, err := st.decode(st.call)
+	var bad *badReply
+	switch {
+	case errors.As(err, &bad):
+		return scriptReply{}, exit.New(exit.Internal, st.what, "unexpected reply from the claim script: %v", bad.err)
+	case err != nil:
+		return scriptReply{}, exit.Wrap(err, st.what)
 	}
+	rep.record.Key = st.key
 	switch rep.outcome {
 	case "foreign":
 		return scriptReply{}, rep.notClaim(st.what)
@@ -240,8 +282,8 @@ func acquireStep(p AcquireParams) (step, error) {
 	if err := p.Validate(); err != nil {
 		return step{}, err
 	}
-	return newStep(acquireScript, "acquire", p.Key,
-		p.Owner, p.Lease.Milliseconds(), msOrKeep(p.TTL), DefaultTTL.Milliseconds(), p.Fingerprint, p.MaxAttempts), nil
+	return newStep(acquireScript, &acquireArgs{Key: p.Key, Owner: p.Owner, Lease: p.Lease.Milliseconds(), TTL: msOrKeep(p.TTL),
+		DefaultTTL: DefaultTTL.Milliseconds(), Fingerprint: p.Fingerprint, MaxAttempts: p.MaxAttempts}, "acquire", p.Key), nil
 }
 
 func (st step) acquireResult(rep scriptReply) (AcquireResult, error) {
@@ -284,8 +326,8 @@ func renewStep(key string, token int64, lease, ttl time.Duration) (step, error) 
 	if err := firstErr(checkKey(key), checkToken(token), checkLease(lease, ttl, false)); err != nil {
 		return step{}, err
 	}
-	st := newStep(renewScript, "renew", key, token, msOrKeep(lease), msOrKeep(ttl),
-		DefaultLease.Milliseconds(), DefaultTTL.Milliseconds())
+	st := newStep(renewScript, &renewArgs{Key: key, Token: token, Lease: msOrKeep(lease), TTL: msOrKeep(ttl),
+		DefaultLease: DefaultLease.Milliseconds(), DefaultTTL: DefaultTTL.Milliseconds()}, "renew", key)
 	st.retrySafe = true
 	return st, nil
 }
@@ -332,14 +374,15 @@ func completeStep(p CompleteParams) (step, error) {
 		return step{}, err
 	}
 	what := "claim complete " + strconv.Quote(p.Key)
-	hasResult, value := "0", ""
+	hasResult, value := false, ""
 	if p.Result != nil {
 		if err := CheckResultSize(len(*p.Result), p.MaxResult); err != nil {
 			return step{}, exit.Wrap(err, what)
 		}
-		hasResult, value = "1", *p.Result
+		hasResult, value = true, *p.Result
 	}
-	st := newStep(completeScript, "complete", p.Key, p.Token, msOrKeep(p.TTL), DefaultTTL.Milliseconds(), hasResult, value)
+	st := newStep(completeScript, &completeArgs{Key: p.Key, Token: p.Token, TTL: msOrKeep(p.TTL),
+		DefaultTTL: DefaultTTL.Milliseconds(), HasResult: hasResult, Result: value}, "complete", p.Key)
 	st.result, st.retrySafe = p.Result, true
 	return st, nil
 }
@@ -387,11 +430,8 @@ func failStep(key string, token int64, errText string, ttl time.Duration, releas
 	if err := firstErr(checks...); err != nil {
 		return step{}, err
 	}
-	rel := "0"
-	if release {
-		rel = "1"
-	}
-	st := newStep(failScript, "fail", key, token, msOrKeep(ttl), DefaultTTL.Milliseconds(), errText, rel)
+	st := newStep(failScript, &failArgs{Key: key, Token: token, TTL: msOrKeep(ttl),
+		DefaultTTL: DefaultTTL.Milliseconds(), Err: errText, Release: release}, "fail", key)
 	st.retrySafe = !release // a release is not: see Release
 	return st, nil
 }
@@ -419,7 +459,7 @@ func releaseStep(key string, token int64) (step, error) {
 	if err := firstErr(checkKey(key), checkToken(token)); err != nil {
 		return step{}, err
 	}
-	return newStep(releaseScript, "release", key, token), nil // not retrySafe: see Release
+	return newStep(releaseScript, &releaseArgs{Key: key, Token: token}, "release", key), nil // not retrySafe: see Release
 }
 
 func checkKey(key string) error {

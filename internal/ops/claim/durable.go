@@ -74,13 +74,8 @@ func (st step) send(ctx context.Context, c *redisconn.Conn, o sendOpts) (scriptR
 	if !o.durability.On() {
 		return st.run(ctx, c)
 	}
-	call := &redisconn.Call{Script: st.script, Keys: []string{st.key}, Args: st.args}
-	ack, err := c.RunDurable(ctx, st.key, o.durability, []*redisconn.Call{call})
-	var v []any
-	if err == nil {
-		v, err = call.Cmd.Slice()
-	}
-	rep, err := st.reply(v, err)
+	ack, err := c.RunDurable(ctx, st.key, o.durability, []*redisconn.Call{st.call})
+	rep, err := st.reply(err)
 	if err != nil {
 		return rep, err
 	}

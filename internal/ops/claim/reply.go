@@ -47,6 +47,26 @@ type scriptReply struct {
 	notAcked *redisconn.NotAckedError
 }
 
+// decodeReply is the claim scripts' decoder (redisconn.NewLua): the
+// reply's record has no key yet (the step gives it). A reply of another
+// shape is a *badReply.
+func decodeReply(v any) (scriptReply, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return scriptReply{}, &badReply{fmt.Errorf("not a list: %v", v)}
+	}
+	rep, err := parseReply("", list)
+	if err != nil {
+		return scriptReply{}, &badReply{err}
+	}
+	return rep, nil
+}
+
+// badReply is a reply the claim scripts do not make.
+type badReply struct{ err error }
+
+func (e *badReply) Error() string { return "unexpected reply from the claim script: " + e.err.Error() }
+
 func parseReply(key string, v []any) (scriptReply, error) {
 	if len(v) < 4 || len(v)%2 != 0 {
 		return scriptReply{}, fmt.Errorf("%d elements", len(v))

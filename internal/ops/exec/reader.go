@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
@@ -34,7 +33,7 @@ func (s *Session) readLoop() {
 			r, err := s.readReply(p)
 			if err != nil {
 				s.fail(err)
-				s.nc.Close()
+				s.pipe.Close()
 				break
 			}
 			replies[i] = r
@@ -56,11 +55,7 @@ func (s *Session) readLoop() {
 			// Its MULTI was refused: the server ran it as it came, and
 			// its SCRIPT LOADs too.
 			queued = false
-			s.mu.Lock()
-			for _, sc := range p.loads {
-				s.execLoaded = append(s.execLoaded, loadedScript{sc, p.gen})
-			}
-			s.mu.Unlock()
+			s.pipe.ScriptsRan(p.gen, p.loads...)
 		}
 		if p.internal != nil {
 			p.internal(replies) // the session's own round trip (catchup.go)
@@ -74,7 +69,7 @@ func (s *Session) readLoop() {
 				s.conn.NotePasswordNotNeeded(errors.New(r.Str))
 			case r.IsError():
 				s.fail(exit.Wrap(errors.New(r.Str), "")) // NOAUTH, WRONGPASS: 77 with its hint
-				s.nc.Close()
+				s.pipe.Close()
 			}
 			continue
 		}
@@ -100,13 +95,9 @@ func (s *Session) readLoop() {
 				s.noteNoScript(e)
 			}
 			if out.Aggregate() {
-				s.mu.Lock()
 				for _, q := range queue {
-					for _, sc := range q.loads {
-						s.execLoaded = append(s.execLoaded, loadedScript{sc, q.gen})
-					}
+					s.pipe.ScriptsRan(q.gen, q.loads...)
 				}
-				s.mu.Unlock()
 			}
 		case p.split != nil && p.fixed == nil:
 			outs := p.splitReplies(replies)
@@ -121,7 +112,7 @@ func (s *Session) readLoop() {
 			queue, txOpen = nil, false
 		}
 		s.noteNoScript(out)
-		s.opt.Emit(out, s.rd.Buffered() > 0)
+		s.opt.Emit(out, s.pipe.Buffered())
 	}
 }
 
@@ -130,10 +121,7 @@ func (s *Session) readLoop() {
 // skips it when its output is not a terminal.
 func (s *Session) readReply(p *pending) (resp.Reply, error) {
 	for {
-		if s.opt.Timeout > 0 {
-			_ = s.nc.SetReadDeadline(time.Now().Add(s.opt.Timeout))
-		}
-		r, err := resp.Read(s.rd)
+		r, err := s.pipe.RecvReply() // bounded by Options.Timeout
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				err = exit.New(exit.Unavailable, "", "no reply within %s (--timeout): raise --timeout for blocking commands (BLPOP, XREAD BLOCK)", s.opt.Timeout)
@@ -229,9 +217,6 @@ func regroup(r resp.Reply, queue []*pending) resp.Reply {
 // them (SCRIPT FLUSH): the next call loads its script again.
 func (s *Session) noteNoScript(r resp.Reply) {
 	if r.IsError() && strings.HasPrefix(r.Str, "NOSCRIPT") {
-		// The map is the writer's: it clears it before its next command.
-		s.mu.Lock()
-		s.reload = true
-		s.mu.Unlock()
+		s.pipe.ScriptsLost()
 	}
 }

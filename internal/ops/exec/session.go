@@ -2,15 +2,14 @@
 // server: XADD IDMP/IDMPAUTO, XCFGSET, XINFO STREAM, CONFIG GET/SET
 // stream-idmp-*, and RENAME/RENAMENX/COPY of streams are served natively by
 // a server with IDMP and emulated with idmpctl's scripts elsewhere; every
-// other command passes through. Commands go on one connection of its own,
-// in order and pipelined; replies keep RESP's types (internal/resp) for
+// other command passes through. Commands go on one connection of its own
+// (a redisconn.Pipe, which also knows the scripts loaded on it), in order
+// and pipelined; replies keep RESP's types (internal/resp) for
 // output as redis-cli prints them (internal/render). It never prints.
 package exec
 
 import (
-	"bufio"
 	"context"
-	"net"
 	"strings"
 	"sync"
 	"time"
@@ -45,12 +44,8 @@ type Session struct {
 	opt     Options
 	mode    stream.Mode
 	streams *stream.Streams
-	nc      net.Conn
-	w       *bufio.Writer
-	rd      *bufio.Reader
-	buf     []byte
+	pipe    *redisconn.Pipe // the connection, and the scripts loaded on it
 
-	loaded    map[*redisconn.Script]bool
 	roInfo    map[string]*commandEntry // ReadOnly: COMMAND INFO by command (nil: unknown)
 	roInfoErr error                    // ReadOnly: COMMAND INFO was denied (ACL)
 	inMulti   bool
@@ -60,14 +55,6 @@ type Session struct {
 	defaultsInTx bool
 	run          []stream.AddRequest // adds waiting to go in one call
 	runBytes     int                 // their arguments' bytes
-	reload       bool                // the server lost its scripts (NOSCRIPT): load them again
-	// execLoaded are scripts a transaction's EXEC loaded (the reader's
-	// news for the writer, under mu).
-	execLoaded []loadedScript
-
-	// scriptGen counts the writer's SCRIPT FLUSHes: scripts a transaction
-	// loaded before one are not loaded after it.
-	scriptGen int
 
 	pending  chan *pending
 	readDone chan struct{}
@@ -89,7 +76,7 @@ type pending struct {
 	// command's reply ((P|S)UNSUBSCRIBE's); any other push is a message
 	// out of band (client-side caching's invalidations), not a reply.
 	pushName string
-	gen      int                 // the writer's scriptGen when it was sent
+	gen      int                 // the pipe's script generation when it was sent (redisconn.Pipe.ScriptGen)
 	exec     bool                // EXEC: the queued commands' replies in one array
 	endTx    bool                // EXEC, DISCARD, RESET: the transaction's queue ends
 	hidden   bool                // the session's own (AUTH, SELECT, HELLO): no output; an error ends the session
@@ -102,7 +89,8 @@ type pending struct {
 
 // Open connects. Nothing is sent before the first Do (or Flush).
 func Open(ctx context.Context, conn *redisconn.Conn, opt Options) (*Session, error) {
-	nc, hello, err := conn.DialRaw(ctx)
+	// The session's connection lives until Close, whatever becomes of ctx.
+	pipe, hello, err := conn.DialPipe(context.WithoutCancel(ctx), opt.Timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -111,14 +99,12 @@ func Open(ctx context.Context, conn *redisconn.Conn, opt Options) (*Session, err
 	}
 	streams, err := stream.NewStreams(conn, stream.ModeEmulated)
 	if err != nil {
-		nc.Close()
+		pipe.Close()
 		return nil, err
 	}
 	s := &Session{
-		conn: conn, opt: opt, mode: opt.Mode, streams: streams, nc: nc,
-		w: bufio.NewWriterSize(nc, 64<<10), rd: bufio.NewReaderSize(nc, 64<<10),
-		loaded: map[*redisconn.Script]bool{}, pending: make(chan *pending, opt.Depth),
-		readDone: make(chan struct{}),
+		conn: conn, opt: opt, mode: opt.Mode, streams: streams, pipe: pipe,
+		pending: make(chan *pending, opt.Depth), readDone: make(chan struct{}),
 	}
 	go s.readLoop()
 	s.cu.db = helloDB(hello)

@@ -1,8 +1,10 @@
 package exec
 
 import (
+	"errors"
+	"net"
+
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
-	"github.com/idmpctl/idmpctl/internal/resp"
 )
 
 // wireCmd is one command on the wire: plain arguments, or a script call.
@@ -15,44 +17,31 @@ func cmd(args []string) wireCmd           { return wireCmd{args: args} }
 func script(call *redisconn.Call) wireCmd { return wireCmd{call: call} }
 
 // send writes a command's wire commands (after a SCRIPT LOAD of each
-// script this connection has not run yet) and hands p to the reader.
+// script this connection has not loaded yet: see redisconn.Pipe.WriteLoad)
+// and hands p to the reader.
 func (s *Session) send(p *pending, cmds ...wireCmd) {
-	s.mu.Lock()
-	if s.reload {
-		s.reload = false
-		clear(s.loaded)
-	}
-	for _, l := range s.execLoaded {
-		if l.gen == s.scriptGen {
-			s.loaded[l.script] = true
-		}
-	}
-	s.execLoaded = nil
-	s.mu.Unlock()
-	p.gen = s.scriptGen
+	p.gen = s.pipe.ScriptGen()
 	for _, c := range cmds {
-		if c.call != nil && !s.loaded[c.call.Script] {
-			eval := c.call.Command(true)
-			src, _ := eval[1].(string)
-			s.buf = resp.AppendCommand(s.buf[:0], "SCRIPT", "LOAD", src)
-			s.writeRaw(s.buf)
+		if c.call == nil {
+			continue
+		}
+		// Queued in MULTI: loaded only if EXEC runs it (the reader says
+		// so), not if the transaction is discarded.
+		load, err := s.pipe.WriteLoad(c.call.Script, p.queued)
+		s.writeErr(err)
+		if load {
 			if p.queued {
-				// Queued in MULTI: loaded only if EXEC runs it (the reader
-				// says so), not if the transaction is discarded.
 				p.loads = append(p.loads, c.call.Script)
-			} else {
-				s.loaded[c.call.Script] = true
 			}
 			p.skip++
 		}
 	}
 	for _, c := range cmds {
 		if c.call != nil {
-			s.buf = resp.AppendArgs(s.buf[:0], c.call.Command(false))
+			s.writeErr(s.pipe.WriteArgs(c.call.Command(false)))
 		} else {
-			s.buf = resp.AppendCommand(s.buf[:0], c.args...)
+			s.writeErr(s.pipe.WriteCommand(c.args...))
 		}
-		s.writeRaw(s.buf)
 	}
 	p.n = p.skip + len(cmds)
 	if len(cmds) > 0 {
@@ -70,27 +59,17 @@ func (s *Session) enqueue(p *pending) {
 		return
 	default:
 	}
-	if err := s.w.Flush(); err != nil {
-		s.fail(connErr(err))
-	}
+	s.writeErr(s.pipe.Flush())
 	s.pending <- p
 }
 
-// loadedScript is a script a command's SCRIPT LOAD loaded, in the writer's
-// script generation gen.
-type loadedScript struct {
-	script *redisconn.Script
-	gen    int
-}
-
 // forgetScripts is the writer's SCRIPT FLUSH: every script is loaded again.
-func (s *Session) forgetScripts() {
-	s.scriptGen++
-	clear(s.loaded)
-}
+func (s *Session) forgetScripts() { s.pipe.ScriptsFlushed() }
 
-func (s *Session) writeRaw(b []byte) {
-	if _, err := s.w.Write(b); err != nil {
+// writeErr notes a failure to write. A pipe that the reader closed
+// (net.ErrClosed) is the reader's to explain: it notes why.
+func (s *Session) writeErr(err error) {
+	if err != nil && !errors.Is(err, net.ErrClosed) {
 		s.fail(connErr(err))
 	}
 }
@@ -101,9 +80,7 @@ func (s *Session) Flush() error {
 	if err := s.flushRun(); err != nil {
 		return err
 	}
-	if err := s.w.Flush(); err != nil {
-		s.fail(connErr(err))
-	}
+	s.writeErr(s.pipe.Flush())
 	return s.err()
 }
 
@@ -131,6 +108,6 @@ func (s *Session) Close() error {
 	_ = s.Flush()
 	close(s.pending)
 	<-s.readDone
-	s.nc.Close()
+	s.pipe.Close()
 	return s.err()
 }

@@ -17,7 +17,12 @@ import (
 //go:embed lua/purge_backup.lua
 var backupLua string
 
-var backupScript = redisconn.NewScript(backupLua)
+var backupScript = redisconn.NewLua[backupArgs](decodeBackupReply, backupLua)
+
+// backupArgs are the backup script's: the keys it reads.
+type backupArgs struct {
+	Candidates []string `lua:"CANDIDATES,key,rest"`
+}
 
 // PurgeBackup is where purge saves records before it deletes them
 // (backup.Writer).
@@ -39,21 +44,21 @@ func (p *purger) saveBackup(ctx context.Context, chunk []keyRead) error {
 	var calls []*redisconn.Call
 	if p.cluster {
 		for i := range chunk {
-			calls = append(calls, &redisconn.Call{Script: backupScript, Keys: []string{chunk[i].rec.Key}})
+			calls = append(calls, backupScript.Call(&backupArgs{Candidates: []string{chunk[i].rec.Key}}))
 		}
 	} else {
 		keys := make([]string, len(chunk))
 		for i := range chunk {
 			keys[i] = chunk[i].rec.Key
 		}
-		calls = []*redisconn.Call{{Script: backupScript, Keys: keys}}
+		calls = []*redisconn.Call{backupScript.Call(&backupArgs{Candidates: keys})}
 	}
 	if err := p.c.RunPipelined(ctx, calls); err != nil {
 		return exit.Wrap(err, "backup")
 	}
 	recs := make([]backup.Record, 0, len(chunk))
 	for _, cl := range calls {
-		vals, err := cl.Cmd.Slice()
+		vals, err := backupScript.Reply(cl)
 		if err != nil {
 			return exit.Wrap(err, "backup")
 		}
@@ -61,12 +66,8 @@ func (p *purger) saveBackup(ctx context.Context, chunk []keyRead) error {
 			return exit.New(exit.Internal, "backup", "%d replies for %d keys", len(vals), len(cl.Keys))
 		}
 		for j, v := range vals {
-			rec, ok, err := parseBackupReply(cl.Keys[j], v)
-			if err != nil {
-				return exit.Wrap(err, "backup")
-			}
-			if ok {
-				recs = append(recs, rec)
+			if v.present {
+				recs = append(recs, backup.Record{Key: cl.Keys[j], Payload: []byte(v.payload), PTTL: v.pttl, ExpiresAt: v.at})
 			}
 		}
 	}
@@ -77,23 +78,35 @@ func (p *purger) saveBackup(ctx context.Context, chunk []keyRead) error {
 	return nil
 }
 
-// parseBackupReply reads one key's {pttl, expires_at, payload}; ok is false
-// for a key that is gone.
-func parseBackupReply(key string, v any) (backup.Record, bool, error) {
-	t, ok := v.([]any)
-	if !ok || len(t) != 3 {
-		return backup.Record{}, false, errors.New("unexpected reply of the backup script")
+// backupEntry is one key's part of the backup script's reply: {pttl,
+// expires_at, payload}; present is false for a key that is gone.
+type backupEntry struct {
+	pttl, at int64
+	payload  string
+	present  bool
+}
+
+// decodeBackupReply reads the backup script's reply: an entry a key.
+func decodeBackupReply(v any) ([]backupEntry, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, errors.New("unexpected reply of the backup script")
 	}
-	pttl, ok1 := t[0].(int64)
-	at, ok2 := t[1].(int64)
-	if !ok1 || !ok2 {
-		return backup.Record{}, false, errors.New("unexpected reply of the backup script")
+	out := make([]backupEntry, len(list))
+	for i, e := range list {
+		t, ok := e.([]any)
+		if !ok || len(t) != 3 {
+			return nil, errors.New("unexpected reply of the backup script")
+		}
+		pttl, ok1 := t[0].(int64)
+		at, ok2 := t[1].(int64)
+		if !ok1 || !ok2 {
+			return nil, errors.New("unexpected reply of the backup script")
+		}
+		payload, ok := t[2].(string)
+		out[i] = backupEntry{pttl: pttl, at: at, payload: payload, present: ok && pttl != -2}
 	}
-	payload, ok := t[2].(string)
-	if !ok || pttl == -2 {
-		return backup.Record{}, false, nil
-	}
-	return backup.Record{Key: key, Payload: []byte(payload), PTTL: pttl, ExpiresAt: at}, true, nil
+	return out, nil
 }
 
 // markUnknown marks the chunk's keys as of unknown fate: their re-check was

@@ -27,7 +27,32 @@ import (
 //go:embed lua/purge_recheck.lua
 var recheckLua string
 
-var recheckScript = redisconn.NewScript(recheckLua)
+var recheckScript = redisconn.NewLua[recheckArgs](decodeRecheckReply, recheckLua)
+
+// decodeRecheckReply reads the re-check script's reply: an integer a key.
+func decodeRecheckReply(v any) ([]int64, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, exit.New(exit.Internal, "purge re-check", "unexpected reply %v", v)
+	}
+	out := make([]int64, len(list))
+	for i, e := range list {
+		n, ok := e.(int64)
+		if !ok {
+			return nil, exit.New(exit.Internal, "purge re-check", "unexpected reply %v", v)
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// recheckArgs are the re-check script's (see lua/purge_recheck.lua and
+// recheckCall).
+type recheckArgs struct {
+	Candidates []string `lua:"CANDIDATES,key,rest"`
+	NLists     int      `lua:"NLISTS"`
+	Body       []any    `lua:"BODY,rest"` // the field lists, then the keys' parts
+}
 
 const (
 	// deleteChunkSize is how many candidates one re-check carries.
@@ -350,14 +375,14 @@ func (p *purger) recheck(ctx context.Context, chunk []keyRead) ([]PurgeOutcome, 
 	}
 	pipe := make([]*redisconn.Call, len(calls))
 	for i, cl := range calls {
-		pipe[i] = &redisconn.Call{Script: recheckScript, Keys: cl.keys, Args: cl.args}
+		pipe[i] = recheckScript.Call(&recheckArgs{Candidates: cl.keys, NLists: len(cl.lists), Body: cl.args})
 	}
 	if err := p.c.RunPipelined(ctx, pipe); err != nil {
 		return nil, err
 	}
 	outcomes := make([]PurgeOutcome, len(chunk))
 	for i, cl := range calls {
-		vals, err := pipe[i].Cmd.Int64Slice()
+		vals, err := recheckScript.Reply(pipe[i])
 		if err != nil {
 			return nil, err
 		}
@@ -528,14 +553,14 @@ func (cl *recheckCall) fieldList(fields []string) int {
 	return n
 }
 
-// finish assembles ARGV: the header of field lists, then the keys' parts.
+// finish assembles the arguments after the number of field lists: the
+// field lists, then the keys' parts.
 func (cl *recheckCall) finish() {
-	n := 1 + len(cl.body)
+	n := len(cl.body)
 	for _, l := range cl.lists {
 		n += 1 + len(l)
 	}
 	cl.args = make([]any, 0, n)
-	cl.args = append(cl.args, len(cl.lists))
 	for _, l := range cl.lists {
 		cl.args = append(cl.args, len(l))
 		for _, f := range l {

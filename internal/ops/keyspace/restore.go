@@ -11,6 +11,8 @@ import (
 	"cmp"
 	"context"
 	_ "embed"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -23,7 +25,31 @@ import (
 //go:embed lua/restore.lua
 var restoreLua string
 
-var restoreScript = redisconn.NewScript(restoreLua)
+var restoreScript = redisconn.NewLua[restoreArgs](decodeRestoreReply, restoreLua)
+
+// decodeRestoreReply reads the restore script's reply: what happened to
+// the record.
+func decodeRestoreReply(v any) (RestoreOutcome, error) {
+	switch reply, _ := v.(string); RestoreOutcome(reply) {
+	case Restored, Replaced, Existing, Expired:
+		return RestoreOutcome(reply), nil
+	}
+	return "", &unexpectedReply{v}
+}
+
+// unexpectedReply is a reply of a script it does not make.
+type unexpectedReply struct{ v any }
+
+func (e *unexpectedReply) Error() string { return fmt.Sprintf("unexpected reply %q", fmt.Sprint(e.v)) }
+
+// restoreArgs are the restore script's (see lua/restore.lua).
+type restoreArgs struct {
+	Key       string `lua:"KEY,key"`
+	Payload   string `lua:"PAYLOAD"`
+	ExpiresAt int64  `lua:"AT"`
+	Replace   bool   `lua:"REPLACE"`
+	AbsTTL    bool   `lua:"ABSTTL"`
+}
 
 // RestoreOutcome is what happened to one record.
 type RestoreOutcome string
@@ -118,8 +144,8 @@ func (r *Restorer) RestoreUnless(ctx context.Context, recs []backup.Record, miss
 			continue
 		}
 		replace := r.opts.Replace && (missingOnly == nil || !missingOnly[i])
-		calls = append(calls, &redisconn.Call{Script: restoreScript, Keys: []string{rec.Key},
-			Args: []any{string(rec.Payload), rec.ExpiresAt, flag(replace), flag(r.abstTL)}})
+		calls = append(calls, restoreScript.Call(&restoreArgs{Key: rec.Key, Payload: string(rec.Payload),
+			ExpiresAt: rec.ExpiresAt, Replace: replace, AbsTTL: r.abstTL}))
 		index = append(index, i)
 	}
 	if len(calls) == 0 {
@@ -131,13 +157,14 @@ func (r *Restorer) RestoreUnless(ctx context.Context, recs []backup.Record, miss
 	var first error
 	for j, cl := range calls {
 		i := index[j]
-		reply, err := cl.Cmd.Text()
+		outcome, err := restoreScript.Reply(cl)
+		var bad *unexpectedReply
 		switch {
-		case err == nil && (reply == string(Restored) || reply == string(Replaced) || reply == string(Existing) || reply == string(Expired)):
-			out[i] = RestoreOutcome(reply)
 		case err == nil:
+			out[i] = outcome
+		case errors.As(err, &bad):
 			out[i] = Failed
-			first = cmp.Or(first, error(exit.New(exit.Internal, "restore "+strconv.Quote(recs[i].Key), "unexpected reply %q", reply)))
+			first = cmp.Or(first, error(exit.New(exit.Internal, "restore "+strconv.Quote(recs[i].Key), "%v", bad)))
 		default:
 			out[i] = Failed
 			e := exit.Wrap(err, "restore "+strconv.Quote(recs[i].Key))
@@ -187,13 +214,6 @@ func (r *Restorer) dryRun(ctx context.Context, recs []backup.Record, missingOnly
 		}
 	}
 	return first
-}
-
-func flag(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
 }
 
 // serverTime is the server's clock (TIME) in milliseconds.

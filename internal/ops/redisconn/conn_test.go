@@ -162,11 +162,11 @@ func TestPasswordNotNeeded(t *testing.T) {
 	}
 	p.Close()
 	before := told.Load()
-	nc, opening, err := c.DialRaw(ctx)
+	ep, opening, err := c.DialPipe(ctx, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc.Close()
+	ep.Close()
 	if len(opening) != 2 || opening[0][0] != "AUTH" || len(opening[0]) != 2 || strings.Join(opening[1], " ") != "SELECT 2" {
 		t.Errorf("exec's opening commands: %q", opening)
 	}

@@ -100,13 +100,13 @@ func (c *Conn) Eviction(ctx context.Context) (Eviction, bool) {
 	return c.eviction.get()
 }
 
-// RunNotingEviction runs a script call as Script.Run does, and when
+// RunNotingEviction runs a script call as Call.Run does, and when
 // WatchEviction is set and the eviction settings are not known yet, reads
 // them (INFO memory) in the same round trip: a single add stays one round
 // trip. Errors are on cl.Cmd.
 func (c *Conn) RunNotingEviction(ctx context.Context, uc redis.UniversalClient, cl *Call) {
 	if !c.WantsEviction() {
-		cl.Cmd = cl.Script.Run(ctx, uc, cl.Keys, cl.Args...)
+		cl.Run(ctx, uc)
 		return
 	}
 	var info *redis.StringCmd

@@ -1,10 +1,13 @@
 package redisconn
 
-// A pipe: commands written by one goroutine while their replies are read by
-// another. go-redis's pipelines write every command, then read every reply,
-// so a bulk producer that sends pipeline after pipeline leaves the server
-// idle while each reply travels back and the next pipeline travels out. On a
-// pipe the next commands are on the wire before the last replies are read.
+// A pipe: idmpctl's one raw RESP connection, whose commands are written by
+// one goroutine while their replies are read by another. go-redis's
+// pipelines write every command, then read every reply, so a bulk producer
+// that sends pipeline after pipeline leaves the server idle while each
+// reply travels back and the next pipeline travels out. On a pipe the next
+// commands are on the wire before the last replies are read. xadd --batch
+// sends its chunks on one (OpenPipe), idmpctl exec its commands (DialPipe),
+// whose replies keep the types go-redis folds together.
 
 import (
 	"bufio"
@@ -22,33 +25,65 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Pipe is a connection of its own to the primary that holds a key. Send
-// queues commands for its writer; Recv reads their replies, in order, in the
-// caller's goroutine. A failure of the connection (or of the per-command
-// timeout, which bounds each write and each reply) ends the pipe: every
-// later call fails, and the caller opens another.
+// Pipe is a connection of its own to one server. Send queues commands for
+// its writer, and Write/Flush encode commands in the caller's goroutine
+// before they go to it, in order with those sent; Recv (or RecvReply)
+// reads their replies, in order, in the caller's goroutine (one goroutine
+// writes, one reads). A failure of the connection (or of a timeout, which
+// bounds each write and each reply) ends the pipe: every later call fails,
+// and the caller opens another. The pipe knows which scripts it loaded
+// (WriteLoad, pipe_scripts.go).
 type Pipe struct {
-	nc      net.Conn
-	rd      *bufio.Reader
-	timeout time.Duration
-	out     chan [][]any
-	failed  chan struct{} // closed when the writer failed, with werr
-	werr    error
-	closed  chan struct{} // closed by Close
-	written chan struct{} // closed when the writer returns; nil before it starts
-	once    sync.Once
-	stop    func() bool // detaches the context that closes the pipe
+	nc       net.Conn
+	rd       *bufio.Reader
+	rtimeout time.Duration // each reply (0: none)
+	wtimeout time.Duration // each write (0: none)
+	out      chan pipeSend
+	free     chan []byte   // Write's buffers, back from the writer
+	wbuf     []byte        // Write's commands, not yet handed to the writer
+	failed   chan struct{} // closed when the writer failed, with werr
+	werr     error
+	closed   chan struct{} // closed by Close
+	written  chan struct{} // closed when the writer returns; nil before it starts
+	once     sync.Once
+	stop     func() bool // detaches the context that closes the pipe
+	scripts  pipeScripts
 }
+
+// pipeSend is one hand-over to the writer: commands to encode, or commands
+// encoded already (Write).
+type pipeSend struct {
+	cmds [][]any
+	raw  []byte
+}
+
+// flushAt is the size of Write's buffer that goes to the writer without
+// waiting for Flush.
+const flushAt = 64 << 10
 
 // ReplyError is an error reply of the server (ERR, NOSCRIPT, MOVED...): the
 // command failed, the pipe goes on.
 type ReplyError = resp.ReplyError
 
+func newPipe(nc net.Conn, timeout time.Duration) *Pipe {
+	return &Pipe{nc: nc, rd: bufio.NewReaderSize(nc, 64<<10), rtimeout: timeout, wtimeout: timeout,
+		out: make(chan pipeSend, 4), free: make(chan []byte, 6), failed: make(chan struct{}), closed: make(chan struct{}),
+		scripts: pipeScripts{loaded: map[*Script]bool{}}}
+}
+
+// start starts the writer, and ties the pipe to ctx (closed when it ends).
+func (p *Pipe) start(ctx context.Context, w *bufio.Writer) {
+	p.written = make(chan struct{})
+	go p.write(w)
+	p.stop = context.AfterFunc(ctx, p.Close)
+}
+
 // OpenPipe dials the primary that holds key as the connection's client
 // would (its dialer, TLS, credentials, database), names the connection
 // (CLIENT SETNAME name, unless ""; a user who may not is not refused) and
-// loads scripts into its cache, so that EVALSHA finds them. The pipe is
-// closed when ctx ends.
+// loads scripts into its cache, so that EVALSHA finds them. Each write and
+// each reply is bounded by the connection's timeout. The pipe is closed
+// when ctx ends.
 func (c *Conn) OpenPipe(ctx context.Context, key, name string, scripts ...*Script) (*Pipe, error) {
 	var node *redis.Client
 	err := c.Do(func(uc redis.UniversalClient) error {
@@ -66,8 +101,7 @@ func (c *Conn) OpenPipe(ctx context.Context, key, name string, scripts ...*Scrip
 	if err != nil {
 		return nil, fmt.Errorf("connect %s: %w", c.Display, err)
 	}
-	p := &Pipe{nc: nc, rd: bufio.NewReaderSize(nc, 64<<10), timeout: c.Timeout,
-		out: make(chan [][]any, 4), failed: make(chan struct{}), closed: make(chan struct{})}
+	p := newPipe(nc, c.Timeout)
 	var hello [][]any
 	db := c.db
 	if c.Cluster() {
@@ -91,9 +125,10 @@ func (c *Conn) OpenPipe(ctx context.Context, key, name string, scripts ...*Scrip
 	}
 	for _, s := range scripts {
 		hello = append(hello, []any{"script", "load", s.src()})
+		p.scripts.loaded[s] = true
 	}
 	w := bufio.NewWriterSize(nc, 64<<10)
-	_ = nc.SetWriteDeadline(time.Now().Add(p.timeout))
+	_ = nc.SetWriteDeadline(time.Now().Add(p.wtimeout))
 	for _, cmd := range hello {
 		_ = writeCommand(w, nil, cmd)
 	}
@@ -113,16 +148,60 @@ func (c *Conn) OpenPipe(ctx context.Context, key, name string, scripts ...*Scrip
 			return nil, err
 		}
 	}
-	p.written = make(chan struct{})
-	go p.write(w)
-	p.stop = context.AfterFunc(ctx, p.Close)
+	p.start(ctx, w)
 	return p, nil
+}
+
+// DialPipe connects to the server the URL names as the client would (its
+// dialer, TLS), for a caller that speaks RESP itself: idmpctl exec, whose
+// replies must keep the types go-redis folds together. It talks to that
+// one node, as redis-cli without -c does. Nothing is sent: the commands
+// that must open the connection (AUTH, SELECT) are returned, for the
+// caller to send first and read the replies of. Each reply is bounded by
+// timeout (0: none); writes are not. The pipe is closed when ctx ends.
+func (c *Conn) DialPipe(ctx context.Context, timeout time.Duration) (*Pipe, [][]string, error) {
+	opt := c.opt
+	dctx, cancel := context.WithTimeout(ctx, opt.DialTimeout)
+	defer cancel()
+	nc, err := opt.Dialer(dctx, opt.Network, opt.Addr)
+	if err != nil {
+		return nil, nil, err // the dialer's error names the URL
+	}
+	p := newPipe(nc, timeout)
+	p.wtimeout = 0
+	p.start(ctx, bufio.NewWriterSize(nc, 64<<10))
+	return p, openingCommands(opt, c.db), nil
+}
+
+// openingCommands are the commands that open a pipe, which go-redis does
+// not open: AUTH as the URL's user (with an empty password too: never the
+// default user instead), SELECT of its database db.
+func openingCommands(opt *redis.Options, db int) [][]string {
+	var cmds [][]string
+	switch {
+	case opt.Username != "":
+		cmds = append(cmds, []string{"AUTH", opt.Username, opt.Password})
+	case opt.Password != "":
+		cmds = append(cmds, []string{"AUTH", opt.Password})
+	}
+	if db != 0 {
+		cmds = append(cmds, []string{"SELECT", strconv.Itoa(db)})
+	}
+	return cmds
 }
 
 // Send queues commands (each its arguments: strings, *string, []byte,
 // integers), written in order after those queued before. It blocks while
 // the writer is four sends behind.
 func (p *Pipe) Send(cmds [][]any) error {
+	if err := p.Flush(); err != nil {
+		return err
+	}
+	return p.hand(pipeSend{cmds: cmds})
+}
+
+// hand gives the writer what goes next.
+func (p *Pipe) hand(ps pipeSend) error {
 	select {
 	case <-p.failed:
 		return p.werr
@@ -131,7 +210,7 @@ func (p *Pipe) Send(cmds [][]any) error {
 	default:
 	}
 	select {
-	case p.out <- cmds:
+	case p.out <- ps:
 		return nil
 	case <-p.failed:
 		return p.werr
@@ -140,25 +219,87 @@ func (p *Pipe) Send(cmds [][]any) error {
 	}
 }
 
+// WriteCommand encodes a command of plain arguments after those written
+// before; it goes once Flush is called, or sooner when they are many.
+func (p *Pipe) WriteCommand(args ...string) error {
+	p.wbuf = resp.AppendCommand(p.buffer(), args...)
+	return p.flushFull()
+}
+
+// WriteArgs is WriteCommand for arguments as Send takes them.
+func (p *Pipe) WriteArgs(args []any) error {
+	p.wbuf = resp.AppendArgs(p.buffer(), args)
+	return p.flushFull()
+}
+
+// buffer is Write's buffer, one the writer gave back when it has none.
+func (p *Pipe) buffer() []byte {
+	if p.wbuf == nil {
+		select {
+		case b := <-p.free:
+			p.wbuf = b[:0]
+		default:
+			p.wbuf = make([]byte, 0, flushAt+4<<10)
+		}
+	}
+	return p.wbuf
+}
+
+func (p *Pipe) flushFull() error {
+	if len(p.wbuf) < flushAt {
+		return nil
+	}
+	return p.Flush()
+}
+
+// Flush hands what Write encoded to the writer.
+func (p *Pipe) Flush() error {
+	if len(p.wbuf) == 0 {
+		return nil
+	}
+	b := p.wbuf
+	p.wbuf = nil
+	return p.hand(pipeSend{raw: b})
+}
+
 // Recv reads the next reply: a string, an int64, nil, or a []any of them
 // (an error reply inside an array is its ReplyError). An error reply of its
 // own is returned as a ReplyError; any other error ends the pipe.
 func (p *Pipe) Recv() (any, error) {
-	_ = p.nc.SetReadDeadline(time.Now().Add(p.timeout))
-	v, err := readReply(p.rd)
-	var re ReplyError
-	if err != nil && !errors.As(err, &re) {
+	r, err := p.RecvReply()
+	if err != nil {
+		return nil, err
+	}
+	v := r.Value()
+	if re, ok := v.(ReplyError); ok {
+		return nil, re
+	}
+	return v, nil
+}
+
+// RecvReply reads the next reply as RESP has it (an error reply is a
+// reply, not an error). Any error ends the pipe.
+func (p *Pipe) RecvReply() (resp.Reply, error) {
+	if p.rtimeout > 0 {
+		_ = p.nc.SetReadDeadline(time.Now().Add(p.rtimeout))
+	}
+	r, err := resp.Read(p.rd)
+	if err != nil {
 		p.Close()
 		select {
 		case <-p.failed:
 			if p.werr != nil { // the cause, rather than the closed connection it left
-				return nil, p.werr
+				return r, p.werr
 			}
 		default:
 		}
 	}
-	return v, err
+	return r, err
 }
+
+// Buffered reports whether a further reply is read already, at least in
+// part (the caller may hold its output until one is not).
+func (p *Pipe) Buffered() bool { return p.rd.Buffered() > 0 }
 
 // Close ends the pipe: the connection closes, and replies not read are
 // lost. It returns once the writer is done with what was sent: the caller
@@ -184,10 +325,19 @@ func (p *Pipe) write(w *bufio.Writer) {
 		select {
 		case <-p.closed:
 			return
-		case cmds := <-p.out:
-			_ = p.nc.SetWriteDeadline(time.Now().Add(p.timeout))
-			for _, cmd := range cmds {
+		case ps := <-p.out:
+			if p.wtimeout > 0 {
+				_ = p.nc.SetWriteDeadline(time.Now().Add(p.wtimeout))
+			}
+			for _, cmd := range ps.cmds {
 				buf = writeCommand(w, buf, cmd)
+			}
+			if ps.raw != nil {
+				_, _ = w.Write(ps.raw)
+				select {
+				case p.free <- ps.raw:
+				default:
+				}
 			}
 			if err := w.Flush(); err != nil {
 				p.werr = err
@@ -208,24 +358,10 @@ func writeCommand(w *bufio.Writer, buf []byte, args []any) []byte {
 	return buf
 }
 
-// readReply reads one reply as go-redis gives replies (resp.Reply.Value):
-// an error reply of its own is returned as the error.
-func readReply(rd *bufio.Reader) (any, error) {
-	r, err := resp.Read(rd)
-	if err != nil {
-		return nil, err
-	}
-	v := r.Value()
-	if re, ok := v.(ReplyError); ok {
-		return nil, re
-	}
-	return v, nil
-}
-
 // SetTimeout bounds each later write and reply by d instead of the
 // connection's per-command timeout (a reply that follows a WAIT needs the
 // wait's time too).
-func (p *Pipe) SetTimeout(d time.Duration) { p.timeout = d }
+func (p *Pipe) SetTimeout(d time.Duration) { p.rtimeout, p.wtimeout = d, d }
 
 // Redirected handles a MOVED or ASK reply that a pipe met: a plain client
 // becomes a cluster client, a cluster client reads the slots again, so the

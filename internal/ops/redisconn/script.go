@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,31 +20,61 @@ var luaPrelude string
 // and its own parts, built on first use. Building hashes the source
 // (EVALSHA needs its SHA1); doing that for every script at process start
 // would cost every invocation, also of commands that never run a script.
+// A script is made with NewLua, and called with its typed arguments
+// (Lua.Call).
 type Script struct {
 	script func() *redis.Script
 	src    func() string
+	parts  func() []string
 	loaded atomic.Bool // this process saw a server run it (see RunDurable)
 }
 
-// NewScript makes a script of the prelude and parts, in order.
-func NewScript(parts ...string) *Script {
-	src := sync.OnceValue(func() string { return luaPrelude + strings.Join(parts, "") })
-	return &Script{src: src, script: sync.OnceValue(func() *redis.Script {
+// scripts are the scripts made, in order (Scripts).
+var scripts struct {
+	sync.Mutex
+	all []*Script
+}
+
+// newScript makes a script of parts, in order (the prelude first).
+func newScript(parts func() []string) *Script {
+	parts = sync.OnceValue(parts)
+	src := sync.OnceValue(func() string { return strings.Join(parts(), "") })
+	s := &Script{src: src, parts: parts, script: sync.OnceValue(func() *redis.Script {
 		return redis.NewScript(src())
 	})}
+	scripts.Lock()
+	scripts.all = append(scripts.all, s)
+	scripts.Unlock()
+	return s
 }
+
+// Scripts are the scripts made so far (by the packages imported), for a
+// test that checks them all (the Lua linter).
+func Scripts() []*Script {
+	scripts.Lock()
+	defer scripts.Unlock()
+	return slices.Clone(scripts.all)
+}
+
+// Parts are the script's parts, the prelude first: its source is their
+// concatenation.
+func (s *Script) Parts() []string { return slices.Clone(s.parts()) }
 
 // Hash is the script's SHA1, as EVALSHA takes it.
 func (s *Script) Hash() string { return s.script().Hash() }
 
-// Run runs the script with EVALSHA, and with EVAL when the server's script
-// cache does not hold it (NOSCRIPT): one round trip in the steady state.
-func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
-	cmd := s.script().Run(ctx, c, keys, args...)
+// Run runs the call with EVALSHA, and with EVAL when the server's script
+// cache does not hold its script (NOSCRIPT): one round trip in the steady
+// state. The reply is on cl.Cmd too.
+func (cl *Call) Run(ctx context.Context, c redis.Scripter) *redis.Cmd {
+	cl.mustBeMade()
+	s := cl.Script
+	cmd := s.script().Run(ctx, c, cl.Keys, cl.Args...)
 	if evalDisabled(cmd.Err()) {
-		cmd = s.loadAndRun(ctx, c, keys, args)
+		cmd = s.loadAndRun(ctx, c, cl.Keys, cl.Args)
 	}
 	s.noteRun(cmd.Err())
+	cl.Cmd = cmd
 	return cmd
 }
 
@@ -74,23 +105,23 @@ func (s *Script) noteRun(err error) {
 	}
 }
 
-// Call is one call of a script in a pipeline (RunPipelined): its keys and
-// arguments in, its reply out.
+// Call is one call of a script (Lua.Call): its keys and arguments in, its
+// reply out (Cmd, once run).
 type Call struct {
 	Script *Script
 	Keys   []string
 	Args   []any
 	Cmd    *redis.Cmd
 	// whole is the command's argument list (EVALSHA, the SHA, the number of
-	// keys, the keys), which Args continues in place (NewCall).
+	// keys, the keys), which Args continues in place (newCall).
 	whole []any
 }
 
-// NewCall is a call whose arguments are appended to Args, room for nargs
+// newCall is a call whose arguments are appended to Args, room for nargs
 // made: they continue the command's own argument list, which is sent as it
 // is. A call of thousands of arguments (a batch chunk) then costs no copy
 // of them, as go-redis's Script makes, and none of the garbage.
-func NewCall(s *Script, keys []string, nargs int) *Call {
+func newCall(s *Script, keys []string, nargs int) *Call {
 	n := 3 + len(keys)
 	whole := make([]any, n, n+nargs)
 	whole[2] = len(keys)
@@ -100,9 +131,18 @@ func NewCall(s *Script, keys []string, nargs int) *Call {
 	return &Call{Script: s, Keys: keys, Args: whole[n:], whole: whole}
 }
 
+// mustBeMade holds the rule that every script call goes through its typed
+// arguments: a Call not made by Lua.Call is a programming error.
+func (cl *Call) mustBeMade() {
+	if cl.whole == nil {
+		panic("redisconn: a script call not made by Lua.Call")
+	}
+}
+
 // Command is the call as one command's arguments: EVALSHA (or EVAL), the
 // SHA (or the source), the number of keys, the keys, the arguments.
 func (cl *Call) Command(eval bool) []any {
+	cl.mustBeMade()
 	n := 3 + len(cl.Keys)
 	var args []any
 	// Args still continues whole unless an append outgrew the room made.

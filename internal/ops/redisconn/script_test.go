@@ -17,14 +17,17 @@ func TestScriptsWithoutEVAL(t *testing.T) {
 	t.Parallel()
 	conn, _ := redistest.Conn(t, `rename-command EVAL ""`)
 	ctx := context.Background()
-	s := redisconn.NewScript("return ARGV[1]")
-	if v, err := s.Run(ctx, conn.Client(), nil, "x").Text(); err != nil || v != "x" {
+	type args struct {
+		V string `lua:"v"`
+	}
+	s := redisconn.NewLua[args, any](redisconn.CommandReply, "return v\n")
+	if v, err := s.Call(&args{V: "x"}).Run(ctx, conn.Client()).Text(); err != nil || v != "x" {
 		t.Fatalf("Run: %q, %v", v, err)
 	}
 	if err := conn.Client().ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	calls := []*redisconn.Call{{Script: s, Args: []any{"y"}}}
+	calls := []*redisconn.Call{s.Call(&args{V: "y"})}
 	if err := conn.RunPipelined(ctx, calls); err != nil || calls[0].Cmd.Val() != "y" {
 		t.Fatalf("RunPipelined: %v, %v", calls[0].Cmd.Val(), err)
 	}
@@ -32,8 +35,7 @@ func TestScriptsWithoutEVAL(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn.WatchEviction = true
-	cl := redisconn.NewCall(s, nil, 1)
-	cl.Args = append(cl.Args, "z")
+	cl := s.Call(&args{V: "z"})
 	conn.RunNotingEviction(ctx, conn.Client(), cl)
 	if v, err := cl.Cmd.Text(); err != nil || v != "z" {
 		t.Fatalf("RunNotingEviction: %q, %v", v, err)

@@ -15,11 +15,16 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// setScript writes ARGV[1] at KEYS[1]: a write for WAIT to wait for.
-var setScript = redisconn.NewScript("return redis.call('SET', KEYS[1], ARGV[1])\n")
+// setScript writes value at key: a write for WAIT to wait for.
+type setArgs struct {
+	Key   string `lua:"key,key"`
+	Value string `lua:"value"`
+}
+
+var setScript = redisconn.NewLua[setArgs, any](redisconn.CommandReply, "return redis.call('SET', key, value)\n")
 
 func setCall(key, value string) []*redisconn.Call {
-	return []*redisconn.Call{{Script: setScript, Keys: []string{key}, Args: []any{value}}}
+	return []*redisconn.Call{setScript.Call(&setArgs{Key: key, Value: value})}
 }
 
 // primaryWithReplica starts a primary on a loopback port and one replica.
@@ -117,7 +122,10 @@ func TestRunDurableOutlastsTheCommandTimeout(t *testing.T) {
 func TestRunDurableScriptCache(t *testing.T) {
 	srv := redistest.NewWith(t, redistest.Options{Unix: true})
 	c := redistest.Connect(t, srv.URL)
-	script := redisconn.NewScript("return redis.call('INCR', KEYS[1])\n")
+	type incrArgs struct {
+		Key string `lua:"key,key"`
+	}
+	script := redisconn.NewLua[incrArgs, int64](redisconn.Int64Reply, "return redis.call('INCR', key)\n")
 	d := redisconn.Durability{Replicas: 1, Timeout: 10 * time.Millisecond} // no replica: WAIT answers 0 after 10ms
 	ctx := context.Background()
 	for i := 1; i <= 3; i++ {
@@ -126,7 +134,7 @@ func TestRunDurableScriptCache(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		calls := []*redisconn.Call{{Script: script, Keys: []string{"n"}}}
+		calls := []*redisconn.Call{script.Call(&incrArgs{Key: "n"})}
 		if _, err := c.RunDurable(ctx, "n", d, calls); err != nil {
 			t.Fatal(err)
 		}

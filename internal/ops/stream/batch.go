@@ -381,7 +381,7 @@ func (r *batchRun) prune(ctx context.Context) {
 	_ = r.s.Conn.Do(func(c redis.UniversalClient) error {
 		cctx, cancel := r.s.bound(ctx)
 		defer cancel()
-		return pruneScript.Run(cctx, c, []string{r.layout.Batches}, pruneLimit).Err()
+		return pruneScript.Call(&pruneArgs{Index: r.layout.Batches, Limit: pruneLimit}).Run(cctx, c).Err()
 	})
 }
 
@@ -753,9 +753,9 @@ func (r *batchRun) sendScripted(ctx context.Context, windows <-chan []*chunk) ([
 	if d.On() {
 		depth = 1
 	}
-	script, drops := addScript, dropArg
+	script, drops := addScript.Script, dropArg()
 	if r.s.Mode == ModeNative {
-		script, drops = nativeBatchScript, nativeDropArg
+		script, drops = nativeBatchScript.Script, nativeDropArg()
 	}
 	var (
 		queue      []*chunk // not confirmed, oldest first: the first onWire were sent

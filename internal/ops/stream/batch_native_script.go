@@ -18,8 +18,6 @@ import (
 	"context"
 	_ "embed"
 	"errors"
-	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -30,11 +28,127 @@ import (
 //go:embed lua/stream_native_batch.lua
 var nativeBatchLua string
 
-var nativeBatchScript = redisconn.NewScript(idmp.LuaConstants(), nativeBatchLua)
+var nativeBatchScript = redisconn.NewLua[nativeBatchArgs](runReplyDecoder("native xadd --batch"), idmp.LuaConstants(), nativeBatchLua)
+
+// nativeBatchArgs are the native batch script's (see
+// lua/stream_native_batch.lua).
+type nativeBatchArgs struct {
+	Stream     string `lua:"STREAM,key"`
+	Progress   string `lua:"PROGRESS,key"` // the batch's progress record
+	Batches    string `lua:"BATCHES,key"`  // the stream's index of progress records
+	Meta       string `lua:"META,key"`     // the meta hash of emulated IDMP state, only read
+	PIDs       string `lua:"PIDS,key"`     // its pids set, only read
+	Chunk      progressArgs
+	NoMkStream bool `lua:"NOMK"`
+	Trim       trimArgs
+	Auto       bool         `lua:"AUTO"` // IDMPAUTO: the items carry no iid
+	NPIDs      int          `lua:"NPIDS"`
+	Items      *nativeItems `lua:"ITEMS,rest"`
+}
 
 // nativeDropArg is where in the native batch script's arguments a chunk
-// names the kept replies that go (ARGV[4]): set when the chunk is sent.
-const nativeDropArg = 3
+// names the kept replies that go (progressArgs.Drop): set when the chunk is
+// sent.
+func nativeDropArg() int { return nativeBatchScript.ArgIndex("Drop") }
+
+// nativeItems are the native batch script's pids, number of items, the
+// items' shape (three arguments), the shared names, and the items, packed
+// or one argument a string (see lua/stream_native_batch.lua).
+type nativeItems struct {
+	pids     []any
+	pidIndex map[string]int
+	reqs     []AddRequest
+	uniform  bool // one pid, and every item of the same number of fields
+	named    bool // and of the same field names
+	packed   bool
+	size     int // the strings' bytes
+}
+
+// step is 2 when the items carry their values alone (shared names).
+func (it *nativeItems) step() int {
+	if it.named {
+		return 2
+	}
+	return 1
+}
+
+func (it *nativeItems) ArgsLen() int {
+	r0 := &it.reqs[0]
+	n := len(it.pids) + 1 + 3
+	if it.named {
+		n += len(r0.Fields) / 2
+	}
+	if it.packed {
+		return n + 2
+	}
+	for i := range it.reqs {
+		q := &it.reqs[i]
+		if !it.uniform {
+			n += 2
+		}
+		if !q.Auto {
+			n++
+		}
+		n += len(q.Fields) / it.step()
+	}
+	return n
+}
+
+func (it *nativeItems) AppendArgs(args []any) []any {
+	reqs := it.reqs
+	r0 := &reqs[0]
+	args = append(args, it.pids...)
+	args = append(args, len(reqs))
+	pack := ""
+	if it.packed {
+		pack = "1"
+	}
+	switch {
+	case it.named:
+		args = append(args, len(r0.Fields), "1", pack)
+		for k := 0; k < len(r0.Fields); k += 2 {
+			args = append(args, &r0.Fields[k])
+		}
+	case it.uniform:
+		args = append(args, len(r0.Fields), "", pack)
+	default:
+		args = append(args, "", "", "")
+	}
+	step := it.step()
+	if it.packed {
+		// Every string one after the other, and a byte of length each.
+		big := make([]byte, 0, it.size)
+		lens := make([]byte, 0, len(reqs)*(1+len(r0.Fields)))
+		for i := range reqs {
+			q := &reqs[i]
+			if !q.Auto {
+				big, lens = append(big, q.IID...), append(lens, byte(len(q.IID)))
+			}
+			for k := step - 1; k < len(q.Fields); k += step {
+				big, lens = append(big, q.Fields[k]...), append(lens, byte(len(q.Fields[k])))
+			}
+		}
+		return append(args, big, lens)
+	}
+	// Strings go in as pointers: boxing a string allocates, a pointer does
+	// not (the pipe writes *string as the string).
+	for i := range reqs {
+		q := &reqs[i]
+		if !it.uniform {
+			args = append(args, it.pidIndex[q.PID])
+		}
+		if !q.Auto {
+			args = append(args, &q.IID)
+		}
+		if !it.uniform {
+			args = append(args, len(q.Fields))
+		}
+		for k := step - 1; k < len(q.Fields); k += step {
+			args = append(args, &q.Fields[k])
+		}
+	}
+	return args
+}
 
 // packedMax bounds the strings of a chunk that goes packed (a byte of
 // length each; 255 is not a length).
@@ -46,32 +160,29 @@ const packedMax = 255
 func (r *batchRun) nativeBatchCall(c *chunk) (*redisconn.Call, []string) {
 	reqs := c.reqs
 	r0 := reqs[0]
-	keys := []string{r.spec.Template.Stream, r.key, r.layout.Batches, r.layout.Meta, r.layout.PIDs}
-	pidIndex := map[string]int{}
-	var pids []any
-	uniform, named, short := true, true, true
-	nargs := 22
-	size := 0 // the strings' bytes, packed
+	it := &nativeItems{pidIndex: map[string]int{}, reqs: reqs, uniform: true, named: true}
+	short := true
+	iids := make([]string, len(reqs))
 	for i := range reqs {
 		q := &reqs[i]
-		uniform = uniform && len(q.Fields) == len(r0.Fields)
-		for k := 0; named && uniform && k < len(q.Fields); k += 2 {
-			named = q.Fields[k] == r0.Fields[k]
+		iids[i] = q.IID
+		it.uniform = it.uniform && len(q.Fields) == len(r0.Fields)
+		for k := 0; it.named && it.uniform && k < len(q.Fields); k += 2 {
+			it.named = q.Fields[k] == r0.Fields[k]
 		}
 		short = short && len(q.IID) < packedMax
-		size += len(q.IID)
+		it.size += len(q.IID)
 		for k := range q.Fields {
 			short = short && len(q.Fields[k]) < packedMax
-			size += len(q.Fields[k])
+			it.size += len(q.Fields[k])
 		}
-		if _, ok := pidIndex[q.PID]; !ok {
-			pidIndex[q.PID] = len(pids) + 1
-			pids = append(pids, q.PID)
+		if _, ok := it.pidIndex[q.PID]; !ok {
+			it.pidIndex[q.PID] = len(it.pids) + 1
+			it.pids = append(it.pids, q.PID)
 		}
-		nargs += 3 + len(q.Fields)
 	}
-	uniform = uniform && len(pids) == 1
-	named = named && uniform
+	it.uniform = it.uniform && len(it.pids) == 1
+	it.named = it.named && it.uniform
 	// Packed, each of the two arguments must fit the server's
 	// proto-max-bulk-len (at least 1 MiB where it is not known), or it
 	// refuses the whole command.
@@ -80,98 +191,12 @@ func (r *batchRun) nativeBatchCall(c *chunk) (*redisconn.Call, []string) {
 		bulk = 1 << 20
 	}
 	strs := len(reqs) * (len(r0.Fields) + 1)
-	packed := uniform && short && int64(size) <= bulk && int64(strs) <= bulk
-	nargs += len(pids)
-	call := redisconn.NewCall(nativeBatchScript, keys, nargs)
-	lines := make([]byte, 0, len(c.lines)*7)
-	for i, n := range c.lines {
-		if i > 0 {
-			lines = append(lines, ',')
-		}
-		lines = strconv.AppendInt(lines, n, 10)
-	}
-	nomk, trim, op, threshold, limit, auto := "", "", "=", "", "", ""
-	if r0.NoMkStream {
-		nomk = "1"
-	}
-	switch {
-	case r0.MaxLen > 0:
-		trim, threshold = "MAXLEN", strconv.FormatInt(r0.MaxLen, 10)
-	case r0.MinID != "":
-		trim, threshold = "MINID", r0.MinID
-	}
-	if r0.Approx {
-		op = "~"
-	}
-	switch {
-	case r0.Limit > 0:
-		limit = strconv.FormatInt(r0.Limit, 10)
-	case r0.Limit < 0:
-		limit = "0"
-	}
-	if r0.Auto {
-		auto = "1"
-	}
-	args := append(call.Args, c.from, c.to, c.digest, "", r.spec.TTL.Milliseconds(), r.spec.ID, r.spec.Template.PID,
-		string(lines), r.run, nomk, trim, op, threshold, limit, auto, len(pids))
-	args = append(args, pids...)
-	args = append(args, len(reqs))
-	pack := ""
-	if packed {
-		pack = "1"
-	}
-	switch {
-	case named:
-		args = append(args, len(r0.Fields), "1", pack)
-		for k := 0; k < len(r0.Fields); k += 2 {
-			args = append(args, &r0.Fields[k])
-		}
-	case uniform:
-		args = append(args, len(r0.Fields), "", pack)
-	default:
-		args = append(args, "", "", "")
-	}
-	step := 1
-	if named {
-		step = 2 // the values alone
-	}
-	iids := make([]string, len(reqs))
-	if packed {
-		// Every string one after the other, and a byte of length each.
-		big := make([]byte, 0, size)
-		lens := make([]byte, 0, len(reqs)*(1+len(r0.Fields)))
-		for i := range reqs {
-			q := &reqs[i]
-			iids[i] = q.IID
-			if !q.Auto {
-				big, lens = append(big, q.IID...), append(lens, byte(len(q.IID)))
-			}
-			for k := step - 1; k < len(q.Fields); k += step {
-				big, lens = append(big, q.Fields[k]...), append(lens, byte(len(q.Fields[k])))
-			}
-		}
-		call.Args = append(args, big, lens)
-		return call, iids
-	}
-	// Strings go in as pointers: boxing a string allocates, a pointer does
-	// not (the pipe writes *string as the string).
-	for i := range reqs {
-		q := &reqs[i]
-		iids[i] = q.IID
-		if !uniform {
-			args = append(args, pidIndex[q.PID])
-		}
-		if !q.Auto {
-			args = append(args, &q.IID)
-		}
-		if !uniform {
-			args = append(args, len(q.Fields))
-		}
-		for k := step - 1; k < len(q.Fields); k += step {
-			args = append(args, &q.Fields[k])
-		}
-	}
-	call.Args = args
+	it.packed = it.uniform && short && int64(it.size) <= bulk && int64(strs) <= bulk
+	cp := &chunkProgress{From: c.from, To: c.to, Digest: c.digest, DropReplies: -1, TTL: r.spec.TTL,
+		ID: r.spec.ID, PID: r.spec.Template.PID, Lines: c.lines, Run: r.run}
+	call := nativeBatchScript.Call(&nativeBatchArgs{Stream: r.spec.Template.Stream, Progress: r.key, Batches: r.layout.Batches,
+		Meta: r.layout.Meta, PIDs: r.layout.PIDs, Chunk: progressArgsOf(cp), NoMkStream: r0.NoMkStream, Trim: trimArgsOf(&r0), Auto: r0.Auto,
+		NPIDs: len(it.pids), Items: it})
 	return call, iids
 }
 
@@ -239,53 +264,46 @@ func noScripting(err error) string {
 // parseNativeBatchReply reads the native batch script's reply for n
 // requests (see lua/stream_native_batch.lua).
 func parseNativeBatchReply(v any, iids []string, n int) ([]AddResult, error) {
-	reply, ok := v.([]any)
-	if !ok || len(reply) == 0 {
-		return nil, exit.New(exit.Internal, "native xadd --batch", "unexpected reply %v", v)
+	const what = "native xadd --batch"
+	r, err := nativeBatchScript.Decode(v)
+	if err != nil {
+		return nil, err
 	}
-	bad := func() error { return exit.New(exit.Internal, "native xadd --batch", "unexpected reply %v", reply) }
-	code, _ := reply[0].(string)
-	switch {
-	case len(reply) == 1 && code == "E":
+	switch r.code {
+	case "":
+		if r.fourth != nil && r.fourth != "u" {
+			return nil, r.unexpected(what)
+		}
+	case "E":
 		return nil, &errFallback{why: emulatedStateWhy, emulated: true}
-	case len(reply) == 3 && code == "F":
-		i, err1 := strconv.Atoi(fmt.Sprint(reply[1]))
-		nf, err2 := strconv.Atoi(fmt.Sprint(reply[2]))
-		if err1 != nil || err2 != nil || i < 1 || i > n {
-			return nil, bad()
+	case "F":
+		if r.item > n {
+			return nil, r.unexpected(what)
 		}
 		// The reader sends such lines by MULTI/EXEC: this is the second line.
-		return nil, exit.New(exit.Internal, "native xadd --batch", "item %d has %d field/value arguments, more than the chunk script takes", i, nf)
-	case len(reply) == 2 && code == "P":
-		text, _ := reply[1].(string)
-		line, err := strconv.ParseInt(text, 10, 64)
-		if err != nil {
-			return nil, bad()
-		}
-		return nil, &errProgressMoved{Line: line}
-	case len(reply) != 3 && !(len(reply) == 4 && reply[3] == "u"):
-		return nil, bad()
+		return nil, exit.New(exit.Internal, what, "item %d has %d field/value arguments, more than the chunk script takes", r.item, r.nfields)
+	case "P":
+		return nil, &errProgressMoved{Line: r.line}
+	default:
+		return nil, r.unexpected(what)
 	}
-	done, _ := reply[0].(string)
-	stop, _ := reply[1].(string)
-	message, _ := reply[2].(string)
-	out, err := parseDone(done, iids, n)
+	out, err := parseDone(r.done, iids, n)
 	if err != nil {
-		return nil, exit.New(exit.Internal, "native xadd --batch", "%v", err)
+		return nil, exit.New(exit.Internal, what, "%v", err)
 	}
 	for i := range out {
 		out[i].Mode = ModeNative
 	}
 	var stopped error
 	switch {
-	case stop == "n":
+	case r.stop == "n":
 		stopped = errNoStream()
-	case stop == "e":
-		stopped = errors.New(message)
-	case stop != "" || len(out) != n:
-		stopped = exit.New(exit.Internal, "native xadd --batch", "%d replies for %d requests (stop %q)", len(out), n, stop)
+	case r.stop == "e":
+		stopped = errors.New(r.message)
+	case r.stop != "" || len(out) != n:
+		stopped = exit.New(exit.Internal, what, "%d replies for %d requests (stop %q)", len(out), n, r.stop)
 	}
-	if len(reply) == 4 {
+	if r.fourth != nil {
 		return out, &errOutcomesUnknown{then: stopped}
 	}
 	return out, stopped

@@ -365,7 +365,7 @@ func TestNativeBatchScriptChecksBeforeWriting(t *testing.T) {
 		if edit != nil {
 			keys, args = edit(append([]string(nil), keys...), append([]any(nil), args...))
 		}
-		return nativeBatchScript.Run(ctx, c, keys, args...).Result()
+		return rawRun(nativeBatchScript.Script, ctx, c, keys, args...).Result()
 	}
 	// A stream with a committed chunk: its record stands at line 1.
 	r := nativeTestRun(t, s, "s", "b")
@@ -503,7 +503,7 @@ func TestNativeBatchOutcomesNotConfirmed(t *testing.T) {
 	s := &Streams{Conn: conn, Mode: ModeNative}
 	r := nativeTestRun(t, s, "s", "b")
 	// Loaded (the MULTI below runs it with EVALSHA): a pipe loads it.
-	pipe, err := conn.OpenPipe(ctx, "s", "", nativeBatchScript)
+	pipe, err := conn.OpenPipe(ctx, "s", "", nativeBatchScript.Script)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -148,7 +148,7 @@ func (o *otherRun) commit(from, to int) {
 			key: o.layout.Batch(o.tmpl.PID, "b"), run: o.run}
 		c := &chunk{from: int64(from), to: int64(to), digest: hex.EncodeToString(h.Sum(nil)), reqs: reqs, lines: lines}
 		call, iids := r.nativeBatchCall(c)
-		v, err := nativeBatchScript.Run(context.Background(), o.cn, call.Keys, call.Args...).Result()
+		v, err := rawRun(nativeBatchScript.Script, context.Background(), o.cn, call.Keys, call.Args...).Result()
 		if err != nil {
 			o.t.Fatalf("the other run's chunk %d-%d: %v", from, to, err)
 		}
@@ -163,7 +163,7 @@ func (o *otherRun) commit(from, to int) {
 	if err != nil {
 		o.t.Fatal(err)
 	}
-	v, err := addScript.Run(context.Background(), o.cn, call.Keys, call.Args...).Result()
+	v, err := rawRun(addScript.Script, context.Background(), o.cn, call.Keys, call.Args...).Result()
 	if err != nil {
 		o.t.Fatalf("the other run's chunk %d-%d: %v", from, to, err)
 	}

@@ -100,12 +100,12 @@ func (f *checksFixture) run(t *testing.T, reqs []AddRequest, cp *chunkProgress) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return addScript.Run(context.Background(), f.h.rdb, call.Keys, call.Args...).Result()
+	return rawRun(addScript.Script, context.Background(), f.h.rdb, call.Keys, call.Args...).Result()
 }
 
 // runRaw sends keys and arguments as given.
 func (f *checksFixture) runRaw(script *redisconn.Script, keys []string, args ...any) (any, error) {
-	return script.Run(context.Background(), f.h.rdb, keys, args...).Result()
+	return rawRun(script, context.Background(), f.h.rdb, keys, args...).Result()
 }
 
 func TestAddScriptChecksBeforeWriting(t *testing.T) {
@@ -133,16 +133,16 @@ func TestAddScriptChecksBeforeWriting(t *testing.T) {
 		return a
 	}
 	trips := []trip{
-		{"a key too few", func() (any, error) { return f.runRaw(addScript, keys[:len(keys)-1], args...) }, "malformed"},
-		{"an argument too few", func() (any, error) { return f.runRaw(addScript, keys, args[:len(args)-1]...) }, "malformed"},
-		{"an argument too many", func() (any, error) { return f.runRaw(addScript, keys, append(args, "x")...) }, "malformed"},
-		{"no pids", func() (any, error) { return f.runRaw(addScript, keys, with(18, "0")...) }, "malformed"},
+		{"a key too few", func() (any, error) { return f.runRaw(addScript.Script, keys[:len(keys)-1], args...) }, "malformed"},
+		{"an argument too few", func() (any, error) { return f.runRaw(addScript.Script, keys, args[:len(args)-1]...) }, "malformed"},
+		{"an argument too many", func() (any, error) { return f.runRaw(addScript.Script, keys, append(args, "x")...) }, "malformed"},
+		{"no pids", func() (any, error) { return f.runRaw(addScript.Script, keys, with(18, "0")...) }, "malformed"},
 		{"an odd field count", func() (any, error) {
 			// Items are not uniform (two pids): pid index, iid, nfields, fields.
-			return f.runRaw(addScript, keys, with(len(args)-5, "3")...) // the last item's field count (the defaults come last)
+			return f.runRaw(addScript.Script, keys, with(len(args)-5, "3")...) // the last item's field count (the defaults come last)
 		}, "malformed"},
-		{"no TTL for the record", func() (any, error) { return f.runRaw(addScript, keys, with(13, "")...) }, "malformed"},
-		{"an empty pid", func() (any, error) { return f.runRaw(addScript, keys, with(19, "")...) }, "non-empty producer ID"},
+		{"no TTL for the record", func() (any, error) { return f.runRaw(addScript.Script, keys, with(13, "")...) }, "malformed"},
+		{"an empty pid", func() (any, error) { return f.runRaw(addScript.Script, keys, with(19, "")...) }, "non-empty producer ID"},
 		{"an empty iid", func() (any, error) {
 			return f.run(t, []AddRequest{f.req("p", "x"), {Stream: f.stream, PID: "p", Fields: []string{"f", "v"}}}, nil)
 		}, "non-empty idempotent ID"},
@@ -155,7 +155,7 @@ func TestAddScriptChecksBeforeWriting(t *testing.T) {
 			return f.run(t, []AddRequest{f.req("p", "z")}, &cp)
 		}, "P"},
 		{"another stream's state", func() (any, error) {
-			return f.runRaw(addScript, keys, with(2, "other")...)
+			return f.runRaw(addScript.Script, keys, with(2, "other")...)
 		}, "IDMPCONFLICT"},
 	}
 	for _, tr := range trips {
@@ -215,7 +215,7 @@ func TestAddScriptChecksBeforeWriting(t *testing.T) {
 		opt := &redis.Options{Network: "unix", Addr: strings.TrimPrefix(f.srv.URL, "unix://"), Username: user, Password: "pw"}
 		uc := redis.NewClient(opt)
 		before := serverDump(t, rdb)
-		_, err := addScript.Run(ctx, uc, keys, args...).Result()
+		_, err := rawRun(addScript.Script, ctx, uc, keys, args...).Result()
 		uc.Close()
 		// XRANGE is also a read of the first part: the server refuses it
 		// there, before any write, in its own words.
@@ -226,7 +226,7 @@ func TestAddScriptChecksBeforeWriting(t *testing.T) {
 	}
 
 	// And the same call goes through once nothing trips it.
-	if _, err := f.runRaw(addScript, keys, args...); err != nil {
+	if _, err := f.runRaw(addScript.Script, keys, args...); err != nil {
 		t.Fatal(err)
 	}
 	if n := rdb.XLen(ctx, f.stream).Val(); n != 5 {
@@ -244,10 +244,10 @@ func TestCfgSetAndClearScriptsCheckBeforeWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := func(d, n any) func() (any, error) {
-		return func() (any, error) { return f.runRaw(cfgsetScript, keys, append(args, d, n)...) }
+		return func() (any, error) { return f.runRaw(cfgsetScript.Script, keys, append(args, d, n, "", "")...) }
 	}
 	clearOne := func() (any, error) {
-		return f.runRaw(clearScript, append(keys, f.l.IDs("q"), f.l.Order("q")), append(args, "q")...)
+		return f.runRaw(clearScript.Script, append(keys, f.l.IDs("q"), f.l.Order("q")), append(args, "q", "", "")...)
 	}
 	for _, tr := range []struct {
 		name string
@@ -259,9 +259,9 @@ func TestCfgSetAndClearScriptsCheckBeforeWriting(t *testing.T) {
 		{"cfgset: duration out of range", cfg(86401, 0), "IDMP-DURATION must be between"},
 		{"cfgset: maxsize out of range", cfg(0, 10001), "IDMP-MAXSIZE must be between"},
 		{"clear: keys of one pid without the pid", func() (any, error) {
-			return f.runRaw(clearScript, append(keys, f.l.IDs("q"), f.l.Order("q")), append(args, "")...)
+			return f.runRaw(clearScript.Script, append(keys, f.l.IDs("q"), f.l.Order("q")), append(args, "", "", "")...)
 		}, "malformed"},
-		{"clear: a pid without its keys", func() (any, error) { return f.runRaw(clearScript, keys, append(args, "q")...) }, "malformed"},
+		{"clear: a pid without its keys", func() (any, error) { return f.runRaw(clearScript.Script, keys, append(args, "q", "", "")...) }, "malformed"},
 	} {
 		before := serverDump(t, rdb)
 		_, err := tr.run()
@@ -295,9 +295,11 @@ func TestCfgSetAndClearScriptsCheckBeforeWriting(t *testing.T) {
 		}
 		uc := redis.NewClient(&redis.Options{Network: "unix", Addr: strings.TrimPrefix(f.srv.URL, "unix://"), Username: user, Password: "pw"})
 		runs := map[string]func() (any, error){
-			"cfgset": func() (any, error) { return cfgsetScript.Run(ctx, uc, keys, append(args, 5, 0)...).Result() },
+			"cfgset": func() (any, error) {
+				return rawRun(cfgsetScript.Script, ctx, uc, keys, append(args, 5, 0, "", "")...).Result()
+			},
 			"clear": func() (any, error) {
-				return clearScript.Run(ctx, uc, append(keys, f.l.IDs("q"), f.l.Order("q")), append(args, "q")...).Result()
+				return rawRun(clearScript.Script, ctx, uc, append(keys, f.l.IDs("q"), f.l.Order("q")), append(args, "q", "", "")...).Result()
 			},
 		}
 		for name, run := range runs {
@@ -331,7 +333,7 @@ func TestPruneScript(t *testing.T) {
 	rdb.PExpire(ctx, legacy, time.Hour)
 	rdb.ZAdd(ctx, f.l.Batches, redis.Z{Score: float64(now - 1000), Member: old},
 		redis.Z{Score: float64(now - 1000), Member: legacy}, redis.Z{Score: float64(now - 1000), Member: gone})
-	n, err := pruneScript.Run(ctx, rdb, []string{f.l.Batches}, 100).Int()
+	n, err := rawRun(pruneScript.Script, ctx, rdb, []string{f.l.Batches}, 100).Int()
 	if err != nil || n != 1 {
 		t.Fatalf("prune: %d, %v; want 1 dropped", n, err)
 	}
@@ -356,13 +358,13 @@ func TestPruneScript(t *testing.T) {
 	uc := redis.NewClient(&redis.Options{Network: "unix", Addr: strings.TrimPrefix(f.srv.URL, "unix://"), Username: "no-del", Password: "pw"})
 	defer uc.Close()
 	before := serverDump(t, rdb)
-	if err := pruneScript.Run(ctx, uc, []string{f.l.Batches}, 100).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+	if err := rawRun(pruneScript.Script, ctx, uc, []string{f.l.Batches}, 100).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
 		t.Errorf("prune without DEL: %v", err)
 	}
 	wantUnchanged(t, "prune without DEL", before, rdb)
 	rdb.Set(ctx, f.h.key("notindex"), "x", 0)
 	before = serverDump(t, rdb)
-	if err := pruneScript.Run(ctx, rdb, []string{f.h.key("notindex")}, 100).Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+	if err := rawRun(pruneScript.Script, ctx, rdb, []string{f.h.key("notindex")}, 100).Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
 		t.Errorf("prune of a string: %v", err)
 	}
 	wantUnchanged(t, "prune of a string", before, rdb)

@@ -23,15 +23,6 @@ import (
 // with this add and the server-level defaults were not sent.
 var errNeedDefaults = errors.New("the add needs the server-level IDMP defaults")
 
-// defaultArgs are the last two arguments of every emulated script call:
-// the defaults, or ” and ” when they are not known yet.
-func (s *Streams) defaultArgs() []any {
-	if s.Defaults == nil {
-		return []any{"", ""}
-	}
-	return []any{s.Defaults.Duration, s.Defaults.MaxSize}
-}
-
 // loadDefaults reads the emulated server-level defaults once (a key that
 // is absent, or a value out of range, is Redis's default).
 func (s *Streams) loadDefaults(ctx context.Context) error {

@@ -36,7 +36,7 @@ func TestAddAsksForDefaultsBeforeWriting(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return call.Script.Run(ctx, conn.Client(), call.Keys, call.Args...).Result()
+		return rawRun(call.Script, ctx, conn.Client(), call.Keys, call.Args...).Result()
 	}
 	// A new stream: asked, nothing written.
 	before := dump()

@@ -23,9 +23,56 @@ var (
 	//go:embed lua/stream_emu_restore.lua
 	restoreLua string
 
-	dumpScript    = emulatedScript(dumpLua)
-	restoreScript = emulatedScript(restoreLua)
+	dumpScript    = emulatedScript[stateOnlyArgs](decodeDumpReply, dumpLua)
+	restoreScript = emulatedScript[restoreArgsOf](redisconn.CommandReply, restoreLua) // RESTORE's
 )
+
+// restoreArgsOf are the restore script's (see lua/stream_emu_restore.lua):
+// RESTORE's arguments after the key (how many, then they), then the state
+// (restoredState).
+type restoreArgsOf struct {
+	State    stateArgs
+	PIDKeys  []string       `lua:"PID_KEYS,key,rest"` // per pid of the state its ids hash and order list
+	NRestore int            `lua:"NRESTORE"`
+	Rest     *restoredState `lua:"REST,rest"`
+	Defaults defaultsArgs
+}
+
+// restoredState is a restore's arguments after NRESTORE: RESTORE's
+// arguments, the state's settings and counters, its gen, '1' when its
+// iids are unordered, the number of pids, and per pid its name, number of
+// iids and iid/ID pairs.
+type restoredState struct {
+	restoreArgs []string
+	state       *DumpState
+}
+
+func (r *restoredState) ArgsLen() int {
+	n := len(r.restoreArgs) + 7
+	for _, p := range r.state.PIDs {
+		n += 2 + 2*len(p.IIDs)
+	}
+	return n
+}
+
+func (r *restoredState) AppendArgs(args []any) []any {
+	for _, a := range r.restoreArgs {
+		args = append(args, a)
+	}
+	st := r.state
+	unordered := ""
+	if st.Unordered {
+		unordered = "1"
+	}
+	args = append(args, st.Duration, st.MaxSize, st.Added, st.Duplicates, st.Gen, unordered, len(st.PIDs))
+	for _, p := range st.PIDs {
+		args = append(args, p.PID, len(p.IIDs))
+		for i := range p.IIDs {
+			args = append(args, p.IIDs[i], p.IDs[i])
+		}
+	}
+	return args
+}
 
 // DumpState is a stream's emulated IDMP state as a DUMP took it: settings,
 // lifetime counters, the token's gen, and each producer's live iids with
@@ -59,19 +106,35 @@ func (d *DumpState) Size() int {
 // DumpCall is the call of the script that runs DUMP key and takes the
 // emulated IDMP state of the stream it is (ParseDumpReply reads it).
 func (s *Streams) DumpCall(key string) (*redisconn.Call, error) {
-	_, keys, args, err := s.stateCall(key)
+	_, st, err := s.state(key)
 	if err != nil {
 		return nil, err
 	}
-	call := redisconn.NewCall(dumpScript, keys, len(args)+2)
-	call.Args = append(append(call.Args, args...), s.defaultArgs()...)
-	return call, nil
+	return dumpScript.Call(&stateOnlyArgs{State: st, Defaults: s.defaultArgs()}), nil
 }
 
 // ParseDumpReply reads DumpCall's reply: the payload (ok false when the
 // key does not exist: DUMP's nil), and the state (nil when the key is not
 // a stream with live emulated state).
 func ParseDumpReply(v any) (payload string, state *DumpState, ok bool, err error) {
+	r, err := dumpScript.Decode(v)
+	return r.payload, r.state, r.ok, err
+}
+
+// dumpReply is the dump script's reply (ParseDumpReply).
+type dumpReply struct {
+	payload string
+	state   *DumpState
+	ok      bool
+}
+
+// decodeDumpReply is the dump script's decoder.
+func decodeDumpReply(v any) (dumpReply, error) {
+	payload, state, ok, err := decodeDump(v)
+	return dumpReply{payload, state, ok}, err
+}
+
+func decodeDump(v any) (payload string, state *DumpState, ok bool, err error) {
 	r, isList := v.([]any)
 	bad := func() (string, *DumpState, bool, error) {
 		return "", nil, false, exit.New(exit.Internal, "emulated DUMP", "unexpected reply %s", fmt.Sprint(v))
@@ -140,33 +203,16 @@ func ParseDumpReply(v any) (payload string, state *DumpState, ok bool, err error
 // state, as DumpCall took it with that payload, under key's names. Its
 // reply is RESTORE's.
 func (s *Streams) RestoreCall(key string, restoreArgs []string, state *DumpState) (*redisconn.Call, error) {
-	l, keys, args, err := s.stateCall(key)
+	l, st, err := s.state(key)
 	if err != nil {
 		return nil, err
 	}
-	n := len(args) + 1 + len(restoreArgs) + 7 + 2
+	var keys []string
 	for _, p := range state.PIDs {
 		keys = append(keys, l.IDs(p.PID), l.Order(p.PID))
-		n += 2 + 2*len(p.IIDs)
 	}
-	call := redisconn.NewCall(restoreScript, keys, n)
-	call.Args = append(append(call.Args, args...), len(restoreArgs))
-	for _, a := range restoreArgs {
-		call.Args = append(call.Args, a)
-	}
-	unordered := ""
-	if state.Unordered {
-		unordered = "1"
-	}
-	call.Args = append(call.Args, state.Duration, state.MaxSize, state.Added, state.Duplicates, state.Gen, unordered, len(state.PIDs))
-	for _, p := range state.PIDs {
-		call.Args = append(call.Args, p.PID, len(p.IIDs))
-		for i := range p.IIDs {
-			call.Args = append(call.Args, p.IIDs[i], p.IDs[i])
-		}
-	}
-	call.Args = append(call.Args, s.defaultArgs()...)
-	return call, nil
+	return restoreScript.Call(&restoreArgsOf{State: st, PIDKeys: keys, NRestore: len(restoreArgs),
+		Rest: &restoredState{restoreArgs: restoreArgs, state: state}, Defaults: s.defaultArgs()}), nil
 }
 
 // tokenInPayload finds the name of a liveness token in a DUMP payload: a

@@ -22,7 +22,7 @@ func TestDumpRestoreScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := dumpScript.Run(ctx, rdb, dc.Keys, dc.Args...).Result()
+	v, err := rawRun(dumpScript.Script, ctx, rdb, dc.Keys, dc.Args...).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,13 +49,13 @@ func TestDumpRestoreScripts(t *testing.T) {
 		}
 		wantUnchanged(t, name, before, rdb)
 	}
-	bad("a key too many", func() error { return restoreScript.Run(ctx, rdb, append(rc.Keys, "x"), rc.Args...).Err() }, "malformed")
-	bad("an argument too many", func() error { return restoreScript.Run(ctx, rdb, rc.Keys, append(rc.Args, "x")...).Err() }, "malformed")
-	bad("the key exists (BUSYKEY)", func() error { return restoreScript.Run(ctx, rdb, rc.Keys, rc.Args...).Err() }, "BUSYKEY")
+	bad("a key too many", func() error { return rawRun(restoreScript.Script, ctx, rdb, append(rc.Keys, "x"), rc.Args...).Err() }, "malformed")
+	bad("an argument too many", func() error { return rawRun(restoreScript.Script, ctx, rdb, rc.Keys, append(rc.Args, "x")...).Err() }, "malformed")
+	bad("the key exists (BUSYKEY)", func() error { return rawRun(restoreScript.Script, ctx, rdb, rc.Keys, rc.Args...).Err() }, "BUSYKEY")
 	rdb.Del(ctx, dst)
 	bad("a bad payload", func() error {
 		c, _ := s.RestoreCall(dst, []string{"0", "nonsense"}, st)
-		return restoreScript.Run(ctx, rdb, c.Keys, c.Args...).Err()
+		return rawRun(restoreScript.Script, ctx, rdb, c.Keys, c.Args...).Err()
 	}, "payload")
 	for _, cmd := range []string{"restore", "hset", "rpush", "sadd", "hdel", "ltrim"} {
 		user := "rs-no-" + cmd
@@ -64,7 +64,7 @@ func TestDumpRestoreScripts(t *testing.T) {
 		}
 		uc := redis.NewClient(&redis.Options{Network: "unix", Addr: strings.TrimPrefix(f.srv.URL, "unix://"), Username: user, Password: "pw"})
 		before := serverDump(t, rdb)
-		err := restoreScript.Run(ctx, uc, rc.Keys, rc.Args...).Err()
+		err := rawRun(restoreScript.Script, ctx, uc, rc.Keys, rc.Args...).Err()
 		uc.Close()
 		if exit.Classify(err) != exit.Permission {
 			t.Errorf("RESTORE without %s: %v, want a permission error", cmd, err)
@@ -72,7 +72,7 @@ func TestDumpRestoreScripts(t *testing.T) {
 		wantUnchanged(t, "RESTORE without "+cmd, before, rdb)
 	}
 	// It goes through: the copy dedupes the source's iids.
-	if err := restoreScript.Run(ctx, rdb, rc.Keys, rc.Args...).Err(); err != nil {
+	if err := rawRun(restoreScript.Script, ctx, rdb, rc.Keys, rc.Args...).Err(); err != nil {
 		t.Fatal(err)
 	}
 	orig := rdb.HGet(ctx, f.l.IDs("p"), "a").Val()

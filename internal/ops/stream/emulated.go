@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -43,28 +42,63 @@ var (
 	pruneLua string
 )
 
-// emulatedScript is one emulated-IDMP script: the IDMP limits, the common
-// helpers of lua/stream_common.lua and its own source.
-func emulatedScript(source string) *redisconn.Script {
-	return redisconn.NewScript(idmp.LuaConstants(), commonLua, source)
+// emulatedScript is one emulated-IDMP script, whose arguments are A (which
+// start with stateArgs and end with defaultsArgs) and whose replies decode
+// reads: the IDMP limits, the common helpers of lua/stream_common.lua and
+// its own source.
+func emulatedScript[A, R any](decode func(v any) (R, error), source string) *redisconn.Lua[A, R] {
+	return redisconn.NewLua[A](decode, idmp.LuaConstants(), commonLua, source)
 }
 
 var (
-	addScript    = emulatedScript(addLua)
-	cfgsetScript = emulatedScript(cfgsetLua)
-	infoScript   = emulatedScript(infoLua)
-	clearScript  = emulatedScript(clearLua)
+	addScript    = emulatedScript[addArgs](runReplyDecoder("emulated XADD"), addLua)
+	cfgsetScript = emulatedScript[cfgsetArgs](decodeCfgSetReply, cfgsetLua)
+	infoScript   = emulatedScript[stateOnlyArgs](decodeInfoReply, infoLua)
+	clearScript  = emulatedScript[clearArgs](redisconn.Int64Reply, clearLua) // nil: no stream
 	// pruneScript runs in both modes (it touches only progress records).
-	pruneScript = redisconn.NewScript(pruneLua)
+	pruneScript = redisconn.NewLua[pruneArgs](redisconn.Int64Reply, pruneLua)
 )
 
-// stateCall is the keys and leading arguments every emulated script takes.
-func (s *Streams) stateCall(stream string) (idmp.StateLayout, []string, []any, error) {
+// The arguments of the scripts above (see their Lua).
+type (
+	// stateOnlyArgs: a script of the stream's state alone (info, dump, mark).
+	stateOnlyArgs struct {
+		State    stateArgs
+		Defaults defaultsArgs
+	}
+	cfgsetArgs struct {
+		State    stateArgs
+		Duration int64 `lua:"DURATION"` // 0 keeps
+		MaxSize  int64 `lua:"MAXSIZE"`  // 0 keeps
+		Defaults defaultsArgs
+	}
+	clearArgs struct {
+		State    stateArgs
+		PIDKeys  []string `lua:"PID_KEYS,key,rest"` // the pid's ids hash and order list; none for every pid
+		PID      string   `lua:"PID"`               // "" every pid
+		Defaults defaultsArgs
+	}
+	pruneArgs struct {
+		Index string `lua:"INDEX,key"`
+		Limit int    `lua:"LIMIT"`
+	}
+	dropOrphanArgs struct {
+		State    stateArgs
+		Found    []string `lua:"FOUND,key,rest"` // more keys of the state, found by a scan
+		NNames   int      `lua:"NNAMES"`
+		Names    []any    `lua:"NAMES,rest"` // the streams the state may belong to
+		Defaults defaultsArgs
+	}
+)
+
+// state is the layout and the leading arguments every emulated script
+// takes.
+func (s *Streams) state(stream string) (idmp.StateLayout, stateArgs, error) {
 	l, err := idmp.StateKeys(stream, s.Conn.Cluster())
 	if err != nil {
-		return l, nil, nil, err
+		return l, stateArgs{}, err
 	}
-	return l, []string{stream, l.Meta, l.PIDs}, []any{l.IDsPrefix, l.OrderPrefix, stream}, nil
+	return l, stateArgsOf(stream, l), nil
 }
 
 // errNativeServer is the add script's refusal in auto mode: the server has
@@ -155,10 +189,9 @@ func (s *Streams) autoRefusal(ctx context.Context, refused error) error {
 	return refused
 }
 
-// dropArg is where in the add script's arguments (after the three common
-// ones and six options) a chunk names the kept replies that go: set when
-// the chunk is sent.
-const dropArg = 3 + 6 + 3
+// dropArg is where in the add script's arguments a chunk names the kept
+// replies that go (progressArgs.Drop): set when the chunk is sent.
+func dropArg() int { return addScript.ArgIndex("Drop") }
 
 // chunkProgress is what a chunk of xadd --batch adds to its script call:
 // the progress record it moves from From to To input lines (see batch.go).
@@ -173,113 +206,104 @@ type chunkProgress struct {
 	Run         string  // the ID of the run that sends it (see batchRun.run)
 }
 
-// emulatedAddCall prepares the add script's call for requests that share a
-// stream and options: keys, then options once, then pid, iid and fields
-// per item. It returns the iid of each request (derived for Auto).
-func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNative bool) (*redisconn.Call, []string, error) {
-	r0 := reqs[0]
-	l, keys, state, err := s.stateCall(r0.Stream)
-	if err != nil {
-		return nil, nil, err
-	}
-	// The keys first (a producer's two per pid, then the progress record's),
-	// so that the arguments are appended in place (redisconn.NewCall).
-	pidIndex := make(map[string]int)
-	var pids []any // pid, number of items for it
-	nargs := len(state) + 6 + 9 + 3 + 2
-	// Items of one pid with the same number of fields go without the pid's
-	// index and the count, a third of a common line's arguments.
-	uniform := true
-	for i := range reqs {
-		uniform = uniform && len(reqs[i].Fields) == len(r0.Fields)
-		r := &reqs[i]
-		j, ok := pidIndex[r.PID]
-		if !ok {
-			j = len(pids)/2 + 1
-			pidIndex[r.PID] = j
-			pids = append(pids, r.PID, 0)
-			keys = append(keys, l.IDs(r.PID), l.Order(r.PID))
-		}
-		pids[2*j-1] = pids[2*j-1].(int) + 1
-		nargs += 3 + len(r.Fields)
-	}
-	nargs += len(pids)
-	if cp != nil {
-		keys = append(keys, cp.Key, cp.Index)
-	}
-	call := redisconn.NewCall(addScript, keys, nargs)
-	args := append(call.Args, state...)
+// addArgs are the add script's (see lua/stream_emu_add.lua).
+type addArgs struct {
+	State stateArgs
+	// Per pid its ids hash and order list; then, for a batch chunk, its
+	// progress record and the stream's index of progress records.
+	PIDKeys     []string `lua:"PID_KEYS,key,rest"`
+	NoMkStream  bool     `lua:"NOMK"`
+	Trim        trimArgs
+	CheckNative bool `lua:"CHECK_NATIVE"` // refuse on a server with IDMP of its own (auto mode)
+	Progress    progressArgs
+	NPIDs       int       `lua:"NPIDS"`
+	Items       *addItems `lua:"ITEMS,rest"`
+	Defaults    defaultsArgs
+}
 
-	nomk, trim, op, threshold, limit := "", "", "=", "", ""
-	if r0.NoMkStream {
-		nomk = "1"
-	}
-	switch {
-	case r0.MaxLen > 0:
-		trim, threshold = "MAXLEN", strconv.FormatInt(r0.MaxLen, 10)
-	case r0.MinID != "":
-		trim, threshold = "MINID", r0.MinID
-	}
-	if r0.Approx {
-		op = "~"
-	}
-	switch {
-	case r0.Limit > 0:
-		limit = strconv.FormatInt(r0.Limit, 10)
-	case r0.Limit < 0:
-		limit = "0"
-	}
-	native := ""
-	if checkNative {
-		native = "1"
-	}
-	args = append(args, nomk, trim, op, threshold, limit, native)
-	if cp == nil {
-		args = append(args, "", "", "", "", "", "", "", "", "")
-	} else {
-		drop := ""
-		if cp.DropReplies >= 0 {
-			drop = strconv.FormatInt(cp.DropReplies, 10)
+// addItems are the add script's items (lua/stream_emu_add.lua): per pid
+// its name and number of items; then the number of items; then, when
+// every item is of the one pid and has the same number of fields (the
+// common batch), that number and per item its iid and fields; else ” and
+// per item its pid's index, iid, number of fields and fields. Strings go
+// in as pointers: boxing a string allocates, a pointer does not.
+type addItems struct {
+	pids     []any // pid, number of items for it
+	pidIndex map[string]int
+	reqs     []AddRequest
+	iids     []string
+	uniform  bool
+}
+
+func (it *addItems) ArgsLen() int {
+	n := len(it.pids) + 2
+	for i := range it.reqs {
+		n += len(it.reqs[i].Fields) + 1
+		if !it.uniform {
+			n += 2
 		}
-		lines := make([]byte, 0, len(cp.Lines)*7)
-		for i, n := range cp.Lines {
-			if i > 0 {
-				lines = append(lines, ',')
-			}
-			lines = strconv.AppendInt(lines, n, 10)
-		}
-		args = append(args, cp.From, cp.To, cp.Digest, drop, cp.TTL.Milliseconds(), cp.ID, cp.PID, string(lines), cp.Run)
 	}
-	uniform = uniform && len(pids) == 2
-	args = append(args, len(pids)/2)
-	args = append(args, pids...)
-	args = append(args, len(reqs))
-	if uniform {
-		args = append(args, len(r0.Fields))
+	return n
+}
+
+func (it *addItems) AppendArgs(args []any) []any {
+	args = append(args, it.pids...)
+	args = append(args, len(it.reqs))
+	if it.uniform {
+		args = append(args, len(it.reqs[0].Fields))
 	} else {
 		args = append(args, "")
 	}
-
-	// Strings go in as pointers: boxing a string allocates, a pointer does
-	// not (go-redis writes *string as the string).
-	iids := make([]string, len(reqs))
-	for i := range reqs {
-		r := &reqs[i]
-		iids[i] = r.IID
-		if r.Auto {
-			iids[i] = AutoIID(r.Fields)
-		}
-		if uniform {
-			args = append(args, &iids[i])
+	for i := range it.reqs {
+		r := &it.reqs[i]
+		if it.uniform {
+			args = append(args, &it.iids[i])
 		} else {
-			args = append(args, pidIndex[r.PID], &iids[i], len(r.Fields))
+			args = append(args, it.pidIndex[r.PID], &it.iids[i], len(r.Fields))
 		}
 		for k := range r.Fields {
 			args = append(args, &r.Fields[k])
 		}
 	}
-	call.Args = append(args, s.defaultArgs()...)
-	return call, iids, nil
+	return args
+}
+
+// emulatedAddCall prepares the add script's call for requests that share a
+// stream and options: keys, then options once, then pid, iid and fields
+// per item. It returns the iid of each request (derived for Auto).
+func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNative bool) (*redisconn.Call, []string, error) {
+	r0 := reqs[0]
+	l, st, err := s.state(r0.Stream)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Items of one pid with the same number of fields go without the pid's
+	// index and the count, a third of a common line's arguments.
+	it := &addItems{pidIndex: make(map[string]int), reqs: reqs, iids: make([]string, len(reqs)), uniform: true}
+	var keys []string // a producer's two per pid, then the progress record's
+	for i := range reqs {
+		r := &reqs[i]
+		it.uniform = it.uniform && len(r.Fields) == len(r0.Fields)
+		j, ok := it.pidIndex[r.PID]
+		if !ok {
+			j = len(it.pids)/2 + 1
+			it.pidIndex[r.PID] = j
+			it.pids = append(it.pids, r.PID, 0)
+			keys = append(keys, l.IDs(r.PID), l.Order(r.PID))
+		}
+		it.pids[2*j-1] = it.pids[2*j-1].(int) + 1
+		it.iids[i] = r.IID
+		if r.Auto {
+			it.iids[i] = AutoIID(r.Fields)
+		}
+	}
+	it.uniform = it.uniform && len(it.pids) == 2
+	if cp != nil {
+		keys = append(keys, cp.Key, cp.Index)
+	}
+	call := addScript.Call(&addArgs{State: st, PIDKeys: keys, NoMkStream: r0.NoMkStream, Trim: trimArgsOf(&r0),
+		CheckNative: checkNative, Progress: progressArgsOf(cp), NPIDs: len(it.pids) / 2, Items: it, Defaults: s.defaultArgs()})
+	return call, it.iids, nil
 }
 
 // tooManyFields is the refusal of an add with more field/value arguments
@@ -321,50 +345,44 @@ func (e *errProgressMoved) Error() string {
 // parseAddReply reads the add script's reply for n requests (see
 // lua/stream_emu_add.lua).
 func parseAddReply(v any, iids []string, n int) ([]AddResult, error) {
-	reply, ok := v.([]any)
-	if !ok || len(reply) == 0 {
-		return nil, exit.New(exit.Internal, "emulated XADD", "unexpected reply %v", v)
-	}
-	if len(reply) == 4 {
-		reply = reply[:3] // the guard's (guard.go): its fourth says whether state was consulted
-	}
-	code, _ := reply[0].(string)
-	switch {
-	case len(reply) == 1 && code == "N":
-		return nil, errNativeServer
-	case len(reply) == 1 && code == "D":
-		return nil, errNeedDefaults
-	case len(reply) == 3 && code == "F":
-		i, err1 := strconv.Atoi(fmt.Sprint(reply[1]))
-		n, err2 := strconv.Atoi(fmt.Sprint(reply[2]))
-		if err1 != nil || err2 != nil || i < 1 || i > len(iids) {
-			return nil, exit.New(exit.Internal, "emulated XADD", "unexpected reply %v", reply)
-		}
-		return nil, &errFieldsRefused{Index: i - 1, N: n}
-	case len(reply) == 2 && code == "P":
-		text, _ := reply[1].(string)
-		line, err := strconv.ParseInt(text, 10, 64)
-		if err != nil {
-			return nil, exit.New(exit.Internal, "emulated XADD", "unexpected reply %v", reply)
-		}
-		return nil, &errProgressMoved{Line: line}
-	case len(reply) != 3:
-		return nil, exit.New(exit.Internal, "emulated XADD", "unexpected reply %v", reply)
-	}
-	done, _ := reply[0].(string)
-	stop, _ := reply[1].(string)
-	message, _ := reply[2].(string)
-	out, err := parseDone(done, iids, n)
+	r, err := addScript.Decode(v)
 	if err != nil {
-		return nil, exit.New(exit.Internal, "emulated XADD", "%v", err)
+		return nil, err
+	}
+	return r.addResults("emulated XADD", iids, n)
+}
+
+// addResults are the results of the adds of an add (or guard) reply for n
+// requests, and the refusal or the error that stopped the run.
+func (r runReply) addResults(what string, iids []string, n int) ([]AddResult, error) {
+	switch r.code {
+	case "":
+	case "N":
+		return nil, errNativeServer
+	case "D":
+		return nil, errNeedDefaults
+	case "F":
+		if r.item > len(iids) {
+			return nil, r.unexpected(what)
+		}
+		return nil, &errFieldsRefused{Index: r.item - 1, N: r.nfields}
+	case "P":
+		return nil, &errProgressMoved{Line: r.line}
+	default:
+		return nil, r.unexpected(what)
+	}
+	// A fourth element is the guard's (guard.go): whether state was consulted.
+	out, err := parseDone(r.done, iids, n)
+	if err != nil {
+		return nil, exit.New(exit.Internal, what, "%v", err)
 	}
 	switch {
-	case stop == "n":
+	case r.stop == "n":
 		return out, errNoStream()
-	case stop == "e":
-		return out, errors.New(message)
-	case stop != "" || len(out) != n:
-		return out, exit.New(exit.Internal, "emulated XADD", "%d replies for %d requests (stop %q)", len(out), n, stop)
+	case r.stop == "e":
+		return out, errors.New(r.message)
+	case r.stop != "" || len(out) != n:
+		return out, exit.New(exit.Internal, what, "%d replies for %d requests (stop %q)", len(out), n, r.stop)
 	}
 	return out, nil
 }
@@ -398,29 +416,27 @@ func parseDone(done string, iids []string, n int) ([]AddResult, error) {
 	return out, nil
 }
 
-// runState runs an emulated script with the stream's state keys (and
-// more keys and arguments after them) through Conn.Do: a plain client that
-// reached a cluster node learns so from the MOVED reply, and the keys are
-// made again for the cluster.
-func (s *Streams) runState(ctx context.Context, script *redisconn.Script, stream string, more func(idmp.StateLayout) ([]string, []any)) (*redis.Cmd, error) {
-	var cmd *redis.Cmd
+// runState runs the emulated script call that call makes of the stream's
+// state (and the defaults, always last) through Conn.Do: a plain client
+// that reached a cluster node learns so from the MOVED reply, and the keys
+// are made again for the cluster.
+//
+// It returns the call that ran, whose reply (or error reply) the script's
+// Reply reads; an error when no call could run.
+func (s *Streams) runState(ctx context.Context, stream string, mk func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call) (*redisconn.Call, error) {
+	var call *redisconn.Call
 	err := s.Conn.Do(func(c redis.UniversalClient) error {
-		l, keys, args, err := s.stateCall(stream)
+		l, st, err := s.state(stream)
 		if err != nil {
 			return err
 		}
-		if more != nil {
-			k, a := more(l)
-			keys, args = append(keys, k...), append(args, a...)
-		}
-		args = append(args, s.defaultArgs()...) // always the last two
-		cmd = script.Run(ctx, c, keys, args...)
-		return cmd.Err()
+		call = mk(l, st, s.defaultArgs())
+		return call.Run(ctx, c).Err()
 	})
-	if cmd == nil {
+	if call == nil || call.Cmd == nil {
 		return nil, err
 	}
-	return cmd, nil
+	return call, nil
 }
 
 func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error) {
@@ -430,11 +446,13 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	_ = s.loadDefaults(ctx) // best effort: a stream without state shows them
-	cmd, err := s.runState(ctx, infoScript, stream, nil)
+	call, err := s.runState(ctx, stream, func(_ idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
+		return infoScript.Call(&stateOnlyArgs{State: st, Defaults: d})
+	})
 	if err != nil {
 		return Info{}, err
 	}
-	reply, err := cmd.Slice()
+	reply, err := infoScript.Reply(call)
 	if err != nil && exit.Classify(err) == exit.Permission {
 		// A user who may not run scripts (or this one): the same view with
 		// plain reads, which says it is not one atomic snapshot.
@@ -446,10 +464,11 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 	} else if err != nil {
 		return Info{}, scriptErr(err)
 	}
-	info, ok := parseInfoReply(reply, stream)
-	if !ok {
-		return Info{}, exit.New(exit.Internal, "emulated XINFO", "unexpected reply %v", reply)
+	if reply == nil { // a nil reply is redis.Nil: not here
+		return Info{}, errNoSuchKey()
 	}
+	info := *reply
+	info.Stream = stream
 	if caps, err := s.Conn.Capabilities(ctx); err == nil && caps.NativeIDMP {
 		// Emulated state written on purpose to a native server: say whether the
 		// server tracks iids of its own for this stream too.
@@ -458,6 +477,21 @@ func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error)
 		}
 	}
 	return info, nil
+}
+
+// decodeInfoReply is the info script's decoder: nil for a stream that does
+// not exist (its nil reply, as a caller that reads replies itself gets it),
+// else the view, without the stream's name (parseInfoReply).
+func decodeInfoReply(v any) (*Info, error) {
+	if v == nil {
+		return nil, nil
+	}
+	reply, _ := v.([]any)
+	info, ok := parseInfoReply(reply, "")
+	if !ok {
+		return nil, exit.New(exit.Internal, "emulated XINFO", "unexpected reply %v", v)
+	}
+	return &info, nil
 }
 
 // parseInfoReply reads the info script's reply (lua/stream_emu_info.lua):
@@ -493,18 +527,32 @@ func (s *Streams) emulatedCfgSet(ctx context.Context, stream string, duration, m
 	if err := s.loadDefaults(ctx); err != nil {
 		return CfgResult{}, err
 	}
-	cmd, err := s.runState(ctx, cfgsetScript, stream, func(idmp.StateLayout) ([]string, []any) {
-		return nil, []any{duration, maxsize}
+	call, err := s.runState(ctx, stream, func(_ idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
+		return cfgsetScript.Call(&cfgsetArgs{State: st, Duration: duration, MaxSize: maxsize, Defaults: d})
 	})
 	if err != nil {
 		return CfgResult{}, notFound(scriptErr(err))
 	}
-	reply, err := cmd.Int64Slice()
-	if err != nil {
-		return CfgResult{}, notFound(scriptErr(err))
+	res, err := cfgsetScript.Reply(call)
+	var e *exit.Error
+	if err != nil && !errors.As(err, &e) {
+		err = notFound(scriptErr(err))
 	}
-	if len(reply) != 6 {
-		return CfgResult{}, exit.New(exit.Internal, "emulated XCFGSET", "unexpected reply %v", reply)
+	return res, err
+}
+
+// decodeCfgSetReply is the XCFGSET script's decoder: six integers, the
+// settings before and after, whether they changed, the iids cleared.
+func decodeCfgSetReply(v any) (CfgResult, error) {
+	list, _ := v.([]any)
+	reply := make([]int64, 0, 6)
+	for _, e := range list {
+		if n, ok := e.(int64); ok {
+			reply = append(reply, n)
+		}
+	}
+	if len(list) != 6 || len(reply) != 6 {
+		return CfgResult{}, exit.New(exit.Internal, "emulated XCFGSET", "unexpected reply %v", v)
 	}
 	return CfgResult{
 		Before:      idmp.Config{Duration: reply[0], MaxSize: reply[1]},
@@ -517,16 +565,17 @@ func (s *Streams) emulatedCfgSet(ctx context.Context, stream string, duration, m
 func (s *Streams) emulatedClear(ctx context.Context, stream, pid string) (int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	cmd, err := s.runState(ctx, clearScript, stream, func(l idmp.StateLayout) ([]string, []any) {
-		if pid == "" {
-			return nil, []any{pid}
+	call, err := s.runState(ctx, stream, func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
+		a := clearArgs{State: st, PID: pid, Defaults: d}
+		if pid != "" {
+			a.PIDKeys = []string{l.IDs(pid), l.Order(pid)}
 		}
-		return []string{l.IDs(pid), l.Order(pid)}, []any{pid}
+		return clearScript.Call(&a)
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return 0, scriptErr(err)
 	}
-	n, err := cmd.Int64()
+	n, err := clearScript.Reply(call)
 	if errors.Is(err, redis.Nil) {
 		return 0, errNoSuchKey()
 	}
@@ -542,7 +591,7 @@ const EmulatedBytesPerIID = 160
 //go:embed lua/stream_emu_drop_orphan.lua
 var dropOrphanLua string
 
-var dropOrphanScript = emulatedScript(dropOrphanLua)
+var dropOrphanScript = emulatedScript[dropOrphanArgs](redisconn.Int64Reply, dropOrphanLua) // -1: a name is a stream
 
 // DropOrphanedState drops the emulated IDMP state of a stream that was
 // deleted (purge --match --orphan-state): names are the streams the state
@@ -557,17 +606,17 @@ func (s *Streams) DropOrphanedState(ctx context.Context, names, keys []string) (
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	cmd, err := s.runState(ctx, dropOrphanScript, names[0], func(idmp.StateLayout) ([]string, []any) {
-		args := []any{len(names)}
+	call, err := s.runState(ctx, names[0], func(_ idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
+		a := dropOrphanArgs{State: st, Found: keys, NNames: len(names), Defaults: d}
 		for _, n := range names {
-			args = append(args, n)
+			a.Names = append(a.Names, n)
 		}
-		return keys, args
+		return dropOrphanScript.Call(&a)
 	})
 	if err != nil {
 		return 0, false, exit.Wrap(err, "purge --orphan-state")
 	}
-	n, err := cmd.Int64()
+	n, err := dropOrphanScript.Reply(call)
 	if err != nil {
 		return 0, false, exit.Wrap(err, "purge --orphan-state")
 	}

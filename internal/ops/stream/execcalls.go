@@ -65,24 +65,20 @@ func ParseAddRunReply(v any, iids []string) (ids []string, noStream bool, err er
 // CfgSetCall is the XCFGSET script's call (0 keeps a value). Its reply is
 // six integers, or the script's error (ERR no such key, WRONGTYPE).
 func (s *Streams) CfgSetCall(stream string, duration, maxsize int64) (*redisconn.Call, error) {
-	_, keys, args, err := s.stateCall(stream)
+	_, st, err := s.state(stream)
 	if err != nil {
 		return nil, err
 	}
-	call := redisconn.NewCall(cfgsetScript, keys, len(args)+4)
-	call.Args = append(append(append(call.Args, args...), duration, maxsize), s.defaultArgs()...)
-	return call, nil
+	return cfgsetScript.Call(&cfgsetArgs{State: st, Duration: duration, MaxSize: maxsize, Defaults: s.defaultArgs()}), nil
 }
 
 // InfoCall is the XINFO view script's call; ParseInfoCallReply reads it.
 func (s *Streams) InfoCall(stream string) (*redisconn.Call, error) {
-	_, keys, args, err := s.stateCall(stream)
+	_, st, err := s.state(stream)
 	if err != nil {
 		return nil, err
 	}
-	call := redisconn.NewCall(infoScript, keys, len(args)+2)
-	call.Args = append(append(call.Args, args...), s.defaultArgs()...)
-	return call, nil
+	return infoScript.Call(&stateOnlyArgs{State: st, Defaults: s.defaultArgs()}), nil
 }
 
 // ParseInfoCallReply reads an InfoCall's reply: ok false when the stream
@@ -102,35 +98,61 @@ func ParseInfoCallReply(v any, stream string) (Info, bool, error) {
 //go:embed lua/stream_emu_move.lua
 var moveLua string
 
-var moveScript = emulatedScript(moveLua)
+var moveScript = emulatedScript[moveArgs](redisconn.CommandReply, moveLua) // the command's
+
+// dstArgs are a destination stream's state, as stateArgs are the source's.
+type dstArgs struct {
+	Stream      string `lua:"DST,key"`
+	Meta        string `lua:"DST_META,key"`
+	PIDs        string `lua:"DST_PIDS,key"`
+	IDsPrefix   string `lua:"DST_IDS"`
+	OrderPrefix string `lua:"DST_ORDER"`
+	Owner       string `lua:"DST_OWNER"`
+}
+
+func dstArgsOf(d stateArgs) dstArgs { return dstArgs(d) }
+
+// moveArgs are the move script's (see lua/stream_emu_move.lua).
+type moveArgs struct {
+	State    stateArgs // the source's
+	Dst      dstArgs
+	Op       string `lua:"OP"`      // RENAME, RENAMENX or COPY
+	Replace  bool   `lua:"REPLACE"` // COPY ... REPLACE
+	DB       string `lua:"DB"`      // COPY's DB ("" none)
+	Defaults defaultsArgs
+}
+
+// moveDBArgs are the script's of MOVE and COPY ... DB (see
+// lua/stream_emu_movedb.lua).
+type moveDBArgs struct {
+	State    stateArgs // the source's
+	Dst      dstArgs   // in database DB
+	Op       string    `lua:"OP"` // MOVE or COPY
+	Replace  bool      `lua:"REPLACE"`
+	DB       string    `lua:"DB"`
+	From     int       `lua:"FROM_DB"` // the database the connection is in
+	Defaults defaultsArgs
+}
 
 // MoveCall is the call of the script that runs RENAME, RENAMENX (op) or
 // COPY and moves or copies the source stream's emulated IDMP state with
 // it (see lua/stream_emu_move.lua). Its reply is the command's.
 func (s *Streams) MoveCall(op, src, dst string, replace bool, db string) (*redisconn.Call, error) {
-	_, skeys, sargs, err := s.stateCall(src)
+	_, st, err := s.state(src)
 	if err != nil {
 		return nil, err
 	}
-	dl, dkeys, _, err := s.stateCall(dst)
+	_, dt, err := s.state(dst)
 	if err != nil {
 		return nil, err
 	}
-	flag := ""
-	if replace {
-		flag = "1"
-	}
-	keys := append(skeys, dkeys...)
-	call := redisconn.NewCall(moveScript, keys, 11)
-	call.Args = append(append(call.Args, sargs...), dl.IDsPrefix, dl.OrderPrefix, dst, op, flag, db)
-	call.Args = append(call.Args, s.defaultArgs()...)
-	return call, nil
+	return moveScript.Call(&moveArgs{State: st, Dst: dstArgsOf(dt), Op: op, Replace: replace, DB: db, Defaults: s.defaultArgs()}), nil
 }
 
 //go:embed lua/stream_emu_movedb.lua
 var moveDBLua string
 
-var moveDBScript = emulatedScript(moveDBLua)
+var moveDBScript = emulatedScript[moveDBArgs](redisconn.CommandReply, moveDBLua) // the command's
 
 // MoveDBCall is the call of the script that runs MOVE src db (op "MOVE",
 // dst = src) or COPY src dst DB db [REPLACE] (op "COPY") and takes the
@@ -139,21 +161,14 @@ var moveDBScript = emulatedScript(moveDBLua)
 // as the caller knows it: the script checks it, and refuses when the
 // stream is not there. Its reply is the command's.
 func (s *Streams) MoveDBCall(op, src, dst string, replace bool, db string, from int) (*redisconn.Call, error) {
-	_, skeys, sargs, err := s.stateCall(src)
+	_, st, err := s.state(src)
 	if err != nil {
 		return nil, err
 	}
-	dl, dkeys, _, err := s.stateCall(dst)
+	_, dt, err := s.state(dst)
 	if err != nil {
 		return nil, err
 	}
-	flag := ""
-	if replace {
-		flag = "1"
-	}
-	keys := append(skeys, dkeys...)
-	call := redisconn.NewCall(moveDBScript, keys, 12)
-	call.Args = append(append(call.Args, sargs...), dl.IDsPrefix, dl.OrderPrefix, dst, op, flag, db, from)
-	call.Args = append(call.Args, s.defaultArgs()...)
-	return call, nil
+	return moveDBScript.Call(&moveDBArgs{State: st, Dst: dstArgsOf(dt), Op: op, Replace: replace, DB: db, From: from,
+		Defaults: s.defaultArgs()}), nil
 }

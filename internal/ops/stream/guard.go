@@ -24,7 +24,54 @@ import (
 //go:embed lua/stream_guard_add.lua
 var guardLua string
 
-var guardScript = emulatedScript(guardLua)
+var guardScript = emulatedScript[guardArgs](runReplyDecoder("emulated XADD"), guardLua)
+
+// guardArgs are the guard script's (see lua/stream_guard_add.lua).
+type guardArgs struct {
+	State      stateArgs
+	PIDKeys    []string `lua:"PID_KEYS,key,rest"` // the ids hash of each pid
+	NoMkStream bool     `lua:"NOMK"`
+	Deletion   string   `lua:"DELETION"` // KEEPREF, DELREF, ACKED or ""
+	Trim       trimArgs
+	NPIDs      int          `lua:"NPIDS"`
+	Items      *guardItems  `lua:"ITEMS,rest"`
+	Defaults   defaultsArgs // the server's native defaults
+}
+
+// guardItems are the guard's pids, the number of items, then per item its
+// pid's index, '1' for IDMPAUTO (” for IDMP), the iid it is looked up by,
+// the number of fields and the fields.
+type guardItems struct {
+	pids     []any
+	pidIndex map[string]int
+	reqs     []AddRequest
+	iids     []string
+}
+
+func (it *guardItems) ArgsLen() int {
+	n := len(it.pids) + 1
+	for i := range it.reqs {
+		n += 4 + len(it.reqs[i].Fields)
+	}
+	return n
+}
+
+func (it *guardItems) AppendArgs(args []any) []any {
+	args = append(args, it.pids...)
+	args = append(args, len(it.reqs))
+	for i := range it.reqs {
+		r := &it.reqs[i]
+		auto := ""
+		if r.Auto {
+			auto = "1"
+		}
+		args = append(args, it.pidIndex[r.PID], auto, &it.iids[i], len(r.Fields))
+		for k := range r.Fields {
+			args = append(args, &r.Fields[k])
+		}
+	}
+	return args
+}
 
 // GuardCall is the guard script's call for a run of requests that share a
 // stream and options (SameRun, validated, each with at most
@@ -42,59 +89,23 @@ func (s *Streams) GuardCall(reqs []AddRequest, deletion string) (*redisconn.Call
 		// goes, through the script, with keys in its slot only.
 		l = idmp.StateLayout{Stream: r0.Stream, Meta: r0.Stream, PIDs: r0.Stream, IDsPrefix: r0.Stream, OrderPrefix: r0.Stream}
 	}
-	keys := []string{r0.Stream, l.Meta, l.PIDs}
-	pidIndex := make(map[string]int)
-	var pids []any
-	nargs := 3 + 6 + 2
+	it := &guardItems{pidIndex: make(map[string]int), reqs: reqs, iids: make([]string, len(reqs))}
+	var keys []string
 	for i := range reqs {
 		r := &reqs[i]
-		if _, ok := pidIndex[r.PID]; !ok {
-			pidIndex[r.PID] = len(pids) + 1
-			pids = append(pids, r.PID)
+		if _, ok := it.pidIndex[r.PID]; !ok {
+			it.pidIndex[r.PID] = len(it.pids) + 1
+			it.pids = append(it.pids, r.PID)
 			keys = append(keys, l.IDs(r.PID))
 		}
-		nargs += 4 + len(r.Fields)
-	}
-	nargs += len(pids) + 2
-	call := redisconn.NewCall(guardScript, keys, nargs)
-	args := append(call.Args, l.IDsPrefix, l.OrderPrefix, r0.Stream)
-	nomk, trim, op, threshold, limit := "", "", "=", "", ""
-	if r0.NoMkStream {
-		nomk = "1"
-	}
-	switch {
-	case r0.MaxLen > 0:
-		trim, threshold = "MAXLEN", strconv.FormatInt(r0.MaxLen, 10)
-	case r0.MinID != "":
-		trim, threshold = "MINID", r0.MinID
-	}
-	if r0.Approx {
-		op = "~"
-	}
-	switch {
-	case r0.Limit > 0:
-		limit = strconv.FormatInt(r0.Limit, 10)
-	case r0.Limit < 0:
-		limit = "0"
-	}
-	args = append(args, nomk, strings.ToUpper(deletion), trim, op, threshold, limit, len(pids))
-	args = append(args, pids...)
-	args = append(args, len(reqs))
-	iids := make([]string, len(reqs))
-	for i := range reqs {
-		r := &reqs[i]
-		auto := ""
-		iids[i] = r.IID
+		it.iids[i] = r.IID
 		if r.Auto {
-			auto, iids[i] = "1", AutoIID(r.Fields)
-		}
-		args = append(args, pidIndex[r.PID], auto, &iids[i], len(r.Fields))
-		for k := range r.Fields {
-			args = append(args, &r.Fields[k])
+			it.iids[i] = AutoIID(r.Fields)
 		}
 	}
-	call.Args = append(args, s.nativeDefaultArgs()...)
-	return call, iids, nil
+	call := guardScript.Call(&guardArgs{State: stateArgsOf(r0.Stream, l), PIDKeys: keys, NoMkStream: r0.NoMkStream,
+		Deletion: strings.ToUpper(deletion), Trim: trimArgsOf(&r0), NPIDs: len(it.pids), Items: it, Defaults: s.nativeDefaultArgs()})
+	return call, it.iids, nil
 }
 
 // errNeedNativeDefaults is the guard's refusal, nothing written: it would
@@ -104,12 +115,7 @@ var errNeedNativeDefaults = errors.New("the guard needs the server's IDMP defaul
 
 // nativeDefaultArgs are the guard's last two arguments: the server's
 // native defaults once read, "" "" before.
-func (s *Streams) nativeDefaultArgs() []any {
-	if s.guardDefaults == nil {
-		return []any{"", ""}
-	}
-	return []any{s.guardDefaults.Duration, s.guardDefaults.MaxSize}
-}
+func (s *Streams) nativeDefaultArgs() defaultsArgs { return defaultsArgsOf(s.guardDefaults) }
 
 // LoadNativeDefaults reads CONFIG GET stream-idmp-* once. A user who may
 // not read them gets 0 0, which no stream's settings equal: the guard
@@ -135,10 +141,14 @@ func GuardFits(reqs []AddRequest) bool {
 // parseGuardReply reads the guard's reply: the adds are native, whoever
 // answered them.
 func parseGuardReply(v any, iids []string, reqs []AddRequest) ([]AddResult, error) {
-	if reply, ok := v.([]any); ok && len(reply) == 1 && reply[0] == "C" {
+	r, err := guardScript.Decode(v)
+	if err != nil {
+		return nil, err
+	}
+	if r.code == "C" {
 		return nil, errNeedNativeDefaults
 	}
-	res, err := parseAddReply(v, iids, len(reqs))
+	res, err := r.addResults("emulated XADD", iids, len(reqs))
 	for i := range res {
 		res[i].Mode = ModeNative
 		if reqs[i].Auto {
@@ -146,7 +156,7 @@ func parseGuardReply(v any, iids []string, reqs []AddRequest) ([]AddResult, erro
 		}
 	}
 	if errors.Is(err, errNativeServer) || errors.Is(err, errNeedDefaults) {
-		err = exit.New(exit.Internal, "guarded XADD", "unexpected reply %v", v)
+		err = r.unexpected("guarded XADD")
 	}
 	return res, err
 }

@@ -16,39 +16,48 @@ var (
 	//go:embed lua/stream_emu_del.lua
 	delLua string
 
-	markScript = emulatedScript(markLua)
-	delScript  = emulatedScript(delLua)
+	markScript = emulatedScript[stateOnlyArgs](redisconn.Int64Reply, markLua)
+	delScript  = emulatedScript[delArgs](redisconn.CommandReply, delLua) // the command's
 )
+
+// delArgs are the DEL script's (see lua/stream_emu_del.lua): the first
+// key's state, then the others' (per key: the key, its meta hash and pids
+// set; its ids prefix, order prefix and name), then DEL or UNLINK.
+type delArgs struct {
+	State    stateArgs
+	MoreKeys []string `lua:"MORE_KEYS,key,rest"`
+	More     []any    `lua:"MORE,rest"`
+	Op       string   `lua:"OP"`
+	Defaults defaultsArgs
+}
 
 // MarkCall is the call of the script that gives stream, when it has no
 // emulated IDMP state, the server-level defaults d (those in force
 // before a CONFIG SET changes them: natively a stream keeps the defaults
 // of its creation). Its reply is 1 when it did, 0 when it had no need.
 func (s *Streams) MarkCall(stream string, d idmp.Defaults) (*redisconn.Call, error) {
-	_, keys, args, err := s.stateCall(stream)
+	_, st, err := s.state(stream)
 	if err != nil {
 		return nil, err
 	}
-	call := redisconn.NewCall(markScript, keys, len(args)+2)
-	call.Args = append(append(call.Args, args...), d.Duration, d.MaxSize)
-	return call, nil
+	return markScript.Call(&stateOnlyArgs{State: st, Defaults: defaultsArgsOf(&d)}), nil
 }
 
 // DelCall is the call of the script that runs DEL (or UNLINK, op) of keys
 // and drops the emulated IDMP state of each. Its reply is the command's.
 func (s *Streams) DelCall(op string, keys []string) (*redisconn.Call, error) {
-	ks := make([]string, 0, 3*len(keys))
-	args := make([]any, 0, 1+3*len(keys)+2)
-	args = append(args, op)
-	for _, k := range keys {
-		_, kk, a, err := s.stateCall(k)
+	a := delArgs{Op: op, Defaults: s.defaultArgs()}
+	for i, k := range keys {
+		_, st, err := s.state(k)
 		if err != nil {
 			return nil, err
 		}
-		ks = append(ks, kk...)
-		args = append(args, a...)
+		if i == 0 {
+			a.State = st
+			continue
+		}
+		a.MoreKeys = append(a.MoreKeys, st.Stream, st.Meta, st.PIDs)
+		a.More = append(a.More, st.IDsPrefix, st.OrderPrefix, st.Owner)
 	}
-	call := redisconn.NewCall(delScript, ks, len(args)+2)
-	call.Args = append(append(call.Args, args...), s.defaultArgs()...)
-	return call, nil
+	return delScript.Call(&a), nil
 }

@@ -26,7 +26,7 @@ func TestMarkScript(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return markScript.Run(ctx, c, call.Keys, call.Args...).Int64()
+		return rawRun(markScript.Script, ctx, c, call.Keys, call.Args...).Int64()
 	}
 	// Refusals first: a user who may not write the meta, or drop the
 	// state of a stream gone under the name.
@@ -96,7 +96,7 @@ func TestDelScript(t *testing.T) {
 		}
 		uc := redis.NewClient(&redis.Options{Network: "unix", Addr: strings.TrimPrefix(f.srv.URL, "unix://"), Username: user, Password: "pw"})
 		before := serverDump(t, rdb)
-		err := delScript.Run(ctx, uc, call.Keys, call.Args...).Err()
+		err := rawRun(delScript.Script, ctx, uc, call.Keys, call.Args...).Err()
 		uc.Close()
 		if exit.Classify(err) != exit.Permission {
 			t.Errorf("DEL without %s: %v, want a permission error", cmd, err)
@@ -104,11 +104,11 @@ func TestDelScript(t *testing.T) {
 		wantUnchanged(t, "DEL without "+cmd, before, rdb)
 	}
 	before := serverDump(t, rdb)
-	if err := delScript.Run(ctx, rdb, call.Keys[:4], call.Args...).Err(); err == nil || !strings.Contains(err.Error(), "malformed") {
+	if err := rawRun(delScript.Script, ctx, rdb, call.Keys[:4], call.Args...).Err(); err == nil || !strings.Contains(err.Error(), "malformed") {
 		t.Errorf("a malformed call: %v", err)
 	}
 	wantUnchanged(t, "a malformed call", before, rdb)
-	n, err := delScript.Run(ctx, rdb, call.Keys, call.Args...).Int()
+	n, err := rawRun(delScript.Script, ctx, rdb, call.Keys, call.Args...).Int()
 	if err != nil || n != 2 {
 		t.Fatalf("DEL: %d, %v; want 2", n, err)
 	}
@@ -145,12 +145,12 @@ func TestConditionalChecks(t *testing.T) {
 	}
 	for name, run := range map[string]func() error{
 		"cfgset": func() error {
-			return cfgsetScript.Run(ctx, uc, keys, append(append([]any{}, args...), 5, 0, 100, 100)...).Err()
+			return rawRun(cfgsetScript.Script, ctx, uc, keys, append(append([]any{}, args...), 5, 0, 100, 100)...).Err()
 		},
 		"clear": func() error {
-			return clearScript.Run(ctx, uc, keys, append(append([]any{}, args...), "", 100, 100)...).Err()
+			return rawRun(clearScript.Script, ctx, uc, keys, append(append([]any{}, args...), "", 100, 100)...).Err()
 		},
-		"unlink": func() error { return delScript.Run(ctx, uc, del.Keys, del.Args...).Err() },
+		"unlink": func() error { return rawRun(delScript.Script, ctx, uc, del.Keys, del.Args...).Err() },
 	} {
 		before := serverDump(t, rdb)
 		if err := run(); exit.Classify(err) != exit.Permission {
@@ -160,7 +160,7 @@ func TestConditionalChecks(t *testing.T) {
 	}
 	// Without the flag, cfgset needs no HDEL.
 	rdb.HDel(ctx, f.l.Meta, "unordered")
-	if err := cfgsetScript.Run(ctx, uc, keys, append(append([]any{}, args...), 5, 0, 100, 100)...).Err(); err != nil {
+	if err := rawRun(cfgsetScript.Script, ctx, uc, keys, append(append([]any{}, args...), 5, 0, 100, 100)...).Err(); err != nil {
 		t.Errorf("cfgset without HDEL of a state without the flag: %v", err)
 	}
 }

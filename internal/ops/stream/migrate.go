@@ -19,13 +19,47 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/redis/go-redis/v9"
 )
 
 //go:embed lua/stream_migrate.lua
 var migrateLua string
 
-var migrateScript = emulatedScript(migrateLua)
+var migrateScript = emulatedScript[migrateArgs](decodeMigrateReply, migrateLua)
+
+// migrateReply is the migrate script's reply: a signal ('retry': the pids
+// set names a pid the caller did not read; 'old': the server has no
+// XIDMPRECORD), or the result.
+type migrateReply struct {
+	signal string
+	res    MigrateResult
+}
+
+// decodeMigrateReply is the migrate script's decoder.
+func decodeMigrateReply(v any) (migrateReply, error) {
+	reply, _ := v.([]any)
+	if len(reply) == 1 && (reply[0] == "retry" || reply[0] == "old") {
+		return migrateReply{signal: reply[0].(string)}, nil
+	}
+	res, ok := parseMigrateReply(reply)
+	if !ok {
+		return migrateReply{}, exit.New(exit.Internal, "migrate", "unexpected reply %v", v)
+	}
+	return migrateReply{res: res}, nil
+}
+
+// migrateArgs are the migrate script's (see lua/stream_migrate.lua).
+type migrateArgs struct {
+	State   stateArgs
+	PIDKeys []string `lua:"PID_KEYS,key,rest"` // per pid its ids hash and order list
+	Dry     bool     `lua:"DRY"`
+	NPIDs   int      `lua:"NPIDS"`
+	// The pids; the number of records; per record its pid's index, iid,
+	// the native reply and the entry ID.
+	Rest     []any        `lua:"REST,rest"`
+	Defaults defaultsArgs // not known ("" ""), nor needed
+}
 
 // MigrateKept is an iid that stays in the emulated state, where the guard
 // consults it until it expires (ExpiresMS, server clock).
@@ -162,7 +196,7 @@ func (s *Streams) Migrate(ctx context.Context, stream string, dry bool) (Migrate
 	// natively, which the migration never narrows (the guard's rule).
 	s.LoadNativeDefaults(ctx)
 	for attempt := 0; ; attempt++ {
-		var cmd *redis.Cmd
+		var call *redisconn.Call
 		err := s.Conn.Do(func(c redis.UniversalClient) error {
 			l, err := idmp.StateKeys(stream, s.Conn.Cluster())
 			if err != nil {
@@ -172,24 +206,20 @@ func (s *Streams) Migrate(ctx context.Context, stream string, dry bool) (Migrate
 			if err != nil {
 				return err
 			}
-			keys := []string{stream, l.Meta, l.PIDs}
+			a := migrateArgs{State: stateArgsOf(stream, l), Dry: dry, NPIDs: len(pids)}
 			index := make(map[string]int, len(pids))
-			args := []any{l.IDsPrefix, l.OrderPrefix, stream, "", len(pids)}
-			if dry {
-				args[3] = "1"
-			}
 			for i, pid := range pids {
 				index[pid] = i + 1
-				keys = append(keys, l.IDs(pid), l.Order(pid))
-				args = append(args, pid)
+				a.PIDKeys = append(a.PIDKeys, l.IDs(pid), l.Order(pid))
+				a.Rest = append(a.Rest, pid)
 			}
-			args = append(args, len(reads))
+			a.Rest = append(a.Rest, len(reads))
 			for _, r := range reads {
-				args = append(args, index[r.pid], r.iid, r.native, r.id)
+				a.Rest = append(a.Rest, index[r.pid], r.iid, r.native, r.id)
 			}
-			args = append(args, s.nativeDefaultArgs()...)
-			cmd = migrateScript.Run(ctx, c, keys, args...)
-			return cmd.Err()
+			a.Defaults = s.nativeDefaultArgs()
+			call = migrateScript.Call(&a)
+			return call.Run(ctx, c).Err()
 		})
 		if errors.Is(err, redis.Nil) {
 			e := exit.New(exit.NotFound, "", "stream does not exist")
@@ -204,22 +234,20 @@ func (s *Streams) Migrate(ctx context.Context, stream string, dry bool) (Migrate
 		if err != nil {
 			return MigrateResult{}, scriptErr(err)
 		}
-		reply, _ := cmd.Val().([]any)
-		if len(reply) == 1 {
-			switch reply[0] {
-			case "retry":
-				if attempt < 5 {
-					continue
-				}
-				return MigrateResult{}, exit.New(exit.Busy, "", "new producers kept appearing in the emulated state while it was read (%d tries)", attempt+1)
-			case "old":
-				return MigrateResult{}, s.CheckMigrate(ctx)
+		reply, err := migrateScript.Reply(call)
+		if err != nil {
+			return MigrateResult{}, err
+		}
+		switch reply.signal {
+		case "retry":
+			if attempt < 5 {
+				continue
 			}
+			return MigrateResult{}, exit.New(exit.Busy, "", "new producers kept appearing in the emulated state while it was read (%d tries)", attempt+1)
+		case "old":
+			return MigrateResult{}, s.CheckMigrate(ctx)
 		}
-		res, ok := parseMigrateReply(reply)
-		if !ok {
-			return MigrateResult{}, exit.New(exit.Internal, "migrate", "unexpected reply %v", cmd.Val())
-		}
+		res := reply.res
 		res.Stream, res.DryRun = stream, dry
 		return res, nil
 	}

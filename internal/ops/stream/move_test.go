@@ -42,7 +42,7 @@ func TestMoveScriptRefusesBeforeWriting(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return call.Script.Run(ctx, c, call.Keys, call.Args...).Result()
+		return rawRun(call.Script, ctx, c, call.Keys, call.Args...).Result()
 	}
 	before := dump(conn.Client())
 	for _, c := range []struct {
@@ -124,7 +124,7 @@ func TestMoveScriptHalfHappens(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return call.Script.Run(ctx, c, call.Keys, call.Args...).Result()
+		return rawRun(call.Script, ctx, c, call.Keys, call.Args...).Result()
 	}
 	for _, u := range []struct {
 		name string

@@ -44,7 +44,7 @@ func TestMoveDBScriptChecksBeforeWriting(t *testing.T) {
 	}
 	wrongFrom, _ := f.h.s.MoveDBCall("MOVE", f.stream, f.stream, false, "1", 2)
 	before := allDBs(t, f.srv.URL)
-	if err := moveDBScript.Run(ctx, rdb, wrongFrom.Keys, wrongFrom.Args...).Err(); err == nil || !strings.Contains(err.Error(), "needs the database") {
+	if err := rawRun(moveDBScript.Script, ctx, rdb, wrongFrom.Keys, wrongFrom.Args...).Err(); err == nil || !strings.Contains(err.Error(), "needs the database") {
 		t.Errorf("MOVE with the wrong database: %v", err)
 	}
 	if got := allDBs(t, f.srv.URL); !sameDump(before, got) {
@@ -56,7 +56,7 @@ func TestMoveDBScriptChecksBeforeWriting(t *testing.T) {
 			t.Fatal(err)
 		}
 		uc := redis.NewClient(&redis.Options{Network: "unix", Addr: strings.TrimPrefix(f.srv.URL, "unix://"), Username: user, Password: "pw"})
-		err := moveDBScript.Run(ctx, uc, move.Keys, move.Args...).Err()
+		err := rawRun(moveDBScript.Script, ctx, uc, move.Keys, move.Args...).Err()
 		uc.Close()
 		if exit.Classify(err) != exit.Permission {
 			t.Errorf("MOVE without %s: %v, want a permission error", cmd, err)
@@ -68,7 +68,7 @@ func TestMoveDBScriptChecksBeforeWriting(t *testing.T) {
 	// A destination that exists: 0, nothing moves.
 	db1.Set(ctx, f.stream, "x", 0)
 	before = allDBs(t, f.srv.URL)
-	if n, err := moveDBScript.Run(ctx, rdb, move.Keys, move.Args...).Int(); err != nil || n != 0 {
+	if n, err := rawRun(moveDBScript.Script, ctx, rdb, move.Keys, move.Args...).Int(); err != nil || n != 0 {
 		t.Errorf("MOVE onto a key: %d, %v", n, err)
 	}
 	if got := allDBs(t, f.srv.URL); !sameDump(before, got) {
@@ -76,7 +76,7 @@ func TestMoveDBScriptChecksBeforeWriting(t *testing.T) {
 	}
 	db1.Del(ctx, f.stream)
 	// It goes through: the state is in database 1, the old one there gone.
-	if n, err := moveDBScript.Run(ctx, rdb, move.Keys, move.Args...).Int(); err != nil || n != 1 {
+	if n, err := rawRun(moveDBScript.Script, ctx, rdb, move.Keys, move.Args...).Int(); err != nil || n != 1 {
 		t.Fatalf("MOVE: %d, %v", n, err)
 	}
 	if left := serverDump(t, rdb); len(left) != 0 {

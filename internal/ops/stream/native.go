@@ -248,7 +248,11 @@ func withCfg(c idmp.Config, duration, maxsize int64) idmp.Config {
 
 // nativeClearScript changes IDMP-DURATION and sets it back, atomically and on
 // the value current at that moment: Redis clears every pid's iids on a change.
-var nativeClearScript = redisconn.NewScript(idmp.LuaConstants(), nativeClearLua)
+var nativeClearScript = redisconn.NewLua[nativeClearArgs](redisconn.Int64Reply, idmp.LuaConstants(), nativeClearLua)
+
+type nativeClearArgs struct {
+	Stream string `lua:"STREAM,key"`
+}
 
 func (s *Streams) nativeClear(ctx context.Context, stream, pid string) (int64, error) {
 	if pid != "" {
@@ -258,7 +262,9 @@ func (s *Streams) nativeClear(ctx context.Context, stream, pid string) (int64, e
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	n, err := nativeClearScript.Run(ctx, s.Conn.Client(), []string{stream}).Int64()
+	call := nativeClearScript.Call(&nativeClearArgs{Stream: stream})
+	call.Run(ctx, s.Conn.Client())
+	n, err := nativeClearScript.Reply(call)
 	return n, notFound(err)
 }
 

@@ -23,7 +23,18 @@ import (
 //go:embed lua/stream_emu_record.lua
 var recordLua string
 
-var recordScript = emulatedScript(recordLua)
+var recordScript = emulatedScript[recordArgs](decodeRecordReply, recordLua)
+
+// recordArgs are the record script's (see lua/stream_emu_record.lua).
+type recordArgs struct {
+	State    stateArgs
+	IDs      string `lua:"IDS,key"`   // the pid's ids hash
+	Order    string `lua:"ORDER,key"` // and order list
+	PID      string `lua:"PID"`
+	IID      string `lua:"IID"`
+	ID       string `lua:"ID"`
+	Defaults defaultsArgs
+}
 
 // Errors of XIDMPRECORD in Redis 8.6.3's words (t_stream.c,
 // xidmprecordCommand).
@@ -131,16 +142,16 @@ func (s *Streams) RecordIID(ctx context.Context, stream, pid, iid, id string) er
 		return recordErr(err)
 	}
 	for {
-		cmd, err := s.runState(ctx, recordScript, stream, func(l idmp.StateLayout) ([]string, []any) {
-			return []string{l.IDs(pid), l.Order(pid)}, []any{pid, iid, canon}
+		call, err := s.runState(ctx, stream, func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
+			return recordScript.Call(&recordArgs{State: st, IDs: l.IDs(pid), Order: l.Order(pid), PID: pid, IID: iid, ID: canon, Defaults: d})
 		})
 		if err == nil {
-			err = cmd.Err() // the script's error reply
+			err = call.Cmd.Err() // the script's error reply
 		}
 		if err != nil {
 			return recordErr(scriptErr(err))
 		}
-		err = ParseRecordReply(cmd.Val())
+		err = ParseRecordReply(call.Cmd.Val())
 		if !errors.Is(err, errNeedDefaults) || s.Defaults != nil {
 			return err
 		}
@@ -168,29 +179,36 @@ func recordErr(err error) error {
 // connection of its own (exec), with id as ValidateRecord returns it. Its
 // reply is read by ParseRecordReply, or is the script's error.
 func (s *Streams) RecordCall(stream, pid, iid, id string) (*redisconn.Call, error) {
-	l, keys, args, err := s.stateCall(stream)
+	l, st, err := s.state(stream)
 	if err != nil {
 		return nil, err
 	}
-	keys = append(keys, l.IDs(pid), l.Order(pid))
-	call := redisconn.NewCall(recordScript, keys, len(args)+5)
-	call.Args = append(append(append(call.Args, args...), pid, iid, id), s.defaultArgs()...)
-	return call, nil
+	return recordScript.Call(&recordArgs{State: st, IDs: l.IDs(pid), Order: l.Order(pid), PID: pid, IID: iid, ID: id, Defaults: s.defaultArgs()}), nil
 }
 
 // ParseRecordReply reads the record script's reply: nil for OK;
 // NeedsDefaults when the stream's state starts with it and the defaults
 // were not sent (nothing was written).
 func ParseRecordReply(v any) error {
+	needs, err := recordScript.Decode(v)
+	if needs {
+		return errNeedDefaults
+	}
+	return err
+}
+
+// decodeRecordReply is the record script's decoder: OK (false), or {'D'}:
+// the defaults are needed (true).
+func decodeRecordReply(v any) (needsDefaults bool, err error) {
 	switch r := v.(type) {
 	case string:
 		if r == "OK" {
-			return nil
+			return false, nil
 		}
 	case []any:
 		if len(r) == 1 && r[0] == "D" {
-			return errNeedDefaults
+			return true, nil
 		}
 	}
-	return exit.New(exit.Internal, "emulated XIDMPRECORD", "unexpected reply %s", fmt.Sprint(v))
+	return false, exit.New(exit.Internal, "emulated XIDMPRECORD", "unexpected reply %s", fmt.Sprint(v))
 }

@@ -158,7 +158,7 @@ func TestRecordScriptChecksBeforeWriting(t *testing.T) {
 		{"another stream's state", keys, with(2, "other"), "IDMPCONFLICT"},
 	} {
 		before := serverDump(t, rdb)
-		_, err := f.runRaw(recordScript, tr.keys, tr.args...)
+		_, err := f.runRaw(recordScript.Script, tr.keys, tr.args...)
 		if err == nil || !strings.Contains(err.Error(), tr.want) {
 			t.Errorf("%s: %v, want %q", tr.name, err, tr.want)
 		}
@@ -173,7 +173,7 @@ func TestRecordScriptChecksBeforeWriting(t *testing.T) {
 		rdb.Del(ctx, k)
 		rdb.Set(ctx, k, "x", 0)
 		before := serverDump(t, rdb)
-		if _, err := f.runRaw(recordScript, keys, args...); err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		if _, err := f.runRaw(recordScript.Script, keys, args...); err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
 			t.Errorf("%s of another type: %v, want WRONGTYPE", k, err)
 		}
 		wantUnchanged(t, k+" of another type", before, rdb)
@@ -190,7 +190,7 @@ func TestRecordScriptChecksBeforeWriting(t *testing.T) {
 		}
 		uc := redis.NewClient(&redis.Options{Network: "unix", Addr: strings.TrimPrefix(f.srv.URL, "unix://"), Username: user, Password: "pw"})
 		before := serverDump(t, rdb)
-		_, err := recordScript.Run(ctx, uc, keys, args...).Result()
+		_, err := rawRun(recordScript.Script, ctx, uc, keys, args...).Result()
 		uc.Close()
 		if exit.Classify(err) != exit.Permission {
 			t.Errorf("without %s: %v, want a permission error", cmd, err)
@@ -198,7 +198,7 @@ func TestRecordScriptChecksBeforeWriting(t *testing.T) {
 		wantUnchanged(t, "without "+cmd, before, rdb)
 	}
 	// And it goes through once nothing trips it.
-	if v, err := f.runRaw(recordScript, keys, args...); err != nil || fmt.Sprint(v) != "OK" {
+	if v, err := f.runRaw(recordScript.Script, keys, args...); err != nil || fmt.Sprint(v) != "OK" {
 		t.Fatalf("record: %v, %v", v, err)
 	}
 	if got := rdb.HGet(ctx, f.l.IDs("q"), "new").Val(); got != id {

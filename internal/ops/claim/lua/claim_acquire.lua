@@ -49,3 +49,6 @@ local function acquire(key, now, owner, lease, ttl, default_ttl, fp, max_attempt
   redis.call('PEXPIRE', key, keep)
   return reply(outcome, now, keep, previous, h)
 end
+
+-- The call, with the arguments of acquireArgs (claim.go) by name.
+return acquire(KEY, clock_ms(), OWNER, LEASE, TTL, DEFAULT_TTL, FINGERPRINT, MAX_ATTEMPTS)

@@ -47,3 +47,6 @@ local function fail(key, now, token, ttl, default_ttl, err, release)
   redis.call('PEXPIRE', key, keep)
   return reply('ok', now, keep, '', h)
 end
+
+-- The call, with the arguments of failArgs (claim.go) by name.
+return fail(KEY, clock_ms(), TOKEN, TTL, DEFAULT_TTL, ERR, RELEASE)

@@ -1,22 +1,24 @@
 -- Shared prelude of the claim scripts (claim.md). Each claim_<verb>.lua
 -- defines the transition as a function of (key, now, its arguments as
--- strings); Go builds each verb's script from this prelude, the verb's
--- function and a call of it on KEYS[1] with ARGV. Every script is one
--- self-contained EVAL.
+-- strings) and ends with a call of it with the call's arguments, which
+-- redisconn.NewLua binds to locals named after the fields of the verb's
+-- struct in claim.go (KEY, TOKEN...). Go builds each verb's script from
+-- this prelude and the verb's file. Every script is one self-contained
+-- EVAL.
 
--- Writes follow TIME: that needs effects replication, the default since
--- Redis 5 and the only mode since 7.0 (which has REDIS_VERSION).
-if not redis.REDIS_VERSION and redis.replicate_commands then redis.replicate_commands() end
+-- The redisconn prelude comes before this file: effects replication (writes
+-- follow TIME), now_ms and to_table.
 
--- The server's clock, read once a script: the record's times and a new
--- token's clock part are the same instant.
+-- The server's clock, read once a script (clock_ms, unlike the prelude's
+-- now_ms): the record's times and a new token's clock part are the same
+-- instant.
 local clock_t
 local function server_time()
   if not clock_t then clock_t = redis.call('TIME') end
   return tonumber(clock_t[1]), tonumber(clock_t[2])
 end
 
-local function now_ms()
+local function clock_ms()
   local s, us = server_time()
   return s * 1000 + math.floor(us / 1000)
 end

@@ -27,3 +27,6 @@ local function renew(key, now, token, lease, ttl, default_lease, default_ttl)
   redis.call('PEXPIRE', key, keep)
   return reply('ok', now, keep, '', h)
 end
+
+-- The call, with the arguments of renewArgs (claim.go) by name.
+return renew(KEY, clock_ms(), TOKEN, LEASE, TTL, DEFAULT_LEASE, DEFAULT_TTL)

@@ -2,11 +2,13 @@
 -- atomically: PTTL, its expiry on the server's clock (PEXPIRETIME, Redis 7.0+
 -- and Valkey; before that TIME + PTTL, which can be a few ms late: PTTL
 -- counts from the script's start), and the DUMP payload. Reads only.
--- KEYS: the candidates (one slot). Reply: one {pttl_ms, expires_at_ms,
--- payload} per key, in KEYS order; a key that is gone is {-2, 0, false}.
+-- KEYS: the candidates (one slot), from KEYS[CANDIDATES] (backupArgs in
+-- backup.go). Reply: one {pttl_ms, expires_at_ms, payload} per key, in
+-- KEYS order; a key that is gone is {-2, 0, false}.
 local now = now_ms()
 local out = {}
-for i, key in ipairs(KEYS) do
+for k = CANDIDATES, #KEYS do
+  local i, key = k - CANDIDATES + 1, KEYS[k]
   local payload = redis.call('DUMP', key)
   if payload then
     local pttl = redis.call('PTTL', key)

@@ -1,9 +1,10 @@
 -- purge re-check: delete each key only if it is still what the client decided
 -- to delete, judged by the value it read: compared whole where it is short,
 -- by fingerprint where it is long.
--- KEYS: the candidates. ARGV: the number of field lists, then each list (its
--- length, then its field names); then runs of keys compared alike, in KEYS
--- order, each: the number of its keys, kind, no_ttl ('1': the key must still
+-- KEYS: the candidates, from KEYS[CANDIDATES]. ARGV (recheckArgs in
+-- purge.go): NLISTS the number of field lists; then, from ARGV[BODY], each
+-- list (its length, then its field names); then runs of keys compared
+-- alike, in KEYS order, each: the number of its keys, kind, no_ttl ('1': the key must still
 -- have no TTL), the kind's shared part, then each key's own part:
 --   hash:   shared: length (HLEN), field list; own: the values of the
 --           list's fields joined by NUL (none holds a NUL)
@@ -22,8 +23,8 @@
 -- (an error table, never equal to a number or a string) for another type.
 local length_of = {string = 'STRLEN', hash = 'HLEN', set = 'SCARD', list = 'LLEN', zset = 'ZCARD', stream = 'XLEN'}
 local lists = {}
-local a = 2
-for l = 1, tonumber(ARGV[1]) do
+local a = BODY
+for l = 1, tonumber(NLISTS) do
   local n = tonumber(ARGV[a])
   local fields = {}
   for j = 1, n do fields[j] = ARGV[a + j] end
@@ -32,7 +33,7 @@ for l = 1, tonumber(ARGV[1]) do
 end
 local now = now_ms()
 local out, gone, doomed = {}, {}, {}
-local nargv, i = #ARGV, 0
+local nargv, i = #ARGV, CANDIDATES - 1
 while a <= nargv do
   local count, kind, no_ttl = tonumber(ARGV[a]), ARGV[a + 1], ARGV[a + 2]
   a = a + 3
@@ -90,13 +91,13 @@ while a <= nargv do
       same = redis.call('PTTL', key) == -1
     end
     if same and live > 0 and now < live then
-      out[i] = 2
+      out[i - CANDIDATES + 1] = 2
     elseif same and not doomed[key] then -- a key given twice goes once
       doomed[key] = true
       gone[#gone + 1] = key
-      out[i] = 1
+      out[i - CANDIDATES + 1] = 1
     else
-      out[i] = 0
+      out[i - CANDIDATES + 1] = 0
     end
   end
 end

@@ -4,14 +4,15 @@
 -- that exists: a decision taken on the client's clock a moment earlier (or
 -- on another node's, in a cluster) could so delete a newer record and count
 -- it restored.
--- KEYS[1]: the key. ARGV[1]: its DUMP payload; ARGV[2]: its expiry on the
--- server's clock in ms (0: none); ARGV[3]: '1' to replace a key that
--- exists; ARGV[4]: '1' when the server takes ABSTTL (Redis 5.0+, Valkey).
+-- Arguments (restoreArgs in restore.go): KEY, its DUMP PAYLOAD, AT its
+-- expiry on the server's clock in ms (0: none), REPLACE '1' to replace a
+-- key that exists, ABSTTL '1' when the server takes ABSTTL (Redis 5.0+,
+-- Valkey).
 -- Reply: 'expired' or 'existing' (nothing written), 'restored' (the key was
 -- missing), or 'replaced' (it existed: overwritten). An error of RESTORE (a
 -- payload this server cannot load, NOPERM) writes nothing.
-local key, payload = KEYS[1], ARGV[1]
-local at, replace, absttl = tonumber(ARGV[2]), ARGV[3] == '1', ARGV[4] == '1'
+local key, payload = KEY, PAYLOAD
+local at, replace, absttl = tonumber(AT), REPLACE == '1', ABSTTL == '1'
 local now = now_ms()
 if at > 0 and at <= now then return 'expired' end
 local existed = redis.call('EXISTS', key) == 1

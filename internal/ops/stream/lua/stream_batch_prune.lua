@@ -1,20 +1,20 @@
 -- xadd --batch: drops a stream's progress records whose time is up. The
--- index (KEYS[1]) scores each record by when it expires, on the server
--- clock; records have no TTL (an eviction policy of volatile-* would drop
--- them first). At most ARGV[1] records a call. Reply: the number dropped.
+-- INDEX scores each record by when it expires, on the server clock;
+-- records have no TTL (an eviction policy of volatile-* would drop them
+-- first). At most LIMIT records a call (pruneArgs). Reply: the number
+-- dropped.
 --
 -- The records are not declared (their names are in the index): each is
 -- read in part 1, where a key a cluster node no longer holds fails the
 -- script before it writes.
 
 -- Part 1: reads and checks.
-local INDEX = KEYS[1]
 local t = redis.call('TYPE', INDEX)['ok']
 if t == 'none' then return 0 end
 if t ~= 'zset' then return redis.error_reply('WRONGTYPE ' .. INDEX .. ' holds a ' .. t .. ', not a sorted set') end
 local now = now_ms()
 local del, unindex, rescore = {}, {}, {}
-for _, k in ipairs(redis.call('ZRANGEBYSCORE', INDEX, '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))) do
+for _, k in ipairs(redis.call('ZRANGEBYSCORE', INDEX, '-inf', now, 'LIMIT', 0, tonumber(LIMIT))) do
   local kt = redis.call('TYPE', k)['ok']
   if kt == 'hash' then
     local exp = tonumber(redis.call('HGET', k, 'expires'))

@@ -1,9 +1,10 @@
 -- Emulated IDMP: helpers prepended to every stream_emu_*.lua script.
 --
--- Every script gets KEYS[1] = stream, KEYS[2] = meta hash, KEYS[3] = pids set
--- and ARGV[1] = ids key prefix, ARGV[2] = order key prefix, ARGV[3] = the
--- stream name (owner of the meta hash). Per-pid keys are prefix .. pid; all
--- keys share the stream's hash tag, so they live in its cluster slot.
+-- Every script's arguments (stateArgs and defaultsArgs in args.go) give it
+-- STREAM, the meta hash META and the pids set PIDS (keys), IDS_PREFIX and
+-- ORDER_PREFIX (per-pid keys are prefix .. pid) and OWNER, the stream name
+-- (owner of the meta hash), and last the server-level defaults; all keys
+-- share the stream's hash tag, so they live in its cluster slot.
 --
 -- Every script has two parts (docs/emulated.md, "Scripts that cannot half-happen"):
 -- first everything that can fail (argument counts and sizes, key types,
@@ -16,21 +17,20 @@
 -- first): expired iids, idle producers and old progress records are
 -- removed by the scripts, on the server clock.
 
--- The redisconn prelude (now_ms, to_table, effects replication) and the
--- IDMP limits (DEFAULT_DURATION, DEFAULT_MAXSIZE, MAX_DURATION,
--- MAX_MAXSIZE, MAX_FIELD_ARGS, from internal/idmp) come before this file.
+-- The redisconn prelude (now_ms, to_table, effects replication), the
+-- call's arguments as locals (redisconn.NewLua) and the IDMP limits
+-- (DEFAULT_DURATION, DEFAULT_MAXSIZE, MAX_DURATION, MAX_MAXSIZE,
+-- MAX_FIELD_ARGS, from internal/idmp) come before this file.
 
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
 
-local STREAM, META, PIDS = KEYS[1], KEYS[2], KEYS[3]
 -- The index of xadd --batch progress records (see internal/idmp).
 local BATCH_INDEX = META .. ':batches'
-local IDS_PREFIX, ORDER_PREFIX, OWNER = ARGV[1], ARGV[2], ARGV[3]
 -- The server-level defaults (CONFIG SET stream-idmp-*, kept by idmpctl in
 -- a key of their own that a script in another slot cannot read), the last
 -- two arguments of every call: '' when the caller does not know them. A
 -- stream's meta takes them when it is created, and keeps them.
-local SERVER_DURATION, SERVER_MAXSIZE = tonumber(ARGV[#ARGV - 1]), tonumber(ARGV[#ARGV])
+local SERVER_DURATION, SERVER_MAXSIZE = tonumber(SERVER_DURATION_ARG), tonumber(SERVER_MAXSIZE_ARG)
 local DEFAULTS_KNOWN = SERVER_DURATION ~= nil and SERVER_MAXSIZE ~= nil
 
 -- An entry ID's ms and seq parts as digit strings.

@@ -1,19 +1,21 @@
 -- Emulated IDMP: a batch of idempotent adds to one stream, decided and
 -- written atomically on the server clock.
 --
--- KEYS[4 + 2(j-1)], KEYS[5 + 2(j-1)]: ids hash and order list of pid j;
--- then, for a chunk of xadd --batch, its progress record and the stream's
--- index of progress records.
--- ARGV[4..8]: nomkstream ('1'|''), trim ('MAXLEN'|'MINID'|''), '='|'~',
--- threshold, limit (''|n), for every item.
--- ARGV[9]: '1' to refuse on a server that has IDMP of its own (auto mode).
--- ARGV[10..18]: a batch chunk's progress ('' in ARGV[10] for none): lines
--- done before it, lines done after it, the digest of those lines, the lines
--- done before the chunk whose stored replies go now ('' none), how long
--- the record outlives this chunk in ms, the batch ID, its pid, each item's
--- input line (joined by commas: read only when an item stops the chunk),
--- and the ID of the run that sends it.
--- ARGV[19] = npids, then per pid: pid, number of items for it; then nitems;
+-- Arguments (addArgs in emulated.go), after the common ones:
+-- KEYS[PID_KEYS + 2(j-1)], KEYS[PID_KEYS + 2j - 1]: ids hash and order
+-- list of pid j; then, for a chunk of xadd --batch, its progress record
+-- and the stream's index of progress records.
+-- NOMK ('1'|''), TRIM ('MAXLEN'|'MINID'|''), TRIM_OP '='|'~', THRESHOLD,
+-- LIMIT (''|n), for every item.
+-- CHECK_NATIVE: '1' to refuse on a server that has IDMP of its own (auto
+-- mode).
+-- A batch chunk's progress (FROM '' for none): FROM lines done before it,
+-- TO lines done after it, the DIGEST of those lines, DROP the lines done
+-- before the chunk whose stored replies go now ('' none), PROGRESS_TTL how
+-- long the record outlives this chunk in ms, the BATCH_ID, its BATCH_PID,
+-- each item's input line (LINES, joined by commas: read only when an item
+-- stops the chunk), and the RUN that sends it.
+-- NPIDS, then from ARGV[ITEMS] per pid: pid, number of items for it; then nitems;
 -- then uniform: '' and per item: pid index, iid, nfields, fields...; or,
 -- when every item is of the one pid and has the same number of fields (the
 -- common batch), that number, and per item: iid, fields...; last, the
@@ -25,7 +27,7 @@
 -- (message). Items before a stop stay written, and tracked. One string,
 -- not three values an item: a reply of thousands of elements costs the
 -- server more than the adds.
--- Refusals, with nothing written: {'N'} the server has native IDMP (ARGV[9]);
+-- Refusals, with nothing written: {'N'} the server has native IDMP (CHECK_NATIVE);
 -- {'D'} the stream's state starts now and the server-level defaults, the
 -- last two arguments, were not given;
 -- {'P', lines} the progress record stands at another line count (a chunk
@@ -44,7 +46,7 @@
 
 -- A command the server does not know is "Unknown" to a script; one it knows
 -- fails on its arity first (before ACL checks), and changes nothing.
-if ARGV[9] == '1' then
+if CHECK_NATIVE == '1' then
   local r = redis.pcall('XCFGSET')
   if not (type(r) == 'table' and r.err and string.find(r.err, 'nknown', 1, true)) then return { 'N' } end
 end
@@ -63,21 +65,21 @@ end
 
 -- The call's shape: its arguments are counted before anything else.
 local argv = ARGV
-local npids = tonumber(argv[19])
-local first = 22 + 2 * (npids or 0) -- the first item
+local npids = tonumber(NPIDS)
+local first = ITEMS + 2 + 2 * (npids or 0) -- the first item
 local nitems, uniform = tonumber(argv[first - 2]), tonumber(argv[first - 1])
-local batch = argv[10] ~= ''
+local batch = FROM ~= ''
 local function malformed()
   return redis.error_reply('ERR idmpctl: malformed emulated XADD call (' .. #KEYS .. ' keys, ' .. #argv .. ' arguments)')
 end
-if not npids or npids < 1 or not nitems or nitems < 1 or #KEYS ~= 3 + 2 * npids + (batch and 2 or 0)
-  or (batch and not tonumber(argv[14])) then
+if not npids or npids < 1 or not nitems or nitems < 1 or #KEYS ~= PID_KEYS - 1 + 2 * npids + (batch and 2 or 0)
+  or (batch and not tonumber(PROGRESS_TTL)) then
   return malformed()
 end
 -- Every item: a known pid, a non-empty iid, and no more field/value
 -- arguments than one XADD from Lua takes (unpack stops near 8,000 values).
 -- The last two arguments are the server-level defaults (common).
-local nargv = #argv - 2
+local nargv = ITEMS_LAST
 local a = first
 for i = 1, nitems do
   local j, iid, nf
@@ -91,7 +93,7 @@ for i = 1, nitems do
   end
   if j < 1 or j > npids or nf < 2 or nf % 2 ~= 0 or a - 1 > nargv then return malformed() end
   if nf > MAX_FIELD_ARGS then return { 'F', tostring(i), tostring(nf) } end
-  if argv[18 + 2 * j] == '' then return redis.error_reply('ERR syntax error, IDMP requires a non-empty producer ID') end
+  if argv[ITEMS + 2 * j - 2] == '' then return redis.error_reply('ERR syntax error, IDMP requires a non-empty producer ID') end
   if iid == '' then return redis.error_reply('ERR syntax error, IDMP requires a non-empty idempotent ID') end
 end
 if a - 1 ~= nargv then return malformed() end
@@ -99,12 +101,12 @@ if a - 1 ~= nargv then return malformed() end
 -- Every key of the types the writes expect.
 local t = key_type(STREAM)
 if t ~= 'none' and t ~= 'stream' then return redis.error_reply(WRONGTYPE) end
-local PROGRESS, BATCHES = KEYS[4 + 2 * npids], KEYS[5 + 2 * npids]
+local PROGRESS, BATCHES = KEYS[PID_KEYS + 2 * npids], KEYS[PID_KEYS + 2 * npids + 1]
 local err = bad_type(META, 'hash') or bad_type(PIDS, 'set')
 if not err and batch then err = bad_type(PROGRESS, 'hash') or bad_type(BATCHES, 'zset') end
 for j = 1, npids do
   if err then break end
-  err = bad_type(KEYS[2 + 2 * j], 'hash') or bad_type(KEYS[3 + 2 * j], 'list')
+  err = bad_type(KEYS[PID_KEYS + 2 * j - 2], 'hash') or bad_type(KEYS[PID_KEYS + 2 * j - 1], 'list')
 end
 if err then return err end
 
@@ -114,7 +116,8 @@ if err then return err end
 
 -- reset: the state is that of a stream that is gone, deleted or recreated
 -- by someone else (R13): it goes, and this call starts afresh.
-local exists, info, reset = t == 'stream', nil, false
+local exists, info = t == 'stream', nil
+local reset
 if exists then
   info = xinfo()
   reset = stale(info, m)
@@ -132,13 +135,13 @@ if reset or not m.owner then m = fresh_meta() end
 
 local now = now_ms()
 local dur_ms, maxsize = m.duration * 1000, m.maxsize
-local nomk = argv[4] == '1'
+local nomk = NOMK == '1'
 -- XADD's arguments before the fields, the same for every item.
 local head = { STREAM }
 if nomk then head[#head + 1] = 'NOMKSTREAM' end
-if argv[5] ~= '' then
-  head[#head + 1], head[#head + 2], head[#head + 3] = argv[5], argv[6], argv[7]
-  if argv[8] ~= '' then head[#head + 1], head[#head + 2] = 'LIMIT', argv[8] end
+if TRIM ~= '' then
+  head[#head + 1], head[#head + 2], head[#head + 3] = TRIM, TRIM_OP, THRESHOLD
+  if LIMIT ~= '' then head[#head + 1], head[#head + 2] = 'LIMIT', LIMIT end
 end
 head[#head + 1] = '*'
 local nhead = #head
@@ -162,12 +165,12 @@ checks[#checks + 1] = xa
 local drop, whole
 if reset then
   local mine, keep = {}, {}
-  for j = 1, npids do mine[argv[18 + 2 * j]] = true end
+  for j = 1, npids do mine[argv[ITEMS + 2 * j - 2]] = true end
   if batch then keep[PROGRESS] = true end
   drop = plan_drop(true, true, mine, keep)
   whole = { keys = {} }
   local seen = {}
-  for _, k in ipairs({ META, PIDS, BATCH_INDEX, unpack(KEYS, 4) }) do
+  for _, k in ipairs({ META, PIDS, BATCH_INDEX, unpack(KEYS, PID_KEYS) }) do
     if not seen[k] and redis.call('EXISTS', k) == 1 then whole.keys[#whole.keys + 1] = k end
     seen[k] = true
   end
@@ -176,14 +179,14 @@ if reset then
   drop_checks(whole, checks)
 end
 
--- The chunk's progress record moves from ARGV[10] lines to ARGV[11] with
+-- The chunk's progress record moves from FROM lines to TO with
 -- the adds, compare-and-set: a chunk that was committed already (its reply
 -- lost, or its connection stalled and given up) finds the record moved on.
 local record_junk
 if batch then
   local line = redis.call('HGET', PROGRESS, 'line') or '0'
   if reset then line = '0' end -- the record goes with the state
-  if line ~= argv[10] then
+  if line ~= FROM then
     if not reset then return { 'P', line } end
     err = denied(checks)
     if err then return err end
@@ -204,12 +207,12 @@ end
 -- what may matter to this call.
 local per = {}
 for j = 1, npids do
-  local ids, order = KEYS[2 + 2 * j], KEYS[3 + 2 * j]
+  local ids, order = KEYS[PID_KEYS + 2 * j - 2], KEYS[PID_KEYS + 2 * j - 1]
   local len = redis.call('LLEN', order)
   -- pushed[k] is the k-th iid this call pushes and newid[k] its entry ID;
   -- pos[iid] is the last position it was pushed at; cand[iid] the position
   -- of an old iid this call may evict (-inf: expired, gone whatever).
-  local p = { ids = ids, order = order, pid = argv[18 + 2 * j], count = tonumber(argv[19 + 2 * j]), len = len,
+  local p = { ids = ids, order = order, pid = argv[ITEMS + 2 * j - 2], count = tonumber(argv[ITEMS + 2 * j - 1]), len = len,
     known = {}, pos = {}, cand = {}, pushed = {}, newid = {}, n = 0, front = {},
     had_ids = redis.call('EXISTS', ids) == 1 }
   if reset then
@@ -248,11 +251,10 @@ end
 local asking = false
 for j = 1, npids do
   local p = per[j]
-  if reset then
-    -- nothing is known
-  elseif p.len <= 512 or p.len <= 2 * p.count then
+  -- A reset state knows nothing.
+  if not reset and (p.len <= 512 or p.len <= 2 * p.count) then
     p.known = to_table(redis.call('HGETALL', p.ids))
-  else
+  elseif not reset then
     p.asked, asking = {}, true
   end
 end
@@ -327,69 +329,71 @@ local done, ndone, stop, message = {}, 0, '', ''
 a = first
 -- The current pid's state is kept in locals while items go on with the same
 -- pid (a batch has one): a field of a table is a lookup at every use.
-local cur, p, pos, known, newid, pushed, cand, start, n
-for _ = 1, nitems do
-  local j, iid, nf, f0
-  if uniform then
-    j, iid, nf, f0 = '1', argv[a], uniform, a + 1
-  else
-    j, iid, nf, f0 = argv[a], argv[a + 1], argv[a + 2], a + 3
-    nf = ints[nf] or int(nf)
-  end
-  a = f0 + nf
-  if j ~= cur then
-    if p then p.n = n end
-    cur, p = j, per[int(j)]
-    pos, known, newid, pushed, cand, start, n = p.pos, p.known, p.newid, p.pushed, p.cand, p.start, p.n
-  end
-  if not exists and nomk then
-    stop = 'n'
-    break
-  end
-  -- List positions below evict are gone (R5): old ones, or pushed earlier
-  -- here.
-  local evict = start + n - maxsize
-  local orig
-  local k = pos[iid]
-  if k then
-    if start + k - 1 >= evict then orig = newid[k] end
-  else
-    orig = known[iid]
-    if orig then
-      local c = cand[iid]
-      if c and c < evict then orig = nil end
-    end
-  end
-  if orig then
-    -- R2/R10: reply the original ID; add nothing, trim nothing.
-    ndups = ndups + 1
-    local still = 0
-    if #redis.call('XRANGE', STREAM, orig, orig) > 0 then still = 1 end
-    ndone = ndone + 1
-    done[ndone] = 'd' .. still .. orig
-  else
-    local id
-    if nhead == 2 and nf == 4 then
-      id = rpcall(xadd, STREAM, '*', argv[f0], argv[f0 + 1], argv[f0 + 2], argv[f0 + 3])
-    elseif nhead == 2 and nf == 2 then
-      id = rpcall(xadd, STREAM, '*', argv[f0], argv[f0 + 1])
+do
+  local cur, p, pos, known, newid, pushed, cand, start, n
+  for _ = 1, nitems do
+    local j, iid, nf, f0
+    if uniform then
+      j, iid, nf, f0 = '1', argv[a], uniform, a + 1
     else
-      local args = { unpack(head) }
-      for f = f0, f0 + nf - 1 do args[nhead + f - f0 + 1] = argv[f] end
-      id = rpcall(xadd, unpack(args))
+      j, iid, nf, f0 = argv[a], argv[a + 1], argv[a + 2], a + 3
+      nf = ints[nf] or int(nf)
     end
-    if type(id) ~= 'string' then
-      if id then stop, message = 'e', id.err else stop = 'n' end
+    a = f0 + nf
+    if j ~= cur then
+      if p then p.n = n end
+      cur, p = j, per[int(j)]
+      pos, known, newid, pushed, cand, start, n = p.pos, p.known, p.newid, p.pushed, p.cand, p.start, p.n
+    end
+    if not exists and nomk then
+      stop = 'n'
       break
     end
-    n = n + 1
-    pushed[n], pos[iid], newid[n] = iid, n, id
-    nadds, exists, last_id = nadds + 1, true, id
-    ndone = ndone + 1
-    done[ndone] = id
+    -- List positions below evict are gone (R5): old ones, or pushed earlier
+    -- here.
+    local evict = start + n - maxsize
+    local orig
+    local k = pos[iid]
+    if k then
+      if start + k - 1 >= evict then orig = newid[k] end
+    else
+      orig = known[iid]
+      if orig then
+        local c = cand[iid]
+        if c and c < evict then orig = nil end
+      end
+    end
+    if orig then
+      -- R2/R10: reply the original ID; add nothing, trim nothing.
+      ndups = ndups + 1
+      local still = 0
+      if #redis.call('XRANGE', STREAM, orig, orig) > 0 then still = 1 end
+      ndone = ndone + 1
+      done[ndone] = 'd' .. still .. orig
+    else
+      local id
+      if nhead == 2 and nf == 4 then
+        id = rpcall(xadd, STREAM, '*', argv[f0], argv[f0 + 1], argv[f0 + 2], argv[f0 + 3])
+      elseif nhead == 2 and nf == 2 then
+        id = rpcall(xadd, STREAM, '*', argv[f0], argv[f0 + 1])
+      else
+        local args = { unpack(head) }
+        for f = f0, f0 + nf - 1 do args[nhead + f - f0 + 1] = argv[f] end
+        id = rpcall(xadd, unpack(args))
+      end
+      if type(id) ~= 'string' then
+        if id then stop, message = 'e', id.err else stop = 'n' end
+        break
+      end
+      n = n + 1
+      pushed[n], pos[iid], newid[n] = iid, n, id
+      nadds, exists, last_id = nadds + 1, true, id
+      ndone = ndone + 1
+      done[ndone] = id
+    end
   end
+  if p then p.n = n end
 end
-if p then p.n = n end
 
 local replies = table.concat(done, ',')
 if ndone == 0 then
@@ -465,23 +469,23 @@ end
 -- the chunk's, or those up to the last item before one that stopped it (the
 -- digest of those is not known here, so digest-line stays where it was).
 -- The chunk's replies are kept for a client whose reply was lost; older
--- ones go (ARGV[13]). The record outlives its last chunk by ARGV[14] ms:
+-- ones go (DROP). The record outlives its last chunk by PROGRESS_TTL ms:
 -- the index scores it by that time, and xadd --batch drops it then.
 local fresh = {}
 if batch then
-  local line = argv[11]
+  local line = TO
   if ndone < nitems then
     local k = 0
-    for l in string.gmatch(argv[17], '[^,]+') do
+    for l in string.gmatch(LINES, '[^,]+') do
       k = k + 1
       if k == ndone then line = l break end
     end
   end
-  local expires = now + tonumber(argv[14])
-  local r = { 'line', line, 'batch', argv[15], 'pid', argv[16], 'stream', OWNER, 'mode', 'emulated',
-    'updated', now, 'expires', expires, 'run', argv[18], 'r:' .. argv[10], replies }
-  if ndone == nitems then r[#r + 1], r[#r + 2], r[#r + 3], r[#r + 4] = 'digest', argv[12], 'digest-line', argv[11] end
-  if argv[10] == '0' then r[#r + 1], r[#r + 2] = 'started', now end
+  local expires = now + tonumber(PROGRESS_TTL)
+  local r = { 'line', line, 'batch', BATCH_ID, 'pid', BATCH_PID, 'stream', OWNER, 'mode', 'emulated',
+    'updated', now, 'expires', expires, 'run', RUN, 'r:' .. FROM, replies }
+  if ndone == nitems then r[#r + 1], r[#r + 2], r[#r + 3], r[#r + 4] = 'digest', DIGEST, 'digest-line', TO end
+  if FROM == '0' then r[#r + 1], r[#r + 2] = 'started', now end
   local ea = info and info['entries-added']
   if ea ~= nil then r[#r + 1], r[#r + 2] = 'entries', ea + nadds
   elseif info == nil then r[#r + 1], r[#r + 2] = 'entries', nadds end
@@ -530,7 +534,7 @@ if reset and old_unordered then redis.call('HDEL', META, 'unordered') end
 if reset then run_drop(drop, idle) else run_drop(idle) end
 if batch then
   local old = {}
-  if argv[13] ~= '' then old[1] = 'r:' .. argv[13] end
+  if DROP ~= '' then old[1] = 'r:' .. DROP end
   for _, f in ipairs(record_junk or {}) do
     if not fresh[f] then old[#old + 1] = f end
   end

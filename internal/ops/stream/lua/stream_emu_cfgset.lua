@@ -1,9 +1,9 @@
--- Emulated XCFGSET (R7). ARGV[4] = duration, ARGV[5] = maxsize ('0' keeps).
+-- Emulated XCFGSET (R7): DURATION and MAXSIZE ('0' keeps; cfgsetArgs).
 -- Reply: {before-duration, before-maxsize, after-duration, after-maxsize,
 -- changed (0|1), iids cleared}. Same values change and clear nothing.
 
 -- Part 1: everything that can fail.
-local d, n = tonumber(ARGV[4]), tonumber(ARGV[5])
+local d, n = tonumber(DURATION), tonumber(MAXSIZE)
 if d == nil or n == nil then return redis.error_reply('ERR value is not an integer or out of range') end
 if d == 0 and n == 0 then
   return redis.error_reply('ERR At least one parameter must be specified')

@@ -1,17 +1,18 @@
--- Emulated purge --stream: forget tracked iids of every pid (ARGV[4] = '')
--- or of one pid (ARGV[4] = pid; KEYS[4], KEYS[5] its keys). Settings and
+-- Emulated purge --stream: forget tracked iids of every pid (PID '') or of
+-- one pid (PID, with its keys from KEYS[PID_KEYS]; clearArgs). Settings and
 -- lifetime counters stay. Reply: live iids cleared, or nil when the stream
 -- does not exist (its leftover state is dropped then).
 
 -- Part 1: everything that can fail.
-local pid = ARGV[4]
-if (pid == '' and #KEYS ~= 3) or (pid ~= '' and #KEYS ~= 5) then
+local pid = PID
+local IDS, ORDER = KEYS[PID_KEYS], KEYS[PID_KEYS + 1]
+if (pid == '' and #KEYS ~= PID_KEYS - 1) or (pid ~= '' and #KEYS ~= PID_KEYS + 1) then
   return redis.error_reply('ERR idmpctl: malformed emulated clear call')
 end
 local t = key_type(STREAM)
 if t ~= 'none' and t ~= 'stream' then return redis.error_reply(WRONGTYPE) end
 local err = bad_type(META, 'hash') or bad_type(PIDS, 'set')
-if not err and pid ~= '' then err = bad_type(KEYS[4], 'hash') or bad_type(KEYS[5], 'list') end
+if not err and pid ~= '' then err = bad_type(IDS, 'hash') or bad_type(ORDER, 'list') end
 if err then return err end
 local m = load_meta()
 err = conflict(m)
@@ -41,7 +42,8 @@ if stale(xinfo(), m) then
 end
 
 local now, dur_ms = now_ms(), m.duration * 1000
-local cleared, plan, left = 0, nil, 0
+local cleared, left = 0, 0
+local plan
 if pid == '' then
   for _, p in ipairs(redis.call('SMEMBERS', PIDS)) do
     cleared = cleared + live_count(IDS_PREFIX .. p, ORDER_PREFIX .. p, dur_ms, now, m.unordered)
@@ -49,9 +51,9 @@ if pid == '' then
   plan = plan_drop(true, false, {}, {})
   if redis.call('EXISTS', PIDS) == 1 then plan.keys[#plan.keys + 1] = PIDS end
 else
-  cleared = live_count(KEYS[4], KEYS[5], dur_ms, now, m.unordered)
+  cleared = live_count(IDS, ORDER, dur_ms, now, m.unordered)
   plan = { keys = {} }
-  for _, k in ipairs({ KEYS[4], KEYS[5] }) do
+  for _, k in ipairs({ IDS, ORDER }) do
     if redis.call('EXISTS', k) == 1 then plan.keys[#plan.keys + 1] = k end
   end
   left = redis.call('SCARD', PIDS) - redis.call('SISMEMBER', PIDS, pid)

@@ -5,24 +5,32 @@
 -- token (settings CONFIG SET gave it) cannot pass for the one rebuilt
 -- after it.
 --
--- KEYS: per key, the key, its meta hash and pids set. ARGV[1]: DEL or
--- UNLINK; then per key its ids prefix, order prefix and name; last, the
--- server-level defaults (unused). Reply: the command's own (the number of
--- keys deleted, of those named).
+-- Arguments (delArgs): the first key's state (the common layout), then
+-- from KEYS[MORE_KEYS] and ARGV[MORE] the others', per key: the key, its
+-- meta hash and pids set; its ids prefix, order prefix and name; then OP,
+-- DEL or UNLINK; last, the server-level defaults (unused). Reply: the
+-- command's own (the number of keys deleted, of those named).
 
 ------------------------------------------------------------------------
 -- Part 1: everything that can fail. Nothing is written before part 2.
 ------------------------------------------------------------------------
 
-local op = ARGV[1]
-local n = #KEYS / 3
-if (op ~= 'DEL' and op ~= 'UNLINK') or n < 1 or n ~= math.floor(n) or #ARGV ~= 1 + 3 * n + 2 then
+local op = OP
+local n = 1 + (#KEYS - MORE_KEYS + 1) / 3
+if (op ~= 'DEL' and op ~= 'UNLINK') or n ~= math.floor(n) or MORE_LAST - MORE + 1 ~= 3 * (n - 1) then
   return redis.error_reply('ERR idmpctl: malformed emulated ' .. tostring(op) .. ' call (' .. #KEYS .. ' keys, ' .. #ARGV .. ' arguments)')
+end
+-- Each key: the key, its meta hash, pids set, ids prefix, order prefix and
+-- name.
+local each = { { STREAM, META, PIDS, IDS_PREFIX, ORDER_PREFIX, OWNER } }
+for i = 2, n do
+  local k, a = MORE_KEYS + 3 * (i - 2), MORE + 3 * (i - 2)
+  each[i] = { KEYS[k], KEYS[k + 1], KEYS[k + 2], ARGV[a], ARGV[a + 1], ARGV[a + 2] }
 end
 local cmd, names = { op }, {}
 for i = 1, n do
-  cmd[#cmd + 1] = KEYS[3 * i - 2]
-  names[KEYS[3 * i - 2]] = true
+  cmd[#cmd + 1] = each[i][1]
+  names[each[i][1]] = true
 end
 if redis.acl_check_cmd and not redis.acl_check_cmd(unpack(cmd)) then
   return redis.error_reply("NOPERM User has no permissions to run the '" .. string.lower(op) .. "' command")
@@ -38,8 +46,7 @@ local function add(k)
   end
 end
 for i = 1, n do
-  local key, meta, pids = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
-  local idsp, orderp, owner = ARGV[3 * i - 1], ARGV[3 * i], ARGV[3 * i + 1]
+  local _, meta, pids, idsp, orderp, owner = unpack(each[i])
   if key_type(meta) == 'hash' and redis.call('HGET', meta, 'stream') == owner then
     if key_type(pids) == 'set' then
       for _, pid in ipairs(redis.call('SMEMBERS', pids)) do

@@ -1,28 +1,29 @@
 -- purge --match PATTERN --orphan-state: drops the emulated IDMP state of a
 -- stream that is gone, whole and atomically, only while it is gone.
 --
--- KEYS[1..3]: the common layout of one name the state may belong to;
--- KEYS[4..]: more keys of that state the caller found (a per-pid key its
--- pids set no longer names). ARGV[4]: how many names the state may belong
--- to ("s" and "{s}" share their state keys), then the names.
+-- Arguments (dropOrphanArgs): the common layout of one name the state may
+-- belong to; from KEYS[FOUND], more keys of that state the caller found
+-- (a per-pid key its pids set no longer names); NNAMES, how many names the
+-- state may belong to ("s" and "{s}" share their state keys), and from
+-- ARGV[NAMES] the names.
 -- Reply: the number of keys deleted, or -1 when one of the names is a
 -- stream again, and nothing is deleted. (A key of another kind under the
 -- name is no stream: the state is orphaned all the same, as a scan flags
 -- it.)
 
 -- Part 1: reads and checks.
-local n = tonumber(ARGV[4])
-if not n or n < 1 or #ARGV ~= 4 + n + 2 then
+local n = tonumber(NNAMES)
+if not n or n < 1 or NAMES_LAST - NAMES + 1 ~= n then
   return redis.error_reply('ERR idmpctl: malformed drop call')
 end
 for i = 1, n do
-  if key_type(ARGV[4 + i]) == 'stream' then return -1 end
+  if key_type(ARGV[NAMES + i - 1]) == 'stream' then return -1 end
 end
 local err = bad_type(META, 'hash') or bad_type(PIDS, 'set')
 if err then return err end
 -- A per-pid key the caller names must be of this state (its prefix).
 local prefix = META .. ':'
-for i = 4, #KEYS do
+for i = FOUND, #KEYS do
   if KEYS[i] ~= META and string.sub(KEYS[i], 1, #prefix) ~= prefix then
     return redis.error_reply('ERR idmpctl: ' .. KEYS[i] .. ' is not a key of the state ' .. META)
   end
@@ -36,7 +37,7 @@ end
 add(META)
 add(PIDS)
 add(BATCH_INDEX)
-for i = 4, #KEYS do add(KEYS[i]) end
+for i = FOUND, #KEYS do add(KEYS[i]) end
 err = denied(drop_checks(plan, {}))
 if err then return err end
 

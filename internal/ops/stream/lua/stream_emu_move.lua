@@ -2,11 +2,10 @@
 -- as native IDMP does since Redis 8.6.2 (to another database, MOVE and
 -- COPY ... DB: stream_emu_movedb.lua).
 --
--- KEYS[1..3]: source stream, its meta hash and pids set (the common
--- layout, so the common helpers read the source); KEYS[4..6]: the same of
--- the destination. ARGV[1..3]: the source's ids prefix, order prefix and
--- name; ARGV[4..6]: the destination's; ARGV[7]: RENAME, RENAMENX or COPY;
--- ARGV[8]: '1' for COPY ... REPLACE; ARGV[9]: COPY's DB ('' none).
+-- Arguments (moveArgs): the source stream's state (the common layout, so
+-- the common helpers read the source); the same of the destination (DST,
+-- DST_META, DST_PIDS, DST_IDS, DST_ORDER, DST_OWNER); OP: RENAME, RENAMENX
+-- or COPY; REPLACE: '1' for COPY ... REPLACE; DB: COPY's DB ('' none).
 -- Reply: the command's own reply. A key that is not a stream, or a stream
 -- without emulated state, moves as the command moves it.
 --
@@ -16,10 +15,8 @@
 -- state keys, and deletes last: the destination's old state that the move
 -- did not overwrite, and (RENAME) the source's progress records.
 
-local DST, DST_META, DST_PIDS = KEYS[4], KEYS[5], KEYS[6]
-local DST_IDS, DST_ORDER, DST_OWNER = ARGV[4], ARGV[5], ARGV[6]
 local DST_BATCHES = DST_META .. ':batches'
-local op, replace, db = ARGV[7], ARGV[8] == '1', ARGV[9]
+local op, replace, db = OP, REPLACE == '1', DB
 
 ------------------------------------------------------------------------
 -- Part 1: everything that can fail. Nothing is written before part 2.

@@ -1,11 +1,10 @@
 -- Emulated IDMP state follows its stream to another database: MOVE key db,
 -- and COPY key dst DB db [REPLACE], as native IDMP does (R15).
 --
--- KEYS[1..3]: the source stream, its meta hash and pids set; KEYS[4..6]:
--- the destination's (MOVE: the source's names), which live in database
--- db. ARGV[1..3]: the source's ids prefix, order prefix and name;
--- ARGV[4..6]: the destination's; ARGV[7]: MOVE or COPY; ARGV[8]: '1' for
--- COPY ... REPLACE; ARGV[9]: db; ARGV[10]: the database the caller's
+-- Arguments (moveDBArgs): the source stream's state; the destination's
+-- (DST, DST_META, DST_PIDS, DST_IDS, DST_ORDER, DST_OWNER; MOVE: the
+-- source's names), which live in database DB; OP: MOVE or COPY; REPLACE:
+-- '1' for COPY ... REPLACE; DB; FROM_DB: the database the caller's
 -- connection is in (exec follows its SELECTs; the script checks it, and
 -- refuses when it is not where the stream is). Reply: the command's own.
 --
@@ -18,9 +17,7 @@
 -- progress records stay behind, as with RENAME: a run against the other
 -- database starts over (its adds dedupe while IDMP tracks them).
 
-local DST, DST_META, DST_PIDS = KEYS[4], KEYS[5], KEYS[6]
-local DST_IDS, DST_ORDER, DST_OWNER = ARGV[4], ARGV[5], ARGV[6]
-local op, replace, db, from = ARGV[7], ARGV[8] == '1', ARGV[9], ARGV[10]
+local op, replace, db, from = OP, REPLACE == '1', DB, FROM_DB
 
 local cmd = { 'MOVE', STREAM, db }
 if op == 'COPY' then

@@ -1,9 +1,9 @@
 -- Emulated XIDMPRECORD (R14, Redis 8.6.2+): attaches (pid, iid) to an
 -- existing, not deleted entry of the stream, as if XADD IDMP had added it.
 --
--- KEYS[4], KEYS[5]: the pid's ids hash and order list. ARGV[4..6]: pid,
--- iid, and the entry ID as ms-seq (the caller reads it as Redis does: "5"
--- is 5-0). Reply: OK; or Redis 8.6.3's errors, in its order: ERR no such
+-- Arguments (recordArgs): IDS and ORDER, the pid's ids hash and order
+-- list; PID, IID, and the entry ID as ms-seq (the caller reads it as Redis
+-- does: "5" is 5-0). Reply: OK; or Redis 8.6.3's errors, in its order: ERR no such
 -- key, WRONGTYPE, ERR No such message in stream, ERR IID already exists
 -- for this producer with a different stream ID; or {'D'}, nothing written,
 -- when the stream's state starts now and the server-level defaults (the
@@ -20,9 +20,7 @@
 -- Part 1: everything that can fail. Nothing is written before part 2.
 ------------------------------------------------------------------------
 
-local PID, IID, ID = ARGV[4], ARGV[5], ARGV[6]
-local IDS, ORDER = KEYS[4], KEYS[5]
-if #KEYS ~= 5 or #ARGV ~= 8 or not string.match(ID or '', '^%d+%-%d+$') then
+if not string.match(ID or '', '^%d+%-%d+$') then
   return redis.error_reply('ERR idmpctl: malformed emulated XIDMPRECORD call (' .. #KEYS .. ' keys, ' .. #ARGV .. ' arguments)')
 end
 if PID == '' then return redis.error_reply('ERR producer ID must be non-empty') end

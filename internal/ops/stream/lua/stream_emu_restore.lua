@@ -3,12 +3,13 @@
 -- restored key's names, as RESTORE carries a stream's tracking natively
 -- (R15).
 --
--- KEYS[1..3]: the restored key, its meta hash and pids set; KEYS[4 +
--- 2(j-1)], KEYS[5 + 2(j-1)]: ids hash and order list of the state's pid j.
--- ARGV[4]: how many of RESTORE's arguments follow (ttl, payload, then
--- REPLACE, ABSTTL, IDLETIME s, FREQ f as given); then the state: duration,
--- maxsize, iids-added, iids-duplicates, gen, unordered, npids, and per
--- pid: pid, n, n iid/ID pairs; last, the server-level defaults.
+-- Arguments (restoreArgsOf in dump.go): the restored key, its meta hash and
+-- pids set; KEYS[PID_KEYS + 2(j-1)], KEYS[PID_KEYS + 2j - 1]: ids hash and
+-- order list of the state's pid j. NRESTORE: how many of RESTORE's
+-- arguments follow from ARGV[REST] (ttl, payload, then REPLACE, ABSTTL,
+-- IDLETIME s, FREQ f as given); then the state: duration, maxsize,
+-- iids-added, iids-duplicates, gen, unordered, npids, and per pid: pid, n,
+-- n iid/ID pairs; last, the server-level defaults.
 -- Reply: RESTORE's own (its errors too: nothing is written then).
 --
 -- The key's old state (RESTORE ... REPLACE over a stream that had some)
@@ -22,17 +23,17 @@
 local function malformed()
   return redis.error_reply('ERR idmpctl: malformed emulated RESTORE call (' .. #KEYS .. ' keys, ' .. #ARGV .. ' arguments)')
 end
-local nrestore = tonumber(ARGV[4])
+local nrestore = tonumber(NRESTORE)
 if not nrestore or nrestore < 2 then return malformed() end
 local rargs = { 'RESTORE', STREAM }
-for i = 5, 4 + nrestore do rargs[#rargs + 1] = ARGV[i] end
-local a = 5 + nrestore
+for i = REST, REST + nrestore - 1 do rargs[#rargs + 1] = ARGV[i] end
+local a = REST + nrestore
 local st = {
   duration = tonumber(ARGV[a]), maxsize = tonumber(ARGV[a + 1]), added = tonumber(ARGV[a + 2]),
   dups = tonumber(ARGV[a + 3]), gen = ARGV[a + 4], unordered = ARGV[a + 5] == '1',
 }
 local npids = tonumber(ARGV[a + 6])
-if not (st.duration and st.maxsize and st.added and st.dups and npids) or #KEYS ~= 3 + 2 * npids then
+if not (st.duration and st.maxsize and st.added and st.dups and npids) or #KEYS ~= PID_KEYS - 1 + 2 * npids then
   return malformed()
 end
 a = a + 7
@@ -40,7 +41,7 @@ local pids = {}
 for j = 1, npids do
   local n = tonumber(ARGV[a + 1])
   if not n or ARGV[a] == '' then return malformed() end
-  local p = { pid = ARGV[a], ids = KEYS[2 + 2 * j], order = KEYS[3 + 2 * j], iids = {}, pairs = {} }
+  local p = { pid = ARGV[a], ids = KEYS[PID_KEYS + 2 * j - 2], order = KEYS[PID_KEYS + 2 * j - 1], iids = {}, pairs = {} }
   for k = 1, n do
     local iid, id = ARGV[a + 2 * k], ARGV[a + 2 * k + 1]
     if not iid or not id then return malformed() end
@@ -50,7 +51,7 @@ for j = 1, npids do
   pids[j] = p
   a = a + 2 + 2 * n
 end
-if a ~= #ARGV - 1 then return malformed() end
+if a ~= REST_LAST + 1 then return malformed() end
 
 -- The key's old state, of the types the writes expect.
 local err = bad_type(META, 'hash') or bad_type(PIDS, 'set')

@@ -10,12 +10,12 @@
 -- IDMP/IDMPAUTO, which Redis dedupes against its own tracking. A stream
 -- without emulated state costs one EXISTS more than a plain XADD.
 --
--- KEYS[1..3]: stream, meta hash, pids set (stream_common.lua); then
--- KEYS[3 + j]: the ids hash of pid j.
--- ARGV[1..3]: ids prefix, order prefix, stream name (common).
--- ARGV[4..9]: nomkstream ('1'|''), deletion (''|KEEPREF|DELREF|ACKED),
--- trim (''|MAXLEN|MINID), '='|'~', threshold, limit (''|n).
--- ARGV[10]: npids, then the pids; then nitems; then per item: pid index,
+-- Arguments (guardArgs in guard.go): stream, meta hash, pids set
+-- (stream_common.lua); then KEYS[PID_KEYS + j - 1]: the ids hash of pid
+-- j. Ids prefix, order prefix, stream name (common). NOMK ('1'|''),
+-- DELETION (''|KEEPREF|DELREF|ACKED), TRIM (''|MAXLEN|MINID), TRIM_OP
+-- '='|'~', THRESHOLD, LIMIT (''|n).
+-- NPIDS, then from ARGV[ITEMS] the pids; then nitems; then per item: pid index,
 -- '1' for IDMPAUTO ('' for IDMP), the iid (for IDMPAUTO: the emulation's
 -- content hash of the fields, stream.AutoIID, which is what the emulated
 -- state holds), nfields, fields...; last, the server's native defaults
@@ -36,20 +36,20 @@ local argv = ARGV
 local function malformed()
   return redis.error_reply('ERR idmpctl: malformed guarded XADD call (' .. #KEYS .. ' keys, ' .. #argv .. ' arguments)')
 end
-local npids = tonumber(argv[10])
-if not npids or npids < 1 or #KEYS ~= 3 + npids then return malformed() end
-local nitems = tonumber(argv[11 + npids])
+local npids = tonumber(NPIDS)
+if not npids or npids < 1 or #KEYS ~= PID_KEYS - 1 + npids then return malformed() end
+local nitems = tonumber(argv[ITEMS + npids])
 if not nitems or nitems < 1 then return malformed() end
-local nargv = #argv - 2
+local nargv = ITEMS_LAST
 local items = {}
-local a = 12 + npids
+local a = ITEMS + npids + 1
 for i = 1, nitems do
   local j, auto, iid, nf = tonumber(argv[a]), argv[a + 1] == '1', argv[a + 2], tonumber(argv[a + 3] or '')
   if not j or not nf or not iid or j < 1 or j > npids or nf < 2 or nf % 2 ~= 0 or a + 3 + nf > nargv then
     return malformed()
   end
   if nf > MAX_FIELD_ARGS then return { 'F', tostring(i), tostring(nf) } end
-  if argv[10 + j] == '' then return redis.error_reply('ERR IDMP requires a non-empty producer ID') end
+  if argv[ITEMS + j - 1] == '' then return redis.error_reply('ERR IDMP requires a non-empty producer ID') end
   if iid == '' then return redis.error_reply('ERR IDMP requires a non-empty idempotent ID') end
   items[i] = { j = j, auto = auto, iid = iid, f0 = a + 4, nf = nf }
   a = a + 4 + nf
@@ -67,7 +67,7 @@ local exists = t == 'stream'
 local err = bad_type(META, 'hash') or bad_type(PIDS, 'set')
 for j = 1, npids do
   if err then break end
-  err = bad_type(KEYS[3 + j], 'hash')
+  err = bad_type(KEYS[PID_KEYS + j - 1], 'hash')
 end
 if err then return err end
 local m, live = nil, false
@@ -77,21 +77,21 @@ if exists and (redis.call('EXISTS', META) == 1 or redis.call('EXISTS', PIDS) == 
   live = not (m.owner and m.owner ~= OWNER) and not stale(info, m)
 end
 
-local nomk = argv[4] == '1'
+local nomk = NOMK == '1'
 -- XADD's options before IDMP, the same for every item.
 local head = { STREAM }
 if nomk then head[#head + 1] = 'NOMKSTREAM' end
-if argv[5] ~= '' then head[#head + 1] = argv[5] end
-if argv[6] ~= '' then
-  head[#head + 1], head[#head + 2], head[#head + 3] = argv[6], argv[7], argv[8]
-  if argv[9] ~= '' then head[#head + 1], head[#head + 2] = 'LIMIT', argv[9] end
+if DELETION ~= '' then head[#head + 1] = DELETION end
+if TRIM ~= '' then
+  head[#head + 1], head[#head + 2], head[#head + 3] = TRIM, TRIM_OP, THRESHOLD
+  if LIMIT ~= '' then head[#head + 1], head[#head + 2] = 'LIMIT', LIMIT end
 end
 
 local checks = { { 'XRANGE', STREAM, '-', '+' } }
 for j = 1, npids do
   local xa = { 'XADD' }
   for i = 1, #head do xa[i + 1] = head[i] end
-  xa[#xa + 1], xa[#xa + 2], xa[#xa + 3], xa[#xa + 4], xa[#xa + 5], xa[#xa + 6] = 'IDMP', argv[10 + j], 'i', '*', 'f', 'v'
+  xa[#xa + 1], xa[#xa + 2], xa[#xa + 3], xa[#xa + 4], xa[#xa + 5], xa[#xa + 6] = 'IDMP', argv[ITEMS + j - 1], 'i', '*', 'f', 'v'
   checks[#checks + 1] = xa
 end
 err = denied(checks)
@@ -106,7 +106,7 @@ local known = {}
 if live then
   local dur_ms = m.duration * 1000
   for i, it in ipairs(items) do
-    local orig = redis.call('HGET', KEYS[3 + it.j], it.iid)
+    local orig = redis.call('HGET', KEYS[PID_KEYS + it.j - 1], it.iid)
     if orig and id_ms(orig) + dur_ms > now then known[i] = orig end
   end
 end
@@ -158,9 +158,9 @@ for i, it in ipairs(items) do
     local args = { 'XADD' }
     for k = 1, #head do args[k + 1] = head[k] end
     if it.auto then
-      args[#args + 1], args[#args + 2] = 'IDMPAUTO', argv[10 + it.j]
+      args[#args + 1], args[#args + 2] = 'IDMPAUTO', argv[ITEMS + it.j - 1]
     else
-      args[#args + 1], args[#args + 2], args[#args + 3] = 'IDMP', argv[10 + it.j], it.iid
+      args[#args + 1], args[#args + 2], args[#args + 3] = 'IDMP', argv[ITEMS + it.j - 1], it.iid
     end
     args[#args + 1] = '*'
     local n = #args

@@ -9,10 +9,10 @@
 -- and every live iid while native tracking already holds iids (Redis
 -- would put the old iids after newer ones, and evict those first).
 --
--- KEYS[1..3]: stream, meta hash, pids set (stream_common.lua); then
--- KEYS[2 + 2j], KEYS[3 + 2j]: the ids hash and order list of pid j.
--- ARGV[1..3]: common. ARGV[4]: '1' for a dry run (nothing written).
--- ARGV[5]: npids, then the pids (every member of the pids set when the
+-- Arguments (migrateArgs): stream, meta hash, pids set (stream_common.lua);
+-- then KEYS[PID_KEYS + 2(j-1)], KEYS[PID_KEYS + 2j - 1]: the ids hash and
+-- order list of pid j. DRY: '1' for a dry run (nothing written). NPIDS,
+-- then from ARGV[REST] the pids (every member of the pids set when the
 -- caller read it); then nrec, then per record: pid index, iid, the iid to
 -- record natively (for an IDMPAUTO iid, the one Redis derives from the
 -- entry's fields), the entry ID the caller read; last, the server's
@@ -39,14 +39,14 @@
 ------------------------------------------------------------------------
 
 local argv = ARGV
-local dry = argv[4] == '1'
-local npids = tonumber(argv[5])
-if not npids or #KEYS ~= 3 + 2 * npids then
+local dry = DRY == '1'
+local npids = tonumber(NPIDS)
+if not npids or #KEYS ~= PID_KEYS - 1 + 2 * npids then
   return redis.error_reply('ERR idmpctl: malformed migrate call (' .. #KEYS .. ' keys)')
 end
-local a = 6 + npids
+local a = REST + npids
 local nrec = tonumber(argv[a])
-if not nrec or a + 4 * nrec ~= #argv - 2 then
+if not nrec or a + 4 * nrec ~= REST_LAST then
   return redis.error_reply('ERR idmpctl: malformed migrate call (' .. #argv .. ' arguments)')
 end
 
@@ -59,7 +59,7 @@ if t ~= 'stream' then return redis.error_reply(WRONGTYPE) end
 local err = bad_type(META, 'hash') or bad_type(PIDS, 'set')
 for j = 1, npids do
   if err then break end
-  err = bad_type(KEYS[2 + 2 * j], 'hash') or bad_type(KEYS[3 + 2 * j], 'list')
+  err = bad_type(KEYS[PID_KEYS + 2 * j - 2], 'hash') or bad_type(KEYS[PID_KEYS + 2 * j - 1], 'list')
 end
 if err then return err end
 
@@ -73,7 +73,7 @@ if m.owner and m.owner ~= OWNER then
   return { 'foreign', '', m.duration, m.maxsize, nd, nm, 0, 0, info['iids-tracked'] }
 end
 local declared = {}
-for j = 1, npids do declared[argv[5 + j]] = j end
+for j = 1, npids do declared[argv[REST + j - 1]] = j end
 for _, pid in ipairs(redis.call('SMEMBERS', PIDS)) do
   if not declared[pid] then return { 'retry' } end
 end
@@ -117,7 +117,7 @@ local checks = { { 'XIDMPRECORD', STREAM, 'p', 'i', '0-1' }, { 'XCFGSET', STREAM
 local per, kept_out, nrecorded, ndropped = {}, {}, 0, 0
 local kept_total = 0
 for j = 1, npids do
-  local pid, ids, order = argv[5 + j], KEYS[2 + 2 * j], KEYS[3 + 2 * j]
+  local pid, ids, order = argv[REST + j - 1], KEYS[PID_KEYS + 2 * j - 2], KEYS[PID_KEYS + 2 * j - 1]
   local all = to_table(redis.call('HGETALL', ids))
   local live = {}
   local p = { ids = ids, order = order, pid = pid, record = {}, keep = {}, drop = {}, llen = redis.call('LLEN', order),

@@ -4,19 +4,20 @@
 -- add's outcome and moves the record compare-and-set, as the emulated
 -- script does for its chunks (see batch.go).
 --
--- KEYS[1] the stream, KEYS[2] the batch's progress record, KEYS[3] the
--- stream's index of progress records, KEYS[4] and KEYS[5] the meta hash
--- and pids set of emulated IDMP state (idmp.StateLayout.Meta, PIDs), which
--- are only read.
--- ARGV[1..9]: the chunk's progress: lines done before it, lines done after
--- it, the digest of those lines, the lines done before the chunk whose kept
--- replies go now ('' none), how long the record outlives this chunk in ms,
--- the batch ID, its pid, each item's input line (joined by commas: read
--- only when an item stops the chunk), and the ID of the run that sends it.
--- ARGV[10..15]: nomkstream ('1'|''), trim ('MAXLEN'|'MINID'|''), '='|'~',
--- threshold, limit (''|n), for every item; '1' for IDMPAUTO (the items
--- carry no iid), else ''.
--- ARGV[16] = npids, then the pids; then nitems; then the items' shape,
+-- Arguments (nativeBatchArgs in batch_native_script.go): STREAM, the
+-- batch's PROGRESS record, the stream's index of progress records
+-- (BATCHES), the META hash and PIDS set of emulated IDMP state
+-- (idmp.StateLayout.Meta, PIDs), which are only read.
+-- The chunk's progress: FROM lines done before it, TO lines done after it,
+-- the DIGEST of those lines, DROP the lines done before the chunk whose
+-- kept replies go now ('' none), PROGRESS_TTL how long the record outlives
+-- this chunk in ms, the BATCH_ID, its BATCH_PID, each item's input line
+-- (LINES, joined by commas: read only when an item stops the chunk), and
+-- the RUN that sends it.
+-- NOMK ('1'|''), TRIM ('MAXLEN'|'MINID'|''), TRIM_OP '='|'~', THRESHOLD,
+-- LIMIT (''|n), for every item; AUTO '1' for IDMPAUTO (the items carry no
+-- iid), else ''.
+-- NPIDS, then from ARGV[ITEMS] the pids; then nitems; then the items' shape,
 -- three arguments: when every item is of the one pid and has the same
 -- number of field/value arguments, that number, and '1' when every item
 -- has the same field names too (the common batch: they then come once, and
@@ -38,9 +39,9 @@
 -- counters do not agree with the outcomes told (see part 2): the adds and
 -- the record's move stand, their outcomes are not known.
 -- Refusals, with nothing written: {'P', lines} the progress record stands
--- at another line count; {'E'} the stream has emulated IDMP state (KEYS[4]
--- or KEYS[5] exists, as the guard tells it: a state whose settings hash
--- was evicted still dedupes what is left; iids it knows would not dedupe
+-- at another line count; {'E'} the stream has emulated IDMP state (META
+-- or PIDS exists, as the guard tells it: a state whose settings hash was
+-- evicted still dedupes what is left; iids it knows would not dedupe
 -- natively, so the caller takes a path that guards them); {'F', item, nfields} an item has more
 -- field/value arguments than one XADD from Lua can take (MAX_FIELD_ARGS);
 -- and the errors of part 1.
@@ -70,31 +71,30 @@
 ------------------------------------------------------------------------
 
 local argv = ARGV
-local STREAM, PROGRESS, BATCHES, META, PIDS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local function malformed()
   return redis.error_reply('ERR idmpctl: malformed native batch call (' .. #KEYS .. ' keys, ' .. #argv .. ' arguments)')
 end
-local npids = tonumber(argv[16])
-if #KEYS ~= 5 or not npids or npids < 1 or not tonumber(argv[1]) or not tonumber(argv[5]) then
+local npids = tonumber(NPIDS)
+if not npids or npids < 1 or not tonumber(FROM) or not tonumber(PROGRESS_TTL) then
   return malformed()
 end
-local nitems, uniform = tonumber(argv[17 + npids]), tonumber(argv[18 + npids])
-local named = uniform and argv[19 + npids] == '1'
-local packed = uniform and argv[20 + npids] == '1'
-local first = 21 + npids -- the first item, or the names
+local nitems, uniform = tonumber(argv[ITEMS + npids]), tonumber(argv[ITEMS + npids + 1])
+local named = uniform and argv[ITEMS + npids + 2] == '1'
+local packed = uniform and argv[ITEMS + npids + 3] == '1'
+local first = ITEMS + npids + 4 -- the first item, or the names
 local names = {} -- the field names every item has, when named
 if named then
   if uniform % 2 ~= 0 then return malformed() end
   for k = 1, uniform / 2 do names[k] = argv[first + k - 1] end
   first = first + uniform / 2
 end
-local auto = argv[15] == '1'
+local auto = AUTO == '1'
 local nid = auto and 0 or 1 -- arguments of an item's iid
 -- The arguments of an item's fields: its values alone when named.
 local nvals = uniform and (named and uniform / 2 or uniform)
 if not nitems or nitems < 1 then return malformed() end
 for j = 1, npids do
-  if argv[16 + j] == '' then
+  if argv[ITEMS + j - 1] == '' then
     return redis.error_reply(auto and 'ERR IDMPAUTO requires a non-empty producer ID' or 'ERR IDMP requires a non-empty producer ID')
   end
 end
@@ -157,20 +157,20 @@ for _, kt in ipairs({ { PROGRESS, 'hash' }, { BATCHES, 'zset' } }) do
 end
 -- Emulated state of the stream: the caller guards its iids.
 if redis.call('EXISTS', META, PIDS) > 0 then return { 'E' } end
--- The record moves from ARGV[1] lines to ARGV[2], compare-and-set: a chunk
+-- The record moves from FROM lines to TO, compare-and-set: a chunk
 -- that was committed already (its reply lost, or its connection stalled and
 -- given up), or one of another run, finds it moved on.
 local line = redis.call('HGET', PROGRESS, 'line') or '0'
-if line ~= argv[1] then return { 'P', line } end
-local nomk = argv[10] == '1'
+if line ~= FROM then return { 'P', line } end
+local nomk = NOMK == '1'
 if t == 'none' and nomk then return { '', 'n', '' } end
 
 -- XADD's arguments before the pid, the same for every item.
 local head = { STREAM }
 if nomk then head[#head + 1] = 'NOMKSTREAM' end
-if argv[11] ~= '' then
-  head[#head + 1], head[#head + 2], head[#head + 3] = argv[11], argv[12], argv[13]
-  if argv[14] ~= '' then head[#head + 1], head[#head + 2] = 'LIMIT', argv[14] end
+if TRIM ~= '' then
+  head[#head + 1], head[#head + 2], head[#head + 3] = TRIM, TRIM_OP, THRESHOLD
+  if LIMIT ~= '' then head[#head + 1], head[#head + 2] = 'LIMIT', LIMIT end
 end
 head[#head + 1] = auto and 'IDMPAUTO' or 'IDMP'
 local nhead = #head
@@ -179,7 +179,7 @@ local nhead = #head
 if redis.acl_check_cmd then
   local xa = { 'XADD' }
   for i = 1, nhead do xa[i + 1] = head[i] end
-  xa[#xa + 1] = argv[17]
+  xa[#xa + 1] = argv[ITEMS]
   if not auto then xa[#xa + 1] = 'i' end
   xa[#xa + 1], xa[#xa + 2], xa[#xa + 3] = '*', 'f', 'v'
   local checks = { xa, { 'XRANGE', STREAM, '-', '+' }, { 'XINFO', 'STREAM', STREAM },
@@ -238,7 +238,7 @@ a = first
 if packed then
   local big, lens = argv[first], argv[first + 1]
   local pos, k = 1, 1
-  local pid = argv[17]
+  local pid = argv[ITEMS]
   if plain and named and uniform == 4 then
     -- The common batch, without a test or a table an item: an iid and two
     -- values, for two field names alike.
@@ -303,7 +303,7 @@ if packed then
 elseif plain and named and uniform == 4 then
   -- The common batch, without a test or a table an item: two fields named
   -- alike.
-  local pid, n1, n2 = argv[17], names[1], names[2]
+  local pid, n1, n2 = argv[ITEMS], names[1], names[2]
   for i = 1, nitems do
     local id = rpcall(xadd, STREAM, 'IDMP', pid, argv[a], '*', n1, argv[a + 1], n2, argv[a + 2])
     if rtype(id) ~= 'string' then
@@ -313,7 +313,7 @@ elseif plain and named and uniform == 4 then
     ids[i], ndone, a = id, i, a + 3
   end
 elseif plain and named and uniform == 2 then
-  local pid, n1 = argv[17], names[1]
+  local pid, n1 = argv[ITEMS], names[1]
   for i = 1, nitems do
     local id = rpcall(xadd, STREAM, 'IDMP', pid, argv[a], '*', n1, argv[a + 1])
     if rtype(id) ~= 'string' then
@@ -326,10 +326,10 @@ else
   for i = 1, nitems do
     local pid, iid, nf, f0
     if uniform then
-      pid, nf = argv[17], uniform
+      pid, nf = argv[ITEMS], uniform
       if auto then f0 = a else iid, f0 = argv[a], a + 1 end
     else
-      pid = argv[16 + tonumber(argv[a])]
+      pid = argv[ITEMS + tonumber(argv[a]) - 1]
       if auto then nf, f0 = tonumber(argv[a + 1]), a + 2 else iid, nf, f0 = argv[a + 1], tonumber(argv[a + 2]), a + 3 end
     end
     local args = { unpack(head) }
@@ -392,12 +392,12 @@ local replies = table.concat(done, ',')
 -- the chunk's, or those up to the last item before one that stopped it (the
 -- digest of those is not known here, so digest-line stays where it was).
 -- The chunk's replies are kept for a client whose reply was lost; older
--- ones go (ARGV[4]). The record outlives its last chunk by ARGV[5] ms: the
+-- ones go (DROP). The record outlives its last chunk by PROGRESS_TTL ms: the
 -- index scores it by that time, and xadd --batch drops it then.
-local upto = argv[2]
+local upto = TO
 if ndone < nitems then
   local k = 0
-  for l in string.gmatch(argv[8], '[^,]+') do
+  for l in string.gmatch(LINES, '[^,]+') do
     k = k + 1
     if k == ndone then
       upto = l
@@ -405,15 +405,15 @@ if ndone < nitems then
     end
   end
 end
-local expires = now + tonumber(argv[5])
-local r = { 'line', upto, 'batch', argv[6], 'pid', argv[7], 'stream', STREAM, 'mode', 'native',
-  'updated', now, 'expires', expires, 'run', argv[9], 'r:' .. argv[1], replies, 'entries', added1 }
-if ndone == nitems then r[#r + 1], r[#r + 2], r[#r + 3], r[#r + 4] = 'digest', argv[3], 'digest-line', argv[2] end
-if argv[1] == '0' then r[#r + 1], r[#r + 2] = 'started', now end
+local expires = now + tonumber(PROGRESS_TTL)
+local r = { 'line', upto, 'batch', BATCH_ID, 'pid', BATCH_PID, 'stream', STREAM, 'mode', 'native',
+  'updated', now, 'expires', expires, 'run', RUN, 'r:' .. FROM, replies, 'entries', added1 }
+if ndone == nitems then r[#r + 1], r[#r + 2], r[#r + 3], r[#r + 4] = 'digest', DIGEST, 'digest-line', TO end
+if FROM == '0' then r[#r + 1], r[#r + 2] = 'started', now end
 redis.call('HSET', PROGRESS, unpack(r))
 redis.call('PERSIST', PROGRESS)
 redis.call('ZADD', BATCHES, expires, PROGRESS)
 redis.call('PERSIST', BATCHES)
-if argv[4] ~= '' and argv[4] ~= argv[1] then redis.call('HDEL', PROGRESS, 'r:' .. argv[4]) end
+if DROP ~= '' and DROP ~= FROM then redis.call('HDEL', PROGRESS, 'r:' .. DROP) end
 if unsure then return { replies, stop, message, 'u' } end
 return { replies, stop, message }
