@@ -63,12 +63,12 @@ luacheck: redis-server
 # divergences: make test-soak AGREE_SEEDS=2000).
 AGREE_SEEDS ?= 600
 test-soak: redis-server
-	GORACE="atexit_sleep_ms=0 $$GORACE" IDMPCTL_SOAK=1 $(GO) test -race -count=1 -run 'TestFault|TestClusterSlotMove' -timeout 30m .
+	GORACE="atexit_sleep_ms=0 $$GORACE" IDMPCTL_SOAK=1 $(GO) test -race -count=1 -run 'TestFault|TestClusterSlotMove' -timeout 30m ./e2e
 	IDMPCTL_REQUIRE_NATIVE=1 IDMPCTL_AGREE_SEEDS=$(AGREE_SEEDS) $(GO) test -count=1 -run '^TestAgreement$$' -timeout 30m ./internal/ops/exec
 
 # The same soak on Redis 8.6.3: native and emulated IDMP (not in CI's time).
 test-soak-native: redis-server
-	IDMPCTL_SOAK=1 $(NATIVE_ENV) $(GO) test -count=1 -run 'TestFault|TestClusterSlotMove' -timeout 30m .
+	IDMPCTL_SOAK=1 $(NATIVE_ENV) $(GO) test -count=1 -run 'TestFault|TestClusterSlotMove' -timeout 30m ./e2e
 
 # The suite again with valkey-server as the test server (emulated IDMP,
 # Valkey's INFO and texts; redis-cli still forms the cluster). No -race, to
@@ -103,7 +103,7 @@ fuzz: redis-server
 IDMPCTL_BENCH_KEYS ?= 1000000
 bench: redis-server
 	@command -v redis-benchmark >/dev/null || { echo 'bench: redis-benchmark not found (apt-get install redis-tools)'; exit 1; }
-	@bash -o pipefail -c "$(GO) test -run '^\$$' -bench '^BenchmarkCLI$$' -benchtime 1x -count 1 . | tee bench.out"
+	@bash -o pipefail -c "$(GO) test -run '^\$$' -bench '^BenchmarkCLI$$' -benchtime 1x -count 1 ./e2e | tee bench.out"
 	@IDMPCTL_BENCH_KEYS=$(IDMPCTL_BENCH_KEYS) bash -o pipefail -c "$(GO) test -run '^\$$' -bench . -benchtime 1x -count 1 ./internal/... | tee -a bench.out"
 	@bash -o pipefail -c 'bash scripts/bench-cli.sh | tee -a bench.out'
 

@@ -1,7 +1,8 @@
 // Package clitest runs the idmpctl binary in tests: the one on PATH (the
-// root package's TestMain puts its test binary there as idmpctl), in a
-// working directory of the test, with an environment scrubbed of anything
-// the host set that would change where or how idmpctl connects or prints.
+// system tests' TestMain, in e2e/, puts its test binary there as
+// idmpctl), in a working directory of the test, with an environment
+// scrubbed of anything the host set that would change where or how
+// idmpctl connects or prints.
 package clitest
 
 import (

@@ -7,7 +7,7 @@ import (
 )
 
 // The forms of redis-cli 7.0 (checked against its output for the same
-// replies: testdata/script/exec_forms.txtar compares the two).
+// replies: testdata/script/exec/exec_forms.txtar compares the two).
 func TestReplyForms(t *testing.T) {
 	entry := resp.ArrayOf(resp.BulkOf("1-0"), resp.ArrayOf(resp.BulkOf("f"), resp.BulkOf("v")))
 	many := make([]resp.Reply, 10)

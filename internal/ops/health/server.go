@@ -54,7 +54,7 @@ func Server(f redisconn.ServerFacts) []Lint {
 // an AOF being loaded (no expiry runs then) or a replica still tracking
 // the iid drops as a duplicate; a retry the primary still dedupes is
 // propagated as XADD ... IDMP ... *, which a replica that already expired
-// the iid adds again under an ID of its own (native_expiry_test.go).
+// the iid adds again under an ID of its own (e2e/native_expiry_test.go).
 func expiryUnlogged(f redisconn.ServerFacts, n redisconn.NodeFacts, add func(code, level, format string, args ...any)) {
 	var how []string
 	if n.Config != nil && yes(n.Config["appendonly"]) {

@@ -17,16 +17,48 @@ import (
 )
 
 // gatedLines is iidLines released a few lines at a time (release): a run
-// waits for lines not released yet, as for a slow producer.
+// waits for lines not released yet, as for a slow producer. waitBlocked
+// tells the test when the run waits, and after which line.
 type gatedLines struct {
 	iidLines
 	mu      sync.Mutex
 	limit   int
 	changed chan struct{}
+	// blockedAt is the line after which the run waits for input, -1 while
+	// it does not; blocked is closed (and replaced) when it starts to.
+	blockedAt int
+	blocked   chan struct{}
 }
 
 func newGatedLines(lines []string, tmpl AddRequest) *gatedLines {
-	return &gatedLines{iidLines: iidLines{lines: lines, tmpl: tmpl}, changed: make(chan struct{})}
+	return &gatedLines{iidLines: iidLines{lines: lines, tmpl: tmpl}, changed: make(chan struct{}),
+		blockedAt: -1, blocked: make(chan struct{})}
+}
+
+// waitBlocked returns once the run waits for input after line n: with
+// n = 0, once RunBatch has read the progress record and asks for its
+// first line (start reads the record before any line); with n at the end
+// of a chunk, once that chunk's reply has been handled and the run asks
+// for the next line. It fails the test if the run ends first (done is
+// closed) or after 30 s.
+func (in *gatedLines) waitBlocked(t *testing.T, n int, done <-chan struct{}) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		in.mu.Lock()
+		at, ch := in.blockedAt, in.blocked
+		in.mu.Unlock()
+		if at == n {
+			return
+		}
+		select {
+		case <-ch:
+		case <-done:
+			t.Fatalf("the run ended before it waited for input after line %d", n)
+		case <-timeout:
+			t.Fatalf("the run did not wait for input after line %d within 30s (it waits after line %d)", n, at)
+		}
+	}
 }
 
 // release lets the run read up to line n.
@@ -42,6 +74,13 @@ func (in *gatedLines) Next() (int64, []byte, error) {
 	for {
 		in.mu.Lock()
 		ok, wait := in.next < in.limit || in.next == len(in.lines), in.changed
+		if ok {
+			in.blockedAt = -1
+		} else if in.blockedAt != in.next {
+			in.blockedAt = in.next
+			close(in.blocked)
+			in.blocked = make(chan struct{})
+		}
 		in.mu.Unlock()
 		if ok {
 			return in.iidLines.Next()
@@ -166,15 +205,17 @@ func testBatchRunAfterADyingRun(t *testing.T, conn *redisconn.Conn, s *Streams) 
 			sum BatchSummary
 			err error
 		}
-		done := make(chan outcome, 1)
+		done, ended := make(chan outcome, 1), make(chan struct{})
 		go func() {
+			defer close(ended)
 			sum, err := s.RunBatch(ctx, BatchSpec{Template: tmpl, ID: "b", Chunk: 100, Window: 1}, in, func(BatchResult) error { return nil })
 			done <- outcome{sum, err}
 		}()
 		// The new run has read the record (line 100); the other's next
 		// chunk lands before the new run's first (one chunk: the input has
-		// no more yet), and more come every 60 ms.
-		time.Sleep(100 * time.Millisecond)
+		// no more yet), and more come every 60 ms (a live run's pace, not
+		// an ordering).
+		in.waitBlocked(t, 0, ended)
 		other.commit(100, 200)
 		in.release(200)
 		for k := 2; k < 6; k++ {
@@ -241,16 +282,17 @@ func testBatchRunAfterRunCutElsewhere(t *testing.T, conn *redisconn.Conn, s *Str
 			sum BatchSummary
 			err error
 		}
-		done := make(chan outcome, 1)
+		done, ended := make(chan outcome, 1), make(chan struct{})
 		seen := map[int64]int{}
 		go func() {
+			defer close(ended)
 			sum, err := s.RunBatch(ctx, BatchSpec{Template: tmpl, ID: "b", Chunk: 100, Window: 1}, in, func(r BatchResult) error {
 				seen[r.Line]++
 				return nil
 			})
 			done <- outcome{sum, err}
 		}()
-		time.Sleep(100 * time.Millisecond) // the run has read the record: line 100
+		in.waitBlocked(t, 0, ended) // the run has read the record: line 100
 		for _, c := range cuts {
 			other.commit(c[0], c[1])
 		}
@@ -301,15 +343,16 @@ func testBatchRunAfterAStoppedRunWithoutCLIENT(t *testing.T, conn *redisconn.Con
 	other := &otherRun{t: t, s: s, cn: cn, run: "0ther", lines: lines, tmpl: tmpl, layout: layout}
 	other.commit(0, 100)
 	in := newGatedLines(lines, tmpl)
-	done := make(chan error, 1)
+	done, ended := make(chan error, 1), make(chan struct{})
 	go func() {
+		defer close(ended)
 		_, err := s.RunBatch(ctx, BatchSpec{Template: tmpl, ID: "b", Chunk: 100, Window: 1}, in, func(BatchResult) error { return nil })
 		done <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	in.waitBlocked(t, 0, ended) // the run has read the record: line 100
 	other.commit(100, 200)
 	in.release(200) // one chunk, which finds the record moved
-	time.Sleep(50 * time.Millisecond)
+	in.waitBlocked(t, 200, ended)
 	in.release(len(lines))
 	select {
 	case err := <-done:
@@ -357,10 +400,11 @@ func testBatchRunAfterStoppedRunAheadOfPipelinedChunks(t *testing.T, conn *redis
 		sum BatchSummary
 		err error
 	}
-	done := make(chan outcome, 1)
+	done, ended := make(chan outcome, 1), make(chan struct{})
 	seen := map[int64]int{}
 	settled := make(chan struct{})
 	go func() {
+		defer close(ended)
 		sum, err := s.RunBatch(ctx, BatchSpec{Template: tmpl, ID: "b", Chunk: 100, Window: 1}, in, func(r BatchResult) error {
 			seen[r.Line]++
 			if r.Line == 200 {
@@ -370,7 +414,7 @@ func testBatchRunAfterStoppedRunAheadOfPipelinedChunks(t *testing.T, conn *redis
 		})
 		done <- outcome{sum, err}
 	}()
-	time.Sleep(200 * time.Millisecond) // the run has read the record
+	in.waitBlocked(t, 0, ended) // the run has read the record
 	other.commit(100, 150)
 	other.commit(150, 300)
 	cn.Close()

@@ -16,9 +16,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The stream rules (R1-R13 of docs/idmp.md) as a table of cases that run in
-// every mode a server allows: on a throwaway local server, and on the server
-// at $IDMPCTL_CONFORMANCE_URL when set (unique key names, nothing flushed).
+// The stream rules R1-R13 of docs/idmp.md as a table of cases that run in
+// every mode a server allows: on a throwaway local server, and on the
+// server at $IDMPCTL_CONFORMANCE_URL when set (unique key names, nothing
+// flushed). R14 (XIDMPRECORD) is record_test.go's, R15 (tracking follows
+// the key) move_test.go's and movedb_test.go's.
 
 type ruleCase struct {
 	name string
