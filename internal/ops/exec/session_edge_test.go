@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -339,5 +340,30 @@ func TestExecEmulatedConfigGetOnNativeServer(t *testing.T) {
 	}
 	if v, err := srv.Do("CONFIG", "GET", "stream-idmp-duration"); err != nil || !strings.Contains(v, "100") {
 		t.Fatalf("the server's own stream-idmp-duration: %q, %v; want 100 (untouched)", v, err)
+	}
+}
+
+// A DEL or UNLINK of more keys than Lua's unpack takes (near 8,000) runs
+// as Redis runs it, with each stream's emulated state: the script used to
+// fail ("too many results to unpack"), and a command Redis takes was
+// refused in Lua's words.
+func TestExecDelOfManyKeys(t *testing.T) {
+	t.Parallel()
+	conn, srv := redistest.Conn(t)
+	many := func(op, last string) string {
+		var b strings.Builder
+		b.WriteString(op)
+		for i := range 10000 {
+			fmt.Fprintf(&b, " k%d", i)
+		}
+		return b.String() + " k1 " + last // k1 twice: deleted once
+	}
+	got := session(t, conn, `XADD s0 IDMP p i * f v`, `XADD s1 IDMP p i * f v`, `MSET k1 v k9999 v`,
+		many("DEL", "s0"), many("UNLINK", "s1"), `EXISTS s0 s1 k1 k9999`)
+	id(t, got[0])
+	id(t, got[1])
+	want(t, got[2:], "OK", "(integer) 3", "(integer) 1", "(integer) 0")
+	if keys, err := srv.Do("KEYS", "*"); err != nil || keys != "" {
+		t.Errorf("left behind: %q, %v", keys, err)
 	}
 }
