@@ -47,6 +47,14 @@ func (s *Session) readLoop() {
 		if s.err() != nil {
 			continue
 		}
+		for _, r := range replies[:min(p.skip, len(replies))] {
+			// The session's SCRIPT LOADs: queued (QUEUED), run (a SHA1),
+			// or refused.
+			if r.IsError() {
+				s.loadDenied.Store(true)
+			}
+			s.loadAnswered.Store(true)
+		}
 		if p.multi && !replies[0].IsError() {
 			txOpen = true
 		}

@@ -12,6 +12,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
@@ -49,7 +50,13 @@ type Session struct {
 	roInfo    map[string]*commandEntry // ReadOnly: COMMAND INFO by command (nil: unknown)
 	roInfoErr error                    // ReadOnly: COMMAND INFO was denied (ACL)
 	inMulti   bool
-	cu        catchupState // catchup.go
+	// txLoads are the scripts whose SCRIPT LOAD the open transaction
+	// queued (wire.go: send).
+	txLoads map[*redisconn.Script]bool
+	// loadAnswered: the reader read the reply of a SCRIPT LOAD of the
+	// session's (loadDenied: one that was refused, an ACL without SCRIPT).
+	loadAnswered, loadDenied atomic.Bool
+	cu                       catchupState // catchup.go
 	// defaultsInTx: a CONFIG SET of the defaults was queued in the
 	// transaction; after EXEC or DISCARD they are read again.
 	defaultsInTx bool
@@ -181,6 +188,7 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 	switch {
 	case c.Name == "MULTI" && len(args) == 1:
 		p.queued, p.multi, s.inMulti = false, true, true
+		clear(s.txLoads)
 	case c.Name == "EXEC", (c.Name == "DISCARD" || c.Name == "RESET") && len(args) == 1:
 		p.queued, p.exec, p.endTx = false, c.Name == "EXEC" && s.inMulti, true
 		s.inMulti = false

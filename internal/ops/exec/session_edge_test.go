@@ -2,7 +2,10 @@ package exec
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -340,4 +343,121 @@ func TestExecEmulatedConfigGetOnNativeServer(t *testing.T) {
 	if v, err := srv.Do("CONFIG", "GET", "stream-idmp-duration"); err != nil || !strings.Contains(v, "100") {
 		t.Fatalf("the server's own stream-idmp-duration: %q, %v; want 100 (untouched)", v, err)
 	}
+}
+
+// A DEL or UNLINK of more keys than Lua's unpack takes (near 8,000) runs
+// as Redis runs it, with each stream's emulated state: the script used to
+// fail ("too many results to unpack"), and a command Redis takes was
+// refused in Lua's words.
+func TestExecDelOfManyKeys(t *testing.T) {
+	t.Parallel()
+	conn, srv := redistest.Conn(t)
+	many := func(op, last string) string {
+		var b strings.Builder
+		b.WriteString(op)
+		for i := range 10000 {
+			fmt.Fprintf(&b, " k%d", i)
+		}
+		return b.String() + " k1 " + last // k1 twice: deleted once
+	}
+	got := session(t, conn, `XADD s0 IDMP p i * f v`, `XADD s1 IDMP p i * f v`, `MSET k1 v k9999 v`,
+		many("DEL", "s0"), many("UNLINK", "s1"), `EXISTS s0 s1 k1 k9999`)
+	id(t, got[0])
+	id(t, got[1])
+	want(t, got[2:], "OK", "(integer) 3", "(integer) 1", "(integer) 0")
+	if keys, err := srv.Do("KEYS", "*"); err != nil || keys != "" {
+		t.Errorf("left behind: %q, %v", keys, err)
+	}
+}
+
+// linesThen is an input of two parts: the second is read once wait says
+// so, after then ran (another client's command between them).
+type linesThen struct {
+	parts [][]byte
+	wait  func() bool
+	then  func()
+}
+
+func (in *linesThen) Read(b []byte) (int, error) {
+	if len(in.parts) == 0 {
+		return 0, io.EOF
+	}
+	if in.then != nil && len(in.parts) == 1 {
+		for deadline := time.Now().Add(5 * time.Second); !in.wait() && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		in.then()
+		in.then = nil
+	}
+	n := copy(b, in.parts[0])
+	if in.parts[0] = in.parts[0][n:]; len(in.parts[0]) == 0 {
+		in.parts = in.parts[1:]
+	}
+	return n, nil
+}
+
+// Another client's SCRIPT FLUSH between the queueing of an emulated XADD
+// IDMP in a transaction and its EXEC: the transaction loads the scripts
+// it calls, so the add runs with the rest. It used to meet NOSCRIPT
+// inside EXEC while the commands beside it ran: half a transaction.
+func TestExecScriptFlushedBeforeExec(t *testing.T) {
+	t.Parallel()
+	conn, srv := redistest.Conn(t)
+	var mu sync.Mutex
+	var got []string
+	s, err := Open(context.Background(), conn, Options{Mode: stream.ModeEmulated, Timeout: 5 * time.Second,
+		Emit: func(r resp.Reply, _ bool) {
+			mu.Lock()
+			got = append(got, strings.TrimSuffix(string(render.AppendReplyTTY(nil, r)), "\n"))
+			mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &linesThen{
+		parts: [][]byte{[]byte("XADD t IDMP p warm * f v\nMULTI\nXADD t IDMP p a * f v\nINCR c\n"), []byte("EXEC\nXLEN t\n")},
+		wait: func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(got) == 4 // the transaction is queued, its script loaded before
+		},
+		then: func() {
+			if _, err := srv.Do("SCRIPT", "FLUSH"); err != nil {
+				t.Error(err)
+			}
+		},
+	}
+	err = RunLines(context.Background(), s, in)
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	id(t, got[0])
+	want(t, got[1:4], "OK", "QUEUED", "QUEUED")
+	if !strings.HasPrefix(got[4], `1) "`) || !strings.HasSuffix(got[4], "2) (integer) 1") {
+		t.Fatalf("EXEC: %q", got[4])
+	}
+	want(t, got[5:], "(integer) 2")
+}
+
+// A user who may not SCRIPT LOAD runs emulated adds on the scripts another
+// client cached, in a transaction too: the session queues no load there
+// that would abort it (EXECABORT), even right after its first refused one.
+func TestExecTransactionWithoutScriptLoad(t *testing.T) {
+	t.Parallel()
+	conn, srv := redistest.Conn(t)
+	id(t, session(t, conn, `XADD w IDMP p 1 * f v`)[0]) // caches the add script
+	if _, err := srv.Do("ACL", "SETUSER", "noload", "on", ">pw", "~*", "&*", "+@all", "-script"); err != nil {
+		t.Fatal(err)
+	}
+	user := redistest.Connect(t, "unix://noload:pw@"+srv.Addr)
+	got := session(t, user, `XADD t IDMP p 0 * f v`, `MULTI`, `XADD t IDMP p a * f v`, `INCR c`, `EXEC`, `XLEN t`)
+	id(t, got[0])
+	want(t, got[1:4], "OK", "QUEUED", "QUEUED")
+	if !strings.HasPrefix(got[4], `1) "`) {
+		t.Fatalf("EXEC: %q", got[4:])
+	}
+	want(t, got[5:], "2) (integer) 1", "(integer) 2")
 }

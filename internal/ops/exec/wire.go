@@ -29,9 +29,21 @@ func (s *Session) send(p *pending, cmds ...wireCmd) {
 		// so), not if the transaction is discarded.
 		load, err := s.pipe.WriteLoad(c.call.Script, p.queued)
 		s.writeErr(err)
+		if !load && p.queued && !s.txLoads[c.call.Script] && s.mayLoad() {
+			// Another client's SCRIPT FLUSH before EXEC would leave the
+			// call NOSCRIPT while the commands beside it run: half a
+			// transaction. A load queued in it runs at EXEC, atomically
+			// with the call.
+			s.writeErr(s.pipe.WriteLoadAgain(c.call.Script))
+			load = true
+		}
 		if load {
 			if p.queued {
 				p.loads = append(p.loads, c.call.Script)
+				if s.txLoads == nil {
+					s.txLoads = map[*redisconn.Script]bool{}
+				}
+				s.txLoads[c.call.Script] = true
 			}
 			p.skip++
 		}
@@ -64,7 +76,23 @@ func (s *Session) enqueue(p *pending) {
 }
 
 // forgetScripts is the writer's SCRIPT FLUSH: every script is loaded again.
-func (s *Session) forgetScripts() { s.pipe.ScriptsFlushed() }
+func (s *Session) forgetScripts() {
+	s.pipe.ScriptsFlushed()
+	clear(s.txLoads)
+}
+
+// mayLoad reports whether the session's SCRIPT LOADs are not refused (an
+// ACL without SCRIPT, whose calls run on scripts another client cached):
+// a load such a user queued in a transaction would abort it (EXECABORT).
+// Until the reply of one is read, it waits for the replies in flight.
+func (s *Session) mayLoad() bool {
+	if !s.loadAnswered.Load() {
+		if s.sync() != nil {
+			return false
+		}
+	}
+	return !s.loadDenied.Load()
+}
 
 // writeErr notes a failure to write. A pipe that the reader closed
 // (net.ErrClosed) is the reader's to explain: it notes why.

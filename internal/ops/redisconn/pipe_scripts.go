@@ -60,6 +60,14 @@ func (p *Pipe) WriteLoad(s *Script, deferred bool) (bool, error) {
 	return true, p.WriteCommand("SCRIPT", "LOAD", s.src())
 }
 
+// WriteLoadAgain writes SCRIPT LOAD of s whether or not the pipe loaded
+// it (see WriteCommand): queued in a transaction before a call of s, it
+// makes sure that the server has s when EXEC runs the call, whatever
+// another client's SCRIPT FLUSH removed since the pipe loaded it.
+func (p *Pipe) WriteLoadAgain(s *Script) error {
+	return p.WriteCommand("SCRIPT", "LOAD", s.src())
+}
+
 // ScriptsFlushed is the writer's note of a SCRIPT FLUSH it wrote: every
 // script loads again, and loads of an earlier generation that the reader
 // reports later do not count.

@@ -27,13 +27,20 @@ for i = 2, n do
   local k, a = MORE_KEYS + 3 * (i - 2), MORE + 3 * (i - 2)
   each[i] = { KEYS[k], KEYS[k + 1], KEYS[k + 2], ARGV[a], ARGV[a + 1], ARGV[a + 2] }
 end
-local cmd, names = { op }, {}
+-- The command's keys go in slices: Lua's unpack stops near 8,000 values,
+-- and a DEL may name more keys than that.
+local named, names = {}, {}
 for i = 1, n do
-  cmd[#cmd + 1] = each[i][1]
+  named[i] = each[i][1]
   names[each[i][1]] = true
 end
-if redis.acl_check_cmd and not redis.acl_check_cmd(unpack(cmd)) then
-  return redis.error_reply("NOPERM User has no permissions to run the '" .. string.lower(op) .. "' command")
+local slice = 1000
+if redis.acl_check_cmd then
+  for i = 1, n, slice do
+    if not redis.acl_check_cmd(op, unpack(named, i, math.min(i + slice - 1, n))) then
+      return redis.error_reply("NOPERM User has no permissions to run the '" .. string.lower(op) .. "' command")
+    end
+  end
 end
 
 -- The state of each key that owns one (its meta names it: "s" and "{s}"
@@ -72,7 +79,12 @@ if err then return err end
 -- Part 2: the command, then the states.
 ------------------------------------------------------------------------
 
-local reply = redis.call(unpack(cmd))
+-- The script is atomic: the slices delete what the one command would,
+-- and a key named twice counts once (the second slice finds it gone).
+local reply = 0
+for i = 1, n, slice do
+  reply = reply + redis.call(op, unpack(named, i, math.min(i + slice - 1, n)))
+end
 for i = 1, #state, 1000 do
   redis.call(op, unpack(state, i, math.min(i + 999, #state)))
 end
