@@ -110,11 +110,16 @@ func (s *Session) readLoop() {
 		case p.split != nil && p.fixed == nil:
 			outs := p.splitReplies(replies)
 			for _, r := range outs[:len(outs)-1] {
-				s.opt.Emit(r, true)
+				s.noteNoScript(r)
+				s.opt.Emit(flushedInFlight(p, r), true)
 			}
 			out = outs[len(outs)-1]
 		default:
 			out = p.reply(replies)
+		}
+		if !queued && !p.exec {
+			s.noteNoScript(out) // before it is worded
+			out = flushedInFlight(p, out)
 		}
 		if p.endTx {
 			queue, txOpen = nil, false
@@ -219,6 +224,18 @@ func regroup(r resp.Reply, queue []*pending) resp.Reply {
 		at += q.n
 	}
 	return out
+}
+
+// flushedInFlight words the NOSCRIPT of the session's own script call (an
+// emulated command), which another client's SCRIPT FLUSH caused while it
+// was in flight: it did not run, and a retry here would reorder it after
+// the commands pipelined behind it. Redis's "Please use EVAL" would read
+// as the user's mistake. A user's own EVALSHA keeps Redis's reply.
+func flushedInFlight(p *pending, r resp.Reply) resp.Reply {
+	if !p.script || !r.IsError() || !strings.HasPrefix(r.Str, "NOSCRIPT") {
+		return r
+	}
+	return resp.ErrorOf("ERR idmpctl: the server's script cache was emptied (SCRIPT FLUSH by another client) while this command was in flight: it did not run, and is safe to send again")
 }
 
 // noteNoScript forgets the loaded scripts when the server says it lost

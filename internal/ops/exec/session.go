@@ -84,6 +84,7 @@ type pending struct {
 	// out of band (client-side caching's invalidations), not a reply.
 	pushName string
 	gen      int                 // the pipe's script generation when it was sent (redisconn.Pipe.ScriptGen)
+	script   bool                // the session's own script call (an emulated command): its NOSCRIPT is ours to word
 	exec     bool                // EXEC: the queued commands' replies in one array
 	endTx    bool                // EXEC, DISCARD, RESET: the transaction's queue ends
 	hidden   bool                // the session's own (AUTH, SELECT, HELLO): no output; an error ends the session

@@ -461,3 +461,61 @@ func TestExecTransactionWithoutScriptLoad(t *testing.T) {
 	}
 	want(t, got[5:], "2) (integer) 1", "(integer) 2")
 }
+
+// Another client's SCRIPT FLUSH while an emulated add is in flight: the
+// add did not run (NOSCRIPT), and a retry here would reorder it after the
+// commands pipelined behind it. Its reply says so in idmpctl's words, not
+// Redis's "Please use EVAL", which reads as the user's own mistake; a
+// user's own EVALSHA keeps Redis's reply. Nothing ran twice or half.
+func TestExecScriptFlushedInFlight(t *testing.T) {
+	t.Parallel()
+	conn, srv := redistest.Conn(t)
+	var mu sync.Mutex
+	var got []string
+	s, err := Open(context.Background(), conn, Options{Mode: stream.ModeEmulated, Timeout: 5 * time.Second,
+		Emit: func(r resp.Reply, _ bool) {
+			mu.Lock()
+			got = append(got, strings.TrimSuffix(string(render.AppendReplyTTY(nil, r)), "\n"))
+			mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &linesThen{
+		parts: [][]byte{[]byte("XADD t IDMP p warm * f v\n"),
+			[]byte("XADD t IDMP p a * f v\nEVALSHA 0123456789012345678901234567890123456789 0\nXADD t IDMP p a * f v\n")},
+		wait: func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(got) == 1 // the add script is loaded
+		},
+		then: func() {
+			if _, err := srv.Do("SCRIPT", "FLUSH"); err != nil {
+				t.Error(err)
+			}
+		},
+	}
+	err = RunLines(context.Background(), s, in)
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	id(t, got[0])
+	if len(got) != 4 {
+		t.Fatalf("replies: %q", got)
+	}
+	if !strings.Contains(got[1], "script cache was emptied") || !strings.Contains(got[1], "did not run") {
+		t.Fatalf("the flushed add: %q", got[1])
+	}
+	if !strings.Contains(got[2], "NOSCRIPT No matching script") {
+		t.Fatalf("the user's own EVALSHA: %q", got[2])
+	}
+	if got[3] != got[1] { // pipelined behind it, before its NOSCRIPT came
+		t.Fatalf("the add behind it: %q", got[3])
+	}
+	if n, err := srv.Do("XLEN", "t"); err != nil || n != "1" {
+		t.Fatalf("XLEN t = %v, %v", n, err)
+	}
+}

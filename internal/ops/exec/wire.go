@@ -25,6 +25,7 @@ func (s *Session) send(p *pending, cmds ...wireCmd) {
 		if c.call == nil {
 			continue
 		}
+		p.script = true
 		// Queued in MULTI: loaded only if EXEC runs it (the reader says
 		// so), not if the transaction is discarded.
 		load, err := s.pipe.WriteLoad(c.call.Script, p.queued)
