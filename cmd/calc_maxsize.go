@@ -51,7 +51,7 @@ func (o *CalcMaxsizeOptions) Validate() error {
 		}
 	}
 	if o.Producers < 1 {
-		return exit.Usagef("--producers %d: must be at least 1 (for example --producers 4)", o.Producers)
+		return exit.Usagef("--producers %d: must be at least 1 (for example --producers %s)", o.Producers, producersExample)
 	}
 	margin, err := capacity.ParseMargin("margin", o.MarginFlag)
 	if err != nil {
@@ -61,6 +61,9 @@ func (o *CalcMaxsizeOptions) Validate() error {
 		Producers: o.Producers, Margin: margin, EmulatedBytesPerIID: emulatedBytesPerIID}
 	return nil
 }
+
+// producersExample is the --producers of its errors' examples.
+const producersExample = "4"
 
 // NewCmdCalcMaxsize builds calc-maxsize; runF replaces the run step in tests.
 func NewCmdCalcMaxsize(f *Factory, runF func(*CalcMaxsizeOptions) error) *cobra.Command {
@@ -100,6 +103,7 @@ Raw output is one line to paste after XCFGSET key:
 	fl.StringVar(&o.MarkDelayFlag, "mark-delay", "", "longest time from the XADD reply until the message is marked delivered (80ms)")
 	fl.StringVar(&o.RecoveryFlag, "recovery", "", "longest time a crashed producer needs to come back and resend (1000s, 17m)")
 	fl.Int64Var(&o.Producers, "producers", 1, "how many producer IDs share the rate")
+	annotateExample(fl, "producers", "", producersExample)
 	fl.StringVar(&o.MarginFlag, "margin", "25%", "safety margin on MAXSIZE: 25% or 0.25 (a bare number is a fraction, below 1)")
 	addApplyFlags(c, o)
 	return c

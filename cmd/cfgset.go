@@ -111,14 +111,6 @@ Raw output: "status<TAB>changed|unchanged|dry-run", then
 	fl.BoolVar(&o.Yes, "yes", false, "confirm a change that clears tracked iids")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "show what would change, change nothing")
 	addModeFlag(c, &o.Mode)
-	// XCFGSET's syntax errors in Redis's words: a setting without its value
-	// or an unknown one.
-	c.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		if badFlagValue.MatchString(err.Error()) { // a global flag's value, not XCFGSET's syntax
-			return flagError(c, err)
-		}
-		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("ERR syntax error: %w", err), Hint: "see '" + c.CommandPath() + " --help'"}
-	})
 	return c
 }
 

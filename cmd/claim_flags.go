@@ -185,6 +185,7 @@ func addClaimFlagsFor(c *cobra.Command, o *ClaimFlags, has claimFlagSet) {
 	}
 	if has&hasMaxResult != 0 {
 		fl.IntVar(&o.MaxResult, "max-result", claim.DefaultMaxResult, "largest result stored, in bytes (0: no cap)")
+		annotateExample(fl, "max-result", "bytes", "1048576 (1 MiB)")
 	}
 	addWaitFlags(c, &o.Durable)
 }

@@ -39,7 +39,12 @@ func confirm(f *Factory, yes bool, c change) error {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(f.Err, "%s%s [y/N] ", b.String(), c.Question)
-	answer, _ := bufio.NewReader(f.In).ReadString('\n')
+	answer, err := bufio.NewReader(f.In).ReadString('\n')
+	if err != nil {
+		// End of input (Ctrl-D, a closed pipe): no newline was typed, so
+		// end the prompt's line here; what follows starts its own.
+		fmt.Fprintln(f.Err)
+	}
 	switch strings.ToLower(strings.TrimSpace(answer)) {
 	case "y", "yes":
 		return nil

@@ -17,6 +17,23 @@ import (
 // invalid argument "abc" for "--retries" flag: strconv.ParseInt: ...
 var badFlagValue = regexp.MustCompile(`^invalid argument "((?:[^"\\]|\\.)*)" for "(?:-\w, )?(--[\w-]+)" flag: (.*)$`)
 
+// The annotations of an integer flag that flagError's hint reads: its unit
+// ("bytes": want a whole number of bytes) and an example value in that
+// unit, where the generic "3" would mislead (three bytes for a size limit).
+const (
+	unitAnnotation    = "idmpctl_unit"
+	exampleAnnotation = "idmpctl_example"
+)
+
+// annotateExample gives fs's flag name a unit (or "") and an example value
+// for flagError's hint.
+func annotateExample(fs *pflag.FlagSet, name, unit, example string) {
+	if unit != "" {
+		_ = fs.SetAnnotation(name, unitAnnotation, []string{unit})
+	}
+	_ = fs.SetAnnotation(name, exampleAnnotation, []string{example})
+}
+
 // flagError is the usage error of a flag the command line got wrong, in
 // idmpctl's words: a value pflag could not parse says what the flag wants
 // (an integer, a duration with its unit) rather than Go's parser's text.
@@ -52,6 +69,12 @@ func flagError(c *cobra.Command, err error) error {
 			why, example = "want a whole number", "for example "+name+" 3"
 			if strings.Contains(m[3], strconv.ErrRange.Error()) {
 				why = "want a whole number in range"
+			}
+			if unit := fl.Annotations[unitAnnotation]; len(unit) == 1 {
+				why += " of " + unit[0] // "want a whole number of bytes"
+			}
+			if ex := fl.Annotations[exampleAnnotation]; len(ex) == 1 {
+				example = "for example " + name + " " + ex[0]
 			}
 		case "duration":
 			why, example = "want a duration with its unit", "for example "+name+" 5s, 500ms, 2m or 7d"

@@ -70,37 +70,74 @@ func refuseUnknownVerbs(c *cobra.Command) {
 }
 
 // unknownVerb is the usage error for name, which is none of c's verbs:
-// the verbs it may have meant (cobra's suggestions, and a verb it starts
-// with, as "run-it" starts with "run"), else all of them.
+// the verbs and help topics it may have meant (cobra's suggestions, a name
+// within two edits or starting with what was typed, and a verb it starts
+// with, as "run-it" starts with "run"). With none close, the hint sends
+// the reader to the group's help rather than listing every verb.
 func unknownVerb(c *cobra.Command, name string) error {
-	var meant, all []string
-	for _, s := range c.Commands() {
-		if !s.IsAvailableCommand() {
-			continue
-		}
-		all = append(all, s.Name())
-		if len(s.Name()) >= 3 && strings.HasPrefix(name, s.Name()) {
-			meant = append(meant, s.Name())
+	var meant []string
+	add := func(s string) {
+		if !slices.Contains(meant, s) {
+			meant = append(meant, s)
 		}
 	}
 	if c.SuggestionsMinimumDistance <= 0 {
 		c.SuggestionsMinimumDistance = 2 // cobra's default, set where it suggests itself
 	}
-	for _, s := range c.SuggestionsFor(name) {
-		if !slices.Contains(meant, s) {
-			meant = append(meant, s)
+	for _, s := range c.Commands() {
+		if !s.IsAvailableCommand() && !s.IsAdditionalHelpTopicCommand() {
+			continue
+		}
+		if len(s.Name()) >= 3 && strings.HasPrefix(name, s.Name()) {
+			add(s.Name())
 		}
 	}
-	hint := "did you mean one of " + strings.Join(all, ", ") + "?"
+	for _, s := range c.SuggestionsFor(name) {
+		add(s)
+	}
+	// The help topics (exit-codes), which cobra's suggestions leave out.
+	low := strings.ToLower(name)
+	for _, s := range c.Commands() {
+		if !s.IsAdditionalHelpTopicCommand() {
+			continue
+		}
+		if levenshtein(low, s.Name()) <= c.SuggestionsMinimumDistance ||
+			(low != "" && strings.HasPrefix(s.Name(), low)) {
+			add(s.Name())
+		}
+	}
+	hint := "run '" + c.CommandPath() + " --help' for the commands"
 	if len(meant) > 0 {
 		q := make([]string, len(meant))
 		for i, m := range meant {
 			q[i] = strconv.Quote(m)
 		}
-		hint = "did you mean " + strings.Join(q, " or ") + "?"
+		hint = "did you mean " + strings.Join(q, " or ") + "? see '" + c.CommandPath() + " --help'"
 	}
 	return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("unknown command %q for %q", name, c.CommandPath()),
-		Hint: hint + " see '" + c.CommandPath() + " --help'"}
+		Hint: hint}
+}
+
+// levenshtein is the edit distance between a and b, in bytes (verb names
+// are ASCII).
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // verbs are the top-level commands, in one list: newRoot builds only the

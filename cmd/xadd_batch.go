@@ -165,7 +165,11 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 	})
 	flush()
 	stopProgress()
-	printBatchSummary(p, o, id, sum)
+	if exit.Code(err) != exit.Usage {
+		// A usage error (--skip past the end of the input) comes before
+		// any line is read for adding: no summary of a batch that never ran.
+		printBatchSummary(p, o, id, sum)
+	}
 	if err == nil {
 		return nil
 	}

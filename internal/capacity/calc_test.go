@@ -41,6 +41,15 @@ func TestParseRateErrors(t *testing.T) {
 		if !strings.Contains(err.Error(), "--rate") || !strings.Contains(err.Error(), "for example") {
 			t.Errorf("ParseRate(%q) error %q does not name the flag and an accepted form", in, err)
 		}
+		if strings.Count(err.Error(), "(") > 1 {
+			t.Errorf("ParseRate(%q) error %q stacks parentheticals", in, err)
+		}
+	}
+	// An overflow says where the limit is, as --mark-delay's does.
+	for _, in := range []string{"1e999", "1e13", "1e13/s", "1e10/ms"} {
+		if _, err := ParseRate("rate", in); err == nil || !strings.Contains(err.Error(), "overflow: more than 10^12 messages per second") {
+			t.Errorf("ParseRate(%q) error %v, want the overflow's limit", in, err)
+		}
 	}
 }
 

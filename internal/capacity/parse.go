@@ -3,6 +3,7 @@
 package capacity
 
 import (
+	"errors"
 	"fmt"
 	"github.com/idmpctl/idmpctl/internal/duration"
 	"math"
@@ -64,12 +65,15 @@ func ParseRate(flag, s string) (*big.Rat, error) {
 		return nil, bad("not a rate")
 	}
 	num, err := parsePositive(m[1])
+	if errors.Is(err, errOverflow) {
+		return nil, bad("overflow: more than 10^12 messages per second")
+	}
 	if err != nil {
 		return nil, bad(err.Error())
 	}
 	unit, ok := rateUnits[m[3]]
 	if !ok {
-		return nil, bad(fmt.Sprintf("unknown unit /%s (use /ms, /s, /m, /h or /d)", m[3]))
+		return nil, bad(fmt.Sprintf("unknown unit /%s: use /ms, /s, /m, /h or /d", m[3]))
 	}
 	r := new(big.Rat).Mul(num, big.NewRat(rateScale[m[2]], 1))
 	r.Mul(r, big.NewRat(unit[0], unit[1]))
@@ -78,6 +82,10 @@ func ParseRate(flag, s string) (*big.Rat, error) {
 	}
 	return r, nil
 }
+
+// errOverflow is parsePositive's number past maxRate (or no float64): each
+// caller says what the limit is.
+var errOverflow = errors.New("overflow")
 
 // parsePositive reads a finite decimal number > 0 exactly.
 func parsePositive(s string) (*big.Rat, error) {
@@ -90,7 +98,7 @@ func parsePositive(s string) (*big.Rat, error) {
 	f, err := strconv.ParseFloat(s, 64)
 	switch {
 	case err != nil || math.IsInf(f, 0) || f > maxRate:
-		return nil, fmt.Errorf("overflow")
+		return nil, errOverflow
 	case f == 0:
 		return nil, fmt.Errorf("must be greater than zero")
 	}
@@ -151,6 +159,9 @@ func ParseMargin(flag, s string) (*big.Rat, error) {
 		if err.Error() == "must be greater than zero" {
 			return new(big.Rat), nil
 		}
+		if errors.Is(err, errOverflow) {
+			return nil, bad("more than 10000% is not a margin")
+		}
 		return nil, bad(err.Error())
 	}
 	if pct {
@@ -200,7 +211,7 @@ func ParseBytes(flag, s string, minimum int64, example string) (int64, error) {
 	case num == "":
 		return 0, bad("not a size")
 	case !ok:
-		return 0, bad(fmt.Sprintf("unknown unit %q (use b, k, kb, m, mb, g or gb, as redis.conf does)", unit))
+		return 0, bad(fmt.Sprintf("unknown unit %q: use b, k, kb, m, mb, g or gb, as redis.conf does", unit))
 	}
 	r, ok := new(big.Rat).SetString(num)
 	if !ok || !numberRE().MatchString(num) {

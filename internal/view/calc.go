@@ -144,6 +144,15 @@ type CalcTTL struct {
 	Samples int
 }
 
+// secondsHuman is secondsText with thousands separators when d is whole
+// seconds ("4,500"), for the table.
+func secondsHuman(d time.Duration) string {
+	if d%time.Second == 0 {
+		return render.Count(int64(d / time.Second))
+	}
+	return secondsText(d)
+}
+
 // secondsText is d in seconds, as short as exact.
 func secondsText(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
@@ -206,7 +215,7 @@ func (v CalcTTL) JSON() any {
 
 func (v CalcTTL) Table(p *render.Printer) error {
 	in, r := v.Inputs, v.Result
-	inputs := []render.Pair{{"rate", capacity.RatString(in.Rate) + " msg/s"}}
+	inputs := []render.Pair{{"rate", rateText(in.Rate) + " msg/s"}}
 	if in.TTL > 0 {
 		inputs = append(inputs, render.Pair{"ttl", duration.Format(in.TTL)})
 	}
@@ -220,9 +229,9 @@ func (v CalcTTL) Table(p *render.Printer) error {
 	}
 	sizeText := func(given int64, used int64) string {
 		if given >= 0 {
-			return fmt.Sprintf("%d B", given)
+			return render.Count(given) + " B"
 		}
-		return fmt.Sprintf("%d B (measured)", used)
+		return render.Count(used) + " B (measured)"
 	}
 	inputs = append(inputs, render.Pair{"key size", sizeText(in.KeySize, r.KeySize)},
 		render.Pair{"value size", sizeText(in.ValueSize, r.ValueSize)})
@@ -231,7 +240,7 @@ func (v CalcTTL) Table(p *render.Printer) error {
 	}
 	p.KV("Inputs", inputs)
 	result := []render.Pair{
-		{"TTL", p.Good(duration.Format(r.TTL)) + fmt.Sprintf(" (%s s)", secondsText(r.TTL))},
+		{"TTL", p.Good(duration.Format(r.TTL)) + fmt.Sprintf(" (%s s)", secondsHuman(r.TTL))},
 		{"keys", fmt.Sprintf("%s alive at a steady rate (rate x TTL)", progress.FormatCount(r.Keys))},
 		{"memory", p.Good(render.Bytes(r.Memory)) + fmt.Sprintf(" (%s B, by %s)", progress.FormatCount(r.Memory), capacity.RuleOfThumb)},
 	}
