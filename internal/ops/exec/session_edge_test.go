@@ -370,6 +370,46 @@ func TestExecDelOfManyKeys(t *testing.T) {
 	}
 }
 
+// flushAfter runs an emulated session whose input is parts[0], then, once
+// n replies have come, another client's SCRIPT FLUSH, then parts[1]; it
+// returns the replies as redis-cli shows them.
+func flushAfter(t *testing.T, conn *redisconn.Conn, srv *redistest.Server, n int, parts ...[]byte) []string {
+	t.Helper()
+	var mu sync.Mutex
+	var got []string
+	s, err := Open(context.Background(), conn, Options{Mode: stream.ModeEmulated, Timeout: 5 * time.Second,
+		Emit: func(r resp.Reply, _ bool) {
+			mu.Lock()
+			got = append(got, strings.TrimSuffix(string(render.AppendReplyTTY(nil, r)), "\n"))
+			mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &linesThen{parts: parts,
+		wait: func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(got) == n
+		},
+		then: func() {
+			if _, err := srv.Do("SCRIPT", "FLUSH"); err != nil {
+				t.Error(err)
+			}
+		},
+	}
+	err = RunLines(context.Background(), s, in)
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return got
+}
+
 // linesThen is an input of two parts: the second is read once wait says
 // so, after then ran (another client's command between them).
 type linesThen struct {
@@ -403,37 +443,8 @@ func (in *linesThen) Read(b []byte) (int, error) {
 func TestExecScriptFlushedBeforeExec(t *testing.T) {
 	t.Parallel()
 	conn, srv := redistest.Conn(t)
-	var mu sync.Mutex
-	var got []string
-	s, err := Open(context.Background(), conn, Options{Mode: stream.ModeEmulated, Timeout: 5 * time.Second,
-		Emit: func(r resp.Reply, _ bool) {
-			mu.Lock()
-			got = append(got, strings.TrimSuffix(string(render.AppendReplyTTY(nil, r)), "\n"))
-			mu.Unlock()
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := &linesThen{
-		parts: [][]byte{[]byte("XADD t IDMP p warm * f v\nMULTI\nXADD t IDMP p a * f v\nINCR c\n"), []byte("EXEC\nXLEN t\n")},
-		wait: func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return len(got) == 4 // the transaction is queued, its script loaded before
-		},
-		then: func() {
-			if _, err := srv.Do("SCRIPT", "FLUSH"); err != nil {
-				t.Error(err)
-			}
-		},
-	}
-	err = RunLines(context.Background(), s, in)
-	if cerr := s.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := flushAfter(t, conn, srv, 4, // the transaction is queued, its script loaded before
+		[]byte("XADD t IDMP p warm * f v\nMULTI\nXADD t IDMP p a * f v\nINCR c\n"), []byte("EXEC\nXLEN t\n"))
 	id(t, got[0])
 	want(t, got[1:4], "OK", "QUEUED", "QUEUED")
 	if !strings.HasPrefix(got[4], `1) "`) || !strings.HasSuffix(got[4], "2) (integer) 1") {
@@ -470,38 +481,9 @@ func TestExecTransactionWithoutScriptLoad(t *testing.T) {
 func TestExecScriptFlushedInFlight(t *testing.T) {
 	t.Parallel()
 	conn, srv := redistest.Conn(t)
-	var mu sync.Mutex
-	var got []string
-	s, err := Open(context.Background(), conn, Options{Mode: stream.ModeEmulated, Timeout: 5 * time.Second,
-		Emit: func(r resp.Reply, _ bool) {
-			mu.Lock()
-			got = append(got, strings.TrimSuffix(string(render.AppendReplyTTY(nil, r)), "\n"))
-			mu.Unlock()
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := &linesThen{
-		parts: [][]byte{[]byte("XADD t IDMP p warm * f v\n"),
-			[]byte("XADD t IDMP p a * f v\nEVALSHA 0123456789012345678901234567890123456789 0\nXADD t IDMP p a * f v\n")},
-		wait: func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return len(got) == 1 // the add script is loaded
-		},
-		then: func() {
-			if _, err := srv.Do("SCRIPT", "FLUSH"); err != nil {
-				t.Error(err)
-			}
-		},
-	}
-	err = RunLines(context.Background(), s, in)
-	if cerr := s.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := flushAfter(t, conn, srv, 1, // the add script is loaded
+		[]byte("XADD t IDMP p warm * f v\n"),
+		[]byte("XADD t IDMP p a * f v\nEVALSHA 0123456789012345678901234567890123456789 0\nXADD t IDMP p a * f v\n"))
 	id(t, got[0])
 	if len(got) != 4 {
 		t.Fatalf("replies: %q", got)
