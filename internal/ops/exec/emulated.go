@@ -525,7 +525,7 @@ func (s *Session) guardedXAdd(p *pending, c Command) error {
 		r := rs[0]
 		if r.IsError() {
 			if scriptsRefusedReply(r.Str) {
-				return resp.ErrorOf("NOPERM idmpctl exec sends XADD IDMP/IDMPAUTO through a script that keeps it from adding an iid that emulated IDMP state still knows (docs/upgrade.md), and this user may not run scripts: use idmpctl xadd, or grant EVALSHA and EVAL")
+				return guardNeedsScripts()
 			}
 			return r
 		}
@@ -542,6 +542,12 @@ func (s *Session) guardedXAdd(p *pending, c Command) error {
 	}
 	s.send(p, script(call))
 	return nil
+}
+
+// guardNeedsScripts is the refusal of a native XADD IDMP/IDMPAUTO for a
+// user who may not run the upgrade guard's script.
+func guardNeedsScripts() resp.Reply {
+	return resp.ErrorOf("NOPERM idmpctl exec sends XADD IDMP/IDMPAUTO through a script that keeps it from adding an iid that emulated IDMP state still knows (docs/upgrade.md), and this user may not run scripts: use idmpctl xadd, or grant EVALSHA and EVAL")
 }
 
 // scriptsRefusedReply reports an error reply that refuses a script call

@@ -57,6 +57,14 @@ func (s *Session) oneAdd(ctx context.Context, args []string, req stream.AddReque
 		if err := s.sync(); err != nil {
 			return resp.Reply{}, err
 		}
+		if raw != nil && raw.IsError() && s.mode == stream.ModeAuto && scriptsRefusedReply(raw.Str) {
+			// Auto mode's probe, refused: on a server with IDMP of its own
+			// the add would go through the upgrade guard, a script too.
+			// The refusal is worded as a stream of commands words it.
+			if caps, err := s.conn.Capabilities(ctx); err == nil && caps.NativeIDMP {
+				return guardNeedsScripts(), nil
+			}
+		}
 		if raw == nil || raw.IsError() {
 			return out, nil // the script's error, or a SCRIPT LOAD's
 		}
