@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/render"
@@ -85,4 +86,17 @@ func printError(f *Factory, err error) {
 	if hint != "" {
 		fmt.Fprintf(f.Err, "hint: %s\n", hint)
 	}
+}
+
+// netWords is a network error in our words, for a warning that goes on
+// (a retry): Go's "read tcp 127.0.0.1:1->127.0.0.1:2: i/o timeout" names
+// no flag and says less. Other errors keep their text.
+func netWords(err error, timeout time.Duration) string {
+	switch {
+	case exit.TimedOut(err):
+		return "no reply within --timeout " + render.Duration(timeout)
+	case exit.ClosedByServer(err):
+		return "the server closed the connection"
+	}
+	return err.Error()
 }

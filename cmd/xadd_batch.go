@@ -131,7 +131,7 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 				p.Warnf("xadd --batch: the stream's cluster slot is moving (%v): waiting for the migration (at most --timeout %s), then going on after the last committed line", err, f.Global.Timeout)
 				return
 			}
-			p.Warnf("xadd --batch: %v: retrying (%d of %d)", err, attempt, f.Global.Retries)
+			p.Warnf("xadd --batch: %s: retrying (%d of %d)", netWords(err, f.Global.Timeout), attempt, f.Global.Retries)
 		},
 	}
 	// The chunks in flight (16 on the wire, 12 read ahead: some 10 MB of
