@@ -57,7 +57,7 @@ func printError(f *Factory, err error) {
 		}
 	case exit.Code(err) == exit.Unavailable && exit.ClosedByServer(err):
 		// Go's "EOF" or "connection reset by peer" say less than this.
-		msg, hint = inOurWords(e, hint, "the server closed the connection",
+		msg, hint = inOurWords(e, hint, netWords(err, f.Global.Timeout),
 			"the server restarted, was stopped, or dropped this client (CLIENT KILL, its timeout setting, maxclients): run the command again once it answers")
 	case exit.NotRESP(err):
 		// go-redis's `redis: invalid reply: "<!DOCTYPE HTML>\n"` in our words.
@@ -75,7 +75,7 @@ func printError(f *Factory, err error) {
 	case exit.Code(err) == exit.Unavailable && exit.TimedOut(err):
 		// The network's words ("read tcp ...: i/o timeout") say less than
 		// ours, and name no flag.
-		msg, hint = inOurWords(e, hint, "no reply within --timeout "+render.Duration(f.Global.Timeout),
+		msg, hint = inOurWords(e, hint, netWords(err, f.Global.Timeout),
 			"the server did not answer in time: it is down, overloaded, blocked by a slow command, or unreachable; --timeout D waits longer")
 	}
 	bad := func(s string) string { return s }
@@ -88,15 +88,15 @@ func printError(f *Factory, err error) {
 	}
 }
 
-// netWords is a network error in our words, for a warning that goes on
-// (a retry): Go's "read tcp 127.0.0.1:1->127.0.0.1:2: i/o timeout" names
+// netWords is a network error in our words, for the final error and for
+// a warning that goes on (a retry): Go's "read tcp 127.0.0.1:1->127.0.0.1:2: i/o timeout" names
 // no flag and says less. Other errors keep their text.
 func netWords(err error, timeout time.Duration) string {
 	switch {
-	case exit.TimedOut(err):
-		return "no reply within --timeout " + render.Duration(timeout)
 	case exit.ClosedByServer(err):
 		return "the server closed the connection"
+	case exit.TimedOut(err):
+		return "no reply within --timeout " + render.Duration(timeout)
 	}
 	return err.Error()
 }

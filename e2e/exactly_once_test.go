@@ -91,12 +91,7 @@ func TestBatchLineTooBigForScript(t *testing.T) {
 	srv := redistest.New(t)
 	rdb := faultRedis(t, srv)
 	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
-	pairs := make([]string, 0, 9000)
-	for k := range 9000 {
-		pairs = append(pairs, fmt.Sprintf("[\"f%d\",\"v\"]", k))
-	}
-	file := filepath.Join(c.Dir, "big.ndjson")
-	writeLines(t, file, 500, `{"iid":"huge","fields":[`+strings.Join(pairs, ",")+`]}`)
+	file := bigLineFile(t, c.Dir)
 	for run := 1; run <= 2; run++ {
 		r := c.Run("xadd", "s", "--pid", "p", "--batch", file, "--mode", "emulated")
 		faultBatchInvariant(t, rdb, "s", 500)
@@ -560,6 +555,19 @@ func testValueOverProtoMaxBulkLen(t *testing.T, mode string) {
 	sameDump(t, "a refused single add", before, keyDump(t, rdb))
 }
 
+// bigLineFile writes big.ndjson in dir: 500 plain lines, then a line of
+// 9,000 field/value pairs (more than Lua's unpack takes in one XADD).
+func bigLineFile(t *testing.T, dir string) string {
+	t.Helper()
+	pairs := make([]string, 0, 9000)
+	for k := range 9000 {
+		pairs = append(pairs, fmt.Sprintf("[\"f%d\",\"v\"]", k))
+	}
+	file := filepath.Join(dir, "big.ndjson")
+	writeLines(t, file, 500, `{"iid":"huge","fields":[`+strings.Join(pairs, ",")+`]}`)
+	return file
+}
+
 // The native batch has no such bound: the line too big for the chunk
 // script goes by MULTI/EXEC of its own between script chunks; every line
 // once, and a rerun adds nothing.
@@ -567,12 +575,7 @@ func testNativeBatchLineTooBigForScript(t *testing.T) {
 	srv := redistest.NewNative(t)
 	rdb := faultRedis(t, srv)
 	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
-	pairs := make([]string, 0, 9000)
-	for k := range 9000 {
-		pairs = append(pairs, fmt.Sprintf("[\"f%d\",\"v\"]", k))
-	}
-	file := filepath.Join(c.Dir, "big.ndjson")
-	writeLines(t, file, 500, `{"iid":"huge","fields":[`+strings.Join(pairs, ",")+`]}`)
+	file := bigLineFile(t, c.Dir)
 	for run := 1; run <= 2; run++ {
 		r := c.Expect(0, "xadd", "s", "--pid", "p", "--batch", file)
 		wantPath(t, nativeBatch, r.Stderr)

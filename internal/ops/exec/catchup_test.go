@@ -38,25 +38,6 @@ func TestExecEmulatedXInfoOnNativeServer(t *testing.T) {
 	}
 }
 
-// sessionIn is session in a mode of choice.
-func sessionIn(t *testing.T, conn *redisconn.Conn, mode stream.Mode, lines ...string) []string {
-	t.Helper()
-	var out []byte
-	s, err := Open(context.Background(), conn, Options{Mode: mode, Timeout: 5 * time.Second,
-		Emit: func(r resp.Reply, _ bool) { out = render.AppendReplyTTY(out, r) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = RunLines(context.Background(), s, strings.NewReader(strings.Join(lines, "\n")))
-	if cerr := s.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-}
-
 var entryIDs = regexp.MustCompile(`\b\d+-\d+\b`)
 
 // numberIDs replaces each entry ID by its number in order of first

@@ -9,27 +9,12 @@ import (
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/redistest"
-	"github.com/idmpctl/idmpctl/internal/render"
-	"github.com/idmpctl/idmpctl/internal/resp"
 )
 
 // nativeSession is session in auto mode (native on Redis 8.6.3).
 func nativeSession(t *testing.T, conn *redisconn.Conn, lines ...string) []string {
 	t.Helper()
-	var out []byte
-	s, err := Open(context.Background(), conn, Options{Mode: stream.ModeAuto, Timeout: 5 * time.Second,
-		Emit: func(r resp.Reply, _ bool) { out = render.AppendReplyTTY(out, r) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = RunLines(context.Background(), s, strings.NewReader(strings.Join(lines, "\n")))
-	if cerr := s.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	return sessionIn(t, conn, stream.ModeAuto, lines...)
 }
 
 // On a native server, XADD IDMP/IDMPAUTO through exec dedupes against the

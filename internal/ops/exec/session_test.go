@@ -19,8 +19,14 @@ import (
 // as redis-cli shows them on a terminal, one line each.
 func session(t *testing.T, conn *redisconn.Conn, lines ...string) []string {
 	t.Helper()
+	return sessionIn(t, conn, stream.ModeEmulated, lines...)
+}
+
+// sessionIn is session in a mode of choice.
+func sessionIn(t *testing.T, conn *redisconn.Conn, mode stream.Mode, lines ...string) []string {
+	t.Helper()
 	var out []byte
-	s, err := Open(context.Background(), conn, Options{Mode: stream.ModeEmulated, Timeout: 5 * time.Second,
+	s, err := Open(context.Background(), conn, Options{Mode: mode, Timeout: 5 * time.Second,
 		Emit: func(r resp.Reply, _ bool) { out = render.AppendReplyTTY(out, r) }})
 	if err != nil {
 		t.Fatal(err)

@@ -28,7 +28,7 @@ import (
 //go:embed lua/stream_native_batch.lua
 var nativeBatchLua string
 
-var nativeBatchScript = redisconn.NewLua[nativeBatchArgs](runReplyDecoder("native xadd --batch"), idmp.LuaConstants(), nativeBatchLua)
+var nativeBatchScript = redisconn.NewLua[nativeBatchArgs](runReplyDecoder("native xadd --batch"), idmp.LuaConstants(), xaddHeadLua, nativeBatchLua)
 
 // nativeBatchArgs are the native batch script's (see
 // lua/stream_native_batch.lua).
@@ -294,15 +294,7 @@ func parseNativeBatchReply(v any, iids []string, n int) ([]AddResult, error) {
 	for i := range out {
 		out[i].Mode = ModeNative
 	}
-	var stopped error
-	switch {
-	case r.stop == "n":
-		stopped = errNoStream()
-	case r.stop == "e":
-		stopped = errors.New(r.message)
-	case r.stop != "" || len(out) != n:
-		stopped = exit.New(exit.Internal, what, "%d replies for %d requests (stop %q)", len(out), n, r.stop)
-	}
+	stopped := r.stopped(what, len(out), n)
 	if r.fourth != nil {
 		return out, &errOutcomesUnknown{then: stopped}
 	}

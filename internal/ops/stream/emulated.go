@@ -30,6 +30,8 @@ var (
 	commonLua string
 	//go:embed lua/stream_emu_add.lua
 	addLua string
+	//go:embed lua/stream_xadd_head.lua
+	xaddHeadLua string // xadd_head, a part of each script that adds
 	//go:embed lua/stream_emu_cfgset.lua
 	cfgsetLua string
 	//go:embed lua/stream_emu_info.lua
@@ -45,13 +47,13 @@ var (
 // emulatedScript is one emulated-IDMP script, whose arguments are A (which
 // start with stateArgs and end with defaultsArgs) and whose replies decode
 // reads: the IDMP limits, the common helpers of lua/stream_common.lua and
-// its own source.
-func emulatedScript[A, R any](decode func(v any) (R, error), source string) *redisconn.Lua[A, R] {
-	return redisconn.NewLua[A](decode, idmp.LuaConstants(), commonLua, source)
+// its own sources.
+func emulatedScript[A, R any](decode func(v any) (R, error), sources ...string) *redisconn.Lua[A, R] {
+	return redisconn.NewLua[A](decode, append([]string{idmp.LuaConstants(), commonLua}, sources...)...)
 }
 
 var (
-	addScript    = emulatedScript[addArgs](runReplyDecoder("emulated XADD"), addLua)
+	addScript    = emulatedScript[addArgs](runReplyDecoder("emulated XADD"), xaddHeadLua, addLua)
 	cfgsetScript = emulatedScript[cfgsetArgs](decodeCfgSetReply, cfgsetLua)
 	infoScript   = emulatedScript[stateOnlyArgs](decodeInfoReply, infoLua)
 	clearScript  = emulatedScript[clearArgs](redisconn.Int64Reply, clearLua) // nil: no stream
@@ -376,15 +378,21 @@ func (r runReply) addResults(what string, iids []string, n int) ([]AddResult, er
 	if err != nil {
 		return nil, exit.New(exit.Internal, what, "%v", err)
 	}
+	return out, r.stopped(what, len(out), n)
+}
+
+// stopped is the error that stopped a run of n adds after got of them (a
+// missing stream, an add's error, or replies that do not add up), or nil.
+func (r runReply) stopped(what string, got, n int) error {
 	switch {
 	case r.stop == "n":
-		return out, errNoStream()
+		return errNoStream()
 	case r.stop == "e":
-		return out, errors.New(r.message)
-	case r.stop != "" || len(out) != n:
-		return out, exit.New(exit.Internal, what, "%d replies for %d requests (stop %q)", len(out), n, r.stop)
+		return errors.New(r.message)
+	case r.stop != "" || got != n:
+		return exit.New(exit.Internal, what, "%d replies for %d requests (stop %q)", got, n, r.stop)
 	}
-	return out, nil
+	return nil
 }
 
 // parseDone reads the done items of an add reply, or a batch chunk's

@@ -24,7 +24,7 @@ import (
 //go:embed lua/stream_guard_add.lua
 var guardLua string
 
-var guardScript = emulatedScript[guardArgs](runReplyDecoder("emulated XADD"), guardLua)
+var guardScript = emulatedScript[guardArgs](runReplyDecoder("emulated XADD"), xaddHeadLua, guardLua)
 
 // guardArgs are the guard script's (see lua/stream_guard_add.lua).
 type guardArgs struct {

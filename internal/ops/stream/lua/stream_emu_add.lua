@@ -137,12 +137,7 @@ local now = now_ms()
 local dur_ms, maxsize = m.duration * 1000, m.maxsize
 local nomk = NOMK == '1'
 -- XADD's arguments before the fields, the same for every item.
-local head = { STREAM }
-if nomk then head[#head + 1] = 'NOMKSTREAM' end
-if TRIM ~= '' then
-  head[#head + 1], head[#head + 2], head[#head + 3] = TRIM, TRIM_OP, THRESHOLD
-  if LIMIT ~= '' then head[#head + 1], head[#head + 2] = 'LIMIT', LIMIT end
-end
+local head = xadd_head('')
 head[#head + 1] = '*'
 local nhead = #head
 

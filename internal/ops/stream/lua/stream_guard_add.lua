@@ -79,13 +79,7 @@ end
 
 local nomk = NOMK == '1'
 -- XADD's options before IDMP, the same for every item.
-local head = { STREAM }
-if nomk then head[#head + 1] = 'NOMKSTREAM' end
-if DELETION ~= '' then head[#head + 1] = DELETION end
-if TRIM ~= '' then
-  head[#head + 1], head[#head + 2], head[#head + 3] = TRIM, TRIM_OP, THRESHOLD
-  if LIMIT ~= '' then head[#head + 1], head[#head + 2] = 'LIMIT', LIMIT end
-end
+local head = xadd_head(DELETION)
 
 local checks = { { 'XRANGE', STREAM, '-', '+' } }
 for j = 1, npids do

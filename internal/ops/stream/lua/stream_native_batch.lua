@@ -166,12 +166,7 @@ local nomk = NOMK == '1'
 if t == 'none' and nomk then return { '', 'n', '' } end
 
 -- XADD's arguments before the pid, the same for every item.
-local head = { STREAM }
-if nomk then head[#head + 1] = 'NOMKSTREAM' end
-if TRIM ~= '' then
-  head[#head + 1], head[#head + 2], head[#head + 3] = TRIM, TRIM_OP, THRESHOLD
-  if LIMIT ~= '' then head[#head + 1], head[#head + 2] = 'LIMIT', LIMIT end
-end
+local head = xadd_head('')
 head[#head + 1] = auto and 'IDMPAUTO' or 'IDMP'
 local nhead = #head
 
