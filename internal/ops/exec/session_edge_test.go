@@ -528,3 +528,25 @@ func TestExecTransactionFirstWithoutScriptLoad(t *testing.T) {
 		t.Fatalf("XLEN t = %v, %v", n, err)
 	}
 }
+
+// A user without SCRIPT LOAD, another client's SCRIPT FLUSH between MULTI
+// and EXEC: the add went as EVALSHA, NOSCRIPT at EXEC, while the INCR
+// beside it ran (half the transaction). A call queued for such a user now
+// carries its script (EVAL), which no flush can take away.
+func TestExecTransactionWithoutScriptLoadFlushed(t *testing.T) {
+	t.Parallel()
+	conn, srv := redistest.Conn(t)
+	id(t, session(t, conn, `XADD w IDMP p 1 * f v`)[0]) // caches the add script
+	if _, err := srv.Do("ACL", "SETUSER", "noload", "on", ">pw", "~*", "&*", "+@all", "-script"); err != nil {
+		t.Fatal(err)
+	}
+	user := redistest.Connect(t, "unix://noload:pw@"+srv.Addr)
+	got := flushAfter(t, user, srv, 4,
+		[]byte("XADD t IDMP p warm * f v\nMULTI\nXADD t IDMP p a * f v\nINCR c\n"), []byte("EXEC\nXLEN t\n"))
+	id(t, got[0])
+	want(t, got[1:4], "OK", "QUEUED", "QUEUED")
+	if !strings.HasPrefix(got[4], `1) "`) || !strings.HasSuffix(got[4], "2) (integer) 1") {
+		t.Fatalf("EXEC: %q", got[4])
+	}
+	want(t, got[5:], "(integer) 2")
+}

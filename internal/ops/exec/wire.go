@@ -22,15 +22,22 @@ func script(call *redisconn.Call) wireCmd { return wireCmd{call: call} }
 // and hands p to the reader.
 func (s *Session) send(p *pending, cmds ...wireCmd) {
 	p.gen = s.pipe.ScriptGen()
-	for _, c := range cmds {
+	var eval []bool // the calls that carry their script (EVAL)
+	for i, c := range cmds {
 		if c.call == nil {
 			continue
 		}
 		p.script = true
 		if p.queued && !s.mayLoad() {
 			// A user whose SCRIPT LOADs are refused: a load queued in the
-			// transaction would abort it (EXECABORT). The call runs on
-			// the script another client cached.
+			// transaction would abort it (EXECABORT), and an EVALSHA
+			// would find no script if another client's SCRIPT FLUSH
+			// came before EXEC (half a transaction). The call carries
+			// its script.
+			if eval == nil {
+				eval = make([]bool, len(cmds))
+			}
+			eval[i] = true
 			continue
 		}
 		// Queued in MULTI: loaded only if EXEC runs it (the reader says
@@ -56,9 +63,9 @@ func (s *Session) send(p *pending, cmds ...wireCmd) {
 			p.skip++
 		}
 	}
-	for _, c := range cmds {
+	for i, c := range cmds {
 		if c.call != nil {
-			s.writeErr(s.pipe.WriteArgs(c.call.Command(false)))
+			s.writeErr(s.pipe.WriteArgs(c.call.Command(eval != nil && eval[i])))
 		} else {
 			s.writeErr(s.pipe.WriteCommand(c.args...))
 		}
