@@ -56,6 +56,7 @@ type Session struct {
 	// loadAnswered: the reader read the reply of a SCRIPT LOAD of the
 	// session's (loadDenied: one that was refused, an ACL without SCRIPT).
 	loadAnswered, loadDenied atomic.Bool
+	loadProbed               bool         // probeLoad sent its load
 	cu                       catchupState // catchup.go
 	// defaultsInTx: a CONFIG SET of the defaults was queued in the
 	// transaction; after EXEC or DISCARD they are read again.
@@ -188,6 +189,7 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 	// the server refuses otherwise (ACL) the reader learns of (txOpen).
 	switch {
 	case c.Name == "MULTI" && len(args) == 1:
+		s.probeLoad()
 		p.queued, p.multi, s.inMulti = false, true, true
 		clear(s.txLoads)
 	case c.Name == "EXEC", (c.Name == "DISCARD" || c.Name == "RESET") && len(args) == 1:

@@ -501,3 +501,52 @@ func TestExecScriptFlushedInFlight(t *testing.T) {
 		t.Fatalf("XLEN t = %v, %v", n, err)
 	}
 }
+
+// A user without SCRIPT whose first command of the session is a
+// transaction: the session had never learned that its loads are refused,
+// so it queued one in the transaction, which the server refused and then
+// aborted the whole transaction (EXECABORT) although the script was
+// cached and the user may call it. The session now learns it before MULTI.
+func TestExecTransactionFirstWithoutScriptLoad(t *testing.T) {
+	t.Parallel()
+	conn, srv := redistest.Conn(t)
+	id(t, session(t, conn, `XADD w IDMP p 1 * f v`)[0]) // caches the add script
+	if _, err := srv.Do("ACL", "SETUSER", "noload", "on", ">pw", "~*", "&*", "+@all", "-script"); err != nil {
+		t.Fatal(err)
+	}
+	user := redistest.Connect(t, "unix://noload:pw@"+srv.Addr)
+	got := session(t, user, `MULTI`, `XADD t IDMP p a * f v`, `INCR c`, `EXEC`, `XLEN t`, `MULTI`, `XADD t IDMP p a * f v`, `EXEC`)
+	want(t, got[:3], "OK", "QUEUED", "QUEUED")
+	if !strings.HasPrefix(got[3], `1) "`) {
+		t.Fatalf("EXEC: %q", got[3:])
+	}
+	want(t, got[4:8], "2) (integer) 1", "(integer) 1", "OK", "QUEUED")
+	if !strings.HasPrefix(got[8], `1) "`) || len(got) != 9 {
+		t.Fatalf("the second EXEC (a repeat): %q", got[8:])
+	}
+	if n, err := srv.Do("XLEN", "t"); err != nil || n != "1" {
+		t.Fatalf("XLEN t = %v, %v", n, err)
+	}
+}
+
+// A user without SCRIPT LOAD, another client's SCRIPT FLUSH between MULTI
+// and EXEC: the add went as EVALSHA, NOSCRIPT at EXEC, while the INCR
+// beside it ran (half the transaction). A call queued for such a user now
+// carries its script (EVAL), which no flush can take away.
+func TestExecTransactionWithoutScriptLoadFlushed(t *testing.T) {
+	t.Parallel()
+	conn, srv := redistest.Conn(t)
+	id(t, session(t, conn, `XADD w IDMP p 1 * f v`)[0]) // caches the add script
+	if _, err := srv.Do("ACL", "SETUSER", "noload", "on", ">pw", "~*", "&*", "+@all", "-script"); err != nil {
+		t.Fatal(err)
+	}
+	user := redistest.Connect(t, "unix://noload:pw@"+srv.Addr)
+	got := flushAfter(t, user, srv, 4,
+		[]byte("XADD t IDMP p warm * f v\nMULTI\nXADD t IDMP p a * f v\nINCR c\n"), []byte("EXEC\nXLEN t\n"))
+	id(t, got[0])
+	want(t, got[1:4], "OK", "QUEUED", "QUEUED")
+	if !strings.HasPrefix(got[4], `1) "`) || !strings.HasSuffix(got[4], "2) (integer) 1") {
+		t.Fatalf("EXEC: %q", got[4])
+	}
+	want(t, got[5:], "(integer) 2")
+}

@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+	"github.com/idmpctl/idmpctl/internal/resp"
 )
 
 // wireCmd is one command on the wire: plain arguments, or a script call.
@@ -21,16 +22,29 @@ func script(call *redisconn.Call) wireCmd { return wireCmd{call: call} }
 // and hands p to the reader.
 func (s *Session) send(p *pending, cmds ...wireCmd) {
 	p.gen = s.pipe.ScriptGen()
-	for _, c := range cmds {
+	var eval []bool // the calls that carry their script (EVAL)
+	for i, c := range cmds {
 		if c.call == nil {
 			continue
 		}
 		p.script = true
+		if p.queued && !s.mayLoad() {
+			// A user whose SCRIPT LOADs are refused: a load queued in the
+			// transaction would abort it (EXECABORT), and an EVALSHA
+			// would find no script if another client's SCRIPT FLUSH
+			// came before EXEC (half a transaction). The call carries
+			// its script.
+			if eval == nil {
+				eval = make([]bool, len(cmds))
+			}
+			eval[i] = true
+			continue
+		}
 		// Queued in MULTI: loaded only if EXEC runs it (the reader says
 		// so), not if the transaction is discarded.
 		load, err := s.pipe.WriteLoad(c.call.Script, p.queued)
 		s.writeErr(err)
-		if !load && p.queued && !s.txLoads[c.call.Script] && s.mayLoad() {
+		if !load && p.queued && !s.txLoads[c.call.Script] {
 			// Another client's SCRIPT FLUSH before EXEC would leave the
 			// call NOSCRIPT while the commands beside it run: half a
 			// transaction. A load queued in it runs at EXEC, atomically
@@ -49,9 +63,9 @@ func (s *Session) send(p *pending, cmds ...wireCmd) {
 			p.skip++
 		}
 	}
-	for _, c := range cmds {
+	for i, c := range cmds {
 		if c.call != nil {
-			s.writeErr(s.pipe.WriteArgs(c.call.Command(false)))
+			s.writeErr(s.pipe.WriteArgs(c.call.Command(eval != nil && eval[i])))
 		} else {
 			s.writeErr(s.pipe.WriteCommand(c.args...))
 		}
@@ -80,6 +94,24 @@ func (s *Session) enqueue(p *pending) {
 func (s *Session) forgetScripts() {
 	s.pipe.ScriptsFlushed()
 	clear(s.txLoads)
+}
+
+// probeLoad learns, before a transaction opens, whether the session's
+// SCRIPT LOADs are refused (mayLoad), when no load of the session has
+// said so yet: inside the transaction, a refused load would abort it.
+// It loads a script of one line, "return 1" (Redis refuses a load
+// before it compiles or caches anything).
+func (s *Session) probeLoad() {
+	if s.loadAnswered.Load() || s.loadProbed {
+		return
+	}
+	s.loadProbed = true
+	s.send(&pending{internal: func(rs []resp.Reply) {
+		if rs[0].IsError() {
+			s.loadDenied.Store(true)
+		}
+		s.loadAnswered.Store(true)
+	}}, cmd([]string{"SCRIPT", "LOAD", "return 1"}))
 }
 
 // mayLoad reports whether the session's SCRIPT LOADs are not refused (an

@@ -226,3 +226,50 @@ func TestMigrateNeverNarrowsNativeSettingsSetOnTheStream(t *testing.T) {
 		}
 	}
 }
+
+// A user who may not CONFIG GET migrates a stream whose emulated settings
+// (3600/1000, no live iids) are wider than its native ones, which are the
+// server's defaults: whether those are defaults (the emulated settings go
+// over them) or the stream's own (they stay) is unknown to such a user.
+// The migration said 'blocked' and status 'done', and deleted the emulated
+// state with its settings, so that the window stayed the defaults' for
+// good: the guard of a user who may read CONFIG would have carried 3600/
+// 1000 over. It now refuses (NOPERM, exit 77) and changes nothing.
+func TestMigrateWithoutConfigGetKeepsEmulatedSettings(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	rdb := g.conn.Client()
+	s := g.h.key("noconfig")
+	g.add(t, g.emu, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
+	if _, err := g.emu.CfgSet(g.ctx, s, 3600, 1000); err != nil { // clears the iid, as XCFGSET does
+		t.Fatal(err)
+	}
+	if err := rdb.Do(g.ctx, "ACL", "SETUSER", "noconfig", "on", ">pw", "~*", "&*", "+@all", "-config").Err(); err != nil {
+		t.Fatal(err)
+	}
+	user := redistest.Connect(t, strings.Replace(g.srv.URL, "://", "://noconfig:pw@", 1))
+	nat, err := NewStreams(user, ModeAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := idmp.StateKeys(s, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dry := range []bool{true, false} {
+		res, err := nat.Migrate(g.ctx, s, dry)
+		if exit.Code(err) != exit.Permission || !strings.Contains(err.Error(), "CONFIG GET") {
+			t.Fatalf("migrate (dry %v) without CONFIG GET: %+v, %v (exit %d); want a refusal, exit 77", dry, res, err, exit.Code(err))
+		}
+		if n := rdb.Exists(g.ctx, l.Meta).Val(); n != 1 {
+			t.Fatalf("migrate (dry %v) deleted the emulated settings", dry)
+		}
+	}
+	res, err := g.nat.Migrate(g.ctx, s, false)
+	if err != nil || res.Settings != "set" || res.Status != "done" {
+		t.Fatalf("migrate with CONFIG GET: %+v, %v", res, err)
+	}
+	if xi := rdb.XInfoStream(g.ctx, s).Val(); xi.IDMPDuration != 3600 || xi.IDMPMaxSize != 1000 {
+		t.Fatalf("native settings %d/%d, want 3600/1000", xi.IDMPDuration, xi.IDMPMaxSize)
+	}
+}

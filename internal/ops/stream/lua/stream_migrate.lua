@@ -101,6 +101,16 @@ if nd ~= m.duration or nm ~= m.maxsize then
     settings = 'set'
   elseif ntracked == 0 and nd >= m.duration and nm >= m.maxsize then
     settings = 'native'
+  elseif ntracked == 0 and m.owner and not stale_state and not (DEFAULTS_KNOWN and SERVER_DURATION >= 1) then
+    -- Narrower native settings, and defaults the caller could not read
+    -- (0 0: an ACL without CONFIG GET): defaults, which the emulated
+    -- settings go over, or the stream's own, which stay? Deciding
+    -- 'blocked' would delete the emulated settings with the state once
+    -- nothing else is left, and the stream would keep the narrower ones.
+    return redis.error_reply('NOPERM this user may not run CONFIG GET stream-idmp-*, which the migration needs: ' ..
+      'the stream\'s native IDMP settings (' .. nd .. ' s, ' .. nm .. ') are narrower than its emulated ones (' ..
+      m.duration .. ' s, ' .. m.maxsize .. '), and only the server\'s defaults tell whether they are the stream\'s ' ..
+      'own: nothing was written')
   else
     settings = 'blocked'
   end
