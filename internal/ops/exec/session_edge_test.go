@@ -410,6 +410,17 @@ func flushAfter(t *testing.T, conn *redisconn.Conn, srv *redistest.Server, n int
 	return got
 }
 
+// noLoadUser caches the emulated add script (as the default user) and
+// returns a connection of a user who may call scripts but not SCRIPT LOAD.
+func noLoadUser(t *testing.T, conn *redisconn.Conn, srv *redistest.Server) *redisconn.Conn {
+	t.Helper()
+	id(t, session(t, conn, `XADD w IDMP p 1 * f v`)[0])
+	if _, err := srv.Do("ACL", "SETUSER", "noload", "on", ">pw", "~*", "&*", "+@all", "-script"); err != nil {
+		t.Fatal(err)
+	}
+	return redistest.Connect(t, "unix://noload:pw@"+srv.Addr)
+}
+
 // linesThen is an input of two parts: the second is read once wait says
 // so, after then ran (another client's command between them).
 type linesThen struct {
@@ -459,11 +470,7 @@ func TestExecScriptFlushedBeforeExec(t *testing.T) {
 func TestExecTransactionWithoutScriptLoad(t *testing.T) {
 	t.Parallel()
 	conn, srv := redistest.Conn(t)
-	id(t, session(t, conn, `XADD w IDMP p 1 * f v`)[0]) // caches the add script
-	if _, err := srv.Do("ACL", "SETUSER", "noload", "on", ">pw", "~*", "&*", "+@all", "-script"); err != nil {
-		t.Fatal(err)
-	}
-	user := redistest.Connect(t, "unix://noload:pw@"+srv.Addr)
+	user := noLoadUser(t, conn, srv)
 	got := session(t, user, `XADD t IDMP p 0 * f v`, `MULTI`, `XADD t IDMP p a * f v`, `INCR c`, `EXEC`, `XLEN t`)
 	id(t, got[0])
 	want(t, got[1:4], "OK", "QUEUED", "QUEUED")
@@ -510,11 +517,7 @@ func TestExecScriptFlushedInFlight(t *testing.T) {
 func TestExecTransactionFirstWithoutScriptLoad(t *testing.T) {
 	t.Parallel()
 	conn, srv := redistest.Conn(t)
-	id(t, session(t, conn, `XADD w IDMP p 1 * f v`)[0]) // caches the add script
-	if _, err := srv.Do("ACL", "SETUSER", "noload", "on", ">pw", "~*", "&*", "+@all", "-script"); err != nil {
-		t.Fatal(err)
-	}
-	user := redistest.Connect(t, "unix://noload:pw@"+srv.Addr)
+	user := noLoadUser(t, conn, srv)
 	got := session(t, user, `MULTI`, `XADD t IDMP p a * f v`, `INCR c`, `EXEC`, `XLEN t`, `MULTI`, `XADD t IDMP p a * f v`, `EXEC`)
 	want(t, got[:3], "OK", "QUEUED", "QUEUED")
 	if !strings.HasPrefix(got[3], `1) "`) {
@@ -536,11 +539,7 @@ func TestExecTransactionFirstWithoutScriptLoad(t *testing.T) {
 func TestExecTransactionWithoutScriptLoadFlushed(t *testing.T) {
 	t.Parallel()
 	conn, srv := redistest.Conn(t)
-	id(t, session(t, conn, `XADD w IDMP p 1 * f v`)[0]) // caches the add script
-	if _, err := srv.Do("ACL", "SETUSER", "noload", "on", ">pw", "~*", "&*", "+@all", "-script"); err != nil {
-		t.Fatal(err)
-	}
-	user := redistest.Connect(t, "unix://noload:pw@"+srv.Addr)
+	user := noLoadUser(t, conn, srv)
 	got := flushAfter(t, user, srv, 4,
 		[]byte("XADD t IDMP p warm * f v\nMULTI\nXADD t IDMP p a * f v\nINCR c\n"), []byte("EXEC\nXLEN t\n"))
 	id(t, got[0])
