@@ -152,7 +152,7 @@ type streamViewer struct {
 }
 
 func newStreamViewer(ctx context.Context, f *Factory, conn *redisconn.Conn, mode string) (*streamViewer, error) {
-	streams, err := openStreamsOn(conn, mode)
+	streams, err := openStreamsOn(ctx, conn, mode)
 	if err != nil {
 		return nil, err
 	}

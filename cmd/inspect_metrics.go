@@ -54,7 +54,7 @@ func inspectStreamMetrics(ctx context.Context, o *InspectOptions) error {
 	}
 	var m render.Metrics
 	if len(names) > 0 {
-		streams, err := openStreamsOn(conn, o.Mode)
+		streams, err := openStreamsOn(ctx, conn, o.Mode)
 		if err != nil {
 			return err
 		}

@@ -10,7 +10,7 @@ import (
 
 // addModeFlag adds --mode auto|native|emulated.
 func addModeFlag(c *cobra.Command, mode *string) {
-	c.Flags().StringVar(mode, "mode", "auto", "IDMP mode: auto (native when the server has it), native or emulated")
+	c.Flags().StringVar(mode, "mode", "auto", "IDMP mode: auto (native when the server has it), native, emulated, or multi (native by MULTI/EXEC, for a user who may not run scripts)")
 }
 
 // openStreams connects and resolves the IDMP mode.
@@ -23,14 +23,14 @@ func openStreams(ctx context.Context, f *Factory, mode string) (*stream.Streams,
 	if err != nil {
 		return nil, err
 	}
-	return stream.NewStreams(conn, m)
+	return stream.Open(ctx, conn, m)
 }
 
 // openStreamsOn is openStreams on a connection already open.
-func openStreamsOn(conn *redisconn.Conn, mode string) (*stream.Streams, error) {
+func openStreamsOn(ctx context.Context, conn *redisconn.Conn, mode string) (*stream.Streams, error) {
 	m, err := stream.ParseMode(mode)
 	if err != nil {
 		return nil, err
 	}
-	return stream.NewStreams(conn, m)
+	return stream.Open(ctx, conn, m)
 }

@@ -207,6 +207,19 @@ var (
 
 // isClaimRun says whether args run "claim run", for starting its guard early
 // (wrong guesses cost a guard let go at exit).
+// fewRoundTrips reports a command of a few round trips (no stream of
+// input, no scan): xadd without --batch, the claim verbs, cfgset and the
+// calculators.
+func fewRoundTrips(args []string) bool {
+	switch verbOf(args) {
+	case "claim", "cfgset", "calc-maxsize", "calc-ttl", "version":
+		return true
+	case "xadd":
+		return !slices.ContainsFunc(args, func(a string) bool { return a == "--batch" || strings.HasPrefix(a, "--batch=") })
+	}
+	return false
+}
+
 func isClaimRun(args []string) bool {
 	if verbOf(args) != "claim" {
 		return false

@@ -356,18 +356,23 @@ func xaddRun(ctx context.Context, o *XAddOptions) error {
 	// A cluster whose slot is moving is waited for while --timeout allows.
 	// An add that was not acknowledged is an error (never retried): nothing
 	// goes to stdout, and stderr names the entry.
-	res, err := streams.AddRetrying(ctx, req, o.Durable.durability(), o.Factory.Global.Retries, func(attempt int, err error) {
-		retried = true
-		if attempt == 0 {
-			p.Warnf("xadd: the stream's cluster slot is moving (%v): retrying while --timeout %s allows", err, o.Factory.Global.Timeout)
-			return
-		}
-		p.Warnf("xadd: %v: retrying (%d of %d)", err, attempt, o.Factory.Global.Retries)
-	})
+	// Raw output is the entry ID alone, as redis-cli's: whether it was a
+	// duplicate is then not asked (natively it costs the server more than
+	// the add).
+	res, err := streams.Add(ctx, stream.AddOptions{Durability: o.Durable.durability(), Retries: o.Factory.Global.Retries,
+		NoOutcome: p.Format == render.Raw,
+		OnRetry: func(attempt int, err error) {
+			retried = true
+			if attempt == 0 {
+				p.Warnf("xadd: the stream's cluster slot is moving (%v): retrying while --timeout %s allows", err, o.Factory.Global.Timeout)
+				return
+			}
+			p.Warnf("xadd: %v: retrying (%d of %d)", err, attempt, o.Factory.Global.Retries)
+		}}, req)
 	if err != nil {
 		return exit.Wrap(err, "")
 	}
-	return p.Show(&view.Add{Stream: o.Stream, PID: o.PID, Auto: o.Auto, Durability: o.Durable.durability(), Result: res, Retried: retried})
+	return p.Show(&view.Add{Stream: o.Stream, PID: o.PID, Auto: o.Auto, Durability: o.Durable.durability(), Result: res[0], Retried: retried})
 }
 
 // warnEviction warns on stderr when the server may evict keys (maxmemory

@@ -123,9 +123,6 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 		Template: o.request("", nil), ID: id, Resume: o.Resume,
 		SkipSet: o.SkipSet, Skip: int64(o.Skip), TTL: o.ProgressTTL, Retries: f.Global.Retries,
 		Durability: o.Durable.durability(),
-		OnFallback: func(why string) {
-			p.Warnf("xadd --batch: %s: each chunk goes in a MULTI/EXEC of its own instead of one script call (slower)", why)
-		},
 		OnRetry: func(attempt int, err error) {
 			if attempt == 0 {
 				p.Warnf("xadd --batch: the stream's cluster slot is moving (%v): waiting for the migration (at most --timeout %s), then going on after the last committed line", err, f.Global.Timeout)
@@ -175,9 +172,12 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 	}
 	var le *batch.LineError
 	if errors.As(err, &le) {
-		return &exit.Error{Code: exit.Data, What: "xadd --batch " + o.Batch, Err: le,
-			Hint: fmt.Sprintf("%s committed; once it is fixed, run the same command again: it resumes after line %d (or pass over the line with --skip %d)",
-				committedText(sum.LastLine), sum.LastLine, le.Line)}
+		hint := fmt.Sprintf("%s committed; once it is fixed, run the same command again: it resumes after line %d (or pass over the line with --skip %d)",
+			committedText(sum.LastLine), sum.LastLine, le.Line)
+		if own := (*exit.Error)(nil); errors.As(le.Err, &own) && own.Hint != "" {
+			hint = own.Hint + "; " + hint
+		}
+		return &exit.Error{Code: exit.Data, What: "xadd --batch " + o.Batch, Err: le, Hint: hint}
 	}
 	return err
 }
@@ -198,11 +198,7 @@ func printBatchSummary(p *render.Printer, o *XAddOptions, id string, s stream.Ba
 		// Line numbers are positions, not counts: no separators.
 		p.Status("xadd --batch: batch %s: lines 1-%d were committed by an earlier run: resumed after line %d", id, s.ResumedAt, s.ResumedAt)
 	}
-	how := s.Mode.String()
-	if s.Path == stream.PathMulti {
-		how += ", MULTI/EXEC" // said why when it began (OnFallback)
-	}
-	p.Status("xadd --batch: %s: %s added, %s (%s)", render.N(s.Lines, "line"), render.Count(s.Added), render.N(s.Duplicates, "duplicate"), how)
+	p.Status("xadd --batch: %s: %s added, %s (%s)", render.N(s.Lines, "line"), render.Count(s.Added), render.N(s.Duplicates, "duplicate"), s.Mode)
 	if back := s.SkippedBack; back > 0 {
 		from := int64(o.Skip) + 1
 		what := fmt.Sprintf("lines %d-%d were sent again (they add again once IDMP-MAXSIZE or IDMP-DURATION no longer tracks them)", from, back)

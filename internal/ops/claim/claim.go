@@ -17,7 +17,6 @@ import (
 	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
-	"github.com/redis/go-redis/v9"
 )
 
 var (
@@ -247,10 +246,7 @@ func newStep[A any](s *redisconn.Lua[A, scriptReply], args *A, verb, key string)
 
 // run calls the step's script; every reply carries the whole record.
 func (st step) run(ctx context.Context, c *redisconn.Conn) (scriptReply, error) {
-	err := c.Do(func(rc redis.UniversalClient) error {
-		return st.call.Run(ctx, rc).Err()
-	})
-	return st.reply(err)
+	return st.send(ctx, c, sendOpts{})
 }
 
 // reply reads a step's reply (err: the round trip's): a transport or

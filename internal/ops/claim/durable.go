@@ -71,12 +71,12 @@ func (st step) sendRetrying(ctx context.Context, c *redisconn.Conn, o sendOpts) 
 // send runs the step, durably when asked. A write that was not
 // acknowledged is on rep.notAcked (the reply is good otherwise).
 func (st step) send(ctx context.Context, c *redisconn.Conn, o sendOpts) (scriptReply, error) {
-	if !o.durability.On() {
-		return st.run(ctx, c)
+	ack, err := c.Run(ctx, redisconn.RunOpts{Key: st.key, Durability: o.durability}, st.call)
+	if err == nil {
+		err = st.call.Cmd.Err()
 	}
-	ack, err := c.RunDurable(ctx, st.key, o.durability, []*redisconn.Call{st.call})
 	rep, err := st.reply(err)
-	if err != nil {
+	if err != nil || !o.durability.On() {
 		return rep, err
 	}
 	if o.ack != nil {

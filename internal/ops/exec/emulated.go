@@ -37,7 +37,16 @@ func (s *Session) local(p *pending, err error) error {
 }
 
 func (s *Session) xadd(p *pending, c Command) error {
-	if c.Deletion == "DELREF" || c.Deletion == "ACKED" {
+	if s.native {
+		if len(c.Add.Fields) > idmp.MaxEmulatedFieldArgs {
+			// More field arguments than XADD from Lua takes (about
+			// 8,000): it goes as it is, unguarded (docs/upgrade.md says
+			// so). No emulated add can have written such an entry.
+			s.send(p, cmd(c.Args))
+			return nil
+		}
+		c.Add.Deletion = c.Deletion
+	} else if c.Deletion == "DELREF" || c.Deletion == "ACKED" {
 		if c.Add.MaxLen > 0 || c.Add.MinID != "" {
 			return s.local(p, fmt.Errorf("%s with MAXLEN or MINID is not emulated: emulated IDMP trims as KEEPREF does (Redis 8.2's DELREF and ACKED need native IDMP)", c.Deletion))
 		}
@@ -81,7 +90,7 @@ func (s *Session) flushRun() error {
 // reply per request.
 func (s *Session) sendRun(p *pending, reqs []stream.AddRequest) error {
 	p.outs = len(reqs)
-	call, iids, err := s.streams.AddRunCall(reqs)
+	call, parse, err := s.streams.AddCall(reqs)
 	if err != nil {
 		r := resp.ErrorOf("ERR " + err.Error())
 		p.split = func([]resp.Reply) []resp.Reply {
@@ -95,15 +104,18 @@ func (s *Session) sendRun(p *pending, reqs []stream.AddRequest) error {
 		return nil
 	}
 	p.split = func(rs []resp.Reply) []resp.Reply {
-		out := make([]resp.Reply, 0, len(iids))
+		out := make([]resp.Reply, 0, len(reqs))
 		r := rs[0]
 		if r.IsError() {
-			for range iids {
+			if s.native && scriptsRefusedReply(r.Str) {
+				r = guardNeedsScripts()
+			}
+			for range reqs {
 				out = append(out, r)
 			}
 			return out
 		}
-		ids, noStream, err := stream.ParseAddRunReply(r.Value(), iids)
+		ids, noStream, err := parse(r.Value())
 		for _, id := range ids {
 			out = append(out, resp.BulkOf(id))
 		}
@@ -114,7 +126,7 @@ func (s *Session) sendRun(p *pending, reqs []stream.AddRequest) error {
 		if !noStream && err != nil {
 			rest = resp.ErrorOf(strings.TrimSpace(err.Error()))
 		}
-		for len(out) < len(iids) {
+		for len(out) < len(reqs) {
 			out = append(out, rest)
 		}
 		return out
@@ -490,57 +502,28 @@ func (s *Session) sync() error {
 	return s.err()
 }
 
-// resolve settles auto mode: native when the server has IDMP.
+// resolve opens the streams in the session's mode, once: auto is native
+// when the server has IDMP, as the session's HELLO said (the replies in
+// flight are read first). Native, the server's IDMP defaults are read
+// once: the native add calls carry them (the upgrade guard's).
 func (s *Session) resolve(ctx context.Context) error {
-	caps, err := s.conn.Capabilities(ctx)
+	if s.streams != nil {
+		return nil
+	}
+	if err := s.sync(); err != nil {
+		return err
+	}
+	streams, err := stream.Open(ctx, s.conn, s.opt.Mode)
+	if err == nil {
+		err = streams.Settle(ctx)
+	}
 	if err != nil {
 		return err
 	}
-	if caps.NativeIDMP {
-		s.mode = stream.ModeNative
-	} else {
-		s.mode = stream.ModeEmulated
+	s.streams, s.native = streams, streams.Mode() != stream.ModeEmulated
+	if s.native {
+		return streams.Ready(ctx)
 	}
-	return nil
-}
-
-// guardedXAdd sends one native XADD IDMP/IDMPAUTO through the upgrade
-// guard: an iid the stream's emulated state still knows is answered with
-// its original ID, as Redis answers a duplicate; every other add is the
-// server's own XADD, with its reply and errors.
-func (s *Session) guardedXAdd(p *pending, c Command) error {
-	reqs := []stream.AddRequest{c.Add}
-	if !stream.GuardFits(reqs) {
-		// More field arguments than XADD from Lua takes (about 8,000): it
-		// goes as it is, unguarded (docs/upgrade.md says so). No emulated
-		// add can have written such an entry.
-		s.send(p, cmd(c.Args))
-		return nil
-	}
-	call, iids, err := s.streams.GuardCall(reqs, c.Deletion)
-	if err != nil {
-		return s.local(p, err)
-	}
-	p.combine = func(rs []resp.Reply) resp.Reply {
-		r := rs[0]
-		if r.IsError() {
-			if scriptsRefusedReply(r.Str) {
-				return guardNeedsScripts()
-			}
-			return r
-		}
-		ids, noStream, err := stream.ParseAddRunReply(r.Value(), iids)
-		switch {
-		case len(ids) == 1:
-			return resp.BulkOf(ids[0])
-		case noStream:
-			return resp.NilReply()
-		case err != nil:
-			return resp.ErrorOf(strings.TrimSpace(err.Error()))
-		}
-		return resp.ErrorOf("ERR idmpctl: unexpected reply of the guarded XADD")
-	}
-	s.send(p, script(call))
 	return nil
 }
 

@@ -22,9 +22,6 @@ const (
 	OpConfigGet    // CONFIG GET pattern...
 	OpConfigSet    // CONFIG SET with stream-idmp-* parameters
 	OpMove         // RENAME, RENAMENX, COPY, MOVE
-	// OpGuardedXAdd is an XADD IDMP/IDMPAUTO on a server with native IDMP:
-	// the upgrade guard's script runs it (stream.GuardCall).
-	OpGuardedXAdd
 )
 
 // Command is one parsed command.

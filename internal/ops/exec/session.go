@@ -43,8 +43,8 @@ type Options struct {
 type Session struct {
 	conn    *redisconn.Conn
 	opt     Options
-	mode    stream.Mode
-	streams *stream.Streams
+	streams *stream.Streams // opened in Options.Mode once a command needs it (resolve)
+	native  bool            // the streams' mode is not emulated
 	pipe    *redisconn.Pipe // the connection, and the scripts loaded on it
 
 	roInfo    map[string]*commandEntry // ReadOnly: COMMAND INFO by command (nil: unknown)
@@ -106,13 +106,8 @@ func Open(ctx context.Context, conn *redisconn.Conn, opt Options) (*Session, err
 	if opt.Depth <= 0 {
 		opt.Depth = 4096
 	}
-	streams, err := stream.NewStreams(conn, stream.ModeEmulated)
-	if err != nil {
-		pipe.Close()
-		return nil, err
-	}
 	s := &Session{
-		conn: conn, opt: opt, mode: opt.Mode, streams: streams, pipe: pipe,
+		conn: conn, opt: opt, pipe: pipe,
 		pending: make(chan *pending, opt.Depth), readDone: make(chan struct{}),
 	}
 	go s.readLoop()
@@ -120,9 +115,21 @@ func Open(ctx context.Context, conn *redisconn.Conn, opt Options) (*Session, err
 	for _, h := range hello {
 		s.send(&pending{hidden: true}, cmd(h))
 	}
+	// HELLO says what the server is (resolve settles the mode on it,
+	// without a connection of go-redis's) and speaks RESP3 when asked.
+	proto := "2"
 	if opt.RESP3 {
-		s.send(&pending{hidden: true}, cmd([]string{"HELLO", "3"}))
+		proto = "3"
 	}
+	s.send(&pending{internal: func(rs []resp.Reply) {
+		fields := map[string]string{}
+		for i := 0; i+1 < len(rs[0].Elems); i += 2 {
+			fields[rs[0].Elems[i].Str] = rs[0].Elems[i+1].Str
+		}
+		if !rs[0].IsError() {
+			s.conn.LearnHello(fields)
+		}
+	}}, cmd([]string{"HELLO", proto}))
 	return s, nil
 }
 
@@ -153,23 +160,19 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 			return s.refuseReadOnly(why)
 		}
 	}
-	if s.mode != stream.ModeNative || c.Name == "XADD" {
+	if !s.native || c.Name == "XADD" {
 		c = Parse(args)
-		if c.Op != OpPass && s.mode == stream.ModeAuto {
+		if c.Op != OpPass {
 			if err := s.resolve(ctx); err != nil {
 				return err
 			}
 		}
-		if s.mode == stream.ModeNative {
-			// Natively the server serves every command, but an XADD
-			// IDMP/IDMPAUTO goes through the upgrade guard (guard.go); one
-			// the grammar refuses gets the server's own error.
-			op := OpPass
-			if c.Op == OpXAdd {
-				op = OpGuardedXAdd
-				s.streams.LoadNativeDefaults(ctx) // once: the guard's call carries them
-			}
-			c = Command{Args: args, Op: op, Name: c.Name, Add: c.Add, Deletion: c.Deletion}
+		if s.native && c.Op != OpXAdd {
+			// Natively the server serves every command but XADD
+			// IDMP/IDMPAUTO, which goes through the native add script (its
+			// upgrade guard); one the grammar refuses gets the server's own
+			// error.
+			c = Command{Args: args, Op: OpPass, Name: c.Name}
 		}
 	}
 	if c.Op != OpXAdd || s.inMulti {
@@ -177,7 +180,7 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	if c.Op != OpPass && c.Op != OpError && c.CfgErr == "" && s.streams.Defaults == nil {
+	if !s.native && c.Op != OpPass && c.Op != OpError && c.CfgErr == "" && s.streams.Defaults == nil {
 		if err := s.loadDefaults(ctx); err != nil {
 			return err
 		}
@@ -246,8 +249,6 @@ func (s *Session) dispatch(p *pending, c Command) error {
 		s.send(p)
 	case OpXAdd:
 		return s.xadd(p, c)
-	case OpGuardedXAdd:
-		return s.guardedXAdd(p, c)
 	case OpXCfgSet:
 		if c.CfgErr != "" {
 			s.xcfgsetRefused(p, c)

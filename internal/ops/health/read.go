@@ -23,7 +23,7 @@ func ReadStreamContext(ctx context.Context, s *stream.Streams) (StreamContext, e
 	// The lints for known IDMP bugs need the server's facts: native views
 	// only (ServerDefaults settled the mode; inspect --mode emulated on
 	// Redis 8.6 shows emulated state, which they are not about).
-	if caps, err := conn.Capabilities(ctx); err == nil && caps.NativeIDMP && s.Mode != stream.ModeEmulated {
+	if caps, err := conn.Capabilities(ctx); err == nil && caps.NativeIDMP && s.Mode() != stream.ModeEmulated {
 		facts, err := redisconn.ReadServerFacts(ctx, conn)
 		if err != nil {
 			return StreamContext{}, err

@@ -15,7 +15,7 @@ func TestReadStreamContext(t *testing.T) {
 	t.Parallel()
 	conn, _ := redistest.Conn(t, "maxmemory-policy allkeys-lru", "maxmemory 100mb")
 	ctx := context.Background()
-	s, err := stream.NewStreams(conn, stream.ModeAuto)
+	s, err := stream.Open(context.Background(), conn, stream.ModeAuto)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func (p *purger) saveBackup(ctx context.Context, chunk []keyRead) error {
 		}
 		calls = []*redisconn.Call{backupScript.Call(&backupArgs{Candidates: keys})}
 	}
-	if err := p.c.RunPipelined(ctx, calls); err != nil {
+	if _, err := p.c.Run(ctx, redisconn.RunOpts{}, calls...); err != nil {
 		return exit.Wrap(err, "backup")
 	}
 	recs := make([]backup.Record, 0, len(chunk))

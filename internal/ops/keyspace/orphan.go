@@ -95,7 +95,7 @@ func (p *OrphanPlan) Keys() []string {
 // the drop (the states before it are gone).
 func (p *OrphanPlan) Drop(ctx context.Context, c *redisconn.Conn, dryRun bool, emit func(PurgeItem)) (PurgeSummary, error) {
 	sum := p.Summary
-	streams, err := stream.NewStreams(c, stream.ModeEmulated)
+	streams, err := stream.Open(ctx, c, stream.ModeEmulated)
 	if err != nil {
 		return sum, err
 	}

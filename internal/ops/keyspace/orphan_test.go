@@ -17,13 +17,13 @@ func TestOrphanState(t *testing.T) {
 	t.Parallel()
 	c, _ := redistest.Conn(t)
 	ctx := context.Background()
-	s, err := stream.NewStreams(c, stream.ModeEmulated)
+	s, err := stream.Open(context.Background(), c, stream.ModeEmulated)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"gone", "back", "live"} {
 		for _, pid := range []string{"p1", "p2"} {
-			if _, err := s.Add(ctx, stream.AddRequest{Stream: name, PID: pid, IID: "i", Fields: []string{"f", "v"}}); err != nil {
+			if _, err := s.Add(ctx, stream.AddOptions{}, stream.AddRequest{Stream: name, PID: pid, IID: "i", Fields: []string{"f", "v"}}); err != nil {
 				t.Fatal(err)
 			}
 		}

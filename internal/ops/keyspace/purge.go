@@ -353,7 +353,7 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []keyRead) error {
 // recheck runs the re-check script: one call for the chunk on a single
 // server; one call per key in a cluster (keys of one call must share a
 // slot), pipelined, each routed by its key. A script cache without the
-// script (NOSCRIPT) is answered by EVAL. Each key's outcome is deleted,
+// script is answered by EVAL (redisconn.Conn.Run). Each key's outcome is deleted,
 // changed, or live.
 func (p *purger) recheck(ctx context.Context, chunk []keyRead) ([]PurgeOutcome, error) {
 	var calls []*recheckCall
@@ -377,7 +377,7 @@ func (p *purger) recheck(ctx context.Context, chunk []keyRead) ([]PurgeOutcome, 
 	for i, cl := range calls {
 		pipe[i] = recheckScript.Call(&recheckArgs{Candidates: cl.keys, NLists: len(cl.lists), Body: cl.args})
 	}
-	if err := p.c.RunPipelined(ctx, pipe); err != nil {
+	if _, err := p.c.Run(ctx, redisconn.RunOpts{}, pipe...); err != nil {
 		return nil, err
 	}
 	outcomes := make([]PurgeOutcome, len(chunk))

@@ -151,7 +151,7 @@ func (r *Restorer) RestoreUnless(ctx context.Context, recs []backup.Record, miss
 	if len(calls) == 0 {
 		return out, nil
 	}
-	if err := r.c.RunPipelined(ctx, calls); err != nil {
+	if _, err := r.c.Run(ctx, redisconn.RunOpts{}, calls...); err != nil {
 		return nil, exit.Wrap(err, "restore")
 	}
 	var first error

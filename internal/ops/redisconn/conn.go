@@ -88,10 +88,10 @@ type Conn struct {
 type Capabilities struct {
 	Product    string // "redis" or "valkey"
 	Version    string
-	Mode       string // standalone, cluster, sentinel (INFO redis_mode, Valkey 8: server_mode)
+	Mode       string // standalone, cluster, sentinel (HELLO's mode)
 	Cluster    bool
-	NativeIDMP bool // COMMAND INFO XCFGSET is known
-	Info       map[string]string
+	NativeIDMP bool              // Redis 8.6+, or COMMAND INFO XCFGSET is known
+	Info       map[string]string // HELLO's reply
 }
 
 // Close releases the client.
@@ -351,13 +351,28 @@ func (c *Conn) Capabilities(ctx context.Context) (Capabilities, error) {
 		}
 		return Capabilities{}, schemeHint(exit.Connect(err, c.Display), err, c.opt)
 	}
+	c.setCaps(caps)
+	return caps, nil
+}
+
+// KnownCapabilities is what the server is, when the connection knows
+// already (Capabilities asked, or LearnHello was told).
+func (c *Conn) KnownCapabilities() (Capabilities, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.caps == nil {
+		return Capabilities{}, false
+	}
+	return *c.caps, true
+}
+
+func (c *Conn) setCaps(caps Capabilities) {
 	if caps.Cluster {
 		c.useCluster()
 	}
 	c.mu.Lock()
 	c.caps = &caps
 	c.mu.Unlock()
-	return caps, nil
 }
 
 // schemeHint names the usual scheme mix-ups when a TCP connect fails: a
@@ -441,43 +456,91 @@ func clusterOptions(o *redis.Options) *redis.ClusterOptions {
 	}
 }
 
+// probe learns what the server is from HELLO 2's reply (server, version,
+// mode), which costs the server less than INFO and that every user may
+// send; a server that refuses it (before Redis 6) is proved with PING and
+// stays unknown.
 func probe(ctx context.Context, client redis.UniversalClient, timeout time.Duration) (Capabilities, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	// Single commands, not a pipeline: go-redis serves pipelines from a pool
-	// of their own, so a pipelined probe would cost the command that follows
-	// a second dial and handshake.
-	info, ierr := client.Info(ctx, "server").Result()
-	if ierr != nil && exit.Classify(ierr) != exit.Permission {
-		return Capabilities{}, ierr
-	} else if ierr != nil {
-		// An ACL user may lack INFO (@dangerous): prove the connection with PING
-		// and go on without knowing more.
+	hello := client.Do(ctx, "HELLO", "2")
+	var reply redis.Error
+	if err := hello.Err(); err != nil && !errors.As(err, &reply) {
+		return Capabilities{}, err
+	} else if err != nil {
 		if perr := client.Ping(ctx).Err(); perr != nil {
 			return Capabilities{}, perr
 		}
 	}
-	caps := Capabilities{Info: ParseInfo(info)}
-	caps.Product, caps.Version = "redis", caps.Info["redis_version"]
-	if v := caps.Info["valkey_version"]; v != "" {
-		caps.Product, caps.Version = "valkey", v
-	}
-	caps.Mode = caps.Info["redis_mode"]
-	if caps.Mode == "" {
-		caps.Mode = caps.Info["server_mode"] // Valkey 8 renamed redis_mode
-	}
-	if caps.Mode == "" {
-		caps.Mode = "standalone"
-	}
-	caps.Cluster = caps.Mode == "cluster"
-	// Native IDMP is known by its command. Servers whose version rules it
-	// out (Redis before 8.6, Valkey 8) are not asked: one round trip less.
-	if mayHaveIDMP(caps) {
+	caps, sure := capsOf(helloFields(hello))
+	// Native IDMP is known by its command where the version does not say.
+	if !sure {
 		if vals, err := client.Do(ctx, "COMMAND", "INFO", "XCFGSET").Slice(); err == nil && len(vals) > 0 && vals[0] != nil {
 			caps.NativeIDMP = true
 		}
 	}
 	return caps, nil
+}
+
+// capsOf reads HELLO's fields. sure is false when the version does not
+// settle native IDMP: Redis 8.6 and later have it, Redis before 8.6 and
+// Valkey 8 do not; another server is asked (COMMAND INFO XCFGSET).
+func capsOf(hello map[string]string) (caps Capabilities, sure bool) {
+	caps = Capabilities{Info: hello, Product: hello["server"], Version: hello["version"], Mode: hello["mode"]}
+	if caps.Product == "" {
+		caps.Product = "redis"
+	}
+	if caps.Mode == "" {
+		caps.Mode = "standalone"
+	}
+	caps.Cluster = caps.Mode == "cluster"
+	major, minor, ok := majorMinor(caps.Version)
+	caps.NativeIDMP = ok && caps.Product == "redis" && (major > 8 || major == 8 && minor >= 6)
+	return caps, caps.NativeIDMP || !mayHaveIDMP(caps)
+}
+
+// helloFields reads a HELLO 2 reply (none for an error).
+func helloFields(cmd *redis.Cmd) map[string]string {
+	fields := map[string]string{}
+	hello, _ := cmd.Val().([]any)
+	for i := 0; i+1 < len(hello); i += 2 {
+		k, _ := hello[i].(string)
+		v, _ := hello[i+1].(string)
+		fields[k] = v
+	}
+	return fields
+}
+
+// QueueHello adds HELLO 2 to p, a round trip the caller makes anyway, and
+// returns what takes in its reply once p ran: what the server is, as
+// Capabilities learns it (which then asks nothing more, unless the version
+// does not settle native IDMP). Its error is the round trip's, or a
+// refusal of the user (NOAUTH, WRONGPASS); a server that refuses HELLO
+// itself is left for Capabilities to prove otherwise.
+func (c *Conn) QueueHello(ctx context.Context, p redis.Pipeliner) func() error {
+	cmd := redis.NewCmd(ctx, "hello", "2")
+	_ = p.Process(ctx, cmd)
+	return func() error {
+		err := cmd.Err()
+		switch {
+		case err == nil:
+			c.LearnHello(helloFields(cmd))
+		case !errors.As(err, new(redis.Error)) || exit.Classify(err) == exit.Permission:
+			return err
+		}
+		return nil
+	}
+}
+
+// LearnHello takes what the server is from the reply of a HELLO that a
+// connection of the caller's sent (idmpctl exec's), so that Capabilities
+// asks nothing; false when it does not settle native IDMP.
+func (c *Conn) LearnHello(fields map[string]string) bool {
+	caps, sure := capsOf(fields)
+	if sure {
+		c.setCaps(caps)
+	}
+	return sure
 }
 
 // mayHaveIDMP is false only for versions known to lack XCFGSET: Redis

@@ -100,56 +100,32 @@ func (c *Conn) Eviction(ctx context.Context) (Eviction, bool) {
 	return c.eviction.get()
 }
 
-// RunNotingEviction runs a script call as Call.Run does, and when
-// WatchEviction is set and the eviction settings are not known yet, reads
-// them (INFO memory) in the same round trip: a single add stays one round
-// trip. Errors are on cl.Cmd.
-func (c *Conn) RunNotingEviction(ctx context.Context, uc redis.UniversalClient, cl *Call) {
-	if !c.WantsEviction() {
-		cl.Run(ctx, uc)
-		return
-	}
-	var info *redis.StringCmd
-	_, perr := uc.Pipelined(ctx, func(p redis.Pipeliner) error {
-		info = p.Info(ctx, "memory")
-		cl.queue(ctx, p, false)
-		return nil
-	})
-	if perr != nil && cl.Cmd.Err() == nil && cl.Cmd.Val() == nil {
-		// The round trip failed before the call was read (a refused
-		// AUTH, the network): its error is the call's.
-		cl.Cmd.SetErr(perr)
-	}
-	c.NoteEvictionInfo(info)
-	if redis.HasErrorPrefix(cl.Cmd.Err(), "NOSCRIPT") {
-		cl.Cmd = redis.NewCmd(ctx, cl.Command(true)...)
-		_ = uc.Process(ctx, cl.Cmd)
-		if evalDisabled(cl.Cmd.Err()) {
-			cl.Cmd = cl.Script.loadAndRun(ctx, uc, cl.Keys, cl.Args)
-		}
-	}
-	cl.Script.noteRun(cl.Cmd.Err())
-}
-
 // KnownEviction is the eviction settings when a call already read them.
 func (c *Conn) KnownEviction() (Eviction, bool) { return c.eviction.get() }
 
-// WantsEviction reports whether a call should read INFO memory in its
-// round trip (WatchEviction, and not known yet).
+// WantsEviction reports whether a call should read the eviction settings
+// in its round trip (WatchEviction, and not known yet).
 func (c *Conn) WantsEviction() bool {
 	_, known := c.eviction.get()
 	return c.WatchEviction && !known
 }
 
-// NoteEvictionInfo takes the reply of an INFO memory a call sent in its
-// round trip.
-func (c *Conn) NoteEvictionInfo(cmd *redis.StringCmd) {
-	if cmd == nil {
-		return
+// QueueEviction adds to p the read of the eviction settings that a single
+// add makes in its own round trip, when WantsEviction, and returns what
+// notes its reply (a no-op otherwise). CONFIG GET of the two settings by
+// name costs the server a quarter of INFO memory; a user who may not run
+// it is told nothing here (Eviction reads INFO for the rest).
+func (c *Conn) QueueEviction(ctx context.Context, p redis.Pipeliner) func() {
+	if !c.WantsEviction() {
+		return func() {}
 	}
-	if v, err := cmd.Result(); err == nil {
-		if e, ok := ParseEviction(v); ok {
-			c.eviction.set(e)
+	cmd := redis.NewMapStringStringCmd(ctx, "config", "get", "maxmemory-policy", "maxmemory")
+	_ = p.Process(ctx, cmd)
+	return func() {
+		v, err := cmd.Result()
+		n, nerr := strconv.ParseInt(v["maxmemory"], 10, 64)
+		if err == nil && nerr == nil && v["maxmemory-policy"] != "" {
+			c.eviction.set(Eviction{MaxMemory: n, Policy: v["maxmemory-policy"]})
 		}
 	}
 }

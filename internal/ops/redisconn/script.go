@@ -63,47 +63,18 @@ func (s *Script) Parts() []string { return slices.Clone(s.parts()) }
 // Hash is the script's SHA1, as EVALSHA takes it.
 func (s *Script) Hash() string { return s.script().Hash() }
 
-// Run runs the call with EVALSHA, and with EVAL when the server's script
-// cache does not hold its script (NOSCRIPT): one round trip in the steady
-// state. The reply is on cl.Cmd too.
-func (cl *Call) Run(ctx context.Context, c redis.Scripter) *redis.Cmd {
-	cl.mustBeMade()
-	s := cl.Script
-	cmd := s.script().Run(ctx, c, cl.Keys, cl.Args...)
-	if evalDisabled(cmd.Err()) {
-		cmd = s.loadAndRun(ctx, c, cl.Keys, cl.Args)
-	}
-	s.noteRun(cmd.Err())
-	cl.Cmd = cmd
-	return cmd
-}
-
-// evalDisabled reports EVAL's reply on a server where it is renamed or
-// disabled (rename-command): EVALSHA may still be there.
-func evalDisabled(err error) bool {
-	return err != nil && exit.ScriptingDisabled(err.Error())
-}
-
-// loadAndRun runs the script with SCRIPT LOAD, then EVALSHA: on a server
-// that renamed EVAL away but kept EVALSHA, as xadd --batch's pipe does.
-func (s *Script) loadAndRun(ctx context.Context, c redis.Scripter, keys []string, args []any) *redis.Cmd {
-	if err := c.ScriptLoad(ctx, s.src()).Err(); err != nil {
-		cmd := redis.NewCmd(ctx)
-		cmd.SetErr(err)
-		return cmd
-	}
-	return c.EvalSha(ctx, s.Hash(), keys, args...)
-}
-
 // noteRun notes a reply of the server to the script: any reply but
 // NOSCRIPT (a result, or the script's own error) means the server's script
 // cache holds it now; a network error says nothing.
 func (s *Script) noteRun(err error) {
 	var reply redis.Error
-	if err == nil || errors.Is(err, redis.Nil) || errors.As(err, &reply) && !redis.HasErrorPrefix(err, "NOSCRIPT") {
+	if err == nil || errors.Is(err, redis.Nil) || errors.As(err, &reply) && !noScript(err) {
 		s.loaded.Store(true)
 	}
 }
+
+// noScript reports the server's NOSCRIPT: the call did not run.
+func noScript(err error) bool { return redis.HasErrorPrefix(err, "NOSCRIPT") }
 
 // Call is one call of a script (Lua.Call): its keys and arguments in, its
 // reply out (Cmd, once run).
@@ -164,44 +135,103 @@ func (cl *Call) Command(eval bool) []any {
 	return args
 }
 
-// queue adds the call to p.
+// queue adds the call to p, as EVAL when eval.
 func (cl *Call) queue(ctx context.Context, p redis.Pipeliner, eval bool) {
 	cl.Cmd = redis.NewCmd(ctx, cl.Command(eval)...)
 	_ = p.Process(ctx, cl.Cmd)
 }
 
-// RunPipelined sends calls in one pipeline with EVALSHA, then once more
-// with EVAL those the server answered NOSCRIPT (which it did not run), in
-// order. Only a failure of a whole round trip is returned; each call's
-// reply or error is on its Cmd.
-func (c *Conn) RunPipelined(ctx context.Context, calls []*Call) error {
-	run := func(calls []*Call, eval bool) error {
-		return c.Pipelined(ctx, func(p redis.Pipeliner, ctx context.Context) {
+// RunOpts say where and how Run sends its calls.
+type RunOpts struct {
+	// Key is a key of the calls (in a cluster, the primary that holds it
+	// runs them, and the wait goes on that connection).
+	Key string
+	// Durability: WAIT or WAITAOF after the calls, in their round trip, on
+	// their connection (see PipelinedDurable).
+	Durability Durability
+	// Eviction: read the eviction settings (INFO memory) in the same round
+	// trip, once per Conn (WatchEviction callers: xadd's warning).
+	Eviction bool
+}
+
+// how a round of Run sends a call.
+const (
+	bySHA  = iota // EVALSHA (EVAL for a script not seen loaded when a wait follows)
+	byEval        // EVAL: the server answered NOSCRIPT
+	byLoad        // SCRIPT LOAD, then EVALSHA: EVAL is renamed away or disabled
+)
+
+// Run runs script calls in one round trip, in order, and is the one place
+// that knows how a script reaches the server: EVALSHA; EVAL for the calls
+// answered NOSCRIPT (which ran nothing); SCRIPT LOAD and EVALSHA for those
+// whose EVAL is renamed away. Each call's reply (or error) is on its Cmd;
+// Run returns what the replicas acknowledged (Durability: the weaker of
+// the round trips that wrote) and only a failure of a whole round trip.
+// A script this process has not seen the server run goes as EVAL when a
+// wait follows: a NOSCRIPT would cost a round trip whose wait blocks for
+// nothing written.
+func (c *Conn) Run(ctx context.Context, o RunOpts, calls ...*Call) (Ack, error) {
+	var ack Ack
+	acked := false
+	how := bySHA
+	for _, cl := range calls {
+		cl.Cmd = nil
+	}
+	for len(calls) > 0 {
+		note := func() {}
+		a, err := c.PipelinedDurable(ctx, o.Key, o.Durability, func(p redis.Pipeliner, ctx context.Context) {
+			if o.Eviction {
+				note = c.QueueEviction(ctx, p)
+			}
 			for _, cl := range calls {
-				cl.queue(ctx, p, eval)
+				cl.mustBeMade()
+				if how == byLoad {
+					p.ScriptLoad(ctx, cl.Script.src())
+				}
+				cl.queue(ctx, p, how == byEval || how == bySHA && o.Durability.On() && !cl.Script.loaded.Load())
 			}
 		})
-	}
-	if err := run(calls, false); err != nil {
-		return err
-	}
-	var missing []*Call
-	for _, cl := range calls {
-		if redis.HasErrorPrefix(cl.Cmd.Err(), "NOSCRIPT") {
-			missing = append(missing, cl)
-		} else {
-			cl.Script.noteRun(cl.Cmd.Err())
+		note()
+		var again []*Call
+		ran := false
+		for _, cl := range calls {
+			if cl.Cmd == nil { // refused before it was queued (CheckDurable)
+				cl.Cmd = redis.NewCmd(ctx)
+			}
+			e := cl.Cmd.Err()
+			if e == nil && err != nil && cl.Cmd.Val() == nil {
+				cl.Cmd.SetErr(err) // the round trip failed before its reply
+			}
+			switch {
+			case how == bySHA && noScript(e):
+				again = append(again, cl)
+			case how == byEval && exit.ScriptingDisabled(errText(e)):
+				again = append(again, cl)
+			default:
+				cl.Script.noteRun(cl.Cmd.Err())
+				ran = ran || e == nil || !noScript(e)
+			}
 		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	err := run(missing, true)
-	for _, cl := range missing {
-		if evalDisabled(cl.Cmd.Err()) {
-			cl.Cmd = cl.Script.loadAndRun(ctx, c.Client(), cl.Keys, cl.Args)
+		if ran && o.Durability.On() {
+			if acked {
+				a = ack.min(a)
+			}
+			ack, acked = a, true
 		}
-		cl.Script.noteRun(cl.Cmd.Err())
+		if err != nil || len(again) == 0 || how == byLoad {
+			if !acked {
+				ack = a
+			}
+			return ack, err
+		}
+		calls, how = again, how+1
 	}
-	return err
+	return ack, nil
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

@@ -21,24 +21,27 @@ func TestScriptsWithoutEVAL(t *testing.T) {
 		V string `lua:"v"`
 	}
 	s := redisconn.NewLua[args, any](redisconn.CommandReply, "return v\n")
-	if v, err := s.Call(&args{V: "x"}).Run(ctx, conn.Client()).Text(); err != nil || v != "x" {
-		t.Fatalf("Run: %q, %v", v, err)
+	cx := s.Call(&args{V: "x"})
+	if _, err := conn.Run(ctx, redisconn.RunOpts{}, cx); err != nil || cx.Cmd.Val() != "x" {
+		t.Fatalf("Run: %v, %v", cx.Cmd.Val(), err)
 	}
 	if err := conn.Client().ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
 	calls := []*redisconn.Call{s.Call(&args{V: "y"})}
-	if err := conn.RunPipelined(ctx, calls); err != nil || calls[0].Cmd.Val() != "y" {
-		t.Fatalf("RunPipelined: %v, %v", calls[0].Cmd.Val(), err)
+	if _, err := conn.Run(ctx, redisconn.RunOpts{}, calls...); err != nil || calls[0].Cmd.Val() != "y" {
+		t.Fatalf("Run: %v, %v", calls[0].Cmd.Val(), err)
 	}
 	if err := conn.Client().ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
 	conn.WatchEviction = true
 	cl := s.Call(&args{V: "z"})
-	conn.RunNotingEviction(ctx, conn.Client(), cl)
+	if _, err := conn.Run(ctx, redisconn.RunOpts{Eviction: true}, cl); err != nil {
+		t.Fatal(err)
+	}
 	if v, err := cl.Cmd.Text(); err != nil || v != "z" {
-		t.Fatalf("RunNotingEviction: %q, %v", v, err)
+		t.Fatalf("Run noting eviction: %q, %v", v, err)
 	}
 	if got := redisconn.Emulation(ctx, conn); got != "available" {
 		t.Fatalf("Emulation: %q", got)

@@ -2,6 +2,7 @@ package redisconn
 
 import (
 	"context"
+	_ "embed"
 	"slices"
 	"strconv"
 	"sync"
@@ -133,21 +134,22 @@ func Role(ctx context.Context, c *Conn) string {
 	return ParseInfo(info)["role"]
 }
 
+//go:embed lua/emulation_probe.lua
+var emulationProbeLua string
+
+// emulationProbe is 1 where the server's Lua checks permissions.
+var emulationProbe = NewLua[struct{}](Int64Reply, emulationProbeLua)
+
 // Emulation reports whether emulated IDMP can run on the server: it needs
 // EVAL/EVALSHA (a server may rename or disable them), and checks
 // permissions before it writes with redis.acl_check_cmd (Redis 7.0+,
 // Valkey).
 func Emulation(ctx context.Context, c *Conn) string {
-	ctx, cancel := c.Ctx(ctx)
-	defer cancel()
-	const probe = "if redis.acl_check_cmd then return 1 end return 0"
-	v, err := c.Client().Eval(ctx, probe, nil).Int64()
-	if evalDisabled(err) {
-		// EVAL renamed away: the scripts still run if EVALSHA is kept.
-		var sha string
-		if sha, err = c.Client().ScriptLoad(ctx, probe).Result(); err == nil {
-			v, err = c.Client().EvalSha(ctx, sha, nil).Int64()
-		}
+	call := emulationProbe.Call(&struct{}{})
+	_, err := c.Run(ctx, RunOpts{}, call)
+	v, rerr := emulationProbe.Reply(call)
+	if err == nil {
+		err = rerr
 	}
 	switch {
 	case err == nil && v == 1:

@@ -191,16 +191,22 @@ func (c *Conn) PipelinedDurable(ctx context.Context, key string, d Durability, f
 	defer cancel()
 	var ack Ack
 	err := c.Do(func(uc redis.UniversalClient) error {
-		node, err := nodeFor(ctx, uc, key)
-		if err != nil {
-			return err
+		var target redis.Cmdable = uc // without a wait, a cluster routes each command
+		if d.On() {
+			node, err := nodeFor(ctx, uc, key)
+			if err != nil {
+				return err
+			}
+			// The pipeline's read deadline is the client's read timeout:
+			// the wait must fit in it.
+			target = node.WithTimeout(bound)
 		}
-		// The pipeline's read deadline is the client's read timeout: the
-		// wait must fit in it.
-		var read func() Ack
-		cmds, err := node.WithTimeout(bound).Pipelined(ctx, func(p redis.Pipeliner) error {
+		read := func() Ack { return Ack{} }
+		cmds, err := target.Pipelined(ctx, func(p redis.Pipeliner) error {
 			fn(p, ctx)
-			read = waitCmd(ctx, p, d)
+			if d.On() {
+				read = waitCmd(ctx, p, d)
+			}
 			return nil
 		})
 		for _, cmd := range cmds {
@@ -209,56 +215,19 @@ func (c *Conn) PipelinedDurable(ctx context.Context, key string, d Durability, f
 			}
 		}
 		ack = read()
-		var rerr redis.Error
-		if err == nil || errors.As(err, &rerr) || errors.Is(err, redis.Nil) {
+		if err == nil || errors.Is(err, redis.Nil) {
 			return nil
+		}
+		// A command's own error reply stays on it; an error reply no
+		// command carries is the connection's (a refused AUTH).
+		for _, cmd := range cmds {
+			if cmd.Err() != nil && errors.As(err, new(redis.Error)) {
+				return nil
+			}
 		}
 		return err
 	})
 	return ack, err
-}
-
-// RunDurable runs script calls (see RunPipelined) with PipelinedDurable: in
-// one round trip with the wait after them. A script this process has not
-// yet seen the server run goes as EVAL, not EVALSHA: a NOSCRIPT would cost
-// a second round trip, and the first one's WAIT could block for d.Timeout
-// with nothing written. A NOSCRIPT all the same (the server lost its cache:
-// a restart, a failover) sends those calls again with EVAL; the
-// acknowledgement is then the weaker of the two round trips'.
-func (c *Conn) RunDurable(ctx context.Context, key string, d Durability, calls []*Call) (Ack, error) {
-	run := func(calls []*Call, eval bool) (Ack, error) {
-		return c.PipelinedDurable(ctx, key, d, func(p redis.Pipeliner, ctx context.Context) {
-			for _, cl := range calls {
-				cl.queue(ctx, p, eval || !cl.Script.loaded.Load())
-			}
-		})
-	}
-	ack, err := run(calls, false)
-	if err != nil {
-		return ack, err
-	}
-	var missing []*Call
-	ran := false
-	for _, cl := range calls {
-		switch e := cl.Cmd.Err(); {
-		case redis.HasErrorPrefix(e, "NOSCRIPT"):
-			missing = append(missing, cl)
-		default:
-			cl.Script.noteRun(e)
-			ran = true
-		}
-	}
-	if len(missing) == 0 {
-		return ack, nil
-	}
-	again, err := run(missing, true)
-	for _, cl := range missing {
-		cl.Script.noteRun(cl.Cmd.Err())
-	}
-	if ran {
-		again = again.min(ack)
-	}
-	return again, err
 }
 
 // OnNode runs fn on a connection of its own to the primary that holds key,

@@ -45,7 +45,7 @@ func TestRunDurableWaitsForItsOwnWrite(t *testing.T) {
 	ctx := context.Background()
 	d := redisconn.Durability{Replicas: 1, Timeout: 5 * time.Second}
 
-	ack, err := c.RunDurable(ctx, "k", d, setCall("k", "1"))
+	ack, err := c.Run(ctx, redisconn.RunOpts{Key: "k", Durability: d}, setCall("k", "1")...)
 	if err != nil || d.Check(ack) != nil {
 		t.Fatalf("replica up: ack %+v, err %v", ack, err)
 	}
@@ -75,7 +75,7 @@ func TestRunDurableWaitsForItsOwnWrite(t *testing.T) {
 	d.Timeout = 300 * time.Millisecond
 	start := time.Now()
 	calls := setCall("k", "2")
-	ack, err = c.RunDurable(ctx, "k", d, calls)
+	ack, err = c.Run(ctx, redisconn.RunOpts{Key: "k", Durability: d}, calls...)
 	took := time.Since(start)
 	if err != nil || calls[0].Cmd.Err() != nil {
 		t.Fatalf("replica frozen: %v / %v", err, calls[0].Cmd.Err())
@@ -108,7 +108,7 @@ func TestRunDurableOutlastsTheCommandTimeout(t *testing.T) {
 	defer c.Close()
 	d := redisconn.Durability{Replicas: 1, Timeout: 600 * time.Millisecond}
 	start := time.Now()
-	ack, err := c.RunDurable(context.Background(), "k", d, setCall("k", "v"))
+	ack, err := c.Run(context.Background(), redisconn.RunOpts{Key: "k", Durability: d}, setCall("k", "v")...)
 	if err != nil || ack.Err != nil || ack.Replicas != 0 {
 		t.Fatalf("ack %+v, err %v: want 0 replicas, no error", ack, err)
 	}
@@ -135,7 +135,7 @@ func TestRunDurableScriptCache(t *testing.T) {
 			}
 		}
 		calls := []*redisconn.Call{script.Call(&incrArgs{Key: "n"})}
-		if _, err := c.RunDurable(ctx, "n", d, calls); err != nil {
+		if _, err := c.Run(ctx, redisconn.RunOpts{Key: "n", Durability: d}, calls...); err != nil {
 			t.Fatal(err)
 		}
 		if n, err := calls[0].Cmd.Int(); err != nil || n != i {
@@ -150,7 +150,7 @@ func TestWaitAOFRefusedBeforeTheWrite(t *testing.T) {
 	srv := redistest.NewWith(t, redistest.Options{Unix: true})
 	c := redistest.Connect(t, srv.URL)
 	d := redisconn.Durability{AOF: true, Timeout: 100 * time.Millisecond}
-	_, err := c.RunDurable(context.Background(), "k", d, setCall("k", "v"))
+	_, err := c.Run(context.Background(), redisconn.RunOpts{Key: "k", Durability: d}, setCall("k", "v")...)
 	if exit.Code(err) != exit.Config {
 		t.Fatalf("err %v (exit %d), want a configuration error (78)", err, exit.Code(err))
 	}
@@ -168,7 +168,7 @@ func TestWaitAOF(t *testing.T) {
 	replica := redistest.NewReplica(t, primary, "appendonly yes", "appendfsync always")
 	c := redistest.Connect(t, primary.URL)
 	d := redisconn.Durability{AOF: true, Replicas: 1, Timeout: 5 * time.Second}
-	ack, err := c.RunDurable(context.Background(), "k", d, setCall("k", "v"))
+	ack, err := c.Run(context.Background(), redisconn.RunOpts{Key: "k", Durability: d}, setCall("k", "v")...)
 	if err != nil || d.Check(ack) != nil || !ack.LocalAOF || ack.Replicas != 1 {
 		t.Fatalf("ack %+v, err %v", ack, err)
 	}
@@ -177,7 +177,7 @@ func TestWaitAOF(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Timeout = 100 * time.Millisecond
-	ack, err = c.RunDurable(context.Background(), "k", d, setCall("k", "w"))
+	ack, err = c.Run(context.Background(), redisconn.RunOpts{Key: "k", Durability: d}, setCall("k", "w")...)
 	if err != nil || !ack.LocalAOF || ack.Replicas != 0 || d.Check(ack) == nil {
 		t.Fatalf("replica gone: ack %+v, err %v", ack, err)
 	}
@@ -209,7 +209,7 @@ func TestRunDurableCluster(t *testing.T) {
 		if replicated {
 			d.Timeout = 10 * time.Second
 		}
-		ack, err := c.RunDurable(ctx, key, d, setCall(key, "v"))
+		ack, err := c.Run(ctx, redisconn.RunOpts{Key: key, Durability: d}, setCall(key, "v")...)
 		if err != nil {
 			t.Fatalf("%s: %v", key, err)
 		}

@@ -29,14 +29,14 @@ func TestAddRetrying(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := AddRequest{Stream: "s", PID: "p", IID: "i1", Fields: []string{"f", "v"}}
-	if _, err := s.Add(ctx, AddRequest{Stream: "s", PID: "p", IID: "i0", Fields: []string{"f", "v"}}); err != nil {
+	if _, err := s.add1(ctx, AddRequest{Stream: "s", PID: "p", IID: "i0", Fields: []string{"f", "v"}}); err != nil {
 		t.Fatal(err)
 	}
 	relay.Freeze()
 	thawed := make(chan struct{})
 	go func() { time.Sleep(time.Second); relay.Thaw(); close(thawed) }()
 	retries := 0
-	res, err := s.AddRetrying(ctx, req, redisconn.Durability{}, 20, func(int, error) { retries++ })
+	res, err := s.addRetrying(ctx, req, redisconn.Durability{}, 20, func(int, error) { retries++ })
 	<-thawed
 	if err != nil || retries == 0 {
 		t.Fatalf("AddRetrying across a partition: %+v, %v (%d retries)", res, err, retries)
@@ -45,7 +45,7 @@ func TestAddRetrying(t *testing.T) {
 	if n, err := direct.Client().XLen(ctx, "s").Result(); err != nil || n != 2 {
 		t.Errorf("XLEN %d, %v: want the two adds, each once", n, err)
 	}
-	again, err := s.Add(ctx, req)
+	again, err := s.add1(ctx, req)
 	if err != nil || !again.Duplicate || again.ID != res.ID {
 		t.Errorf("the add again: %+v, %v; want a duplicate of %s", again, err, res.ID)
 	}

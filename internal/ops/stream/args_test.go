@@ -36,7 +36,7 @@ func TestArgListLengths(t *testing.T) {
 			t.Errorf("%s: %d arguments in room for %d", what, len(call.Args), cap(call.Args))
 		}
 	}
-	s := &Streams{Conn: conn, Mode: ModeNative}
+	s := streamsOf(conn, ModeNative, nil)
 	for name, reqs := range shapes {
 		for _, bulk := range []int64{0, 1} { // packed where it fits, and never
 			r := nativeTestRun(t, s, "s", "b")
@@ -45,17 +45,17 @@ func TestArgListLengths(t *testing.T) {
 			exact(name+", native batch", call)
 		}
 		for _, cp := range []*chunkProgress{nil, {Key: "k", Index: "i", From: 1, To: 3, DropReplies: -1, Lines: []int64{2, 3}}} {
-			call, _, err := s.emulatedAddCall(reqs, cp, true)
+			call, _, err := s.emulatedAddCall(reqs, cp)
 			if err != nil {
 				t.Fatal(err)
 			}
 			exact(name+", emulated add", call)
 		}
-		call, _, err := s.GuardCall(reqs, "")
+		call, _, err := native{s}.addCall(reqs, nil, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		exact(name+", guard", call)
+		exact(name+", native add", call)
 	}
 	call, err := s.RestoreCall("s", []string{"0", "payload", "REPLACE"}, &DumpState{Gen: "g",
 		PIDs: []DumpPID{{PID: "p", IIDs: []string{"a", "b"}, IDs: []string{"1-0", "2-0"}}, {PID: "q"}}})

@@ -4,8 +4,7 @@ package stream
 // progress record (idmp.StateLayout.Batch) from the input line it starts
 // after to its last line, in the same atomic step as its adds: in the
 // chunk's script, emulated or native (compare-and-set: a chunk whose
-// record moved on writes nothing), or in the native MULTI/EXEC where the
-// native script cannot run (batch_native.go). The record is the truth about what
+// record moved on writes nothing). The record is the truth about what
 // was written: after a network error, a stalled server or a crash, the run
 // goes on exactly after the last committed line, however small IDMP-MAXSIZE
 // is. A new run of the same batch (same stream, pid and batch ID) resumes
@@ -74,9 +73,6 @@ type BatchSpec struct {
 	// of the first reply of a cluster whose slot is moving, after which
 	// the batch waits for the migration while Conn.Timeout allows.
 	OnRetry func(attempt int, err error)
-	// OnFallback, when set, hears why a native batch goes on by MULTI/EXEC
-	// (BatchSummary.Path), once, before it does.
-	OnFallback func(why string)
 	// Delivered, when set, is called after the results of each committed
 	// chunk were emitted, before the next chunk's (xadd flushes its
 	// output there, so a reader sees each line once it is committed).
@@ -125,29 +121,10 @@ type BatchSummary struct {
 	Duplicates  int64
 	LastLine    int64 // the last line committed, by this run or before
 	Mode        Mode
-	// Path is how the chunks went: PathScript (one script call a chunk, on
-	// a pipe with several chunks in flight) or, native, PathMulti (one
-	// MULTI/EXEC a chunk), for the reason PathWhy says.
-	Path    BatchPath
-	PathWhy string
 	// Unacked counts the adds committed on the primary but not acknowledged
 	// as BatchSpec.Durability asked: not emitted, and not in Lines.
 	Unacked int64
 }
-
-// BatchPath is how a batch's chunks went to the server.
-type BatchPath string
-
-// Batch paths.
-const (
-	// PathScript: one script call a chunk (emulated, or native with
-	// lua/stream_native_batch.lua), several chunks in flight on a pipe.
-	PathScript BatchPath = "script"
-	// PathMulti: native, one MULTI/EXEC a chunk (batch_native.go): where
-	// the native script cannot run (no scripting rights, EVALSHA renamed
-	// away), or the stream still holds emulated IDMP state.
-	PathMulti BatchPath = "multi"
-)
 
 // Progress is a batch's progress record.
 type Progress struct {
@@ -219,7 +196,7 @@ type batchRun struct {
 	busyHint string
 }
 
-// chunk is a run of lines sent in one script call or MULTI.
+// chunk is a run of lines sent in one script call.
 type chunk struct {
 	from, to int64 // lines committed before it, and its last line
 	digest   string
@@ -227,10 +204,7 @@ type chunk struct {
 	lines    []int64
 	retried  bool
 	call     *redisconn.Call // its script call, once prepared
-	iids     []string        // each request's iid (emulated: derived for Auto; native: "" for Auto)
-	// multi: native, a line has more field/value arguments than one XADD
-	// from Lua takes: the chunk goes in a MULTI/EXEC of its own.
-	multi bool
+	parse    replyParser     // reads the call's reply
 }
 
 // RunBatch adds the input's lines exactly once and calls emit with each
@@ -245,38 +219,32 @@ func (s *Streams) RunBatch(ctx context.Context, spec BatchSpec, in BatchInput, e
 	if spec.Window <= 0 {
 		spec.Window = batchWindow
 	}
-	if err := s.resolve(ctx); err != nil {
-		return BatchSummary{}, err
-	}
 	// Whether the server is a cluster node decides the state keys and how
-	// the record is read: asked even when --mode emulated spares resolve
-	// the question (one round trip a run).
+	// the record is read: asked even when --mode emulated did not need to
+	// (one round trip a run).
 	if _, err := s.Conn.Capabilities(ctx); err != nil {
-		return BatchSummary{}, err
+		return BatchSummary{Mode: s.Mode()}, err
 	}
-	if s.Mode != ModeNative {
-		// Chunks in flight cannot stop to ask for them (defaults.go).
-		if err := s.loadDefaults(ctx); err != nil {
-			return BatchSummary{}, err
-		}
+	// Chunks in flight cannot stop to ask for what their calls carry.
+	if err := s.be.ready(ctx); err != nil {
+		return BatchSummary{Mode: s.Mode()}, err
 	}
+	mode := s.Mode()
 	layout, err := idmp.StateKeys(spec.Template.Stream, s.Conn.Cluster())
-	if err != nil && s.Mode == ModeNative {
+	if err != nil {
 		// Native adds need no state keys, but the batch's progress record
-		// must share the stream's slot (one MULTI/EXEC a chunk).
+		// must share the stream's slot (one script call a chunk).
 		e := exit.New(exit.Usage, "xadd --batch on stream "+strconv.Quote(spec.Template.Stream),
 			"the name holds '}' but no valid hash tag, so no progress record can share its cluster slot")
 		e.Hint = "use a hash-tagged stream name such as " + strconv.Quote("{"+strings.ReplaceAll(spec.Template.Stream, "}", "_")+"}") +
 			", or add its lines without --batch (one xadd each)"
-		return BatchSummary{Mode: s.Mode}, e
-	}
-	if err != nil {
-		return BatchSummary{Mode: s.Mode}, err
+		return BatchSummary{Mode: mode}, e
 	}
 	r := &batchRun{s: s, spec: spec, in: in, emit: emit, layout: layout,
 		key: layout.Batch(spec.Template.PID, spec.ID), digest: sha256.New(), run: newRunID()}
-	r.sum.Progress, r.sum.Mode = r.key, s.Mode
+	r.sum.Progress, r.sum.Mode = r.key, mode
 	r.maxBulk = s.Conn.ProtoMaxBulkLen(ctx)
+	s.maxBulk = r.maxBulk
 	if err := r.start(ctx); err != nil {
 		return r.sum, r.interrupted(ctx, err)
 	}
@@ -378,11 +346,7 @@ const pruneLimit = 100
 // (they have no TTL of their own: see idmp.StateLayout). Best effort: a
 // failure changes nothing, and the next run tries again.
 func (r *batchRun) prune(ctx context.Context) {
-	_ = r.s.Conn.Do(func(c redis.UniversalClient) error {
-		cctx, cancel := r.s.bound(ctx)
-		defer cancel()
-		return pruneScript.Call(&pruneArgs{Index: r.layout.Batches, Limit: pruneLimit}).Run(cctx, c).Err()
-	})
+	_, _ = r.s.Conn.Run(ctx, redisconn.RunOpts{Key: r.layout.Batches}, pruneScript.Call(&pruneArgs{Index: r.layout.Batches, Limit: pruneLimit}))
 }
 
 // streamGone reports whether the stream does not exist (a record without
@@ -480,7 +444,7 @@ func (r *batchRun) reset(ctx context.Context, line int64) error {
 				now := time.Now().UnixMilli() // informational: pruning decides on the server clock
 				expires := now + r.spec.TTL.Milliseconds()
 				p.HSet(ctx, r.key, "line", line, "digest", r.digestHex(), "digest-line", line, "batch", r.spec.ID,
-					"pid", r.spec.Template.PID, "stream", r.spec.Template.Stream, "mode", r.s.Mode.String(),
+					"pid", r.spec.Template.PID, "stream", r.spec.Template.Stream, "mode", r.sum.Mode.String(),
 					"updated", now, "expires", expires, "run", r.run)
 				p.ZAdd(ctx, r.layout.Batches, redis.Z{Score: float64(expires), Member: r.key})
 			}
@@ -531,7 +495,6 @@ func (r *batchRun) nextChunk(size int, from int64) (*chunk, error) {
 		c.to = n
 		if add {
 			c.lines = append(c.lines, n)
-			c.multi = c.multi || r.s.Mode == ModeNative && len(c.reqs[len(c.reqs)-1].Fields) > idmp.MaxEmulatedFieldArgs
 		}
 	}
 	if len(c.reqs) == 0 { // trailing blank lines are not worth a record
@@ -550,8 +513,13 @@ func (r *batchRun) nextChunk(size int, from int64) (*chunk, error) {
 // than the emulation's script takes, or a value longer than the server's
 // proto-max-bulk-len (which the server refuses for the whole chunk).
 func (r *batchRun) sendable(req *AddRequest) error {
-	if nf := len(req.Fields); r.s.Mode != ModeNative && nf > idmp.MaxEmulatedFieldArgs {
-		return tooManyFields(nf)
+	if err := r.s.be.fits(req); err != nil {
+		return err
+	}
+	if n := len(req.Fields); n > idmp.MaxEmulatedFieldArgs {
+		e := exit.New(exit.Data, "", "%d field/value arguments: a batch's script takes at most %d in one add (it hands them to XADD with Lua's unpack, which stops near 8,000 values)", n, idmp.MaxEmulatedFieldArgs)
+		e.Hint = "add this message with a single xadd (natively it has no such bound), or store its fields as one value (a JSON document)"
+		return e
 	}
 	if r.maxBulk <= 0 {
 		return nil
@@ -596,6 +564,7 @@ func (r *batchRun) fill(queue []*chunk, from int64) ([]*chunk, error) {
 func (r *batchRun) confirm(c *chunk, res []AddResult, lost bool) error {
 	out := make([]BatchResult, len(res))
 	for i, a := range res {
+		a.Mode = r.sum.Mode
 		out[i] = BatchResult{Line: c.lines[i], PID: c.reqs[i].PID, AddResult: a, Retried: c.retried, ReplyLost: lost}
 	}
 	if r.spec.Durability.On() {
@@ -661,13 +630,10 @@ func (r *batchRun) lineError(c *chunk, i int, err error) error {
 // where several sends are in flight (sendScripted). Reading and parsing
 // the input, and preparing the script calls, run ahead in a goroutine of
 // their own (at most two windows ahead): the server adds one window while
-// the next is being read. Native, where the chunk script cannot run (no
-// scripting rights, or the stream holds emulated IDMP state), the chunks
-// not committed and the rest of the input go by MULTI/EXEC (runNative).
+// the next is being read.
 func (r *batchRun) runScripted(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	r.sum.Path = PathScript
 	windows := make(chan []*chunk, 2)
 	var readErr error
 	go func() {
@@ -695,12 +661,7 @@ func (r *batchRun) runScripted(ctx context.Context) error {
 			}
 		}
 	}()
-	left, err := r.sendScripted(ctx, windows)
-	var fb *errFallback
-	if errors.As(err, &fb) {
-		err = r.runFallback(ctx, fb, left, windows)
-	}
-	if err != nil {
+	if err := r.sendScripted(ctx, windows); err != nil {
 		cancel()
 		for range windows { // let the reader stop
 		}
@@ -714,19 +675,15 @@ func (r *batchRun) runScripted(ctx context.Context) error {
 
 // prepare builds a chunk's script call (once: a chunk cut short by a
 // recovery gets a new one). Which kept replies it drops is decided when it
-// is sent (dropArg). A chunk that goes in a MULTI/EXEC has none.
+// is sent (dropArg).
 func (r *batchRun) prepare(c *chunk) error {
-	if c.call != nil || c.multi {
-		return nil
-	}
-	if r.s.Mode == ModeNative {
-		c.call, c.iids = r.nativeBatchCall(c)
+	if c.call != nil {
 		return nil
 	}
 	cp := &chunkProgress{Key: r.key, Index: r.layout.Batches, ID: r.spec.ID, PID: r.spec.Template.PID,
 		From: c.from, To: c.to, Digest: c.digest, DropReplies: -1, TTL: r.spec.TTL, Lines: c.lines, Run: r.run}
-	call, iids, err := r.s.emulatedAddCall(c.reqs, cp, false)
-	c.call, c.iids = call, iids
+	var err error
+	c.call, c.parse, err = r.s.be.addCall(c.reqs, cp, true)
 	return err
 }
 
@@ -737,25 +694,16 @@ func (r *batchRun) prepare(c *chunk) error {
 // stopped, failed or was refused change nothing. After a network error (or
 // a chunk the record says is done), the record tells what was committed,
 // whose kept replies are emitted, and the rest goes again.
-//
-// Native, a chunk marked multi goes in a MULTI/EXEC of its own once what
-// was sent before it is read (sendNative); and where the chunk script
-// cannot run, the error is an *errFallback, with the chunks not committed,
-// in order, for runNative.
-func (r *batchRun) sendScripted(ctx context.Context, windows <-chan []*chunk) ([]*chunk, error) {
+func (r *batchRun) sendScripted(ctx context.Context, windows <-chan []*chunk) error {
 	d := r.spec.Durability
 	if err := r.s.Conn.CheckDurable(ctx, r.spec.Template.Stream, d); err != nil {
-		return nil, err
+		return err
 	}
 	// A wait that falls short stops the run: no more writes go before one
 	// that did not.
 	depth := pipeDepth
 	if d.On() {
 		depth = 1
-	}
-	script, drops := addScript.Script, dropArg()
-	if r.s.Mode == ModeNative {
-		script, drops = nativeBatchScript.Script, nativeDropArg()
 	}
 	var (
 		queue      []*chunk // not confirmed, oldest first: the first onWire were sent
@@ -764,11 +712,7 @@ func (r *batchRun) sendScripted(ctx context.Context, windows <-chan []*chunk) ([
 		pipe       *redisconn.Pipe
 		more       = true
 		recovering bool
-		nc         = &nativeBatchConn{r: r} // the MULTI/EXEC chunks' connection
-		fallback   *errFallback
-		final      error // ends the run, not to be retried (retried already)
 	)
-	defer nc.close()
 	drop := func() { // what is on the wire is left to a recovery
 		if pipe != nil {
 			pipe.Close()
@@ -780,13 +724,9 @@ func (r *batchRun) sendScripted(ctx context.Context, windows <-chan []*chunk) ([
 			pipe.Close()
 		}
 	}()
-	// send sends the chunks after those on the wire up to the first that
-	// goes in a MULTI/EXEC.
+	// send sends the chunks after those on the wire.
 	send := func() error {
-		n := onWire
-		for n < len(queue) && !queue[n].multi {
-			n++
-		}
+		n := len(queue)
 		if n == onWire {
 			return nil
 		}
@@ -795,6 +735,17 @@ func (r *batchRun) sendScripted(ctx context.Context, windows <-chan []*chunk) ([
 			if err := r.prepare(c); err != nil {
 				return err
 			}
+			if pipe == nil {
+				// The pipe loads the chunks' script as it opens.
+				p, err := r.s.Conn.OpenPipe(ctx, r.spec.Template.Stream, batchClientName(r.run), c.call.Script)
+				if err != nil {
+					return r.scriptRefused(err)
+				}
+				if pipe = p; d.On() {
+					pipe.SetTimeout(r.s.Conn.Timeout + d.Timeout)
+				}
+			}
+			drops := dropIndex(c.call)
 			c.call.Args[drops] = ""
 			if len(r.kept) > 0 {
 				c.call.Args[drops], r.kept = strconv.FormatInt(r.kept[0], 10), r.kept[1:]
@@ -808,26 +759,6 @@ func (r *batchRun) sendScripted(ctx context.Context, windows <-chan []*chunk) ([
 		onWire = n
 		return pipe.Send(cmds)
 	}
-	// fellBack ends the script's run: what is still on the wire ran
-	// nothing (each chunk finds the record short of its first line, or the
-	// same refusal), and its replies are read before the rest goes another
-	// way.
-	fellBack := func(fb *errFallback) error {
-		for _, n := range groups {
-			if d.On() {
-				n++
-			}
-			for range n {
-				var reply redisconn.ReplyError
-				if _, err := pipe.Recv(); err != nil && !errors.As(err, &reply) {
-					break // closed: nothing more to read
-				}
-			}
-		}
-		pipe.Close()
-		pipe, groups, onWire, fallback = nil, nil, 0, fb
-		return nil
-	}
 	op := func() error {
 		for {
 			if recovering {
@@ -837,34 +768,10 @@ func (r *batchRun) sendScripted(ctx context.Context, windows <-chan []*chunk) ([
 				}
 				queue, recovering = q, false
 			}
-			if pipe == nil {
-				p, err := r.s.Conn.OpenPipe(ctx, r.spec.Template.Stream, batchClientName(r.run), script)
-				if why := noScripting(err); why != "" && r.s.Mode == ModeNative {
-					fallback = &errFallback{why: why}
-					return nil
-				}
-				if err != nil {
-					return err
-				}
-				pipe = p
-				if d.On() {
-					pipe.SetTimeout(r.s.Conn.Timeout + d.Timeout)
-				}
-			}
 			// Chunks a recovery left go first, then windows as they come.
 			if err := send(); err != nil {
 				drop()
 				return err
-			}
-			if len(groups) == 0 && len(queue) > 0 {
-				// A chunk for a MULTI/EXEC of its own, now that all sent
-				// before it is read (sendNative recovers on its own).
-				if err := r.sendNative(ctx, nc, queue[0]); err != nil {
-					final = err
-					return nil
-				}
-				queue = queue[1:]
-				continue
 			}
 			for more && len(groups) < depth && onWire == len(queue) {
 				var w []*chunk
@@ -890,17 +797,10 @@ func (r *batchRun) sendScripted(ctx context.Context, windows <-chan []*chunk) ([
 				}
 			}
 			if len(groups) == 0 {
-				if len(queue) > 0 {
-					continue // a MULTI/EXEC chunk came
-				}
 				return nil
 			}
 			moved, err := r.receive(ctx, pipe, &queue, groups[0])
-			var fb *errFallback
 			switch {
-			case errors.As(err, &fb):
-				groups = groups[1:]
-				return fellBack(fb)
 			case moved:
 				drop()
 				continue
@@ -915,36 +815,23 @@ func (r *batchRun) sendScripted(ctx context.Context, windows <-chan []*chunk) ([
 		}
 	}
 	err := redisconn.WithRetriesWithin(ctx, r.spec.Retries, r.s.Conn.Timeout, op, r.spec.OnRetry)
-	switch {
-	case err != nil:
-		return nil, r.unavailable(err)
-	case final != nil:
-		return nil, final
-	case fallback != nil:
-		return queue, fallback
-	}
-	return nil, nil
+	return r.unavailable(err)
 }
 
 // receive reads the replies of the oldest send on the pipe, n chunks (and
 // the wait after them), confirming the chunks from the front of queue.
 // moved is a chunk the progress record had moved past (it ran already, or
 // another run of the batch did): a recovery settles it and what follows. A
-// retryable error leaves what is on the wire to a recovery too. An
-// *errFallback (native: the chunk script cannot run here) comes once the
-// rest of the send's replies are read.
+// retryable error leaves what is on the wire to a recovery too.
 func (r *batchRun) receive(ctx context.Context, pipe *redisconn.Pipe, queue *[]*chunk, n int) (moved bool, err error) {
 	d := r.spec.Durability
-	for i := range n {
+	for range n {
 		c := (*queue)[0]
 		v, err := pipe.Recv()
 		var reply redisconn.ReplyError
-		var fb *errFallback
 		switch {
 		case err != nil && !errors.As(err, &reply):
-			return false, err // the connection
-		case redis.HasErrorPrefix(err, "NOSCRIPT"):
-			return false, exit.New(exit.Unavailable, "", "the server lost the batch's script (SCRIPT FLUSH, a restart)")
+			return false, err // the connection, or the server lost the script
 		case err != nil && exit.Migrating(err.Error()):
 			// The stream's slot is moving: nothing of this chunk ran (a
 			// script refused mid-way would have been refused before it
@@ -954,31 +841,13 @@ func (r *batchRun) receive(ctx context.Context, pipe *redisconn.Pipe, queue *[]*
 			return false, err
 		case err != nil && redisconn.Retryable(err):
 			return false, err
-		case err != nil && r.s.Mode == ModeNative && noScripting(err) != "":
-			fb = &errFallback{why: noScripting(err)}
 		case err != nil:
-			return false, exit.Wrap(scriptErr(err), r.what())
+			return false, exit.Wrap(r.scriptRefused(err), r.what())
 		}
-		var res []AddResult
-		if fb == nil {
-			res, err = r.parseReply(v, c)
-		}
+		res, err := c.parse(v)
 		var refused *errProgressMoved
 		var unknown *errOutcomesUnknown
 		switch {
-		case fb != nil || errors.As(err, &fb):
-			// Nothing of it ran, nor anything sent after it: the replies
-			// of the rest of the send are read.
-			rest := n - i - 1
-			if d.On() {
-				rest++
-			}
-			for range rest {
-				if _, err := pipe.Recv(); err != nil && !errors.As(err, &reply) {
-					break
-				}
-			}
-			return false, fb
 		case errors.As(err, &refused):
 			return true, nil
 		case errors.As(err, &unknown):
@@ -1007,14 +876,6 @@ func (r *batchRun) receive(ctx context.Context, pipe *redisconn.Pipe, queue *[]*
 		return false, r.settle(redisconn.AckOf(d, v, err))
 	}
 	return false, nil
-}
-
-// parseReply reads a chunk's script reply.
-func (r *batchRun) parseReply(v any, c *chunk) ([]AddResult, error) {
-	if r.s.Mode == ModeNative {
-		return parseNativeBatchReply(v, c.iids, len(c.reqs))
-	}
-	return parseAddReply(v, c.iids, len(c.reqs))
 }
 
 // unavailable explains a run stopped by the network: what it confirmed,
@@ -1082,7 +943,7 @@ func (r *batchRun) recover(ctx context.Context, queue []*chunk) ([]*chunk, error
 		// pipelined): committed, the IDs not known here. (This run's own
 		// commit of a chunk keeps its replies under the chunk's first line
 		// until the chunk is confirmed.)
-		res, err := keptReplies(p.replies[c.from], c, r.s.Mode)
+		res, err := r.keptReplies(p.replies[c.from], c)
 		switch {
 		case err != nil:
 			res = nil
@@ -1097,7 +958,7 @@ func (r *batchRun) recover(ctx context.Context, queue []*chunk) ([]*chunk, error
 		// chunks of its own: committed, IDs unknown.
 		lost := make([]AddResult, 0, n-len(res))
 		for i := len(res); i < n; i++ {
-			lost = append(lost, AddResult{IID: c.reqs[i].IID, Mode: r.s.Mode})
+			lost = append(lost, AddResult{IID: c.reqs[i].IID})
 		}
 		if err := r.confirmPart(c, len(res), n, lost, true); err != nil {
 			return nil, err
@@ -1232,23 +1093,16 @@ func (r *batchRun) otherRunBusy(c *chunk, p Progress) error {
 	return e
 }
 
-// keptReplies reads a chunk's replies as the script of mode kept them.
-func keptReplies(kept string, c *chunk, mode Mode) ([]AddResult, error) {
+// keptReplies reads a chunk's replies as its script kept them.
+func (r *batchRun) keptReplies(kept string, c *chunk) ([]AddResult, error) {
 	if kept == "" {
 		return nil, errors.New("its replies are not kept in the progress record")
 	}
 	iids := make([]string, len(c.reqs))
-	for i, r := range c.reqs {
-		iids[i] = r.IID
-		if r.Auto && mode != ModeNative { // native IDMPAUTO does not tell its iid
-			iids[i] = AutoIID(r.Fields)
-		}
+	for i := range c.reqs {
+		iids[i] = r.s.be.iidOf(&c.reqs[i])
 	}
-	res, err := parseDone(kept, iids, len(c.reqs))
-	for i := range res {
-		res[i].Mode = mode
-	}
-	return res, err
+	return parseDone(kept, iids, len(c.reqs))
 }
 
 // tidy drops the replies the record still keeps once the run is done.
@@ -1266,7 +1120,62 @@ func (r *batchRun) tidy(ctx context.Context) error {
 	return nil
 }
 
+// scriptRefused gives a native batch whose script the server refuses
+// (renamed away, or denied to the user) what to do instead.
+func (r *batchRun) scriptRefused(err error) error {
+	msg := strings.ToLower(err.Error())
+	if r.sum.Mode == ModeEmulated || !exit.ScriptingDisabled(err.Error()) && !(strings.HasPrefix(msg, "noperm") &&
+		(strings.Contains(msg, "'evalsha'") || strings.Contains(msg, "'eval'") || strings.Contains(msg, "'script"))) {
+		return scriptErr(err)
+	}
+	return exit.WithHint(err, "xadd --batch moves its progress record with each chunk in one server-side script: allow EVALSHA and SCRIPT LOAD (rename-command, ACL), or add the lines one xadd at a time, which natively needs no script")
+}
+
 // batchClientName names the connections a run of a batch writes on
 // (CLIENT SETNAME): another run of the batch tells by CLIENT LIST whether
 // the run that moved the record can still write.
 func batchClientName(run string) string { return "idmpctl-batch-" + run }
+
+// settle judges the results kept since the last wait by the wait of the
+// round trip that followed them: it covers them all, since replicas
+// acknowledge offsets of one replication stream in order. Acknowledged,
+// they are emitted; otherwise they stand on the primary, unprinted, and the
+// run stops (the progress record has them: a re-run resumes after them).
+func (r *batchRun) settle(ack redisconn.Ack) error {
+	if len(r.unacked) == 0 {
+		return nil
+	}
+	var na *redisconn.NotAckedError
+	if errors.As(r.spec.Durability.Check(ack), &na) {
+		first, last := r.unacked[0].Line, r.unacked[len(r.unacked)-1].Line
+		r.sum.Unacked += int64(len(r.unacked))
+		r.unacked = nil
+		return &exit.Error{Code: na.Code(), What: r.what(),
+			Err:  fmt.Errorf("%w: lines %d-%d are committed on the primary but could be lost in a failover, so their results are not printed", na, first, last),
+			Hint: fmt.Sprintf("run the same command again once the replicas are back: it resumes after line %d (if a failover lost those lines, their progress went with them, and they are sent again)", r.sum.LastLine)}
+	}
+	for i := range r.unacked {
+		r.unacked[i].AddResult.Ack = &ack
+	}
+	// The emitting goroutine owns what it is handed: a fresh slice follows.
+	r.emitResults(r.unacked)
+	r.unacked = nil
+	return nil
+}
+
+// cover waits for results no later round trip covered (a recovery after a
+// network error found them committed, and nothing followed): a write of
+// its own for the wait to follow, the progress record's retention set
+// again, then settle.
+func (r *batchRun) cover(ctx context.Context) error {
+	if len(r.unacked) == 0 {
+		return nil
+	}
+	ack, err := r.s.Conn.PipelinedDurable(ctx, r.spec.Template.Stream, r.spec.Durability, func(p redis.Pipeliner, ctx context.Context) {
+		p.PExpire(ctx, r.key, r.spec.TTL)
+	})
+	if err != nil {
+		return r.unavailable(exit.Wrap(err, r.what()))
+	}
+	return r.settle(ack)
+}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/batch"
+	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/redistest"
@@ -67,63 +69,22 @@ func collectBatch(s *Streams, spec BatchSpec, in BatchInput) ([]BatchResult, Bat
 	return out, sum, err
 }
 
-// collectMulti is collectBatch by the MULTI/EXEC path alone.
-func collectMulti(t *testing.T, s *Streams, spec BatchSpec, in BatchInput) ([]BatchResult, BatchSummary, error) {
-	t.Helper()
-	ctx := context.Background()
-	if err := s.resolve(ctx); err != nil {
-		t.Fatal(err)
-	}
-	spec.TTL = DefaultProgressTTL
-	layout, err := idmp.StateKeys(spec.Template.Stream, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &batchRun{s: s, spec: spec, in: in, layout: layout, key: layout.Batch(spec.Template.PID, spec.ID),
-		digest: sha256.New(), run: newRunID(), results: make(chan []BatchResult, 100000)}
-	if err := r.start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var queue []*chunk
-	for from := r.sum.LastLine; ; {
-		q, err := r.fill(nil, from)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(q) == 0 {
-			break
-		}
-		queue, from = append(queue, q...), q[len(q)-1].to
-	}
-	windows := make(chan []*chunk)
-	close(windows)
-	nc := &nativeBatchConn{r: r}
-	defer nc.close()
-	err = r.runNative(ctx, nc, queue, windows)
-	close(r.results)
-	var out []BatchResult
-	for rs := range r.results {
-		out = append(out, rs...)
-	}
-	return out, r.sum, err
-}
-
-// exactAdds adds the lines of reqs (nil: a blank line) with AddBatch,
-// whose MULTI/EXEC reads XINFO around each add, as batch results.
+// exactAdds adds the lines of reqs (nil: a blank line) one at a time,
+// each a MULTI/EXEC that reads XINFO around its add (tx), as batch
+// results: the oracle the script's outcomes are held to.
 func exactAdds(s *Streams, reqs []*AddRequest) ([]BatchResult, error) {
-	var adds []AddRequest
-	var lines []int64
+	var out []BatchResult
 	for i, r := range reqs {
-		if r != nil {
-			adds, lines = append(adds, *r), append(lines, int64(i+1))
+		if r == nil {
+			continue
 		}
+		res, err := s.add1(context.Background(), *r)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, BatchResult{Line: int64(i + 1), AddResult: res})
 	}
-	res, err := s.AddBatch(context.Background(), adds)
-	out := make([]BatchResult, len(res))
-	for i, r := range res {
-		out[i] = BatchResult{Line: lines[i], AddResult: r}
-	}
-	return out, err
+	return out, nil
 }
 
 // streamEntries is every entry's fields and values, in order.
@@ -246,9 +207,9 @@ func TestNativeBatchAgreesWithMulti(t *testing.T) {
 		}, lines: repeats("a", "b", "c", "a", "c", "b", "z")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var got [3][]BatchResult
-			var counts, entries [3]string
-			for k, path := range []string{"script", "multi", "exact"} {
+			var got [2][]BatchResult
+			var counts, entries [2]string
+			for k, path := range []string{"script", "exact"} {
 				stream := strings.ReplaceAll(c.name, " ", "-") + "-" + path
 				if c.setup != nil {
 					c.setup(stream)
@@ -264,16 +225,10 @@ func TestNativeBatchAgreesWithMulti(t *testing.T) {
 					}
 				}
 				spec := BatchSpec{Template: tmpl, ID: "b", Chunk: 3, Window: 2}
-				var sum BatchSummary
 				var err error
 				switch path {
 				case "script":
-					got[k], sum, err = collectBatch(s, spec, &reqLines{reqs: reqs})
-					if sum.Path != PathScript {
-						t.Errorf("the batch went by %q (%s)", sum.Path, sum.PathWhy)
-					}
-				case "multi":
-					got[k], sum, err = collectMulti(t, s, spec, &reqLines{reqs: reqs})
+					got[k], _, err = collectBatch(s, spec, &reqLines{reqs: reqs})
 				default:
 					got[k], err = exactAdds(s, reqs)
 				}
@@ -283,12 +238,12 @@ func TestNativeBatchAgreesWithMulti(t *testing.T) {
 				counts[k] = streamCounters(t, rdb, stream)
 				entries[k] = streamEntries(t, rdb, stream)
 			}
-			for k, path := range []string{"the script", "MULTI/EXEC"} {
-				if len(got[k]) != len(got[2]) {
-					t.Fatalf("%d results by %s, %d by XINFO around each add", len(got[k]), path, len(got[2]))
+			for k, path := range []string{"the script"} {
+				if len(got[k]) != len(got[1]) {
+					t.Fatalf("%d results by %s, %d by XINFO around each add", len(got[k]), path, len(got[1]))
 				}
 				for i := range got[k] {
-					a, b := got[k][i], got[2][i]
+					a, b := got[k][i], got[1][i]
 					if a.Line != b.Line || a.Duplicate != b.Duplicate || a.OriginalExists != b.OriginalExists || a.IID != b.IID || a.ReplyLost || a.Mode != ModeNative {
 						t.Errorf("line %d: %s %+v, XINFO around each add %+v", b.Line, path, a, b)
 					}
@@ -314,11 +269,11 @@ func TestNativeBatchAgreesWithMulti(t *testing.T) {
 					prev, last[key] = a.ID, a.ID
 				}
 			}
-			if entries[0] != entries[2] || entries[1] != entries[2] {
-				t.Errorf("the entries after the script:\n%s\nafter MULTI/EXEC:\n%s\nafter XINFO around each add:\n%s", entries[0], entries[1], entries[2])
+			if entries[0] != entries[1] {
+				t.Errorf("the entries after the script:\n%s\nafter XINFO around each add:\n%s", entries[0], entries[1])
 			}
-			if counts[0] != counts[2] || counts[1] != counts[2] {
-				t.Errorf("the stream after the script: %s; after MULTI/EXEC: %s; after XINFO around each add: %s", counts[0], counts[1], counts[2])
+			if counts[0] != counts[1] {
+				t.Errorf("the stream after the script: %s; after XINFO around each add: %s", counts[0], counts[1])
 			}
 		})
 	}
@@ -352,7 +307,7 @@ func TestNativeBatchScriptChecksBeforeWriting(t *testing.T) {
 	conn, srv := nativeConn(t)
 	rdb := conn.Client()
 	ctx := context.Background()
-	s := &Streams{Conn: conn, Mode: ModeNative}
+	s := streamsOf(conn, ModeNative, nil)
 	req := func(stream, iid string, fields ...string) AddRequest {
 		if len(fields) == 0 {
 			fields = []string{"f", "v"}
@@ -365,7 +320,7 @@ func TestNativeBatchScriptChecksBeforeWriting(t *testing.T) {
 		if edit != nil {
 			keys, args = edit(append([]string(nil), keys...), append([]any(nil), args...))
 		}
-		return rawRun(nativeBatchScript.Script, ctx, c, keys, args...).Result()
+		return rawRun(nativeAddScript.Script, ctx, c, keys, args...).Result()
 	}
 	// A stream with a committed chunk: its record stands at line 1.
 	r := nativeTestRun(t, s, "s", "b")
@@ -400,31 +355,31 @@ func TestNativeBatchScriptChecksBeforeWriting(t *testing.T) {
 		{name: "an argument too many", run: func() (any, error) {
 			return run(rdb, r, next, func(k []string, a []any) ([]string, []any) { return k, append(a, "x") })
 		}, want: "malformed"},
-		{name: "no TTL for the record", run: func() (any, error) { return run(rdb, r, next, set(4, "")) }, want: "malformed"},
+		{name: "no TTL for the record", run: func() (any, error) { return run(rdb, r, next, set(nativeAddScript.ArgIndex("TTL"), "")) }, want: "malformed"},
 		// The items packed (one pid, short strings): their lengths must
 		// cut the strings exactly.
 		{name: "packed: a length too few", run: func() (any, error) {
 			return run(rdb, r, next, func(k []string, a []any) ([]string, []any) {
-				a[len(a)-1] = a[len(a)-1].([]byte)[1:]
+				a[len(a)-3] = a[len(a)-3].([]byte)[1:] // the defaults come last
 				return k, a
 			})
 		}, want: "malformed"},
 		{name: "packed: a byte too many", run: func() (any, error) {
 			return run(rdb, r, next, func(k []string, a []any) ([]string, []any) {
-				a[len(a)-2] = append(append([]byte(nil), a[len(a)-2].([]byte)...), 'x')
+				a[len(a)-4] = append(append([]byte(nil), a[len(a)-4].([]byte)...), 'x')
 				return k, a
 			})
 		}, want: "malformed"},
 		{name: "packed: a length of 255", run: func() (any, error) {
 			return run(rdb, r, next, func(k []string, a []any) ([]string, []any) {
-				l := append([]byte(nil), a[len(a)-1].([]byte)...)
+				l := append([]byte(nil), a[len(a)-3].([]byte)...)
 				l[0] = 255
-				a[len(a)-1] = l
+				a[len(a)-3] = l
 				return k, a
 			})
 		}, want: "malformed"},
-		{name: "no pids", run: func() (any, error) { return run(rdb, r, next, set(15, "0")) }, want: "malformed"},
-		{name: "an empty pid", run: func() (any, error) { return run(rdb, r, next, set(16, "")) }, want: "non-empty producer ID"},
+		{name: "no pids", run: func() (any, error) { return run(rdb, r, next, set(nativeAddScript.ArgIndex("NPIDs"), "0")) }, want: "malformed"},
+		{name: "an empty pid", run: func() (any, error) { return run(rdb, r, next, set(nativeAddScript.ArgIndex("NPIDs")+1, "")) }, want: "non-empty producer ID"},
 		{name: "an empty iid", run: func() (any, error) {
 			return run(rdb, r, nativeChunkOf(1, req("s", "x"), req("s", "")), nil)
 		}, want: "non-empty idempotent ID"},
@@ -434,9 +389,9 @@ func TestNativeBatchScriptChecksBeforeWriting(t *testing.T) {
 		{name: "the record moved on", run: func() (any, error) {
 			return run(rdb, r, nativeChunkOf(0, req("s", "x")), nil)
 		}, want: "[P 1]"},
-		{name: "emulated state", setup: func() { rdb.HSet(ctx, r.layout.Meta, "stream", "s") }, run: func() (any, error) {
+		{name: "emulated state of another type", setup: func() { rdb.Set(ctx, r.layout.Meta, "x", 0) }, run: func() (any, error) {
 			return run(rdb, r, next, nil)
-		}, want: "[E]", after: func() { rdb.Del(ctx, r.layout.Meta) }},
+		}, want: "WRONGTYPE", after: func() { rdb.Del(ctx, r.layout.Meta) }},
 		{name: "a record of another type", setup: func() { rdb.Set(ctx, r.layout.Batch("p", "b2"), "x", 0) }, run: func() (any, error) {
 			return run(rdb, nativeTestRun(t, s, "s", "b2"), nativeChunkOf(0, req("s", "x")), nil)
 		}, want: "WRONGTYPE"},
@@ -500,10 +455,10 @@ func TestNativeBatchOutcomesNotConfirmed(t *testing.T) {
 	conn, _ := nativeConn(t)
 	rdb := conn.Client()
 	ctx := context.Background()
-	s := &Streams{Conn: conn, Mode: ModeNative}
+	s := streamsOf(conn, ModeNative, nil)
 	r := nativeTestRun(t, s, "s", "b")
 	// Loaded (the MULTI below runs it with EVALSHA): a pipe loads it.
-	pipe, err := conn.OpenPipe(ctx, "s", "", nativeBatchScript.Script)
+	pipe, err := conn.OpenPipe(ctx, "s", "", nativeAddScript.Script)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,7 +476,7 @@ func TestNativeBatchOutcomesNotConfirmed(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := reply.Val()
-	res, perr := parseNativeBatchReply(v, iids, 1)
+	res, perr := parseNativeBatchReplyT(v, iids, 1)
 	var unknown *errOutcomesUnknown
 	if !errors.As(perr, &unknown) || unknown.then != nil || len(res) != 1 {
 		t.Fatalf("reply %v: %v, %v", v, res, perr)
@@ -551,23 +506,24 @@ func wantEveryLineOnce(t *testing.T, rdb redis.UniversalClient, stream string, g
 	}
 }
 
-// Where the chunk script cannot run, the batch goes on by MULTI/EXEC and
-// says why: emulated IDMP state on the stream (from the start, or made
-// while chunks are in flight: those refuse, write nothing, and go again),
-// a user who may not run scripts, or may not run EVALSHA. Every line once.
-func TestNativeBatchFallsBack(t *testing.T) {
+// Emulated IDMP state on the stream (from the start, or made while chunks
+// are in flight): the native chunk script guards it inline, every line
+// once. A user who may not run scripts (or EVALSHA) is refused (77), with
+// nothing written.
+func TestNativeBatchPaths(t *testing.T) {
 	t.Parallel()
 	conn, srv := nativeConn(t)
 	rdb := conn.Client()
 	ctx := context.Background()
 	for _, c := range []struct {
-		name, user, why string
-		midway          bool // the emulated state is made after 40 lines
+		name, user string
+		state      bool // emulated state made at the start
+		midway     bool // the emulated state is made after 40 lines
 	}{
-		{name: "emulated state", why: emulatedStateWhy},
-		{name: "emulated state made midway", why: emulatedStateWhy, midway: true},
-		{name: "no scripting", user: "-@scripting", why: "this user may not run scripts (NOPERM User u1 has no permissions to run the 'script|load' command)"},
-		{name: "no EVALSHA", user: "-evalsha", why: "this user may not run scripts (NOPERM User u2 has no permissions to run the 'evalsha' command)"},
+		{name: "emulated state", state: true},
+		{name: "emulated state made midway", midway: true},
+		{name: "no scripting", user: "-@scripting"},
+		{name: "no EVALSHA", user: "-evalsha"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			stream := strings.ReplaceAll(c.name, " ", "-")
@@ -583,14 +539,23 @@ func TestNativeBatchFallsBack(t *testing.T) {
 				cn = redistest.Connect(t, strings.Replace(srv.URL, "unix://", "unix://"+user+":pw@", 1))
 			}
 			l, _ := idmp.StateKeys(stream, false)
-			if c.why == emulatedStateWhy && !c.midway {
+			if c.state {
 				rdb.HSet(ctx, l.Meta, "stream", stream)
 			}
-			s := &Streams{Conn: cn, Mode: ModeNative}
 			tmpl := AddRequest{Stream: stream, PID: "p"}
+			spec := BatchSpec{Template: tmpl, ID: "b", Chunk: 10, Window: 2}
+			if c.user != "" {
+				_, _, err := collectBatch(streamsOf(cn, ModeNative, nil), spec, &iidLines{lines: iids("i", 200), tmpl: tmpl})
+				if exit.Code(err) != exit.Permission {
+					t.Fatalf("native without scripts: %v (exit %d)", err, exit.Code(err))
+				}
+				if n := rdb.XLen(ctx, stream).Val(); n != 0 {
+					t.Fatalf("refused, yet %d entries", n)
+				}
+				return
+			}
+			s := streamsOf(cn, ModeNative, nil)
 			in := newGatedLines(iids("i", 200), tmpl)
-			var whys []string
-			spec := BatchSpec{Template: tmpl, ID: "b", Chunk: 10, Window: 2, OnFallback: func(why string) { whys = append(whys, why) }}
 			type outcome struct {
 				got []BatchResult
 				sum BatchSummary
@@ -621,9 +586,6 @@ func TestNativeBatchFallsBack(t *testing.T) {
 			if o.err != nil {
 				t.Fatal(o.err)
 			}
-			if o.sum.Path != PathMulti || o.sum.PathWhy != c.why || len(whys) != 1 || whys[0] != c.why {
-				t.Errorf("path %q (%q), told %q; want %q", o.sum.Path, o.sum.PathWhy, whys, c.why)
-			}
 			if o.sum.Lines != 200 || o.sum.Added != 200 {
 				t.Errorf("summary %+v", o.sum)
 			}
@@ -632,41 +594,35 @@ func TestNativeBatchFallsBack(t *testing.T) {
 	}
 }
 
-// A line with more field/value arguments than one XADD from Lua takes goes
-// in a MULTI/EXEC of its own once the chunks before it are read; the
-// chunks around it go by the script.
+// A line with more field/value arguments than one XADD from Lua takes is
+// refused as a malformed line is: the lines before it are committed, and
+// the error says to add it with a single xadd (which takes it natively).
 func TestNativeBatchLineTooBigForScript(t *testing.T) {
 	t.Parallel()
 	conn, _ := nativeConn(t)
 	rdb := conn.Client()
-	s := &Streams{Conn: conn, Mode: ModeNative}
+	s := streamsOf(conn, ModeNative, nil)
 	big := make([]string, 0, idmp.MaxEmulatedFieldArgs+2)
 	for i := range idmp.MaxEmulatedFieldArgs/2 + 1 {
 		big = append(big, "f"+strconv.Itoa(i), "v")
 	}
 	var reqs []*AddRequest
 	for i := 1; i <= 30; i++ {
-		r := &AddRequest{PID: "p", IID: "i" + strconv.Itoa(i), Fields: []string{"f", strconv.Itoa(i)}}
-		if i == 15 || i == 16 {
+		r := &AddRequest{Stream: "s", PID: "p", IID: "i" + strconv.Itoa(i), Fields: []string{"f", strconv.Itoa(i)}}
+		if i == 15 {
 			r.Fields = big
 		}
 		reqs = append(reqs, r)
 	}
-	tmpl := AddRequest{Stream: "s", PID: "p"}
-	for _, r := range reqs {
-		r.Stream = "s"
+	got, sum, err := collectBatch(s, BatchSpec{Template: AddRequest{Stream: "s", PID: "p"}, ID: "b", Chunk: 4, Window: 2}, &reqLines{reqs: reqs})
+	var le *batch.LineError
+	var e *exit.Error
+	if !errors.As(err, &le) || le.Line != 15 || !errors.As(le.Err, &e) || !strings.Contains(e.Hint, "single xadd") || sum.LastLine != 14 {
+		t.Fatalf("%v (%+v)", err, sum)
 	}
-	got, sum, err := collectBatch(s, BatchSpec{Template: tmpl, ID: "b", Chunk: 4, Window: 2}, &reqLines{reqs: reqs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum.Path != PathScript || sum.Added != 30 {
-		t.Errorf("summary %+v", sum)
-	}
-	wantEveryLineOnce(t, rdb, "s", got, 30)
-	msgs := rdb.XRange(context.Background(), "s", "-", "+").Val()
-	if len(msgs) == 30 && len(msgs[14].Values) != len(big)/2 {
-		t.Errorf("line 15 has %d fields", len(msgs[14].Values))
+	wantEveryLineOnce(t, rdb, "s", got, 14)
+	if r, err := s.add1(context.Background(), *reqs[14]); err != nil || r.Duplicate {
+		t.Fatalf("a single add of line 15: %+v, %v", r, err)
 	}
 }
 
@@ -678,7 +634,7 @@ func TestNativeBatchStopsMidChunk(t *testing.T) {
 	conn, _ := nativeConn(t)
 	rdb := conn.Client()
 	ctx := context.Background()
-	s := &Streams{Conn: conn, Mode: ModeNative}
+	s := streamsOf(conn, ModeNative, nil)
 	if err := rdb.Do(ctx, "XADD", "s", "18446744073709551615-18446744073709551612", "f", "v").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -712,12 +668,12 @@ func TestNativeBatchReceivesUnconfirmedOutcomes(t *testing.T) {
 	t.Parallel()
 	conn, _ := redistest.Conn(t)
 	ctx := context.Background()
-	s := &Streams{Conn: conn, Mode: ModeNative}
+	s := streamsOf(conn, ModeNative, nil)
 	r := nativeTestRun(t, s, "s", "b")
 	r.results = make(chan []BatchResult, 10)
 	c := nativeChunkOf(0, AddRequest{Stream: "s", PID: "p", IID: "a", Fields: []string{"f", "v"}},
 		AddRequest{Stream: "s", PID: "p", IID: "b", Fields: []string{"f", "v"}})
-	c.iids = []string{"a", "b"}
+	c.parse = func(v any) ([]AddResult, error) { return parseNativeReply(v, []string{"a", "b"}) }
 	pipe, err := conn.OpenPipe(ctx, "s", "")
 	if err != nil {
 		t.Fatal(err)
@@ -741,23 +697,28 @@ func TestNativeBatchReceivesUnconfirmedOutcomes(t *testing.T) {
 	}
 }
 
-// A server with EVALSHA (or SCRIPT) renamed away: by MULTI/EXEC, said.
-func TestNativeBatchFallsBackWithoutEVALSHA(t *testing.T) {
+// A server with EVALSHA (or SCRIPT) renamed away: a batch is refused (78)
+// with nothing written; a single add needs no script.
+func TestNativeBatchWithoutEVALSHA(t *testing.T) {
 	t.Parallel()
 	for _, renamed := range []string{"EVALSHA", "SCRIPT"} {
 		t.Run(renamed, func(t *testing.T) {
 			t.Parallel()
 			conn, _ := nativeConn(t, "rename-command "+renamed+` ""`)
-			s := &Streams{Conn: conn, Mode: ModeNative}
 			tmpl := AddRequest{Stream: "s", PID: "p"}
-			got, sum, err := collectBatch(s, BatchSpec{Template: tmpl, ID: "b", Chunk: 10, Window: 2}, &iidLines{lines: iids("i", 100), tmpl: tmpl})
-			if err != nil {
-				t.Fatal(err)
+			spec := BatchSpec{Template: tmpl, ID: "b", Chunk: 10, Window: 2}
+			_, _, err := collectBatch(streamsOf(conn, ModeNative, nil), spec, &iidLines{lines: iids("i", 100), tmpl: tmpl})
+			if exit.Code(err) != exit.Config {
+				t.Fatalf("native: %v (exit %d), want 78", err, exit.Code(err))
 			}
-			if sum.Path != PathMulti || sum.PathWhy != "EVALSHA or SCRIPT is renamed or disabled on this server" {
-				t.Errorf("path %q (%q)", sum.Path, sum.PathWhy)
+			if n := conn.Client().XLen(context.Background(), "s").Val(); n != 0 {
+				t.Fatalf("refused, yet %d entries", n)
 			}
-			wantEveryLineOnce(t, conn.Client(), "s", got, 100)
+			// A single add needs no script.
+			r, err := streamsOf(conn, ModeNative, nil).add1(context.Background(), AddRequest{Stream: "s", PID: "p", IID: "i1", Fields: []string{"f", "v"}})
+			if err != nil || r.Duplicate {
+				t.Fatalf("a single add: %+v, %v", r, err)
+			}
 		})
 	}
 }
@@ -777,7 +738,7 @@ func TestNativeBatchPackedWithinProtoMaxBulkLen(t *testing.T) {
 				}
 				conn = redistest.Connect(t, strings.Replace(srv.URL, "unix://", "unix://noconfig:pw@", 1))
 			}
-			s := &Streams{Conn: conn, Mode: ModeNative}
+			s := streamsOf(conn, ModeNative, nil)
 			// 1,000 lines of 10 values of 200 bytes: 2 MB a chunk.
 			var reqs []*AddRequest
 			for i := range 1000 {
@@ -788,7 +749,7 @@ func TestNativeBatchPackedWithinProtoMaxBulkLen(t *testing.T) {
 				reqs = append(reqs, &AddRequest{Stream: "s", PID: "p", IID: "i" + strconv.Itoa(i), Fields: f})
 			}
 			got, sum, err := collectBatch(s, BatchSpec{Template: AddRequest{Stream: "s", PID: "p"}, ID: "b", Retries: 1}, &reqLines{reqs: reqs})
-			if err != nil || sum.Path != PathScript {
+			if err != nil {
 				t.Fatalf("%v (%+v)", err, sum)
 			}
 			wantEveryLineOnce(t, conn.Client(), "s", got, 1000)

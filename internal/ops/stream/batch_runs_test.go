@@ -103,7 +103,7 @@ func forBatchModes(t *testing.T, maxsize int64, config []string, f func(t *testi
 	t.Run("emulated", func(t *testing.T) {
 		t.Parallel()
 		conn, _ := redistest.Conn(t, config...)
-		f(t, conn, &Streams{Conn: conn, Mode: ModeEmulated, Defaults: &idmp.Defaults{Duration: 100, MaxSize: maxsize}})
+		f(t, conn, streamsOf(conn, ModeEmulated, &idmp.Defaults{Duration: 100, MaxSize: maxsize}))
 	})
 	t.Run("native", func(t *testing.T) {
 		t.Parallel()
@@ -111,7 +111,7 @@ func forBatchModes(t *testing.T, maxsize int64, config []string, f func(t *testi
 		if err := conn.Client().ConfigSet(context.Background(), "stream-idmp-maxsize", strconv.FormatInt(maxsize, 10)).Err(); err != nil {
 			t.Fatal(err)
 		}
-		f(t, conn, &Streams{Conn: conn, Mode: ModeNative})
+		f(t, conn, streamsOf(conn, ModeNative, nil))
 	})
 }
 
@@ -143,23 +143,23 @@ func (o *otherRun) commit(from, to int) {
 		lines = append(lines, int64(i+1))
 		iids = append(iids, r.IID)
 	}
-	if o.s.Mode == ModeNative {
+	if o.s.Mode() == ModeNative {
 		r := &batchRun{s: o.s, spec: BatchSpec{Template: o.tmpl, ID: "b", TTL: time.Hour}, layout: o.layout,
 			key: o.layout.Batch(o.tmpl.PID, "b"), run: o.run}
 		c := &chunk{from: int64(from), to: int64(to), digest: hex.EncodeToString(h.Sum(nil)), reqs: reqs, lines: lines}
 		call, iids := r.nativeBatchCall(c)
-		v, err := rawRun(nativeBatchScript.Script, context.Background(), o.cn, call.Keys, call.Args...).Result()
+		v, err := rawRun(nativeAddScript.Script, context.Background(), o.cn, call.Keys, call.Args...).Result()
 		if err != nil {
 			o.t.Fatalf("the other run's chunk %d-%d: %v", from, to, err)
 		}
-		if _, err := parseNativeBatchReply(v, iids, len(reqs)); err != nil {
+		if _, err := parseNativeBatchReplyT(v, iids, len(reqs)); err != nil {
 			o.t.Logf("the other run's chunk %d-%d: %v", from, to, err)
 		}
 		return
 	}
 	cp := &chunkProgress{Key: o.layout.Batch(o.tmpl.PID, "b"), Index: o.layout.Batches, ID: "b", PID: o.tmpl.PID,
 		From: int64(from), To: int64(to), Digest: hex.EncodeToString(h.Sum(nil)), DropReplies: -1, TTL: time.Hour, Lines: lines, Run: o.run}
-	call, _, err := o.s.emulatedAddCall(reqs, cp, false)
+	call, _, err := o.s.emulatedAddCall(reqs, cp)
 	if err != nil {
 		o.t.Fatal(err)
 	}

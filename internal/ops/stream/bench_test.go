@@ -22,7 +22,7 @@ func uuidLike(i int) string {
 func bytesPerIID(tb testing.TB, s *Streams, stream string, n int) float64 {
 	tb.Helper()
 	ctx := context.Background()
-	if _, err := s.Add(ctx, AddRequest{Stream: stream, PID: "p", IID: "init", Fields: []string{"f", "v"}}); err != nil {
+	if _, err := s.add1(ctx, AddRequest{Stream: stream, PID: "p", IID: "init", Fields: []string{"f", "v"}}); err != nil {
 		tb.Fatal(err)
 	}
 	if _, err := s.CfgSet(ctx, stream, 3600, int64(n)); err != nil {

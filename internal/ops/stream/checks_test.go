@@ -96,7 +96,7 @@ func (f *checksFixture) req(pid, iid string, fields ...string) AddRequest {
 // run sends one add call as the client builds it.
 func (f *checksFixture) run(t *testing.T, reqs []AddRequest, cp *chunkProgress) (any, error) {
 	t.Helper()
-	call, _, err := f.h.s.emulatedAddCall(reqs, cp, false)
+	call, _, err := f.h.s.emulatedAddCall(reqs, cp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestAddScriptChecksBeforeWriting(t *testing.T) {
 	f := newChecksFixture(t)
 	rdb := f.h.rdb
 	ctx := context.Background()
-	call, _, err := f.h.s.emulatedAddCall([]AddRequest{f.req("p", "new1"), f.req("q", "new2")}, f.cp, false)
+	call, _, err := f.h.s.emulatedAddCall([]AddRequest{f.req("p", "new1"), f.req("q", "new2")}, f.cp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,13 +136,17 @@ func TestAddScriptChecksBeforeWriting(t *testing.T) {
 		{"a key too few", func() (any, error) { return f.runRaw(addScript.Script, keys[:len(keys)-1], args...) }, "malformed"},
 		{"an argument too few", func() (any, error) { return f.runRaw(addScript.Script, keys, args[:len(args)-1]...) }, "malformed"},
 		{"an argument too many", func() (any, error) { return f.runRaw(addScript.Script, keys, append(args, "x")...) }, "malformed"},
-		{"no pids", func() (any, error) { return f.runRaw(addScript.Script, keys, with(18, "0")...) }, "malformed"},
+		{"no pids", func() (any, error) {
+			return f.runRaw(addScript.Script, keys, with(addScript.ArgIndex("NPIDs"), "0")...)
+		}, "malformed"},
 		{"an odd field count", func() (any, error) {
 			// Items are not uniform (two pids): pid index, iid, nfields, fields.
 			return f.runRaw(addScript.Script, keys, with(len(args)-5, "3")...) // the last item's field count (the defaults come last)
 		}, "malformed"},
-		{"no TTL for the record", func() (any, error) { return f.runRaw(addScript.Script, keys, with(13, "")...) }, "malformed"},
-		{"an empty pid", func() (any, error) { return f.runRaw(addScript.Script, keys, with(19, "")...) }, "non-empty producer ID"},
+		{"no TTL for the record", func() (any, error) { return f.runRaw(addScript.Script, keys, with(addScript.ArgIndex("TTL"), "")...) }, "malformed"},
+		{"an empty pid", func() (any, error) {
+			return f.runRaw(addScript.Script, keys, with(addScript.ArgIndex("NPIDs")+1, "")...)
+		}, "non-empty producer ID"},
 		{"an empty iid", func() (any, error) {
 			return f.run(t, []AddRequest{f.req("p", "x"), {Stream: f.stream, PID: "p", Fields: []string{"f", "v"}}}, nil)
 		}, "non-empty idempotent ID"},
@@ -414,7 +418,7 @@ func TestDropOrphanScript(t *testing.T) {
 			t.Fatal(err)
 		}
 		conn := redistest.Connect(t, strings.Replace(f.srv.URL, "unix://", "unix://no-del-orphan:pw@", 1))
-		us := &Streams{Conn: conn, Mode: ModeEmulated, Defaults: s.Defaults}
+		us := streamsOf(conn, ModeEmulated, s.Defaults)
 		if _, _, err := us.DropOrphanedState(ctx, names, nil); exit.Classify(err) != exit.Permission {
 			t.Errorf("drop without DEL: %v, want a permission error", err)
 		}

@@ -31,8 +31,8 @@ func TestAddAsksForDefaultsBeforeWriting(t *testing.T) {
 		return out
 	}
 	ask := func(stream string) (any, error) {
-		s := &Streams{Conn: conn, Mode: ModeEmulated}
-		call, _, err := s.emulatedAddCall([]AddRequest{{Stream: stream, PID: "p", IID: "i", Fields: []string{"f", "v"}}}, nil, false)
+		s := streamsOf(conn, ModeEmulated, nil)
+		call, _, err := s.emulatedAddCall([]AddRequest{{Stream: stream, PID: "p", IID: "i", Fields: []string{"f", "v"}}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,8 +47,8 @@ func TestAddAsksForDefaultsBeforeWriting(t *testing.T) {
 		t.Fatalf("the refusal wrote: %q -> %q", before, after)
 	}
 	// With the defaults: written, with them in its meta.
-	s := &Streams{Conn: conn, Mode: ModeEmulated, Defaults: &idmp.Defaults{Duration: 600, MaxSize: 7}}
-	if _, err := s.Add(ctx, AddRequest{Stream: "s", PID: "p", IID: "i", Fields: []string{"f", "v"}}); err != nil {
+	s := streamsOf(conn, ModeEmulated, &idmp.Defaults{Duration: 600, MaxSize: 7})
+	if _, err := s.add1(ctx, AddRequest{Stream: "s", PID: "p", IID: "i", Fields: []string{"f", "v"}}); err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := conn.Client().HMGet(ctx, "{s}:idmp", "duration", "maxsize").Result(); toStrings(v)[0] != "600" || toStrings(v)[1] != "7" {
@@ -74,11 +74,11 @@ func TestAddAsksForDefaultsBeforeWriting(t *testing.T) {
 		t.Fatalf("the refusal wrote: %q -> %q", before, after)
 	}
 	// Add reads them by itself (one round trip more, once per process).
-	s = &Streams{Conn: conn, Mode: ModeEmulated}
+	s = streamsOf(conn, ModeEmulated, nil)
 	if _, err := conn.Client().HSet(ctx, idmp.DefaultsKey, idmp.ParamMaxSize, "9").Result(); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := s.Add(ctx, AddRequest{Stream: "s", PID: "p", IID: "i", Fields: []string{"f", "v"}}); err != nil || r.Duplicate {
+	if r, err := s.add1(ctx, AddRequest{Stream: "s", PID: "p", IID: "i", Fields: []string{"f", "v"}}); err != nil || r.Duplicate {
 		t.Fatalf("add to the recreated stream: %+v, %v", r, err)
 	}
 	if s.Defaults == nil || *s.Defaults != (idmp.Defaults{Duration: 100, MaxSize: 9}) {

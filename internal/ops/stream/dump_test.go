@@ -76,7 +76,7 @@ func TestDumpRestoreScripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	orig := rdb.HGet(ctx, f.l.IDs("p"), "a").Val()
-	r, err := s.Add(ctx, AddRequest{Stream: dst, PID: "p", IID: "a", Fields: []string{"f", "v"}})
+	r, err := s.add1(ctx, AddRequest{Stream: dst, PID: "p", IID: "a", Fields: []string{"f", "v"}})
 	if err != nil || !r.Duplicate || r.ID != orig {
 		t.Fatalf("the retry on the copy: %+v, %v (want a duplicate of %s)", r, err, orig)
 	}

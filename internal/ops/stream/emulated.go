@@ -103,10 +103,6 @@ func (s *Streams) state(stream string) (idmp.StateLayout, stateArgs, error) {
 	return l, stateArgsOf(stream, l), nil
 }
 
-// errNativeServer is the add script's refusal in auto mode: the server has
-// IDMP of its own.
-var errNativeServer = errors.New("the server has native IDMP")
-
 // scriptErr gives script errors their exit codes: a state-key conflict is data.
 func scriptErr(err error) error {
 	if err == nil || !strings.HasPrefix(err.Error(), "IDMPCONFLICT ") {
@@ -115,80 +111,6 @@ func scriptErr(err error) error {
 	e := exit.New(exit.Data, "", "%s", strings.TrimPrefix(err.Error(), "IDMPCONFLICT "))
 	e.Hint = "two stream names map to the same state keys (\"s\" and \"{s}\"); rename one, or use native IDMP"
 	return e
-}
-
-// emulatedAddRun sends one script call for requests that share a stream
-// and options (see AddBatch). In auto mode the script refuses a server with
-// IDMP of its own (errNativeServer).
-func (s *Streams) emulatedAddRun(ctx context.Context, reqs []AddRequest) ([]AddResult, error) {
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	var call *redisconn.Call
-	var iids []string
-	for {
-		var unsent error
-		err := s.Conn.Do(func(c redis.UniversalClient) error {
-			// The state keys depend on whether the server is a cluster node, which
-			// a redirect may have just taught: made for each try.
-			if call, iids, unsent = s.emulatedAddCall(reqs, nil, s.Mode == ModeAuto); unsent != nil {
-				return unsent
-			}
-			s.Conn.RunNotingEviction(ctx, c, call)
-			return call.Cmd.Err()
-		})
-		if unsent != nil {
-			return nil, s.autoRefusal(ctx, unsent)
-		}
-		if scriptUnavailable(err) {
-			return nil, s.autoRefusal(ctx, err)
-		}
-		if err != nil {
-			return nil, scriptErr(err)
-		}
-		res, err := parseAddReply(call.Cmd.Val(), iids, len(reqs))
-		if !errors.Is(err, errNeedDefaults) || s.Defaults != nil {
-			return res, err
-		}
-		// The stream's state starts with this add: once per process, the
-		// server-level defaults are read and the add sent again.
-		if err := s.loadDefaults(ctx); err != nil {
-			return nil, err
-		}
-	}
-}
-
-// scriptUnavailable reports a script call the server did not run at all:
-// EVAL/EVALSHA renamed or disabled, or denied to the user by an ACL.
-// Nothing was written.
-func scriptUnavailable(err error) bool {
-	if err == nil {
-		return false
-	}
-	msg := err.Error()
-	if exit.ScriptingDisabled(msg) {
-		return true
-	}
-	m := strings.ToLower(msg)
-	return strings.HasPrefix(m, "noperm") &&
-		(strings.Contains(m, "'evalsha'") || strings.Contains(m, "'eval'") || strings.Contains(m, "'script"))
-}
-
-// autoRefusal is what an add in auto mode that the emulation refused
-// before anything was written (a cluster stream whose name no state key
-// can share a slot with; a server or user that cannot run its script)
-// becomes: errNativeServer when the server has IDMP of its own, so the
-// add goes natively, as after the script's own refusal; else the refusal.
-func (s *Streams) autoRefusal(ctx context.Context, refused error) error {
-	if s.Mode != ModeAuto {
-		return refused
-	}
-	if err := s.resolve(ctx); err != nil {
-		return err
-	}
-	if s.Mode == ModeNative {
-		return errNativeServer
-	}
-	return refused
 }
 
 // dropArg is where in the add script's arguments a chunk names the kept
@@ -213,14 +135,13 @@ type addArgs struct {
 	State stateArgs
 	// Per pid its ids hash and order list; then, for a batch chunk, its
 	// progress record and the stream's index of progress records.
-	PIDKeys     []string `lua:"PID_KEYS,key,rest"`
-	NoMkStream  bool     `lua:"NOMK"`
-	Trim        trimArgs
-	CheckNative bool `lua:"CHECK_NATIVE"` // refuse on a server with IDMP of its own (auto mode)
-	Progress    progressArgs
-	NPIDs       int       `lua:"NPIDS"`
-	Items       *addItems `lua:"ITEMS,rest"`
-	Defaults    defaultsArgs
+	PIDKeys    []string `lua:"PID_KEYS,key,rest"`
+	NoMkStream bool     `lua:"NOMK"`
+	Trim       trimArgs
+	Progress   progressArgs
+	NPIDs      int       `lua:"NPIDS"`
+	Items      *addItems `lua:"ITEMS,rest"`
+	Defaults   defaultsArgs
 }
 
 // addItems are the add script's items (lua/stream_emu_add.lua): per pid
@@ -270,10 +191,66 @@ func (it *addItems) AppendArgs(args []any) []any {
 	return args
 }
 
+// emulated is the backend of idmpctl's Lua emulation of IDMP.
+type emulated struct{ *Streams }
+
+func (emulated) mode() Mode { return ModeEmulated }
+
+// iidOf is the iid an add used: for IDMPAUTO the emulation's content hash.
+func (emulated) iidOf(r *AddRequest) string {
+	if r.Auto {
+		return AutoIID(r.Fields)
+	}
+	return r.IID
+}
+
+func (emulated) fits(r *AddRequest) error {
+	if n := len(r.Fields); n > idmp.MaxEmulatedFieldArgs {
+		return tooManyFields(n)
+	}
+	return nil
+}
+
+// add runs one run's call. A stream whose state starts with it needs the
+// server-level defaults: read once per process, and the run sent again.
+func (s emulated) add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]AddResult, error) {
+	if o.Durability.On() {
+		// The wait is for a write: know the defaults first, so that the
+		// first call writes rather than asks for them.
+		if err := s.loadDefaults(ctx); err != nil {
+			return nil, err
+		}
+	}
+	res, err := s.runCall(ctx, reqs, o)
+	if errors.Is(err, errNeedDefaults) && s.Defaults == nil {
+		if err := s.loadDefaults(ctx); err != nil {
+			return nil, err
+		}
+		res, err = s.runCall(ctx, reqs, o)
+	}
+	return res, err
+}
+
+func (s emulated) ready(ctx context.Context) error { return s.loadDefaults(ctx) }
+
+func (s emulated) defaults(ctx context.Context) (int64, int64, error) {
+	if err := s.loadDefaults(ctx); err != nil {
+		return idmp.DefaultDuration, idmp.DefaultMaxSize, err
+	}
+	return s.Defaults.Duration, s.Defaults.MaxSize, nil
+}
+
+// addCall is the add script's call for one run (every emulated add tells
+// its outcome: outcomes changes nothing).
+func (s emulated) addCall(reqs []AddRequest, cp *chunkProgress, _ bool) (*redisconn.Call, replyParser, error) {
+	call, iids, err := s.emulatedAddCall(reqs, cp)
+	return call, func(v any) ([]AddResult, error) { return parseAddReply(v, iids, len(iids)) }, err
+}
+
 // emulatedAddCall prepares the add script's call for requests that share a
 // stream and options: keys, then options once, then pid, iid and fields
 // per item. It returns the iid of each request (derived for Auto).
-func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNative bool) (*redisconn.Call, []string, error) {
+func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress) (*redisconn.Call, []string, error) {
 	r0 := reqs[0]
 	l, st, err := s.state(r0.Stream)
 	if err != nil {
@@ -304,7 +281,7 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNat
 		keys = append(keys, cp.Key, cp.Index)
 	}
 	call := addScript.Call(&addArgs{State: st, PIDKeys: keys, NoMkStream: r0.NoMkStream, Trim: trimArgsOf(&r0),
-		CheckNative: checkNative, Progress: progressArgsOf(cp), NPIDs: len(it.pids) / 2, Items: it, Defaults: s.defaultArgs()})
+		Progress: progressArgsOf(cp), NPIDs: len(it.pids) / 2, Items: it, Defaults: s.defaultArgs()})
 	return call, it.iids, nil
 }
 
@@ -359,8 +336,6 @@ func parseAddReply(v any, iids []string, n int) ([]AddResult, error) {
 func (r runReply) addResults(what string, iids []string, n int) ([]AddResult, error) {
 	switch r.code {
 	case "":
-	case "N":
-		return nil, errNativeServer
 	case "D":
 		return nil, errNeedDefaults
 	case "F":
@@ -408,7 +383,7 @@ func parseDone(done string, iids []string, n int) ([]AddResult, error) {
 		if len(out) == n {
 			return nil, fmt.Errorf("more than %d replies", n)
 		}
-		r := AddResult{IID: iids[len(out)], Mode: ModeEmulated}
+		r := AddResult{IID: iids[len(out)]}
 		switch {
 		case len(item) > 0 && item[0] >= '0' && item[0] <= '9':
 			r.ID = item
@@ -433,26 +408,32 @@ func parseDone(done string, iids []string, n int) ([]AddResult, error) {
 // Reply reads; an error when no call could run.
 func (s *Streams) runState(ctx context.Context, stream string, mk func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call) (*redisconn.Call, error) {
 	var call *redisconn.Call
-	err := s.Conn.Do(func(c redis.UniversalClient) error {
-		l, st, err := s.state(stream)
-		if err != nil {
-			return err
+	var err error
+	for try := 0; try < 2; try++ {
+		cluster := s.Conn.Cluster()
+		l, st, serr := s.state(stream)
+		if serr != nil {
+			return nil, serr
 		}
 		call = mk(l, st, s.defaultArgs())
-		return call.Run(ctx, c).Err()
-	})
-	if call == nil || call.Cmd == nil {
+		_, err = s.Conn.Run(ctx, redisconn.RunOpts{Key: stream}, call)
+		if err == nil {
+			err = call.Cmd.Err()
+		}
+		if err == nil || cluster || !s.Conn.Cluster() {
+			break
+		}
+	}
+	if call.Cmd == nil {
 		return nil, err
 	}
 	return call, nil
 }
 
-func (s *Streams) emulatedInfo(ctx context.Context, stream string) (Info, error) {
+func (s emulated) info(ctx context.Context, stream string) (Info, error) {
 	if s.plainReads {
 		return s.emulatedInfoPlain(ctx, stream)
 	}
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
 	_ = s.loadDefaults(ctx) // best effort: a stream without state shows them
 	call, err := s.runState(ctx, stream, func(_ idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
 		return infoScript.Call(&stateOnlyArgs{State: st, Defaults: d})
@@ -529,9 +510,7 @@ func parseInfoReply(reply []any, stream string) (Info, bool) {
 	return info, true
 }
 
-func (s *Streams) emulatedCfgSet(ctx context.Context, stream string, duration, maxsize int64) (CfgResult, error) {
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
+func (s emulated) cfgSet(ctx context.Context, stream string, duration, maxsize int64) (CfgResult, error) {
 	if err := s.loadDefaults(ctx); err != nil {
 		return CfgResult{}, err
 	}
@@ -570,9 +549,7 @@ func decodeCfgSetReply(v any) (CfgResult, error) {
 	}, nil
 }
 
-func (s *Streams) emulatedClear(ctx context.Context, stream, pid string) (int64, error) {
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
+func (s emulated) clear(ctx context.Context, stream, pid string) (int64, error) {
 	call, err := s.runState(ctx, stream, func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
 		a := clearArgs{State: st, PID: pid, Defaults: d}
 		if pid != "" {

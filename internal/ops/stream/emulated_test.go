@@ -105,7 +105,7 @@ func TestEmulatedDeletedStreamState(t *testing.T) {
 		func(s string) error { _, err := h.s.ClearTracking(h.ctx, s, ""); return err },
 		func(s string) error { _, err := h.s.CfgSet(h.ctx, s, 5, 0); return err },
 		func(s string) error {
-			_, err := h.s.Add(h.ctx, AddRequest{Stream: s, PID: "p9", IID: "z", Fields: []string{"f", "v"}, NoMkStream: true})
+			_, err := h.s.add1(h.ctx, AddRequest{Stream: s, PID: "p9", IID: "z", Fields: []string{"f", "v"}, NoMkStream: true})
 			return err
 		},
 	} {
@@ -135,7 +135,7 @@ func TestEmulatedNameConflict(t *testing.T) {
 	h := emulatedHarness(t)
 	plain := h.key("c")
 	h.mustNew(t, plain, "p1", "a")
-	_, err := h.s.Add(h.ctx, AddRequest{Stream: "{" + plain + "}", PID: "p1", IID: "a", Fields: []string{"f", "v"}})
+	_, err := h.s.add1(h.ctx, AddRequest{Stream: "{" + plain + "}", PID: "p1", IID: "a", Fields: []string{"f", "v"}})
 	wantErr(t, err, exit.Data, "belongs to stream "+plain)
 	if h.rdb.Exists(h.ctx, "{"+plain+"}").Val() != 0 {
 		t.Fatal("the refused add wrote an entry")
@@ -150,7 +150,7 @@ func TestEmulatedAutoIIDRepeatedPair(t *testing.T) {
 	h := emulatedHarness(t)
 	s := h.key("s")
 	for _, f := range [][]string{{"b", "2"}, {"a", "1", "a", "1", "b", "2"}} {
-		r, err := h.s.Add(h.ctx, AddRequest{Stream: s, PID: "p", Auto: true, Fields: f})
+		r, err := h.s.add1(h.ctx, AddRequest{Stream: s, PID: "p", Auto: true, Fields: f})
 		if err != nil || r.Duplicate {
 			t.Fatalf("%q: %+v, %v; want a new entry", f, r, err)
 		}
@@ -248,7 +248,7 @@ func TestEmulatedCluster(t *testing.T) {
 			t.Fatalf("%s: clear %d %v", name, n, err)
 		}
 	}
-	_, err = s.Add(ctx, AddRequest{Stream: "a}b", PID: "p", IID: "i", Fields: []string{"f", "v"}})
+	_, err = s.add1(ctx, AddRequest{Stream: "a}b", PID: "p", IID: "i", Fields: []string{"f", "v"}})
 	wantErr(t, err, exit.Usage, "hash tag")
 	// A batch over streams in many slots: one script call per run, in order.
 	var batch []AddRequest
@@ -290,7 +290,7 @@ func TestEmulatedACLDeniedStateCommand(t *testing.T) {
 		}
 		h := newHarness(t, s, srv.URL)
 		st := h.key("s")
-		if _, err := h.s.Add(h.ctx, AddRequest{Stream: st, PID: "p", IID: "i", ID: "*", Fields: []string{"f", "v"}}); exit.Code(err) != exit.Permission {
+		if _, err := h.s.add1(h.ctx, AddRequest{Stream: st, PID: "p", IID: "i", ID: "*", Fields: []string{"f", "v"}}); exit.Code(err) != exit.Permission {
 			t.Fatalf("-%s: add: %v (exit %d), want NOPERM (77)", deny, err, exit.Code(err))
 		}
 		if n, _ := srv.Do("EXISTS", st); n != "0" {

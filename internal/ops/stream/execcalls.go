@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	_ "embed"
 	"errors"
 
@@ -13,25 +14,36 @@ import (
 // commands, MULTI/EXEC), and reads their replies itself. The calls are the
 // ones Add, CfgSet and Info make.
 
-// AddRunCall is the add script's call for a run of requests that share a
-// stream and options (SameRun; validated by the caller, at most MaxRun),
-// and the iid each uses (derived for Auto).
-func (s *Streams) AddRunCall(reqs []AddRequest) (*redisconn.Call, []string, error) {
-	return s.emulatedAddCall(reqs, nil, false)
+// AddCall is the call that adds one run of requests (SameRun, validated,
+// at most MaxRun) in the streams' mode, for a caller that sends it itself,
+// and how to read its reply: the entry IDs of the requests done, in order,
+// then why the next one stopped the run, if one did: noStream (NOMKSTREAM
+// on a missing stream: Redis's nil reply), or err (a server error reply of
+// XADD, kept verbatim). Emulated, the server-level defaults must be known
+// (Ready) unless the stream's state exists (NeedsDefaults).
+func (s *Streams) AddCall(reqs []AddRequest) (*redisconn.Call, func(v any) (ids []string, noStream bool, err error), error) {
+	call, parse, err := s.be.addCall(reqs, nil, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	return call, func(v any) ([]string, bool, error) {
+		res, err := parse(v)
+		ids := make([]string, len(res))
+		for i, r := range res {
+			ids[i] = r.ID
+		}
+		if exit.Code(err) == exit.NotFound {
+			return ids, true, nil
+		}
+		return ids, false, err
+	}, nil
 }
 
-// AddProbeCall is AddRunCall for a caller that does not know the mode or
-// the defaults yet: the script refuses, writing nothing, on a server with
-// native IDMP (NativeServer) and when the stream's state starts without
-// the defaults (NeedsDefaults). One round trip when neither happens.
-func (s *Streams) AddProbeCall(reqs []AddRequest) (*redisconn.Call, []string, error) {
-	return s.emulatedAddCall(reqs, nil, true)
-}
+// Ready learns what calls made for a caller that sends them itself must
+// carry (emulated: the server-level defaults; native: its own).
+func (s *Streams) Ready(ctx context.Context) error { return s.be.ready(ctx) }
 
-// NativeServer reports ParseAddRunReply's refusal: the server has IDMP.
-func NativeServer(err error) bool { return errors.Is(err, errNativeServer) }
-
-// NeedsDefaults reports ParseAddRunReply's refusal: send the server-level
+// NeedsDefaults reports an AddCall's refusal: send the server-level
 // defaults (LoadDefaults) and call again.
 func NeedsDefaults(err error) bool { return errors.Is(err, errNeedDefaults) }
 
@@ -45,22 +57,6 @@ func TooManyFields(n int) error { return tooManyFields(n) }
 
 // SameRun reports whether two requests can share one call.
 func SameRun(a, b AddRequest) bool { return a.sameRun(b) }
-
-// ParseAddRunReply reads an AddRunCall's reply (strings, int64s, nil and
-// []any, as go-redis gives them): the entry IDs of the requests done, in
-// order, then why the next one stopped the run, if one did: noStream
-// (NOMKSTREAM on a missing stream: Redis's nil reply), or err (a server
-// error reply of XADD, kept verbatim).
-func ParseAddRunReply(v any, iids []string) (ids []string, noStream bool, err error) {
-	res, err := parseAddReply(v, iids, len(iids))
-	for _, r := range res {
-		ids = append(ids, r.ID)
-	}
-	if err != nil && exit.Code(err) == exit.NotFound {
-		return ids, true, nil
-	}
-	return ids, false, err
-}
 
 // CfgSetCall is the XCFGSET script's call (0 keeps a value). Its reply is
 // six integers, or the script's error (ERR no such key, WRONGTYPE).

@@ -84,7 +84,7 @@ func FuzzEmulatedAdd(f *testing.F) {
 			t.Fatalf("XRANGE %s fields = %q, want %q", res[0].ID, clip(got), clip(fields))
 		}
 
-		again, err := streams.Add(ctx, req)
+		again, err := streams.add1(ctx, req)
 		if err != nil {
 			t.Fatalf("repeat: %v", err)
 		}

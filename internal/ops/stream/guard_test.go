@@ -42,7 +42,7 @@ func newGuardEnv(t *testing.T) *guardEnv {
 
 func (g *guardEnv) add(t *testing.T, s *Streams, req AddRequest) AddResult {
 	t.Helper()
-	r, err := s.Add(g.ctx, req)
+	r, err := s.add1(g.ctx, req)
 	if err != nil {
 		t.Fatalf("add %+v: %v", req, err)
 	}
@@ -194,7 +194,7 @@ func TestGuardDurableAdd(t *testing.T) {
 	var r AddResult
 	var err error
 	for range 50 { // WAITAOF needs the AOF rewrite CONFIG SET started to finish
-		r, _, err = g.nat.AddDurably(g.ctx, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}},
+		r, _, err = g.nat.addDurably(g.ctx, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}},
 			redisconn.Durability{AOF: true, Timeout: time.Second})
 		if err == nil {
 			break
@@ -217,22 +217,23 @@ func TestGuardWithoutScripts(t *testing.T) {
 	}
 	url := strings.Replace(g.srv.URL, "unix://", "unix://noeval:pw@", 1)
 	conn := redistest.Connect(t, url)
+	// No emulated state: native single adds need no script, exact
+	// duplicates, through WATCH.
 	nat, err := NewStreams(conn, ModeAuto)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// No emulated state: native adds, exact duplicates, through WATCH.
 	plain := g.h.key("plain")
 	a := g.add(t, nat, AddRequest{Stream: plain, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
 	b := g.add(t, nat, AddRequest{Stream: plain, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
-	if a.Duplicate || !b.Duplicate || a.ID != b.ID || !nat.noScripts {
-		t.Fatalf("without scripts: %+v %+v (noScripts %v)", a, b, nat.noScripts)
+	if a.Duplicate || !b.Duplicate || a.ID != b.ID {
+		t.Fatalf("without scripts: %+v %+v", a, b)
 	}
 	// Emulated state: refused with nothing written, whatever the iid.
 	s := g.h.key("held")
 	g.add(t, g.emu, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
 	for _, iid := range []string{"i1", "new"} {
-		_, err = nat.Add(g.ctx, AddRequest{Stream: s, PID: "p", IID: iid, Fields: []string{"a", "1"}})
+		_, err = nat.add1(g.ctx, AddRequest{Stream: s, PID: "p", IID: iid, Fields: []string{"a", "1"}})
 		wantErr(t, err, exit.Config, "holds emulated IDMP state")
 	}
 	var e *exit.Error
@@ -249,19 +250,19 @@ func TestGuardScriptRefusesBadCalls(t *testing.T) {
 	g := newGuardEnv(t)
 	s := g.h.key("bad")
 	g.conn.Client().Set(g.ctx, s, "x", 0)
-	_, err := g.nat.Add(g.ctx, AddRequest{Stream: s, PID: "p", IID: "i", Fields: []string{"a", "1"}})
+	_, err := g.nat.add1(g.ctx, AddRequest{Stream: s, PID: "p", IID: "i", Fields: []string{"a", "1"}})
 	wantErr(t, err, exit.Data, "WRONGTYPE")
 	// A state key of another type: refused before anything is written.
 	w := g.h.key("{w}")
 	l, _ := idmp.StateKeys(w, false)
 	g.conn.Client().Set(g.ctx, l.PIDs, "x", 0)
-	_, err = g.nat.Add(g.ctx, AddRequest{Stream: w, PID: "p", IID: "i", Fields: []string{"a", "1"}})
+	_, err = g.nat.add1(g.ctx, AddRequest{Stream: w, PID: "p", IID: "i", Fields: []string{"a", "1"}})
 	wantErr(t, err, exit.Data, "WRONGTYPE")
 	if n, _ := g.conn.Client().Exists(g.ctx, w).Result(); n != 0 {
 		t.Fatalf("the stream was created")
 	}
 	// NOMKSTREAM on a missing stream.
-	_, err = g.nat.Add(g.ctx, AddRequest{Stream: g.h.key("none"), PID: "p", IID: "i", NoMkStream: true, Fields: []string{"a", "1"}})
+	_, err = g.nat.add1(g.ctx, AddRequest{Stream: g.h.key("none"), PID: "p", IID: "i", NoMkStream: true, Fields: []string{"a", "1"}})
 	wantErr(t, err, exit.NotFound, "stream does not exist")
 }
 
@@ -282,7 +283,7 @@ func TestGuardNativeBatch(t *testing.T) {
 	if n := g.h.xlen(t, s); n != 5 {
 		t.Fatalf("XLEN %d, want 5", n)
 	}
-	// Without scripting rights: refused, nothing written, no progress.
+	// Without scripting rights: refused (77), nothing written, no progress.
 	if _, err := g.srv.Do("ACL", "SETUSER", "noeval", "on", ">pw", "~*", "&*", "+@all", "-@scripting"); err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +293,7 @@ func TestGuardNativeBatch(t *testing.T) {
 	}
 	_, err = nat.RunBatch(g.ctx, BatchSpec{Template: tmpl, ID: "b2", Chunk: 2}, &iidLines{lines: iids("j", 3), tmpl: tmpl},
 		func(BatchResult) error { return nil })
-	wantErr(t, err, exit.Config, "holds emulated IDMP state")
+	wantErr(t, err, exit.Permission, "NOPERM")
 	l, _ := idmp.StateKeys(s, false)
 	if n := g.h.xlen(t, s); n != 5 || g.conn.Client().Exists(g.ctx, l.Batch("p", "b2")).Val() != 0 {
 		t.Fatalf("XLEN %d after a refused batch, or its progress record written", n)
@@ -330,7 +331,7 @@ func TestGuardReaderIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = nat.Add(g.ctx, AddRequest{Stream: g.h.key("r"), PID: "p", IID: "i", Fields: []string{"a", "1"}})
+	_, err = nat.add1(g.ctx, AddRequest{Stream: g.h.key("r"), PID: "p", IID: "i", Fields: []string{"a", "1"}})
 	wantErr(t, err, exit.Permission, "NOPERM")
 }
 
@@ -430,7 +431,7 @@ func TestGuardWithoutScriptsAfterTheStateExpired(t *testing.T) {
 	}
 	g.add(t, g.emu, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
 	time.Sleep(1100 * time.Millisecond)
-	_, err = nat.Add(g.ctx, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
+	_, err = nat.add1(g.ctx, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
 	wantErr(t, err, exit.Config, "holds emulated IDMP state")
 	var e *exit.Error
 	if !errors.As(err, &e) || strings.Contains(e.Hint, "wait until") || !strings.Contains(e.Hint, "idmpctl migrate") {
@@ -439,7 +440,7 @@ func TestGuardWithoutScriptsAfterTheStateExpired(t *testing.T) {
 	if res, err := g.nat.Migrate(g.ctx, s, false); err != nil || res.Status != "done" {
 		t.Fatalf("migrate: %+v %v", res, err)
 	}
-	if r, err := nat.Add(g.ctx, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}}); err != nil || r.Duplicate {
+	if r, err := nat.add1(g.ctx, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}}); err != nil || r.Duplicate {
 		t.Fatalf("after the migration: %+v %v", r, err)
 	}
 }

@@ -96,7 +96,7 @@ func newHarness(t *testing.T, s *Streams, url string) *streamHarness {
 		prefix: "idmpctl-test:" + hex.EncodeToString(b) + ":"}
 }
 
-func (h *streamHarness) emulated() bool { return h.s.Mode == ModeEmulated }
+func (h *streamHarness) emulated() bool { return h.s.Mode() == ModeEmulated }
 
 // key is a unique stream name; tests that need a hash tag put it in name.
 func (h *streamHarness) key(name string) string { return h.prefix + name }
@@ -106,7 +106,7 @@ func (h *streamHarness) add(t testing.TB, stream, pid, iid string, fields ...str
 	if len(fields) == 0 {
 		fields = []string{"f", "v"}
 	}
-	r, err := h.s.Add(h.ctx, AddRequest{Stream: stream, PID: pid, IID: iid, Fields: fields})
+	r, err := h.s.add1(h.ctx, AddRequest{Stream: stream, PID: pid, IID: iid, Fields: fields})
 	if err != nil {
 		t.Fatalf("add %q/%q: %v", pid, iid, err)
 	}

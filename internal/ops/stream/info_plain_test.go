@@ -16,7 +16,7 @@ import (
 // checks they agree on everything but the clock and NotAtomic.
 func bothInfos(t *testing.T, h *streamHarness, stream string) Info {
 	t.Helper()
-	script, serr := h.s.emulatedInfo(context.Background(), stream)
+	script, serr := emulated{h.s}.info(context.Background(), stream)
 	plain, perr := h.s.emulatedInfoPlain(context.Background(), stream)
 	if exit.Code(serr) != exit.Code(perr) || (serr == nil) != (perr == nil) ||
 		serr != nil && !strings.Contains(perr.Error(), strings.TrimPrefix(serr.Error(), "inspect ")) {

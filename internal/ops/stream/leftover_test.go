@@ -22,7 +22,7 @@ func TestLeftoverState(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, name := range []string{"deleted", "{tagged}x"} {
-		if _, err := s.Add(ctx, AddRequest{Stream: name, PID: "p", IID: "i", Fields: []string{"f", "v"}}); err != nil {
+		if _, err := s.add1(ctx, AddRequest{Stream: name, PID: "p", IID: "i", Fields: []string{"f", "v"}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := conn.Client().Del(ctx, name).Err(); err != nil {

@@ -194,7 +194,7 @@ func (s *Streams) Migrate(ctx context.Context, stream string, dry bool) (Migrate
 	defer cancel()
 	// The server's defaults tell settings an operator gave the stream
 	// natively, which the migration never narrows (the guard's rule).
-	s.LoadNativeDefaults(ctx)
+	s.loadNativeDefaults(ctx)
 	for attempt := 0; ; attempt++ {
 		var call *redisconn.Call
 		err := s.Conn.Do(func(c redis.UniversalClient) error {
@@ -217,9 +217,12 @@ func (s *Streams) Migrate(ctx context.Context, stream string, dry bool) (Migrate
 			for _, r := range reads {
 				a.Rest = append(a.Rest, index[r.pid], r.iid, r.native, r.id)
 			}
-			a.Defaults = s.nativeDefaultArgs()
+			a.Defaults = defaultsArgsOf(s.nativeDefaults)
 			call = migrateScript.Call(&a)
-			return call.Run(ctx, c).Err()
+			if _, err := s.Conn.Run(ctx, redisconn.RunOpts{Key: stream}, call); err != nil {
+				return err
+			}
+			return call.Cmd.Err()
 		})
 		if errors.Is(err, redis.Nil) {
 			e := exit.New(exit.NotFound, "", "stream does not exist")

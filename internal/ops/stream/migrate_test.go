@@ -135,7 +135,7 @@ func TestMigrateErrors(t *testing.T) {
 		t.Skip("/usr/bin/redis-server has native IDMP")
 	}
 	emu, _ := NewStreams(conn, ModeEmulated)
-	if _, err := emu.Add(g.ctx, AddRequest{Stream: "s", PID: "p", IID: "i", Fields: []string{"a", "1"}}); err != nil {
+	if _, err := emu.add1(g.ctx, AddRequest{Stream: "s", PID: "p", IID: "i", Fields: []string{"a", "1"}}); err != nil {
 		t.Fatal(err)
 	}
 	wantErr(t, emu.CheckMigrate(g.ctx), exit.Config, "has no XIDMPRECORD")

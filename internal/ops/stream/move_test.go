@@ -17,11 +17,11 @@ func TestMoveScriptRefusesBeforeWriting(t *testing.T) {
 	t.Parallel()
 	conn, srv := redistest.Conn(t)
 	ctx := context.Background()
-	s := &Streams{Conn: conn, Mode: ModeEmulated, Defaults: &idmp.Defaults{Duration: 100, MaxSize: 100}}
-	if _, err := s.Add(ctx, AddRequest{Stream: "src", PID: "p", IID: "i", Fields: []string{"f", "v"}}); err != nil {
+	s := streamsOf(conn, ModeEmulated, &idmp.Defaults{Duration: 100, MaxSize: 100})
+	if _, err := s.add1(ctx, AddRequest{Stream: "src", PID: "p", IID: "i", Fields: []string{"f", "v"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Add(ctx, AddRequest{Stream: "dst", PID: "q", IID: "j", Fields: []string{"f", "v"}}); err != nil {
+	if _, err := s.add1(ctx, AddRequest{Stream: "dst", PID: "q", IID: "j", Fields: []string{"f", "v"}}); err != nil {
 		t.Fatal(err)
 	}
 	dump := func(c redis.UniversalClient) []string {
@@ -88,7 +88,7 @@ func TestMoveScriptRefusesBeforeWriting(t *testing.T) {
 	if got, err := move(conn.Client(), "RENAME", "src", "dst", false, ""); err != nil || got != "OK" {
 		t.Fatalf("RENAME: %v, %v", got, err)
 	}
-	r, err := s.Add(ctx, AddRequest{Stream: "dst", PID: "p", IID: "i", Fields: []string{"f", "v"}})
+	r, err := s.add1(ctx, AddRequest{Stream: "dst", PID: "p", IID: "i", Fields: []string{"f", "v"}})
 	if err != nil || !r.Duplicate {
 		t.Fatalf("add to the renamed stream: %+v, %v; want a duplicate", r, err)
 	}
@@ -109,10 +109,10 @@ func TestMoveScriptHalfHappens(t *testing.T) {
 	}
 	conn, srv := redistest.Conn(t)
 	ctx := context.Background()
-	s := &Streams{Conn: conn, Mode: ModeEmulated, Defaults: &idmp.Defaults{Duration: 100, MaxSize: 100}}
+	s := streamsOf(conn, ModeEmulated, &idmp.Defaults{Duration: 100, MaxSize: 100})
 	add := func(stream, pid, iid string) {
 		t.Helper()
-		if _, err := s.Add(ctx, AddRequest{Stream: stream, PID: pid, IID: iid, Fields: []string{"f", "v"}}); err != nil {
+		if _, err := s.add1(ctx, AddRequest{Stream: stream, PID: pid, IID: iid, Fields: []string{"f", "v"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -163,7 +163,7 @@ func TestMoveScriptHalfHappens(t *testing.T) {
 	if got, err := move(conn.Client(), "RENAME", "s", "{s}", false); err != nil || got != "OK" {
 		t.Fatalf("RENAME s {s}: %v, %v", got, err)
 	}
-	r, err := s.Add(ctx, AddRequest{Stream: "{s}", PID: "p", IID: "i", Fields: []string{"f", "v"}})
+	r, err := s.add1(ctx, AddRequest{Stream: "{s}", PID: "p", IID: "i", Fields: []string{"f", "v"}})
 	if err != nil || !r.Duplicate {
 		t.Fatalf("add to {s} after RENAME s {s}: %+v, %v; want a duplicate", r, err)
 	}

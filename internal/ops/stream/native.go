@@ -1,8 +1,17 @@
 package stream
 
+// Native IDMP (Redis 8.6+): every add is one call of
+// lua/stream_native_add.lua, which runs XADD ... IDMP (or IDMPAUTO), tells
+// each add's outcome (Redis replies the same ID for a first add and a
+// duplicate), moves a batch chunk's progress record, and guards a stream
+// that still holds emulated state (docs/upgrade.md). Reads and XCFGSET go
+// through go-redis.
+
 import (
 	"context"
+	_ "embed"
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -11,134 +20,309 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Native IDMP (Redis 8.6+): go-redis sends the commands; idmpctl adds exact
-// duplicate detection by reading iids-duplicates around each XADD in one
-// MULTI/EXEC (Redis replies the same ID for a first add and a duplicate).
+// native is the backend of Redis 8.6's own IDMP.
+type native struct{ *Streams }
 
-func nativeXAddArgs(r AddRequest) *redis.XAddArgs {
-	// Validate has run: a pid plus exactly one of IID/Auto, so go-redis cannot
-	// fall back to a plain XADD.
-	return &redis.XAddArgs{
-		Stream:         r.Stream,
-		NoMkStream:     r.NoMkStream,
-		MaxLen:         r.MaxLen,
-		MinID:          r.MinID,
-		Approx:         r.Approx,
-		Limit:          r.Limit,
-		Values:         r.Fields,
-		ProducerID:     r.PID,
-		IdempotentID:   r.IID,
-		IdempotentAuto: r.Auto,
+func (native) mode() Mode { return ModeNative }
+
+func (native) fits(*AddRequest) error { return nil }
+
+// iidOf is "" for IDMPAUTO: Redis does not tell the iid it derived.
+func (native) iidOf(r *AddRequest) string { return r.IID }
+
+//go:embed lua/stream_native_add.lua
+var nativeAddLua string
+
+var nativeAddScript = emulatedScript[nativeAddArgs](runReplyDecoder("native XADD"), xaddHeadLua, nativeAddLua)
+
+// nativeAddArgs are the native add script's (see lua/stream_native_add.lua).
+type nativeAddArgs struct {
+	State stateArgs // the stream, and its emulated state (only read)
+	// Per pid its emulated ids hash (only read); then, for a batch chunk,
+	// its progress record and the stream's index of progress records.
+	PIDKeys    []string `lua:"PID_KEYS,key,rest"`
+	Chunk      progressArgs
+	NoState    bool   `lua:"NOSTATE"`
+	NoMkStream bool   `lua:"NOMK"`
+	Deletion   string `lua:"DELETION"`
+	Trim       trimArgs
+	Auto       bool         `lua:"AUTO"`
+	Outcomes   bool         `lua:"OUTCOMES"`
+	NPIDs      int          `lua:"NPIDS"`
+	Items      *nativeItems `lua:"ITEMS,rest"`
+	Defaults   defaultsArgs // the server's native defaults
+}
+
+// nativeDropArg is where in the native add script's arguments a chunk
+// names the kept replies that go (progressArgs.Drop): set when it is sent.
+func nativeDropArg() int { return nativeAddScript.ArgIndex("Drop") }
+
+// nativeItems are the native add script's pids, number of items, the
+// items' shape (three arguments), the shared names, and the items, packed
+// or one argument a string (see lua/stream_native_add.lua). Every item
+// carries an iid: for IDMPAUTO the emulation's content hash (AutoIID), by
+// which emulated state would know it.
+type nativeItems struct {
+	pids     []any
+	pidIndex map[string]int
+	reqs     []AddRequest
+	iids     []string
+	uniform  bool // one pid, and every item of the same number of fields
+	named    bool // and of the same field names
+	packed   bool
+}
+
+// step is 2 when the items carry their values alone (shared names).
+func (it *nativeItems) step() int {
+	if it.named {
+		return 2
 	}
+	return 1
 }
 
-// nativeAddRun adds one run natively, through the upgrade guard (guard.go).
-func (s *Streams) nativeAddRun(ctx context.Context, reqs []AddRequest) ([]AddResult, error) {
-	return s.guardedAddRun(ctx, reqs)
-}
-
-// nativeTxRun sends [XINFO, (XADD, XINFO)...] for one stream in one
-// MULTI/EXEC: an add is a duplicate iff iids-duplicates grew across it.
-// It does not look at emulated state: the guard decides when it may run.
-func (s *Streams) nativeTxRun(ctx context.Context, reqs []AddRequest) ([]AddResult, error) {
-	stream := reqs[0].Stream
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	var tx nativeTx
-	var info *redis.StringCmd
-	err := s.Conn.Do(func(c redis.UniversalClient) error {
-		if _, cluster := c.(*redis.ClusterClient); cluster && s.Conn.WantsEviction() {
-			// A cluster client's MULTI takes the commands of one slot,
-			// and it took INFO's "memory" for a key of another: the add
-			// failed with CROSSSLOT (on the retry after the MOVED that
-			// found the cluster). Read the settings on their own, once.
-			s.Conn.Eviction(ctx)
+func (it *nativeItems) ArgsLen() int {
+	r0 := &it.reqs[0]
+	n := len(it.pids) + 1 + 3
+	if it.named {
+		n += len(r0.Fields) / 2
+	}
+	if it.packed {
+		return n + 2
+	}
+	for i := range it.reqs {
+		if !it.uniform {
+			n += 2
 		}
-		_, _ = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			if s.Conn.WantsEviction() {
-				info = p.Info(ctx, "memory") // read in this round trip (xadd's warning)
-			}
-			tx = queueNativeAdds(ctx, p, reqs)
-			return nil
-		})
-		return tx.adds[0].Err() // MOVED reaches every command of a redirected MULTI
-	})
-	var reply redis.Error
-	if err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &reply) {
-		return nil, err // the round trip failed; server replies are read below
+		n += 1 + len(it.reqs[i].Fields)/it.step()
 	}
-	s.Conn.NoteEvictionInfo(info)
-	out, err := tx.read(reqs)
-	if err != nil {
-		return out, err
-	}
-	return out, s.nativeOriginals(ctx, stream, out)
+	return n
 }
 
-// nativeTx is the commands of one native MULTI/EXEC of adds.
-type nativeTx struct {
-	infos []*redis.XInfoStreamCmd
-	adds  []*redis.StringCmd
-}
-
-// queueNativeAdds queues [XINFO, (XADD, XINFO)...] for one stream's adds.
-func queueNativeAdds(ctx context.Context, p redis.Pipeliner, reqs []AddRequest) nativeTx {
-	tx := nativeTx{infos: make([]*redis.XInfoStreamCmd, len(reqs)+1), adds: make([]*redis.StringCmd, len(reqs))}
-	tx.infos[0] = p.XInfoStream(ctx, reqs[0].Stream)
-	for i, r := range reqs {
-		tx.adds[i] = p.XAdd(ctx, nativeXAddArgs(r))
-		tx.infos[i+1] = p.XInfoStream(ctx, reqs[0].Stream)
+func (it *nativeItems) AppendArgs(args []any) []any {
+	reqs := it.reqs
+	r0 := &reqs[0]
+	args = append(args, it.pids...)
+	args = append(args, len(reqs))
+	pack := ""
+	if it.packed {
+		pack = "1"
 	}
-	return tx
-}
-
-// read reads the adds' replies, in order, up to the first that failed.
-func (tx nativeTx) read(reqs []AddRequest) ([]AddResult, error) {
-	// The first XINFO fails when the stream does not exist yet: no duplicate
-	// is possible then, so the count before is 0.
-	var prev int64
-	if v, err := tx.infos[0].Result(); err == nil {
-		prev = v.IIDsDuplicates
-	}
-	out := make([]AddResult, 0, len(reqs))
-	for i, r := range reqs {
-		id, err := tx.adds[i].Result()
-		if errors.Is(err, redis.Nil) {
-			return out, errNoStream()
-		} else if err != nil {
-			return out, err
+	switch {
+	case it.named:
+		args = append(args, len(r0.Fields), "1", pack)
+		for k := 0; k < len(r0.Fields); k += 2 {
+			args = append(args, &r0.Fields[k])
 		}
-		after, err := tx.infos[i+1].Result()
-		if err != nil {
-			return out, exit.New(exit.Internal, "XINFO STREAM after XADD", "%v", err)
-		}
-		out = append(out, AddResult{ID: id, IID: r.IID, Duplicate: after.IIDsDuplicates > prev, Mode: ModeNative})
-		prev = after.IIDsDuplicates
+	case it.uniform:
+		args = append(args, len(r0.Fields), "", pack)
+	default:
+		args = append(args, "", "", "")
 	}
-	return out, nil
-}
-
-// nativeOriginals fills OriginalExists of the duplicates with XRANGE id id.
-func (s *Streams) nativeOriginals(ctx context.Context, stream string, res []AddResult) error {
-	ranges := make(map[int]*redis.XMessageSliceCmd)
-	_, err := s.Conn.Client().Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, r := range res {
-			if r.Duplicate {
-				ranges[i] = p.XRangeN(ctx, stream, r.ID, r.ID, 1)
+	step := it.step()
+	if it.packed {
+		// Every string one after the other, and a byte of length each.
+		var big, lens []byte
+		for i := range reqs {
+			q := &reqs[i]
+			big, lens = append(big, it.iids[i]...), append(lens, byte(len(it.iids[i])))
+			for k := step - 1; k < len(q.Fields); k += step {
+				big, lens = append(big, q.Fields[k]...), append(lens, byte(len(q.Fields[k])))
 			}
 		}
-		return nil
-	})
-	if len(ranges) == 0 {
-		return nil
+		return append(args, big, lens)
 	}
-	if err != nil {
-		return err
+	// Strings go in as pointers: boxing a string allocates, a pointer does
+	// not (the pipe writes *string as the string).
+	for i := range reqs {
+		q := &reqs[i]
+		if !it.uniform {
+			args = append(args, it.pidIndex[q.PID], &it.iids[i], len(q.Fields))
+		} else {
+			args = append(args, &it.iids[i])
+		}
+		for k := step - 1; k < len(q.Fields); k += step {
+			args = append(args, &q.Fields[k])
+		}
 	}
-	for i, c := range ranges {
-		res[i].OriginalExists = len(c.Val()) > 0
+	return args
+}
+
+// packedMax bounds the strings of a call that goes packed (a byte of
+// length each; 255 is not a length).
+const packedMax = 255
+
+// addCall prepares the native add script's call for one run (sameRun,
+// validated, each with at most idmp.MaxEmulatedFieldArgs field arguments)
+// and a chunk's progress (nil: none).
+func (s native) addCall(reqs []AddRequest, cp *chunkProgress, outcomes bool) (*redisconn.Call, replyParser, error) {
+	r0 := &reqs[0]
+	l, err := idmp.StateKeys(r0.Stream, s.Conn.Cluster())
+	noState := err != nil
+	if noState {
+		// A cluster name no state key can share a slot with holds no
+		// emulated state: its keys are the stream's own.
+		l = idmp.StateLayout{Meta: r0.Stream, PIDs: r0.Stream, IDsPrefix: r0.Stream, OrderPrefix: r0.Stream}
 	}
+	it := &nativeItems{pidIndex: map[string]int{}, reqs: reqs, iids: make([]string, len(reqs)), uniform: true, named: true}
+	short, size := true, 0
+	var keys []string
+	for i := range reqs {
+		q := &reqs[i]
+		it.iids[i] = q.IID
+		if q.Auto {
+			it.iids[i] = AutoIID(q.Fields)
+		}
+		it.uniform = it.uniform && len(q.Fields) == len(r0.Fields)
+		for k := 0; it.named && it.uniform && k < len(q.Fields); k += 2 {
+			it.named = q.Fields[k] == r0.Fields[k]
+		}
+		short = short && len(it.iids[i]) < packedMax
+		size += len(it.iids[i])
+		for k := range q.Fields {
+			short = short && len(q.Fields[k]) < packedMax
+			size += len(q.Fields[k])
+		}
+		if _, ok := it.pidIndex[q.PID]; !ok {
+			it.pidIndex[q.PID] = len(it.pids) + 1
+			it.pids = append(it.pids, q.PID)
+			keys = append(keys, l.IDs(q.PID))
+		}
+	}
+	if noState {
+		keys = keys[:0]
+		for range it.pids {
+			keys = append(keys, r0.Stream)
+		}
+	}
+	it.uniform = it.uniform && len(it.pids) == 1
+	it.named = it.named && it.uniform
+	// Packed, each of the two arguments must fit the server's
+	// proto-max-bulk-len (at least 1 MiB where it is not known), or it
+	// refuses the whole command.
+	bulk := max(s.maxBulk, minProtoMaxBulkLen)
+	it.packed = it.uniform && short && int64(size) <= bulk && int64(len(reqs)*(len(r0.Fields)+1)) <= bulk
+	if cp != nil {
+		keys = append(keys, cp.Key, cp.Index)
+	}
+	call := nativeAddScript.Call(&nativeAddArgs{State: stateArgsOf(r0.Stream, l), PIDKeys: keys, Chunk: progressArgsOf(cp),
+		NoState: noState, NoMkStream: r0.NoMkStream, Deletion: strings.ToUpper(r0.Deletion), Trim: trimArgsOf(r0), Auto: r0.Auto,
+		Outcomes: outcomes, NPIDs: len(it.pids), Items: it, Defaults: defaultsArgsOf(s.nativeDefaults)})
+	iids := make([]string, len(reqs))
+	for i := range reqs {
+		iids[i] = s.iidOf(&reqs[i])
+	}
+	return call, func(v any) ([]AddResult, error) { return parseNativeReply(v, iids) }, nil
+}
+
+// add runs one run natively: a single add, and a run with an item of more
+// field arguments than XADD from Lua takes, by MULTI/EXEC (multi.tx); a
+// run of several adds, and an add to a stream that holds emulated state,
+// by the native add script, which guards that state (runCall).
+func (s native) add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]AddResult, error) {
+	big := false
+	for i := range reqs {
+		big = big || len(reqs[i].Fields) > idmp.MaxEmulatedFieldArgs
+	}
+	if big || len(reqs) == 1 {
+		res, ack, err := s.tx(ctx, reqs, o, nil)
+		switch {
+		case !errors.Is(err, errStateHeld):
+			return judge(res, err, o.Durability, ack)
+		case big:
+			return nil, errBigWithState(reqs[0].Stream)
+		}
+	}
+	res, err := s.runCall(ctx, reqs, o)
+	if errors.Is(err, errNeedNativeDefaults) && s.nativeDefaults == nil {
+		s.loadNativeDefaults(ctx)
+		res, err = s.runCall(ctx, reqs, o)
+	}
+	if exit.Code(err) == exit.Permission && len(reqs) == 1 {
+		// No script for this user: a single add needs one only where the
+		// stream holds emulated state.
+		err = errStateNeedsScripts(reqs[0].Stream)
+	}
+	return res, err
+}
+
+// errBigWithState refuses an add too big for the guard script to a stream
+// that holds emulated state.
+func errBigWithState(stream string) error {
+	e := exit.New(exit.Data, "", "an add of more field/value arguments than XADD from Lua takes (%d), to a stream that holds emulated IDMP state", idmp.MaxEmulatedFieldArgs)
+	e.Hint = "the upgrade guard hands an add's fields to XADD from Lua: migrate the stream first (idmpctl migrate " + strconv.Quote(stream) + ")"
+	return e
+}
+
+// errNeedNativeDefaults is the script's refusal ('C'), nothing written: it
+// would carry a stream's emulated settings over and needs the server's
+// native defaults to know whether the stream's settings are still them.
+var errNeedNativeDefaults = errors.New("the guard needs the server's IDMP defaults")
+
+// ready reads the server's native defaults (loadNativeDefaults).
+func (s native) ready(ctx context.Context) error {
+	s.loadNativeDefaults(ctx)
 	return nil
+}
+
+// loadNativeDefaults reads CONFIG GET stream-idmp-* once. A user who may
+// not read them gets 0 0, which no stream's settings equal: the guard and
+// the migration then never carry settings over.
+func (s *Streams) loadNativeDefaults(ctx context.Context) {
+	if s.nativeDefaults == nil {
+		d, m, err := native{s}.defaults(ctx)
+		if err != nil {
+			d, m = 0, 0
+		}
+		s.nativeDefaults = &idmp.Defaults{Duration: d, MaxSize: m}
+	}
+}
+
+// parseNativeReply reads the native add script's reply for the requests
+// of iids (see lua/stream_native_add.lua).
+func parseNativeReply(v any, iids []string) ([]AddResult, error) {
+	const what = "native XADD"
+	n := len(iids)
+	r, err := nativeAddScript.Decode(v)
+	if err != nil {
+		return nil, err
+	}
+	switch r.code {
+	case "":
+		if r.fourth != nil && r.fourth != "u" {
+			return nil, r.unexpected(what)
+		}
+	case "C":
+		return nil, errNeedNativeDefaults
+	case "F":
+		if r.item > n {
+			return nil, r.unexpected(what)
+		}
+		return nil, exit.New(exit.Internal, what, "item %d has %d field/value arguments, more than the script takes", r.item, r.nfields)
+	case "P":
+		return nil, &errProgressMoved{Line: r.line}
+	default:
+		return nil, r.unexpected(what)
+	}
+	out, err := parseDone(r.done, iids, n)
+	if err != nil {
+		return nil, exit.New(exit.Internal, what, "%v", err)
+	}
+	stopped := r.stopped(what, len(out), n)
+	if r.fourth != nil {
+		return out, &errOutcomesUnknown{then: stopped}
+	}
+	return out, stopped
+}
+
+// errOutcomesUnknown is a run the native script committed whose adds'
+// outcomes (new or duplicate) the server's counters did not confirm (the
+// reply's 'u'): the stream's last ID was set back (XSETID) in a way that
+// makes a duplicate look new. then is the error that stopped the run after
+// those adds, if one did.
+type errOutcomesUnknown struct{ then error }
+
+func (*errOutcomesUnknown) Error() string {
+	return "the adds were committed, but the stream's counters do not confirm which were duplicates"
 }
 
 // notFound gives XINFO's and XCFGSET's "ERR no such key" (kept verbatim) the
@@ -153,9 +337,7 @@ func notFound(err error) error {
 // errNoSuchKey is the emulated scripts' "stream missing" in the server's words.
 func errNoSuchKey() error { return notFound(errors.New("ERR no such key")) }
 
-func (s *Streams) nativeInfo(ctx context.Context, stream string) (Info, error) {
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
+func (s native) info(ctx context.Context, stream string) (Info, error) {
 	layout, lerr := idmp.StateKeys(stream, s.Conn.Cluster())
 	var xi *redis.XInfoStreamCmd
 	var tm *redis.TimeCmd
@@ -198,9 +380,7 @@ func (s *Streams) nativeInfo(ctx context.Context, stream string) (Info, error) {
 
 // nativeCfgSet reads the settings first and sends nothing when they would
 // not change; otherwise MULTI [XINFO, XCFGSET, XINFO] gives exact before/after.
-func (s *Streams) nativeCfgSet(ctx context.Context, stream string, duration, maxsize int64) (CfgResult, error) {
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
+func (s native) cfgSet(ctx context.Context, stream string, duration, maxsize int64) (CfgResult, error) {
 	cur, err := s.Conn.Client().XInfoStream(ctx, stream).Result()
 	if err != nil {
 		return CfgResult{}, notFound(err)
@@ -254,26 +434,33 @@ type nativeClearArgs struct {
 	Stream string `lua:"STREAM,key"`
 }
 
-func (s *Streams) nativeClear(ctx context.Context, stream, pid string) (int64, error) {
+func (s native) clear(ctx context.Context, stream, pid string) (int64, error) {
 	if pid != "" {
 		e := exit.New(exit.Usage, "clear one producer", "native IDMP can only clear the iids of every producer at once")
 		e.Hint = "omit the producer to clear all, or use --mode emulated for streams written in emulated mode"
 		return 0, e
 	}
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
 	call := nativeClearScript.Call(&nativeClearArgs{Stream: stream})
-	call.Run(ctx, s.Conn.Client())
+	if _, err := s.Conn.Run(ctx, redisconn.RunOpts{Key: stream}, call); err != nil {
+		return 0, err
+	}
 	n, err := nativeClearScript.Reply(call)
 	return n, notFound(err)
 }
 
-func (s *Streams) nativeDefaults(ctx context.Context) (int64, int64, error) {
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
+func (s native) defaults(ctx context.Context) (int64, int64, error) {
 	d, err := redisconn.ServerIDMPDefaults(ctx, s.Conn.Client())
 	if err != nil {
 		return idmp.DefaultDuration, idmp.DefaultMaxSize, exit.Wrap(err, "CONFIG GET stream-idmp-*")
 	}
 	return d.Duration, d.MaxSize, nil
+}
+
+// dropIndex is where in a chunk's call (native or emulated) its kept
+// replies to drop go (progressArgs.Drop).
+func dropIndex(cl *redisconn.Call) int {
+	if cl.Script == nativeAddScript.Script {
+		return nativeDropArg()
+	}
+	return dropArg()
 }

@@ -25,10 +25,7 @@ func nativeHarness(t *testing.T) *streamHarness {
 		t.Fatalf("%s %s from %s has no native IDMP", redistest.Caps(t, conn).Product, redistest.Caps(t, conn).Version, redistest.NativeBinary())
 	}
 	s, err := NewStreams(conn, ModeAuto)
-	if err == nil {
-		err = s.resolve(context.Background()) // auto resolves on first use
-	}
-	if err != nil || s.Mode != ModeNative {
+	if err != nil || s.Mode() != ModeNative {
 		t.Fatalf("auto on a native server: %v, %v", s, err)
 	}
 	return newHarness(t, s, srv.URL)
@@ -73,7 +70,7 @@ func TestNativeAndEmulatedStateAreNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := h.key("s")
-	if _, err := emu.Add(h.ctx, AddRequest{Stream: s, PID: "p", IID: "e", Fields: []string{"f", "v"}}); err != nil {
+	if _, err := emu.add1(h.ctx, AddRequest{Stream: s, PID: "p", IID: "e", Fields: []string{"f", "v"}}); err != nil {
 		t.Fatal(err)
 	}
 	if i := h.info(t, s); i.Mode != "native" || i.OtherMode != "emulated" {

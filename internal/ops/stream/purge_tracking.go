@@ -19,7 +19,7 @@ import (
 func (s *Streams) TrackedIIDs(ctx context.Context, name, pid string, dryRun bool) (int64, error) {
 	what := "purge --stream " + strconv.Quote(name)
 	info, err := s.Info(ctx, name)
-	if exit.Code(err) == exit.NotFound && !dryRun && s.Mode != ModeNative {
+	if exit.Code(err) == exit.NotFound && !dryRun && s.Mode() == ModeEmulated {
 		switch _, cerr := s.ClearTracking(ctx, name, ""); {
 		case exit.Code(cerr) == exit.NotFound:
 			return 0, exit.WithHint(exit.Wrap(err, what), "the stream does not exist: its leftover emulated IDMP state, if any, was dropped")

@@ -22,7 +22,7 @@ func TestTrackedIIDs(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, a := range [][2]string{{"p1", "a"}, {"p1", "b"}, {"p2", "c"}} {
-		if _, err := s.Add(ctx, AddRequest{Stream: "s", PID: a[0], IID: a[1], Fields: []string{"f", "v"}}); err != nil {
+		if _, err := s.add1(ctx, AddRequest{Stream: "s", PID: a[0], IID: a[1], Fields: []string{"f", "v"}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -130,12 +130,12 @@ func (s *Streams) RecordIID(ctx context.Context, stream, pid, iid, id string) er
 	if err != nil {
 		return err
 	}
-	if err := s.resolve(ctx); err != nil {
-		return err
-	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	if s.Mode == ModeNative {
+	if err := s.Settle(ctx); err != nil {
+		return err
+	}
+	if s.Mode() != ModeEmulated {
 		err = s.Conn.Do(func(c redis.UniversalClient) error {
 			return c.Do(ctx, "XIDMPRECORD", stream, pid, iid, canon).Err()
 		})

@@ -118,7 +118,7 @@ var _ = rule("R9 NOMKSTREAM on a missing stream creates nothing", func(t *testin
 		if auto {
 			req.IID, req.Auto = "", true
 		}
-		_, err := h.s.Add(h.ctx, req)
+		_, err := h.s.add1(h.ctx, req)
 		wantErr(t, err, exit.NotFound, "stream does not exist")
 	}
 	keys := []string{s}
@@ -131,7 +131,7 @@ var _ = rule("R9 NOMKSTREAM on a missing stream creates nothing", func(t *testin
 		}
 	}
 	h.plainXAdd(t, s)
-	r, err := h.s.Add(h.ctx, AddRequest{Stream: s, PID: "p1", IID: "req-1", Fields: []string{"f", "v"}, NoMkStream: true})
+	r, err := h.s.add1(h.ctx, AddRequest{Stream: s, PID: "p1", IID: "req-1", Fields: []string{"f", "v"}, NoMkStream: true})
 	if err != nil || r.Duplicate {
 		t.Fatalf("NOMKSTREAM on an existing stream: %+v, %v", r, err)
 	}
@@ -144,7 +144,7 @@ var _ = rule("R10 trimming passes through; a duplicate does not trim", func(t *t
 		t.Helper()
 		req := AddRequest{Stream: s, PID: "p1", IID: iid, Fields: []string{"f", "v"}}
 		f(&req)
-		r, err := h.s.Add(h.ctx, req)
+		r, err := h.s.add1(h.ctx, req)
 		if err != nil {
 			t.Fatalf("%s: %v", iid, err)
 		}
@@ -217,7 +217,7 @@ var _ = rule("R11 16 clients racing one (pid, iid) get one entry", func(t *testi
 	const n = 16
 	streams := make([]*Streams, n)
 	for i := range streams {
-		st, err := NewStreams(redistest.Connect(t, h.url), h.s.Mode)
+		st, err := NewStreams(redistest.Connect(t, h.url), h.s.Mode())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,7 +232,7 @@ var _ = rule("R11 16 clients racing one (pid, iid) get one entry", func(t *testi
 		go func() {
 			defer wg.Done()
 			<-start
-			res[i], errs[i] = st.Add(h.ctx, AddRequest{Stream: s, PID: "p1", IID: "concurrent", Fields: []string{"client", "x"}})
+			res[i], errs[i] = st.add1(h.ctx, AddRequest{Stream: s, PID: "p1", IID: "concurrent", Fields: []string{"client", "x"}})
 		}()
 	}
 	close(start)
@@ -256,7 +256,7 @@ var _ = rule("R12 a key of another type is WRONGTYPE everywhere", func(t *testin
 	k := h.key("str")
 	h.rdb.Set(h.ctx, k, "x", 0)
 	const wt = "WRONGTYPE Operation against a key holding the wrong kind of value"
-	_, err := h.s.Add(h.ctx, AddRequest{Stream: k, PID: "p", IID: "i", Fields: []string{"f", "v"}})
+	_, err := h.s.add1(h.ctx, AddRequest{Stream: k, PID: "p", IID: "i", Fields: []string{"f", "v"}})
 	wantErr(t, err, exit.Data, wt)
 	_, err = h.s.AddBatch(h.ctx, reqs(k, "p", "i%d", 1, 2))
 	if !isBatchErr(err, 0) {
@@ -271,7 +271,7 @@ var _ = rule("R12 a key of another type is WRONGTYPE everywhere", func(t *testin
 	if v := h.rdb.Get(h.ctx, k).Val(); v != "x" {
 		t.Fatalf("the string became %q", v)
 	}
-	_, err = h.s.Add(h.ctx, AddRequest{Stream: h.key("s"), PID: "", IID: "i", Fields: []string{"f", "v"}})
+	_, err = h.s.add1(h.ctx, AddRequest{Stream: h.key("s"), PID: "", IID: "i", Fields: []string{"f", "v"}})
 	wantErr(t, err, exit.Usage, "ERR syntax error, IDMP requires a non-empty producer ID")
 })
 

@@ -78,7 +78,7 @@ var _ = rule("R3 IDMPAUTO derives the iid from the pairs", func(t *testing.T, h 
 	s := h.key("s")
 	auto := func(pid string, fields ...string) AddResult {
 		t.Helper()
-		r, err := h.s.Add(h.ctx, AddRequest{Stream: s, PID: pid, Auto: true, Fields: fields})
+		r, err := h.s.add1(h.ctx, AddRequest{Stream: s, PID: pid, Auto: true, Fields: fields})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,15 +122,15 @@ var _ = rule("R4 defaults and a stream never written idempotently", func(t *test
 		t.Fatal(err)
 	}
 	i := h.info(t, s)
-	want := map[Mode]string{ModeEmulated: "none", ModeNative: "native"}[h.s.Mode]
+	want := map[Mode]string{ModeEmulated: "none", ModeNative: "native"}[h.s.Mode()]
 	if i.Mode != want || i.IDMPDuration != d || i.IDMPMaxSize != n {
 		t.Fatalf("plain stream: mode %q %d/%d, want %q %d/%d", i.Mode, i.IDMPDuration, i.IDMPMaxSize, want, d, n)
 	}
 	h.wantCounters(t, s, counters{})
 	h.mustNew(t, s, "p1", "req-1")
 	i = h.info(t, s)
-	if i.Mode != h.s.Mode.String() || i.IDMPDuration != d || i.IDMPMaxSize != n {
-		t.Fatalf("after an add: mode %q %d/%d, want %v %d/%d", i.Mode, i.IDMPDuration, i.IDMPMaxSize, h.s.Mode, d, n)
+	if i.Mode != h.s.Mode().String() || i.IDMPDuration != d || i.IDMPMaxSize != n {
+		t.Fatalf("after an add: mode %q %d/%d, want %v %d/%d", i.Mode, i.IDMPDuration, i.IDMPMaxSize, h.s.Mode(), d, n)
 	}
 	if h.emulated() && (d != 100 || n != 100) {
 		t.Fatalf("emulated defaults %d/%d, want 100/100", d, n)

@@ -2,7 +2,6 @@ package stream
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -23,25 +22,19 @@ const (
 	ModeEmulated
 )
 
-func (m Mode) String() string {
-	switch m {
-	case ModeNative:
-		return "native"
-	case ModeEmulated:
-		return "emulated"
-	}
-	return "auto"
-}
+var modeNames = []string{"auto", "native", "emulated"}
 
-// ParseMode reads "auto", "native" or "emulated" (the --mode values).
+func (m Mode) String() string { return modeNames[m] }
+
+// ParseMode reads a --mode value: auto, native or emulated.
 func ParseMode(s string) (Mode, error) {
-	switch strings.ToLower(s) {
-	case "", "auto":
+	for i, n := range modeNames {
+		if strings.EqualFold(s, n) {
+			return Mode(i), nil
+		}
+	}
+	if s == "" {
 		return ModeAuto, nil
-	case "native":
-		return ModeNative, nil
-	case "emulated":
-		return ModeEmulated, nil
 	}
 	return ModeAuto, exit.Usagef("invalid mode %q: use auto, native or emulated", s)
 }
@@ -49,7 +42,9 @@ func ParseMode(s string) (Mode, error) {
 // AddRequest is one idempotent XADD: IDMP PID IID, or IDMPAUTO PID with Auto.
 // MaxLen > 0 or MinID ask for trimming (Approx: "~"); Limit > 0 sends LIMIT n
 // and Limit < 0 sends LIMIT 0, as go-redis does. ID may only be "" or "*".
+// Deletion is XADD's KEEPREF, DELREF or ACKED ("" none: idmpctl exec).
 type AddRequest struct {
+	Deletion   string
 	Stream     string
 	PID        string
 	IID        string
@@ -196,59 +191,23 @@ func idMillis(id string) (uint64, bool) {
 	return ms, err == nil
 }
 
-// Streams does idempotent production on one connection. Mode is the mode
-// asked for until the server settles it: auto becomes native or emulated
-// at the first add (whose script checks the server, so no round trip is
-// spent asking) or when a command needs to know first (resolve).
+// Streams does idempotent production on one connection, through the
+// backend of its mode, chosen once when it is opened (backend.go).
 type Streams struct {
 	Conn *redisconn.Conn
-	Mode Mode
+	be   backend
 	// Defaults are the emulated server-level defaults once read (nil:
 	// not yet; see defaults.go).
 	Defaults *idmp.Defaults
-
-	plainReads bool // the info script was refused: read with plain commands
-	noScripts  bool // the guard script was refused: guard with WATCH (guard.go)
-	// guardDefaults are CONFIG GET stream-idmp-* once read (guard.go).
-	guardDefaults *idmp.Defaults
+	// nativeDefaults are CONFIG GET stream-idmp-* once read (the guard's
+	// settings carry-over, native.go).
+	nativeDefaults *idmp.Defaults
+	plainReads     bool  // the info script was refused: read with plain commands
+	maxBulk        int64 // the server's proto-max-bulk-len where known (a batch reads it)
 }
 
-// NewStreams prepares idempotent production in the requested mode, without
-// touching the server.
-func NewStreams(c *redisconn.Conn, requested Mode) (*Streams, error) {
-	switch requested {
-	case ModeAuto, ModeNative, ModeEmulated:
-		return &Streams{Conn: c, Mode: requested}, nil
-	}
-	return nil, exit.Usagef("invalid mode %d", requested)
-}
-
-// resolve settles the mode by asking the server what it is: auto is native
-// iff it has IDMP; native on a server without it is a usage error.
-func (s *Streams) resolve(ctx context.Context) error {
-	if s.Mode == ModeEmulated {
-		return nil
-	}
-	caps, err := s.Conn.Capabilities(ctx)
-	if err != nil {
-		return err
-	}
-	switch {
-	case s.Mode == ModeAuto && caps.NativeIDMP:
-		s.Mode = ModeNative
-	case s.Mode == ModeAuto:
-		s.Mode = ModeEmulated
-	case !caps.NativeIDMP:
-		what := strings.TrimSpace(caps.Product + " " + caps.Version)
-		if what == "" {
-			what = "the server"
-		}
-		e := exit.New(exit.Usage, "native IDMP", "%s has no XCFGSET (native IDMP needs Redis 8.6 or later)", what)
-		e.Hint = "use --mode emulated (or auto) to emulate IDMP with server-side Lua"
-		return e
-	}
-	return nil
-}
+// Mode is the mode the streams work in: native, emulated or multi.
+func (s *Streams) Mode() Mode { return s.be.mode() }
 
 // bound applies the connection's per-command timeout to one round trip.
 func (s *Streams) bound(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -258,46 +217,52 @@ func (s *Streams) bound(ctx context.Context) (context.Context, context.CancelFun
 	return s.Conn.Ctx(ctx)
 }
 
-// Add performs one idempotent add. A missing stream with NoMkStream is
-// exit.NotFound ("stream does not exist"); a key of another type is WRONGTYPE
-// (exit.Data).
-func (s *Streams) Add(ctx context.Context, req AddRequest) (AddResult, error) {
-	res, err := s.AddBatch(ctx, []AddRequest{req})
-	var be *BatchError
-	if errors.As(err, &be) {
-		err = be.Err
-	}
-	if err != nil {
-		return AddResult{}, err
-	}
-	return res[0], nil
+// AddOptions say how Add sends: Durability waits for replicas (or AOF)
+// after each round trip; Retries resends after a network error (an
+// idempotent add is safe to repeat: a repeat is its duplicate), and for as
+// long as the connection's timeout allows while a cluster's slot moves;
+// OnRetry hears of each (attempt 0: the first reply of a moving slot).
+type AddOptions struct {
+	Durability redisconn.Durability
+	Retries    int
+	OnRetry    func(attempt int, err error)
+	// NoOutcome: the caller needs the entry IDs alone (xadd's raw output,
+	// as redis-cli's): whether each add was a duplicate is not asked
+	// where that costs the server (native), and Duplicate may be false.
+	NoOutcome bool
 }
 
-// AddBatch performs many adds with few round trips and returns the results
-// in order: one round trip per run of up to maxRun requests to the same
-// stream with the same options. Requests are validated first; on a failure
-// at request i it returns the results before i and a *BatchError. Later
-// duplicates of earlier requests in the batch dedupe (R11).
-func (s *Streams) AddBatch(ctx context.Context, reqs []AddRequest) ([]AddResult, error) {
+// Add performs idempotent adds, with as few round trips as the requests
+// allow: one per run of up to maxRun requests to the same stream with the
+// same options. Requests are validated first, with Redis 8.6.3's texts; on
+// a failure at request i it returns the results before i and a
+// *BatchError (a single add's error is its own). A missing stream with
+// NoMkStream is exit.NotFound; a key of another type is WRONGTYPE
+// (exit.Data). Later duplicates of earlier requests dedupe (R11). With
+// Durability, an add that the replicas did not acknowledge stands on the
+// primary: its result comes with an error wrapping a
+// *redisconn.NotAckedError, and it is never retried.
+func (s *Streams) Add(ctx context.Context, o AddOptions, reqs ...AddRequest) ([]AddResult, error) {
+	fail := func(i int, err error) error {
+		err = exit.Wrap(err, "xadd "+strconv.Quote(reqs[i].Stream))
+		if len(reqs) == 1 {
+			return err
+		}
+		return &BatchError{Index: i, Err: err}
+	}
 	valid := len(reqs)
 	var verr error
 	for i, r := range reqs {
-		if err := r.Validate(); err != nil {
-			valid, verr = i, &BatchError{Index: i, Err: exit.Wrap(err, "xadd "+strconv.Quote(r.Stream))}
+		err := r.Validate()
+		if err == nil {
+			err = s.checkBulk(ctx, &reqs[i])
+		}
+		if err == nil {
+			err = s.be.fits(&reqs[i])
+		}
+		if err != nil {
+			valid, verr = i, fail(i, err)
 			break
-		}
-	}
-	if i, err := s.checkBulk(ctx, reqs[:valid]); err != nil {
-		valid, verr = i, &BatchError{Index: i, Err: exit.Wrap(err, "xadd "+strconv.Quote(reqs[i].Stream))}
-	}
-	// An add too big for the emulation's script is refused before anything
-	// is sent (in auto mode once the server proved to have no IDMP).
-	if i, err := checkFieldCounts(reqs[:valid]); err != nil && s.Mode != ModeNative {
-		if rerr := s.resolve(ctx); rerr != nil {
-			return nil, rerr
-		}
-		if s.Mode != ModeNative {
-			valid, verr = i, &BatchError{Index: i, Err: exit.Wrap(err, "xadd "+strconv.Quote(reqs[i].Stream))}
 		}
 	}
 	out := make([]AddResult, 0, valid)
@@ -306,51 +271,24 @@ func (s *Streams) AddBatch(ctx context.Context, reqs []AddRequest) ([]AddResult,
 		for end < valid && end-start < maxRun && reqs[end].sameRun(reqs[start]) {
 			end++
 		}
-		res, err := s.addRun(ctx, reqs[start:end])
+		var res []AddResult
+		err := redisconn.WithRetriesWithin(ctx, o.Retries, s.Conn.Timeout, func() error {
+			var err error
+			res, err = s.be.add(ctx, reqs[start:end], o)
+			return err
+		}, o.OnRetry)
+		for i := range res {
+			res[i].Mode = s.Mode()
+		}
 		out = append(out, res...)
 		if err != nil {
-			idx := start + len(res)
-			return out, &BatchError{Index: idx, Err: exit.Wrap(err, "xadd "+strconv.Quote(reqs[idx].Stream))}
+			// The request that failed; an error with every result (not
+			// acknowledged) is the run's last.
+			return out, fail(min(start+len(res), end-1), err)
 		}
 		start = end
 	}
 	return out, verr
-}
-
-// addRun adds one run of requests in the mode asked for. In auto mode the
-// emulated script first checks that the server has no IDMP of its own, and
-// refuses otherwise: the run then goes natively, and so does every later one.
-func (s *Streams) addRun(ctx context.Context, reqs []AddRequest) ([]AddResult, error) {
-	if s.Mode != ModeNative {
-		res, err := s.emulatedAddRun(ctx, reqs)
-		if s.Mode == ModeAuto && scriptsRefused(err) {
-			// A user who may not run scripts: the server says what it is.
-			if rerr := s.resolve(ctx); rerr != nil {
-				return nil, rerr
-			}
-			if s.Mode == ModeEmulated {
-				return res, err
-			}
-			s.noScripts = true
-			err = errNativeServer
-		}
-		if !errors.Is(err, errNativeServer) {
-			if err == nil && s.Mode == ModeAuto {
-				s.Mode = ModeEmulated
-			}
-			return res, err
-		}
-		s.Mode = ModeNative
-	}
-	res, err := s.nativeAddRun(ctx, reqs)
-	if err != nil && len(res) == 0 && exit.Code(err) != exit.Unavailable {
-		// A server without IDMP refuses XADD IDMP with a syntax error of its
-		// own: say what is missing instead.
-		if rerr := s.resolve(ctx); rerr != nil {
-			return nil, rerr
-		}
-	}
-	return res, err
 }
 
 // maxRun bounds the adds of one round trip, so one script call or MULTI
@@ -358,10 +296,10 @@ func (s *Streams) addRun(ctx context.Context, reqs []AddRequest) ([]AddResult, e
 const maxRun = 1000
 
 // sameRun reports whether two requests can share one round trip: the same
-// stream and the same NOMKSTREAM and trimming options.
+// stream, kind of iid and options.
 func (r AddRequest) sameRun(o AddRequest) bool {
 	return r.Stream == o.Stream && r.NoMkStream == o.NoMkStream && r.MaxLen == o.MaxLen &&
-		r.MinID == o.MinID && r.Approx == o.Approx && r.Limit == o.Limit
+		r.MinID == o.MinID && r.Approx == o.Approx && r.Limit == o.Limit && r.Auto == o.Auto && r.Deletion == o.Deletion
 }
 
 // errNoStream is the NOMKSTREAM outcome on a missing stream (R9).
@@ -373,17 +311,9 @@ func errNoStream() error {
 // stream is exit.NotFound. Its errors name nothing: the command that reads
 // (inspect, cfgset, purge --stream) says who failed.
 func (s *Streams) Info(ctx context.Context, stream string) (Info, error) {
-	if err := s.resolve(ctx); err != nil {
-		return Info{}, err
-	}
-	var info Info
-	var err error
-	if s.Mode == ModeNative {
-		info, err = s.nativeInfo(ctx, stream)
-	} else {
-		info, err = s.emulatedInfo(ctx, stream)
-	}
-	return info, err
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	return s.be.info(ctx, stream)
 }
 
 // validateCfg checks CfgSet's values with XCFGSET's texts (R7, Redis
@@ -408,16 +338,9 @@ func (s *Streams) CfgSet(ctx context.Context, stream string, duration, maxsize i
 	if err := validateCfg(duration, maxsize); err != nil {
 		return CfgResult{}, exit.Wrap(err, "cfgset "+strconv.Quote(stream))
 	}
-	if err := s.resolve(ctx); err != nil {
-		return CfgResult{}, err
-	}
-	var res CfgResult
-	var err error
-	if s.Mode == ModeNative {
-		res, err = s.nativeCfgSet(ctx, stream, duration, maxsize)
-	} else {
-		res, err = s.emulatedCfgSet(ctx, stream, duration, maxsize)
-	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	res, err := s.be.cfgSet(ctx, stream, duration, maxsize)
 	return res, exit.Wrap(err, "cfgset "+strconv.Quote(stream))
 }
 
@@ -425,16 +348,9 @@ func (s *Streams) CfgSet(ctx context.Context, stream string, duration, maxsize i
 // "", keeping settings, counters and entries (purge --stream). Natively only
 // all pids can be cleared. A missing stream is exit.NotFound.
 func (s *Streams) ClearTracking(ctx context.Context, stream, pid string) (int64, error) {
-	if err := s.resolve(ctx); err != nil {
-		return 0, err
-	}
-	var n int64
-	var err error
-	if s.Mode == ModeNative {
-		n, err = s.nativeClear(ctx, stream, pid)
-	} else {
-		n, err = s.emulatedClear(ctx, stream, pid)
-	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	n, err := s.be.clear(ctx, stream, pid)
 	return n, exit.Wrap(err, "purge --stream "+strconv.Quote(stream))
 }
 
@@ -442,44 +358,31 @@ func (s *Streams) ClearTracking(ctx context.Context, stream, pid string) (int64,
 // add: CONFIG GET stream-idmp-duration/-maxsize natively, idmpctl's
 // defaults key emulated (100/100 when unset).
 func (s *Streams) ServerDefaults(ctx context.Context) (duration, maxsize int64, err error) {
-	if err := s.resolve(ctx); err != nil {
-		return 0, 0, err
-	}
-	if s.Mode != ModeNative {
-		if err := s.loadDefaults(ctx); err != nil {
-			return idmp.DefaultDuration, idmp.DefaultMaxSize, err
-		}
-		return s.Defaults.Duration, s.Defaults.MaxSize, nil
-	}
-	return s.nativeDefaults(ctx)
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	return s.be.defaults(ctx)
 }
 
 // minProtoMaxBulkLen is the least proto-max-bulk-len a server takes (1mb):
 // only a longer argument makes checkBulk ask the server.
 const minProtoMaxBulkLen = 1 << 20
 
-// checkBulk refuses (65) the first request with an argument longer than
-// the server's proto-max-bulk-len, which the server would refuse for the
-// whole command by closing the connection. It asks the server (CONFIG GET,
-// once) only when an argument is over 1 MiB.
-func (s *Streams) checkBulk(ctx context.Context, reqs []AddRequest) (int, error) {
-	longest := func(r *AddRequest) int {
-		n := max(len(r.IID), len(r.PID))
-		for _, f := range r.Fields {
-			n = max(n, len(f))
-		}
-		return n
+// checkBulk refuses (65) a request with an argument longer than the
+// server's proto-max-bulk-len, which the server would refuse for the
+// whole command by closing the connection. It asks the server (CONFIG
+// GET, once) only when an argument is over 1 MiB.
+func (s *Streams) checkBulk(ctx context.Context, r *AddRequest) error {
+	n := max(len(r.IID), len(r.PID))
+	for _, f := range r.Fields {
+		n = max(n, len(f))
 	}
-	for i := range reqs {
-		n := longest(&reqs[i])
-		if n <= minProtoMaxBulkLen {
-			continue
-		}
-		if limit := s.Conn.ProtoMaxBulkLen(ctx); limit > 0 && int64(n) > limit {
-			e := exit.New(exit.Data, "", "a value of %d bytes: the server takes at most %d in one argument (proto-max-bulk-len)", n, limit)
-			e.Hint = "store the value elsewhere and add its reference, or raise the server's proto-max-bulk-len"
-			return i, e
-		}
+	if n <= minProtoMaxBulkLen {
+		return nil
 	}
-	return -1, nil
+	if limit := s.Conn.ProtoMaxBulkLen(ctx); limit > 0 && int64(n) > limit {
+		e := exit.New(exit.Data, "", "a value of %d bytes: the server takes at most %d in one argument (proto-max-bulk-len)", n, limit)
+		e.Hint = "store the value elsewhere and add its reference, or raise the server's proto-max-bulk-len"
+		return e
+	}
+	return nil
 }

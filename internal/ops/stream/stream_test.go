@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -108,51 +109,52 @@ func TestAutoIID(t *testing.T) {
 	}
 }
 
+// TestModeResolution: Open settles the mode once, from HELLO's reply: auto
+// is native where the server has IDMP, emulated elsewhere; native (or
+// multi) on a server without IDMP is a usage error naming it. Opening and
+// an add probe nothing the server rejects (no XCFGSET, no INFO).
 func TestModeResolution(t *testing.T) {
-	conn, _ := redistest.Conn(t)
-	ctx := context.Background()
+	conn, srv := redistest.Conn(t)
 	caps := redistest.Caps(t, conn)
 	native := caps.NativeIDMP
-	for _, c := range []struct {
-		requested, want Mode
-	}{
-		{ModeAuto, map[bool]Mode{true: ModeNative, false: ModeEmulated}[native]},
-		{ModeEmulated, ModeEmulated},
-	} {
-		s, err := NewStreams(conn, c.requested)
-		if err != nil || s.Mode != c.requested {
-			t.Fatalf("NewStreams(%v) = %v, %v: it must not decide before the server is asked", c.requested, s, err)
-		}
-		if got, err := s.Resolved(ctx); err != nil || got != c.want {
-			t.Errorf("Resolved(%v) = %v, %v; want %v", c.requested, got, err, c.want)
-		}
-	}
-	// The first add settles auto mode without a probe of its own.
-	s, _ := NewStreams(redistest.Connect(t, conn.Display), ModeAuto)
-	if _, err := s.Add(ctx, AddRequest{Stream: "s", PID: "p", IID: "i", Fields: []string{"f", "v"}}); err != nil {
+	ctx := context.Background()
+	if _, err := srv.Do("CONFIG", "RESETSTAT"); err != nil {
 		t.Fatal(err)
 	}
-	if want := map[bool]Mode{true: ModeNative, false: ModeEmulated}[native]; s.Mode != want {
-		t.Errorf("after an add in auto mode: %v, want %v", s.Mode, want)
+	fresh := redistest.Connect(t, conn.Display)
+	s, err := NewStreams(fresh, ModeAuto)
+	if want := map[bool]Mode{true: ModeNative, false: ModeEmulated}[native]; err != nil || s.Mode() != want {
+		t.Fatalf("auto: %v, %v; want %v", s, err, want)
+	}
+	if _, err := s.add1(ctx, AddRequest{Stream: "s", PID: "p", IID: "i", Fields: []string{"f", "v"}}); err != nil {
+		t.Fatal(err)
+	}
+	stats, _ := srv.Do("INFO", "commandstats")
+	for _, line := range strings.Split(fmt.Sprint(stats), "\n") {
+		// (A first EVALSHA fails with NOSCRIPT on a fresh server.)
+		if strings.HasPrefix(line, "cmdstat_info:") || strings.HasPrefix(line, "cmdstat_xcfgset") ||
+			strings.Contains(line, "cmdstat_") && !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.Contains(line, "rejected_calls=0,failed_calls=0") {
+			t.Errorf("an auto add asked: %s", strings.TrimSpace(line))
+		}
+	}
+	if s, err := NewStreams(conn, ModeEmulated); err != nil || s.Mode() != ModeEmulated {
+		t.Fatalf("emulated: %v, %v", s, err)
 	}
 	if native {
 		return
 	}
-	s, _ = NewStreams(conn, ModeNative)
-	_, err := s.Resolved(ctx)
-	if exit.Code(err) != exit.Usage || !strings.Contains(err.Error(), caps.Product+" "+caps.Version+" has no XCFGSET") {
-		t.Errorf("native on %s %s: err = %v", caps.Product, caps.Version, err)
-	}
-	_, err = s.Add(ctx, AddRequest{Stream: "s2", PID: "p", IID: "i", Fields: []string{"f", "v"}})
-	if exit.Code(err) != exit.Usage || !strings.Contains(err.Error(), "has no XCFGSET") {
-		t.Errorf("a native add on %s %s: err = %v, want the usage error", caps.Product, caps.Version, err)
+	for _, m := range []Mode{ModeNative} {
+		_, err := NewStreams(conn, m)
+		if exit.Code(err) != exit.Usage || !strings.Contains(err.Error(), caps.Product+" "+caps.Version+" has no XCFGSET") {
+			t.Errorf("%v on %s %s: err = %v", m, caps.Product, caps.Version, err)
+		}
 	}
 }
 
 // TestAddBatchValidatesFirst: an invalid request stops the batch before
 // anything is sent, with its index; no server is needed to see that.
 func TestAddBatchValidatesFirst(t *testing.T) {
-	s := &Streams{Conn: &redisconn.Conn{}, Mode: ModeEmulated}
+	s := streamsOf(&redisconn.Conn{}, ModeEmulated, nil)
 	res, err := s.AddBatch(context.Background(), []AddRequest{{Stream: "s", PID: "p"}})
 	var be *BatchError
 	if len(res) != 0 || !errors.As(err, &be) || be.Index != 0 || exit.Code(err) != exit.Usage {

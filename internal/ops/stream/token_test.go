@@ -146,13 +146,13 @@ func TestTokenPermissions(t *testing.T) {
 			t.Fatal(err)
 		}
 		conn := redistest.Connect(t, strings.Replace(srv.URL, "unix://", "unix://"+name+":pw@", 1))
-		return &Streams{Conn: conn, Mode: ModeEmulated}
+		return streamsOf(conn, ModeEmulated, nil)
 	}
 	s := h.key("s")
 	l, _ := idmp.StateKeys(s, false)
 
 	noGroup := user("no-xgroup", "-xgroup")
-	r, err := noGroup.Add(ctx, AddRequest{Stream: s, PID: "p", IID: "a", Fields: []string{"f", "v"}})
+	r, err := noGroup.add1(ctx, AddRequest{Stream: s, PID: "p", IID: "a", Fields: []string{"f", "v"}})
 	if err != nil || r.Duplicate {
 		t.Fatalf("add without XGROUP: %+v, %v", r, err)
 	}
@@ -161,13 +161,13 @@ func TestTokenPermissions(t *testing.T) {
 	}
 	// Its state still dedupes, and a rebuilt stream of other entries is
 	// still told by the snapshot.
-	if r, err := noGroup.Add(ctx, AddRequest{Stream: s, PID: "p", IID: "a", Fields: []string{"f", "v"}}); err != nil || !r.Duplicate {
+	if r, err := noGroup.add1(ctx, AddRequest{Stream: s, PID: "p", IID: "a", Fields: []string{"f", "v"}}); err != nil || !r.Duplicate {
 		t.Fatalf("repeat without XGROUP: %+v, %v", r, err)
 	}
 	h.rdb.Del(ctx, s)
 	h.plainXAdd(t, s)
 	h.plainXAdd(t, s)
-	if r, err := noGroup.Add(ctx, AddRequest{Stream: s, PID: "p", IID: "a", Fields: []string{"f", "v"}}); err != nil || r.Duplicate {
+	if r, err := noGroup.add1(ctx, AddRequest{Stream: s, PID: "p", IID: "a", Fields: []string{"f", "v"}}); err != nil || r.Duplicate {
 		t.Fatalf("add to a rebuilt stream without XGROUP: %+v, %v", r, err)
 	}
 
@@ -176,7 +176,7 @@ func TestTokenPermissions(t *testing.T) {
 	id := h.mustNew(t, t2, "p", "a")
 	noRead := user("no-xinfo", "-xinfo|consumers")
 	before := serverDump(t, h.rdb)
-	if r, err := noRead.Add(ctx, AddRequest{Stream: t2, PID: "p", IID: "a", Fields: []string{"f", "v"}}); err != nil || !r.Duplicate || r.ID != id {
+	if r, err := noRead.add1(ctx, AddRequest{Stream: t2, PID: "p", IID: "a", Fields: []string{"f", "v"}}); err != nil || !r.Duplicate || r.ID != id {
 		t.Fatalf("repeat without XINFO CONSUMERS: %+v, %v", r, err)
 	}
 	after := serverDump(t, h.rdb)

@@ -49,6 +49,7 @@ var environment = []envVar{
 	{"IDMPCTL_FORCE_TTY", "When set, stdin, stdout and stderr are treated as terminals: table output, progress lines and confirmation prompts (for tests and demos)."},
 	{"COLUMNS", "The width of a terminal forced with IDMPCTL_FORCE_TTY (default 80), to which tables and views are cut. A real terminal's own width wins; without a terminal, -o table is not cut."},
 	{"GOGC, GOMEMLIMIT", "When either is set, inspect --match and purge keep the Go runtime's garbage-collector settings instead of tuning them for long scans."},
+	{"GOMAXPROCS", "When set, the Go runtime's threads as it says. Unset, a command of a few round trips (xadd without --batch, claim, cfgset, the calculators) runs on one: a server on the same machine then spends less CPU on it."},
 	{"IDMPCTL_KEY, IDMPCTL_TOKEN, IDMPCTL_ATTEMPT", "Set by claim run for the command it runs: the claimed key, the claim's fencing token and the attempt number."},
 }
 

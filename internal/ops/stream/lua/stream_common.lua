@@ -215,12 +215,12 @@ end
 -- anything is written. Servers without it (Redis 6.2) run the writes
 -- unchecked: inspect --server says "available-unchecked" there (docs/emulated.md,
 -- "Permissions").
-local function denied(checks)
+local function denied(checks, who)
   if not redis.acl_check_cmd then return nil end
   for _, c in ipairs(checks) do
     if not redis.acl_check_cmd(unpack(c)) then
       return redis.error_reply('NOPERM this user has no permission to run the ' .. string.upper(c[1]) ..
-        ' command on key ' .. c[2] .. ', which emulated IDMP needs: nothing was written')
+        ' command on key ' .. (c[1] == 'XINFO' and c[3] or c[2]) .. ', which ' .. (who or 'emulated IDMP') .. ' needs: nothing was written')
     end
   end
   return nil

@@ -7,8 +7,6 @@
 -- and the stream's index of progress records.
 -- NOMK ('1'|''), TRIM ('MAXLEN'|'MINID'|''), TRIM_OP '='|'~', THRESHOLD,
 -- LIMIT (''|n), for every item.
--- CHECK_NATIVE: '1' to refuse on a server that has IDMP of its own (auto
--- mode).
 -- A batch chunk's progress (FROM '' for none): FROM lines done before it,
 -- TO lines done after it, the DIGEST of those lines, DROP the lines done
 -- before the chunk whose stored replies go now ('' none), PROGRESS_TTL how
@@ -27,8 +25,7 @@
 -- (message). Items before a stop stay written, and tracked. One string,
 -- not three values an item: a reply of thousands of elements costs the
 -- server more than the adds.
--- Refusals, with nothing written: {'N'} the server has native IDMP (CHECK_NATIVE);
--- {'D'} the stream's state starts now and the server-level defaults, the
+-- Refusals, with nothing written: {'D'} the stream's state starts now and the server-level defaults, the
 -- last two arguments, were not given;
 -- {'P', lines} the progress record stands at another line count (a chunk
 -- sent again after it was committed, or another run of the same batch);
@@ -43,13 +40,6 @@
 ------------------------------------------------------------------------
 -- Part 1: everything that can fail. Nothing is written before part 2.
 ------------------------------------------------------------------------
-
--- A command the server does not know is "Unknown" to a script; one it knows
--- fails on its arity first (before ACL checks), and changes nothing.
-if CHECK_NATIVE == '1' then
-  local r = redis.pcall('XCFGSET')
-  if not (type(r) == 'table' and r.err and string.find(r.err, 'nknown', 1, true)) then return { 'N' } end
-end
 
 -- Small integers recur on every item (pid index, field count): each string
 -- is converted once.

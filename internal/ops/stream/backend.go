@@ -1,0 +1,233 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+	"github.com/redis/go-redis/v9"
+)
+
+// backend is how one mode does idempotent production. Streams picks one when
+// it is opened (Open), and nothing downstream asks the mode again: native
+// (native.go: Redis 8.6's own IDMP: a single add by MULTI/EXEC, tx.go,
+// the rest through one script that also guards streams still holding
+// emulated state) and emulated (emulated.go: idmpctl's Lua emulation).
+//
+// A user who may not run scripts (EVALSHA denied, or renamed away) adds
+// natively one add at a time, which needs no script (unless the stream
+// holds emulated state); xadd --batch and exec's runs of adds need one, and
+// are refused with the server's words (NOPERM 77; scripting renamed away
+// 78), nothing written. Emulated IDMP is scripts.
+type backend interface {
+	mode() Mode
+	// fits refuses, before anything is sent, a request this mode cannot
+	// send (an emulated add with more fields than XADD from Lua takes).
+	fits(r *AddRequest) error
+	// iidOf is the iid a result of r names ("" where the server does not
+	// tell it: native IDMPAUTO).
+	iidOf(r *AddRequest) string
+	// add adds one run (sameRun, validated) and waits as o asks; the
+	// results carry the acknowledgement (see judge).
+	add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]AddResult, error)
+	// addCall is the script call that adds one run and, for a chunk of
+	// xadd --batch, moves its progress record (cp); outcomes asks each
+	// add's outcome (exec needs only the IDs). parse reads its reply.
+	addCall(reqs []AddRequest, cp *chunkProgress, outcomes bool) (call *redisconn.Call, parse replyParser, err error)
+	// ready learns, once, what calls made without a round trip of their
+	// own must carry (emulated: the server-level defaults).
+	ready(ctx context.Context) error
+	info(ctx context.Context, stream string) (Info, error)
+	cfgSet(ctx context.Context, stream string, duration, maxsize int64) (CfgResult, error)
+	clear(ctx context.Context, stream, pid string) (int64, error)
+	defaults(ctx context.Context) (duration, maxsize int64, err error)
+}
+
+// replyParser reads the reply of an add call into its results.
+type replyParser func(v any) ([]AddResult, error)
+
+// Open prepares idempotent production in the requested mode on c: emulated
+// at once; auto and native once the server says what it is (HELLO),
+// which Open asks only when the connection does not know yet. Then it is
+// the first use that asks, and a single add asks in the round trip of its
+// own first check (unsettled): never a round trip of its own. Auto is
+// native when the server has IDMP, emulated otherwise; native on a server
+// without IDMP is a usage error.
+func Open(ctx context.Context, c *redisconn.Conn, requested Mode) (*Streams, error) {
+	s := &Streams{Conn: c}
+	if requested == ModeEmulated {
+		s.be = emulated{s}
+		return s, nil
+	}
+	s.be = unsettled{s, requested}
+	if _, known := c.KnownCapabilities(); known {
+		return s, s.Settle(ctx)
+	}
+	return s, nil
+}
+
+// Settle settles the mode now, where the first use has not yet.
+func (s *Streams) Settle(ctx context.Context) error {
+	u, ok := s.be.(unsettled)
+	if !ok {
+		return nil
+	}
+	caps, err := s.Conn.Capabilities(ctx)
+	switch {
+	case err != nil:
+		return err
+	case u.want == ModeAuto && !caps.NativeIDMP:
+		s.be = emulated{s}
+	case !caps.NativeIDMP:
+		what := strings.TrimSpace(caps.Product + " " + caps.Version)
+		e := exit.New(exit.Usage, u.want.String()+" IDMP", "%s has no XCFGSET (native IDMP needs Redis 8.6 or later)", what)
+		e.Hint = "use --mode emulated (or auto) to emulate IDMP with server-side Lua"
+		return e
+	default:
+		s.be = native{s}
+	}
+	return nil
+}
+
+// unsettled is the backend of streams whose mode the server has not said
+// yet (Open): each use settles it first, and a single add learns it from a
+// HELLO in the round trip of its emulated-state check (multi.tx), where a
+// native add goes on.
+type unsettled struct {
+	*Streams
+	want Mode
+}
+
+// errNotNative stops a single add whose HELLO settled a mode that is not
+// native: it goes on in that mode.
+var errNotNative = errors.New("the mode settled is not native")
+
+func (u unsettled) mode() Mode               { return u.want }
+func (unsettled) fits(*AddRequest) error     { return nil } // the emulated script refuses too
+func (unsettled) iidOf(r *AddRequest) string { return r.IID }
+func (u unsettled) ready(ctx context.Context) error {
+	if err := u.Settle(ctx); err != nil {
+		return err
+	}
+	return u.be.ready(ctx)
+}
+
+func (u unsettled) addCall([]AddRequest, *chunkProgress, bool) (*redisconn.Call, replyParser, error) {
+	return nil, nil, exit.New(exit.Internal, "", "a script call before the mode was settled (Settle)")
+}
+
+func (u unsettled) add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]AddResult, error) {
+	if len(reqs) == 1 && len(reqs[0].Fields) <= idmp.MaxEmulatedFieldArgs {
+		res, ack, err := native{u.Streams}.tx(ctx, reqs, o, func(p redis.Pipeliner) func() error {
+			learned := u.Conn.QueueHello(ctx, p)
+			return func() error {
+				if err := learned(); err != nil {
+					return err
+				}
+				if err := u.Settle(ctx); err != nil {
+					return err
+				}
+				if u.Mode() != ModeNative {
+					return errNotNative
+				}
+				return nil
+			}
+		})
+		if !errors.Is(err, errNotNative) && !errors.Is(err, errStateHeld) {
+			return judge(res, err, o.Durability, ack)
+		}
+	}
+	if err := u.Settle(ctx); err != nil {
+		return nil, err
+	}
+	return u.be.add(ctx, reqs, o)
+}
+
+func (u unsettled) info(ctx context.Context, stream string) (Info, error) {
+	if err := u.Settle(ctx); err != nil {
+		return Info{}, err
+	}
+	return u.be.info(ctx, stream)
+}
+
+func (u unsettled) cfgSet(ctx context.Context, stream string, duration, maxsize int64) (CfgResult, error) {
+	if err := u.Settle(ctx); err != nil {
+		return CfgResult{}, err
+	}
+	return u.be.cfgSet(ctx, stream, duration, maxsize)
+}
+
+func (u unsettled) clear(ctx context.Context, stream, pid string) (int64, error) {
+	if err := u.Settle(ctx); err != nil {
+		return 0, err
+	}
+	return u.be.clear(ctx, stream, pid)
+}
+
+func (u unsettled) defaults(ctx context.Context) (int64, int64, error) {
+	if err := u.Settle(ctx); err != nil {
+		return 0, 0, err
+	}
+	return u.be.defaults(ctx)
+}
+
+// runCall is add for a mode of scripts: one call for the run, run by the
+// connection's executor (redisconn.Conn.Run) in one round trip with the
+// wait d asks for, its reply read, its acknowledgement judged.
+func (s *Streams) runCall(ctx context.Context, reqs []AddRequest, o AddOptions) ([]AddResult, error) {
+	d := o.Durability
+	var call *redisconn.Call
+	var parse replyParser
+	var ack redisconn.Ack
+	var err error
+	for try := 0; try < 2; try++ {
+		// The keys depend on whether the server is a cluster node, which a
+		// redirect may teach (Run follows it): then the call is made again.
+		cluster := s.Conn.Cluster()
+		if call, parse, err = s.be.addCall(reqs, nil, !o.NoOutcome); err != nil {
+			return nil, err
+		}
+		ack, err = s.Conn.Run(ctx, redisconn.RunOpts{Key: reqs[0].Stream, Durability: d, Eviction: s.Conn.WatchEviction}, call)
+		if err == nil {
+			err = call.Cmd.Err()
+		}
+		if err == nil || cluster || !s.Conn.Cluster() {
+			break
+		}
+	}
+	if err != nil {
+		return nil, scriptErr(err)
+	}
+	res, err := parse(call.Cmd.Val())
+	return judge(res, err, d, ack)
+}
+
+// judge gives durable adds their acknowledgement, and the error of those
+// the replicas did not acknowledge: they stand on the primary, and the same
+// adds are safe to repeat once the replicas are back.
+func judge(res []AddResult, err error, d redisconn.Durability, ack redisconn.Ack) ([]AddResult, error) {
+	if !d.On() || len(res) == 0 {
+		return res, err
+	}
+	for i := range res {
+		res[i].Ack = &ack
+	}
+	var na *redisconn.NotAckedError
+	if err != nil || !errors.As(d.Check(ack), &na) {
+		return res, err
+	}
+	story := fmt.Sprintf("%d adds were made on the primary but could be lost in a failover", len(res))
+	switch r := res[0]; {
+	case len(res) > 1:
+	case r.Duplicate:
+		story = fmt.Sprintf("the add is a duplicate of entry %s, which could be lost in a failover", r.ID)
+	default:
+		story = fmt.Sprintf("entry %s was added on the primary but could be lost in a failover", r.ID)
+	}
+	return res, &exit.Error{Code: na.Code(), Err: fmt.Errorf("%w: %s", na, story),
+		Hint: "the same add is safe to repeat (it is recognised as a duplicate): repeat it once the replicas are back"}
+}

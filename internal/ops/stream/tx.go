@@ -1,0 +1,224 @@
+package stream
+
+// A native single add without a script: one MULTI/EXEC, [XINFO, XADD,
+// XINFO] (an add a duplicate iff iids-duplicates grew across it; the XADD
+// alone when the outcome is not asked). A MULTI cannot look before it
+// writes, so the upgrade guard is WATCH: the stream's emulated state keys
+// are watched and checked absent first; while they exist the add goes
+// through the native add script instead (native.go), which consults them.
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+	"github.com/redis/go-redis/v9"
+)
+
+func nativeXAddArgs(r AddRequest) *redis.XAddArgs {
+	// Validate has run: a pid plus exactly one of IID/Auto, so go-redis cannot
+	// fall back to a plain XADD.
+	return &redis.XAddArgs{
+		Stream:         r.Stream,
+		NoMkStream:     r.NoMkStream,
+		MaxLen:         r.MaxLen,
+		MinID:          r.MinID,
+		Approx:         r.Approx,
+		Limit:          r.Limit,
+		Values:         r.Fields,
+		ProducerID:     r.PID,
+		IdempotentID:   r.IID,
+		IdempotentAuto: r.Auto,
+	}
+}
+
+// maxGuardAborts bounds the EXECs of one run that a write to the
+// stream's emulated state keys aborts.
+const maxGuardAborts = 20
+
+// errStateHeld is tx's refusal: the stream holds emulated IDMP state, and
+// nothing was written.
+var errStateHeld = errors.New("the stream holds emulated IDMP state")
+
+// tx adds one run by MULTI/EXEC on a connection of its own to the stream's
+// primary: first, in one round trip, the stream's emulated state keys are
+// WATCHed and checked absent (and the eviction settings read, for xadd's
+// warning); then MULTI [XINFO, (XADD, XINFO)...] EXEC, which does not run
+// if state appeared meanwhile; with d, WAIT (or WAITAOF) after it on the
+// same connection. While the stream holds emulated state it is
+// errStateHeld. No script runs: the cheapest single add there is (the
+// server runs a script's first lines cold, each time, at a cost of
+// several commands: docs/speed.md). first, when set, adds commands to the
+// check's round trip and says, once its replies are read, whether tx goes
+// on (nil) or not (its error).
+func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first func(redis.Pipeliner) func() error) ([]AddResult, redisconn.Ack, error) {
+	d := o.Durability
+	stream := reqs[0].Stream
+	l, lerr := idmp.StateKeys(stream, s.Conn.Cluster()) // lerr: no state key can exist for it
+	for attempt := 0; ; attempt++ {
+		var out []AddResult
+		var ack redisconn.Ack
+		var readErr error
+		aborted := false
+		err := s.Conn.OnNode(ctx, stream, d, func(ctx context.Context, cn *redis.Conn) error {
+			var held, exists *redis.IntCmd
+			note := func() {}
+			goOn := func() error { return nil }
+			_, err := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
+				if first != nil {
+					goOn = first(p)
+				}
+				note = s.Conn.QueueEviction(ctx, p)
+				if !o.NoOutcome {
+					exists = p.Exists(ctx, stream) // XINFO before the add only then
+				}
+				if lerr == nil {
+					p.Do(ctx, "WATCH", l.Meta, l.PIDs)
+					held = p.Exists(ctx, l.Meta, l.PIDs)
+				}
+				return nil
+			})
+			note()
+			if err := goOn(); err != nil {
+				return err
+			}
+			if held != nil {
+				if err := held.Err(); err != nil {
+					return err // the check failed (NOPERM, MOVED), or the round trip did
+				}
+				if held.Val() > 0 {
+					_ = cn.Do(ctx, "UNWATCH").Err()
+					return errStateHeld
+				}
+			} else if err != nil && !errors.As(err, new(redis.Error)) {
+				return err
+			}
+			var t nativeTx
+			_, _ = cn.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				t = queueNativeAdds(ctx, p, reqs, !o.NoOutcome, exists != nil && exists.Val() > 0)
+				return nil
+			})
+			first := t.adds[0].Err()
+			if errors.Is(first, redis.TxFailedErr) {
+				aborted = true
+				return nil
+			}
+			if first != nil && !errors.Is(first, redis.Nil) && !errors.As(first, new(redis.Error)) {
+				return first // the round trip failed
+			}
+			// The adds' own errors (WRONGTYPE, NOMKSTREAM's nil) are read.
+			out, readErr = t.read(reqs)
+			if len(out) > 0 && d.On() {
+				ack = s.Conn.WaitOn(ctx, cn, d)
+			}
+			return nil
+		})
+		switch {
+		case aborted && attempt < maxGuardAborts:
+			continue
+		case aborted:
+			return nil, ack, exit.New(exit.Busy, "", "the stream's emulated IDMP state keys kept changing between the check and the add (%d tries)", attempt+1)
+		case err != nil:
+			return nil, ack, err
+		case readErr != nil:
+			return out, ack, readErr
+		}
+		return out, ack, s.nativeOriginals(ctx, stream, out)
+	}
+}
+
+// nativeTx is the commands of one native MULTI/EXEC of adds.
+type nativeTx struct {
+	infos []*redis.XInfoStreamCmd
+	adds  []*redis.StringCmd
+}
+
+// queueNativeAdds queues [XINFO, (XADD, XINFO)...] for one stream's adds,
+// the first XINFO only for a stream that exists (one that does not has no
+// duplicate to count, and XINFO would fail), or the XADDs alone without
+// outcomes.
+func queueNativeAdds(ctx context.Context, p redis.Pipeliner, reqs []AddRequest, outcomes, exists bool) nativeTx {
+	tx := nativeTx{adds: make([]*redis.StringCmd, len(reqs))}
+	if outcomes {
+		var before *redis.XInfoStreamCmd
+		if exists {
+			before = p.XInfoStream(ctx, reqs[0].Stream)
+		}
+		tx.infos = append(tx.infos, before)
+	}
+	for i, r := range reqs {
+		tx.adds[i] = p.XAdd(ctx, nativeXAddArgs(r))
+		if outcomes {
+			tx.infos = append(tx.infos, p.XInfoStream(ctx, reqs[0].Stream))
+		}
+	}
+	return tx
+}
+
+// read reads the adds' replies, in order, up to the first that failed.
+func (tx nativeTx) read(reqs []AddRequest) ([]AddResult, error) {
+	// The first XINFO fails when the stream does not exist yet: no duplicate
+	// is possible then, so the count before is 0.
+	var prev int64
+	if tx.infos != nil && tx.infos[0] != nil {
+		if v, err := tx.infos[0].Result(); err == nil {
+			prev = v.IIDsDuplicates
+		}
+	}
+	out := make([]AddResult, 0, len(reqs))
+	for i, r := range reqs {
+		id, err := tx.adds[i].Result()
+		if errors.Is(err, redis.Nil) {
+			return out, errNoStream()
+		} else if err != nil {
+			return out, err
+		}
+		if tx.infos == nil {
+			out = append(out, AddResult{ID: id, IID: r.IID})
+			continue
+		}
+		after, err := tx.infos[i+1].Result()
+		if err != nil {
+			return out, exit.New(exit.Internal, "XINFO STREAM after XADD", "%v", err)
+		}
+		out = append(out, AddResult{ID: id, IID: r.IID, Duplicate: after.IIDsDuplicates > prev})
+		prev = after.IIDsDuplicates
+	}
+	return out, nil
+}
+
+// nativeOriginals fills OriginalExists of the duplicates with XRANGE id id.
+func (s *Streams) nativeOriginals(ctx context.Context, stream string, res []AddResult) error {
+	ranges := make(map[int]*redis.XMessageSliceCmd)
+	_, err := s.Conn.Client().Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, r := range res {
+			if r.Duplicate {
+				ranges[i] = p.XRangeN(ctx, stream, r.ID, r.ID, 1)
+			}
+		}
+		return nil
+	})
+	if len(ranges) == 0 {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for i, c := range ranges {
+		res[i].OriginalExists = len(c.Val()) > 0
+	}
+	return nil
+}
+
+// errStateNeedsScripts refuses an add to a stream that holds emulated
+// state, for a user who may not run the guard script.
+func errStateNeedsScripts(stream string) error {
+	e := exit.New(exit.Config, "", "stream %s holds emulated IDMP state, and this user may not run the script that keeps its iids from being added again natively: nothing was written", strconv.Quote(stream))
+	// No "wait until its DURATION has passed": the state's keys have no
+	// TTL and stay past it, until a script (migrate) removes them.
+	e.Hint = "migrate it first with a user who may run scripts (idmpctl migrate " + strconv.Quote(stream) + ": once its DURATION has passed, that only removes it), or grant this user EVALSHA and EVAL"
+	return e
+}
