@@ -72,9 +72,10 @@ test-soak-native: redis-server
 
 # The suite again with valkey-server as the test server (emulated IDMP,
 # Valkey's INFO and texts; redis-cli still forms the cluster). No -race, to
-# stay quick. .ci/run installs valkey-server from bookworm-backports.
+# stay quick. .ci/run installs valkey-server from bookworm-backports
+# (scripts/install-redis.sh valkey).
 test-valkey:
-	@command -v valkey-server >/dev/null || { echo 'test-valkey: valkey-server not found (apt-get install -t bookworm-backports valkey-server)'; exit 1; }
+	@command -v valkey-server >/dev/null || { echo 'test-valkey: valkey-server not found (bash scripts/install-redis.sh valkey, as root)'; exit 1; }
 	IDMPCTL_TEST_REDIS_SERVER=valkey-server $(GO) test -count=1 -timeout 20m ./...
 
 test-short:

@@ -137,7 +137,12 @@ func run(f *Factory, args []string) int {
 	defer f.close()
 	root := newRoot(f, verbOf(args))
 	root.SetArgs(args)
+	var typo error
+	refuseTyposWithHelp(root, &typo)
 	err := root.ExecuteContext(context.Background())
+	if err == nil {
+		err = typo
+	}
 	ios := f.IOStreams()
 	if lost := ios.OutputLost(); lost != nil && !f.outputTold &&
 		(err == nil || exit.Code(err) == exit.Done || ios.IsOutputError(err)) {

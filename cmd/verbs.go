@@ -69,6 +69,22 @@ func refuseUnknownVerbs(c *cobra.Command) {
 	}
 }
 
+// refuseTyposWithHelp does for --help what refuseUnknownVerbs does
+// without it: cobra answers "idmpctl consumee --help" and "claim acquir
+// --help" before any RunE, with the group's help and 0. The help of a group
+// given an argument that names none of its verbs prints nothing and sets
+// *typo to the usage error, which the run returns.
+func refuseTyposWithHelp(root *cobra.Command, typo *error) {
+	help := root.HelpFunc()
+	root.SetHelpFunc(func(c *cobra.Command, args []string) {
+		if a := c.Flags().Args(); c.HasSubCommands() && len(a) > 0 {
+			*typo = unknownVerb(c, a[0])
+			return
+		}
+		help(c, args)
+	})
+}
+
 // unknownVerb is the usage error for name, which is none of c's verbs:
 // the verbs and help topics it may have meant (cobra's suggestions, a name
 // within two edits or starting with what was typed, and a verb it starts

@@ -12,11 +12,22 @@
 #
 # A second run finds both and does nothing. IDMPCTL_SKIP_REDIS86=1 skips the
 # 8.6 build (make test then fails its native pass, saying so).
+#
+# "install-redis.sh valkey" installs valkey-server from bookworm-backports
+# instead (.ci/run), or fails saying why.
+#
+# The machine's apt sources are never changed: experimental's deb-src line
+# and the backports line are written to lists of the build's own in
+# $APT_DIR (default ~/.cache/idmpctl/apt), on the mirror the machine's own
+# Debian source names, and apt reads them with index files of their own
+# there (private_apt). Sourced (source install-redis.sh), it defines its
+# functions and installs nothing.
 set -euo pipefail
 
 REDIS86_VERSION=8.6.3
 REDIS86_DEB_VERSION=5:8.6.3-1
 REDIS86_DIR=${REDIS86_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/idmpctl/redis-$REDIS86_VERSION}
+APT_DIR=${APT_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/idmpctl/apt}
 
 root() { [ "$(id -u)" = 0 ]; }
 
@@ -47,15 +58,14 @@ build_redis86() {
   fi
   export DEBIAN_FRONTEND=noninteractive
   echo "building Redis $REDIS86_VERSION from Debian's source package into $REDIS86_DIR (about a minute)" >&2
-  local list=/etc/apt/sources.list.d/idmpctl-experimental-src.list
-  grep -rqs experimental /etc/apt/sources.list /etc/apt/sources.list.d/ ||
-    echo 'deb-src http://deb.debian.org/debian experimental main' > "$list"
-  apt-get update -qq
-  apt-get install -y -qq build-essential pkg-config libssl-dev tcl >/dev/null
+  apt-get install -y -qq build-essential pkg-config libssl-dev tcl >/dev/null 2>&1 ||
+    { apt-get update -qq && apt-get install -y -qq build-essential pkg-config libssl-dev tcl >/dev/null; }
   local work
   work=$(mktemp -d)
-  trap 'rm -rf "$work"' RETURN
-  (cd "$work" && apt-get source -qq --download-only "redis=$REDIS86_DEB_VERSION" >/dev/null 2>&1) || {
+  trap 'rm -rf "$work"; trap - RETURN' RETURN
+  private_list redis86 "$(codename)" deb-src experimental >&2 || exit 1
+  { private_apt redis86 apt-get update -qq &&
+    (cd "$work" && private_apt redis86 apt-get source -qq --download-only "redis=$REDIS86_DEB_VERSION" >/dev/null 2>&1); } || {
     echo "apt-get source redis=$REDIS86_DEB_VERSION failed (is experimental's deb-src reachable?)" >&2
     exit 1
   }
@@ -99,10 +109,81 @@ install_luacheck() {
   apt-get install -y -qq lua-check >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq lua-check >/dev/null; }
 }
 
-install_debian_redis
-install_luacheck
-if [ "${IDMPCTL_SKIP_REDIS86:-}" != 1 ]; then
-  build_redis86
-  install_tcl
-  "$REDIS86_DIR/bin/redis-server" --version
+# codename is this system's release (bookworm), from /etc/os-release.
+# shellcheck source=/dev/null
+codename() { (. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}"); }
+
+# debian_mirror CODENAME prints the URI of the machine's own Debian archive:
+# that of the first source apt reads (sources.list, sources.list.d/*.list
+# and *.sources, as apt itself parses them) for the release CODENAME.
+debian_mirror() {
+  # shellcheck disable=SC2016 # $(FIELD) is apt's format, not the shell's
+  apt-get indextargets --no-release-info --format '$(TARGET_OF) $(RELEASE) $(REPO_URI)' |
+    awk -v r="$1" '$1 == "deb" && $2 == r { print $3; exit }'
+}
+
+# private_list NAME CODENAME TYPE SUITE... writes $APT_DIR/NAME.list, a
+# "TYPE MIRROR SUITE main" line per SUITE on the machine's own Debian
+# mirror, or fails saying there is none.
+private_list() {
+  local name=$1 mirror suite
+  mirror=$(debian_mirror "$2")
+  if [ -z "$mirror" ]; then
+    echo "no Debian source for ${2:-this release} in this machine's apt configuration to take a mirror from"
+    return 1
+  fi
+  mkdir -p "$APT_DIR/$name.lists/partial"
+  for suite in "${@:4}"; do echo "$3 $mirror $suite main"; done >"$APT_DIR/$name.list"
+}
+
+# private_apt NAME apt-get|apt-cache ARGS... runs apt on $APT_DIR/NAME.list
+# alone, with its index files in $APT_DIR/NAME.lists and no binary caches
+# (10 minutes at most): the machine's sources, lists and caches are neither
+# read nor changed. What it installs goes into the system's dpkg database,
+# as any install. apt's download user (_apt) may not enter a home
+# directory, so it downloads as the caller (as it would, with a warning).
+private_apt() {
+  local name=$1 tool=$2
+  timeout 600 "$tool" -o Dir::Etc::sourcelist="$APT_DIR/$name.list" -o Dir::Etc::sourceparts=- \
+    -o Dir::State::Lists="$APT_DIR/$name.lists" -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= \
+    -o APT::Sandbox::User="$(id -un)" "${@:3}"
+}
+
+# install_valkey installs valkey-server from bookworm-backports (Debian 12
+# has no Valkey otherwise), on a private list of bookworm and its
+# backports (the dependencies come from bookworm), or prints why not and
+# fails.
+install_valkey() {
+  command -v valkey-server >/dev/null && return 0
+  root || { echo "not root"; return 1; }
+  command -v apt-get >/dev/null || { echo "no apt-get"; return 1; }
+  local release
+  release=$(codename)
+  [ "$release" = bookworm ] || { echo "not Debian bookworm (${release:-unknown})"; return 1; }
+  private_list valkey "$release" deb "$release" "$release-backports" || return 1
+  export DEBIAN_FRONTEND=noninteractive
+  private_apt valkey apt-get update -qq || { echo "apt-get update failed"; return 1; }
+  private_apt valkey apt-get install -y -qq -t "$release-backports" valkey-server >/dev/null ||
+    { echo "apt-get install failed"; return 1; }
+  # The package may start a system service; the tests start their own servers.
+  service valkey-server stop >/dev/null 2>&1 || true
+  command -v valkey-server >/dev/null || { echo "valkey-server still missing"; return 1; }
+}
+
+main() {
+  if [ "${1:-}" = valkey ]; then
+    install_valkey
+    return
+  fi
+  install_debian_redis
+  install_luacheck
+  if [ "${IDMPCTL_SKIP_REDIS86:-}" != 1 ]; then
+    build_redis86
+    install_tcl
+    "$REDIS86_DIR/bin/redis-server" --version
+  fi
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  main "$@"
 fi

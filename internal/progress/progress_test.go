@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"go/parser"
 	"go/token"
+	"io"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -90,6 +92,20 @@ func TestDisabledWritesNothing(t *testing.T) {
 	var nilBar *Bar // what New returns when disabled: every method is safe
 	nilBar.Set(1, 1)
 	nilBar.Finish()
+}
+
+// TestNoGoroutine: a Bar starts no goroutine, so it writes only inside its
+// calls and a caller's Clear, then write, is never raced by a redraw
+// (cmd/progress.go): what the progress-bar libraries, which redraw on a
+// ticker, do not give (docs/speed.md).
+func TestNoGoroutine(t *testing.T) {
+	before := runtime.NumGoroutine()
+	b := New(io.Discard, true, Options{Label: "xadd --batch", Unit: "lines", Total: 100})
+	b.Set(1, 1)
+	if n := runtime.NumGoroutine(); n != before {
+		t.Errorf("%d goroutines after New and Set, %d before", n, before)
+	}
+	b.Finish()
 }
 
 func TestQuickRunDrawsNothing(t *testing.T) {

@@ -88,24 +88,6 @@ func (p *Printer) Warnf(format string, args ...any) {
 	fmt.Fprintf(p.Err, "%s %s\n", p.Warn("idmpctl: warning:"), fmt.Sprintf(format, args...))
 }
 
-// Table writes rows under a header: with -o table a drawn table (piped or
-// not) fitted to Width, otherwise tab-separated values with the raw cell
-// text.
-func (p *Printer) Table(header []string, rows [][]string) error {
-	if p.Format != Table {
-		fmt.Fprintln(p.Out, strings.Join(header, "\t"))
-		for _, r := range rows {
-			fmt.Fprintln(p.Out, strings.Join(r, "\t"))
-		}
-		return nil
-	}
-	head := make([]string, len(header))
-	for i, h := range header {
-		head[i] = p.Head(h)
-	}
-	return drawTable(p.Out, p.Width, head, rows)
-}
-
 // Pair is one label/value row of a key-value view: {label, value}.
 type Pair [2]string
 

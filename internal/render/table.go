@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -25,12 +26,10 @@ const (
 )
 
 // drawTable draws a rounded box table with tablewriter: the header
-// centred, cells left aligned. Cells are fitted to width first (fitCells);
-// tablewriter then neither wraps nor cuts them. East Asian ambiguous
+// centred, cells left aligned, never wrapped nor cut. East Asian ambiguous
 // characters count one column (tw.Off), whatever the locale, so that the
 // same rows draw the same table everywhere (and in the golden tests).
-func drawTable(out io.Writer, width int, header []string, rows [][]string) error {
-	header, rows = fitCells(width, header, rows)
+func drawTable(out io.Writer, header []string, rows [][]string) error {
 	t := tablewriter.NewTable(out,
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleRounded)})),
 		tablewriter.WithEastAsian(tw.Off),
@@ -50,57 +49,53 @@ func drawTable(out io.Writer, width int, header []string, rows [][]string) error
 	return t.Render()
 }
 
-// Column is a column of a table drawn by Columns, and how it gives way to
-// a narrow terminal.
+// Column is a column of a table, and how it gives way to a narrow
+// terminal.
 type Column struct {
 	Head string
-	// Keep: never cut. For the identifiers a user acts on (a key, a
-	// status): the table runs wider than the terminal rather.
-	Keep bool
-	// Drop orders the columns left out when cutting every other column to
-	// its floor is not enough: the highest first. 0: never left out.
+	// Drop ranks the columns a terminal too narrow for the whole table
+	// leaves out: the highest goes first. 0: never left out, for the
+	// identifiers a user acts on (a key, a status).
 	Drop int
 }
 
-// Columns is Table for columns that give way as they say. On a terminal too
-// narrow for the whole table the columns that may be cut are cut first,
-// down to their floors; then, while that is not enough, the droppable ones
-// are left out (the highest Drop first), and a line under the table names
-// them; kept columns are never cut, so when they alone do not fit the lines
-// run long (as kubectl's do) rather than hide an identifier. Raw output has
-// every column.
-func (p *Printer) Columns(cols []Column, rows [][]string) error {
+// Table writes rows under a header of columns: with -o table a drawn table
+// (piped or not), otherwise tab-separated values with the raw cell text.
+// A drawn table never cuts a value ("vm-pr…", "23h5…" say nothing): on a
+// terminal too narrow for every column, whole columns are left out, and a
+// line under the table names them (-o raw has every column). The columns
+// that are never left out stay, even when they alone are too wide (the
+// lines run long, as kubectl's do, rather than hide an identifier); the
+// others are added, the lowest Drop first, each that still fits; a column
+// empty in every row is not.
+func (p *Printer) Table(cols []Column, rows [][]string) error {
 	header := make([]string, len(cols))
 	for i, c := range cols {
 		header[i] = c.Head
 	}
 	if p.Format != Table {
-		return p.Table(header, rows)
+		fmt.Fprintln(p.Out, strings.Join(header, "\t"))
+		for _, r := range rows {
+			fmt.Fprintln(p.Out, strings.Join(r, "\t"))
+		}
+		return nil
 	}
-	shown, limits := layoutColumns(p.Width, cols, rows)
-	pick := func(cells []string) []string {
-		out := make([]string, 0, len(shown))
+	shown := layoutColumns(p.Width, cols, rows)
+	pick := func(cells []string, style func(string) string) []string {
+		out := make([]string, len(shown))
 		for j, i := range shown {
-			c := ""
 			if i < len(cells) {
-				c = cells[i]
+				out[j] = style(cells[i])
 			}
-			if limits != nil && DisplayWidth(c) > limits[j] {
-				c = Truncate(c, limits[j])
-			}
-			out = append(out, c)
 		}
 		return out
 	}
-	head := pick(header)
-	for i, h := range head {
-		head[i] = p.Head(h)
-	}
+	same := func(s string) string { return s }
 	fitted := make([][]string, len(rows))
 	for i, r := range rows {
-		fitted[i] = pick(r)
+		fitted[i] = pick(r, same)
 	}
-	if err := drawTable(p.Out, 0, head, fitted); err != nil {
+	if err := drawTable(p.Out, pick(header, p.Head), fitted); err != nil {
 		return err
 	}
 	if len(shown) < len(cols) {
@@ -116,165 +111,41 @@ func (p *Printer) Columns(cols []Column, rows [][]string) error {
 	return nil
 }
 
-// layoutColumns picks the columns of cols that a table width columns wide
-// shows (by index, in order) and each one's limit (nil: none is cut).
-func layoutColumns(width int, cols []Column, rows [][]string) (shown []int, limits []int) {
+// layoutColumns picks the columns of cols (by index, in order) that a
+// table width columns wide shows (0: every one), as Table says.
+func layoutColumns(width int, cols []Column, rows [][]string) []int {
 	n := len(cols)
-	shown = make([]int, n)
-	for i := range shown {
-		shown[i] = i
-	}
-	if width <= 0 || n == 0 {
-		return shown, nil
-	}
-	widths, floors := make([]int, n), make([]int, n)
-	empty := make([]bool, n) // no row has a value there
+	all, widths, empty := make([]int, n), make([]int, n), make([]bool, n)
+	need := tableFrame
 	for i, c := range cols {
-		widths[i], empty[i] = DisplayWidth(c.Head), true
+		all[i], widths[i], empty[i] = i, DisplayWidth(c.Head), true
+		for _, r := range rows {
+			if i < len(r) {
+				widths[i] = max(widths[i], DisplayWidth(r[i]))
+				empty[i] = empty[i] && r[i] == ""
+			}
+		}
+		need += widths[i] + cellFrame
 	}
-	for _, r := range rows {
-		for i := 0; i < n && i < len(r); i++ {
-			widths[i] = max(widths[i], DisplayWidth(r[i]))
-			empty[i] = empty[i] && r[i] == ""
+	if width <= 0 || need <= width {
+		return all
+	}
+	byRank := slices.Clone(all)
+	slices.SortStableFunc(byRank, func(a, b int) int { return cmp.Compare(cols[a].Drop, cols[b].Drop) })
+	var shown []int
+	used := tableFrame
+	for _, i := range byRank {
+		if w := widths[i] + cellFrame; cols[i].Drop == 0 || !empty[i] && used+w <= width {
+			shown, used = append(shown, i), used+w
 		}
 	}
-	for i, c := range cols {
-		floors[i] = min(widths[i], max(DisplayWidth(c.Head), minColumn))
-		if c.Keep {
-			floors[i] = widths[i]
-		}
-	}
-	room := func() int { return width - tableFrame - cellFrame*len(shown) }
-	// A column with nothing in it goes before any other is cut; then, while
-	// the floors do not fit, the droppable ones, the highest Drop first.
-	for phase, by := range [][]int{widths, floors} {
-		for {
-			need := 0
-			for _, i := range shown {
-				need += by[i]
-			}
-			if need <= room() {
-				break
-			}
-			drop := -1
-			for j, i := range shown {
-				if cols[i].Drop > 0 && (phase == 1 || empty[i]) && (drop < 0 || cols[i].Drop >= cols[shown[drop]].Drop) {
-					drop = j
-				}
-			}
-			if drop < 0 {
-				break
-			}
-			shown = slices.Delete(shown, drop, drop+1)
-		}
-	}
-	// When the kept columns alone are wider, the lines run long.
-	w, f := make([]int, len(shown)), make([]int, len(shown))
-	for j, i := range shown {
-		w[j], f[j] = widths[i], floors[i]
-	}
-	return shown, fitWidths(w, f, room())
+	slices.Sort(shown)
+	return shown
 }
 
-// fitCells cuts cells so that the table is at most width columns wide
-// (0: no limit), the way gh fits its tables: the widest columns give way
-// first, down to a common width that fills the terminal, and a cut cell
-// ends with "…". Colour sequences take no width and survive the cut.
-func fitCells(width int, header []string, rows [][]string) ([]string, [][]string) {
-	n := len(header)
-	if width <= 0 || n == 0 {
-		return header, rows
-	}
-	widths := make([]int, n)
-	for i, h := range header {
-		widths[i] = DisplayWidth(h)
-	}
-	for _, r := range rows {
-		for i := 0; i < n && i < len(r); i++ {
-			widths[i] = max(widths[i], DisplayWidth(r[i]))
-		}
-	}
-	floors := make([]int, n)
-	for i, h := range header {
-		floors[i] = min(widths[i], max(DisplayWidth(h), minColumn))
-	}
-	room := width - tableFrame - cellFrame*n
-	limits := fitWidths(widths, floors, room)
-	if limits == nil {
-		return header, rows
-	}
-	cut := func(cells []string) []string {
-		out := make([]string, len(cells))
-		for i, c := range cells {
-			if i < n && DisplayWidth(c) > limits[i] {
-				c = Truncate(c, limits[i])
-			}
-			out[i] = c
-		}
-		return out
-	}
-	fitted := make([][]string, len(rows))
-	for i, r := range rows {
-		fitted[i] = cut(r)
-	}
-	return cut(header), fitted
-}
-
-// minColumn is the narrowest a column is cut to: a few characters and "…"
-// say more than a lone "…".
+// minColumn is the narrowest a view's value is cut or wrapped to: a few
+// characters and "…" say more than a lone "…".
 const minColumn = 4
-
-// fitWidths returns each column's limit so that they sum to at most room,
-// or nil when the columns fit as they are. A column is never cut below its
-// floor (its header, or minColumn); above the floors the widest columns
-// give way first: the limit is a level that caps them (a column narrower
-// than it keeps its width), and what the level leaves over goes to the
-// capped columns a column at a time, from the left. When even the floors
-// do not fit, the columns get their floors (the table is wider than room).
-func fitWidths(widths, floors []int, room int) []int {
-	total := 0
-	for _, w := range widths {
-		total += w
-	}
-	if total <= room {
-		return nil
-	}
-	limit := func(i, level int) int { return min(widths[i], max(floors[i], level)) }
-	sum := func(level int) int {
-		n := 0
-		for i := range widths {
-			n += limit(i, level)
-		}
-		return n
-	}
-	// The highest level whose capped sum fits (sum grows with the level).
-	level := 0
-	for lo, hi := 0, slices.Max(widths); lo <= hi; {
-		mid := (lo + hi) / 2
-		if sum(mid) <= room {
-			level, lo = mid, mid+1
-		} else {
-			hi = mid - 1
-		}
-	}
-	limits := make([]int, len(widths))
-	spare := room
-	for i := range widths {
-		limits[i] = limit(i, level)
-		spare -= limits[i]
-	}
-	for grew := true; spare > 0 && grew; {
-		grew = false
-		for i, w := range widths {
-			if spare > 0 && limits[i] < w {
-				limits[i]++
-				spare--
-				grew = true
-			}
-		}
-	}
-	return limits
-}
 
 // DisplayWidth is the terminal width of s: colour sequences take none,
 // East Asian wide characters two, combining marks none; ambiguous ones one

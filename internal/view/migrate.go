@@ -54,7 +54,10 @@ func (m Migrate) Table(p *render.Printer) error {
 		for _, k := range r.Kept {
 			rows = append(rows, []string{render.Field(k.PID), render.Field(k.IID), k.ID, expires(k.ExpiresMS), k.Why})
 		}
-		if err := p.Table([]string{"pid", "iid", "entry", "expires", "why"}, rows); err != nil {
+		// An iid is its pid and iid, and why it stays (the lines below
+		// say more): never left out.
+		cols := []render.Column{{Head: "pid"}, {Head: "iid"}, {Head: "entry", Drop: 2}, {Head: "expires", Drop: 1}, {Head: "why"}}
+		if err := p.Table(cols, rows); err != nil {
 			return err
 		}
 		seen := map[string]bool{}

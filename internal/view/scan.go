@@ -19,10 +19,11 @@ import (
 const tableRowCap = 1000
 
 // scanColumns are a scan's table. KEY and STATUS are what an operator acts
-// on: never cut. The others are cut, then left out, the least needed first
-// (FLAGS, which says what is wrong, last).
-var scanColumns = []render.Column{{Head: "KEY", Keep: true}, {Head: "FORMAT", Drop: 6}, {Head: "STATUS", Keep: true},
-	{Head: "OWNER", Drop: 3}, {Head: "AGE", Drop: 5}, {Head: "LEASE LEFT", Drop: 2}, {Head: "TTL", Drop: 4}, {Head: "FLAGS", Drop: 1}}
+// on: never left out. The others are left out on a narrow terminal, the
+// least needed first; LEASE LEFT and TTL, which say when a record frees
+// its key, last.
+var scanColumns = []render.Column{{Head: "KEY"}, {Head: "FORMAT", Drop: 6}, {Head: "STATUS"}, {Head: "OWNER", Drop: 4},
+	{Head: "AGE", Drop: 5}, {Head: "LEASE LEFT", Drop: 1}, {Head: "TTL", Drop: 2}, {Head: "FLAGS", Drop: 3}}
 
 // ScanRows gathers a scan's table as its records come: the first
 // tableRowCap rows, and how many records there were.
@@ -128,8 +129,13 @@ func memoryTable(p *render.Printer, m keyspace.MemoryReport) error {
 	}
 	rows = append(rows, []string{"total", "", render.Count(m.Records), render.Count(m.Sampled), "", memoryBytes(m.Bytes, !m.Estimated)})
 	fmt.Fprintln(p.Out, memoryHeadline(m))
-	return p.Table([]string{"FORMAT", "STATUS", "RECORDS", "SAMPLED", "MEAN BYTES", "BYTES"}, rows)
+	return p.Table(memoryColumns, rows)
 }
+
+// memoryColumns are memory's table: SAMPLED and MEAN BYTES, which say how
+// an estimate was made, go on a narrow terminal.
+var memoryColumns = []render.Column{{Head: "FORMAT"}, {Head: "STATUS"}, {Head: "RECORDS"}, {Head: "SAMPLED", Drop: 1},
+	{Head: "MEAN BYTES", Drop: 2}, {Head: "BYTES"}}
 
 // memoryBytes is a byte figure in human units, "~" before an estimate.
 func memoryBytes(n int64, exact bool) string {
@@ -178,7 +184,7 @@ func (v Scan) table(p *render.Printer) error {
 	if p.TTY {
 		fmt.Fprintln(p.Out, showingText(int64(len(rows)), shown, sum, v.Limit))
 	}
-	if err := p.Columns(scanColumns, rows); err != nil {
+	if err := p.Table(scanColumns, rows); err != nil {
 		return err
 	}
 	if more := shown - int64(len(rows)); more > 0 {
