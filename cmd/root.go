@@ -127,7 +127,8 @@ func Main() int {
 
 func run(f *Factory, args []string) int {
 	defer f.close()
-	root := newRoot(f, verbOf(args))
+	verb := verbOf(args)
+	root := newRoot(f, verb)
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())
 	ios := f.IOStreams()
@@ -145,6 +146,6 @@ func run(f *Factory, args []string) int {
 	if sig, ok := f.caught.Load().(syscall.Signal); ok {
 		err = interruptedBy(err, sig)
 	}
-	printError(f, err)
+	printError(f, verb, err)
 	return exit.Code(err)
 }

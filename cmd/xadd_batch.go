@@ -179,6 +179,10 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 			Hint: fmt.Sprintf("%s committed; once it is fixed, run the same command again: it resumes after line %d (or pass over the line with --skip %d)",
 				committedText(sum.LastLine), sum.LastLine, le.Line)}
 	}
+	var e *exit.Error
+	if !errors.As(err, &e) {
+		err = exit.Wrap(err, "xadd --batch") // a server's reply: what failed, and its hint
+	}
 	return err
 }
 
