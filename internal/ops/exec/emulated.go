@@ -2,7 +2,6 @@ package exec
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -37,14 +36,14 @@ func (s *Session) local(p *pending, err error) error {
 }
 
 func (s *Session) xadd(p *pending, c Command) error {
-	if c.Deletion == "DELREF" || c.Deletion == "ACKED" {
-		if c.Add.MaxLen > 0 || c.Add.MinID != "" {
-			return s.local(p, fmt.Errorf("%s with MAXLEN or MINID is not emulated: emulated IDMP trims as KEEPREF does (Redis 8.2's DELREF and ACKED need native IDMP)", c.Deletion))
+	if p.queued || c.Add.Deletion != "" {
+		// Inside MULTI each command is queued on its own; so goes an add
+		// with KEEPREF, DELREF or ACKED: a server without them refuses it
+		// in the script where it would add, which would stop a run there
+		// and refuse every add after it, duplicates too.
+		if err := s.flushRun(); err != nil {
+			return err
 		}
-		// Without trimming, KEEPREF, DELREF and ACKED do the same: nothing.
-	}
-	if p.queued {
-		// Inside MULTI each command is queued on its own.
 		return s.sendRun(p, []stream.AddRequest{c.Add})
 	}
 	// Consecutive adds to one stream with the same options go in one call
@@ -517,7 +516,7 @@ func (s *Session) guardedXAdd(p *pending, c Command) error {
 		s.send(p, cmd(c.Args))
 		return nil
 	}
-	call, iids, err := s.streams.GuardCall(reqs, c.Deletion)
+	call, iids, err := s.streams.GuardCall(reqs, c.Add.Deletion)
 	if err != nil {
 		return s.local(p, err)
 	}

@@ -23,7 +23,7 @@ func (s *Session) One(ctx context.Context, args []string) (resp.Reply, error) {
 		}
 	}
 	if s.mode != stream.ModeNative && len(args) > 0 {
-		if c := Parse(args); c.Op == OpXAdd && (c.Deletion != "DELREF" && c.Deletion != "ACKED" || c.Add.MaxLen == 0 && c.Add.MinID == "") {
+		if c := Parse(args); c.Op == OpXAdd {
 			return s.oneAdd(ctx, args, c.Add)
 		}
 	}

@@ -169,7 +169,7 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 				op = OpGuardedXAdd
 				s.streams.LoadNativeDefaults(ctx) // once: the guard's call carries them
 			}
-			c = Command{Args: args, Op: op, Name: c.Name, Add: c.Add, Deletion: c.Deletion}
+			c = Command{Args: args, Op: op, Name: c.Name, Add: c.Add}
 		}
 	}
 	if c.Op != OpXAdd || s.inMulti {

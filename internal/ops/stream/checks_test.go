@@ -136,13 +136,13 @@ func TestAddScriptChecksBeforeWriting(t *testing.T) {
 		{"a key too few", func() (any, error) { return f.runRaw(addScript.Script, keys[:len(keys)-1], args...) }, "malformed"},
 		{"an argument too few", func() (any, error) { return f.runRaw(addScript.Script, keys, args[:len(args)-1]...) }, "malformed"},
 		{"an argument too many", func() (any, error) { return f.runRaw(addScript.Script, keys, append(args, "x")...) }, "malformed"},
-		{"no pids", func() (any, error) { return f.runRaw(addScript.Script, keys, with(18, "0")...) }, "malformed"},
+		{"no pids", func() (any, error) { return f.runRaw(addScript.Script, keys, with(19, "0")...) }, "malformed"},
 		{"an odd field count", func() (any, error) {
 			// Items are not uniform (two pids): pid index, iid, nfields, fields.
 			return f.runRaw(addScript.Script, keys, with(len(args)-5, "3")...) // the last item's field count (the defaults come last)
 		}, "malformed"},
-		{"no TTL for the record", func() (any, error) { return f.runRaw(addScript.Script, keys, with(13, "")...) }, "malformed"},
-		{"an empty pid", func() (any, error) { return f.runRaw(addScript.Script, keys, with(19, "")...) }, "non-empty producer ID"},
+		{"no TTL for the record", func() (any, error) { return f.runRaw(addScript.Script, keys, with(14, "")...) }, "malformed"},
+		{"an empty pid", func() (any, error) { return f.runRaw(addScript.Script, keys, with(20, "")...) }, "non-empty producer ID"},
 		{"an empty iid", func() (any, error) {
 			return f.run(t, []AddRequest{f.req("p", "x"), {Stream: f.stream, PID: "p", Fields: []string{"f", "v"}}}, nil)
 		}, "non-empty idempotent ID"},

@@ -215,6 +215,7 @@ type addArgs struct {
 	// progress record and the stream's index of progress records.
 	PIDKeys     []string `lua:"PID_KEYS,key,rest"`
 	NoMkStream  bool     `lua:"NOMK"`
+	Deletion    string   `lua:"DELETION"` // KEEPREF, DELREF, ACKED or ""
 	Trim        trimArgs
 	CheckNative bool `lua:"CHECK_NATIVE"` // refuse on a server with IDMP of its own (auto mode)
 	Progress    progressArgs
@@ -304,7 +305,7 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress, checkNat
 		keys = append(keys, cp.Key, cp.Index)
 	}
 	call := addScript.Call(&addArgs{State: st, PIDKeys: keys, NoMkStream: r0.NoMkStream, Trim: trimArgsOf(&r0),
-		CheckNative: checkNative, Progress: progressArgsOf(cp), NPIDs: len(it.pids) / 2, Items: it, Defaults: s.defaultArgs()})
+		Deletion: r0.Deletion, CheckNative: checkNative, Progress: progressArgsOf(cp), NPIDs: len(it.pids) / 2, Items: it, Defaults: s.defaultArgs()})
 	return call, it.iids, nil
 }
 

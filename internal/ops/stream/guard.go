@@ -9,6 +9,7 @@ package stream
 // stream holds no emulated state, and is refused (78) while it does.
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -104,7 +105,7 @@ func (s *Streams) GuardCall(reqs []AddRequest, deletion string) (*redisconn.Call
 		}
 	}
 	call := guardScript.Call(&guardArgs{State: stateArgsOf(r0.Stream, l), PIDKeys: keys, NoMkStream: r0.NoMkStream,
-		Deletion: strings.ToUpper(deletion), Trim: trimArgsOf(&r0), NPIDs: len(it.pids), Items: it, Defaults: s.nativeDefaultArgs()})
+		Deletion: strings.ToUpper(cmp.Or(deletion, r0.Deletion)), Trim: trimArgsOf(&r0), NPIDs: len(it.pids), Items: it, Defaults: s.nativeDefaultArgs()})
 	return call, it.iids, nil
 }
 

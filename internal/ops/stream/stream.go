@@ -61,6 +61,7 @@ type AddRequest struct {
 	Approx     bool
 	Limit      int64
 	ID         string
+	Deletion   string // KEEPREF, DELREF or ACKED (Redis 8.2's trimming of references: idmpctl exec), "" none
 }
 
 // Validate checks a request without a server, with the texts Redis 8.6.3
@@ -361,7 +362,7 @@ const maxRun = 1000
 // stream and the same NOMKSTREAM and trimming options.
 func (r AddRequest) sameRun(o AddRequest) bool {
 	return r.Stream == o.Stream && r.NoMkStream == o.NoMkStream && r.MaxLen == o.MaxLen &&
-		r.MinID == o.MinID && r.Approx == o.Approx && r.Limit == o.Limit
+		r.MinID == o.MinID && r.Approx == o.Approx && r.Limit == o.Limit && r.Deletion == o.Deletion
 }
 
 // errNoStream is the NOMKSTREAM outcome on a missing stream (R9).
