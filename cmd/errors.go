@@ -36,7 +36,28 @@ func inOurWords(e *exit.Error, hint, words, precise string) (string, string) {
 // "unexpected %q").
 var answered = regexp.MustCompile(`(?:reply: |reply=|parse |line |unexpected )("(?:[^"\\]|\\.)*")`)
 
-func printError(f *Factory, err error) {
+// verbRoles is the "runs" column of docs/roles.md: the roles whose rule
+// lets each verb run (TestRoles holds the hints to that page).
+var verbRoles = map[string]string{"inspect": "monitor or operator", "calc-ttl": "monitor or operator",
+	"xadd": "producer", "claim": "worker", "cfgset": "operator", "purge": "operator", "restore": "operator", "migrate": "operator"}
+
+// deniedHint is hint with the generic words of an ACL denial replaced by
+// the role of docs/roles.md that runs verb.
+func deniedHint(verb, hint string) string {
+	ours := "exec runs as the role of what it sends (docs/roles.md): the producer for XADD, the operator for XCFGSET; or grant this user what it lacks (ACL SETUSER)"
+	if r, ok := verbRoles[verb]; ok {
+		ours = verb + " runs as the " + r + " role (docs/roles.md): use a user with its rule, or grant this one what it lacks (ACL SETUSER)"
+	} else if verb != "exec" {
+		ours = exit.DeniedHint
+	}
+	if hint == "" {
+		return ours
+	}
+	return strings.Replace(hint, exit.DeniedHint, ours, 1)
+}
+
+// printError prints err for a run of verb (verbOf).
+func printError(f *Factory, verb string, err error) {
 	var e *exit.Error
 	if errors.As(err, &e) && e.Silent {
 		return
@@ -54,6 +75,15 @@ func printError(f *Factory, err error) {
 			hint = "the password from " + src + " was refused: check it, and the ACL user in the URL (redis://user@host)"
 		} else {
 			hint = "the URL names an ACL user but no password was given: put it in IDMPCTL_PASSWORD or REDISCLI_AUTH (idmpctl logs in as that user, never as the default user instead)"
+		}
+	case exit.Code(err) == exit.Permission:
+		// An ACL denial: what the user may not run, in our words, before
+		// the server's; the role that runs the verb in the hint.
+		if words, at, ok := exit.Denial(msg); ok {
+			if at >= 0 {
+				msg = msg[:at] + words + ": " + msg[at:]
+			}
+			hint = deniedHint(verb, hint)
 		}
 	case exit.Code(err) == exit.Unavailable && exit.ClosedByServer(err):
 		// Go's "EOF" or "connection reset by peer" say less than this.

@@ -44,9 +44,11 @@ func NewCmdMigrate(f *Factory, runF func(*MigrateOptions) error) *cobra.Command 
 after an upgrade to Redis 8.6.2 or later (docs/upgrade.md). Per stream, in
 one atomic step: the stream's emulated IDMP-DURATION and IDMP-MAXSIZE with
 XCFGSET (only while native tracking is empty: XCFGSET with other values
-clears it; and only over the server's defaults: settings given to the
-stream natively stay, and iids move under them only when they are at least
-as wide), XIDMPRECORD for each live (pid, iid) whose entry still exists,
+clears it; and only over the server's defaults, none of which it narrows:
+they may be settings given to the stream with the same values, so each
+becomes the wider of the two; other settings given to the stream natively
+stay, and iids move under them only when they are at least as wide),
+XIDMPRECORD for each live (pid, iid) whose entry still exists,
 then the emulated state of what moved, or expired, is removed.
 
 What cannot move stays emulated, and every idmpctl add on the native server

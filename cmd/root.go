@@ -135,7 +135,8 @@ func Main() int {
 
 func run(f *Factory, args []string) int {
 	defer f.close()
-	root := newRoot(f, verbOf(args))
+	verb := verbOf(args)
+	root := newRoot(f, verb)
 	root.SetArgs(args)
 	var typo error
 	refuseTyposWithHelp(root, &typo)
@@ -158,6 +159,6 @@ func run(f *Factory, args []string) int {
 	if sig, ok := f.caught.Load().(syscall.Signal); ok {
 		err = interruptedBy(err, sig)
 	}
-	printError(f, err)
+	printError(f, verb, err)
 	return exit.Code(err)
 }

@@ -182,7 +182,7 @@ func TestPrintErrorClosedConnection(t *testing.T) {
 	} {
 		var errOut bytes.Buffer
 		f := &Factory{Err: &errOut, Getenv: func(string) string { return "" }}
-		printError(f, c.err)
+		printError(f, "", c.err)
 		got := errOut.String()
 		if !strings.HasPrefix(got, c.want) || strings.Contains(got, "EOF") || strings.Contains(got, "reset by peer") {
 			t.Errorf("%v:\n%s\nwant it to start %q", c.err, got, c.want)

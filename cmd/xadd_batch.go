@@ -179,6 +179,10 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 		}
 		return &exit.Error{Code: exit.Data, What: "xadd --batch " + o.Batch, Err: le, Hint: hint}
 	}
+	var e *exit.Error
+	if !errors.As(err, &e) {
+		err = exit.Wrap(err, "xadd --batch") // a server's reply: what failed, and its hint
+	}
 	return err
 }
 

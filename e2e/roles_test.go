@@ -314,7 +314,94 @@ func testRoles(t *testing.T, mode string) {
 		}
 		op.Expect(0, "restore", file, "--replace", "--yes")
 		op.Expect(0, with("purge", "--stream", "orders", "--yes")...)
+		if nativeServer {
+			// migrate, with the page's additions for Redis 8.6.
+			admin.Expect(0, "xadd", "legacy", "--pid", "api-1", "--iid", "l-1", "--mode", "emulated", "amount", "1")
+			if r := op.Expect(0, "migrate", "legacy"); !strings.HasPrefix(r.Stdout, "legacy\tdone\t") {
+				t.Errorf("migrate:\n%s", r)
+			}
+		}
 		deniedWritesNothing(t, op, with("xadd", "orders", "--pid", "api-1", "--iid", "o-9", "amount", "1")...)
 		deniedWritesNothing(t, op, "claim", "acquire", "idem:new")
 	})
+
+	t.Run("denials", func(t *testing.T) { testDenials(t, srv, as, with) })
+}
+
+// roleVerbs reads the "runs" column of docs/roles.md's role table: role ->
+// the verbs it runs (the operator runs what the monitor runs too).
+func roleVerbs(t *testing.T) map[string][]string {
+	t.Helper()
+	b, err := os.ReadFile(rolesDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, m := range regexp.MustCompile("(?m)^\\| (monitor|producer|worker|operator) \\| (.+?) \\| `ACL SETUSER").FindAllStringSubmatch(string(b), -1) {
+		for _, v := range regexp.MustCompile("`([a-z-]+)").FindAllStringSubmatch(m[2], -1) {
+			out[m[1]] = append(out[m[1]], v[1])
+		}
+		if strings.Contains(m[2], "what monitor runs") {
+			out[m[1]] = append(out[m[1]], out["monitor"]...)
+		}
+	}
+	return out
+}
+
+// testDenials runs every verb as every role of docs/roles.md (issue 30
+// item 4). A verb the page gives the role never fails for a permission; a
+// denial says in idmpctl's words what the user may not run or touch,
+// keeps the server's text, and its hint names the role of that page that
+// runs the verb.
+func testDenials(t *testing.T, srv *redistest.Server, as func(*testing.T, string) *clitest.CLI, with func(...string) []string) {
+	verbs := roleVerbs(t)
+	ourWords := regexp.MustCompile(`(?m)^idmpctl: (?:.*: )?(?:this user may not (?:run [A-Z]|run a command|access a key)|NOPERM this user (?:has no permission to run the [A-Z]+ command|may not run [A-Z])|NOPERM idmpctl exec .* this user may not run scripts)`)
+	roleHint := regexp.MustCompile(`(?m)^hint: (?:.*; )?([a-z-]+) runs as the ([a-z]+(?: or [a-z]+)*) role \(docs/roles\.md\)|^hint: (?:.*; )?exec runs as the role of what it sends \(docs/roles\.md\)`)
+	admin := clitest.New(t, "IDMPCTL_URL="+srv.URL)
+	batch := filepath.Join(admin.Dir, "b.ndjson")
+	if err := os.WriteFile(batch, []byte(`{"iid":"d-1","fields":{"n":"1"}}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	backup := filepath.Join(admin.Dir, "backup.ndjson")
+	tok := strings.TrimSpace(admin.Expect(0, "claim", "acquire", "idem:bk").Stdout)
+	admin.Expect(0, "claim", "fail", "idem:bk", "--token", tok, "--error", "boom")
+	admin.Expect(0, "purge", "--match", "idem:bk", "--status", "FAILED", "--backup", backup, "--yes")
+	for _, role := range []string{"monitor", "producer", "worker", "operator"} {
+		for _, args := range [][]string{
+			with("xadd", "orders", "--pid", "d", "--iid", role, "f", "v"),
+			with("xadd", "orders", "--pid", "d-"+role, "--batch", batch),
+			with("cfgset", "orders", "--duration", "300", "--yes"),
+			{"inspect", "orders"}, {"inspect", "idem:1"}, {"inspect", "--match", "idem:*"}, {"inspect", "--server"},
+			{"calc-ttl", "--rate", "100/s", "--ttl", "24h", "--sample", "idem:*"},
+			{"claim", "acquire", "idem:d-" + role}, {"claim", "run", "idem:r-" + role, "--", "true"},
+			{"purge", "--match", "idem:nothing*", "--yes"}, with("purge", "--stream", "orders", "--yes"),
+			{"restore", backup}, {"migrate", "orders"},
+			with("exec", "XADD", "orders", "IDMP", "d", "x-"+role, "*", "f", "v"),
+		} {
+			r := as(t, role).Run(args...)
+			runs := slices.Contains(verbs[role], args[0])
+			if r.Code != 77 {
+				continue
+			}
+			if runs {
+				t.Errorf("%s: %v is the role's (docs/roles.md), refused:\n%s", role, args, r)
+			}
+			if !ourWords.MatchString(r.Stderr) {
+				t.Errorf("%s: %v: the denial does not say what the user may not run, in idmpctl's words:\n%s", role, args, r)
+			}
+			m := roleHint.FindStringSubmatch(r.Stderr)
+			if m == nil {
+				t.Errorf("%s: %v: the hint names no role of docs/roles.md:\n%s", role, args, r)
+				continue
+			}
+			if m[1] == "" && args[0] != "exec" {
+				t.Errorf("%s: %v: the hint is exec's:\n%s", role, args, r)
+			}
+			for _, named := range strings.Fields(strings.ReplaceAll(m[2], " or ", " ")) {
+				if m[1] != args[0] || !slices.Contains(verbs[named], m[1]) {
+					t.Errorf("%s: %v: the hint's %s role does not run %s in docs/roles.md:\n%s", role, args, named, args[0], r)
+				}
+			}
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"regexp"
 	"strings"
 	"syscall"
 )
@@ -226,6 +227,42 @@ func isScriptACL(msg string) bool {
 		strings.Contains(msg, "ACL failure in script")
 }
 
+// DeniedHint is the hint of an ACL denial, for the CLI to replace with the
+// role of docs/roles.md that runs the command.
+const DeniedHint = "the ACL user may not run what this command needs: grant it (ACL SETUSER) or use another user; ACL LOG on the server names what was denied"
+
+var (
+	deniedCommand = regexp.MustCompile(`has no permissions to run the '([^']+)' command`)
+	deniedKey     = regexp.MustCompile(`access (?:a key|one of the keys|at least one of the keys)`)
+)
+
+// Denial reads an ACL denial (NOPERM, or a script's ACL failure) and says
+// in our words what the user may not run or access, from the server's text
+// ("has no permissions to run the 'xinfo|stream' command": "this user may
+// not run XINFO STREAM"). at is where the server's text starts in msg, or
+// -1 when it names nothing or is idmpctl's own, which says it already
+// ("no permission to run the RPUSH command on key ..."). ok: msg is a
+// denial.
+func Denial(msg string) (words string, at int, ok bool) {
+	if !hasServerPrefix(msg, "NOPERM") && !isScriptACL(msg) {
+		return "", -1, false
+	}
+	if m := deniedCommand.FindStringSubmatch(msg); m != nil {
+		words = "this user may not run " + strings.ToUpper(strings.ReplaceAll(m[1], "|", " "))
+	} else if deniedKey.MatchString(msg) {
+		words = "this user may not access a key this command needs (its key patterns, ~..., leave it out)"
+	} else if strings.Contains(msg, "script can't run this command") {
+		words = "this user may not run a command that idmpctl's script runs (the server does not say which: ACL LOG does)"
+	}
+	at = -1
+	for _, p := range []string{"NOPERM ", "ERR The user executing the script", "ERR ACL failure in script"} {
+		if i := strings.Index(msg, p); words != "" && i >= 0 && (at < 0 || i < at) {
+			at = i
+		}
+	}
+	return words, at, true
+}
+
 // NotRESP reports a reply that is not Redis's protocol at all: go-redis's
 // "redis: invalid reply" and "can't parse", idmpctl's own reader's
 // "redis protocol error". A Redis server never sends one; whatever listens
@@ -304,7 +341,7 @@ func hintFor(err error) string {
 		return UnreachableHint
 	case Permission:
 		if hasServerPrefix(msg, "NOPERM") || isScriptACL(msg) {
-			return "the ACL user may not run what this command needs: grant it (ACL SETUSER) or use another user; ACL LOG on the server names what was denied"
+			return DeniedHint
 		}
 		return "give a password with IDMPCTL_PASSWORD (or REDISCLI_AUTH), and an ACL user in the URL (redis://user@host)"
 	case Config:

@@ -2,6 +2,7 @@ package exit
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -40,5 +41,29 @@ func TestNotRESP(t *testing.T) {
 	}
 	if err := errors.New("ERR unknown command 'FOO'"); NotRESP(err) {
 		t.Error("an error reply taken for a non-Redis server")
+	}
+}
+
+// Issue 30 item 4: an ACL denial in each server's words (Redis 7.0, 7.2+,
+// Valkey; a command, a key, inside a script) reads in ours, before it.
+func TestDenial(t *testing.T) {
+	for msg, want := range map[string]string{
+		`migrate "s": NOPERM User mon has no permissions to run the 'time' command`:                                                                 "this user may not run TIME",
+		`NOPERM this user has no permissions to run the 'xinfo|stream' command`:                                                                     "this user may not run XINFO STREAM",
+		`xadd "s": ERR ACL failure in script: User w has no permissions to run the 'hmget' command script: 1f, on @user_script:144.`:                "this user may not run HMGET",
+		`NOPERM No permissions to access a key`:                                                                                                     "this user may not access a key this command needs (its key patterns, ~..., leave it out)",
+		`NOPERM this user has no permissions to access one of the keys used as arguments`:                                                           "this user may not access a key this command needs (its key patterns, ~..., leave it out)",
+		`ERR The user executing the script can't access at least one of the keys mentioned in the command arguments script: 1f, on @user_script:1.`: "this user may not access a key this command needs (its key patterns, ~..., leave it out)",
+		`ERR The user executing the script can't run this command or subcommand script: 1f, on @user_script:1.`:                                     "this user may not run a command that idmpctl's script runs (the server does not say which: ACL LOG does)",
+		// idmpctl's own scripts say it already.
+		`NOPERM this user has no permission to run the RPUSH command on key {s}:idmp:order:p, which emulated IDMP needs: nothing was written`: "",
+	} {
+		words, at, ok := Denial(msg)
+		if !ok || words != want || (want == "") != (at < 0) || at >= 0 && !strings.HasPrefix(msg[at:], "NOPERM ") && !strings.HasPrefix(msg[at:], "ERR ") {
+			t.Errorf("%s: %q at %d (%v), want %q", msg, words, at, ok, want)
+		}
+	}
+	if _, _, ok := Denial("WRONGPASS invalid username-password pair or user is disabled."); ok {
+		t.Error("WRONGPASS read as a denial")
 	}
 }

@@ -37,8 +37,8 @@ func (m Migrate) Table(p *render.Printer) error {
 	}
 	settings := map[string]string{
 		"equal":   "equal",
-		"set":     "set to the emulated ones (XCFGSET, native tracking was empty)",
-		"native":  "the stream's own native ones stay (set natively, at least as wide as the emulated ones)",
+		"set":     "set to the emulated ones where wider than the server's defaults (XCFGSET, native tracking was empty)",
+		"native":  "the native ones stay (at least as wide as the emulated ones)",
 		"blocked": p.Warn("not moved: native tracking holds iids that XCFGSET would clear, or the stream's own native ones are narrower; 'idmpctl cfgset' applies the emulated ones when you accept that"),
 		"":        "-",
 	}[r.Settings]

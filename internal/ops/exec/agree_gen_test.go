@@ -353,8 +353,9 @@ func (g *gen) xaddIDMP(auto bool) []string {
 	}
 	if g.chance(10) {
 		if trimmed {
-			// DELREF and ACKED with trimming are a documented limit of
-			// the emulation (docs/exec.md: exec's limits).
+			// DELREF and ACKED with trimming need Redis 8.2+: the
+			// emulated side (7.0) refuses them where it would add
+			// (docs/exec.md; TestAgreementCases/delref-order).
 			groups = append(groups, []string{"KEEPREF"})
 		} else {
 			groups = append(groups, []string{g.pick("KEEPREF", "DELREF", "ACKED")})

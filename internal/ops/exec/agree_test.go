@@ -872,6 +872,30 @@ func TestAgreementCases(t *testing.T) {
 			7: "EXEC[(error) ERR source and destination objects are the same]",
 		},
 	}, {
+		// Issue 30 item 5: where the emulation cannot pass DELREF or ACKED
+		// with trimming on (Redis 7.0), its refusal comes where XADD would
+		// add, after what Redis answers first: a syntax error, WRONGTYPE,
+		// NOMKSTREAM's nil, a duplicate (which trims nothing), in MULTI too.
+		name: "delref-order",
+		lines: []string{
+			`SET str x`, `XADD str DELREF IDMP p i MAXLEN 1 * f v`, `XADD str ACKED MINID 0 IDMPAUTO p * f v`,
+			`XADD str DELREF MAXLEN x IDMP p i * f v`, `XADD nos NOMKSTREAM DELREF IDMP p i MAXLEN 1 * f v`,
+			`XADD s IDMP p i * f v`, `XADD s DELREF IDMP p i MAXLEN = 0 * f v`,
+			`XADD s IDMPAUTO p * f v`, `XADD s IDMPAUTO p ACKED MINID ~ 0 LIMIT 5 * f v`,
+			`MULTI`, `XADD str DELREF IDMP p i MAXLEN 1 * f v`, `XADD s DELREF IDMP p i MAXLEN 0 * f v`, `EXEC`,
+			`XLEN s`, `EXISTS nos`,
+		},
+		want: map[int]string{
+			2:  "(error) WRONGTYPE Operation against a key holding the wrong kind of value",
+			3:  "(error) WRONGTYPE Operation against a key holding the wrong kind of value",
+			4:  "(error) ERR value is not an integer or out of range",
+			5:  "(nil)",
+			7:  "#1",
+			9:  "#2",
+			13: "EXEC[(error) WRONGTYPE Operation against a key holding the wrong kind of value | #1]",
+			14: "2",
+		},
+	}, {
 		// The generator's featExhausted: the error agrees (pids-tracked
 		// does not: see agree_gen_test.go).
 		name: "exhausted",

@@ -2,7 +2,6 @@ package exec
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -37,23 +36,21 @@ func (s *Session) local(p *pending, err error) error {
 }
 
 func (s *Session) xadd(p *pending, c Command) error {
-	if s.native {
-		if len(c.Add.Fields) > idmp.MaxEmulatedFieldArgs {
-			// More field arguments than XADD from Lua takes (about
-			// 8,000): it goes as it is, unguarded (docs/upgrade.md says
-			// so). No emulated add can have written such an entry.
-			s.send(p, cmd(c.Args))
-			return nil
-		}
-		c.Add.Deletion = c.Deletion
-	} else if c.Deletion == "DELREF" || c.Deletion == "ACKED" {
-		if c.Add.MaxLen > 0 || c.Add.MinID != "" {
-			return s.local(p, fmt.Errorf("%s with MAXLEN or MINID is not emulated: emulated IDMP trims as KEEPREF does (Redis 8.2's DELREF and ACKED need native IDMP)", c.Deletion))
-		}
-		// Without trimming, KEEPREF, DELREF and ACKED do the same: nothing.
+	if s.native && len(c.Add.Fields) > idmp.MaxEmulatedFieldArgs {
+		// More field arguments than XADD from Lua takes (about 8,000): it
+		// goes as it is, unguarded (docs/upgrade.md says so). No emulated
+		// add can have written such an entry.
+		s.send(p, cmd(c.Args))
+		return nil
 	}
-	if p.queued {
-		// Inside MULTI each command is queued on its own.
+	if p.queued || c.Add.Deletion != "" {
+		// Inside MULTI each command is queued on its own; so goes an add
+		// with KEEPREF, DELREF or ACKED: a server without them refuses it
+		// in the script where it would add, which would stop a run there
+		// and refuse every add after it, duplicates too.
+		if err := s.flushRun(); err != nil {
+			return err
+		}
 		return s.sendRun(p, []stream.AddRequest{c.Add})
 	}
 	// Consecutive adds to one stream with the same options go in one call

@@ -31,10 +31,9 @@ type Command struct {
 	Op   Op
 	Err  string // OpError: the error reply, in Redis's words
 
-	Add      stream.AddRequest // OpXAdd
-	Deletion string            // OpXAdd: KEEPREF, DELREF or ACKED as given ("" none)
-	Stream   string            // OpXCfgSet, OpXInfo: the key
-	Cfg      idmp.Config       // OpXCfgSet: 0 keeps a value
+	Add    stream.AddRequest // OpXAdd (KEEPREF, DELREF or ACKED in its Deletion)
+	Stream string            // OpXCfgSet, OpXInfo: the key
+	Cfg    idmp.Config       // OpXCfgSet: 0 keeps a value
 	// CfgErr is XCFGSET's argument error (OpXCfgSet): Redis looks the key
 	// up first, so ERR no such key and WRONGTYPE come before it.
 	CfgErr string
@@ -197,9 +196,9 @@ func parseXAdd(c *Command) {
 		case strings.EqualFold(opt, "NOMKSTREAM"):
 			r.NoMkStream = true
 			continue
-		case c.Deletion == "" && (strings.EqualFold(opt, "KEEPREF") || strings.EqualFold(opt, "DELREF") || strings.EqualFold(opt, "ACKED")):
+		case r.Deletion == "" && (strings.EqualFold(opt, "KEEPREF") || strings.EqualFold(opt, "DELREF") || strings.EqualFold(opt, "ACKED")):
 			// A second one is read as the ID (Redis: an invalid ID).
-			c.Deletion = strings.ToUpper(opt)
+			r.Deletion = strings.ToUpper(opt)
 			continue
 		case strings.EqualFold(opt, "IDMPAUTO") && more > 0:
 			if idmpSeen {

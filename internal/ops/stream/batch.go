@@ -1120,13 +1120,11 @@ func (r *batchRun) tidy(ctx context.Context) error {
 	return nil
 }
 
-// scriptRefused gives a native batch whose script the server refuses
-// (renamed away, or denied to the user) what to do instead.
+// scriptRefused gives a native batch whose script the server has renamed
+// away what to do instead.
 func (r *batchRun) scriptRefused(err error) error {
-	msg := strings.ToLower(err.Error())
-	if r.sum.Mode == ModeEmulated || !exit.ScriptingDisabled(err.Error()) && !(strings.HasPrefix(msg, "noperm") &&
-		(strings.Contains(msg, "'evalsha'") || strings.Contains(msg, "'eval'") || strings.Contains(msg, "'script"))) {
-		return scriptErr(err)
+	if r.sum.Mode == ModeEmulated || !exit.ScriptingDisabled(err.Error()) {
+		return scriptErr(err) // a user's refusal (77) gets the role that runs the verb (cmd)
 	}
 	return exit.WithHint(err, "xadd --batch moves its progress record with each chunk in one server-side script: allow EVALSHA and SCRIPT LOAD (rename-command, ACL), or add the lines one xadd at a time, which natively needs no script")
 }

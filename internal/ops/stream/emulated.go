@@ -137,6 +137,7 @@ type addArgs struct {
 	// progress record and the stream's index of progress records.
 	PIDKeys    []string `lua:"PID_KEYS,key,rest"`
 	NoMkStream bool     `lua:"NOMK"`
+	Deletion   string   `lua:"DELETION"` // KEEPREF, DELREF, ACKED or ""
 	Trim       trimArgs
 	Progress   progressArgs
 	NPIDs      int       `lua:"NPIDS"`
@@ -281,7 +282,7 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress) (*redisc
 		keys = append(keys, cp.Key, cp.Index)
 	}
 	call := addScript.Call(&addArgs{State: st, PIDKeys: keys, NoMkStream: r0.NoMkStream, Trim: trimArgsOf(&r0),
-		Progress: progressArgsOf(cp), NPIDs: len(it.pids) / 2, Items: it, Defaults: s.defaultArgs()})
+		Deletion: r0.Deletion, Progress: progressArgsOf(cp), NPIDs: len(it.pids) / 2, Items: it, Defaults: s.defaultArgs()})
 	return call, it.iids, nil
 }
 

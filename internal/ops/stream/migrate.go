@@ -84,9 +84,10 @@ type MigrateResult struct {
 	// stream's: dropped), "done" (nothing emulated left), "kept" (Kept
 	// stays emulated).
 	Status string `json:"status"`
-	// Settings: "equal", "set" (XCFGSET to the emulated ones: the native
-	// ones were the server's defaults), "native" (the stream's own native
-	// settings stay: at least as wide as the emulated ones), "blocked" (they
+	// Settings: "equal", "set" (XCFGSET: the native ones were the server's
+	// defaults, each now the wider of them and the emulated one: never
+	// narrowed), "native" (the native settings stay: at least as wide as
+	// the emulated ones), "blocked" (they
 	// differ, and native tracking holds iids XCFGSET would clear, or the
 	// stream's own native settings are narrower: nothing moves).
 	Settings string `json:"settings"`

@@ -40,8 +40,9 @@ func TestMigrateMovesLiveIIDsAndKeepsWhatCannotMove(t *testing.T) {
 	if err != nil || res.Recorded != 2 || res.Status != "kept" || res.Settings != "set" {
 		t.Fatalf("migrate: %+v %v", res, err)
 	}
+	// The server's defaults (100 s, 100) are never narrowed: 3600 s, 100.
 	xi := rdb.XInfoStream(g.ctx, s).Val()
-	if xi.IDMPDuration != 3600 || xi.IDMPMaxSize != 50 || xi.IIDsTracked != 2 || xi.PIDsTracked != 2 {
+	if xi.IDMPDuration != 3600 || xi.IDMPMaxSize != 100 || xi.IIDsTracked != 2 || xi.PIDsTracked != 2 {
 		t.Fatalf("native after: %+v", xi)
 	}
 	l, _ := idmp.StateKeys(s, false)

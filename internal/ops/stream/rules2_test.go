@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -179,6 +180,62 @@ var _ = rule("R10 trimming passes through; a duplicate does not trim", func(t *t
 	}
 	if r := add("req-5", func(r *AddRequest) { r.MinID = "99999999999999-0" }); !r.Duplicate || h.xlen(t, s) != 2 {
 		t.Fatalf("duplicate with a MINID above everything: %+v, XLEN %d, want no trim", r, h.xlen(t, s))
+	}
+})
+
+// Issue 30 item 5: DELREF and ACKED (Redis 8.2+) go to XADD where the
+// server has them, natively and emulated; elsewhere (Redis 7, Valkey 8)
+// the emulation refuses a new entry, writing nothing, and only where XADD
+// would add: WRONGTYPE, NOMKSTREAM and a duplicate answer first.
+var _ = rule("R10 DELREF and ACKED trim as the server does, or are refused last", func(t *testing.T, h *streamHarness) {
+	s, str := h.key("s"), h.key("str")
+	h.plainXAdd(t, s)
+	h.plainXAdd(t, s)
+	// A group holds both entries pending: ACKED trims neither, DELREF
+	// trims them and their references.
+	if err := h.rdb.XGroupCreate(h.ctx, s, "g", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.rdb.XReadGroup(h.ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c", Streams: []string{s, ">"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	req := func(stream, iid, deletion string) AddRequest {
+		return AddRequest{Stream: stream, PID: "p", IID: iid, Fields: []string{"f", "v"}, MaxLen: 1, Deletion: deletion}
+	}
+	xdelex, err := h.rdb.Do(h.ctx, "COMMAND", "INFO", "XDELEX").Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := func() int64 { return h.rdb.XPending(h.ctx, s, "g").Val().Count }
+	if len(xdelex) == 1 && xdelex[0] != nil { // Redis 8.2+
+		if r, err := h.s.add1(h.ctx, req(s, "a", "ACKED")); err != nil || r.Duplicate || h.xlen(t, s) != 3 || pending() != 2 {
+			t.Fatalf("ACKED MAXLEN 1 with 2 entries pending: %+v %v, XLEN %d, %d pending; want 3 and 2", r, err, h.xlen(t, s), pending())
+		}
+		if r, err := h.s.add1(h.ctx, req(s, "b", "DELREF")); err != nil || r.Duplicate || h.xlen(t, s) != 1 || pending() != 0 {
+			t.Fatalf("DELREF MAXLEN 1: %+v %v, XLEN %d, %d pending; want 1 and 0", r, err, h.xlen(t, s), pending())
+		}
+		return
+	}
+	for _, deletion := range []string{"ACKED", "DELREF"} {
+		_, err := h.s.add1(h.ctx, req(s, "a", deletion))
+		if err == nil || !strings.Contains(err.Error(), deletion+" with MAXLEN or MINID needs Redis 8.2 or later") || h.xlen(t, s) != 2 || pending() != 2 {
+			t.Fatalf("%s on a server without it: %v, XLEN %d, %d pending; want the refusal and nothing written", deletion, err, h.xlen(t, s), pending())
+		}
+	}
+	h.mustNew(t, s, "p", "a") // the refused iid was not tracked
+	if r, err := h.s.add1(h.ctx, req(s, "a", "DELREF")); err != nil || !r.Duplicate {
+		t.Fatalf("a duplicate with DELREF: %+v %v, want the duplicate", r, err)
+	}
+	if err := h.rdb.Set(h.ctx, str, "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.s.add1(h.ctx, req(str, "a", "DELREF")); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Fatalf("DELREF on a string: %v, want WRONGTYPE", err)
+	}
+	missing := req(h.key("missing"), "a", "DELREF")
+	missing.NoMkStream = true
+	if _, err := h.s.add1(h.ctx, missing); exit.Code(err) != exit.NotFound {
+		t.Fatalf("DELREF with NOMKSTREAM on a missing stream: %v, want no stream", err)
 	}
 })
 

@@ -42,7 +42,8 @@ func ParseMode(s string) (Mode, error) {
 // AddRequest is one idempotent XADD: IDMP PID IID, or IDMPAUTO PID with Auto.
 // MaxLen > 0 or MinID ask for trimming (Approx: "~"); Limit > 0 sends LIMIT n
 // and Limit < 0 sends LIMIT 0, as go-redis does. ID may only be "" or "*".
-// Deletion is XADD's KEEPREF, DELREF or ACKED ("" none: idmpctl exec).
+// Deletion is XADD's KEEPREF, DELREF or ACKED (Redis 8.2's trimming of
+// references: idmpctl exec), "" none.
 type AddRequest struct {
 	Deletion   string
 	Stream     string

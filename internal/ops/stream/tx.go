@@ -28,6 +28,7 @@ func nativeXAddArgs(r AddRequest) *redis.XAddArgs {
 		MinID:          r.MinID,
 		Approx:         r.Approx,
 		Limit:          r.Limit,
+		Mode:           r.Deletion,
 		Values:         r.Fields,
 		ProducerID:     r.PID,
 		IdempotentID:   r.IID,

@@ -151,6 +151,20 @@ local function create_token(gen)
   return not (type(r) == 'table' and r.err and not string.find(r.err, 'BUSYGROUP', 1, true))
 end
 
+-- The native settings a stream takes from its emulated state m (the
+-- guard at the first native add, migrate), its native ones being nd, nm:
+-- nil, nil to leave them. Only native settings equal to the server's
+-- defaults (the caller's, DEFAULTS_KNOWN) are replaced: others were given
+-- to the stream. Even those may have been, with the same values (XINFO
+-- cannot tell), so none is narrowed: each becomes the wider of the two
+-- (a default never weakens stored state).
+local function carried_settings(nd, nm, m)
+  if not (DEFAULTS_KNOWN and nd == SERVER_DURATION and nm == SERVER_MAXSIZE) then return nil, nil end
+  local d, n = math.max(nd, m.duration), math.max(nm, m.maxsize)
+  if d == nd and n == nm then return nil, nil end
+  return d, n
+end
+
 -- The meta of a stream whose state starts now: the server-level defaults.
 local function fresh_meta()
   return { duration = SERVER_DURATION or DEFAULT_DURATION, maxsize = SERVER_MAXSIZE or DEFAULT_MAXSIZE,

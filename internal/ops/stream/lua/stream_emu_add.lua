@@ -5,8 +5,9 @@
 -- KEYS[PID_KEYS + 2(j-1)], KEYS[PID_KEYS + 2j - 1]: ids hash and order
 -- list of pid j; then, for a chunk of xadd --batch, its progress record
 -- and the stream's index of progress records.
--- NOMK ('1'|''), TRIM ('MAXLEN'|'MINID'|''), TRIM_OP '='|'~', THRESHOLD,
--- LIMIT (''|n), for every item.
+-- NOMK ('1'|''), DELETION (''|KEEPREF|DELREF|ACKED), TRIM
+-- ('MAXLEN'|'MINID'|''), TRIM_OP '='|'~', THRESHOLD, LIMIT (''|n), for
+-- every item.
 -- A batch chunk's progress (FROM '' for none): FROM lines done before it,
 -- TO lines done after it, the DIGEST of those lines, DROP the lines done
 -- before the chunk whose stored replies go now ('' none), PROGRESS_TTL how
@@ -126,8 +127,24 @@ if reset or not m.owner then m = fresh_meta() end
 local now = now_ms()
 local dur_ms, maxsize = m.duration * 1000, m.maxsize
 local nomk = NOMK == '1'
+-- KEEPREF, DELREF and ACKED (Redis 8.2+) say what trimming does with
+-- consumer groups' references: without trimming they change nothing and
+-- go unsaid. With it they go to XADD where the server has them (COMMAND
+-- INFO of XDELEX, 8.2's, answers quietly); elsewhere DELREF and ACKED
+-- refuse a new entry where XADD would add it, after every reply Redis
+-- gives first (WRONGTYPE, NOMKSTREAM's nil, a duplicate, which trims
+-- nothing: R10).
+local deletion, refusal = '', nil
+if TRIM ~= '' and DELETION ~= '' then
+  local r = redis.pcall('COMMAND', 'INFO', 'XDELEX')
+  if type(r) == 'table' and type(r[1]) == 'table' then
+    deletion = DELETION
+  elseif DELETION ~= 'KEEPREF' then
+    refusal = 'ERR ' .. DELETION .. ' with MAXLEN or MINID needs Redis 8.2 or later: this server trims as KEEPREF does'
+  end
+end
 -- XADD's arguments before the fields, the same for every item.
-local head = xadd_head('')
+local head = xadd_head(deletion)
 head[#head + 1] = '*'
 local nhead = #head
 
@@ -355,6 +372,9 @@ do
       if #redis.call('XRANGE', STREAM, orig, orig) > 0 then still = 1 end
       ndone = ndone + 1
       done[ndone] = 'd' .. still .. orig
+    elseif refusal then
+      stop, message = 'e', refusal
+      break
     else
       local id
       if nhead == 2 and nf == 4 then

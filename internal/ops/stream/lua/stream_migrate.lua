@@ -29,8 +29,8 @@
 -- another name's ("s" and "{s}"); 'stale' the state was a deleted
 -- stream's (dropped); 'done' nothing emulated is left; 'kept' some is.
 -- settings: 'equal', 'set' (XCFGSET: the native ones were the server's
--- defaults), 'native' (the stream's own native settings stay, at least as
--- wide as the emulated ones), 'blocked' (they differ, and native tracking
+-- defaults; each the wider of them and the emulated one), 'native' (the
+-- native settings stay, at least as wide as the emulated ones), 'blocked' (they differ, and native tracking
 -- holds iids, which XCFGSET would clear, or the stream's own native
 -- settings are narrower: nothing moves).
 
@@ -88,16 +88,18 @@ end
 
 local stale_state = stale(info, m)
 -- The emulated settings replace the native ones only while those are the
--- server's defaults (the last two arguments, CONFIG GET stream-idmp-*, as
--- the guard carries them): settings an operator gave the stream natively
--- stay, and a migration never narrows them. Native settings at least as
--- wide as the emulated ones take the iids as they are ('native'); narrower
--- ones would shorten their windows (a recorded iid lives IDMP-DURATION
--- from its record), so nothing moves ('blocked').
-local settings = 'equal'
+-- server's defaults (the last two arguments, CONFIG GET stream-idmp-*), as
+-- the guard carries them (carried_settings): the wider of the two, each,
+-- set ('set'). Native settings at least as wide as the emulated ones take
+-- the iids as they are ('native'); narrower ones, given to the stream,
+-- would shorten their windows (a recorded iid lives IDMP-DURATION from
+-- its record), so nothing moves ('blocked').
+local settings, sd, sm = 'equal', nil, nil
 if nd ~= m.duration or nm ~= m.maxsize then
-  if ntracked == 0 and m.owner and m.duration >= 1 and m.duration <= MAX_DURATION and m.maxsize >= 1 and m.maxsize <= MAX_MAXSIZE
-    and DEFAULTS_KNOWN and nd == SERVER_DURATION and nm == SERVER_MAXSIZE then
+  if ntracked == 0 and m.owner and m.duration >= 1 and m.duration <= MAX_DURATION and m.maxsize >= 1 and m.maxsize <= MAX_MAXSIZE then
+    sd, sm = carried_settings(nd, nm, m)
+  end
+  if sd then
     settings = 'set'
   elseif ntracked == 0 and nd >= m.duration and nm >= m.maxsize then
     settings = 'native'
@@ -117,7 +119,7 @@ if nd ~= m.duration or nm ~= m.maxsize then
 end
 if stale_state then settings = '' end
 local carry = not stale_state and ntracked == 0 and settings ~= 'blocked'
-local maxsize = (settings == 'set') and m.maxsize or nm
+local maxsize = (settings == 'set') and sm or nm
 
 local now = now_ms()
 local dur_ms = m.duration * 1000
@@ -203,8 +205,8 @@ if dry then return out end
 ------------------------------------------------------------------------
 
 if settings == 'set' then
-  redis.call('XCFGSET', STREAM, 'IDMP-DURATION', m.duration, 'IDMP-MAXSIZE', m.maxsize)
-  out[5], out[6] = m.duration, m.maxsize
+  redis.call('XCFGSET', STREAM, 'IDMP-DURATION', sd, 'IDMP-MAXSIZE', sm)
+  out[5], out[6] = sd, sm
 end
 for _, p in ipairs(per) do
   for _, e in ipairs(p.record) do redis.call('XIDMPRECORD', STREAM, p.pid, e.native, e.id) end

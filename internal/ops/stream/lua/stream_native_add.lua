@@ -264,18 +264,17 @@ end
 -- The stream's settings come over with its state at the first native add,
 -- while the native tracking is empty (XCFGSET clears what it tracks, so
 -- later it would lose iids: idmpctl migrate says what to do then), and
--- only while the native settings are the server's defaults: settings an
--- operator gave the stream natively stay. {'C'}: the caller did not send
--- the defaults.
+-- only over the server's defaults (the last two arguments, CONFIG GET
+-- stream-idmp-*), never narrowing them (carried_settings). {'C'}: the
+-- caller did not send the defaults.
 local cfg
 if live and m.owner and (tonumber(info['idmp-duration']) ~= m.duration or tonumber(info['idmp-maxsize']) ~= m.maxsize)
   and info['iids-tracked'] == 0 and info['pids-tracked'] == 0
   and m.duration >= 1 and m.duration <= MAX_DURATION and m.maxsize >= 1 and m.maxsize <= MAX_MAXSIZE
   and not denied({ { 'XCFGSET', STREAM, 'IDMP-DURATION', '1' } }) then
   if not DEFAULTS_KNOWN then return { 'C' } end
-  if tonumber(info['idmp-duration']) == SERVER_DURATION and tonumber(info['idmp-maxsize']) == SERVER_MAXSIZE then
-    cfg = { 'XCFGSET', STREAM, 'IDMP-DURATION', m.duration, 'IDMP-MAXSIZE', m.maxsize }
-  end
+  local d, n = carried_settings(tonumber(info['idmp-duration']), tonumber(info['idmp-maxsize']), m)
+  if d then cfg = { 'XCFGSET', STREAM, 'IDMP-DURATION', d, 'IDMP-MAXSIZE', n } end
 end
 
 -- The stream before the adds: its last ID, and the counters that check
