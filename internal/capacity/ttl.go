@@ -16,6 +16,7 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/bytesize"
@@ -135,7 +136,7 @@ func CalculateTTL(in TTLInputs) (TTLResult, error) {
 			return r, tooMuch("at their measured size")
 		}
 		r.MeasuredFormula = fmt.Sprintf("memory = %s msg/s x %s s x %s B (mean MEMORY USAGE of %d keys) = %d B",
-			ratString(in.Rate), ratString(ttlSecs), trimNum(m.UsageBytes), m.Keys, r.MeasuredMemory)
+			RatString(in.Rate), RatString(ttlSecs), trimNum(m.UsageBytes), m.Keys, r.MeasuredMemory)
 	}
 	if r.KeySize >= 0 && r.ValueSize >= 0 {
 		mem := new(big.Rat).SetInt64(r.KeySize + r.ValueSize)
@@ -145,7 +146,7 @@ func CalculateTTL(in TTLInputs) (TTLResult, error) {
 			return r, tooMuch("by " + RuleOfThumb)
 		}
 		r.MemoryFormula = fmt.Sprintf("memory = (%d B + %d B) x %s msg/s x %s s x 1.2 = %d B",
-			r.KeySize, r.ValueSize, ratString(in.Rate), ratString(ttlSecs), r.Memory)
+			r.KeySize, r.ValueSize, RatString(in.Rate), RatString(ttlSecs), r.Memory)
 	}
 	if r.MeasuredMemory > 0 && r.Memory > 0 {
 		r.FormulaVsMeasured = float64(r.Memory)/float64(r.MeasuredMemory) - 1
@@ -200,13 +201,7 @@ func groupThousands(n int64) string {
 
 func roundHalfUp(f float64) int64 { return int64(f + 0.5) }
 
-func trimNum(f float64) string {
-	s := fmt.Sprintf("%.1f", f)
-	if len(s) > 2 && s[len(s)-2:] == ".0" {
-		s = s[:len(s)-2]
-	}
-	return s
-}
+func trimNum(f float64) string { return strings.TrimSuffix(fmt.Sprintf("%.1f", f), ".0") }
 
 // RoundUp is a TTL to suggest for d: d rounded up to a whole second (to a
 // millisecond below one), never shorter than d. "--ttl 21m40.08s" is no
