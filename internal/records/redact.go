@@ -3,6 +3,7 @@ package records
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -48,32 +49,20 @@ func IsSecretName(name string) bool {
 	return false
 }
 
-// Redact returns r with every secret in Fields replaced by Redacted: hash
-// fields and top-level JSON members with a secret name, and members with a
-// secret name at any depth of the JSON they hold, including JSON kept as
-// text in a string (an express request's headers.authorization, a
-// set-cookie array, a password in a stored body). Everything else keeps its
-// bytes: key order, spacing and the other values. An integer in a
-// top-level token field is idmpctl's (or another library's) fencing token,
-// not a secret, and is kept. The input's Fields map, which callers may
-// share with the raw value they read, is never modified.
+// Redact returns r with the value of every secret-named field or member in
+// Fields, at any depth of the JSON they hold (also JSON kept as text in a
+// string), replaced by Redacted; every other byte is kept. An integer in a
+// top-level token field is a fencing token, not a secret. r.Fields, which
+// callers may share with the raw value they read, is never modified.
 func Redact(r Record) Record {
-	var out map[string]string
+	shared := true
 	for k, v := range r.Fields {
-		nv := redactField(k, v)
-		if nv == v {
-			continue
-		}
-		if out == nil {
-			out = make(map[string]string, len(r.Fields))
-			for k2, v2 := range r.Fields {
-				out[k2] = v2
+		if nv := redactField(k, v); nv != v {
+			if shared {
+				r.Fields, shared = maps.Clone(r.Fields), false
 			}
+			r.Fields[k] = nv
 		}
-		out[k] = nv
-	}
-	if out != nil {
-		r.Fields = out
 	}
 	return r
 }

@@ -50,8 +50,7 @@ func Statuses() []Status {
 // ParseStatus reads a user's --status value: a normalised name or any word
 // NormaliseStatus knows, in any case. ok is false for anything else.
 func ParseStatus(s string) (Status, bool) {
-	switch st := Status(strings.ToUpper(strings.TrimSpace(s))); st {
-	case Processing, Locked, Completed, Failed, Expired, Unknown, Absent:
+	if st := Status(strings.ToUpper(strings.TrimSpace(s))); slices.Contains(Statuses(), st) {
 		return st, true
 	}
 	st := NormaliseStatus(s)
