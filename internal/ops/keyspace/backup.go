@@ -8,6 +8,7 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"slices"
 
 	"github.com/idmpctl/idmpctl/internal/backup"
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -33,25 +34,16 @@ type PurgeBackup interface {
 	Kept(keys []string, reason string) error
 }
 
-// saveBackup reads the chunk's keys with the backup script (one call for
-// the chunk on a single server, one a key in a cluster, pipelined) and saves
-// them. Keys gone since they were read have nothing to save: the re-check
-// keeps them (they are "changed").
+// saveBackup reads the chunk's keys with the backup script (pipelined
+// calls of perCall keys) and saves them. A key gone since it was read has
+// nothing to save: the re-check keeps it ("changed").
 func (p *purger) saveBackup(ctx context.Context, chunk []keyRead) error {
 	if p.opts.Backup == nil {
 		return nil
 	}
 	var calls []*redisconn.Call
-	if p.cluster {
-		for i := range chunk {
-			calls = append(calls, backupScript.Call(&backupArgs{Candidates: []string{chunk[i].rec.Key}}))
-		}
-	} else {
-		keys := make([]string, len(chunk))
-		for i := range chunk {
-			keys[i] = chunk[i].rec.Key
-		}
-		calls = []*redisconn.Call{backupScript.Call(&backupArgs{Candidates: keys})}
+	for part := range slices.Chunk(chunk, p.perCall(chunk)) {
+		calls = append(calls, backupScript.Call(&backupArgs{Candidates: keysOf(part)}))
 	}
 	if _, err := p.c.Run(ctx, redisconn.RunOpts{}, calls...); err != nil {
 		return exit.Wrap(err, "backup")
@@ -117,11 +109,7 @@ func (p *purger) markUnknown(chunk []keyRead) error {
 	if p.opts.Backup == nil {
 		return nil
 	}
-	keys := make([]string, len(chunk))
-	for i := range chunk {
-		keys[i] = chunk[i].rec.Key
-	}
-	if err := p.opts.Backup.Kept(keys, backup.KeptUnknown); err != nil {
+	if err := p.opts.Backup.Kept(keysOf(chunk), backup.KeptUnknown); err != nil {
 		return &exit.Error{Code: exit.Config, What: "write the backup", Err: err}
 	}
 	return nil
