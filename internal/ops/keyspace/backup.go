@@ -1,8 +1,8 @@
 package keyspace
 
-// purge --backup: each chunk of candidates is saved (DUMP, PTTL, the expiry
-// on the server's clock) and made durable before the chunk's re-check and
-// delete is sent; those the re-check kept are then marked kept.
+// purge --backup: each chunk is durably saved (DUMP, PTTL, the expiry on the
+// server's clock) before its re-check and delete are sent; those the
+// re-check kept are then marked.
 
 import (
 	"context"
@@ -25,8 +25,7 @@ type backupArgs struct {
 	Candidates []string `lua:"CANDIDATES,key,rest"`
 }
 
-// PurgeBackup is where purge saves records before it deletes them
-// (backup.Writer).
+// PurgeBackup is where purge saves records before it deletes them.
 type PurgeBackup interface {
 	// Save makes records durable: when it returns nil they may be deleted.
 	Save(recs []backup.Record) error
@@ -70,8 +69,7 @@ func (p *purger) saveBackup(ctx context.Context, chunk []keyRead) error {
 	return nil
 }
 
-// backupEntry is one key's part of the backup script's reply: {pttl,
-// expires_at, payload}; present is false for a key that is gone.
+// backupEntry is a key's {pttl, expires_at, payload}; present: not gone.
 type backupEntry struct {
 	pttl, at int64
 	payload  string
@@ -101,10 +99,8 @@ func decodeBackupReply(v any) ([]backupEntry, error) {
 	return out, nil
 }
 
-// markUnknown marks the chunk's keys as of unknown fate: their re-check was
-// sent and its reply never came (a timeout, an interrupt that closed the
-// connection), so the server may have deleted them, or kept some as changed
-// or live. Restore then puts them back only where their key is missing.
+// markUnknown marks the chunk's keys as of unknown fate: their re-check's
+// reply never came, so restore puts them back only where missing.
 func (p *purger) markUnknown(chunk []keyRead) error {
 	if p.opts.Backup == nil {
 		return nil
@@ -115,21 +111,19 @@ func (p *purger) markUnknown(chunk []keyRead) error {
 	return nil
 }
 
-// markKept marks the chunk's keys the re-check did not delete, with why:
-// "changed" (changed or gone since it was read) or "live" (a lease or
-// deadline still ran on the server's clock).
+// markKept marks the chunk's keys the re-check kept, as changed or live.
 func (p *purger) markKept(chunk []keyRead, outcomes []PurgeOutcome) error {
 	if p.opts.Backup == nil {
 		return nil
 	}
 	kept := map[string][]string{}
-	for i := range chunk {
-		switch outcomes[i] {
-		case PurgeDeleted:
-		case PurgeLive:
-			kept[backup.KeptLive] = append(kept[backup.KeptLive], chunk[i].rec.Key)
-		default:
-			kept[backup.KeptChanged] = append(kept[backup.KeptChanged], chunk[i].rec.Key)
+	for i, o := range outcomes {
+		reason := backup.KeptChanged
+		if o == PurgeLive {
+			reason = backup.KeptLive
+		}
+		if o != PurgeDeleted {
+			kept[reason] = append(kept[reason], chunk[i].rec.Key)
 		}
 	}
 	for _, reason := range []string{backup.KeptChanged, backup.KeptLive} {

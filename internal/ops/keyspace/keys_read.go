@@ -185,6 +185,7 @@ func (r *keyReader) readAttempt(ctx context.Context, keys []string, out []keyRea
 		}
 	}
 	err = c.Pipelined(ctx, func(p redis.Pipeliner, ctx context.Context) {
+		length := map[string]func(context.Context, string) *redis.IntCmd{"set": p.SCard, "list": p.LLen, "zset": p.ZCard, "stream": p.XLen}
 		for i, k := range keys {
 			v := &values[i]
 			switch types[i] {
@@ -200,14 +201,8 @@ func (r *keyReader) readAttempt(ctx context.Context, keys []string, out []keyRea
 				for j, f := range recordPayloads {
 					v.hstrlen[j] = p.HStrLen(ctx, k, f)
 				}
-			case "set":
-				v.size = p.SCard(ctx, k)
-			case "list":
-				v.size = p.LLen(ctx, k)
-			case "zset":
-				v.size = p.ZCard(ctx, k)
-			case "stream":
-				v.size = p.XLen(ctx, k)
+			case "set", "list", "zset", "stream":
+				v.size = length[types[i]](ctx, k)
 			}
 		}
 	})
