@@ -68,27 +68,21 @@ func parseFull(b []byte, auto bool) (Line, error) {
 		}
 		key, _ := tok.(string)
 		switch key {
-		case "iid":
-			s, err := text(dec, `"iid"`)
-			if err != nil {
+		case "iid", "pid":
+			id, has := &l.IID, &l.HasIID
+			if key == "pid" {
+				id, has = &l.PID, &l.HasPID
+			}
+			s, err := text(dec, strconv.Quote(key))
+			switch {
+			case err != nil:
 				return l, err
-			}
-			if l.HasIID {
-				return l, errors.New(`"iid" given twice (IDMP/IDMPAUTO specified multiple times)`)
-			}
-			l.IID, l.HasIID = s, true
-		case "pid":
-			s, err := text(dec, `"pid"`)
-			if err != nil {
-				return l, err
-			}
-			if l.HasPID {
-				return l, errors.New(`"pid" given twice (IDMP/IDMPAUTO specified multiple times)`)
-			}
-			if s == "" {
+			case *has:
+				return l, fmt.Errorf("%q given twice (IDMP/IDMPAUTO specified multiple times)", key)
+			case key == "pid" && s == "":
 				return l, errors.New(`empty "pid" (IDMP requires a non-empty producer ID)`)
 			}
-			l.PID, l.HasPID = s, true
+			*id, *has = s, true
 		case "fields":
 			if seenFields {
 				return l, errors.New(`"fields" given twice`)

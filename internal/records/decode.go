@@ -155,14 +155,20 @@ func marker(s string) (Status, bool) {
 	if len(s) > maxMarker {
 		return Unknown, false
 	}
-	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
-		s = strings.TrimSpace(s[1 : len(s)-1])
-	}
-	if s == "1" || strings.EqualFold(s, "true") {
+	if s = unquote(s); s == "1" || strings.EqualFold(s, "true") {
 		return Completed, true
 	}
 	st := NormaliseStatus(s)
 	return st, st != Unknown
+}
+
+// unquote strips one pair of double quotes (as Jackson writes a string
+// value) and the spaces inside them.
+func unquote(s string) string {
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		return strings.TrimSpace(s[1 : len(s)-1])
+	}
+	return s
 }
 
 // jsonObject reads a JSON object's top-level members as strings: JSON

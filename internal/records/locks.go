@@ -55,10 +55,7 @@ var unlockWords = map[string]bool{
 // lockValue reads the string value of a lock-named key. held is true when
 // it is a lock; owner is the holder's token when the value names one.
 func lockValue(s string, ttlMs int64) (owner string, held bool) {
-	v := strings.TrimSpace(s)
-	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
-		v = strings.TrimSpace(v[1 : len(v)-1])
-	}
+	v := unquote(strings.TrimSpace(s))
 	if v == "" || len(v) > maxLockValue {
 		return "", false
 	}
@@ -71,10 +68,7 @@ func lockValue(s string, ttlMs int64) (owner string, held bool) {
 	case !tokenShaped(v):
 		return "", false
 	}
-	if isUUID(v) || isHex(v) && len(v) >= 8 || isAllDigits(v) || hostPid(v) || randomToken(v) {
-		return v, true
-	}
-	if ttlMs > 0 && ttlMs <= LockTTLHintMs {
+	if isUUID(v) || isHex(v) && len(v) >= 8 || isAllDigits(v) || hostPid(v) || randomToken(v) || ttlMs > 0 && ttlMs <= LockTTLHintMs {
 		return v, true
 	}
 	return "", false
