@@ -6,9 +6,8 @@ package capacity
 //	TTL    = longest processing + longest retry delay + buffer
 //	memory = (key size + value size) x rate x TTL x 1.2
 //
-// and, when a sample of the live keyspace was measured (MEMORY USAGE, Redis's
-// own per-key overhead included), the same rate and TTL priced at what a key
-// really costs there.
+// and, with a measured sample of the live keyspace, the same rate and TTL
+// priced at what a key costs there (MEMORY USAGE: Redis's overhead included).
 
 import (
 	"errors"
@@ -23,33 +22,28 @@ import (
 	"github.com/idmpctl/idmpctl/internal/duration"
 )
 
-// RuleOfThumb names the usual memory formula in idmpctl's words: what a
-// user knows it by is the formula itself.
+// RuleOfThumb names the usual memory formula: users know it by the formula.
 const RuleOfThumb = "(key + value) x 1.2"
 
-// SeedOverhead is the seeds' factor for "Redis overhead" on top of key and
-// value bytes (x 1.2).
+// SeedOverhead is the seeds' x 1.2 for "Redis overhead" on key and value.
 var SeedOverhead = big.NewRat(6, 5)
 
 // TTLInputs are calc-ttl's normalised inputs.
 type TTLInputs struct {
-	Rate *big.Rat // keys written per second
-	// TTL is the key TTL given with --ttl; 0: computed from the retry window.
-	TTL time.Duration
-	// The retry window: TTL = MaxProcessing + MaxRetryDelay + Buffer. Window
-	// says whether any of them was given.
+	Rate *big.Rat      // keys written per second
+	TTL  time.Duration // --ttl; 0: the retry window
+	// The retry window: MaxProcessing + MaxRetryDelay + Buffer, if Window.
 	MaxProcessing, MaxRetryDelay, Buffer time.Duration
 	Window                               bool
-	// KeySize and ValueSize are bytes a key's name and its value hold; -1:
-	// not given (then taken from Measured, if any).
+	// KeySize and ValueSize are a key's name and value bytes; -1: not given
+	// (then from Measured, if any).
 	KeySize, ValueSize int64
 	MaxMemory          int64 // bytes; 0: not given
 	Measured           *MeasuredKeys
 }
 
-// MeasuredKeys is what a sample of the live keyspace measured: mean bytes of
-// a key's name, of its value, and of MEMORY USAGE (name, value and Redis's
-// per-key structures together).
+// MeasuredKeys is a live sample's mean bytes of a key's name, its value, and
+// MEMORY USAGE (both and Redis's per-key structures).
 type MeasuredKeys struct {
 	Pattern    string
 	Keys       int // keys measured
@@ -61,18 +55,14 @@ type MeasuredKeys struct {
 // TTLResult is what calc-ttl computes. Memory figures are 0 when no sizes
 // are known.
 type TTLResult struct {
-	TTL         time.Duration // the TTL to set (given, or the retry window)
-	RetryWindow time.Duration // 0 when no window flag was given
-	Keys        int64         // keys alive at a steady rate: ceil(rate x TTL)
-	KeySize     int64         // the sizes the formula used
-	ValueSize   int64
-	Memory      int64 // by (key + value) x 1.2, bytes (ceil)
-	// MeasuredMemory prices each key at the sample's mean MEMORY USAGE:
-	// rate x TTL x usage (the overhead is measured, so no x 1.2).
-	MeasuredMemory int64
-	// FormulaVsMeasured is Memory / MeasuredMemory - 1 (negative: the
-	// formula is under what the keys cost).
-	FormulaVsMeasured float64
+	TTL               time.Duration // the TTL to set (given, or the retry window)
+	RetryWindow       time.Duration // 0 when no window flag was given
+	Keys              int64         // keys alive at a steady rate: ceil(rate x TTL)
+	KeySize           int64         // the sizes the formula used
+	ValueSize         int64
+	Memory            int64   // by (key + value) x 1.2, bytes (ceil)
+	MeasuredMemory    int64   // rate x TTL x the sample's mean MEMORY USAGE (no x 1.2)
+	FormulaVsMeasured float64 // Memory / MeasuredMemory - 1 (< 0: the formula is under)
 	TTLFormula        string
 	MemoryFormula     string
 	MeasuredFormula   string
