@@ -17,12 +17,9 @@ const Redacted = "[redacted]"
 const maxStringNest = 4
 
 // Secret names, compared lower-case with '-', '_', '.' and spaces dropped:
-// these exactly, and any name ending in one of secretSuffixes (x-api-key,
-// set-cookie, proxy-authorization, access_token, clientSecret, db_password).
-var (
-	secretNames    = []string{"authorization", "cookie", "password", "passwd", "secret", "apikey", "token", "privatekey", "credentials"}
-	secretSuffixes = []string{"authorization", "cookie", "password", "passwd", "secret", "apikey", "token"}
-)
+// any name ending in one of these (x-api-key, set-cookie, access_token,
+// clientSecret, db_password), and privatekey and credentials exactly.
+var secretSuffixes = []string{"authorization", "cookie", "password", "passwd", "secret", "apikey", "token"}
 
 // IsSecretName reports whether a header, hash field or JSON member of this
 // name holds a secret (credentials, session cookies, API keys, tokens),
@@ -38,15 +35,8 @@ func IsSecretName(name string) bool {
 		}
 		return r
 	}, strings.ToLower(name))
-	if slices.Contains(secretNames, n) {
-		return true
-	}
-	for _, s := range secretSuffixes {
-		if strings.HasSuffix(n, s) {
-			return true
-		}
-	}
-	return false
+	return n == "privatekey" || n == "credentials" ||
+		slices.ContainsFunc(secretSuffixes, func(s string) bool { return strings.HasSuffix(n, s) })
 }
 
 // Redact returns r with the value of every secret-named field or member in
@@ -69,26 +59,20 @@ func Redact(r Record) Record {
 
 func redactField(name, v string) string {
 	if IsSecretName(name) {
-		if slices.Contains(tokenNames, name) && exactIntOK(v) {
-			return v // a fencing token
-		}
-		if v == "" {
-			return v
+		if v == "" || slices.Contains(tokenNames, name) && exactIntOK(v) {
+			return v // empty, or a fencing token
 		}
 		if t := strings.TrimSpace(v); strings.HasPrefix(t, "[") && json.Valid([]byte(t)) {
 			return string(redactedValue([]byte(t)))
 		}
 		return Redacted
 	}
-	if out, changed := RedactJSON(v); changed {
-		return out
-	}
-	return v
+	out, _ := RedactJSON(v) // v itself when it holds no secret
+	return out
 }
 
 func exactIntOK(s string) bool {
-	s = strings.TrimSpace(s)
-	s = strings.TrimPrefix(s, "-")
+	s = strings.TrimPrefix(strings.TrimSpace(s), "-")
 	return isAllDigits(s) && len(s) <= 19
 }
 

@@ -153,10 +153,10 @@ func (r *keyReader) readAttempt(ctx context.Context, keys []string, out []keyRea
 			}
 		}
 	})
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = clock.Err()
 	}
-	if err := clock.Err(); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	nowMs := clock.Val().UnixMilli()
@@ -223,13 +223,10 @@ func (r *keyReader) readAttempt(ctx context.Context, keys []string, out []keyRea
 		rd := &out[i]
 		err := r.assemble(rd, k, types[i], probes[i], values[i], nowMs)
 		wrongType := err != nil && redis.HasErrorPrefix(err, "WRONGTYPE")
-		if !typed && (wrongType || vanishedHash(types[i], values[i])) {
-			// Not the type the encoding suggested, or changed since: ask TYPE.
+		// Not the type the encoding suggested, or changed between rounds:
+		// read again, asking TYPE.
+		if !typed && (wrongType || vanishedHash(types[i], values[i])) || wrongType && attempt < readAttempts {
 			again = append(again, i)
-			continue
-		}
-		if wrongType && attempt < readAttempts {
-			again = append(again, i) // the type changed between rounds
 			continue
 		}
 		if err != nil && !wrongType {

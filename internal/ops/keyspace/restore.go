@@ -132,22 +132,21 @@ func (r *Restorer) RestoreUnless(ctx context.Context, recs []backup.Record, miss
 	for j, cl := range calls {
 		i := index[j]
 		outcome, err := restoreScript.Reply(cl)
+		out[i] = cmp.Or(outcome, Failed) // "" with an error
+		if err == nil || first != nil {
+			continue
+		}
+		what, msg := "restore "+strconv.Quote(recs[i].Key), err.Error()
 		var bad *unexpectedReply
 		switch {
-		case err == nil:
-			out[i] = outcome
 		case errors.As(err, &bad):
-			out[i] = Failed
-			first = cmp.Or(first, error(exit.New(exit.Internal, "restore "+strconv.Quote(recs[i].Key), "%v", bad)))
+			first = exit.New(exit.Internal, what, "%v", bad)
+		case strings.Contains(msg, "DUMP payload") || strings.Contains(msg, "Bad data format"):
+			// A payload this server cannot load: another version's, or damaged.
+			first = &exit.Error{Code: exit.Data, What: what, Err: err,
+				Hint: "a DUMP payload loads only on a server of the same or a later RDB version than the one that made it"}
 		default:
-			out[i] = Failed
-			e := exit.Wrap(err, "restore "+strconv.Quote(recs[i].Key))
-			if msg := err.Error(); strings.Contains(msg, "DUMP payload") || strings.Contains(msg, "Bad data format") {
-				// A payload this server cannot load: another version's, or damaged.
-				e = &exit.Error{Code: exit.Data, What: "restore " + strconv.Quote(recs[i].Key), Err: err,
-					Hint: "a DUMP payload loads only on a server of the same or a later RDB version than the one that made it"}
-			}
-			first = cmp.Or(first, e)
+			first = exit.Wrap(err, what)
 		}
 	}
 	return out, first
