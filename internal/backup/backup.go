@@ -256,20 +256,17 @@ func Read(r io.Reader, fn func(Entry) error) error {
 	br := bufio.NewReaderSize(r, 1<<20)
 	for n := 1; ; n++ {
 		raw, err := readLine(br)
-		if err == io.EOF && len(raw) == 0 {
-			if n == 1 {
-				return &LineError{Line: 1, Why: "empty file: not an idmpctl backup"}
-			}
+		switch end := err == io.EOF && len(raw) == 0; {
+		case end && n == 1:
+			return &LineError{Line: 1, Why: "empty file: not an idmpctl backup"}
+		case end:
 			return nil
-		}
-		if errors.Is(err, errLongLine) {
+		case errors.Is(err, errLongLine):
 			return &LineError{Line: n, Why: fmt.Sprintf("longer than %d MiB", maxLine>>20)}
-		}
-		if err != nil && err != io.EOF {
-			return err
-		}
-		if err == io.EOF {
+		case err == io.EOF:
 			return &LineError{Line: n, Why: "truncated: the line has no end (the file was cut short)", Truncated: true}
+		case err != nil:
+			return err
 		}
 		e, lerr := parseLine(n, raw)
 		if lerr != nil {

@@ -116,9 +116,8 @@ func millis(s string) int64 {
 	return int64(f)
 }
 
-// DecodedFields lists the hash field names the decoders read, payloads
-// (PayloadFields) aside, for a caller that reads a large hash in part and
-// must still see every field a decision depends on.
+// DecodedFields lists the hash fields the decoders read but payloads: what a
+// partial read of a large hash must still fetch.
 func DecodedFields() []string {
 	names := []string{"owner", "token", "attempts", "lease_until", "created", "updated", "fingerprint", "error"}
 	for _, group := range [][]string{statusNames, ownerNames, tokenNames, attemptNames, createdNames,

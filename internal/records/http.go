@@ -129,10 +129,9 @@ func httpStatusCode(s string) int {
 	return int(n)
 }
 
-// errorMessage finds the message of a stored error: the body itself when it
-// is a string, else the first of the usual members (message, error,
-// detail, ...), following nested objects, arrays of messages (NestJS
-// validation errors) and JSON kept as text (express's res.json body).
+// errorMessage finds a stored error's message: a string body, else the
+// first usual member (messageNames), through nested objects, arrays of
+// messages (NestJS validation) and JSON kept as text (express's res.json).
 func errorMessage(raw string) string {
 	var v any
 	if json.Unmarshal([]byte(strings.TrimSpace(raw)), &v) != nil {
