@@ -134,9 +134,7 @@ func decodePowertools(r *Record, m map[string]string, a PowertoolsAttrs) {
 }
 
 // DecodedFieldsWith is DecodedFields plus opts' custom Powertools attribute
-// names (not its data: a payload). No hash decoder reads them today
-// (Powertools keeps strings), but a partial hash read with the same options
-// as its DecodeWith stays right if one does.
+// names but data (a payload), so a partial hash read matches its DecodeWith.
 func DecodedFieldsWith(opts DecodeOptions) []string {
 	names := DecodedFields()
 	a, d := opts.Powertools.withDefaults(), DefaultPowertoolsAttrs()

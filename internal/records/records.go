@@ -168,10 +168,9 @@ type RawValue struct {
 	StateStreamExists *bool
 }
 
-// Recognised reports whether the record is an idempotency record in a format
-// purge may delete without --any-type: not unknown, not a missing key, not a
-// stream (purge --stream), not a whole Camel set. Locks are recognised;
-// PurgeBlocked decides whether purge may take them.
+// Recognised reports whether purge may delete the record without
+// --any-type: not unknown, missing, a stream or its IDMP state, or a whole
+// Camel set. Locks are (PurgeBlocked decides).
 func (r Record) Recognised() bool {
 	switch r.Format {
 	case FormatUnknown, FormatNone, FormatStream, FormatIDMPState, "":

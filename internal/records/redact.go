@@ -76,10 +76,8 @@ func exactIntOK(s string) bool {
 	return isAllDigits(s) && len(s) <= 19
 }
 
-// RedactJSON replaces the values of secret-named members (IsSecretName) at
-// any depth of the JSON text s, following JSON kept as text in strings.
-// changed is false, and s comes back as it is, when s is not JSON or holds
-// no secret.
+// RedactJSON is Redact for the JSON text s; changed is false, and s comes
+// back as it is, when s is not JSON or holds no secret.
 func RedactJSON(s string) (out string, changed bool) {
 	return redactJSONText(s, 0)
 }

@@ -72,25 +72,11 @@ type keyValue struct {
 // (HSTRLEN) in a large hash rather than read.
 var recordPayloads = records.PayloadFields()
 
-// typeOfEncoding is the type an OBJECT ENCODING reply implies (ok false:
-// TYPE decides). listpack and hashtable may be other types: WRONGTYPE says.
-func typeOfEncoding(enc string) (typ string, ok bool) {
-	switch enc {
-	case "raw", "embstr", "int":
-		return "string", true
-	case "listpack", "ziplist", "listpackex", "hashtable":
-		return "hash", true
-	case "intset":
-		return "set", true
-	case "skiplist":
-		return "zset", true
-	case "quicklist", "linkedlist":
-		return "list", true
-	case "stream":
-		return "stream", true
-	}
-	return "", false
-}
+// typeOfEncoding is the type an OBJECT ENCODING reply implies (else TYPE
+// decides). listpack and hashtable may be other types: WRONGTYPE says.
+var typeOfEncoding = map[string]string{"raw": "string", "embstr": "string", "int": "string",
+	"listpack": "hash", "ziplist": "hash", "listpackex": "hash", "hashtable": "hash",
+	"intset": "set", "skiplist": "zset", "quicklist": "list", "linkedlist": "list", "stream": "stream"}
 
 // smallHash: an encoding the server bounds (hash-max-listpack-*): read whole.
 func smallHash(enc string) bool {
@@ -176,7 +162,7 @@ func (r *keyReader) readAttempt(ctx context.Context, keys []string, out []keyRea
 		case errors.Is(pr.enc.Err(), redis.Nil):
 			types[i] = "none"
 		default:
-			t, ok := typeOfEncoding(pr.enc.Val())
+			t, ok := typeOfEncoding[pr.enc.Val()]
 			if pr.enc.Err() != nil || !ok {
 				again = append(again, i)
 				continue

@@ -380,11 +380,9 @@ const (
 	recheckInlineString = 1024
 )
 
-// recheckCall is one call of the re-check script: its keys, and its ARGV
-// (the script's header of field lists, then runs of keys compared alike;
-// see lua/purge_recheck.lua). Candidates of one format share their field
-// list and, in a run, the rest of what they are compared by: each key adds
-// one value to ARGV.
+// recheckCall is one re-check call: its keys and ARGV (field lists, then
+// runs of keys compared alike, lua/purge_recheck.lua). Keys of one format
+// share a field list and, in a run, the rest: each adds one value to ARGV.
 type recheckCall struct {
 	decoded []string // the fields the decoders read (compared in a huge hash)
 	keys    []string
