@@ -99,11 +99,8 @@ func (o PurgeOptions) Validate() error {
 		return exit.Usagef("--max-rate must not be negative")
 	case o.OlderThan < 0:
 		return exit.Usagef("--older-than must not be negative")
-	}
-	for _, s := range o.Statuses {
-		if s == records.Absent {
-			return exit.Usagef("--status ABSENT matches nothing a purge can delete")
-		}
+	case slices.Contains(o.Statuses, records.Absent):
+		return exit.Usagef("--status ABSENT matches nothing a purge can delete")
 	}
 	return nil
 }
