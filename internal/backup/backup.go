@@ -6,18 +6,13 @@
 //	{"key":"idem:18","kept":"changed"}
 //	{"end":true,"records":1,"kept_count":1}
 //
-// The first line says what the file is. A record line is written, and the
-// file fsynced, before its key's delete is sent; pttl_ms is -1 for a key
-// without a TTL (expires_at_ms then 0), and expires_at_ms is on the server's
-// clock. A kept line follows for a record purge did not delete after all
-// (it changed, or was live): restore skips its key. A kept line of reason
-// "unknown" follows the records of a chunk whose re-check went unanswered
-// (a timeout, an interrupt): the server may or may not have deleted them,
-// so restore puts them back only where their key is missing, even with
-// --replace. The end line says the
-// purge closed the file; a file without it was cut short (a killed purge),
-// and its complete lines are still good. A key that is not valid UTF-8 is
-// written as "key_b64" (standard base64) instead of "key".
+// A record line is fsynced before its key's delete is sent; pttl_ms is -1
+// without a TTL (expires_at_ms, on the server's clock, then 0). A kept line
+// marks a record purge did not delete (changed, live: restore skips it) or
+// whose re-check went unanswered ("unknown": restored only where missing,
+// even with --replace). A file without the end line was cut short (a killed
+// purge); its complete lines are still good. A key that is not UTF-8 is
+// written as "key_b64" (standard base64).
 package backup
 
 import (
@@ -111,8 +106,7 @@ type Writer struct {
 var ErrExists = errors.New("exists: a backup is never overwritten; give a new file name")
 
 // Create makes a new backup file at path (mode 0600: it holds the records'
-// data) with its header line, and makes the file and its directory entry
-// durable before it returns.
+// data) with its header line, file and directory entry durable.
 func Create(path string, h Header) (*Writer, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, os.ErrExist) {
@@ -122,26 +116,23 @@ func Create(path string, h Header) (*Writer, error) {
 		return nil, err
 	}
 	w := &Writer{path: path, f: f, bw: bufio.NewWriterSize(f, 256<<10)}
-	h.Version = Version
+	v := Version
 	if h.Created == "" {
 		h.Created = time.Now().UTC().Format(time.RFC3339)
 	}
-	v := h.Version
-	if err := w.writeLine(line{Version: &v, Created: h.Created, Source: h.Source, Pattern: h.Pattern}); err != nil {
-		f.Close()
-		return nil, err
+	err = w.writeLine(line{Version: &v, Created: h.Created, Source: h.Source, Pattern: h.Pattern})
+	if err == nil {
+		err = w.sync()
 	}
-	if err := w.sync(); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		err = d.Sync() // the new file's name survives a crash too
-		d.Close()
-		if err != nil {
-			f.Close()
-			return nil, err
+	if d, derr := os.Open(filepath.Dir(path)); derr == nil {
+		if err == nil {
+			err = d.Sync() // the new file's name survives a crash too
 		}
+		d.Close()
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
 	}
 	return w, nil
 }
@@ -175,12 +166,9 @@ func (w *Writer) Save(recs []Record) error {
 		return w.err
 	}
 	for _, r := range recs {
-		l := line{PTTL: &r.PTTL}
-		keyFields(&l, r.Key)
 		d := base64.StdEncoding.EncodeToString(r.Payload)
-		l.Dump = &d
-		exp := r.ExpiresAt
-		l.ExpiresAt = &exp
+		l := line{PTTL: &r.PTTL, ExpiresAt: &r.ExpiresAt, Dump: &d}
+		keyFields(&l, r.Key)
 		if w.err = w.writeLine(l); w.err != nil {
 			return w.err
 		}
@@ -208,10 +196,8 @@ func (w *Writer) Kept(keys []string, reason string) error {
 		}
 	}
 	w.kept += int64(len(keys))
-	if w.err = w.bw.Flush(); w.err != nil {
-		return w.err
-	}
-	return nil
+	w.err = w.bw.Flush()
+	return w.err
 }
 
 // Counts are the records saved and the kept lines written so far.
@@ -221,10 +207,8 @@ func (w *Writer) Counts() (records, kept int64) {
 	return w.records, w.kept
 }
 
-// Close ends the file: the end line (every delete the purge sent was saved
-// before it, and every kept record is marked), then fsync and close. A purge
-// that stops early (an error, an interrupt) still closes its backup: only a
-// crash leaves a file without its end line.
+// Close writes the end line, fsyncs and closes. A purge stopped by an error
+// or an interrupt still closes its backup: only a crash leaves no end line.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -265,28 +249,24 @@ type LineError struct {
 
 func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Why) }
 
-// Read reads a backup file line by line and calls fn with each entry, in
-// order. The first line must be a header of a version it knows. It stops at
-// the first line that is not a valid entry (a *LineError naming it: a
-// truncated last line is one), or when fn returns an error.
+// Read calls fn with each entry of a backup file, in order; the first must
+// be a header of a known version. It stops at the first invalid line (a
+// *LineError; a truncated last line is one) or fn's first error.
 func Read(r io.Reader, fn func(Entry) error) error {
 	br := bufio.NewReaderSize(r, 1<<20)
 	for n := 1; ; n++ {
 		raw, err := readLine(br)
-		if err == io.EOF && len(raw) == 0 {
-			if n == 1 {
-				return &LineError{Line: 1, Why: "empty file: not an idmpctl backup"}
-			}
+		switch end := err == io.EOF && len(raw) == 0; {
+		case end && n == 1:
+			return &LineError{Line: 1, Why: "empty file: not an idmpctl backup"}
+		case end:
 			return nil
-		}
-		if errors.Is(err, errLongLine) {
+		case errors.Is(err, errLongLine):
 			return &LineError{Line: n, Why: fmt.Sprintf("longer than %d MiB", maxLine>>20)}
-		}
-		if err != nil && err != io.EOF {
-			return err
-		}
-		if err == io.EOF {
+		case err == io.EOF:
 			return &LineError{Line: n, Why: "truncated: the line has no end (the file was cut short)", Truncated: true}
+		case err != nil:
+			return err
 		}
 		e, lerr := parseLine(n, raw)
 		if lerr != nil {

@@ -16,10 +16,8 @@ type Plan struct {
 	End     *Entry            // the end line, when the file has one
 }
 
-// ReadPlan reads the whole file. A line that is not valid past the first
-// is the plan's BadLine, not an error: the records before it can be
-// restored. The error is a first line that is not a backup's (a
-// *LineError of line 1), or a failure to read.
+// ReadPlan reads the whole file. An invalid line past the first is the
+// plan's BadLine, not an error: the records before it can be restored.
 func ReadPlan(r io.Reader) (*Plan, error) {
 	plan := &Plan{Kept: map[string]string{}}
 	err := Read(r, func(e Entry) error {
@@ -31,8 +29,7 @@ func ReadPlan(r io.Reader) (*Plan, error) {
 		case e.Kept != "":
 			plan.Kept[e.KeptOf] = e.Kept
 		case e.End:
-			end := e
-			plan.End = &end
+			plan.End = &e
 		}
 		return nil
 	})
@@ -49,11 +46,9 @@ func ReadPlan(r io.Reader) (*Plan, error) {
 // Complete says the file was closed by its purge and every line is valid.
 func (p *Plan) Complete() bool { return p.End != nil && p.BadLine == nil }
 
-// MissingOnly says whether key, of a record line, may be restored only
-// where it is missing, --replace or not: the purge did not learn its fate
-// (its re-check went unanswered), or the file was cut (a killed purge: the
-// re-check of its last chunk may have kept records it never got to mark,
-// and the chunks of a cluster's nodes interleave).
+// MissingOnly says whether key may be restored only where it is missing,
+// --replace or not: its fate is unknown, or the file was cut (a killed
+// purge's last chunks, interleaved across a cluster's nodes, are unmarked).
 func (p *Plan) MissingOnly(key string) bool {
 	_, marked := p.Kept[key]
 	return marked || p.End == nil

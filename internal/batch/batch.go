@@ -68,27 +68,21 @@ func parseFull(b []byte, auto bool) (Line, error) {
 		}
 		key, _ := tok.(string)
 		switch key {
-		case "iid":
-			s, err := text(dec, `"iid"`)
-			if err != nil {
+		case "iid", "pid":
+			id, has := &l.IID, &l.HasIID
+			if key == "pid" {
+				id, has = &l.PID, &l.HasPID
+			}
+			s, err := text(dec, strconv.Quote(key))
+			switch {
+			case err != nil:
 				return l, err
-			}
-			if l.HasIID {
-				return l, errors.New(`"iid" given twice (IDMP/IDMPAUTO specified multiple times)`)
-			}
-			l.IID, l.HasIID = s, true
-		case "pid":
-			s, err := text(dec, `"pid"`)
-			if err != nil {
-				return l, err
-			}
-			if l.HasPID {
-				return l, errors.New(`"pid" given twice (IDMP/IDMPAUTO specified multiple times)`)
-			}
-			if s == "" {
+			case *has:
+				return l, fmt.Errorf("%q given twice (IDMP/IDMPAUTO specified multiple times)", key)
+			case key == "pid" && s == "":
 				return l, errors.New(`empty "pid" (IDMP requires a non-empty producer ID)`)
 			}
-			l.PID, l.HasPID = s, true
+			*id, *has = s, true
 		case "fields":
 			if seenFields {
 				return l, errors.New(`"fields" given twice`)
@@ -172,7 +166,7 @@ func parseFields(dec *json.Decoder) ([]string, error) {
 			if err != nil {
 				return nil, jsonErr(err)
 			}
-			v, err := scalar(dec)
+			v, err := text(dec, "")
 			if err != nil {
 				return nil, fmt.Errorf("field %q: %w", k, err)
 			}
@@ -184,11 +178,11 @@ func parseFields(dec *json.Decoder) ([]string, error) {
 			if err := expectDelim(dec, '[', `a ["field","value"] pair`); err != nil {
 				return nil, err
 			}
-			f, err := scalar(dec)
+			f, err := text(dec, "")
 			if err != nil {
 				return nil, err
 			}
-			v, err := scalar(dec)
+			v, err := text(dec, "")
 			if err != nil {
 				return nil, err
 			}
@@ -206,27 +200,8 @@ func parseFields(dec *json.Decoder) ([]string, error) {
 	return out, nil
 }
 
-func scalar(dec *json.Decoder) (string, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return "", jsonErr(err)
-	}
-	switch v := tok.(type) {
-	case string:
-		return v, nil
-	case json.Number:
-		return v.String(), nil
-	case bool:
-		return strconv.FormatBool(v), nil
-	case json.Delim:
-		if v == '{' {
-			return base64Object(dec)
-		}
-	}
-	return "", fmt.Errorf(`values must be strings, numbers, booleans or {"b64":"..."}, not %v`, describe(tok))
-}
-
-// text reads what must be a string: a JSON string or {"b64":"..."}.
+// text reads a JSON string or {"b64":"..."}, what names it in errors; with
+// what "" (a field's name or value) a number or boolean is read as its text.
 func text(dec *json.Decoder, what string) (string, error) {
 	tok, err := dec.Token()
 	if err != nil {
@@ -235,10 +210,21 @@ func text(dec *json.Decoder, what string) (string, error) {
 	switch v := tok.(type) {
 	case string:
 		return v, nil
+	case json.Number:
+		if what == "" {
+			return v.String(), nil
+		}
+	case bool:
+		if what == "" {
+			return strconv.FormatBool(v), nil
+		}
 	case json.Delim:
 		if v == '{' {
 			return base64Object(dec)
 		}
+	}
+	if what == "" {
+		return "", fmt.Errorf(`values must be strings, numbers, booleans or {"b64":"..."}, not %v`, describe(tok))
 	}
 	return "", fmt.Errorf(`%s must be a string or {"b64":"..."}`, what)
 }
@@ -351,18 +337,16 @@ func (br *Reader) Parse(n int, raw []byte) (l Line, ok bool, err error) {
 // *LineError for a malformed line.
 func (br *Reader) Next() (Line, int, error) {
 	for {
-		raw, err := br.readLine()
+		n, raw, err := br.Raw()
 		if err != nil {
-			return Line{}, br.n, err
+			return Line{}, n, err
 		}
-		if br.n <= br.Skip || len(bytes.TrimSpace(raw)) == 0 {
+		if n <= br.Skip {
 			continue
 		}
-		l, perr := ParseLine(raw, br.auto)
-		if perr != nil {
-			return Line{}, br.n, &LineError{Line: br.n, Err: perr}
+		if l, ok, err := br.Parse(n, raw); ok || err != nil {
+			return l, n, err
 		}
-		return l, br.n, nil
 	}
 }
 
@@ -381,11 +365,7 @@ func (br *Reader) readLine() ([]byte, error) {
 		if buf != nil {
 			chunk = append(buf, chunk...)
 		}
-		if err == io.EOF && len(chunk) > 0 {
-			br.n++
-			return chunk, nil
-		}
-		if err != nil {
+		if err != nil && (err != io.EOF || len(chunk) == 0) {
 			return nil, err
 		}
 		br.n++

@@ -1,16 +1,12 @@
 package batch
 
-// parseFast reads the common shape of a batch line in one pass and one
-// allocation for all its strings: {"iid":"...","fields":{"f":"v",...}} or
-// with "fields":[["f","v"],...], and an optional "pid", strings without
-// escapes. Anything else (an escape, a number, {"b64":...}, a repeated key,
-// an error) makes it give up (ok false), and ParseLine's full parser, which
-// has the error messages, reads the line. Reading a million lines is most
-// of xadd --batch's own time; encoding/json's tokenizer costs several times
-// this.
+// parseFast reads the common line shape in one pass and one allocation:
+// "iid", an optional "pid" and "fields" ({"f":"v",...} or [["f","v"],...]),
+// strings without escapes. Anything else gives up (ok false) to parseFull,
+// which has the error messages. Parsing is most of xadd --batch's own time,
+// and encoding/json's tokenizer costs several times this.
 func parseFast(b []byte, auto bool) (l Line, ok bool) {
-	// One string for the line: every field is a substring of it.
-	s := string(b)
+	s := string(b) // every field is a substring of it
 	p := fastParser{s: s}
 	if !p.byte('{') {
 		return Line{}, false
@@ -25,42 +21,29 @@ func parseFast(b []byte, auto bool) (l Line, ok bool) {
 		if !ok || !p.byte(':') {
 			return Line{}, false
 		}
-		switch key {
+		switch dupIID, dupPID := l.HasIID, l.HasPID; key {
 		case "iid":
-			if l.HasIID {
+			if l.IID, l.HasIID = p.str(); dupIID || !l.HasIID {
 				return Line{}, false
 			}
-			if l.IID, ok = p.str(); !ok {
-				return Line{}, false
-			}
-			l.HasIID = true
 		case "pid":
-			if l.HasPID {
+			if l.PID, l.HasPID = p.str(); dupPID || !l.HasPID || l.PID == "" {
 				return Line{}, false
 			}
-			if l.PID, ok = p.str(); !ok || l.PID == "" {
-				return Line{}, false
-			}
-			l.HasPID = true
 		case "fields":
-			if seenFields {
+			if l.Fields, ok = p.fields(); seenFields || !ok {
 				return Line{}, false
 			}
 			seenFields = true
-			if l.Fields, ok = p.fields(); !ok {
-				return Line{}, false
-			}
 		default:
 			return Line{}, false
-		}
-		p.space()
-		if p.byte(',') {
-			continue
 		}
 		if p.byte('}') {
 			break
 		}
-		return Line{}, false
+		if !p.byte(',') {
+			return Line{}, false
+		}
 	}
 	p.space()
 	switch {
@@ -125,52 +108,37 @@ func (p *fastParser) str() (string, bool) {
 
 // fields reads {"f":"v",...} or [["f","v"],...] with string values.
 func (p *fastParser) fields() ([]string, bool) {
-	p.space()
-	var out []string
 	switch {
 	case p.byte('{'):
-		if p.byte('}') {
-			return out, true
-		}
-		out = make([]string, 0, 4) // two fields without growing
-		for {
-			k, ok := p.str()
-			if !ok || !p.byte(':') {
-				return nil, false
-			}
-			v, ok := p.str()
-			if !ok {
-				return nil, false
-			}
-			out = append(out, k, v)
-			if p.byte(',') {
-				continue
-			}
-			return out, p.byte('}')
-		}
+		return p.pairs('}', ':', false)
 	case p.byte('['):
-		if p.byte(']') {
-			return out, true
-		}
-		out = make([]string, 0, 4)
-		for {
-			if !p.byte('[') {
-				return nil, false
-			}
-			k, ok := p.str()
-			if !ok || !p.byte(',') {
-				return nil, false
-			}
-			v, ok := p.str()
-			if !ok || !p.byte(']') {
-				return nil, false
-			}
-			out = append(out, k, v)
-			if p.byte(',') {
-				continue
-			}
-			return out, p.byte(']')
-		}
+		return p.pairs(']', ',', true)
 	}
 	return nil, false
+}
+
+// pairs reads the rest of an object (sep ':') or of a list of
+// ["f","v"] pairs (sep ',', each pair bracketed), up to end.
+func (p *fastParser) pairs(end, sep byte, bracketed bool) ([]string, bool) {
+	if p.byte(end) {
+		return nil, true
+	}
+	out := make([]string, 0, 4) // two fields without growing
+	for {
+		if bracketed && !p.byte('[') {
+			return nil, false
+		}
+		k, ok := p.str()
+		if !ok || !p.byte(sep) {
+			return nil, false
+		}
+		v, ok := p.str()
+		if !ok || bracketed && !p.byte(']') {
+			return nil, false
+		}
+		out = append(out, k, v)
+		if !p.byte(',') {
+			return out, p.byte(end)
+		}
+	}
 }

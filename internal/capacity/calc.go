@@ -63,7 +63,7 @@ func Calculate(in Inputs) Result {
 	r.MaxSizeNeeded = max(ceilRat(need), 1)
 	r.MaxSize = min(r.MaxSizeNeeded, idmp.MaxMaxSize)
 	r.MaxSizeFormula = fmt.Sprintf("IDMP-MAXSIZE = ceil(%s ms x %s msg/ms x %s) = %d",
-		ratString(delayMs), ratString(perPID), ratString(factor), r.MaxSizeNeeded)
+		RatString(delayMs), RatString(perPID), RatString(factor), r.MaxSizeNeeded)
 	if r.MaxSizeNeeded > idmp.MaxMaxSize {
 		total := new(big.Rat).Mul(need, producers)
 		r.PIDsNeeded = ceilRat(new(big.Rat).Quo(total, big.NewRat(idmp.MaxMaxSize, 1)))
@@ -75,7 +75,7 @@ func Calculate(in Inputs) Result {
 	if in.Recovery > 0 {
 		secs := new(big.Rat).SetFrac64(in.Recovery.Nanoseconds(), int64(time.Second))
 		r.DurationNeeded = max(ceilRat(secs), 1)
-		r.DurationFormula = fmt.Sprintf("IDMP-DURATION = ceil(%s s) = %d", ratString(secs), r.DurationNeeded)
+		r.DurationFormula = fmt.Sprintf("IDMP-DURATION = ceil(%s s) = %d", RatString(secs), r.DurationNeeded)
 	} else {
 		r.DurationNeeded = idmp.DefaultDuration
 		r.DurationFormula = fmt.Sprintf("IDMP-DURATION = %d (no --recovery: the server default)", idmp.DefaultDuration)
@@ -107,28 +107,22 @@ func Calculate(in Inputs) Result {
 	return r
 }
 
+// ceilRat is ceil(r), 1<<62 past int64.
 func ceilRat(r *big.Rat) int64 {
-	q, m := new(big.Int).QuoRem(r.Num(), r.Denom(), new(big.Int))
-	if m.Sign() > 0 {
-		q.Add(q, big.NewInt(1))
+	if n, ok := ceilRatFits(r); ok {
+		return n
 	}
-	if !q.IsInt64() {
-		return 1 << 62
-	}
-	return q.Int64()
+	return 1 << 62
 }
 
-// ratString prints an exact value with up to 6 decimals, trailing zeros trimmed.
-func ratString(r *big.Rat) string {
+// RatString prints an exact value with up to 6 decimals, trailing zeros trimmed.
+func RatString(r *big.Rat) string {
 	s := r.FloatString(6)
 	if strings.Contains(s, ".") {
 		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 	}
 	return s
 }
-
-// RatString is ratString for callers that print normalised inputs.
-func RatString(r *big.Rat) string { return ratString(r) }
 
 func humanSeconds(s float64) string {
 	switch {

@@ -5,7 +5,6 @@ package capacity
 import (
 	"errors"
 	"fmt"
-	"github.com/idmpctl/idmpctl/internal/duration"
 	"math"
 	"math/big"
 	"regexp"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/idmpctl/idmpctl/internal/duration"
 )
 
 // InputError names the flag a bad value came from and shows an accepted form.
@@ -24,8 +25,12 @@ func (e *InputError) Error() string {
 	return fmt.Sprintf("--%s %q: %s (for example --%s %s)", e.Flag, e.Value, e.Why, e.Flag, e.Example)
 }
 
-// The patterns compile on first use: process start stays cheap for the
-// commands that never parse a rate.
+// badInput makes the errors of one flag's value.
+func badInput(flag, value, example string) func(why string) error {
+	return func(why string) error { return &InputError{Flag: flag, Value: value, Why: why, Example: example} }
+}
+
+// Compiled on first use: start-up stays cheap for commands without a rate.
 var (
 	numberRE = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$`)
@@ -35,8 +40,7 @@ var (
 	})
 )
 
-// maxRate bounds rates far beyond any real producer so that arithmetic stays
-// meaningful; past it the value is called an overflow.
+// maxRate bounds rates far beyond any real producer; past it, an overflow.
 const maxRate = 1e12
 
 var rateUnits = map[string][2]int64{
@@ -56,9 +60,7 @@ var rateScale = map[string]int64{"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
 // second. Accepted: 1000, 1000/s, 1k/s, 2.5k/s, 60000/m, 3.6M/h, 1/ms.
 // A bare number is per second.
 func ParseRate(flag, s string) (*big.Rat, error) {
-	bad := func(why string) error {
-		return &InputError{Flag: flag, Value: s, Why: why, Example: "1000/s, 2.5k/s, 60000/m or 1/ms"}
-	}
+	bad := badInput(flag, s, "1000/s, 2.5k/s, 60000/m or 1/ms")
 	s = strings.TrimSpace(s)
 	m := rateRE().FindStringSubmatch(s)
 	if m == nil || len(s) > 64 {
@@ -112,9 +114,7 @@ func parsePositive(s string) (*big.Rat, error) {
 // ParseDuration reads a Go duration that must be > 0 and carry a unit:
 // a bare number is refused rather than guessed.
 func ParseDuration(flag, s, example string) (time.Duration, error) {
-	bad := func(why string) error {
-		return &InputError{Flag: flag, Value: s, Why: why, Example: example}
-	}
+	bad := badInput(flag, s, example)
 	s = strings.TrimSpace(s)
 	if numberRE().MatchString(s) {
 		return 0, bad("a duration needs a unit: say which you mean")
@@ -142,17 +142,12 @@ func looksNumeric(s string) bool {
 // ParseMargin reads a safety margin: 25% or 0.25. Zero is allowed (no
 // margin); negative, NaN and more than 100x are not.
 func ParseMargin(flag, s string) (*big.Rat, error) {
-	bad := func(why string) error {
-		return &InputError{Flag: flag, Value: s, Why: why, Example: "25% or 0.25"}
-	}
+	bad := badInput(flag, s, "25% or 0.25")
 	s = strings.TrimSpace(s)
 	pct := strings.HasSuffix(s, "%")
 	num := strings.TrimSuffix(s, "%")
 	if strings.HasPrefix(num, "-") {
 		return nil, bad("must not be negative")
-	}
-	if num == "0" || num == "0.0" {
-		return new(big.Rat), nil
 	}
 	r, err := parsePositive(num)
 	if err != nil {
@@ -167,10 +162,8 @@ func ParseMargin(flag, s string) (*big.Rat, error) {
 	if pct {
 		r.Quo(r, big.NewRat(100, 1))
 	} else if r.Cmp(big.NewRat(1, 1)) >= 0 {
-		// "--margin 25" meant 25%, not 2500%; and "1" may mean 1% as well
-		// as 100%. A bare number of 1 or more is refused, never guessed:
-		// as a fraction it is a margin of 100% or more, which is written
-		// with its % as easily.
+		// "--margin 25" meant 25%, not 2500%, and "1" may mean 1% or 100%:
+		// a bare number of 1 or more is refused, never guessed.
 		all := RatString(new(big.Rat).Mul(r, big.NewRat(100, 1)))
 		return nil, bad(fmt.Sprintf("a bare number is a fraction, and %s would be %s%%: write %s%% for percent, or %s%% for that", num, all, num, all))
 	}
@@ -195,9 +188,7 @@ var bytesUnits = map[string]int64{
 // ParseBytes reads a size in bytes with redis.conf's units (40, 40b, 1k,
 // 1kb, 4gb); minimum is the smallest value allowed (0 or 1).
 func ParseBytes(flag, s string, minimum int64, example string) (int64, error) {
-	bad := func(why string) error {
-		return &InputError{Flag: flag, Value: s, Why: why, Example: example}
-	}
+	bad := badInput(flag, s, example)
 	t := strings.ToLower(strings.TrimSpace(s))
 	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
 	num, unit := t, ""

@@ -6,9 +6,8 @@ package capacity
 //	TTL    = longest processing + longest retry delay + buffer
 //	memory = (key size + value size) x rate x TTL x 1.2
 //
-// and, when a sample of the live keyspace was measured (MEMORY USAGE, Redis's
-// own per-key overhead included), the same rate and TTL priced at what a key
-// really costs there.
+// and, with a measured sample of the live keyspace, the same rate and TTL
+// priced at what a key costs there (MEMORY USAGE: Redis's overhead included).
 
 import (
 	"errors"
@@ -16,39 +15,35 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/bytesize"
 	"github.com/idmpctl/idmpctl/internal/duration"
 )
 
-// RuleOfThumb names the usual memory formula in idmpctl's words: what a
-// user knows it by is the formula itself.
+// RuleOfThumb names the usual memory formula: users know it by the formula.
 const RuleOfThumb = "(key + value) x 1.2"
 
-// SeedOverhead is the seeds' factor for "Redis overhead" on top of key and
-// value bytes (x 1.2).
+// SeedOverhead is the seeds' x 1.2 for "Redis overhead" on key and value.
 var SeedOverhead = big.NewRat(6, 5)
 
 // TTLInputs are calc-ttl's normalised inputs.
 type TTLInputs struct {
-	Rate *big.Rat // keys written per second
-	// TTL is the key TTL given with --ttl; 0: computed from the retry window.
-	TTL time.Duration
-	// The retry window: TTL = MaxProcessing + MaxRetryDelay + Buffer. Window
-	// says whether any of them was given.
+	Rate *big.Rat      // keys written per second
+	TTL  time.Duration // --ttl; 0: the retry window
+	// The retry window: MaxProcessing + MaxRetryDelay + Buffer, if Window.
 	MaxProcessing, MaxRetryDelay, Buffer time.Duration
 	Window                               bool
-	// KeySize and ValueSize are bytes a key's name and its value hold; -1:
-	// not given (then taken from Measured, if any).
+	// KeySize and ValueSize are a key's name and value bytes; -1: not given
+	// (then from Measured, if any).
 	KeySize, ValueSize int64
 	MaxMemory          int64 // bytes; 0: not given
 	Measured           *MeasuredKeys
 }
 
-// MeasuredKeys is what a sample of the live keyspace measured: mean bytes of
-// a key's name, of its value, and of MEMORY USAGE (name, value and Redis's
-// per-key structures together).
+// MeasuredKeys is a live sample's mean bytes of a key's name, its value, and
+// MEMORY USAGE (both and Redis's per-key structures).
 type MeasuredKeys struct {
 	Pattern    string
 	Keys       int // keys measured
@@ -60,18 +55,14 @@ type MeasuredKeys struct {
 // TTLResult is what calc-ttl computes. Memory figures are 0 when no sizes
 // are known.
 type TTLResult struct {
-	TTL         time.Duration // the TTL to set (given, or the retry window)
-	RetryWindow time.Duration // 0 when no window flag was given
-	Keys        int64         // keys alive at a steady rate: ceil(rate x TTL)
-	KeySize     int64         // the sizes the formula used
-	ValueSize   int64
-	Memory      int64 // by (key + value) x 1.2, bytes (ceil)
-	// MeasuredMemory prices each key at the sample's mean MEMORY USAGE:
-	// rate x TTL x usage (the overhead is measured, so no x 1.2).
-	MeasuredMemory int64
-	// FormulaVsMeasured is Memory / MeasuredMemory - 1 (negative: the
-	// formula is under what the keys cost).
-	FormulaVsMeasured float64
+	TTL               time.Duration // the TTL to set (given, or the retry window)
+	RetryWindow       time.Duration // 0 when no window flag was given
+	Keys              int64         // keys alive at a steady rate: ceil(rate x TTL)
+	KeySize           int64         // the sizes the formula used
+	ValueSize         int64
+	Memory            int64   // by (key + value) x 1.2, bytes (ceil)
+	MeasuredMemory    int64   // rate x TTL x the sample's mean MEMORY USAGE (no x 1.2)
+	FormulaVsMeasured float64 // Memory / MeasuredMemory - 1 (< 0: the formula is under)
 	TTLFormula        string
 	MemoryFormula     string
 	MeasuredFormula   string
@@ -135,7 +126,7 @@ func CalculateTTL(in TTLInputs) (TTLResult, error) {
 			return r, tooMuch("at their measured size")
 		}
 		r.MeasuredFormula = fmt.Sprintf("memory = %s msg/s x %s s x %s B (mean MEMORY USAGE of %d keys) = %d B",
-			ratString(in.Rate), ratString(ttlSecs), trimNum(m.UsageBytes), m.Keys, r.MeasuredMemory)
+			RatString(in.Rate), RatString(ttlSecs), trimNum(m.UsageBytes), m.Keys, r.MeasuredMemory)
 	}
 	if r.KeySize >= 0 && r.ValueSize >= 0 {
 		mem := new(big.Rat).SetInt64(r.KeySize + r.ValueSize)
@@ -145,7 +136,7 @@ func CalculateTTL(in TTLInputs) (TTLResult, error) {
 			return r, tooMuch("by " + RuleOfThumb)
 		}
 		r.MemoryFormula = fmt.Sprintf("memory = (%d B + %d B) x %s msg/s x %s s x 1.2 = %d B",
-			r.KeySize, r.ValueSize, ratString(in.Rate), ratString(ttlSecs), r.Memory)
+			r.KeySize, r.ValueSize, RatString(in.Rate), RatString(ttlSecs), r.Memory)
 	}
 	if r.MeasuredMemory > 0 && r.Memory > 0 {
 		r.FormulaVsMeasured = float64(r.Memory)/float64(r.MeasuredMemory) - 1
@@ -200,13 +191,7 @@ func groupThousands(n int64) string {
 
 func roundHalfUp(f float64) int64 { return int64(f + 0.5) }
 
-func trimNum(f float64) string {
-	s := fmt.Sprintf("%.1f", f)
-	if len(s) > 2 && s[len(s)-2:] == ".0" {
-		s = s[:len(s)-2]
-	}
-	return s
-}
+func trimNum(f float64) string { return strings.TrimSuffix(fmt.Sprintf("%.1f", f), ".0") }
 
 // RoundUp is a TTL to suggest for d: d rounded up to a whole second (to a
 // millisecond below one), never shorter than d. "--ttl 21m40.08s" is no

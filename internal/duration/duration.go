@@ -47,47 +47,36 @@ func Parse(s string) (time.Duration, error) {
 
 var daysRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`) })
 
-// Format is d as a person reads it and Parse reads it back exactly: no zero parts ("24h", "1h30s", never "24h0m0s"), days from
-// 48 hours on ("7d", "6d23h59m"), seconds with their exact fraction
-// ("59.9s"), and below a second Go's own form ("500ms"). Unlike
-// render.Duration (an age, cut to two units), nothing is dropped: a TTL it
-// prints, given back as --ttl, is the same TTL.
+// Format is d exactly, as Parse reads it back (a printed TTL given back as
+// --ttl is the same TTL): no zero parts ("24h", "1h30s"), days from 48 hours
+// on ("6d23h59m"), exact fractions of seconds ("59.9s"), Go's own form below
+// a second ("500ms"). render.Duration, an age, cuts to two units instead.
 func Format(d time.Duration) string {
-	if d == 0 {
+	switch {
+	case d == 0:
 		return "0s"
-	}
-	if d < 0 {
-		if d == math.MinInt64 {
-			return d.String()
-		}
+	case d == math.MinInt64:
+		return d.String()
+	case d < 0:
 		return "-" + Format(-d)
-	}
-	if d < time.Second {
+	case d < time.Second:
 		return d.String()
 	}
 	var b strings.Builder
-	part := func(n time.Duration, unit string) {
-		b.WriteString(strconv.FormatInt(int64(n), 10))
-		b.WriteString(unit)
-	}
 	const day = 24 * time.Hour
-	if d >= 2*day {
-		part(d/day, "d")
-		d %= day
-	}
-	if d >= time.Hour {
-		part(d/time.Hour, "h")
-		d %= time.Hour
-	}
-	if d >= time.Minute {
-		part(d/time.Minute, "m")
-		d %= time.Minute
+	for _, u := range []struct {
+		unit, from time.Duration
+		name       string
+	}{{day, 2 * day, "d"}, {time.Hour, time.Hour, "h"}, {time.Minute, time.Minute, "m"}} {
+		if d >= u.from {
+			b.WriteString(strconv.FormatInt(int64(d/u.unit), 10) + u.name)
+			d %= u.unit
+		}
 	}
 	if d > 0 {
 		b.WriteString(strconv.FormatInt(int64(d/time.Second), 10))
 		if frac := d % time.Second; frac > 0 {
-			f := fmt.Sprintf("%09d", int64(frac))
-			b.WriteString("." + strings.TrimRight(f, "0"))
+			b.WriteString("." + strings.TrimRight(fmt.Sprintf("%09d", int64(frac)), "0"))
 		}
 		b.WriteString("s")
 	}
@@ -107,12 +96,9 @@ func Compact(d time.Duration) string {
 	return s
 }
 
-// Age is d as kubectl shows an age, to the two largest units and
-// without zero parts: "0s", "850ms", "59s", "16m40s", "5m", "24h", "1h30m",
-// "6d23h". Below a minute it counts seconds, below a second milliseconds;
-// up to 48 hours it counts hours and minutes, past that days and hours.
-// The parts are whole (cut, not rounded): a lease of 4m59.9s left is
-// "4m59s", never more than is left.
+// Age is d as kubectl shows an age: the two largest units, no zero parts
+// ("850ms", "59s", "16m40s", "24h", "6d23h"; days from 48 hours on). Parts
+// are cut, not rounded: a lease with 4m59.9s left shows "4m59s", never more.
 func Age(d time.Duration) string {
 	if d < 0 {
 		return "-" + Age(-d)

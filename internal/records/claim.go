@@ -19,9 +19,8 @@ type ClaimFields struct {
 	HasResult   bool
 }
 
-// ParseClaimFields reads a claim record's hash: the one decoder of it, for
-// inspect and for the claim scripts' replies alike. A record without
-// attempts (written before the field existed) was claimed token times, as
+// ParseClaimFields is the one decoder of a claim's hash, for inspect and the
+// claim scripts' replies. Without attempts (older records) it is token, as
 // the claim scripts count it.
 func ParseClaimFields(h map[string]string) ClaimFields {
 	f := ClaimFields{

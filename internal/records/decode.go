@@ -59,30 +59,24 @@ func decodeIdmpctl(r *Record, h map[string]string) {
 // decodeGeneric reads the common field names of other libraries, guessing
 // units where they vary.
 func decodeGeneric(r *Record, m map[string]string) {
-	if v, ok := lookup(m, ownerNames...); ok {
-		r.Owner = v
+	text := func(names []string, dst *string) {
+		if v, ok := lookup(m, names...); ok {
+			*dst = v
+		}
 	}
-	if v, ok := lookup(m, tokenNames...); ok {
-		r.Token = looseInt(v)
+	number := func(names []string, dst *int64, read func(string) int64) {
+		if v, ok := lookup(m, names...); ok {
+			*dst = read(v)
+		}
 	}
-	if v, ok := lookup(m, attemptNames...); ok {
-		r.Attempts = looseInt(v)
-	}
-	if v, ok := lookup(m, createdNames...); ok {
-		r.CreatedMs = timestampMs(v)
-	}
-	if v, ok := lookup(m, updatedNames...); ok {
-		r.UpdatedMs = timestampMs(v)
-	}
-	if v, ok := lookup(m, leaseNames...); ok {
-		r.LeaseUntilMs = timestampMs(v)
-	}
-	if v, ok := lookup(m, deadlineNames...); ok {
-		r.DeadlineMs = timestampMs(v)
-	}
-	if v, ok := lookup(m, fingerprintNames...); ok {
-		r.Fingerprint = v
-	}
+	text(ownerNames, &r.Owner)
+	number(tokenNames, &r.Token, looseInt)
+	number(attemptNames, &r.Attempts, looseInt)
+	number(createdNames, &r.CreatedMs, timestampMs)
+	number(updatedNames, &r.UpdatedMs, timestampMs)
+	number(leaseNames, &r.LeaseUntilMs, timestampMs)
+	number(deadlineNames, &r.DeadlineMs, timestampMs)
+	text(fingerprintNames, &r.Fingerprint)
 	if v, ok := lookup(m, resultNames...); ok && v != "null" {
 		r.HasResult, r.ResultBytes = true, len(v)
 	}
@@ -161,14 +155,20 @@ func marker(s string) (Status, bool) {
 	if len(s) > maxMarker {
 		return Unknown, false
 	}
-	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
-		s = strings.TrimSpace(s[1 : len(s)-1])
-	}
-	if s == "1" || strings.EqualFold(s, "true") {
+	if s = unquote(s); s == "1" || strings.EqualFold(s, "true") {
 		return Completed, true
 	}
 	st := NormaliseStatus(s)
 	return st, st != Unknown
+}
+
+// unquote strips one pair of double quotes (as Jackson writes a string
+// value) and the spaces inside them.
+func unquote(s string) string {
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		return strings.TrimSpace(s[1 : len(s)-1])
+	}
+	return s
 }
 
 // jsonObject reads a JSON object's top-level members as strings: JSON

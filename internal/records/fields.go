@@ -66,41 +66,33 @@ func looseInt(s string) int64 {
 // apart by magnitude), integer or float, or RFC 3339. 0 when unreadable.
 func timestampMs(s string) int64 {
 	s = strings.Trim(strings.TrimSpace(s), `"`)
-	if s == "" {
-		return 0
-	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		switch {
-		case n <= 0:
-			return 0
-		case n < 1e11: // seconds until the year 5138
-			return n * 1e3
-		case n < 1e14: // milliseconds
-			return n
-		case n < 1e17: // microseconds
-			return n / 1e3
-		default: // nanoseconds
-			return n / 1e6
-		}
+		return scaleMs(max(n, 0)) // integers exactly: ns do not fit a float
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		if t, err := time.Parse(time.RFC3339Nano, s); err == nil && t.Unix() > 0 {
-			return t.UnixMilli()
-		}
-		return 0
-	}
 	switch {
-	case math.IsNaN(f) || f <= 0 || f > 9e18:
+	case err == nil && !math.IsNaN(f) && f <= 9e18:
+		return scaleMs(max(f, 0))
+	case err == nil:
 		return 0
-	case f < 1e11:
-		return int64(f * 1e3)
-	case f < 1e14:
-		return int64(f)
-	case f < 1e17:
-		return int64(f / 1e3)
 	}
-	return int64(f / 1e6)
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil && t.Unix() > 0 {
+		return t.UnixMilli()
+	}
+	return 0
+}
+
+// scaleMs is a Unix time n > 0 in ms, its unit told by its magnitude.
+func scaleMs[T int64 | float64](n T) int64 {
+	switch {
+	case n < 1e11: // seconds until the year 5138
+		return int64(n * 1e3)
+	case n < 1e14:
+		return int64(n)
+	case n < 1e17:
+		return int64(n / 1e3)
+	}
+	return int64(n / 1e6)
 }
 
 // secondsMs reads a Unix time in seconds (Powertools' expiration).
@@ -124,9 +116,8 @@ func millis(s string) int64 {
 	return int64(f)
 }
 
-// DecodedFields lists the hash field names the decoders read, payloads
-// (PayloadFields) aside, for a caller that reads a large hash in part and
-// must still see every field a decision depends on.
+// DecodedFields lists the hash fields the decoders read but payloads: what a
+// partial read of a large hash must still fetch.
 func DecodedFields() []string {
 	names := []string{"owner", "token", "attempts", "lease_until", "created", "updated", "fingerprint", "error"}
 	for _, group := range [][]string{statusNames, ownerNames, tokenNames, attemptNames, createdNames,

@@ -7,23 +7,13 @@ import (
 	"unicode/utf8"
 )
 
-// HTTP idempotency middlewares store the request and the response they
-// replay. Their records say where the response came from (HTTPStatus) and
-// flag error responses, which replay as errors while the record reads
-// COMPLETED: the request completed, with an error.
-
 // maxErrorText bounds the message taken from a stored error response.
 const maxErrorText = 200
 
-// isExpress recognises express-idempotency's IdempotencyResource as its
-// Redis adapters store it (the key is the bare idempotency key):
-// express-idempotency v2.0.0 src/models/models.ts (IdempotencyResource:
-// request {body, headers, method, query, url}, response? {statusCode,
-// headers, body}; a createdAt, where a record has one, is its only time:
-// v2.0.0 writes none) and express-idempotency-redis-adapter 1.0.8
-// src/index.ts (#createOrUpdate: JSON.stringify of the resource without
-// idempotencyKey, SET EX ttl). It has no status member: the response's
-// presence is the status.
+// isExpress recognises express-idempotency's IdempotencyResource (v2.0.0
+// src/models/models.ts: request {method, url, headers...}, response?
+// {statusCode, body...}) as express-idempotency-redis-adapter 1.0.8 SETs
+// it at the bare key. It has no status: a response's presence is one.
 func isExpress(m map[string]string) bool {
 	if _, ok := lookup(m, statusNames...); ok {
 		return false
@@ -49,9 +39,8 @@ func isExpress(m map[string]string) bool {
 	return true
 }
 
-// decodeExpress: PROCESSING while the request is in flight (no response),
-// COMPLETED once the response is stored; createdAt (ISO 8601) is the only
-// time, and older versions write none.
+// decodeExpress: PROCESSING until the response is stored; createdAt, where
+// present (v2.0.0 writes none), is the only time.
 func decodeExpress(r *Record, m map[string]string) {
 	r.Format, r.Status = FormatExpress, Processing
 	decodeGeneric(r, m)
@@ -64,17 +53,11 @@ func decodeExpress(r *Record, m map[string]string) {
 	setHTTPOutcome(r, httpStatusCode(rm["statusCode"]), rm["body"], false)
 }
 
-// isNodeIdempotency recognises @node-idempotency's StoragePayload (read
-// at @node-idempotency/core 1.0.11, storage-adapter-redis 1.0.5;
-// packages/core/src/types.ts: status IN_PROGRESS|COMPLETE, fingerPrint?,
-// response? {body?, additional? {statusCode, cached headers}, error?}),
-// written by packages/core/src/idempotency.ts (onRequest: SET NX PX of
-// {status: IN_PROGRESS, fingerPrint}; onResponse: SET PX of {status:
-// COMPLETE, fingerPrint, response}) through
-// packages/storage-adapter-redis/src/adapter-redis.ts at
-// "node-idempotency:METHOD:PATH:KEY" (cacheKeyPrefix). Its exact status
-// words, with a fingerPrint, a response object or the default key prefix,
-// tell it from other JSON records.
+// isNodeIdempotency recognises @node-idempotency's StoragePayload (core
+// 1.0.11 src/types.ts: status IN_PROGRESS|COMPLETE, fingerPrint?, response?
+// {body?, additional? {statusCode}, error?}), SET by storage-adapter-redis
+// 1.0.5 at "node-idempotency:METHOD:PATH:KEY": its exact status words with a
+// fingerPrint, a response object or that key prefix.
 func isNodeIdempotency(key string, m map[string]string) bool {
 	if st := m["status"]; st != "IN_PROGRESS" && st != "COMPLETE" {
 		return false
@@ -90,12 +73,10 @@ func isNodeIdempotency(key string, m map[string]string) bool {
 	return strings.HasPrefix(key, "node-idempotency:")
 }
 
-// decodeNodeIdempotency: a stored error response (the express plugin keeps
-// the body of a status >= 400 as error, @node-idempotency/express 1.0.7
-// middleware.ts handleResponse; the NestJS interceptor, plugin-nestjs 1.0.8,
-// keeps the thrown HttpException, whose message it has)
-// is COMPLETED with the error-response flag and "HTTP 402: message" in
-// Error. The record carries no time: its age is unknown.
+// decodeNodeIdempotency: a stored error (the body of a status >= 400 in
+// express 1.0.7, the thrown HttpException in plugin-nestjs 1.0.8) is
+// COMPLETED, flagged error-response, "HTTP 402: message" in Error. The
+// record carries no time.
 func decodeNodeIdempotency(r *Record, m map[string]string) {
 	r.Format, r.RawStatus = FormatNodeIdempotency, m["status"]
 	r.Status = NormaliseStatus(r.RawStatus)
@@ -119,8 +100,7 @@ func decodeNodeIdempotency(r *Record, m map[string]string) {
 }
 
 // setHTTPOutcome records a stored response's status code and, for a 4xx or
-// 5xx response or an explicit error, the error-response flag and Error
-// ("HTTP 402: message").
+// 5xx response or an explicit error, the error-response flag and Error.
 func setHTTPOutcome(r *Record, code int, errBody string, explicitError bool) {
 	r.HTTPStatus = code
 	if !explicitError && code < 400 {
@@ -149,10 +129,9 @@ func httpStatusCode(s string) int {
 	return int(n)
 }
 
-// errorMessage finds the message of a stored error: the body itself when it
-// is a string, else the first of the usual members (message, error,
-// detail, ...), following nested objects, arrays of messages (NestJS
-// validation errors) and JSON kept as text (express's res.json body).
+// errorMessage finds a stored error's message: a string body, else the
+// first usual member (messageNames), through nested objects, arrays of
+// messages (NestJS validation) and JSON kept as text (express's res.json).
 func errorMessage(raw string) string {
 	var v any
 	if json.Unmarshal([]byte(strings.TrimSpace(raw)), &v) != nil {
@@ -212,10 +191,8 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// ResultSummary says in a few words what outcome the record stores, for
-// inspect's result line: "HTTP 201, 57 bytes", "HTTP 402" (an error
-// response whose body was not measured), "57 bytes", or "" when it stores
-// none.
+// ResultSummary is the stored outcome for inspect's result line: "HTTP 201,
+// 57 bytes", "HTTP 402", "57 bytes", or "" when it stores none.
 func (r Record) ResultSummary() string {
 	var parts []string
 	if r.HTTPStatus > 0 {

@@ -3,35 +3,26 @@ package records
 import (
 	"fmt"
 	"strings"
-	"time"
 )
 
 // Lock keys sit beside the record they guard and are never results:
 //
 //   - Powertools' orphan-record takeover lock, KEY:lock holding "True"
 //     (Python) or "true" (TypeScript) for orphan_lock_timeout (10 s):
-//     powertools-lambda-python v3.2.0's
-//     aws_lambda_powertools/utilities/idempotency/persistence/redis.py
-//     _acquire_lock, and powertools-lambda-typescript v2.35.0's
-//     packages/idempotency/src/persistence/CachePersistenceLayer.ts
-//     #acquireLock.
+//     powertools-lambda-python v3.2.0's persistence/redis.py _acquire_lock,
+//     powertools-lambda-typescript v2.35.0's CachePersistenceLayer.ts.
 //   - The middleware lock of seed projects and tutorials,
-//     `SET lock:idempotency:{key} <value> NX EX <short>` beside the
-//     idempotency:{key} record, holding "1", "locked", "processing" or the
-//     holder's token (a UUID), as in Redis' own lock recipe
-//     (`SET resource my_random_value NX PX 30000`, redis.io "Distributed
-//     locks").
-//   - Redisson's RLock (RedissonLock.tryLockInnerAsync): a hash with one
-//     field "<uuid>:<threadId>" holding the reentrancy count, with PEXPIRE.
+//     `SET lock:idempotency:{key} <value> NX EX <short>`, holding "1",
+//     "locked", "processing" or the holder's token, as in Redis' own lock
+//     recipe (redis.io "Distributed locks").
+//   - Redisson's RLock: a hash with one field "<uuid>:<threadId>" holding
+//     the reentrancy count, with PEXPIRE.
 //
-// The name decides that a key can be a lock (LockTarget); the value decides
-// that it is one (lockValue), and a short TTL admits values that look like
-// tokens without a telling shape.
+// The name says a key can be a lock (LockTarget), the value that it is one
+// (lockValue); a short TTL admits token-like values of no telling shape.
 
 // LockTTLHintMs is the TTL under which a lock-named key holding a token of
-// no telling shape (e.g. "worker-7") is read as a lock. Locks are held for
-// seconds or minutes; the hint is a help, never a requirement: "1", "true",
-// "locked", UUIDs, host:pid and random tokens are locks at any TTL.
+// no telling shape ("worker-7") is a lock; telling ones are at any TTL.
 const LockTTLHintMs = 60 * 60 * 1000
 
 // maxLockValue bounds what can be a lock's value (a flag or a token).
@@ -39,9 +30,7 @@ const maxLockValue = 128
 
 // LockTarget names the key a lock-named key guards: X for "X:lock"
 // (Powertools) and Y for "lock:Y" (middleware locks); the suffix wins when
-// both apply. ok is false for other keys and for an empty target. The key
-// reader sends EXISTS target for every key where ok is true and passes the
-// answer as RawValue.LockTargetExists.
+// both apply. ok is false for other keys and for an empty target.
 func LockTarget(key string) (target string, ok bool) {
 	switch {
 	case len(key) > len(":lock") && strings.HasSuffix(key, ":lock"):
@@ -66,10 +55,7 @@ var unlockWords = map[string]bool{
 // lockValue reads the string value of a lock-named key. held is true when
 // it is a lock; owner is the holder's token when the value names one.
 func lockValue(s string, ttlMs int64) (owner string, held bool) {
-	v := strings.TrimSpace(s)
-	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
-		v = strings.TrimSpace(v[1 : len(v)-1])
-	}
+	v := unquote(strings.TrimSpace(s))
 	if v == "" || len(v) > maxLockValue {
 		return "", false
 	}
@@ -82,10 +68,7 @@ func lockValue(s string, ttlMs int64) (owner string, held bool) {
 	case !tokenShaped(v):
 		return "", false
 	}
-	if isUUID(v) || isHex(v) && len(v) >= 8 || isAllDigits(v) || hostPid(v) || randomToken(v) {
-		return v, true
-	}
-	if ttlMs > 0 && ttlMs <= LockTTLHintMs {
+	if isUUID(v) || isHex(v) && len(v) >= 8 || isAllDigits(v) || hostPid(v) || randomToken(v) || ttlMs > 0 && ttlMs <= LockTTLHintMs {
 		return v, true
 	}
 	return "", false
@@ -199,11 +182,9 @@ func lockObject(m map[string]string) (owner string, held bool) {
 // lockStatusWords are the status words of a record that says it is a lock.
 var lockStatusWords = map[string]bool{"LOCKED": true, "LOCK": true, "HELD": true, "ACQUIRED": true, "CLAIMED": true}
 
-// lockFromObject turns r, decoded from the hash or JSON object m, into a
-// lock when its key is lock-named and m is one: no record by the other
-// rules but naming its holder, or a json/hash record whose status says
-// LOCKED, HELD, ACQUIRED or CLAIMED. Other records at lock-named keys keep
-// their decoding.
+// lockFromObject makes r, decoded from the hash or JSON object m at a
+// lock-named key, a lock when m is no record but names its holder, or is a
+// json/hash record whose status is a lockStatusWords word.
 func lockFromObject(r *Record, m map[string]string, targetExists *bool) {
 	target, lockNamed := LockTarget(r.Key)
 	if !lockNamed {
@@ -246,21 +227,12 @@ type PurgeFlags struct {
 	OlderThan bool // --older-than was given
 }
 
-// PurgeBlocked applies the lock rule of purge to a candidate that passed
-// purge's other filters. Records that are not locks are never blocked. A
-// lock (status LOCKED):
-//
-//   - is never selected unless LOCKED was asked for: a purge by any other
-//     status, or by none, leaves locks alone;
-//   - whose TTL is running is deleted only with --force: Redis ends it by
-//     itself within that TTL, and deleting it early lets a second worker in
-//     while the holder may still be working. Its guarded record being gone
-//     (orphan-lock) does not prove the holder gone: locks are taken before
-//     the record is written, and some guard work recorded elsewhere;
-//   - without a TTL (it never ends by itself, so it is flagged stale) is
-//     deleted with --stale or --force.
-//
-// reason says why a blocked lock stays, for purge's report.
+// PurgeBlocked is purge's lock rule, for a candidate that passed the other
+// filters. A lock goes only with --status LOCKED; one whose TTL runs only
+// with --force (Redis ends it soon, and deleting it early lets a second
+// worker in; a gone record (orphan-lock) does not prove the holder gone:
+// locks are taken before the record is written); one without a TTL with
+// --stale or --force. reason is for purge's report.
 func (r Record) PurgeBlocked(f PurgeFlags) (reason string, blocked bool) {
 	if r.Status != Locked {
 		return "", false
@@ -271,11 +243,7 @@ func (r Record) PurgeBlocked(f PurgeFlags) (reason string, blocked bool) {
 	case f.Force:
 		return "", false
 	case r.TTLms > 0:
-		left := time.Duration(r.TTLms) * time.Millisecond
-		if left >= time.Second {
-			left = left.Round(time.Second)
-		}
-		return fmt.Sprintf("a lock with %s of TTL left: it ends by itself; --force deletes it now", left), true
+		return fmt.Sprintf("a lock with %s of TTL left: it ends by itself; --force deletes it now", roundMs(r.TTLms)), true
 	case r.TTLms == -1 && !f.Stale:
 		return "a lock without a TTL: --stale or --force deletes it", true
 	}

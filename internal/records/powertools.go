@@ -8,15 +8,10 @@ import (
 
 // AWS Powertools for Lambda keeps one JSON string per idempotency key, SET
 // with EX until its expiration: Python's RedisCachePersistenceLayer
-// (powertools-lambda-python v3.2.0,
-// aws_lambda_powertools/utilities/idempotency/persistence/redis.py,
-// _put_in_progress_record and _update_record) and TypeScript's
+// (powertools-lambda-python v3.2.0, persistence/redis.py) and TypeScript's
 // CachePersistenceLayer (powertools-lambda-typescript v2.35.0,
-// packages/idempotency/src/persistence/CachePersistenceLayer.ts,
-// #putInProgressRecord and _updateRecord). Both
-// let the attribute names be chosen (status_attr/statusAttr,
-// expiry_attr/expiryAttr, in_progress_expiry_attr/inProgressExpiryAttr,
-// data_attr/dataAttr, validation_key_attr/validationKeyAttr).
+// packages/idempotency/src/persistence/CachePersistenceLayer.ts). Both let
+// the attribute names be chosen (status_attr/statusAttr, expiry_attr, ...).
 
 // PowertoolsAttrs names the attributes of a Powertools record. An empty
 // name is the default (DefaultPowertoolsAttrs).
@@ -26,6 +21,13 @@ type PowertoolsAttrs struct {
 	InProgressExpiry string // the in-progress deadline, Unix ms
 	Data             string // the stored response (JSON text)
 	Validation       string // the payload hash, when validation is on
+}
+
+// powertoolsRoleNames name the roles of PowertoolsAttrs.fields, in order.
+var powertoolsRoleNames = []string{"status", "expiry", "in_progress_expiry", "data", "validation"}
+
+func (a *PowertoolsAttrs) fields() []*string {
+	return []*string{&a.Status, &a.Expiry, &a.InProgressExpiry, &a.Data, &a.Validation}
 }
 
 // DefaultPowertoolsAttrs are Powertools' own names
@@ -39,66 +41,62 @@ func DefaultPowertoolsAttrs() PowertoolsAttrs {
 // withDefaults fills the names not given.
 func (a PowertoolsAttrs) withDefaults() PowertoolsAttrs {
 	d := DefaultPowertoolsAttrs()
-	for _, p := range []struct{ v, def *string }{{&a.Status, &d.Status}, {&a.Expiry, &d.Expiry},
-		{&a.InProgressExpiry, &d.InProgressExpiry}, {&a.Data, &d.Data}, {&a.Validation, &d.Validation}} {
-		if *p.v == "" {
-			*p.v = *p.def
+	for i, f := range a.fields() {
+		if *f == "" {
+			*f = *d.fields()[i]
 		}
 	}
 	return a
 }
 
 // powertoolsRoles maps the names ParsePowertoolsAttrs accepts, lower-case
-// with '-' and '_' dropped, to the field they set: the short names and
-// Powertools' own option names in both languages.
-var powertoolsRoles = map[string]string{
-	"status": "status", "statusattr": "status",
-	"expiry": "expiry", "expiration": "expiry", "expiryattr": "expiry",
-	"inprogressexpiry": "in_progress_expiry", "inprogressexpiration": "in_progress_expiry", "inprogressexpiryattr": "in_progress_expiry",
-	"data": "data", "dataattr": "data",
-	"validation": "validation", "validationkey": "validation", "validationkeyattr": "validation", "validationattr": "validation",
+// with '-' and '_' dropped, to their role (an index of powertoolsRoleNames):
+// the short names and Powertools' own option names in both languages.
+var powertoolsRoles = map[string]int{
+	"status": 0, "statusattr": 0,
+	"expiry": 1, "expiration": 1, "expiryattr": 1,
+	"inprogressexpiry": 2, "inprogressexpiration": 2, "inprogressexpiryattr": 2,
+	"data": 3, "dataattr": 3,
+	"validation": 4, "validationkey": 4, "validationkeyattr": 4, "validationattr": 4,
 }
 
 // ParsePowertoolsAttrs reads --powertools-attrs: comma-separated
-// ROLE=ATTRIBUTE pairs, where ROLE is status, expiry, in_progress_expiry,
-// data or validation (Powertools' option names, e.g. statusAttr or
-// in_progress_expiry_attr, work too) and ATTRIBUTE is the JSON attribute
-// name the application configured. Roles not given keep their default; ""
-// is all defaults. Unknown roles, empty names, a role given twice and two
-// roles sharing one attribute are errors.
+// ROLE=ATTRIBUTE pairs (ROLE: status, expiry, in_progress_expiry, data,
+// validation, or Powertools' option names such as statusAttr). Roles not
+// given keep their default; "" is all defaults. Unknown roles, empty names,
+// a role given twice and two roles sharing one attribute are errors.
 func ParsePowertoolsAttrs(s string) (PowertoolsAttrs, error) {
 	var a PowertoolsAttrs
 	if strings.TrimSpace(s) == "" {
 		return a.withDefaults(), nil
 	}
-	set := map[string]*string{"status": &a.Status, "expiry": &a.Expiry, "in_progress_expiry": &a.InProgressExpiry,
-		"data": &a.Data, "validation": &a.Validation}
+	set := a.fields()
 	for _, item := range strings.Split(s, ",") {
 		name, attr, ok := strings.Cut(item, "=")
 		name, attr = strings.TrimSpace(name), strings.TrimSpace(attr)
 		if !ok || name == "" {
 			return PowertoolsAttrs{}, fmt.Errorf("%q: want ROLE=ATTRIBUTE, e.g. status=state", strings.TrimSpace(item))
 		}
-		role, known := powertoolsRoles[strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(name))]
+		i, known := powertoolsRoles[strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(name))]
 		if !known {
 			return PowertoolsAttrs{}, fmt.Errorf("unknown role %q: want status, expiry, in_progress_expiry, data or validation", name)
 		}
+		role := powertoolsRoleNames[i]
 		if attr == "" {
 			return PowertoolsAttrs{}, fmt.Errorf("%s: empty attribute name", role)
 		}
-		if *set[role] != "" {
+		if *set[i] != "" {
 			return PowertoolsAttrs{}, fmt.Errorf("%s given twice", role)
 		}
-		*set[role] = attr
+		*set[i] = attr
 	}
 	a = a.withDefaults()
 	seen := map[string]string{}
-	for _, p := range []struct{ role, attr string }{{"status", a.Status}, {"expiry", a.Expiry},
-		{"in_progress_expiry", a.InProgressExpiry}, {"data", a.Data}, {"validation", a.Validation}} {
-		if other, dup := seen[p.attr]; dup {
-			return PowertoolsAttrs{}, fmt.Errorf("attribute %q names both %s and %s", p.attr, other, p.role)
+	for i, attr := range a.fields() {
+		if other, dup := seen[*attr]; dup {
+			return PowertoolsAttrs{}, fmt.Errorf("attribute %q names both %s and %s", *attr, other, powertoolsRoleNames[i])
 		}
-		seen[p.attr] = p.role
+		seen[*attr] = powertoolsRoleNames[i]
 	}
 	return a, nil
 }
@@ -124,27 +122,19 @@ func isPowertools(m map[string]string, a PowertoolsAttrs) bool {
 	return known && hasExp
 }
 
-// decodePowertools reads an AWS Powertools idempotency record: expiry in
-// seconds, in-progress expiry in ms. DecodeWith's judge turns a record past its
-// expiry into EXPIRED.
+// decodePowertools reads a Powertools record: expiry in seconds, in-progress
+// expiry in ms (judge makes a record past its expiry EXPIRED).
 func decodePowertools(r *Record, m map[string]string, a PowertoolsAttrs) {
-	r.Format = FormatPowertools
-	r.RawStatus = m[a.Status]
-	r.Status = powertoolsStatus[r.RawStatus]
-	r.ExpiresMs = secondsMs(m[a.Expiry])
-	r.DeadlineMs = millis(m[a.InProgressExpiry])
-	r.Fingerprint = m[a.Validation]
+	r.Format, r.RawStatus = FormatPowertools, m[a.Status]
+	r.Status, r.Fingerprint = powertoolsStatus[r.RawStatus], m[a.Validation]
+	r.ExpiresMs, r.DeadlineMs = secondsMs(m[a.Expiry]), millis(m[a.InProgressExpiry])
 	if v, ok := m[a.Data]; ok && v != "null" {
 		r.HasResult, r.ResultBytes = true, len(v)
 	}
 }
 
-// DecodedFieldsWith is DecodedFields plus the custom Powertools attribute
-// names of opts (its data attribute aside: a payload); with the default
-// options it is DecodedFields. Powertools keeps its
-// records in strings, which are read whole, so no hash decoder reads these
-// names today; a reader that builds its partial hash reads from the same
-// options as its DecodeWith calls stays right if one does.
+// DecodedFieldsWith is DecodedFields plus opts' custom Powertools attribute
+// names but data (a payload), so a partial hash read matches its DecodeWith.
 func DecodedFieldsWith(opts DecodeOptions) []string {
 	names := DecodedFields()
 	a, d := opts.Powertools.withDefaults(), DefaultPowertoolsAttrs()

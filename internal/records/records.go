@@ -1,7 +1,7 @@
 // Package records decodes the idempotency records that idmpctl and other
-// libraries leave in Redis into one normalised view. It is pure: callers read
-// the key (TYPE, PTTL, the value) and hand the replies to DecodeWith, which never
-// panics and never fails: what it cannot read is Format unknown.
+// libraries leave in Redis into one normalised view. It is pure: callers
+// read the key (TYPE, PTTL, the value) and hand the replies to DecodeWith,
+// which never panics and never fails: what it cannot read is Format unknown.
 //
 // Recognition rules, in order (the first that fits wins):
 //
@@ -17,73 +17,36 @@
 //	set                                 -> camel (one repository; Members = SCARD)
 //	stream                              -> stream, no status (not a record)
 //	string holding a JSON object with status INPROGRESS|COMPLETED|EXPIRED
-//	  and an expiration field           -> powertools (AWS Powertools'
-//	  Redis/cache persistence layers, see powertools.go; attribute names
-//	  as configured with DecodeOptions.Powertools, then the defaults)
+//	  and an expiration field           -> powertools (powertools.go;
+//	  attribute names of DecodeOptions.Powertools, then the defaults)
 //	string holding a JSON object with no status or state member, a
 //	  request object (method, url or headers) and maybe a response object
-//	                                    -> express (express-idempotency's
-//	  IdempotencyResource via express-idempotency-redis-adapter, see
-//	  http.go): PROCESSING without a response, COMPLETED with one
+//	                                    -> express (http.go): PROCESSING
+//	  without a response, COMPLETED with one
 //	string holding a JSON object with status IN_PROGRESS|COMPLETE and a
 //	  fingerPrint, a response object or a node-idempotency: key prefix
-//	                                    -> node-idempotency (@node-idempotency's
-//	  StoragePayload via its redis storage adapter, see http.go)
+//	                                    -> node-idempotency (http.go)
 //	string holding a JSON object at a lock-named key, as for hashes
 //	                                    -> lock, LOCKED
 //	string holding a JSON object with a status or state member -> json
 //	string at a lock-named key holding a lock value -> lock, LOCKED
-//	  (powertools-lock for KEY:lock holding true/True, Powertools'
-//	  takeover lock)
+//	  (powertools-lock for KEY:lock holding true/True)
 //	string holding a status word or "1"/"true" (optionally JSON-quoted)
 //	                                    -> marker
 //	string P:V holding V (V non-empty)  -> camel (Camel's string repository)
 //	anything else                       -> unknown
 //
-// HTTP middlewares (http.go names the libraries) store the response they
-// replay: HTTPStatus is its status code, ResultSummary says "HTTP 201, 57
-// bytes", and a 4xx/5xx or error response is flagged error-response with
-// its message in Error; such a record is COMPLETED (the request completed,
-// with an error, and replays it), not FAILED (which docs/claim.md keeps for
-// failures a retry may redo).
-//
-// Secrets: HTTP middlewares store the request, headers included (express-
-// idempotency keeps req.headers whole, Authorization and Cookie too).
-// Redact replaces the values of secret-named fields and members
-// (IsSecretName: authorization, cookie, set-cookie, x-api-key, password,
-// token, ... in any case and spelling) at any depth of Record.Fields,
-// following JSON kept as text in strings, and keeps every other byte.
-// Callers redact every record they print unless asked to show secrets;
-// RedactJSON does the same for a raw JSON value.
-//
-// Locks (locks.go names the libraries): a key is lock-named when LockTarget
-// names the key it guards (K:lock and lock:K), and is a lock when its value
-// says "held": "1", true/True, yes, locked, held, busy, a PROCESSING word
-// (processing, started, running, ...), or a holder's token (a UUID, host:pid,
-// pid@host, 8+ hex digits, digits, a random token of 16+ base64 characters
-// mixing letters and digits; any other token-shaped value only when the TTL
-// is at most LockTTLHintMs). "0", false, no, unlocked and a record's
-// terminal status words (COMPLETED, FAILED, ...) are not locks: such keys,
-// and lock-named keys holding records, are decoded by their content. A lock
-// is never a result: its status is LOCKED, Guards names the guarded key,
-// FlagOrphanLock says that key does not exist (RawValue.LockTargetExists),
-// and PurgeBlocked holds the rule purge applies to locks.
-//
-// A set is read as a Camel repository because no other known idempotency
-// store keeps its ids in a set; no cross-key heuristic is needed, and purge
-// deletes a whole set only with --any-type.
-//
-// Times: a PROCESSING record is stale once LeaseEndMs (the earlier of its
-// lease and its deadline) has passed, and LeaseLeftMs counts down to that
-// same instant, so the two never disagree. A lock without a TTL is stale
-// too: nothing ends it. PurgeLive holds the rule purge applies to live
-// work: a PROCESSING record before LeaseEndMs (LiveUntilMs), or with no
-// lease or deadline at all, is not deleted without --force. AgeMs says when a record carries no time at all, so
-// that callers print "age unknown" rather than a fresh age.
+// A stored HTTP error response (4xx/5xx) is COMPLETED and flagged
+// error-response, not FAILED: the request completed and replays the error,
+// while docs/claim.md keeps FAILED for failures a retry may redo. A set is
+// read as a Camel repository because no other known store keeps its ids in
+// one. Middlewares store request headers whole, so callers print records
+// through Redact (redact.go) unless asked to show secrets.
 package records
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/idmp"
@@ -198,17 +161,16 @@ type RawValue struct {
 	// LockTargetExists says, for a lock-named key (LockTarget(key) is ok),
 	// whether its target exists (nil: not checked).
 	LockTargetExists *bool
-	// StateStreamExists says, for a key named as emulated IDMP state
-	// (idmp.StateStreams), whether one of the streams it may belong to
-	// exists as a stream (nil: not checked). State without its stream is
-	// orphaned: nothing but the next call on the name drops it.
+	// StateStreamExists says, for a key named as emulated IDMP state, whether
+	// a stream it may belong to (idmp.StateStreams) exists (nil: not checked).
+	// State without its stream is orphaned: only the next call on the name
+	// drops it.
 	StateStreamExists *bool
 }
 
-// Recognised reports whether the record is an idempotency record in a format
-// purge may delete without --any-type: not unknown, not a missing key, not a
-// stream (purge --stream), not a whole Camel set. Locks are recognised;
-// PurgeBlocked decides whether purge may take them.
+// Recognised reports whether purge may delete the record without
+// --any-type: not unknown, missing, a stream or its IDMP state, or a whole
+// Camel set. Locks are (PurgeBlocked decides).
 func (r Record) Recognised() bool {
 	switch r.Format {
 	case FormatUnknown, FormatNone, FormatStream, FormatIDMPState, "":
@@ -231,14 +193,7 @@ func (r Record) IsRecord() bool {
 }
 
 // HasFlag reports whether f is set.
-func (r Record) HasFlag(f Flag) bool {
-	for _, g := range r.Flags {
-		if g == f {
-			return true
-		}
-	}
-	return false
-}
+func (r Record) HasFlag(f Flag) bool { return slices.Contains(r.Flags, f) }
 
 // LastActivityMs is the record's most recent known time (updated, else
 // created), 0 when it carries none.
@@ -249,12 +204,9 @@ func (r Record) LastActivityMs() int64 {
 	return max(r.CreatedMs, 0)
 }
 
-// AgeMs is how long ago the record was last active (LastActivityMs) at the
-// time it was judged (NowMs). known is false when the record carries no
-// time (Powertools, @node-idempotency, markers, older express-idempotency
-// records) or no clock was given: show "age unknown", never a fresh age.
-// A record written by a client whose clock runs ahead of the server's has
-// a negative age.
+// AgeMs is how long before NowMs the record was last active. known is false
+// without a time (Powertools, @node-idempotency, markers...) or a clock:
+// show "age unknown", never a fresh age. A client clock ahead makes it < 0.
 func (r Record) AgeMs() (ms int64, known bool) {
 	last := r.LastActivityMs()
 	if last <= 0 || r.NowMs <= 0 {
@@ -263,11 +215,9 @@ func (r Record) AgeMs() (ms int64, known bool) {
 	return r.NowMs - last, true
 }
 
-// LeaseEndMs is the instant a PROCESSING record stops being protected: the
-// earlier of its lease (lease_until) and its deadline (Powertools'
-// in_progress_expiration) where both are set; 0 when neither is. The record
-// is stale once this instant has passed, so stale and lease-left follow one
-// rule (a live lease never hides a passed deadline).
+// LeaseEndMs is when a PROCESSING record stops being protected: the earlier
+// of its lease and its deadline (0: neither). Stale and lease-left both
+// follow it, so a live lease never hides a passed deadline.
 func (r Record) LeaseEndMs() int64 {
 	switch {
 	case r.LeaseUntilMs > 0 && r.DeadlineMs > 0:
@@ -278,10 +228,8 @@ func (r Record) LeaseEndMs() int64 {
 	return max(r.DeadlineMs, 0)
 }
 
-// LeaseLeftMs is the time from NowMs to LeaseEndMs of a PROCESSING record:
-// negative once it has passed (then the record is flagged stale). known is
-// false for other statuses, for records without a lease or deadline, and
-// without a clock.
+// LeaseLeftMs is LeaseEndMs - NowMs of a PROCESSING record (negative once
+// stale); known is false for other statuses, without a lease or a clock.
 func (r Record) LeaseLeftMs() (ms int64, known bool) {
 	end := r.LeaseEndMs()
 	if r.Status != Processing || end <= 0 || r.NowMs <= 0 {
@@ -290,10 +238,8 @@ func (r Record) LeaseLeftMs() (ms int64, known bool) {
 	return end - r.NowMs, true
 }
 
-// LiveUntilMs is the instant until which purge must keep a PROCESSING
-// record, as the server judges it: the end of its lease or deadline while
-// that is still ahead of NowMs, else 0 (not PROCESSING, no deadline, or
-// past it).
+// LiveUntilMs is until when purge must keep a PROCESSING record: LeaseEndMs
+// while still ahead of NowMs, else 0.
 func (r Record) LiveUntilMs() int64 {
 	if left, known := r.LeaseLeftMs(); known && left > 0 {
 		return r.LeaseEndMs()
@@ -301,14 +247,10 @@ func (r Record) LiveUntilMs() int64 {
 	return 0
 }
 
-// PurgeLive applies the rule that keeps live work from purge: a PROCESSING
-// record whose lease or deadline (an idmpctl claim's lease_until,
-// Powertools' in_progress_expiration, any format's) is still ahead is
-// deleted only with --force: its worker may be running, and a second one
-// would start the same work with a fresh claim. A PROCESSING record with
-// no deadline at all cannot be told from abandoned: only --older-than (it
-// was last updated long ago) or --force selects it. reason says why a
-// kept record stays, for purge's report.
+// PurgeLive keeps live work from purge: a PROCESSING record whose lease or
+// deadline is ahead goes only with --force (its worker may be running, and a
+// second would redo the work); one with none cannot be told from abandoned
+// and goes only with --older-than or --force. reason is for purge's report.
 func (r Record) PurgeLive(f PurgeFlags) (reason string, blocked bool) {
 	if r.Status != Processing || f.Force {
 		return "", false
@@ -317,11 +259,7 @@ func (r Record) PurgeLive(f PurgeFlags) (reason string, blocked bool) {
 		if left <= 0 {
 			return "", false
 		}
-		d := time.Duration(left) * time.Millisecond
-		if d >= time.Second {
-			d = d.Round(time.Second)
-		}
-		return fmt.Sprintf("PROCESSING with %s of its lease or deadline left: its worker may be running; --force deletes it now", d), true
+		return fmt.Sprintf("PROCESSING with %s of its lease or deadline left: its worker may be running; --force deletes it now", roundMs(left)), true
 	}
 	if r.LeaseEndMs() > 0 {
 		return "PROCESSING with a lease or deadline that could not be judged (no server time): --force deletes it", true
@@ -332,8 +270,8 @@ func (r Record) PurgeLive(f PurgeFlags) (reason string, blocked bool) {
 	return "", false
 }
 
-// DecodeOptions tune DecodeWith to how applications configured their libraries.
-// The zero value is every library's default.
+// DecodeOptions tune DecodeWith to how applications configured their
+// libraries; the zero value is every library's default.
 type DecodeOptions struct {
 	// Powertools names the JSON attributes of Powertools records written
 	// with custom attribute names (--powertools-attrs); records with the
@@ -341,7 +279,8 @@ type DecodeOptions struct {
 	Powertools PowertoolsAttrs
 }
 
-// DecodeWith is Decode with options.
+// DecodeWith decodes one key from what was read of it (the package doc's
+// rules), judged at the server time nowMs.
 func DecodeWith(opts DecodeOptions, key, redisType string, value RawValue, ttlMs, nowMs int64) Record {
 	r := Record{Key: key, Type: redisType, TTLms: ttlMs, Format: FormatUnknown, Status: Unknown, NowMs: max(nowMs, 0)}
 	if part, ok := idmp.ParseStateKey(key, redisType); ok {
@@ -372,6 +311,15 @@ func DecodeWith(opts DecodeOptions, key, redisType string, value RawValue, ttlMs
 	}
 	judge(&r, nowMs)
 	return r
+}
+
+// roundMs is ms as a duration, to the second from one second on.
+func roundMs(ms int64) time.Duration {
+	d := time.Duration(ms) * time.Millisecond
+	if d >= time.Second {
+		d = d.Round(time.Second)
+	}
+	return d
 }
 
 // judge sets the flags that depend on time and TTL.

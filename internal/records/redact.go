@@ -3,6 +3,7 @@ package records
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -16,12 +17,9 @@ const Redacted = "[redacted]"
 const maxStringNest = 4
 
 // Secret names, compared lower-case with '-', '_', '.' and spaces dropped:
-// these exactly, and any name ending in one of secretSuffixes (x-api-key,
-// set-cookie, proxy-authorization, access_token, clientSecret, db_password).
-var (
-	secretNames    = []string{"authorization", "cookie", "password", "passwd", "secret", "apikey", "token", "privatekey", "credentials"}
-	secretSuffixes = []string{"authorization", "cookie", "password", "passwd", "secret", "apikey", "token"}
-)
+// any name ending in one of these (x-api-key, set-cookie, access_token,
+// clientSecret, db_password), and privatekey and credentials exactly.
+var secretSuffixes = []string{"authorization", "cookie", "password", "passwd", "secret", "apikey", "token"}
 
 // IsSecretName reports whether a header, hash field or JSON member of this
 // name holds a secret (credentials, session cookies, API keys, tokens),
@@ -37,76 +35,49 @@ func IsSecretName(name string) bool {
 		}
 		return r
 	}, strings.ToLower(name))
-	if slices.Contains(secretNames, n) {
-		return true
-	}
-	for _, s := range secretSuffixes {
-		if strings.HasSuffix(n, s) {
-			return true
-		}
-	}
-	return false
+	return n == "privatekey" || n == "credentials" ||
+		slices.ContainsFunc(secretSuffixes, func(s string) bool { return strings.HasSuffix(n, s) })
 }
 
-// Redact returns r with every secret in Fields replaced by Redacted: hash
-// fields and top-level JSON members with a secret name, and members with a
-// secret name at any depth of the JSON they hold, including JSON kept as
-// text in a string (an express request's headers.authorization, a
-// set-cookie array, a password in a stored body). Everything else keeps its
-// bytes: key order, spacing and the other values. An integer in a
-// top-level token field is idmpctl's (or another library's) fencing token,
-// not a secret, and is kept. The input's Fields map, which callers may
-// share with the raw value they read, is never modified.
+// Redact returns r with the value of every secret-named field or member in
+// Fields, at any depth of the JSON they hold (also JSON kept as text in a
+// string), replaced by Redacted; every other byte is kept. An integer in a
+// top-level token field is a fencing token, not a secret. r.Fields, which
+// callers may share with the raw value they read, is never modified.
 func Redact(r Record) Record {
-	var out map[string]string
+	shared := true
 	for k, v := range r.Fields {
-		nv := redactField(k, v)
-		if nv == v {
-			continue
-		}
-		if out == nil {
-			out = make(map[string]string, len(r.Fields))
-			for k2, v2 := range r.Fields {
-				out[k2] = v2
+		if nv := redactField(k, v); nv != v {
+			if shared {
+				r.Fields, shared = maps.Clone(r.Fields), false
 			}
+			r.Fields[k] = nv
 		}
-		out[k] = nv
-	}
-	if out != nil {
-		r.Fields = out
 	}
 	return r
 }
 
 func redactField(name, v string) string {
 	if IsSecretName(name) {
-		if slices.Contains(tokenNames, name) && exactIntOK(v) {
-			return v // a fencing token
-		}
-		if v == "" {
-			return v
+		if v == "" || slices.Contains(tokenNames, name) && exactIntOK(v) {
+			return v // empty, or a fencing token
 		}
 		if t := strings.TrimSpace(v); strings.HasPrefix(t, "[") && json.Valid([]byte(t)) {
 			return string(redactedValue([]byte(t)))
 		}
 		return Redacted
 	}
-	if out, changed := RedactJSON(v); changed {
-		return out
-	}
-	return v
+	out, _ := RedactJSON(v) // v itself when it holds no secret
+	return out
 }
 
 func exactIntOK(s string) bool {
-	s = strings.TrimSpace(s)
-	s = strings.TrimPrefix(s, "-")
+	s = strings.TrimPrefix(strings.TrimSpace(s), "-")
 	return isAllDigits(s) && len(s) <= 19
 }
 
-// RedactJSON replaces the values of secret-named members (IsSecretName) at
-// any depth of the JSON text s, following JSON kept as text in strings.
-// changed is false, and s comes back as it is, when s is not JSON or holds
-// no secret.
+// RedactJSON is Redact for the JSON text s; changed is false, and s comes
+// back as it is, when s is not JSON or holds no secret.
 func RedactJSON(s string) (out string, changed bool) {
 	return redactJSONText(s, 0)
 }

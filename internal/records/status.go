@@ -5,10 +5,9 @@ import (
 	"strings"
 )
 
-// statusWords maps the status names applications use to the normalised
-// ones. Keys are upper case with spaces and hyphens turned into underscores.
-// A record whose status field says LOCKED is a record being worked on
-// (PROCESSING); the LOCKED status is a lock key's (locks.go).
+// statusWords maps the status names applications use (upper case, spaces
+// and hyphens as underscores) to the normalised ones. A record that says
+// LOCKED is being worked on; the LOCKED status is a lock key's (locks.go).
 var statusWords = map[string]Status{
 	"PROCESSING": Processing, "STARTED": Processing, "INPROGRESS": Processing,
 	"IN_PROGRESS": Processing, "RUNNING": Processing, "PENDING": Processing,
@@ -50,23 +49,20 @@ func Statuses() []Status {
 // ParseStatus reads a user's --status value: a normalised name or any word
 // NormaliseStatus knows, in any case. ok is false for anything else.
 func ParseStatus(s string) (Status, bool) {
-	switch st := Status(strings.ToUpper(strings.TrimSpace(s))); st {
-	case Processing, Locked, Completed, Failed, Expired, Unknown, Absent:
+	if st := Status(strings.ToUpper(strings.TrimSpace(s))); slices.Contains(Statuses(), st) {
 		return st, true
 	}
 	st := NormaliseStatus(s)
 	return st, st != Unknown
 }
 
-// Selectable are the statuses a user selects records by (--status), in the
-// order summaries show them. ABSENT, a key gone while it was read, is none.
+// Selectable are the statuses --status selects by: all but ABSENT.
 func Selectable() []Status {
 	return []Status{Processing, Locked, Completed, Failed, Expired, Unknown}
 }
 
-// Synonyms are the other words ParseStatus reads as st, sorted: the
-// status words applications write ("DONE" is COMPLETED). LOCKED names
-// lock keys, not the records whose status field says LOCKED.
+// Synonyms are the other words ParseStatus reads as st ("DONE" is
+// COMPLETED), sorted; LOCKED names lock keys, not records saying LOCKED.
 func Synonyms(st Status) []string {
 	var out []string
 	for w, s := range statusWords {

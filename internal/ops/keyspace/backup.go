@@ -1,13 +1,14 @@
 package keyspace
 
-// purge --backup: each chunk of candidates is saved (DUMP, PTTL, the expiry
-// on the server's clock) and made durable before the chunk's re-check and
-// delete is sent; those the re-check kept are then marked kept.
+// purge --backup: each chunk is durably saved (DUMP, PTTL, the expiry on the
+// server's clock) before its re-check and delete are sent; those the
+// re-check kept are then marked.
 
 import (
 	"context"
 	_ "embed"
 	"errors"
+	"slices"
 
 	"github.com/idmpctl/idmpctl/internal/backup"
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -24,8 +25,7 @@ type backupArgs struct {
 	Candidates []string `lua:"CANDIDATES,key,rest"`
 }
 
-// PurgeBackup is where purge saves records before it deletes them
-// (backup.Writer).
+// PurgeBackup is where purge saves records before it deletes them.
 type PurgeBackup interface {
 	// Save makes records durable: when it returns nil they may be deleted.
 	Save(recs []backup.Record) error
@@ -33,25 +33,16 @@ type PurgeBackup interface {
 	Kept(keys []string, reason string) error
 }
 
-// saveBackup reads the chunk's keys with the backup script (one call for
-// the chunk on a single server, one a key in a cluster, pipelined) and saves
-// them. Keys gone since they were read have nothing to save: the re-check
-// keeps them (they are "changed").
+// saveBackup reads the chunk's keys with the backup script (pipelined
+// calls of perCall keys) and saves them. A key gone since it was read has
+// nothing to save: the re-check keeps it ("changed").
 func (p *purger) saveBackup(ctx context.Context, chunk []keyRead) error {
 	if p.opts.Backup == nil {
 		return nil
 	}
 	var calls []*redisconn.Call
-	if p.cluster {
-		for i := range chunk {
-			calls = append(calls, backupScript.Call(&backupArgs{Candidates: []string{chunk[i].rec.Key}}))
-		}
-	} else {
-		keys := make([]string, len(chunk))
-		for i := range chunk {
-			keys[i] = chunk[i].rec.Key
-		}
-		calls = []*redisconn.Call{backupScript.Call(&backupArgs{Candidates: keys})}
+	for part := range slices.Chunk(chunk, p.perCall(chunk)) {
+		calls = append(calls, backupScript.Call(&backupArgs{Candidates: keysOf(part)}))
 	}
 	if _, err := p.c.Run(ctx, redisconn.RunOpts{}, calls...); err != nil {
 		return exit.Wrap(err, "backup")
@@ -78,8 +69,7 @@ func (p *purger) saveBackup(ctx context.Context, chunk []keyRead) error {
 	return nil
 }
 
-// backupEntry is one key's part of the backup script's reply: {pttl,
-// expires_at, payload}; present is false for a key that is gone.
+// backupEntry is a key's {pttl, expires_at, payload}; present: not gone.
 type backupEntry struct {
 	pttl, at int64
 	payload  string
@@ -109,39 +99,31 @@ func decodeBackupReply(v any) ([]backupEntry, error) {
 	return out, nil
 }
 
-// markUnknown marks the chunk's keys as of unknown fate: their re-check was
-// sent and its reply never came (a timeout, an interrupt that closed the
-// connection), so the server may have deleted them, or kept some as changed
-// or live. Restore then puts them back only where their key is missing.
+// markUnknown marks the chunk's keys as of unknown fate: their re-check's
+// reply never came, so restore puts them back only where missing.
 func (p *purger) markUnknown(chunk []keyRead) error {
 	if p.opts.Backup == nil {
 		return nil
 	}
-	keys := make([]string, len(chunk))
-	for i := range chunk {
-		keys[i] = chunk[i].rec.Key
-	}
-	if err := p.opts.Backup.Kept(keys, backup.KeptUnknown); err != nil {
+	if err := p.opts.Backup.Kept(keysOf(chunk), backup.KeptUnknown); err != nil {
 		return &exit.Error{Code: exit.Config, What: "write the backup", Err: err}
 	}
 	return nil
 }
 
-// markKept marks the chunk's keys the re-check did not delete, with why:
-// "changed" (changed or gone since it was read) or "live" (a lease or
-// deadline still ran on the server's clock).
+// markKept marks the chunk's keys the re-check kept, as changed or live.
 func (p *purger) markKept(chunk []keyRead, outcomes []PurgeOutcome) error {
 	if p.opts.Backup == nil {
 		return nil
 	}
 	kept := map[string][]string{}
-	for i := range chunk {
-		switch outcomes[i] {
-		case PurgeDeleted:
-		case PurgeLive:
-			kept[backup.KeptLive] = append(kept[backup.KeptLive], chunk[i].rec.Key)
-		default:
-			kept[backup.KeptChanged] = append(kept[backup.KeptChanged], chunk[i].rec.Key)
+	for i, o := range outcomes {
+		reason := backup.KeptChanged
+		if o == PurgeLive {
+			reason = backup.KeptLive
+		}
+		if o != PurgeDeleted {
+			kept[reason] = append(kept[reason], chunk[i].rec.Key)
 		}
 	}
 	for _, reason := range []string{backup.KeptChanged, backup.KeptLive} {

@@ -16,11 +16,9 @@ const (
 )
 
 // CompleteKeys is up to limit key names that start with prefix, for shell
-// completion: one bounded SCAN (MATCH prefix*, COUNT 100, over at most
-// 1,000 keys, within ctx), never KEYS. A cluster gets none: its keys are
-// spread over primaries that would each have to be scanned. Names a shell
-// cannot take as one word (blanks, control bytes) and idmpctl's emulated
-// IDMP state keys are left out. Read-only, and one connection's worth.
+// completion: one bounded SCAN, never KEYS. A cluster gets none (every
+// primary would be scanned). Names a shell cannot take as one word and
+// emulated IDMP state keys are left out.
 func CompleteKeys(ctx context.Context, c *redisconn.Conn, prefix string, limit int) ([]string, error) {
 	caps, err := c.Capabilities(ctx)
 	if err != nil || caps.Cluster {
@@ -52,8 +50,7 @@ func shellWord(k string) bool {
 	return k != "" && !strings.ContainsFunc(k, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '\ufffd' })
 }
 
-// stateKeyName says whether k is named as emulated IDMP state ({S}:idmp...),
-// which no command takes as a KEY.
+// stateKeyName: k is named as emulated IDMP state, no command's KEY.
 func stateKeyName(k string) bool {
 	for _, t := range []string{"hash", "set", "zset", "list"} {
 		if _, ok := idmp.ParseStateKey(k, t); ok {

@@ -22,11 +22,9 @@ import (
 // DefaultScanCount is the COUNT hint of every SCAN.
 const DefaultScanCount = 1000
 
-// InspectKeys reads the given keys, in order, in pipelined batches. A key
-// that does not exist comes back as a record with Status ABSENT (Format
-// none, TTLms -2). When every key is missing the records are returned
-// together with a not-found error (exit 66), so a caller may print them and
-// still exit 66; when some exist the error is nil.
+// InspectKeys reads the given keys, in order, in pipelined batches; a
+// missing key is a record of Status ABSENT. When every key is missing the
+// records come with a not-found error (exit 66), to print and still exit 66.
 func InspectKeys(ctx context.Context, c *redisconn.Conn, keys []string, decode records.DecodeOptions) ([]records.Record, error) {
 	// The topology first: a cluster is read node by node.
 	if _, err := c.Capabilities(ctx); err != nil {
@@ -71,16 +69,12 @@ type ScanOptions struct {
 	Count         int64            // SCAN COUNT hint; 0: DefaultScanCount
 	MaxValueBytes int64            // read at most this much of a string; 0: ScanMaxValue
 	Decode        records.DecodeOptions
-	// Progress, when set, is called after each batch with the number of keys
-	// scanned so far (never concurrently).
-	Progress func(scanned int64)
+	Progress      func(scanned int64) // after each batch, never concurrently
 }
 
-// Summary counts a scan. Matched counts the keys reported: records, streams
-// and (with All) IDMP state keys. ByStatus counts the records among them by
-// status (streams and state keys have none), ByFormat every reported key by
-// format. StateHidden counts the IDMP state keys that matched but were not
-// reported (All not set).
+// Summary counts a scan. Matched counts the keys reported (records, streams,
+// with All IDMP state keys); ByStatus the records among them; StateHidden
+// the IDMP state keys not reported (All not set).
 type Summary struct {
 	Scanned     int64                    `json:"scanned"`
 	Matched     int64                    `json:"matched"`
@@ -90,18 +84,11 @@ type Summary struct {
 	Limited     bool                     `json:"limited,omitempty"` // stopped at Limit; more keys may match
 }
 
-// ScanKeys walks the keyspace with SCAN MATCH (every primary of a cluster),
-// reads and decodes each batch in pipelines, and calls emit for each record
-// that passes the status filter, in SCAN order. Memory stays constant: a
-// node's next few batches (scanAhead) are read while emit sees this one, and
-// no more are held.
-//
-// In a cluster the primaries are scanned concurrently; emit and Progress are
-// never called concurrently, but the order across nodes is unspecified (sort
-// small outputs). SCAN may return a key twice while the keyspace is being
-// rehashed (repeats within a few batches are dropped), and keys that vanish
-// between SCAN and the read are skipped.
-// An error from emit stops the scan and is returned as is.
+// ScanKeys walks the keyspace with SCAN MATCH (every primary of a cluster,
+// concurrently: the order across nodes is unspecified), reads and decodes
+// each batch, and calls emit (never concurrently) for each record that
+// passes the status filter. Memory stays constant (scanNodes). Keys that
+// vanish before the read are skipped; emit's error stops it, returned as is.
 func ScanKeys(ctx context.Context, c *redisconn.Conn, opts ScanOptions, emit func(records.Record) error) (Summary, error) {
 	// The topology first: a cluster is read node by node.
 	if _, err := c.Capabilities(ctx); err != nil {
@@ -164,23 +151,19 @@ func ScanKeys(ctx context.Context, c *redisconn.Conn, opts ScanOptions, emit fun
 var errStopScan = errors.New("stop scan")
 
 const (
-	// scanReaders is how many batches of a node are read at once: while one
-	// reader waits for the server, another parses and decodes, so the
-	// server is kept busy.
+	// scanReaders batches of a node are read at once: while one waits for
+	// the server, another decodes.
 	scanReaders = 2
-	// scanAhead is how many batches of a node may wait, read or being read,
-	// for the caller to handle them, in SCAN order. Memory stays bounded by
-	// it (and by scanReaders).
+	// scanAhead batches of a node may wait, read or being read, for the
+	// caller: what bounds memory.
 	scanAhead = 3
-	// scanWindowBatches is how many jobs back a job may still be unhandled
-	// when SCAN makes a new one: those waiting in order (scanAhead), the one
-	// handled, and the new one.
+	// scanWindowBatches jobs back a job may still be unhandled when SCAN
+	// makes a new one: those waiting (scanAhead), the one handled, the new.
 	scanWindowBatches = scanAhead + 2
-	// readBatch is how many keys one job reads (a SCAN reply is split):
-	// small enough that a key's data is still in the server's CPU caches
-	// from one round to the next (SCAN, probe, value read, purge's
-	// re-check), which saves more server time than the extra round trips
-	// cost. SCAN itself keeps its COUNT, which selective patterns need.
+	// readBatch keys a job reads (a SCAN reply is split): few enough that a
+	// key's data stays in the server's CPU caches from SCAN to probe to value
+	// read to re-check, which saves more than the extra round trips cost.
+	// SCAN keeps its COUNT, which selective patterns need.
 	readBatch = 250
 )
 
@@ -194,14 +177,11 @@ type scanJob struct {
 }
 
 // scanWindow drops the keys SCAN returns again within the last
-// scanWindowBatches jobs (and the job being made). SCAN may return a key
-// twice while the keyspace is rehashed (as a purge shrinks it), and with the
-// reads running ahead, the second read of a key may come before the first
-// was handled: a purge would then re-check the key, which it deleted
-// meanwhile, against a read from before its deletion. A repeat from further
-// back is read after its first was handled, as without read-ahead. The
-// window counts jobs, not SCAN replies: a run of empty replies (a selective
-// pattern) must not shrink it.
+// scanWindowBatches jobs. SCAN repeats keys while the keyspace is rehashed
+// (as a purge shrinks it), and with read-ahead the second read could come
+// before the first was handled: purge would re-check a key it deleted
+// against a read from before. Older repeats are read after, as without
+// read-ahead. It counts jobs, not replies: empty replies must not shrink it.
 type scanWindow struct {
 	seen    map[string]struct{}
 	batches [scanWindowBatches][]string // ring of the last jobs' keys
@@ -232,13 +212,11 @@ func (w *scanWindow) filter(keys []string) []string {
 	return out
 }
 
-// scanNodes runs handle on every batch of keys SCAN MATCH returns, read with
-// ro, on every primary of a cluster (concurrently: handle must be safe for
-// that) or on the one server. On each node, SCAN and scanReaders readers run
-// ahead of handle (at most scanAhead batches), which sees the batches in
-// SCAN order, one at a time. A handle returning errStopScan ends every
-// node's scan quietly; scanNodes returns only once every goroutine it
-// started has stopped.
+// scanNodes runs handle on every batch SCAN MATCH returns, read with ro, on
+// every primary (concurrently: handle must be safe for that). On each node,
+// SCAN and scanReaders run at most scanAhead batches ahead of handle, which
+// sees them in SCAN order, one at a time. errStopScan from handle ends every
+// node's scan quietly; it returns once every goroutine it started stopped.
 func scanNodes(ctx context.Context, c *redisconn.Conn, match string, count int64, ro readOptions,
 	handle func(ctx context.Context, keys []string, reads []keyRead) error) error {
 	if count <= 0 {
@@ -341,8 +319,7 @@ func scanNodes(ctx context.Context, c *redisconn.Conn, match string, count int64
 				return err
 			}
 		}
-		// SCAN ends its queue at the end of the keyspace, and also when
-		// the caller cancelled: that is no complete scan.
+		// SCAN also ends its queue when the caller cancelled: no complete scan.
 		return ctx.Err()
 	}
 	return c.EachPrimary(ctx, func(ctx context.Context, node redis.Cmdable, _ string) error { return scanOne(ctx, node) })

@@ -1,9 +1,7 @@
 package keyspace
 
-// Reading keys of any shape for inspect, scan and purge: pipelined rounds of
-// plain read commands (no scripts, so a read-only ACL user can inspect), with
-// every transfer bounded so that a scan over a keyspace of big values stays
-// small.
+// Reading keys of any shape for inspect, scan and purge: pipelined plain
+// reads (a read-only ACL user can inspect), each transfer bounded.
 
 import (
 	"context"
@@ -30,16 +28,14 @@ const (
 	readAttempts = 3
 )
 
-// keyRead is one key as read: its decoded record, the raw value the purge
-// re-check fingerprints, and its size by its type's length command (STRLEN,
-// HLEN, SCARD, LLEN, ZCARD, XLEN; -1 when not known).
+// keyRead is one key as read: its record, the raw value purge's re-check
+// compares, and its size by its type's length command (-1: not known).
 type keyRead struct {
-	rec  records.Record
-	raw  records.RawValue
-	size int64
-	// str is the string value as read (a prefix when rec.Truncated).
-	str   string
-	nowMs int64 // server time of the read
+	rec   records.Record
+	raw   records.RawValue
+	size  int64
+	str   string // the string value as read (a prefix when rec.Truncated)
+	nowMs int64  // server time of the read
 }
 
 type readOptions struct {
@@ -48,24 +44,20 @@ type readOptions struct {
 	decode     records.DecodeOptions
 }
 
-// keyProbe is round one: what a key is. The first read of a key asks for
-// its encoding (and PTTL) only, and infers the type from it: one command
-// fewer per key than TYPE + OBJECT ENCODING, and the server's cost per key
-// is what bounds a scan. Where the encoding is shared by several types
-// (listpack, hashtable) the value read of round two assumes a hash, the
-// common case; a WRONGTYPE reply, an unknown encoding or a failed OBJECT
-// (an ACL without it) sends the key to a re-read that asks TYPE.
+// keyProbe is round one: OBJECT ENCODING (and PTTL), the type inferred
+// from it: one command a key fewer than TYPE too, and the server's cost per
+// key bounds a scan. A shared encoding (listpack, hashtable) is read as a
+// hash, the common case; WRONGTYPE, an unknown encoding or a refused OBJECT
+// (ACL) sends the key to a re-read that asks TYPE.
 type keyProbe struct {
-	typ  *redis.StatusCmd // TYPE: re-reads only
-	pttl *redis.DurationCmd
-	enc  *redis.StringCmd
-	lock *redis.IntCmd // EXISTS of X for a key named X:lock
-	// TYPE of each stream a key named as emulated IDMP state may belong
-	// to (idmp.StateStreams)
-	owners []*redis.StatusCmd
+	typ    *redis.StatusCmd // TYPE: re-reads only
+	pttl   *redis.DurationCmd
+	enc    *redis.StringCmd
+	lock   *redis.IntCmd      // EXISTS of a lock-named key's target
+	owners []*redis.StatusCmd // TYPE of each stream state may belong to
 }
 
-// keyValue is round two and three: the value reads for its type.
+// keyValue is rounds two and three: the value reads for its type.
 type keyValue struct {
 	getrange *redis.StringCmd
 	strlen   *redis.IntCmd
@@ -80,38 +72,20 @@ type keyValue struct {
 // (HSTRLEN) in a large hash rather than read.
 var recordPayloads = records.PayloadFields()
 
-// typeOfEncoding is the type an OBJECT ENCODING reply implies; ok is false
-// for an encoding this table does not know (then TYPE decides). listpack
-// and hashtable are also sets, sorted sets and lists on some versions: they
-// are read as hashes first, and WRONGTYPE says otherwise.
-func typeOfEncoding(enc string) (typ string, ok bool) {
-	switch enc {
-	case "raw", "embstr", "int":
-		return "string", true
-	case "listpack", "ziplist", "listpackex", "hashtable":
-		return "hash", true
-	case "intset":
-		return "set", true
-	case "skiplist":
-		return "zset", true
-	case "quicklist", "linkedlist":
-		return "list", true
-	case "stream":
-		return "stream", true
-	}
-	return "", false
-}
+// typeOfEncoding is the type an OBJECT ENCODING reply implies (else TYPE
+// decides). listpack and hashtable may be other types: WRONGTYPE says.
+var typeOfEncoding = map[string]string{"raw": "string", "embstr": "string", "int": "string",
+	"listpack": "hash", "ziplist": "hash", "listpackex": "hash", "hashtable": "hash",
+	"intset": "set", "skiplist": "zset", "quicklist": "list", "linkedlist": "list", "stream": "stream"}
 
-// smallHash: an encoding whose size the server bounds (hash-max-listpack-*),
-// so the hash is read whole.
+// smallHash: an encoding the server bounds (hash-max-listpack-*): read whole.
 func smallHash(enc string) bool {
 	return enc == "listpack" || enc == "ziplist" || enc == "listpackex"
 }
 
-// readKeys reads keys in two pipelined round trips (through the cluster
-// client in a cluster, which routes every command by its key), plus one for
-// the few keys whose type the encoding does not tell, and decodes each at
-// the server's time (TIME, in the first round).
+// readKeys reads keys in two pipelined round trips (a cluster client routes
+// each command by its key), plus one for keys the encoding does not type,
+// and decodes each at the server's time (TIME, in the first round).
 func readKeys(ctx context.Context, c *redisconn.Conn, keys []string, ro readOptions) ([]keyRead, error) {
 	return newKeyReader(c, ro).read(ctx, keys, nil)
 }
@@ -133,14 +107,13 @@ func newKeyReader(c *redisconn.Conn, ro readOptions) *keyReader {
 	return &keyReader{c: c, ro: ro, fields: records.DecodedFieldsWith(ro.decode)}
 }
 
-// read reads keys into out (reused when its capacity suffices) and returns
-// it, one keyRead per key in order.
+// read reads keys into out (reused when large enough), one keyRead a key.
 func (r *keyReader) read(ctx context.Context, keys []string, out []keyRead) ([]keyRead, error) {
 	return r.readAttempt(ctx, keys, out, 1)
 }
 
-// readAttempt reads keys; attempt 1 infers types from encodings, later
-// attempts (re-reads) ask TYPE.
+// readAttempt reads keys; attempt 1 infers types from encodings, re-reads
+// ask TYPE.
 func (r *keyReader) readAttempt(ctx context.Context, keys []string, out []keyRead, attempt int) ([]keyRead, error) {
 	c, ro := r.c, r.ro
 	typed := attempt > 1
@@ -166,10 +139,10 @@ func (r *keyReader) readAttempt(ctx context.Context, keys []string, out []keyRea
 			}
 		}
 	})
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = clock.Err()
 	}
-	if err := clock.Err(); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	nowMs := clock.Val().UnixMilli()
@@ -189,7 +162,7 @@ func (r *keyReader) readAttempt(ctx context.Context, keys []string, out []keyRea
 		case errors.Is(pr.enc.Err(), redis.Nil):
 			types[i] = "none"
 		default:
-			t, ok := typeOfEncoding(pr.enc.Val())
+			t, ok := typeOfEncoding[pr.enc.Val()]
 			if pr.enc.Err() != nil || !ok {
 				again = append(again, i)
 				continue
@@ -198,6 +171,7 @@ func (r *keyReader) readAttempt(ctx context.Context, keys []string, out []keyRea
 		}
 	}
 	err = c.Pipelined(ctx, func(p redis.Pipeliner, ctx context.Context) {
+		length := map[string]func(context.Context, string) *redis.IntCmd{"set": p.SCard, "list": p.LLen, "zset": p.ZCard, "stream": p.XLen}
 		for i, k := range keys {
 			v := &values[i]
 			switch types[i] {
@@ -213,14 +187,8 @@ func (r *keyReader) readAttempt(ctx context.Context, keys []string, out []keyRea
 				for j, f := range recordPayloads {
 					v.hstrlen[j] = p.HStrLen(ctx, k, f)
 				}
-			case "set":
-				v.size = p.SCard(ctx, k)
-			case "list":
-				v.size = p.LLen(ctx, k)
-			case "zset":
-				v.size = p.ZCard(ctx, k)
-			case "stream":
-				v.size = p.XLen(ctx, k)
+			case "set", "list", "zset", "stream":
+				v.size = length[types[i]](ctx, k)
 			}
 		}
 	})
@@ -241,13 +209,10 @@ func (r *keyReader) readAttempt(ctx context.Context, keys []string, out []keyRea
 		rd := &out[i]
 		err := r.assemble(rd, k, types[i], probes[i], values[i], nowMs)
 		wrongType := err != nil && redis.HasErrorPrefix(err, "WRONGTYPE")
-		if !typed && (wrongType || vanishedHash(types[i], values[i])) {
-			// Not the type the encoding suggested, or changed since: ask TYPE.
+		// Not the type the encoding suggested, or changed between rounds:
+		// read again, asking TYPE.
+		if !typed && (wrongType || vanishedHash(types[i], values[i])) || wrongType && attempt < readAttempts {
 			again = append(again, i)
-			continue
-		}
-		if wrongType && attempt < readAttempts {
-			again = append(again, i) // the type changed between rounds
 			continue
 		}
 		if err != nil && !wrongType {
@@ -280,8 +245,8 @@ func grow[T any](s []T, n int) []T {
 	return s[:n]
 }
 
-// vanishedHash: a key read as a hash that came back empty, which a hash
-// never is: it was deleted (or replaced) between the rounds.
+// vanishedHash: a hash read back empty, which a hash never is: deleted or
+// replaced between the rounds.
 func vanishedHash(typ string, v keyValue) bool {
 	switch {
 	case typ != "hash":
@@ -294,8 +259,8 @@ func vanishedHash(typ string, v keyValue) bool {
 	return false
 }
 
-// readWholeHashes replaces the partial read of large hashes by HGETALL when
-// the hash is small enough to show whole (inspect KEY).
+// readWholeHashes reads large hashes small enough to show whole (inspect
+// KEY) with HGETALL.
 func readWholeHashes(ctx context.Context, c *redisconn.Conn, keys, types []string, values []keyValue, maxValue int64) error {
 	var whole []int
 	for i, v := range values {
@@ -320,9 +285,8 @@ func readWholeHashes(ctx context.Context, c *redisconn.Conn, keys, types []strin
 	})
 }
 
-// assemble decodes one key from its replies into rd. A WRONGTYPE error says
-// the key changed type between rounds; the record is then decoded from its
-// type alone (Format unknown).
+// assemble decodes one key from its replies into rd. On WRONGTYPE (a type
+// changed between rounds) it is decoded from its type alone.
 func (r *keyReader) assemble(rd *keyRead, key, typ string, pr keyProbe, v keyValue, nowMs int64) error {
 	err := assembleValue(rd, pr, v, r.fields)
 	rd.nowMs = nowMs

@@ -1,9 +1,8 @@
 package keyspace
 
-// What keys cost in memory: MEMORY USAGE of a sample (calc-ttl --sample), and
-// the estimate of a scan's bytes by format and status from a sample of the
-// records it reported (inspect --match --memory). Read-only: MEMORY USAGE,
-// SCAN, STRLEN, HGETALL and DUMP are all in @read.
+// What keys cost: MEMORY USAGE of a sample (calc-ttl --sample), and a scan's
+// bytes by format and status estimated from a sample (inspect --memory).
+// Read-only: every command used is in @read.
 
 import (
 	"cmp"
@@ -19,8 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// MaxSamples bounds --samples: a sample is measured after the scan, so its
-// keys are held in memory.
+// MaxSamples bounds --samples: the sample's keys are held until measured.
 const MaxSamples = 100_000
 
 // KeySize is one key as measured.
@@ -32,8 +30,7 @@ type KeySize struct {
 	UsageBytes int64 // MEMORY USAGE key SAMPLES 0: name, value and Redis's structures for the key
 }
 
-// SampleKeys returns up to n keys matching pattern, in SCAN order, from
-// every primary of a cluster (up to n from each; the caller measures means).
+// SampleKeys returns up to n keys matching pattern from each primary.
 func SampleKeys(ctx context.Context, c *redisconn.Conn, pattern string, literal bool, n int) ([]string, error) {
 	if _, err := c.Capabilities(ctx); err != nil {
 		return nil, err
@@ -77,8 +74,7 @@ func SampleKeys(ctx context.Context, c *redisconn.Conn, pattern string, literal 
 }
 
 // MeasureKeys measures keys in pipelined batches: MEMORY USAGE (SAMPLES 0:
-// every element, so the figure is exact), and with values the name and value
-// sizes. Keys gone since they were chosen are left out.
+// exact), and with values the name and value sizes. Gone keys are left out.
 func MeasureKeys(ctx context.Context, c *redisconn.Conn, keys []string, values bool) ([]KeySize, error) {
 	if _, err := c.Capabilities(ctx); err != nil {
 		return nil, err
@@ -123,9 +119,8 @@ func MeasureKeys(ctx context.Context, c *redisconn.Conn, keys []string, values b
 	return out, nil
 }
 
-// measureValues fills ValueBytes: STRLEN of a string, the bytes of a hash's
-// fields and values (what a developer counts as "the value"), and for other
-// types the length of their DUMP payload.
+// measureValues fills ValueBytes: STRLEN, a hash's field and value bytes
+// (what a developer counts as "the value"), else the DUMP payload's length.
 func measureValues(ctx context.Context, c *redisconn.Conn, sizes []KeySize) error {
 	strlen := make([]*redis.IntCmd, len(sizes))
 	hashes := make([]*redis.MapStringStringCmd, len(sizes))
@@ -169,8 +164,7 @@ func measureValues(ctx context.Context, c *redisconn.Conn, sizes []KeySize) erro
 	return nil
 }
 
-// MemoryGroup is the records of one format and status in a scan, and what
-// they cost.
+// MemoryGroup is the records of one format and status, and what they cost.
 type MemoryGroup struct {
 	Format  records.Format `json:"format"`
 	Status  records.Status `json:"status,omitempty"` // none for keys that are no record (streams, state keys)
@@ -196,9 +190,8 @@ type groupKey struct {
 	status records.Status
 }
 
-// MemorySampler picks, while a scan reports records (Add), a uniform sample
-// of up to n records of each format and status (reservoir sampling: memory
-// stays n keys a group), and measures them after the scan (Measure).
+// MemorySampler keeps a uniform sample of up to n records of each format and
+// status as a scan reports them (reservoir sampling), measured after it.
 type MemorySampler struct {
 	n      int
 	rng    *rand.Rand
@@ -224,13 +217,10 @@ func (m *MemorySampler) Add(r records.Record) {
 		m.groups[g] = res
 	}
 	res.seen++
-	switch {
-	case len(res.keys) < m.n:
+	if len(res.keys) < m.n {
 		res.keys = append(res.keys, r.Key)
-	default:
-		if j := m.rng.Int64N(res.seen); j < int64(m.n) {
-			res.keys[j] = r.Key
-		}
+	} else if j := m.rng.Int64N(res.seen); j < int64(m.n) {
+		res.keys[j] = r.Key
 	}
 }
 
@@ -251,10 +241,7 @@ func (m *MemorySampler) Measure(ctx context.Context, c *redisconn.Conn) (MemoryR
 		usage[s.Key] = s.UsageBytes
 	}
 	slices.SortFunc(order, func(a, b groupKey) int {
-		if a.format != b.format {
-			return cmp.Compare(string(a.format), string(b.format))
-		}
-		return cmp.Compare(string(a.status), string(b.status))
+		return cmp.Or(cmp.Compare(a.format, b.format), cmp.Compare(a.status, b.status))
 	})
 	rep := MemoryReport{Groups: []MemoryGroup{}} // JSON: [] when nothing matched, never null
 	for _, g := range order {

@@ -1,12 +1,9 @@
 package keyspace
 
 // purge --match PATTERN --orphan-state: the emulated IDMP state of deleted
-// streams (flagged orphan-state in scans) goes, each state whole (a part
-// left behind would make a stream created again under the name dedupe
-// against old IDs), by internal/ops/stream's script that deletes it only
-// while its stream is still gone. The scan is this package's; the state
-// and its layout are stream's: keyspace, which cleans the keyspace, owns
-// the workflow and calls stream for each state.
+// streams goes, each state whole (a part left would make a stream created
+// again under the name dedupe against old IDs), by internal/ops/stream's
+// script, which deletes it only while its stream is still gone.
 
 import (
 	"context"
@@ -26,25 +23,21 @@ type OrphanOptions struct {
 	Decode  records.DecodeOptions
 }
 
-// OrphanPlan is the orphaned state a scan found, grouped by state: what a
-// confirmation names before Drop deletes it. The keys of one state are
-// held until the scan ends (orphaned state is what is left of deleted
-// streams: seldom many).
+// OrphanPlan is the orphaned state a scan found, by state, for a
+// confirmation to name before Drop (held whole: seldom many keys).
 type OrphanPlan struct {
 	Summary PurgeSummary // Scanned, Matched (keys of orphaned state), Kept
 	groups  []*orphanGroup
 }
 
-// orphanGroup is the keys of one orphaned state, and the streams it may
-// belong to.
+// orphanGroup is one orphaned state's keys and the streams it may belong to.
 type orphanGroup struct {
 	names []string
 	keys  []records.Record
 }
 
-// FindOrphanState scans every primary for the keys of orphaned emulated
-// IDMP state matching opts, grouped by the state they belong to. It
-// writes nothing.
+// FindOrphanState scans every primary for keys of orphaned emulated IDMP
+// state matching opts, grouped by state. It writes nothing.
 func FindOrphanState(ctx context.Context, c *redisconn.Conn, opts OrphanOptions) (*OrphanPlan, error) {
 	plan := &OrphanPlan{}
 	byID := map[string]*orphanGroup{}
@@ -87,12 +80,9 @@ func (p *OrphanPlan) Keys() []string {
 	return out
 }
 
-// Drop deletes each state of the plan whole, in one script call each
-// within the connection's timeout, unless its stream exists again (its
-// keys are then "changed": kept). A dry run deletes nothing
-// ("would-delete"). emit hears of every key, a state's keys sorted. The
-// summary is the plan's with what was deleted and kept; an error stops
-// the drop (the states before it are gone).
+// Drop deletes each state whole, one script call each, unless its stream
+// exists again (its keys are then "changed"); a dry run deletes nothing.
+// emit hears of every key, a state's sorted. An error stops the drop.
 func (p *OrphanPlan) Drop(ctx context.Context, c *redisconn.Conn, dryRun bool, emit func(PurgeItem)) (PurgeSummary, error) {
 	sum := p.Summary
 	streams, err := stream.Open(ctx, c, stream.ModeEmulated)

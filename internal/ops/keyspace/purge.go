@@ -1,10 +1,8 @@
 package keyspace
 
-// purge --match PATTERN: delete idempotency records safely. SCAN picks
-// candidates by a client-side decode; every deletion is then re-checked on
-// the server by one script that deletes a key only if it is still exactly
-// what was read (docs/claim.md: "purge deletes only what it matched, re-checked
-// server-side, and never uses FLUSHDB/FLUSHALL").
+// purge --match PATTERN: SCAN picks candidates by a client-side decode; a
+// server-side script then deletes each only if it is still exactly what was
+// read (docs/claim.md: never FLUSHDB/FLUSHALL).
 
 import (
 	"cmp"
@@ -29,7 +27,7 @@ var recheckLua string
 
 var recheckScript = redisconn.NewLua[recheckArgs](decodeRecheckReply, recheckLua)
 
-// decodeRecheckReply reads the re-check script's reply: an integer a key.
+// decodeRecheckReply reads the re-check's reply: an integer a key.
 func decodeRecheckReply(v any) ([]int64, error) {
 	list, ok := v.([]any)
 	if !ok {
@@ -46,8 +44,7 @@ func decodeRecheckReply(v any) ([]int64, error) {
 	return out, nil
 }
 
-// recheckArgs are the re-check script's (see lua/purge_recheck.lua and
-// recheckCall).
+// recheckArgs are lua/purge_recheck.lua's (see recheckCall).
 type recheckArgs struct {
 	Candidates []string `lua:"CANDIDATES,key,rest"`
 	NLists     int      `lua:"NLISTS"`
@@ -80,16 +77,14 @@ type PurgeOptions struct {
 	// unknown and are deleted only with AnyType. 0: ScanMaxValue.
 	MaxValueBytes int64
 	Decode        records.DecodeOptions
-	// Progress, when set, is called after each batch with the running counts
-	// (never concurrently).
+	// Progress, when set, gets the running counts after each batch (never
+	// concurrently).
 	Progress func(PurgeSummary)
-	// Backup, when set, saves each chunk of candidates (and makes them
-	// durable) before the chunk's delete is sent, and then marks those kept
+	// Backup, when set, durably saves each chunk before its delete is sent
 	// (backup.go).
 	Backup PurgeBackup
-	// BeforeDelete, when set, is called with each chunk of candidates after
-	// they were chosen and before the server re-checks and deletes them: a
-	// test seam to change a record in between.
+	// BeforeDelete, a test seam, sees each chunk's keys between the choice
+	// and the server's re-check.
 	BeforeDelete func(keys []string)
 }
 
@@ -104,11 +99,8 @@ func (o PurgeOptions) Validate() error {
 		return exit.Usagef("--max-rate must not be negative")
 	case o.OlderThan < 0:
 		return exit.Usagef("--older-than must not be negative")
-	}
-	for _, s := range o.Statuses {
-		if s == records.Absent {
-			return exit.Usagef("--status ABSENT matches nothing a purge can delete")
-		}
+	case slices.Contains(o.Statuses, records.Absent):
+		return exit.Usagef("--status ABSENT matches nothing a purge can delete")
 	}
 	return nil
 }
@@ -143,22 +135,18 @@ type PurgeSummary struct {
 	// (a timeout, an interrupt): deleted or not, the purge did not learn.
 	Unknown int64 `json:"unknown,omitempty"`
 	Limited bool  `json:"limited,omitempty"`
-	// LocksKept counts locks that passed the other filters but stay (see
-	// records.PurgeBlocked); LockReason says why, for the first of them.
+	// LocksKept counts the locks records.PurgeBlocked kept, LiveKept the
+	// records records.PurgeLive kept (at the scan or the re-check); each
+	// reason is the first one's.
 	LocksKept  int64  `json:"locks_kept,omitempty"`
 	LockReason string `json:"lock_reason,omitempty"`
-	// LiveKept counts the PROCESSING records kept because their lease or
-	// deadline is live, or because they have none (see records.PurgeLive),
-	// whether the scan or the re-check kept them; LiveReason says why, for
-	// the first of them.
 	LiveKept   int64  `json:"live_kept"`
 	LiveReason string `json:"live_reason,omitempty"`
 }
 
 // Purge deletes the records opts selects and calls emit for every candidate
-// with its outcome. In a cluster every primary is scanned concurrently;
-// emit and Progress are never called concurrently. Stopped by an error, the
-// summary counts what was done until then.
+// with its outcome (never concurrently, though a cluster's primaries are
+// scanned concurrently). Stopped by an error, the summary counts what was done.
 func Purge(ctx context.Context, c *redisconn.Conn, opts PurgeOptions, emit func(PurgeItem)) (PurgeSummary, error) {
 	if err := opts.Validate(); err != nil {
 		return PurgeSummary{}, err
@@ -254,7 +242,7 @@ func (p *purger) batch(ctx context.Context, keys []string, reads []keyRead) erro
 	return nil
 }
 
-// keptKind says why a record that passed purge's filters stays.
+// keptKind says why a candidate stays.
 type keptKind int
 
 const (
@@ -264,9 +252,7 @@ const (
 )
 
 // selects is the client-side choice of a candidate, at the server time of
-// its read. A record that passes every filter but the lock rule
-// (records.PurgeBlocked) or the live rule (records.PurgeLive) comes back
-// with the rule and the reason it stays.
+// its read; one kept only by the lock or the live rule says which, and why.
 func (p *purger) selects(rd *keyRead) (bool, keptKind, string) {
 	r, o := rd.rec, p.opts
 	switch {
@@ -310,11 +296,7 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []keyRead) error {
 		return err
 	}
 	if p.opts.BeforeDelete != nil {
-		keys := make([]string, len(chunk))
-		for i := range chunk {
-			keys[i] = chunk[i].rec.Key
-		}
-		p.opts.BeforeDelete(keys)
+		p.opts.BeforeDelete(keysOf(chunk))
 	}
 	if err := p.saveBackup(ctx, chunk); err != nil {
 		return err
@@ -323,9 +305,8 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []keyRead) error {
 	if err == nil {
 		err = p.markKept(chunk, outcomes)
 	} else {
-		// The re-check's error is the one to report; a failure to write the
-		// mark stays in the backup, whose Close then fails and leaves the
-		// file without its end line.
+		// The re-check's error is the one to report; a failed mark fails
+		// the backup's Close, leaving the file without its end line.
 		_ = p.markUnknown(chunk)
 	}
 	p.mu.Lock()
@@ -350,32 +331,23 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []keyRead) error {
 	return nil
 }
 
-// recheck runs the re-check script: one call for the chunk on a single
-// server; one call per key in a cluster (keys of one call must share a
-// slot), pipelined, each routed by its key. A script cache without the
-// script is answered by EVAL (redisconn.Conn.Run). Each key's outcome is deleted,
-// changed, or live.
+// recheckOutcomes are the re-check's replies but 0 (changed).
+var recheckOutcomes = map[int64]PurgeOutcome{1: PurgeDeleted, 2: PurgeLive}
+
+// recheck runs the re-check script on the chunk (pipelined calls of
+// perCall keys): each key's outcome is deleted, changed, or live.
 func (p *purger) recheck(ctx context.Context, chunk []keyRead) ([]PurgeOutcome, error) {
 	var calls []*recheckCall
-	if p.cluster {
-		for i := range chunk {
-			cl := &recheckCall{first: i, decoded: p.decoded}
-			cl.add(&chunk[i], p.opts.NoTTL, p.opts.Force)
-			calls = append(calls, cl)
+	var pipe []*redisconn.Call
+	n := p.perCall(chunk)
+	for part := range slices.Chunk(chunk, n) {
+		cl := &recheckCall{keys: make([]string, 0, len(part)), body: make([]any, 0, 2*len(part)+16), decoded: p.decoded}
+		for i := range part {
+			cl.add(&part[i], p.opts.NoTTL, p.opts.Force)
 		}
-	} else {
-		cl := &recheckCall{keys: make([]string, 0, len(chunk)), body: make([]any, 0, 2*len(chunk)+16), decoded: p.decoded}
-		for i := range chunk {
-			cl.add(&chunk[i], p.opts.NoTTL, p.opts.Force)
-		}
-		calls = append(calls, cl)
-	}
-	for _, cl := range calls {
 		cl.finish()
-	}
-	pipe := make([]*redisconn.Call, len(calls))
-	for i, cl := range calls {
-		pipe[i] = recheckScript.Call(&recheckArgs{Candidates: cl.keys, NLists: len(cl.lists), Body: cl.args})
+		calls = append(calls, cl)
+		pipe = append(pipe, recheckScript.Call(&recheckArgs{Candidates: cl.keys, NLists: len(cl.lists), Body: cl.args}))
 	}
 	if _, err := p.c.Run(ctx, redisconn.RunOpts{}, pipe...); err != nil {
 		return nil, err
@@ -390,10 +362,7 @@ func (p *purger) recheck(ctx context.Context, chunk []keyRead) ([]PurgeOutcome, 
 			return nil, exit.New(exit.Internal, "purge re-check", "%d replies for %d keys", len(vals), len(cl.keys))
 		}
 		for j, v := range vals {
-			outcomes[cl.first+j] = map[int64]PurgeOutcome{1: PurgeDeleted, 2: PurgeLive}[v]
-			if outcomes[cl.first+j] == "" {
-				outcomes[cl.first+j] = PurgeChanged
-			}
+			outcomes[i*n+j] = cmp.Or(recheckOutcomes[v], PurgeChanged)
 		}
 	}
 	return outcomes, nil
@@ -408,13 +377,10 @@ const (
 	recheckInlineString = 1024
 )
 
-// recheckCall is one call of the re-check script: its keys, and its ARGV
-// (the script's header of field lists, then runs of keys compared alike;
-// see lua/purge_recheck.lua). Candidates of one format share their field
-// list and, in a run, the rest of what they are compared by: each key adds
-// one value to ARGV.
+// recheckCall is one re-check call: its keys and ARGV (field lists, then
+// runs of keys compared alike, lua/purge_recheck.lua). Keys of one format
+// share a field list and, in a run, the rest: each adds one value to ARGV.
 type recheckCall struct {
-	first   int      // index in the chunk of keys[0]
 	decoded []string // the fields the decoders read (compared in a huge hash)
 	keys    []string
 	lists   [][]string
@@ -574,6 +540,24 @@ func (cl *recheckCall) finish() {
 func sha1hex(s string) string {
 	sum := sha1.Sum([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// perCall is how many keys of chunk one script call carries: all on a
+// single server, one in a cluster (keys of one call must share a slot).
+func (p *purger) perCall(chunk []keyRead) int {
+	if p.cluster {
+		return 1
+	}
+	return len(chunk)
+}
+
+// keysOf is the keys of reads.
+func keysOf(reads []keyRead) []string {
+	keys := make([]string, len(reads))
+	for i := range reads {
+		keys[i] = reads[i].rec.Key
+	}
+	return keys
 }
 
 // deleteLimiter spaces deletions to rate per second (virtual scheduling: each

@@ -1,11 +1,9 @@
 package keyspace
 
-// restore FILE: put back what purge --backup saved, with RESTORE ... ABSTTL
-// (the expiry the record had, on the server's clock), each to its node in a
-// cluster, never over an existing key unless asked. Each record goes in one
-// script call (lua/restore.lua) that decides on the server's clock whether
-// it expired, and then writes: RESTORE ... REPLACE with a passed expiry
-// would delete the key that exists.
+// restore FILE: put back what purge --backup saved with RESTORE ... ABSTTL,
+// never over an existing key unless asked. One script call a record
+// (lua/restore.lua) checks the expiry on the server's clock before it
+// writes: RESTORE ... REPLACE with a passed expiry would delete the key.
 
 import (
 	"cmp"
@@ -37,7 +35,7 @@ func decodeRestoreReply(v any) (RestoreOutcome, error) {
 	return "", &unexpectedReply{v}
 }
 
-// unexpectedReply is a reply of a script it does not make.
+// unexpectedReply is a reply the script does not make.
 type unexpectedReply struct{ v any }
 
 func (e *unexpectedReply) Error() string { return fmt.Sprintf("unexpected reply %q", fmt.Sprint(e.v)) }
@@ -88,38 +86,17 @@ func NewRestorer(ctx context.Context, c *redisconn.Conn, opts RestoreOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	r := &Restorer{c: c, opts: opts, abstTL: true}
-	if major, _, ok := versionMajorMinor(caps.Version); ok && caps.Product == "redis" && major < 5 {
-		r.abstTL = false
-	}
-	return r, nil
+	major, minor, _ := strings.Cut(caps.Version, ".")
+	n, err := strconv.Atoi(major)
+	old := err == nil && minor != "" && minor[0] >= '0' && minor[0] <= '9' && caps.Product == "redis" && n < 5
+	return &Restorer{c: c, opts: opts, abstTL: !old}, nil
 }
 
-func versionMajorMinor(v string) (int, int, bool) {
-	var major, minor int
-	i := 0
-	for ; i < len(v) && v[i] >= '0' && v[i] <= '9'; i++ {
-		major = major*10 + int(v[i]-'0')
-	}
-	if i == 0 || i >= len(v) || v[i] != '.' {
-		return 0, 0, false
-	}
-	j := i + 1
-	for ; j < len(v) && v[j] >= '0' && v[j] <= '9'; j++ {
-		minor = minor*10 + int(v[j]-'0')
-	}
-	return major, minor, j > i+1
-}
-
-// RestoreUnless restores recs in one pipelined round trip (after one for
-// the server's clock) and returns each one's outcome. A record whose expiry
-// had passed at that clock reading is not sent; the others are restored by
-// the restore script, which checks the expiry again on the server's clock
-// as it writes. A reply error makes that record's outcome Failed (nothing
-// of it written), and the first such error is returned with the outcomes.
-// The records with missingOnly[i] set are never written over an existing
-// key, --replace or not: those whose fate the purge did not learn
-// (backup.KeptUnknown), or any of a file cut short. missingOnly may be nil.
+// RestoreUnless restores recs in one pipelined round trip after one for the
+// server's clock, by which a record already expired is not sent, and
+// returns each one's outcome. A reply error makes that record Failed
+// (nothing written) and the first is returned. A record with missingOnly[i]
+// (may be nil) is never written over an existing key, --replace or not.
 func (r *Restorer) RestoreUnless(ctx context.Context, recs []backup.Record, missingOnly []bool) ([]RestoreOutcome, error) {
 	now := r.clientNow
 	if now == nil {
@@ -133,9 +110,6 @@ func (r *Restorer) RestoreUnless(ctx context.Context, recs []backup.Record, miss
 	if r.opts.DryRun {
 		return out, r.dryRun(ctx, recs, missingOnly, nowMs, out)
 	}
-	// Each record in one script call (routed by its key in a cluster),
-	// pipelined; one whose expiry has passed on the client's last look at
-	// the clock is not sent at all.
 	var calls []*redisconn.Call
 	var index []int
 	for i, rec := range recs {
@@ -158,22 +132,21 @@ func (r *Restorer) RestoreUnless(ctx context.Context, recs []backup.Record, miss
 	for j, cl := range calls {
 		i := index[j]
 		outcome, err := restoreScript.Reply(cl)
+		out[i] = cmp.Or(outcome, Failed) // "" with an error
+		if err == nil || first != nil {
+			continue
+		}
+		what, msg := "restore "+strconv.Quote(recs[i].Key), err.Error()
 		var bad *unexpectedReply
 		switch {
-		case err == nil:
-			out[i] = outcome
 		case errors.As(err, &bad):
-			out[i] = Failed
-			first = cmp.Or(first, error(exit.New(exit.Internal, "restore "+strconv.Quote(recs[i].Key), "%v", bad)))
+			first = exit.New(exit.Internal, what, "%v", bad)
+		case strings.Contains(msg, "DUMP payload") || strings.Contains(msg, "Bad data format"):
+			// A payload this server cannot load: another version's, or damaged.
+			first = &exit.Error{Code: exit.Data, What: what, Err: err,
+				Hint: "a DUMP payload loads only on a server of the same or a later RDB version than the one that made it"}
 		default:
-			out[i] = Failed
-			e := exit.Wrap(err, "restore "+strconv.Quote(recs[i].Key))
-			if msg := err.Error(); strings.Contains(msg, "DUMP payload") || strings.Contains(msg, "Bad data format") {
-				// A payload this server cannot load: another version's, or damaged.
-				e = &exit.Error{Code: exit.Data, What: "restore " + strconv.Quote(recs[i].Key), Err: err,
-					Hint: "a DUMP payload loads only on a server of the same or a later RDB version than the one that made it"}
-			}
-			first = cmp.Or(first, e)
+			first = exit.Wrap(err, what)
 		}
 	}
 	return out, first

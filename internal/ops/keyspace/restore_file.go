@@ -1,10 +1,7 @@
 package keyspace
 
-// restore FILE as a whole: the records of a backup file read in batches,
-// each batch one round trip (Restorer.RestoreUnless), by the file's plan
-// (backup.Plan): a record purge kept is skipped, and one whose fate the
-// purge did not learn, or any of a cut file, is never written over an
-// existing key.
+// restore FILE as a whole: batches of records, one round trip each
+// (Restorer.RestoreUnless), by the file's backup.Plan.
 
 import (
 	"context"
@@ -17,8 +14,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 )
 
-// KeptByPurge is the outcome of a record purge kept after saving it: not
-// restored.
+// KeptByPurge is the outcome of a record purge kept after saving it.
 const KeptByPurge RestoreOutcome = "kept"
 
 // restoreBatch is how many records one round trip restores.
@@ -34,9 +30,8 @@ type RestoreFileOptions struct {
 
 	Replace bool
 	DryRun  bool
-	// Agreed, with Replace: the only keys that may be overwritten (those
-	// KeysToReplace found and the user agreed to); a key that appeared
-	// since is skipped as existing. nil: no such limit.
+	// Agreed, with Replace: the only keys that may be overwritten (what
+	// KeysToReplace found and the user agreed to); nil: no such limit.
 	Agreed map[string]bool
 }
 
@@ -77,9 +72,9 @@ func (s *RestoreSummary) count(o RestoreOutcome) {
 	}
 }
 
-// RestoreFile restores the file's records up to its bad line, emitting
-// each with its outcome in file order. The summary counts what was done,
-// also when an error stopped it. The bad line itself is RestoreStopped's.
+// RestoreFile restores the file's records up to its bad line (see
+// RestoreStopped), emitting each with its outcome in file order. The summary
+// counts what was done, also when an error stopped it.
 func RestoreFile(ctx context.Context, c *redisconn.Conn, opts RestoreFileOptions, emit func(RestoreItem)) (RestoreSummary, error) {
 	sum := RestoreSummary{DryRun: opts.DryRun, Complete: opts.Plan.Complete()}
 	r, err := NewRestorer(ctx, c, RestoreOptions{Replace: opts.Replace, DryRun: opts.DryRun})
@@ -106,9 +101,8 @@ func RestoreFile(ctx context.Context, c *redisconn.Conn, opts RestoreFileOptions
 	return sum, err
 }
 
-// RestoreStopped is the error of a restore whose file has a bad line
-// (exit.Data), once every record before it was sent: the records before
-// it were restored, nothing from it on. nil: the file has none.
+// RestoreStopped is the error (exit.Data) of a restore whose file has a bad
+// line, once the records before it were sent; nil without one.
 func RestoreStopped(name string, plan *backup.Plan) error {
 	bad := plan.BadLine
 	if bad == nil {
@@ -125,10 +119,8 @@ func RestoreStopped(name string, plan *backup.Plan) error {
 		Hint: hint}
 }
 
-// KeysToReplace lists the keys of the file that --replace would overwrite
-// now (a dry run: EXISTS), in file order (a key saved twice, as a SCAN may
-// return it, comes twice): those a confirmation names, and
-// RestoreFileOptions.Agreed holds.
+// KeysToReplace lists, in file order (twice for a key saved twice), the keys
+// --replace would overwrite now (EXISTS): what a confirmation names.
 func KeysToReplace(ctx context.Context, c *redisconn.Conn, opts RestoreFileOptions) ([]string, error) {
 	look, err := NewRestorer(ctx, c, RestoreOptions{Replace: true, DryRun: true})
 	if err != nil {
@@ -150,11 +142,9 @@ func KeysToReplace(ctx context.Context, c *redisconn.Conn, opts RestoreFileOptio
 	return keys, nil
 }
 
-// walkBackup reads the file's records up to its bad line: a record the
-// purge kept goes to kept; the others to send, in batches of
-// restoreBatch, each with missingOnly set where it must not be written
-// over an existing key, --replace or not. It returns how many records it
-// read.
+// walkBackup reads the file's records up to its bad line: those purge kept
+// go to kept, the others to send in batches with their missingOnly. It
+// returns how many records it read.
 func walkBackup(ctx context.Context, opts RestoreFileOptions, kept func(key string, line int), send func(batch []backup.Record, lines []int, missingOnly []bool) error) (int64, error) {
 	f, err := opts.Open()
 	if err != nil {

@@ -8,10 +8,8 @@ import (
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 )
 
-// MeasureSample is calc-ttl --sample: up to n keys matching pattern (of
-// each primary in a cluster), measured (MEMORY USAGE, and their name and
-// value sizes), as the means calc-ttl's arithmetic takes. No key matching
-// is exit.NotFound; errors name calc-ttl --sample.
+// MeasureSample is calc-ttl --sample: the mean sizes of up to n keys
+// matching pattern (of each primary). No key matching is exit.NotFound.
 func MeasureSample(ctx context.Context, c *redisconn.Conn, pattern string, n int) (*capacity.MeasuredKeys, error) {
 	keys, err := SampleKeys(ctx, c, pattern, false, n)
 	if err != nil {
