@@ -180,30 +180,37 @@ func (u unsettled) defaults(ctx context.Context) (int64, int64, error) {
 // wait d asks for, its reply read, its acknowledgement judged.
 func (s *Streams) runCall(ctx context.Context, reqs []AddRequest, o AddOptions) ([]AddResult, error) {
 	d := o.Durability
-	var call *redisconn.Call
 	var parse replyParser
-	var ack redisconn.Ack
-	var err error
-	for try := 0; try < 2; try++ {
-		// The keys depend on whether the server is a cluster node, which a
-		// redirect may teach (Run follows it): then the call is made again.
-		cluster := s.Conn.Cluster()
-		if call, parse, err = s.be.addCall(reqs, nil, !o.NoOutcome); err != nil {
-			return nil, err
-		}
-		ack, err = s.Conn.Run(ctx, redisconn.RunOpts{Key: reqs[0].Stream, Durability: d, Eviction: s.Conn.WatchEviction}, call)
-		if err == nil {
-			err = call.Cmd.Err()
-		}
-		if err == nil || cluster || !s.Conn.Cluster() {
-			break
-		}
-	}
+	call, ack, err := s.runKeyed(ctx, redisconn.RunOpts{Key: reqs[0].Stream, Durability: d, Eviction: s.Conn.WatchEviction}, func() (*redisconn.Call, error) {
+		call, p, err := s.be.addCall(reqs, nil, !o.NoOutcome)
+		parse = p
+		return call, err
+	})
 	if err != nil {
 		return nil, scriptErr(err)
 	}
 	res, err := parse(call.Cmd.Val())
 	return judge(res, err, d, ack)
+}
+
+// runKeyed runs the call mk makes, made again once when a redirect (which
+// Run follows) taught that the server is a cluster node: the keys depend
+// on it. The call is nil when mk failed; err is also the call's own error.
+func (s *Streams) runKeyed(ctx context.Context, o redisconn.RunOpts, mk func() (*redisconn.Call, error)) (*redisconn.Call, redisconn.Ack, error) {
+	for try := 0; ; try++ {
+		cluster := s.Conn.Cluster()
+		call, err := mk()
+		if err != nil {
+			return nil, redisconn.Ack{}, err
+		}
+		ack, err := s.Conn.Run(ctx, o, call)
+		if err == nil {
+			err = call.Cmd.Err()
+		}
+		if err == nil || cluster || !s.Conn.Cluster() || try == 1 {
+			return call, ack, err
+		}
+	}
 }
 
 // judge gives durable adds their acknowledgement, and the error of those

@@ -521,19 +521,7 @@ func (r *batchRun) sendable(req *AddRequest) error {
 		e.Hint = "add this message with a single xadd (natively it has no such bound), or store its fields as one value (a JSON document)"
 		return e
 	}
-	if r.maxBulk <= 0 {
-		return nil
-	}
-	longest := max(len(req.IID), len(req.PID))
-	for _, f := range req.Fields {
-		longest = max(longest, len(f))
-	}
-	if int64(longest) > r.maxBulk {
-		e := exit.New(exit.Data, "", "a value of %d bytes: the server takes at most %d in one argument (proto-max-bulk-len)", longest, r.maxBulk)
-		e.Hint = "store the value elsewhere and add its reference, or raise the server's proto-max-bulk-len"
-		return e
-	}
-	return nil
+	return bulkErr(req, r.maxBulk)
 }
 
 // fill reads chunks after from until the window is full or the input ends;
@@ -561,7 +549,7 @@ func (r *batchRun) fill(queue []*chunk, from int64) ([]*chunk, error) {
 
 // confirm takes a chunk's committed results: emitted at once, or with
 // Durability kept until a wait covers them (see settle).
-func (r *batchRun) confirm(c *chunk, res []AddResult, lost bool) error {
+func (r *batchRun) confirm(c *chunk, res []AddResult, lost bool) {
 	out := make([]BatchResult, len(res))
 	for i, a := range res {
 		a.Mode = r.sum.Mode
@@ -578,17 +566,17 @@ func (r *batchRun) confirm(c *chunk, res []AddResult, lost bool) error {
 	} else if len(res) > 0 {
 		r.sum.LastLine = c.lines[len(res)-1]
 	}
-	return nil
 }
 
 // confirmPart confirms the requests i to j of chunk c (res, one each): the
 // whole chunk when they are all of it.
-func (r *batchRun) confirmPart(c *chunk, i, j int, res []AddResult, lost bool) error {
+func (r *batchRun) confirmPart(c *chunk, i, j int, res []AddResult, lost bool) {
 	if i == j {
-		return nil
+		return
 	}
 	if i == 0 && j == len(c.reqs) {
-		return r.confirm(c, res, lost)
+		r.confirm(c, res, lost)
+		return
 	}
 	part := &chunk{from: c.from, to: c.lines[j-1], reqs: c.reqs[i:j], lines: c.lines[i:j], retried: c.retried}
 	if i > 0 {
@@ -597,7 +585,7 @@ func (r *batchRun) confirmPart(c *chunk, i, j int, res []AddResult, lost bool) e
 	if j == len(c.reqs) {
 		part.to = c.to
 	}
-	return r.confirm(part, res, lost)
+	r.confirm(part, res, lost)
 }
 
 // emitResults counts results and hands them to the goroutine that emits
@@ -670,7 +658,8 @@ func (r *batchRun) runScripted(ctx context.Context) error {
 	if readErr != nil {
 		return readErr
 	}
-	return r.tidy(ctx)
+	r.tidy(ctx)
+	return nil
 }
 
 // prepare builds a chunk's script call (once: a chunk cut short by a
@@ -854,13 +843,9 @@ func (r *batchRun) receive(ctx context.Context, pipe *redisconn.Pipe, queue *[]*
 			// Committed; what each add was, the server's counters do not
 			// say: reported as a lost reply's lines are.
 			err = unknown.then
-			if cerr := r.confirm(c, res, true); cerr != nil {
-				return false, cerr
-			}
+			r.confirm(c, res, true)
 		default:
-			if cerr := r.confirm(c, res, false); cerr != nil {
-				return false, cerr
-			}
+			r.confirm(c, res, false)
 		}
 		*queue = (*queue)[1:]
 		if err != nil {
@@ -951,18 +936,14 @@ func (r *batchRun) recover(ctx context.Context, queue []*chunk) ([]*chunk, error
 			res = res[:n]
 		}
 		c.retried = true
-		if err := r.confirmPart(c, 0, len(res), res, false); err != nil {
-			return nil, err
-		}
+		r.confirmPart(c, 0, len(res), res, false)
 		// The lines committed after those, by a run that stopped, in
 		// chunks of its own: committed, IDs unknown.
 		lost := make([]AddResult, 0, n-len(res))
 		for i := len(res); i < n; i++ {
 			lost = append(lost, AddResult{IID: c.reqs[i].IID})
 		}
-		if err := r.confirmPart(c, len(res), n, lost, true); err != nil {
-			return nil, err
-		}
+		r.confirmPart(c, len(res), n, lost, true)
 		if n < len(c.reqs) {
 			queue[0] = &chunk{from: p.Line, to: c.to, digest: c.digest, reqs: c.reqs[n:], lines: c.lines[n:], retried: true}
 			continue
@@ -1106,9 +1087,9 @@ func (r *batchRun) keptReplies(kept string, c *chunk) ([]AddResult, error) {
 }
 
 // tidy drops the replies the record still keeps once the run is done.
-func (r *batchRun) tidy(ctx context.Context) error {
+func (r *batchRun) tidy(ctx context.Context) {
 	if len(r.kept) == 0 {
-		return nil
+		return
 	}
 	fields := make([]string, len(r.kept))
 	for i, from := range r.kept {
@@ -1117,7 +1098,6 @@ func (r *batchRun) tidy(ctx context.Context) error {
 	// Best effort: the record expires with them anyway.
 	_ = r.s.Conn.Do(func(c redis.UniversalClient) error { return c.HDel(ctx, r.key, fields...).Err() })
 	r.kept = nil
-	return nil
 }
 
 // scriptRefused gives a native batch whose script the server has renamed

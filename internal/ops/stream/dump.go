@@ -130,72 +130,50 @@ type dumpReply struct {
 
 // decodeDumpReply is the dump script's decoder.
 func decodeDumpReply(v any) (dumpReply, error) {
-	payload, state, ok, err := decodeDump(v)
-	return dumpReply{payload, state, ok}, err
-}
-
-func decodeDump(v any) (payload string, state *DumpState, ok bool, err error) {
 	r, isList := v.([]any)
-	bad := func() (string, *DumpState, bool, error) {
-		return "", nil, false, exit.New(exit.Internal, "emulated DUMP", "unexpected reply %s", fmt.Sprint(v))
+	bad := func() (dumpReply, error) {
+		return dumpReply{}, exit.New(exit.Internal, "emulated DUMP", "unexpected reply %s", fmt.Sprint(v))
 	}
 	if !isList {
 		return bad()
 	}
 	if len(r) == 0 {
-		return "", nil, false, nil
+		return dumpReply{}, nil
 	}
 	payload, isStr := r[0].(string)
-	if !isStr {
+	switch {
+	case !isStr:
+		return bad()
+	case len(r) == 1:
+		return dumpReply{payload: payload, ok: true}, nil
+	case len(r) < 8:
 		return bad()
 	}
-	if len(r) == 1 {
-		return payload, nil, true, nil
-	}
-	if len(r) < 8 {
-		return bad()
-	}
-	num := func(i int) (int64, bool) { n, ok := r[i].(int64); return n, ok }
-	str := func(i int) (string, bool) { s, ok := r[i].(string); return s, ok }
-	d := &DumpState{}
-	var ok1, ok2, ok3, ok4, ok5, ok6, ok7 bool
-	d.Duration, ok1 = num(1)
-	d.MaxSize, ok2 = num(2)
-	d.Added, ok3 = num(3)
-	d.Duplicates, ok4 = num(4)
-	d.Gen, ok5 = str(5)
-	u, ok6 := str(6)
-	d.Unordered = u == "1"
-	npids, ok7 := num(7)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) {
-		return bad()
-	}
+	failed := false // a value of another type was read
+	num := func(i int) int64 { n, ok := r[i].(int64); failed = failed || !ok; return n }
+	str := func(i int) string { s, ok := r[i].(string); failed = failed || !ok; return s }
+	d := &DumpState{Duration: num(1), MaxSize: num(2), Added: num(3), Duplicates: num(4), Gen: str(5), Unordered: str(6) == "1"}
+	npids := num(7)
 	at := 8
 	for range npids {
-		if at+1 >= len(r) {
+		if failed || at+1 >= len(r) {
 			return bad()
 		}
-		pid, okp := str(at)
-		n, okn := num(at + 1)
-		if !okp || !okn || at+2+2*int(n) > len(r) {
+		p := DumpPID{PID: str(at)}
+		n := int(num(at + 1))
+		if failed || at+2+2*n > len(r) {
 			return bad()
 		}
-		p := DumpPID{PID: pid}
-		for k := range int(n) {
-			iid, ok1 := str(at + 2 + 2*k)
-			id, ok2 := str(at + 3 + 2*k)
-			if !ok1 || !ok2 {
-				return bad()
-			}
-			p.IIDs, p.IDs = append(p.IIDs, iid), append(p.IDs, id)
+		for k := range n {
+			p.IIDs, p.IDs = append(p.IIDs, str(at+2+2*k)), append(p.IDs, str(at+3+2*k))
 		}
 		d.PIDs = append(d.PIDs, p)
-		at += 2 + 2*int(n)
+		at += 2 + 2*n
 	}
-	if at != len(r) {
+	if failed || at != len(r) {
 		return bad()
 	}
-	return payload, d, true, nil
+	return dumpReply{payload, d, true}, nil
 }
 
 // RestoreCall is the call of the script that runs RESTORE key with

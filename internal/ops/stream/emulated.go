@@ -296,17 +296,6 @@ func tooManyFields(n int) error {
 	return e
 }
 
-// checkFieldCounts returns the index of the first request too big for one
-// emulated add, and its refusal; -1 and nil when all fit.
-func checkFieldCounts(reqs []AddRequest) (int, error) {
-	for i := range reqs {
-		if n := len(reqs[i].Fields); n > idmp.MaxEmulatedFieldArgs {
-			return i, tooManyFields(n)
-		}
-	}
-	return -1, nil
-}
-
 // errFieldsRefused is the script's own refusal of an item with too many
 // field/value arguments (the client checks first: this is the second line).
 type errFieldsRefused struct{ Index, N int }
@@ -408,24 +397,14 @@ func parseDone(done string, iids []string, n int) ([]AddResult, error) {
 // It returns the call that ran, whose reply (or error reply) the script's
 // Reply reads; an error when no call could run.
 func (s *Streams) runState(ctx context.Context, stream string, mk func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call) (*redisconn.Call, error) {
-	var call *redisconn.Call
-	var err error
-	for try := 0; try < 2; try++ {
-		cluster := s.Conn.Cluster()
-		l, st, serr := s.state(stream)
-		if serr != nil {
-			return nil, serr
+	call, _, err := s.runKeyed(ctx, redisconn.RunOpts{Key: stream}, func() (*redisconn.Call, error) {
+		l, st, err := s.state(stream)
+		if err != nil {
+			return nil, err
 		}
-		call = mk(l, st, s.defaultArgs())
-		_, err = s.Conn.Run(ctx, redisconn.RunOpts{Key: stream}, call)
-		if err == nil {
-			err = call.Cmd.Err()
-		}
-		if err == nil || cluster || !s.Conn.Cluster() {
-			break
-		}
-	}
-	if call.Cmd == nil {
+		return mk(l, st, s.defaultArgs()), nil
+	})
+	if call == nil || call.Cmd == nil {
 		return nil, err
 	}
 	return call, nil

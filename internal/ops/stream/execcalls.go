@@ -106,7 +106,15 @@ type dstArgs struct {
 	Owner       string `lua:"DST_OWNER"`
 }
 
-func dstArgsOf(d stateArgs) dstArgs { return dstArgs(d) }
+// movePair are the state arguments of a move's source and destination.
+func (s *Streams) movePair(src, dst string) (stateArgs, dstArgs, error) {
+	_, st, err := s.state(src)
+	if err != nil {
+		return st, dstArgs{}, err
+	}
+	_, dt, err := s.state(dst)
+	return st, dstArgs(dt), err
+}
 
 // moveArgs are the move script's (see lua/stream_emu_move.lua).
 type moveArgs struct {
@@ -134,15 +142,11 @@ type moveDBArgs struct {
 // COPY and moves or copies the source stream's emulated IDMP state with
 // it (see lua/stream_emu_move.lua). Its reply is the command's.
 func (s *Streams) MoveCall(op, src, dst string, replace bool, db string) (*redisconn.Call, error) {
-	_, st, err := s.state(src)
+	st, dt, err := s.movePair(src, dst)
 	if err != nil {
 		return nil, err
 	}
-	_, dt, err := s.state(dst)
-	if err != nil {
-		return nil, err
-	}
-	return moveScript.Call(&moveArgs{State: st, Dst: dstArgsOf(dt), Op: op, Replace: replace, DB: db, Defaults: s.defaultArgs()}), nil
+	return moveScript.Call(&moveArgs{State: st, Dst: dt, Op: op, Replace: replace, DB: db, Defaults: s.defaultArgs()}), nil
 }
 
 //go:embed lua/stream_emu_movedb.lua
@@ -157,14 +161,10 @@ var moveDBScript = emulatedScript[moveDBArgs](redisconn.CommandReply, moveDBLua)
 // as the caller knows it: the script checks it, and refuses when the
 // stream is not there. Its reply is the command's.
 func (s *Streams) MoveDBCall(op, src, dst string, replace bool, db string, from int) (*redisconn.Call, error) {
-	_, st, err := s.state(src)
+	st, dt, err := s.movePair(src, dst)
 	if err != nil {
 		return nil, err
 	}
-	_, dt, err := s.state(dst)
-	if err != nil {
-		return nil, err
-	}
-	return moveDBScript.Call(&moveDBArgs{State: st, Dst: dstArgsOf(dt), Op: op, Replace: replace, DB: db, From: from,
+	return moveDBScript.Call(&moveDBArgs{State: st, Dst: dt, Op: op, Replace: replace, DB: db, From: from,
 		Defaults: s.defaultArgs()}), nil
 }

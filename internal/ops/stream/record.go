@@ -83,13 +83,8 @@ func parseULL(s string) (uint64, bool) {
 		neg = t[0] == '-'
 		t = t[1:]
 	}
-	if t == "" {
+	if !allDigits(t) {
 		return 0, false
-	}
-	for i := 0; i < len(t); i++ {
-		if t[i] < '0' || t[i] > '9' {
-			return 0, false
-		}
 	}
 	n, err := strconv.ParseUint(t, 10, 64)
 	if err != nil {

@@ -373,14 +373,23 @@ const minProtoMaxBulkLen = 1 << 20
 // whole command by closing the connection. It asks the server (CONFIG
 // GET, once) only when an argument is over 1 MiB.
 func (s *Streams) checkBulk(ctx context.Context, r *AddRequest) error {
+	if longestArg(r) <= minProtoMaxBulkLen {
+		return nil
+	}
+	return bulkErr(r, s.Conn.ProtoMaxBulkLen(ctx))
+}
+
+func longestArg(r *AddRequest) int {
 	n := max(len(r.IID), len(r.PID))
 	for _, f := range r.Fields {
 		n = max(n, len(f))
 	}
-	if n <= minProtoMaxBulkLen {
-		return nil
-	}
-	if limit := s.Conn.ProtoMaxBulkLen(ctx); limit > 0 && int64(n) > limit {
+	return n
+}
+
+// bulkErr refuses (65) r when an argument is longer than limit (0: unknown).
+func bulkErr(r *AddRequest, limit int64) error {
+	if n := longestArg(r); limit > 0 && int64(n) > limit {
 		e := exit.New(exit.Data, "", "a value of %d bytes: the server takes at most %d in one argument (proto-max-bulk-len)", n, limit)
 		e.Hint = "store the value elsewhere and add its reference, or raise the server's proto-max-bulk-len"
 		return e
