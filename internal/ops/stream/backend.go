@@ -12,17 +12,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// backend is how one mode does idempotent production. Streams picks one when
-// it is opened (Open), and nothing downstream asks the mode again: native
-// (native.go: Redis 8.6's own IDMP: a single add by MULTI/EXEC, tx.go,
-// the rest through one script that also guards streams still holding
-// emulated state) and emulated (emulated.go: idmpctl's Lua emulation).
-//
-// A user who may not run scripts (EVALSHA denied, or renamed away) adds
-// natively one add at a time, which needs no script (unless the stream
-// holds emulated state); xadd --batch and exec's runs of adds need one, and
-// are refused with the server's words (NOPERM 77; scripting renamed away
-// 78), nothing written. Emulated IDMP is scripts.
+// backend is how one mode does idempotent production, picked once by Open:
+// native (native.go, tx.go) or emulated (emulated.go). Without scripts a
+// user adds natively one at a time (unless the stream holds emulated
+// state); batches and exec's runs are refused (NOPERM 77, renamed 78).
 type backend interface {
 	mode() Mode
 	// fits refuses, before anything is sent, a request this mode cannot
@@ -34,9 +27,8 @@ type backend interface {
 	// add adds one run (sameRun, validated) and waits as o asks; the
 	// results carry the acknowledgement (see judge).
 	add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]AddResult, error)
-	// addCall is the script call that adds one run and, for a chunk of
-	// xadd --batch, moves its progress record (cp); outcomes asks each
-	// add's outcome (exec needs only the IDs). parse reads its reply.
+	// addCall is the call that adds one run and moves a batch chunk's
+	// record (cp); outcomes: exec needs only the IDs.
 	addCall(reqs []AddRequest, cp *chunkProgress, outcomes bool) (call *redisconn.Call, parse replyParser, err error)
 	// ready learns, once, what calls made without a round trip of their
 	// own must carry (emulated: the server-level defaults).
@@ -50,12 +42,9 @@ type backend interface {
 // replyParser reads the reply of an add call into its results.
 type replyParser func(v any) ([]AddResult, error)
 
-// Open prepares idempotent production in the requested mode on c: emulated
-// at once; auto and native once the server says what it is (HELLO),
-// which Open asks only when the connection does not know yet. Then it is
-// the first use that asks, and a single add asks in the round trip of its
-// own first check (unsettled): never a round trip of its own. Auto is
-// native when the server has IDMP, emulated otherwise; native on a server
+// Open prepares production in the requested mode: auto and native settle
+// once the server says what it is, at the first use if not known yet (a
+// single add asks in its own round trip: unsettled). Native on a server
 // without IDMP is a usage error.
 func Open(ctx context.Context, c *redisconn.Conn, requested Mode) (*Streams, error) {
 	s := &Streams{Conn: c}
@@ -93,10 +82,8 @@ func (s *Streams) Settle(ctx context.Context) error {
 	return nil
 }
 
-// unsettled is the backend of streams whose mode the server has not said
-// yet (Open): each use settles it first, and a single add learns it from a
-// HELLO in the round trip of its emulated-state check (multi.tx), where a
-// native add goes on.
+// unsettled is the backend before the mode is known: each use settles it,
+// a single add by a HELLO in its tx's check round trip.
 type unsettled struct {
 	*Streams
 	want Mode
@@ -175,9 +162,7 @@ func (u unsettled) defaults(ctx context.Context) (int64, int64, error) {
 	return u.be.defaults(ctx)
 }
 
-// runCall is add for a mode of scripts: one call for the run, run by the
-// connection's executor (redisconn.Conn.Run) in one round trip with the
-// wait d asks for, its reply read, its acknowledgement judged.
+// runCall adds a run by one script call, with its wait in the round trip.
 func (s *Streams) runCall(ctx context.Context, reqs []AddRequest, o AddOptions) ([]AddResult, error) {
 	d := o.Durability
 	var parse replyParser
@@ -213,9 +198,8 @@ func (s *Streams) runKeyed(ctx context.Context, o redisconn.RunOpts, mk func() (
 	}
 }
 
-// judge gives durable adds their acknowledgement, and the error of those
-// the replicas did not acknowledge: they stand on the primary, and the same
-// adds are safe to repeat once the replicas are back.
+// judge gives durable adds their acknowledgement, and an error when not
+// acknowledged: the adds stand on the primary, safe to repeat later.
 func judge(res []AddResult, err error, d redisconn.Durability, ack redisconn.Ack) ([]AddResult, error) {
 	if !d.On() || len(res) == 0 {
 		return res, err

@@ -9,18 +9,12 @@ import (
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 )
 
-// The emulated scripts' calls for a caller that sends them on a connection
-// of its own, in order with other commands (idmpctl exec: a stream of
-// commands, MULTI/EXEC), and reads their replies itself. The calls are the
-// ones Add, CfgSet and Info make.
+// The scripts' calls for a caller that sends them and reads their replies
+// itself (idmpctl exec), the ones Add, CfgSet and Info make.
 
-// AddCall is the call that adds one run of requests (SameRun, validated,
-// at most MaxRun) in the streams' mode, for a caller that sends it itself,
-// and how to read its reply: the entry IDs of the requests done, in order,
-// then why the next one stopped the run, if one did: noStream (NOMKSTREAM
-// on a missing stream: Redis's nil reply), or err (a server error reply of
-// XADD, kept verbatim). Emulated, the server-level defaults must be known
-// (Ready) unless the stream's state exists (NeedsDefaults).
+// AddCall is the call of one run (SameRun, validated, at most MaxRun), and
+// its reader: the IDs done, then what stopped the run (noStream, or XADD's
+// error verbatim). Emulated, call Ready first (NeedsDefaults).
 func (s *Streams) AddCall(reqs []AddRequest) (*redisconn.Call, func(v any) (ids []string, noStream bool, err error), error) {
 	call, parse, err := s.be.addCall(reqs, nil, false)
 	if err != nil {
@@ -50,9 +44,8 @@ func NeedsDefaults(err error) bool { return errors.Is(err, errNeedDefaults) }
 // MaxRun bounds the adds of one call.
 const MaxRun = maxRun
 
-// TooManyFields is the refusal of an emulated add of n field/value
-// arguments, more than idmp.MaxEmulatedFieldArgs (a caller that checks
-// each command on its own, so that it never stops a run of adds).
+// TooManyFields refuses an emulated add of n > idmp.MaxEmulatedFieldArgs
+// field/value arguments (checked per command, so it never stops a run).
 func TooManyFields(n int) error { return tooManyFields(n) }
 
 // SameRun reports whether two requests can share one call.
@@ -138,9 +131,8 @@ type moveDBArgs struct {
 	Defaults defaultsArgs
 }
 
-// MoveCall is the call of the script that runs RENAME, RENAMENX (op) or
-// COPY and moves or copies the source stream's emulated IDMP state with
-// it (see lua/stream_emu_move.lua). Its reply is the command's.
+// MoveCall runs RENAME, RENAMENX or COPY (op) and takes the source's
+// emulated state along (lua/stream_emu_move.lua); the reply is the command's.
 func (s *Streams) MoveCall(op, src, dst string, replace bool, db string) (*redisconn.Call, error) {
 	st, dt, err := s.movePair(src, dst)
 	if err != nil {
@@ -154,12 +146,9 @@ var moveDBLua string
 
 var moveDBScript = emulatedScript[moveDBArgs](redisconn.CommandReply, moveDBLua) // the command's
 
-// MoveDBCall is the call of the script that runs MOVE src db (op "MOVE",
-// dst = src) or COPY src dst DB db [REPLACE] (op "COPY") and takes the
-// source stream's emulated IDMP state to database db with it (see
-// lua/stream_emu_movedb.lua). from is the database the connection is in,
-// as the caller knows it: the script checks it, and refuses when the
-// stream is not there. Its reply is the command's.
+// MoveDBCall runs MOVE src db (dst = src) or COPY src dst DB db and takes
+// the emulated state to db along; from, the connection's database as the
+// caller knows it, is checked by the script. The reply is the command's.
 func (s *Streams) MoveDBCall(op, src, dst string, replace bool, db string, from int) (*redisconn.Call, error) {
 	st, dt, err := s.movePair(src, dst)
 	if err != nil {

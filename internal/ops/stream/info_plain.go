@@ -1,11 +1,8 @@
 package stream
 
-// The emulated XINFO view for a user who may not run scripts (a monitoring
-// user: +@read +@connection +info +time): what lua/stream_emu_info.lua
-// computes, read with plain commands on the stream's node. It takes several
-// round trips, so it is not one atomic snapshot: adds made while it reads
-// can leave the counts a little off (Info.NotAtomic says so). It writes
-// nothing, as the script does not.
+// The emulated XINFO view for a user who may not run scripts (+@read
+// +@connection +info +time): lua/stream_emu_info.lua's, by plain reads, so
+// not one snapshot (Info.NotAtomic). It writes nothing.
 
 import (
 	"context"
@@ -49,9 +46,7 @@ type plainXInfo struct {
 	groups       int64
 }
 
-// emulatedInfoPlain reads the emulated view of stream with plain commands.
-// Every read goes to the stream's node (its state keys share its slot), so
-// TIME is that node's clock.
+// emulatedInfoPlain reads the view on the stream's node, whose TIME counts.
 func (s *Streams) emulatedInfoPlain(ctx context.Context, stream string) (Info, error) {
 	l, err := idmp.StateKeys(stream, s.Conn.Cluster())
 	if err != nil {
@@ -416,10 +411,8 @@ func plainTokenGroups(ctx context.Context, node redis.UniversalClient, stream st
 	return n, nil
 }
 
-// plainPIDs is each producer's live iid count (live_count of
-// lua/stream_common.lua: the expired iids are a prefix of the order list,
-// found by binary search), the searches of all producers stepping together
-// in pipelined rounds; and what of the state is inconsistent.
+// plainPIDs is each producer's live_count (binary searches for the expired
+// prefix, stepping together in pipelined rounds), and what is inconsistent.
 func plainPIDs(ctx context.Context, node redis.UniversalClient, l idmp.StateLayout, m plainMeta, nowMs int64) ([]PIDTracking, []string, error) {
 	var members *redis.StringSliceCmd
 	var scard *redis.IntCmd
@@ -576,9 +569,8 @@ func cmpErr(errs ...error) error {
 	return nil
 }
 
-// luaQuote is Lua 5.1's string.format('%q', s), which the info script
-// names producers with: quotes, and backslash escapes for '"', '\\',
-// newline (a backslash before it), carriage return and NUL only.
+// luaQuote is Lua 5.1's string.format('%q', s), as the info script names
+// producers: escapes only '"', '\\', newline, CR and NUL.
 func luaQuote(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')

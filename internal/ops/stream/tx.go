@@ -1,11 +1,8 @@
 package stream
 
-// A native single add without a script: one MULTI/EXEC, [XINFO, XADD,
-// XINFO] (an add a duplicate iff iids-duplicates grew across it; the XADD
-// alone when the outcome is not asked). A MULTI cannot look before it
-// writes, so the upgrade guard is WATCH: the stream's emulated state keys
-// are watched and checked absent first; while they exist the add goes
-// through the native add script instead (native.go), which consults them.
+// A native single add without a script: MULTI [XINFO, XADD, XINFO] EXEC (a
+// duplicate iff iids-duplicates grew). A MULTI cannot look first, so the
+// upgrade guard WATCHes the emulated state keys, checked absent.
 
 import (
 	"context"
@@ -44,17 +41,10 @@ const maxGuardAborts = 20
 // nothing was written.
 var errStateHeld = errors.New("the stream holds emulated IDMP state")
 
-// tx adds one run by MULTI/EXEC on a connection of its own to the stream's
-// primary: first, in one round trip, the stream's emulated state keys are
-// WATCHed and checked absent (and the eviction settings read, for xadd's
-// warning); then MULTI [XINFO, (XADD, XINFO)...] EXEC, which does not run
-// if state appeared meanwhile; with d, WAIT (or WAITAOF) after it on the
-// same connection. While the stream holds emulated state it is
-// errStateHeld. No script runs: the cheapest single add there is (the
-// server runs a script's first lines cold, each time, at a cost of
-// several commands: docs/speed.md). first, when set, adds commands to the
-// check's round trip and says, once its replies are read, whether tx goes
-// on (nil) or not (its error).
+// tx adds one run by MULTI/EXEC on its own connection: the WATCH and check
+// round trip (errStateHeld), the EXEC, the wait. No script: a script's
+// first lines run cold each time (docs/speed.md). first adds to the check's
+// round trip and, its replies read, says whether tx goes on (nil).
 func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first func(redis.Pipeliner) func() error) ([]AddResult, redisconn.Ack, error) {
 	d := o.Durability
 	stream := reqs[0].Stream
@@ -137,10 +127,8 @@ type nativeTx struct {
 	adds  []*redis.StringCmd
 }
 
-// queueNativeAdds queues [XINFO, (XADD, XINFO)...] for one stream's adds,
-// the first XINFO only for a stream that exists (one that does not has no
-// duplicate to count, and XINFO would fail), or the XADDs alone without
-// outcomes.
+// queueNativeAdds queues [XINFO, (XADD, XINFO)...], the first XINFO only
+// for a stream that exists (XINFO would fail), or XADDs without outcomes.
 func queueNativeAdds(ctx context.Context, p redis.Pipeliner, reqs []AddRequest, outcomes, exists bool) nativeTx {
 	tx := nativeTx{adds: make([]*redis.StringCmd, len(reqs))}
 	if outcomes {
