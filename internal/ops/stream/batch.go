@@ -290,9 +290,9 @@ func (r *batchRun) start(ctx context.Context) error {
 		return exit.Wrap(err, r.what())
 	}
 	r.prune(ctx)
+	stale := p.Exists && entries >= 0 && p.Entries >= 0 && entries < p.Entries
 	switch {
 	case r.spec.SkipSet:
-		stale := p.Exists && entries >= 0 && p.Entries >= 0 && entries < p.Entries
 		if p.Exists && p.Line > r.spec.Skip && !stale {
 			r.sum.SkippedBack = p.Line
 		}
@@ -300,7 +300,7 @@ func (r *batchRun) start(ctx context.Context) error {
 			return err
 		}
 		return r.reset(ctx, r.spec.Skip)
-	case p.Exists && entries >= 0 && p.Entries >= 0 && entries < p.Entries, p.Exists && entries < 0 && p.Line > 0 && r.streamGone(ctx):
+	case stale, p.Exists && entries < 0 && p.Line > 0 && r.streamGone(ctx):
 		// The stream was deleted (or recreated) since: its lines are gone
 		// with it, so the batch starts over.
 		r.sum.Restarted = true

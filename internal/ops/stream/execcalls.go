@@ -73,15 +73,12 @@ func (s *Streams) InfoCall(stream string) (*redisconn.Call, error) {
 // ParseInfoCallReply reads an InfoCall's reply: ok false when the stream
 // does not exist.
 func ParseInfoCallReply(v any, stream string) (Info, bool, error) {
-	if v == nil {
-		return Info{}, false, nil
+	info, err := infoScript.Decode(v)
+	if info == nil || err != nil {
+		return Info{}, false, err
 	}
-	reply, _ := v.([]any)
-	info, ok := parseInfoReply(reply, stream)
-	if !ok {
-		return Info{}, false, exit.New(exit.Internal, "emulated XINFO", "unexpected reply %v", v)
-	}
-	return info, true, nil
+	info.Stream = stream
+	return *info, true, nil
 }
 
 //go:embed lua/stream_emu_move.lua

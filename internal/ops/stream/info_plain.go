@@ -184,35 +184,24 @@ func parsePlainMeta(v []any) plainMeta {
 		s, ok := v[i].(string)
 		return s, ok
 	}
-	num := func(i int, into *int64) bool {
-		s, ok := str(i)
-		if !ok {
-			return false
+	num := func(i int) *int64 {
+		s, _ := str(i)
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return &n
 		}
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return false
-		}
-		*into = n
-		return true
+		return nil
 	}
-	num(0, &m.duration)
-	num(1, &m.maxsize)
-	num(2, &m.added)
-	num(3, &m.dups)
+	for i, into := range []*int64{&m.duration, &m.maxsize, &m.added, &m.dups} {
+		if n := num(i); n != nil {
+			*into = *n
+		}
+	}
 	if s, ok := str(4); ok {
 		m.owner = &s
 	}
 	m.snapID, _ = str(5)
-	var n int64
-	if num(6, &n) {
-		m.snapAdded = &n
-	}
+	m.snapAdded, m.pids = num(6), num(8)
 	m.snapSum, _ = str(7)
-	var p int64
-	if num(8, &p) {
-		m.pids = &p
-	}
 	m.gen, _ = str(9)
 	u, _ := str(10)
 	m.unordered = u == "1"

@@ -338,21 +338,10 @@ func (s native) info(ctx context.Context, stream string) (Info, error) {
 	if err != nil {
 		return Info{}, notFound(err)
 	}
-	info := Info{
-		Stream:          stream,
-		Mode:            "native",
-		Length:          v.Length,
-		FirstID:         v.FirstEntry.ID,
-		LastID:          v.LastEntry.ID,
-		LastGeneratedID: v.LastGeneratedID,
-		EntriesAdded:    v.EntriesAdded,
-		IDMPDuration:    v.IDMPDuration,
-		IDMPMaxSize:     v.IDMPMaxSize,
-		PIDsTracked:     v.PIDsTracked,
-		IIDsTracked:     v.IIDsTracked,
-		IIDsAdded:       v.IIDsAdded,
-		IIDsDuplicates:  v.IIDsDuplicates,
-	}
+	info := Info{Stream: stream, Mode: "native", Length: v.Length, FirstID: v.FirstEntry.ID, LastID: v.LastEntry.ID,
+		LastGeneratedID: v.LastGeneratedID, EntriesAdded: v.EntriesAdded, IDMPDuration: v.IDMPDuration,
+		IDMPMaxSize: v.IDMPMaxSize, PIDsTracked: v.PIDsTracked, IIDsTracked: v.IIDsTracked,
+		IIDsAdded: v.IIDsAdded, IIDsDuplicates: v.IIDsDuplicates}
 	if t, err := tm.Result(); err == nil {
 		info.ServerTimeMS = t.UnixMilli()
 	}
