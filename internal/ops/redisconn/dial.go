@@ -39,7 +39,7 @@ func dialer(opt *redis.Options, display string) func(ctx context.Context, networ
 		if err != nil {
 			return nil, schemeHint(exit.Connect(err, display), err, opt)
 		}
-		return &helloShim{Conn: conn}, nil
+		return &helloShim{prefixConn: prefixConn{Conn: conn}}, nil
 	}
 }
 
@@ -101,16 +101,15 @@ func (p *prefixConn) Read(b []byte) (int, error) {
 
 // helloShim answers the first write when it is exactly helloRESP2.
 type helloShim struct {
-	net.Conn
-	written bool
-	pending []byte
+	prefixConn // the answer
+	written    bool
 }
 
 func (h *helloShim) Write(b []byte) (int, error) {
 	if !h.written {
 		h.written = true
 		if bytes.HasPrefix(b, helloRESP2) {
-			h.pending = helloReply
+			h.prefix = helloReply
 			rest := b[len(helloRESP2):]
 			if len(rest) == 0 {
 				return len(b), nil
@@ -120,15 +119,6 @@ func (h *helloShim) Write(b []byte) (int, error) {
 		}
 	}
 	return h.Conn.Write(b)
-}
-
-func (h *helloShim) Read(b []byte) (int, error) {
-	if len(h.pending) > 0 {
-		n := copy(b, h.pending)
-		h.pending = h.pending[n:]
-		return n, nil
-	}
-	return h.Conn.Read(b)
 }
 
 // connHook makes a refused handshake, or a network failure before any

@@ -410,13 +410,10 @@ func (s emulated) info(ctx context.Context, stream string) (Info, error) {
 		s.plainReads = true
 		return s.emulatedInfoPlain(ctx, stream)
 	}
-	if errors.Is(err, redis.Nil) {
+	if errors.Is(err, redis.Nil) || err == nil && reply == nil {
 		return Info{}, errNoSuchKey()
 	} else if err != nil {
 		return Info{}, scriptErr(err)
-	}
-	if reply == nil { // a nil reply is redis.Nil: not here
-		return Info{}, errNoSuchKey()
 	}
 	info := *reply
 	info.Stream = stream
