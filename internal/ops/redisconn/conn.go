@@ -73,8 +73,7 @@ type Conn struct {
 
 	waitAOFOK bool // the server answered a WAITAOF probe (see checkWaitAOF)
 
-	// WatchEviction asks single script calls to read the server's
-	// eviction settings in their round trip (RunNotingEviction).
+	// WatchEviction: single adds read the eviction settings in their round trip.
 	WatchEviction bool
 	eviction      evictionCache
 	maxBulk       int64 // proto-max-bulk-len (see ProtoMaxBulkLen)

@@ -136,15 +136,9 @@ func (cl *Call) queue(ctx context.Context, p redis.Pipeliner, eval bool) {
 
 // RunOpts say where and how Run sends its calls.
 type RunOpts struct {
-	// Key is a key of the calls (in a cluster, the primary that holds it
-	// runs them, and the wait goes on that connection).
-	Key string
-	// Durability: WAIT or WAITAOF after the calls, in their round trip, on
-	// their connection (see PipelinedDurable).
-	Durability Durability
-	// Eviction: read the eviction settings (INFO memory) in the same round
-	// trip, once per Conn (WatchEviction callers: xadd's warning).
-	Eviction bool
+	Key        string     // a key of the calls: its primary runs them, and the wait
+	Durability Durability // the wait after the calls, in their round trip
+	Eviction   bool       // read the eviction settings in the round trip, once per Conn
 }
 
 // how a round of Run sends a call.

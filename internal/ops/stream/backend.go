@@ -21,11 +21,9 @@ type backend interface {
 	// fits refuses, before anything is sent, a request this mode cannot
 	// send (an emulated add with more fields than XADD from Lua takes).
 	fits(r *AddRequest) error
-	// iidOf is the iid a result of r names ("" where the server does not
-	// tell it: native IDMPAUTO).
+	// iidOf is the iid a result of r names ("" for native IDMPAUTO).
 	iidOf(r *AddRequest) string
-	// add adds one run (sameRun, validated) and waits as o asks; the
-	// results carry the acknowledgement (see judge).
+	// add adds one run (sameRun, validated) and waits as o asks (judge).
 	add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]AddResult, error)
 	// addCall is the call that adds one run and moves a batch chunk's
 	// record (cp); outcomes: exec needs only the IDs.

@@ -168,8 +168,7 @@ type batchRun struct {
 	kept       []int64
 	eof        bool
 	pendingErr error // a read error met inside a chunk: returned after it
-	// unacked holds committed results until a wait covers them
-	// (BatchSpec.Durability).
+	// unacked holds committed results until a wait covers them.
 	unacked []BatchResult
 	// run names this run in the record, to tell another run's moves from
 	// a chunk this run committed and lost the reply of.

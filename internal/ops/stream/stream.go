@@ -184,19 +184,15 @@ func idMillis(id string) (uint64, bool) {
 // Streams does idempotent production on one connection, through the
 // backend of its mode, chosen once when it is opened (backend.go).
 type Streams struct {
-	Conn *redisconn.Conn
-	be   backend
-	// Defaults are the emulated server-level defaults once read (nil:
-	// not yet; see defaults.go).
-	Defaults *idmp.Defaults
-	// nativeDefaults are CONFIG GET stream-idmp-* once read (the guard's
-	// settings carry-over, native.go).
-	nativeDefaults *idmp.Defaults
-	plainReads     bool  // the info script was refused: read with plain commands
-	maxBulk        int64 // the server's proto-max-bulk-len where known (a batch reads it)
+	Conn           *redisconn.Conn
+	be             backend
+	Defaults       *idmp.Defaults // emulated server-level defaults once read (defaults.go)
+	nativeDefaults *idmp.Defaults // CONFIG GET stream-idmp-* once read (the guard's)
+	plainReads     bool           // the info script was refused: read with plain commands
+	maxBulk        int64          // the server's proto-max-bulk-len where known (a batch reads it)
 }
 
-// Mode is the mode the streams work in: native, emulated or multi.
+// Mode is the mode the streams work in (the one asked until settled).
 func (s *Streams) Mode() Mode { return s.be.mode() }
 
 // bound applies the connection's per-command timeout to one round trip.
