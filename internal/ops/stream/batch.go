@@ -635,7 +635,7 @@ func (r *batchRun) runScripted(ctx context.Context) error {
 }
 
 // prepare builds a chunk's call once (a chunk a recovery cuts is new);
-// which kept replies it drops is set when it is sent (dropArg).
+// which kept replies it drops is set when it is sent (dropIndex).
 func (r *batchRun) prepare(c *chunk) error {
 	if c.call != nil {
 		return nil

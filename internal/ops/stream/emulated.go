@@ -108,10 +108,6 @@ func scriptErr(err error) error {
 	return e
 }
 
-// dropArg is where in the add script's arguments a chunk names the kept
-// replies that go (progressArgs.Drop): set when the chunk is sent.
-func dropArg() int { return addScript.ArgIndex("Drop") }
-
 // chunkProgress is what a chunk of xadd --batch adds to its script call:
 // the progress record it moves from From to To input lines (see batch.go).
 type chunkProgress struct {

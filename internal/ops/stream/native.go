@@ -50,10 +50,6 @@ type nativeAddArgs struct {
 	Defaults   defaultsArgs // the server's native defaults
 }
 
-// nativeDropArg is where in the native add script's arguments a chunk
-// names the kept replies that go (progressArgs.Drop): set when it is sent.
-func nativeDropArg() int { return nativeAddScript.ArgIndex("Drop") }
-
 // nativeItems are the native add script's items (lua/stream_native_add.lua).
 // An IDMPAUTO item carries AutoIID, by which emulated state would know it.
 type nativeItems struct {
@@ -429,11 +425,11 @@ func (s native) defaults(ctx context.Context) (int64, int64, error) {
 	return d.Duration, d.MaxSize, nil
 }
 
-// dropIndex is where in a chunk's call (native or emulated) its kept
-// replies to drop go (progressArgs.Drop).
+// dropIndex is where in a chunk's call (native or emulated) the kept
+// replies to drop go (progressArgs.Drop), set when the chunk is sent.
 func dropIndex(cl *redisconn.Call) int {
 	if cl.Script == nativeAddScript.Script {
-		return nativeDropArg()
+		return nativeAddScript.ArgIndex("Drop")
 	}
-	return dropArg()
+	return addScript.ArgIndex("Drop")
 }
