@@ -42,8 +42,8 @@ type replyParser func(v any) ([]AddResult, error)
 
 // Open prepares production in the requested mode: auto and native settle
 // once the server says what it is, at the first use if not known yet (a
-// single add asks in its own round trip: unsettled). Native on a server
-// without IDMP is a usage error.
+// single add asks within its first round trip, no extra one: unsettled).
+// Native on a server without IDMP is a usage error.
 func Open(ctx context.Context, c *redisconn.Conn, requested Mode) (*Streams, error) {
 	s := &Streams{Conn: c}
 	if requested == ModeEmulated {

@@ -192,7 +192,7 @@ type Streams struct {
 	maxBulk        int64          // the server's proto-max-bulk-len where known (a batch reads it)
 }
 
-// Mode is the mode the streams work in (the one asked until settled).
+// Mode is the mode the streams work in: native, emulated or multi.
 func (s *Streams) Mode() Mode { return s.be.mode() }
 
 // bound applies the connection's per-command timeout to one round trip.

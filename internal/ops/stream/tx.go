@@ -41,10 +41,17 @@ const maxGuardAborts = 20
 // nothing was written.
 var errStateHeld = errors.New("the stream holds emulated IDMP state")
 
-// tx adds one run by MULTI/EXEC on its own connection: the WATCH and check
-// round trip (errStateHeld), the EXEC, the wait. No script: a script's
-// first lines run cold each time (docs/speed.md). first adds to the check's
-// round trip and, its replies read, says whether tx goes on (nil).
+// tx adds one run by MULTI/EXEC on a connection of its own to the stream's
+// primary: first, in one round trip, the stream's emulated state keys are
+// WATCHed and checked absent (and the eviction settings read, for xadd's
+// warning); then MULTI [XINFO, (XADD, XINFO)...] EXEC, which does not run
+// if state appeared meanwhile; with d, WAIT (or WAITAOF) after it on the
+// same connection. While the stream holds emulated state it is
+// errStateHeld. No script runs: the cheapest single add there is (the
+// server runs a script's first lines cold, each time, at a cost of
+// several commands: docs/speed.md). first, when set, adds commands to the
+// check's round trip and says, once its replies are read, whether tx goes
+// on (nil) or not (its error).
 func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first func(redis.Pipeliner) func() error) ([]AddResult, redisconn.Ack, error) {
 	d := o.Durability
 	stream := reqs[0].Stream
