@@ -216,9 +216,11 @@ func (c *Conn) PipelinedDurable(ctx context.Context, key string, d Durability, f
 	return ack, err
 }
 
-// OnNode runs fn on its own connection to key's primary, allowing for d's
-// wait, for writes a pipeline cannot carry (MULTI/EXEC: WaitOn after).
-// fn returns its first command's error, so Do can switch to the cluster.
+// OnNode runs fn on a connection of its own to the primary that holds key,
+// under a bound that allows for d's wait: for writes that must share a
+// connection with the WAIT after them but cannot share its pipeline (a
+// MULTI/EXEC; see WaitOn). fn returns the error of its first command, so
+// that a plain client that reached a cluster node switches as in Do.
 func (c *Conn) OnNode(ctx context.Context, key string, d Durability, fn func(ctx context.Context, cn *redis.Conn) error) error {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout+d.Timeout)
 	defer cancel()
@@ -233,8 +235,9 @@ func (c *Conn) OnNode(ctx context.Context, key string, d Durability, fn func(ctx
 	})
 }
 
-// WaitOn sends d's wait on cn, the writes' connection, in a round trip of
-// its own; ctx must allow for d.Timeout.
+// WaitOn sends WAIT or WAITAOF for d on cn, the connection that made the
+// writes, after them (a second round trip: for writes that cannot share a
+// pipeline with it, such as a MULTI/EXEC). ctx must allow for d.Timeout.
 func (c *Conn) WaitOn(ctx context.Context, cn *redis.Conn, d Durability) Ack {
 	if d.AOF {
 		if err := c.checkWaitAOF(ctx, func(ctx context.Context) error { return probeWaitAOF(ctx, cn) }); err != nil {
