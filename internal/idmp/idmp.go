@@ -23,11 +23,9 @@ const (
 	MaxMaxSize      = 10000
 )
 
-// MaxEmulatedFieldArgs bounds the field/value arguments of one add in
-// emulated mode: the script hands them to XADD with Lua's unpack, which
-// stops near 8,000 values (LUAI_MAXCSTACK). An add with more is refused
-// before anything is sent (xadd: exit 65), and by the script before it
-// writes. Native XADD has no such bound.
+// MaxEmulatedFieldArgs bounds an emulated add's field/value arguments:
+// Lua's unpack stops near 8,000 values (LUAI_MAXCSTACK). More is refused
+// (65) before sending, and by the script before it writes.
 const MaxEmulatedFieldArgs = 7800
 
 // Config is a stream's IDMP-DURATION (seconds) and IDMP-MAXSIZE.
@@ -42,10 +40,8 @@ type Defaults struct {
 	MaxSize  int64 `json:"stream-idmp-maxsize"`
 }
 
-// The server-level defaults' configuration parameters (CONFIG GET/SET), and
-// the key where emulated IDMP keeps them: a hash of those two fields, in
-// its one cluster slot (idmpctl reads it and hands the values to the
-// stream scripts, which run in the streams' slots).
+// The defaults' CONFIG parameters, and the hash of them that emulated IDMP
+// keeps in its one slot (so idmpctl, not the scripts, reads it).
 const (
 	ParamDuration = "stream-idmp-duration"
 	ParamMaxSize  = "stream-idmp-maxsize"
@@ -65,9 +61,7 @@ func ParseDefaults(duration, maxsize string) Defaults {
 	return d
 }
 
-// ParseInt reads an integer the way Redis reads a command's integer
-// argument (string2ll): an optional '-', then digits without a leading zero
-// ("0" alone is zero), within int64. "+5", "007", "000000000", "-0", "3.14"
+// ParseInt reads an integer as Redis's string2ll: "+5", "007", "-0", "3.14"
 // and " 5" are not integers to Redis, so not to idmpctl either.
 func ParseInt(s string) (int64, bool) {
 	digits := strings.TrimPrefix(s, "-")
@@ -103,12 +97,9 @@ func LuaConstants() string {
 //	<Base>:idmp:batch:<h>    hash: an xadd --batch progress record, h = BatchHash(pid, id)
 //	<Base>:idmp:batches      zset: the stream's progress records by the time each expires
 //
-// No key has a TTL: an eviction policy of volatile-* evicts keys with TTLs
-// first, and would drop this state while the stream stays. The scripts
-// expire what DURATION and --progress-ttl no longer cover, on the server
-// clock. The two batch keys exist in both modes: a batch's progress is
-// written with its adds, by the emulated script or in the native
-// MULTI/EXEC.
+// No key has a TTL (volatile-* would evict them first, while the stream
+// stays): the scripts expire them on the server clock. The batch keys
+// exist in both modes: progress is written with the adds.
 type StateLayout struct {
 	Stream      string
 	Base        string
@@ -150,9 +141,8 @@ func BatchHash(pid, id string) string {
 	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
-// StateKeys derives the emulated state's key names for stream. In cluster
-// mode a name that holds '}' without a valid hash tag is refused: no suffix
-// can make a key that hashes to its slot.
+// StateKeys derives stream's state keys; in a cluster, a name with '}' but
+// no valid hash tag is refused: no key can share its slot.
 func StateKeys(stream string, cluster bool) (StateLayout, error) {
 	base := stream
 	if !HasHashTag(stream) {
@@ -178,33 +168,34 @@ func StateKeys(stream string, cluster bool) (StateLayout, error) {
 	}, nil
 }
 
-// HasHashTag applies Redis Cluster's rule: the first '{', then the first '}'
-// after it, with at least one byte between them.
+// HasHashTag applies Redis Cluster's rule (splitTag).
 func HasHashTag(key string) bool {
-	open := strings.IndexByte(key, '{')
-	if open < 0 {
-		return false
-	}
-	return strings.IndexByte(key[open+1:], '}') > 0
+	_, _, ok := splitTag(key)
+	return ok
 }
 
-// StateStreams names the streams a key of the layout above may belong to,
-// by its name alone (nil for a name that is no state key): the stream
-// whose StateKeys give its base, that is the base itself when it has a
-// hash tag, and X for a base "{X}" when X has none ("s" and "{s}" share
-// their state keys: the settings hash's "stream" field says which owns
-// them). A scan reads these names to tell orphaned state, whose stream is
-// gone.
-func StateStreams(key string) []string {
+// splitTag splits key after its hash tag: the first '{', then the first
+// '}' after it, with at least one byte between them.
+func splitTag(key string) (head, rest string, ok bool) {
 	open := strings.IndexByte(key, '{')
 	if open < 0 {
-		return nil
+		return "", "", false
 	}
 	end := strings.IndexByte(key[open+1:], '}')
 	if end <= 0 {
+		return "", "", false
+	}
+	return key[:open+end+2], key[open+end+2:], true
+}
+
+// StateStreams names the streams a state key may belong to, by its name
+// (nil: no state key): its base, and X for a base "{X}" when X has no tag
+// ("s" and "{s}" share state keys). A scan tells orphaned state by them.
+func StateStreams(key string) []string {
+	head, rest, ok := splitTag(key)
+	if !ok {
 		return nil
 	}
-	head, rest := key[:open+1+end+1], key[open+1+end+1:]
 	var bases []string
 	if i := strings.LastIndex(rest, metaSuffix); i >= 0 {
 		switch rest[i+len(metaSuffix):] {
@@ -232,19 +223,13 @@ func StateStreams(key string) []string {
 	return out
 }
 
-// ParseStateKey recognises a key of the layout above by its name and Redis
-// type, and says which part it is ("settings", "pids", "iids of pid P",
-// "order of pid P"). The base carries a hash tag, as StateKeys makes it.
+// ParseStateKey says which part of a state layout key is, by its name and
+// Redis type ("settings", "pids", "iids of pid P", ...).
 func ParseStateKey(key, redisType string) (part string, ok bool) {
-	open := strings.IndexByte(key, '{')
-	if open < 0 {
+	_, rest, tagged := splitTag(key)
+	if !tagged {
 		return "", false
 	}
-	end := strings.IndexByte(key[open+1:], '}')
-	if end <= 0 {
-		return "", false
-	}
-	rest := key[open+1+end+1:]
 	i := strings.LastIndex(rest, metaSuffix)
 	if i < 0 {
 		return "", false

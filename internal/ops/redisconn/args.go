@@ -1,12 +1,8 @@
 package redisconn
 
-// Typed script calls. A script's KEYS and ARGV are the fields of one Go
-// struct, in order; the script's Lua gets them as named locals from a part
-// made from the same struct, so the two sides cannot drift apart: a field
-// moved, added or removed moves the Lua's binding with it, and a name the
-// Lua reads that the struct no longer has is a global, which luacheck
-// (make test: TestLuacheck) and Redis both refuse. A field whose local
-// the Lua never reads is an unused variable, which luacheck refuses too.
+// Typed script calls: KEYS and ARGV are one struct's fields, bound to Lua
+// locals by a part made from it, so the sides cannot drift: a stale name is
+// a global and an unread one unused, which luacheck (and Redis) refuse.
 
 import (
 	"fmt"
@@ -25,19 +21,11 @@ import (
 //	                                   is the index of the first
 //	Keys []string `lua:"MORE,key,rest"` a variable number of KEYS: the same
 //
-// After an ARGV rest field, the fields are the last arguments: their
-// locals are ARGV[#ARGV - n + 1]..., and NAME_LAST is the rest's last
-// index. The part refuses a call of other counts (exactly the fields' when
-// there is no rest field, at least the fixed ones' when there is) before
-// the script's first line. A struct field without a tag (embedded or not) adds its own
-// fields in place. Types: string, *string (sent as its string, without
-// boxing one), []byte, int, int64, bool (sent as '1' or ”); a rest field
-// is []string (keys), or []any or an ArgList (arguments). The Lua gets
-// every argument as the string ARGV holds.
-//
-// R is the script's reply, as its one decoder (given to NewLua) reads it
-// from the reply go-redis gives (strings, int64s, nil, []any of them):
-// every reading of a reply of the script goes through it (Reply, Decode).
+// Fields after an ARGV rest are the last arguments (NAME_LAST: the rest's
+// last index). Other counts are refused before the script's first line. An
+// untagged struct field adds its fields in place. Types: string, *string
+// (no boxing), []byte, int, int64, bool ('1' or ”); a rest is []string
+// (keys), []any or an ArgList. R is what the one decoder reads a reply into.
 type Lua[A, R any] struct {
 	Script *Script // what every script has (source, SHA): not generic
 	layout func() *argLayout
@@ -51,9 +39,8 @@ type ArgList interface {
 	AppendArgs(args []any) []any
 }
 
-// NewLua makes a script of the prelude, the part that binds A's fields,
-// and parts, in order, whose replies decode reads. A is checked (and the
-// part made) on first use.
+// NewLua makes a script of the prelude, A's binding part and parts, whose
+// replies decode reads; A is checked on first use.
 func NewLua[A, R any](decode func(v any) (R, error), parts ...string) *Lua[A, R] {
 	s, layout := newTyped(reflect.TypeFor[A](), parts)
 	return &Lua[A, R]{Script: s, layout: layout, decode: decode}
@@ -73,9 +60,7 @@ func (l *Lua[A, R]) Call(a *A) *Call {
 	return l.layout().call(l.Script, reflect.ValueOf(a).Elem())
 }
 
-// Reply is the reply of a call of the script that ran (its Cmd): the
-// call's error (an error reply, redis.Nil for a nil reply, the network),
-// or the reply as the script's decoder reads it.
+// Reply is a call's error (redis.Nil for a nil reply), or its decoded reply.
 func (l *Lua[A, R]) Reply(cl *Call) (R, error) {
 	v, err := cl.reply(l.Script)
 	if err != nil {
@@ -110,9 +95,8 @@ func Int64Reply(v any) (int64, error) {
 // command's own, which its caller passes on as it is (exec).
 func CommandReply(v any) (any, error) { return v, nil }
 
-// ArgIndex is where in a call's Args (Call.Args) the argument of A's field
-// name is, for a caller that changes it in a call made already. The field
-// is one before any rest field, and the one of that name.
+// ArgIndex is where in Call.Args the field name (before any rest) goes, for
+// a caller that changes it in a call made already.
 func (l *Lua[A, R]) ArgIndex(name string) int { return l.layout().argIndex(name) }
 
 func (lay *argLayout) argIndex(name string) int {
@@ -154,9 +138,8 @@ type argLayout struct {
 
 var argListType = reflect.TypeFor[ArgList]()
 
-// layoutOf reads t's fields. A struct it cannot send is a programming
-// error: it panics, on the script's first use (every script runs in the
-// tests, and TestLuacheck makes every part).
+// layoutOf reads t's fields; a struct it cannot send panics on first use
+// (the tests run every script, and TestLuacheck makes every part).
 func layoutOf(t reflect.Type) *argLayout {
 	l := &argLayout{typ: t, keyRest: -1, rest: -1}
 	if t.Kind() != reflect.Struct {

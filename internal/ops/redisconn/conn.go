@@ -49,17 +49,14 @@ type ConnConfig struct {
 	TLSInsecure bool
 	Timeout     time.Duration
 	Cluster     bool // forced with --cluster; otherwise detected
-	// PasswordNotNeeded is called when the server refuses AUTH PASSWORD
-	// because it asks for no password (PasswordNotNeeded): the connection
-	// goes on, as redis-cli's does, and the caller warns. It may be called
-	// once per connection, from any goroutine.
+	// PasswordNotNeeded hears, once per connection and from any goroutine,
+	// of a server that asks for no password: it goes on, as redis-cli does.
 	PasswordNotNeeded func(error)
 }
 
-// Conn is a client for the server the user named, and what was learned
-// about that server. Opening it costs nothing: the first command dials. What
-// the server is (Capabilities) is asked only by the commands that need it,
-// so a single add or claim costs one round trip after connect.
+// Conn is a client for the server the user named, and what was learned of
+// it. Only the commands that need Capabilities ask, so a single add or
+// claim costs one round trip after connect.
 type Conn struct {
 	Display  string        // the URL with any password redacted
 	Timeout  time.Duration // per-command bound
@@ -76,8 +73,7 @@ type Conn struct {
 
 	waitAOFOK bool // the server answered a WAITAOF probe (see checkWaitAOF)
 
-	// WatchEviction asks single script calls to read the server's
-	// eviction settings in their round trip (RunNotingEviction).
+	// WatchEviction: single adds read the eviction settings in their round trip.
 	WatchEviction bool
 	eviction      evictionCache
 	maxBulk       int64 // proto-max-bulk-len (see ProtoMaxBulkLen)
@@ -127,10 +123,8 @@ func (c *Conn) useCluster() {
 }
 
 // Do runs op with the client. A plain client that reached a cluster node
-// learns so from the reply (MOVED or ASK: the key lives elsewhere; CROSSSLOT:
-// keys of several slots): the server ran nothing of such a command, so Do
-// switches to a cluster client and runs op once more. Commands that must
-// know the topology first (scans) ask Capabilities instead.
+// (MOVED, ASK, CROSSSLOT: nothing ran) switches to a cluster client and
+// runs op once more. Scans must ask Capabilities first.
 func (c *Conn) Do(op func(redis.UniversalClient) error) error {
 	err := op(c.Client())
 	if err != nil && !c.Cluster() && clusterReply(err) {
@@ -169,9 +163,8 @@ func Redact(raw string) string {
 	return urlPassword().ReplaceAllString(raw, "${1}${2}xxxxx@")
 }
 
-// urlProblem says what is wrong with a URL that does not parse, in words
-// for the user rather than the parser's (which may also hold the URL's
-// password).
+// urlProblem says what is wrong with a URL in the user's words (the
+// parser's may hold the password).
 func urlProblem(raw string, err error) string {
 	msg := err.Error()
 	scheme, _, hasScheme := strings.Cut(raw, "://")
@@ -225,20 +218,14 @@ func (cfg ConnConfig) Options() (*redis.Options, []string, error) {
 	}
 	switch {
 	case opt.Username != "" && opt.Password == "":
-		// go-redis sends no AUTH without a password, so the connection
-		// would run as the default user, silently more (or other) rights
-		// than the user named. AUTH user "" logs in as that user when it
-		// is nopass, and is refused (77) otherwise.
+		// go-redis sends no AUTH without a password: the default user's
+		// rights, silently. AUTH user "" works for nopass, else 77.
 		opt.OnConnect = authUserWithoutPassword(opt.Username)
 	case opt.Username == "" && opt.Password != "":
-		// A password alone is sent as redis-cli sends it, AUTH PASSWORD,
-		// by every path alike (go-redis's pool, exec's and the batch's own
-		// connections): a server that asks for none refuses it, and the
-		// connection goes on with a warning. go-redis's own HELLO 2 AUTH
-		// default PASSWORD would pass silently on such a server, where the
-		// others failed (70); the password stays in opt for those.
-		// go-redis SELECTs the database before OnConnect, which would be
-		// before the AUTH: OnConnect SELECTs it after.
+		// AUTH PASSWORD, as redis-cli and idmpctl's own connections send it
+		// (go-redis's HELLO AUTH passes silently on a server without one,
+		// where those fail): refused there, it goes on with a warning.
+		// go-redis would SELECT before OnConnect's AUTH: OnConnect does.
 		notNeeded := cfg.PasswordNotNeeded
 		opt.CredentialsProvider = func() (string, string) { return "", "" }
 		opt.OnConnect = authPassword(opt.Password, opt.DB, func(err error) {
@@ -306,8 +293,7 @@ func (cfg ConnConfig) applyTLS(tc *tls.Config) error {
 func quote(s string) string { return fmt.Sprintf("%q", s) }
 
 // Open makes a client for cfg without touching the network: a cluster
-// client with --cluster, a plain one otherwise (switched to a cluster client
-// when the server turns out to be a cluster node).
+// client with --cluster, a plain one otherwise (switched when need be).
 func Open(cfg ConnConfig) (*Conn, error) {
 	opt, warnings, err := cfg.Options()
 	if err != nil {
@@ -375,9 +361,8 @@ func (c *Conn) setCaps(caps Capabilities) {
 	c.mu.Unlock()
 }
 
-// schemeHint names the usual scheme mix-ups when a TCP connect fails: a
-// TLS port given a redis:// URL drops the connection (EOF), and a plain port
-// given a rediss:// URL never answers the handshake (a timeout).
+// schemeHint names scheme mix-ups: a TLS port given redis:// drops the
+// connection (EOF), a plain port given rediss:// never answers (a timeout).
 func schemeHint(wrapped, err error, opt *redis.Options) error {
 	if opt.Network != "tcp" || exit.Code(wrapped) != exit.Unavailable {
 		return wrapped
@@ -392,9 +377,8 @@ func schemeHint(wrapped, err error, opt *redis.Options) error {
 	return wrapped
 }
 
-// authPassword logs a new connection in with AUTH password, then selects
-// db (see Options); a server that asks for no password refuses the AUTH,
-// which is not an error: notNeeded is told, and the connection goes on.
+// authPassword sends AUTH password, then SELECT db (see Options); a
+// server that asks for none refuses it: notNeeded is told, and it goes on.
 func authPassword(password string, db int, notNeeded func(error)) func(context.Context, *redis.Conn) error {
 	return func(ctx context.Context, cn *redis.Conn) error {
 		err := cn.Do(ctx, "AUTH", password).Err()
@@ -420,9 +404,8 @@ func PasswordNotNeeded(err error) bool {
 	return strings.Contains(msg, "called without any password configured") || strings.Contains(msg, "but no password is set")
 }
 
-// NotePasswordNotNeeded tells the caller (ConnConfig.PasswordNotNeeded)
-// that a connection of its own (exec's, a batch's pipe) met a server that
-// asks for no password, and went on.
+// NotePasswordNotNeeded tells ConnConfig.PasswordNotNeeded of a pipe's
+// connection to a server that asks for no password.
 func (c *Conn) NotePasswordNotNeeded(err error) { c.passwordNotNeeded(err) }
 
 // authUserWithoutPassword logs a new connection in as user with an empty
@@ -456,10 +439,8 @@ func clusterOptions(o *redis.Options) *redis.ClusterOptions {
 	}
 }
 
-// probe learns what the server is from HELLO 2's reply (server, version,
-// mode), which costs the server less than INFO and that every user may
-// send; a server that refuses it (before Redis 6) is proved with PING and
-// stays unknown.
+// probe learns what the server is from HELLO 2 (cheaper than INFO, and
+// every user may send it); before Redis 6, PING proves it, unknown.
 func probe(ctx context.Context, client redis.UniversalClient, timeout time.Duration) (Capabilities, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -482,9 +463,8 @@ func probe(ctx context.Context, client redis.UniversalClient, timeout time.Durat
 	return caps, nil
 }
 
-// capsOf reads HELLO's fields. sure is false when the version does not
-// settle native IDMP: Redis 8.6 and later have it, Redis before 8.6 and
-// Valkey 8 do not; another server is asked (COMMAND INFO XCFGSET).
+// capsOf reads HELLO's fields; sure is false when the version does not
+// settle native IDMP (then COMMAND INFO XCFGSET asks).
 func capsOf(hello map[string]string) (caps Capabilities, sure bool) {
 	caps = Capabilities{Info: hello, Product: hello["server"], Version: hello["version"], Mode: hello["mode"]}
 	if caps.Product == "" {
@@ -511,12 +491,9 @@ func helloFields(cmd *redis.Cmd) map[string]string {
 	return fields
 }
 
-// QueueHello adds HELLO 2 to p, a round trip the caller makes anyway, and
-// returns what takes in its reply once p ran: what the server is, as
-// Capabilities learns it (which then asks nothing more, unless the version
-// does not settle native IDMP). Its error is the round trip's, or a
-// refusal of the user (NOAUTH, WRONGPASS); a server that refuses HELLO
-// itself is left for Capabilities to prove otherwise.
+// QueueHello adds HELLO 2 to a round trip the caller makes anyway; what it
+// returns learns its reply, as Capabilities would. Its error is the round
+// trip's or the user's refusal; a refused HELLO is left to Capabilities.
 func (c *Conn) QueueHello(ctx context.Context, p redis.Pipeliner) func() error {
 	cmd := redis.NewCmd(ctx, "hello", "2")
 	_ = p.Process(ctx, cmd)
@@ -532,9 +509,8 @@ func (c *Conn) QueueHello(ctx context.Context, p redis.Pipeliner) func() error {
 	}
 }
 
-// LearnHello takes what the server is from the reply of a HELLO that a
-// connection of the caller's sent (idmpctl exec's), so that Capabilities
-// asks nothing; false when it does not settle native IDMP.
+// LearnHello learns what the server is from exec's HELLO reply; false when
+// that does not settle native IDMP.
 func (c *Conn) LearnHello(fields map[string]string) bool {
 	caps, sure := capsOf(fields)
 	if sure {
@@ -581,9 +557,8 @@ func ParseInfo(s string) map[string]string {
 	return m
 }
 
-// Pipelined runs one pipeline under the per-command timeout. Errors of single
-// commands stay on their commands for the caller to judge; only a failure of
-// the whole round trip (network, timeout) is returned.
+// Pipelined runs one pipeline under the per-command timeout; it returns
+// only a failure of the round trip (commands keep their own errors).
 func (c *Conn) Pipelined(ctx context.Context, fn func(p redis.Pipeliner, ctx context.Context)) error {
 	ctx, cancel := c.Ctx(ctx)
 	defer cancel()
@@ -603,9 +578,8 @@ func (c *Conn) Pipelined(ctx context.Context, fn func(p redis.Pipeliner, ctx con
 	return err
 }
 
-// EachPrimary runs fn on every primary of a cluster, concurrently (go-redis's
-// ForEachMaster: fn synchronises what it shares), or once on the server.
-// addr is the node's address in a cluster, "" on a single server.
+// EachPrimary runs fn on every primary, concurrently (fn synchronises), or
+// once on a single server (addr "").
 func (c *Conn) EachPrimary(ctx context.Context, fn func(ctx context.Context, node redis.Cmdable, addr string) error) error {
 	if cc, ok := c.Client().(*redis.ClusterClient); ok {
 		return cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return fn(ctx, n, n.Options().Addr) })

@@ -21,16 +21,10 @@ var helloRESP2 = []byte("*2\r\n$5\r\nhello\r\n$1\r\n2\r\n")
 // helloReply answers it: RESP2 is what a fresh connection speaks already.
 var helloReply = []byte("*2\r\n$5\r\nproto\r\n:2\r\n")
 
-// dialer connects like go-redis's own (TCP or unix, then TLS), says
-// "connect URL" in its errors, and answers a bare HELLO 2 itself.
-//
-// go-redis opens every connection with HELLO. Where HELLO carries nothing
-// (RESP2, no password, no name) its only effect is to confirm RESP2, which
-// a new connection speaks anyway, and its cost is a round trip: half of
-// what a single add or claim would cost. So that one handshake is answered
-// here and never sent; a HELLO with credentials goes to the server as ever.
-// Over TLS it goes too: a server that refuses the client's certificate says
-// so after the handshake, in an alert that only a read sees.
+// dialer connects like go-redis's own, says "connect URL" in its errors,
+// and answers a bare HELLO 2 itself: it only confirms RESP2, at the cost of
+// a round trip, half a single add's. Over TLS it goes: a refused client
+// certificate shows only in an alert that a read sees.
 func dialer(opt *redis.Options, display string) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		nd := &net.Dialer{Timeout: opt.DialTimeout}
@@ -45,15 +39,13 @@ func dialer(opt *redis.Options, display string) func(ctx context.Context, networ
 		if err != nil {
 			return nil, schemeHint(exit.Connect(err, display), err, opt)
 		}
-		return &helloShim{Conn: conn}, nil
+		return &helloShim{prefixConn: prefixConn{Conn: conn}}, nil
 	}
 }
 
-// dialTLS dials and completes the TLS handshake. In TLS 1.3 a server that
-// asked for a client certificate judges it after the client's handshake is
-// done, and says no in an alert; a client that writes first meets a reset
-// connection instead, and the reason is lost. So when a certificate was
-// asked for, the verdict is awaited for as long as the handshake took.
+// dialTLS dials and completes the handshake. In TLS 1.3 a client that
+// writes first meets a reset instead of the server's certificate verdict,
+// so when one was asked for, it is awaited as long as the handshake took.
 func dialTLS(ctx context.Context, nd *net.Dialer, base *tls.Config, network, addr string) (net.Conn, error) {
 	cfg := base.Clone()
 	var asked atomic.Bool
@@ -109,16 +101,15 @@ func (p *prefixConn) Read(b []byte) (int, error) {
 
 // helloShim answers the first write when it is exactly helloRESP2.
 type helloShim struct {
-	net.Conn
-	written bool
-	pending []byte
+	prefixConn // the answer
+	written    bool
 }
 
 func (h *helloShim) Write(b []byte) (int, error) {
 	if !h.written {
 		h.written = true
 		if bytes.HasPrefix(b, helloRESP2) {
-			h.pending = helloReply
+			h.prefix = helloReply
 			rest := b[len(helloRESP2):]
 			if len(rest) == 0 {
 				return len(b), nil
@@ -130,18 +121,8 @@ func (h *helloShim) Write(b []byte) (int, error) {
 	return h.Conn.Write(b)
 }
 
-func (h *helloShim) Read(b []byte) (int, error) {
-	if len(h.pending) > 0 {
-		n := copy(b, h.pending)
-		h.pending = h.pending[n:]
-		return n, nil
-	}
-	return h.Conn.Read(b)
-}
-
-// connHook makes failures to reach the server read "connect URL: why",
-// whichever command met them first: a refused handshake (NOAUTH,
-// WRONGPASS) always, and a network failure before any reply came.
+// connHook makes a refused handshake, or a network failure before any
+// reply, read "connect URL: why", whichever command met it.
 type connHook struct {
 	display string
 	opt     *redis.Options

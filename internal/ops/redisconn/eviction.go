@@ -11,11 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Eviction is what a server does when its memory runs out (INFO memory):
-// with maxmemory set and a policy other than noeviction, it deletes keys.
-// An evicted stream, or an evicted part of its emulated IDMP state or of a
-// batch's progress record, forgets which messages it has: retries and
-// reruns then add duplicates.
+// Eviction is a server's maxmemory settings: an evicted stream, state or
+// progress record forgets its messages, and retries add duplicates.
 type Eviction struct {
 	MaxMemory int64  `json:"maxmemory"`
 	Policy    string `json:"maxmemory_policy"`
@@ -79,9 +76,8 @@ func (c *evictionCache) set(e Eviction) {
 	}
 }
 
-// Eviction reads the server's eviction settings once (INFO memory; every
-// primary of a cluster, keeping a risky one). ok is false when they cannot
-// be read: a user without INFO (@dangerous) is told nothing.
+// Eviction reads INFO memory once (on every primary, keeping a risky one);
+// false when it cannot (no INFO right).
 func (c *Conn) Eviction(ctx context.Context) (Eviction, bool) {
 	if e, ok := c.eviction.get(); ok {
 		return e, true
@@ -110,11 +106,9 @@ func (c *Conn) WantsEviction() bool {
 	return c.WatchEviction && !known
 }
 
-// QueueEviction adds to p the read of the eviction settings that a single
-// add makes in its own round trip, when WantsEviction, and returns what
-// notes its reply (a no-op otherwise). CONFIG GET of the two settings by
-// name costs the server a quarter of INFO memory; a user who may not run
-// it is told nothing here (Eviction reads INFO for the rest).
+// QueueEviction adds CONFIG GET of the two settings (a quarter of INFO
+// memory's cost) to a single add's round trip when WantsEviction, and
+// returns what notes its reply.
 func (c *Conn) QueueEviction(ctx context.Context, p redis.Pipeliner) func() {
 	if !c.WantsEviction() {
 		return func() {}
@@ -130,10 +124,8 @@ func (c *Conn) QueueEviction(ctx context.Context, p redis.Pipeliner) func() {
 	}
 }
 
-// ProtoMaxBulkLen is the server's proto-max-bulk-len (the largest argument
-// it takes), read once with CONFIG GET; 0 when it cannot be read (a user
-// without CONFIG): the server then refuses a larger argument itself, and
-// nothing of that command runs.
+// ProtoMaxBulkLen is proto-max-bulk-len, read once; 0 when unreadable (the
+// server then refuses a larger argument itself, nothing run).
 func (c *Conn) ProtoMaxBulkLen(ctx context.Context) int64 {
 	c.mu.Lock()
 	if c.maxBulkRead {

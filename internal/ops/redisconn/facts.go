@@ -38,10 +38,8 @@ type NodeFacts struct {
 	Replicas int    `json:"replicas,omitempty"`
 }
 
-// ReadServerFacts reads the facts: Capabilities, and CONFIG GET of each
-// setting (one command each: Redis before 7.0 takes one pattern) on the
-// server or on every primary. A refused CONFIG GET (an ACL user without
-// it) is a fact, not an error; a failed round trip is an error.
+// ReadServerFacts reads Capabilities and, on every primary, CONFIG GET of
+// each setting (one each: before 7.0 it takes one); a refusal is a fact.
 func ReadServerFacts(ctx context.Context, c *Conn) (ServerFacts, error) {
 	caps, err := c.Capabilities(ctx)
 	if err != nil {

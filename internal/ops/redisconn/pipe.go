@@ -1,13 +1,9 @@
 package redisconn
 
-// A pipe: idmpctl's one raw RESP connection, whose commands are written by
-// one goroutine while their replies are read by another. go-redis's
-// pipelines write every command, then read every reply, so a bulk producer
-// that sends pipeline after pipeline leaves the server idle while each
-// reply travels back and the next pipeline travels out. On a pipe the next
-// commands are on the wire before the last replies are read. xadd --batch
-// sends its chunks on one (OpenPipe), idmpctl exec its commands (DialPipe),
-// whose replies keep the types go-redis folds together.
+// A pipe: a raw RESP connection written by one goroutine while another
+// reads. go-redis's pipelines write all, then read all, so the server idles
+// between them; on a pipe the next commands are on the wire meanwhile
+// (xadd --batch: OpenPipe; exec: DialPipe, keeping the reply types).
 
 import (
 	"bufio"
@@ -26,14 +22,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Pipe is a connection of its own to one server. Send queues commands for
-// its writer, and Write/Flush encode commands in the caller's goroutine
-// before they go to it, in order with those sent; Recv (or RecvReply)
-// reads their replies, in order, in the caller's goroutine (one goroutine
-// writes, one reads). A failure of the connection (or of a timeout, which
-// bounds each write and each reply) ends the pipe: every later call fails,
-// and the caller opens another. The pipe knows which scripts it loaded
-// (WriteLoad, pipe_scripts.go).
+// Pipe is a connection of its own to one server: one goroutine writes
+// (Send, or Write... then Flush), one reads (Recv). A failure or timeout
+// ends it: every later call fails. It knows which scripts it loaded.
 type Pipe struct {
 	nc       net.Conn
 	rd       *bufio.Reader
@@ -79,12 +70,9 @@ func (p *Pipe) start(ctx context.Context, w *bufio.Writer) {
 	p.stop = context.AfterFunc(ctx, p.Close)
 }
 
-// OpenPipe dials the primary that holds key as the connection's client
-// would (its dialer, TLS, credentials, database), names the connection
-// (CLIENT SETNAME name, unless ""; a user who may not is not refused) and
-// loads scripts into its cache, so that EVALSHA finds them. Each write and
-// each reply is bounded by the connection's timeout. The pipe is closed
-// when ctx ends.
+// OpenPipe dials key's primary as the client would, names the connection
+// (unless ""; a refusal is no error) and loads scripts for EVALSHA. The
+// connection's timeout bounds each write and reply; ctx's end closes it.
 func (c *Conn) OpenPipe(ctx context.Context, key, name string, scripts ...*Script) (*Pipe, error) {
 	var node *redis.Client
 	err := c.Do(func(uc redis.UniversalClient) error {
@@ -153,13 +141,9 @@ func (c *Conn) OpenPipe(ctx context.Context, key, name string, scripts ...*Scrip
 	return p, nil
 }
 
-// DialPipe connects to the server the URL names as the client would (its
-// dialer, TLS), for a caller that speaks RESP itself: idmpctl exec, whose
-// replies must keep the types go-redis folds together. It talks to that
-// one node, as redis-cli without -c does. Nothing is sent: the commands
-// that must open the connection (AUTH, SELECT) are returned, for the
-// caller to send first and read the replies of. Each reply is bounded by
-// timeout (0: none); writes are not. The pipe is closed when ctx ends.
+// DialPipe connects to the URL's node (as redis-cli without -c) for exec,
+// sending nothing: it returns the AUTH and SELECT to send first. timeout
+// (0: none) bounds each reply, not writes; ctx's end closes it.
 func (c *Conn) DialPipe(ctx context.Context, timeout time.Duration) (*Pipe, [][]string, error) {
 	opt := c.opt
 	dctx, cancel := context.WithTimeout(ctx, opt.DialTimeout)
@@ -174,9 +158,8 @@ func (c *Conn) DialPipe(ctx context.Context, timeout time.Duration) (*Pipe, [][]
 	return p, openingCommands(opt, c.db), nil
 }
 
-// openingCommands are the commands that open a pipe, which go-redis does
-// not open: AUTH as the URL's user (with an empty password too: never the
-// default user instead), SELECT of its database db.
+// openingCommands open a pipe: AUTH as the URL's user (an empty password
+// too: never the default user), SELECT db.
 func openingCommands(opt *redis.Options, db int) [][]string {
 	var cmds [][]string
 	switch {
@@ -191,9 +174,8 @@ func openingCommands(opt *redis.Options, db int) [][]string {
 	return cmds
 }
 
-// Send queues commands (each its arguments: strings, *string, []byte,
-// integers), written in order after those queued before. It blocks while
-// the writer is four sends behind.
+// Send queues commands (strings, *string, []byte, integers) in order; it
+// blocks while the writer is four sends behind.
 func (p *Pipe) Send(cmds [][]any) error {
 	if err := p.Flush(); err != nil {
 		return err
@@ -263,9 +245,8 @@ func (p *Pipe) Flush() error {
 	return p.hand(pipeSend{raw: b})
 }
 
-// Recv reads the next reply: a string, an int64, nil, or a []any of them
-// (an error reply inside an array is its ReplyError). An error reply of its
-// own is returned as a ReplyError; any other error ends the pipe.
+// Recv reads the next reply (string, int64, nil or []any; ReplyError inside
+// arrays); its own error reply is a ReplyError, other errors end the pipe.
 func (p *Pipe) Recv() (any, error) {
 	r, err := p.RecvReply()
 	if err != nil {
@@ -281,9 +262,8 @@ func (p *Pipe) Recv() (any, error) {
 	return v, nil
 }
 
-// ErrScriptLost is Recv's NOSCRIPT: the server lost a script the pipe
-// loaded (SCRIPT FLUSH, a restart). Nothing of that call ran; a new pipe
-// loads it again (it is retryable).
+// ErrScriptLost is Recv's NOSCRIPT: nothing of the call ran, and a new
+// pipe loads the script again (retryable).
 var ErrScriptLost = exit.New(exit.Unavailable, "", "the server lost idmpctl's script (SCRIPT FLUSH, a restart)")
 
 // RecvReply reads the next reply as RESP has it (an error reply is a
@@ -310,9 +290,8 @@ func (p *Pipe) RecvReply() (resp.Reply, error) {
 // part (the caller may hold its output until one is not).
 func (p *Pipe) Buffered() bool { return p.rd.Buffered() > 0 }
 
-// Close ends the pipe: the connection closes, and replies not read are
-// lost. It returns once the writer is done with what was sent: the caller
-// may then change those commands' arguments (to send them again).
+// Close ends the pipe, losing unread replies; it returns once the writer is
+// done, so the caller may change the commands' arguments to resend them.
 func (p *Pipe) Close() {
 	p.once.Do(func() {
 		if p.stop != nil {
@@ -358,23 +337,19 @@ func (p *Pipe) write(w *bufio.Writer) {
 	}
 }
 
-// writeCommand writes one command as a RESP array of bulk strings (see
-// resp.AppendArgs), encoded into buf, which it returns for the next; the
-// bufio.Writer keeps the first error, which Flush reports.
+// writeCommand encodes args into buf (returned for reuse) and writes it;
+// the bufio.Writer keeps the first error for Flush.
 func writeCommand(w *bufio.Writer, buf []byte, args []any) []byte {
 	buf = resp.AppendArgs(buf[:0], args)
 	_, _ = w.Write(buf)
 	return buf
 }
 
-// SetTimeout bounds each later write and reply by d instead of the
-// connection's per-command timeout (a reply that follows a WAIT needs the
-// wait's time too).
+// SetTimeout bounds each later write and reply by d (a WAIT's reply needs more).
 func (p *Pipe) SetTimeout(d time.Duration) { p.rtimeout, p.wtimeout = d, d }
 
-// Redirected handles a MOVED or ASK reply that a pipe met: a plain client
-// becomes a cluster client, a cluster client reads the slots again, so the
-// next pipe opened goes to the key's primary.
+// Redirected handles a pipe's MOVED or ASK: the next pipe goes to the key's
+// primary (a cluster client, with the slots read again).
 func (c *Conn) Redirected(ctx context.Context) {
 	if !c.Cluster() {
 		c.useCluster()
@@ -385,10 +360,8 @@ func (c *Conn) Redirected(ctx context.Context) {
 	}
 }
 
-// ClientListed reports whether the primary that holds key lists a client
-// connection named name (CLIENT LIST TYPE normal), and the ID of the first
-// such. A connection the server no longer lists can run nothing more of
-// what it sent.
+// ClientListed reports whether key's primary lists a connection named name,
+// and its ID: one not listed can run nothing more of what it sent.
 func (c *Conn) ClientListed(ctx context.Context, key, name string) (id int64, listed bool, err error) {
 	var list string
 	err = c.Do(func(uc redis.UniversalClient) error {
@@ -419,13 +392,10 @@ func (c *Conn) ClientListed(ctx context.Context, key, name string) (id int64, li
 	return 0, false, nil
 }
 
-// pipeScripts are the scripts the server holds for a pipe, as far as its
-// writer knows: those it loaded (at OpenPipe, or with WriteLoad), less
-// those that a SCRIPT FLUSH it wrote (ScriptsFlushed) or a NOSCRIPT reply
-// (ScriptsLost) says are gone. A load queued in a transaction counts once
-// the reader says that the server ran it (ScriptsRan). The writer's
-// goroutine keeps loaded and gen; the reader's news wait under mu for the
-// writer's next ScriptGen.
+// pipeScripts are the scripts the server holds for a pipe, as its writer
+// knows: loaded, less those flushed or lost; a load in a MULTI counts once
+// the reader says it ran. The writer owns loaded and gen; the reader's
+// news wait under mu for its next ScriptGen.
 type pipeScripts struct {
 	loaded map[*Script]bool
 	gen    int // the SCRIPT FLUSHes written
@@ -441,10 +411,8 @@ type genScript struct {
 	gen int
 }
 
-// ScriptGen takes in what the reader told (ScriptsRan, ScriptsLost) and
-// returns the pipe's script generation, which each SCRIPT FLUSH written
-// moves on: the writer calls it before the WriteLoads of a command, and
-// gives the generation to ScriptsRan with that command's deferred loads.
+// ScriptGen takes in the reader's news and returns the generation (moved
+// by each SCRIPT FLUSH written), for ScriptsRan of a command's deferred loads.
 func (p *Pipe) ScriptGen() int {
 	ps := &p.scripts
 	ps.mu.Lock()
@@ -462,11 +430,8 @@ func (p *Pipe) ScriptGen() int {
 	return ps.gen
 }
 
-// WriteLoad writes SCRIPT LOAD of s (see WriteCommand) when the pipe has
-// not loaded it, and says whether it did: its reply then comes before the
-// next command's. deferred says the load is queued in a transaction
-// (MULTI): it counts once the reader says the server ran it (ScriptsRan),
-// not when the transaction is discarded.
+// WriteLoad writes SCRIPT LOAD of s unless loaded, and says whether it did.
+// deferred (in a MULTI): it counts once ScriptsRan says so, not if discarded.
 func (p *Pipe) WriteLoad(s *Script, deferred bool) (bool, error) {
 	if p.scripts.loaded[s] {
 		return false, nil
@@ -477,17 +442,14 @@ func (p *Pipe) WriteLoad(s *Script, deferred bool) (bool, error) {
 	return true, p.WriteCommand("SCRIPT", "LOAD", s.src())
 }
 
-// WriteLoadAgain writes SCRIPT LOAD of s whether or not the pipe loaded
-// it (see WriteCommand): queued in a transaction before a call of s, it
-// makes sure that the server has s when EXEC runs the call, whatever
-// another client's SCRIPT FLUSH removed since the pipe loaded it.
+// WriteLoadAgain writes SCRIPT LOAD of s regardless: in a MULTI before a
+// call, the server has s at EXEC whatever another client's FLUSH did.
 func (p *Pipe) WriteLoadAgain(s *Script) error {
 	return p.WriteCommand("SCRIPT", "LOAD", s.src())
 }
 
-// ScriptsFlushed is the writer's note of a SCRIPT FLUSH it wrote: every
-// script loads again, and loads of an earlier generation that the reader
-// reports later do not count.
+// ScriptsFlushed notes a SCRIPT FLUSH written: everything loads again, and
+// older generations' loads no longer count.
 func (p *Pipe) ScriptsFlushed() {
 	p.scripts.gen++
 	clear(p.scripts.loaded)
@@ -503,9 +465,8 @@ func (p *Pipe) ScriptsRan(gen int, ss ...*Script) {
 	p.scripts.mu.Unlock()
 }
 
-// ScriptsLost is the reader's news of a NOSCRIPT reply: the server lost
-// its scripts (SCRIPT FLUSH by another client, a restart), and the writer
-// loads each again before its next call.
+// ScriptsLost is the reader's news of a NOSCRIPT: the writer loads each
+// script again before its next call.
 func (p *Pipe) ScriptsLost() {
 	p.scripts.mu.Lock()
 	p.scripts.lost = true

@@ -16,13 +16,9 @@ var (
 	retryCap  = 2 * time.Second
 )
 
-// Retryable reports whether err is a network failure after which resending
-// the same idempotent operation is safe, or a cluster node's answer that
-// the key's slot is moving (TRYAGAIN, ASK, MOVED: nothing was run). Other
-// server errors never are: the server answered, and the answer stands (an
-// OOM refusal too: it lasts until someone frees memory); nor is a write that
-// was not acknowledged by enough replicas (NotAckedError): it was made, and
-// the wait was bounded.
+// Retryable reports a network failure, or a moving slot (TRYAGAIN, ASK,
+// MOVED: nothing ran). Other answers stand (OOM too: it lasts), and a
+// NotAckedError was written with a bounded wait.
 func Retryable(err error) bool {
 	var notAcked *NotAckedError
 	if err == nil || errors.Is(err, context.Canceled) || errors.As(err, &notAcked) ||
@@ -45,21 +41,16 @@ func expired(ctx context.Context) bool {
 	return ctx.Err() != nil
 }
 
-// WithRetries runs op, and again up to retries times while it fails with a
-// network error, waiting an exponential backoff with jitter in between; not
-// once ctx has expired (a retry would only fail again). Use it only for
-// idempotent operations. onRetry, if set, hears of each retry.
+// WithRetries runs an idempotent op, again up to retries times after a
+// Retryable error, with jittered exponential backoff, until ctx expires.
 func WithRetries(ctx context.Context, retries int, op func() error, onRetry func(attempt int, err error)) error {
 	return WithRetriesWithin(ctx, retries, 0, op, onRetry)
 }
 
-// WithRetriesWithin is WithRetries for which the replies of a cluster whose
-// slot is moving (TRYAGAIN, ASK, MOVED: see exit.Migrating) do not count
-// against retries: op goes again, with the same backoff, for as long as
-// migration allows from the first such reply in a row. A migration takes
-// moments (redis-cli --cluster reshard moves a slot's keys with a few
-// MIGRATE calls); retries alone would give up within a second. onRetry
-// hears of the first migration reply of a streak with attempt 0.
+// WithRetriesWithin is WithRetries where a moving slot's replies do not
+// count: op goes again for as long as migration allows from the first of a
+// streak (onRetry hears it as attempt 0). A reshard takes moments; retries
+// alone would give up within a second.
 func WithRetriesWithin(ctx context.Context, retries int, migration time.Duration, op func() error, onRetry func(attempt int, err error)) error {
 	wait := retryBase
 	var moving time.Time // the first migration reply of the current streak

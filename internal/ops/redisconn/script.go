@@ -16,12 +16,8 @@ import (
 //go:embed lua/prelude.lua
 var luaPrelude string
 
-// Script is a Lua script of idmpctl: the shared prelude (lua/prelude.lua)
-// and its own parts, built on first use. Building hashes the source
-// (EVALSHA needs its SHA1); doing that for every script at process start
-// would cost every invocation, also of commands that never run a script.
-// A script is made with NewLua, and called with its typed arguments
-// (Lua.Call).
+// Script is the prelude (lua/prelude.lua) and its parts, made by NewLua and
+// built on first use: hashing every script at start would cost every run.
 type Script struct {
 	script func() *redis.Script
 	src    func() string
@@ -63,9 +59,8 @@ func (s *Script) Parts() []string { return slices.Clone(s.parts()) }
 // Hash is the script's SHA1, as EVALSHA takes it.
 func (s *Script) Hash() string { return s.script().Hash() }
 
-// noteRun notes a reply of the server to the script: any reply but
-// NOSCRIPT (a result, or the script's own error) means the server's script
-// cache holds it now; a network error says nothing.
+// noteRun: any reply but NOSCRIPT means the server's cache holds the
+// script; a network error says nothing.
 func (s *Script) noteRun(err error) {
 	var reply redis.Error
 	if err == nil || errors.Is(err, redis.Nil) || errors.As(err, &reply) && !noScript(err) {
@@ -88,10 +83,8 @@ type Call struct {
 	whole []any
 }
 
-// newCall is a call whose arguments are appended to Args, room for nargs
-// made: they continue the command's own argument list, which is sent as it
-// is. A call of thousands of arguments (a batch chunk) then costs no copy
-// of them, as go-redis's Script makes, and none of the garbage.
+// newCall's Args continue the command's own argument list (room for
+// nargs), so a batch chunk's thousands cost no copy, unlike go-redis's Script.
 func newCall(s *Script, keys []string, nargs int) *Call {
 	n := 3 + len(keys)
 	whole := make([]any, n, n+nargs)
@@ -143,15 +136,9 @@ func (cl *Call) queue(ctx context.Context, p redis.Pipeliner, eval bool) {
 
 // RunOpts say where and how Run sends its calls.
 type RunOpts struct {
-	// Key is a key of the calls (in a cluster, the primary that holds it
-	// runs them, and the wait goes on that connection).
-	Key string
-	// Durability: WAIT or WAITAOF after the calls, in their round trip, on
-	// their connection (see PipelinedDurable).
-	Durability Durability
-	// Eviction: read the eviction settings (INFO memory) in the same round
-	// trip, once per Conn (WatchEviction callers: xadd's warning).
-	Eviction bool
+	Key        string     // a key of the calls: its primary runs them, and the wait
+	Durability Durability // the wait after the calls, in their round trip
+	Eviction   bool       // read the eviction settings in the round trip, once per Conn
 }
 
 // how a round of Run sends a call.
@@ -161,15 +148,12 @@ const (
 	byLoad        // SCRIPT LOAD, then EVALSHA: EVAL is renamed away or disabled
 )
 
-// Run runs script calls in one round trip, in order, and is the one place
-// that knows how a script reaches the server: EVALSHA; EVAL for the calls
-// answered NOSCRIPT (which ran nothing); SCRIPT LOAD and EVALSHA for those
-// whose EVAL is renamed away. Each call's reply (or error) is on its Cmd;
-// Run returns what the replicas acknowledged (Durability: the weaker of
-// the round trips that wrote) and only a failure of a whole round trip.
-// A script this process has not seen the server run goes as EVAL when a
-// wait follows: a NOSCRIPT would cost a round trip whose wait blocks for
-// nothing written.
+// Run runs calls in one round trip, the one place that knows how a script
+// reaches the server: EVALSHA, then EVAL after NOSCRIPT, then SCRIPT LOAD
+// where EVAL is renamed away. Replies are on each Cmd; Run returns the
+// weakest Ack of the round trips that wrote, and only a round trip's
+// failure. With a wait, an unseen script goes as EVAL: a NOSCRIPT's wait
+// would block for nothing written.
 func (c *Conn) Run(ctx context.Context, o RunOpts, calls ...*Call) (Ack, error) {
 	var ack Ack
 	acked := false

@@ -88,10 +88,8 @@ func InspectServer(ctx context.Context, c *Conn) (ServerReport, error) {
 	return r, nil
 }
 
-// EmulatedIDMPDefaults reads emulated IDMP's server-level defaults, which
-// idmpctl exec's CONFIG SET stream-idmp-* keeps in the hash at
-// idmp.DefaultsKey (in a cluster, on that key's node); absent ones are
-// Redis's.
+// EmulatedIDMPDefaults reads the emulated defaults at idmp.DefaultsKey
+// (exec's CONFIG SET stream-idmp-*); absent ones are Redis's.
 func (c *Conn) EmulatedIDMPDefaults(ctx context.Context) (idmp.Defaults, error) {
 	var vals []any
 	err := c.Do(func(uc redis.UniversalClient) error { // a cluster node redirects
@@ -140,10 +138,8 @@ var emulationProbeLua string
 // emulationProbe is 1 where the server's Lua checks permissions.
 var emulationProbe = NewLua[struct{}](Int64Reply, emulationProbeLua)
 
-// Emulation reports whether emulated IDMP can run on the server: it needs
-// EVAL/EVALSHA (a server may rename or disable them), and checks
-// permissions before it writes with redis.acl_check_cmd (Redis 7.0+,
-// Valkey).
+// Emulation reports whether emulated IDMP can run: EVAL/EVALSHA allowed,
+// and redis.acl_check_cmd (Redis 7.0+, Valkey) to check before writing.
 func Emulation(ctx context.Context, c *Conn) string {
 	call := emulationProbe.Call(&struct{}{})
 	_, err := c.Run(ctx, RunOpts{}, call)

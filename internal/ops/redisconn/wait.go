@@ -1,14 +1,8 @@
 package redisconn
 
-// Durable writes: a write followed by WAIT (or WAITAOF) on the connection
-// that made it. Redis replicates asynchronously, so a write acknowledged to
-// the client can still be lost when its primary dies before a replica has
-// it; WAIT blocks until N replicas acknowledged the writes *of the client
-// that sends it*, which is why the write and the WAIT must share a
-// connection: here they share one pipeline, sent on one connection to the
-// primary that holds the key. WAIT does not make Redis strongly consistent
-// (a replica that acknowledged may not be the one promoted); it bounds what
-// a failover can lose.
+// Durable writes: WAIT (or WAITAOF) counts the writes of the connection
+// that sends it, so the write and the WAIT share one connection to the
+// key's primary. It bounds what a failover can lose; it is not consistency.
 
 import (
 	"context"
@@ -21,9 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Durability is how far a write must reach before it counts: WAIT Replicas
-// Timeout, or with AOF, WAITAOF 1 Replicas Timeout (the primary's AOF
-// fsynced, and Replicas replicas' AOF too). The zero value asks nothing.
+// Durability is WAIT Replicas Timeout, or with AOF, WAITAOF 1 Replicas
+// Timeout. The zero value asks nothing.
 type Durability struct {
 	Replicas int
 	Timeout  time.Duration // > 0 when On: WAIT's 0 would block for ever
@@ -59,9 +52,8 @@ func (a Ack) min(b Ack) Ack {
 	return a
 }
 
-// NotAckedError is a write the server made that was not acknowledged as
-// asked: it stands on the primary but may be lost in a failover. It is never
-// retried (see Retryable): the wait was the caller's bound.
+// NotAckedError is a write made but not acknowledged as asked: never
+// retried (Retryable), the wait was the caller's bound.
 type NotAckedError struct {
 	Want Durability
 	Got  Ack
@@ -86,9 +78,8 @@ func (e *NotAckedError) Error() string {
 
 func (e *NotAckedError) Unwrap() error { return e.Got.Err }
 
-// Code is the exit code: unavailable (69) when too few acknowledged; when
-// the wait itself failed, its own (a server that cannot WAITAOF is its
-// configuration, 78).
+// Code is 69 when too few acknowledged, else the failed wait's own (no
+// WAITAOF: 78).
 func (e *NotAckedError) Code() int {
 	if e.Got.Err == nil {
 		return exit.Unavailable
@@ -161,9 +152,8 @@ func (c *Conn) CheckDurable(ctx context.Context, key string, d Durability) error
 	})
 }
 
-// nodeFor is the client of the primary that holds key: the client itself,
-// or in a cluster the key's primary (a cluster pipeline would send the
-// keyless WAIT to any node, or refuse it by its request policy).
+// nodeFor is key's primary (a cluster pipeline would send the keyless WAIT
+// to any node, or refuse it by its request policy).
 func nodeFor(ctx context.Context, uc redis.UniversalClient, key string) (*redis.Client, error) {
 	switch cl := uc.(type) {
 	case *redis.Client:
@@ -174,14 +164,10 @@ func nodeFor(ctx context.Context, uc redis.UniversalClient, key string) (*redis.
 	return nil, exit.New(exit.Internal, "", "WAIT through a %T", uc)
 }
 
-// PipelinedDurable sends fn's commands, which write to key (or its slot),
-// then WAIT or WAITAOF for d, in one pipeline on one connection to the
-// primary that holds key: one round trip, whose wait covers the writes
-// before it. The round trip is bounded by the per-command timeout plus
-// d.Timeout. Like Pipelined, it returns only a failure of the whole round
-// trip; each command's reply or error is on its Cmd, and the wait's on the
-// Ack (check it with d.Check once a command wrote). fn may be called again
-// when a plain client learns that the server is a cluster node.
+// PipelinedDurable sends fn's writes to key's slot, then d's wait, in one
+// round trip on key's primary, bounded by the timeout plus d.Timeout. Like
+// Pipelined, it returns only a round trip's failure; check the Ack with
+// d.Check. fn may run again when a plain client meets a cluster.
 func (c *Conn) PipelinedDurable(ctx context.Context, key string, d Durability, fn func(p redis.Pipeliner, ctx context.Context)) (Ack, error) {
 	if err := c.CheckDurable(ctx, key, d); err != nil {
 		return Ack{}, err
@@ -270,9 +256,8 @@ func (c *Conn) WaitOn(ctx context.Context, cn *redis.Conn, d Durability) Ack {
 	return ack
 }
 
-// checkWaitAOF makes sure, once per connection, that the server can
-// WAITAOF before anything is written: a server without it (before Redis
-// 7.2) or without appendonly would refuse it only after the write.
+// checkWaitAOF checks once that the server can WAITAOF: one before Redis
+// 7.2, or without appendonly, would refuse it only after the write.
 func (c *Conn) checkWaitAOF(ctx context.Context, probe func(context.Context) error) error {
 	c.mu.Lock()
 	done := c.waitAOFOK

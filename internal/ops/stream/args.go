@@ -1,8 +1,6 @@
 package stream
 
-// The scripts' arguments: each script's KEYS and ARGV are the fields of one
-// struct (redisconn.NewLua), which its Lua reads as locals of the fields'
-// tag names. The parts several scripts share are here.
+// The argument structs several scripts share (redisconn.NewLua).
 
 import (
 	"strconv"
@@ -11,9 +9,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/idmp"
 )
 
-// stateArgs are what every emulated script takes first (see
-// lua/stream_common.lua): the stream, its meta hash and pids set, its ids
-// and order key prefixes (+ pid) and the stream's name.
+// stateArgs are what every emulated script takes first (lua/stream_common.lua).
 type stateArgs struct {
 	Stream      string `lua:"STREAM,key"`
 	Meta        string `lua:"META,key"`
@@ -28,9 +24,8 @@ func stateArgsOf(stream string, l idmp.StateLayout) stateArgs {
 	return stateArgs{Stream: stream, Meta: l.Meta, PIDs: l.PIDs, IDsPrefix: l.IDsPrefix, OrderPrefix: l.OrderPrefix, Owner: stream}
 }
 
-// defaultsArgs are the server-level defaults (CONFIG SET stream-idmp-*),
-// the last two arguments of every emulated call (and of the guard's: the
-// server's native ones): "" "" when the caller does not know them.
+// defaultsArgs are the server-level defaults, last in every emulated call
+// (the guard's: the native ones); "" "" when not known.
 type defaultsArgs struct {
 	Duration string `lua:"SERVER_DURATION_ARG"`
 	MaxSize  string `lua:"SERVER_MAXSIZE_ARG"`
@@ -75,12 +70,8 @@ func trimArgsOf(r *AddRequest) trimArgs {
 	return t
 }
 
-// progressArgs are a batch chunk's progress record move (see batch.go):
-// the lines done before it (From, "" for a call that is no chunk), the
-// lines done after it, their digest, the lines done before the chunk whose
-// kept replies go now ("" none: set when the chunk is sent, see dropArg),
-// how long the record outlives the chunk in ms, the batch ID, its pid,
-// each item's input line (joined by commas), and the ID of the run.
+// progressArgs are a chunk's record move (From "": no chunk); Drop, set
+// when the chunk is sent, names the kept replies that go.
 type progressArgs struct {
 	From   string `lua:"FROM"`
 	To     string `lua:"TO"`

@@ -12,31 +12,21 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// backend is how one mode does idempotent production. Streams picks one when
-// it is opened (Open), and nothing downstream asks the mode again: native
-// (native.go: Redis 8.6's own IDMP: a single add by MULTI/EXEC, tx.go,
-// the rest through one script that also guards streams still holding
-// emulated state) and emulated (emulated.go: idmpctl's Lua emulation).
-//
-// A user who may not run scripts (EVALSHA denied, or renamed away) adds
-// natively one add at a time, which needs no script (unless the stream
-// holds emulated state); xadd --batch and exec's runs of adds need one, and
-// are refused with the server's words (NOPERM 77; scripting renamed away
-// 78), nothing written. Emulated IDMP is scripts.
+// backend is how one mode does idempotent production, picked once by Open:
+// native (native.go, tx.go) or emulated (emulated.go). Without scripts a
+// user adds natively one at a time (unless the stream holds emulated
+// state); batches and exec's runs are refused (NOPERM 77, renamed 78).
 type backend interface {
 	mode() Mode
 	// fits refuses, before anything is sent, a request this mode cannot
 	// send (an emulated add with more fields than XADD from Lua takes).
 	fits(r *AddRequest) error
-	// iidOf is the iid a result of r names ("" where the server does not
-	// tell it: native IDMPAUTO).
+	// iidOf is the iid a result of r names ("" for native IDMPAUTO).
 	iidOf(r *AddRequest) string
-	// add adds one run (sameRun, validated) and waits as o asks; the
-	// results carry the acknowledgement (see judge).
+	// add adds one run (sameRun, validated) and waits as o asks (judge).
 	add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]AddResult, error)
-	// addCall is the script call that adds one run and, for a chunk of
-	// xadd --batch, moves its progress record (cp); outcomes asks each
-	// add's outcome (exec needs only the IDs). parse reads its reply.
+	// addCall is the call that adds one run and moves a batch chunk's
+	// record (cp); outcomes: exec needs only the IDs.
 	addCall(reqs []AddRequest, cp *chunkProgress, outcomes bool) (call *redisconn.Call, parse replyParser, err error)
 	// ready learns, once, what calls made without a round trip of their
 	// own must carry (emulated: the server-level defaults).
@@ -50,13 +40,10 @@ type backend interface {
 // replyParser reads the reply of an add call into its results.
 type replyParser func(v any) ([]AddResult, error)
 
-// Open prepares idempotent production in the requested mode on c: emulated
-// at once; auto and native once the server says what it is (HELLO),
-// which Open asks only when the connection does not know yet. Then it is
-// the first use that asks, and a single add asks in the round trip of its
-// own first check (unsettled): never a round trip of its own. Auto is
-// native when the server has IDMP, emulated otherwise; native on a server
-// without IDMP is a usage error.
+// Open prepares production in the requested mode: auto and native settle
+// once the server says what it is, at the first use if not known yet (a
+// single add asks within its first round trip, no extra one: unsettled).
+// Native on a server without IDMP is a usage error.
 func Open(ctx context.Context, c *redisconn.Conn, requested Mode) (*Streams, error) {
 	s := &Streams{Conn: c}
 	if requested == ModeEmulated {
@@ -93,10 +80,8 @@ func (s *Streams) Settle(ctx context.Context) error {
 	return nil
 }
 
-// unsettled is the backend of streams whose mode the server has not said
-// yet (Open): each use settles it first, and a single add learns it from a
-// HELLO in the round trip of its emulated-state check (multi.tx), where a
-// native add goes on.
+// unsettled is the backend before the mode is known: each use settles it,
+// a single add by a HELLO in its tx's check round trip.
 type unsettled struct {
 	*Streams
 	want Mode
@@ -175,30 +160,15 @@ func (u unsettled) defaults(ctx context.Context) (int64, int64, error) {
 	return u.be.defaults(ctx)
 }
 
-// runCall is add for a mode of scripts: one call for the run, run by the
-// connection's executor (redisconn.Conn.Run) in one round trip with the
-// wait d asks for, its reply read, its acknowledgement judged.
+// runCall adds a run by one script call, with its wait in the round trip.
 func (s *Streams) runCall(ctx context.Context, reqs []AddRequest, o AddOptions) ([]AddResult, error) {
 	d := o.Durability
-	var call *redisconn.Call
 	var parse replyParser
-	var ack redisconn.Ack
-	var err error
-	for try := 0; try < 2; try++ {
-		// The keys depend on whether the server is a cluster node, which a
-		// redirect may teach (Run follows it): then the call is made again.
-		cluster := s.Conn.Cluster()
-		if call, parse, err = s.be.addCall(reqs, nil, !o.NoOutcome); err != nil {
-			return nil, err
-		}
-		ack, err = s.Conn.Run(ctx, redisconn.RunOpts{Key: reqs[0].Stream, Durability: d, Eviction: s.Conn.WatchEviction}, call)
-		if err == nil {
-			err = call.Cmd.Err()
-		}
-		if err == nil || cluster || !s.Conn.Cluster() {
-			break
-		}
-	}
+	call, ack, err := s.runKeyed(ctx, redisconn.RunOpts{Key: reqs[0].Stream, Durability: d, Eviction: s.Conn.WatchEviction}, func() (*redisconn.Call, error) {
+		call, p, err := s.be.addCall(reqs, nil, !o.NoOutcome)
+		parse = p
+		return call, err
+	})
 	if err != nil {
 		return nil, scriptErr(err)
 	}
@@ -206,9 +176,28 @@ func (s *Streams) runCall(ctx context.Context, reqs []AddRequest, o AddOptions) 
 	return judge(res, err, d, ack)
 }
 
-// judge gives durable adds their acknowledgement, and the error of those
-// the replicas did not acknowledge: they stand on the primary, and the same
-// adds are safe to repeat once the replicas are back.
+// runKeyed runs the call mk makes, made again once when a redirect (which
+// Run follows) taught that the server is a cluster node: the keys depend
+// on it. The call is nil when mk failed; err is also the call's own error.
+func (s *Streams) runKeyed(ctx context.Context, o redisconn.RunOpts, mk func() (*redisconn.Call, error)) (*redisconn.Call, redisconn.Ack, error) {
+	for try := 0; ; try++ {
+		cluster := s.Conn.Cluster()
+		call, err := mk()
+		if err != nil {
+			return nil, redisconn.Ack{}, err
+		}
+		ack, err := s.Conn.Run(ctx, o, call)
+		if err == nil {
+			err = call.Cmd.Err()
+		}
+		if err == nil || cluster || !s.Conn.Cluster() || try == 1 {
+			return call, ack, err
+		}
+	}
+}
+
+// judge gives durable adds their acknowledgement, and an error when not
+// acknowledged: the adds stand on the primary, safe to repeat later.
 func judge(res []AddResult, err error, d redisconn.Durability, ack redisconn.Ack) ([]AddResult, error) {
 	if !d.On() || len(res) == 0 {
 		return res, err

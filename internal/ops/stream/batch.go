@@ -1,15 +1,11 @@
 package stream
 
-// Exactly-once batches (xadd --batch). Each chunk of adds moves the batch's
-// progress record (idmp.StateLayout.Batch) from the input line it starts
-// after to its last line, in the same atomic step as its adds: in the
-// chunk's script, emulated or native (compare-and-set: a chunk whose
-// record moved on writes nothing). The record is the truth about what
-// was written: after a network error, a stalled server or a crash, the run
-// goes on exactly after the last committed line, however small IDMP-MAXSIZE
-// is. A new run of the same batch (same stream, pid and batch ID) resumes
-// there too, once it has checked that the input's committed lines are the
-// ones recorded (a digest of their bytes).
+// Exactly-once batches (xadd --batch). Each chunk's script moves the
+// batch's progress record (idmp.StateLayout.Batch) compare-and-set, in the
+// same atomic step as its adds, so the record is the truth about what was
+// written: after an error or a crash, a run (or a new run of the same
+// stream, pid and batch ID, once the committed lines' digest matches) goes
+// on exactly after the last committed line, however small IDMP-MAXSIZE is.
 
 import (
 	"context"
@@ -34,24 +30,20 @@ import (
 
 // Batch defaults.
 const (
-	// DefaultProgressTTL bounds a progress record's life after its last
-	// chunk: long enough to resume after a weekend, short enough that
-	// abandoned batches leave nothing for good.
+	// DefaultProgressTTL bounds a record's life after its last chunk:
+	// resumable after a weekend, yet abandoned batches leave nothing for good.
 	DefaultProgressTTL = 7 * 24 * time.Hour
-	// MinProgressTTL is the shortest --progress-ttl: a record that goes
-	// while its batch runs (between chunks) would have the rest of the
-	// batch, or a rerun, add every line again.
+	// MinProgressTTL: a record that went between chunks would have the
+	// rest of the batch, or a rerun, add every line again.
 	MinProgressTTL = time.Minute
 	// batchChunk is the adds of one emulated script call (the script runs
 	// atomically: it must not block the server for long).
 	batchChunk = 1000
 	// batchWindow is how many chunks one send carries.
 	batchWindow = 4
-	// pipeDepth is how many sends are on the wire at once: the server runs
-	// one while the next ones travel, so that it never waits for a client slowed
-	// by another process on its CPU (on Redis 8.6.3, 1,000,000 native lines
-	// on a shared 2-CPU machine: 2 sends kept the server busy ~85% of the
-	// time, below redis-cli --pipe; 4 sends, above it).
+	// pipeDepth is the sends on the wire at once, so the server never waits
+	// for a slowed client (Redis 8.6.3, 1,000,000 native lines, shared 2
+	// CPUs: 2 kept it busy ~85%, below redis-cli --pipe; 4, above it).
 	pipeDepth = 4
 )
 
@@ -69,30 +61,23 @@ type BatchSpec struct {
 	Skip    int64
 	TTL     time.Duration // of the progress record; 0: DefaultProgressTTL
 	Retries int           // after network errors
-	// OnRetry hears of each retry after a network error, and (attempt 0)
-	// of the first reply of a cluster whose slot is moving, after which
-	// the batch waits for the migration while Conn.Timeout allows.
+	// OnRetry hears of each retry, and (attempt 0) of a moving slot's first
+	// reply, after which the batch waits while Conn.Timeout allows.
 	OnRetry func(attempt int, err error)
-	// Delivered, when set, is called after the results of each committed
-	// chunk were emitted, before the next chunk's (xadd flushes its
-	// output there, so a reader sees each line once it is committed).
+	// Delivered, when set, runs after each committed chunk's results were
+	// emitted (xadd flushes there, so a reader sees each committed line).
 	Delivered func() error
 	// Chunk and Window override batchChunk and batchWindow (tests).
 	Chunk, Window int
-	// Durability, when On, makes every round trip wait for the replicas
-	// asked (see durable.go): a line's result is emitted only once its
-	// write was acknowledged.
+	// Durability makes every round trip wait for the replicas: a line's
+	// result is emitted only once its write was acknowledged.
 	Durability redisconn.Durability
 }
 
-// BatchInput is the input of a batch: Next yields each line's number (from
-// 1) and bytes as read (valid until the next call), io.EOF at the end;
-// Parse fills req with the add a line asks for (false for a blank line:
-// nothing to add; req is a zeroed slot of the chunk). Lines a run
-// skips (committed already, or --skip) are digested but never parsed.
-// Ready reports whether Next would return without waiting for a writer: a
-// chunk is sent as soon as the input has nothing more ready, so a slow
-// producer's lines are not held back.
+// BatchInput is a batch's input: Next yields each line's number (from 1)
+// and bytes (valid until the next call), io.EOF at the end; Parse fills the
+// zeroed req (false: a blank line); skipped lines are digested, never
+// parsed. Ready: Next would not wait, so a slow producer's lines go at once.
 type BatchInput interface {
 	Next() (n int64, raw []byte, err error)
 	Parse(n int64, raw []byte, req *AddRequest) (bool, error)
@@ -183,12 +168,10 @@ type batchRun struct {
 	kept       []int64
 	eof        bool
 	pendingErr error // a read error met inside a chunk: returned after it
-	// unacked holds committed results until a wait covers them
-	// (BatchSpec.Durability).
+	// unacked holds committed results until a wait covers them.
 	unacked []BatchResult
-	// run names this run in the record (field "run"): a record moved past
-	// a chunk by another run of the same batch is told from one this run
-	// committed and lost the reply of.
+	// run names this run in the record, to tell another run's moves from
+	// a chunk this run committed and lost the reply of.
 	run string
 	// maxBulk is the server's proto-max-bulk-len (0: unknown).
 	maxBulk int64
@@ -219,9 +202,8 @@ func (s *Streams) RunBatch(ctx context.Context, spec BatchSpec, in BatchInput, e
 	if spec.Window <= 0 {
 		spec.Window = batchWindow
 	}
-	// Whether the server is a cluster node decides the state keys and how
-	// the record is read: asked even when --mode emulated did not need to
-	// (one round trip a run).
+	// Whether the server is a cluster node decides the keys: asked even in
+	// --mode emulated (one round trip a run).
 	if _, err := s.Conn.Capabilities(ctx); err != nil {
 		return BatchSummary{Mode: s.Mode()}, err
 	}
@@ -284,10 +266,8 @@ func newRunID() string {
 	return hex.EncodeToString(b)
 }
 
-// interrupted replaces the error of a run whose context was cancelled (a
-// signal: see cmd) by what the user needs: how far it got, and that the
-// same command resumes there. The network errors the cancellation caused
-// (a closed connection) say nothing.
+// interrupted replaces a cancelled run's error (its closed connection says
+// nothing) by how far it got, and that the same command resumes there.
 func (r *batchRun) interrupted(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() == nil {
 		return err
@@ -301,18 +281,17 @@ func (r *batchRun) what() string {
 	return "xadd --batch (batch " + strconv.Quote(r.spec.ID) + " of " + strconv.Quote(r.spec.Template.Stream) + ")"
 }
 
-// start reads the progress record and moves the input to where the run
-// begins: after the record's line (checked against the digest), after
-// --skip, or at the start.
+// start moves the input to where the run begins: after the record's line
+// (checked against the digest), after --skip, or at the start.
 func (r *batchRun) start(ctx context.Context) error {
 	p, entries, err := r.readProgress(ctx)
 	if err != nil {
 		return exit.Wrap(err, r.what())
 	}
 	r.prune(ctx)
+	stale := p.Exists && entries >= 0 && p.Entries >= 0 && entries < p.Entries
 	switch {
 	case r.spec.SkipSet:
-		stale := p.Exists && entries >= 0 && p.Entries >= 0 && entries < p.Entries
 		if p.Exists && p.Line > r.spec.Skip && !stale {
 			r.sum.SkippedBack = p.Line
 		}
@@ -320,7 +299,7 @@ func (r *batchRun) start(ctx context.Context) error {
 			return err
 		}
 		return r.reset(ctx, r.spec.Skip)
-	case p.Exists && entries >= 0 && p.Entries >= 0 && entries < p.Entries, p.Exists && entries < 0 && p.Line > 0 && r.streamGone(ctx):
+	case stale, p.Exists && entries < 0 && p.Line > 0 && r.streamGone(ctx):
 		// The stream was deleted (or recreated) since: its lines are gone
 		// with it, so the batch starts over.
 		r.sum.Restarted = true
@@ -342,9 +321,8 @@ func (r *batchRun) start(ctx context.Context) error {
 // pruneLimit bounds the progress records one run drops at its start.
 const pruneLimit = 100
 
-// prune drops the stream's progress records whose --progress-ttl is up
-// (they have no TTL of their own: see idmp.StateLayout). Best effort: a
-// failure changes nothing, and the next run tries again.
+// prune drops records whose --progress-ttl is up (they have no TTL of
+// their own). Best effort: the next run tries again.
 func (r *batchRun) prune(ctx context.Context) {
 	_, _ = r.s.Conn.Run(ctx, redisconn.RunOpts{Key: r.layout.Batches}, pruneScript.Call(&pruneArgs{Index: r.layout.Batches, Limit: pruneLimit}))
 }
@@ -432,10 +410,8 @@ func (r *batchRun) digestHex() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// reset makes the record say line (and the digest of the lines read),
-// whatever it said: --skip, or a stream started over. Line 0 is no record.
-// The record has no TTL (see idmp.StateLayout): it carries the time it
-// expires, and the index scores it by that time.
+// reset makes the record say line and the lines' digest (--skip, or a
+// stream started over; 0: no record). With no TTL, it carries its expiry.
 func (r *batchRun) reset(ctx context.Context, line int64) error {
 	err := r.s.Conn.Do(func(c redis.UniversalClient) error {
 		_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -509,9 +485,8 @@ func (r *batchRun) nextChunk(size int, from int64) (*chunk, error) {
 	return c, nil
 }
 
-// sendable refuses an add that cannot be sent: more field/value arguments
-// than the emulation's script takes, or a value longer than the server's
-// proto-max-bulk-len (which the server refuses for the whole chunk).
+// sendable refuses an add the script cannot take, or one the server
+// would refuse for the whole chunk (proto-max-bulk-len).
 func (r *batchRun) sendable(req *AddRequest) error {
 	if err := r.s.be.fits(req); err != nil {
 		return err
@@ -521,19 +496,7 @@ func (r *batchRun) sendable(req *AddRequest) error {
 		e.Hint = "add this message with a single xadd (natively it has no such bound), or store its fields as one value (a JSON document)"
 		return e
 	}
-	if r.maxBulk <= 0 {
-		return nil
-	}
-	longest := max(len(req.IID), len(req.PID))
-	for _, f := range req.Fields {
-		longest = max(longest, len(f))
-	}
-	if int64(longest) > r.maxBulk {
-		e := exit.New(exit.Data, "", "a value of %d bytes: the server takes at most %d in one argument (proto-max-bulk-len)", longest, r.maxBulk)
-		e.Hint = "store the value elsewhere and add its reference, or raise the server's proto-max-bulk-len"
-		return e
-	}
-	return nil
+	return bulkErr(req, r.maxBulk)
 }
 
 // fill reads chunks after from until the window is full or the input ends;
@@ -561,7 +524,7 @@ func (r *batchRun) fill(queue []*chunk, from int64) ([]*chunk, error) {
 
 // confirm takes a chunk's committed results: emitted at once, or with
 // Durability kept until a wait covers them (see settle).
-func (r *batchRun) confirm(c *chunk, res []AddResult, lost bool) error {
+func (r *batchRun) confirm(c *chunk, res []AddResult, lost bool) {
 	out := make([]BatchResult, len(res))
 	for i, a := range res {
 		a.Mode = r.sum.Mode
@@ -578,17 +541,17 @@ func (r *batchRun) confirm(c *chunk, res []AddResult, lost bool) error {
 	} else if len(res) > 0 {
 		r.sum.LastLine = c.lines[len(res)-1]
 	}
-	return nil
 }
 
 // confirmPart confirms the requests i to j of chunk c (res, one each): the
 // whole chunk when they are all of it.
-func (r *batchRun) confirmPart(c *chunk, i, j int, res []AddResult, lost bool) error {
+func (r *batchRun) confirmPart(c *chunk, i, j int, res []AddResult, lost bool) {
 	if i == j {
-		return nil
+		return
 	}
 	if i == 0 && j == len(c.reqs) {
-		return r.confirm(c, res, lost)
+		r.confirm(c, res, lost)
+		return
 	}
 	part := &chunk{from: c.from, to: c.lines[j-1], reqs: c.reqs[i:j], lines: c.lines[i:j], retried: c.retried}
 	if i > 0 {
@@ -597,7 +560,7 @@ func (r *batchRun) confirmPart(c *chunk, i, j int, res []AddResult, lost bool) e
 	if j == len(c.reqs) {
 		part.to = c.to
 	}
-	return r.confirm(part, res, lost)
+	r.confirm(part, res, lost)
 }
 
 // emitResults counts results and hands them to the goroutine that emits
@@ -626,11 +589,8 @@ func (r *batchRun) lineError(c *chunk, i int, err error) error {
 	return exit.WithHint(e, hint)
 }
 
-// runScripted sends windows of chunks, one script call a chunk, on a pipe
-// where several sends are in flight (sendScripted). Reading and parsing
-// the input, and preparing the script calls, run ahead in a goroutine of
-// their own (at most two windows ahead): the server adds one window while
-// the next is being read.
+// runScripted sends windows of chunks (sendScripted) while a goroutine
+// reads and prepares the next, at most two windows ahead.
 func (r *batchRun) runScripted(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -670,12 +630,12 @@ func (r *batchRun) runScripted(ctx context.Context) error {
 	if readErr != nil {
 		return readErr
 	}
-	return r.tidy(ctx)
+	r.tidy(ctx)
+	return nil
 }
 
-// prepare builds a chunk's script call (once: a chunk cut short by a
-// recovery gets a new one). Which kept replies it drops is decided when it
-// is sent (dropArg).
+// prepare builds a chunk's call once (a chunk a recovery cuts is new);
+// which kept replies it drops is set when it is sent (dropIndex).
 func (r *batchRun) prepare(c *chunk) error {
 	if c.call != nil {
 		return nil
@@ -687,13 +647,10 @@ func (r *batchRun) prepare(c *chunk) error {
 	return err
 }
 
-// sendScripted commits the windows as the reader prepares them, on a pipe
-// of their own (redisconn.Pipe) where up to pipeDepth windows are on the
-// wire: the server runs one while the next travels. Each chunk's script
-// moves the progress record compare-and-set, so the chunks after one that
-// stopped, failed or was refused change nothing. After a network error (or
-// a chunk the record says is done), the record tells what was committed,
-// whose kept replies are emitted, and the rest goes again.
+// sendScripted commits the windows on a pipe with up to pipeDepth sends on
+// the wire; chunks after one that stopped change nothing (compare-and-set).
+// After a network error, or a chunk the record says is done, the record
+// tells what was committed (its kept replies are emitted) and the rest goes again.
 func (r *batchRun) sendScripted(ctx context.Context, windows <-chan []*chunk) error {
 	d := r.spec.Durability
 	if err := r.s.Conn.CheckDurable(ctx, r.spec.Template.Stream, d); err != nil {
@@ -818,11 +775,9 @@ func (r *batchRun) sendScripted(ctx context.Context, windows <-chan []*chunk) er
 	return r.unavailable(err)
 }
 
-// receive reads the replies of the oldest send on the pipe, n chunks (and
-// the wait after them), confirming the chunks from the front of queue.
-// moved is a chunk the progress record had moved past (it ran already, or
-// another run of the batch did): a recovery settles it and what follows. A
-// retryable error leaves what is on the wire to a recovery too.
+// receive reads the oldest send's n replies (and its wait), confirming
+// chunks from the front of queue. moved (the record was past a chunk) and
+// a retryable error leave what is on the wire to a recovery.
 func (r *batchRun) receive(ctx context.Context, pipe *redisconn.Pipe, queue *[]*chunk, n int) (moved bool, err error) {
 	d := r.spec.Durability
 	for range n {
@@ -833,10 +788,8 @@ func (r *batchRun) receive(ctx context.Context, pipe *redisconn.Pipe, queue *[]*
 		case err != nil && !errors.As(err, &reply):
 			return false, err // the connection, or the server lost the script
 		case err != nil && exit.Migrating(err.Error()):
-			// The stream's slot is moving: nothing of this chunk ran (a
-			// script refused mid-way would have been refused before it
-			// wrote: see the scripts' first part). The record tells what
-			// is committed once the client follows the slot.
+			// A moving slot: nothing of this chunk ran (the scripts check
+			// before they write); the record tells the rest after the move.
 			r.s.Conn.Redirected(ctx)
 			return false, err
 		case err != nil && redisconn.Retryable(err):
@@ -854,13 +807,9 @@ func (r *batchRun) receive(ctx context.Context, pipe *redisconn.Pipe, queue *[]*
 			// Committed; what each add was, the server's counters do not
 			// say: reported as a lost reply's lines are.
 			err = unknown.then
-			if cerr := r.confirm(c, res, true); cerr != nil {
-				return false, cerr
-			}
+			r.confirm(c, res, true)
 		default:
-			if cerr := r.confirm(c, res, false); cerr != nil {
-				return false, cerr
-			}
+			r.confirm(c, res, false)
 		}
 		*queue = (*queue)[1:]
 		if err != nil {
@@ -893,10 +842,8 @@ func (r *batchRun) unavailable(err error) error {
 		"lines 1-%d are confirmed committed, and the progress record knows exactly how far the rest got: run the same command again once the server is back: it resumes after the last committed line", r.sum.LastLine))
 }
 
-// recover reads the progress record after a failed round trip and settles
-// the chunks that were in flight: those it counts were committed (their
-// kept replies are emitted), a chunk it counts in part is cut to what is
-// left, and what is left goes again.
+// recover settles the chunks in flight by the record: those it counts are
+// confirmed (kept replies emitted), one counted in part is cut, the rest go again.
 func (r *batchRun) recover(ctx context.Context, queue []*chunk) ([]*chunk, error) {
 	p, _, err := r.readProgress(ctx)
 	if err != nil {
@@ -934,15 +881,9 @@ func (r *batchRun) recover(ctx context.Context, queue []*chunk) ([]*chunk, error
 		for n < len(c.lines) && c.lines[n] <= p.Line {
 			n++
 		}
-		// Their replies, as the chunk that committed them from c.from
-		// kept them: this run's, or one that stopped, whose chunks may be
-		// cut elsewhere (a piped input is cut where it waited). None kept
-		// there, or not this chunk's: another run committed its lines in
-		// chunks of its own, and the record names the last run that moved
-		// it, maybe this one since (its chunks after this one are
-		// pipelined): committed, the IDs not known here. (This run's own
-		// commit of a chunk keeps its replies under the chunk's first line
-		// until the chunk is confirmed.)
+		// Their replies as kept under c.from. None there, or not this
+		// chunk's (another run cut its chunks elsewhere, e.g. where a
+		// piped input waited): committed, IDs unknown.
 		res, err := r.keptReplies(p.replies[c.from], c)
 		switch {
 		case err != nil:
@@ -951,27 +892,22 @@ func (r *batchRun) recover(ctx context.Context, queue []*chunk) ([]*chunk, error
 			res = res[:n]
 		}
 		c.retried = true
-		if err := r.confirmPart(c, 0, len(res), res, false); err != nil {
-			return nil, err
-		}
+		r.confirmPart(c, 0, len(res), res, false)
 		// The lines committed after those, by a run that stopped, in
 		// chunks of its own: committed, IDs unknown.
 		lost := make([]AddResult, 0, n-len(res))
 		for i := len(res); i < n; i++ {
 			lost = append(lost, AddResult{IID: c.reqs[i].IID})
 		}
-		if err := r.confirmPart(c, len(res), n, lost, true); err != nil {
-			return nil, err
-		}
+		r.confirmPart(c, len(res), n, lost, true)
 		if n < len(c.reqs) {
 			queue[0] = &chunk{from: p.Line, to: c.to, digest: c.digest, reqs: c.reqs[n:], lines: c.lines[n:], retried: true}
 			continue
 		}
 		queue = queue[1:]
 	}
-	// Ahead of what this run has read: lines committed by a run that
-	// stopped are settled as their chunks come (each finds the record
-	// moved on); a live run's make this one stop.
+	// Ahead of this run's reading: a stopped run's lines settle as their
+	// chunks come (each finds the record moved); a live run's stop this one.
 	if p.Line > r.sum.LastLine && p.Run != stopped {
 		e := exit.New(exit.Busy, r.what(), "another run of the batch is ahead of this one (line %d)", p.Line)
 		e.Hint = "one run per batch at a time; this one stops"
@@ -980,31 +916,17 @@ func (r *batchRun) recover(ctx context.Context, queue []*chunk) ([]*chunk, error
 	return queue, nil
 }
 
-// otherRunGrace is how long a record moved by another run must stand still
-// for that run to be taken for one that stopped, on a server where this
-// user may not run CLIENT LIST (see stoppedRun).
+// otherRunGrace: without CLIENT LIST, a record that stood still this long
+// was moved by a run that stopped (see stoppedRun).
 const otherRunGrace = 150 * time.Millisecond
 
-// stoppedRun reports whether the run that moved the record (p) has stopped,
-// and the record as it stands once that is known. A run killed with chunks
-// in its socket has them run by the server after it died, for as long as
-// they take, and a run started at once after it finds the record moving.
-// The rule: every connection a run writes on is named after it
-// (batchClientName), and
-//   - once the server lists none of that name, nothing of that run can
-//     run any more: it has stopped, and the record read after that is final
-//     for it;
-//   - a run that died has at most inFlightLines of its input in flight, so
-//     a record moved further than that past p, while its connection is
-//     listed, is a live run's;
-//   - a connection still listed after --timeout is a live run's (idle: a
-//     slow producer), or of a host that vanished without closing it: the
-//     error names it.
-//
-// A user who may not run CLIENT LIST (or a server without it) falls back
-// to the record standing still for otherRunGrace. Exactly once holds either way (every chunk is
-// compare-and-set): this only decides between going on and stopping with
-// 75.
+// stoppedRun reports whether the run that moved the record (p) stopped, and
+// the record then. A killed run's socketed chunks still run after it died,
+// so its connections are named (batchClientName): none listed, it stopped
+// and the record is final; moved past p by more than inFlightLines while
+// listed, or still listed after --timeout, it is live (the error names the
+// connection, maybe of a vanished host). Without CLIENT LIST: otherRunGrace.
+// Exactly once holds either way: this only decides between going on and 75.
 func (r *batchRun) stoppedRun(ctx context.Context, p Progress) (bool, Progress, error) {
 	name := batchClientName(p.Run)
 	deadline := time.Now().Add(max(r.s.Conn.Timeout, time.Second))
@@ -1042,9 +964,8 @@ func (r *batchRun) stoppedRun(ctx context.Context, p Progress) (bool, Progress, 
 	}
 }
 
-// inFlightLines bounds the input lines a run can have sent and not seen
-// committed: its sends on the wire (pipeDepth windows of batchWindow
-// chunks of batchChunk lines, or this run's own sizes if larger).
+// inFlightLines bounds the lines a run can have sent and not seen
+// committed: pipeDepth windows of the largest chunks.
 func (r *batchRun) inFlightLines() int64 {
 	return int64(pipeDepth * max(batchWindow, r.spec.Window) * max(batchChunk, r.spec.Chunk))
 }
@@ -1106,9 +1027,9 @@ func (r *batchRun) keptReplies(kept string, c *chunk) ([]AddResult, error) {
 }
 
 // tidy drops the replies the record still keeps once the run is done.
-func (r *batchRun) tidy(ctx context.Context) error {
+func (r *batchRun) tidy(ctx context.Context) {
 	if len(r.kept) == 0 {
-		return nil
+		return
 	}
 	fields := make([]string, len(r.kept))
 	for i, from := range r.kept {
@@ -1117,7 +1038,6 @@ func (r *batchRun) tidy(ctx context.Context) error {
 	// Best effort: the record expires with them anyway.
 	_ = r.s.Conn.Do(func(c redis.UniversalClient) error { return c.HDel(ctx, r.key, fields...).Err() })
 	r.kept = nil
-	return nil
 }
 
 // scriptRefused gives a native batch whose script the server has renamed
@@ -1129,16 +1049,12 @@ func (r *batchRun) scriptRefused(err error) error {
 	return exit.WithHint(err, "xadd --batch moves its progress record with each chunk in one server-side script: allow EVALSHA and SCRIPT LOAD (rename-command, ACL), or add the lines one xadd at a time, which natively needs no script")
 }
 
-// batchClientName names the connections a run of a batch writes on
-// (CLIENT SETNAME): another run of the batch tells by CLIENT LIST whether
-// the run that moved the record can still write.
+// batchClientName names a run's connections, for stoppedRun's CLIENT LIST.
 func batchClientName(run string) string { return "idmpctl-batch-" + run }
 
-// settle judges the results kept since the last wait by the wait of the
-// round trip that followed them: it covers them all, since replicas
-// acknowledge offsets of one replication stream in order. Acknowledged,
-// they are emitted; otherwise they stand on the primary, unprinted, and the
-// run stops (the progress record has them: a re-run resumes after them).
+// settle judges the results kept since the last wait by the next wait (it
+// covers them all: replicas acknowledge offsets in order): emitted, or
+// unprinted and the run stops (the record has them: a re-run resumes after).
 func (r *batchRun) settle(ack redisconn.Ack) error {
 	if len(r.unacked) == 0 {
 		return nil
@@ -1161,10 +1077,8 @@ func (r *batchRun) settle(ack redisconn.Ack) error {
 	return nil
 }
 
-// cover waits for results no later round trip covered (a recovery after a
-// network error found them committed, and nothing followed): a write of
-// its own for the wait to follow, the progress record's retention set
-// again, then settle.
+// cover waits for results no later round trip covered (a recovery found
+// them committed): a write of its own (the record's PEXPIRE), then settle.
 func (r *batchRun) cover(ctx context.Context) error {
 	if len(r.unacked) == 0 {
 		return nil

@@ -6,12 +6,8 @@ import (
 	"path/filepath"
 )
 
-// DefaultBatchID is a batch's resume identity when --batch-id is not given:
-// the first 16 hex digits of SHA-256 of the input's absolute path ("-" for
-// stdin), a newline, and its first line. Re-running the same file resumes
-// it (the progress record is keyed by the stream, the pid and this ID);
-// another file, or the same name with another first line, is another
-// batch.
+// DefaultBatchID is the batch ID without --batch-id: 16 hex digits of the
+// SHA-256 of the input's absolute path ("-": stdin), newline, first line.
 func DefaultBatchID(input string, firstLine []byte) string {
 	if input != "-" {
 		if abs, err := filepath.Abs(input); err == nil {

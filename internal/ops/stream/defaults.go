@@ -8,16 +8,11 @@ import (
 	"github.com/idmpctl/idmpctl/internal/idmp"
 )
 
-// Server-level defaults in emulated mode (CONFIG SET stream-idmp-duration
-// and stream-idmp-maxsize through idmpctl exec): a hash at idmp.DefaultsKey.
-// In a cluster that key lives in one slot while streams live in all, and a
-// script reads only keys of its stream's slot, so the scripts never read
-// it: the caller reads it (once per process) and sends the values as the
-// last two arguments of every script call. A stream's meta takes them when
-// its state starts (its first idempotent add) and keeps them, so changing
-// the defaults never changes an existing stream. An add that does not know
-// them is refused by the script before any write when, and only when, the
-// stream's state starts ({'D'}): the steady-state add stays one round trip.
+// Emulated server-level defaults (exec's CONFIG SET stream-idmp-*) live at
+// idmp.DefaultsKey, in one cluster slot, so scripts never read it: the
+// caller reads it once and sends the values. A stream keeps those of its
+// state's start; a script not sent them refuses ({'D'}) only then, before
+// writing, so the steady-state add stays one round trip.
 
 // errNeedDefaults is the add script's refusal: the stream's state starts
 // with this add and the server-level defaults were not sent.

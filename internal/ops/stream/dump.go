@@ -10,12 +10,9 @@ import (
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 )
 
-// DUMP and RESTORE of a stream with emulated IDMP state. A DUMP payload
-// holds the stream (with its liveness token, a consumer group) but not the
-// state, which lives in keys of its own: DumpCall takes the state with the
-// payload, and RestoreCall writes it back with the restored stream, as
-// RESTORE carries a stream's tracking natively (R15). exec keeps the state
-// of each DUMP it served for a RESTORE of that payload.
+// DUMP and RESTORE of a stream with emulated state, which a payload does
+// not hold (its token group aside): DumpCall takes it with the payload,
+// RestoreCall writes it back, as RESTORE carries native tracking (R15).
 
 var (
 	//go:embed lua/stream_emu_dump.lua
@@ -27,9 +24,7 @@ var (
 	restoreScript = emulatedScript[restoreArgsOf](redisconn.CommandReply, restoreLua) // RESTORE's
 )
 
-// restoreArgsOf are the restore script's (see lua/stream_emu_restore.lua):
-// RESTORE's arguments after the key (how many, then they), then the state
-// (restoredState).
+// restoreArgsOf are the restore script's (lua/stream_emu_restore.lua).
 type restoreArgsOf struct {
 	State    stateArgs
 	PIDKeys  []string       `lua:"PID_KEYS,key,rest"` // per pid of the state its ids hash and order list
@@ -38,10 +33,7 @@ type restoreArgsOf struct {
 	Defaults defaultsArgs
 }
 
-// restoredState is a restore's arguments after NRESTORE: RESTORE's
-// arguments, the state's settings and counters, its gen, '1' when its
-// iids are unordered, the number of pids, and per pid its name, number of
-// iids and iid/ID pairs.
+// restoredState is a restore's arguments after NRESTORE: RESTORE's, then the state.
 type restoredState struct {
 	restoreArgs []string
 	state       *DumpState
@@ -74,9 +66,7 @@ func (r *restoredState) AppendArgs(args []any) []any {
 	return args
 }
 
-// DumpState is a stream's emulated IDMP state as a DUMP took it: settings,
-// lifetime counters, the token's gen, and each producer's live iids with
-// their entry IDs, oldest first.
+// DumpState is a stream's emulated state as a DUMP took it.
 type DumpState struct {
 	Duration, MaxSize, Added, Duplicates int64
 	Gen                                  string
@@ -113,9 +103,8 @@ func (s *Streams) DumpCall(key string) (*redisconn.Call, error) {
 	return dumpScript.Call(&stateOnlyArgs{State: st, Defaults: s.defaultArgs()}), nil
 }
 
-// ParseDumpReply reads DumpCall's reply: the payload (ok false when the
-// key does not exist: DUMP's nil), and the state (nil when the key is not
-// a stream with live emulated state).
+// ParseDumpReply reads DumpCall's reply: the payload (ok false: no key),
+// and the state (nil: no live emulated state).
 func ParseDumpReply(v any) (payload string, state *DumpState, ok bool, err error) {
 	r, err := dumpScript.Decode(v)
 	return r.payload, r.state, r.ok, err
@@ -130,78 +119,54 @@ type dumpReply struct {
 
 // decodeDumpReply is the dump script's decoder.
 func decodeDumpReply(v any) (dumpReply, error) {
-	payload, state, ok, err := decodeDump(v)
-	return dumpReply{payload, state, ok}, err
-}
-
-func decodeDump(v any) (payload string, state *DumpState, ok bool, err error) {
 	r, isList := v.([]any)
-	bad := func() (string, *DumpState, bool, error) {
-		return "", nil, false, exit.New(exit.Internal, "emulated DUMP", "unexpected reply %s", fmt.Sprint(v))
+	bad := func() (dumpReply, error) {
+		return dumpReply{}, exit.New(exit.Internal, "emulated DUMP", "unexpected reply %s", fmt.Sprint(v))
 	}
 	if !isList {
 		return bad()
 	}
 	if len(r) == 0 {
-		return "", nil, false, nil
+		return dumpReply{}, nil
 	}
 	payload, isStr := r[0].(string)
-	if !isStr {
+	switch {
+	case !isStr:
+		return bad()
+	case len(r) == 1:
+		return dumpReply{payload: payload, ok: true}, nil
+	case len(r) < 8:
 		return bad()
 	}
-	if len(r) == 1 {
-		return payload, nil, true, nil
-	}
-	if len(r) < 8 {
-		return bad()
-	}
-	num := func(i int) (int64, bool) { n, ok := r[i].(int64); return n, ok }
-	str := func(i int) (string, bool) { s, ok := r[i].(string); return s, ok }
-	d := &DumpState{}
-	var ok1, ok2, ok3, ok4, ok5, ok6, ok7 bool
-	d.Duration, ok1 = num(1)
-	d.MaxSize, ok2 = num(2)
-	d.Added, ok3 = num(3)
-	d.Duplicates, ok4 = num(4)
-	d.Gen, ok5 = str(5)
-	u, ok6 := str(6)
-	d.Unordered = u == "1"
-	npids, ok7 := num(7)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) {
-		return bad()
-	}
+	failed := false // a value of another type was read
+	num := func(i int) int64 { n, ok := r[i].(int64); failed = failed || !ok; return n }
+	str := func(i int) string { s, ok := r[i].(string); failed = failed || !ok; return s }
+	d := &DumpState{Duration: num(1), MaxSize: num(2), Added: num(3), Duplicates: num(4), Gen: str(5), Unordered: str(6) == "1"}
+	npids := num(7)
 	at := 8
 	for range npids {
-		if at+1 >= len(r) {
+		if failed || at+1 >= len(r) {
 			return bad()
 		}
-		pid, okp := str(at)
-		n, okn := num(at + 1)
-		if !okp || !okn || at+2+2*int(n) > len(r) {
+		p := DumpPID{PID: str(at)}
+		n := int(num(at + 1))
+		if failed || at+2+2*n > len(r) {
 			return bad()
 		}
-		p := DumpPID{PID: pid}
-		for k := range int(n) {
-			iid, ok1 := str(at + 2 + 2*k)
-			id, ok2 := str(at + 3 + 2*k)
-			if !ok1 || !ok2 {
-				return bad()
-			}
-			p.IIDs, p.IDs = append(p.IIDs, iid), append(p.IDs, id)
+		for k := range n {
+			p.IIDs, p.IDs = append(p.IIDs, str(at+2+2*k)), append(p.IDs, str(at+3+2*k))
 		}
 		d.PIDs = append(d.PIDs, p)
-		at += 2 + 2*int(n)
+		at += 2 + 2*n
 	}
-	if at != len(r) {
+	if failed || at != len(r) {
 		return bad()
 	}
-	return payload, d, true, nil
+	return dumpReply{payload, d, true}, nil
 }
 
-// RestoreCall is the call of the script that runs RESTORE key with
-// restoreArgs (ttl, payload, and RESTORE's options as given) and writes
-// state, as DumpCall took it with that payload, under key's names. Its
-// reply is RESTORE's.
+// RestoreCall runs RESTORE key restoreArgs... and writes state (as DumpCall
+// took it) under key's names. Its reply is RESTORE's.
 func (s *Streams) RestoreCall(key string, restoreArgs []string, state *DumpState) (*redisconn.Call, error) {
 	l, st, err := s.state(key)
 	if err != nil {
@@ -215,14 +180,12 @@ func (s *Streams) RestoreCall(key string, restoreArgs []string, state *DumpState
 		Rest: &restoredState{restoreArgs: restoreArgs, state: state}, Defaults: s.defaultArgs()}), nil
 }
 
-// tokenInPayload finds the name of a liveness token in a DUMP payload: a
-// stream's consumer group names are kept as they are (an RDB compresses
-// strings of more than 20 bytes, and a token's name has 20).
+// tokenInPayload finds a token's name in a DUMP payload: an RDB compresses
+// only strings over 20 bytes, and a token's name has 20.
 var tokenInPayload = regexp.MustCompile(`idmpctl:[0-9a-f]{12}`)
 
-// PayloadToken returns the name of a liveness token the DUMP payload of a
-// stream holds ("" none): the stream it was taken of had emulated IDMP
-// state, which the payload does not carry.
+// PayloadToken is the liveness token a stream's DUMP payload holds ("":
+// none): its stream had emulated state, which the payload lacks.
 func PayloadToken(payload string) string {
 	if !strings.Contains(payload, tokenPrefix) {
 		return ""

@@ -15,13 +15,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Emulated IDMP for servers without it: the state of idmp.StateLayout, kept by
-// one Lua script call per batch of adds (see lua/stream_emu_*.lua). No state
-// key has a TTL: maxmemory-policy volatile-* would evict it first, and
-// settings must not silently revert to the defaults on an idle stream (that
-// would shrink dedupe windows). The scripts expire what DURATION and
-// --progress-ttl no longer cover, and any later call on a deleted stream's
-// name drops its state (R13).
+// Emulated IDMP: idmp.StateLayout kept by one Lua call per run of adds. No
+// state key has a TTL (volatile-* would evict it first, and settings must
+// not revert on an idle stream); the scripts expire what DURATION and
+// --progress-ttl no longer cover, and drop a deleted stream's state (R13).
 
 // The scripts' sources, embedded as strings: static data, nothing to copy
 // or build at process start.
@@ -44,10 +41,8 @@ var (
 	pruneLua string
 )
 
-// emulatedScript is one emulated-IDMP script, whose arguments are A (which
-// start with stateArgs and end with defaultsArgs) and whose replies decode
-// reads: the IDMP limits, the common helpers of lua/stream_common.lua and
-// its own sources.
+// emulatedScript is an emulated-IDMP script (A starts with stateArgs, ends
+// with defaultsArgs): the IDMP limits, lua/stream_common.lua, then sources.
 func emulatedScript[A, R any](decode func(v any) (R, error), sources ...string) *redisconn.Lua[A, R] {
 	return redisconn.NewLua[A](decode, append([]string{idmp.LuaConstants(), commonLua}, sources...)...)
 }
@@ -113,10 +108,6 @@ func scriptErr(err error) error {
 	return e
 }
 
-// dropArg is where in the add script's arguments a chunk names the kept
-// replies that go (progressArgs.Drop): set when the chunk is sent.
-func dropArg() int { return addScript.ArgIndex("Drop") }
-
 // chunkProgress is what a chunk of xadd --batch adds to its script call:
 // the progress record it moves from From to To input lines (see batch.go).
 type chunkProgress struct {
@@ -145,11 +136,7 @@ type addArgs struct {
 	Defaults   defaultsArgs
 }
 
-// addItems are the add script's items (lua/stream_emu_add.lua): per pid
-// its name and number of items; then the number of items; then, when
-// every item is of the one pid and has the same number of fields (the
-// common batch), that number and per item its iid and fields; else ” and
-// per item its pid's index, iid, number of fields and fields. Strings go
+// addItems are the add script's items (lua/stream_emu_add.lua). Strings go
 // in as pointers: boxing a string allocates, a pointer does not.
 type addItems struct {
 	pids     []any // pid, number of items for it
@@ -248,9 +235,8 @@ func (s emulated) addCall(reqs []AddRequest, cp *chunkProgress, _ bool) (*redisc
 	return call, func(v any) ([]AddResult, error) { return parseAddReply(v, iids, len(iids)) }, err
 }
 
-// emulatedAddCall prepares the add script's call for requests that share a
-// stream and options: keys, then options once, then pid, iid and fields
-// per item. It returns the iid of each request (derived for Auto).
+// emulatedAddCall prepares the add script's call for one run, and returns
+// each request's iid (derived for Auto).
 func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress) (*redisconn.Call, []string, error) {
 	r0 := reqs[0]
 	l, st, err := s.state(r0.Stream)
@@ -286,25 +272,13 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress) (*redisc
 	return call, it.iids, nil
 }
 
-// tooManyFields is the refusal of an add with more field/value arguments
-// than one XADD from Lua takes (idmp.MaxEmulatedFieldArgs): the client's,
-// before anything is sent, and the script's, before it writes.
+// tooManyFields refuses an add over idmp.MaxEmulatedFieldArgs: the client
+// before it sends, the script before it writes.
 func tooManyFields(n int) error {
 	e := exit.New(exit.Data, "", "%d field/value arguments: emulated IDMP takes at most %d in one add (the script hands them to XADD with Lua's unpack, which stops near 8,000 values)",
 		n, idmp.MaxEmulatedFieldArgs)
 	e.Hint = "split the message's fields, or store them as one value (a JSON document); native IDMP (Redis 8.6+) has no such bound"
 	return e
-}
-
-// checkFieldCounts returns the index of the first request too big for one
-// emulated add, and its refusal; -1 and nil when all fit.
-func checkFieldCounts(reqs []AddRequest) (int, error) {
-	for i := range reqs {
-		if n := len(reqs[i].Fields); n > idmp.MaxEmulatedFieldArgs {
-			return i, tooManyFields(n)
-		}
-	}
-	return -1, nil
 }
 
 // errFieldsRefused is the script's own refusal of an item with too many
@@ -349,7 +323,6 @@ func (r runReply) addResults(what string, iids []string, n int) ([]AddResult, er
 	default:
 		return nil, r.unexpected(what)
 	}
-	// A fourth element is the guard's (guard.go): whether state was consulted.
 	out, err := parseDone(r.done, iids, n)
 	if err != nil {
 		return nil, exit.New(exit.Internal, what, "%v", err)
@@ -371,10 +344,9 @@ func (r runReply) stopped(what string, got, n int) error {
 	return nil
 }
 
-// parseDone reads the done items of an add reply, or a batch chunk's
-// replies as its progress record keeps them: the new ID (which starts with
-// a digit; records written before 2026-11 have 'a' and the ID), or 'd',
-// 0|1 and the original's ID, comma-separated.
+// parseDone reads an add reply's done items, or a chunk's kept replies:
+// comma-separated, the new ID (records before 2026-11: 'a' and the ID) or
+// 'd', 0|1 (the original exists) and the original's ID.
 func parseDone(done string, iids []string, n int) ([]AddResult, error) {
 	if done == "" {
 		return nil, nil
@@ -400,32 +372,17 @@ func parseDone(done string, iids []string, n int) ([]AddResult, error) {
 	return out, nil
 }
 
-// runState runs the emulated script call that call makes of the stream's
-// state (and the defaults, always last) through Conn.Do: a plain client
-// that reached a cluster node learns so from the MOVED reply, and the keys
-// are made again for the cluster.
-//
-// It returns the call that ran, whose reply (or error reply) the script's
-// Reply reads; an error when no call could run.
+// runState runs the emulated call mk makes of the stream's state (runKeyed),
+// and returns it for its script's Reply; an error only when none could run.
 func (s *Streams) runState(ctx context.Context, stream string, mk func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call) (*redisconn.Call, error) {
-	var call *redisconn.Call
-	var err error
-	for try := 0; try < 2; try++ {
-		cluster := s.Conn.Cluster()
-		l, st, serr := s.state(stream)
-		if serr != nil {
-			return nil, serr
+	call, _, err := s.runKeyed(ctx, redisconn.RunOpts{Key: stream}, func() (*redisconn.Call, error) {
+		l, st, err := s.state(stream)
+		if err != nil {
+			return nil, err
 		}
-		call = mk(l, st, s.defaultArgs())
-		_, err = s.Conn.Run(ctx, redisconn.RunOpts{Key: stream}, call)
-		if err == nil {
-			err = call.Cmd.Err()
-		}
-		if err == nil || cluster || !s.Conn.Cluster() {
-			break
-		}
-	}
-	if call.Cmd == nil {
+		return mk(l, st, s.defaultArgs()), nil
+	})
+	if call == nil || call.Cmd == nil {
 		return nil, err
 	}
 	return call, nil
@@ -449,13 +406,10 @@ func (s emulated) info(ctx context.Context, stream string) (Info, error) {
 		s.plainReads = true
 		return s.emulatedInfoPlain(ctx, stream)
 	}
-	if errors.Is(err, redis.Nil) {
+	if errors.Is(err, redis.Nil) || err == nil && reply == nil {
 		return Info{}, errNoSuchKey()
 	} else if err != nil {
 		return Info{}, scriptErr(err)
-	}
-	if reply == nil { // a nil reply is redis.Nil: not here
-		return Info{}, errNoSuchKey()
 	}
 	info := *reply
 	info.Stream = stream
@@ -469,9 +423,8 @@ func (s emulated) info(ctx context.Context, stream string) (Info, error) {
 	return info, nil
 }
 
-// decodeInfoReply is the info script's decoder: nil for a stream that does
-// not exist (its nil reply, as a caller that reads replies itself gets it),
-// else the view, without the stream's name (parseInfoReply).
+// decodeInfoReply is the info script's decoder: nil for no stream, else
+// the view without the stream's name.
 func decodeInfoReply(v any) (*Info, error) {
 	if v == nil {
 		return nil, nil
@@ -484,11 +437,8 @@ func decodeInfoReply(v any) (*Info, error) {
 	return &info, nil
 }
 
-// parseInfoReply reads the info script's reply (lua/stream_emu_info.lua):
-// eleven settings and counters, what of the state is missing, the number
-// of liveness tokens among the stream's groups, whether the state has a
-// token of its own, then pid and iid count pairs. ok is false for a reply
-// of another shape.
+// parseInfoReply reads the info script's reply (lua/stream_emu_info.lua);
+// false for a reply of another shape.
 func parseInfoReply(reply []any, stream string) (Info, bool) {
 	if len(reply) < 14 || len(reply)%2 != 0 {
 		return Info{}, false
@@ -568,10 +518,9 @@ func (s emulated) clear(ctx context.Context, stream, pid string) (int64, error) 
 	return n, scriptErr(err)
 }
 
-// EmulatedBytesPerIID is the server memory one tracked iid costs in emulated
-// mode: a hash field (iid -> entry ID) and a list element, for 36-byte iids
-// in a pid holding thousands. BenchmarkEmulatedMemoryPerIID measured 155-162
-// on Redis 7.0 (jemalloc); TestEmulatedBytesPerIID keeps it within 30%.
+// EmulatedBytesPerIID is the memory of one tracked 36-byte iid (hash field
+// and list element): BenchmarkEmulatedMemoryPerIID measured 155-162 on
+// Redis 7.0 (jemalloc); TestEmulatedBytesPerIID keeps it within 30%.
 const EmulatedBytesPerIID = 160
 
 //go:embed lua/stream_emu_drop_orphan.lua
@@ -579,13 +528,10 @@ var dropOrphanLua string
 
 var dropOrphanScript = emulatedScript[dropOrphanArgs](redisconn.Int64Reply, dropOrphanLua) // -1: a name is a stream
 
-// DropOrphanedState drops the emulated IDMP state of a stream that was
-// deleted (purge --match --orphan-state): names are the streams the state
-// may belong to (idmp.StateStreams of one of its keys), keys the keys of it
-// a scan found. The server deletes every key of the state, atomically,
-// only while none of the names is a stream: kept is true when one is (a
-// stream created again since the scan), and nothing was deleted.
-// Retry-safe: a repeat finds nothing left, or the stream back.
+// DropOrphanedState drops a deleted stream's emulated state (purge
+// --orphan-state): names from idmp.StateStreams, keys found by a scan. It
+// deletes atomically only while no name is a stream (else kept, nothing
+// deleted); a repeat is safe.
 func (s *Streams) DropOrphanedState(ctx context.Context, names, keys []string) (deleted int64, kept bool, err error) {
 	if len(names) == 0 {
 		return 0, false, exit.New(exit.Internal, "purge --orphan-state", "no stream name for %q", keys)

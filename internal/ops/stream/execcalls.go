@@ -9,18 +9,12 @@ import (
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 )
 
-// The emulated scripts' calls for a caller that sends them on a connection
-// of its own, in order with other commands (idmpctl exec: a stream of
-// commands, MULTI/EXEC), and reads their replies itself. The calls are the
-// ones Add, CfgSet and Info make.
+// The scripts' calls for a caller that sends them and reads their replies
+// itself (idmpctl exec), the ones Add, CfgSet and Info make.
 
-// AddCall is the call that adds one run of requests (SameRun, validated,
-// at most MaxRun) in the streams' mode, for a caller that sends it itself,
-// and how to read its reply: the entry IDs of the requests done, in order,
-// then why the next one stopped the run, if one did: noStream (NOMKSTREAM
-// on a missing stream: Redis's nil reply), or err (a server error reply of
-// XADD, kept verbatim). Emulated, the server-level defaults must be known
-// (Ready) unless the stream's state exists (NeedsDefaults).
+// AddCall is the call of one run (SameRun, validated, at most MaxRun), and
+// its reader: the IDs done, then what stopped the run (noStream, or XADD's
+// error verbatim). Emulated, call Ready first (NeedsDefaults).
 func (s *Streams) AddCall(reqs []AddRequest) (*redisconn.Call, func(v any) (ids []string, noStream bool, err error), error) {
 	call, parse, err := s.be.addCall(reqs, nil, false)
 	if err != nil {
@@ -50,9 +44,8 @@ func NeedsDefaults(err error) bool { return errors.Is(err, errNeedDefaults) }
 // MaxRun bounds the adds of one call.
 const MaxRun = maxRun
 
-// TooManyFields is the refusal of an emulated add of n field/value
-// arguments, more than idmp.MaxEmulatedFieldArgs (a caller that checks
-// each command on its own, so that it never stops a run of adds).
+// TooManyFields refuses an emulated add of n > idmp.MaxEmulatedFieldArgs
+// field/value arguments (checked per command, so it never stops a run).
 func TooManyFields(n int) error { return tooManyFields(n) }
 
 // SameRun reports whether two requests can share one call.
@@ -80,15 +73,12 @@ func (s *Streams) InfoCall(stream string) (*redisconn.Call, error) {
 // ParseInfoCallReply reads an InfoCall's reply: ok false when the stream
 // does not exist.
 func ParseInfoCallReply(v any, stream string) (Info, bool, error) {
-	if v == nil {
-		return Info{}, false, nil
+	info, err := infoScript.Decode(v)
+	if info == nil || err != nil {
+		return Info{}, false, err
 	}
-	reply, _ := v.([]any)
-	info, ok := parseInfoReply(reply, stream)
-	if !ok {
-		return Info{}, false, exit.New(exit.Internal, "emulated XINFO", "unexpected reply %v", v)
-	}
-	return info, true, nil
+	info.Stream = stream
+	return *info, true, nil
 }
 
 //go:embed lua/stream_emu_move.lua
@@ -106,7 +96,15 @@ type dstArgs struct {
 	Owner       string `lua:"DST_OWNER"`
 }
 
-func dstArgsOf(d stateArgs) dstArgs { return dstArgs(d) }
+// movePair are the state arguments of a move's source and destination.
+func (s *Streams) movePair(src, dst string) (stateArgs, dstArgs, error) {
+	_, st, err := s.state(src)
+	if err != nil {
+		return st, dstArgs{}, err
+	}
+	_, dt, err := s.state(dst)
+	return st, dstArgs(dt), err
+}
 
 // moveArgs are the move script's (see lua/stream_emu_move.lua).
 type moveArgs struct {
@@ -130,19 +128,14 @@ type moveDBArgs struct {
 	Defaults defaultsArgs
 }
 
-// MoveCall is the call of the script that runs RENAME, RENAMENX (op) or
-// COPY and moves or copies the source stream's emulated IDMP state with
-// it (see lua/stream_emu_move.lua). Its reply is the command's.
+// MoveCall runs RENAME, RENAMENX or COPY (op) and takes the source's
+// emulated state along (lua/stream_emu_move.lua); the reply is the command's.
 func (s *Streams) MoveCall(op, src, dst string, replace bool, db string) (*redisconn.Call, error) {
-	_, st, err := s.state(src)
+	st, dt, err := s.movePair(src, dst)
 	if err != nil {
 		return nil, err
 	}
-	_, dt, err := s.state(dst)
-	if err != nil {
-		return nil, err
-	}
-	return moveScript.Call(&moveArgs{State: st, Dst: dstArgsOf(dt), Op: op, Replace: replace, DB: db, Defaults: s.defaultArgs()}), nil
+	return moveScript.Call(&moveArgs{State: st, Dst: dt, Op: op, Replace: replace, DB: db, Defaults: s.defaultArgs()}), nil
 }
 
 //go:embed lua/stream_emu_movedb.lua
@@ -150,21 +143,14 @@ var moveDBLua string
 
 var moveDBScript = emulatedScript[moveDBArgs](redisconn.CommandReply, moveDBLua) // the command's
 
-// MoveDBCall is the call of the script that runs MOVE src db (op "MOVE",
-// dst = src) or COPY src dst DB db [REPLACE] (op "COPY") and takes the
-// source stream's emulated IDMP state to database db with it (see
-// lua/stream_emu_movedb.lua). from is the database the connection is in,
-// as the caller knows it: the script checks it, and refuses when the
-// stream is not there. Its reply is the command's.
+// MoveDBCall runs MOVE src db (dst = src) or COPY src dst DB db and takes
+// the emulated state to db along; from, the connection's database as the
+// caller knows it, is checked by the script. The reply is the command's.
 func (s *Streams) MoveDBCall(op, src, dst string, replace bool, db string, from int) (*redisconn.Call, error) {
-	_, st, err := s.state(src)
+	st, dt, err := s.movePair(src, dst)
 	if err != nil {
 		return nil, err
 	}
-	_, dt, err := s.state(dst)
-	if err != nil {
-		return nil, err
-	}
-	return moveDBScript.Call(&moveDBArgs{State: st, Dst: dstArgsOf(dt), Op: op, Replace: replace, DB: db, From: from,
+	return moveDBScript.Call(&moveDBArgs{State: st, Dst: dt, Op: op, Replace: replace, DB: db, From: from,
 		Defaults: s.defaultArgs()}), nil
 }

@@ -1,11 +1,8 @@
 package stream
 
-// The emulated XINFO view for a user who may not run scripts (a monitoring
-// user: +@read +@connection +info +time): what lua/stream_emu_info.lua
-// computes, read with plain commands on the stream's node. It takes several
-// round trips, so it is not one atomic snapshot: adds made while it reads
-// can leave the counts a little off (Info.NotAtomic says so). It writes
-// nothing, as the script does not.
+// The emulated XINFO view for a user who may not run scripts (+@read
+// +@connection +info +time): lua/stream_emu_info.lua's, by plain reads, so
+// not one snapshot (Info.NotAtomic). It writes nothing.
 
 import (
 	"context"
@@ -49,9 +46,7 @@ type plainXInfo struct {
 	groups       int64
 }
 
-// emulatedInfoPlain reads the emulated view of stream with plain commands.
-// Every read goes to the stream's node (its state keys share its slot), so
-// TIME is that node's clock.
+// emulatedInfoPlain reads the view on the stream's node, whose TIME counts.
 func (s *Streams) emulatedInfoPlain(ctx context.Context, stream string) (Info, error) {
 	l, err := idmp.StateKeys(stream, s.Conn.Cluster())
 	if err != nil {
@@ -189,35 +184,24 @@ func parsePlainMeta(v []any) plainMeta {
 		s, ok := v[i].(string)
 		return s, ok
 	}
-	num := func(i int, into *int64) bool {
-		s, ok := str(i)
-		if !ok {
-			return false
+	num := func(i int) *int64 {
+		s, _ := str(i)
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return &n
 		}
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return false
-		}
-		*into = n
-		return true
+		return nil
 	}
-	num(0, &m.duration)
-	num(1, &m.maxsize)
-	num(2, &m.added)
-	num(3, &m.dups)
+	for i, into := range []*int64{&m.duration, &m.maxsize, &m.added, &m.dups} {
+		if n := num(i); n != nil {
+			*into = *n
+		}
+	}
 	if s, ok := str(4); ok {
 		m.owner = &s
 	}
 	m.snapID, _ = str(5)
-	var n int64
-	if num(6, &n) {
-		m.snapAdded = &n
-	}
+	m.snapAdded, m.pids = num(6), num(8)
 	m.snapSum, _ = str(7)
-	var p int64
-	if num(8, &p) {
-		m.pids = &p
-	}
 	m.gen, _ = str(9)
 	u, _ := str(10)
 	m.unordered = u == "1"
@@ -416,10 +400,8 @@ func plainTokenGroups(ctx context.Context, node redis.UniversalClient, stream st
 	return n, nil
 }
 
-// plainPIDs is each producer's live iid count (live_count of
-// lua/stream_common.lua: the expired iids are a prefix of the order list,
-// found by binary search), the searches of all producers stepping together
-// in pipelined rounds; and what of the state is inconsistent.
+// plainPIDs is each producer's live_count (binary searches for the expired
+// prefix, stepping together in pipelined rounds), and what is inconsistent.
 func plainPIDs(ctx context.Context, node redis.UniversalClient, l idmp.StateLayout, m plainMeta, nowMs int64) ([]PIDTracking, []string, error) {
 	var members *redis.StringSliceCmd
 	var scard *redis.IntCmd
@@ -576,9 +558,8 @@ func cmpErr(errs ...error) error {
 	return nil
 }
 
-// luaQuote is Lua 5.1's string.format('%q', s), which the info script
-// names producers with: quotes, and backslash escapes for '"', '\\',
-// newline (a backslash before it), carriage return and NUL only.
+// luaQuote is Lua 5.1's string.format('%q', s), as the info script names
+// producers: escapes only '"', '\\', newline, CR and NUL.
 func luaQuote(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')

@@ -20,9 +20,7 @@ var (
 	delScript  = emulatedScript[delArgs](redisconn.CommandReply, delLua) // the command's
 )
 
-// delArgs are the DEL script's (see lua/stream_emu_del.lua): the first
-// key's state, then the others' (per key: the key, its meta hash and pids
-// set; its ids prefix, order prefix and name), then DEL or UNLINK.
+// delArgs are the DEL script's (lua/stream_emu_del.lua).
 type delArgs struct {
 	State    stateArgs
 	MoreKeys []string `lua:"MORE_KEYS,key,rest"`
@@ -31,10 +29,8 @@ type delArgs struct {
 	Defaults defaultsArgs
 }
 
-// MarkCall is the call of the script that gives stream, when it has no
-// emulated IDMP state, the server-level defaults d (those in force
-// before a CONFIG SET changes them: natively a stream keeps the defaults
-// of its creation). Its reply is 1 when it did, 0 when it had no need.
+// MarkCall gives stream without emulated state the defaults d in force
+// before a CONFIG SET (natively a stream keeps its creation's); reply 1 or 0.
 func (s *Streams) MarkCall(stream string, d idmp.Defaults) (*redisconn.Call, error) {
 	_, st, err := s.state(stream)
 	if err != nil {

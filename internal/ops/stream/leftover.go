@@ -7,12 +7,8 @@ import (
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 )
 
-// LeftoverState names the streams of names, none of them a key, whose
-// emulated IDMP state remains (a stream deleted by hand: its state has no
-// TTL, and goes at the next call on the name). Read-only: an EXISTS of the
-// state's meta key, then of its pids key, each within the connection's
-// timeout. A name whose state cannot be read is left out: the answer only
-// adds a hint to "no such key".
+// LeftoverState names those of names (no key) whose emulated state remains
+// (deleted by hand), read-only; unreadable ones are left out (only a hint).
 func LeftoverState(ctx context.Context, c *redisconn.Conn, names []string) []string {
 	var out []string
 	for _, name := range names {

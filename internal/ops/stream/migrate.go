@@ -1,12 +1,9 @@
 package stream
 
-// idmpctl migrate (docs/upgrade.md): a stream's emulated IDMP state moves
-// into the native tracking of a Redis 8.6.2+ server, one atomic script
-// call per stream (lua/stream_migrate.lua). The iids are read first, so
-// that an IDMPAUTO iid is recorded under the iid Redis derives from the
-// entry's fields (NativeAutoIID); the script records only iids whose
-// entry ID is still the one read, and is the only step that writes: a
-// kill at any point leaves each iid tracked in one mode or both.
+// idmpctl migrate (docs/upgrade.md): emulated state into native tracking
+// (8.6.2+), one atomic script per stream. The iids are read first (an
+// IDMPAUTO iid is recorded as NativeAutoIID); the script, the only writer,
+// records those whose entry ID is unchanged: a kill leaves each tracked.
 
 import (
 	"context"
@@ -28,8 +25,7 @@ var migrateLua string
 
 var migrateScript = emulatedScript[migrateArgs](decodeMigrateReply, migrateLua)
 
-// migrateReply is the migrate script's reply: a signal ('retry': the pids
-// set names a pid the caller did not read; 'old': the server has no
+// migrateReply is a signal ('retry': a pid not read; 'old': no
 // XIDMPRECORD), or the result.
 type migrateReply struct {
 	signal string
@@ -68,10 +64,7 @@ type MigrateKept struct {
 	IID       string `json:"iid"`
 	ID        string `json:"id"`
 	ExpiresMS int64  `json:"expires_ms"`
-	// Why: "missing" (its entry was trimmed or deleted: XIDMPRECORD needs
-	// it), "native" (native tracking already holds iids, or the settings
-	// cannot move), "changed" (written since it was read: run again),
-	// "full" (more than the producer's IDMP-MAXSIZE).
+	// Why: "missing", "native", "changed" or "full" (see Describe).
 	Why string `json:"why"`
 }
 
@@ -79,17 +72,12 @@ type MigrateKept struct {
 type MigrateResult struct {
 	Stream string `json:"stream"`
 	DryRun bool   `json:"dry_run"`
-	// Status: "none" (no emulated state), "foreign" (the state belongs to
-	// another stream name, "s" and "{s}"), "stale" (it was a deleted
-	// stream's: dropped), "done" (nothing emulated left), "kept" (Kept
-	// stays emulated).
+	// Status: "none", "foreign" (another name's: "s" and "{s}"), "stale"
+	// (a deleted stream's: dropped), "done", "kept" (Kept stays emulated).
 	Status string `json:"status"`
-	// Settings: "equal", "set" (XCFGSET: the native ones were the server's
-	// defaults, each now the wider of them and the emulated one: never
-	// narrowed), "native" (the native settings stay: at least as wide as
-	// the emulated ones), "blocked" (they
-	// differ, and native tracking holds iids XCFGSET would clear, or the
-	// stream's own native settings are narrower: nothing moves).
+	// Settings: "equal", "set" (the server's defaults widened by XCFGSET:
+	// never narrowed), "native" (they stay: as wide), "blocked" (narrower,
+	// or native iids XCFGSET would clear: nothing moves).
 	Settings string `json:"settings"`
 	// The emulated settings; Native, the stream's native ones (after the
 	// migration) and the iids native tracking held before it.
@@ -139,9 +127,8 @@ type migrateRead struct {
 	pid, iid, native, id string
 }
 
-// readForMigrate reads the stream's emulated iids, and the fields of each
-// one's entry, to tell IDMPAUTO iids (the emulation's content hash of the
-// entry's fields) and derive Redis's iid for them.
+// readForMigrate reads the emulated iids and their entries' fields, to
+// tell IDMPAUTO iids (AutoIID of the fields) and derive Redis's.
 func (s *Streams) readForMigrate(ctx context.Context, l idmp.StateLayout) ([]string, []migrateRead, error) {
 	c := s.Conn.Client()
 	pids, err := c.SMembers(ctx, l.PIDs).Result()
@@ -187,9 +174,7 @@ func (s *Streams) readForMigrate(ctx context.Context, l idmp.StateLayout) ([]str
 }
 
 // Migrate moves one stream's emulated state into native tracking (dry:
-// says what it would do, writes nothing). A missing stream is
-// exit.NotFound, another type exit.Data. Safe to repeat: a repeat finds
-// less, or nothing, to move.
+// writes nothing). Missing: exit.NotFound; another type: exit.Data. Safe to repeat.
 func (s *Streams) Migrate(ctx context.Context, stream string, dry bool) (MigrateResult, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()

@@ -17,13 +17,9 @@ type MigrateSelection struct {
 	Match   string
 }
 
-// MigrateStreams is migrate's workflow: it refuses a server without
-// XIDMPRECORD (78) before anything changes, lists the streams (a --match
-// scan of every primary, sorted), then migrates each (Migrate: one atomic
-// step, each within the connection's timeout) and hands its result to
-// each, in order. A stream a scan found that is gone by its turn is passed
-// over; a named one is exit.NotFound. Errors name the command and the
-// stream.
+// MigrateStreams checks XIDMPRECORD (78), lists the streams (sorted), then
+// migrates each and hands each result to each. A scanned stream gone since
+// is passed over; a named one is exit.NotFound.
 func (s *Streams) MigrateStreams(ctx context.Context, sel MigrateSelection, dryRun bool, each func(MigrateResult) error) error {
 	cctx, cancel := s.Conn.Ctx(ctx)
 	err := s.CheckMigrate(cctx)

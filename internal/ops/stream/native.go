@@ -1,11 +1,8 @@
 package stream
 
-// Native IDMP (Redis 8.6+): every add is one call of
-// lua/stream_native_add.lua, which runs XADD ... IDMP (or IDMPAUTO), tells
-// each add's outcome (Redis replies the same ID for a first add and a
-// duplicate), moves a batch chunk's progress record, and guards a stream
-// that still holds emulated state (docs/upgrade.md). Reads and XCFGSET go
-// through go-redis.
+// Native IDMP (Redis 8.6+): runs of adds by lua/stream_native_add.lua,
+// which tells each outcome (Redis replies the same ID for a duplicate),
+// moves a chunk's record and guards emulated state (docs/upgrade.md).
 
 import (
 	"context"
@@ -53,15 +50,8 @@ type nativeAddArgs struct {
 	Defaults   defaultsArgs // the server's native defaults
 }
 
-// nativeDropArg is where in the native add script's arguments a chunk
-// names the kept replies that go (progressArgs.Drop): set when it is sent.
-func nativeDropArg() int { return nativeAddScript.ArgIndex("Drop") }
-
-// nativeItems are the native add script's pids, number of items, the
-// items' shape (three arguments), the shared names, and the items, packed
-// or one argument a string (see lua/stream_native_add.lua). Every item
-// carries an iid: for IDMPAUTO the emulation's content hash (AutoIID), by
-// which emulated state would know it.
+// nativeItems are the native add script's items (lua/stream_native_add.lua).
+// An IDMPAUTO item carries AutoIID, by which emulated state would know it.
 type nativeItems struct {
 	pids     []any
 	pidIndex map[string]int
@@ -151,9 +141,8 @@ func (it *nativeItems) AppendArgs(args []any) []any {
 // length each; 255 is not a length).
 const packedMax = 255
 
-// addCall prepares the native add script's call for one run (sameRun,
-// validated, each with at most idmp.MaxEmulatedFieldArgs field arguments)
-// and a chunk's progress (nil: none).
+// addCall prepares the native add script's call for one run (each of at
+// most idmp.MaxEmulatedFieldArgs field arguments).
 func (s native) addCall(reqs []AddRequest, cp *chunkProgress, outcomes bool) (*redisconn.Call, replyParser, error) {
 	r0 := &reqs[0]
 	l, err := idmp.StateKeys(r0.Stream, s.Conn.Cluster())
@@ -196,9 +185,7 @@ func (s native) addCall(reqs []AddRequest, cp *chunkProgress, outcomes bool) (*r
 	}
 	it.uniform = it.uniform && len(it.pids) == 1
 	it.named = it.named && it.uniform
-	// Packed, each of the two arguments must fit the server's
-	// proto-max-bulk-len (at least 1 MiB where it is not known), or it
-	// refuses the whole command.
+	// Packed, each argument must fit proto-max-bulk-len (at least 1 MiB).
 	bulk := max(s.maxBulk, minProtoMaxBulkLen)
 	it.packed = it.uniform && short && int64(size) <= bulk && int64(len(reqs)*(len(r0.Fields)+1)) <= bulk
 	if cp != nil {
@@ -214,10 +201,8 @@ func (s native) addCall(reqs []AddRequest, cp *chunkProgress, outcomes bool) (*r
 	return call, func(v any) ([]AddResult, error) { return parseNativeReply(v, iids) }, nil
 }
 
-// add runs one run natively: a single add, and a run with an item of more
-// field arguments than XADD from Lua takes, by MULTI/EXEC (multi.tx); a
-// run of several adds, and an add to a stream that holds emulated state,
-// by the native add script, which guards that state (runCall).
+// add: a single add, or a run too big for Lua's unpack, by MULTI/EXEC (tx);
+// other runs, and adds to streams holding emulated state, by the script.
 func (s native) add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]AddResult, error) {
 	big := false
 	for i := range reqs {
@@ -253,9 +238,8 @@ func errBigWithState(stream string) error {
 	return e
 }
 
-// errNeedNativeDefaults is the script's refusal ('C'), nothing written: it
-// would carry a stream's emulated settings over and needs the server's
-// native defaults to know whether the stream's settings are still them.
+// errNeedNativeDefaults is the script's 'C', nothing written: carrying
+// emulated settings over needs the server's defaults.
 var errNeedNativeDefaults = errors.New("the guard needs the server's IDMP defaults")
 
 // ready reads the server's native defaults (loadNativeDefaults).
@@ -264,9 +248,8 @@ func (s native) ready(ctx context.Context) error {
 	return nil
 }
 
-// loadNativeDefaults reads CONFIG GET stream-idmp-* once. A user who may
-// not read them gets 0 0, which no stream's settings equal: the guard and
-// the migration then never carry settings over.
+// loadNativeDefaults reads CONFIG GET stream-idmp-* once; unreadable is 0 0,
+// which no stream's settings equal: nothing is carried over.
 func (s *Streams) loadNativeDefaults(ctx context.Context) {
 	if s.nativeDefaults == nil {
 		d, m, err := native{s}.defaults(ctx)
@@ -314,11 +297,8 @@ func parseNativeReply(v any, iids []string) ([]AddResult, error) {
 	return out, stopped
 }
 
-// errOutcomesUnknown is a run the native script committed whose adds'
-// outcomes (new or duplicate) the server's counters did not confirm (the
-// reply's 'u'): the stream's last ID was set back (XSETID) in a way that
-// makes a duplicate look new. then is the error that stopped the run after
-// those adds, if one did.
+// errOutcomesUnknown is a committed run ('u') whose outcomes the counters
+// do not confirm (XSETID set the last ID back); then stopped the run.
 type errOutcomesUnknown struct{ then error }
 
 func (*errOutcomesUnknown) Error() string {
@@ -354,21 +334,10 @@ func (s native) info(ctx context.Context, stream string) (Info, error) {
 	if err != nil {
 		return Info{}, notFound(err)
 	}
-	info := Info{
-		Stream:          stream,
-		Mode:            "native",
-		Length:          v.Length,
-		FirstID:         v.FirstEntry.ID,
-		LastID:          v.LastEntry.ID,
-		LastGeneratedID: v.LastGeneratedID,
-		EntriesAdded:    v.EntriesAdded,
-		IDMPDuration:    v.IDMPDuration,
-		IDMPMaxSize:     v.IDMPMaxSize,
-		PIDsTracked:     v.PIDsTracked,
-		IIDsTracked:     v.IIDsTracked,
-		IIDsAdded:       v.IIDsAdded,
-		IIDsDuplicates:  v.IIDsDuplicates,
-	}
+	info := Info{Stream: stream, Mode: "native", Length: v.Length, FirstID: v.FirstEntry.ID, LastID: v.LastEntry.ID,
+		LastGeneratedID: v.LastGeneratedID, EntriesAdded: v.EntriesAdded, IDMPDuration: v.IDMPDuration,
+		IDMPMaxSize: v.IDMPMaxSize, PIDsTracked: v.PIDsTracked, IIDsTracked: v.IIDsTracked,
+		IIDsAdded: v.IIDsAdded, IIDsDuplicates: v.IIDsDuplicates}
 	if t, err := tm.Result(); err == nil {
 		info.ServerTimeMS = t.UnixMilli()
 	}
@@ -456,11 +425,11 @@ func (s native) defaults(ctx context.Context) (int64, int64, error) {
 	return d.Duration, d.MaxSize, nil
 }
 
-// dropIndex is where in a chunk's call (native or emulated) its kept
-// replies to drop go (progressArgs.Drop).
+// dropIndex is where in a chunk's call (native or emulated) the kept
+// replies to drop go (progressArgs.Drop), set when the chunk is sent.
 func dropIndex(cl *redisconn.Call) int {
 	if cl.Script == nativeAddScript.Script {
-		return nativeDropArg()
+		return nativeAddScript.ArgIndex("Drop")
 	}
-	return dropArg()
+	return addScript.ArgIndex("Drop")
 }

@@ -7,15 +7,9 @@ import (
 	"github.com/idmpctl/idmpctl/internal/exit"
 )
 
-// TrackedIIDs reads what purge --stream NAME [--pid PID] would forget: the
-// stream's tracked iids, or those of pid alone ("": every producer's).
-// Errors name the command (purge --stream "NAME").
-//
-// A stream that does not exist is exit.NotFound. Unless dryRun, and unless
-// the mode is native, its leftover emulated IDMP state (orphaned: a stream
-// deleted by hand, its state without a TTL) is dropped first, as the
-// stream's deletion would have (R13); the stream is still missing, and the
-// error's hint says whether the state went, or why it stays.
+// TrackedIIDs counts what purge --stream NAME [--pid PID] would forget. For
+// a missing stream (exit.NotFound), unless dryRun or native, its leftover
+// emulated state is dropped first (R13), and the hint says how that went.
 func (s *Streams) TrackedIIDs(ctx context.Context, name, pid string, dryRun bool) (int64, error) {
 	what := "purge --stream " + strconv.Quote(name)
 	info, err := s.Info(ctx, name)

@@ -14,11 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// XIDMPRECORD (R14): attach (pid, iid) to an existing entry, so that an
-// add of that pair dedupes to it. Natively Redis 8.6.2+'s command; emulated
-// the record script (lua/stream_emu_record.lua), with the same grammar,
-// errors and effects: the migration between modes and the emulation's
-// exec use it.
+// XIDMPRECORD (R14): attach (pid, iid) to an existing entry. Natively Redis
+// 8.6.2+'s; emulated lua/stream_emu_record.lua, with the same grammar and errors.
 
 //go:embed lua/stream_emu_record.lua
 var recordLua string
@@ -83,13 +80,8 @@ func parseULL(s string) (uint64, bool) {
 		neg = t[0] == '-'
 		t = t[1:]
 	}
-	if t == "" {
+	if !allDigits(t) {
 		return 0, false
-	}
-	for i := 0; i < len(t); i++ {
-		if t[i] < '0' || t[i] > '9' {
-			return 0, false
-		}
 	}
 	n, err := strconv.ParseUint(t, 10, 64)
 	if err != nil {
@@ -101,9 +93,8 @@ func parseULL(s string) (uint64, bool) {
 	return n, true
 }
 
-// ValidateRecord checks XIDMPRECORD's arguments in Redis's order (the ID
-// first, then the pid, then the iid) and returns the ID as Redis writes
-// it. Its errors are Redis's texts, usage errors (64).
+// ValidateRecord checks XIDMPRECORD's arguments in Redis's order (ID, pid,
+// iid) with its texts (64), and returns the ID as Redis writes it.
 func ValidateRecord(pid, iid, id string) (string, error) {
 	usage := func(msg string) error { return exit.New(exit.Usage, "", "%s", msg) }
 	canon, ok := ParseEntryID(id)
@@ -118,13 +109,9 @@ func ValidateRecord(pid, iid, id string) (string, error) {
 	return canon, nil
 }
 
-// RecordIID attaches (pid, iid) to the existing entry id of stream
-// (XIDMPRECORD), in the mode of the streams: natively Redis's command,
-// emulated the record script. The same triple again is OK and changes
-// nothing. Errors: a bad argument is a usage error (64); the stream, or an
-// entry with that ID, missing is exit.NotFound (66); the pair tracked with
-// another ID is exit.Data (65) with Redis's text (ErrRecordConflict), as
-// is a key of another type (WRONGTYPE).
+// RecordIID runs XIDMPRECORD in the streams' mode; a repeat changes
+// nothing. No stream or entry: exit.NotFound; the pair on another ID
+// (ErrRecordConflict) or WRONGTYPE: exit.Data.
 func (s *Streams) RecordIID(ctx context.Context, stream, pid, iid, id string) error {
 	canon, err := ValidateRecord(pid, iid, id)
 	if err != nil {
@@ -175,9 +162,8 @@ func recordErr(err error) error {
 	return err
 }
 
-// RecordCall is the record script's call for a caller that sends it on a
-// connection of its own (exec), with id as ValidateRecord returns it. Its
-// reply is read by ParseRecordReply, or is the script's error.
+// RecordCall is the record script's call for exec (id as ValidateRecord
+// returns it); ParseRecordReply reads its reply.
 func (s *Streams) RecordCall(stream, pid, iid, id string) (*redisconn.Call, error) {
 	l, st, err := s.state(stream)
 	if err != nil {
@@ -186,9 +172,8 @@ func (s *Streams) RecordCall(stream, pid, iid, id string) (*redisconn.Call, erro
 	return recordScript.Call(&recordArgs{State: st, IDs: l.IDs(pid), Order: l.Order(pid), PID: pid, IID: iid, ID: id, Defaults: s.defaultArgs()}), nil
 }
 
-// ParseRecordReply reads the record script's reply: nil for OK;
-// NeedsDefaults when the stream's state starts with it and the defaults
-// were not sent (nothing was written).
+// ParseRecordReply reads the record script's reply: nil for OK, or
+// NeedsDefaults (the state starts here; nothing written).
 func ParseRecordReply(v any) error {
 	needs, err := recordScript.Decode(v)
 	if needs {

@@ -1,8 +1,6 @@
 package stream
 
-// The scripts' replies: each script's one decoder (redisconn.NewLua) reads
-// its reply into a Go value; what a caller makes of it (the iids an add
-// used, the stream's name) comes after.
+// The adding scripts' reply, as their decoder (redisconn.NewLua) reads it.
 
 import (
 	"fmt"
@@ -11,15 +9,11 @@ import (
 	"github.com/idmpctl/idmpctl/internal/exit"
 )
 
-// runReply is the reply of a script that runs adds (lua/stream_emu_add.lua,
-// stream_guard_add.lua, stream_native_batch.lua): a refusal with nothing
-// written, or the adds done and why the run stopped.
+// runReply is the reply of lua/stream_emu_add.lua or stream_native_add.lua:
+// a refusal, nothing written, or the adds done and why the run stopped.
 type runReply struct {
-	// code is a refusal's: 'N' the server has native IDMP, 'D' the
-	// defaults were not sent, 'C' the guard needs the native defaults, 'E'
-	// the stream holds emulated state, 'F' item has nfields field/value
-	// arguments, too many; 'P' the progress record stands at line. "": a
-	// run (done, stop, message, and a fourth element when one came).
+	// code is a refusal's: 'D' no defaults, 'C' no native defaults, 'F'
+	// item has too many (nfields), 'P' the record stands at line; "" a run.
 	code    string
 	item    int // 'F': from 1
 	nfields int
@@ -27,7 +21,7 @@ type runReply struct {
 	done    string // the items done, comma-separated (parseDone)
 	stop    string // "" every item done; 'n' no stream; 'e' an error (message)
 	message string
-	fourth  any // the guard's 'consulted', the native batch's 'u'; nil without
+	fourth  any // the native script's 'u'; nil without
 	raw     any // the reply as it came, for errors
 }
 
@@ -43,7 +37,7 @@ func runReplyDecoder(what string) func(v any) (runReply, error) {
 		r := runReply{raw: v}
 		code, _ := reply[0].(string)
 		switch {
-		case len(reply) == 1 && (code == "N" || code == "D" || code == "C" || code == "E"):
+		case len(reply) == 1 && (code == "D" || code == "C"):
 			r.code = code
 			return r, nil
 		case len(reply) == 3 && code == "F":

@@ -37,13 +37,10 @@ func AutoIID(fields []string) string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// NativeAutoIID is the iid Redis 8.6 derives for XADD IDMPAUTO from flat
-// field/value pairs (Redis 8.6.3's src/t_stream.c, createIdempotencyHash): per pair the
-// XXH3-128 of the field, its length as a 64-bit little-endian integer and
-// the value; the pairs combined by sum and XOR, each half rotated; the 16
-// bytes of the result as Redis keeps them (low half first, little-endian).
-// idmpctl migrate records an emulated IDMPAUTO iid under it, so that a
-// native IDMPAUTO retry of the same fields finds it.
+// NativeAutoIID is Redis 8.6's IDMPAUTO iid (t_stream.c,
+// createIdempotencyHash): per pair XXH3-128 of field, its length (64-bit
+// LE) and value, combined by sum and XOR with halves rotated, low half
+// first. migrate records emulated IDMPAUTO iids under it for native retries.
 func NativeAutoIID(fields []string) string {
 	var sumLo, sumHi, xorLo, xorHi uint64
 	var buf []byte

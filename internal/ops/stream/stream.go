@@ -39,11 +39,9 @@ func ParseMode(s string) (Mode, error) {
 	return ModeAuto, exit.Usagef("invalid mode %q: use auto, native or emulated", s)
 }
 
-// AddRequest is one idempotent XADD: IDMP PID IID, or IDMPAUTO PID with Auto.
-// MaxLen > 0 or MinID ask for trimming (Approx: "~"); Limit > 0 sends LIMIT n
-// and Limit < 0 sends LIMIT 0, as go-redis does. ID may only be "" or "*".
-// Deletion is XADD's KEEPREF, DELREF or ACKED (Redis 8.2's trimming of
-// references: idmpctl exec), "" none.
+// AddRequest is one idempotent XADD: IDMP PID IID, or IDMPAUTO PID with
+// Auto. Limit < 0 sends LIMIT 0, as go-redis does; ID is "" or "*";
+// Deletion is KEEPREF, DELREF or ACKED (Redis 8.2, idmpctl exec), "" none.
 type AddRequest struct {
 	Deletion   string
 	Stream     string
@@ -59,9 +57,8 @@ type AddRequest struct {
 	ID         string
 }
 
-// Validate checks a request without a server, with the texts Redis 8.6.3
-// uses (R12).
-// Failures are usage errors (64).
+// Validate checks a request without a server, with Redis 8.6.3's texts
+// (R12), as usage errors (64).
 func (r AddRequest) Validate() error {
 	usage := func(msg string) error { return exit.New(exit.Usage, "", "%s", msg) }
 	switch {
@@ -91,9 +88,8 @@ func (r AddRequest) Validate() error {
 	return nil
 }
 
-// AddResult is the outcome of one add. IID is the iid used (the derived one
-// for Auto in emulated mode; empty for Auto in native mode, where Redis does
-// not reveal it). OriginalExists is only meaningful when Duplicate.
+// AddResult is the outcome of one add. IID is the iid used ("" for native
+// IDMPAUTO: Redis does not tell it); OriginalExists only for a Duplicate.
 type AddResult struct {
 	ID             string
 	IID            string
@@ -103,9 +99,8 @@ type AddResult struct {
 	Ack            *redisconn.Ack // what the replicas acknowledged (durable adds only)
 }
 
-// BatchError says which request of a batch failed. The results of the
-// requests before it come with it; requests after it may or may not have been
-// written, and re-sending them is safe because every add is idempotent.
+// BatchError says which request of a batch failed; those after it may have
+// been written, and are safe to re-send (every add is idempotent).
 type BatchError struct {
 	Index int
 	Err   error
@@ -128,10 +123,9 @@ type PIDTracking struct {
 	IIDs int64  `json:"iids-tracked"`
 }
 
-// Info is the XINFO-equivalent view of a stream's IDMP state. Mode is
-// "native", "emulated", or "none" (no emulated state: defaults and zero
-// counters, R4/R8). OtherMode names state of the other mode found for the
-// same stream ("emulated" or "native"), so mixed use is never silent.
+// Info is the XINFO view of a stream's IDMP state. Mode is "native",
+// "emulated", or "none" (no emulated state: R4/R8); OtherMode names state
+// of the other mode on the same stream, so mixed use is never silent.
 type Info struct {
 	Stream          string        `json:"stream"`
 	Mode            string        `json:"mode"`
@@ -149,22 +143,18 @@ type Info struct {
 	ServerTimeMS    int64         `json:"server_time_ms"` // server clock (TIME) when read
 	PIDs            []PIDTracking `json:"pids,omitempty"` // emulated only, sorted by pid
 	OtherMode       string        `json:"other_mode,omitempty"`
-	// Inconsistent says what of the emulated state is missing (evicted, or
-	// deleted by hand): dedupe may still act on the rest, and the counts
-	// shown are of what is left. Empty when the state is whole.
+	// Inconsistent says what of the emulated state is missing (evicted,
+	// deleted): dedupe acts on the rest, which the counts show.
 	Inconsistent string `json:"inconsistent,omitempty"`
 	// NotAtomic: the emulated state was read with plain commands, in several
 	// round trips (the user may not run scripts), not as one snapshot.
 	NotAtomic bool `json:"not_atomic,omitempty"`
-	// TokenGroups is how many of the stream's consumer groups are liveness
-	// tokens of emulated state (idmpctl's, named idmpctl:<12 hex>), which
-	// exec leaves out of XINFO's replies (emulated only).
+	// TokenGroups counts the liveness tokens among the stream's groups
+	// (idmpctl:<12 hex>), which exec leaves out of XINFO's replies.
 	TokenGroups int64 `json:"-"`
-	// Token: the emulated state has a liveness token of its own, so a
-	// stream deleted and rebuilt by another client is told from this one
-	// exactly; without one (a user who may not XGROUP CREATE wrote it, or
-	// CONFIG SET gave the stream its settings) the snapshot decides, which
-	// a rebuild with the very same entries passes.
+	// Token: the state has a liveness token, so a stream rebuilt by another
+	// client is told exactly; without one (no XGROUP CREATE right, or CONFIG
+	// SET) the snapshot decides, which a rebuild with the same entries passes.
 	Token bool `json:"-"`
 }
 
@@ -175,9 +165,8 @@ func (i Info) LastIDAheadOfClock(toleranceMS int64) bool {
 	return ok && i.ServerTimeMS > 0 && ms > uint64(i.ServerTimeMS+toleranceMS)
 }
 
-// IdleMs is how long ago, on the server's clock, the stream's last ID was
-// generated: its last add, for auto-generated IDs. ok is false when either
-// is unknown or the ID lies in the future.
+// IdleMs is how long ago, on the server's clock, the last ID was generated
+// (false when unknown or in the future).
 func (i Info) IdleMs() (int64, bool) {
 	ms, ok := idMillis(i.LastGeneratedID)
 	if !ok || i.ServerTimeMS <= 0 || ms == 0 || ms > uint64(i.ServerTimeMS) {
@@ -195,16 +184,12 @@ func idMillis(id string) (uint64, bool) {
 // Streams does idempotent production on one connection, through the
 // backend of its mode, chosen once when it is opened (backend.go).
 type Streams struct {
-	Conn *redisconn.Conn
-	be   backend
-	// Defaults are the emulated server-level defaults once read (nil:
-	// not yet; see defaults.go).
-	Defaults *idmp.Defaults
-	// nativeDefaults are CONFIG GET stream-idmp-* once read (the guard's
-	// settings carry-over, native.go).
-	nativeDefaults *idmp.Defaults
-	plainReads     bool  // the info script was refused: read with plain commands
-	maxBulk        int64 // the server's proto-max-bulk-len where known (a batch reads it)
+	Conn           *redisconn.Conn
+	be             backend
+	Defaults       *idmp.Defaults // emulated server-level defaults once read (defaults.go)
+	nativeDefaults *idmp.Defaults // CONFIG GET stream-idmp-* once read (the guard's)
+	plainReads     bool           // the info script was refused: read with plain commands
+	maxBulk        int64          // the server's proto-max-bulk-len where known (a batch reads it)
 }
 
 // Mode is the mode the streams work in: native, emulated or multi.
@@ -218,31 +203,24 @@ func (s *Streams) bound(ctx context.Context) (context.Context, context.CancelFun
 	return s.Conn.Ctx(ctx)
 }
 
-// AddOptions say how Add sends: Durability waits for replicas (or AOF)
-// after each round trip; Retries resends after a network error (an
-// idempotent add is safe to repeat: a repeat is its duplicate), and for as
-// long as the connection's timeout allows while a cluster's slot moves;
-// OnRetry hears of each (attempt 0: the first reply of a moving slot).
+// AddOptions say how Add sends: Durability waits after each round trip;
+// Retries resends after a network error (a repeat is its own duplicate),
+// and while a slot moves for the connection's timeout; OnRetry hears of
+// each (attempt 0: a moving slot's first reply).
 type AddOptions struct {
 	Durability redisconn.Durability
 	Retries    int
 	OnRetry    func(attempt int, err error)
-	// NoOutcome: the caller needs the entry IDs alone (xadd's raw output,
-	// as redis-cli's): whether each add was a duplicate is not asked
-	// where that costs the server (native), and Duplicate may be false.
+	// NoOutcome: the entry IDs suffice (xadd's raw output); natively
+	// Duplicate is then not asked, and may be false.
 	NoOutcome bool
 }
 
-// Add performs idempotent adds, with as few round trips as the requests
-// allow: one per run of up to maxRun requests to the same stream with the
-// same options. Requests are validated first, with Redis 8.6.3's texts; on
-// a failure at request i it returns the results before i and a
-// *BatchError (a single add's error is its own). A missing stream with
-// NoMkStream is exit.NotFound; a key of another type is WRONGTYPE
-// (exit.Data). Later duplicates of earlier requests dedupe (R11). With
-// Durability, an add that the replicas did not acknowledge stands on the
-// primary: its result comes with an error wrapping a
-// *redisconn.NotAckedError, and it is never retried.
+// Add performs idempotent adds, one round trip per run (sameRun, at most
+// maxRun), validated first; later duplicates dedupe (R11). A failure at i
+// returns the results before i and a *BatchError (a single add: its own):
+// NOMKSTREAM on no stream is exit.NotFound, WRONGTYPE exit.Data. An add
+// not acknowledged comes with a *redisconn.NotAckedError, never retried.
 func (s *Streams) Add(ctx context.Context, o AddOptions, reqs ...AddRequest) ([]AddResult, error) {
 	fail := func(i int, err error) error {
 		err = exit.Wrap(err, "xadd "+strconv.Quote(reqs[i].Stream))
@@ -308,9 +286,8 @@ func errNoStream() error {
 	return exit.New(exit.NotFound, "", "stream does not exist")
 }
 
-// Info reads a stream's IDMP settings, counters and health inputs. A missing
-// stream is exit.NotFound. Its errors name nothing: the command that reads
-// (inspect, cfgset, purge --stream) says who failed.
+// Info reads a stream's IDMP view (missing: exit.NotFound). Its errors name
+// nothing: the calling command does.
 func (s *Streams) Info(ctx context.Context, stream string) (Info, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -331,10 +308,8 @@ func validateCfg(duration, maxsize int64) error {
 	return nil
 }
 
-// CfgSet sets a stream's IDMP-DURATION and/or IDMP-MAXSIZE (0 keeps the
-// current value). Setting the current values sends nothing and clears nothing;
-// a change clears every pid's tracked iids (R7). A missing stream is
-// exit.NotFound.
+// CfgSet sets IDMP-DURATION and/or IDMP-MAXSIZE (0 keeps); the current
+// values send nothing, a change clears every pid's iids (R7).
 func (s *Streams) CfgSet(ctx context.Context, stream string, duration, maxsize int64) (CfgResult, error) {
 	if err := validateCfg(duration, maxsize); err != nil {
 		return CfgResult{}, exit.Wrap(err, "cfgset "+strconv.Quote(stream))
@@ -345,9 +320,8 @@ func (s *Streams) CfgSet(ctx context.Context, stream string, duration, maxsize i
 	return res, exit.Wrap(err, "cfgset "+strconv.Quote(stream))
 }
 
-// ClearTracking forgets tracked iids of one pid, or of all pids when pid is
-// "", keeping settings, counters and entries (purge --stream). Natively only
-// all pids can be cleared. A missing stream is exit.NotFound.
+// ClearTracking forgets the iids of pid ("" all; natively only all),
+// keeping settings, counters and entries (purge --stream).
 func (s *Streams) ClearTracking(ctx context.Context, stream, pid string) (int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -355,9 +329,8 @@ func (s *Streams) ClearTracking(ctx context.Context, stream, pid string) (int64,
 	return n, exit.Wrap(err, "purge --stream "+strconv.Quote(stream))
 }
 
-// ServerDefaults returns the settings a stream gets at its first idempotent
-// add: CONFIG GET stream-idmp-duration/-maxsize natively, idmpctl's
-// defaults key emulated (100/100 when unset).
+// ServerDefaults are the settings a stream gets at its first idempotent add
+// (natively CONFIG GET stream-idmp-*, emulated idmpctl's defaults key).
 func (s *Streams) ServerDefaults(ctx context.Context) (duration, maxsize int64, err error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -368,19 +341,26 @@ func (s *Streams) ServerDefaults(ctx context.Context) (duration, maxsize int64, 
 // only a longer argument makes checkBulk ask the server.
 const minProtoMaxBulkLen = 1 << 20
 
-// checkBulk refuses (65) a request with an argument longer than the
-// server's proto-max-bulk-len, which the server would refuse for the
-// whole command by closing the connection. It asks the server (CONFIG
-// GET, once) only when an argument is over 1 MiB.
+// checkBulk refuses (65) an argument over proto-max-bulk-len, for which the
+// server would close the connection; it asks only past 1 MiB.
 func (s *Streams) checkBulk(ctx context.Context, r *AddRequest) error {
+	if longestArg(r) <= minProtoMaxBulkLen {
+		return nil
+	}
+	return bulkErr(r, s.Conn.ProtoMaxBulkLen(ctx))
+}
+
+func longestArg(r *AddRequest) int {
 	n := max(len(r.IID), len(r.PID))
 	for _, f := range r.Fields {
 		n = max(n, len(f))
 	}
-	if n <= minProtoMaxBulkLen {
-		return nil
-	}
-	if limit := s.Conn.ProtoMaxBulkLen(ctx); limit > 0 && int64(n) > limit {
+	return n
+}
+
+// bulkErr refuses (65) r when an argument is longer than limit (0: unknown).
+func bulkErr(r *AddRequest, limit int64) error {
+	if n := longestArg(r); limit > 0 && int64(n) > limit {
 		e := exit.New(exit.Data, "", "a value of %d bytes: the server takes at most %d in one argument (proto-max-bulk-len)", n, limit)
 		e.Hint = "store the value elsewhere and add its reference, or raise the server's proto-max-bulk-len"
 		return e

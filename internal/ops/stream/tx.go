@@ -1,11 +1,8 @@
 package stream
 
-// A native single add without a script: one MULTI/EXEC, [XINFO, XADD,
-// XINFO] (an add a duplicate iff iids-duplicates grew across it; the XADD
-// alone when the outcome is not asked). A MULTI cannot look before it
-// writes, so the upgrade guard is WATCH: the stream's emulated state keys
-// are watched and checked absent first; while they exist the add goes
-// through the native add script instead (native.go), which consults them.
+// A native single add without a script: MULTI [XINFO, XADD, XINFO] EXEC (a
+// duplicate iff iids-duplicates grew). A MULTI cannot look first, so the
+// upgrade guard WATCHes the emulated state keys, checked absent.
 
 import (
 	"context"
@@ -137,10 +134,8 @@ type nativeTx struct {
 	adds  []*redis.StringCmd
 }
 
-// queueNativeAdds queues [XINFO, (XADD, XINFO)...] for one stream's adds,
-// the first XINFO only for a stream that exists (one that does not has no
-// duplicate to count, and XINFO would fail), or the XADDs alone without
-// outcomes.
+// queueNativeAdds queues [XINFO, (XADD, XINFO)...], the first XINFO only
+// for a stream that exists (XINFO would fail), or XADDs without outcomes.
 func queueNativeAdds(ctx context.Context, p redis.Pipeliner, reqs []AddRequest, outcomes, exists bool) nativeTx {
 	tx := nativeTx{adds: make([]*redis.StringCmd, len(reqs))}
 	if outcomes {
