@@ -6,9 +6,12 @@ package render
 // that parsed redis-cli's output parses idmpctl's.
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/idmpctl/idmpctl/internal/resp"
@@ -31,11 +34,7 @@ func appendRaw(b []byte, r resp.Reply) []byte {
 	case resp.Int:
 		b = strconv.AppendInt(b, r.Int, 10)
 	case resp.Bool:
-		if r.Int != 0 {
-			b = append(b, "(true)"...)
-		} else {
-			b = append(b, "(false)"...)
-		}
+		b = append(b, boolText(r)...)
 	case resp.Array, resp.Set, resp.Push, resp.Map:
 		for i, e := range r.Elems {
 			if i > 0 {
@@ -79,11 +78,7 @@ func appendTTY(b []byte, r resp.Reply, prefix string) []byte {
 	case resp.Nil:
 		b = append(b, "(nil)"...)
 	case resp.Bool:
-		if r.Int != 0 {
-			b = append(b, "(true)"...)
-		} else {
-			b = append(b, "(false)"...)
-		}
+		b = append(b, boolText(r)...)
 	case resp.Array, resp.Map, resp.Set, resp.Push:
 		return appendTTYAggregate(b, r, prefix)
 	}
@@ -101,7 +96,7 @@ func appendTTYAggregate(b []byte, r resp.Reply, prefix string) []byte {
 		return append(b, '\n')
 	}
 	width := len(strconv.Itoa(n))
-	inner := prefix + spaces(width+2)
+	inner := prefix + strings.Repeat(" ", width+2)
 	sep := byte(')')
 	switch r.Kind {
 	case resp.Set:
@@ -114,7 +109,7 @@ func appendTTYAggregate(b []byte, r resp.Reply, prefix string) []byte {
 			b = append(b, prefix...)
 		}
 		idx := strconv.Itoa(i + 1)
-		b = append(b, spaces(width-len(idx))...)
+		b = append(b, strings.Repeat(" ", width-len(idx))...)
 		b = append(b, idx...)
 		b = append(b, sep, ' ')
 		if r.Kind != resp.Map {
@@ -128,16 +123,11 @@ func appendTTYAggregate(b []byte, r resp.Reply, prefix string) []byte {
 	return b
 }
 
-func spaces(n int) string {
-	const s = "                                "
-	if n <= len(s) {
-		return s[:n]
+func boolText(r resp.Reply) string {
+	if r.Int != 0 {
+		return "(true)"
 	}
-	out := make([]byte, n)
-	for i := range out {
-		out[i] = ' '
-	}
-	return string(out)
+	return "(false)"
 }
 
 // AppendRepr appends s double-quoted as redis-cli (sdscatrepr) shows it:
@@ -177,16 +167,7 @@ func AppendRepr(b []byte, s string) []byte {
 // base64 of its bytes) rather than bytes no JSON parser accepts, and an
 // error reply is {"error":"..."}. A map with a key that is not UTF-8 (an
 // object key cannot be {"b64":...}) is a list of [key, value] pairs.
-func AppendReplyJSON(b []byte, r resp.Reply) []byte {
-	if r.Kind == resp.Error {
-		b = append(b, `{"error":`...)
-		b = appendJSONString(b, r.Str)
-		b = append(b, '}')
-	} else {
-		b = appendJSON(b, r)
-	}
-	return append(b, '\n')
-}
+func AppendReplyJSON(b []byte, r resp.Reply) []byte { return append(appendJSON(b, r), '\n') }
 
 func appendJSON(b []byte, r resp.Reply) []byte {
 	switch r.Kind {
@@ -201,26 +182,19 @@ func appendJSON(b []byte, r resp.Reply) []byte {
 	case resp.Bool:
 		return strconv.AppendBool(b, r.Int != 0)
 	case resp.Double:
-		if f, err := strconv.ParseFloat(r.Str, 64); err == nil && !isInfOrNaN(f) {
+		if f, err := strconv.ParseFloat(r.Str, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
 			return append(b, r.Str...)
 		}
 		return appendJSONString(b, r.Str) // inf, -inf, nan: not JSON numbers
 	case resp.BigNum:
 		return append(b, r.Str...)
 	case resp.Map:
-		if !mapKeysUTF8(r) {
-			b = append(b, '[')
+		if !mapKeysUTF8(r) { // a list of [key, value] pairs
+			pairs := resp.Reply{Kind: resp.Array}
 			for i := 0; i+1 < len(r.Elems); i += 2 {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = append(b, '[')
-				b = appendJSON(b, r.Elems[i])
-				b = append(b, ',')
-				b = appendJSON(b, r.Elems[i+1])
-				b = append(b, ']')
+				pairs.Elems = append(pairs.Elems, resp.Reply{Kind: resp.Array, Elems: r.Elems[i : i+2]})
 			}
-			return append(b, ']')
+			return appendJSON(b, pairs)
 		}
 		b = append(b, '{')
 		for i := 0; i+1 < len(r.Elems); i += 2 {
@@ -243,10 +217,6 @@ func appendJSON(b []byte, r resp.Reply) []byte {
 		return append(b, ']')
 	}
 	return appendJSONValue(b, r.Str)
-}
-
-func isInfOrNaN(f float64) bool {
-	return f != f || f > 1.7976931348623157e308 || f < -1.7976931348623157e308
 }
 
 // keyText is a map key as an object key: strings as they are, other
@@ -278,54 +248,24 @@ func appendJSONValue(b []byte, s string) []byte {
 }
 
 func appendJSONString(b []byte, s string) []byte {
-	if utf8.ValidString(s) && plainASCII(s) {
-		b = append(b, '"')
-		b = append(b, s...)
-		return append(b, '"')
+	if plainASCII(s) {
+		return append(append(append(b, '"'), s...), '"')
 	}
-	out, _ := json.Marshal(s) // never fails for a string
-	// json.Marshal escapes <, > and & for HTML; redis-cli does not.
-	return append(b, unescapeHTML(out)...)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // as redis-cli: <, > and & as they are
+	_ = enc.Encode(s)        // never fails for a string
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
 }
 
 // plainASCII is printable ASCII that JSON takes as it is.
 func plainASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
 			return false
 		}
 	}
 	return true
-}
-
-func unescapeHTML(b []byte) []byte {
-	out := b[:0:0]
-	for i := 0; i < len(b); i++ {
-		if b[i] == '\\' && i+5 < len(b) && b[i+1] == 'u' && b[i+2] == '0' && b[i+3] == '0' {
-			switch string(b[i+4 : i+6]) {
-			case "3c":
-				out = append(out, '<')
-				i += 5
-				continue
-			case "3e":
-				out = append(out, '>')
-				i += 5
-				continue
-			case "26":
-				out = append(out, '&')
-				i += 5
-				continue
-			}
-		}
-		if b[i] == '\\' && i+1 < len(b) {
-			out = append(out, b[i], b[i+1])
-			i++
-			continue
-		}
-		out = append(out, b[i])
-	}
-	return out
 }
 
 // AppendReply appends r to b in the Printer's form, redis-cli's: as
