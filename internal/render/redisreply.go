@@ -57,33 +57,23 @@ func AppendReplyTTY(b []byte, r resp.Reply) []byte {
 
 func appendTTY(b []byte, r resp.Reply, prefix string) []byte {
 	switch r.Kind {
-	case resp.Error:
-		b = append(b, "(error) "...)
-		b = append(b, r.Str...)
-	case resp.Status:
-		b = append(b, r.Str...)
+	case resp.Array, resp.Map, resp.Set, resp.Push:
+		return appendTTYAggregate(b, r, prefix)
 	case resp.Int:
-		b = append(b, "(integer) "...)
-		b = strconv.AppendInt(b, r.Int, 10)
-	case resp.Double:
-		b = append(b, "(double) "...)
-		b = append(b, r.Str...)
-	case resp.BigNum:
-		b = append(b, "(big number) "...)
-		b = append(b, r.Str...)
+		b = strconv.AppendInt(append(b, "(integer) "...), r.Int, 10)
 	case resp.Bulk:
 		b = AppendRepr(b, r.Str)
-	case resp.Verbatim:
-		b = append(b, r.Str...)
 	case resp.Nil:
 		b = append(b, "(nil)"...)
 	case resp.Bool:
 		b = append(b, boolText(r)...)
-	case resp.Array, resp.Map, resp.Set, resp.Push:
-		return appendTTYAggregate(b, r, prefix)
+	default: // status and verbatim as they are, the others labelled
+		b = append(append(b, ttyLabel[r.Kind]...), r.Str...)
 	}
 	return append(b, '\n')
 }
+
+var ttyLabel = map[resp.Kind]string{resp.Error: "(error) ", resp.Double: "(double) ", resp.BigNum: "(big number) "}
 
 func appendTTYAggregate(b []byte, r resp.Reply, prefix string) []byte {
 	n := len(r.Elems)
@@ -133,29 +123,16 @@ func boolText(r resp.Reply) string {
 // AppendRepr appends s double-quoted as redis-cli (sdscatrepr) shows it:
 // \\ \" \n \r \t \a \b escaped, other bytes outside printable ASCII as \xNN.
 func AppendRepr(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
+	const hex, escaped, as = "0123456789abcdef", "\\\"\n\r\t\a\b", "\\\"nrtab"
 	b = append(b, '"')
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch c {
-		case '\\', '"':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\a':
-			b = append(b, '\\', 'a')
-		case '\b':
-			b = append(b, '\\', 'b')
-		default:
-			if c >= 0x20 && c <= 0x7e {
-				b = append(b, c)
-			} else {
-				b = append(b, '\\', 'x', hex[c>>4], hex[c&0xf])
-			}
+		if k := strings.IndexByte(escaped, c); k >= 0 {
+			b = append(b, '\\', as[k])
+		} else if c >= 0x20 && c <= 0x7e {
+			b = append(b, c)
+		} else {
+			b = append(b, '\\', 'x', hex[c>>4], hex[c&0xf])
 		}
 	}
 	return append(b, '"')
