@@ -160,7 +160,11 @@ func Start(opts Options) (*Server, error) {
 			}
 			lines = append(lines, tls...)
 		}
-		if err = s.start(append(lines, opts.Config...)); err == nil {
+		confPath := filepath.Join(opts.Dir, "redis.conf")
+		if err = os.WriteFile(confPath, []byte(strings.Join(append(lines, opts.Config...), "\n")+"\n"), 0o644); err != nil {
+			return nil, err
+		}
+		if err = s.launch(confPath); err == nil {
 			return s, nil
 		}
 		if !freePort || !strings.Contains(err.Error(), "in use") {
@@ -168,14 +172,6 @@ func Start(opts Options) (*Server, error) {
 		}
 	}
 	return nil, err
-}
-
-func (s *Server) start(conf []string) error {
-	confPath := filepath.Join(s.Opts.Dir, "redis.conf")
-	if err := os.WriteFile(confPath, []byte(strings.Join(conf, "\n")+"\n"), 0o644); err != nil {
-		return err
-	}
-	return s.launch(confPath)
 }
 
 // binary is the server binary this server runs.
@@ -336,43 +332,37 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-var (
-	versionOnce sync.Once
-	version     [3]int
-	versionErr  error
-)
+// versionText is the server binary's --version, read once.
+var versionText = sync.OnceValues(func() (string, error) {
+	out, err := exec.Command(Binary(), "--version").Output()
+	return string(out), err
+})
 
-// Version is the server binary's version (from --version), cached.
+// Version is the server binary's version (from --version).
 func Version() ([3]int, error) {
-	versionOnce.Do(func() {
-		out, err := exec.Command(Binary(), "--version").Output()
-		if err != nil {
-			versionErr = err
-			return
-		}
-		m := regexp.MustCompile(`v=(\d+)\.(\d+)\.(\d+)`).FindStringSubmatch(string(out))
-		if m == nil {
-			versionErr = fmt.Errorf("redistest: cannot read a version from %q", out)
-			return
-		}
-		for i := range 3 {
-			version[i], _ = strconv.Atoi(m[i+1])
-		}
-	})
-	return version, versionErr
+	var v [3]int
+	out, err := versionText()
+	if err != nil {
+		return v, err
+	}
+	m := regexp.MustCompile(`v=(\d+)\.(\d+)\.(\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		return v, fmt.Errorf("redistest: cannot read a version from %q", out)
+	}
+	for i := range 3 {
+		v[i], _ = strconv.Atoi(m[i+1])
+	}
+	return v, nil
 }
 
 // AtLeast reports whether the server binary is at least major.minor.
 func AtLeast(major, minor int) bool {
 	v, err := Version()
-	if err != nil {
-		return false
-	}
-	return v[0] > major || (v[0] == major && v[1] >= minor)
+	return err == nil && (v[0] > major || (v[0] == major && v[1] >= minor))
 }
 
 // IsValkey reports whether the server binary is valkey-server.
 func IsValkey() bool {
-	out, _ := exec.Command(Binary(), "--version").Output()
-	return strings.Contains(strings.ToLower(string(out)), "valkey")
+	out, _ := versionText()
+	return strings.Contains(strings.ToLower(out), "valkey")
 }
