@@ -29,10 +29,6 @@ func ratFloat(r *big.Rat) float64 { f, _ := r.Float64(); return f }
 
 func (v CalcMaxsize) JSON() any {
 	in, r := v.Inputs, v.Result
-	warnings := r.Warnings
-	if warnings == nil {
-		warnings = []string{}
-	}
 	inputs := map[string]any{
 		"rate_per_s":    ratFloat(in.Rate),
 		"mark_delay_ms": float64(in.MarkDelay) / float64(time.Millisecond),
@@ -54,7 +50,7 @@ func (v CalcMaxsize) JSON() any {
 		"interplay":              r.Interplay,
 		"memory_bytes":           map[string]int64{"native_per_pid": r.Memory.NativePerPID, "native_total": r.Memory.NativeTotal, "emulated_per_pid": r.Memory.EmulatedPerPID, "emulated_total": r.Memory.EmulatedTotal},
 		"memory_native_estimate": true,
-		"warnings":               warnings,
+		"warnings":               append([]string{}, r.Warnings...), // [] rather than null
 	}
 }
 
@@ -181,10 +177,6 @@ func (v CalcTTL) JSON() any {
 			inputs[n.name] = n.v
 		}
 	}
-	advice := r.Advice
-	if advice == nil {
-		advice = []string{}
-	}
 	formula := []string{r.TTLFormula, r.MemoryFormula}
 	out := map[string]any{
 		"inputs":           inputs,
@@ -195,7 +187,7 @@ func (v CalcTTL) JSON() any {
 		"value_size_bytes": r.ValueSize,
 		"memory_bytes":     r.Memory,
 		"formula":          formula,
-		"advice":           advice,
+		"advice":           append([]string{}, r.Advice...),
 	}
 	if in.Window {
 		out["retry_window_s"] = r.RetryWindow.Seconds()

@@ -35,16 +35,9 @@ type streamJSON struct {
 	DuplicatesPerSec *float64      `json:"duplicates_per_s,omitempty"`
 }
 
-func (v Stream) lints() []health.Lint {
-	if v.Lints == nil {
-		return []health.Lint{}
-	}
-	return v.Lints
-}
-
 func (v Stream) JSON() any {
 	info, at, r := v.Info, v.At, v.Rates
-	j := streamJSON{Key: info.Stream, Type: "stream", Info: info, Lints: v.lints()}
+	j := streamJSON{Key: info.Stream, Type: "stream", Info: info, Lints: append([]health.Lint{}, v.Lints...)}
 	if !at.IsZero() {
 		j.Time = at.UTC().Format(time.RFC3339Nano)
 	}
@@ -59,7 +52,7 @@ func (v Stream) Table(p *render.Printer) error { return v.kv(p) }
 func (v Stream) Raw(p *render.Printer) error   { return v.kv(p) }
 
 func (v Stream) kv(p *render.Printer) error {
-	info, at, r, lints := v.Info, v.At, v.Rates, v.lints()
+	info, at, r, lints := v.Info, v.At, v.Rates, v.Lints
 	n := func(v int64) string { return p.CountText(v) }
 	duration, maxsize := settings(p, info.IDMPDuration, info.IDMPMaxSize)
 	var pairs []render.Pair
