@@ -279,20 +279,14 @@ func truncate(s string, cols int) string {
 // FormatCount writes n with thousands separators, as the line shows
 // counts: 1204000 -> "1,204,000".
 func FormatCount(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := ""
+	s, sign := strconv.FormatInt(n, 10), 0
 	if n < 0 {
-		neg, s = "-", s[1:]
+		sign = 1
 	}
-	var out strings.Builder
-	out.WriteString(neg)
-	for i, c := range []byte(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out.WriteByte(',')
-		}
-		out.WriteByte(c)
+	for i := len(s) - 3; i > sign; i -= 3 {
+		s = s[:i] + "," + s[i:]
 	}
-	return out.String()
+	return s
 }
 
 // formatRate writes a per-second rate in three significant figures or so:

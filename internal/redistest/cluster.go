@@ -268,17 +268,13 @@ func (c *Cluster) MoveSlot(slot int, from, to *Server, batch int, pause time.Dur
 	if err != nil {
 		return err
 	}
-	if err := to.ok("CLUSTER", "SETSLOT", s, "NODE", toID); err != nil {
-		return err
-	}
-	if err := from.ok("CLUSTER", "SETSLOT", s, "NODE", toID); err != nil {
-		return err
-	}
-	for _, n := range c.Nodes {
-		if n != from && n != to {
-			if err := n.ok("CLUSTER", "SETSLOT", s, "NODE", toID); err != nil {
-				return err
-			}
+	// The target first, then the source, then the other primaries.
+	for i, n := range append([]*Server{to, from}, c.Nodes...) {
+		if i >= 2 && (n == from || n == to) {
+			continue
+		}
+		if err := n.ok("CLUSTER", "SETSLOT", s, "NODE", toID); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -80,20 +80,12 @@ func appendTTYAggregate(b []byte, r resp.Reply, prefix string) []byte {
 	if r.Kind == resp.Map {
 		n /= 2
 	}
+	look := aggregates[r.Kind]
 	if n == 0 {
-		empty := map[resp.Kind]string{resp.Array: "(empty array)", resp.Map: "(empty hash)", resp.Set: "(empty set)", resp.Push: "(empty push)"}
-		b = append(b, empty[r.Kind]...)
-		return append(b, '\n')
+		return append(append(b, look.empty...), '\n')
 	}
 	width := len(strconv.Itoa(n))
 	inner := prefix + strings.Repeat(" ", width+2)
-	sep := byte(')')
-	switch r.Kind {
-	case resp.Set:
-		sep = '~'
-	case resp.Map:
-		sep = '#'
-	}
 	for i := 0; i < n; i++ {
 		if i > 0 {
 			b = append(b, prefix...)
@@ -101,7 +93,7 @@ func appendTTYAggregate(b []byte, r resp.Reply, prefix string) []byte {
 		idx := strconv.Itoa(i + 1)
 		b = append(b, strings.Repeat(" ", width-len(idx))...)
 		b = append(b, idx...)
-		b = append(b, sep, ' ')
+		b = append(b, look.sep, ' ')
 		if r.Kind != resp.Map {
 			b = appendTTY(b, r.Elems[i], inner)
 			continue
@@ -112,6 +104,13 @@ func appendTTYAggregate(b []byte, r resp.Reply, prefix string) []byte {
 	}
 	return b
 }
+
+// aggregates are how redis-cli shows each kind of aggregate: empty, and
+// the mark after each element's number.
+var aggregates = map[resp.Kind]struct {
+	empty string
+	sep   byte
+}{resp.Array: {"(empty array)", ')'}, resp.Map: {"(empty hash)", '#'}, resp.Set: {"(empty set)", '~'}, resp.Push: {"(empty push)", ')'}}
 
 func boolText(r resp.Reply) string {
 	if r.Int != 0 {
