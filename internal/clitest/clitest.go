@@ -1,8 +1,6 @@
-// Package clitest runs the idmpctl binary in tests: the one on PATH (the
-// system tests' TestMain, in e2e/, puts its test binary there as
-// idmpctl), in a working directory of the test, with an environment
-// scrubbed of anything the host set that would change where or how
-// idmpctl connects or prints.
+// Package clitest runs the idmpctl on PATH (e2e's TestMain puts its test
+// binary there) in tests, in a directory of the test, with an environment
+// scrubbed of what would change where or how idmpctl connects or prints.
 package clitest
 
 import (
@@ -17,10 +15,9 @@ import (
 	"time"
 )
 
-// Unset lists the variables a test's idmpctl never inherits: a host's
-// REDIS_URL or password would send it elsewhere, and an empty
-// REDISCLI_AUTH still makes redis-cli send AUTH; the colour and terminal
-// switches (and a forced terminal's width) would change what it prints.
+// Unset lists the variables a test's idmpctl never inherits: a host's URL
+// or password (an empty REDISCLI_AUTH still sends AUTH), and the colour and
+// terminal switches.
 var Unset = []string{"IDMPCTL_URL", "REDIS_URL", "IDMPCTL_PASSWORD", "REDISCLI_AUTH",
 	"NO_COLOR", "CLICOLOR_FORCE", "IDMPCTL_FORCE_TTY", "IDMPCTL_FORCE_TTY_IN", "COLUMNS"}
 
@@ -92,10 +89,9 @@ func (c *CLI) Expect(code int, args ...string) Result {
 	return r
 }
 
-// Start launches idmpctl in the background; the test's cleanup kills it if
-// it still runs. Its output goes to files, not pipes, so Wait returns when
-// idmpctl exits even when a grandchild it leaves behind still holds an
-// inherited descriptor.
+// Start launches idmpctl in the background, killed at cleanup. Its output
+// goes to files, not pipes: Wait returns when idmpctl exits even when a
+// grandchild still holds an inherited descriptor.
 func (c *CLI) Start(args ...string) *Proc {
 	c.t.Helper()
 	p := c.start(args)

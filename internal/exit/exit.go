@@ -53,16 +53,12 @@ const Table = `Exit codes:
 // Error is a failure with its exit code. What names what failed, Err says
 // why (server texts verbatim), Hint is an optional second line for the user.
 type Error struct {
-	Code int
-	What string
-	Err  error
-	Hint string
-	// Silent errors carry an exit code whose story was already told on
-	// stdout/stderr (claim acquire's "done", a command's own exit status).
-	Silent bool
-	// Root errors are not about what the command was doing (the server
-	// could not be reached): Wrap keeps their What as it is.
-	Root bool
+	Code   int
+	What   string
+	Err    error
+	Hint   string
+	Silent bool // the story was told already (claim acquire's "done", a command's own exit)
+	Root   bool // not about what the command did (the server unreachable): Wrap keeps What
 }
 
 func (e *Error) Error() string {
@@ -101,7 +97,7 @@ func Wrap(err error, what string) error {
 		}
 		return &Error{Code: e.Code, What: joinWhat(what, e.What), Err: e.Err, Hint: e.Hint}
 	}
-	return &Error{Code: Classify(err), What: what, Err: err, Hint: hintFor(err)}
+	return &Error{Code: Classify(err), What: what, Err: err, Hint: Hint(err)}
 }
 
 func joinWhat(outer, inner string) string {
@@ -117,7 +113,7 @@ func joinWhat(outer, inner string) string {
 // Connect is a failure to reach the server at url (redacted): Root, so the
 // message is "connect URL: why" whatever the command was doing.
 func Connect(err error, url string) *Error {
-	return &Error{Code: Classify(err), What: "connect " + url, Err: err, Hint: hintFor(err), Root: true}
+	return &Error{Code: Classify(err), What: "connect " + url, Err: err, Hint: Hint(err), Root: true}
 }
 
 // WithHint returns err with a hint line attached.
@@ -138,18 +134,9 @@ func Usagef(format string, args ...any) *Error {
 
 // Code returns the exit code for err: its own when it is an *Error,
 // otherwise the classification of a Redis or network failure.
-func Code(err error) int {
-	if err == nil {
-		return OK
-	}
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	return Classify(err)
-}
+func Code(err error) int { return Classify(err) }
 
-// Classify maps an error from the Redis client or the network to a code.
+// Classify is Code: it maps an error from the Redis client or the network.
 func Classify(err error) int {
 	if err == nil {
 		return OK
@@ -165,13 +152,9 @@ func Classify(err error) int {
 	case hasServerPrefix(msg, "WRONGTYPE"), strings.Contains(msg, "Protocol error: invalid bulk length"):
 		return Data
 	case strings.Contains(msg, "DB index is out of range"):
-		// The URL's database (redis://host/N) is past the server's
-		// databases: a value the user gave.
-		return Usage
-	case strings.Contains(msg, "cluster support disabled"):
-		// --cluster against a server that is no cluster.
-		return Config
-	case isTLSVerify(err), hasServerPrefix(msg, "READONLY"), ScriptingDisabled(msg), NotRESP(err):
+		return Usage // the URL's database (redis://host/N): a value the user gave
+	case strings.Contains(msg, "cluster support disabled"), // --cluster against a server that is no cluster
+		isTLSVerify(err), hasServerPrefix(msg, "READONLY"), ScriptingDisabled(msg), NotRESP(err):
 		return Config
 	case hasServerPrefix(msg, "OOM"), Migrating(msg):
 		return Unavailable
@@ -187,10 +170,8 @@ func Classify(err error) int {
 }
 
 // Migrating reports a reply of a cluster node whose slot is moving (or
-// moved) to another node: MOVED, ASK, TRYAGAIN, or a script's access to a
-// key the node no longer holds while the slot is MIGRATING. The server
-// answered: nothing was written, and the same command can go again once the
-// client follows the slot.
+// moved): MOVED, ASK, TRYAGAIN, or a script's access to a key the node no
+// longer holds. Nothing was written: the same command can go again.
 func Migrating(msg string) bool {
 	return hasServerPrefix(msg, "MOVED", "ASK", "TRYAGAIN") ||
 		strings.Contains(msg, "Script attempted to access a non local key in a cluster node")
@@ -237,12 +218,10 @@ var (
 )
 
 // Denial reads an ACL denial (NOPERM, or a script's ACL failure) and says
-// in our words what the user may not run or access, from the server's text
-// ("has no permissions to run the 'xinfo|stream' command": "this user may
-// not run XINFO STREAM"). at is where the server's text starts in msg, or
-// -1 when it names nothing or is idmpctl's own, which says it already
-// ("no permission to run the RPUSH command on key ..."). ok: msg is a
-// denial.
+// in our words what the user may not run or access ("...run the
+// 'xinfo|stream' command": "this user may not run XINFO STREAM"). at is
+// where the server's text starts in msg, or -1 when it names nothing or is
+// idmpctl's own, which says it already. ok: msg is a denial.
 func Denial(msg string) (words string, at int, ok bool) {
 	if !hasServerPrefix(msg, "NOPERM") && !isScriptACL(msg) {
 		return "", -1, false
@@ -263,11 +242,9 @@ func Denial(msg string) (words string, at int, ok bool) {
 	return words, at, true
 }
 
-// NotRESP reports a reply that is not Redis's protocol at all: go-redis's
-// "redis: invalid reply" and "can't parse", idmpctl's own reader's
-// "redis protocol error". A Redis server never sends one; whatever listens
-// on the port (an HTTP server, another service) is not Redis. A
-// configuration error (78): running the command again changes nothing.
+// NotRESP reports a reply that is not Redis's protocol at all (go-redis's,
+// or idmpctl's own reader's complaint): whatever listens on the port is
+// not Redis, a configuration error (78) that a retry does not change.
 func NotRESP(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "redis: invalid reply") || strings.Contains(msg, "redis: can't parse") ||
@@ -277,8 +254,6 @@ func NotRESP(err error) bool {
 // NotRedisHint is the hint of NotRESP.
 const NotRedisHint = "something answers on that port, but not in Redis's protocol (an HTTP server, another service): check the host and port (--url, -h, -p, IDMPCTL_URL)"
 
-// TimedOut reports whether err is a wait that ran out (a deadline, a
-// socket's timeout) rather than a refusal or a reset.
 // ClosedByServer reports a connection that ended under a command (the
 // server restarted or was stopped, CLIENT KILL, its idle timeout): Go's
 // "EOF", "unexpected EOF" or "connection reset by peer".
@@ -289,6 +264,8 @@ func ClosedByServer(err error) bool {
 		strings.HasSuffix(msg, "connection reset by peer")
 }
 
+// TimedOut reports whether err is a wait that ran out (a deadline, a
+// socket's timeout) rather than a refusal or a reset.
 func TimedOut(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
 		strings.Contains(err.Error(), "i/o timeout")
@@ -314,9 +291,7 @@ func isTLSVerify(err error) bool {
 const UnreachableHint = "is the server running and reachable? set --url or IDMPCTL_URL"
 
 // Hint is the hint idmpctl gives for a server or network error ("" none).
-func Hint(err error) string { return hintFor(err) }
-
-func hintFor(err error) string {
+func Hint(err error) string {
 	msg := err.Error()
 	switch {
 	case NotRESP(err):
@@ -345,8 +320,7 @@ func hintFor(err error) string {
 		}
 		return "give a password with IDMPCTL_PASSWORD (or REDISCLI_AUTH), and an ACL user in the URL (redis://user@host)"
 	case Config:
-		// A remote alert is the server refusing us (tls-auth-clients), not
-		// us refusing its certificate: --tls-ca is not the fix.
+		// A remote alert is the server refusing our certificate: not --tls-ca.
 		switch {
 		case strings.Contains(msg, "remote error: tls: certificate required"):
 			return "the server requires a client certificate (tls-auth-clients): give --tls-cert and --tls-key"

@@ -1,14 +1,13 @@
 // Package iostreams owns the terminal facts of a run, as cli/cli's
-// pkg/iostreams (read at v2.60.0) does: the three streams, whether each is a terminal, the
+// pkg/iostreams does: the three streams, whether each is a terminal, the
 // terminal's width, the colour decision, whether a person can be asked a
-// question, and stdout's first write error. Every such decision is made
-// here, once; commands ask, and tests fake it through the seams New takes
-// and the environment (IDMPCTL_FORCE_TTY, IDMPCTL_FORCE_TTY_IN, COLUMNS,
-// NO_COLOR, CLICOLOR_FORCE). It never talks to Redis.
+// question, and stdout's first write error. Each is decided here, once;
+// tests fake them through New's seams and the environment.
 package iostreams
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strconv"
@@ -19,15 +18,12 @@ import (
 	"golang.org/x/term"
 )
 
-// The environment that forces terminal behaviour, for tests (and for a
-// person who pipes through a pager that understands it).
+// The environment that forces terminal behaviour, for tests.
 const (
-	// ForceTTY makes stdout, stderr and stdin count as terminals: tables,
-	// progress lines and questions (width COLUMNS, else 80).
+	// ForceTTY makes stdout, stderr and stdin terminals (width COLUMNS, else 80).
 	ForceTTY = "IDMPCTL_FORCE_TTY"
-	// ForceTTYIn makes stdin a terminal for exec's prompt: the prompt with
-	// each line echoed after it, without line editing (it needs a real
-	// terminal).
+	// ForceTTYIn makes stdin a terminal for exec's prompt (each line echoed
+	// after it; line editing needs a real terminal).
 	ForceTTYIn = "IDMPCTL_FORCE_TTY_IN"
 )
 
@@ -43,9 +39,8 @@ type IOStreams struct {
 	stdout    *OutWriter // Out as System made it: its first write error
 }
 
-// New is streams whose terminal facts come from the seams: getenv for the
-// environment, isTTY for whether a stream is a terminal, termWidth for a
-// terminal's width in columns (0: unknown). A nil seam answers no.
+// New is streams whose terminal facts come from the seams: the environment,
+// whether a stream is a terminal, its width (0: unknown). A nil seam says no.
 func New(in io.Reader, out, errOut io.Writer, getenv func(string) string, isTTY func(any) bool, termWidth func(any) int) *IOStreams {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
@@ -60,9 +55,7 @@ func New(in io.Reader, out, errOut io.Writer, getenv func(string) string, isTTY 
 	return s
 }
 
-// System is the process's streams: stdout kept in an OutWriter (its first
-// write error is the run's business, OutputLost), terminals as isatty
-// tells them, widths as the terminal reports them.
+// System is the process's streams, stdout in an OutWriter (OutputLost).
 func System() *IOStreams {
 	return New(os.Stdin, &OutWriter{w: os.Stdout}, os.Stderr, os.Getenv, IsTerminal, TerminalWidth)
 }
@@ -125,11 +118,9 @@ func (s *IOStreams) PromptWanted() bool {
 	return s.IsStdoutTTY() && (s.isTTY(s.In) || s.getenv(ForceTTYIn) != "")
 }
 
-// ColorEnabled is the one colour decision: on for a terminal, or when
-// CLICOLOR_FORCE is set (not "0"); off with NO_COLOR (any value) or
-// noColor (--no-color), and whenever the output is not drawn for a person
-// (human false: raw and JSON are read by programs, and a forced colour
-// must not put escape codes into their fields).
+// ColorEnabled is the one colour decision: on for a terminal or with
+// CLICOLOR_FORCE (not "0"); off with NO_COLOR or --no-color, and whenever
+// the output is not for a person (escape codes in raw or JSON fields).
 func (s *IOStreams) ColorEnabled(noColor, human bool) bool {
 	color := s.IsStdoutTTY()
 	if v := s.getenv("CLICOLOR_FORCE"); v != "" && v != "0" {
@@ -141,9 +132,8 @@ func (s *IOStreams) ColorEnabled(noColor, human bool) bool {
 	return color && human
 }
 
-// TerminalWidth is stdout's width in columns, for tables and views: the
-// real terminal's; for a terminal forced with ForceTTY, COLUMNS or 80; 0
-// (no limit) when stdout is no terminal.
+// TerminalWidth is stdout's width in columns: the real terminal's; when
+// forced, COLUMNS or 80; 0 (no limit) for no terminal.
 func (s *IOStreams) TerminalWidth() int {
 	if s.termWidth != nil {
 		if n := s.termWidth(s.Out); n > 0 {
@@ -159,15 +149,14 @@ func (s *IOStreams) TerminalWidth() int {
 	return 80
 }
 
-// OutputLost is the error for stdout's first write error, if any: output
-// nobody got. A reader that went away (| head) took what it wanted: that
-// is its choice, not lost output (and every verb but claim run, which
-// must survive it, dies of SIGPIPE there as any filter does).
+// OutputLost is the error for stdout's first write error, if any. A reader
+// that went away (| head) took what it wanted: not lost output (and every
+// verb but claim run dies of SIGPIPE there, as any filter does).
 func (s *IOStreams) OutputLost() error {
 	if s.stdout == nil || s.stdout.err == nil || errors.Is(s.stdout.err, syscall.EPIPE) {
 		return nil
 	}
-	return &exit.Error{Code: exit.Internal, Err: lostOutput{s.stdout.err},
+	return &exit.Error{Code: exit.Internal, Err: fmt.Errorf("cannot write the output: %w", s.stdout.err),
 		Hint: "the output was lost: free the disk, or send stdout where it can be written"}
 }
 
@@ -176,17 +165,9 @@ func (s *IOStreams) IsOutputError(err error) bool {
 	return s.stdout != nil && s.stdout.err != nil && errors.Is(err, s.stdout.err)
 }
 
-// lostOutput says that stdout could not be written.
-type lostOutput struct{ err error }
-
-func (e lostOutput) Error() string { return "cannot write the output: " + e.err.Error() }
-func (e lostOutput) Unwrap() error { return e.err }
-
-// OutWriter is stdout as the commands write it: it keeps the first write
-// error (a full disk, an I/O error), and refuses the writes after it.
-// Output that was lost is an error at exit (OutputLost): a caller reading
-// TOKEN=$(...) or "> token" must never take an exit 0 with nothing written
-// for a success.
+// OutWriter is stdout keeping its first write error (a full disk) and
+// refusing writes after it: lost output fails the exit (OutputLost), so
+// TOKEN=$(...) never takes an exit 0 with nothing written for a success.
 type OutWriter struct {
 	w   io.Writer
 	err error

@@ -8,18 +8,14 @@
 // A percentage, a bar and an ETA appear when the size of the input is
 // known (a regular file's bytes), the elapsed time otherwise.
 //
-// It is drawn by hand on golang.org/x/term (terminal width) rather than by
-// a progress-bar library. Not for their init: measured on 2026-11-29 on
-// top of idmpctl's own imports (GODEBUG=inittrace=1, medians of 41 runs),
-// mpb v8.16.2 adds 0.00–0.12 ms, cheggaaa/pb v3.3.0 -0.02–0.10 ms and
-// schollz/progressbar v3.19.1 0.02–0.19 ms (docs/speed.md; the 0.7–2 ms
-// once given here was over a main importing only os). But each redraws
-// from a ticker goroutine, where a Bar draws only inside its calls (so a
-// caller's Clear and write are never raced by a redraw), and each measures
-// one counter, where a Bar counts items against an input's bytes.
+// Drawn by hand rather than by a progress-bar library: not for their init
+// (mpb, cheggaaa/pb, schollz/progressbar add at most 0.2 ms, docs/speed.md),
+// but each redraws from a ticker goroutine, which would race a caller's
+// Clear and write, and measures one counter, not items against bytes.
 package progress
 
 import (
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -34,34 +30,20 @@ import (
 type Options struct {
 	Label string // what is running, e.g. "xadd --batch"; shown as "Label: "
 	Unit  string // what is counted, plural, e.g. "lines", "keys"
-	// Total is the size of the input when known (a regular file's bytes),
-	// against which Set's done is measured; 0 when unknown.
-	Total int64
+	Total int64  // the input's size when known (a file's bytes), for Set's done; else 0
 }
 
 const (
-	// redrawEvery bounds redraws to about ten a second.
-	redrawEvery = 100 * time.Millisecond
-	// firstDrawAfter keeps quick runs silent: nothing is drawn before.
-	firstDrawAfter = 250 * time.Millisecond
-	// rateWindow is how far back the rate (and so the ETA) looks.
-	rateWindow = 5 * time.Second
-	// maxETA is the longest ETA shown; past it (a stall) none is.
-	maxETA = 100 * time.Hour
-	// fallbackWidth is used when the terminal's width cannot be read.
-	fallbackWidth = 80
+	redrawEvery    = 100 * time.Millisecond // about ten redraws a second
+	firstDrawAfter = 250 * time.Millisecond // quick runs stay silent
+	rateWindow     = 5 * time.Second        // how far back the rate (and ETA) looks
+	maxETA         = 100 * time.Hour        // past it (a stall), no ETA
+	fallbackWidth  = 80                     // when the terminal's width cannot be read
 )
 
-// Bar is a progress line. Its methods are safe for concurrent use (a batch
-// counts lines in the goroutine that prints results while a retry warning,
-// which clears the line, comes from another). A nil Bar, which New returns
-// when disabled, does nothing. It draws only when Set or Add is called,
-// never from a goroutine of its own.
-//
-// The line goes to w alone: when other output reaches the same terminal
-// while the bar is shown (stdout on the same terminal, a warning on
-// stderr), call Clear first, or enable the bar only when stdout is not a
-// terminal.
+// Bar is a progress line, safe for concurrent use (a retry warning clears
+// it from another goroutine); a nil Bar does nothing. It draws only inside
+// Set and Add: before other output reaches its terminal, call Clear.
 type Bar struct {
 	mu       sync.Mutex
 	w        io.Writer
@@ -84,10 +66,9 @@ type sample struct {
 	count, bytes int64
 }
 
-// New returns a Bar that draws on w when enabled: the caller decides that
-// (stderr is a terminal, the output is not -o json). Disabled, it returns
-// nil, a Bar that writes nothing at all. The width is read from w when it
-// is a terminal (on each redraw, so a resize is followed), else 80 columns.
+// New returns a Bar that draws on w when enabled (stderr is a terminal, the
+// output is not -o json), else nil. The width is read from w at each
+// redraw (a resize is followed), else 80 columns.
 func New(w io.Writer, enabled bool, opts Options) *Bar {
 	if !enabled {
 		return nil
@@ -116,23 +97,13 @@ func terminalWidth(w io.Writer) func() int {
 }
 
 // Set records the work done so far: count items (lines, keys) and, when
-// Options.Total is set, done bytes of it; it redraws if the last redraw is
-// at least 100 ms old.
-func (b *Bar) Set(count, done int64) {
-	if b == nil {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.done {
-		return
-	}
-	b.count, b.bytes = count, done
-	b.maybeDraw()
-}
+// Options.Total is set, done bytes of it; it redraws at most every 100 ms.
+func (b *Bar) Set(count, done int64) { b.update(count, done, false) }
 
 // Add records count more items and done more bytes, as Set does.
-func (b *Bar) Add(count, done int64) {
+func (b *Bar) Add(count, done int64) { b.update(count, done, true) }
+
+func (b *Bar) update(count, done int64, add bool) {
 	if b == nil {
 		return
 	}
@@ -141,8 +112,10 @@ func (b *Bar) Add(count, done int64) {
 	if b.done {
 		return
 	}
-	b.count += count
-	b.bytes += done
+	if add {
+		count, done = b.count+count, b.bytes+done
+	}
+	b.count, b.bytes = count, done
 	b.maybeDraw()
 }
 
@@ -247,20 +220,12 @@ func (b *Bar) rates(now time.Time) (items, bytes float64) {
 // Label and Unit are meant to be ASCII.
 func (b *Bar) line(now time.Time, width int) string {
 	itemRate, byteRate := b.rates(now)
-	var head strings.Builder
+	head := FormatCount(b.count) + unit(b.opts.Unit) + "  " + formatRate(itemRate) + unit(b.opts.Unit) + "/s"
 	if b.opts.Label != "" {
-		head.WriteString(b.opts.Label)
-		head.WriteString(": ")
+		head = b.opts.Label + ": " + head
 	}
-	head.WriteString(FormatCount(b.count))
-	head.WriteString(unit(b.opts.Unit))
-	head.WriteString("  ")
-	head.WriteString(formatRate(itemRate))
-	head.WriteString(unit(b.opts.Unit))
-	head.WriteString("/s")
 	if b.detail != "" {
-		head.WriteString("  ")
-		head.WriteString(b.detail)
+		head += "  " + b.detail
 	}
 
 	var tail string
@@ -278,12 +243,12 @@ func (b *Bar) line(now time.Time, width int) string {
 	}
 
 	cols := width - 1
-	s := head.String() + "  " + tail
+	s := head + "  " + tail
 	if n := utf8.RuneCountInString(s); pct >= 0 {
 		// A bar of 8 to 30 cells between the rate and the percentage,
 		// when there is room for it ("  [" + cells + "] ").
 		if cells := min(30, cols-n-3); cells >= 8 {
-			s = head.String() + "  [" + bar(cells, pct) + "] " + tail
+			s = head + "  [" + bar(cells, pct) + "] " + tail
 		}
 	}
 	return truncate(s, cols)
@@ -298,43 +263,30 @@ func unit(u string) string {
 
 func bar(cells, pct int) string {
 	full := cells * pct / 100
-	var s strings.Builder
-	s.WriteString(strings.Repeat("=", full))
-	if full < cells {
-		s.WriteByte('>')
-		s.WriteString(strings.Repeat(" ", cells-full-1))
+	if full == cells {
+		return strings.Repeat("=", full)
 	}
-	return s.String()
+	return strings.Repeat("=", full) + ">" + strings.Repeat(" ", cells-full-1)
 }
 
 func truncate(s string, cols int) string {
-	if cols <= 0 {
-		return ""
+	if r := []rune(s); len(r) > cols {
+		return string(r[:max(cols, 0)])
 	}
-	if utf8.RuneCountInString(s) <= cols {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:cols])
+	return s
 }
 
 // FormatCount writes n with thousands separators, as the line shows
 // counts: 1204000 -> "1,204,000".
 func FormatCount(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := ""
+	s, sign := strconv.FormatInt(n, 10), 0
 	if n < 0 {
-		neg, s = "-", s[1:]
+		sign = 1
 	}
-	var out strings.Builder
-	out.WriteString(neg)
-	for i, c := range []byte(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out.WriteByte(',')
-		}
-		out.WriteByte(c)
+	for i := len(s) - 3; i > sign; i -= 3 {
+		s = s[:i] + "," + s[i:]
 	}
-	return out.String()
+	return s
 }
 
 // formatRate writes a per-second rate in three significant figures or so:
@@ -358,15 +310,8 @@ func formatRate(r float64) string {
 // formatClock writes a duration as m:ss, or h:mm:ss from an hour on.
 func formatClock(d time.Duration) string {
 	s := int64(max(d.Round(time.Second), 0) / time.Second)
-	h, m, sec := s/3600, s/60%60, s%60
-	two := func(n int64) string {
-		if n < 10 {
-			return "0" + strconv.FormatInt(n, 10)
-		}
-		return strconv.FormatInt(n, 10)
+	if h := s / 3600; h > 0 {
+		return fmt.Sprintf("%d:%02d:%02d", h, s/60%60, s%60)
 	}
-	if h > 0 {
-		return strconv.FormatInt(h, 10) + ":" + two(m) + ":" + two(sec)
-	}
-	return strconv.FormatInt(m, 10) + ":" + two(sec)
+	return fmt.Sprintf("%d:%02d", s/60, s%60)
 }

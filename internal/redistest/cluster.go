@@ -66,16 +66,7 @@ func StartClusterOf(dir string, n int, binary string) (*Cluster, error) {
 			c.Stop()
 			return nil, err
 		}
-		s, err := Start(Options{
-			Dir:    filepath.Join(dir, "node"+strconv.Itoa(i)),
-			Port:   port,
-			Binary: binary,
-			Config: []string{
-				"cluster-enabled yes",
-				"cluster-config-file nodes.conf",
-				"cluster-node-timeout 5000",
-			},
-		})
+		s, err := Start(Options{Dir: filepath.Join(dir, "node"+strconv.Itoa(i)), Port: port, Binary: binary, Config: clusterConfig})
 		if err != nil {
 			c.Stop()
 			return nil, err
@@ -100,6 +91,9 @@ func StartClusterOf(dir string, n int, binary string) (*Cluster, error) {
 	}
 	return c, nil
 }
+
+// clusterConfig makes a server a cluster node.
+var clusterConfig = []string{"cluster-enabled yes", "cluster-config-file nodes.conf", "cluster-node-timeout 5000"}
 
 // freeClusterPort finds a loopback port p with p+10000 (the cluster bus,
 // which Redis before 7.0 cannot move) also free and below 65536.
@@ -165,36 +159,48 @@ func (s *Server) ok(args ...string) error {
 	return err
 }
 
-// Owner is the primary that serves slot, as that primary says (CLUSTER
-// NODES: its "myself" line lists its slots).
+// Owner is the primary that serves slot, as that primary says.
 func (c *Cluster) Owner(slot int) (*Server, error) {
 	for _, s := range c.Nodes {
-		nodes, err := s.Do("CLUSTER", "NODES")
+		ranges, err := s.slots()
 		if err != nil {
 			return nil, err
 		}
-		for _, line := range strings.Split(nodes, "\n") {
-			f := strings.Fields(line)
-			if len(f) < 8 || !strings.Contains(f[2], "myself") {
-				continue
-			}
-			for _, r := range f[8:] {
-				if strings.HasPrefix(r, "[") {
-					continue // a slot being migrated or imported
-				}
-				lo, hi, _ := strings.Cut(r, "-")
-				a, err1 := strconv.Atoi(lo)
-				b, err2 := strconv.Atoi(hi)
-				if hi == "" {
-					b, err2 = a, nil
-				}
-				if err1 == nil && err2 == nil && a <= slot && slot <= b {
-					return s, nil
-				}
+		for _, r := range ranges {
+			if r[0] <= slot && slot <= r[1] {
+				return s, nil
 			}
 		}
 	}
 	return nil, fmt.Errorf("redistest: no primary claims slot %d", slot)
+}
+
+// slots are the slot ranges s serves, as its "myself" line of CLUSTER
+// NODES lists them (not those being migrated or imported, "[...]").
+func (s *Server) slots() ([][2]int, error) {
+	nodes, err := s.Do("CLUSTER", "NODES")
+	if err != nil {
+		return nil, err
+	}
+	var out [][2]int
+	for _, line := range strings.Split(nodes, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 || !strings.Contains(f[2], "myself") {
+			continue
+		}
+		for _, r := range f[8:] {
+			lo, hi, ranged := strings.Cut(r, "-")
+			a, err1 := strconv.Atoi(lo)
+			b, err2 := strconv.Atoi(hi)
+			if !ranged {
+				b, err2 = a, nil
+			}
+			if !strings.HasPrefix(r, "[") && err1 == nil && err2 == nil {
+				out = append(out, [2]int{a, b})
+			}
+		}
+	}
+	return out, nil
 }
 
 // Slot is the cluster slot of key (CLUSTER KEYSLOT).
@@ -234,12 +240,9 @@ func (c *Cluster) StableSlot(slot int, from, to *Server) error {
 	return to.ok("CLUSTER", "SETSLOT", s, "STABLE")
 }
 
-// MoveSlot moves slot from one primary to another by hand, as redis-cli
-// --cluster reshard does: IMPORTING and MIGRATING, MIGRATE of the slot's
-// keys batch keys at a time, then SETSLOT NODE on the target, the source
-// and the other primaries. It pauses after MIGRATING is set and after each
-// batch, to let clients run in the middle of the move. Every step is
-// bounded.
+// MoveSlot moves slot between primaries as redis-cli --cluster reshard
+// does (IMPORTING and MIGRATING, MIGRATE batch keys at a time, SETSLOT NODE
+// everywhere), pausing after MIGRATING and each batch to let clients run.
 func (c *Cluster) MoveSlot(slot int, from, to *Server, batch int, pause time.Duration) error {
 	if err := c.StartMigration(slot, from, to); err != nil {
 		return err
@@ -265,17 +268,13 @@ func (c *Cluster) MoveSlot(slot int, from, to *Server, batch int, pause time.Dur
 	if err != nil {
 		return err
 	}
-	if err := to.ok("CLUSTER", "SETSLOT", s, "NODE", toID); err != nil {
-		return err
-	}
-	if err := from.ok("CLUSTER", "SETSLOT", s, "NODE", toID); err != nil {
-		return err
-	}
-	for _, n := range c.Nodes {
-		if n != from && n != to {
-			if err := n.ok("CLUSTER", "SETSLOT", s, "NODE", toID); err != nil {
-				return err
-			}
+	// The target first, then the source, then the other primaries.
+	for i, n := range append([]*Server{to, from}, c.Nodes...) {
+		if i >= 2 && (n == from || n == to) {
+			continue
+		}
+		if err := n.ok("CLUSTER", "SETSLOT", s, "NODE", toID); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -284,28 +283,16 @@ func (c *Cluster) MoveSlot(slot int, from, to *Server, batch int, pause time.Dur
 // FirstSlot is the lowest slot s serves (the one redis-cli --cluster
 // reshard takes first from it).
 func (c *Cluster) FirstSlot(s *Server) (int, error) {
-	nodes, err := s.Do("CLUSTER", "NODES")
+	ranges, err := s.slots()
 	if err != nil {
 		return 0, err
 	}
-	first := -1
-	for _, line := range strings.Split(nodes, "\n") {
-		f := strings.Fields(line)
-		if len(f) < 9 || !strings.Contains(f[2], "myself") {
-			continue
-		}
-		for _, r := range f[8:] {
-			if strings.HasPrefix(r, "[") {
-				continue
-			}
-			lo, _, _ := strings.Cut(r, "-")
-			if a, err := strconv.Atoi(lo); err == nil && (first < 0 || a < first) {
-				first = a
-			}
-		}
-	}
-	if first < 0 {
+	if len(ranges) == 0 {
 		return 0, fmt.Errorf("redistest: %s serves no slot", s.Addr)
+	}
+	first := ranges[0][0]
+	for _, r := range ranges {
+		first = min(first, r[0])
 	}
 	return first, nil
 }

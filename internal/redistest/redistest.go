@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -27,11 +28,9 @@ func Binary() string {
 	return "redis-server"
 }
 
-// NativeBinary is a redis-server with native IDMP (Redis 8.6.3) for the
-// tests that need one next to the server under test (the agreement and
-// upgrade tests, the native-only tests): $IDMPCTL_TEST_NATIVE_SERVER, else
-// the server under test when it is Redis 8.6 or later, else the build that
-// scripts/install-redis.sh caches, else "" (see RequireNative).
+// NativeBinary is a redis-server with native IDMP for the tests that need
+// one beside the server under test: $IDMPCTL_TEST_NATIVE_SERVER, else the
+// server under test when it is Redis 8.6+, else the cached 8.6.3, else "".
 func NativeBinary() string {
 	if b := os.Getenv("IDMPCTL_TEST_NATIVE_SERVER"); b != "" {
 		return b
@@ -39,43 +38,30 @@ func NativeBinary() string {
 	if AtLeast(8, 6) && !IsValkey() {
 		return Binary()
 	}
-	dir := nativeDir()
-	if dir == "" {
-		return ""
-	}
-	b := filepath.Join(dir, "bin", "redis-server")
-	if _, err := os.Stat(b); err != nil {
-		return ""
-	}
-	return b
+	return cached("bin", "redis-server")
 }
 
 // NativeStreamTests is Redis 8.6.3's own tests/unit/type/stream.tcl, from
 // the source tree scripts/install-redis.sh caches beside its build
 // ($REDIS86_DIR/tests), or "" when it is not there.
-func NativeStreamTests() string {
-	dir := nativeDir()
+func NativeStreamTests() string { return cached("tests", "unit", "type", "stream.tcl") }
+
+// cached is a file of the Redis 8.6.3 that scripts/install-redis.sh caches
+// in $REDIS86_DIR, else ~/.cache/idmpctl/redis-8.6.3; "" when it is not there.
+func cached(path ...string) string {
+	dir := os.Getenv("REDIS86_DIR")
 	if dir == "" {
-		return ""
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(cache, "idmpctl", "redis-8.6.3")
 	}
-	f := filepath.Join(dir, "tests", "unit", "type", "stream.tcl")
+	f := filepath.Join(append([]string{dir}, path...)...)
 	if _, err := os.Stat(f); err != nil {
 		return ""
 	}
 	return f
-}
-
-// nativeDir is where scripts/install-redis.sh caches Redis 8.6.3:
-// $REDIS86_DIR, else ~/.cache/idmpctl/redis-8.6.3 ("" without a cache).
-func nativeDir() string {
-	if dir := os.Getenv("REDIS86_DIR"); dir != "" {
-		return dir
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(cache, "idmpctl", "redis-8.6.3")
 }
 
 // Options says how to start a server.
@@ -174,7 +160,11 @@ func Start(opts Options) (*Server, error) {
 			}
 			lines = append(lines, tls...)
 		}
-		if err = s.start(append(lines, opts.Config...)); err == nil {
+		confPath := filepath.Join(opts.Dir, "redis.conf")
+		if err = os.WriteFile(confPath, []byte(strings.Join(append(lines, opts.Config...), "\n")+"\n"), 0o644); err != nil {
+			return nil, err
+		}
+		if err = s.launch(confPath); err == nil {
 			return s, nil
 		}
 		if !freePort || !strings.Contains(err.Error(), "in use") {
@@ -182,14 +172,6 @@ func Start(opts Options) (*Server, error) {
 		}
 	}
 	return nil, err
-}
-
-func (s *Server) start(conf []string) error {
-	confPath := filepath.Join(s.Opts.Dir, "redis.conf")
-	if err := os.WriteFile(confPath, []byte(strings.Join(conf, "\n")+"\n"), 0o644); err != nil {
-		return err
-	}
-	return s.launch(confPath)
 }
 
 // binary is the server binary this server runs.
@@ -225,15 +207,11 @@ func (s *Server) launch(confPath string) error {
 	return errors.New("redistest: redis-server did not answer PING within 10s")
 }
 
-// Restart starts the server again on the same directory and address
-// (after Kill, to test crash recovery). An AOF is first repaired with the
-// server's own checker (redis-check-aof --fix), as an operator should after
-// a crash: a kill in the middle of writing a transaction (a script's
-// effects) leaves its first commands in the file, and Redis 7.0 and Valkey
-// 8.0 load it "truncated" but keep the open MULTI, so the next transaction's
-// EXEC applies those leftovers after a later restart (TestRestartTornAOF).
-// No client can guard against that; the tests check idmpctl against a
-// server that keeps transactions whole.
+// Restart starts the server again on the same directory and address (after
+// Kill). An AOF is first repaired (redis-check-aof --fix), as an operator
+// should: Redis 7.0 and Valkey 8.0 load a torn transaction "truncated" but
+// keep its open MULTI, so the next EXEC applies its leftovers after a later
+// restart (TestRestartTornAOF), which no client can guard against.
 func (s *Server) Restart() error {
 	if s.Opts.AOF {
 		if err := repairAOF(s.binary(), s.Opts.Dir); err != nil {
@@ -243,24 +221,15 @@ func (s *Server) Restart() error {
 	return s.launch(filepath.Join(s.Opts.Dir, "redis.conf"))
 }
 
-// CheckAOFBinary is the AOF checker that goes with Binary: redis-check-aof
-// for redis-server, valkey-check-aof for valkey-server.
-func CheckAOFBinary() string { return checkAOFBinary(Binary()) }
-
-// checkAOFBinary is the AOF checker beside a server binary (the same
-// directory when the binary is a path: an 8.6 build's own checker).
-func checkAOFBinary(server string) string {
-	dir, base := filepath.Split(server)
-	return dir + strings.TrimSuffix(base, "-server") + "-check-aof"
-}
-
 // repairAOF cuts a torn transaction off the AOF in dir, if there is one.
 func repairAOF(server, dir string) error {
 	manifest := filepath.Join(dir, "appendonlydir", "appendonly.aof.manifest")
 	if _, err := os.Stat(manifest); err != nil {
 		return nil // nothing written yet
 	}
-	checker := checkAOFBinary(server)
+	// redis-check-aof or valkey-check-aof, beside the server when it is a path.
+	dir, base := filepath.Split(server)
+	checker := dir + strings.TrimSuffix(base, "-server") + "-check-aof"
 	cmd := exec.Command(checker, "--fix", manifest)
 	cmd.Stdin = strings.NewReader("y\n")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -281,7 +250,7 @@ func (s *Server) Kill() {
 	<-s.done
 }
 
-// Stop shuts the server down.
+// Stop shuts the server down (Kill).
 func (s *Server) Stop() { s.Kill() }
 
 // Do sends one command with a raw RESP client and returns the reply as text
@@ -319,9 +288,7 @@ func readReply(r *bufio.Reader) (string, error) {
 		return "", errors.New("empty reply")
 	}
 	switch line[0] {
-	case '+', ':':
-		return line[1:], nil
-	case '-':
+	case '+', ':', '-':
 		return line[1:], nil
 	case '$':
 		n, _ := strconv.Atoi(line[1:])
@@ -329,7 +296,7 @@ func readReply(r *bufio.Reader) (string, error) {
 			return "(nil)", nil
 		}
 		buf := make([]byte, n+2)
-		if _, err := ioReadFull(r, buf); err != nil {
+		if _, err := io.ReadFull(r, buf); err != nil {
 			return "", err
 		}
 		return string(buf[:n]), nil
@@ -346,18 +313,6 @@ func readReply(r *bufio.Reader) (string, error) {
 		return strings.Join(parts, "\n"), nil
 	}
 	return line, nil
-}
-
-func ioReadFull(r *bufio.Reader, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := r.Read(buf[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }
 
 func tail(s string, n int) string {
@@ -377,43 +332,37 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-var (
-	versionOnce sync.Once
-	version     [3]int
-	versionErr  error
-)
+// versionText is the server binary's --version, read once.
+var versionText = sync.OnceValues(func() (string, error) {
+	out, err := exec.Command(Binary(), "--version").Output()
+	return string(out), err
+})
 
-// Version is the server binary's version (from --version), cached.
+// Version is the server binary's version (from --version).
 func Version() ([3]int, error) {
-	versionOnce.Do(func() {
-		out, err := exec.Command(Binary(), "--version").Output()
-		if err != nil {
-			versionErr = err
-			return
-		}
-		m := regexp.MustCompile(`v=(\d+)\.(\d+)\.(\d+)`).FindStringSubmatch(string(out))
-		if m == nil {
-			versionErr = fmt.Errorf("redistest: cannot read a version from %q", out)
-			return
-		}
-		for i := range 3 {
-			version[i], _ = strconv.Atoi(m[i+1])
-		}
-	})
-	return version, versionErr
+	var v [3]int
+	out, err := versionText()
+	if err != nil {
+		return v, err
+	}
+	m := regexp.MustCompile(`v=(\d+)\.(\d+)\.(\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		return v, fmt.Errorf("redistest: cannot read a version from %q", out)
+	}
+	for i := range 3 {
+		v[i], _ = strconv.Atoi(m[i+1])
+	}
+	return v, nil
 }
 
 // AtLeast reports whether the server binary is at least major.minor.
 func AtLeast(major, minor int) bool {
 	v, err := Version()
-	if err != nil {
-		return false
-	}
-	return v[0] > major || (v[0] == major && v[1] >= minor)
+	return err == nil && (v[0] > major || (v[0] == major && v[1] >= minor))
 }
 
 // IsValkey reports whether the server binary is valkey-server.
 func IsValkey() bool {
-	out, _ := exec.Command(Binary(), "--version").Output()
-	return strings.Contains(strings.ToLower(string(out)), "valkey")
+	out, _ := versionText()
+	return strings.Contains(strings.ToLower(out), "valkey")
 }

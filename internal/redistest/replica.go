@@ -13,18 +13,16 @@ import (
 // replicaWait bounds the wait for a new replica's link and first sync.
 const replicaWait = 20 * time.Second
 
-// StartReplica starts a server on a free loopback port under dir that
-// replicates primary (which must listen on TCP: replication has no unix
-// socket), and waits until the link is up on both sides: the replica says
-// master_link_status:up and the primary lists it online, so that WAIT counts
-// it. The primary's diskless sync delay is set to 0 first (its default of
-// 5 s would hold every first sync back).
+// StartReplica starts a replica of primary (on TCP: replication has no unix
+// socket) under dir, and waits until the link is up on both sides, so that
+// WAIT counts it. The primary's diskless sync delay is set to 0 first (its
+// default 5 s would hold every first sync back).
 func StartReplica(primary *Server, dir string, config ...string) (*Server, error) {
 	if primary.Opts.Unix {
 		return nil, errors.New("redistest: a replica needs a primary on a TCP port (Options.Unix false)")
 	}
-	if reply, err := primary.Do("CONFIG", "SET", "repl-diskless-sync-delay", "0"); err != nil || reply != "OK" {
-		return nil, fmt.Errorf("redistest: CONFIG SET repl-diskless-sync-delay on the primary: %q %v", reply, err)
+	if err := primary.ok("CONFIG", "SET", "repl-diskless-sync-delay", "0"); err != nil {
+		return nil, err
 	}
 	before, err := primary.OnlineReplicas()
 	if err != nil {
@@ -127,16 +125,7 @@ func (s *Server) WaitLinkUp(bound time.Duration) error {
 }
 
 // Promote makes a replica a primary (REPLICAOF NO ONE), as a failover does.
-func (s *Server) Promote() error {
-	reply, err := s.Do("REPLICAOF", "NO", "ONE")
-	if err == nil && reply != "OK" {
-		err = errors.New(reply)
-	}
-	if err != nil {
-		return fmt.Errorf("redistest: REPLICAOF NO ONE on %s: %w", s.Addr, err)
-	}
-	return nil
-}
+func (s *Server) Promote() error { return s.ok("REPLICAOF", "NO", "ONE") }
 
 // AddReplica starts a cluster node under dir that joins the cluster as a
 // replica of Nodes[primary] (CLUSTER MEET, then CLUSTER REPLICATE), and
@@ -144,8 +133,8 @@ func (s *Server) Promote() error {
 // Replicas and stopped with the cluster.
 func (c *Cluster) AddReplica(dir string, primary int) (*Server, error) {
 	p := c.Nodes[primary]
-	if reply, err := p.Do("CONFIG", "SET", "repl-diskless-sync-delay", "0"); err != nil || reply != "OK" {
-		return nil, fmt.Errorf("redistest: CONFIG SET repl-diskless-sync-delay: %q %v", reply, err)
+	if err := p.ok("CONFIG", "SET", "repl-diskless-sync-delay", "0"); err != nil {
+		return nil, err
 	}
 	id, err := p.Do("CLUSTER", "MYID")
 	if err != nil {
@@ -155,8 +144,7 @@ func (c *Cluster) AddReplica(dir string, primary int) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := Start(Options{Dir: dir, Port: port, Config: []string{
-		"cluster-enabled yes", "cluster-config-file nodes.conf", "cluster-node-timeout 5000"}})
+	r, err := Start(Options{Dir: dir, Port: port, Config: clusterConfig})
 	if err != nil {
 		return nil, err
 	}
@@ -165,8 +153,8 @@ func (c *Cluster) AddReplica(dir string, primary int) (*Server, error) {
 		return nil, err
 	}
 	host, pport, _ := strings.Cut(p.Addr, ":")
-	if reply, err := r.Do("CLUSTER", "MEET", host, pport); err != nil || reply != "OK" {
-		return fail(fmt.Errorf("redistest: CLUSTER MEET: %q %v", reply, err))
+	if err := r.ok("CLUSTER", "MEET", host, pport); err != nil {
+		return fail(err)
 	}
 	// REPLICATE needs the primary known to the new node: retried until it is.
 	deadline := time.Now().Add(replicaWait)

@@ -15,10 +15,8 @@ import (
 	"time"
 )
 
-// TLSFiles are PEM files for TLS tests, generated with Go's crypto (no
-// openssl needed): a CA, a server certificate for 127.0.0.1, ::1 and
-// localhost, a client certificate, all signed by that CA; and a second,
-// unrelated CA with a server and a client certificate of its own.
+// TLSFiles are PEM files for TLS tests, made with Go's crypto: two
+// unrelated CAs, each with a server and a client certificate it signs.
 type TLSFiles struct {
 	Dir string
 
@@ -36,63 +34,69 @@ func GenerateTLS(dir string) (*TLSFiles, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	f := &TLSFiles{Dir: dir}
-	p := func(name string) string { return filepath.Join(dir, name) }
-
-	ca, caKey, err := newCA("idmpctl test CA", p("ca.pem"), p("ca-key.pem"))
+	mine, err := signedSet(dir, "", "idmpctl test")
 	if err != nil {
 		return nil, err
 	}
-	f.CA, f.CAKey = p("ca.pem"), p("ca-key.pem")
-	f.ServerCert, f.ServerKey = p("server.pem"), p("server-key.pem")
-	if err := newLeaf(ca, caKey, "127.0.0.1", true, f.ServerCert, f.ServerKey); err != nil {
-		return nil, err
-	}
-	f.ClientCert, f.ClientKey = p("client.pem"), p("client-key.pem")
-	if err := newLeaf(ca, caKey, "idmpctl test client", false, f.ClientCert, f.ClientKey); err != nil {
-		return nil, err
-	}
-
-	other, otherKey, err := newCA("unrelated test CA", p("other-ca.pem"), p("other-ca-key.pem"))
+	other, err := signedSet(dir, "other-", "unrelated test")
 	if err != nil {
 		return nil, err
 	}
-	f.OtherCA = p("other-ca.pem")
-	f.OtherServerCert, f.OtherServerKey = p("other-server.pem"), p("other-server-key.pem")
-	if err := newLeaf(other, otherKey, "127.0.0.1", true, f.OtherServerCert, f.OtherServerKey); err != nil {
-		return nil, err
-	}
-	f.OtherClientCert, f.OtherClientKey = p("other-client.pem"), p("other-client-key.pem")
-	if err := newLeaf(other, otherKey, "unrelated test client", false, f.OtherClientCert, f.OtherClientKey); err != nil {
-		return nil, err
-	}
-	return f, nil
+	return &TLSFiles{Dir: dir, CA: mine[0], CAKey: mine[1], ServerCert: mine[2], ServerKey: mine[3], ClientCert: mine[4], ClientKey: mine[5],
+		OtherCA: other[0], OtherServerCert: other[2], OtherServerKey: other[3], OtherClientCert: other[4], OtherClientKey: other[5]}, nil
 }
 
-func newKey() (*ecdsa.PrivateKey, error) { return ecdsa.GenerateKey(elliptic.P256(), rand.Reader) }
-
-func serial() (*big.Int, error) { return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120)) }
-
-func newCA(name, certPath, keyPath string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
-	key, err := newKey()
-	if err != nil {
-		return nil, nil, err
+// signedSet writes a CA ("NAME CA"), a server certificate and a client
+// certificate ("NAME client") it signs, and returns their files: CA, its
+// key, server, its key, client, its key (PREFIXca.pem, PREFIXca-key.pem, ...).
+func signedSet(dir, prefix, name string) (files [6]string, err error) {
+	for i, n := range []string{"ca", "ca-key", "server", "server-key", "client", "client-key"} {
+		files[i] = filepath.Join(dir, prefix+n+".pem")
 	}
-	sn, err := serial()
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          sn,
-		Subject:               pkix.Name{CommonName: name, Organization: []string{"idmpctl tests"}},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
+	ca, caKey, err := issue(&x509.Certificate{
+		Subject:               pkix.Name{CommonName: name + " CA", Organization: []string{"idmpctl tests"}},
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 		MaxPathLenZero:        true,
+	}, nil, nil, files[0], files[1])
+	if err != nil {
+		return files, err
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	_, _, err = issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: "127.0.0.1", Organization: []string{"idmpctl tests"}},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    []string{"localhost"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}, ca, caKey, files[2], files[3])
+	if err != nil {
+		return files, err
+	}
+	_, _, err = issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: name + " client", Organization: []string{"idmpctl tests"}},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, ca, caKey, files[4], files[5])
+	return files, err
+}
+
+// issue makes a P-256 key and a certificate of tmpl for it, valid from an
+// hour ago for a day, signed by parent (self-signed when nil), and writes
+// both.
+func issue(tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, certPath, keyPath string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tmpl.SerialNumber, err = rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120)); err != nil {
+		return nil, nil, err
+	}
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -101,37 +105,6 @@ func newCA(name, certPath, keyPath string) (*x509.Certificate, *ecdsa.PrivateKey
 		return nil, nil, err
 	}
 	return cert, key, writePEM(certPath, keyPath, der, key)
-}
-
-// newLeaf signs a server certificate (for 127.0.0.1, ::1 and localhost)
-// or a client certificate with the CA.
-func newLeaf(ca *x509.Certificate, caKey *ecdsa.PrivateKey, cn string, server bool, certPath, keyPath string) error {
-	key, err := newKey()
-	if err != nil {
-		return err
-	}
-	sn, err := serial()
-	if err != nil {
-		return err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: sn,
-		Subject:      pkix.Name{CommonName: cn, Organization: []string{"idmpctl tests"}},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.DNSNames = []string{"localhost"}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return err
-	}
-	return writePEM(certPath, keyPath, der, key)
 }
 
 func writePEM(certPath, keyPath string, der []byte, key *ecdsa.PrivateKey) error {

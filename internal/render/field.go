@@ -7,17 +7,11 @@ import (
 	"unicode/utf8"
 )
 
-// Field makes a value that came from Redis (a key name, an owner, an error
-// text) safe to print as one field of a line: raw output stays one record a
-// line and tab-separated, and a terminal never receives control sequences.
-//
-// A value that is valid UTF-8, holds only printable characters (spaces
-// included) and does not start with a double quote is printed as is: the
-// exact bytes, as before. Anything else (a newline, a tab, ESC, a NUL,
-// invalid UTF-8, a leading '"') is printed double-quoted with Go escapes
-// (strconv.Quote: "a\nb", "\xff"), so a field that starts with '"' is always
-// quoted and strconv.Unquote (or any C-style unquoter) restores the bytes.
-// This is git's rule for unusual path names (core.quotePath).
+// Field makes a value from Redis (a key, an owner, an error text) safe as
+// one field of a line: raw output stays one tab-separated record a line, and
+// a terminal gets no control sequences. Printable UTF-8 not starting with '"'
+// is as is; anything else is strconv.Quote'd, so strconv.Unquote restores
+// it (git's core.quotePath rule).
 func Field(s string) string {
 	if needsQuote(s) {
 		return strconv.Quote(s)
@@ -47,11 +41,9 @@ func needsQuote(s string) bool {
 	return false
 }
 
-// ShellWord is s as one word of a command line a user copies into a POSIX
-// shell: as is when it holds only characters no shell reads specially,
-// else in single quotes (a single quote inside closes, escapes and reopens
-// them). A command idmpctl prints for the user to run (the undo of a
-// purge) names its file this way.
+// ShellWord is s as one word of a POSIX shell command the user copies (the
+// undo of a purge): as is when no shell reads its characters specially,
+// else single-quoted.
 func ShellWord(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:@%+=,-") == "" {
 		return s

@@ -1,16 +1,15 @@
 package render
 
-// -o prometheus: the Prometheus text exposition format 0.0.4, which
-// node_exporter's textfile collector reads. Written by hand (a few dozen
-// lines) rather than with the Prometheus client, which would add its
-// package init to every run of idmpctl; the tests parse the output with
-// github.com/prometheus/common/expfmt.
+// -o prometheus: the text format 0.0.4 that node_exporter's textfile
+// collector reads, by hand: the Prometheus client's init would slow every
+// run. The tests parse it with prometheus/common/expfmt.
 
 import (
 	"cmp"
+	"fmt"
 	"io"
+	"maps"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -26,18 +25,13 @@ type StreamMetrics struct {
 	IIDsTracked    int64
 	IIDsAdded      int64 // lifetime counter
 	IIDsDuplicates int64 // lifetime counter
-	// NotAtomic: the state was read with plain commands (a user who may not
-	// run scripts), not as one snapshot.
-	NotAtomic bool
+	NotAtomic      bool  // read with plain commands (no scripts), not one snapshot
 }
 
-// ScanMetrics counts one scan of the keyspace (inspect --match Pattern).
-// Matched, ByStatus and ByFormat count the records reported (after any
-// --status filter); ByStatus and ByFormat get one sample per entry, so put a
-// 0 entry for each status or format the scan counted if its series should
-// not vanish between runs. Stale, NoTTL and OrphanLocks count the reported
-// records flagged stale, no-ttl and orphan-lock. Limited says the scan
-// stopped at --limit, so every count is a lower bound.
+// ScanMetrics counts one scan (inspect --match Pattern), records after any
+// --status filter. ByStatus and ByFormat get one sample per entry: put in 0
+// entries for series that should not vanish between runs. Limited: stopped
+// at --limit, every count a lower bound.
 type ScanMetrics struct {
 	Pattern     string
 	Scanned     int64
@@ -49,15 +43,12 @@ type ScanMetrics struct {
 	OrphanLocks int64
 	OrphanState int64 // emulated IDMP state keys whose stream is gone (orphan-state)
 	Limited     bool
-	// Memory, when measured (inspect --match --memory): bytes estimated
-	// from a sample of MEMORY USAGE.
-	Memory *ScanMemory
+	Memory      *ScanMemory // with --memory
 }
 
-// ScanMemory is what a scan's records use, estimated from a sample: each
-// format and status's records times the mean MEMORY USAGE of those sampled.
-// ByStatus and ByFormat get one sample per entry (put 0 entries in for the
-// series that should not vanish). Exact says every record was measured.
+// ScanMemory is what a scan's records use: each format and status's records
+// times the mean MEMORY USAGE of those sampled (maps as in ScanMetrics).
+// Exact says every record was measured.
 type ScanMemory struct {
 	Bytes    int64
 	ByStatus map[string]int64
@@ -66,35 +57,19 @@ type ScanMemory struct {
 	Exact    bool
 }
 
-// Metrics is everything one run exposes.
-//
-// There is no timestamp or last-success gauge: node_exporter's textfile
-// collector exposes each file's age (node_textfile_mtime_seconds{file}),
-// the cron job replaces the file only when idmpctl succeeded, and a series
-// without labels would collide when two files (a stream job and a scan
-// job) both carried it, which fails the collector's whole scrape.
+// Metrics is everything one run exposes. No timestamp or last-success
+// gauge: the collector exposes each file's age, and an unlabelled series in
+// two files (a stream job, a scan job) would fail its whole scrape.
 type Metrics struct {
 	Streams []StreamMetrics
 	Scans   []ScanMetrics
 }
 
-// WriteMetrics writes m in the Prometheus text format 0.0.4 in one Write.
-//
-// Families come in a fixed order, each with one # HELP and # TYPE line and
-// all of its samples together, sorted by stream or pattern (byte order),
-// then by status or format; a family without samples is left out. A
-// stream or pattern given twice is written once (the first given). No
-// sample carries a timestamp (the textfile collector rejects them).
-// Gauges and counters follow the Prometheus naming rules: base units
-// (seconds), and _total on the counters iids-added and iids-duplicates.
-// The mode is a label of idmpctl_stream_info only (value 1); join it onto
-// other series with `* on(stream) group_left(mode) idmpctl_stream_info`.
-//
-// Label values are Field(s): a name of printable UTF-8 is its exact bytes;
-// one with invalid UTF-8, a control character or a leading '"' is
-// Go-quoted (strconv.Unquote restores it), and so is the empty name (`""`),
-// so that every series has a non-empty label and no two names share one.
-// The format's escapes (\\, \", \n) are then applied.
+// WriteMetrics writes m in one Write: families in a fixed order, samples
+// sorted by stream or pattern (byte order; a repeat is dropped), then
+// status or format; a family without samples is left out; no timestamps
+// (the collector rejects them). The mode is a label of idmpctl_stream_info
+// alone: join it with `* on(stream) group_left(mode) idmpctl_stream_info`.
 func WriteMetrics(w io.Writer, m Metrics) error {
 	var b strings.Builder
 	streams := uniqueSorted(m.Streams, func(s StreamMetrics) string { return s.Stream })
@@ -105,73 +80,37 @@ func WriteMetrics(w io.Writer, m Metrics) error {
 		for _, s := range streams {
 			sample(&b, "idmpctl_stream_info", 1, "stream", s.Stream, "mode", s.Mode)
 		}
-		perStream := []struct {
-			name, typ, help string
-			value           func(StreamMetrics) int64
-		}{
-			{"idmpctl_stream_length", "gauge", "Entries in the stream (XLEN).", func(s StreamMetrics) int64 { return s.Length }},
-			{"idmpctl_stream_idmp_duration_seconds", "gauge", "IDMP-DURATION: how long an iid is kept, in seconds.", func(s StreamMetrics) int64 { return s.IDMPDuration }},
-			{"idmpctl_stream_idmp_maxsize", "gauge", "IDMP-MAXSIZE: most iids kept per producer.", func(s StreamMetrics) int64 { return s.IDMPMaxSize }},
-			{"idmpctl_stream_pids_tracked", "gauge", "Producers with tracked iids (pids-tracked).", func(s StreamMetrics) int64 { return s.PIDsTracked }},
-			{"idmpctl_stream_iids_tracked", "gauge", "Iids currently tracked (iids-tracked).", func(s StreamMetrics) int64 { return s.IIDsTracked }},
-			{"idmpctl_stream_iids_added_total", "counter", "Iids added since the stream's IDMP state was created (iids-added).", func(s StreamMetrics) int64 { return s.IIDsAdded }},
-			{"idmpctl_stream_iids_duplicates_total", "counter", "Adds recognised as duplicates of a tracked iid (iids-duplicates).", func(s StreamMetrics) int64 { return s.IIDsDuplicates }},
+		byStream := func(ms ...streamMetric) {
+			families(&b, streams, "stream", func(s StreamMetrics) string { return s.Stream }, ms...)
 		}
-		for _, f := range perStream {
-			family(&b, f.name, f.typ, f.help)
-			for _, s := range streams {
-				sample(&b, f.name, f.value(s), "stream", s.Stream)
-			}
-		}
+		byStream(
+			streamMetric{"idmpctl_stream_length", "gauge", "Entries in the stream (XLEN).", func(s StreamMetrics) int64 { return s.Length }},
+			streamMetric{"idmpctl_stream_idmp_duration_seconds", "gauge", "IDMP-DURATION: how long an iid is kept, in seconds.", func(s StreamMetrics) int64 { return s.IDMPDuration }},
+			streamMetric{"idmpctl_stream_idmp_maxsize", "gauge", "IDMP-MAXSIZE: most iids kept per producer.", func(s StreamMetrics) int64 { return s.IDMPMaxSize }},
+			streamMetric{"idmpctl_stream_pids_tracked", "gauge", "Producers with tracked iids (pids-tracked).", func(s StreamMetrics) int64 { return s.PIDsTracked }},
+			streamMetric{"idmpctl_stream_iids_tracked", "gauge", "Iids currently tracked (iids-tracked).", func(s StreamMetrics) int64 { return s.IIDsTracked }},
+			streamMetric{"idmpctl_stream_iids_added_total", "counter", "Iids added since the stream's IDMP state was created (iids-added).", func(s StreamMetrics) int64 { return s.IIDsAdded }},
+			streamMetric{"idmpctl_stream_iids_duplicates_total", "counter", "Adds recognised as duplicates of a tracked iid (iids-duplicates).", func(s StreamMetrics) int64 { return s.IIDsDuplicates }},
+		)
 		if slices.ContainsFunc(streams, func(s StreamMetrics) bool { return s.NotAtomic }) {
-			family(&b, "idmpctl_stream_read_atomic", "gauge", "1 when the stream's IDMP state was read in one atomic step, 0 when with plain commands (the user may not run scripts): its counts can then be off by the adds made meanwhile. Only in documents where some stream was read with plain commands.")
-			for _, s := range streams {
-				v := int64(1)
-				if s.NotAtomic {
-					v = 0
-				}
-				sample(&b, "idmpctl_stream_read_atomic", v, "stream", s.Stream)
-			}
+			byStream(streamMetric{"idmpctl_stream_read_atomic", "gauge", "1 when the stream's IDMP state was read in one atomic step, 0 when with plain commands (the user may not run scripts): its counts can then be off by the adds made meanwhile. Only in documents where some stream was read with plain commands.", func(s StreamMetrics) int64 { return one(!s.NotAtomic) }})
 		}
 	}
 
 	if len(scans) > 0 {
-		perScan := []struct {
-			name, help string
-			value      func(ScanMetrics) int64
-		}{
-			{"idmpctl_scan_keys_scanned", "Keys SCAN returned for the pattern.", func(s ScanMetrics) int64 { return s.Scanned }},
-			{"idmpctl_scan_records_matched", "Idempotency records found (after any status filter).", func(s ScanMetrics) int64 { return s.Matched }},
-		}
-		for _, f := range perScan {
-			family(&b, f.name, "gauge", f.help)
-			for _, s := range scans {
-				sample(&b, f.name, f.value(s), "pattern", s.Pattern)
-			}
-		}
+		byPattern(&b, scans,
+			scanMetric{"idmpctl_scan_keys_scanned", "gauge", "Keys SCAN returned for the pattern.", func(s ScanMetrics) int64 { return s.Scanned }},
+			scanMetric{"idmpctl_scan_records_matched", "gauge", "Idempotency records found (after any status filter).", func(s ScanMetrics) int64 { return s.Matched }},
+		)
 		breakdown(&b, scans, "idmpctl_scan_records_by_status", "Records found, by normalised status.", "status", func(s ScanMetrics) map[string]int64 { return s.ByStatus })
 		breakdown(&b, scans, "idmpctl_scan_records_by_format", "Records found, by record format.", "format", func(s ScanMetrics) map[string]int64 { return s.ByFormat })
-		flags := []struct {
-			name, help string
-			value      func(ScanMetrics) int64
-		}{
-			{"idmpctl_scan_records_stale", "Records flagged stale: PROCESSING past their lease or deadline (stuck claims), or a lock without a TTL.", func(s ScanMetrics) int64 { return s.Stale }},
-			{"idmpctl_scan_records_no_ttl", "Records whose key never expires.", func(s ScanMetrics) int64 { return s.NoTTL }},
-			{"idmpctl_scan_orphan_locks", "Locks whose guarded record is gone (orphan-lock).", func(s ScanMetrics) int64 { return s.OrphanLocks }},
-			{"idmpctl_scan_orphan_state", "Keys of emulated IDMP state whose stream is gone (orphan-state): purge --match PATTERN --orphan-state drops them.", func(s ScanMetrics) int64 { return s.OrphanState }},
-			{"idmpctl_scan_limited", "1 when the scan stopped at --limit: the counts are lower bounds.", func(s ScanMetrics) int64 {
-				if s.Limited {
-					return 1
-				}
-				return 0
-			}},
-		}
-		for _, f := range flags {
-			family(&b, f.name, "gauge", f.help)
-			for _, s := range scans {
-				sample(&b, f.name, f.value(s), "pattern", s.Pattern)
-			}
-		}
+		byPattern(&b, scans,
+			scanMetric{"idmpctl_scan_records_stale", "gauge", "Records flagged stale: PROCESSING past their lease or deadline (stuck claims), or a lock without a TTL.", func(s ScanMetrics) int64 { return s.Stale }},
+			scanMetric{"idmpctl_scan_records_no_ttl", "gauge", "Records whose key never expires.", func(s ScanMetrics) int64 { return s.NoTTL }},
+			scanMetric{"idmpctl_scan_orphan_locks", "gauge", "Locks whose guarded record is gone (orphan-lock).", func(s ScanMetrics) int64 { return s.OrphanLocks }},
+			scanMetric{"idmpctl_scan_orphan_state", "gauge", "Keys of emulated IDMP state whose stream is gone (orphan-state): purge --match PATTERN --orphan-state drops them.", func(s ScanMetrics) int64 { return s.OrphanState }},
+			scanMetric{"idmpctl_scan_limited", "gauge", "1 when the scan stopped at --limit: the counts are lower bounds.", func(s ScanMetrics) int64 { return one(s.Limited) }},
+		)
 		writeScanMemory(&b, scans)
 	}
 
@@ -192,25 +131,45 @@ func writeScanMemory(b *strings.Builder, scans []ScanMetrics) {
 	if len(measured) == 0 {
 		return
 	}
-	family(b, "idmpctl_scan_memory_estimate_bytes", "gauge", "Bytes the records found use (MEMORY USAGE), estimated from a sample: each format and status's records times the mean of those sampled.")
-	for _, s := range measured {
-		sample(b, "idmpctl_scan_memory_estimate_bytes", s.Memory.Bytes, "pattern", s.Pattern)
-	}
-	mem := func(s ScanMetrics) *ScanMemory { return s.Memory }
-	breakdown(b, measured, "idmpctl_scan_memory_by_status_estimate_bytes", "Bytes the records found use, by normalised status, estimated from a sample.", "status", func(s ScanMetrics) map[string]int64 { return mem(s).ByStatus })
-	breakdown(b, measured, "idmpctl_scan_memory_by_format_estimate_bytes", "Bytes the records found use, by record format, estimated from a sample.", "format", func(s ScanMetrics) map[string]int64 { return mem(s).ByFormat })
-	family(b, "idmpctl_scan_memory_sampled_keys", "gauge", "Records whose MEMORY USAGE was measured for the estimates.")
-	for _, s := range measured {
-		sample(b, "idmpctl_scan_memory_sampled_keys", s.Memory.Sampled, "pattern", s.Pattern)
-	}
-	family(b, "idmpctl_scan_memory_exact", "gauge", "1 when every record found was measured: the memory estimates are then exact sums of MEMORY USAGE.")
-	for _, s := range measured {
-		v := int64(0)
-		if s.Memory.Exact {
-			v = 1
+	byPattern(b, measured, scanMetric{"idmpctl_scan_memory_estimate_bytes", "gauge", "Bytes the records found use (MEMORY USAGE), estimated from a sample: each format and status's records times the mean of those sampled.", func(s ScanMetrics) int64 { return s.Memory.Bytes }})
+	breakdown(b, measured, "idmpctl_scan_memory_by_status_estimate_bytes", "Bytes the records found use, by normalised status, estimated from a sample.", "status", func(s ScanMetrics) map[string]int64 { return s.Memory.ByStatus })
+	breakdown(b, measured, "idmpctl_scan_memory_by_format_estimate_bytes", "Bytes the records found use, by record format, estimated from a sample.", "format", func(s ScanMetrics) map[string]int64 { return s.Memory.ByFormat })
+	byPattern(b, measured,
+		scanMetric{"idmpctl_scan_memory_sampled_keys", "gauge", "Records whose MEMORY USAGE was measured for the estimates.", func(s ScanMetrics) int64 { return s.Memory.Sampled }},
+		scanMetric{"idmpctl_scan_memory_exact", "gauge", "1 when every record found was measured: the memory estimates are then exact sums of MEMORY USAGE.", func(s ScanMetrics) int64 { return one(s.Memory.Exact) }},
+	)
+}
+
+// metric is a family with one sample per item (a stream, a scan).
+type metric[T any] struct {
+	name, typ, help string
+	value           func(T) int64
+}
+
+type (
+	streamMetric = metric[StreamMetrics]
+	scanMetric   = metric[ScanMetrics]
+)
+
+// families writes each of ms, one sample per item labelled label=key(item).
+func families[T any](b *strings.Builder, items []T, label string, key func(T) string, ms ...metric[T]) {
+	for _, m := range ms {
+		family(b, m.name, m.typ, m.help)
+		for _, it := range items {
+			sample(b, m.name, m.value(it), label, key(it))
 		}
-		sample(b, "idmpctl_scan_memory_exact", v, "pattern", s.Pattern)
 	}
+}
+
+func byPattern(b *strings.Builder, scans []ScanMetrics, ms ...scanMetric) {
+	families(b, scans, "pattern", func(s ScanMetrics) string { return s.Pattern }, ms...)
+}
+
+func one(v bool) int64 {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // breakdown writes one family with a sample per (pattern, key) of each
@@ -219,12 +178,7 @@ func breakdown(b *strings.Builder, scans []ScanMetrics, name, help, label string
 	wrote := false
 	for _, s := range scans {
 		m := counts(s)
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if !wrote {
 				family(b, name, "gauge", help)
 				wrote = true
@@ -242,38 +196,23 @@ func uniqueSorted[T any](in []T, key func(T) string) []T {
 	return slices.CompactFunc(out, func(a, b T) bool { return key(a) == key(b) })
 }
 
+// family writes the HELP and TYPE lines (constant texts: nothing to escape).
 func family(b *strings.Builder, name, typ, help string) {
-	b.WriteString("# HELP ")
-	b.WriteString(name)
-	b.WriteByte(' ')
-	b.WriteString(help) // constant texts: no backslash or newline to escape
-	b.WriteString("\n# TYPE ")
-	b.WriteString(name)
-	b.WriteByte(' ')
-	b.WriteString(typ)
-	b.WriteByte('\n')
+	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
 }
 
 // sample writes `name{l1="v1",...} value`; labels are name, value pairs.
 func sample(b *strings.Builder, name string, value int64, labels ...string) {
 	b.WriteString(name)
+	sep := "{"
 	for i := 0; i+1 < len(labels); i += 2 {
-		if i == 0 {
-			b.WriteByte('{')
-		} else {
-			b.WriteByte(',')
-		}
-		b.WriteString(labels[i])
-		b.WriteString(`="`)
-		b.WriteString(escapeLabelValue(MetricLabel(labels[i+1])))
-		b.WriteByte('"')
+		fmt.Fprintf(b, `%s%s="%s"`, sep, labels[i], labelEscaper.Replace(MetricLabel(labels[i+1])))
+		sep = ","
 	}
-	if len(labels) > 0 {
+	if sep == "," {
 		b.WriteByte('}')
 	}
-	b.WriteByte(' ')
-	b.WriteString(strconv.FormatInt(value, 10))
-	b.WriteByte('\n')
+	fmt.Fprintf(b, " %d\n", value)
 }
 
 // MetricLabel is the label value -o prometheus gives a name (a stream, a
@@ -287,11 +226,3 @@ func MetricLabel(s string) string {
 }
 
 var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-
-// escapeLabelValue applies the text format's escapes to a label value.
-func escapeLabelValue(s string) string {
-	if !strings.ContainsAny(s, "\\\"\n") {
-		return s
-	}
-	return labelEscaper.Replace(s)
-}

@@ -6,9 +6,12 @@ package render
 // that parsed redis-cli's output parses idmpctl's.
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/idmpctl/idmpctl/internal/resp"
@@ -31,11 +34,7 @@ func appendRaw(b []byte, r resp.Reply) []byte {
 	case resp.Int:
 		b = strconv.AppendInt(b, r.Int, 10)
 	case resp.Bool:
-		if r.Int != 0 {
-			b = append(b, "(true)"...)
-		} else {
-			b = append(b, "(false)"...)
-		}
+		b = append(b, boolText(r)...)
 	case resp.Array, resp.Set, resp.Push, resp.Map:
 		for i, e := range r.Elems {
 			if i > 0 {
@@ -58,65 +57,43 @@ func AppendReplyTTY(b []byte, r resp.Reply) []byte {
 
 func appendTTY(b []byte, r resp.Reply, prefix string) []byte {
 	switch r.Kind {
-	case resp.Error:
-		b = append(b, "(error) "...)
-		b = append(b, r.Str...)
-	case resp.Status:
-		b = append(b, r.Str...)
+	case resp.Array, resp.Map, resp.Set, resp.Push:
+		return appendTTYAggregate(b, r, prefix)
 	case resp.Int:
-		b = append(b, "(integer) "...)
-		b = strconv.AppendInt(b, r.Int, 10)
-	case resp.Double:
-		b = append(b, "(double) "...)
-		b = append(b, r.Str...)
-	case resp.BigNum:
-		b = append(b, "(big number) "...)
-		b = append(b, r.Str...)
+		b = strconv.AppendInt(append(b, "(integer) "...), r.Int, 10)
 	case resp.Bulk:
 		b = AppendRepr(b, r.Str)
-	case resp.Verbatim:
-		b = append(b, r.Str...)
 	case resp.Nil:
 		b = append(b, "(nil)"...)
 	case resp.Bool:
-		if r.Int != 0 {
-			b = append(b, "(true)"...)
-		} else {
-			b = append(b, "(false)"...)
-		}
-	case resp.Array, resp.Map, resp.Set, resp.Push:
-		return appendTTYAggregate(b, r, prefix)
+		b = append(b, boolText(r)...)
+	default: // status and verbatim as they are, the others labelled
+		b = append(append(b, ttyLabel[r.Kind]...), r.Str...)
 	}
 	return append(b, '\n')
 }
+
+var ttyLabel = map[resp.Kind]string{resp.Error: "(error) ", resp.Double: "(double) ", resp.BigNum: "(big number) "}
 
 func appendTTYAggregate(b []byte, r resp.Reply, prefix string) []byte {
 	n := len(r.Elems)
 	if r.Kind == resp.Map {
 		n /= 2
 	}
+	look := aggregates[r.Kind]
 	if n == 0 {
-		empty := map[resp.Kind]string{resp.Array: "(empty array)", resp.Map: "(empty hash)", resp.Set: "(empty set)", resp.Push: "(empty push)"}
-		b = append(b, empty[r.Kind]...)
-		return append(b, '\n')
+		return append(append(b, look.empty...), '\n')
 	}
 	width := len(strconv.Itoa(n))
-	inner := prefix + spaces(width+2)
-	sep := byte(')')
-	switch r.Kind {
-	case resp.Set:
-		sep = '~'
-	case resp.Map:
-		sep = '#'
-	}
+	inner := prefix + strings.Repeat(" ", width+2)
 	for i := 0; i < n; i++ {
 		if i > 0 {
 			b = append(b, prefix...)
 		}
 		idx := strconv.Itoa(i + 1)
-		b = append(b, spaces(width-len(idx))...)
+		b = append(b, strings.Repeat(" ", width-len(idx))...)
 		b = append(b, idx...)
-		b = append(b, sep, ' ')
+		b = append(b, look.sep, ' ')
 		if r.Kind != resp.Map {
 			b = appendTTY(b, r.Elems[i], inner)
 			continue
@@ -128,44 +105,33 @@ func appendTTYAggregate(b []byte, r resp.Reply, prefix string) []byte {
 	return b
 }
 
-func spaces(n int) string {
-	const s = "                                "
-	if n <= len(s) {
-		return s[:n]
+// aggregates are how redis-cli shows each kind of aggregate: empty, and
+// the mark after each element's number.
+var aggregates = map[resp.Kind]struct {
+	empty string
+	sep   byte
+}{resp.Array: {"(empty array)", ')'}, resp.Map: {"(empty hash)", '#'}, resp.Set: {"(empty set)", '~'}, resp.Push: {"(empty push)", ')'}}
+
+func boolText(r resp.Reply) string {
+	if r.Int != 0 {
+		return "(true)"
 	}
-	out := make([]byte, n)
-	for i := range out {
-		out[i] = ' '
-	}
-	return string(out)
+	return "(false)"
 }
 
 // AppendRepr appends s double-quoted as redis-cli (sdscatrepr) shows it:
 // \\ \" \n \r \t \a \b escaped, other bytes outside printable ASCII as \xNN.
 func AppendRepr(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
+	const hex, escaped, as = "0123456789abcdef", "\\\"\n\r\t\a\b", "\\\"nrtab"
 	b = append(b, '"')
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch c {
-		case '\\', '"':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\a':
-			b = append(b, '\\', 'a')
-		case '\b':
-			b = append(b, '\\', 'b')
-		default:
-			if c >= 0x20 && c <= 0x7e {
-				b = append(b, c)
-			} else {
-				b = append(b, '\\', 'x', hex[c>>4], hex[c&0xf])
-			}
+		if k := strings.IndexByte(escaped, c); k >= 0 {
+			b = append(b, '\\', as[k])
+		} else if c >= 0x20 && c <= 0x7e {
+			b = append(b, c)
+		} else {
+			b = append(b, '\\', 'x', hex[c>>4], hex[c&0xf])
 		}
 	}
 	return append(b, '"')
@@ -177,16 +143,7 @@ func AppendRepr(b []byte, s string) []byte {
 // base64 of its bytes) rather than bytes no JSON parser accepts, and an
 // error reply is {"error":"..."}. A map with a key that is not UTF-8 (an
 // object key cannot be {"b64":...}) is a list of [key, value] pairs.
-func AppendReplyJSON(b []byte, r resp.Reply) []byte {
-	if r.Kind == resp.Error {
-		b = append(b, `{"error":`...)
-		b = appendJSONString(b, r.Str)
-		b = append(b, '}')
-	} else {
-		b = appendJSON(b, r)
-	}
-	return append(b, '\n')
-}
+func AppendReplyJSON(b []byte, r resp.Reply) []byte { return append(appendJSON(b, r), '\n') }
 
 func appendJSON(b []byte, r resp.Reply) []byte {
 	switch r.Kind {
@@ -201,26 +158,19 @@ func appendJSON(b []byte, r resp.Reply) []byte {
 	case resp.Bool:
 		return strconv.AppendBool(b, r.Int != 0)
 	case resp.Double:
-		if f, err := strconv.ParseFloat(r.Str, 64); err == nil && !isInfOrNaN(f) {
+		if f, err := strconv.ParseFloat(r.Str, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
 			return append(b, r.Str...)
 		}
 		return appendJSONString(b, r.Str) // inf, -inf, nan: not JSON numbers
 	case resp.BigNum:
 		return append(b, r.Str...)
 	case resp.Map:
-		if !mapKeysUTF8(r) {
-			b = append(b, '[')
+		if !mapKeysUTF8(r) { // a list of [key, value] pairs
+			pairs := resp.Reply{Kind: resp.Array}
 			for i := 0; i+1 < len(r.Elems); i += 2 {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = append(b, '[')
-				b = appendJSON(b, r.Elems[i])
-				b = append(b, ',')
-				b = appendJSON(b, r.Elems[i+1])
-				b = append(b, ']')
+				pairs.Elems = append(pairs.Elems, resp.Reply{Kind: resp.Array, Elems: r.Elems[i : i+2]})
 			}
-			return append(b, ']')
+			return appendJSON(b, pairs)
 		}
 		b = append(b, '{')
 		for i := 0; i+1 < len(r.Elems); i += 2 {
@@ -243,10 +193,6 @@ func appendJSON(b []byte, r resp.Reply) []byte {
 		return append(b, ']')
 	}
 	return appendJSONValue(b, r.Str)
-}
-
-func isInfOrNaN(f float64) bool {
-	return f != f || f > 1.7976931348623157e308 || f < -1.7976931348623157e308
 }
 
 // keyText is a map key as an object key: strings as they are, other
@@ -278,54 +224,24 @@ func appendJSONValue(b []byte, s string) []byte {
 }
 
 func appendJSONString(b []byte, s string) []byte {
-	if utf8.ValidString(s) && plainASCII(s) {
-		b = append(b, '"')
-		b = append(b, s...)
-		return append(b, '"')
+	if plainASCII(s) {
+		return append(append(append(b, '"'), s...), '"')
 	}
-	out, _ := json.Marshal(s) // never fails for a string
-	// json.Marshal escapes <, > and & for HTML; redis-cli does not.
-	return append(b, unescapeHTML(out)...)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // as redis-cli: <, > and & as they are
+	_ = enc.Encode(s)        // never fails for a string
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
 }
 
 // plainASCII is printable ASCII that JSON takes as it is.
 func plainASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
 			return false
 		}
 	}
 	return true
-}
-
-func unescapeHTML(b []byte) []byte {
-	out := b[:0:0]
-	for i := 0; i < len(b); i++ {
-		if b[i] == '\\' && i+5 < len(b) && b[i+1] == 'u' && b[i+2] == '0' && b[i+3] == '0' {
-			switch string(b[i+4 : i+6]) {
-			case "3c":
-				out = append(out, '<')
-				i += 5
-				continue
-			case "3e":
-				out = append(out, '>')
-				i += 5
-				continue
-			case "26":
-				out = append(out, '&')
-				i += 5
-				continue
-			}
-		}
-		if b[i] == '\\' && i+1 < len(b) {
-			out = append(out, b[i], b[i+1])
-			i++
-			continue
-		}
-		out = append(out, b[i])
-	}
-	return out
 }
 
 // AppendReply appends r to b in the Printer's form, redis-cli's: as

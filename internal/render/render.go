@@ -44,19 +44,14 @@ type Printer struct {
 	TTY      bool // stdout is a terminal (or IDMPCTL_FORCE_TTY)
 	ErrTTY   bool // stderr is a terminal: progress may be drawn
 	Color    bool
-	// Width is the terminal's width in columns: tables and views are cut
-	// to it. 0: no limit (not a terminal).
-	Width int
-	// Quiet (-q) drops warnings: a loop that runs idmpctl once per message
-	// would print the same one each time. Errors are not warnings.
-	Quiet bool
+	Width    int  // the terminal's columns, which views are cut to; 0: no limit
+	Quiet    bool // -q: no warnings (a loop running idmpctl per message repeats them)
 
 	st styleOnce
 }
 
-// Human says whether values are shown for a person (-o table: "3m ago",
-// "16m40s", "1,000,000") rather than as raw values (RFC 3339 times,
-// milliseconds, plain integers).
+// Human says whether values are shown for a person (-o table: "3m ago")
+// rather than raw (RFC 3339 times, milliseconds).
 func (p *Printer) Human() bool { return p.Format == Table }
 
 // JSON writes v as one JSON object: indented on a terminal, one line
@@ -103,17 +98,10 @@ func (p *Printer) Notes(title string, pairs []Pair) { p.View(title, Rows(pairs, 
 type Fit int
 
 const (
-	// Cut cuts the value with "…": one whose first words say enough.
-	Cut Fit = iota
-	// Wrap wraps it under its first line, words whole (a word longer than
-	// the line runs over it): a sentence the user must read to the end,
-	// such as a hint that names a flag.
-	Wrap
-	// Whole neither cuts nor wraps it: the line runs long. For what a user
-	// copies to act on: a command, a key.
-	Whole
-	// hardWrap is Notes': wrapped, a long word broken at the width.
-	hardWrap
+	Cut      Fit = iota // cut with "…": the first words say enough
+	Wrap                // wrapped, words whole: a sentence to read to its end (a hint naming a flag)
+	Whole               // neither: the line runs long, for what a user copies (a command, a key)
+	hardWrap            // Notes': wrapped, a long word broken at the width
 )
 
 // Row is one row of a view: its label, its value, and how the value fits.
@@ -182,10 +170,8 @@ func (p *Printer) Fit(s string, used int) string {
 	return Truncate(s, max(p.Width-used, minColumn))
 }
 
-// wrapWords breaks s into lines of at most width columns at its spaces
-// only: a flag (--force), a path or a command's word is never broken (ansi's
-// word wrap breaks at hyphens too), and a word wider than the line has one
-// of its own.
+// wrapWords breaks s into lines of at most width columns at spaces only
+// (ansi's word wrap breaks --force at its hyphens); a wider word has a line.
 func wrapWords(s string, width int) []string {
 	var lines []string
 	line, w := "", 0

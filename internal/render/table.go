@@ -17,9 +17,8 @@ import (
 // Ellipsis ends a value cut to fit the terminal.
 const Ellipsis = "…"
 
-// A table's frame: the rounded style's "│ " before each cell, " " after
-// it, and the closing "│".
-// (tw.StyleRounded, one space of padding each side.)
+// A table's frame (tw.StyleRounded, one space of padding each side): "│ "
+// before each cell, " " after it, and the closing "│".
 const (
 	cellFrame  = 3
 	tableFrame = 1
@@ -60,14 +59,9 @@ type Column struct {
 }
 
 // Table writes rows under a header of columns: with -o table a drawn table
-// (piped or not), otherwise tab-separated values with the raw cell text.
-// A drawn table never cuts a value ("vm-pr…", "23h5…" say nothing): on a
-// terminal too narrow for every column, whole columns are left out, and a
-// line under the table names them (-o raw has every column). The columns
-// that are never left out stay, even when they alone are too wide (the
-// lines run long, as kubectl's do, rather than hide an identifier); the
-// others are added, the lowest Drop first, each that still fits; a column
-// empty in every row is not.
+// (piped or not), otherwise tab-separated values. A drawn table never cuts
+// a value ("vm-pr…" says nothing): on a narrow terminal whole columns are
+// left out (layoutColumns), and a line under the table names them.
 func (p *Printer) Table(cols []Column, rows [][]string) error {
 	header := make([]string, len(cols))
 	for i, c := range cols {
@@ -90,10 +84,9 @@ func (p *Printer) Table(cols []Column, rows [][]string) error {
 		}
 		return out
 	}
-	same := func(s string) string { return s }
 	fitted := make([][]string, len(rows))
 	for i, r := range rows {
-		fitted[i] = pick(r, same)
+		fitted[i] = pick(r, func(s string) string { return s })
 	}
 	if err := drawTable(p.Out, pick(header, p.Head), fitted); err != nil {
 		return err
@@ -111,8 +104,11 @@ func (p *Printer) Table(cols []Column, rows [][]string) error {
 	return nil
 }
 
-// layoutColumns picks the columns of cols (by index, in order) that a
-// table width columns wide shows (0: every one), as Table says.
+// layoutColumns picks the columns (by index, in order) a table width wide
+// shows (0: all). Those never left out stay even when they alone are too
+// wide (the lines run long, as kubectl's, rather than hide an identifier);
+// the others are added, lowest Drop first, each that still fits, unless
+// empty in every row.
 func layoutColumns(width int, cols []Column, rows [][]string) []int {
 	n := len(cols)
 	all, widths, empty := make([]int, n), make([]int, n), make([]bool, n)

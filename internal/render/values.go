@@ -6,10 +6,8 @@ import (
 	"time"
 )
 
-// Values as each form shows them: raw output keeps raw values (RFC 3339
-// times, milliseconds, plain integers, sizes); a view for a person (-o
-// table) shows human ones ("3m ago", "4m59s", "1,000,000", the value
-// itself). The views of records, claims and streams share them.
+// Values as each form shows them: raw values in raw output, human ones
+// ("3m ago", "4m59s", "1,000,000") in a view (-o table).
 
 // CountText is a count: plain in raw output, with thousands separators in
 // a view.
@@ -77,10 +75,8 @@ func (p *Printer) ResultText(result string, size int64) string {
 }
 
 // BufferStream buffers Out for a stream of results (-o raw or json, not on
-// a terminal): one write per 64 KiB rather than one per result, which is
-// most of the cost of printing a million. The returned func flushes and
-// restores Out; call it before the summary, so that results come before it
-// when both streams go to one place.
+// a terminal): one write per result was most of the cost of a million. The
+// returned func flushes and restores Out: call it before the summary.
 func (p *Printer) BufferStream() (flush func()) {
 	if p.TTY || p.Format == Table {
 		return func() {}

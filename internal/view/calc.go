@@ -11,7 +11,6 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/duration"
-	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/render"
 )
 
@@ -30,10 +29,6 @@ func ratFloat(r *big.Rat) float64 { f, _ := r.Float64(); return f }
 
 func (v CalcMaxsize) JSON() any {
 	in, r := v.Inputs, v.Result
-	warnings := r.Warnings
-	if warnings == nil {
-		warnings = []string{}
-	}
 	inputs := map[string]any{
 		"rate_per_s":    ratFloat(in.Rate),
 		"mark_delay_ms": float64(in.MarkDelay) / float64(time.Millisecond),
@@ -55,7 +50,7 @@ func (v CalcMaxsize) JSON() any {
 		"interplay":              r.Interplay,
 		"memory_bytes":           map[string]int64{"native_per_pid": r.Memory.NativePerPID, "native_total": r.Memory.NativeTotal, "emulated_per_pid": r.Memory.EmulatedPerPID, "emulated_total": r.Memory.EmulatedTotal},
 		"memory_native_estimate": true,
-		"warnings":               warnings,
+		"warnings":               append([]string{}, r.Warnings...), // [] rather than null
 	}
 }
 
@@ -80,13 +75,7 @@ func (v CalcMaxsize) Table(p *render.Printer) error {
 		{"native", fmt.Sprintf("~%s per pid, ~%s total (estimate)", render.Bytes(r.Memory.NativePerPID), render.Bytes(r.Memory.NativeTotal))},
 		{"emulated", fmt.Sprintf("%s per pid, %s total (measured %d B/iid)", render.Bytes(r.Memory.EmulatedPerPID), render.Bytes(r.Memory.EmulatedTotal), in.EmulatedBytesPerIID)},
 	})
-	if len(r.Warnings) > 0 {
-		pairs := make([]render.Pair, len(r.Warnings))
-		for i, w := range r.Warnings {
-			pairs[i] = render.Pair{p.Warn("!"), w}
-		}
-		p.Notes("Warnings", pairs)
-	}
+	warnNotes(p, "Warnings", r.Warnings)
 	title := "Run" // what the user may run; with --apply, what it does next
 	switch {
 	case v.Apply != "" && v.DryRun:
@@ -106,10 +95,9 @@ func (v CalcMaxsize) Raw(p *render.Printer) error {
 	return nil
 }
 
-// runLine is the cfgset command that does what --apply does (and did, with
-// --apply): without --recovery it sets IDMP-MAXSIZE alone, as --apply
-// does, since the server's default duration must not replace a longer
-// window the stream has. Copying the line never does more than --apply.
+// runLine is the cfgset command that does what --apply does: without
+// --recovery IDMP-MAXSIZE alone, since the server's default duration must
+// not replace a longer window the stream has.
 func (v CalcMaxsize) runLine() []render.Row {
 	r := v.Result
 	name := "STREAM"
@@ -135,6 +123,18 @@ func rateText(r *big.Rat) string {
 }
 
 func trimFloat(f float64) string { return fmt.Sprintf("%.6g", f) }
+
+// warnNotes draws sentences to heed under title, each marked "!"; none, nothing.
+func warnNotes(p *render.Printer, title string, texts []string) {
+	if len(texts) == 0 {
+		return
+	}
+	pairs := make([]render.Pair, len(texts))
+	for i, t := range texts {
+		pairs[i] = render.Pair{p.Warn("!"), t}
+	}
+	p.Notes(title, pairs)
+}
 
 // CalcTTL is calc-ttl's result; Samples is --samples (-o json names it
 // with a sample).
@@ -177,10 +177,6 @@ func (v CalcTTL) JSON() any {
 			inputs[n.name] = n.v
 		}
 	}
-	advice := r.Advice
-	if advice == nil {
-		advice = []string{}
-	}
 	formula := []string{r.TTLFormula, r.MemoryFormula}
 	out := map[string]any{
 		"inputs":           inputs,
@@ -191,7 +187,7 @@ func (v CalcTTL) JSON() any {
 		"value_size_bytes": r.ValueSize,
 		"memory_bytes":     r.Memory,
 		"formula":          formula,
-		"advice":           advice,
+		"advice":           append([]string{}, r.Advice...),
 	}
 	if in.Window {
 		out["retry_window_s"] = r.RetryWindow.Seconds()
@@ -241,12 +237,12 @@ func (v CalcTTL) Table(p *render.Printer) error {
 	p.KV("Inputs", inputs)
 	result := []render.Pair{
 		{"TTL", p.Good(duration.Format(r.TTL)) + fmt.Sprintf(" (%s s)", secondsHuman(r.TTL))},
-		{"keys", fmt.Sprintf("%s alive at a steady rate (rate x TTL)", progress.FormatCount(r.Keys))},
-		{"memory", p.Good(render.Bytes(r.Memory)) + fmt.Sprintf(" (%s B, by %s)", progress.FormatCount(r.Memory), capacity.RuleOfThumb)},
+		{"keys", fmt.Sprintf("%s alive at a steady rate (rate x TTL)", render.Count(r.Keys))},
+		{"memory", p.Good(render.Bytes(r.Memory)) + fmt.Sprintf(" (%s B, by %s)", render.Count(r.Memory), capacity.RuleOfThumb)},
 	}
 	if in.Measured != nil {
 		result = append(result, render.Pair{"measured", p.Good(render.Bytes(r.MeasuredMemory)) +
-			fmt.Sprintf(" (%s B, at the sample's MEMORY USAGE; the formula is %+.0f%%)", progress.FormatCount(r.MeasuredMemory), 100*r.FormulaVsMeasured)})
+			fmt.Sprintf(" (%s B, at the sample's MEMORY USAGE; the formula is %+.0f%%)", render.Count(r.MeasuredMemory), 100*r.FormulaVsMeasured)})
 	}
 	p.Notes("Result", result)
 	formula := []render.Pair{{"ttl", r.TTLFormula}, {"memory", r.MemoryFormula}}
@@ -261,13 +257,7 @@ func (v CalcTTL) Table(p *render.Printer) error {
 			{"MEMORY USAGE", fmt.Sprintf("%.1f B mean a key (Redis's per-key overhead included: %.1f B beyond name and value)", m.UsageBytes, m.UsageBytes-m.KeyBytes-m.ValueBytes)},
 		})
 	}
-	if len(r.Advice) > 0 {
-		pairs := make([]render.Pair, len(r.Advice))
-		for i, a := range r.Advice {
-			pairs[i] = render.Pair{p.Warn("!"), a}
-		}
-		p.Notes("Advice", pairs)
-	}
+	warnNotes(p, "Advice", r.Advice)
 	p.KV("Run", []render.Pair{{"$", fmt.Sprintf("idmpctl claim run KEY --ttl %s -- COMMAND...", duration.Format(r.TTL))}})
 	return nil
 }

@@ -1,10 +1,6 @@
 package view
 
-import (
-	"strconv"
-
-	"github.com/idmpctl/idmpctl/internal/render"
-)
+import "github.com/idmpctl/idmpctl/internal/render"
 
 // CfgSet is cfgset's result (and calc-maxsize --apply's): the settings
 // before and after, and the iids the change cleared.
@@ -20,16 +16,16 @@ type CfgSet struct {
 func (r CfgSet) JSON() any { return r }
 
 func (r CfgSet) Table(p *render.Printer) error {
-	// The settings with their units: seconds, iids per producer.
-	unit := map[string]func(int) string{
-		"idmp-duration": func(v int) string { return strconv.Itoa(v) + "s" },
-		"idmp-maxsize":  func(v int) string { return render.N(int64(v), "iid") + " per pid" },
+	texts := func(m map[string]int) [2]string {
+		d, s := settings(p, int64(m["idmp-duration"]), int64(m["idmp-maxsize"]))
+		return [2]string{d, s}
 	}
-	arrow := func(k string) string {
-		if r.Before[k] == r.After[k] {
-			return unit[k](r.After[k]) + " (unchanged)"
+	before, after := texts(r.Before), texts(r.After)
+	arrow := func(i int) string {
+		if before[i] == after[i] {
+			return after[i] + " (unchanged)"
 		}
-		return unit[k](r.Before[k]) + " -> " + p.Good(unit[k](r.After[k]))
+		return before[i] + " -> " + p.Good(after[i])
 	}
 	status := r.Status
 	switch r.Status {
@@ -43,7 +39,7 @@ func (r CfgSet) Table(p *render.Printer) error {
 	// The result is a sentence to read to its end (what a change clears):
 	// it wraps rather than being cut.
 	p.View("cfgset "+render.Field(r.Stream)+" ("+r.Mode+")", []render.Row{
-		{Label: "idmp-duration", Value: arrow("idmp-duration")}, {Label: "idmp-maxsize", Value: arrow("idmp-maxsize")},
+		{Label: "idmp-duration", Value: arrow(0)}, {Label: "idmp-maxsize", Value: arrow(1)},
 		{Label: "result", Value: status, Fit: render.Wrap},
 	})
 	return nil

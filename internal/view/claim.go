@@ -8,11 +8,9 @@ import (
 	"github.com/idmpctl/idmpctl/internal/render"
 )
 
-// claimRecordJSON is a claim record in -o json: claim.Record's names, and
-// its millisecond timestamps under names that say so, beside the old ones
-// (created, updated, lease_until, now), kept as aliases for now (docs/output.md).
-// retention_ms and lease_ms are the record's ttl_ms and lease_ms
-// fields; ttl_ms is the key's TTL left.
+// claimRecordJSON is a claim record in -o json, its timestamps also under
+// _ms names (the old ones stay as aliases for now, docs/output.md);
+// retention_ms and lease_ms are the record's fields, ttl_ms the key's TTL.
 type claimRecordJSON struct {
 	*claim.Record
 	CreatedAt    int64 `json:"created_ms"`
@@ -136,10 +134,9 @@ func (v ClaimStep) Raw(p *render.Printer) error {
 	return nil
 }
 
-// ClaimRun is claim run's report. -o json prints it whole, once, the
-// command's stdout captured into it. The other forms streamed that stdout
-// as the command ran, and print nothing more; but a replay, which ran
-// nothing, prints the stored output, and tells a person so.
+// ClaimRun is claim run's report: -o json prints it whole, the command's
+// stdout in it; the other forms streamed that stdout and print nothing
+// more, but a replay prints the stored output (and tells a person so).
 type ClaimRun struct {
 	Key             string `json:"key"`
 	Outcome         string `json:"outcome"` // ran, replayed, busy, mismatch, exhausted, lost, unacknowledged
@@ -152,19 +149,14 @@ type ClaimRun struct {
 	Output          string `json:"output"`
 	OutputTruncated bool   `json:"output_truncated,omitempty"`
 	Error           string `json:"error,omitempty"`
-	// The command ran but its outcome could not be recorded: why (its exit
-	// code is passed through).
-	Unrecorded string `json:"unrecorded,omitempty"`
+	Unrecorded      string `json:"unrecorded,omitempty"` // why the outcome of a run could not be recorded
 	// With --wait-replicas: the fewest replicas that acknowledged a write
 	// of this run (the claim, and the outcome when it ran), and why the
 	// outcome stands unacknowledged when it does.
 	Ack
 	Unacknowledged string `json:"unacknowledged,omitempty"`
-	// Interrupted is the signal (SIGINT, SIGTERM) forwarded to the command
-	// while it ran.
-	Interrupted string `json:"interrupted,omitempty"`
-	// ReplayedToken is the token that completed a replayed key.
-	ReplayedToken int64 `json:"-"`
+	Interrupted    string `json:"interrupted,omitempty"` // the signal forwarded to the command
+	ReplayedToken  int64  `json:"-"`                     // the token that completed a replayed key
 }
 
 func (v ClaimRun) JSON() any { return v }

@@ -13,9 +13,8 @@ import (
 )
 
 // PurgeItem is one record of a purge and its outcome, as they come: a JSON
-// object or a raw line each, or, for a table, a key its summary names
-// (those not kept as changed, in Keys). A purge sets one PurgeItem for
-// each record and shows it again.
+// object or a raw line, or a key in Keys for the table's summary. One is
+// set for each record and shown again.
 type PurgeItem struct {
 	Record  records.Record
 	Outcome keyspace.PurgeOutcome

@@ -34,10 +34,8 @@ type RecordJSON struct {
 	ResultSummary string                     `json:"result_summary,omitempty"`
 }
 
-// msNames are the millisecond timestamps of a record's JSON under names
-// that say so. The names without _ms (created, updated, lease_until,
-// deadline, expires, now) stay beside them as aliases for now
-// (docs/output.md); omitted where they are.
+// msNames are a record's timestamps under _ms names; the old names stay
+// beside them as aliases for now (docs/output.md).
 type msNames struct {
 	CreatedAt    int64 `json:"created_ms,omitempty"`
 	UpdatedAt    int64 `json:"updated_ms,omitempty"`
@@ -102,8 +100,7 @@ type Record struct{ records.Record }
 func (v Record) JSON() any { return WithTimes(v.Record) }
 
 func (v Record) Table(p *render.Printer) error { return v.kv(p) }
-
-func (v Record) Raw(p *render.Printer) error { return v.kv(p) }
+func (v Record) Raw(p *render.Printer) error   { return v.kv(p) }
 
 func (v Record) kv(p *render.Printer) error {
 	r := v.Record

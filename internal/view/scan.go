@@ -65,10 +65,9 @@ func scanRow(p *render.Printer, r records.Record) []string {
 	return []string{render.Field(r.Key), string(r.Format), StatusText(p, r), render.Field(r.Owner), AgeText(p, j), lease, p.TTLText(r.TTLms), FlagsText(r.Flags)}
 }
 
-// Scan is the end of inspect --match: the table of its records (a person),
-// with --memory the memory table, and the summary line on stderr; -o json
-// a last object of type "summary"; raw output the summary and memory
-// lines on stderr (stdout named every key).
+// Scan is the end of inspect --match: the table of its records and with
+// --memory the memory table, a last "summary" object (-o json), or (raw)
+// the summary and memory lines on stderr.
 type Scan struct {
 	Match   string
 	Limit   int64
@@ -104,10 +103,9 @@ func (v Scan) Raw(p *render.Printer) error {
 	return nil
 }
 
-// scanSummaryJSON is a scan's last -o json object: "type" is "summary",
-// which no record has (a record's type is its Redis type). With --memory,
-// memory is the records' bytes by format and status: estimates where not
-// every record was measured (its "estimated" and each group's "exact" say).
+// scanSummaryJSON is a scan's last -o json object: type "summary", which no
+// record has (theirs is a Redis type). Memory's "estimated" and each
+// group's "exact" say what was measured.
 type scanSummaryJSON struct {
 	Type    string                 `json:"type"`
 	Summary keyspace.Summary       `json:"summary"`
@@ -155,17 +153,10 @@ func memoryHeadline(m keyspace.MemoryReport) string {
 
 // memoryLines are the memory figures as lines for stderr (-o raw).
 func memoryLines(m keyspace.MemoryReport) []string {
-	kind := "estimate"
-	if !m.Estimated {
-		kind = "exact"
-	}
-	lines := []string{fmt.Sprintf("memory: %d bytes (%s: MEMORY USAGE of %s sampled of %s)", m.Bytes, kind, render.Count(m.Sampled), render.N(m.Records, "key"))}
+	kind := map[bool]string{false: "estimate", true: "exact"}
+	lines := []string{fmt.Sprintf("memory: %d bytes (%s: MEMORY USAGE of %s sampled of %s)", m.Bytes, kind[!m.Estimated], render.Count(m.Sampled), render.N(m.Records, "key"))}
 	for _, g := range m.Groups {
-		kind := "estimate"
-		if g.Exact {
-			kind = "exact"
-		}
-		lines = append(lines, fmt.Sprintf("memory: %s %s: %d bytes (%s: %s, %s sampled, mean %.1f)", g.Format, cmp.Or(string(g.Status), "-"), g.Bytes, kind, render.N(g.Records, "key"), render.Count(g.Sampled), g.Mean))
+		lines = append(lines, fmt.Sprintf("memory: %s %s: %d bytes (%s: %s, %s sampled, mean %.1f)", g.Format, cmp.Or(string(g.Status), "-"), g.Bytes, kind[g.Exact], render.N(g.Records, "key"), render.Count(g.Sampled), g.Mean))
 	}
 	return lines
 }

@@ -11,10 +11,9 @@ import (
 	"github.com/idmpctl/idmpctl/internal/render"
 )
 
-// Server is inspect --server's view: what the server is, its IDMP support
-// and emulation, eviction, defaults and round-trip time, and its lints.
-// Drawn, an emulation that is unavailable is also a warning (a risky
-// eviction policy is one in every form: the command's, before the view).
+// Server is inspect --server's view: what the server is, its IDMP support,
+// eviction, defaults, round-trip time and lints. An unavailable emulation
+// is also a warning (a risky eviction policy is the command's, every form).
 type Server struct {
 	redisconn.ServerReport
 	Lints []health.Lint `json:"lints"`
@@ -29,8 +28,7 @@ func (v Server) JSON() any {
 
 // Table and Raw show the same pairs, with human values for a person.
 func (v Server) Table(p *render.Printer) error { return v.kv(p) }
-
-func (v Server) Raw(p *render.Printer) error { return v.kv(p) }
+func (v Server) Raw(p *render.Printer) error   { return v.kv(p) }
 
 func (v Server) kv(p *render.Printer) error {
 	r, lints := v.ServerReport, v.Lints
@@ -62,10 +60,7 @@ func (v Server) kv(p *render.Printer) error {
 		p.Warnf("emulated IDMP is %s", r.Emulation)
 	}
 	if r.Defaults != nil {
-		duration, maxsize := fmt.Sprint(r.Defaults.Duration), fmt.Sprint(r.Defaults.MaxSize)
-		if p.Human() {
-			duration, maxsize = duration+"s", render.N(r.Defaults.MaxSize, "iid")+" per pid"
-		}
+		duration, maxsize := settings(p, r.Defaults.Duration, r.Defaults.MaxSize)
 		pairs = append(pairs,
 			render.Pair{"stream-idmp-duration", duration},
 			render.Pair{"stream-idmp-maxsize", maxsize})

@@ -35,16 +35,9 @@ type streamJSON struct {
 	DuplicatesPerSec *float64      `json:"duplicates_per_s,omitempty"`
 }
 
-func (v Stream) lints() []health.Lint {
-	if v.Lints == nil {
-		return []health.Lint{}
-	}
-	return v.Lints
-}
-
 func (v Stream) JSON() any {
 	info, at, r := v.Info, v.At, v.Rates
-	j := streamJSON{Key: info.Stream, Type: "stream", Info: info, Lints: v.lints()}
+	j := streamJSON{Key: info.Stream, Type: "stream", Info: info, Lints: append([]health.Lint{}, v.Lints...)}
 	if !at.IsZero() {
 		j.Time = at.UTC().Format(time.RFC3339Nano)
 	}
@@ -56,18 +49,12 @@ func (v Stream) JSON() any {
 }
 
 func (v Stream) Table(p *render.Printer) error { return v.kv(p) }
-
-func (v Stream) Raw(p *render.Printer) error { return v.kv(p) }
+func (v Stream) Raw(p *render.Printer) error   { return v.kv(p) }
 
 func (v Stream) kv(p *render.Printer) error {
-	info, at, r, lints := v.Info, v.At, v.Rates, v.lints()
+	info, at, r, lints := v.Info, v.At, v.Rates, v.Lints
 	n := func(v int64) string { return p.CountText(v) }
-	duration, maxsize := strconv.FormatInt(info.IDMPDuration, 10), strconv.FormatInt(info.IDMPMaxSize, 10)
-	if p.Human() {
-		// The settings with their units: seconds, iids per producer.
-		duration = duration + "s"
-		maxsize = render.N(info.IDMPMaxSize, "iid") + " per pid"
-	}
+	duration, maxsize := settings(p, info.IDMPDuration, info.IDMPMaxSize)
 	var pairs []render.Pair
 	if !at.IsZero() && !p.Human() {
 		pairs = append(pairs, render.Pair{"time", at.UTC().Format(time.RFC3339Nano)})
@@ -94,6 +81,16 @@ func (v Stream) kv(p *render.Printer) error {
 	}
 	p.View(title, append(render.Rows(pairs, render.Cut), lintRows(p, lints)...))
 	return nil
+}
+
+// settings are IDMP-DURATION and IDMP-MAXSIZE: raw numbers, or for a
+// person with their units (seconds, iids per producer).
+func settings(p *render.Printer, duration, maxsize int64) (string, string) {
+	d := strconv.FormatInt(duration, 10)
+	if p.Human() {
+		return d + "s", render.N(maxsize, "iid") + " per pid"
+	}
+	return d, strconv.FormatInt(maxsize, 10)
 }
 
 // lintRows are lints as rows of a key-value view: "health" rows (warnings

@@ -1,7 +1,7 @@
 package view
 
 import (
-	"fmt"
+	"cmp"
 	"io"
 
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
@@ -53,7 +53,7 @@ func (a *Add) Table(p *render.Printer) error {
 	res := a.Result
 	iid := res.IID
 	if a.Auto {
-		iid = fmt.Sprintf("%s (derived: IDMPAUTO)", orDash(res.IID))
+		iid = cmp.Or(res.IID, "-") + " (derived: IDMPAUTO)"
 	}
 	p.KV("xadd", append([]render.Pair{
 		{"stream", a.Stream}, {"id", res.ID}, {"pid", a.PID}, {"iid", iid},
@@ -75,13 +75,6 @@ func addOutcome(p *render.Printer, r stream.AddResult) string {
 		return p.Warn("duplicate of " + r.ID + ": nothing written")
 	}
 	return p.Warn("duplicate of a deleted entry (" + r.ID + "): nothing written")
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // BatchLine is one line of xadd --batch: "ID<TAB>added|duplicate" (or

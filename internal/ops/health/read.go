@@ -37,13 +37,12 @@ func ReadStreamContext(ctx context.Context, s *stream.Streams) (StreamContext, e
 // native IDMP (nativeIDMP, as redisconn.InspectServer found it) from its
 // facts, read now; none elsewhere. Never nil.
 func ReadServerLints(ctx context.Context, conn *redisconn.Conn, nativeIDMP bool) ([]Lint, error) {
-	lints := []Lint{}
 	if !nativeIDMP {
-		return lints, nil
+		return []Lint{}, nil
 	}
 	facts, err := redisconn.ReadServerFacts(ctx, conn)
 	if err != nil {
 		return nil, err
 	}
-	return append(lints, Server(facts)...), nil
+	return append([]Lint{}, Server(facts)...), nil
 }

@@ -7,6 +7,7 @@ package health
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -47,14 +48,11 @@ func Server(f redisconn.ServerFacts) []Lint {
 }
 
 // expiryUnlogged lints a node where native IDMP's expiry, which no AOF or
-// replication stream records, can make a copy of the stream differ from
-// the primary's (an open upstream bug, 8.6.3 included): each server
-// expires iids on its own clock, once a second. An add of an iid just
-// expired on the primary is propagated as XADD ... IDMP with its ID, which
-// an AOF being loaded (no expiry runs then) or a replica still tracking
-// the iid drops as a duplicate; a retry the primary still dedupes is
-// propagated as XADD ... IDMP ... *, which a replica that already expired
-// the iid adds again under an ID of its own (e2e/native_expiry_test.go).
+// replication stream records (open upstream, 8.6.3 included), can make a
+// copy differ: an add of an iid just expired on the primary is dropped as a
+// duplicate by an AOF load or a replica still tracking it; a retry the
+// primary dedupes is added again by a replica that expired it
+// (e2e/native_expiry_test.go).
 func expiryUnlogged(f redisconn.ServerFacts, n redisconn.NodeFacts, add func(code, level, format string, args ...any)) {
 	var how []string
 	if n.Config != nil && yes(n.Config["appendonly"]) {
@@ -66,25 +64,17 @@ func expiryUnlogged(f redisconn.ServerFacts, n redisconn.NodeFacts, add func(cod
 	case n.Replicas > 0:
 		how = append(how, fmt.Sprintf("with %s, an add made around an iid's expiry can be dropped by a replica, or a retry the primary deduplicated added there again: a failover loses or duplicates that entry", replicas(n.Replicas)))
 	}
-	if len(how) == 0 {
-		return
+	if len(how) > 0 {
+		add("idmp-expiry-unlogged", "warn", "%sRedis %s expires iids on each server's own clock and records no expiry in the AOF or for replicas (an open upstream bug): %s; send retries well within IDMP-DURATION, and never reuse an iid for another message",
+			nodePrefix(n), f.Version, strings.Join(how, "; "))
 	}
-	where := ""
-	if n.Addr != "" {
-		where = "node " + n.Addr + ": "
-	}
-	add("idmp-expiry-unlogged", "warn", "%sRedis %s expires iids on each server's own clock and records no expiry in the AOF or for replicas (an open upstream bug): %s; send retries well within IDMP-DURATION, and never reuse an iid for another message",
-		where, f.Version, strings.Join(how, "; "))
 }
 
 // fixedBugs lints the settings under which a release before IDMPFixedIn
 // loses or corrupts IDMP state.
 func fixedBugs(f redisconn.ServerFacts, add func(code, level, format string, args ...any)) {
 	for _, n := range f.Nodes {
-		where := ""
-		if n.Addr != "" {
-			where = "node " + n.Addr + ": "
-		}
+		where := nodePrefix(n)
 		if n.Config == nil {
 			add("idmp-bugs-unchecked", "info", "%sCONFIG GET not allowed (%s): appendonly, aof-use-rdb-preamble and repl-diskless-load were not checked for IDMP bugs fixed in Redis %s",
 				where, n.ConfigError, IDMPFixedIn)
@@ -130,12 +120,7 @@ func idmpBugRelease(f redisconn.ServerFacts) (before, known bool) {
 		return false, false
 	}
 	fixed, _ := parseVersion(IDMPFixedIn)
-	for k := range v {
-		if v[k] != fixed[k] {
-			return v[k] < fixed[k], true
-		}
-	}
-	return false, true
+	return slices.Compare(v[:], fixed[:]) < 0, true
 }
 
 func parseVersion(s string) ([3]int, bool) {
@@ -160,6 +145,14 @@ func parseVersion(s string) ([3]int, bool) {
 }
 
 func yes(s string) bool { return strings.EqualFold(s, "yes") }
+
+// nodePrefix names the node a lint is about, when it has an address.
+func nodePrefix(n redisconn.NodeFacts) string {
+	if n.Addr == "" {
+		return ""
+	}
+	return "node " + n.Addr + ": "
+}
 
 // replicas is "1 replica", "2 replicas".
 func replicas(n int) string {

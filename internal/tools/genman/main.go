@@ -1,12 +1,8 @@
-// Command genman writes idmpctl's man pages: idmpctl(1) and one page per
-// command (idmpctl-xadd(1), idmpctl-claim-acquire(1), ...), from the
-// command tree with cobra's doc generator, plus EXIT STATUS (exit.Table on
-// idmpctl(1), a pointer to it on the others) and ENVIRONMENT sections. It is a separate program so that cobra/doc and
-// go-md2man are never linked into idmpctl. Run it with `make man`; its test
-// fails when man/ is stale.
-//
-// The pages are reproducible byte for byte: the date in their header is
-// pinned (manDate) and cobra's "Auto generated" history is turned off.
+// Command genman writes idmpctl's man pages, idmpctl(1) and one per
+// command, with cobra's doc generator, plus EXIT STATUS and ENVIRONMENT
+// sections. A separate program, so that cobra/doc and go-md2man are never
+// linked into idmpctl. `make man` runs it; its test fails when man/ is
+// stale. The pages are reproducible: the date is pinned, no "Auto generated".
 package main
 
 import (
@@ -26,19 +22,12 @@ import (
 	"github.com/spf13/cobra/doc"
 )
 
-// manDate is the date in every page's header. It is fixed so that the pages
-// do not change with the day they are generated on.
+// manDate is the date in every page's header, fixed for reproducible pages.
 var manDate = time.Date(2026, time.November, 1, 0, 0, 0, 0, time.UTC)
-
-// envVar is one entry of the ENVIRONMENT section.
-type envVar struct {
-	Name string
-	Text string
-}
 
 // environment lists the variables idmpctl reads (a test checks that every
 // Getenv in cmd/ is here), then those it sets for claim run's command.
-var environment = []envVar{
+var environment = []struct{ Name, Text string }{
 	{"IDMPCTL_URL", "The server URL when --url is not given: redis://[user[:password]@]host[:port][/db], rediss:// for TLS, unix:///path/to/socket."},
 	{"REDIS_URL", "The server URL when neither --url nor IDMPCTL_URL is set. Default: " + redisconn.DefaultURL + "."},
 	{"IDMPCTL_PASSWORD", "The password, used when the URL has none. Never printed. Safer than a password in --url, which other users can see in ps(1)."},
@@ -201,10 +190,9 @@ func insertSections(page []byte, extra string) []byte {
 	return append(page, extra...)
 }
 
-// optionLists makes cobra's option entries (a bold flag line, then the usage
-// on a line indented with a tab, between .PP paragraphs) tagged paragraphs
-// (.TP), so that the usage is indented under its flag instead of following
-// it after a tab stop.
+// optionLists makes cobra's option entries (a bold flag line, a tab, the
+// usage, between .PP paragraphs) tagged paragraphs (.TP): the usage is
+// indented under its flag rather than after a tab stop.
 func optionLists(page []byte) []byte {
 	lines := strings.Split(string(page), "\n")
 	out := make([]string, 0, len(lines))
@@ -228,9 +216,8 @@ func optionLists(page []byte) []byte {
 }
 
 // noHyphenation turns hyphenation off after .TH, which turns it back on
-// despite cobra's .nh: URLs, options and variable names must not be broken
-// with a hyphen. HY 0 keeps it off after .EE and the like, which restore
-// hyphenation mode HY.
+// despite cobra's .nh, so no URL or option is broken; HY 0 keeps it off
+// after .EE and the like, which restore mode HY.
 func noHyphenation(page []byte) []byte {
 	i := bytes.Index(page, []byte("\n.TH "))
 	if i < 0 {
