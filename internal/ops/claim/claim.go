@@ -291,6 +291,11 @@ func (st step) acquireResult(rep scriptReply) (AcquireResult, error) {
 // wrapping a *LostError. A lease over the retention is refused (exit.Usage).
 func Renew(ctx context.Context, c *redisconn.Conn, key string, token int64, lease, ttl time.Duration, opts ...Option) (Record, error) {
 	st, err := renewStep(key, token, lease, ttl)
+	return st.do(ctx, c, opts, err, token, "ok")
+}
+
+// do sends a step (err: its preparation's) and settles its reply.
+func (st step) do(ctx context.Context, c *redisconn.Conn, opts []Option, err error, token int64, success ...string) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
@@ -298,7 +303,7 @@ func Renew(ctx context.Context, c *redisconn.Conn, key string, token int64, leas
 	if err != nil {
 		return Record{}, err
 	}
-	return st.settled(rep, token, "ok")
+	return st.settled(rep, token, success...)
 }
 
 func renewStep(key string, token int64, lease, ttl time.Duration) (step, error) {
@@ -336,14 +341,7 @@ type CompleteParams struct {
 // cap) is refused (exit.Data).
 func Complete(ctx context.Context, c *redisconn.Conn, key string, token int64, result *string, ttl time.Duration, maxResult int, opts ...Option) (Record, error) {
 	st, err := completeStep(CompleteParams{Key: key, Token: token, Result: result, TTL: ttl, MaxResult: maxResult})
-	if err != nil {
-		return Record{}, err
-	}
-	rep, err := st.sendRetrying(ctx, c, options(opts))
-	if err != nil {
-		return Record{}, err
-	}
-	return st.completeResult(rep, token)
+	return st.do(ctx, c, opts, err, token, "ok", "again")
 }
 
 func completeStep(p CompleteParams) (step, error) {
@@ -364,13 +362,6 @@ func completeStep(p CompleteParams) (step, error) {
 	return st, nil
 }
 
-func (st step) completeResult(rep scriptReply, token int64) (Record, error) {
-	if rep.outcome == "ok" && st.result != nil { // the script does not echo it back
-		rep.record.Result, rep.record.HasResult = *st.result, true
-	}
-	return st.settled(rep, token, "ok", "again")
-}
-
 // CheckResultSize refuses a result over max bytes (max <= 0: no cap).
 func CheckResultSize(size, max int) error {
 	if max > 0 && size > max {
@@ -387,14 +378,7 @@ func CheckResultSize(size, max int) error {
 // record (TTLms -2). Safe to retry without release; with it, see Release.
 func Fail(ctx context.Context, c *redisconn.Conn, key string, token int64, errText string, ttl time.Duration, release bool, opts ...Option) (Record, error) {
 	st, err := failStep(key, token, errText, ttl, release)
-	if err != nil {
-		return Record{}, err
-	}
-	rep, err := st.sendRetrying(ctx, c, options(opts))
-	if err != nil {
-		return Record{}, err
-	}
-	return st.settled(rep, token, "ok", "again", "released")
+	return st.do(ctx, c, opts, err, token, "ok", "again", "released")
 }
 
 func failStep(key string, token int64, errText string, ttl time.Duration, release bool) (step, error) {
@@ -417,14 +401,7 @@ func failStep(key string, token int64, errText string, ttl time.Duration, releas
 // new claim re-created the key would say lost, although the release happened.
 func Release(ctx context.Context, c *redisconn.Conn, key string, token int64, opts ...Option) error {
 	st, err := releaseStep(key, token)
-	if err != nil {
-		return err
-	}
-	rep, err := st.sendRetrying(ctx, c, options(opts))
-	if err != nil {
-		return err
-	}
-	_, err = st.settled(rep, token, "released")
+	_, err = st.do(ctx, c, opts, err, token, "released")
 	return err
 }
 

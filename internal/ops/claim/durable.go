@@ -105,6 +105,9 @@ func unacked(what string, na *redisconn.NotAckedError, story, hint string) error
 
 // settled is settle, then the verdict on a write that was not acknowledged.
 func (st step) settled(rep scriptReply, token int64, success ...string) (Record, error) {
+	if rep.outcome == "ok" && st.result != nil { // complete: the script does not echo it back
+		rep.record.Result, rep.record.HasResult = *st.result, true
+	}
 	r, err := rep.settle(st.what, token, success...)
 	if err == nil && rep.notAcked != nil {
 		err = st.stepUnacked(rep.notAcked, rep)
