@@ -77,14 +77,6 @@ func (s schedule) renewBound(sent, termAt time.Time) time.Duration {
 	return min(s.bound, termAt.Sub(sent))
 }
 
-// renewBoundWords says which bound an unanswered renewal had.
-func renewBoundWords(bound, capped time.Duration) string {
-	if bound < capped {
-		return fmt.Sprintf("the %s left before the command had to be stopped", ms(bound))
-	}
-	return fmt.Sprintf("%s (--timeout)", ms(bound))
-}
-
 // renewDurability is d for a renewal given left to be answered: WAIT takes
 // at most half of it, so that the server replies before the client gives
 // up; never 0, which WAIT reads as "for ever".
@@ -195,7 +187,11 @@ func (r *claimedRun) renew(ctx context.Context, stop <-chan struct{}, lost, expi
 			}
 			if exit.TimedOut(err) && ctx.Err() == nil {
 				// Go's "read tcp ...: i/o timeout" in our words: which bound.
-				err = fmt.Errorf("claim renew %q: no reply within %s", o.Key, renewBoundWords(bound, s.bound))
+				within := fmt.Sprintf("%s (--timeout)", ms(bound))
+				if bound < s.bound {
+					within = fmt.Sprintf("the %s left before the command had to be stopped", ms(bound))
+				}
+				err = fmt.Errorf("claim renew %q: no reply within %s", o.Key, within)
 			} else {
 				answered = err
 			}

@@ -50,9 +50,9 @@ func (r *claimedRun) record(ctx context.Context, code int, reason string, ran bo
 				s := string(r.out.buf)
 				result = &s
 			}
-			rec, err = claim.Complete(cctx, r.conn, o.Key, r.p.Token, result, o.TTL, 0, r.durably(&ack))
+			rec, err = claim.Complete(cctx, r.conn, o.Key, r.p.Token, result, o.TTL, 0, claim.Durably(o.Durability, &ack))
 		} else {
-			rec, err = claim.Fail(cctx, r.conn, o.Key, r.p.Token, reason, o.TTL, false, r.durably(&ack))
+			rec, err = claim.Fail(cctx, r.conn, o.Key, r.p.Token, reason, o.TTL, false, claim.Durably(o.Durability, &ack))
 		}
 		cancel()
 		if err == nil || !redisconn.Retryable(err) || time.Until(deadline) <= pause {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/ops/claim"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 )
 
@@ -95,12 +94,6 @@ func (r *claimedRun) warnf(format string, args ...any) {
 	r.Warnings = append(r.Warnings, fmt.Sprintf(format, args...))
 }
 
-// durably is the claim option of the durability asked for; ack receives
-// what was acknowledged.
-func (r *claimedRun) durably(ack *redisconn.Ack) claim.Option {
-	return claim.Durably(r.p.Durability, ack)
-}
-
 // execute runs the command and records its outcome (see Run).
 func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	o := r.p
@@ -158,7 +151,11 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 			endRenewals()
 			// Someone else may hold the key already: a grace, but never past
 			// the deadline of the lease this run last renewed.
-			r.stop(ch, waited, minTime(time.Now().Add(r.clock.s.grace), r.clock.deadline()))
+			killAt := r.clock.deadline()
+			if grace := time.Now().Add(r.clock.s.grace); grace.Before(killAt) {
+				killAt = grace
+			}
+			r.stop(ch, waited, killAt)
 			r.dm.disarm()
 			return -1, exit.WithHint(lerr, "the command was stopped; another worker may now hold the key")
 		case eerr := <-expire:
@@ -230,13 +227,6 @@ func (r *claimedRun) kill(ch child) {
 	ch.signal(syscall.SIGKILL)
 	r.dm.disarm()
 	killAll(ch)
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
 }
 
 // killAll sends SIGKILL to everything the command started until nothing
