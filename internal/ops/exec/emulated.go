@@ -107,7 +107,7 @@ func (s *Session) sendRun(p *pending, reqs []stream.AddRequest) error {
 		r := rs[0]
 		if r.IsError() {
 			if s.native && scriptsRefusedReply(r.Str) {
-				r = guardNeedsScripts()
+				r = resp.ErrorOf("NOPERM idmpctl exec sends XADD IDMP/IDMPAUTO through a script that keeps it from adding an iid that emulated IDMP state still knows (docs/upgrade.md), and this user may not run scripts: use idmpctl xadd, or grant EVALSHA and EVAL")
 			}
 			return slices.Repeat([]resp.Reply{r}, len(reqs))
 		}
@@ -313,8 +313,11 @@ func (s *Session) configGet(p *pending, c Command) {
 			return r
 		}
 		d := known
-		if !rs[1].IsError() {
-			d = s.defaultsFrom(rs[1])
+		if h := rs[1]; !h.IsError() {
+			d = idmp.ParseDefaults("", "") // absent or unreadable: Redis's defaults
+			if len(h.Elems) == 2 {
+				d = idmp.ParseDefaults(h.Elems[0].Str, h.Elems[1].Str)
+			}
 		}
 		// A server with native IDMP (--mode emulated there) lists the
 		// parameters too: the emulation's values take their places.
@@ -388,15 +391,6 @@ func oursOnly(patterns []string) bool {
 	return true
 }
 
-// defaultsFrom reads HMGET idmp.DefaultsKey's reply: absent or unreadable
-// values are Redis's defaults.
-func (s *Session) defaultsFrom(r resp.Reply) idmp.Defaults {
-	if len(r.Elems) != 2 {
-		return idmp.ParseDefaults("", "")
-	}
-	return idmp.ParseDefaults(r.Elems[0].Str, r.Elems[1].Str)
-}
-
 // configSet writes the server-level defaults (validated by the grammar).
 // Outside a transaction the streams of the database keep the defaults
 // they were created with first (markStreams).
@@ -445,15 +439,6 @@ func (s *Session) configSet(p *pending, c Command) error {
 	return nil
 }
 
-// loadDefaults reads the server-level defaults for the scripts, once the
-// commands sent before have run (a transaction that set them, or not).
-func (s *Session) loadDefaults(ctx context.Context) error {
-	if err := s.sync(); err != nil {
-		return err
-	}
-	return s.streams.LoadDefaults(ctx)
-}
-
 // sync sends what is written and waits for every reply before it.
 func (s *Session) sync() error {
 	if err := s.Flush(); err != nil {
@@ -490,12 +475,6 @@ func (s *Session) resolve(ctx context.Context) error {
 		return streams.Ready(ctx)
 	}
 	return nil
-}
-
-// guardNeedsScripts is the refusal of a native XADD IDMP/IDMPAUTO for a
-// user who may not run the upgrade guard's script.
-func guardNeedsScripts() resp.Reply {
-	return resp.ErrorOf("NOPERM idmpctl exec sends XADD IDMP/IDMPAUTO through a script that keeps it from adding an iid that emulated IDMP state still knows (docs/upgrade.md), and this user may not run scripts: use idmpctl xadd, or grant EVALSHA and EVAL")
 }
 
 // scriptsRefusedReply reports an error reply that refuses a script call

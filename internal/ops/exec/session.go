@@ -169,7 +169,12 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 		}
 	}
 	if !s.native && c.Op != OpPass && c.Op != OpError && c.CfgErr == "" && s.streams.Defaults == nil {
-		if err := s.loadDefaults(ctx); err != nil {
+		// Read once the commands sent before have run (a transaction that
+		// set them, or not).
+		if err := s.sync(); err != nil {
+			return err
+		}
+		if err := s.streams.LoadDefaults(ctx); err != nil {
 			return err
 		}
 	}
@@ -193,7 +198,8 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 		p.queued = false
 	case c.Name == "SCRIPT" && (len(args) == 2 || len(args) == 3) && strings.EqualFold(args[1], "FLUSH"):
 		// The commands after it (queued after it too) load their scripts again.
-		s.forgetScripts()
+		s.pipe.ScriptsFlushed()
+		clear(s.txLoads)
 	case !p.queued && (c.Name == "UNSUBSCRIBE" || c.Name == "PUNSUBSCRIBE" || c.Name == "SUNSUBSCRIBE"):
 		// One reply per channel named (one when none is): RESP2 arrays, RESP3 pushes.
 		p.extra, p.pushName = max(len(args)-2, 0), strings.ToLower(c.Name)

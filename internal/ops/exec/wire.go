@@ -70,26 +70,14 @@ func (s *Session) send(p *pending, cmds ...wireCmd) {
 	if len(cmds) > 0 {
 		p.n += p.extra
 	}
-	s.enqueue(p)
-}
-
-// enqueue hands p to the reader. When the commands in flight are at their
-// bound, what is written goes out first: the reader waits for their
-// replies, which never come for commands still in the write buffer.
-func (s *Session) enqueue(p *pending) {
 	select {
 	case s.pending <- p:
-		return
 	default:
+		// The commands in flight are at their bound: what is written goes
+		// out first, or the reader would wait for replies that never come.
+		s.writeErr(s.pipe.Flush())
+		s.pending <- p
 	}
-	s.writeErr(s.pipe.Flush())
-	s.pending <- p
-}
-
-// forgetScripts is the writer's SCRIPT FLUSH: every script is loaded again.
-func (s *Session) forgetScripts() {
-	s.pipe.ScriptsFlushed()
-	clear(s.txLoads)
 }
 
 // probeLoad learns, before a transaction opens, whether the session's
