@@ -52,12 +52,10 @@ type Result struct {
 	Interrupted os.Signal
 }
 
-// Run runs the command while holding the claim and records its outcome. It
-// returns the exit code to pass through and an error when the claim was
-// lost, or its lease could not be kept (the command was stopped), or the
-// command never ran and that could not be recorded. Once the command ran,
-// an outcome that could not be recorded is a warning, not an error: the
-// command's code is what the caller must act on.
+// Run runs the command while holding the claim and records its outcome. Its
+// error: the claim was lost, the lease could not be kept (the command was
+// stopped), or a command that never ran could not be recorded; once it ran,
+// an unrecorded outcome is a warning: its exit code is what the caller acts on.
 func Run(ctx context.Context, conn *redisconn.Conn, p Params) (Result, error) {
 	bound := conn.Timeout + p.Durability.Timeout
 	r := &claimedRun{Result: Result{Ack: p.Ack}, p: p, conn: conn,

@@ -49,8 +49,6 @@ type Command struct {
 // that may be a stream with emulated IDMP state.
 type MoveRequest struct {
 	Src, Dst string
-	NX       bool // RENAMENX
-	Copy     bool
 	Replace  bool   // COPY ... REPLACE
 	DB       string // COPY's DB n, MOVE's db
 }
@@ -101,7 +99,7 @@ func Parse(args []string) Command {
 		c.fail(parseConfig(&c))
 	case "RENAME", "RENAMENX":
 		if len(args) == 3 {
-			c.Op, c.Move = OpMove, MoveRequest{Src: args[1], Dst: args[2], NX: c.Name == "RENAMENX"}
+			c.Op, c.Move = OpMove, MoveRequest{Src: args[1], Dst: args[2]}
 		}
 	case "COPY":
 		parseCopy(&c)
@@ -429,7 +427,7 @@ func parseCopy(c *Command) {
 	if len(a) < 3 {
 		return
 	}
-	m := MoveRequest{Src: a[1], Dst: a[2], Copy: true}
+	m := MoveRequest{Src: a[1], Dst: a[2]}
 	for i := 3; i < len(a); i++ {
 		switch {
 		case strings.EqualFold(a[i], "REPLACE"):
