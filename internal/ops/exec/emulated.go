@@ -226,13 +226,9 @@ func withoutTokens(r resp.Reply) resp.Reply {
 // recorded-first-entry-id (Redis 7.0+), else before groups (or entries).
 // A native server's own IDMP fields (--mode emulated on 8.6) make way.
 func insertFields(xi resp.Reply, extra []resp.Reply) resp.Reply {
-	own := make(map[string]bool, len(idmpFields))
-	for _, f := range idmpFields {
-		own[f] = true
-	}
 	kept := make([]resp.Reply, 0, len(xi.Elems)+len(extra))
 	for i := 0; i+1 < len(xi.Elems); i += 2 {
-		if !own[xi.Elems[i].Str] {
+		if !slices.Contains(idmpFields, xi.Elems[i].Str) {
 			kept = append(kept, xi.Elems[i], xi.Elems[i+1])
 		}
 	}
@@ -351,18 +347,10 @@ type configMatch struct{ param, as string }
 // it as typed; a glob shows its own name. The first pattern to match decides.
 func configMatches(patterns []string) []configMatch {
 	var out []configMatch
-	have := func(param string) bool {
-		for _, m := range out {
-			if m.param == param {
-				return true
-			}
-		}
-		return false
-	}
 	for _, pat := range patterns {
 		glob := strings.ContainsAny(pat, "[*?")
 		for _, param := range []string{ParamDuration, ParamMaxSize} {
-			if have(param) {
+			if slices.ContainsFunc(out, func(m configMatch) bool { return m.param == param }) {
 				continue
 			}
 			switch {

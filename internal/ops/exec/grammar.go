@@ -291,15 +291,7 @@ func string2ull(s string) bool {
 	if t != "" && (t[0] == '+' || t[0] == '-') {
 		t = t[1:]
 	}
-	if t == "" {
-		return false
-	}
-	for i := 0; i < len(t); i++ {
-		if t[i] < '0' || t[i] > '9' {
-			return false
-		}
-	}
-	_, err := strconv.ParseUint(t, 10, 64)
+	_, err := strconv.ParseUint(t, 10, 64) // base 10: digits only, no sign, no "_"
 	return err == nil
 }
 
