@@ -109,12 +109,8 @@ func (s *Session) move(p *pending, c Command) error {
 	}
 	var call *redisconn.Call
 	var err error
-	if c.Name == "MOVE" || db != "" {
-		op := "MOVE"
-		if c.Name == "COPY" {
-			op = "COPY"
-		}
-		call, err = s.streams.MoveDBCall(op, m.Src, m.Dst, m.Replace, db, s.cu.db)
+	if c.Name == "MOVE" || db != "" { // MOVE, or COPY ... DB to another database
+		call, err = s.streams.MoveDBCall(c.Name, m.Src, m.Dst, m.Replace, db, s.cu.db)
 	} else {
 		call, err = s.streams.MoveCall(c.Name, m.Src, m.Dst, m.Replace, "")
 	}

@@ -25,14 +25,10 @@ type Options struct {
 	RESP3 bool // speak RESP3 (HELLO 3), for maps in -o json as redis-cli --json has them
 	// Emit receives each reply in order, in the reader's goroutine; more:
 	// further replies are already read (the caller may hold its output).
-	Emit func(r resp.Reply, more bool)
-	// Depth bounds the commands in flight (default 4096).
-	Depth int
-	// Timeout bounds the wait for each reply (0: none).
-	Timeout time.Duration
-	// ReadOnly refuses, before sending it, every command that could write
-	// (see readOnlyRefusal): --read-only, IDMPCTL_READ_ONLY.
-	ReadOnly bool
+	Emit     func(r resp.Reply, more bool)
+	Depth    int           // bounds the commands in flight (default 4096)
+	Timeout  time.Duration // bounds the wait for each reply (0: none)
+	ReadOnly bool          // refuse, before sending, every command that could write (readOnlyRefusal)
 }
 
 // Session is a connection running commands in order: Do writes a command
