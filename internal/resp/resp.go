@@ -1,8 +1,7 @@
 // Package resp holds Redis replies as values, with every RESP2 and RESP3
 // type kept apart (a status is not a bulk string, a map is not an array),
-// a reader of them and a writer of commands. It is pure: it reads and
-// writes bytes, and knows nothing of connections, commands or output.
-// idmpctl exec uses it where go-redis would fold those types together,
+// a reader of them and a writer of commands. It is pure: bytes in, bytes
+// out. idmpctl exec uses it where go-redis would fold those types together,
 // which redis-cli's output keeps apart ("OK" against OK, maps in --json).
 package resp
 
@@ -74,6 +73,11 @@ func Read(rd *bufio.Reader) (Reply, error) { return read(rd, 0) }
 // maxDepth bounds nesting (Redis's own replies nest a few levels).
 const maxDepth = 512
 
+// kinds are the types of the one-line and the aggregate replies; an
+// attribute (|) reads as a map.
+var kinds = map[byte]Kind{'+': Status, '-': Error, ',': Double, '(': BigNum,
+	'*': Array, '%': Map, '~': Set, '>': Push, '|': Map}
+
 func read(rd *bufio.Reader, depth int) (Reply, error) {
 	if depth > maxDepth {
 		return Reply{}, fmt.Errorf("%w: nested deeper than %d", ErrProtocol, maxDepth)
@@ -87,10 +91,8 @@ func read(rd *bufio.Reader, depth int) (Reply, error) {
 	}
 	kind, body := line[0], line[1:]
 	switch kind {
-	case '+':
-		return Reply{Kind: Status, Str: string(body)}, nil
-	case '-':
-		return Reply{Kind: Error, Str: string(body)}, nil
+	case '+', '-', ',', '(':
+		return Reply{Kind: kinds[kind], Str: string(body)}, nil
 	case ':':
 		n, err := strconv.ParseInt(string(body), 10, 64)
 		if err != nil {
@@ -99,10 +101,6 @@ func read(rd *bufio.Reader, depth int) (Reply, error) {
 		return Reply{Kind: Int, Int: n}, nil
 	case '_':
 		return Reply{Kind: Nil}, nil
-	case ',':
-		return Reply{Kind: Double, Str: string(body)}, nil
-	case '(':
-		return Reply{Kind: BigNum, Str: string(body)}, nil
 	case '#':
 		switch string(body) {
 		case "t":
@@ -113,11 +111,8 @@ func read(rd *bufio.Reader, depth int) (Reply, error) {
 		return Reply{}, fmt.Errorf("%w: boolean %q", ErrProtocol, body)
 	case '$', '!', '=':
 		n, err := length(body, maxBulk)
-		if err != nil {
-			return Reply{}, err
-		}
-		if n < 0 {
-			return Reply{Kind: Nil}, nil
+		if err != nil || n < 0 {
+			return Reply{Kind: Nil}, err
 		}
 		b, err := readN(rd, n+2)
 		if err != nil {
@@ -139,19 +134,15 @@ func read(rd *bufio.Reader, depth int) (Reply, error) {
 		return Reply{Kind: Bulk, Str: s}, nil
 	case '*', '%', '~', '>', '|':
 		n, err := length(body, maxElems)
-		if err != nil {
-			return Reply{}, err
+		if err != nil || n < 0 {
+			return Reply{Kind: Nil}, err
 		}
-		if n < 0 {
-			return Reply{Kind: Nil}, nil
+		r := Reply{Kind: kinds[kind]}
+		if r.Kind == Map {
+			n *= 2
 		}
-		k := map[byte]Kind{'*': Array, '%': Map, '~': Set, '>': Push, '|': Map}[kind]
-		count := n
-		if k == Map {
-			count = 2 * n
-		}
-		r := Reply{Kind: k, Elems: make([]Reply, 0, min(count, 1024))}
-		for range count {
+		r.Elems = make([]Reply, 0, min(n, 1024))
+		for range n {
 			e, err := read(rd, depth+1)
 			if err != nil {
 				return Reply{}, err
@@ -209,15 +200,9 @@ func readLine(rd *bufio.Reader) ([]byte, error) {
 
 // AppendCommand appends one command as a RESP array of bulk strings.
 func AppendCommand(b []byte, args ...string) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(args)), 10)
-	b = append(b, '\r', '\n')
+	b = appendLen(b, '*', len(args))
 	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, '\r', '\n')
-		b = append(b, a...)
-		b = append(b, '\r', '\n')
+		b = appendBulk(b, a)
 	}
 	return b
 }
@@ -227,42 +212,35 @@ func AppendCommand(b []byte, args ...string) []byte {
 // fmt.Sprint writes it): a script call's arguments as they are built, sent
 // without copying them into strings first.
 func AppendArgs(b []byte, args []any) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(args)), 10)
-	b = append(b, '\r', '\n')
-	bulk := func(n int) {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(n), 10)
-		b = append(b, '\r', '\n')
-	}
+	b = appendLen(b, '*', len(args))
 	var num [24]byte
 	for _, a := range args {
 		switch v := a.(type) {
 		case string:
-			bulk(len(v))
-			b = append(b, v...)
+			b = appendBulk(b, v)
 		case *string:
-			bulk(len(*v))
-			b = append(b, *v...)
+			b = appendBulk(b, *v)
 		case []byte:
-			bulk(len(v))
-			b = append(b, v...)
+			b = appendBulk(b, v)
 		case int:
-			s := strconv.AppendInt(num[:0], int64(v), 10)
-			bulk(len(s))
-			b = append(b, s...)
+			b = appendBulk(b, strconv.AppendInt(num[:0], int64(v), 10))
 		case int64:
-			s := strconv.AppendInt(num[:0], v, 10)
-			bulk(len(s))
-			b = append(b, s...)
+			b = appendBulk(b, strconv.AppendInt(num[:0], v, 10))
 		default:
-			s := fmt.Sprint(v)
-			bulk(len(s))
-			b = append(b, s...)
+			b = appendBulk(b, fmt.Sprint(v))
 		}
-		b = append(b, '\r', '\n')
 	}
 	return b
+}
+
+func appendLen(b []byte, prefix byte, n int) []byte {
+	b = strconv.AppendInt(append(b, prefix), int64(n), 10)
+	return append(b, '\r', '\n')
+}
+
+func appendBulk[T string | []byte](b []byte, s T) []byte {
+	b = append(appendLen(b, '$', len(s)), s...)
+	return append(b, '\r', '\n')
 }
 
 // ReplyError is an error reply as a Go error (Value's form of one): the

@@ -1,9 +1,5 @@
 package claim
 
-// The claim protocol of docs/claim.md: every transition is one Lua script decided
-// on the server's clock. Renew, Complete and Fail (without release) are safe
-// to retry after a network error; Acquire and Release are not (see each).
-
 import (
 	"context"
 	"crypto/sha256"
@@ -95,8 +91,7 @@ const DefaultMaxResult = 64 << 10
 
 // The lease and retention of a claim when none is given (--lease, --ttl).
 // A record keeps the ones it was taken with (lease_ms, ttl_ms): a later step
-// changes them only when given one, and DefaultTTL applies only to a record
-// that has none yet.
+// changes them only when given one, DefaultTTL only a record without one.
 const (
 	DefaultLease = 5 * time.Minute
 	DefaultTTL   = 24 * time.Hour
@@ -104,9 +99,8 @@ const (
 
 // Record is a claim hash as read by the script that last touched it.
 // Times are server ms; TTLms is the key's PTTL (-1 no expiry, -2 absent);
-// LeaseMs and RetentionMs are the lease and the retention the claim was
-// taken with (the hash's lease_ms and ttl_ms; 0 in records written before
-// idmpctl stored them).
+// LeaseMs and RetentionMs are the hash's lease_ms and ttl_ms (0 in records
+// written before idmpctl stored them).
 type Record struct {
 	Key         string `json:"key"`
 	Status      string `json:"status"`
@@ -156,14 +150,12 @@ const (
 
 // AcquireParams are the inputs of Acquire.
 type AcquireParams struct {
-	Key   string
-	Owner string
-	Lease time.Duration // the claim's lease (DefaultLease when --lease is not given)
-	// TTL is the retention given; 0: the one the record keeps, else
-	// DefaultTTL.
-	TTL         time.Duration
-	Fingerprint string // optional; see Fingerprint
-	MaxAttempts int64  // 0: unlimited
+	Key         string
+	Owner       string
+	Lease       time.Duration // the claim's lease (DefaultLease when --lease is not given)
+	TTL         time.Duration // the retention given; 0: the one the record keeps, else DefaultTTL
+	Fingerprint string        // optional; see Fingerprint
+	MaxAttempts int64         // 0: unlimited
 }
 
 // AcquireResult is the outcome with the record as it stands after the call.
@@ -205,11 +197,10 @@ func Fingerprint(payload []byte) string {
 }
 
 // Acquire claims a key. It is not retried after a network error (Retries
-// is ignored): the first try may have succeeded, and a repeat would report
-// busy (or take over after the lease). A claim whose reply was lost only
-// delays the key by one lease. With Durably, a claim the replicas did not
-// acknowledge is given up again (see giveUp): the result says what was
-// claimed, and the error that it is not held.
+// is ignored): a repeat of a first try that succeeded would report busy; a
+// lost reply only delays the key by one lease. With Durably, a claim the
+// replicas did not acknowledge is given up again (giveUp): the result says
+// what was claimed, the error that it is not held.
 func Acquire(ctx context.Context, c *redisconn.Conn, p AcquireParams, opts ...Option) (AcquireResult, error) {
 	st, err := acquireStep(p)
 	if err != nil {
@@ -229,24 +220,17 @@ func Acquire(ctx context.Context, c *redisconn.Conn, p AcquireParams, opts ...Op
 // step is one prepared claim transition: the call of the verb's script
 // with its checked inputs, and the script's reading of its reply.
 type step struct {
-	call   *redisconn.Call
-	decode func(*redisconn.Call) (scriptReply, error) // the script's Reply
-	verb   string
-	what   string
-	key    string
-	result *string // complete: the result sent (not echoed back)
-	// retrySafe: a repeat after a network error is recognised (renew,
-	// complete, fail); Retries sends it again only then.
-	retrySafe bool
+	call      *redisconn.Call
+	decode    func(*redisconn.Call) (scriptReply, error) // the script's Reply
+	verb      string
+	what      string
+	key       string
+	result    *string // complete: the result sent (not echoed back)
+	retrySafe bool    // a repeat after a network error is recognised: Retries may send it again
 }
 
 func newStep[A any](s *redisconn.Lua[A, scriptReply], args *A, verb, key string) step {
 	return step{call: s.Call(args), decode: s.Reply, verb: verb, what: "claim " + verb + " " + strconv.Quote(key), key: key}
-}
-
-// run calls the step's script; every reply carries the whole record.
-func (st step) run(ctx context.Context, c *redisconn.Conn) (scriptReply, error) {
-	return st.send(ctx, c, sendOpts{})
 }
 
 // reply reads a step's reply (err: the round trip's): a transport or
@@ -301,13 +285,17 @@ func (st step) acquireResult(rep scriptReply) (AcquireResult, error) {
 }
 
 // Renew extends a live claim to now+lease and sets the key's TTL to ttl;
-// a lease or ttl of 0 keeps the one the claim was taken with (a default
-// never weakens a stored claim). The current token renews even past its
-// lease, as long as nobody took over. Safe to retry: Retries repeats it. Lost: an *exit.Error
-// (exit.Lost) wrapping a *LostError. A lease longer than the retention is
-// refused (exit.Usage) and nothing is written.
+// 0 keeps the one the claim was taken with (a default never weakens a
+// stored claim). The current token renews even past its lease, as long as
+// nobody took over. Safe to retry. Lost: an *exit.Error (exit.Lost)
+// wrapping a *LostError. A lease over the retention is refused (exit.Usage).
 func Renew(ctx context.Context, c *redisconn.Conn, key string, token int64, lease, ttl time.Duration, opts ...Option) (Record, error) {
 	st, err := renewStep(key, token, lease, ttl)
+	return st.do(ctx, c, opts, err, token, "ok")
+}
+
+// do sends a step (err: its preparation's) and settles its reply.
+func (st step) do(ctx context.Context, c *redisconn.Conn, opts []Option, err error, token int64, success ...string) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
@@ -315,7 +303,7 @@ func Renew(ctx context.Context, c *redisconn.Conn, key string, token int64, leas
 	if err != nil {
 		return Record{}, err
 	}
-	return st.settled(rep, token, "ok")
+	return st.settled(rep, token, success...)
 }
 
 func renewStep(key string, token int64, lease, ttl time.Duration) (step, error) {
@@ -328,8 +316,8 @@ func renewStep(key string, token int64, lease, ttl time.Duration) (step, error) 
 	return st, nil
 }
 
-// msOrKeep is a duration given as ARGV: its ms, or "" when it was not
-// given (0), for the script to keep what the record holds.
+// msOrKeep is a duration as ARGV: its ms, or "" (0: not given) for the
+// script to keep what the record holds.
 func msOrKeep(d time.Duration) string {
 	if d == 0 {
 		return ""
@@ -347,22 +335,13 @@ type CompleteParams struct {
 }
 
 // Complete records COMPLETED (with result when non-nil) and sets the TTL
-// (0: the retention the claim was taken with). The current token completes
-// even past its lease, as long as nobody took over. Safe to retry (Retries
-// repeats it): a repeat
-// by the same token succeeds and changes nothing but the retention (set
-// again). A result over maxResult bytes (<= 0: no cap) is refused
-// (exit.Data).
+// (0: the claim's own). The current token completes even past its lease,
+// as long as nobody took over. Safe to retry: a repeat by the same token
+// only sets the retention again. A result over maxResult bytes (<= 0: no
+// cap) is refused (exit.Data).
 func Complete(ctx context.Context, c *redisconn.Conn, key string, token int64, result *string, ttl time.Duration, maxResult int, opts ...Option) (Record, error) {
 	st, err := completeStep(CompleteParams{Key: key, Token: token, Result: result, TTL: ttl, MaxResult: maxResult})
-	if err != nil {
-		return Record{}, err
-	}
-	rep, err := st.sendRetrying(ctx, c, options(opts))
-	if err != nil {
-		return Record{}, err
-	}
-	return st.completeResult(rep, token)
+	return st.do(ctx, c, opts, err, token, "ok", "again")
 }
 
 func completeStep(p CompleteParams) (step, error) {
@@ -383,13 +362,6 @@ func completeStep(p CompleteParams) (step, error) {
 	return st, nil
 }
 
-func (st step) completeResult(rep scriptReply, token int64) (Record, error) {
-	if rep.outcome == "ok" && st.result != nil { // the script does not echo it back
-		rep.record.Result, rep.record.HasResult = *st.result, true
-	}
-	return st.settled(rep, token, "ok", "again")
-}
-
 // CheckResultSize refuses a result over max bytes (max <= 0: no cap).
 func CheckResultSize(size, max int) error {
 	if max > 0 && size > max {
@@ -401,21 +373,12 @@ func CheckResultSize(size, max int) error {
 }
 
 // Fail records FAILED with errText (an empty one removes the previous
-// attempt's error) and sets the TTL (0: the retention the claim was taken
-// with); with release it deletes the record so a
-// redelivery starts afresh, and returns an empty record (TTLms -2). Without
-// release it is safe to retry (Retries repeats it); with release see
-// Release.
+// attempt's error) and sets the TTL (0: the claim's own); with release it
+// deletes the record so a redelivery starts afresh, and returns an empty
+// record (TTLms -2). Safe to retry without release; with it, see Release.
 func Fail(ctx context.Context, c *redisconn.Conn, key string, token int64, errText string, ttl time.Duration, release bool, opts ...Option) (Record, error) {
 	st, err := failStep(key, token, errText, ttl, release)
-	if err != nil {
-		return Record{}, err
-	}
-	rep, err := st.sendRetrying(ctx, c, options(opts))
-	if err != nil {
-		return Record{}, err
-	}
-	return st.settled(rep, token, "ok", "again", "released")
+	return st.do(ctx, c, opts, err, token, "ok", "again", "released")
 }
 
 func failStep(key string, token int64, errText string, ttl time.Duration, release bool) (step, error) {
@@ -434,20 +397,11 @@ func failStep(key string, token int64, errText string, ttl time.Duration, releas
 
 // Release deletes the caller's PROCESSING or FAILED record so a redelivery
 // starts afresh; a COMPLETED record is never released (lost). An absent key
-// counts as released. It is not retried (Retries is ignored): a repeat
-// after a first attempt that deleted the record and a new claim that
-// re-created it finds a newer token and says lost, although this call's
-// release happened.
+// counts as released. Not retried (Retries is ignored): a repeat after a
+// new claim re-created the key would say lost, although the release happened.
 func Release(ctx context.Context, c *redisconn.Conn, key string, token int64, opts ...Option) error {
 	st, err := releaseStep(key, token)
-	if err != nil {
-		return err
-	}
-	rep, err := st.sendRetrying(ctx, c, options(opts))
-	if err != nil {
-		return err
-	}
-	_, err = st.settled(rep, token, "released")
+	_, err = st.do(ctx, c, opts, err, token, "released")
 	return err
 }
 
@@ -484,10 +438,9 @@ func checkTTL(ttl time.Duration, required bool) error {
 	return nil
 }
 
-// checkLease checks a lease and a retention given (0: not given, keep the
-// stored one; the lease is required at acquire). A lease longer than the
-// retention is refused here when both are given, and by the script against
-// the stored ones otherwise.
+// checkLease checks a lease and a retention given (0: keep the stored one;
+// the lease is required at acquire). A lease over the retention is refused
+// here when both are given, else by the script against the stored ones.
 func checkLease(lease, ttl time.Duration, required bool) error {
 	if lease != 0 || required {
 		if lease < time.Millisecond {

@@ -1,12 +1,9 @@
 package claim
 
-// Durable transitions: a transition that writes waits, in its own round
-// trip, until the replicas asked for acknowledged the write (see
-// redisconn.PipelinedDurable). A write that was not acknowledged stands on
-// the primary but may be lost in a failover: the call says so with an
-// *exit.Error (exit.Unavailable) wrapping a *redisconn.NotAckedError, and an
-// acquire gives up the claim it made, so that nobody holds a key on the
-// strength of a claim a failover could erase.
+// Durable transitions wait until the replicas asked acknowledged the write.
+// One that was not stands on the primary but may be lost in a failover: an
+// *exit.Error wraps a *redisconn.NotAckedError, and an acquire gives up its
+// claim, so that nobody holds a key on a claim a failover could erase.
 
 import (
 	"context"
@@ -29,20 +26,17 @@ type sendOpts struct {
 	retries    int
 }
 
-// Durably makes a transition that writes wait until d is met (WAIT, or
-// WAITAOF, in the same round trip as its script). ack, when not nil,
-// receives what was acknowledged. An outcome that writes nothing (busy,
-// done, mismatch, exhausted, lost, a release of an absent key) has nothing
-// to wait for, and its acknowledgement is not checked.
+// Durably makes a transition that writes wait until d is met (WAIT or
+// WAITAOF, in its script's round trip); ack, when not nil, receives what
+// was acknowledged. An outcome that writes nothing is not checked.
 func Durably(d redisconn.Durability, ack *redisconn.Ack) Option {
 	return func(o *sendOpts) { o.durability, o.ack = d, ack }
 }
 
-// Retries lets a transition that is safe to repeat go again after a
-// network error, up to n times, with redisconn.WithRetries' backoff. Each
-// transition decides whether it is: renew, complete and fail are (a repeat
-// by the same token is recognised); acquire, release and fail --release
-// are not, and ignore it (see each).
+// Retries lets a transition that is safe to repeat (renew, complete, fail:
+// a repeat by the same token is recognised) go again after a network
+// error, up to n times, with redisconn.WithRetries' backoff; the others
+// ignore it.
 func Retries(n int) Option {
 	return func(o *sendOpts) { o.retries = n }
 }
@@ -55,8 +49,8 @@ func options(opts []Option) sendOpts {
 	return o
 }
 
-// sendRetrying is send, repeated after a network error as o allows: only
-// for a step whose repeat is recognised (retrySafe).
+// sendRetrying is send, repeated after a network error as o allows (only
+// a retrySafe step).
 func (st step) sendRetrying(ctx context.Context, c *redisconn.Conn, o sendOpts) (rep scriptReply, err error) {
 	if !st.retrySafe || o.retries <= 0 {
 		return st.send(ctx, c, o)
@@ -111,6 +105,9 @@ func unacked(what string, na *redisconn.NotAckedError, story, hint string) error
 
 // settled is settle, then the verdict on a write that was not acknowledged.
 func (st step) settled(rep scriptReply, token int64, success ...string) (Record, error) {
+	if rep.outcome == "ok" && st.result != nil { // complete: the script does not echo it back
+		rep.record.Result, rep.record.HasResult = *st.result, true
+	}
 	r, err := rep.settle(st.what, token, success...)
 	if err == nil && rep.notAcked != nil {
 		err = st.stepUnacked(rep.notAcked, rep)
@@ -137,12 +134,9 @@ func (st step) stepUnacked(na *redisconn.NotAckedError, rep scriptReply) error {
 	return unacked(st.what, na, "the record was deleted on the primary, but a failover could bring the claim back (until its lease passes)", "")
 }
 
-// giveUp undoes an acquire that was not acknowledged, with its token: a
-// key that was free is released (absent again); a takeover or a retry is
-// recorded FAILED, so that the record's attempts and fencing token carry
-// on and a redelivery can claim it at once. The undo is not waited for:
-// if a failover loses it, the claim it undoes is as likely lost with it,
-// and otherwise its lease bounds the stall.
+// giveUp undoes an acquire that was not acknowledged (GiveUp). The undo is
+// not waited for: a failover that loses it likely loses the claim too, and
+// otherwise the lease bounds the stall.
 func giveUp(ctx context.Context, c *redisconn.Conn, p AcquireParams, res AcquireResult, na *redisconn.NotAckedError) error {
 	what := "claim acquire " + strconv.Quote(p.Key) // claim run's acquire too, as its other errors say
 	made := fmt.Sprintf("the claim (token %d) was made on the primary but could be lost in a failover", res.Token)
@@ -155,11 +149,10 @@ func giveUp(ctx context.Context, c *redisconn.Conn, p AcquireParams, res Acquire
 	return unacked(what, na, made+", "+done, "retry once the replicas are back (INFO replication on the primary lists them)")
 }
 
-// GiveUp undoes an acquire whose caller cannot use its claim, with its
-// token: a key that was free is released (absent again); a takeover or a
-// retry is recorded FAILED with reason, keeping ttl (0: the record's own),
-// so that the record's attempts and fencing token carry on and a
-// redelivery can claim it at once. done says which, in words.
+// GiveUp undoes an acquire whose caller cannot use its claim: a key that
+// was free is released; a takeover or a retry is recorded FAILED with
+// reason, keeping ttl (0: the record's own), so that attempts and tokens
+// carry on and a redelivery can claim it at once. done says which, in words.
 func GiveUp(ctx context.Context, c *redisconn.Conn, key string, res AcquireResult, reason string, ttl time.Duration) (done string, err error) {
 	if res.Outcome == Acquired {
 		return "released: the key is free", Release(ctx, c, key, res.Token)
@@ -169,9 +162,8 @@ func GiveUp(ctx context.Context, c *redisconn.Conn, key string, res AcquireResul
 }
 
 // GiveUpUnprinted gives up a claim whose token could not be written (a
-// full disk): its caller cannot complete it, and held it would only delay
-// a redelivery by a lease. lost is the error of the output that was lost;
-// the error returned is it, naming the claim and what became of it.
+// full disk), which held would only delay a redelivery by a lease. It
+// returns lost, the output's error, naming the claim and what became of it.
 func GiveUpUnprinted(ctx context.Context, c *redisconn.Conn, key string, ttl time.Duration, res AcquireResult, lost *exit.Error) error {
 	done, err := GiveUp(ctx, c, key, res, "its token could not be written: given up", ttl)
 	e := *lost

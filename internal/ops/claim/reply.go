@@ -15,9 +15,8 @@ import (
 // wrote (errors.Is); such a key is never written to.
 var ErrNotRecord = errors.New("not a claim record")
 
-// LostError says why a token no longer holds its claim. It is wrapped in an
-// *exit.Error with code exit.Lost; Record is the key's state (Status "" when
-// the key does not exist).
+// LostError says why a token no longer holds its claim, wrapped in an
+// *exit.Error (exit.Lost); Record is the key's state (Status "": absent).
 type LostError struct {
 	Token  int64
 	Record Record
@@ -39,17 +38,15 @@ func (e *LostError) Error() string {
 // scriptReply is the shape every claim script returns: outcome, server ms,
 // PTTL, one outcome-specific string, then the hash's fields after the call.
 type scriptReply struct {
-	outcome string
-	extra   string // takeover: the previous owner; released: "absent" when nothing was deleted; foreign: the key's TYPE
-	record  Record
-	fields  map[string]string
-	// notAcked: the call wrote, and the replicas asked did not acknowledge it.
-	notAcked *redisconn.NotAckedError
+	outcome  string
+	extra    string // takeover: the previous owner; released: "absent" when nothing was deleted; foreign: the key's TYPE
+	record   Record
+	fields   map[string]string
+	notAcked *redisconn.NotAckedError // the call wrote, and the replicas asked did not acknowledge it
 }
 
-// decodeReply is the claim scripts' decoder (redisconn.NewLua): the
-// reply's record has no key yet (the step gives it). A reply of another
-// shape is a *badReply.
+// decodeReply is the claim scripts' decoder (redisconn.NewLua): the step
+// gives the record its key; a reply of another shape is a *badReply.
 func decodeReply(v any) (scriptReply, error) {
 	list, ok := v.([]any)
 	if !ok {

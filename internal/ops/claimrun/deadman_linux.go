@@ -8,18 +8,11 @@ import (
 	"unsafe"
 )
 
-// A deadman is idmpctl's own dead man's switch while it holds a claim with
-// a command running: a POSIX timer of the process (timer_create) that the
-// kernel fires with SIGKILL at the instant the command must have ended,
-// unless a renewal moved that instant on first. The guard kills the
-// command's process group when idmpctl dies, but only then: an idmpctl
-// that is stopped (SIGSTOP, a Ctrl-Z's SIGTSTP, a debugger) renews nothing
-// and stops nothing, and its command, in a group of its own, would go on
-// past the lease while another worker takes the key. SIGKILL is the one
-// signal a stopped process acts on, so the timer kills idmpctl then, the
-// kernel closes the guard's pipe, and the guard kills the group. While
-// idmpctl runs, its own stop comes first (the timer is set a little
-// later) and the timer is disarmed once the command ended.
+// A deadman is a POSIX timer (timer_create) that SIGKILLs idmpctl at the
+// instant its command must have ended, unless a renewal moved it on. The
+// guard acts only when idmpctl dies: a stopped idmpctl (SIGSTOP, Ctrl-Z, a
+// debugger) renews and stops nothing, but SIGKILL still kills it, and the
+// guard then kills the group. While idmpctl runs, its own stop comes first.
 type deadman struct {
 	mu    sync.Mutex
 	id    int32
@@ -30,8 +23,7 @@ type deadman struct {
 // suspended, as the server's clock does.
 const clockBoottime = 7
 
-// sigevent is the kernel's struct sigevent (64 bytes): SIGEV_SIGNAL (0)
-// with the signal's number.
+// sigevent is the kernel's struct sigevent (64 bytes): SIGEV_SIGNAL (0).
 type sigevent struct {
 	value  uintptr
 	signo  int32

@@ -10,13 +10,9 @@ import (
 // prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER (Linux 3.4).
 const prSetChildSubreaper = 36
 
-// becomeSubreaper makes idmpctl the reaper of the command's orphans: a
-// descendant whose parent died (one that called setsid and was left behind
-// by a shell that exited, a daemon's double fork) is re-parented to
-// idmpctl, not to init, so that while idmpctl lives it can find, and stop,
-// everything the command started, also outside its process group. Once
-// idmpctl itself is gone (kill -9) they are re-parented further up: the
-// guard then reaches only the command's process group.
+// becomeSubreaper makes idmpctl the reaper of the command's orphans (a
+// setsid left by a shell, a daemon's double fork), so that while it lives
+// it finds everything the command started, also outside its group.
 func becomeSubreaper() {
 	_, _, _ = syscall.RawSyscall6(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0, 0, 0, 0)
 }
@@ -49,17 +45,12 @@ func readProc(pid int) (proc, bool) {
 	return proc{pid: pid, ppid: ppid, pgrp: pgrp, zombie: f[0][0] == 'Z' || f[0][0] == 'X'}, true
 }
 
-// escaped lists the live descendants of idmpctl outside the process group
-// pgid, the guard (pid pgid) aside: what the command started that left its
-// group. A subreaper's orphans are its children, so the walk from idmpctl
-// finds them.
+// escaped lists what the command started that left its group pgid.
 func escaped(pgid int) []proc { return descendants(pgid, false) }
 
 // descendants lists the live descendants of idmpctl but the guard (pid
-// pgid): those outside the group pgid, and with inGroup those in it too.
-// While idmpctl lives (a subreaper), that is everything the command
-// started and is still running: the group's members are its descendants
-// too, orphans included.
+// pgid): those outside the group pgid, and with inGroup those in it too. A
+// subreaper's orphans are its children, so the walk finds them all.
 func descendants(pgid int, inGroup bool) []proc {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {

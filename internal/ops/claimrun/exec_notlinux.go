@@ -46,14 +46,10 @@ func startChild(_ *Guard, args, env []string, stdin io.Reader, stdout, stderr io
 
 func (c execChild) signal(s os.Signal) { signalChild(c.cmd, s) }
 
-// stop signals the command (its process group where there are groups):
-// descendants that left it are not found here.
 func (c execChild) stop(sig syscall.Signal) { signalChild(c.cmd, sig) }
 
 func (execChild) escapedLeft() bool { return false }
 
-// anyLeft: a process still in the command's group (where there are
-// groups; see groupLeft).
 func (c execChild) anyLeft() bool { return groupLeft(c.cmd) }
 
 func (c execChild) wait() int {

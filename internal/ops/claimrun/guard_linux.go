@@ -16,26 +16,17 @@ import (
 	"github.com/idmpctl/idmpctl/internal/exit"
 )
 
-// The guard ties the command's life to idmpctl's. It is a small /bin/sh that
-// leads the command's process group and reads, as its stdin, a pipe whose
-// write end only idmpctl holds. idmpctl writes "done" there once the command
-// ended and was waited for. When idmpctl dies first (kill -9 included) the
-// kernel closes the pipe, nobody renews the claim any more, and the guard,
-// reading EOF without "done", kills the whole group: the command and
-// everything it started.
+// The guard ties the command's life to idmpctl's: a small /bin/sh leading
+// the command's process group, reading a pipe whose write end only idmpctl
+// holds. idmpctl writes "done" once the command ended; when idmpctl dies
+// first (kill -9 too) the guard reads EOF and kills the whole group.
 //
-// Signals sent to the group (the SIGINT and SIGTERM idmpctl forwards, or the
-// command's own "kill 0") are the command's to decide on: the guard ignores
-// them, and says so with a line on its stdout once its trap is set; the
-// command starts into its group only after that line. idmpctl starts the
-// guard as early as it can (before the command tree is even built, for claim
-// run), so that line is usually there by the time the claim is held. The
-// guard lives until "done", so the group's id cannot be reused while idmpctl
-// may signal it. A shell, not idmpctl itself: dash starts in a fraction of
-// the time a Go binary of this size does, and claim run pays for the guard
-// at every message. Processes are started with syscall.ForkExec rather than
-// os/exec, whose first start on Linux forks a throwaway child to probe pidfd
-// support (about 1 ms here, at every message).
+// Signals to the group are the command's to decide on: the guard ignores
+// them and says so with a line, after which the command starts into the
+// group. It lives until "done", so the group's id is not reused while
+// idmpctl may signal it. A shell, not idmpctl: dash starts in a fraction of
+// a Go binary's time, paid at every message; syscall.ForkExec, not os/exec,
+// whose first start probes pidfd with a throwaway child (about 1 ms).
 const guardScript = `trap '' ` + guardTrapped + `
 echo 2>/dev/null
 IFS= read -r said || said=
@@ -65,13 +56,11 @@ var guardSignals = func() []os.Signal {
 // guardReadyBound is how long a command waits for its guard to get ready.
 const guardReadyBound = 10 * time.Second
 
-// guardShell is the shell that runs guardScript; where it is missing,
-// idmpctl's own guard verb does the same. A variable for the tests of that
-// verb.
+// guardShell runs guardScript; where it is missing, idmpctl's guard verb
+// does the same (a variable for its tests).
 var guardShell = "/bin/sh"
 
-// guardDone is what idmpctl writes to the guard once the command ended, or
-// none was started.
+// guardDone is what idmpctl writes once the command ended, or none started.
 const guardDone = "done\n"
 
 // Guard is the guard process, started early (StartGuard).
@@ -84,8 +73,9 @@ type Guard struct {
 	readyErr error
 }
 
-// StartGuard starts the guard in the background, and a reader of its ready
-// line; stderr gets a shell's own complaint when it is a file.
+// StartGuard starts the guard and a reader of its ready line in the
+// background, early, so that the line is usually there once the claim is
+// held; stderr gets a shell's own complaint when it is a file.
 func StartGuard(stderr io.Writer) *Guard {
 	g := &Guard{started: make(chan struct{}), ready: make(chan struct{})}
 	errFile, _ := stderr.(*os.File)
@@ -144,10 +134,8 @@ func forkGuard(stderr *os.File) (pid int, w, readyR *os.File, err error) {
 	return pid, w, readyR, nil
 }
 
-// whileStarting waits for the guard's line saying it ignores the signals
-// that reach its group (the command, once started, may signal its own group
-// at once), or for one of sigs, which it returns: the command must not start
-// then.
+// whileStarting waits for the guard's ready line, or for one of sigs,
+// which it returns: the command must not start then.
 func (g *Guard) whileStarting(sigs <-chan os.Signal) (os.Signal, error) {
 	select {
 	case s := <-sigs:
@@ -157,8 +145,8 @@ func (g *Guard) whileStarting(sigs <-chan os.Signal) (os.Signal, error) {
 	}
 }
 
-// Release lets the guard go without killing anything: the command ended, or
-// none was started. The guard stays a zombie until idmpctl exits.
+// Release lets the guard go without killing anything (it stays a zombie
+// until idmpctl exits).
 func (g *Guard) Release() {
 	if g == nil {
 		return
@@ -178,10 +166,9 @@ type guardedChild struct {
 	copies sync.WaitGroup // stdio copiers the wait waits for
 }
 
-// startChild starts the command in the guard's process group with env and the given stdio: *os.File passes as it is,
-// any other reader or writer through a pipe (nil stdin: /dev/null). Like
-// execvp (and the shell the guard used to be), a command found through "."
-// in PATH runs, and an executable without "#!" runs under /bin/sh.
+// startChild starts the command in the guard's process group: an *os.File
+// passes as it is, other stdio through a pipe (nil stdin: /dev/null). As
+// with execvp, "." in PATH counts and a file without "#!" runs under /bin/sh.
 func startChild(g *Guard, args, env []string, stdin io.Reader, stdout, stderr io.Writer) (child, error) {
 	path, err := exec.LookPath(args[0])
 	if err != nil && !errors.Is(err, exec.ErrDot) {
@@ -243,9 +230,8 @@ func startChild(g *Guard, args, env []string, stdin io.Reader, stdout, stderr io
 	return c, nil
 }
 
-// dedupEnv keeps the last of several NAME=value entries of one name, as
-// os/exec does: the command's getenv must see the value appended last (a
-// claim run inside another has its own IDMPCTL_TOKEN).
+// dedupEnv keeps the last NAME=value of each name, as os/exec does (a claim
+// run inside another has its own IDMPCTL_TOKEN).
 func dedupEnv(env []string) []string {
 	seen := make(map[string]bool, len(env))
 	out := make([]string, len(env))
@@ -262,16 +248,13 @@ func dedupEnv(env []string) []string {
 	return out[n:]
 }
 
-// signal sends s to the command's whole process group (the guard ignores
-// it; a SIGKILL ends the guard too).
+// signal: the guard ignores s; a SIGKILL ends it too.
 func (c *guardedChild) signal(s os.Signal) {
 	if sig, ok := s.(syscall.Signal); ok {
 		_ = syscall.Kill(-c.g.pid, sig)
 	}
 }
 
-// wait waits for the command and its output, and returns its exit code
-// (128+n after signal n, as a shell says).
 func (c *guardedChild) wait() int {
 	var ws syscall.WaitStatus
 	for {
@@ -290,26 +273,18 @@ func (c *guardedChild) wait() int {
 	return ws.ExitStatus()
 }
 
-// stop sends sig to the command's process group and to its descendants
-// that left it (see becomeSubreaper). SIGKILL ends the guard too.
 func (c *guardedChild) stop(sig syscall.Signal) {
 	_ = syscall.Kill(-c.g.pid, sig)
 	signalEscaped(c.g.pid, sig)
 }
 
-// escapedLeft reports whether a descendant outside the group still runs.
 func (c *guardedChild) escapedLeft() bool { return len(escaped(c.g.pid)) > 0 }
 
-// anyLeft reports whether anything the command started still runs, in its
-// process group (the guard aside) or outside it.
 func (c *guardedChild) anyLeft() bool { return len(descendants(c.g.pid, true)) > 0 }
 
-// ended lets the guard go without killing the group.
 func (c *guardedChild) ended() { c.g.Release() }
 
-// RunGuard is guardScript for where there is no /bin/sh: it ignores the
-// signals, says so on stdout, reads until idmpctl says "done" or dies, and
-// kills its process group in the second case.
+// RunGuard is guardScript where there is no /bin/sh.
 func RunGuard(in io.Reader, out io.Writer) error {
 	signal.Ignore(guardSignals...)
 	_, _ = io.WriteString(out, "\n")

@@ -17,12 +17,10 @@ import (
 var killGrace = 5 * time.Second
 
 // schedule is when, for a lease, renewals are sent and a command whose
-// renewals fail is stopped. The server sets lease_until from its clock when
-// a renewal (or the acquire) reaches it, which is after it was sent: so the
-// claim is surely live until the send time plus the lease. That instant,
-// less a margin for the two clocks running at different rates and for the
-// kill to take effect, is the deadline: the command is sent SIGTERM a grace
-// before it and SIGKILL at it, dead before another worker can take the key.
+// renewals fail is stopped. The server sets lease_until when a renewal
+// reaches it, after it was sent: the claim is surely live until send +
+// lease. Less a margin (clock rates, the kill's latency) that is the
+// deadline: SIGTERM a grace before it, SIGKILL at it.
 type schedule struct {
 	lease  time.Duration
 	every  time.Duration // a renewal is sent this long after the last successful one
@@ -50,18 +48,14 @@ func newSchedule(lease, bound time.Duration) schedule {
 	}
 }
 
-// MinLease is the shortest lease claim run takes. The command is stopped a
-// margin (lease/100 + 200ms) and a grace (lease/6) before the lease could
-// lapse, and the first renewal, sent at a third of the lease, must be
-// answered in between: at 1s that leaves it 290ms; much less would leave
-// the margin's fixed part more of the lease than a renewal.
+// MinLease is the shortest lease claim run takes: the first renewal, sent
+// at a third of the lease, must be answered before the stop, a margin
+// (lease/100 + 200ms) and a grace (lease/6) before the lease could lapse;
+// at 1s that leaves it 290ms.
 const MinLease = time.Second
 
 // CheckLease refuses (64) a lease shorter than MinLease. --timeout plays no
-// part: each renewal's round trip is bounded by the time left before the
-// command would have to be stopped (renew), with --timeout as its cap, so a
-// renewal slower than that fails like one that timed out, and the command is
-// stopped on time either way.
+// part: a renewal is bounded by the time left before the stop (renew).
 func CheckLease(lease time.Duration) error {
 	if lease >= MinLease {
 		return nil
@@ -77,27 +71,15 @@ func CheckLease(lease time.Duration) error {
 func ms(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 
 // renewBound is how long a renewal sent at sent may take: the time left
-// before the command would be sent SIGTERM, capped by --timeout (and the
-// replicas' wait). A renewal still unanswered then has failed, whether the
-// server was slow or unreachable: the command is stopped on time.
+// before SIGTERM, capped by --timeout (and the replicas' wait). One still
+// unanswered then has failed: the command is stopped on time.
 func (s schedule) renewBound(sent, termAt time.Time) time.Duration {
 	return min(s.bound, termAt.Sub(sent))
 }
 
-// renewBoundWords says which bound a renewal that got no reply had: the
-// time left before the command would be stopped, or the cap (--timeout,
-// and the replicas' wait).
-func renewBoundWords(bound, capped time.Duration) string {
-	if bound < capped {
-		return fmt.Sprintf("the %s left before the command had to be stopped", ms(bound))
-	}
-	return fmt.Sprintf("%s (--timeout)", ms(bound))
-}
-
-// renewDurability is d for a renewal given left to be answered: the
-// replicas' wait (WAIT's timeout) takes at most half of it, so that the
-// server replies, with the replicas it has, before the client gives up on
-// the round trip; never 0, which WAIT reads as "for ever".
+// renewDurability is d for a renewal given left to be answered: WAIT takes
+// at most half of it, so that the server replies before the client gives
+// up; never 0, which WAIT reads as "for ever".
 func renewDurability(d redisconn.Durability, left time.Duration) redisconn.Durability {
 	if d.On() {
 		d.Timeout = max(min(d.Timeout, left/2), time.Millisecond).Truncate(time.Millisecond)
@@ -133,15 +115,11 @@ func (c *leaseClock) deadline() time.Time {
 	return c.lastSent().Add(c.s.lease - c.s.margin)
 }
 
-// deadmanAt is when idmpctl's dead man's switch kills it (and the guard the
-// command) should idmpctl be stopped: half the margin after the deadline.
-// The margin is split evenly between two kills that each must come in time:
-// idmpctl's own SIGKILL of the group at the deadline, which must be sent
-// before the switch fires (then the switch is disarmed: it could add
-// nothing), or the switch kills idmpctl mid-stop (137, no message, and the
-// descendants that left the group are not found); and the guard's, after
-// the switch, before the lease could lapse. With a 1s lease that is 105ms
-// each (it was a quarter of lease/100 + 100ms for the first: 27ms).
+// deadmanAt is when the dead man's switch kills a stopped idmpctl (and the
+// guard the command): half the margin after the deadline, split evenly
+// between idmpctl's own SIGKILL, which must come before the switch fires
+// (else it dies mid-stop: 137, no message), and the guard's, before the
+// lease could lapse. At a 1s lease that is 105ms each (it was 27ms first).
 func (c *leaseClock) deadmanAt() time.Time {
 	return c.deadline().Add(c.s.margin / 2)
 }
@@ -151,16 +129,13 @@ func (c *leaseClock) termAt() time.Time {
 	return c.deadline().Add(-c.s.grace)
 }
 
-// renew renews the claim from a third of the lease on, each renewal bounded
-// by the time left before the command would be stopped. A lost claim is
-// reported on lost; renewals that failed until the command must be stopped,
-// on expire (with the last failure).
+// renew renews the claim from a third of the lease on. A lost claim is
+// reported on lost; renewals that failed until the stop, on expire.
 func (r *claimedRun) renew(ctx context.Context, stop <-chan struct{}, lost, expire chan<- error) {
 	o, s := r.p, r.clock.s
 	next := r.clock.lastSent().Add(s.every)
-	// last is the last failure; answered, the last the server answered
-	// (a refusal says why: the replicas' wait, a permission) when a
-	// timeout came after it.
+	// last is the last failure; answered, the last the server answered (a
+	// refusal says why) when a timeout came after it.
 	var last, answered error
 	failing := time.Time{}
 	for {
@@ -195,13 +170,13 @@ func (r *claimedRun) renew(ctx context.Context, stop <-chan struct{}, lost, expi
 		}
 		bound := s.renewBound(sent, r.clock.termAt())
 		cctx, cancel := context.WithTimeout(ctx, bound)
-		_, err := claim.Renew(cctx, r.conn, o.Key, r.token, o.Lease, o.TTL, claim.Durably(renewDurability(o.Durability, bound), nil))
+		_, err := claim.Renew(cctx, r.conn, o.Key, r.p.Token, o.Lease, o.TTL, claim.Durably(renewDurability(o.Durability, bound), nil))
 		cancel()
 		switch {
 		case err == nil:
 			r.clock.renewed(sent)
 			r.setDeadman()
-			r.renewals++
+			r.Renewals++
 			next, last = sent.Add(s.every), nil
 		case exit.Code(err) == exit.Lost:
 			lost <- err
@@ -212,7 +187,11 @@ func (r *claimedRun) renew(ctx context.Context, stop <-chan struct{}, lost, expi
 			}
 			if exit.TimedOut(err) && ctx.Err() == nil {
 				// Go's "read tcp ...: i/o timeout" in our words: which bound.
-				err = fmt.Errorf("claim renew %q: no reply within %s", o.Key, renewBoundWords(bound, s.bound))
+				within := fmt.Sprintf("%s (--timeout)", ms(bound))
+				if bound < s.bound {
+					within = fmt.Sprintf("the %s left before the command had to be stopped", ms(bound))
+				}
+				err = fmt.Errorf("claim renew %q: no reply within %s", o.Key, within)
 			} else {
 				answered = err
 			}

@@ -16,33 +16,19 @@ import (
 
 // child is the started command; startChild starts one (per OS).
 type child interface {
-	// signal sends s to the command (its whole process group where there
-	// are groups): the signals idmpctl forwards.
-	signal(s os.Signal)
-	// stop sends sig to the command's process group and, where idmpctl
-	// can find them (Linux), to its descendants that left the group.
-	stop(sig syscall.Signal)
-	// escapedLeft reports whether a descendant that left the group still
-	// runs (Linux; false elsewhere).
-	escapedLeft() bool
-	// anyLeft reports whether anything the command started still runs
-	// once the command itself ended: a member of its process group (the
-	// guard aside) or, on Linux, a descendant that left the group.
-	anyLeft() bool
-	// wait waits for the command and its output, and returns its exit code
-	// (128+n after signal n, as a shell says).
-	wait() int
-	// ended says the command ended normally and was waited for.
-	ended()
+	signal(s os.Signal)      // to its process group, where there are groups: what idmpctl forwards
+	stop(sig syscall.Signal) // to its group and (Linux) its descendants that left it
+	escapedLeft() bool       // a descendant that left the group still runs (Linux)
+	anyLeft() bool           // anything it started still runs: in its group (the guard aside) or (Linux) out of it
+	wait() int               // waits for it and its output: its exit code (128+n after signal n)
+	ended()                  // it ended normally and was waited for
 }
 
 // record writes COMPLETED (code 0) or FAILED with the same token, trying
 // again after network failures until the lease could lapse (a first try
-// always goes out: the token still holds unless someone took over). Both
-// are safe to repeat. Once the command ran (ran), an outcome that cannot be
+// always goes out). Once the command ran, an outcome that cannot be
 // recorded is a warning and its exit code stands: a caller that took it for
-// "not run" and redelivered would run it twice. Only a lost claim is an
-// error then.
+// "not run" would run it twice. Only a lost claim is an error then.
 func (r *claimedRun) record(ctx context.Context, code int, reason string, ran bool) error {
 	o := r.p
 	deadline := r.clock.deadline()
@@ -64,9 +50,9 @@ func (r *claimedRun) record(ctx context.Context, code int, reason string, ran bo
 				s := string(r.out.buf)
 				result = &s
 			}
-			rec, err = claim.Complete(cctx, r.conn, o.Key, r.token, result, o.TTL, 0, r.durably(&ack))
+			rec, err = claim.Complete(cctx, r.conn, o.Key, r.p.Token, result, o.TTL, 0, claim.Durably(o.Durability, &ack))
 		} else {
-			rec, err = claim.Fail(cctx, r.conn, o.Key, r.token, reason, o.TTL, false, r.durably(&ack))
+			rec, err = claim.Fail(cctx, r.conn, o.Key, r.p.Token, reason, o.TTL, false, claim.Durably(o.Durability, &ack))
 		}
 		cancel()
 		if err == nil || !redisconn.Retryable(err) || time.Until(deadline) <= pause {
@@ -88,19 +74,18 @@ func (r *claimedRun) record(ctx context.Context, code int, reason string, ran bo
 	var na *redisconn.NotAckedError
 	switch {
 	case err == nil:
-		r.recorded, r.ack = rec.Status, minAck(r.ack, ack)
+		r.Recorded, r.Ack = rec.Status, minAck(r.Ack, ack)
 		if code == 0 && r.out.over {
 			r.warnf("claim run %q: output over --max-result %d bytes: recorded COMPLETED without it (a redelivery replays nothing)", o.Key, o.MaxResult)
 		}
 		return nil
 	case errors.As(err, &na):
 		// Recorded on the primary, but a failover could lose it. The command
-		// ran: its exit status is passed through (the exit-code contract, README.md), and
-		// the consumer that acknowledges its message on it is spared a
-		// redelivery that such a failover would turn into a second run.
-		r.recorded, r.ack = rec.Status, minAck(r.ack, ack)
-		r.unacked = fmt.Sprintf("%v; %s and its exit status is passed through: if a failover loses the outcome, the key is PROCESSING again and a redelivery runs the command again once the lease passes", err, what)
-		r.warnf("claim run %q: %s", o.Key, r.unacked)
+		// ran: its exit status is passed through (README.md's contract), and
+		// a consumer acking on it is spared a redelivery's second run.
+		r.Recorded, r.Ack = rec.Status, minAck(r.Ack, ack)
+		r.Unacknowledged = fmt.Sprintf("%v; %s and its exit status is passed through: if a failover loses the outcome, the key is PROCESSING again and a redelivery runs the command again once the lease passes", err, what)
+		r.warnf("claim run %q: %s", o.Key, r.Unacknowledged)
 		return nil
 	case !ran || exit.Code(err) == exit.Lost:
 		hint := what + " but its outcome could not be recorded; the key stays PROCESSING until its lease passes"
@@ -109,9 +94,9 @@ func (r *claimedRun) record(ctx context.Context, code int, reason string, ran bo
 		}
 		return exit.WithHint(exit.Wrap(err, "claim run "+strconv.Quote(o.Key)), hint)
 	}
-	r.unrecorded = fmt.Sprintf("%s (exit status %d) but its outcome could not be recorded (%d tries, until its lease could lapse): %v; "+
+	r.Unrecorded = fmt.Sprintf("%s (exit status %d) but its outcome could not be recorded (%d tries, until its lease could lapse): %v; "+
 		"its exit status is passed through; the key stays PROCESSING until the lease passes, and then a redelivery can run the command again",
 		what, code, tries, err)
-	r.warnf("claim run %q: %s", o.Key, r.unrecorded)
+	r.warnf("claim run %q: %s", o.Key, r.Unrecorded)
 	return nil
 }

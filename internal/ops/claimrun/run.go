@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
-	"github.com/idmpctl/idmpctl/internal/ops/claim"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 )
 
@@ -53,16 +52,14 @@ type Result struct {
 	Interrupted os.Signal
 }
 
-// Run runs the command while holding the claim and records its outcome. It
-// returns the exit code to pass through and an error when the claim was
-// lost, or its lease could not be kept (the command was stopped), or the
-// command never ran and that could not be recorded. Once the command ran,
-// an outcome that could not be recorded is a warning, not an error: the
-// command's code is what the caller must act on.
+// Run runs the command while holding the claim and records its outcome. Its
+// error: the claim was lost, the lease could not be kept (the command was
+// stopped), or a command that never ran could not be recorded; once it ran,
+// an unrecorded outcome is a warning: its exit code is what the caller acts on.
 func Run(ctx context.Context, conn *redisconn.Conn, p Params) (Result, error) {
 	bound := conn.Timeout + p.Durability.Timeout
-	r := &claimedRun{p: p, conn: conn, g: p.Guard, sigs: p.Signals, token: p.Token, attempt: p.Attempt,
-		out: &capWriter{max: p.MaxResult}, ack: p.Ack, clock: &leaseClock{s: newSchedule(p.Lease, bound)}}
+	r := &claimedRun{Result: Result{Ack: p.Ack}, p: p, conn: conn,
+		out: &capWriter{max: p.MaxResult}, clock: &leaseClock{s: newSchedule(p.Lease, bound)}}
 	r.clock.renewed(p.LeaseSent)
 	if p.LeaseSent.IsZero() {
 		r.clock.renewed(time.Now()) // later than the true send: callers give LeaseSent
@@ -76,94 +73,59 @@ func Run(ctx context.Context, conn *redisconn.Conn, p Params) (Result, error) {
 	if r.stream != nil && r.stream.broken != nil {
 		r.warnf("claim run %q: stdout was closed (%v): the command's output was still captured, not streamed", p.Key, r.stream.broken)
 	}
-	return Result{ExitCode: code, Started: r.started, Recorded: r.recorded,
-		Output: string(r.out.buf), OutputTruncated: r.out.over, Renewals: r.renewals,
-		Ack: r.ack, Unacknowledged: r.unacked, Unrecorded: r.unrecorded, Warnings: r.warnings, Interrupted: r.interrupted}, err
+	r.ExitCode, r.Output, r.OutputTruncated = code, string(r.out.buf), r.out.over
+	return r.Result, err
 }
 
-// claimedRun runs the command while holding the claim.
+// claimedRun runs the command while holding the claim; Result fills as it goes.
 type claimedRun struct {
-	p              Params
-	conn           *redisconn.Conn
-	g              *Guard
-	sigs           chan os.Signal // SIGINT and SIGTERM, to forward
-	token, attempt int64
-	out            *capWriter
-	stream         *streamWriter
-	clock          *leaseClock
-	dm             *deadman // kills idmpctl, and so the command, should idmpctl be stopped past the deadline
-	started        bool
-	recorded       string
-	renewals       int
-	ack            redisconn.Ack // the fewest replicas that acknowledged a write of the run
-	unacked        string        // the outcome was not acknowledged: why
-	unrecorded     string        // the outcome could not be recorded: why
-	warnings       []string
-	interrupted    os.Signal // the first signal forwarded to the command
+	Result
+	p      Params
+	conn   *redisconn.Conn
+	out    *capWriter
+	stream *streamWriter
+	clock  *leaseClock
+	dm     *deadman // kills idmpctl, and so the command, should idmpctl be stopped past the deadline
 }
 
 func (r *claimedRun) warnf(format string, args ...any) {
-	r.warnings = append(r.warnings, fmt.Sprintf(format, args...))
+	r.Warnings = append(r.Warnings, fmt.Sprintf(format, args...))
 }
 
-// durably is the claim option of the durability asked for; ack receives
-// what was acknowledged.
-func (r *claimedRun) durably(ack *redisconn.Ack) claim.Option {
-	return claim.Durably(r.p.Durability, ack)
-}
-
-// execute runs the command and records its outcome. It returns the exit code
-// to pass through and an error when the claim was lost, the command was
-// stopped, or an outcome of a command that never ran could not be recorded.
+// execute runs the command and records its outcome (see Run).
 func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	o := r.p
 	// Recording the outcome must survive the SIGINT that cancels ctx.
 	bg := context.WithoutCancel(ctx)
 	env := append(os.Environ(), "IDMPCTL_KEY="+o.Key,
-		"IDMPCTL_TOKEN="+strconv.FormatInt(r.token, 10), "IDMPCTL_ATTEMPT="+strconv.FormatInt(r.attempt, 10))
+		"IDMPCTL_TOKEN="+strconv.FormatInt(r.p.Token, 10), "IDMPCTL_ATTEMPT="+strconv.FormatInt(r.p.Attempt, 10))
 	r.stream = &streamWriter{out: o.Stdout, capture: r.out}
+	what := "claim run " + strconv.Quote(o.Key)
 	// A SIGINT or SIGTERM from here on is forwarded once the command runs;
 	// one that came before it started means it does not start.
-	sigs := r.sigs
-	if s, _ := r.g.whileStarting(sigs); s != nil || ctx.Err() != nil {
-		r.dm.disarm()
-		const code = 130
-		if ferr := r.record(bg, code, "interrupted before the command started", false); ferr != nil {
-			return code, ferr
-		}
-		return code, exit.New(code, "claim run "+strconv.Quote(o.Key), "interrupted before the command started")
+	sigs := r.p.Signals
+	if s, _ := r.p.Guard.whileStarting(sigs); s != nil || ctx.Err() != nil {
+		const why = "interrupted before the command started"
+		return r.notStarted(bg, 130, why, exit.New(130, what, why))
 	}
 	if late := time.Since(r.clock.termAt()); late >= 0 {
-		// The acquire's reply, or the guard, came so late that the command
-		// would have to be stopped as it starts: it does not start. The
-		// claim may still be ours: FAILED lets a redelivery retry at once.
-		r.dm.disarm()
-		what := fmt.Sprintf("the command was not started: the claim was taken %s ago, too late to run it within its lease (%s)",
+		// The acquire's reply, or the guard, came too late to start the
+		// command: FAILED lets a redelivery retry at once.
+		why := fmt.Sprintf("the command was not started: the claim was taken %s ago, too late to run it within its lease (%s)",
 			ms(time.Since(r.clock.lastSent())), o.Lease)
-		if ferr := r.record(bg, exit.Unavailable, what, false); ferr != nil {
-			return exit.Unavailable, ferr
-		}
-		return exit.Unavailable, exit.WithHint(exit.New(exit.Unavailable, "claim run "+strconv.Quote(o.Key), "%s", what),
-			"the server or this machine is too slow for this lease: a longer --lease, or run it again (the claim was recorded FAILED)")
+		return r.notStarted(bg, exit.Unavailable, why, exit.WithHint(exit.New(exit.Unavailable, what, "%s", why),
+			"the server or this machine is too slow for this lease: a longer --lease, or run it again (the claim was recorded FAILED)"))
 	}
-	// The dead man's switch is armed from here, once the start is known to
-	// be in time: an idmpctl stopped now, and past the deadline, must not
-	// start the command nor let it run after the lease could lapse (armed
-	// after a stop that came before it, it fires at once). Armed earlier,
-	// it would kill an idmpctl merely slow to start, which the check above
-	// answers with "not started".
+	// The dead man's switch is armed once the start is known to be in time
+	// (fired at once after a stop before it); armed earlier, it would kill
+	// an idmpctl merely slow to start, which the check above answers.
 	r.setDeadman()
-	ch, err := startChild(r.g, o.Command, env, o.Stdin, r.stream, o.Stderr)
+	ch, err := startChild(r.p.Guard, o.Command, env, o.Stdin, r.stream, o.Stderr)
 	if err != nil {
-		r.dm.disarm()
 		code := startFailureCode(err)
-		ferr := r.record(bg, code, "cannot start: "+err.Error(), false)
-		if ferr != nil {
-			return code, ferr
-		}
-		return code, exit.New(code, "claim run "+strconv.Quote(o.Key), "%v", err)
+		return r.notStarted(bg, code, "cannot start: "+err.Error(), exit.New(code, what, "%v", err))
 	}
-	r.started = true
+	r.Started = true
 
 	waited := make(chan int, 1)
 	go func() { waited <- ch.wait() }()
@@ -179,15 +141,19 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	for {
 		select {
 		case s := <-sigs:
-			if r.interrupted == nil {
-				r.interrupted = s
+			if r.Interrupted == nil {
+				r.Interrupted = s
 			}
 			ch.signal(s)
 		case lerr := <-lost:
 			endRenewals()
 			// Someone else may hold the key already: a grace, but never past
 			// the deadline of the lease this run last renewed.
-			r.stop(ch, waited, minTime(time.Now().Add(r.clock.s.grace), r.clock.deadline()))
+			killAt := r.clock.deadline()
+			if grace := time.Now().Add(r.clock.s.grace); grace.Before(killAt) {
+				killAt = grace
+			}
+			r.stop(ch, waited, killAt)
 			r.dm.disarm()
 			return -1, exit.WithHint(lerr, "the command was stopped; another worker may now hold the key")
 		case eerr := <-expire:
@@ -208,19 +174,27 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	}
 }
 
-// setDeadman sets the dead man's switch to the deadline, a little after
-// the moment the command is sent SIGKILL there: while idmpctl runs, its
-// own stop comes first.
+// notStarted records FAILED for a command that did not start: err, or the
+// failure to record.
+func (r *claimedRun) notStarted(ctx context.Context, code int, reason string, err error) (int, error) {
+	r.dm.disarm()
+	if ferr := r.record(ctx, code, reason, false); ferr != nil {
+		return code, ferr
+	}
+	return code, err
+}
+
+// setDeadman sets the dead man's switch a little after the command's
+// SIGKILL at the deadline: while idmpctl runs, its own stop comes first.
 func (r *claimedRun) setDeadman() {
 	if err := r.dm.set(r.clock.deadmanAt()); err != nil {
 		r.dm.disarm()
 	}
 }
 
-// stop ends the command and everything it started: SIGTERM to its process
-// group and to its descendants outside it, SIGKILL at killAt to those
-// still there. The command ending is not enough: a process it started (in
-// its group or out of it) that ignores SIGTERM would go on after the lease.
+// stop ends the command and everything it started, in its group or out of
+// it: SIGTERM, then SIGKILL at killAt to those still there (one that
+// ignores SIGTERM would go on after the lease).
 func (r *claimedRun) stop(ch child, waited <-chan int, killAt time.Time) {
 	ch.stop(syscall.SIGTERM)
 	timer := time.NewTimer(time.Until(killAt))
@@ -244,22 +218,13 @@ func (r *claimedRun) stop(ch child, waited <-chan int, killAt time.Time) {
 }
 
 // kill sends SIGKILL to the command's process group first, one system
-// call, and then disarms the dead man's switch: all it could do (kill
-// idmpctl, so that the guard kills the group) is done, and the rest of the
-// stop (the walks of /proc for the descendants that left the group, the
-// wait for the command) may take longer than the switch leaves on a loaded
+// call, then disarms the dead man's switch, which could add nothing: the
+// rest of the stop (walks of /proc, the wait) may outlast it on a loaded
 // machine, which would kill idmpctl mid-stop.
 func (r *claimedRun) kill(ch child) {
 	ch.signal(syscall.SIGKILL)
 	r.dm.disarm()
 	killAll(ch)
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
 }
 
 // killAll sends SIGKILL to everything the command started until nothing

@@ -13,8 +13,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/resp"
 )
 
-// The ops of emulated mode that follow Redis 8.6.3 beyond XADD, XCFGSET
-// and XINFO STREAM (issue 22).
+// The ops of emulated mode beyond XADD, XCFGSET and XINFO STREAM (issue 22).
 const (
 	OpXInfoGroups Op = iota + 64 // XINFO GROUPS key: without the liveness tokens of emulated state
 	OpXIdmpRecord                // XIDMPRECORD key pid iid id
@@ -23,61 +22,17 @@ const (
 	OpDel                        // DEL or UNLINK key...: with the keys' emulated state
 )
 
-// parseCatchup reads the commands of these ops.
-func parseCatchup(c *Command) {
-	switch c.Name {
-	case "XIDMPRECORD":
-		parseXIdmpRecord(c)
-	case "DUMP", "RESTORE":
-		parseDumpRestore(c)
-	case "DEL", "UNLINK":
-		if len(c.Args) >= 2 {
-			c.Op = OpDel
-		}
-	}
-}
-
 // catchupState is the session's own of these ops.
 type catchupState struct {
-	// db is the database the connection is in, as its SELECTs say
-	// (noteDB); txDB what it was at MULTI.
-	db, txDB int
+	db, txDB int // the database the connection is in (noteDB); txDB: at MULTI
 	dumps    dumpCache
-}
-
-// catchup dispatches these ops.
-func (s *Session) catchup(p *pending, c Command) error {
-	switch c.Op {
-	case OpXIdmpRecord:
-		return s.record(p, c)
-	case OpXInfoGroups:
-		p.combine = func(rs []resp.Reply) resp.Reply { return withoutTokens(rs[0]) }
-		s.send(p, cmd(c.Args))
-	case OpDump:
-		return s.dump(p, c)
-	case OpRestore:
-		return s.restore(p, c)
-	case OpDel:
-		call, err := s.streams.DelCall(c.Name, c.Args[1:])
-		if err != nil {
-			s.send(p, cmd(c.Args)) // a name whose state could not be named: no state
-			return nil
-		}
-		p.combine = func(rs []resp.Reply) resp.Reply { return rs[0] }
-		s.send(p, script(call))
-	default:
-		s.send(p, cmd(c.Args))
-	}
-	return nil
 }
 
 // RecordRequest is an XIDMPRECORD: ID as Redis writes it (ms-seq).
 type RecordRequest struct{ Stream, PID, IID, ID string }
 
-// parseXIdmpRecord follows xidmprecordCommand: exactly four arguments
-// (the command table's arity), the ID first, then the pid, then the iid;
-// the key is looked up only then (the script: no such key, WRONGTYPE, No
-// such message in stream, the conflict).
+// parseXIdmpRecord follows xidmprecordCommand: the arity, the ID, the pid,
+// the iid; the key is looked up only then (by the script).
 func parseXIdmpRecord(c *Command) {
 	a := c.Args
 	if len(a) != 5 {
@@ -124,11 +79,9 @@ func helloDB(hello [][]string) int {
 	return 0
 }
 
-// noteDB follows the database the connection is in: SELECT n (as sent: a
-// SELECT the server refuses leaves it wrong, which the MOVE script finds
-// out), RESET (0), and inside MULTI until EXEC (DISCARD goes back). The
-// MOVE and COPY ... DB scripts need it to come back from the other
-// database.
+// noteDB follows the database the connection is in, which the MOVE and
+// COPY ... DB scripts come back to: SELECT n (as sent: a refused one leaves
+// it wrong, which the MOVE script finds out), RESET, DISCARD.
 func (s *Session) noteDB(name string, args []string) {
 	switch {
 	case name == "MULTI" && len(args) == 1:
@@ -144,9 +97,8 @@ func (s *Session) noteDB(name string, args []string) {
 	}
 }
 
-// move sends RENAME, RENAMENX, COPY or MOVE of a key that may be a
-// stream with emulated IDMP state, which the script carries: within the
-// database, or to another (MOVE, COPY ... DB).
+// move sends RENAME, RENAMENX, COPY or MOVE through the script that carries
+// a stream's emulated IDMP state: within the database, or to another.
 func (s *Session) move(p *pending, c Command) error {
 	m := c.Move
 	db := m.DB
@@ -157,33 +109,16 @@ func (s *Session) move(p *pending, c Command) error {
 	}
 	var call *redisconn.Call
 	var err error
-	if c.Name == "MOVE" || db != "" {
-		op := "MOVE"
-		if c.Name == "COPY" {
-			op = "COPY"
-		}
-		call, err = s.streams.MoveDBCall(op, m.Src, m.Dst, m.Replace, db, s.cu.db)
+	if c.Name == "MOVE" || db != "" { // MOVE, or COPY ... DB to another database
+		call, err = s.streams.MoveDBCall(c.Name, m.Src, m.Dst, m.Replace, db, s.cu.db)
 	} else {
 		call, err = s.streams.MoveCall(c.Name, m.Src, m.Dst, m.Replace, "")
 	}
 	if err != nil {
 		return s.local(p, err)
 	}
-	p.combine = func(rs []resp.Reply) resp.Reply { return rs[0] }
 	s.send(p, script(call))
 	return nil
-}
-
-// parseDumpRestore picks DUMP key and RESTORE key ttl payload [options];
-// any other shape is the server's.
-func parseDumpRestore(c *Command) {
-	a := c.Args
-	switch {
-	case c.Name == "DUMP" && len(a) == 2:
-		c.Op, c.Stream = OpDump, a[1]
-	case c.Name == "RESTORE" && len(a) >= 4:
-		c.Op, c.Stream = OpRestore, a[1]
-	}
 }
 
 // dumpCache keeps the emulated state of the streams the session DUMPed,
@@ -256,10 +191,8 @@ func (s *Session) dump(p *pending, c Command) error {
 }
 
 // restore sends RESTORE: with the state of the stream whose DUMP this
-// session served, by the script; a payload of a stream that had emulated
-// state this session did not DUMP is refused (the payload does not hold
-// the state, and a stream restored without it would silently lose its
-// tracking); any other passes.
+// session served, by the script. A payload of a stream with emulated state
+// this session did not DUMP is refused: the stream would lose its tracking.
 func (s *Session) restore(p *pending, c Command) error {
 	payload := c.Args[3]
 	if st := s.cu.dumps.get(payload); st != nil {
@@ -267,7 +200,6 @@ func (s *Session) restore(p *pending, c Command) error {
 		if err != nil {
 			return s.local(p, err)
 		}
-		p.combine = func(rs []resp.Reply) resp.Reply { return rs[0] }
 		s.send(p, script(call))
 		return nil
 	}
@@ -280,13 +212,10 @@ func (s *Session) restore(p *pending, c Command) error {
 	return nil
 }
 
-// markStreams gives every stream of the database that has no emulated
-// state of its own the server-level defaults old, before a CONFIG SET
-// changes them to new: natively a stream keeps the defaults in force when
-// it was created (streamNew), and a stream made by any client counts. It
-// SCANs the database the session is in (TYPE stream) and runs the mark
-// script for each, in round trips of its own; msg is an error reply for
-// the CONFIG SET (a refused SCAN or script), which then changes nothing.
+// markStreams gives every stream of the database without emulated state of
+// its own the defaults old before a CONFIG SET changes them to new: natively
+// a stream keeps the defaults of its creation (streamNew). msg is an error
+// reply for the CONFIG SET (a refused SCAN or script), which changes nothing.
 func (s *Session) markStreams(old, new idmp.Defaults) (msg string, err error) {
 	if old == new {
 		return "", nil

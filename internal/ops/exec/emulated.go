@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -13,8 +14,8 @@ import (
 // The emulated IDMP surface: each command's script calls and how their
 // replies become the command's reply.
 
-// queueTimeError is an error Redis gives when a command is queued in
-// MULTI (its command table's arity), rather than when EXEC runs it.
+// queueTimeError is an error Redis gives when a command is queued in MULTI
+// (its command table's arity), rather than when EXEC runs it.
 func queueTimeError(c Command) bool {
 	switch c.Name {
 	case "XADD":
@@ -29,34 +30,42 @@ func queueTimeError(c Command) bool {
 
 // local answers a command with an error found before sending it.
 func (s *Session) local(p *pending, err error) error {
-	r := resp.ErrorOf("ERR " + err.Error())
-	p.fixed = &r
-	s.send(p)
+	s.fixedReply(p, resp.ErrorOf("ERR "+err.Error()), false)
 	return nil
+}
+
+// fixedReply answers p with r, decided without the server. With standIn,
+// inside MULTI a stand-in the server also refuses is queued in its place,
+// as Redis refuses a command while queueing: EXEC then aborts (EXECABORT)
+// rather than run part of the transaction, and the stand-in's reply is r.
+func (s *Session) fixedReply(p *pending, r resp.Reply, standIn bool) {
+	p.fixed = &r
+	if standIn && p.queued {
+		s.send(p, cmd([]string{"XADD"}))
+		return
+	}
+	s.send(p)
 }
 
 func (s *Session) xadd(p *pending, c Command) error {
 	if s.native && len(c.Add.Fields) > idmp.MaxEmulatedFieldArgs {
-		// More field arguments than XADD from Lua takes (about 8,000): it
-		// goes as it is, unguarded (docs/upgrade.md says so). No emulated
-		// add can have written such an entry.
+		// More fields than XADD from Lua takes (about 8,000): sent unguarded
+		// (docs/upgrade.md); no emulated add can have written such an entry.
 		s.send(p, cmd(c.Args))
 		return nil
 	}
 	if p.queued || c.Add.Deletion != "" {
 		// Inside MULTI each command is queued on its own; so goes an add
-		// with KEEPREF, DELREF or ACKED: a server without them refuses it
-		// in the script where it would add, which would stop a run there
-		// and refuse every add after it, duplicates too.
+		// with KEEPREF, DELREF or ACKED: a server without them refuses it in
+		// the script, which would stop the run and refuse every add after it.
 		if err := s.flushRun(); err != nil {
 			return err
 		}
 		return s.sendRun(p, []stream.AddRequest{c.Add})
 	}
 	// Consecutive adds to one stream with the same options go in one call
-	// (the script's batch): the same replies, in order, and a later repeat
-	// of an earlier add in the run dedupes (R11). The run goes out when
-	// another command comes, when it is full, or when input pauses.
+	// (the same replies, in order; a repeat within the run dedupes: R11),
+	// sent when another command comes, when it is full, or when input pauses.
 	if len(s.run) > 0 && (len(s.run) == stream.MaxRun || s.runBytes > maxRunBytes || !stream.SameRun(s.run[0], c.Add)) {
 		if err := s.flushRun(); err != nil {
 			return err
@@ -69,8 +78,8 @@ func (s *Session) xadd(p *pending, c Command) error {
 	return nil
 }
 
-// maxRunBytes bounds a run's arguments, so that one call of large
-// messages stays far below the server's query buffer limits.
+// maxRunBytes bounds a run's arguments, far below the server's query
+// buffer limits.
 const maxRunBytes = 4 << 20
 
 // flushRun sends the adds waiting in the run.
@@ -90,35 +99,26 @@ func (s *Session) sendRun(p *pending, reqs []stream.AddRequest) error {
 	call, parse, err := s.streams.AddCall(reqs)
 	if err != nil {
 		r := resp.ErrorOf("ERR " + err.Error())
-		p.split = func([]resp.Reply) []resp.Reply {
-			out := make([]resp.Reply, len(reqs))
-			for i := range out {
-				out[i] = r
-			}
-			return out
-		}
+		p.split = func([]resp.Reply) []resp.Reply { return slices.Repeat([]resp.Reply{r}, len(reqs)) }
 		s.send(p)
 		return nil
 	}
 	p.split = func(rs []resp.Reply) []resp.Reply {
-		out := make([]resp.Reply, 0, len(reqs))
 		r := rs[0]
 		if r.IsError() {
 			if s.native && scriptsRefusedReply(r.Str) {
-				r = guardNeedsScripts()
+				r = resp.ErrorOf("NOPERM idmpctl exec sends XADD IDMP/IDMPAUTO through a script that keeps it from adding an iid that emulated IDMP state still knows (docs/upgrade.md), and this user may not run scripts: use idmpctl xadd, or grant EVALSHA and EVAL")
 			}
-			for range reqs {
-				out = append(out, r)
-			}
-			return out
+			return slices.Repeat([]resp.Reply{r}, len(reqs))
 		}
+		out := make([]resp.Reply, 0, len(reqs))
 		ids, noStream, err := parse(r.Value())
 		for _, id := range ids {
 			out = append(out, resp.BulkOf(id))
 		}
-		// The request that stopped the run and those after it: the stream
-		// is missing (nil, as NOMKSTREAM replies), or XADD failed, and the
-		// requests after it, of the same stream and options, would too.
+		// The request that stopped the run and those after it (of the same
+		// stream and options): the stream is missing (nil, as NOMKSTREAM
+		// replies), or XADD failed.
 		rest := resp.NilReply()
 		if !noStream && err != nil {
 			rest = resp.ErrorOf(strings.TrimSpace(err.Error()))
@@ -133,9 +133,8 @@ func (s *Session) sendRun(p *pending, reqs []stream.AddRequest) error {
 }
 
 // xcfgsetRefused answers an XCFGSET whose arguments Redis refuses, in
-// Redis's order: the key is looked up first (TYPE, in a transaction
-// queued with it), so a missing key or another type is the reply, and
-// the argument error only for a stream. Nothing is written.
+// Redis's order: the key's TYPE first (no such key, WRONGTYPE), then the
+// argument error. Nothing is written.
 func (s *Session) xcfgsetRefused(p *pending, c Command) {
 	p.combine = func(rs []resp.Reply) resp.Reply {
 		r := rs[0]
@@ -160,7 +159,6 @@ func (s *Session) xinfo(p *pending, c Command) error {
 	if err != nil {
 		return s.local(p, err)
 	}
-	stream := c.Stream
 	p.combine = func(rs []resp.Reply) resp.Reply {
 		xi, ir := rs[0], rs[1]
 		if xi.IsError() {
@@ -169,7 +167,7 @@ func (s *Session) xinfo(p *pending, c Command) error {
 		if ir.IsError() {
 			return ir
 		}
-		info, _, err := streamInfo(ir, stream)
+		info, _, err := stream.ParseInfoCallReply(ir.Value(), c.Stream)
 		if err != nil {
 			return resp.ErrorOf("ERR " + err.Error())
 		}
@@ -184,14 +182,9 @@ func (s *Session) xinfo(p *pending, c Command) error {
 	return nil
 }
 
-func streamInfo(r resp.Reply, name string) (stream.Info, bool, error) {
-	return stream.ParseInfoCallReply(r.Value(), name)
-}
-
-// hideTokens leaves the liveness tokens of emulated state (consumer
-// groups of idmpctl's, see lua/stream_common.lua) out of XINFO STREAM's
-// reply: its groups count (n of them), or FULL's list of groups. Natively
-// a stream's IDMP state has no group.
+// hideTokens leaves the liveness tokens of emulated state (idmpctl's
+// consumer groups, lua/stream_common.lua) out of XINFO STREAM's reply: its
+// groups count (n of them), or FULL's list of groups.
 func hideTokens(xi resp.Reply, n int64) resp.Reply {
 	for i := 0; i+1 < len(xi.Elems); i += 2 {
 		if xi.Elems[i].Str != "groups" {
@@ -231,16 +224,11 @@ func withoutTokens(r resp.Reply) resp.Reply {
 
 // insertFields puts the IDMP fields where Redis 8.6 has them: after
 // recorded-first-entry-id (Redis 7.0+), else before groups (or entries).
-// A native server's own IDMP fields (emulated mode on purpose on Redis
-// 8.6) make way for them: they describe tracking the emulation does not use.
+// A native server's own IDMP fields (--mode emulated on 8.6) make way.
 func insertFields(xi resp.Reply, extra []resp.Reply) resp.Reply {
-	own := make(map[string]bool, len(idmpFields))
-	for _, f := range idmpFields {
-		own[f] = true
-	}
 	kept := make([]resp.Reply, 0, len(xi.Elems)+len(extra))
 	for i := 0; i+1 < len(xi.Elems); i += 2 {
-		if !own[xi.Elems[i].Str] {
+		if !slices.Contains(idmpFields, xi.Elems[i].Str) {
 			kept = append(kept, xi.Elems[i], xi.Elems[i+1])
 		}
 	}
@@ -275,8 +263,8 @@ func (s *Session) configGet(p *pending, c Command) {
 		return
 	}
 	// The key is read on the session's connection (in a transaction, after
-	// the writes queued before); where the server refuses (a cluster node
-	// that does not hold it: MOVED), the session's values stand.
+	// the writes queued before); where the server refuses (MOVED), the
+	// session's values stand.
 	known := *s.streams.Defaults
 	value := func(d idmp.Defaults, n string) resp.Reply {
 		if n == ParamMaxSize {
@@ -285,10 +273,9 @@ func (s *Session) configGet(p *pending, c Command) {
 		return resp.BulkOf(strconv.FormatInt(d.Duration, 10))
 	}
 	if oursOnly(c.ConfigPatterns) {
-		// Nothing of the server's can match (a server without IDMP has no
-		// stream-idmp-* parameter): the server's CONFIG GET is not asked,
-		// which managed Redis often refuses. HGETALL's reply has the shape
-		// of CONFIG GET's: an array, a map in RESP3.
+		// Nothing of the server's can match: its CONFIG GET, which managed
+		// Redis often refuses, is not asked. HGETALL's reply has CONFIG
+		// GET's shape: an array, a map in RESP3.
 		p.combine = func(rs []resp.Reply) resp.Reply {
 			r, d := rs[0], known
 			out := resp.Reply{Kind: r.Kind}
@@ -322,13 +309,14 @@ func (s *Session) configGet(p *pending, c Command) {
 			return r
 		}
 		d := known
-		if !rs[1].IsError() {
-			d = s.defaultsFrom(rs[1])
+		if h := rs[1]; !h.IsError() {
+			d = idmp.ParseDefaults("", "") // absent or unreadable: Redis's defaults
+			if len(h.Elems) == 2 {
+				d = idmp.ParseDefaults(h.Elems[0].Str, h.Elems[1].Str)
+			}
 		}
-		// A server with native IDMP (exec --mode emulated there) lists
-		// the parameters too, under the names it was asked: the
-		// emulation's values, which its CONFIG SET writes, take their
-		// places.
+		// A server with native IDMP (--mode emulated there) lists the
+		// parameters too: the emulation's values take their places.
 		out := r
 		out.Elems = append([]resp.Reply(nil), r.Elems...)
 		for _, m := range matched {
@@ -355,24 +343,14 @@ func (s *Session) configGet(p *pending, c Command) {
 type configMatch struct{ param, as string }
 
 // configMatches is Redis 8.6.3's configGetCommand for the stream-idmp-*
-// parameters: in the patterns' order, a pattern without *, ? or [ names
-// a parameter (in any case) and shows it as typed; any other matches as a
-// glob (any case) and shows the parameter's own name. The first pattern
-// that matches a parameter decides.
+// parameters: a pattern without *, ? or [ names one (any case) and shows
+// it as typed; a glob shows its own name. The first pattern to match decides.
 func configMatches(patterns []string) []configMatch {
 	var out []configMatch
-	have := func(param string) bool {
-		for _, m := range out {
-			if m.param == param {
-				return true
-			}
-		}
-		return false
-	}
 	for _, pat := range patterns {
 		glob := strings.ContainsAny(pat, "[*?")
 		for _, param := range []string{ParamDuration, ParamMaxSize} {
-			if have(param) {
+			if slices.ContainsFunc(out, func(m configMatch) bool { return m.param == param }) {
 				continue
 			}
 			switch {
@@ -386,9 +364,8 @@ func configMatches(patterns []string) []configMatch {
 	return out
 }
 
-// oursOnly reports CONFIG GET patterns that can match nothing but the
-// stream-idmp-* parameters: each starts with "stream-idmp" before any
-// wildcard.
+// oursOnly reports CONFIG GET patterns that each start with "stream-idmp"
+// before any wildcard: they can match nothing else.
 func oursOnly(patterns []string) bool {
 	for _, p := range patterns {
 		lit := p
@@ -402,44 +379,26 @@ func oursOnly(patterns []string) bool {
 	return true
 }
 
-// defaultsFrom reads HMGET idmp.DefaultsKey's reply: absent or unreadable
-// values are Redis's defaults.
-func (s *Session) defaultsFrom(r resp.Reply) idmp.Defaults {
-	if len(r.Elems) != 2 {
-		return idmp.ParseDefaults("", "")
-	}
-	return idmp.ParseDefaults(r.Elems[0].Str, r.Elems[1].Str)
-}
-
 // configSet writes the server-level defaults (validated by the grammar).
 // Outside a transaction the streams of the database keep the defaults
 // they were created with first (markStreams).
 func (s *Session) configSet(p *pending, c Command) error {
+	d, args := *s.streams.Defaults, []string{"HSET", idmp.DefaultsKey}
+	if v := c.ConfigSet.Duration; v > 0 {
+		d.Duration, args = v, append(args, ParamDuration, strconv.FormatInt(v, 10))
+	}
+	if v := c.ConfigSet.MaxSize; v > 0 {
+		d.MaxSize, args = v, append(args, ParamMaxSize, strconv.FormatInt(v, 10))
+	}
 	if !p.queued {
-		next := *s.streams.Defaults
-		if c.ConfigSet.Duration > 0 {
-			next.Duration = c.ConfigSet.Duration
-		}
-		if c.ConfigSet.MaxSize > 0 {
-			next.MaxSize = c.ConfigSet.MaxSize
-		}
-		msg, err := s.markStreams(*s.streams.Defaults, next)
+		msg, err := s.markStreams(*s.streams.Defaults, d)
 		if err != nil {
 			return err
 		}
 		if msg != "" {
-			r := resp.ErrorOf(msg)
-			p.fixed = &r
-			s.send(p)
+			s.fixedReply(p, resp.ErrorOf(msg), false)
 			return nil
 		}
-	}
-	args := []string{"HSET", idmp.DefaultsKey}
-	if c.ConfigSet.Duration > 0 {
-		args = append(args, ParamDuration, strconv.FormatInt(c.ConfigSet.Duration, 10))
-	}
-	if c.ConfigSet.MaxSize > 0 {
-		args = append(args, ParamMaxSize, strconv.FormatInt(c.ConfigSet.MaxSize, 10))
 	}
 	written := false // the reader's, read after sync
 	p.combine = func(rs []resp.Reply) resp.Reply {
@@ -450,23 +409,15 @@ func (s *Session) configSet(p *pending, c Command) error {
 		return resp.StatusOf("OK")
 	}
 	s.send(p, cmd(args))
-	d := *s.streams.Defaults
-	if c.ConfigSet.Duration > 0 {
-		d.Duration = c.ConfigSet.Duration
-	}
-	if c.ConfigSet.MaxSize > 0 {
-		d.MaxSize = c.ConfigSet.MaxSize
-	}
 	if p.queued {
-		// In a transaction, the commands queued after it see the new
-		// defaults; after EXEC or DISCARD they are read again.
+		// The commands queued after it see the new defaults; after EXEC or
+		// DISCARD they are read again.
 		s.streams.SetDefaults(d)
 		s.defaultsInTx = true
 		return nil
 	}
 	// The commands after it take the new defaults only if the server took
-	// them (ACL, OOM, a cluster node that does not hold the key refuse):
-	// a rare command, worth its round trip.
+	// them (ACL, OOM, MOVED refuse): a rare command, worth its round trip.
 	if err := s.sync(); err != nil {
 		return err
 	}
@@ -474,15 +425,6 @@ func (s *Session) configSet(p *pending, c Command) error {
 		s.streams.SetDefaults(d)
 	}
 	return nil
-}
-
-// loadDefaults reads the server-level defaults for the scripts, once the
-// commands sent before have run (a transaction that set them, or not).
-func (s *Session) loadDefaults(ctx context.Context) error {
-	if err := s.sync(); err != nil {
-		return err
-	}
-	return s.streams.LoadDefaults(ctx)
 }
 
 // sync sends what is written and waits for every reply before it.
@@ -500,9 +442,8 @@ func (s *Session) sync() error {
 }
 
 // resolve opens the streams in the session's mode, once: auto is native
-// when the server has IDMP, as the session's HELLO said (the replies in
-// flight are read first). Native, the server's IDMP defaults are read
-// once: the native add calls carry them (the upgrade guard's).
+// when the session's HELLO said the server has IDMP. Native, the server's
+// IDMP defaults are read once: the add calls (the upgrade guard) carry them.
 func (s *Session) resolve(ctx context.Context) error {
 	if s.streams != nil {
 		return nil
@@ -522,12 +463,6 @@ func (s *Session) resolve(ctx context.Context) error {
 		return streams.Ready(ctx)
 	}
 	return nil
-}
-
-// guardNeedsScripts is the refusal of a native XADD IDMP/IDMPAUTO for a
-// user who may not run the upgrade guard's script.
-func guardNeedsScripts() resp.Reply {
-	return resp.ErrorOf("NOPERM idmpctl exec sends XADD IDMP/IDMPAUTO through a script that keeps it from adding an iid that emulated IDMP state still knows (docs/upgrade.md), and this user may not run scripts: use idmpctl xadd, or grant EVALSHA and EVAL")
 }
 
 // scriptsRefusedReply reports an error reply that refuses a script call

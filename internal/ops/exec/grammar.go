@@ -49,8 +49,6 @@ type Command struct {
 // that may be a stream with emulated IDMP state.
 type MoveRequest struct {
 	Src, Dst string
-	NX       bool // RENAMENX
-	Copy     bool
 	Replace  bool   // COPY ... REPLACE
 	DB       string // COPY's DB n, MOVE's db
 }
@@ -87,7 +85,7 @@ func Parse(args []string) Command {
 	c.Name = strings.ToUpper(args[0])
 	switch c.Name {
 	case "XADD":
-		parseXAdd(&c)
+		c.fail(parseXAdd(&c))
 	case "XCFGSET":
 		parseXCfgSet(&c)
 	case "XINFO":
@@ -98,15 +96,27 @@ func Parse(args []string) Command {
 			c.Op, c.Stream = OpXInfoGroups, args[2]
 		}
 	case "CONFIG":
-		parseConfig(&c)
+		c.fail(parseConfig(&c))
 	case "RENAME", "RENAMENX":
 		if len(args) == 3 {
-			c.Op, c.Move = OpMove, MoveRequest{Src: args[1], Dst: args[2], NX: c.Name == "RENAMENX"}
+			c.Op, c.Move = OpMove, MoveRequest{Src: args[1], Dst: args[2]}
 		}
 	case "COPY":
 		parseCopy(&c)
-	case "XIDMPRECORD", "DUMP", "RESTORE", "DEL", "UNLINK":
-		parseCatchup(&c) // catchup.go
+	case "XIDMPRECORD":
+		parseXIdmpRecord(&c)
+	case "DUMP":
+		if len(args) == 2 {
+			c.Op, c.Stream = OpDump, args[1]
+		}
+	case "RESTORE":
+		if len(args) >= 4 {
+			c.Op, c.Stream = OpRestore, args[1]
+		}
+	case "DEL", "UNLINK":
+		if len(args) >= 2 {
+			c.Op = OpDel
+		}
 	case "MOVE":
 		if len(args) == 3 {
 			c.Op, c.Move = OpMove, MoveRequest{Src: args[1], Dst: args[1], DB: args[2]}
@@ -115,19 +125,21 @@ func Parse(args []string) Command {
 	return c
 }
 
+// fail refuses the command with msg ("": the command stands).
 func (c *Command) fail(msg string) {
-	c.Op, c.Err = OpError, msg
+	if msg != "" {
+		c.Op, c.Err = OpError, msg
+	}
 }
 
 // parseXAdd follows Redis 8.6's streamParseAddOrTrimArgsOrReply and
 // xaddCommand: options in any order up to the ID, each checked as it is
 // read, then the IDMP and LIMIT rules, then the fields' arity. An XADD
 // without IDMP or IDMPAUTO that parses passes to the server as it is.
-func parseXAdd(c *Command) {
+func parseXAdd(c *Command) string {
 	a := c.Args
 	if len(a) < 5 {
-		c.fail(arity("xadd"))
-		return
+		return arity("xadd")
 	}
 	r := &c.Add
 	r.Stream = a[1]
@@ -142,8 +154,7 @@ func parseXAdd(c *Command) {
 		case opt == "*":
 		case strings.EqualFold(opt, "MAXLEN") && more > 0, strings.EqualFold(opt, "MINID") && more > 0:
 			if trim != "" {
-				c.fail("ERR syntax error, MAXLEN and MINID options at the same time are not compatible")
-				return
+				return "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
 			}
 			trim = strings.ToUpper(opt)
 			r.Approx = false
@@ -154,12 +165,10 @@ func parseXAdd(c *Command) {
 			if trim == "MAXLEN" {
 				n, ok := idmp.ParseInt(a[i+1])
 				if !ok {
-					c.fail(errNotInteger)
-					return
+					return errNotInteger
 				}
 				if n < 0 {
-					c.fail("ERR The MAXLEN argument must be >= 0.")
-					return
+					return "ERR The MAXLEN argument must be >= 0."
 				}
 				r.MaxLen, r.MinID = n, ""
 				if n == 0 {
@@ -170,8 +179,7 @@ func parseXAdd(c *Command) {
 				}
 			} else {
 				if !validStreamID(a[i+1], false) {
-					c.fail(errInvalidID)
-					return
+					return errInvalidID
 				}
 				r.MinID, r.MaxLen = a[i+1], 0
 			}
@@ -180,12 +188,10 @@ func parseXAdd(c *Command) {
 		case strings.EqualFold(opt, "LIMIT") && more > 0:
 			n, ok := idmp.ParseInt(a[i+1])
 			if !ok {
-				c.fail(errNotInteger)
-				return
+				return errNotInteger
 			}
 			if n < 0 {
-				c.fail("ERR The LIMIT argument must be >= 0.")
-				return
+				return "ERR The LIMIT argument must be >= 0."
 			}
 			r.Limit, limit, limitGiven = n, n, true
 			if n == 0 {
@@ -202,69 +208,57 @@ func parseXAdd(c *Command) {
 			continue
 		case strings.EqualFold(opt, "IDMPAUTO") && more > 0:
 			if idmpSeen {
-				c.fail(errMultipleIDMP)
-				return
+				return errMultipleIDMP
 			}
 			if a[i+1] == "" {
-				c.fail("ERR syntax error, IDMPAUTO requires a non-empty producer ID")
-				return
+				return "ERR syntax error, IDMPAUTO requires a non-empty producer ID"
 			}
 			idmpSeen, r.Auto, r.PID = true, true, a[i+1]
 			i++
 			continue
 		case strings.EqualFold(opt, "IDMP") && more >= 2:
 			if idmpSeen {
-				c.fail(errMultipleIDMP)
-				return
+				return errMultipleIDMP
 			}
 			if a[i+1] == "" {
-				c.fail("ERR syntax error, IDMP requires a non-empty producer ID")
-				return
+				return "ERR syntax error, IDMP requires a non-empty producer ID"
 			}
 			if a[i+2] == "" {
-				c.fail("ERR syntax error, IDMP requires a non-empty idempotent ID")
-				return
+				return "ERR syntax error, IDMP requires a non-empty idempotent ID"
 			}
 			idmpSeen, r.PID, r.IID = true, a[i+1], a[i+2]
 			i += 2
 			continue
 		default:
 			if !validStreamID(opt, true) {
-				c.fail(errInvalidID)
-				return
+				return errInvalidID
 			}
 			idGiven = true
 		}
 		break
 	}
 	if idmpSeen && idGiven {
-		c.fail(errExplicitID)
-		return
+		return errExplicitID
 	}
 	if limit != 0 && trim == "" {
-		c.fail("ERR syntax error, LIMIT cannot be used without specifying a trimming strategy")
-		return
+		return "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
 	}
 	if limitGiven && !r.Approx {
-		c.fail("ERR syntax error, LIMIT cannot be used without the special ~ option")
-		return
+		return "ERR syntax error, LIMIT cannot be used without the special ~ option"
 	}
 	fields := len(a) - (i + 1)
 	if fields < 2 || fields%2 == 1 {
-		c.fail(arity("xadd"))
-		return
+		return arity("xadd")
 	}
 	if !idmpSeen {
-		return // a plain XADD: the server's own
+		return "" // a plain XADD: the server's own
 	}
 	if fields > idmp.MaxEmulatedFieldArgs {
 		// Emulated, it would stop the script call of its whole run.
-		c.fail("ERR " + stream.TooManyFields(fields).Error())
-		return
+		return "ERR " + stream.TooManyFields(fields).Error()
 	}
-	r.ID = "*"
-	r.Fields = a[i+1:]
-	c.Op = OpXAdd
+	r.ID, r.Fields, c.Op = "*", a[i+1:], OpXAdd
+	return ""
 }
 
 // maxStreamID is the highest stream ID.
@@ -297,40 +291,26 @@ func string2ull(s string) bool {
 	if t != "" && (t[0] == '+' || t[0] == '-') {
 		t = t[1:]
 	}
-	if t == "" {
-		return false
-	}
-	for i := 0; i < len(t); i++ {
-		if t[i] < '0' || t[i] > '9' {
-			return false
-		}
-	}
-	_, err := strconv.ParseUint(t, 10, 64)
+	_, err := strconv.ParseUint(t, 10, 64) // base 10: digits only, no sign, no "_"
 	return err == nil
 }
 
-// parseXCfgSet follows Redis 8.6.3's xcfgsetCommand. The key is looked up
-// first (ERR no such key, WRONGTYPE: the session does it), then each
-// keyword is read in turn: one given twice is "specified multiple times",
-// its value an integer, then in range, before the next keyword; a keyword
-// without a value or an unknown one is a syntax error; none at all is "At
-// least one parameter". Such an error is CfgErr, replied after the
-// lookup; only the arity (no key) is the command table's.
+// parseXCfgSet follows Redis 8.6.3's xcfgsetCommand: only the arity is
+// the command table's; an argument error (CfgErr) is replied after the key
+// lookup (ERR no such key, WRONGTYPE: the session does it).
 func parseXCfgSet(c *Command) {
-	a := c.Args
-	if len(a) < 2 {
+	if len(c.Args) < 2 {
 		c.fail(arity("xcfgset"))
 		return
 	}
-	c.Op, c.Stream = OpXCfgSet, a[1]
-	c.CfgErr = xcfgsetArgs(a[2:], &c.Cfg)
-	if c.CfgErr != "" {
+	c.Op, c.Stream = OpXCfgSet, c.Args[1]
+	if c.CfgErr = xcfgsetArgs(c.Args[2:], &c.Cfg); c.CfgErr != "" {
 		c.Cfg = idmp.Config{}
 	}
 }
 
-// xcfgsetArgs reads XCFGSET's parameters into cfg: the error in Redis's
-// words, or "".
+// xcfgsetArgs reads XCFGSET's keywords in turn into cfg (twice, then not an
+// integer, then out of range, before the next): the error in Redis's words, or "".
 func xcfgsetArgs(a []string, cfg *idmp.Config) string {
 	for i := 0; i < len(a); i++ {
 		more := len(a) - 1 - i
@@ -380,68 +360,56 @@ func xinfoStreamArgsOK(a []string) bool {
 
 // parseConfig picks CONFIG GET (every call: a pattern may match the
 // stream-idmp-* parameters) and CONFIG SET of stream-idmp-* parameters.
-func parseConfig(c *Command) {
+func parseConfig(c *Command) string {
 	a := c.Args
-	if len(a) < 2 {
-		return
+	switch {
+	case len(a) >= 3 && strings.EqualFold(a[1], "GET"):
+		c.Op, c.ConfigPatterns = OpConfigGet, a[2:]
+		return ""
+	case len(a) < 4 || len(a)%2 != 0 || !strings.EqualFold(a[1], "SET"):
+		return "" // not ours, or the server's arity error
 	}
-	switch strings.ToUpper(a[1]) {
-	case "GET":
-		if len(a) >= 3 {
-			c.Op, c.ConfigPatterns = OpConfigGet, a[2:]
+	ours := 0
+	for i := 2; i < len(a); i += 2 {
+		if name := strings.ToLower(a[i]); name == ParamDuration || name == ParamMaxSize {
+			ours++
 		}
-	case "SET":
-		if len(a) < 4 || len(a)%2 != 0 {
-			return // the server's arity error
-		}
-		ours, others := false, false
-		for i := 2; i < len(a); i += 2 {
-			switch strings.ToLower(a[i]) {
-			case ParamDuration, ParamMaxSize:
-				ours = true
-			default:
-				others = true
-			}
-		}
-		if !ours {
-			return
-		}
-		if others {
-			c.fail("ERR CONFIG SET of " + ParamDuration + " or " + ParamMaxSize +
-				" goes alone in emulated IDMP (idmpctl keeps them, the server the others): set the others in a command of their own")
-			return
-		}
-		// Redis's configSetCommand: every name first (a name given twice,
-		// as typed), then each value in turn (the parameter's own name).
-		seen := map[string]bool{}
-		for i := 2; i < len(a); i += 2 {
-			name := strings.ToLower(a[i])
-			if seen[name] {
-				c.fail("ERR CONFIG SET failed (possibly related to argument '" + a[i] + "') - duplicate parameter")
-				return
-			}
-			seen[name] = true
-		}
-		for i := 2; i < len(a); i += 2 {
-			name := strings.ToLower(a[i])
-			limit, dst := int64(idmp.MaxDuration), &c.ConfigSet.Duration
-			if name == ParamMaxSize {
-				limit, dst = idmp.MaxMaxSize, &c.ConfigSet.MaxSize
-			}
-			n, ok := idmp.ParseInt(a[i+1])
-			if !ok {
-				c.fail("ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument couldn't be parsed into an integer")
-				return
-			}
-			if n < 1 || n > limit {
-				c.fail("ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument must be between 1 and " +
-					strconv.FormatInt(limit, 10) + " inclusive")
-				return
-			}
-			*dst = n
-		}
-		c.Op = OpConfigSet
 	}
+	if ours == 0 {
+		return ""
+	}
+	if ours < len(a)/2-1 {
+		return "ERR CONFIG SET of " + ParamDuration + " or " + ParamMaxSize +
+			" goes alone in emulated IDMP (idmpctl keeps them, the server the others): set the others in a command of their own"
+	}
+	// Redis's configSetCommand: every name first (a name given twice,
+	// as typed), then each value in turn (the parameter's own name).
+	seen := map[string]bool{}
+	for i := 2; i < len(a); i += 2 {
+		name := strings.ToLower(a[i])
+		if seen[name] {
+			return "ERR CONFIG SET failed (possibly related to argument '" + a[i] + "') - duplicate parameter"
+		}
+		seen[name] = true
+	}
+	for i := 2; i < len(a); i += 2 {
+		name := strings.ToLower(a[i])
+		limit, dst := int64(idmp.MaxDuration), &c.ConfigSet.Duration
+		if name == ParamMaxSize {
+			limit, dst = idmp.MaxMaxSize, &c.ConfigSet.MaxSize
+		}
+		n, ok := idmp.ParseInt(a[i+1])
+		if !ok {
+			return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument couldn't be parsed into an integer"
+		}
+		if n < 1 || n > limit {
+			return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument must be between 1 and " +
+				strconv.FormatInt(limit, 10) + " inclusive"
+		}
+		*dst = n
+	}
+	c.Op = OpConfigSet
+	return ""
 }
 
 // parseCopy reads COPY source destination [DB n] [REPLACE]; any other
@@ -451,7 +419,7 @@ func parseCopy(c *Command) {
 	if len(a) < 3 {
 		return
 	}
-	m := MoveRequest{Src: a[1], Dst: a[2], Copy: true}
+	m := MoveRequest{Src: a[1], Dst: a[2]}
 	for i := 3; i < len(a); i++ {
 		switch {
 		case strings.EqualFold(a[i], "REPLACE"):

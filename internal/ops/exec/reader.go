@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -17,9 +18,7 @@ import (
 func (s *Session) readLoop() {
 	defer close(s.readDone)
 	var queue []*pending // the transaction's commands, in order
-	// txOpen: the server has a transaction open (its MULTI was not
-	// refused), so the commands sent as queued are.
-	txOpen := false
+	txOpen := false      // the server took the MULTI: the commands sent as queued are
 	for p := range s.pending {
 		if p.barrier != nil {
 			close(p.barrier)
@@ -38,8 +37,8 @@ func (s *Session) readLoop() {
 			}
 			replies[i] = r
 			if p.extra > 0 && r.IsError() {
-				// (P|S)UNSUBSCRIBE refused as a whole (Valkey 8 outside
-				// subscribed mode: NOSUB): one reply, not one a channel.
+				// Refused as a whole (Valkey 8 outside subscribed mode:
+				// NOSUB): one reply, not one a channel.
 				replies = replies[:i+1]
 				break
 			}
@@ -48,8 +47,7 @@ func (s *Session) readLoop() {
 			continue
 		}
 		for _, r := range replies[:min(p.skip, len(replies))] {
-			// The session's SCRIPT LOADs: queued (QUEUED), run (a SHA1),
-			// or refused.
+			// The session's SCRIPT LOADs: queued, run, or refused.
 			if r.IsError() {
 				s.loadDenied.Store(true)
 			}
@@ -60,8 +58,7 @@ func (s *Session) readLoop() {
 		}
 		queued := p.queued
 		if queued && !txOpen {
-			// Its MULTI was refused: the server ran it as it came, and
-			// its SCRIPT LOADs too.
+			// Its MULTI was refused: it ran as it came, SCRIPT LOADs too.
 			queued = false
 			s.pipe.ScriptsRan(p.gen, p.loads...)
 		}
@@ -72,8 +69,7 @@ func (s *Session) readLoop() {
 		if p.hidden {
 			switch r := replies[0]; {
 			case r.IsError() && redisconn.PasswordNotNeeded(errors.New(r.Str)):
-				// AUTH PASSWORD on a server that asks for none: a warning,
-				// and the session goes on, as redis-cli's does.
+				// AUTH on a server that asks for none: a warning, as redis-cli's.
 				s.conn.NotePasswordNotNeeded(errors.New(r.Str))
 			case r.IsError():
 				s.fail(exit.Wrap(errors.New(r.Str), "")) // NOAUTH, WRONGPASS: 77 with its hint
@@ -129,9 +125,8 @@ func (s *Session) readLoop() {
 	}
 }
 
-// readReply reads p's next wire reply. A RESP3 push that is not p's own
-// reply (an invalidation of client-side caching) is skipped, as redis-cli
-// skips it when its output is not a terminal.
+// readReply reads p's next wire reply, skipping a RESP3 push that is not
+// p's own (an invalidation), as redis-cli does when not on a terminal.
 func (s *Session) readReply(p *pending) (resp.Reply, error) {
 	for {
 		r, err := s.pipe.RecvReply() // bounded by Options.Timeout
@@ -177,9 +172,7 @@ func (p *pending) reply(replies []resp.Reply) resp.Reply {
 
 // loadRefused reports a SCRIPT LOAD among the first skip replies that was
 // refused (NOPERM) while a call after it found no script (NOSCRIPT): the
-// call did not run, and the refusal says why. A call that found the script
-// (cached by another client: the cache is the server's) ran: its own
-// reply stands.
+// refusal says why it did not run. A call that found the script ran.
 func loadRefused(replies []resp.Reply, skip int) (resp.Reply, bool) {
 	for _, r := range replies[:skip] {
 		if !r.IsError() {
@@ -197,11 +190,7 @@ func loadRefused(replies []resp.Reply, skip int) (resp.Reply, bool) {
 // splitReplies is a run's replies, one per request.
 func (p *pending) splitReplies(replies []resp.Reply) []resp.Reply {
 	if r, refused := loadRefused(replies, p.skip); refused {
-		out := make([]resp.Reply, p.outs)
-		for i := range out {
-			out[i] = r
-		}
-		return out
+		return slices.Repeat([]resp.Reply{r}, p.outs)
 	}
 	return p.split(replies[p.skip:])
 }
@@ -226,11 +215,10 @@ func regroup(r resp.Reply, queue []*pending) resp.Reply {
 	return out
 }
 
-// flushedInFlight words the NOSCRIPT of the session's own script call (an
-// emulated command), which another client's SCRIPT FLUSH caused while it
-// was in flight: it did not run, and a retry here would reorder it after
-// the commands pipelined behind it. Redis's "Please use EVAL" would read
-// as the user's mistake. A user's own EVALSHA keeps Redis's reply.
+// flushedInFlight words the NOSCRIPT of the session's own script call,
+// which another client's SCRIPT FLUSH caused in flight: it did not run (a
+// retry would reorder it), and "Please use EVAL" would read as the user's
+// mistake. A user's own EVALSHA keeps Redis's reply.
 func flushedInFlight(p *pending, r resp.Reply) resp.Reply {
 	if !p.script || !r.IsError() || !strings.HasPrefix(r.Str, "NOSCRIPT") {
 		return r

@@ -14,27 +14,13 @@ import (
 // in read-only mode (Options.ReadOnly), never sent: the caller exits 64.
 const ReadOnlyRefused = -2
 
-// Under --read-only exec runs what the server itself marks read-only
-// (COMMAND INFO's "readonly" flag: GET, XLEN, XINFO STREAM, SCAN, EVAL_RO,
-// ...) and refuses the rest before sending it, with these exceptions:
-//
-//   - the IDMP surface exec serves itself in emulated mode is judged by what
-//     it does, not by the server's table, which may not know it: XADD,
-//     XCFGSET, CONFIG SET, RENAME, RENAMENX, COPY and MOVE write, XINFO and
-//     CONFIG GET read;
-//   - commands that change no data, only the connection or the transaction
-//     around the others (readOnlySafe), run: a queued command is judged on
-//     its own as it is queued;
-//   - a command the server does not know (COMMAND INFO has no entry) is
-//     sent: the server refuses it, writing nothing;
-//   - when COMMAND INFO itself is denied (an ACL user with +@read, which
-//     does not hold COMMAND), idmpctl's own list of read-only commands
-//     (knownReadOnly) stands in for it, and every other command is refused:
-//     the mode never guesses in favour of a write.
-//
-// Scripts (EVAL, EVALSHA, FCALL) are not marked read-only, since they may
-// write: the refusal names EVAL_RO, EVALSHA_RO and FCALL_RO, which the
-// server runs read-only.
+// Under --read-only exec runs what the server marks read-only (COMMAND
+// INFO's "readonly" flag) and refuses the rest before sending it, except:
+// the IDMP surface is judged by what it does (idmpSurface); commands that
+// change no data (readOnlySafe) run; a command the server does not know is
+// sent (it refuses it); when COMMAND INFO is denied (+@read holds no
+// COMMAND), knownReadOnly stands in and the rest is refused: the mode never
+// guesses in favour of a write.
 
 // readOnlySafe are the commands (or "COMMAND|subcommand") that change no
 // data although the server's table does not mark them readonly: the
@@ -183,20 +169,12 @@ func readOnlyReply(why string) resp.Reply {
 	return r
 }
 
-// refuseReadOnly answers a command refused in read-only mode, in its turn.
-// Inside MULTI a stand-in the server refuses is queued with it, as Redis
-// refuses a command while queueing: the transaction is flagged, and EXEC
-// aborts (EXECABORT) rather than run part of it.
+// refuseReadOnly answers a command refused in read-only mode, in its turn
+// (inside MULTI, so that EXEC aborts: fixedReply).
 func (s *Session) refuseReadOnly(why string) error {
-	r := readOnlyReply(why)
 	if err := s.flushRun(); err != nil {
 		return err
 	}
-	p := &pending{queued: s.inMulti, fixed: &r}
-	if p.queued {
-		s.send(p, cmd([]string{"XADD"}))
-		return nil
-	}
-	s.send(p)
+	s.fixedReply(&pending{queued: s.inMulti}, readOnlyReply(why), true)
 	return nil
 }

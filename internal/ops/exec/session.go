@@ -2,10 +2,9 @@
 // server: XADD IDMP/IDMPAUTO, XCFGSET, XINFO STREAM, CONFIG GET/SET
 // stream-idmp-*, and RENAME/RENAMENX/COPY of streams are served natively by
 // a server with IDMP and emulated with idmpctl's scripts elsewhere; every
-// other command passes through. Commands go on one connection of its own
-// (a redisconn.Pipe, which also knows the scripts loaded on it), in order
-// and pipelined; replies keep RESP's types (internal/resp) for
-// output as redis-cli prints them (internal/render). It never prints.
+// other command passes through. Commands go pipelined, in order, on one
+// connection of its own (a redisconn.Pipe); replies keep RESP's types
+// (internal/resp) for internal/render. It never prints.
 package exec
 
 import (
@@ -24,22 +23,16 @@ import (
 type Options struct {
 	Mode  stream.Mode
 	RESP3 bool // speak RESP3 (HELLO 3), for maps in -o json as redis-cli --json has them
-	// Emit receives each reply in order, in the reader's goroutine; more
-	// says that further replies are already read (the caller may hold its
-	// output until one comes with more false).
-	Emit func(r resp.Reply, more bool)
-	// Depth bounds the commands in flight (default 4096).
-	Depth int
-	// Timeout bounds the wait for each reply (0: none).
-	Timeout time.Duration
-	// ReadOnly refuses, before sending it, every command that could write
-	// (see readOnlyRefusal): --read-only, IDMPCTL_READ_ONLY.
-	ReadOnly bool
+	// Emit receives each reply in order, in the reader's goroutine; more:
+	// further replies are already read (the caller may hold its output).
+	Emit     func(r resp.Reply, more bool)
+	Depth    int           // bounds the commands in flight (default 4096)
+	Timeout  time.Duration // bounds the wait for each reply (0: none)
+	ReadOnly bool          // refuse, before sending, every command that could write (readOnlyRefusal)
 }
 
-// Session is a connection running commands in order. Do queues a command
-// (writing it, pipelined); replies reach Options.Emit in order. Close
-// waits for every reply.
+// Session is a connection running commands in order: Do writes a command
+// (pipelined), replies reach Options.Emit in order, Close waits for all.
 type Session struct {
 	conn    *redisconn.Conn
 	opt     Options
@@ -50,19 +43,15 @@ type Session struct {
 	roInfo    map[string]*commandEntry // ReadOnly: COMMAND INFO by command (nil: unknown)
 	roInfoErr error                    // ReadOnly: COMMAND INFO was denied (ACL)
 	inMulti   bool
-	// txLoads are the scripts whose SCRIPT LOAD the open transaction
-	// queued (wire.go: send).
-	txLoads map[*redisconn.Script]bool
+	txLoads   map[*redisconn.Script]bool // the scripts whose SCRIPT LOAD the open transaction queued
 	// loadAnswered: the reader read the reply of a SCRIPT LOAD of the
 	// session's (loadDenied: one that was refused, an ACL without SCRIPT).
 	loadAnswered, loadDenied atomic.Bool
-	loadProbed               bool         // probeLoad sent its load
-	cu                       catchupState // catchup.go
-	// defaultsInTx: a CONFIG SET of the defaults was queued in the
-	// transaction; after EXEC or DISCARD they are read again.
-	defaultsInTx bool
-	run          []stream.AddRequest // adds waiting to go in one call
-	runBytes     int                 // their arguments' bytes
+	loadProbed               bool                // probeLoad sent its load
+	cu                       catchupState        // catchup.go
+	defaultsInTx             bool                // a CONFIG SET of the defaults was queued: read them again after EXEC or DISCARD
+	run                      []stream.AddRequest // adds waiting to go in one call
+	runBytes                 int                 // their arguments' bytes
 
 	pending  chan *pending
 	readDone chan struct{}
@@ -80,9 +69,8 @@ type pending struct {
 	queued  bool                          // sent inside MULTI: answered QUEUED (if the server opened it)
 	multi   bool                          // MULTI: the server opens a transaction unless it refuses
 	extra   int                           // further wire replies of the (last) command: (P|S)UNSUBSCRIBE's
-	// pushName: a RESP3 push whose kind this is, lower case, is the
-	// command's reply ((P|S)UNSUBSCRIBE's); any other push is a message
-	// out of band (client-side caching's invalidations), not a reply.
+	// pushName: a RESP3 push of this kind (lower case) is the command's
+	// reply; any other push is out of band (invalidations), not a reply.
 	pushName string
 	gen      int                 // the pipe's script generation when it was sent (redisconn.Pipe.ScriptGen)
 	script   bool                // the session's own script call (an emulated command): its NOSCRIPT is ours to word
@@ -115,8 +103,8 @@ func Open(ctx context.Context, conn *redisconn.Conn, opt Options) (*Session, err
 	for _, h := range hello {
 		s.send(&pending{hidden: true}, cmd(h))
 	}
-	// HELLO says what the server is (resolve settles the mode on it,
-	// without a connection of go-redis's) and speaks RESP3 when asked.
+	// HELLO says what the server is (resolve settles the mode on it) and
+	// speaks RESP3 when asked.
 	proto := "2"
 	if opt.RESP3 {
 		proto = "3"
@@ -145,12 +133,10 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 	c := Command{Args: args, Op: OpPass, Name: strings.ToUpper(args[0])}
 	switch c.Name {
 	case "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "MONITOR", "SYNC", "PSYNC":
-		// They turn the connection into a stream of messages, which a
-		// session of one reply per command cannot follow.
+		// A stream of messages, which one reply per command cannot follow.
 		return s.Reply(resp.ErrorOf("ERR idmpctl exec runs commands that answer once: " + c.Name + " needs redis-cli"))
 	case "CLIENT":
-		// CLIENT REPLY OFF and SKIP silence the server: the session would
-		// wait for replies that never come.
+		// The session would wait for replies that never come.
 		if len(args) == 3 && strings.EqualFold(args[1], "REPLY") && (strings.EqualFold(args[2], "OFF") || strings.EqualFold(args[2], "SKIP")) {
 			return s.Reply(resp.ErrorOf("ERR idmpctl exec needs a reply to every command: CLIENT REPLY " + strings.ToUpper(args[2]) + " needs redis-cli"))
 		}
@@ -169,9 +155,7 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 		}
 		if s.native && c.Op != OpXAdd {
 			// Natively the server serves every command but XADD
-			// IDMP/IDMPAUTO, which goes through the native add script (its
-			// upgrade guard); one the grammar refuses gets the server's own
-			// error.
+			// IDMP/IDMPAUTO (the upgrade guard's script), and its own errors.
 			c = Command{Args: args, Op: OpPass, Name: c.Name}
 		}
 	}
@@ -181,15 +165,19 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 		}
 	}
 	if !s.native && c.Op != OpPass && c.Op != OpError && c.CfgErr == "" && s.streams.Defaults == nil {
-		if err := s.loadDefaults(ctx); err != nil {
+		// Read once the commands sent before have run (a transaction that
+		// set them, or not).
+		if err := s.sync(); err != nil {
+			return err
+		}
+		if err := s.streams.LoadDefaults(ctx); err != nil {
 			return err
 		}
 	}
 	p := &pending{queued: s.inMulti}
 	// A MULTI, DISCARD or RESET with arguments is an arity error, which
-	// changes no transaction (inside one, it only flags it for EXECABORT);
-	// an EXEC with arguments ends one all the same (EXECABORT). A MULTI
-	// the server refuses otherwise (ACL) the reader learns of (txOpen).
+	// changes no transaction; an EXEC with arguments ends one (EXECABORT).
+	// A MULTI the server refuses otherwise (ACL) the reader learns of (txOpen).
 	switch {
 	case c.Name == "MULTI" && len(args) == 1:
 		s.probeLoad()
@@ -205,13 +193,11 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 	case c.Name == "WATCH", c.Name == "QUIT":
 		p.queued = false
 	case c.Name == "SCRIPT" && (len(args) == 2 || len(args) == 3) && strings.EqualFold(args[1], "FLUSH"):
-		// The scripts are gone for the commands after it (in a
-		// transaction too, where they are queued after it): they load
-		// them again.
-		s.forgetScripts()
+		// The commands after it (queued after it too) load their scripts again.
+		s.pipe.ScriptsFlushed()
+		clear(s.txLoads)
 	case !p.queued && (c.Name == "UNSUBSCRIBE" || c.Name == "PUNSUBSCRIBE" || c.Name == "SUNSUBSCRIBE"):
-		// One reply per channel named (one when none is), each the
-		// command's: RESP2 arrays, RESP3 pushes.
+		// One reply per channel named (one when none is): RESP2 arrays, RESP3 pushes.
 		p.extra, p.pushName = max(len(args)-2, 0), strings.ToLower(c.Name)
 		p.split = func(rs []resp.Reply) []resp.Reply { return rs }
 	}
@@ -228,7 +214,7 @@ func (s *Session) Reply(r resp.Reply) error {
 	if err := s.flushRun(); err != nil {
 		return err
 	}
-	s.send(&pending{fixed: &r})
+	s.fixedReply(&pending{}, r, false)
 	return nil
 }
 
@@ -237,16 +223,7 @@ func (s *Session) dispatch(p *pending, c Command) error {
 	case OpPass:
 		s.send(p, cmd(c.Args))
 	case OpError:
-		r := resp.ErrorOf(c.Err)
-		p.fixed = &r
-		if p.queued && queueTimeError(c) {
-			// Redis refuses this command when it is queued and then aborts
-			// the transaction at EXEC: a stand-in the server also refuses
-			// flags it, and its reply is replaced by this one.
-			s.send(p, cmd([]string{"XADD"}))
-			return nil
-		}
-		s.send(p)
+		s.fixedReply(p, resp.ErrorOf(c.Err), queueTimeError(c))
 	case OpXAdd:
 		return s.xadd(p, c)
 	case OpXCfgSet:
@@ -267,8 +244,22 @@ func (s *Session) dispatch(p *pending, c Command) error {
 		s.send(p, script(call))
 	case OpXInfo:
 		return s.xinfo(p, c)
-	default:
-		return s.catchup(p, c)
+	case OpXInfoGroups:
+		p.combine = func(rs []resp.Reply) resp.Reply { return withoutTokens(rs[0]) }
+		s.send(p, cmd(c.Args))
+	case OpXIdmpRecord:
+		return s.record(p, c)
+	case OpDump:
+		return s.dump(p, c)
+	case OpRestore:
+		return s.restore(p, c)
+	case OpDel:
+		call, err := s.streams.DelCall(c.Name, c.Args[1:])
+		if err != nil {
+			s.send(p, cmd(c.Args)) // a name whose state could not be named: no state
+			return nil
+		}
+		s.send(p, script(call))
 	case OpConfigGet:
 		s.configGet(p, c)
 	case OpConfigSet:

@@ -1,6 +1,10 @@
 package exec
 
-import "errors"
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
 
 // ErrInvalidArgs is a line redis-cli cannot split (an unbalanced quote, a
 // closing quote not followed by a space): redis-cli answers such a line
@@ -31,22 +35,14 @@ func SplitLine(line string) ([]string, error) {
 				case p >= len(line):
 					return nil, ErrInvalidArgs
 				case line[p] == '\\' && p+3 < len(line) && line[p+1] == 'x' && isHex(line[p+2]) && isHex(line[p+3]):
-					cur = append(cur, hexVal(line[p+2])<<4|hexVal(line[p+3]))
+					n, _ := strconv.ParseUint(line[p+2:p+4], 16, 8)
+					cur = append(cur, byte(n))
 					p += 3
 				case line[p] == '\\' && p+1 < len(line):
 					p++
 					c := line[p]
-					switch c {
-					case 'n':
-						c = '\n'
-					case 'r':
-						c = '\r'
-					case 't':
-						c = '\t'
-					case 'b':
-						c = '\b'
-					case 'a':
-						c = '\a'
+					if i := strings.IndexByte("nrtba", c); i >= 0 {
+						c = "\n\r\t\b\a"[i]
 					}
 					cur = append(cur, c)
 				case line[p] == '"':
@@ -99,14 +95,4 @@ func isSpace(c byte) bool {
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func hexVal(c byte) byte {
-	switch {
-	case c <= '9':
-		return c - '0'
-	case c <= 'F':
-		return c - 'A' + 10
-	}
-	return c - 'a' + 10
 }

@@ -11,12 +11,9 @@ import (
 )
 
 // RunLines runs the commands of in, one a line, split as redis-cli splits
-// them (SplitLine), in order on the session: a line that cannot be split
-// is answered "Invalid argument(s)" and the stream goes on; an empty line
-// is skipped. Commands are written as fast as lines come and sent whenever
-// in has nothing more ready, so a slow writer (a conversation) is never
-// held back and a file goes out in large writes. Memory stays bounded by
-// the session's depth, whatever the input's size.
+// them (SplitLine): a line that cannot be split is answered "Invalid
+// argument(s)", an empty one skipped. Lines are sent whenever in has nothing
+// more ready: a slow writer is never held back, a file goes out in large writes.
 func RunLines(ctx context.Context, s *Session, in io.Reader) error {
 	rd := bufio.NewReaderSize(in, 64<<10)
 	var long []byte
@@ -58,9 +55,8 @@ func RunLines(ctx context.Context, s *Session, in io.Reader) error {
 	}
 }
 
-// LocalError marks (in Reply.Int) an error reply that is idmpctl's, not
-// the server's: a line redis-cli would not send either ("Invalid
-// argument(s)"), which it prints as a plain line.
+// LocalError marks (in Reply.Int) an error reply of idmpctl's ("Invalid
+// argument(s)"), which redis-cli prints as a plain line.
 const LocalError = -1
 
 // runLine runs one line; quit reports a QUIT, which ends the stream.

@@ -18,8 +18,7 @@ func cmd(args []string) wireCmd           { return wireCmd{args: args} }
 func script(call *redisconn.Call) wireCmd { return wireCmd{call: call} }
 
 // send writes a command's wire commands (after a SCRIPT LOAD of each
-// script this connection has not loaded yet: see redisconn.Pipe.WriteLoad)
-// and hands p to the reader.
+// script this connection has not loaded yet) and hands p to the reader.
 func (s *Session) send(p *pending, cmds ...wireCmd) {
 	p.gen = s.pipe.ScriptGen()
 	var eval []bool // the calls that carry their script (EVAL)
@@ -29,11 +28,9 @@ func (s *Session) send(p *pending, cmds ...wireCmd) {
 		}
 		p.script = true
 		if p.queued && !s.mayLoad() {
-			// A user whose SCRIPT LOADs are refused: a load queued in the
-			// transaction would abort it (EXECABORT), and an EVALSHA
-			// would find no script if another client's SCRIPT FLUSH
-			// came before EXEC (half a transaction). The call carries
-			// its script.
+			// SCRIPT LOAD refused: a load queued would abort the transaction,
+			// and an EVALSHA would find no script after another client's
+			// SCRIPT FLUSH (half a transaction). The call carries its script.
 			if eval == nil {
 				eval = make([]bool, len(cmds))
 			}
@@ -45,10 +42,9 @@ func (s *Session) send(p *pending, cmds ...wireCmd) {
 		load, err := s.pipe.WriteLoad(c.call.Script, p.queued)
 		s.writeErr(err)
 		if !load && p.queued && !s.txLoads[c.call.Script] {
-			// Another client's SCRIPT FLUSH before EXEC would leave the
-			// call NOSCRIPT while the commands beside it run: half a
-			// transaction. A load queued in it runs at EXEC, atomically
-			// with the call.
+			// Another client's SCRIPT FLUSH before EXEC would leave the call
+			// NOSCRIPT beside commands that run: a load queued in the
+			// transaction runs at EXEC, atomically with the call.
 			s.writeErr(s.pipe.WriteLoadAgain(c.call.Script))
 			load = true
 		}
@@ -74,33 +70,19 @@ func (s *Session) send(p *pending, cmds ...wireCmd) {
 	if len(cmds) > 0 {
 		p.n += p.extra
 	}
-	s.enqueue(p)
-}
-
-// enqueue hands p to the reader. When the commands in flight are at their
-// bound, what is written goes out first: the reader waits for their
-// replies, which never come for commands still in the write buffer.
-func (s *Session) enqueue(p *pending) {
 	select {
 	case s.pending <- p:
-		return
 	default:
+		// The commands in flight are at their bound: what is written goes
+		// out first, or the reader would wait for replies that never come.
+		s.writeErr(s.pipe.Flush())
+		s.pending <- p
 	}
-	s.writeErr(s.pipe.Flush())
-	s.pending <- p
-}
-
-// forgetScripts is the writer's SCRIPT FLUSH: every script is loaded again.
-func (s *Session) forgetScripts() {
-	s.pipe.ScriptsFlushed()
-	clear(s.txLoads)
 }
 
 // probeLoad learns, before a transaction opens, whether the session's
-// SCRIPT LOADs are refused (mayLoad), when no load of the session has
-// said so yet: inside the transaction, a refused load would abort it.
-// It loads a script of one line, "return 1" (Redis refuses a load
-// before it compiles or caches anything).
+// SCRIPT LOADs are refused (mayLoad), when no load has said so yet: inside
+// it, a refused load would abort it. Redis refuses a load before it caches.
 func (s *Session) probeLoad() {
 	if s.loadAnswered.Load() || s.loadProbed {
 		return
@@ -115,9 +97,7 @@ func (s *Session) probeLoad() {
 }
 
 // mayLoad reports whether the session's SCRIPT LOADs are not refused (an
-// ACL without SCRIPT, whose calls run on scripts another client cached):
-// a load such a user queued in a transaction would abort it (EXECABORT).
-// Until the reply of one is read, it waits for the replies in flight.
+// ACL without SCRIPT); until one's reply is read, it waits for it.
 func (s *Session) mayLoad() bool {
 	if !s.loadAnswered.Load() {
 		if s.sync() != nil {
@@ -127,8 +107,8 @@ func (s *Session) mayLoad() bool {
 	return !s.loadDenied.Load()
 }
 
-// writeErr notes a failure to write. A pipe that the reader closed
-// (net.ErrClosed) is the reader's to explain: it notes why.
+// writeErr notes a failure to write; a pipe the reader closed
+// (net.ErrClosed) is the reader's to explain.
 func (s *Session) writeErr(err error) {
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		s.fail(connErr(err))
