@@ -1084,7 +1084,10 @@ func (r *batchRun) cover(ctx context.Context) error {
 		return nil
 	}
 	ack, err := r.s.Conn.PipelinedDurable(ctx, r.spec.Template.Stream, r.spec.Durability, func(p redis.Pipeliner, ctx context.Context) {
+		// A write the replication stream carries, which leaves the record
+		// without a TTL (no state key has one: volatile-* eviction).
 		p.PExpire(ctx, r.key, r.spec.TTL)
+		p.Persist(ctx, r.key)
 	})
 	if err != nil {
 		return r.unavailable(exit.Wrap(err, r.what()))

@@ -85,10 +85,11 @@ func streamsOf(c *redisconn.Conn, m Mode, d *idmp.Defaults) *Streams {
 // nativeBatchCall is the native add script's call for a chunk of the run,
 // and each request's iid ("" for IDMPAUTO).
 func (r *batchRun) nativeBatchCall(c *chunk) (*redisconn.Call, []string) {
-	r.s.maxBulk = r.maxBulk
+	s := *r.s // a copy: the run's own calls read maxBulk meanwhile
+	s.maxBulk = r.maxBulk
 	cp := &chunkProgress{Key: r.key, Index: r.layout.Batches, From: c.from, To: c.to, Digest: c.digest, DropReplies: -1, TTL: r.spec.TTL,
 		ID: r.spec.ID, PID: r.spec.Template.PID, Lines: c.lines, Run: r.run}
-	call, _, _ := native{r.s}.addCall(c.reqs, cp, true)
+	call, _, _ := native{&s}.addCall(c.reqs, cp, true)
 	iids := make([]string, len(c.reqs))
 	for i, q := range c.reqs {
 		iids[i] = q.IID
