@@ -151,3 +151,26 @@ func testDurableAdds(t *testing.T, mode Mode) {
 		t.Errorf("XLEN %s before the re-run, %s after: want the %d lines left added once", before, after, left)
 	}
 }
+
+// The write a recovery's wait follows (cover) leaves the progress record
+// as every state key is, without a TTL: under volatile-* eviction a record
+// with one goes first, and its batch adds its lines again. Before: the
+// record kept the PEXPIRE of that write (an hour here).
+func TestCoverLeavesNoTTL(t *testing.T) {
+	t.Parallel()
+	conn, _ := redistest.Conn(t)
+	ctx := context.Background()
+	r := nativeTestRun(t, streamsOf(conn, ModeEmulated, nil), "s", "b")
+	r.spec.Durability = redisconn.Durability{Replicas: 1, Timeout: 10 * time.Millisecond}
+	r.unacked = []BatchResult{{Line: 1}}
+	if err := conn.Client().HSet(ctx, r.key, "line", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var na *redisconn.NotAckedError
+	if err := r.cover(ctx); !errors.As(err, &na) {
+		t.Fatalf("cover with no replica: %v", err)
+	}
+	if ttl := conn.Client().PTTL(ctx, r.key).Val(); ttl != -1 {
+		t.Fatalf("the record's PTTL after cover: %v, want none", ttl)
+	}
+}
