@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -76,4 +77,19 @@ func minArgs(n int, what string) cobra.PositionalArgs {
 // acquire".
 func verbPath(c *cobra.Command) string {
 	return strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
+}
+
+// runValidated ends a verb's RunE once its arguments are read: checks (pure
+// validation, and the I/O it needs), then runF (tests capture the options)
+// or run.
+func runValidated[O any](c *cobra.Command, o O, runF func(O) error, run func(context.Context, O) error, checks ...func() error) error {
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	if runF != nil {
+		return runF(o)
+	}
+	return run(c.Context(), o)
 }

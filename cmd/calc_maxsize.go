@@ -89,13 +89,7 @@ Raw output is one line to paste after XCFGSET key:
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			o.ModeSet = c.Flags().Changed("mode")
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return calcMaxsizeRun(c.Context(), o)
+			return runValidated(c, o, runF, calcMaxsizeRun, o.Validate)
 		},
 	}
 	fl := c.Flags()

@@ -136,13 +136,7 @@ Raw output: "name<TAB>value" lines (ttl, ttl_s, keys, memory_bytes, and with
   idmpctl calc-ttl --rate 100/s --ttl 24h --sample 'idem:*' --maxmemory 1gb`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return calcTTLRun(c.Context(), o)
+			return runValidated(c, o, runF, calcTTLRun, o.Validate)
 		},
 	}
 	fl := c.Flags()

@@ -95,13 +95,7 @@ Raw output: "status<TAB>changed|unchanged|dry-run", then
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Stream = args[0]
 			o.DurationSet, o.MaxSizeSet = c.Flags().Changed("duration"), c.Flags().Changed("maxsize")
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return cfgsetRun(c.Context(), o)
+			return runValidated(c, o, runF, cfgsetRun, o.Validate)
 		},
 	}
 	fl := c.Flags()

@@ -1,7 +1,7 @@
 package cmd
 
-// The flags the claim verbs share (ClaimFlags), each verb taking those its
-// claimFlagSet names, with their validation.
+// The flags the claim verbs share, each verb taking those its claimFlagSet
+// names, with their validation.
 
 import (
 	"fmt"
@@ -123,20 +123,14 @@ func (o *ClaimFlags) acquireParams() claim.AcquireParams {
 		Fingerprint: o.fingerprint, MaxAttempts: o.MaxAttempts}
 }
 
-// leaseGiven is --lease when given, else 0: keep the lease the claim was
-// taken with.
-func (o *ClaimFlags) leaseGiven() time.Duration {
-	if o.LeaseSet {
-		return o.Lease
-	}
-	return 0
-}
+// leaseGiven and ttlGiven are --lease and --ttl when given, else 0: keep
+// the lease or the retention the claim was taken with.
+func (o *ClaimFlags) leaseGiven() time.Duration { return givenOr0(o.LeaseSet, o.Lease) }
+func (o *ClaimFlags) ttlGiven() time.Duration   { return givenOr0(o.TTLSet, o.TTL) }
 
-// ttlGiven is --ttl when given, else 0: keep the retention the claim was
-// taken with.
-func (o *ClaimFlags) ttlGiven() time.Duration {
-	if o.TTLSet {
-		return o.TTL
+func givenOr0(set bool, d time.Duration) time.Duration {
+	if set {
+		return d
 	}
 	return 0
 }
@@ -148,9 +142,6 @@ func (o *ClaimFlags) noteChanged(c *cobra.Command) {
 	o.Durable.noteChanged(c)
 }
 
-// addClaimFlags adds claim run's flags: every shared one.
-func addClaimFlags(c *cobra.Command, o *ClaimFlags) { addClaimFlagsFor(c, o, runFlags) }
-
 // addClaimFlagsFor adds the shared flags a verb takes, and the wait flags
 // (every verb writes).
 func addClaimFlagsFor(c *cobra.Command, o *ClaimFlags, has claimFlagSet) {
@@ -160,10 +151,8 @@ func addClaimFlagsFor(c *cobra.Command, o *ClaimFlags, has claimFlagSet) {
 		fl.StringVar(&o.Owner, "owner", "", "who holds the claim (default hostname:pid)")
 		allowEmpty(fl, "owner") // refused by Validate
 	}
-	// --help shows the default that holds: a renew keeps the lease the
-	// claim was taken with, every write keeps the record's retention.
-	// Cobra's own "(default 5m)" would say otherwise, so the flags that
-	// default to what is stored show no value of their own.
+	// A renew keeps the stored lease and every write the stored retention:
+	// cobra's "(default 5m)" would say otherwise, so those show no default.
 	if has&hasLease != 0 {
 		if has&hasOwner != 0 { // acquire, run: a new claim's lease
 			durationVar(fl, &o.Lease, "lease", claim.DefaultLease, "how long a claim stays live without renewal")
@@ -200,8 +189,8 @@ func addTokenFlag(c *cobra.Command, token *int64) {
 	c.Flags().Int64Var(token, "token", 0, "the fencing token acquire printed")
 }
 
-// ackFor is the acknowledgement to show for a call that wrote (an outcome
-// that wrote nothing waited for nothing).
+// ackFor is the acknowledgement to show (an outcome that wrote nothing
+// waited for nothing).
 func (o *ClaimFlags) ackFor(wrote bool, ack *redisconn.Ack) view.Ack {
 	if !wrote {
 		return view.Ack{}

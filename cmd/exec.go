@@ -106,13 +106,7 @@ RENAMENX, COPY and MOVE write; XINFO and CONFIG GET read.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Args = args
 			o.ReadOnly = f.readOnly(c)
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return execRun(c.Context(), o)
+			return runValidated(c, o, runF, execRun, o.Validate)
 		},
 	}
 	// Flags go before COMMAND: its arguments are Redis's (-1, --x...).

@@ -169,13 +169,7 @@ document of the others.
 		Annotations: map[string]string{hasMetrics: "yes", writesAnnotation: writesNever},
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Keys, o.SamplesGiven = args, c.Flags().Changed("samples")
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return inspectRun(c.Context(), o)
+			return runValidated(c, o, runF, inspectRun, o.Validate)
 		},
 	}
 	fl := c.Flags()

@@ -123,19 +123,7 @@ summary on stderr ("kept-live" for a record the re-check found live).
   idmpctl purge --stream orders --yes`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			if o.Stream != "" {
-				return purgeStreamRun(c.Context(), o)
-			}
-			if o.OrphanState {
-				return purgeOrphanRun(c.Context(), o)
-			}
-			return purgeMatchRun(c.Context(), o)
+			return runValidated(c, o, runF, purgeRun, o.Validate)
 		},
 	}
 	fl := c.Flags()
@@ -158,6 +146,16 @@ summary on stderr ("kept-live" for a record the re-check found live).
 	addModeFlag(c, &o.Mode)
 	addRecordFlags(c, &o.ShowSecrets, &o.PowertoolsAttrs)
 	return c
+}
+
+func purgeRun(ctx context.Context, o *PurgeOptions) error {
+	switch {
+	case o.Stream != "":
+		return purgeStreamRun(ctx, o)
+	case o.OrphanState:
+		return purgeOrphanRun(ctx, o)
+	}
+	return purgeMatchRun(ctx, o)
 }
 
 func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {

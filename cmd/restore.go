@@ -86,13 +86,7 @@ overwrite), and a summary on stderr.`,
 		Args: exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.File = args[0]
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return restoreRun(c.Context(), o)
+			return runValidated(c, o, runF, restoreRun, o.Validate)
 		},
 	}
 	fl := c.Flags()
