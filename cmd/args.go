@@ -93,3 +93,12 @@ func runValidated[O any](c *cobra.Command, o O, runF func(O) error, run func(con
 	}
 	return run(c.Context(), o)
 }
+
+// quoteJoin is names quoted ("a", "b"), joined by sep.
+func quoteJoin(names []string, sep string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, sep)
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/duration"
@@ -34,12 +33,11 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 		return err
 	}
 	var sv *streamViewer
-	var missing, missingNames []string
+	var missing []string
 	shown := 0
 	for _, r := range recs {
 		if r.Status == records.Absent {
-			missing = append(missing, strconv.Quote(r.Key))
-			missingNames = append(missingNames, r.Key)
+			missing = append(missing, r.Key)
 			continue
 		}
 		// Raw views follow each other as --watch's do: an empty line
@@ -67,14 +65,10 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 		}
 	}
 	if len(missing) > 0 {
-		e := exit.New(exit.NotFound, "inspect", "no such key: %s", strings.Join(missing, ", "))
-		if orphans := stream.LeftoverState(ctx, conn, missingNames); len(orphans) > 0 {
-			quoted := make([]string, len(orphans))
-			for i, name := range orphans {
-				quoted[i] = strconv.Quote(name)
-			}
+		e := exit.New(exit.NotFound, "inspect", "no such key: %s", quoteJoin(missing, ", "))
+		if orphans := stream.LeftoverState(ctx, conn, missing); len(orphans) > 0 {
 			e.Hint = fmt.Sprintf("emulated IDMP state of %s is left over (orphaned: the stream was deleted, and its state has no TTL); it is dropped by the next add to the same name, or now by idmpctl purge --stream NAME --yes",
-				strings.Join(quoted, ", "))
+				quoteJoin(orphans, ", "))
 		}
 		return e
 	}

@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
@@ -43,7 +42,7 @@ func inspectStreamMetrics(ctx context.Context, o *InspectOptions) error {
 	for _, r := range recs {
 		switch {
 		case r.Status == records.Absent:
-			missing = append(missing, strconv.Quote(r.Key))
+			missing = append(missing, r.Key)
 		case r.Format != records.FormatStream:
 			return &exit.Error{Code: exit.Usage,
 				Err:  fmt.Errorf("-o prometheus: %s is not a stream (format %s)", strconv.Quote(r.Key), r.Format),
@@ -70,7 +69,7 @@ func inspectStreamMetrics(ctx context.Context, o *InspectOptions) error {
 		return err
 	}
 	if len(missing) > 0 {
-		return exit.New(exit.NotFound, "inspect", "no such key: %s", strings.Join(missing, ", "))
+		return exit.New(exit.NotFound, "inspect", "no such key: %s", quoteJoin(missing, ", "))
 	}
 	return nil
 }
