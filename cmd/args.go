@@ -44,9 +44,11 @@ func readArg(in io.Reader, flag, v string, allowStdin bool) (string, error) {
 	return v, nil
 }
 
+// usageErr is err as a usage error (64).
+func usageErr(err error) error { return &exit.Error{Code: exit.Usage, Err: err} }
+
 // noArgs, exactArgs and minArgs are cobra's validators with usage exit
-// codes. Their messages name the command without "idmpctl", which the
-// error line already starts with.
+// codes, naming the command without "idmpctl" (the error line's start).
 func noArgs(c *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return exit.Usagef("%s takes no arguments, got %q", verbPath(c), args[0])
@@ -73,8 +75,7 @@ func minArgs(n int, what string) cobra.PositionalArgs {
 	}
 }
 
-// verbPath is the command's path without the program's name: "claim
-// acquire".
+// verbPath is the command's path without the program's name.
 func verbPath(c *cobra.Command) string {
 	return strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
 }

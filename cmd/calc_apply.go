@@ -21,9 +21,8 @@ func addApplyFlags(c *cobra.Command, o *CalcMaxsizeOptions) {
 }
 
 // applyCalc sets the computed MAXSIZE on the stream, and its DURATION only
-// when --recovery was given: without it the duration is the server's
-// default, which must not replace (and may shorten) a window the stream
-// already has. A flag not given never changes a stored setting.
+// with --recovery: the server's default must not replace (and maybe
+// shorten) a window the stream already has.
 func applyCalc(ctx context.Context, o *CalcMaxsizeOptions, r capacity.Result) error {
 	var duration int64 // 0: keep the stream's
 	if o.RecoveryFlag != "" {

@@ -26,7 +26,6 @@ type CalcMaxsizeOptions struct {
 
 // Validate parses every input; it needs no server.
 func (o *CalcMaxsizeOptions) Validate() error {
-	usage := func(err error) error { return &exit.Error{Code: exit.Usage, Err: err} }
 	if o.RateFlag == "" {
 		return exit.Usagef("--rate is required (for example --rate 1000/s)")
 	}
@@ -38,16 +37,16 @@ func (o *CalcMaxsizeOptions) Validate() error {
 	}
 	rate, err := capacity.ParseRate("rate", o.RateFlag)
 	if err != nil {
-		return usage(err)
+		return usageErr(err)
 	}
 	delay, err := capacity.ParseDuration("mark-delay", o.MarkDelayFlag, "80ms or 1.5s")
 	if err != nil {
-		return usage(err)
+		return usageErr(err)
 	}
 	var recovery time.Duration
 	if o.RecoveryFlag != "" {
 		if recovery, err = capacity.ParseDuration("recovery", o.RecoveryFlag, "1000s or 17m"); err != nil {
-			return usage(err)
+			return usageErr(err)
 		}
 	}
 	if o.Producers < 1 {
@@ -55,7 +54,7 @@ func (o *CalcMaxsizeOptions) Validate() error {
 	}
 	margin, err := capacity.ParseMargin("margin", o.MarginFlag)
 	if err != nil {
-		return usage(err)
+		return usageErr(err)
 	}
 	o.Inputs = capacity.Inputs{Rate: rate, MarkDelay: delay, Recovery: recovery,
 		Producers: o.Producers, Margin: margin, EmulatedBytesPerIID: emulatedBytesPerIID}

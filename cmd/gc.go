@@ -2,14 +2,10 @@ package cmd
 
 import "runtime/debug"
 
-// bulkGC tunes the collector for bulk work: a keyspace scan (inspect
-// --match, purge --match) or a batch (xadd --batch). Each allocates fast
-// (every key's replies and record, every line's fields and arguments) and
-// holds little (a few batches or windows), so collecting at 4x the live heap instead
-// of 2x saves much of the collector's work; a soft limit of 40 MiB keeps the
-// heap inside purge's budget (peak RSS under 64 MB) should the values be
-// large. GOGC or GOMEMLIMIT in the environment win. The returned func
-// restores the settings.
+// bulkGC tunes the collector for bulk work (scans, batches), which
+// allocates fast and holds little: collecting at 4x the live heap instead
+// of 2x saves much of the collector's work, and a soft limit of 40 MiB keeps
+// purge's peak RSS under 64 MB. GOGC or GOMEMLIMIT in the environment win.
 func bulkGC(getenv func(string) string) (restore func()) {
 	return bulkGCLimit(getenv, 40<<20)
 }

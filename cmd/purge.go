@@ -76,16 +76,14 @@ func (o *PurgeOptions) Validate() error {
 	o.Ops = keyspace.PurgeOptions{Pattern: o.Match, Literal: o.Literal, Statuses: statuses, Stale: o.Stale,
 		NoTTL: o.NoTTL, AnyType: o.AnyType, Force: o.Force, DryRun: o.DryRun, Limit: o.Limit, Decode: decode}
 	if o.OlderThanFlag != "" {
-		d, err := capacity.ParseDuration("older-than", o.OlderThanFlag, "24h or 90m")
-		if err != nil {
-			return &exit.Error{Code: exit.Usage, Err: err}
+		if o.Ops.OlderThan, err = capacity.ParseDuration("older-than", o.OlderThanFlag, "24h or 90m"); err != nil {
+			return usageErr(err)
 		}
-		o.Ops.OlderThan = d
 	}
 	if o.MaxRateFlag != "" {
 		r, err := capacity.ParseRate("max-rate", o.MaxRateFlag)
 		if err != nil {
-			return &exit.Error{Code: exit.Usage, Err: err}
+			return usageErr(err)
 		}
 		o.Ops.MaxRate, _ = r.Float64()
 	}

@@ -48,12 +48,7 @@ func (w WaitFlags) validate() error {
 
 // bound is how long a write may wait for its acknowledgements on top of
 // --timeout (callBound).
-func (w WaitFlags) bound() time.Duration {
-	if w.Replicas <= 0 && !w.AOF {
-		return 0
-	}
-	return w.Timeout
-}
+func (w WaitFlags) bound() time.Duration { return w.durability().Timeout }
 
 // durability is what the flags ask of each write.
 func (w WaitFlags) durability() redisconn.Durability {
