@@ -24,8 +24,7 @@ type CfgSetOptions struct {
 	Mode                      string
 }
 
-// parseSetting reads an XCFGSET value as Redis does (idmp.ParseInt), with
-// its texts (Redis 8.6.3's: a duration in seconds, a size in entries),
+// parseSetting reads an XCFGSET value as Redis 8.6.3 does, with its texts,
 // before Redis is contacted.
 func parseSetting(flag, s string, limit int64, name string) (int64, error) {
 	v, ok := idmp.ParseInt(s)

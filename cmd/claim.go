@@ -235,9 +235,8 @@ func claimStepCmd[O *AcquireOptions | *RenewOptions | *CompleteOptions | *FailOp
 	return newCmdClaimStep(f, name, seam)
 }
 
-// claimAcquireRun is claim acquire's step: the token on stdout, or the
-// stored result of a key already done (exit 1), or why not. A token that
-// could not be written is given up again.
+// claimAcquireRun is claim acquire's step. A token that could not be
+// written is given up again.
 func claimAcquireRun(ctx context.Context, conn *redisconn.Conn, o *ClaimStepOptions) error {
 	var ack redisconn.Ack
 	res, err := claim.Acquire(ctx, conn, o.acquireParams(), o.durably(&ack))

@@ -219,9 +219,8 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	return nil
 }
 
-// interruptedRun says what a signal forwarded to the command came to (a
-// Ctrl-C said nothing): the command's exit code stands, and the outcome
-// recorded says whether a redelivery runs it again.
+// interruptedRun says what a signal forwarded to the command came to: its
+// exit code stands, and the hint says whether a redelivery runs it again.
 func interruptedRun(p *render.Printer, key string, run claimrun.Result) error {
 	sig := sigName(run.Interrupted)
 	exited := fmt.Sprintf("the command exited %d", run.ExitCode)

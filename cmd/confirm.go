@@ -9,9 +9,8 @@ import (
 	"github.com/idmpctl/idmpctl/internal/view"
 )
 
-// change is what a confirmation is about: a statement of what the command
-// would do ("delete 3 records matching ..."), the question to ask, and
-// the keys it would touch (the first few of More+len(Keys)).
+// change is what a confirmation is about: what the command would do, the
+// question, and the keys it would touch (the first of More+len(Keys)).
 type change struct {
 	What     string
 	Question string

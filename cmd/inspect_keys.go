@@ -75,9 +75,8 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 	return nil
 }
 
-// inspectMatch scans keys: one line (or JSON object) per key, streamed, or
-// a table of them at the end; a summary of counts by status on stderr
-// (JSON: a last object of type "summary").
+// inspectMatch scans keys: a line or object per key, streamed, or a table
+// at the end; then a summary.
 func inspectMatch(ctx context.Context, o *InspectOptions) error {
 	p := o.Factory.Printer
 	rows := &view.ScanRows{}
@@ -95,9 +94,7 @@ func inspectMatch(ctx context.Context, o *InspectOptions) error {
 }
 
 // scanMatch is inspect --match's scan, each matching record to each, under
-// a progress line (linesOut: each record prints a line on stdout). It
-// returns the statuses asked for and the scan's summary, and with --memory
-// the memory of the records reported, measured after the scan.
+// a progress line; with --memory, the records' memory is measured after.
 func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(records.Record) error) ([]records.Status, keyspace.Summary, *keyspace.MemoryReport, error) {
 	ctx, stop := untilInterrupted(o.Factory, ctx)
 	defer stop()
@@ -177,10 +174,8 @@ func (sv *streamViewer) print(info stream.Info, r *view.Rates, at time.Time) err
 }
 
 // watch redraws the name view every interval with rates from counter
-// deltas, until interrupted (or --count views have been drawn). A
-// terminal's view is redrawn in place; elsewhere the views follow each
-// other, each with its time (raw: a "time" line first, and an empty line
-// between views; JSON: one object a view).
+// deltas, until interrupted or --count: in place on a terminal, elsewhere
+// one view after another, each with its time.
 func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
 	ctx, stop := untilInterrupted(sv.f, ctx)
 	defer stop()

@@ -1,8 +1,7 @@
 package cmd
 
-// inspect -o prometheus: one document in the Prometheus text format
-// (render.WriteMetrics) at the end of the run, for node_exporter's
-// textfile collector.
+// inspect -o prometheus: one document at the end of the run, for
+// node_exporter's textfile collector.
 
 import (
 	"context"
@@ -24,11 +23,10 @@ func notMetrics(cmdPath string) error {
 		Hint: "see 'idmpctl inspect --help'"}
 }
 
-// inspectStreamMetrics writes the metrics of the streams named. Every key
-// must be a stream: a record or other key is refused (64) before anything
-// is printed, since a job exporting it would otherwise lose its series
-// silently. Missing keys: the document of the others, then 66 (a cron job
-// that replaces its file only on success keeps the last good one).
+// inspectStreamMetrics writes the metrics of the streams named. Any other
+// key is refused (64) before anything prints: its series would vanish
+// silently. Missing keys: the others' document, then 66 (a cron job that
+// replaces its file only on success keeps the last good one).
 func inspectStreamMetrics(ctx context.Context, o *InspectOptions) error {
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
@@ -144,10 +142,9 @@ func (c *flagCounts) add(flags []records.Flag) {
 	}
 }
 
-// scanMetrics is a scan's summary as metrics. Every status the scan could
-// report (those of --status, else all but ABSENT) and every format a key
-// can have gets a sample, 0 included, so that no series vanishes from one
-// run to the next.
+// scanMetrics is a scan's summary as metrics: every status the scan could
+// report and every format gets a sample, 0 included, so that no series
+// vanishes from one run to the next.
 func scanMetrics(pattern string, statuses []records.Status, sum keyspace.Summary, flagged flagCounts) render.ScanMetrics {
 	matched := int64(0)
 	for _, n := range sum.ByStatus {

@@ -146,10 +146,9 @@ func restoreRun(ctx context.Context, o *RestoreOptions) error {
 	return nil
 }
 
-// confirmReplace names the keys of the file --replace would overwrite now
-// (keyspace.KeysToReplace), when there are any, and asks on a terminal, or
-// needs --yes. It returns those keys: the run overwrites no other (one
-// that appears after the look is skipped as existing).
+// confirmReplace names the keys --replace would overwrite now and asks (or
+// needs --yes). It returns them: the run overwrites no other, and a key
+// that appears after the look is skipped as existing.
 func (o *RestoreOptions) confirmReplace(ctx context.Context, conn *redisconn.Conn, opts keyspace.RestoreFileOptions) (map[string]bool, error) {
 	found, err := keyspace.KeysToReplace(ctx, conn, opts)
 	if err != nil {

@@ -132,8 +132,7 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 	// shared machine is the server's idle time (measured on 1,000,000
 	// lines: 0.67 s of CPU, 0.55 s at 64 MiB; peak RSS 47 and 70 MB).
 	defer bulkGCLimit(f.Getenv, 64<<20)()
-	// Every line prints a result on stdout: no progress line when stdout is
-	// a terminal too (startProgress).
+	// linesOut: every line prints a result on stdout.
 	bar, stopProgress := startProgress(p, true, progress.Options{Label: "xadd --batch", Unit: "lines", Total: size})
 	defer stopProgress()
 	// Results are buffered (a write per line would cost more than the add)
