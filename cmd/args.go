@@ -15,8 +15,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// inputError is an input file that cannot be read: 66, as a missing
-// --batch file (the contract's "not found", sysexits' EX_NOINPUT).
+// inputError is an input file that cannot be read: 66 (sysexits' EX_NOINPUT).
 func inputError(flag string, err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {

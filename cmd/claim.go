@@ -235,8 +235,7 @@ func claimStepCmd[O *AcquireOptions | *RenewOptions | *CompleteOptions | *FailOp
 	return newCmdClaimStep(f, name, seam)
 }
 
-// claimAcquireRun is claim acquire's step. A token that could not be
-// written is given up again.
+// claimAcquireRun is claim acquire's step; a token not written is given up.
 func claimAcquireRun(ctx context.Context, conn *redisconn.Conn, o *ClaimStepOptions) error {
 	var ack redisconn.Ack
 	res, err := claim.Acquire(ctx, conn, o.acquireParams(), o.durably(&ack))

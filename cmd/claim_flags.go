@@ -1,7 +1,6 @@
 package cmd
 
-// The flags the claim verbs share, each verb taking those its claimFlagSet
-// names, with their validation.
+// The flags the claim verbs share, with their validation.
 
 import (
 	"fmt"
@@ -17,8 +16,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// ClaimFlags are the inputs of the claim verbs. Each verb has the flags it
-// uses (has), and only those: --help lists them, and any other is refused.
+// ClaimFlags are the inputs of the claim verbs; each has only the flags it uses.
 type ClaimFlags struct {
 	has        claimFlagSet
 	Key        string
@@ -52,8 +50,7 @@ const (
 
 	acquireFlags = hasOwner | hasLease | hasTTL | hasPayload | hasMaxAttempts
 	renewFlags   = hasLease | hasTTL
-	// complete and fail write the outcome and keep the lease; release
-	// deletes the record.
+	// complete and fail keep the lease; release deletes the record.
 	completeFlags = hasTTL | hasMaxResult
 	failFlags     = hasTTL
 	releaseFlags  = claimFlagSet(0)
@@ -69,8 +66,7 @@ func defaultOwner() string {
 	return host + ":" + strconv.Itoa(os.Getpid())
 }
 
-// complete does the I/O the flags need before validation: the default
-// owner (looked up only when a claim verb runs) and the --payload file.
+// complete does the I/O before validation: the default owner, --payload.
 func (o *ClaimFlags) complete(f *Factory) error {
 	if o.has&hasOwner != 0 && !o.OwnerSet {
 		o.Owner = defaultOwner()
@@ -142,8 +138,7 @@ func (o *ClaimFlags) noteChanged(c *cobra.Command) {
 	o.Durable.noteChanged(c)
 }
 
-// addClaimFlagsFor adds the shared flags a verb takes, and the wait flags
-// (every verb writes).
+// addClaimFlagsFor adds the shared flags a verb takes, and the wait flags.
 func addClaimFlagsFor(c *cobra.Command, o *ClaimFlags, has claimFlagSet) {
 	o.has = has
 	fl := c.Flags()
@@ -179,8 +174,7 @@ func addClaimFlagsFor(c *cobra.Command, o *ClaimFlags, has claimFlagSet) {
 	addWaitFlags(c, &o.Durable)
 }
 
-// durably is the claim option of the wait flags; ack receives what was
-// acknowledged.
+// durably is the wait flags' claim option; ack receives what was acknowledged.
 func (o *ClaimFlags) durably(ack *redisconn.Ack) claim.Option {
 	return claim.Durably(o.Durable.durability(), ack)
 }
@@ -189,8 +183,7 @@ func addTokenFlag(c *cobra.Command, token *int64) {
 	c.Flags().Int64Var(token, "token", 0, "the fencing token acquire printed")
 }
 
-// ackFor is the acknowledgement to show (an outcome that wrote nothing
-// waited for nothing).
+// ackFor is the acknowledgement to show (none for an outcome that wrote nothing).
 func (o *ClaimFlags) ackFor(wrote bool, ack *redisconn.Ack) view.Ack {
 	if !wrote {
 		return view.Ack{}

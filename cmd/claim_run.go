@@ -242,8 +242,7 @@ func interruptedRun(p *render.Printer, key string, run claimrun.Result) error {
 		Err: fmt.Errorf("interrupted (%s): %s", sig, exited), Hint: recorded}
 }
 
-// contractCode reports whether code is one idmpctl itself gives for a
-// claim run that did not run its command, or lost its claim.
+// contractCode reports whether code is one of idmpctl's own exit codes.
 func contractCode(code int) bool {
 	switch code {
 	case exit.Usage, exit.Data, exit.NotFound, exit.Unavailable, exit.Internal, exit.Busy, exit.Lost, exit.Permission, exit.Config:

@@ -72,8 +72,7 @@ func keyNames(f *Factory, most int, then cobra.ShellCompDirective) cobra.Complet
 	}
 }
 
-// completeKeyNames asks the server for keys that start with prefix: an
-// unreachable or slow server offers nothing, and says nothing.
+// completeKeyNames asks the server for keys that start with prefix (none, silently, on failure).
 func completeKeyNames(f *Factory, prefix string) []string {
 	f.Global.Timeout = min(f.Global.Timeout, keyCompletionBound)
 	ctx, cancel := context.WithTimeout(context.Background(), keyCompletionBound)

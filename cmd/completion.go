@@ -35,9 +35,7 @@ whose scan would have to ask every primary).`,
 		}),
 		RunE: func(c *cobra.Command, args []string) error {
 			root := c.Root()
-			switch args[0] {
-			case "bash":
-				return bashCompletion(root, f.Out)
+			switch args[0] { // one of ValidArgs (Args)
 			case "zsh":
 				return root.GenZshCompletion(f.Out)
 			case "fish":
@@ -45,7 +43,7 @@ whose scan would have to ask every primary).`,
 			case "powershell":
 				return root.GenPowerShellCompletionWithDesc(f.Out)
 			}
-			return exit.Usagef("unknown shell %q", args[0])
+			return bashCompletion(root, f.Out)
 		},
 	}
 }

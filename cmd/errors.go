@@ -38,8 +38,7 @@ var answered = regexp.MustCompile(`(?:reply: |reply=|parse |line |unexpected )("
 var verbRoles = map[string]string{"inspect": "monitor or operator", "calc-ttl": "monitor or operator",
 	"xadd": "producer", "claim": "worker", "cfgset": "operator", "purge": "operator", "restore": "operator", "migrate": "operator"}
 
-// deniedHint is hint with an ACL denial's generic words replaced by the
-// role that runs verb.
+// deniedHint is hint naming the role that runs verb instead of generic words.
 func deniedHint(verb, hint string) string {
 	ours := "exec runs as the role of what it sends (docs/roles.md): the producer for XADD, the operator for XCFGSET; or grant this user what it lacks (ACL SETUSER)"
 	if r, ok := verbRoles[verb]; ok {
@@ -74,8 +73,7 @@ func printError(f *Factory, verb string, err error) {
 			hint = "the URL names an ACL user but no password was given: put it in IDMPCTL_PASSWORD or REDISCLI_AUTH (idmpctl logs in as that user, never as the default user instead)"
 		}
 	case exit.Code(err) == exit.Permission:
-		// An ACL denial: what the user may not run, in our words, before
-		// the server's.
+		// An ACL denial: what the user may not run, before the server's words.
 		if words, at, ok := exit.Denial(msg); ok {
 			if at >= 0 {
 				msg = msg[:at] + words + ": " + msg[at:]

@@ -64,8 +64,7 @@ func (l *termLines) ReadLine(prompt string) (string, error) {
 	return line, err
 }
 
-// plainLines reads lines from a reader that is no terminal (a forced one):
-// the prompt, then the line echoed as a terminal would show it.
+// plainLines reads lines on a forced terminal, echoed as a terminal would.
 type plainLines struct {
 	rd  *bufio.Reader
 	out io.Writer
@@ -83,8 +82,7 @@ func (l *plainLines) ReadLine(prompt string) (string, error) {
 	return line, nil
 }
 
-// promptState is what redis-cli's prompt shows: the server, the database
-// SELECTed, and an open transaction.
+// promptState is what redis-cli's prompt shows.
 type promptState struct {
 	addr  string
 	unix  bool

@@ -1,7 +1,6 @@
 package cmd
 
-// The Factory: what every command depends on, the connection it opens
-// lazily, and the decisions made once the flags are parsed (setup).
+// The Factory: what every command depends on, and the decisions of setup.
 
 import (
 	"cmp"
@@ -58,8 +57,7 @@ type GlobalOptions struct {
 	cliFlags   map[string]bool
 }
 
-// Conn opens the connection on first use; commands that need no server
-// never call it.
+// Conn opens the connection on first use.
 func (f *Factory) Conn(ctx context.Context) (*redisconn.Conn, error) {
 	if f.conn != nil {
 		return f.conn, nil
@@ -118,8 +116,7 @@ func (f *Factory) close() {
 	f.guard.Release() // one started for a claim run that never ran a command
 }
 
-// passwordSource names where the password idmpctl sent came from, in
-// Conn's order.
+// passwordSource names where the password idmpctl sent came from.
 func (f *Factory) passwordSource() string {
 	if f.Global.cliFlags["pass"] {
 		return "-a"
@@ -152,8 +149,7 @@ func (f *Factory) callBound(ctx context.Context, wait time.Duration) (context.Co
 // hasMetrics is the annotation of the commands that print -o prometheus.
 const hasMetrics = "idmpctl/metrics"
 
-// setup runs once flags are parsed for command c: checks, and the output
-// and colour decisions.
+// setup runs once flags are parsed: checks, and the output decisions.
 func (f *Factory) setup(c *cobra.Command) error {
 	// --url "$UNSET" would reach IDMPCTL_URL's server, or localhost's;
 	// purge --pid "$UNSET" would forget every producer's iids.

@@ -112,8 +112,7 @@ func (f durationFlag) String() string {
 	return compactDuration(*f.d)
 }
 
-// compactDuration is d as duration.Compact writes it, or "0", which --help
-// leaves out as pflag does for its own durations.
+// compactDuration is d as typed, or "0", which --help leaves out as pflag does.
 func compactDuration(d time.Duration) string {
 	if d == 0 {
 		return "0"

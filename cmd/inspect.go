@@ -103,8 +103,7 @@ func (o *InspectOptions) Validate() error {
 	return err
 }
 
-// defaultMemorySamples is --samples of inspect --memory: a format and
-// status of up to this many records is measured whole.
+// defaultMemorySamples is --samples: up to this many records are measured whole.
 const defaultMemorySamples = 1000
 
 // givenFlag names the first flag given, in a fixed order.

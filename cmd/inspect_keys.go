@@ -19,8 +19,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/view"
 )
 
-// inspectKeys shows each key: streams with the stream view, records
-// normalised whatever their format. Missing keys: 66 after the others.
+// inspectKeys shows each key; missing keys are 66 after the others.
 func inspectKeys(ctx context.Context, o *InspectOptions) error {
 	rctx, cancel := o.Factory.callBound(ctx, 0)
 	defer cancel()
@@ -75,8 +74,7 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 	return nil
 }
 
-// inspectMatch scans keys: a line or object per key, streamed, or a table
-// at the end; then a summary.
+// inspectMatch scans keys: records streamed or in a table, then a summary.
 func inspectMatch(ctx context.Context, o *InspectOptions) error {
 	p := o.Factory.Printer
 	rows := &view.ScanRows{}
@@ -167,8 +165,7 @@ func (sv *streamViewer) show(ctx context.Context, name, watch string) error {
 	return sv.print(info, nil, time.Time{})
 }
 
-// print shows a stream with its lints; at is the time of a --watch view
-// (zero otherwise).
+// print shows a stream with its lints; at is a --watch view's time.
 func (sv *streamViewer) print(info stream.Info, r *view.Rates, at time.Time) error {
 	return sv.f.Printer.Show(view.Stream{Info: info, Lints: health.Stream(info, sv.ctx), Rates: r, At: at})
 }

@@ -15,8 +15,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/render"
 )
 
-// notMetrics is the usage error of -o prometheus given to a command
-// (cmdPath) that has no metrics: it names the ones that have.
+// notMetrics is the usage error of -o prometheus for a command without metrics.
 func notMetrics(cmdPath string) error {
 	return &exit.Error{Code: exit.Usage,
 		Err:  fmt.Errorf("-o prometheus is for inspect STREAM... and inspect --match PATTERN, not %s", cmdPath),

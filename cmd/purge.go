@@ -220,8 +220,7 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {
 	return exit.Wrap(err, "purge")
 }
 
-// purgeProgress feeds the progress line: keys scanned, and the records
-// matched (a dry run) or deleted so far.
+// purgeProgress feeds the progress line: keys scanned, records matched or deleted.
 func purgeProgress(bar *progress.Bar, dryRun bool) func(keyspace.PurgeSummary) {
 	if bar == nil {
 		return nil
@@ -239,8 +238,7 @@ func purgeProgress(bar *progress.Bar, dryRun bool) func(keyspace.PurgeSummary) {
 	}
 }
 
-// printPurge prints purge --match's summary (view.Purge), with what
-// --backup saved.
+// printPurge prints purge --match's summary, with what --backup saved.
 func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions, keys view.KeyList, bw *backup.Writer) error {
 	v := view.Purge{Summary: s, Match: o.Match, DryRun: o.DryRun, Keys: keys}
 	if bw != nil {

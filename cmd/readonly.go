@@ -56,8 +56,7 @@ func (f *Factory) readOnly(c *cobra.Command) bool {
 	return true
 }
 
-// checkReadOnly refuses (64) a command that could write under --read-only,
-// before anything connects.
+// checkReadOnly refuses (64) a command that could write under --read-only.
 func (f *Factory) checkReadOnly(c *cobra.Command) error {
 	if !f.readOnly(c) || !mayWrite(c) {
 		return nil

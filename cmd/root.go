@@ -20,8 +20,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// NewRootCmd builds the whole command tree (help, completion scripts, man
-// pages).
+// NewRootCmd builds the whole command tree (help, completion scripts, man pages).
 func NewRootCmd(f *Factory) *cobra.Command {
 	return newRoot(f, "")
 }

@@ -13,8 +13,7 @@ func addModeFlag(c *cobra.Command, mode *string) {
 	c.Flags().StringVar(mode, "mode", "auto", "IDMP mode: auto (native when the server has it), native, emulated, or multi (native by MULTI/EXEC, for a user who may not run scripts)")
 }
 
-// openStreams connects and resolves the IDMP mode (a bad mode before
-// connecting).
+// openStreams connects and resolves the IDMP mode (checked before connecting).
 func openStreams(ctx context.Context, f *Factory, mode string) (*stream.Streams, error) {
 	if _, err := stream.ParseMode(mode); err != nil {
 		return nil, err

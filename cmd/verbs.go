@@ -122,8 +122,7 @@ func unknownVerb(c *cobra.Command, name string) error {
 		Hint: hint}
 }
 
-// levenshtein is the edit distance between a and b, in bytes (verb names
-// are ASCII).
+// levenshtein is the edit distance between a and b, in bytes (verbs are ASCII).
 func levenshtein(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
@@ -196,8 +195,7 @@ func verbOf(args []string) string {
 	return ""
 }
 
-// valueFlags are the global flags that take a value, and valueShorthands
-// their one-letter forms.
+// valueFlags are the global flags that take a value, with their short forms.
 var (
 	valueFlags = map[string]bool{
 		"--url": true, "--tls-ca": true, "--tls-cert": true, "--tls-key": true,
@@ -207,8 +205,7 @@ var (
 	valueShorthands = map[string]bool{"-o": true, "-h": true, "-p": true, "-a": true, "-n": true}
 )
 
-// fewRoundTrips reports a command of a few round trips (no stream of
-// input, no scan).
+// fewRoundTrips reports a command of a few round trips (no input stream, no scan).
 func fewRoundTrips(args []string) bool {
 	switch verbOf(args) {
 	case "claim", "cfgset", "calc-maxsize", "calc-ttl", "version":

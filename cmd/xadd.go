@@ -48,8 +48,7 @@ type XAddOptions struct {
 	jsonText string // --json as read by complete (the file or stdin)
 }
 
-// complete reads what --json names (@FILE or - for stdin): the I/O before
-// validation.
+// complete reads what --json names (@FILE or - for stdin) before validation.
 func (o *XAddOptions) complete() error {
 	if o.JSON == "" {
 		return nil
@@ -59,8 +58,7 @@ func (o *XAddOptions) complete() error {
 	return err
 }
 
-// Validate checks flags and arguments without a server or other I/O (the
-// --json text was read by complete).
+// Validate checks flags and arguments without a server or other I/O.
 func (o *XAddOptions) Validate() error {
 	if o.Escapes {
 		if err := o.unescape(); err != nil {
@@ -156,11 +154,9 @@ func unescapeArg(s string) (string, error) {
 	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
-		if s[i] != '\\' {
-			b.WriteByte(s[i])
-			continue
-		}
 		switch {
+		case s[i] != '\\':
+			b.WriteByte(s[i])
 		case i+1 < len(s) && s[i+1] == '\\':
 			b.WriteByte('\\')
 			i++
@@ -175,8 +171,7 @@ func unescapeArg(s string) (string, error) {
 	return b.String(), nil
 }
 
-// streamID says whether s is a stream ID as Redis reads one for MINID: MS
-// or MS-SEQ, each an unsigned 64-bit integer.
+// streamID says whether s is a stream ID as Redis reads MINID's (MS[-SEQ]).
 func streamID(s string) bool {
 	ms, seq, hasSeq := strings.Cut(s, "-")
 	if _, err := strconv.ParseUint(ms, 10, 64); err != nil {

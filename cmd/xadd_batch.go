@@ -47,8 +47,7 @@ func (c *countingReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// batchInput feeds stream.RunBatch from the NDJSON reader (a line's own
-// "pid" wins over --pid).
+// batchInput feeds stream.RunBatch from the NDJSON reader.
 type batchInput struct {
 	o     *XAddOptions
 	r     *batch.Reader
