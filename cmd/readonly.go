@@ -27,18 +27,15 @@ func mayWrite(c *cobra.Command) bool {
 	if c.Hidden || c.Name() == "help" || !c.Runnable() {
 		return false // help, completion requests, the guard
 	}
-	dryRun := func() bool {
-		v, err := c.Flags().GetBool("dry-run")
-		return err == nil && v
-	}
+	dryRun, _ := c.Flags().GetBool("dry-run") // false, "" where there is no such flag
+	apply, _ := c.Flags().GetString("apply")
 	switch c.Annotations[writesAnnotation] {
 	case writesNever, writesPerCommand:
 		return false
 	case writesUnlessDryRun:
-		return !dryRun()
+		return !dryRun
 	case writesWithApply:
-		v, err := c.Flags().GetString("apply")
-		return err == nil && v != "" && !dryRun()
+		return apply != "" && !dryRun
 	}
 	return true
 }
