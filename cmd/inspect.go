@@ -20,20 +20,15 @@ import (
 type InspectOptions struct {
 	Factory *Factory
 
-	Keys    []string
-	Server  bool
-	Match   string
-	Literal bool
-	All     bool // with --match: idmpctl's IDMP state keys too
-	Status  string
-	Limit   int64
-	Watch   string
-	Count   int // with --watch: stop after this many views (0: until interrupted)
-	Memory  bool
-	Samples int    // with --memory: records measured of each format and status
-	Mode    string // --mode: the IDMP state a stream view reads (auto, native, emulated)
-
-	SamplesGiven bool
+	Keys                 []string
+	Match, Status, Watch string
+	Server, Literal      bool
+	All                  bool // with --match: idmpctl's IDMP state keys too
+	Limit                int64
+	Count                int // with --watch: stop after this many views (0: until interrupted)
+	Memory, SamplesGiven bool
+	Samples              int    // with --memory: records measured of each format and status
+	Mode                 string // --mode: the IDMP state a stream view reads (auto, native, emulated)
 
 	ShowSecrets     bool   // print stored secrets (authorization headers, cookies, tokens) as they are
 	PowertoolsAttrs string // --powertools-attrs

@@ -22,28 +22,18 @@ import (
 type XAddOptions struct {
 	Factory *Factory
 
-	Stream      string
-	PID         string
-	IID         string
-	IIDSet      bool
-	Auto        bool
-	Fields      []string
-	JSON        string
-	Batch       string
-	MaxLen      int64
-	MinID       string
-	Approx      bool
-	Limit       int64
-	NoMkStream  bool
-	Mode        string
-	Skip        int
-	SkipSet     bool
-	BatchID     string
-	Resume      bool
-	ProgressTTL time.Duration
-	TTLSet      bool // --progress-ttl given (0 included)
-	Escapes     bool
-	Durable     WaitFlags
+	Stream, PID, IID        string
+	IIDSet, Auto, Escapes   bool
+	Fields                  []string
+	JSON, Batch, Mode       string
+	MaxLen, Limit           int64 // MAXLEN, and LIMIT of approximate trimming
+	MinID                   string
+	Approx, NoMkStream      bool
+	Skip                    int
+	BatchID                 string
+	SkipSet, Resume, TTLSet bool // TTLSet: --progress-ttl given (0 included)
+	ProgressTTL             time.Duration
+	Durable                 WaitFlags
 
 	jsonText string // --json as read by complete (the file or stdin)
 }
