@@ -19,9 +19,8 @@ import (
 // ClaimFlags are the inputs of the claim verbs; each has only the flags it uses.
 type ClaimFlags struct {
 	has        claimFlagSet
-	Key        string
-	Owner      string
-	OwnerSet   bool // --owner was given; otherwise Complete looks up hostname:pid
+	Key, Owner string
+	OwnerSet   bool // --owner was given; otherwise complete looks up hostname:pid
 	Lease, TTL time.Duration
 	// LeaseSet and TTLSet say whether --lease and --ttl were given: a flag
 	// not given never changes what a stored claim was taken with.

@@ -20,21 +20,14 @@ import (
 type PurgeOptions struct {
 	Factory *Factory
 
-	Match, Stream, PID    string
-	StatusFlag            string
-	Stale, NoTTL, AnyType bool
-	OrphanState           bool
-	Literal               bool
-	OlderThanFlag         string
-	MaxRateFlag           string
-	Limit                 int64
-	DryRun, Yes           bool
-	Force                 bool
-	Mode                  string
-	Backup                string // --backup FILE
-
-	ShowSecrets     bool
-	PowertoolsAttrs string
+	Match, Stream, PID, StatusFlag     string
+	OlderThanFlag, MaxRateFlag, Mode   string
+	Backup                             string // --backup FILE
+	Stale, NoTTL, AnyType, OrphanState bool
+	Literal, Force, DryRun, Yes        bool
+	Limit                              int64
+	ShowSecrets                        bool
+	PowertoolsAttrs                    string
 
 	Ops keyspace.PurgeOptions // parsed --match options
 }

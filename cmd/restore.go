@@ -20,10 +20,8 @@ import (
 type RestoreOptions struct {
 	Factory *Factory
 
-	File    string
-	Replace bool
-	DryRun  bool
-	Yes     bool
+	File                 string
+	Replace, DryRun, Yes bool
 
 	plan *backup.Plan // what the file holds, read by Validate
 }
