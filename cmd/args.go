@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,8 +15,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// inputError is an input file that cannot be read: 66, as a missing
-// --batch file (the contract's "not found", sysexits' EX_NOINPUT).
+// inputError is an input file that cannot be read: 66 (sysexits' EX_NOINPUT).
 func inputError(flag string, err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
@@ -43,9 +43,11 @@ func readArg(in io.Reader, flag, v string, allowStdin bool) (string, error) {
 	return v, nil
 }
 
+// usageErr is err as a usage error (64).
+func usageErr(err error) error { return &exit.Error{Code: exit.Usage, Err: err} }
+
 // noArgs, exactArgs and minArgs are cobra's validators with usage exit
-// codes. Their messages name the command without "idmpctl", which the
-// error line already starts with.
+// codes, naming the command without "idmpctl" (the error line's start).
 func noArgs(c *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return exit.Usagef("%s takes no arguments, got %q", verbPath(c), args[0])
@@ -72,8 +74,31 @@ func minArgs(n int, what string) cobra.PositionalArgs {
 	}
 }
 
-// verbPath is the command's path without the program's name: "claim
-// acquire".
+// verbPath is the command's path without the program's name.
 func verbPath(c *cobra.Command) string {
 	return strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
+}
+
+// runValidated ends a verb's RunE once its arguments are read: checks (pure
+// validation, and the I/O it needs), then runF (tests capture the options)
+// or run.
+func runValidated[O any](c *cobra.Command, o O, runF func(O) error, run func(context.Context, O) error, checks ...func() error) error {
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	if runF != nil {
+		return runF(o)
+	}
+	return run(c.Context(), o)
+}
+
+// quoteJoin is names quoted ("a", "b"), joined by sep.
+func quoteJoin(names []string, sep string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, sep)
 }

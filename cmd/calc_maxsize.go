@@ -6,6 +6,7 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/view"
 	"github.com/spf13/cobra"
 )
@@ -26,7 +27,6 @@ type CalcMaxsizeOptions struct {
 
 // Validate parses every input; it needs no server.
 func (o *CalcMaxsizeOptions) Validate() error {
-	usage := func(err error) error { return &exit.Error{Code: exit.Usage, Err: err} }
 	if o.RateFlag == "" {
 		return exit.Usagef("--rate is required (for example --rate 1000/s)")
 	}
@@ -38,16 +38,16 @@ func (o *CalcMaxsizeOptions) Validate() error {
 	}
 	rate, err := capacity.ParseRate("rate", o.RateFlag)
 	if err != nil {
-		return usage(err)
+		return usageErr(err)
 	}
 	delay, err := capacity.ParseDuration("mark-delay", o.MarkDelayFlag, "80ms or 1.5s")
 	if err != nil {
-		return usage(err)
+		return usageErr(err)
 	}
 	var recovery time.Duration
 	if o.RecoveryFlag != "" {
 		if recovery, err = capacity.ParseDuration("recovery", o.RecoveryFlag, "1000s or 17m"); err != nil {
-			return usage(err)
+			return usageErr(err)
 		}
 	}
 	if o.Producers < 1 {
@@ -55,7 +55,7 @@ func (o *CalcMaxsizeOptions) Validate() error {
 	}
 	margin, err := capacity.ParseMargin("margin", o.MarginFlag)
 	if err != nil {
-		return usage(err)
+		return usageErr(err)
 	}
 	o.Inputs = capacity.Inputs{Rate: rate, MarkDelay: delay, Recovery: recovery,
 		Producers: o.Producers, Margin: margin, EmulatedBytesPerIID: emulatedBytesPerIID}
@@ -89,13 +89,7 @@ Raw output is one line to paste after XCFGSET key:
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			o.ModeSet = c.Flags().Changed("mode")
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return calcMaxsizeRun(c.Context(), o)
+			return runValidated(c, o, runF, calcMaxsizeRun, o.Validate)
 		},
 	}
 	fl := c.Flags()
@@ -119,4 +113,28 @@ func calcMaxsizeRun(ctx context.Context, o *CalcMaxsizeOptions) error {
 		return applyCalc(ctx, o, res)
 	}
 	return nil
+}
+
+// emulatedBytesPerIID is the measured cost of one iid in emulated mode
+// (BenchmarkEmulatedMemoryPerIID; a test holds it within 30%).
+var emulatedBytesPerIID int64 = stream.EmulatedBytesPerIID
+
+func addApplyFlags(c *cobra.Command, o *CalcMaxsizeOptions) {
+	fl := c.Flags()
+	fl.StringVar(&o.Apply, "apply", "", "apply the result to STREAM through cfgset (same confirmation rules; IDMP-DURATION only with --recovery)")
+	fl.BoolVar(&o.Yes, "yes", false, "with --apply: confirm a change that clears tracked iids")
+	fl.BoolVar(&o.DryRun, "dry-run", false, "with --apply: show what would change, change nothing")
+	fl.StringVar(&o.Mode, "mode", "auto", "with --apply: IDMP mode: auto, native or emulated")
+}
+
+// applyCalc sets the computed MAXSIZE on the stream, and its DURATION only
+// with --recovery: the server's default must not replace (and maybe
+// shorten) a window the stream already has.
+func applyCalc(ctx context.Context, o *CalcMaxsizeOptions, r capacity.Result) error {
+	var duration int64 // 0: keep the stream's
+	if o.RecoveryFlag != "" {
+		duration = r.Duration
+	}
+	return cfgsetRun(ctx, &CfgSetOptions{Factory: o.Factory, Stream: o.Apply, Duration: duration, MaxSize: r.MaxSize,
+		Yes: o.Yes, DryRun: o.DryRun, Mode: o.Mode})
 }

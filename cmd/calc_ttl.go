@@ -30,26 +30,14 @@ const defaultTTLSamples = 200
 
 // Validate parses every input; it needs no server.
 func (o *CalcTTLOptions) Validate() error {
-	usage := func(err error) error { return &exit.Error{Code: exit.Usage, Err: err} }
 	if o.RateFlag == "" {
 		return exit.Usagef("--rate is required: keys written per second (for example --rate 100/s)")
 	}
 	rate, err := capacity.ParseRate("rate", o.RateFlag)
 	if err != nil {
-		return usage(err)
+		return usageErr(err)
 	}
 	in := capacity.TTLInputs{Rate: rate, KeySize: -1, ValueSize: -1}
-	dur := func(flag, s, example string, into *time.Duration) error {
-		if s == "" {
-			return nil
-		}
-		d, err := capacity.ParseDuration(flag, s, example)
-		if err != nil {
-			return usage(err)
-		}
-		*into = d
-		return nil
-	}
 	for _, d := range []struct {
 		flag, value, example string
 		into                 *time.Duration
@@ -59,8 +47,11 @@ func (o *CalcTTLOptions) Validate() error {
 		{"max-retry-delay", o.MaxRetryDelayFlag, "1h", &in.MaxRetryDelay},
 		{"buffer", o.BufferFlag, "10m", &in.Buffer},
 	} {
-		if err := dur(d.flag, d.value, d.example, d.into); err != nil {
-			return err
+		if d.value == "" {
+			continue
+		}
+		if *d.into, err = capacity.ParseDuration(d.flag, d.value, d.example); err != nil {
+			return usageErr(err)
 		}
 	}
 	in.Window = o.MaxProcessingFlag != "" || o.MaxRetryDelayFlag != "" || o.BufferFlag != ""
@@ -71,25 +62,22 @@ func (o *CalcTTLOptions) Validate() error {
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("give --ttl, or --max-processing and --max-retry-delay (and --buffer) to compute it"),
 			Hint: "for example: idmpctl calc-ttl --rate 100/s --max-processing 5m --max-retry-delay 1h --buffer 10m --key-size 40 --value-size 80"}
 	}
-	size := func(flag, s string, minimum int64, example string, into *int64) error {
-		if s == "" {
-			return nil
+	for _, b := range []struct {
+		flag, value string
+		minimum     int64
+		example     string
+		into        *int64
+	}{
+		{"key-size", o.KeySizeFlag, 1, "40 or 40b", &in.KeySize},
+		{"value-size", o.ValueSizeFlag, 0, "80 or 2kb", &in.ValueSize},
+		{"maxmemory", o.MaxMemoryFlag, 1, "4gb", &in.MaxMemory},
+	} {
+		if b.value == "" {
+			continue
 		}
-		n, err := capacity.ParseBytes(flag, s, minimum, example)
-		if err != nil {
-			return usage(err)
+		if *b.into, err = capacity.ParseBytes(b.flag, b.value, b.minimum, b.example); err != nil {
+			return usageErr(err)
 		}
-		*into = n
-		return nil
-	}
-	if err := size("key-size", o.KeySizeFlag, 1, "40 or 40b", &in.KeySize); err != nil {
-		return err
-	}
-	if err := size("value-size", o.ValueSizeFlag, 0, "80 or 2kb", &in.ValueSize); err != nil {
-		return err
-	}
-	if err := size("maxmemory", o.MaxMemoryFlag, 1, "4gb", &in.MaxMemory); err != nil {
-		return err
 	}
 	switch {
 	case o.Samples < 1 || o.Samples > keyspace.MaxSamples:
@@ -101,7 +89,7 @@ func (o *CalcTTLOptions) Validate() error {
 	// Inputs whose results do not fit are refused before any server is
 	// asked (a sample can only be priced once measured).
 	if _, err := capacity.CalculateTTL(in); err != nil {
-		return usage(err)
+		return usageErr(err)
 	}
 	o.Inputs = in
 	return nil
@@ -136,13 +124,7 @@ Raw output: "name<TAB>value" lines (ttl, ttl_s, keys, memory_bytes, and with
   idmpctl calc-ttl --rate 100/s --ttl 24h --sample 'idem:*' --maxmemory 1gb`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return calcTTLRun(c.Context(), o)
+			return runValidated(c, o, runF, calcTTLRun, o.Validate)
 		},
 	}
 	fl := c.Flags()

@@ -24,9 +24,7 @@ type CfgSetOptions struct {
 	Mode                      string
 }
 
-// parseSetting reads an XCFGSET value as Redis does (idmp.ParseInt), with
-// its texts (Redis 8.6.3's: a duration in seconds, a size in entries),
-// before Redis is contacted.
+// parseSetting reads an XCFGSET value as Redis 8.6.3 does, with its texts.
 func parseSetting(flag, s string, limit int64, name string) (int64, error) {
 	v, ok := idmp.ParseInt(s)
 	if !ok {
@@ -95,13 +93,7 @@ Raw output: "status<TAB>changed|unchanged|dry-run", then
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Stream = args[0]
 			o.DurationSet, o.MaxSizeSet = c.Flags().Changed("duration"), c.Flags().Changed("maxsize")
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return cfgsetRun(c.Context(), o)
+			return runValidated(c, o, runF, cfgsetRun, o.Validate)
 		},
 	}
 	fl := c.Flags()
@@ -116,50 +108,49 @@ Raw output: "status<TAB>changed|unchanged|dry-run", then
 
 // cfgsetRun is shared by cfgset and calc-maxsize --apply.
 func cfgsetRun(ctx context.Context, o *CfgSetOptions) error {
-	f, name, duration, maxsize := o.Factory, o.Stream, o.Duration, o.MaxSize
-	yes, dryRun, mode := o.Yes, o.DryRun, o.Mode
+	f, name := o.Factory, o.Stream
+	what := "cfgset " + strconv.Quote(name)
 	rctx, cancel := f.callBound(ctx, 0)
 	defer cancel()
-	streams, err := openStreams(rctx, f, mode)
+	streams, err := openStreams(rctx, f, o.Mode)
 	if err != nil {
 		return err
 	}
 	info, err := streams.Info(rctx, name)
 	if exit.Code(err) == exit.NotFound {
-		return exit.New(exit.NotFound, "cfgset "+strconv.Quote(name), "ERR no such key")
+		return exit.New(exit.NotFound, what, "ERR no such key")
 	}
 	if err != nil {
-		return exit.Wrap(err, "cfgset "+strconv.Quote(name))
+		return exit.Wrap(err, what)
 	}
 	before := idmp.Config{Duration: info.IDMPDuration, MaxSize: info.IDMPMaxSize}
 	after := before
-	if duration > 0 {
-		after.Duration = duration
+	if o.Duration > 0 {
+		after.Duration = o.Duration
 	}
-	if maxsize > 0 {
-		after.MaxSize = maxsize
+	if o.MaxSize > 0 {
+		after.MaxSize = o.MaxSize
 	}
 	status, cleared := "unchanged", int64(0)
 	switch {
 	case after == before:
-	case dryRun:
+	case o.DryRun:
 		status, cleared = "dry-run", info.IIDsTracked
 	default:
 		if info.IIDsTracked > 0 {
 			c := change{What: fmt.Sprintf("changing %s clears %s of %s", render.Field(name), render.N(info.IIDsTracked, "tracked iid"),
 				render.N(info.PIDsTracked, "producer")), Question: "Change the settings?"}
-			if err := confirm(f, yes, c); err != nil {
-				return exit.Wrap(err, "cfgset "+strconv.Quote(name))
+			if err := confirm(f, o.Yes, c); err != nil {
+				return exit.Wrap(err, what)
 			}
 		}
 		wctx, cancel := f.callBound(ctx, 0) // the question took its own time
 		defer cancel()
-		res, err := streams.CfgSet(wctx, name, duration, maxsize)
+		res, err := streams.CfgSet(wctx, name, o.Duration, o.MaxSize)
 		if err != nil {
-			return exit.Wrap(err, "cfgset "+strconv.Quote(name))
+			return exit.Wrap(err, what)
 		}
 		before, after, cleared = res.Before, res.After, res.ClearedIIDs
-		status = "unchanged"
 		if res.Changed {
 			status = "changed"
 		}

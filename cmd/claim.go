@@ -60,9 +60,8 @@ retry) and prints no token; renew, complete and fail can be repeated.`,
 	return c
 }
 
-// ClaimStepOptions are the inputs of a claim step: acquire, renew,
-// complete, fail or release. Each verb takes the flags its claimStep
-// names, and reads only those fields; the verbs' own types are this one.
+// ClaimStepOptions are the inputs of a claim step (acquire, renew,
+// complete, fail, release); each verb reads only the flags it takes.
 type ClaimStepOptions struct {
 	Factory *Factory
 	ClaimFlags
@@ -82,16 +81,16 @@ type (
 	ReleaseOptions  ClaimStepOptions
 )
 
-// claimStep defines one claim verb but run: its flags, and the call it
-// makes. A verb with send makes one transition and shows its ClaimStep
-// view; acquire, whose outcome is more than a record, has run instead.
+// claimStep defines one claim verb but run. A verb with send makes one
+// transition and shows its ClaimStep view; acquire, whose outcome is more
+// than a record, has run instead.
 type claimStep struct {
 	name, use, short string
 	has              claimFlagSet
 	takes            bool // it takes a claim: its lease is --lease or its default
 	token            bool // --token
-	// flags adds the verb's own flags; prepare reads what they name,
-	// before any server (complete's --result, STRING, @FILE or -).
+	// prepare reads what the verb's own flags name, before any server
+	// (complete's --result, STRING, @FILE or -).
 	flags   func(fl *pflag.FlagSet, o *ClaimStepOptions)
 	prepare func(c *cobra.Command, o *ClaimStepOptions) error
 	send    func(ctx context.Context, conn *redisconn.Conn, o *ClaimStepOptions, opts ...claim.Option) (outcome string, r claim.Record, err error)
@@ -150,9 +149,7 @@ var claimSteps = []claimStep{
 		}},
 }
 
-// newCmdClaimStep builds the claim verb name of claimSteps: KEY, its
-// flags, then complete (I/O), validate (none), prepare, and runF (tests)
-// or the step.
+// newCmdClaimStep builds the claim verb name of claimSteps.
 func newCmdClaimStep(f *Factory, name string, runF func(*ClaimStepOptions) error) *cobra.Command {
 	i := slices.IndexFunc(claimSteps, func(st claimStep) bool { return st.name == name })
 	st := claimSteps[i]
@@ -165,26 +162,15 @@ func newCmdClaimStep(f *Factory, name string, runF func(*ClaimStepOptions) error
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Key = args[0]
 			o.noteChanged(c)
-			if err := o.complete(f); err != nil {
-				return err
-			}
-			if err := o.validate(); err != nil {
-				return err
-			}
+			checks := []func() error{func() error { return o.complete(f) }, o.validate}
 			if st.token {
-				if err := validateToken(o.Token); err != nil {
-					return err
-				}
+				checks = append(checks, func() error { return validateToken(o.Token) })
 			}
 			if st.prepare != nil {
-				if err := st.prepare(c, o); err != nil {
-					return err
-				}
+				checks = append(checks, func() error { return st.prepare(c, o) })
 			}
-			if runF != nil {
-				return runF(o)
-			}
-			return claimStepRun(c.Context(), st, o)
+			run := func(ctx context.Context, o *ClaimStepOptions) error { return claimStepRun(ctx, st, o) }
+			return runValidated(c, o, runF, run, checks...)
 		},
 	}
 	addClaimFlagsFor(c, &o.ClaimFlags, st.has)
@@ -198,9 +184,8 @@ func newCmdClaimStep(f *Factory, name string, runF func(*ClaimStepOptions) error
 }
 
 // claimStepRun is one claim step, bounded as one call (connecting, the
-// wait for replicas and retries included): its transition and its view.
-// Which steps are repeated after a network error is the claim package's
-// decision (claim.Retries).
+// wait for replicas and retries included); claim.Retries decides which
+// steps are repeated after a network error.
 func claimStepRun(ctx context.Context, st claimStep, o *ClaimStepOptions) error {
 	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
 	defer cancel()
@@ -219,54 +204,38 @@ func claimStepRun(ctx context.Context, st claimStep, o *ClaimStepOptions) error 
 	return o.Factory.Printer.Show(view.ClaimStep{Verb: st.name, Key: o.Key, Outcome: outcome, Record: r, Ack: o.ackFor(true, &ack)})
 }
 
-// NewCmdClaimAcquire builds claim acquire; runF replaces the run step in tests.
+// NewCmdClaimAcquire, ...Renew, ...Complete, ...Fail and ...Release build
+// the claim steps; runF replaces the run step in tests.
 func NewCmdClaimAcquire(f *Factory, runF func(*AcquireOptions) error) *cobra.Command {
-	var seam func(*ClaimStepOptions) error
-	if runF != nil {
-		seam = func(o *ClaimStepOptions) error { return runF((*AcquireOptions)(o)) }
-	}
-	return newCmdClaimStep(f, "acquire", seam)
+	return claimStepCmd(f, "acquire", runF)
 }
 
-// NewCmdClaimRenew builds claim renew; runF replaces the run step in tests.
 func NewCmdClaimRenew(f *Factory, runF func(*RenewOptions) error) *cobra.Command {
-	var seam func(*ClaimStepOptions) error
-	if runF != nil {
-		seam = func(o *ClaimStepOptions) error { return runF((*RenewOptions)(o)) }
-	}
-	return newCmdClaimStep(f, "renew", seam)
+	return claimStepCmd(f, "renew", runF)
 }
 
-// NewCmdClaimComplete builds claim complete; runF replaces the run step in tests.
 func NewCmdClaimComplete(f *Factory, runF func(*CompleteOptions) error) *cobra.Command {
-	var seam func(*ClaimStepOptions) error
-	if runF != nil {
-		seam = func(o *ClaimStepOptions) error { return runF((*CompleteOptions)(o)) }
-	}
-	return newCmdClaimStep(f, "complete", seam)
+	return claimStepCmd(f, "complete", runF)
 }
 
-// NewCmdClaimFail builds claim fail; runF replaces the run step in tests.
 func NewCmdClaimFail(f *Factory, runF func(*FailOptions) error) *cobra.Command {
-	var seam func(*ClaimStepOptions) error
-	if runF != nil {
-		seam = func(o *ClaimStepOptions) error { return runF((*FailOptions)(o)) }
-	}
-	return newCmdClaimStep(f, "fail", seam)
+	return claimStepCmd(f, "fail", runF)
 }
 
-// NewCmdClaimRelease builds claim release; runF replaces the run step in tests.
 func NewCmdClaimRelease(f *Factory, runF func(*ReleaseOptions) error) *cobra.Command {
-	var seam func(*ClaimStepOptions) error
-	if runF != nil {
-		seam = func(o *ClaimStepOptions) error { return runF((*ReleaseOptions)(o)) }
-	}
-	return newCmdClaimStep(f, "release", seam)
+	return claimStepCmd(f, "release", runF)
 }
 
-// claimAcquireRun is claim acquire's step: the token on stdout, or the
-// stored result of a key already done (exit 1), or why not. A token that
-// could not be written is given up again.
+// claimStepCmd is newCmdClaimStep with runF taking the step's own type.
+func claimStepCmd[O *AcquireOptions | *RenewOptions | *CompleteOptions | *FailOptions | *ReleaseOptions](f *Factory, name string, runF func(O) error) *cobra.Command {
+	var seam func(*ClaimStepOptions) error
+	if runF != nil {
+		seam = func(o *ClaimStepOptions) error { return runF(O(o)) }
+	}
+	return newCmdClaimStep(f, name, seam)
+}
+
+// claimAcquireRun is claim acquire's step; a token not written is given up.
 func claimAcquireRun(ctx context.Context, conn *redisconn.Conn, o *ClaimStepOptions) error {
 	var ack redisconn.Ack
 	res, err := claim.Acquire(ctx, conn, o.acquireParams(), o.durably(&ack))
@@ -285,9 +254,8 @@ func claimAcquireRun(ctx context.Context, conn *redisconn.Conn, o *ClaimStepOpti
 }
 
 // acquireExit tells on stderr what a non-acquired outcome means, and
-// returns its exit code. verb is the command that acquired ("claim
-// acquire", "claim run"): errors say what the user ran. wait is claim
-// run's --wait, which a busy key outlasted (0: none given).
+// returns its exit code. verb is what the user ran; wait is claim run's
+// --wait, which a busy key outlasted (0: none given).
 func acquireExit(p *render.Printer, verb, key string, res claim.AcquireResult, wait time.Duration) error {
 	r := res.Record
 	what := verb + " " + strconv.Quote(key)

@@ -1,7 +1,6 @@
 package cmd
 
-// The flags the claim verbs share (ClaimFlags), each verb taking those its
-// claimFlagSet names, with their validation.
+// The flags the claim verbs share, with their validation.
 
 import (
 	"fmt"
@@ -17,13 +16,11 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// ClaimFlags are the inputs of the claim verbs. Each verb has the flags it
-// uses (has), and only those: --help lists them, and any other is refused.
+// ClaimFlags are the inputs of the claim verbs; each has only the flags it uses.
 type ClaimFlags struct {
 	has        claimFlagSet
-	Key        string
-	Owner      string
-	OwnerSet   bool // --owner was given; otherwise Complete looks up hostname:pid
+	Key, Owner string
+	OwnerSet   bool // --owner was given; otherwise complete looks up hostname:pid
 	Lease, TTL time.Duration
 	// LeaseSet and TTLSet say whether --lease and --ttl were given: a flag
 	// not given never changes what a stored claim was taken with.
@@ -52,8 +49,7 @@ const (
 
 	acquireFlags = hasOwner | hasLease | hasTTL | hasPayload | hasMaxAttempts
 	renewFlags   = hasLease | hasTTL
-	// complete and fail write the outcome and keep the lease; release
-	// deletes the record.
+	// complete and fail keep the lease; release deletes the record.
 	completeFlags = hasTTL | hasMaxResult
 	failFlags     = hasTTL
 	releaseFlags  = claimFlagSet(0)
@@ -69,8 +65,7 @@ func defaultOwner() string {
 	return host + ":" + strconv.Itoa(os.Getpid())
 }
 
-// complete does the I/O the flags need before validation: the default
-// owner (looked up only when a claim verb runs) and the --payload file.
+// complete does the I/O before validation: the default owner, --payload.
 func (o *ClaimFlags) complete(f *Factory) error {
 	if o.has&hasOwner != 0 && !o.OwnerSet {
 		o.Owner = defaultOwner()
@@ -123,20 +118,14 @@ func (o *ClaimFlags) acquireParams() claim.AcquireParams {
 		Fingerprint: o.fingerprint, MaxAttempts: o.MaxAttempts}
 }
 
-// leaseGiven is --lease when given, else 0: keep the lease the claim was
-// taken with.
-func (o *ClaimFlags) leaseGiven() time.Duration {
-	if o.LeaseSet {
-		return o.Lease
-	}
-	return 0
-}
+// leaseGiven and ttlGiven are --lease and --ttl when given, else 0: keep
+// the lease or the retention the claim was taken with.
+func (o *ClaimFlags) leaseGiven() time.Duration { return givenOr0(o.LeaseSet, o.Lease) }
+func (o *ClaimFlags) ttlGiven() time.Duration   { return givenOr0(o.TTLSet, o.TTL) }
 
-// ttlGiven is --ttl when given, else 0: keep the retention the claim was
-// taken with.
-func (o *ClaimFlags) ttlGiven() time.Duration {
-	if o.TTLSet {
-		return o.TTL
+func givenOr0(set bool, d time.Duration) time.Duration {
+	if set {
+		return d
 	}
 	return 0
 }
@@ -148,11 +137,7 @@ func (o *ClaimFlags) noteChanged(c *cobra.Command) {
 	o.Durable.noteChanged(c)
 }
 
-// addClaimFlags adds claim run's flags: every shared one.
-func addClaimFlags(c *cobra.Command, o *ClaimFlags) { addClaimFlagsFor(c, o, runFlags) }
-
-// addClaimFlagsFor adds the shared flags a verb takes, and the wait flags
-// (every verb writes).
+// addClaimFlagsFor adds the shared flags a verb takes, and the wait flags.
 func addClaimFlagsFor(c *cobra.Command, o *ClaimFlags, has claimFlagSet) {
 	o.has = has
 	fl := c.Flags()
@@ -160,10 +145,8 @@ func addClaimFlagsFor(c *cobra.Command, o *ClaimFlags, has claimFlagSet) {
 		fl.StringVar(&o.Owner, "owner", "", "who holds the claim (default hostname:pid)")
 		allowEmpty(fl, "owner") // refused by Validate
 	}
-	// --help shows the default that holds: a renew keeps the lease the
-	// claim was taken with, every write keeps the record's retention.
-	// Cobra's own "(default 5m)" would say otherwise, so the flags that
-	// default to what is stored show no value of their own.
+	// A renew keeps the stored lease and every write the stored retention:
+	// cobra's "(default 5m)" would say otherwise, so those show no default.
 	if has&hasLease != 0 {
 		if has&hasOwner != 0 { // acquire, run: a new claim's lease
 			durationVar(fl, &o.Lease, "lease", claim.DefaultLease, "how long a claim stays live without renewal")
@@ -190,8 +173,7 @@ func addClaimFlagsFor(c *cobra.Command, o *ClaimFlags, has claimFlagSet) {
 	addWaitFlags(c, &o.Durable)
 }
 
-// durably is the claim option of the wait flags; ack receives what was
-// acknowledged.
+// durably is the wait flags' claim option; ack receives what was acknowledged.
 func (o *ClaimFlags) durably(ack *redisconn.Ack) claim.Option {
 	return claim.Durably(o.Durable.durability(), ack)
 }
@@ -200,8 +182,7 @@ func addTokenFlag(c *cobra.Command, token *int64) {
 	c.Flags().Int64Var(token, "token", 0, "the fencing token acquire printed")
 }
 
-// ackFor is the acknowledgement to show for a call that wrote (an outcome
-// that wrote nothing waited for nothing).
+// ackFor is the acknowledgement to show (none for an outcome that wrote nothing).
 func (o *ClaimFlags) ackFor(wrote bool, ack *redisconn.Ack) view.Ack {
 	if !wrote {
 		return view.Ack{}

@@ -89,40 +89,34 @@ one JSON object printed at the end, with the outcome and exit code.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Key, o.Command = args[0], args[1:]
 			o.noteChanged(c)
-			if err := o.complete(f); err != nil {
-				return err
-			}
-			if err := o.validate(); err != nil {
-				return err
-			}
-			if o.Wait < 0 {
-				return exit.Usagef("--wait %s: must not be negative", o.Wait)
-			}
-			if err := claimrun.CheckLease(o.Lease); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return claimRunRun(c.Context(), o)
+			return runValidated(c, o, runF, claimRunRun, func() error { return o.complete(f) }, o.Validate)
 		},
 	}
-	addClaimFlags(c, &o.ClaimFlags)
+	addClaimFlagsFor(c, &o.ClaimFlags, runFlags)
 	durationVar(c.Flags(), &o.Wait, "wait", 0, "when busy, poll up to this long for the key to become done or free")
 	return c
 }
 
+// Validate checks claim run's flags without I/O.
+func (o *RunOptions) Validate() error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	if o.Wait < 0 {
+		return exit.Usagef("--wait %s: must not be negative", o.Wait)
+	}
+	return claimrun.CheckLease(o.Lease)
+}
+
 func claimRunRun(ctx context.Context, o *RunOptions) error {
-	// SIGINT and SIGTERM: until the command starts they cancel (nothing
-	// runs); then they are forwarded to it. The guard (Linux) was started
-	// before the tree was built (Main), or starts now, beside the acquire;
-	// one not needed is let go.
+	// SIGINT and SIGTERM cancel until the command starts (nothing runs),
+	// then are forwarded to it. The guard (Linux) was started by Main, or
+	// starts now beside the acquire; one not needed is let go.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// A reader that went away (claim run ... | head -1) must not kill
-	// idmpctl with SIGPIPE: the command goes on and its outcome is
-	// recorded. Caught rather than ignored, so the command starts with the
-	// default action.
+	// A reader gone (| head -1) must not kill idmpctl with SIGPIPE: the
+	// outcome is still recorded. Caught, not ignored, so the command
+	// starts with the default action.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -162,8 +156,7 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	}
 	report := view.ClaimRun{Key: o.Key, Outcome: string(res.Outcome)}
 	if !res.Acquired() {
-		switch res.Outcome {
-		case claim.Done:
+		if res.Outcome == claim.Done {
 			report.Outcome, report.Output, report.ReplayedToken = "replayed", res.Record.Result, res.Record.Token
 			return p.Show(report)
 		}
@@ -226,9 +219,8 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	return nil
 }
 
-// interruptedRun says what a signal forwarded to the command came to (a
-// Ctrl-C said nothing): the command's exit code stands, and the outcome
-// recorded says whether a redelivery runs it again.
+// interruptedRun says what a signal forwarded to the command came to: its
+// exit code stands, and the hint says whether a redelivery runs it again.
 func interruptedRun(p *render.Printer, key string, run claimrun.Result) error {
 	sig := sigName(run.Interrupted)
 	exited := fmt.Sprintf("the command exited %d", run.ExitCode)
@@ -250,16 +242,7 @@ func interruptedRun(p *render.Printer, key string, run claimrun.Result) error {
 		Err: fmt.Errorf("interrupted (%s): %s", sig, exited), Hint: recorded}
 }
 
-// sigName is a signal's name as errors give it (SIGINT).
-func sigName(s os.Signal) string {
-	if sig, ok := s.(syscall.Signal); ok {
-		return signalName(sig)
-	}
-	return s.String()
-}
-
-// contractCode reports whether code is one idmpctl itself gives for a
-// claim run that did not run its command, or lost its claim.
+// contractCode reports whether code is one of idmpctl's own exit codes.
 func contractCode(code int) bool {
 	switch code {
 	case exit.Usage, exit.Data, exit.NotFound, exit.Unavailable, exit.Internal, exit.Busy, exit.Lost, exit.Permission, exit.Config:
@@ -268,8 +251,7 @@ func contractCode(code int) bool {
 	return false
 }
 
-// failClosed says that the command was not run, after what the error
-// itself suggests.
+// failClosed adds to the error's hint that the command was not run.
 func failClosed(err error) error {
 	hint := "the command was not run (fail closed)"
 	var e *exit.Error

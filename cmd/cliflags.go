@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/url"
@@ -11,8 +12,7 @@ import (
 )
 
 // noteCLIFlags records which of redis-cli's -h, -p, -a and -n were given,
-// and refuses values no server has (64). -a is visible to every user of
-// the machine (ps, shell history): a warning says so, as redis-cli's does.
+// refuses values no server has (64), and warns of -a as redis-cli does.
 func (f *Factory) noteCLIFlags(c *cobra.Command) error {
 	g := &f.Global
 	g.cliFlags = map[string]bool{}
@@ -33,49 +33,37 @@ func (f *Factory) noteCLIFlags(c *cobra.Command) error {
 	return nil
 }
 
-// cliURL is raw (the URL of --url, the environment, or the default) with
-// redis-cli's flags applied: -h and -p replace its host and port (a unix
-// socket's URL becomes redis://HOST:PORT, the port 6379 unless -p), -n its
+// cliURL is raw with redis-cli's flags applied: -h and -p replace its host
+// and port (a unix socket's URL becomes redis://HOST:PORT), -n its
 // database, -a its password (the URL's user stays).
 func cliURL(raw string, g GlobalOptions) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", exit.New(exit.Config, "", "-h, -p, -a or -n with a URL that does not parse: %v", err)
 	}
-	if u.Scheme == "unix" {
-		if !g.cliFlags["host"] && !g.cliFlags["port"] {
-			if g.cliFlags["db"] {
-				q := u.Query()
-				q.Set("db", strconv.Itoa(g.DB))
-				u.RawQuery = q.Encode()
-			}
-			if g.cliFlags["pass"] {
-				u.User = url.UserPassword(u.User.Username(), g.Pass)
-			}
-			return u.String(), nil
-		}
+	unix := u.Scheme == "unix"
+	if unix && (g.cliFlags["host"] || g.cliFlags["port"]) {
 		// -h or -p: the user means TCP, as redis-cli without -s does.
-		user := u.User
-		u = &url.URL{Scheme: "redis", Host: "127.0.0.1:6379", User: user}
+		u, unix = &url.URL{Scheme: "redis", User: u.User}, false
 	}
-	host, port := u.Hostname(), u.Port()
-	if host == "" {
-		host = "127.0.0.1"
+	if !unix {
+		host, port := cmp.Or(u.Hostname(), "127.0.0.1"), cmp.Or(u.Port(), "6379")
+		if g.cliFlags["host"] {
+			host = g.Host
+		}
+		if g.cliFlags["port"] {
+			port = strconv.Itoa(g.Port)
+		}
+		u.Host = net.JoinHostPort(host, port)
 	}
-	if port == "" {
-		port = "6379"
-	}
-	if g.cliFlags["host"] {
-		host = g.Host
-	}
-	if g.cliFlags["port"] {
-		port = strconv.Itoa(g.Port)
-	}
-	u.Host = net.JoinHostPort(host, port)
 	if g.cliFlags["db"] {
-		u.Path = fmt.Sprintf("/%d", g.DB)
 		q := u.Query()
-		q.Del("db")
+		if unix {
+			q.Set("db", strconv.Itoa(g.DB))
+		} else {
+			u.Path = fmt.Sprintf("/%d", g.DB)
+			q.Del("db")
+		}
 		u.RawQuery = q.Encode()
 	}
 	if g.cliFlags["pass"] {

@@ -13,15 +13,12 @@ import (
 // Shell completion beyond commands and flags: the values of -o, --status
 // and --mode, and key names from the server (a bounded SCAN).
 
-// keyCompletionBound bounds a Tab that asks the server for key names:
-// connecting and the scan together (--timeout, if shorter).
-const keyCompletionBound = time.Second
+const (
+	keyCompletionBound = time.Second // connecting and the scan (--timeout, if shorter)
+	keyCompletionLimit = 100         // key names offered
+)
 
-// keyCompletionLimit is the most key names offered.
-const keyCompletionLimit = 100
-
-// registerCompletions adds value completions to the commands of root (the
-// whole tree, or the verb a run builds).
+// registerCompletions adds value completions to the commands of root.
 func registerCompletions(root *cobra.Command, f *Factory) {
 	_ = root.RegisterFlagCompletionFunc("output", fixedValues(
 		"table\tdrawn tables and views; the default on a terminal",
@@ -63,9 +60,8 @@ func fixedValues(values ...string) cobra.CompletionFunc {
 	}
 }
 
-// keyNames completes key names, for the first most arguments (0: any
-// number); past them, then is the completion (claim run's command after
-// "--": the shell's own, files and commands).
+// keyNames completes key names for the first most arguments (0: any
+// number); past them, then (claim run's command: the shell's own).
 func keyNames(f *Factory, most int, then cobra.ShellCompDirective) cobra.CompletionFunc {
 	return func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		if most > 0 && len(args) >= most {
@@ -76,9 +72,7 @@ func keyNames(f *Factory, most int, then cobra.ShellCompDirective) cobra.Complet
 	}
 }
 
-// completeKeyNames asks the server for keys that start with prefix, within
-// keyCompletionBound: an unreachable or slow server offers nothing, and
-// says nothing (a Tab prints no error).
+// completeKeyNames asks the server for keys that start with prefix (none, silently, on failure).
 func completeKeyNames(f *Factory, prefix string) []string {
 	f.Global.Timeout = min(f.Global.Timeout, keyCompletionBound)
 	ctx, cancel := context.WithTimeout(context.Background(), keyCompletionBound)

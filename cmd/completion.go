@@ -35,9 +35,7 @@ whose scan would have to ask every primary).`,
 		}),
 		RunE: func(c *cobra.Command, args []string) error {
 			root := c.Root()
-			switch args[0] {
-			case "bash":
-				return bashCompletion(root, f.Out)
+			switch args[0] { // one of ValidArgs (Args)
 			case "zsh":
 				return root.GenZshCompletion(f.Out)
 			case "fish":
@@ -45,19 +43,17 @@ whose scan would have to ask every primary).`,
 			case "powershell":
 				return root.GenPowerShellCompletionWithDesc(f.Out)
 			}
-			return exit.Usagef("unknown shell %q", args[0])
+			return bashCompletion(root, f.Out)
 		},
 	}
 }
 
 // cobraWordsByRef is the line of cobra's V2 bash script that needs the
-// bash-completion package: without it every Tab printed
-// "_get_comp_words_by_ref: command not found".
+// bash-completion package ("_get_comp_words_by_ref: command not found").
 const cobraWordsByRef = "    _get_comp_words_by_ref \"$@\" cur prev words cword\n"
 
-// ownWordsByRef does what _get_comp_words_by_ref -n =: does, when the
-// bash-completion package is not loaded: the words of the line, with
-// those bash split at = and : (--status=DONE, job:21) joined again.
+// ownWordsByRef does _get_comp_words_by_ref -n =:'s work without the
+// bash-completion package.
 const ownWordsByRef = `    if declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
         _get_comp_words_by_ref "$@" cur prev words cword
         return
@@ -82,8 +78,7 @@ const ownWordsByRef = `    if declare -F _get_comp_words_by_ref >/dev/null 2>&1;
     prev=${words[cword-1]}
 `
 
-// bashCompletion is cobra's V2 bash script, made to work in a bash without
-// the bash-completion package.
+// bashCompletion is cobra's V2 bash script, working without bash-completion.
 func bashCompletion(root *cobra.Command, w io.Writer) error {
 	var b bytes.Buffer
 	if err := root.GenBashCompletionV2(&b, true); err != nil {

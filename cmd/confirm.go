@@ -9,9 +9,8 @@ import (
 	"github.com/idmpctl/idmpctl/internal/view"
 )
 
-// change is what a confirmation is about: a statement of what the command
-// would do ("delete 3 records matching ..."), the question to ask, and
-// the keys it would touch (the first few of More+len(Keys)).
+// change is what a confirmation is about: what the command would do, the
+// question, and the keys it would touch (the first of More+len(Keys)).
 type change struct {
 	What     string
 	Question string
@@ -28,17 +27,14 @@ func confirm(f *Factory, yes bool, c change) error {
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%s: confirmation needed", c.What),
 			Hint: "pass --yes to confirm (or --dry-run to only see what would change)"}
 	}
-	var b strings.Builder
-	b.WriteString(c.What)
+	head := c.What + "\n"
 	if len(c.Keys) > 0 {
-		b.WriteString(":\n")
+		head = c.What + ":\n"
 		for _, l := range (view.KeyList{Keys: c.Keys, More: c.More}).Lines() {
-			b.WriteString("  " + l + "\n")
+			head += "  " + l + "\n"
 		}
-	} else {
-		b.WriteString("\n")
 	}
-	fmt.Fprintf(f.Err, "%s%s [y/N] ", b.String(), c.Question)
+	fmt.Fprintf(f.Err, "%s%s [y/N] ", head, c.Question)
 	answer, err := bufio.NewReader(f.In).ReadString('\n')
 	if err != nil {
 		// End of input (Ctrl-D, a closed pipe): no newline was typed, so

@@ -16,9 +16,7 @@ import (
 )
 
 // inOurWords is a network failure's message in our words, after what the
-// command said it was doing, and its hint: the precise one alone, or in
-// place of the generic one after what the command adds (a specific hint
-// stays).
+// command was doing, and its hint: precise in place of the generic one.
 func inOurWords(e *exit.Error, hint, words, precise string) (string, string) {
 	msg := words
 	if e != nil && e.What != "" {
@@ -30,10 +28,9 @@ func inOurWords(e *exit.Error, hint, words, precise string) (string, string) {
 	return msg, strings.Replace(hint, exit.UnreachableHint, precise, 1)
 }
 
-// answered finds the first bytes a reply that is not RESP held, quoted, in
-// go-redis's error ("invalid reply: %q", "can't parse %q", "can't parse
-// reply=%q reading string") or our reader's ("line %q not ended by CRLF",
-// "unexpected %q").
+// answered finds the quoted bytes of a reply that is not RESP in go-redis's
+// errors ("invalid reply: %q", "can't parse reply=%q ...") or our reader's
+// ("line %q not ended by CRLF", "unexpected %q").
 var answered = regexp.MustCompile(`(?:reply: |reply=|parse |line |unexpected )("(?:[^"\\]|\\.)*")`)
 
 // verbRoles is the "runs" column of docs/roles.md: the roles whose rule
@@ -41,8 +38,7 @@ var answered = regexp.MustCompile(`(?:reply: |reply=|parse |line |unexpected )("
 var verbRoles = map[string]string{"inspect": "monitor or operator", "calc-ttl": "monitor or operator",
 	"xadd": "producer", "claim": "worker", "cfgset": "operator", "purge": "operator", "restore": "operator", "migrate": "operator"}
 
-// deniedHint is hint with the generic words of an ACL denial replaced by
-// the role of docs/roles.md that runs verb.
+// deniedHint is hint naming the role that runs verb instead of generic words.
 func deniedHint(verb, hint string) string {
 	ours := "exec runs as the role of what it sends (docs/roles.md): the producer for XADD, the operator for XCFGSET; or grant this user what it lacks (ACL SETUSER)"
 	if r, ok := verbRoles[verb]; ok {
@@ -77,8 +73,7 @@ func printError(f *Factory, verb string, err error) {
 			hint = "the URL names an ACL user but no password was given: put it in IDMPCTL_PASSWORD or REDISCLI_AUTH (idmpctl logs in as that user, never as the default user instead)"
 		}
 	case exit.Code(err) == exit.Permission:
-		// An ACL denial: what the user may not run, in our words, before
-		// the server's; the role that runs the verb in the hint.
+		// An ACL denial: what the user may not run, before the server's words.
 		if words, at, ok := exit.Denial(msg); ok {
 			if at >= 0 {
 				msg = msg[:at] + words + ": " + msg[at:]
@@ -118,9 +113,8 @@ func printError(f *Factory, verb string, err error) {
 	}
 }
 
-// netWords is a network error in our words, for the final error and for
-// a warning that goes on (a retry): Go's "read tcp 127.0.0.1:1->127.0.0.1:2: i/o timeout" names
-// no flag and says less. Other errors keep their text.
+// netWords is a network error in our words, for errors and retries' warnings:
+// Go's "read tcp ...: i/o timeout" names no flag and says less.
 func netWords(err error, timeout time.Duration) string {
 	switch {
 	case exit.ClosedByServer(err):

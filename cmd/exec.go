@@ -106,13 +106,7 @@ RENAMENX, COPY and MOVE write; XINFO and CONFIG GET read.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Args = args
 			o.ReadOnly = f.readOnly(c)
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return execRun(c.Context(), o)
+			return runValidated(c, o, runF, execRun, o.Validate)
 		},
 	}
 	// Flags go before COMMAND: its arguments are Redis's (-1, --x...).
@@ -134,7 +128,7 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 	out := bufio.NewWriterSize(f.Out, 64<<10)
 	var buf []byte
 	failed, refused := 0, 0
-	var single *resp.Reply
+	var single resp.Reply
 	emit := func(r resp.Reply, more bool) {
 		if r.IsError() {
 			failed++
@@ -161,10 +155,7 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 		return err
 	}
 	if len(o.Args) > 0 {
-		var r resp.Reply
-		if r, err = s.One(ctx, o.Args); err == nil {
-			single = &r
-		}
+		single, err = s.One(ctx, o.Args)
 	} else if prompt != nil {
 		err = execPrompt(ctx, f, conn, s, prompt)
 	} else {
@@ -190,9 +181,6 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 		}
 		return nil
 	}
-	if single == nil {
-		return exit.New(exit.Internal, "exec", "no reply")
-	}
 	if single.IsError() && single.Int == opsexec.ReadOnlyRefused {
 		return &exit.Error{Code: exit.Usage, Err: errors.New(strings.TrimPrefix(single.Str, "ERR ")),
 			Hint: "nothing was sent; drop --read-only (and IDMPCTL_READ_ONLY) to write"}
@@ -200,7 +188,7 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 	if single.IsError() {
 		return replyError(single.Str)
 	}
-	buf = format(buf[:0], *single)
+	buf = format(buf[:0], single)
 	_, err = f.Out.Write(buf)
 	return err
 }

@@ -18,15 +18,12 @@ import (
 	"golang.org/x/term"
 )
 
-// exec with no COMMAND on a terminal: redis-cli's interactive prompt
-// ("127.0.0.1:6379> "), a command a line, its reply printed before the
-// next prompt. Line editing and history (arrows, Ctrl-A/E/K/U/W, Home/End)
-// come from golang.org/x/term's Terminal, already a dependency (it sizes
-// tables), rather than a readline library: nothing new to vet or ship.
-// Piped stdin keeps the script-friendly mode (RunLines) unchanged.
+// exec with no COMMAND on a terminal: redis-cli's interactive prompt. Line
+// editing and history come from golang.org/x/term, already a dependency,
+// rather than a readline library: nothing new to vet or ship.
 
-// lineReader reads a line of input after a prompt. io.EOF: the user left
-// (Ctrl-D, or Ctrl-C at the prompt, as in redis-cli).
+// lineReader reads a line after a prompt; io.EOF: the user left (Ctrl-D,
+// or Ctrl-C at the prompt, as in redis-cli).
 type lineReader interface {
 	ReadLine(prompt string) (string, error)
 }
@@ -67,8 +64,7 @@ func (l *termLines) ReadLine(prompt string) (string, error) {
 	return line, err
 }
 
-// plainLines reads lines from a reader that is no terminal (a forced one):
-// the prompt, then the line echoed as a terminal would show it.
+// plainLines reads lines on a forced terminal, echoed as a terminal would.
 type plainLines struct {
 	rd  *bufio.Reader
 	out io.Writer
@@ -86,8 +82,7 @@ func (l *plainLines) ReadLine(prompt string) (string, error) {
 	return line, nil
 }
 
-// promptState is what redis-cli's prompt shows: the server, the database
-// SELECTed, and an open transaction.
+// promptState is what redis-cli's prompt shows.
 type promptState struct {
 	addr  string
 	unix  bool
@@ -129,10 +124,8 @@ func (s *promptState) note(args []string, r resp.Reply) {
 	}
 }
 
-// execPrompt runs exec's interactive prompt on session s until the user
-// leaves (quit, exit, Ctrl-D, Ctrl-C at the prompt): exit 0, as redis-cli.
-// A failed command prints its error reply and the prompt goes on; a lost
-// connection ends the session with its code.
+// execPrompt runs the prompt on session s until the user leaves (exit 0,
+// as redis-cli); a lost connection ends it with its code.
 func execPrompt(ctx context.Context, f *Factory, conn *redisconn.Conn, s *opsexec.Session, lines lineReader) error {
 	addr, unix, db := conn.Endpoint()
 	st := promptState{addr: addr, unix: unix, db: db}
@@ -224,8 +217,7 @@ Every other command goes to the server as it is; replies as redis-cli's.
 }
 
 // promptLines is where exec with no COMMAND reads a person's lines: the
-// terminal's line editor, plain lines on a forced terminal, or nil (stdin
-// is no terminal: RunLines, the script-friendly mode).
+// line editor, plain lines on a forced terminal, or nil (no terminal).
 func promptLines(f *Factory) lineReader {
 	ios := f.IOStreams()
 	if !ios.PromptWanted() {

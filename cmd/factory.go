@@ -1,7 +1,6 @@
 package cmd
 
-// The Factory: what every command depends on, the connection it opens
-// lazily, and the decisions made once the flags are parsed (setup).
+// The Factory: what every command depends on, and the decisions of setup.
 
 import (
 	"cmp"
@@ -20,11 +19,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Factory carries what every command depends on: the I/O streams, the
-// environment, the printer and a lazily opened connection.
+// Factory carries what every command depends on.
 type Factory struct {
-	// The process's streams and environment, the seams tests replace: the
-	// terminal facts are IOStreams', made from them.
+	// The seams tests replace; IOStreams' terminal facts are made from them.
 	In       io.Reader
 	Out, Err io.Writer
 	Getenv   func(string) string
@@ -36,45 +33,31 @@ type Factory struct {
 	Printer *render.Printer
 	Global  GlobalOptions
 
-	conn *redisconn.Conn
-	io   *iostreams.IOStreams
-	// outputTold: the command dealt with its own lost output (claim run,
-	// whose command's exit code stands), or already failed for it.
-	outputTold bool
-	started    bool            // flags parsed: errors from here on are not usage errors
-	guard      *claimrun.Guard // claim run's guard, started before the tree is built (Linux)
-	// caught is the signal (SIGINT, SIGTERM) that stopped a command run
-	// under untilInterrupted: it exits 128 + its number.
-	caught atomic.Value
-	// opened is conn for the goroutine that closes it on a signal.
-	opened atomic.Pointer[redisconn.Conn]
+	conn       *redisconn.Conn
+	io         *iostreams.IOStreams
+	outputTold bool                           // the command dealt with its lost output, or failed for it
+	started    bool                           // flags parsed: errors from here on are not usage errors
+	guard      *claimrun.Guard                // claim run's guard, started before the tree is built (Linux)
+	caught     atomic.Value                   // the signal that stopped untilInterrupted's command
+	opened     atomic.Pointer[redisconn.Conn] // conn, for the goroutine that closes it on a signal
 }
 
 // GlobalOptions are the persistent flags.
 type GlobalOptions struct {
-	URL         string
-	TLSCA       string
-	TLSCert     string
-	TLSKey      string
-	TLSInsecure bool
-	Timeout     time.Duration
-	Retries     int
-	Cluster     bool
-	Output      string
-	NoColor     bool
-	ReadOnly    bool
-	// redis-cli's -h, -p, -a and -n: they change the URL's host, port,
-	// password and database (cliURL).
-	Quiet    bool // -q: no warnings on stderr (errors still print)
-	Host     string
-	Port     int
-	Pass     string
-	DB       int
-	cliFlags map[string]bool // which of them were given
+	URL, TLSCA, TLSCert, TLSKey             string
+	TLSInsecure, Cluster, NoColor, ReadOnly bool
+	Timeout                                 time.Duration
+	Retries                                 int
+	Output                                  string
+	Quiet                                   bool // -q: no warnings on stderr (errors still print)
+	// redis-cli's -h, -p, -a and -n change the URL's parts (cliURL);
+	// cliFlags says which were given.
+	Host, Pass string
+	Port, DB   int
+	cliFlags   map[string]bool
 }
 
-// Conn opens the connection on first use; commands that need no server
-// never call it.
+// Conn opens the connection on first use.
 func (f *Factory) Conn(ctx context.Context) (*redisconn.Conn, error) {
 	if f.conn != nil {
 		return f.conn, nil
@@ -85,7 +68,7 @@ func (f *Factory) Conn(ctx context.Context) (*redisconn.Conn, error) {
 		TLSInsecure: f.Global.TLSInsecure, Timeout: f.Global.Timeout, Cluster: f.Global.Cluster,
 	}
 	if cfg.URL == "" {
-		cfg.URL = firstNonEmpty(f.Getenv("IDMPCTL_URL"), f.Getenv("REDIS_URL"), redisconn.DefaultURL)
+		cfg.URL = cmp.Or(f.Getenv("IDMPCTL_URL"), f.Getenv("REDIS_URL"), redisconn.DefaultURL)
 	}
 	if len(f.Global.cliFlags) > 0 {
 		u, err := cliURL(cfg.URL, f.Global)
@@ -94,7 +77,7 @@ func (f *Factory) Conn(ctx context.Context) (*redisconn.Conn, error) {
 		}
 		cfg.URL = u
 	}
-	cfg.Password = firstNonEmpty(f.Getenv("IDMPCTL_PASSWORD"), f.Getenv("REDISCLI_AUTH"))
+	cfg.Password = cmp.Or(f.Getenv("IDMPCTL_PASSWORD"), f.Getenv("REDISCLI_AUTH"))
 	var once sync.Once
 	cfg.PasswordNotNeeded = func(error) {
 		// As redis-cli does: a warning, then on. It may also say that this
@@ -118,23 +101,12 @@ func (f *Factory) Conn(ctx context.Context) (*redisconn.Conn, error) {
 	return c, nil
 }
 
-// IOStreams are the run's streams and what is known of them (terminals,
-// width, colour, questions, lost output), made once from the Factory's
-// streams and seams.
+// IOStreams are the run's streams and what is known of them, made once.
 func (f *Factory) IOStreams() *iostreams.IOStreams {
 	if f.io == nil {
 		f.io = iostreams.New(f.In, f.Out, f.Err, f.Getenv, f.IsTTY, f.TermWidth)
 	}
 	return f.io
-}
-
-func firstNonEmpty(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 func (f *Factory) close() {
@@ -144,37 +116,32 @@ func (f *Factory) close() {
 	f.guard.Release() // one started for a claim run that never ran a command
 }
 
-// passwordSource names where the password idmpctl sent came from, as
-// Conn chose it: -a, else the URL, else IDMPCTL_PASSWORD, else
-// REDISCLI_AUTH.
+// passwordSource names where the password idmpctl sent came from.
 func (f *Factory) passwordSource() string {
 	if f.Global.cliFlags["pass"] {
 		return "-a"
 	}
 	raw := f.Global.URL
 	if raw == "" {
-		raw = firstNonEmpty(f.Getenv("IDMPCTL_URL"), f.Getenv("REDIS_URL"))
+		raw = cmp.Or(f.Getenv("IDMPCTL_URL"), f.Getenv("REDIS_URL"))
 	}
 	if u, err := url.Parse(raw); err == nil && u.User != nil {
 		if _, ok := u.User.Password(); ok {
 			return "the URL"
 		}
 	}
-	if f.Getenv("IDMPCTL_PASSWORD") != "" {
-		return "IDMPCTL_PASSWORD"
-	}
-	if f.Getenv("REDISCLI_AUTH") != "" {
-		return "REDISCLI_AUTH"
+	for _, env := range []string{"IDMPCTL_PASSWORD", "REDISCLI_AUTH"} {
+		if f.Getenv(env) != "" {
+			return env
+		}
 	}
 	return "" // none: the URL's user was tried with an empty password
 }
 
-// callBound bounds a command that is one call to Redis (a single xadd, a
-// claim step, cfgset's read and its write, inspect KEY, inspect --server):
-// the whole call, connecting and retries included, takes at most
-// --timeout, plus wait (what --wait-replicas may wait). A frozen server
-// costs one --timeout, not one per attempt. Long work (xadd --batch,
-// scans, purges, --watch, claim run) bounds each round trip instead.
+// callBound bounds a command that is one call to Redis: the whole call,
+// connecting and retries included, takes at most --timeout plus wait
+// (--wait-replicas'), so a frozen server costs one --timeout, not one per
+// attempt. Long work bounds each round trip instead.
 func (f *Factory) callBound(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, f.Global.Timeout+wait)
 }
@@ -182,8 +149,7 @@ func (f *Factory) callBound(ctx context.Context, wait time.Duration) (context.Co
 // hasMetrics is the annotation of the commands that print -o prometheus.
 const hasMetrics = "idmpctl/metrics"
 
-// setup runs once flags are parsed for command c: the output and colour
-// decisions.
+// setup runs once flags are parsed: checks, and the output decisions.
 func (f *Factory) setup(c *cobra.Command) error {
 	// --url "$UNSET" would reach IDMPCTL_URL's server, or localhost's;
 	// purge --pid "$UNSET" would forget every producer's iids.

@@ -18,15 +18,13 @@ import (
 var badFlagValue = regexp.MustCompile(`^invalid argument "((?:[^"\\]|\\.)*)" for "(?:-\w, )?(--[\w-]+)" flag: (.*)$`)
 
 // The annotations of an integer flag that flagError's hint reads: its unit
-// ("bytes": want a whole number of bytes) and an example value in that
-// unit, where the generic "3" would mislead (three bytes for a size limit).
+// and an example value, where the generic "3" would mislead (three bytes).
 const (
 	unitAnnotation    = "idmpctl_unit"
 	exampleAnnotation = "idmpctl_example"
 )
 
-// annotateExample gives fs's flag name a unit (or "") and an example value
-// for flagError's hint.
+// annotateExample gives fs's flag name a unit (or "") and an example value.
 func annotateExample(fs *pflag.FlagSet, name, unit, example string) {
 	if unit != "" {
 		_ = fs.SetAnnotation(name, unitAnnotation, []string{unit})
@@ -34,13 +32,11 @@ func annotateExample(fs *pflag.FlagSet, name, unit, example string) {
 	_ = fs.SetAnnotation(name, exampleAnnotation, []string{example})
 }
 
-// flagError is the usage error of a flag the command line got wrong, in
-// idmpctl's words: a value pflag could not parse says what the flag wants
-// (an integer, a duration with its unit) rather than Go's parser's text.
+// flagError is the usage error of a flag the command line got wrong: a
+// value pflag could not parse says what the flag wants, not Go's parser.
 func flagError(c *cobra.Command, err error) error {
-	// A group of verbs (the root, claim) meets the flags of a verb it did
-	// not recognise: "claim aquire k --lease 1m". The typo is the error,
-	// not the flag. The words parsed before the flag are there.
+	// "claim aquire k --lease 1m": the typo is the error, not the flag (the
+	// words parsed before the flag are in Args).
 	if c.HasSubCommands() {
 		if args := c.Flags().Args(); len(args) > 0 {
 			return unknownVerb(c, args[0])
@@ -59,9 +55,9 @@ func flagError(c *cobra.Command, err error) error {
 	if v, uerr := strconv.Unquote(`"` + value + `"`); uerr == nil {
 		value = v
 	}
-	// A flag of our own type says what is wrong itself (errTwice).
+	// Only a Go parser's text is replaced: a flag of our own type says what
+	// is wrong itself (errTwice).
 	why, example := m[3], ""
-	// Only a Go parser's text is replaced.
 	goText := strings.HasPrefix(m[3], "strconv.") || strings.HasPrefix(m[3], "time: ")
 	if fl := c.Flags().Lookup(strings.TrimPrefix(name, "--")); fl != nil && goText {
 		switch fl.Value.Type() {
@@ -89,11 +85,10 @@ func flagError(c *cobra.Command, err error) error {
 	return e
 }
 
-// durationFlag is a time.Duration flag whose value reads as it is typed:
-// "24h", "5m", "1m30s", never Go's "24h0m0s" (in --help's defaults).
+// durationFlag is a time.Duration flag whose value reads as it is typed
+// ("24h", never Go's "24h0m0s" in --help's defaults), and takes days (7d).
 type durationFlag struct{ d *time.Duration }
 
-// durationVar defines a duration flag on fs, as pflag's DurationVar does.
 func durationVar(fs *pflag.FlagSet, d *time.Duration, name string, value time.Duration, usage string) {
 	*d = value
 	fs.Var(durationFlag{d}, name, usage)
@@ -102,7 +97,7 @@ func durationVar(fs *pflag.FlagSet, d *time.Duration, name string, value time.Du
 func (f durationFlag) Type() string { return "duration" }
 
 func (f durationFlag) Set(s string) error {
-	v, err := duration.Parse(s) // Go's units, and days (7d)
+	v, err := duration.Parse(s)
 	if err != nil {
 		return err
 	}
@@ -117,9 +112,7 @@ func (f durationFlag) String() string {
 	return compactDuration(*f.d)
 }
 
-// compactDuration is d as duration.Compact writes it ("24h", not
-// "24h0m0s"), so it parses with time.ParseDuration; zero is "0", which
-// --help leaves out as pflag does for its own durations.
+// compactDuration is d as typed, or "0", which --help leaves out as pflag does.
 func compactDuration(d time.Duration) string {
 	if d == 0 {
 		return "0"
@@ -128,22 +121,20 @@ func compactDuration(d time.Duration) string {
 }
 
 // emptyAllowed marks a string flag whose empty value means something
-// (claim complete --result "": an empty outcome) or is refused by its
-// command in words of its own (cfgset --duration "": Redis's text).
+// (--result "": an empty outcome) or that its command refuses in words of
+// its own (cfgset --duration "": Redis's text).
 const emptyAllowed = "idmpctl/empty-allowed"
 
-// allowEmpty marks flags of fs as emptyAllowed.
 func allowEmpty(fs *pflag.FlagSet, names ...string) {
 	for _, n := range names {
 		_ = fs.SetAnnotation(n, emptyAllowed, []string{"true"})
 	}
 }
 
-// refuseEmpty refuses every string flag of c given with an empty value
-// (64), unless it is emptyAllowed: an unset shell variable (--pid "$PID")
-// must never pass for "not given", which would widen a selection to
-// everything, or drop a guard. A rule for every flag, so that a new flag
-// is covered without being listed.
+// refuseEmpty refuses (64) every string flag of c given empty unless it is
+// emptyAllowed: an unset shell variable (--pid "$PID") must never pass for
+// "not given", which would widen a selection to everything. Every flag, so
+// that a new one is covered without being listed.
 func refuseEmpty(c *cobra.Command) error {
 	var err error
 	c.Flags().Visit(func(fl *pflag.Flag) {

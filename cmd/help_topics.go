@@ -7,10 +7,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// exitCodesTopic is "idmpctl help exit-codes": the exit-code contract, in
-// one place rather than under every command's --help (a cobra additional
-// help topic: no Run, listed under the root's "Additional help topics").
-// idmpctl(1) carries the same table as its EXIT STATUS.
+// exitCodesTopic is "idmpctl help exit-codes", a cobra help topic rather
+// than a table under every command's --help.
 const exitCodesTopic = "exit-codes"
 
 func newExitCodesTopic() *cobra.Command {
@@ -34,8 +32,8 @@ repository; idmpctl(1) (man idmpctl) has this table too.`,
 	}
 }
 
-// completeHelp completes "idmpctl help ...": the verbs at that level, and
-// the help topics, which cobra's own completion leaves out (they do not run).
+// completeHelp completes "idmpctl help ...", help topics included, which
+// cobra's own completion leaves out.
 func completeHelp(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	target := c.Root()
 	for _, a := range args {

@@ -20,20 +20,15 @@ import (
 type InspectOptions struct {
 	Factory *Factory
 
-	Keys    []string
-	Server  bool
-	Match   string
-	Literal bool
-	All     bool // with --match: idmpctl's IDMP state keys too
-	Status  string
-	Limit   int64
-	Watch   string
-	Count   int // with --watch: stop after this many views (0: until interrupted)
-	Memory  bool
-	Samples int    // with --memory: records measured of each format and status
-	Mode    string // --mode: the IDMP state a stream view reads (auto, native, emulated)
-
-	SamplesGiven bool
+	Keys                 []string
+	Match, Status, Watch string
+	Server, Literal      bool
+	All                  bool // with --match: idmpctl's IDMP state keys too
+	Limit                int64
+	Count                int // with --watch: stop after this many views (0: until interrupted)
+	Memory, SamplesGiven bool
+	Samples              int    // with --memory: records measured of each format and status
+	Mode                 string // --mode: the IDMP state a stream view reads (auto, native, emulated)
 
 	ShowSecrets     bool   // print stored secrets (authorization headers, cookies, tokens) as they are
 	PowertoolsAttrs string // --powertools-attrs
@@ -103,8 +98,7 @@ func (o *InspectOptions) Validate() error {
 	return err
 }
 
-// defaultMemorySamples is --samples of inspect --memory: a format and
-// status of up to this many records is measured whole.
+// defaultMemorySamples is --samples: up to this many records are measured whole.
 const defaultMemorySamples = 1000
 
 // givenFlag names the first flag given, in a fixed order.
@@ -169,13 +163,7 @@ document of the others.
 		Annotations: map[string]string{hasMetrics: "yes", writesAnnotation: writesNever},
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Keys, o.SamplesGiven = args, c.Flags().Changed("samples")
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return inspectRun(c.Context(), o)
+			return runValidated(c, o, runF, inspectRun, o.Validate)
 		},
 	}
 	fl := c.Flags()

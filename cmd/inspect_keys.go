@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/duration"
@@ -20,8 +19,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/view"
 )
 
-// inspectKeys shows each key: streams with the stream view, records
-// normalised whatever their format. Missing keys: 66 after the others.
+// inspectKeys shows each key; missing keys are 66 after the others.
 func inspectKeys(ctx context.Context, o *InspectOptions) error {
 	rctx, cancel := o.Factory.callBound(ctx, 0)
 	defer cancel()
@@ -34,12 +32,11 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 		return err
 	}
 	var sv *streamViewer
-	var missing, missingNames []string
+	var missing []string
 	shown := 0
 	for _, r := range recs {
 		if r.Status == records.Absent {
-			missing = append(missing, strconv.Quote(r.Key))
-			missingNames = append(missingNames, r.Key)
+			missing = append(missing, r.Key)
 			continue
 		}
 		// Raw views follow each other as --watch's do: an empty line
@@ -67,23 +64,17 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 		}
 	}
 	if len(missing) > 0 {
-		e := exit.New(exit.NotFound, "inspect", "no such key: %s", strings.Join(missing, ", "))
-		if orphans := stream.LeftoverState(ctx, conn, missingNames); len(orphans) > 0 {
-			quoted := make([]string, len(orphans))
-			for i, name := range orphans {
-				quoted[i] = strconv.Quote(name)
-			}
+		e := exit.New(exit.NotFound, "inspect", "no such key: %s", quoteJoin(missing, ", "))
+		if orphans := stream.LeftoverState(ctx, conn, missing); len(orphans) > 0 {
 			e.Hint = fmt.Sprintf("emulated IDMP state of %s is left over (orphaned: the stream was deleted, and its state has no TTL); it is dropped by the next add to the same name, or now by idmpctl purge --stream NAME --yes",
-				strings.Join(quoted, ", "))
+				quoteJoin(orphans, ", "))
 		}
 		return e
 	}
 	return nil
 }
 
-// inspectMatch scans keys: one line (or JSON object) per key, streamed, or
-// a table of them at the end; a summary of counts by status on stderr
-// (JSON: a last object of type "summary").
+// inspectMatch scans keys: records streamed or in a table, then a summary.
 func inspectMatch(ctx context.Context, o *InspectOptions) error {
 	p := o.Factory.Printer
 	rows := &view.ScanRows{}
@@ -101,9 +92,7 @@ func inspectMatch(ctx context.Context, o *InspectOptions) error {
 }
 
 // scanMatch is inspect --match's scan, each matching record to each, under
-// a progress line (linesOut: each record prints a line on stdout). It
-// returns the statuses asked for and the scan's summary, and with --memory
-// the memory of the records reported, measured after the scan.
+// a progress line; with --memory, the records' memory is measured after.
 func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(records.Record) error) ([]records.Status, keyspace.Summary, *keyspace.MemoryReport, error) {
 	ctx, stop := untilInterrupted(o.Factory, ctx)
 	defer stop()
@@ -176,17 +165,14 @@ func (sv *streamViewer) show(ctx context.Context, name, watch string) error {
 	return sv.print(info, nil, time.Time{})
 }
 
-// print shows a stream with its lints; at is the time of a --watch view
-// (zero otherwise).
+// print shows a stream with its lints; at is a --watch view's time.
 func (sv *streamViewer) print(info stream.Info, r *view.Rates, at time.Time) error {
 	return sv.f.Printer.Show(view.Stream{Info: info, Lints: health.Stream(info, sv.ctx), Rates: r, At: at})
 }
 
 // watch redraws the name view every interval with rates from counter
-// deltas, until interrupted (or --count views have been drawn). A
-// terminal's view is redrawn in place; elsewhere the views follow each
-// other, each with its time (raw: a "time" line first, and an empty line
-// between views; JSON: one object a view).
+// deltas, until interrupted or --count: in place on a terminal, elsewhere
+// one view after another, each with its time.
 func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
 	ctx, stop := untilInterrupted(sv.f, ctx)
 	defer stop()

@@ -1,14 +1,12 @@
 package cmd
 
-// inspect -o prometheus: one document in the Prometheus text format
-// (render.WriteMetrics) at the end of the run, for node_exporter's
-// textfile collector.
+// inspect -o prometheus: one document at the end of the run, for
+// node_exporter's textfile collector.
 
 import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
@@ -17,19 +15,17 @@ import (
 	"github.com/idmpctl/idmpctl/internal/render"
 )
 
-// notMetrics is the usage error of -o prometheus given to a command
-// (cmdPath) that has no metrics: it names the ones that have.
+// notMetrics is the usage error of -o prometheus for a command without metrics.
 func notMetrics(cmdPath string) error {
 	return &exit.Error{Code: exit.Usage,
 		Err:  fmt.Errorf("-o prometheus is for inspect STREAM... and inspect --match PATTERN, not %s", cmdPath),
 		Hint: "see 'idmpctl inspect --help'"}
 }
 
-// inspectStreamMetrics writes the metrics of the streams named. Every key
-// must be a stream: a record or other key is refused (64) before anything
-// is printed, since a job exporting it would otherwise lose its series
-// silently. Missing keys: the document of the others, then 66 (a cron job
-// that replaces its file only on success keeps the last good one).
+// inspectStreamMetrics writes the metrics of the streams named. Any other
+// key is refused (64) before anything prints: its series would vanish
+// silently. Missing keys: the others' document, then 66 (a cron job that
+// replaces its file only on success keeps the last good one).
 func inspectStreamMetrics(ctx context.Context, o *InspectOptions) error {
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
@@ -43,7 +39,7 @@ func inspectStreamMetrics(ctx context.Context, o *InspectOptions) error {
 	for _, r := range recs {
 		switch {
 		case r.Status == records.Absent:
-			missing = append(missing, strconv.Quote(r.Key))
+			missing = append(missing, r.Key)
 		case r.Format != records.FormatStream:
 			return &exit.Error{Code: exit.Usage,
 				Err:  fmt.Errorf("-o prometheus: %s is not a stream (format %s)", strconv.Quote(r.Key), r.Format),
@@ -70,7 +66,7 @@ func inspectStreamMetrics(ctx context.Context, o *InspectOptions) error {
 		return err
 	}
 	if len(missing) > 0 {
-		return exit.New(exit.NotFound, "inspect", "no such key: %s", strings.Join(missing, ", "))
+		return exit.New(exit.NotFound, "inspect", "no such key: %s", quoteJoin(missing, ", "))
 	}
 	return nil
 }
@@ -145,10 +141,9 @@ func (c *flagCounts) add(flags []records.Flag) {
 	}
 }
 
-// scanMetrics is a scan's summary as metrics. Every status the scan could
-// report (those of --status, else all but ABSENT) and every format a key
-// can have gets a sample, 0 included, so that no series vanishes from one
-// run to the next.
+// scanMetrics is a scan's summary as metrics: every status the scan could
+// report and every format gets a sample, 0 included, so that no series
+// vanishes from one run to the next.
 func scanMetrics(pattern string, statuses []records.Status, sum keyspace.Summary, flagged flagCounts) render.ScanMetrics {
 	matched := int64(0)
 	for _, n := range sum.ByStatus {

@@ -72,13 +72,7 @@ then one line per kept iid: "kept", stream, pid, iid, entry ID, expires (RFC
   idmpctl migrate --match 'orders:*'`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Streams = args
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return migrateRun(c.Context(), o)
+			return runValidated(c, o, runF, migrateRun, o.Validate)
 		},
 	}
 	fl := c.Flags()

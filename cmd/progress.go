@@ -2,27 +2,18 @@ package cmd
 
 import (
 	"io"
+	"runtime/debug"
 
 	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/render"
 )
 
-// startProgress starts the progress line of long work (xadd --batch,
-// inspect --match, purge --match) on stderr. It is drawn only when
-//
-//   - stderr is a terminal (or IDMPCTL_FORCE_TTY is set),
-//   - the output is not -o json (a stream of objects for programs), and
-//   - stdout is not a terminal too while the command prints its results on
-//     it line by line as it goes (linesOut: xadd --batch, and -o raw scans
-//     and purges): those lines already show the progress, and a status line
-//     redrawn between them would garble them.
-//
-// The line is drawn at most ten times a second, and only once the work has
-// taken 250 ms (progress.Bar). Until stop is called, everything else the
-// command writes to stderr (warnings such as xadd --batch's retries,
-// status lines) erases the line first, so nothing is printed over it.
-// stop erases the line for good and restores stderr; call it before the
-// summary (it may be called again, deferred).
+// startProgress starts the progress line of long work on stderr, drawn
+// when stderr is a terminal, the output is not -o json, and not when stdout
+// is a terminal too that the command prints results on line by line
+// (linesOut): a line redrawn between them would garble them. Until stop,
+// other writes to stderr erase the line first; stop erases it for good
+// (call it before the summary; again, deferred, is fine).
 func startProgress(p *render.Printer, linesOut bool, opts progress.Options) (bar *progress.Bar, stop func()) {
 	enabled := p.ErrTTY && p.Format != render.JSON && !(linesOut && p.TTY)
 	bar = progress.New(p.Err, enabled, opts)
@@ -46,4 +37,25 @@ type clearFirst struct {
 func (c clearFirst) Write(b []byte) (int, error) {
 	c.bar.Clear()
 	return c.w.Write(b)
+}
+
+// bulkGC tunes the collector for bulk work (scans, batches), which
+// allocates fast and holds little: collecting at 4x the live heap instead
+// of 2x saves much of the collector's work, and a soft limit of 40 MiB keeps
+// purge's peak RSS under 64 MB. GOGC or GOMEMLIMIT in the environment win.
+func bulkGC(getenv func(string) string) (restore func()) {
+	return bulkGCLimit(getenv, 40<<20)
+}
+
+// bulkGCLimit is bulkGC with a soft limit of its own (bytes).
+func bulkGCLimit(getenv func(string) string, soft int64) (restore func()) {
+	if getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	pct := debug.SetGCPercent(400)
+	limit := debug.SetMemoryLimit(soft)
+	return func() {
+		debug.SetGCPercent(pct)
+		debug.SetMemoryLimit(limit)
+	}
 }

@@ -20,21 +20,14 @@ import (
 type PurgeOptions struct {
 	Factory *Factory
 
-	Match, Stream, PID    string
-	StatusFlag            string
-	Stale, NoTTL, AnyType bool
-	OrphanState           bool
-	Literal               bool
-	OlderThanFlag         string
-	MaxRateFlag           string
-	Limit                 int64
-	DryRun, Yes           bool
-	Force                 bool
-	Mode                  string
-	Backup                string // --backup FILE
-
-	ShowSecrets     bool
-	PowertoolsAttrs string
+	Match, Stream, PID, StatusFlag     string
+	OlderThanFlag, MaxRateFlag, Mode   string
+	Backup                             string // --backup FILE
+	Stale, NoTTL, AnyType, OrphanState bool
+	Literal, Force, DryRun, Yes        bool
+	Limit                              int64
+	ShowSecrets                        bool
+	PowertoolsAttrs                    string
 
 	Ops keyspace.PurgeOptions // parsed --match options
 }
@@ -76,16 +69,14 @@ func (o *PurgeOptions) Validate() error {
 	o.Ops = keyspace.PurgeOptions{Pattern: o.Match, Literal: o.Literal, Statuses: statuses, Stale: o.Stale,
 		NoTTL: o.NoTTL, AnyType: o.AnyType, Force: o.Force, DryRun: o.DryRun, Limit: o.Limit, Decode: decode}
 	if o.OlderThanFlag != "" {
-		d, err := capacity.ParseDuration("older-than", o.OlderThanFlag, "24h or 90m")
-		if err != nil {
-			return &exit.Error{Code: exit.Usage, Err: err}
+		if o.Ops.OlderThan, err = capacity.ParseDuration("older-than", o.OlderThanFlag, "24h or 90m"); err != nil {
+			return usageErr(err)
 		}
-		o.Ops.OlderThan = d
 	}
 	if o.MaxRateFlag != "" {
 		r, err := capacity.ParseRate("max-rate", o.MaxRateFlag)
 		if err != nil {
-			return &exit.Error{Code: exit.Usage, Err: err}
+			return usageErr(err)
 		}
 		o.Ops.MaxRate, _ = r.Float64()
 	}
@@ -123,19 +114,7 @@ summary on stderr ("kept-live" for a record the re-check found live).
   idmpctl purge --stream orders --yes`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			if o.Stream != "" {
-				return purgeStreamRun(c.Context(), o)
-			}
-			if o.OrphanState {
-				return purgeOrphanRun(c.Context(), o)
-			}
-			return purgeMatchRun(c.Context(), o)
+			return runValidated(c, o, runF, purgeRun, o.Validate)
 		},
 	}
 	fl := c.Flags()
@@ -158,6 +137,16 @@ summary on stderr ("kept-live" for a record the re-check found live).
 	addModeFlag(c, &o.Mode)
 	addRecordFlags(c, &o.ShowSecrets, &o.PowertoolsAttrs)
 	return c
+}
+
+func purgeRun(ctx context.Context, o *PurgeOptions) error {
+	switch {
+	case o.Stream != "":
+		return purgeStreamRun(ctx, o)
+	case o.OrphanState:
+		return purgeOrphanRun(ctx, o)
+	}
+	return purgeMatchRun(ctx, o)
 }
 
 func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {
@@ -224,8 +213,7 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {
 	return exit.Wrap(err, "purge")
 }
 
-// purgeProgress feeds the progress line: keys scanned, and the records
-// matched (a dry run) or deleted so far.
+// purgeProgress feeds the progress line: keys scanned, records matched or deleted.
 func purgeProgress(bar *progress.Bar, dryRun bool) func(keyspace.PurgeSummary) {
 	if bar == nil {
 		return nil
@@ -243,8 +231,7 @@ func purgeProgress(bar *progress.Bar, dryRun bool) func(keyspace.PurgeSummary) {
 	}
 }
 
-// printPurge prints purge --match's summary (view.Purge), with what
-// --backup saved.
+// printPurge prints purge --match's summary, with what --backup saved.
 func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions, keys view.KeyList, bw *backup.Writer) error {
 	v := view.Purge{Summary: s, Match: o.Match, DryRun: o.DryRun, Keys: keys}
 	if bw != nil {
@@ -285,4 +272,44 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 	}
 	return f.Printer.Show(view.PurgeStream{Stream: o.Stream, Mode: streams.Mode().String(), PID: o.PID,
 		Status: status, ClearedIIDs: cleared, DryRun: o.DryRun})
+}
+
+// purgeOrphanRun is purge --orphan-state: the matching emulated IDMP state
+// of deleted streams goes, each state whole, once confirmed.
+func purgeOrphanRun(ctx context.Context, o *PurgeOptions) error {
+	ctx, stop := untilInterrupted(o.Factory, ctx)
+	defer stop()
+	f := o.Factory
+	p := f.Printer
+	conn, err := f.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	plan, err := keyspace.FindOrphanState(ctx, conn, keyspace.OrphanOptions{Pattern: o.Match, Literal: o.Literal, Decode: o.Ops.Decode})
+	if err != nil {
+		return exit.Wrap(err, "purge")
+	}
+	if plan.Summary.Matched > 0 && !o.DryRun && !o.Yes {
+		var listed view.KeyList
+		for _, k := range plan.Keys() {
+			listed.Add(k)
+		}
+		what := fmt.Sprintf("drop the emulated IDMP state of %s whose stream is gone (%s matching %s)",
+			render.N(int64(plan.States()), "deleted stream"), render.N(plan.Summary.Matched, "key"), strconv.Quote(o.Match))
+		if err := confirm(f, false, change{What: what, Question: "Drop it?", Keys: listed.Keys, More: listed.More}); err != nil {
+			return exit.Wrap(err, "purge")
+		}
+	}
+	flush := p.BufferStream()
+	var shown view.KeyList
+	item := &view.PurgeItem{Keys: &shown}
+	sum, err := plan.Drop(ctx, conn, o.DryRun, func(it keyspace.PurgeItem) {
+		item.Record, item.Outcome = it.Record, it.Outcome
+		_ = p.Show(item)
+	})
+	flush()
+	if err != nil {
+		return err
+	}
+	return printPurge(p, sum, o, shown, nil)
 }

@@ -11,40 +11,31 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// writesAnnotation says when a command writes to Redis, for --read-only:
-// writesNever, writesUnlessDryRun (its --dry-run writes nothing), or
-// writesWithApply (only with --apply, and not with --dry-run). A command
-// without it is taken to write: a new command is refused under --read-only
-// until it says otherwise.
+// writesAnnotation says when a command writes to Redis, for --read-only. A
+// command without it is taken to write: a new command is refused under
+// --read-only until it says otherwise.
 const (
 	writesAnnotation   = "idmpctl/writes"
 	writesNever        = "never"
-	writesUnlessDryRun = "unless-dry-run"
-	writesWithApply    = "with-apply"
-	// writesPerCommand: exec, which judges each command it is given (the
-	// server's COMMAND INFO), refusing those that could write.
-	writesPerCommand = "per-command"
+	writesUnlessDryRun = "unless-dry-run" // its --dry-run writes nothing
+	writesWithApply    = "with-apply"     // only with --apply, and not with --dry-run
+	writesPerCommand   = "per-command"    // exec: judges each command by COMMAND INFO
 )
 
 // mayWrite reports whether c, with the flags given, could write to Redis.
-// Cobra's own commands (help, the hidden completion requests) and idmpctl's
-// hidden helpers never do.
 func mayWrite(c *cobra.Command) bool {
 	if c.Hidden || c.Name() == "help" || !c.Runnable() {
-		return false
+		return false // help, completion requests, the guard
 	}
-	dryRun := func() bool {
-		v, err := c.Flags().GetBool("dry-run")
-		return err == nil && v
-	}
+	dryRun, _ := c.Flags().GetBool("dry-run") // false, "" where there is no such flag
+	apply, _ := c.Flags().GetString("apply")
 	switch c.Annotations[writesAnnotation] {
 	case writesNever, writesPerCommand:
 		return false
 	case writesUnlessDryRun:
-		return !dryRun()
+		return !dryRun
 	case writesWithApply:
-		v, err := c.Flags().GetString("apply")
-		return err == nil && v != "" && !dryRun()
+		return apply != "" && !dryRun
 	}
 	return true
 }
@@ -62,8 +53,7 @@ func (f *Factory) readOnly(c *cobra.Command) bool {
 	return true
 }
 
-// checkReadOnly refuses (64) a command that could write under --read-only,
-// before anything connects.
+// checkReadOnly refuses (64) a command that could write under --read-only.
 func (f *Factory) checkReadOnly(c *cobra.Command) error {
 	if !f.readOnly(c) || !mayWrite(c) {
 		return nil

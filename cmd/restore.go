@@ -20,10 +20,8 @@ import (
 type RestoreOptions struct {
 	Factory *Factory
 
-	File    string
-	Replace bool
-	DryRun  bool
-	Yes     bool
+	File                 string
+	Replace, DryRun, Yes bool
 
 	plan *backup.Plan // what the file holds, read by Validate
 }
@@ -86,13 +84,7 @@ overwrite), and a summary on stderr.`,
 		Args: exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.File = args[0]
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return restoreRun(c.Context(), o)
+			return runValidated(c, o, runF, restoreRun, o.Validate)
 		},
 	}
 	fl := c.Flags()
@@ -152,10 +144,9 @@ func restoreRun(ctx context.Context, o *RestoreOptions) error {
 	return nil
 }
 
-// confirmReplace names the keys of the file --replace would overwrite now
-// (keyspace.KeysToReplace), when there are any, and asks on a terminal, or
-// needs --yes. It returns those keys: the run overwrites no other (one
-// that appears after the look is skipped as existing).
+// confirmReplace names the keys --replace would overwrite now and asks (or
+// needs --yes). It returns them: the run overwrites no other, and a key
+// that appears after the look is skipped as existing.
 func (o *RestoreOptions) confirmReplace(ctx context.Context, conn *redisconn.Conn, opts keyspace.RestoreFileOptions) (map[string]bool, error) {
 	found, err := keyspace.KeysToReplace(ctx, conn, opts)
 	if err != nil {

@@ -1,13 +1,8 @@
 // Package cmd holds idmpctl's commands: flags, validation and wiring, each
 // verb in files of its own (options, Validate, then a run that calls ops and
-// prints). Redis work lives in internal/ops (redisconn, stream, claim,
-// keyspace, health, exec), claim run's process supervision in
-// internal/ops/claimrun, the terminal facts in internal/iostreams, and
-// output in internal/render.
-//
-// This file is the root command and the run: the Factory is factory.go,
-// verb routing verbs.go, the read-only policy readonly.go, signals
-// signals.go, and the printing of errors errors.go.
+// prints). Redis work lives in internal/ops, the terminal facts in
+// internal/iostreams, and output in internal/render. This file is the root
+// command and the run.
 package cmd
 
 import (
@@ -25,15 +20,13 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// NewRootCmd builds the whole command tree (help, completion scripts, man
-// pages).
+// NewRootCmd builds the whole command tree (help, completion scripts, man pages).
 func NewRootCmd(f *Factory) *cobra.Command {
 	return newRoot(f, "")
 }
 
 // newRoot builds the root with its global flags and the verb named, or every
-// verb when verb is "". Building the tree is a measurable part of a start
-// that scripts pay per message, so a run builds only the verb it runs.
+// verb when verb is "": building the tree is a measurable part of a start.
 func newRoot(f *Factory, verb string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "idmpctl",
@@ -61,8 +54,7 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH. redis-cli's -h HOST,
 		case len(args) > 0:
 			return unknownVerb(c, args[0])
 		case len(f.Global.cliFlags) > 0:
-			// "idmpctl -h redis.internal": a redis-cli habit, not a request
-			// for help; a script must not read success in it.
+			// "idmpctl -h redis.internal": not a request for help, nor a success.
 			return &exit.Error{Code: exit.Usage, Err: errors.New("no command given"),
 				Hint: "-h is the server's host, as in redis-cli; --help shows help, e.g. idmpctl -h HOST inspect --server"}
 		}
@@ -90,8 +82,8 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH. redis-cli's -h HOST,
 	allowEmpty(pf, "output") // -o "": the default format
 	pf.BoolVar(&g.NoColor, "no-color", false, "no colour (also NO_COLOR)")
 	pf.BoolVar(&g.ReadOnly, "read-only", false, "refuse every command that could write, before it connects (also IDMPCTL_READ_ONLY=1)")
-	// redis-cli's habits: -h is the host, so help is --help alone (a
-	// persistent flag of its own, which keeps cobra from adding -h).
+	// -h is the host, as in redis-cli: a --help of our own keeps cobra
+	// from adding -h.
 	pf.StringVarP(&g.Host, "host", "h", "", "server host, as redis-cli's -h (replaces the URL's host)")
 	pf.IntVarP(&g.Port, "port", "p", 0, "server port, as redis-cli's -p (replaces the URL's port)")
 	pf.StringVarP(&g.Pass, "pass", "a", "", "password, as redis-cli's -a (visible in ps: prefer REDISCLI_AUTH)")

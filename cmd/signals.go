@@ -16,11 +16,8 @@ import (
 )
 
 // untilInterrupted is ctx cancelled by SIGINT or SIGTERM, for the commands
-// that loop (batches, scans, watches): they stop cleanly and say what they
-// did, and a command that stops with an error for it exits 128 + the
-// signal's number (130, 143), as a shell reports a process the signal
-// ended. A command of one round trip keeps the default action of those
-// signals, and its start does without the signal machinery.
+// that loop (batches, scans, watches): they stop cleanly, say what they did,
+// and an error exits 128 + the signal's number, as a shell reports it.
 func untilInterrupted(f *Factory, ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
 	ch := make(chan os.Signal, 1)
@@ -54,15 +51,14 @@ func untilInterrupted(f *Factory, ctx context.Context) (context.Context, context
 	}
 }
 
-// interruptedBy is err as the exit of a command stopped by sig: the code
-// 128 + sig, what it was doing and its hint (a batch says how far it got);
+// interruptedBy is err as the exit of a command stopped by sig (128 + sig);
 // the network errors the cancellation caused say nothing.
 func interruptedBy(err error, sig syscall.Signal) error {
 	var e *exit.Error
 	if errors.As(err, &e) && e.Silent {
 		return err
 	}
-	out := &exit.Error{Code: 128 + int(sig), Err: fmt.Errorf("interrupted (%s)", signalName(sig))}
+	out := &exit.Error{Code: 128 + int(sig), Err: fmt.Errorf("interrupted (%s)", sigName(sig))}
 	if e != nil {
 		out.What = e.What
 		if e.Code == exit.Interrupted {
@@ -72,12 +68,13 @@ func interruptedBy(err error, sig syscall.Signal) error {
 	return out
 }
 
-func signalName(sig syscall.Signal) string {
-	switch sig {
+// sigName is a signal's name as errors give it (SIGINT).
+func sigName(s os.Signal) string {
+	switch s {
 	case syscall.SIGINT:
 		return "SIGINT"
 	case syscall.SIGTERM:
 		return "SIGTERM"
 	}
-	return sig.String()
+	return s.String()
 }

@@ -20,9 +20,8 @@ var statusMeaning = map[records.Status]string{
 	records.Unknown:    "a status none of these words names",
 }
 
-// statusHelp is the paragraph of --help that lists every value --status
-// accepts: a filter that selects what to delete says what it takes. Built
-// from internal/records, which reads them, so it cannot fall behind.
+// statusHelp lists every value --status accepts, for --help: built from
+// internal/records, which reads them, so it cannot fall behind.
 func statusHelp() string {
 	var b strings.Builder
 	b.WriteString("--status takes these names, comma-separated, in any case (a space or a\nhyphen for an underscore):\n")
@@ -68,9 +67,8 @@ func parseStatuses(s string) ([]records.Status, error) {
 	return out, nil
 }
 
-// completeStatuses offers --status's values: the names, and the words for
-// them that start as the word being typed does; after a comma, the rest
-// of the list. In the case the user types in.
+// completeStatuses offers --status's values and their words, after a comma
+// the rest of the list, in the case the user types in.
 func completeStatuses(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	done, word := "", toComplete
 	if i := strings.LastIndexByte(toComplete, ','); i >= 0 {

@@ -13,17 +13,16 @@ func addModeFlag(c *cobra.Command, mode *string) {
 	c.Flags().StringVar(mode, "mode", "auto", "IDMP mode: auto (native when the server has it), native, emulated, or multi (native by MULTI/EXEC, for a user who may not run scripts)")
 }
 
-// openStreams connects and resolves the IDMP mode.
+// openStreams connects and resolves the IDMP mode (checked before connecting).
 func openStreams(ctx context.Context, f *Factory, mode string) (*stream.Streams, error) {
-	m, err := stream.ParseMode(mode)
-	if err != nil {
+	if _, err := stream.ParseMode(mode); err != nil {
 		return nil, err
 	}
 	conn, err := f.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return stream.Open(ctx, conn, m)
+	return openStreamsOn(ctx, conn, mode)
 }
 
 // openStreamsOn is openStreams on a connection already open.

@@ -6,7 +6,6 @@ package cmd
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -14,15 +13,13 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// newHelpCmd is "idmpctl help [VERB...]": cobra's own prints the group's
-// help and exits 0 for "help claim aquire", and "Unknown help topic" with
-// 0 for "help nosuch"; a typo is a usage error here as everywhere (64).
+// newHelpCmd is "idmpctl help [VERB...]", where a typo is a usage error
+// (64): cobra's own exits 0 for "help claim aquire" and "help nosuch".
 func newHelpCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "help [command]",
-		Short: "Help about any command",
-		Args:  cobra.ArbitraryArgs,
-		// The verbs and the help topics (exit-codes).
+		Use:               "help [command]",
+		Short:             "Help about any command",
+		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: completeHelp,
 		RunE: func(c *cobra.Command, args []string) error {
 			target := c.Root()
@@ -48,11 +45,9 @@ func findVerb(c *cobra.Command, name string) *cobra.Command {
 	return nil
 }
 
-// refuseUnknownVerbs makes every command that groups verbs (the root,
-// claim) refuse an argument that names none of them: a usage error (64)
-// with suggestions on stderr, nothing on stdout. Cobra would print the
-// group's help and exit 0 for "claim aquire", and a script capturing the
-// output (TOKEN=$(idmpctl claim aquire k)) would go on with help text.
+// refuseUnknownVerbs makes every group of verbs (the root, claim) refuse
+// an argument that names none of them (64), where cobra prints help and
+// exits 0: TOKEN=$(idmpctl claim aquire k) would go on with help text.
 func refuseUnknownVerbs(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		refuseUnknownVerbs(sub)
@@ -69,11 +64,9 @@ func refuseUnknownVerbs(c *cobra.Command) {
 	}
 }
 
-// refuseTyposWithHelp does for --help what refuseUnknownVerbs does
-// without it: cobra answers "idmpctl consumee --help" and "claim acquir
-// --help" before any RunE, with the group's help and 0. The help of a group
-// given an argument that names none of its verbs prints nothing and sets
-// *typo to the usage error, which the run returns.
+// refuseTyposWithHelp does refuseUnknownVerbs' work for "claim acquir
+// --help", which cobra answers before any RunE: the group's help prints
+// nothing and sets *typo to the usage error, which the run returns.
 func refuseTyposWithHelp(root *cobra.Command, typo *error) {
 	help := root.HelpFunc()
 	root.SetHelpFunc(func(c *cobra.Command, args []string) {
@@ -85,10 +78,9 @@ func refuseTyposWithHelp(root *cobra.Command, typo *error) {
 	})
 }
 
-// unknownVerb is the usage error for name, which is none of c's verbs:
-// the verbs and help topics it may have meant (cobra's suggestions, a name
-// within two edits or starting with what was typed, and a verb it starts
-// with, as "run-it" starts with "run"). With none close, the hint sends
+// unknownVerb is the usage error for name, which is none of c's verbs,
+// with the verbs and help topics it may have meant: cobra's suggestions,
+// and a verb it starts with ("run-it"). With none close, the hint sends
 // the reader to the group's help rather than listing every verb.
 func unknownVerb(c *cobra.Command, name string) error {
 	var meant []string
@@ -124,18 +116,13 @@ func unknownVerb(c *cobra.Command, name string) error {
 	}
 	hint := "run '" + c.CommandPath() + " --help' for the commands"
 	if len(meant) > 0 {
-		q := make([]string, len(meant))
-		for i, m := range meant {
-			q[i] = strconv.Quote(m)
-		}
-		hint = "did you mean " + strings.Join(q, " or ") + "? see '" + c.CommandPath() + " --help'"
+		hint = "did you mean " + quoteJoin(meant, " or ") + "? see '" + c.CommandPath() + " --help'"
 	}
 	return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("unknown command %q for %q", name, c.CommandPath()),
 		Hint: hint}
 }
 
-// levenshtein is the edit distance between a and b, in bytes (verb names
-// are ASCII).
+// levenshtein is the edit distance between a and b, in bytes (verbs are ASCII).
 func levenshtein(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
@@ -156,9 +143,8 @@ func levenshtein(a, b string) int {
 	return prev[len(b)]
 }
 
-// verbs are the top-level commands, in one list: newRoot builds only the
-// one a run needs. A build may return nil where its verb does not exist
-// (the guard, on platforms without one).
+// verbs are the top-level commands: newRoot builds only the one a run
+// needs. A build returns nil where its verb does not exist (the guard).
 var verbs = []struct {
 	name  string
 	build func(*Factory) *cobra.Command
@@ -179,9 +165,8 @@ var verbs = []struct {
 }
 
 // verbOf is the verb args run: the first argument that is neither a global
-// flag nor its value. It is "" (the whole tree) when there is none or it is
-// not a verb, so help, completion requests and "unknown command" with its
-// suggestions see every verb.
+// flag nor its value; "" (the whole tree) when it is none, so that help,
+// completion and "unknown command"'s suggestions see every verb.
 func verbOf(args []string) string {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -210,8 +195,7 @@ func verbOf(args []string) string {
 	return ""
 }
 
-// valueFlags are the global flags that take a value, and valueShorthands
-// their one-letter forms.
+// valueFlags are the global flags that take a value, with their short forms.
 var (
 	valueFlags = map[string]bool{
 		"--url": true, "--tls-ca": true, "--tls-cert": true, "--tls-key": true,
@@ -221,11 +205,7 @@ var (
 	valueShorthands = map[string]bool{"-o": true, "-h": true, "-p": true, "-a": true, "-n": true}
 )
 
-// isClaimRun says whether args run "claim run", for starting its guard early
-// (wrong guesses cost a guard let go at exit).
-// fewRoundTrips reports a command of a few round trips (no stream of
-// input, no scan): xadd without --batch, the claim verbs, cfgset and the
-// calculators.
+// fewRoundTrips reports a command of a few round trips (no input stream, no scan).
 func fewRoundTrips(args []string) bool {
 	switch verbOf(args) {
 	case "claim", "cfgset", "calc-maxsize", "calc-ttl", "version":
@@ -236,6 +216,8 @@ func fewRoundTrips(args []string) bool {
 	return false
 }
 
+// isClaimRun says whether args run "claim run", for starting its guard early
+// (wrong guesses cost a guard let go at exit).
 func isClaimRun(args []string) bool {
 	if verbOf(args) != "claim" {
 		return false

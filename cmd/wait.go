@@ -8,8 +8,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// WaitFlags are --wait-replicas, --wait-timeout and --wait-aof: how far
-// each write must reach before the command reports success.
+// WaitFlags say how far each write must reach before the command succeeds.
 type WaitFlags struct {
 	Replicas   int
 	Timeout    time.Duration
@@ -46,14 +45,8 @@ func (w WaitFlags) validate() error {
 	return nil
 }
 
-// bound is how long a write may wait for its acknowledgements on top of
-// --timeout (callBound).
-func (w WaitFlags) bound() time.Duration {
-	if w.Replicas <= 0 && !w.AOF {
-		return 0
-	}
-	return w.Timeout
-}
+// bound is how long a write may wait for acknowledgements beyond --timeout.
+func (w WaitFlags) bound() time.Duration { return w.durability().Timeout }
 
 // durability is what the flags ask of each write.
 func (w WaitFlags) durability() redisconn.Durability {

@@ -22,34 +22,23 @@ import (
 type XAddOptions struct {
 	Factory *Factory
 
-	Stream      string
-	PID         string
-	IID         string
-	IIDSet      bool
-	Auto        bool
-	Fields      []string
-	JSON        string
-	Batch       string
-	MaxLen      int64
-	MinID       string
-	Approx      bool
-	Limit       int64
-	NoMkStream  bool
-	Mode        string
-	Skip        int
-	SkipSet     bool
-	BatchID     string
-	Resume      bool
-	ProgressTTL time.Duration
-	TTLSet      bool // --progress-ttl given (0 included)
-	Escapes     bool
-	Durable     WaitFlags
+	Stream, PID, IID        string
+	IIDSet, Auto, Escapes   bool
+	Fields                  []string
+	JSON, Batch, Mode       string
+	MaxLen, Limit           int64 // MAXLEN, and LIMIT of approximate trimming
+	MinID                   string
+	Approx, NoMkStream      bool
+	Skip                    int
+	BatchID                 string
+	SkipSet, Resume, TTLSet bool // TTLSet: --progress-ttl given (0 included)
+	ProgressTTL             time.Duration
+	Durable                 WaitFlags
 
 	jsonText string // --json as read by complete (the file or stdin)
 }
 
-// complete reads what --json names (@FILE or - for stdin): the I/O before
-// validation.
+// complete reads what --json names (@FILE or - for stdin) before validation.
 func (o *XAddOptions) complete() error {
 	if o.JSON == "" {
 		return nil
@@ -59,8 +48,7 @@ func (o *XAddOptions) complete() error {
 	return err
 }
 
-// Validate checks flags and arguments without a server or other I/O (the
-// --json text was read by complete).
+// Validate checks flags and arguments without a server or other I/O.
 func (o *XAddOptions) Validate() error {
 	if o.Escapes {
 		if err := o.unescape(); err != nil {
@@ -126,9 +114,8 @@ func (o *XAddOptions) Validate() error {
 	return exit.Wrap(o.request(placeholder, []string{"f", "v"}).Validate(), "xadd")
 }
 
-// unescape reads --escapes: \xNN is the byte NN, \\ a backslash. A command
-// line cannot carry a NUL byte, so this is how every byte string Redis takes
-// as a pid, iid, field or value can be given.
+// unescape reads --escapes (\xNN, \\): a command line cannot carry a NUL
+// byte, so this is how any pid, iid, field or value can be given.
 func (o *XAddOptions) unescape() error {
 	var err error
 	read := func(what string, s *string) {
@@ -157,11 +144,9 @@ func unescapeArg(s string) (string, error) {
 	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
-		if s[i] != '\\' {
-			b.WriteByte(s[i])
-			continue
-		}
 		switch {
+		case s[i] != '\\':
+			b.WriteByte(s[i])
 		case i+1 < len(s) && s[i+1] == '\\':
 			b.WriteByte('\\')
 			i++
@@ -176,8 +161,7 @@ func unescapeArg(s string) (string, error) {
 	return b.String(), nil
 }
 
-// streamID says whether s is a stream ID as Redis reads one for MINID: MS
-// or MS-SEQ, each an unsigned 64-bit integer.
+// streamID says whether s is a stream ID as Redis reads MINID's (MS[-SEQ]).
 func streamID(s string) bool {
 	ms, seq, hasSeq := strings.Cut(s, "-")
 	if _, err := strconv.ParseUint(ms, 10, 64); err != nil {
@@ -195,55 +179,39 @@ func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
-// onceString and onceBool are flags that may be given once: Redis refuses
-// IDMP twice ("IDMP/IDMPAUTO specified multiple times"), and so does xadd,
+// once is a string or bool flag that may be given once: Redis refuses IDMP
+// twice ("IDMP/IDMPAUTO specified multiple times"), and so does xadd,
 // rather than letting the last one win.
-type onceString struct {
-	v    *string
+type once[T string | bool] struct {
+	v    *T
 	seen *bool
 }
 
-func newOnceString(v *string) onceString { return onceString{v: v, seen: new(bool)} }
+func newOnce[T string | bool](v *T) once[T] { return once[T]{v: v, seen: new(bool)} }
 
-func (f onceString) String() string {
+func (f once[T]) String() string {
 	if f.v == nil {
-		return ""
+		return fmt.Sprint(*new(T))
 	}
-	return *f.v
+	return fmt.Sprint(*f.v)
 }
-func (f onceString) Type() string { return "string" }
-func (f onceString) Set(s string) error {
+func (f once[T]) Type() string     { return fmt.Sprintf("%T", *new(T)) }
+func (f once[T]) IsBoolFlag() bool { return f.Type() == "bool" }
+func (f once[T]) Set(s string) error {
 	if *f.seen {
 		return errTwice
 	}
-	*f.v, *f.seen = s, true
-	return nil
-}
-
-type onceBool struct {
-	v    *bool
-	seen *bool
-}
-
-func newOnceBool(v *bool) onceBool { return onceBool{v: v, seen: new(bool)} }
-
-func (f onceBool) String() string {
-	if f.v == nil {
-		return "false"
+	switch v := any(f.v).(type) {
+	case *string:
+		*v = s
+	case *bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return err
+		}
+		*v = b
 	}
-	return strconv.FormatBool(*f.v)
-}
-func (f onceBool) Type() string     { return "bool" }
-func (f onceBool) IsBoolFlag() bool { return true }
-func (f onceBool) Set(s string) error {
-	if *f.seen {
-		return errTwice
-	}
-	b, err := strconv.ParseBool(s)
-	if err != nil {
-		return err
-	}
-	*f.v, *f.seen = b, true
+	*f.seen = true
 	return nil
 }
 
@@ -301,26 +269,14 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 			if !o.TTLSet {
 				o.ProgressTTL = 0 // the default, which --batch alone may have
 			}
-			if err := o.complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			if o.Batch != "" {
-				return xaddBatchRun(c.Context(), o)
-			}
-			return xaddRun(c.Context(), o)
+			return runValidated(c, o, runF, xaddRun, o.complete, o.Validate)
 		},
 	}
 	fl := c.Flags()
-	fl.Var(newOnceString(&o.PID), "pid", "producer ID")
-	fl.Var(newOnceString(&o.IID), "iid", "idempotent ID of the message")
+	fl.Var(newOnce(&o.PID), "pid", "producer ID")
+	fl.Var(newOnce(&o.IID), "iid", "idempotent ID of the message")
 	allowEmpty(fl, "pid", "iid") // refused by Validate with Redis's words
-	fl.Var(newOnceBool(&o.Auto), "auto", "derive the iid from the fields (IDMPAUTO)")
+	fl.Var(newOnce(&o.Auto), "auto", "derive the iid from the fields (IDMPAUTO)")
 	fl.Lookup("auto").NoOptDefVal = "true"
 	fl.BoolVar(&o.Escapes, "escapes", false, `read \xNN (any byte) and \\ in --pid, --iid, FIELD and VALUE: binary IDs and values`)
 	fl.StringVar(&o.JSON, "json", "", `fields as JSON: {"f":"v"} or [["f","v"],...]; @FILE or - reads it`)
@@ -340,6 +296,9 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 }
 
 func xaddRun(ctx context.Context, o *XAddOptions) error {
+	if o.Batch != "" {
+		return xaddBatchRun(ctx, o)
+	}
 	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
 	defer cancel()
 	streams, err := openStreams(ctx, o.Factory, o.Mode)
@@ -353,12 +312,10 @@ func xaddRun(ctx context.Context, o *XAddOptions) error {
 	req := o.request(o.IID, o.Fields)
 	p := o.Factory.Printer
 	retried := false
-	// A cluster whose slot is moving is waited for while --timeout allows.
-	// An add that was not acknowledged is an error (never retried): nothing
-	// goes to stdout, and stderr names the entry.
-	// Raw output is the entry ID alone, as redis-cli's: whether it was a
-	// duplicate is then not asked (natively it costs the server more than
-	// the add).
+	// A moving cluster slot is waited for while --timeout allows; an add
+	// not acknowledged is never retried. Raw output is the entry ID alone,
+	// as redis-cli's: asking whether it was a duplicate costs a native
+	// server more than the add.
 	res, err := streams.Add(ctx, stream.AddOptions{Durability: o.Durable.durability(), Retries: o.Factory.Global.Retries,
 		NoOutcome: p.Format == render.Raw,
 		OnRetry: func(attempt int, err error) {
@@ -375,9 +332,8 @@ func xaddRun(ctx context.Context, o *XAddOptions) error {
 	return p.Show(&view.Add{Stream: o.Stream, PID: o.PID, Auto: o.Auto, Durability: o.Durable.durability(), Result: res[0], Retried: retried})
 }
 
-// warnEviction warns on stderr when the server may evict keys (maxmemory
-// with a policy other than noeviction). fetch allows a round trip to ask;
-// otherwise only what a call already read is used.
+// warnEviction warns when the server may evict keys (maxmemory with a
+// policy other than noeviction); only fetch allows a round trip to ask.
 func warnEviction(ctx context.Context, p *render.Printer, conn *redisconn.Conn, fetch bool) {
 	if p.Quiet {
 		return // nor a round trip to ask

@@ -17,14 +17,10 @@ import (
 	"github.com/idmpctl/idmpctl/internal/view"
 )
 
-type nopCloser struct{ io.Reader }
-
-func (nopCloser) Close() error { return nil }
-
 // openBatch opens the --batch input: a file, or stdin for "-".
 func openBatch(f *Factory, name string) (io.ReadCloser, error) {
 	if name == "-" {
-		return nopCloser{f.In}, nil
+		return io.NopCloser(f.In), nil
 	}
 	file, err := os.Open(name)
 	if err != nil {
@@ -37,10 +33,9 @@ func openBatch(f *Factory, name string) (io.ReadCloser, error) {
 	return file, nil
 }
 
-// countingReader counts the bytes read from the batch input, for the
-// progress line's percentage and ETA against a file's size (read ahead of
-// the lines committed by at most a chunk window and a buffer). The batch
-// reads in one goroutine and reports progress from another.
+// countingReader counts the bytes read (another goroutine reads the count)
+// for the progress against a file's size, ahead of the committed lines by
+// a chunk window and a buffer at most.
 type countingReader struct {
 	r io.Reader
 	n atomic.Int64
@@ -52,8 +47,7 @@ func (c *countingReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// batchInput feeds stream.RunBatch from the NDJSON reader: each line's bytes,
-// and the add it asks for (a line's own "pid" wins over --pid).
+// batchInput feeds stream.RunBatch from the NDJSON reader.
 type batchInput struct {
 	o     *XAddOptions
 	r     *batch.Reader
@@ -137,8 +131,7 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 	// shared machine is the server's idle time (measured on 1,000,000
 	// lines: 0.67 s of CPU, 0.55 s at 64 MiB; peak RSS 47 and 70 MB).
 	defer bulkGCLimit(f.Getenv, 64<<20)()
-	// Every line prints a result on stdout: no progress line when stdout is
-	// a terminal too (startProgress).
+	// linesOut: every line prints a result on stdout.
 	bar, stopProgress := startProgress(p, true, progress.Options{Label: "xadd --batch", Unit: "lines", Total: size})
 	defer stopProgress()
 	// Results are buffered (a write per line would cost more than the add)
