@@ -1,0 +1,246 @@
+// Package consume runs a command for each entry of a stream's consumer
+// group, at most once per entry and group (docs/consume.md). Each entry runs
+// under a claim (internal/ops/claim) whose key is in the stream's cluster
+// slot, supervised as claim run's command is (internal/ops/claimrun), and
+// is recorded COMPLETED and acknowledged in one script. A failure is retried
+// after a delay, up to a number of attempts, and then added to a
+// dead-letter stream with IDMP (internal/ops/stream) and acknowledged. The
+// entries of a consumer that died are reclaimed (XAUTOCLAIM). It never
+// prints: each entry's outcome goes to a callback, and warnings are words.
+package consume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/idmpctl/idmpctl/internal/ops/claim"
+	"github.com/idmpctl/idmpctl/internal/ops/claimrun"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
+	"github.com/redis/go-redis/v9"
+)
+
+// Params are a run's inputs.
+type Params struct {
+	Stream, Group, Consumer string
+	Create                  bool // make a missing group at the stream's start (0), and the stream
+	Workers                 int  // handlers at once
+	Lease                   time.Duration
+	MaxAttempts             int64
+	RetryDelay              time.Duration
+	DeadLetter              string // "": an entry out of attempts stays pending
+	UntilEmpty              bool
+	Count                   int64         // stop after this many entries (0: no limit)
+	Block                   time.Duration // how long reads wait for new entries
+	Command                 []string
+	Output                  io.Writer // the handlers' stdout and stderr
+	Retries                 int       // of the dead-letter add, after a network error
+}
+
+// Validate checks the inputs without a server.
+func (p Params) Validate() error {
+	switch {
+	case p.Stream == "":
+		return exit.Usagef("the stream name must not be empty")
+	case p.Group == "":
+		return exit.Usagef("--group is required and must not be empty")
+	case p.Consumer == "":
+		return exit.Usagef("--consumer must not be empty")
+	case strings.ContainsRune(p.Stream+p.Group, 0):
+		return exit.Usagef("the stream and group names cannot hold a NUL byte: the handler gets them in its environment")
+	case p.MaxAttempts < 1:
+		return exit.Usagef("--max-attempts %d: give 1 or more", p.MaxAttempts)
+	case p.Workers < 1:
+		return exit.Usagef("--workers %d: give 1 or more", p.Workers)
+	case p.RetryDelay < 0:
+		return exit.Usagef("--retry-delay %s: must not be negative", p.RetryDelay)
+	case p.Count < 0:
+		return exit.Usagef("--count %d: must not be negative (0: no limit)", p.Count)
+	case p.Block < time.Millisecond:
+		return exit.Usagef("--block %s: give 1ms or more", p.Block)
+	case p.Lease > claim.DefaultTTL:
+		return exit.Usagef("--lease %s: longer than the claims' retention (%s)", p.Lease, claim.DefaultTTL)
+	case p.DeadLetter == p.Stream:
+		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--dead-letter %q is the stream itself: its failures would be consumed again", p.DeadLetter),
+			Hint: "name a stream of its own, such as " + strconv.Quote(p.Stream+"-dead")}
+	case len(p.Command) == 0:
+		return &exit.Error{Code: exit.Usage, Err: errors.New("consume needs STREAM --group GROUP -- COMMAND [ARGS...]"),
+			Hint: "put the handler after --, e.g. idmpctl consume orders --group billing -- ./bill.sh"}
+	}
+	return claimrun.CheckLease(p.Lease)
+}
+
+// ClaimKey is the claim key of entry id of group in the stream whose slot
+// base is base (idmp.SlotBase): "<base>:consume:<group>:<id>", for stream
+// "orders" "{orders}:consume:billing:1700000000000-0". An ID holds no ':',
+// so the last one ends the group's name.
+func ClaimKey(base, group, id string) string { return base + ":consume:" + group + ":" + id }
+
+// metaKey is the hash of the stream's groups' dead-letter streams (group ->
+// stream), which consume --dead-letter writes and inspect reads.
+func metaKey(base string) string { return base + ":consume" }
+
+// prepare checks the server side before anything is written, then makes
+// what is asked: the group (--create), the dead-letter stream's name for
+// inspect. It learns how completions can be made durable.
+func (r *runner) prepare(ctx context.Context) error {
+	p, c := r.p, r.conn
+	if _, err := c.Capabilities(ctx); err != nil {
+		return err
+	}
+	base, berr := idmp.SlotBase(p.Stream, c.Cluster(), "consume", "claim key")
+	if berr != nil {
+		return berr
+	}
+	r.base = base
+	kinds, keys := map[string]string{}, []string{p.Stream}
+	if p.DeadLetter != "" {
+		keys = append(keys, p.DeadLetter, metaKey(base))
+	}
+	for _, k := range keys {
+		var err error
+		if kinds[k], err = do(ctx, c, func(ctx context.Context, uc redis.UniversalClient) (string, error) { return uc.Type(ctx, k).Result() }); err != nil {
+			return exit.Wrap(err, r.what)
+		}
+		want := "stream"
+		if k == metaKey(base) {
+			want = "hash"
+		}
+		if kind := kinds[k]; kind != "none" && kind != want {
+			return exit.New(exit.Data, "consume "+strconv.Quote(k), "WRONGTYPE: the key holds a %s, not a %s", kind, want)
+		}
+	}
+	if kinds[p.Stream] == "none" && !p.Create {
+		return &exit.Error{Code: exit.NotFound, What: r.what, Err: errors.New("no such stream"), Hint: "--create makes it, with the group"}
+	}
+	has := false
+	if kinds[p.Stream] == "stream" {
+		groups, err := do(ctx, c, func(ctx context.Context, uc redis.UniversalClient) ([]redis.XInfoGroup, error) {
+			return uc.XInfoGroups(ctx, p.Stream).Result()
+		})
+		if err != nil {
+			return exit.Wrap(err, r.what)
+		}
+		for _, g := range groups {
+			has = has || g.Name == p.Group
+		}
+	}
+	if !has && !p.Create {
+		return &exit.Error{Code: exit.NotFound, What: r.what, Err: fmt.Errorf("no consumer group %q", p.Group),
+			Hint: "--create makes it at the stream's start (0); XGROUP CREATE " + p.Stream + " " + p.Group + " $ starts it at the end"}
+	}
+	if p.DeadLetter != "" {
+		if _, err := do(ctx, c, func(ctx context.Context, uc redis.UniversalClient) (int64, error) {
+			return uc.HSet(ctx, metaKey(base), p.Group, p.DeadLetter).Result()
+		}); err != nil {
+			return exit.Wrap(err, r.what)
+		}
+	}
+	if !has {
+		_, err := do(ctx, c, func(ctx context.Context, uc redis.UniversalClient) (string, error) {
+			return uc.XGroupCreateMkStream(ctx, p.Stream, p.Group, "0").Result()
+		})
+		if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") { // made meanwhile: as good
+			return exit.Wrap(err, r.what)
+		}
+	}
+	r.learnDurability(ctx)
+	if p.DeadLetter != "" {
+		var err error
+		r.streams, err = stream.Open(ctx, c, stream.ModeAuto)
+		return err
+	}
+	return nil
+}
+
+// learnDurability decides what a completion waits for: WAITAOF 1 0 in its
+// round trip where the server has it (Redis 7.2+) and its AOF is on, so
+// that an entry counts as completed once fsynced, under appendfsync
+// everysec too; without WAITAOF, appendfsync always fsyncs before the
+// reply. Otherwise a completion is not known to be durable, and under
+// everysec the user is told what a crash of the server can cost.
+func (r *runner) learnDurability(ctx context.Context) {
+	d := redisconn.Durability{AOF: true, Timeout: r.conn.Timeout / 2}
+	err := r.conn.CheckDurable(ctx, r.p.Stream, d)
+	if err == nil {
+		r.aof, r.sum.Durability = d, "WAITAOF"
+		return
+	}
+	if strings.Contains(err.Error(), "appendonly is disabled") {
+		return
+	}
+	cfg, _ := do(ctx, r.conn, func(ctx context.Context, uc redis.UniversalClient) (map[string]string, error) {
+		return uc.ConfigGet(ctx, "append*").Result()
+	})
+	switch fsync := cfg["appendfsync"]; {
+	case cfg["appendonly"] != "yes":
+	case fsync == "always":
+		r.always, r.sum.Durability = true, "appendfsync always"
+	default:
+		r.warnf("the server's AOF fsyncs %s and it has no WAITAOF (Redis 7.2+): a completion made in the last second before the server crashes can be lost, and its entry then runs again", fsync)
+	}
+}
+
+// do runs one command's call, bounded by the connection's timeout.
+func do[T any](ctx context.Context, c *redisconn.Conn, call func(context.Context, redis.UniversalClient) (T, error)) (T, error) {
+	ctx, cancel := c.Ctx(ctx)
+	defer cancel()
+	var v T
+	err := c.Do(func(uc redis.UniversalClient) (err error) {
+		v, err = call(ctx, uc)
+		return err
+	})
+	return v, err
+}
+
+// Group is a consumer group of a stream as inspect shows it: its pending
+// entries, and the dead-letter stream consume --dead-letter gives it, with
+// its length (nil when it cannot be read).
+type Group struct {
+	Name             string `json:"name"`
+	Consumers        int64  `json:"consumers"`
+	Pending          int64  `json:"pending"`
+	LastDeliveredID  string `json:"last_delivered_id"`
+	DeadLetter       string `json:"dead_letter,omitempty"`
+	DeadLetterLength *int64 `json:"dead_letter_length,omitempty"`
+}
+
+// Groups reads the stream's consumer groups (the liveness tokens of
+// emulated IDMP left out) and their dead-letter streams where it can.
+func Groups(ctx context.Context, c *redisconn.Conn, name string) ([]Group, error) {
+	infos, err := do(ctx, c, func(ctx context.Context, uc redis.UniversalClient) ([]redis.XInfoGroup, error) {
+		return uc.XInfoGroups(ctx, name).Result()
+	})
+	if err != nil {
+		return nil, err
+	}
+	var dead map[string]string
+	if base, err := idmp.SlotBase(name, c.Cluster(), "", ""); err == nil {
+		dead, _ = do(ctx, c, func(ctx context.Context, uc redis.UniversalClient) (map[string]string, error) {
+			return uc.HGetAll(ctx, metaKey(base)).Result()
+		})
+	}
+	var out []Group
+	for _, g := range infos {
+		if stream.IsTokenGroup(g.Name) {
+			continue
+		}
+		grp := Group{Name: g.Name, Consumers: g.Consumers, Pending: g.Pending, LastDeliveredID: g.LastDeliveredID, DeadLetter: dead[g.Name]}
+		if grp.DeadLetter != "" {
+			if n, err := do(ctx, c, func(ctx context.Context, uc redis.UniversalClient) (int64, error) {
+				return uc.XLen(ctx, grp.DeadLetter).Result()
+			}); err == nil {
+				grp.DeadLetterLength = &n
+			}
+		}
+		out = append(out, grp)
+	}
+	return out, nil
+}

@@ -1,0 +1,478 @@
+package consume
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops/claim"
+	"github.com/idmpctl/idmpctl/internal/ops/claimrun"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
+	"github.com/redis/go-redis/v9"
+)
+
+// Outcome is what became of an entry this consumer took.
+type Outcome string
+
+// The outcomes, in the order a summary gives them.
+const (
+	Completed    Outcome = "completed"     // ran, exit 0: COMPLETED and acknowledged, one step
+	Failed       Outcome = "failed"        // ran, non-zero: FAILED, pending for a retry after --retry-delay
+	DeadLettered Outcome = "dead-lettered" // out of attempts: added to --dead-letter, acknowledged
+	Exhausted    Outcome = "exhausted"     // out of attempts, not dead-lettered (none given, or it failed): pending
+	Skipped      Outcome = "skipped"       // its claim was COMPLETED: acknowledged, not run
+	Lost         Outcome = "lost"          // the claim was lost, or its lease could not be kept: stopped, pending
+	Unrecorded   Outcome = "unrecorded"    // ran, but its outcome could not be recorded: pending until the lease passes
+)
+
+// Outcomes are the outcomes in order.
+var Outcomes = []Outcome{Completed, Failed, DeadLettered, Exhausted, Skipped, Lost, Unrecorded}
+
+// Result is one entry's outcome.
+type Result struct {
+	ID       string
+	Outcome  Outcome
+	Attempt  int64
+	ExitCode int // the handler's; -1 when it did not run
+	Duration time.Duration
+	// Durable: a completion known to be on disk (WAITAOF, or appendfsync
+	// always): a crash of the server cannot make the entry run again.
+	Durable      bool
+	DeadLetterID string
+	Error        string
+}
+
+// Summary counts a run's outcomes.
+type Summary struct {
+	Counts     map[Outcome]int64
+	LeftAlone  int64  // entries whose claim a live consumer holds
+	Durability string // what makes completions durable: "WAITAOF", "appendfsync always", or "" (nothing known)
+	Elapsed    time.Duration
+}
+
+type entry struct {
+	id     string
+	fields []string
+}
+
+type retry struct {
+	entry
+	due time.Time
+}
+
+type runner struct {
+	p        Params
+	conn     *redisconn.Conn
+	what     string
+	base     string          // the claim keys' (idmp.SlotBase)
+	streams  *stream.Streams // the dead-letter adds
+	aof      redisconn.Durability
+	always   bool // appendfsync always, without WAITAOF
+	onResult func(Result)
+	warn     func(string)
+
+	mu      sync.Mutex // what the handlers share
+	sum     Summary
+	done    int64 // entries reported
+	retries []retry
+	err     error // the first that stops the run
+	cursor  string
+}
+
+// Run consumes until ctx is done (SIGINT, SIGTERM: nothing more is read,
+// and the handlers running are let finish), until Count entries, or with
+// UntilEmpty once a read finds nothing new, no handler runs, no retry is
+// due later, and no entry of a dead consumer is left to reclaim. onResult
+// and warn are called one at a time, from any goroutine.
+func Run(ctx context.Context, c *redisconn.Conn, p Params, onResult func(Result), warn func(string)) (Summary, error) {
+	r := &runner{p: p, conn: c, what: "consume " + strconv.Quote(p.Stream), onResult: onResult, warn: warn, cursor: "0-0",
+		sum: Summary{Counts: map[Outcome]int64{}}}
+	start := time.Now()
+	err := r.prepare(ctx)
+	if err == nil {
+		err = r.loop(ctx)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sum.Elapsed = time.Since(start)
+	return r.sum, err
+}
+
+func (r *runner) warnf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.warn(fmt.Sprintf(format, args...))
+}
+
+func (r *runner) stop(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+// loop reads, reclaims and retries entries while workers are free, each
+// handled in a goroutine of its own.
+func (r *runner) loop(ctx context.Context) error {
+	p := r.p
+	finished := make(chan struct{}, p.Workers)
+	running := 0
+	start := func(es []entry) {
+		for _, e := range es {
+			running++
+			go func() {
+				defer func() { finished <- struct{}{} }()
+				r.handle(ctx, e)
+			}()
+		}
+	}
+	reclaimEvery := max(p.Lease/2, 100*time.Millisecond)
+	lastReclaim, idleSince := time.Time{}, time.Now()
+	for {
+		r.mu.Lock()
+		err, done, retries := r.err, r.done, len(r.retries)
+		r.mu.Unlock()
+		if err != nil || ctx.Err() != nil || p.Count > 0 && done >= p.Count {
+			for ; running > 0; running-- {
+				<-finished
+			}
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return r.err
+		}
+		room := p.Workers - running
+		if p.Count > 0 {
+			room = min(room, int(p.Count-done)-running)
+		}
+		if room <= 0 {
+			select {
+			case <-finished:
+				running--
+			case <-ctx.Done():
+			}
+			continue
+		}
+		if e, ok := r.dueRetry(); ok {
+			start([]entry{e})
+			continue
+		}
+		if time.Since(lastReclaim) >= reclaimEvery {
+			lastReclaim = time.Now()
+			es, err := r.reclaim(ctx, room)
+			if err != nil {
+				r.stop(err)
+			}
+			start(es)
+			continue
+		}
+		wait := min(p.Block, time.Second, r.conn.Timeout/2, time.Until(lastReclaim.Add(reclaimEvery)), r.untilRetry())
+		es, err := r.read(ctx, room, max(wait, time.Millisecond))
+		if err != nil {
+			r.stop(err)
+			continue
+		}
+		start(es)
+		for drained := false; !drained; {
+			select {
+			case <-finished:
+				running--
+			default:
+				drained = true
+			}
+		}
+		if len(es) > 0 || running > 0 || retries > 0 {
+			idleSince = time.Now()
+		} else if p.UntilEmpty && time.Since(idleSince) >= p.Block {
+			// Nothing new for --block: a whole XAUTOCLAIM pass, now, says
+			// whether a dead consumer left anything.
+			r.cursor = "0-0"
+			for {
+				es, err := r.reclaim(ctx, room)
+				if err != nil || len(es) > 0 || r.cursor == "0-0" {
+					if err == nil && len(es) == 0 {
+						return nil
+					}
+					r.stop(err)
+					start(es)
+					break
+				}
+			}
+		}
+	}
+}
+
+// dueRetry is the earliest failed entry whose retry is due.
+func (r *runner) dueRetry() (entry, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, rt := range r.retries {
+		if !rt.due.After(time.Now()) {
+			r.retries = slices.Delete(r.retries, i, i+1)
+			return rt.entry, true
+		}
+	}
+	return entry{}, false
+}
+
+// untilRetry is how long until the next retry is due (an hour: none).
+func (r *runner) untilRetry() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	next := time.Hour
+	for _, rt := range r.retries {
+		next = min(next, time.Until(rt.due))
+	}
+	return next
+}
+
+func (r *runner) later(e entry, after time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.retries = append(r.retries, retry{e, time.Now().Add(after)})
+}
+
+// read is XREADGROUP of up to n new entries, waiting up to wait.
+func (r *runner) read(ctx context.Context, n int, wait time.Duration) ([]entry, error) {
+	v, err := do(ctx, r.conn, func(ctx context.Context, uc redis.UniversalClient) (any, error) {
+		return uc.Do(ctx, "XREADGROUP", "GROUP", r.p.Group, r.p.Consumer, "COUNT", n, "BLOCK", wait.Milliseconds(),
+			"STREAMS", r.p.Stream, ">").Result()
+	})
+	switch {
+	case errors.Is(err, redis.Nil), err != nil && ctx.Err() != nil:
+		return nil, nil
+	case err != nil:
+		return nil, r.serverErr(err, "XREADGROUP")
+	}
+	streams, _ := v.([]any)
+	if len(streams) != 1 {
+		return nil, nil
+	}
+	s, _ := streams[0].([]any)
+	if len(s) != 2 {
+		return nil, exit.New(exit.Internal, r.what, "unexpected XREADGROUP reply %v", v)
+	}
+	return entries(s[1]), nil
+}
+
+// reclaim is XAUTOCLAIM of up to n entries idle longer than the lease,
+// from the cursor (a pass ends when it is 0-0 again).
+func (r *runner) reclaim(ctx context.Context, n int) ([]entry, error) {
+	v, err := do(ctx, r.conn, func(ctx context.Context, uc redis.UniversalClient) (any, error) {
+		return uc.Do(ctx, "XAUTOCLAIM", r.p.Stream, r.p.Group, r.p.Consumer, r.p.Lease.Milliseconds(), r.cursor, "COUNT", n).Result()
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		return nil, r.serverErr(err, "XAUTOCLAIM")
+	}
+	rep, _ := v.([]any)
+	if len(rep) < 2 {
+		return nil, exit.New(exit.Internal, r.what, "unexpected XAUTOCLAIM reply %v", v)
+	}
+	r.cursor, _ = rep[0].(string)
+	return entries(rep[1]), nil
+}
+
+// serverErr is a read's failure in words: a group or stream deleted
+// meanwhile is not found (66).
+func (r *runner) serverErr(err error, cmd string) error {
+	if strings.HasPrefix(err.Error(), "NOGROUP") {
+		return &exit.Error{Code: exit.NotFound, What: r.what, Err: fmt.Errorf("%s: %w", cmd, err), Hint: "the group or the stream was deleted"}
+	}
+	return exit.Wrap(fmt.Errorf("%s: %w", cmd, err), r.what)
+}
+
+// entries reads [[id, [field, value, ...]], ...], leaving out the
+// entries deleted since they were delivered (nil, Redis 6.2).
+func entries(v any) []entry {
+	list, _ := v.([]any)
+	out := make([]entry, 0, len(list))
+	for _, x := range list {
+		e, _ := x.([]any)
+		if len(e) != 2 {
+			continue
+		}
+		id, _ := e[0].(string)
+		flat, ok := e[1].([]any)
+		if id == "" || !ok {
+			continue
+		}
+		fields := make([]string, len(flat))
+		for i, f := range flat {
+			fields[i], _ = f.(string)
+		}
+		out = append(out, entry{id, fields})
+	}
+	return out
+}
+
+// handle takes one entry through its claim: runs it, acknowledges it
+// done, retries it later, dead-letters it, or leaves it to a live owner.
+func (r *runner) handle(ctx context.Context, e entry) {
+	if ctx.Err() != nil {
+		return // stopped before it began: pending, unclaimed
+	}
+	ctx = context.WithoutCancel(ctx) // a claim taken is seen through
+	p, start := r.p, time.Now()
+	key := ClaimKey(r.base, p.Group, e.id)
+	acking := claim.Acking(claim.Entry{Stream: p.Stream, Group: p.Group, ID: e.id})
+	res, err := claim.Acquire(ctx, r.conn, claim.AcquireParams{Key: key, Owner: p.Consumer, Lease: p.Lease,
+		MaxAttempts: p.MaxAttempts, RetryDelay: p.RetryDelay}, acking)
+	if err != nil {
+		r.stop(exit.Wrap(err, r.what+" "+e.id))
+		return
+	}
+	out := Result{ID: e.id, Attempt: res.Record.Attempts, ExitCode: -1}
+	switch res.Outcome {
+	case claim.Busy:
+		r.mu.Lock()
+		r.sum.LeftAlone++
+		r.mu.Unlock()
+		return
+	case claim.Delayed:
+		r.later(e, time.Duration(res.LeaseLeftMs)*time.Millisecond)
+		return
+	case claim.Done:
+		out.Outcome = Skipped
+	case claim.Exhausted:
+		r.deadLetter(ctx, e, res.Record.Attempts, res.Record.Error, &out)
+	case claim.Mismatch:
+		r.stop(exit.New(exit.Internal, r.what+" "+e.id, "a fingerprint on the claim %q, which consume never sets", key))
+		return
+	default:
+		out.Attempt = res.Attempt
+		if res.Attempt > p.MaxAttempts {
+			// Taken over past the last attempt: the one before died with
+			// its consumer (a poison entry that kills it ends here too).
+			why := fmt.Sprintf("attempt %d, taken over from %s, is past --max-attempts %d", res.Attempt, res.PreviousOwner, p.MaxAttempts)
+			if _, err := claim.Fail(ctx, r.conn, key, res.Token, why, 0, false); err != nil {
+				out.Outcome, out.Error = Unrecorded, err.Error()
+				break
+			}
+			r.deadLetter(ctx, e, res.Attempt, why, &out)
+			break
+		}
+		r.run(ctx, e, key, res, start, acking, &out)
+	}
+	out.Duration = time.Since(start)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.done++
+	r.sum.Counts[out.Outcome]++
+	r.onResult(out)
+}
+
+// run runs the handler under the claim res took, as claim run does.
+func (r *runner) run(ctx context.Context, e entry, key string, res claim.AcquireResult, sent time.Time, acking claim.Option, out *Result) {
+	p := r.p
+	g := claimrun.StartGuard(p.Output)
+	defer g.Release()
+	run, err := claimrun.Run(ctx, r.conn, claimrun.Params{Key: key, Token: res.Token, Attempt: res.Attempt, LeaseSent: sent,
+		Lease: p.Lease, MaxResult: -1, What: r.what + " " + e.id,
+		Complete: []claim.Option{acking, claim.Durably(r.aof, nil)},
+		Env:      []string{"IDMPCTL_STREAM=" + p.Stream, "IDMPCTL_GROUP=" + p.Group, "IDMPCTL_ENTRY_ID=" + e.id},
+		Command:  p.Command, Stdin: bytes.NewReader(entryJSON(p.Stream, e)), Stdout: p.Output, Stderr: p.Output, Guard: g})
+	for _, w := range run.Warnings {
+		r.warnf("%s", w)
+	}
+	out.ExitCode = run.ExitCode
+	switch {
+	case run.Recorded == claim.StatusCompleted:
+		out.Outcome, out.Durable = Completed, r.always || r.aof.On() && run.Unacknowledged == ""
+	case run.Recorded == claim.StatusFailed:
+		out.Outcome, out.Error = Failed, fmt.Sprintf("exit status %d", run.ExitCode)
+		if err != nil {
+			out.Error = err.Error() // it did not start
+		}
+		if res.Attempt >= p.MaxAttempts {
+			r.deadLetter(ctx, e, res.Attempt, out.Error, out)
+		} else {
+			r.later(e, p.RetryDelay)
+		}
+	case exit.Code(err) == exit.Lost:
+		out.Outcome, out.Error = Lost, err.Error()
+	default:
+		out.Outcome, out.Error = Unrecorded, run.Unrecorded
+		if err != nil {
+			out.Error = err.Error()
+		}
+	}
+}
+
+// deadLetter adds the entry to the dead-letter stream with IDMP (pid: the
+// group, iid: the entry's ID), so that a retry adds it once, and then
+// acknowledges it. Without a dead-letter stream, or when the add fails, it
+// stays pending, exhausted.
+func (r *runner) deadLetter(ctx context.Context, e entry, attempts int64, why string, out *Result) {
+	p := r.p
+	out.Outcome, out.Error = Exhausted, why
+	if p.DeadLetter == "" {
+		r.warnf("%s: entry %s failed %d attempts (--max-attempts %d): it stays pending (no --dead-letter)", r.what, e.id, attempts, p.MaxAttempts)
+		return
+	}
+	fields := append(slices.Clip(e.fields), "idmpctl-stream", p.Stream, "idmpctl-group", p.Group, "idmpctl-id", e.id,
+		"idmpctl-attempts", strconv.FormatInt(attempts, 10), "idmpctl-error", why)
+	added, err := r.streams.Add(ctx, stream.AddOptions{Retries: p.Retries},
+		stream.AddRequest{Stream: p.DeadLetter, PID: p.Group, IID: e.id, Fields: fields})
+	if err == nil {
+		_, err = do(ctx, r.conn, func(ctx context.Context, uc redis.UniversalClient) (int64, error) {
+			return uc.XAck(ctx, p.Stream, p.Group, e.id).Result()
+		})
+	}
+	if err != nil {
+		r.warnf("%s: entry %s is out of attempts but could not be dead-lettered (%v): it stays pending, and the next delivery tries again", r.what, e.id, err)
+		return
+	}
+	out.Outcome, out.DeadLetterID = DeadLettered, added[0].ID
+}
+
+// entryJSON is the handler's stdin: {"stream":...,"id":...,"fields":{...}},
+// the fields in the entry's order. A value that is not UTF-8 is
+// {"b64":"..."}, as xadd --batch reads and exec -o json writes; fields
+// whose names repeat or are not UTF-8 are a list of pairs
+// [["f","v"],...] instead, as xadd --batch also reads.
+func entryJSON(name string, e entry) []byte {
+	b := append([]byte(`{"stream":`), jsonValue(name)...)
+	b = append(append(append(b, `,"id":`...), jsonValue(e.id)...), `,"fields":`...)
+	seen, pairs := map[string]bool{}, false
+	for i := 0; i < len(e.fields); i += 2 {
+		pairs = pairs || seen[e.fields[i]] || !utf8.ValidString(e.fields[i])
+		seen[e.fields[i]] = true
+	}
+	open, close, sep, end := byte('{'), byte('}'), byte(':'), ""
+	if pairs {
+		open, close, sep, end = '[', ']', ',', "]"
+	}
+	b = append(b, open)
+	for i := 0; i+1 < len(e.fields); i += 2 {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if pairs {
+			b = append(b, '[')
+		}
+		b = append(append(append(append(b, jsonValue(e.fields[i])...), sep), jsonValue(e.fields[i+1])...), end...)
+	}
+	return append(b, close, '}', '\n')
+}
+
+func jsonValue(s string) []byte {
+	if !utf8.ValidString(s) {
+		return []byte(`{"b64":"` + base64.StdEncoding.EncodeToString([]byte(s)) + `"}`)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
