@@ -174,7 +174,7 @@ func consumeSummary(o *ConsumeOptions, s consume.Summary) string {
 			total += c
 		}
 	}
-	line := fmt.Sprintf("consume %s (group %s): %s entries: %s", render.Field(o.Stream), render.Field(o.Group), render.Count(total), strings.Join(parts, ", "))
+	line := fmt.Sprintf("consume %s (group %s): %s handled: %s", render.Field(o.Stream), render.Field(o.Group), render.Count(total), strings.Join(parts, ", "))
 	if s.LeftAlone > 0 {
 		line += fmt.Sprintf("; %s left to the consumers holding them", render.Count(s.LeftAlone))
 	}

@@ -16,7 +16,7 @@ type ConsumeEntry struct{ consume.Result }
 type consumeEntryJSON struct {
 	ID           string `json:"id"`
 	Outcome      string `json:"outcome"`
-	Attempt      int64  `json:"attempt"`
+	Attempts     int64  `json:"attempts"`            // of the entry's claim, this one included
 	ExitCode     *int   `json:"exit_code,omitempty"` // the handler ran
 	DurationMs   int64  `json:"duration_ms"`
 	Durable      *bool  `json:"durable,omitempty"` // completed
@@ -26,7 +26,7 @@ type consumeEntryJSON struct {
 
 func (v ConsumeEntry) JSON() any {
 	r := v.Result
-	j := consumeEntryJSON{ID: r.ID, Outcome: string(r.Outcome), Attempt: r.Attempt, DurationMs: r.Duration.Milliseconds(),
+	j := consumeEntryJSON{ID: r.ID, Outcome: string(r.Outcome), Attempts: r.Attempt, DurationMs: r.Duration.Milliseconds(),
 		DeadLetterID: r.DeadLetterID, Error: r.Error}
 	if r.ExitCode >= 0 {
 		j.ExitCode = &r.ExitCode

@@ -101,7 +101,9 @@ func Run(ctx context.Context, c *redisconn.Conn, p Params, onResult func(Result)
 	start := time.Now()
 	err := r.prepare(ctx)
 	if err == nil {
-		err = r.loop(ctx)
+		if err = r.loop(ctx); err == nil {
+			r.leave(context.WithoutCancel(ctx))
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -210,6 +212,21 @@ func (r *runner) loop(ctx context.Context) error {
 				}
 			}
 		}
+	}
+}
+
+// leave deletes this consumer from the group when nothing is pending
+// with it, so that a name of hostname:pid does not stay for ever; with
+// the reading over, nothing is added to its pending entries meanwhile.
+func (r *runner) leave(ctx context.Context) {
+	p := r.p
+	pending, err := do(ctx, r.conn, func(ctx context.Context, uc redis.UniversalClient) ([]redis.XPendingExt, error) {
+		return uc.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: p.Stream, Group: p.Group, Start: "-", End: "+", Count: 1, Consumer: p.Consumer}).Result()
+	})
+	if err == nil && len(pending) == 0 {
+		_, _ = do(ctx, r.conn, func(ctx context.Context, uc redis.UniversalClient) (int64, error) {
+			return uc.XGroupDelConsumer(ctx, p.Stream, p.Group, p.Consumer).Result()
+		})
 	}
 }
 
@@ -420,7 +437,7 @@ func (r *runner) deadLetter(ctx context.Context, e entry, attempts int64, why st
 	p := r.p
 	out.Outcome, out.Error = Exhausted, why
 	if p.DeadLetter == "" {
-		r.warnf("%s: entry %s failed %d attempts (--max-attempts %d): it stays pending (no --dead-letter)", r.what, e.id, attempts, p.MaxAttempts)
+		r.warnf("%s: entry %s is out of attempts (%d of --max-attempts %d): it stays pending (no --dead-letter)", r.what, e.id, attempts, p.MaxAttempts)
 		return
 	}
 	fields := append(slices.Clip(e.fields), "idmpctl-stream", p.Stream, "idmpctl-group", p.Group, "idmpctl-id", e.id,
