@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -144,7 +145,7 @@ func (r *runner) loop(ctx context.Context) error {
 	lastReclaim, idleSince := time.Time{}, time.Now()
 	for {
 		r.mu.Lock()
-		err, done, retries := r.err, r.done, len(r.retries)
+		err, done := r.err, r.done
 		r.mu.Unlock()
 		if err != nil || ctx.Err() != nil || p.Count > 0 && done >= p.Count {
 			for ; running > 0; running-- {
@@ -179,7 +180,8 @@ func (r *runner) loop(ctx context.Context) error {
 			start(es)
 			continue
 		}
-		wait := min(p.Block, time.Second, r.conn.Timeout/2, time.Until(lastReclaim.Add(reclaimEvery)), r.untilRetry())
+		next, _ := r.nextRetry()
+		wait := min(p.Block, time.Second, r.conn.Timeout/2, time.Until(lastReclaim.Add(reclaimEvery)), next)
 		es, err := r.read(ctx, room, max(wait, time.Millisecond))
 		if err != nil {
 			r.stop(err)
@@ -194,8 +196,8 @@ func (r *runner) loop(ctx context.Context) error {
 				drained = true
 			}
 		}
-		if len(es) > 0 || running > 0 || retries > 0 {
-			idleSince = time.Now()
+		if _, retrying := r.nextRetry(); len(es) > 0 || running > 0 || retrying {
+			idleSince = time.Now() // a retry of this consumer's is to come
 		} else if p.UntilEmpty && time.Since(idleSince) >= p.Block {
 			// Nothing new for --block: a whole XAUTOCLAIM pass, now, says
 			// whether a dead consumer left anything.
@@ -243,15 +245,16 @@ func (r *runner) dueRetry() (entry, bool) {
 	return entry{}, false
 }
 
-// untilRetry is how long until the next retry is due (an hour: none).
-func (r *runner) untilRetry() time.Duration {
+// nextRetry is how long until the next retry of this consumer's is due,
+// and whether one is to come.
+func (r *runner) nextRetry() (time.Duration, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	next := time.Hour
+	next := time.Duration(math.MaxInt64)
 	for _, rt := range r.retries {
 		next = min(next, time.Until(rt.due))
 	}
-	return next
+	return next, len(r.retries) > 0
 }
 
 func (r *runner) later(e entry, after time.Duration) {
