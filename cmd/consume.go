@@ -114,7 +114,8 @@ finish (their claims renewed), then idmpctl exits 130 or 143.`,
 func consumeRun(ctx context.Context, o *ConsumeOptions) error {
 	f, p := o.Factory, o.Factory.Printer
 	// SIGINT and SIGTERM end the reading; the handlers, in process groups
-	// of their own, are let finish with the connection they renew on.
+	// of their own, are let finish with the connection they renew on (so
+	// not untilInterrupted, which closes it).
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sigs := make(chan os.Signal, 1)
@@ -125,6 +126,7 @@ func consumeRun(ctx context.Context, o *ConsumeOptions) error {
 		case s := <-sigs:
 			f.caught.CompareAndSwap(nil, s.(syscall.Signal))
 			cancel()
+			signal.Stop(sigs) // a second one ends idmpctl, and the guards its handlers
 		case <-ctx.Done():
 		}
 	}()

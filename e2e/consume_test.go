@@ -13,9 +13,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -317,5 +319,57 @@ func TestConsumeServerKilled(t *testing.T) {
 			}
 			t.Logf("appendfsync %s: %d completions reported before the kill (durable: %v), %d entries ran again", fsync, reported, strict, again)
 		})
+	}
+}
+
+// The one line of docs/consume.md that replaces claim-run.md's loop, run
+// as it is written: the good invoice is sent once, the failing one is
+// pending for its retry, and SIGTERM ends it with 143.
+func TestConsumeDocLine(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(consumeDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "## The loop of claim-run.md, as one line\n\nThe loop there, reading from a stream:\n\n```sh\n")
+	line, _, ok2 := strings.Cut(rest, "```\n")
+	if !ok || !ok2 || !strings.HasPrefix(line, "idmpctl consume invoices ") {
+		t.Fatal(consumeDoc + ": the line is not where this test looks for it")
+	}
+	srv := redistest.NewWith(t, redistest.Options{})
+	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
+	c.WithStdin(strings.NewReader("XADD invoices 1-0 amount 100\nXADD invoices 2-0 amount 7\n")).Expect(0, "exec")
+	script := "#!/bin/sh\ninput=$(cat)\necho \"$IDMPCTL_ENTRY_ID\" >> effects\ncase $input in *'\"amount\":\"7\"'*) exit 3 ;; esac\n"
+	if err := os.WriteFile(filepath.Join(c.Dir, "send-invoice.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", "exec "+line) // idmpctl itself gets the signal
+	cmd.Dir, cmd.Env = c.Dir, c.Env
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := faultRedis(t, srv)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if n, _ := rdb.Exists(context.Background(), "{invoices}:consume:billing:2-0").Result(); n == 1 {
+			if h, _ := rdb.HGet(context.Background(), "{invoices}:consume:billing:2-0", "status").Result(); h == "FAILED" {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatal("the failing invoice was not tried within a minute")
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 143 {
+		t.Errorf("after SIGTERM: %v, want exit 143", err)
+	}
+	effects, _ := os.ReadFile(filepath.Join(c.Dir, "effects"))
+	if string(effects) != "1-0\n2-0\n" {
+		t.Errorf("side effects: %q", effects)
+	}
+	if p, err := rdb.XPending(context.Background(), "invoices", "billing").Result(); err != nil || p.Count != 1 {
+		t.Errorf("pending: %+v %v, want the failed invoice's retry", p, err)
 	}
 }
