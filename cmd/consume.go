@@ -33,37 +33,23 @@ func NewCmdConsume(f *Factory, runF func(*ConsumeOptions) error) *cobra.Command 
 		Use:   "consume STREAM --group GROUP [flags] -- COMMAND [ARGS...]",
 		Short: "Run a command for each entry of a consumer group, at most once per entry",
 		Long: `Read STREAM as a consumer of GROUP and run COMMAND for each entry, at most once
-per entry and group: each entry runs under a claim (as claim run's command
-does: renewed, its lease enforced), whose key is in the stream's cluster
-slot, {STREAM}:consume:GROUP:ID (STREAM itself when it has a hash tag).
+per entry and group: under a claim in the stream's cluster slot,
+{STREAM}:consume:GROUP:ID, kept as claim run keeps its command's.
 
   exit 0              COMPLETED and XACK, in one script
-  non-zero            FAILED, left pending; retried after --retry-delay, by
-                      this consumer or any, up to --max-attempts in all
+  non-zero            FAILED, pending: retried after --retry-delay
   last attempt failed added to --dead-letter with IDMP (pid GROUP, iid the
-                      entry's ID: a repeat adds it once), then XACK; without
-                      --dead-letter it stays pending, and a warning names it
-  already COMPLETED   XACK, nothing runs (XGROUP SETID ... 0 replays nothing)
-  claimed elsewhere   a live claim is left alone
+                      entry's ID), then XACK; without it, left pending
+  already COMPLETED   XACK, nothing runs; a live claim elsewhere is left alone
 
-The handler reads the entry on stdin, one JSON object:
-  {"stream":"orders","id":"1700000000000-0","fields":{"amount":"100"}}
-(fields in order; a value that is not UTF-8 is {"b64":"..."}; repeated
-or binary field names make "fields" a list of pairs). Its environment holds
-IDMPCTL_STREAM, IDMPCTL_GROUP, IDMPCTL_ENTRY_ID, IDMPCTL_KEY, IDMPCTL_TOKEN
-and IDMPCTL_ATTEMPT. Its stdout and stderr go to idmpctl's stderr as they
-are; stdout carries one line per entry (-o json: id, outcome, attempt,
-exit_code, duration_ms, durable), and a summary ends on stderr.
-
-Entries pending with a consumer that died are reclaimed (XAUTOCLAIM) once
-idle longer than --lease. A completion counts once it is fsynced where the
-server can say so (WAITAOF on Redis 7.2+ with AOF, or appendfsync always):
--o json's "durable".
-
---until-empty exits 0 once a read finds nothing new for --block, no
-handler runs, no retry of this consumer is due later, and nothing is left
-to reclaim. SIGINT and SIGTERM stop the reading; the handlers running
-finish (their claims renewed), then idmpctl exits 130 or 143.`,
+The handler reads {"stream":...,"id":...,"fields":{...}} on stdin (a value
+that is not UTF-8 is {"b64":"..."}) and has IDMPCTL_STREAM, IDMPCTL_GROUP,
+IDMPCTL_ENTRY_ID, IDMPCTL_KEY, IDMPCTL_TOKEN and IDMPCTL_ATTEMPT; its output
+goes to stderr. stdout has a line per entry, stderr a summary at the end.
+A dead consumer's entries are reclaimed once idle longer than --lease. A
+completion waits for the AOF's fsync where the server can say (WAITAOF).
+SIGINT and SIGTERM stop the reading: the running handlers finish, then
+exit 130 or 143. More: docs/consume.md.`,
 		Example: `  idmpctl consume orders --group billing --create -- ./bill.sh
   idmpctl consume orders --group billing --workers 4 --dead-letter orders-dead --until-empty -- ./bill.sh`,
 		Args: cobra.ArbitraryArgs,
@@ -145,7 +131,7 @@ func consumeRun(ctx context.Context, o *ConsumeOptions) error {
 	}
 	o.Output = p.Err
 	var n int64
-	counts := map[consume.Outcome]int64{}
+	counts, start := map[consume.Outcome]int64{}, time.Now()
 	sum, err := consume.Run(ctx, conn, o.Params, func(r consume.Result) {
 		_ = p.Show(view.ConsumeEntry{Result: r})
 		n++
@@ -156,37 +142,26 @@ func consumeRun(ctx context.Context, o *ConsumeOptions) error {
 	}, func(w string) { p.Warnf("%s", w) })
 	stopProgress()
 	if n > 0 || err == nil || ctx.Err() != nil {
-		p.Status("%s", consumeSummary(o, sum))
+		// Each outcome's count, the rate, and what made completions durable.
+		parts := []string{render.Count(counts[consume.Completed]) + " completed"}
+		for _, out := range consume.Outcomes[1:] {
+			if counts[out] > 0 {
+				parts = append(parts, render.Count(counts[out])+" "+string(out))
+			}
+		}
+		line := fmt.Sprintf("consume %s (group %s): %s handled: %s", render.Field(o.Stream), render.Field(o.Group), render.Count(n), strings.Join(parts, ", "))
+		if sum.LeftAlone > 0 {
+			line += fmt.Sprintf("; %s left to the consumers holding them", render.Count(sum.LeftAlone))
+		}
+		fsynced := "; completions not known to be fsynced"
+		if sum.Durability != "" {
+			fsynced = "; completions fsynced (" + sum.Durability + ")"
+		}
+		p.Status("%s; %.1f entries/s%s", line, float64(n)/time.Since(start).Seconds(), fsynced)
 	}
 	if err == nil && ctx.Err() != nil {
 		err = &exit.Error{Code: exit.Interrupted, What: "consume " + render.Field(o.Stream),
 			Err: errors.New("interrupted"), Hint: "the handlers that were running finished; the entries not yet taken stay in the stream for the next run"}
 	}
 	return err
-}
-
-// consumeSummary is the line on stderr at the end: each outcome's count,
-// the rate, and what made completions durable.
-func consumeSummary(o *ConsumeOptions, s consume.Summary) string {
-	var parts []string
-	var total int64
-	for _, out := range consume.Outcomes {
-		if c := s.Counts[out]; c > 0 || out == consume.Completed {
-			parts = append(parts, fmt.Sprintf("%s %s", render.Count(c), out))
-			total += c
-		}
-	}
-	line := fmt.Sprintf("consume %s (group %s): %s handled: %s", render.Field(o.Stream), render.Field(o.Group), render.Count(total), strings.Join(parts, ", "))
-	if s.LeftAlone > 0 {
-		line += fmt.Sprintf("; %s left to the consumers holding them", render.Count(s.LeftAlone))
-	}
-	if secs := s.Elapsed.Seconds(); secs > 0 {
-		line += fmt.Sprintf("; %.1f entries/s", float64(total)/secs)
-	}
-	switch s.Durability {
-	case "":
-		return line + "; completions not known to be fsynced"
-	default:
-		return line + "; completions fsynced (" + s.Durability + ")"
-	}
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,10 +52,6 @@ func (p Params) Validate() error {
 		return exit.Usagef("the stream name must not be empty")
 	case p.Group == "":
 		return exit.Usagef("--group is required and must not be empty")
-	case p.Consumer == "":
-		return exit.Usagef("--consumer must not be empty")
-	case strings.ContainsRune(p.Stream+p.Group, 0):
-		return exit.Usagef("the stream and group names cannot hold a NUL byte: the handler gets them in its environment")
 	case p.MaxAttempts < 1:
 		return exit.Usagef("--max-attempts %d: give 1 or more", p.MaxAttempts)
 	case p.Workers < 1:
@@ -100,38 +97,27 @@ func (r *runner) prepare(ctx context.Context) error {
 		return berr
 	}
 	r.base = base
-	kinds, keys := map[string]string{}, []string{p.Stream}
 	if p.DeadLetter != "" {
-		keys = append(keys, p.DeadLetter, metaKey(base))
-	}
-	for _, k := range keys {
-		var err error
-		if kinds[k], err = do(ctx, c, func(ctx context.Context, uc redis.UniversalClient) (string, error) { return uc.Type(ctx, k).Result() }); err != nil {
-			return exit.Wrap(err, r.what)
-		}
-		want := "stream"
-		if k == metaKey(base) {
-			want = "hash"
-		}
-		if kind := kinds[k]; kind != "none" && kind != want {
-			return exit.New(exit.Data, "consume "+strconv.Quote(k), "WRONGTYPE: the key holds a %s, not a %s", kind, want)
-		}
-	}
-	if kinds[p.Stream] == "none" && !p.Create {
-		return &exit.Error{Code: exit.NotFound, What: r.what, Err: errors.New("no such stream"), Hint: "--create makes it, with the group"}
-	}
-	has := false
-	if kinds[p.Stream] == "stream" {
-		groups, err := do(ctx, c, func(ctx context.Context, uc redis.UniversalClient) ([]redis.XInfoGroup, error) {
-			return uc.XInfoGroups(ctx, p.Stream).Result()
+		kind, err := do(ctx, c, func(ctx context.Context, uc redis.UniversalClient) (string, error) {
+			return uc.Type(ctx, p.DeadLetter).Result()
 		})
+		if err == nil && kind != "none" && kind != "stream" {
+			err = exit.New(exit.Data, "--dead-letter "+strconv.Quote(p.DeadLetter), "WRONGTYPE: the key holds a %s, not a stream", kind)
+		}
 		if err != nil {
 			return exit.Wrap(err, r.what)
 		}
-		for _, g := range groups {
-			has = has || g.Name == p.Group
-		}
 	}
+	groups, err := do(ctx, c, func(ctx context.Context, uc redis.UniversalClient) ([]redis.XInfoGroup, error) {
+		return uc.XInfoGroups(ctx, p.Stream).Result()
+	})
+	switch {
+	case err != nil && strings.Contains(err.Error(), "no such key") && !p.Create:
+		return &exit.Error{Code: exit.NotFound, What: r.what, Err: errors.New("no such stream"), Hint: "--create makes it, with the group"}
+	case err != nil && !strings.Contains(err.Error(), "no such key"):
+		return exit.Wrap(err, r.what) // WRONGTYPE: 65
+	}
+	has := slices.ContainsFunc(groups, func(g redis.XInfoGroup) bool { return g.Name == p.Group })
 	if !has && !p.Create {
 		return &exit.Error{Code: exit.NotFound, What: r.what, Err: fmt.Errorf("no consumer group %q", p.Group),
 			Hint: "--create makes it at the stream's start (0); XGROUP CREATE " + p.Stream + " " + p.Group + " $ starts it at the end"}

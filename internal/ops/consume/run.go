@@ -54,12 +54,10 @@ type Result struct {
 	Error        string
 }
 
-// Summary counts a run's outcomes.
+// Summary is what a run's outcomes do not say.
 type Summary struct {
-	Counts     map[Outcome]int64
 	LeftAlone  int64  // entries whose claim a live consumer holds
 	Durability string // what makes completions durable: "WAITAOF", "appendfsync always", or "" (nothing known)
-	Elapsed    time.Duration
 }
 
 type entry struct {
@@ -97,9 +95,7 @@ type runner struct {
 // due later, and no entry of a dead consumer is left to reclaim. onResult
 // and warn are called one at a time, from any goroutine.
 func Run(ctx context.Context, c *redisconn.Conn, p Params, onResult func(Result), warn func(string)) (Summary, error) {
-	r := &runner{p: p, conn: c, what: "consume " + strconv.Quote(p.Stream), onResult: onResult, warn: warn, cursor: "0-0",
-		sum: Summary{Counts: map[Outcome]int64{}}}
-	start := time.Now()
+	r := &runner{p: p, conn: c, what: "consume " + strconv.Quote(p.Stream), onResult: onResult, warn: warn, cursor: "0-0"}
 	err := r.prepare(ctx)
 	if err == nil {
 		if err = r.loop(ctx); err == nil {
@@ -108,7 +104,6 @@ func Run(ctx context.Context, c *redisconn.Conn, p Params, onResult func(Result)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.sum.Elapsed = time.Since(start)
 	return r.sum, err
 }
 
@@ -265,54 +260,40 @@ func (r *runner) later(e entry, after time.Duration) {
 
 // read is XREADGROUP of up to n new entries, waiting up to wait.
 func (r *runner) read(ctx context.Context, n int, wait time.Duration) ([]entry, error) {
-	v, err := do(ctx, r.conn, func(ctx context.Context, uc redis.UniversalClient) (any, error) {
-		return uc.Do(ctx, "XREADGROUP", "GROUP", r.p.Group, r.p.Consumer, "COUNT", n, "BLOCK", wait.Milliseconds(),
-			"STREAMS", r.p.Stream, ">").Result()
-	})
-	switch {
-	case errors.Is(err, redis.Nil), err != nil && ctx.Err() != nil:
-		return nil, nil
-	case err != nil:
-		return nil, r.serverErr(err, "XREADGROUP")
+	v, err := r.call(ctx, "XREADGROUP", "GROUP", r.p.Group, r.p.Consumer, "COUNT", n, "BLOCK", wait.Milliseconds(), "STREAMS", r.p.Stream, ">")
+	if s, _ := v.([]any); len(s) == 1 { // [[stream, entries]]
+		s, _ = s[0].([]any)
+		if len(s) == 2 {
+			return entries(s[1]), nil
+		}
 	}
-	streams, _ := v.([]any)
-	if len(streams) != 1 {
-		return nil, nil
-	}
-	s, _ := streams[0].([]any)
-	if len(s) != 2 {
-		return nil, exit.New(exit.Internal, r.what, "unexpected XREADGROUP reply %v", v)
-	}
-	return entries(s[1]), nil
+	return nil, err
 }
 
 // reclaim is XAUTOCLAIM of up to n entries idle longer than the lease,
 // from the cursor (a pass ends when it is 0-0 again).
 func (r *runner) reclaim(ctx context.Context, n int) ([]entry, error) {
-	v, err := do(ctx, r.conn, func(ctx context.Context, uc redis.UniversalClient) (any, error) {
-		return uc.Do(ctx, "XAUTOCLAIM", r.p.Stream, r.p.Group, r.p.Consumer, r.p.Lease.Milliseconds(), r.cursor, "COUNT", n).Result()
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, nil
-		}
-		return nil, r.serverErr(err, "XAUTOCLAIM")
+	v, err := r.call(ctx, "XAUTOCLAIM", r.p.Stream, r.p.Group, r.p.Consumer, r.p.Lease.Milliseconds(), r.cursor, "COUNT", n)
+	if rep, _ := v.([]any); len(rep) >= 2 { // [cursor, entries, deleted IDs (7.0+)]
+		r.cursor, _ = rep[0].(string)
+		return entries(rep[1]), nil
 	}
-	rep, _ := v.([]any)
-	if len(rep) < 2 {
-		return nil, exit.New(exit.Internal, r.what, "unexpected XAUTOCLAIM reply %v", v)
-	}
-	r.cursor, _ = rep[0].(string)
-	return entries(rep[1]), nil
+	return nil, err
 }
 
-// serverErr is a read's failure in words: a group or stream deleted
-// meanwhile is not found (66).
-func (r *runner) serverErr(err error, cmd string) error {
-	if strings.HasPrefix(err.Error(), "NOGROUP") {
-		return &exit.Error{Code: exit.NotFound, What: r.what, Err: fmt.Errorf("%s: %w", cmd, err), Hint: "the group or the stream was deleted"}
+// call sends a read of the group: nothing when interrupted; a group or a
+// stream deleted meanwhile is not found (66).
+func (r *runner) call(ctx context.Context, args ...any) (any, error) {
+	v, err := do(ctx, r.conn, func(ctx context.Context, uc redis.UniversalClient) (any, error) { return uc.Do(ctx, args...).Result() })
+	switch {
+	case errors.Is(err, redis.Nil), err != nil && ctx.Err() != nil:
+		return nil, nil
+	case err != nil && strings.HasPrefix(err.Error(), "NOGROUP"):
+		return nil, &exit.Error{Code: exit.NotFound, What: r.what, Err: fmt.Errorf("%s: %w", args[0], err), Hint: "the group or the stream was deleted"}
+	case err != nil:
+		return nil, exit.Wrap(fmt.Errorf("%s: %w", args[0], err), r.what)
 	}
-	return exit.Wrap(fmt.Errorf("%s: %w", cmd, err), r.what)
+	return v, nil
 }
 
 // entries reads [[id, [field, value, ...]], ...], leaving out the
@@ -391,7 +372,6 @@ func (r *runner) handle(ctx context.Context, e entry) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.done++
-	r.sum.Counts[out.Outcome]++
 	r.onResult(out)
 }
 
@@ -465,28 +445,20 @@ func (r *runner) deadLetter(ctx context.Context, e entry, attempts int64, why st
 // whose names repeat or are not UTF-8 are a list of pairs
 // [["f","v"],...] instead, as xadd --batch also reads.
 func entryJSON(name string, e entry) []byte {
-	b := append([]byte(`{"stream":`), jsonValue(name)...)
-	b = append(append(append(b, `,"id":`...), jsonValue(e.id)...), `,"fields":`...)
 	seen, pairs := map[string]bool{}, false
 	for i := 0; i < len(e.fields); i += 2 {
 		pairs = pairs || seen[e.fields[i]] || !utf8.ValidString(e.fields[i])
 		seen[e.fields[i]] = true
 	}
-	open, close, sep, end := byte('{'), byte('}'), byte(':'), ""
+	form, open, close := `,%s:%s`, "{", "}"
 	if pairs {
-		open, close, sep, end = '[', ']', ',', "]"
+		form, open, close = `,[%s,%s]`, "[", "]"
 	}
-	b = append(b, open)
+	var f []byte
 	for i := 0; i+1 < len(e.fields); i += 2 {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if pairs {
-			b = append(b, '[')
-		}
-		b = append(append(append(append(b, jsonValue(e.fields[i])...), sep), jsonValue(e.fields[i+1])...), end...)
+		f = fmt.Appendf(f, form, jsonValue(e.fields[i]), jsonValue(e.fields[i+1]))
 	}
-	return append(b, close, '}', '\n')
+	return fmt.Appendf(nil, `{"stream":%s,"id":%s,"fields":%s%s%s}`+"\n", jsonValue(name), jsonValue(e.id), open, bytes.TrimPrefix(f, []byte(",")), close)
 }
 
 func jsonValue(s string) []byte {
