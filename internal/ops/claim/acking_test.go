@@ -113,23 +113,24 @@ func TestClaimAckRefusedBeforeAnyWrite(t *testing.T) {
 func TestClaimRetryDelay(t *testing.T) {
 	ctx, c := claimClient(t)
 	p := acquireParams("job", "w")
-	p.RetryDelay = 300 * time.Millisecond
 	mustFail(t, ctx, c, "job", mustAcquire(t, ctx, c, p, Acquired).Token)
 	before := hash(t, ctx, c, "job")
+	p.RetryDelay = time.Hour
 	res := mustAcquire(t, ctx, c, p, Delayed)
-	if res.Acquired() || res.LeaseLeftMs <= 0 || res.LeaseLeftMs > 300 {
+	if res.Acquired() || res.LeaseLeftMs <= time.Hour.Milliseconds()-60_000 || res.LeaseLeftMs > time.Hour.Milliseconds() {
 		t.Errorf("delayed: %+v", res)
 	}
 	if !reflect.DeepEqual(before, hash(t, ctx, c, "job")) {
 		t.Error("a delayed acquire changed the record")
 	}
-	time.Sleep(time.Duration(res.LeaseLeftMs+20) * time.Millisecond)
+	time.Sleep(5 * time.Millisecond)
+	p.RetryDelay = time.Millisecond // passed since the failure, on the server's clock
 	if r := mustAcquire(t, ctx, c, p, Retry); r.Attempt != 2 {
 		t.Errorf("retry: %+v", r)
 	}
 	// Exhausted comes first: no wait for a retry that will never be.
 	tok, _ := strconv.ParseInt(hash(t, ctx, c, "job")["token"], 10, 64)
 	mustFail(t, ctx, c, "job", tok)
-	p.MaxAttempts = 2
+	p.RetryDelay, p.MaxAttempts = time.Hour, 2
 	mustAcquire(t, ctx, c, p, Exhausted)
 }
