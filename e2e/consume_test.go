@@ -373,3 +373,47 @@ func TestConsumeDocLine(t *testing.T) {
 		t.Errorf("pending: %+v %v, want the failed invoice's retry", p, err)
 	}
 }
+
+// A consumer runs for days: the processes it starts for each entry (the
+// guard, the handler) are reaped, not left as zombies, one an entry.
+func TestConsumeReapsItsChildren(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewWith(t, redistest.Options{})
+	c, rdb := consumeSetup(t, srv, 20, func(int) bool { return false })
+	p := c.Start("consume", "s", "--group", "g", "--", "true")
+	zombies := func() int { // children of the consumer in state Z (/proc/PID/stat: "pid (comm) state ppid ...")
+		stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+		n := 0
+		for _, f := range stats {
+			b, _ := os.ReadFile(f)
+			if i := strings.LastIndexByte(string(b), ')'); i > 0 {
+				if f := strings.Fields(string(b[i+1:])); len(f) > 1 && f[0] == "Z" && f[1] == strconv.Itoa(p.Pid()) {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	for deadline := time.Now().Add(time.Minute); pending(t, rdb) > 0 || consumeDone(t, rdb) < 20; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("20 entries not consumed within a minute: %s", p.Status())
+		}
+	}
+	n := zombies()
+	for deadline := time.Now().Add(5 * time.Second); n > 0 && time.Now().Before(deadline); n = zombies() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n > 0 {
+		t.Errorf("%d zombies after 20 entries", n)
+	}
+}
+
+// consumeDone counts the entries of s acknowledged by group g.
+func consumeDone(t *testing.T, rdb *redis.Client) int {
+	t.Helper()
+	g, err := rdb.XInfoGroups(context.Background(), "s").Result()
+	if err != nil || len(g) != 1 {
+		t.Fatalf("XINFO GROUPS: %v %v", g, err)
+	}
+	return int(g[0].EntriesRead - g[0].Pending)
+}

@@ -379,7 +379,7 @@ func (r *runner) handle(ctx context.Context, e entry) {
 func (r *runner) run(ctx context.Context, e entry, key string, res claim.AcquireResult, sent time.Time, acking claim.Option, out *Result) {
 	p := r.p
 	g := claimrun.StartGuard(p.Output)
-	defer g.Release()
+	defer func() { g.Release(); g.Reap() }()
 	run, err := claimrun.Run(ctx, r.conn, claimrun.Params{Key: key, Token: res.Token, Attempt: res.Attempt, LeaseSent: sent,
 		Lease: p.Lease, MaxResult: -1, What: r.what + " " + e.id,
 		Complete: []claim.Option{acking, claim.Durably(r.aof, nil)},
