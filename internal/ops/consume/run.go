@@ -81,6 +81,7 @@ type runner struct {
 	onResult func(Result)
 	warn     func(string)
 
+	dlMu    sync.Mutex // the dead-letter adds, one at a time (Streams is not for concurrent use)
 	mu      sync.Mutex // what the handlers share
 	sum     Summary
 	done    int64 // entries reported
@@ -425,8 +426,10 @@ func (r *runner) deadLetter(ctx context.Context, e entry, attempts int64, why st
 	}
 	fields := append(slices.Clip(e.fields), "idmpctl-stream", p.Stream, "idmpctl-group", p.Group, "idmpctl-id", e.id,
 		"idmpctl-attempts", strconv.FormatInt(attempts, 10), "idmpctl-error", why)
+	r.dlMu.Lock()
 	added, err := r.streams.Add(ctx, stream.AddOptions{Retries: p.Retries},
 		stream.AddRequest{Stream: p.DeadLetter, PID: p.Group, IID: e.id, Fields: fields})
+	r.dlMu.Unlock()
 	if err == nil {
 		_, err = do(ctx, r.conn, func(ctx context.Context, uc redis.UniversalClient) (int64, error) {
 			return uc.XAck(ctx, p.Stream, p.Group, e.id).Result()
