@@ -74,19 +74,17 @@ func (p Params) Validate() error {
 	return claimrun.CheckLease(p.Lease)
 }
 
-// ClaimKey is the claim key of entry id of group in the stream whose slot
-// base is base (idmp.SlotBase): "<base>:consume:<group>:<id>", for stream
-// "orders" "{orders}:consume:billing:1700000000000-0". An ID holds no ':',
-// so the last one ends the group's name.
+// ClaimKey is the claim key of entry id of group, base the stream's
+// idmp.SlotBase: "{orders}:consume:billing:1700000000000-0" (an ID holds no
+// ':', so the last one ends the group's name).
 func ClaimKey(base, group, id string) string { return base + ":consume:" + group + ":" + id }
 
 // metaKey is the hash of the stream's groups' dead-letter streams (group ->
 // stream), which consume --dead-letter writes and inspect reads.
 func metaKey(base string) string { return base + ":consume" }
 
-// prepare checks the server side before anything is written, then makes
-// what is asked: the group (--create), the dead-letter stream's name for
-// inspect. It learns how completions can be made durable.
+// prepare checks the server's side, then writes what is asked: the
+// dead-letter stream's name for inspect, the group (--create).
 func (r *runner) prepare(ctx context.Context) error {
 	p, c := r.p, r.conn
 	if _, err := c.Capabilities(ctx); err != nil {
@@ -146,12 +144,9 @@ func (r *runner) prepare(ctx context.Context) error {
 	return nil
 }
 
-// learnDurability decides what a completion waits for: WAITAOF 1 0 in its
-// round trip where the server has it (Redis 7.2+) and its AOF is on, so
-// that an entry counts as completed once fsynced, under appendfsync
-// everysec too; without WAITAOF, appendfsync always fsyncs before the
-// reply. Otherwise a completion is not known to be durable, and under
-// everysec the user is told what a crash of the server can cost.
+// learnDurability decides what a completion waits for: WAITAOF 1 0 where
+// the server has it (7.2+) and AOF is on; before 7.2, appendfsync always
+// fsyncs before replying, and under everysec the user is warned.
 func (r *runner) learnDurability(ctx context.Context) {
 	d := redisconn.Durability{AOF: true, Timeout: r.conn.Timeout / 2}
 	err := r.conn.CheckDurable(ctx, r.p.Stream, d)
@@ -186,9 +181,8 @@ func do[T any](ctx context.Context, c *redisconn.Conn, call func(context.Context
 	return v, err
 }
 
-// Group is a consumer group of a stream as inspect shows it: its pending
-// entries, and the dead-letter stream consume --dead-letter gives it, with
-// its length (nil when it cannot be read).
+// Group is a consumer group as inspect shows it, with the dead-letter
+// stream consume gives it and its length (nil: unknown).
 type Group struct {
 	Name             string `json:"name"`
 	Consumers        int64  `json:"consumers"`
@@ -198,8 +192,7 @@ type Group struct {
 	DeadLetterLength *int64 `json:"dead_letter_length,omitempty"`
 }
 
-// Groups reads the stream's consumer groups (the liveness tokens of
-// emulated IDMP left out) and their dead-letter streams where it can.
+// Groups reads the stream's groups (not emulated IDMP's liveness tokens).
 func Groups(ctx context.Context, c *redisconn.Conn, name string) ([]Group, error) {
 	infos, err := do(ctx, c, func(ctx context.Context, uc redis.UniversalClient) ([]redis.XInfoGroup, error) {
 		return uc.XInfoGroups(ctx, name).Result()

@@ -42,14 +42,12 @@ var Outcomes = []Outcome{Completed, Failed, DeadLettered, Exhausted, Skipped, Lo
 
 // Result is one entry's outcome.
 type Result struct {
-	ID       string
-	Outcome  Outcome
-	Attempt  int64
-	ExitCode int // the handler's; -1 when it did not run
-	Duration time.Duration
-	// Durable: a completion known to be on disk (WAITAOF, or appendfsync
-	// always): a crash of the server cannot make the entry run again.
-	Durable      bool
+	ID           string
+	Outcome      Outcome
+	Attempt      int64
+	ExitCode     int // the handler's; -1 when it did not run
+	Duration     time.Duration
+	Durable      bool // a completion known to be on disk (WAITAOF, or appendfsync always)
 	DeadLetterID string
 	Error        string
 }
@@ -90,11 +88,9 @@ type runner struct {
 	cursor  string
 }
 
-// Run consumes until ctx is done (SIGINT, SIGTERM: nothing more is read,
-// and the handlers running are let finish), until Count entries, or with
-// UntilEmpty once a read finds nothing new, no handler runs, no retry is
-// due later, and no entry of a dead consumer is left to reclaim. onResult
-// and warn are called one at a time, from any goroutine.
+// Run consumes until ctx is done (then the handlers running finish), Count
+// entries, or with UntilEmpty nothing is left it may take (docs/consume.md).
+// onResult and warn are called one at a time, from any goroutine.
 func Run(ctx context.Context, c *redisconn.Conn, p Params, onResult func(Result), warn func(string)) (Summary, error) {
 	r := &runner{p: p, conn: c, what: "consume " + strconv.Quote(p.Stream), onResult: onResult, warn: warn, cursor: "0-0"}
 	err := r.prepare(ctx)
@@ -213,9 +209,9 @@ func (r *runner) loop(ctx context.Context) error {
 	}
 }
 
-// leave deletes this consumer from the group when nothing is pending
-// with it, so that a name of hostname:pid does not stay for ever; with
-// the reading over, nothing is added to its pending entries meanwhile.
+// leave deletes this consumer from the group when nothing is pending with
+// it (the reading is over: nothing can be added), so that hostname:pid
+// names do not pile up.
 func (r *runner) leave(ctx context.Context) {
 	p := r.p
 	pending, err := do(ctx, r.conn, func(ctx context.Context, uc redis.UniversalClient) ([]redis.XPendingExt, error) {
@@ -228,7 +224,7 @@ func (r *runner) leave(ctx context.Context) {
 	}
 }
 
-// dueRetry is the earliest failed entry whose retry is due.
+// dueRetry pops a retry of this consumer's that is due.
 func (r *runner) dueRetry() (entry, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -241,8 +237,7 @@ func (r *runner) dueRetry() (entry, bool) {
 	return entry{}, false
 }
 
-// nextRetry is how long until the next retry of this consumer's is due,
-// and whether one is to come.
+// nextRetry is how long until this consumer's next retry, if any.
 func (r *runner) nextRetry() (time.Duration, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -297,8 +292,8 @@ func (r *runner) call(ctx context.Context, args ...any) (any, error) {
 	return v, nil
 }
 
-// entries reads [[id, [field, value, ...]], ...], leaving out the
-// entries deleted since they were delivered (nil, Redis 6.2).
+// entries reads [[id, [field, value, ...]], ...], without the entries
+// deleted since delivered (nil, Redis 6.2).
 func entries(v any) []entry {
 	list, _ := v.([]any)
 	out := make([]entry, 0, len(list))
@@ -413,10 +408,9 @@ func (r *runner) run(ctx context.Context, e entry, key string, res claim.Acquire
 	}
 }
 
-// deadLetter adds the entry to the dead-letter stream with IDMP (pid: the
-// group, iid: the entry's ID), so that a retry adds it once, and then
-// acknowledges it. Without a dead-letter stream, or when the add fails, it
-// stays pending, exhausted.
+// deadLetter adds the entry to the dead-letter stream with IDMP (pid the
+// group, iid the entry's ID: a retry adds it once), then acknowledges it;
+// without one, or when the add fails, it stays pending, exhausted.
 func (r *runner) deadLetter(ctx context.Context, e entry, attempts int64, why string, out *Result) {
 	p := r.p
 	out.Outcome, out.Error = Exhausted, why
@@ -442,11 +436,9 @@ func (r *runner) deadLetter(ctx context.Context, e entry, attempts int64, why st
 	out.Outcome, out.DeadLetterID = DeadLettered, added[0].ID
 }
 
-// entryJSON is the handler's stdin: {"stream":...,"id":...,"fields":{...}},
-// the fields in the entry's order. A value that is not UTF-8 is
-// {"b64":"..."}, as xadd --batch reads and exec -o json writes; fields
-// whose names repeat or are not UTF-8 are a list of pairs
-// [["f","v"],...] instead, as xadd --batch also reads.
+// entryJSON is the handler's stdin, {"stream":...,"id":...,"fields":{...}}
+// in the entry's order, in xadd --batch's JSON: a value that is not UTF-8
+// is {"b64":"..."}; names that repeat or are not UTF-8 make fields pairs.
 func entryJSON(name string, e entry) []byte {
 	seen, pairs := map[string]bool{}, false
 	for i := 0; i < len(e.fields); i += 2 {
