@@ -104,7 +104,7 @@ fuzz: redis-server
 IDMPCTL_BENCH_KEYS ?= 1000000
 bench: redis-server
 	@command -v redis-benchmark >/dev/null || { echo 'bench: redis-benchmark not found (apt-get install redis-tools)'; exit 1; }
-	@bash -o pipefail -c "$(GO) test -run '^\$$' -bench '^BenchmarkCLI$$' -benchtime 1x -count 1 ./e2e | tee bench.out"
+	@bash -o pipefail -c "$(GO) test -run '^\$$' -bench '^Benchmark(CLI|Consume)$$' -benchtime 1x -count 1 ./e2e | tee bench.out"
 	@IDMPCTL_BENCH_KEYS=$(IDMPCTL_BENCH_KEYS) bash -o pipefail -c "$(GO) test -run '^\$$' -bench . -benchtime 1x -count 1 ./internal/... | tee -a bench.out"
 	@bash -o pipefail -c 'bash scripts/bench-cli.sh | tee -a bench.out'
 

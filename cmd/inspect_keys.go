@@ -9,6 +9,7 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops/consume"
 	"github.com/idmpctl/idmpctl/internal/ops/health"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
@@ -162,7 +163,9 @@ func (sv *streamViewer) show(ctx context.Context, name, watch string) error {
 	if err != nil {
 		return exit.Wrap(err, "inspect "+strconv.Quote(name))
 	}
-	return sv.print(info, nil, time.Time{})
+	// The groups where they can be read (a user without XINFO: none).
+	groups, _ := consume.Groups(ctx, sv.streams.Conn, name)
+	return sv.f.Printer.Show(view.Stream{Info: info, Lints: health.Stream(info, sv.ctx), Groups: groups})
 }
 
 // print shows a stream with its lints; at is a --watch view's time.

@@ -563,3 +563,37 @@ func TestCalcApplyFlags(t *testing.T) {
 		wantUsage(t, err, flag[0]+" goes with --apply STREAM")
 	}
 }
+
+// consume's flags, and the bad input of issue 29 refused before any server.
+func TestConsumeOptions(t *testing.T) {
+	var got *ConsumeOptions
+	f := testFactory("")
+	if err := execute(t, f, NewCmdConsume(f, func(o *ConsumeOptions) error { got = o; return nil }),
+		"consume", "orders", "--group", "billing", "--workers", "2", "--lease", "2s", "--max-attempts", "5",
+		"--retry-delay", "0s", "--dead-letter", "orders-dead", "--until-empty", "--count", "7", "--block", "50ms", "--", "sh", "-c", "exit 0"); err != nil {
+		t.Fatal(err)
+	}
+	p := got.Params
+	if p.Stream != "orders" || p.Group != "billing" || p.Workers != 2 || p.Lease != 2*time.Second || p.MaxAttempts != 5 ||
+		p.RetryDelay != 0 || p.DeadLetter != "orders-dead" || !p.UntilEmpty || p.Count != 7 || p.Block != 50*time.Millisecond ||
+		!slices.Equal(p.Command, []string{"sh", "-c", "exit 0"}) || !strings.Contains(p.Consumer, ":") || p.Create {
+		t.Errorf("parsed %+v", p)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"s", "--group", "g", "--max-attempts", "0", "--", "true"}, "--max-attempts 0: give 1 or more"},
+		{[]string{"s", "--group", "g", "--lease", "999ms", "--", "true"}, "--lease 999ms is too short"},
+		{[]string{"s", "--group", "g", "--"}, "consume needs STREAM --group GROUP -- COMMAND"},
+		{[]string{"s", "--group", "g", "true"}, "consume takes one STREAM, then -- COMMAND"},
+		{[]string{"s", "--group", "g", "--dead-letter", "s", "--", "true"}, `--dead-letter "s" is the stream itself`},
+		{[]string{"s", "--", "true"}, "--group is required"},
+		{[]string{"s", "--group", "g", "--workers", "0", "--", "true"}, "--workers 0"},
+		{[]string{"s", "--group", "g", "--retry-delay", "-1s", "--", "true"}, "--retry-delay"},
+		{[]string{"s", "--group", "g", "--block", "0s", "--", "true"}, "--block 0s"},
+		{[]string{"s", "--group", "g", "--", "./no-such-handler"}, `the handler "./no-such-handler" cannot be run`},
+	} {
+		wantUsage(t, execute(t, f, NewCmdConsume(f, func(*ConsumeOptions) error { t.Fatal("runF reached"); return nil }), append([]string{"consume"}, c.args...)...), c.want)
+	}
+}

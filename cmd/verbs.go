@@ -153,6 +153,7 @@ var verbs = []struct {
 	{"cfgset", func(f *Factory) *cobra.Command { return NewCmdCfgSet(f, nil) }},
 	{"inspect", func(f *Factory) *cobra.Command { return NewCmdInspect(f, nil) }},
 	{"claim", NewCmdClaim},
+	{"consume", func(f *Factory) *cobra.Command { return NewCmdConsume(f, nil) }},
 	{"purge", func(f *Factory) *cobra.Command { return NewCmdPurge(f, nil) }},
 	{"restore", func(f *Factory) *cobra.Command { return NewCmdRestore(f, nil) }},
 	{"migrate", func(f *Factory) *cobra.Command { return NewCmdMigrate(f, nil) }},

@@ -11,11 +11,13 @@ import (
 
 // The pages whose tables and examples run as tests: the README's exit-code
 // table (exitcodes_test.go), docs/roles.md's ACL rules (roles_test.go),
-// docs/claim-run.md's consumer loop (readme_loop_test.go); and the pages
+// docs/claim-run.md's consumer loop (readme_loop_test.go), docs/consume.md's
+// line that replaces it (consume_test.go); and the pages
 // about the tests themselves, checked below.
 const (
 	rolesDoc    = "../docs/roles.md"
 	claimRunDoc = "../docs/claim-run.md"
+	consumeDoc  = "../docs/consume.md"
 	scriptsDoc  = "../testdata/script/README.md"
 )
 

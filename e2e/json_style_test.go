@@ -75,6 +75,7 @@ func TestJSONKeyStyle(t *testing.T) {
 		{"calc-ttl", [][]string{{"calc-ttl", "--rate", "100/s", "--ttl", "24h", "--key-size", "40", "--value-size", "80"},
 			{"calc-ttl", "--rate", "100/s", "--max-processing", "5m", "--max-retry-delay", "1h", "--sample", "*", "--maxmemory", "1kb"}}},
 		{"version", [][]string{{"version"}}},
+		{"consume", [][]string{{"consume", "s", "--group", "g", "--create", "--until-empty", "--block", "10ms", "--", "true"}}},
 		// exec prints Redis's replies as redis-cli --json does: their keys are
 		// the server's (XINFO's radix-tree-keys, a hash's fields), data.
 		{"exec", [][]string{{"exec", "XINFO", "STREAM", "s"}}},

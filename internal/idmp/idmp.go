@@ -144,16 +144,10 @@ func BatchHash(pid, id string) string {
 // StateKeys derives stream's state keys; in a cluster, a name with '}' but
 // no valid hash tag is refused: no key can share its slot.
 func StateKeys(stream string, cluster bool) (StateLayout, error) {
-	base := stream
-	if !HasHashTag(stream) {
-		if cluster && strings.Contains(stream, "}") {
-			e := exit.New(exit.Usage, "emulated IDMP on stream "+strconv.Quote(stream),
-				"the name holds '}' but no valid hash tag, so no state key can share its cluster slot")
-			e.Hint = "use a hash-tagged stream name such as " + strconv.Quote("{"+strings.ReplaceAll(stream, "}", "_")+"}") +
-				", or a server with native IDMP (Redis 8.6+)"
-			return StateLayout{}, e
-		}
-		base = "{" + stream + "}"
+	base, err := SlotBase(stream, cluster, "emulated IDMP on stream", "state key")
+	if err != nil {
+		err.Hint += ", or a server with native IDMP (Redis 8.6+)"
+		return StateLayout{}, err
 	}
 	meta := base + metaSuffix
 	return StateLayout{
@@ -166,6 +160,23 @@ func StateKeys(stream string, cluster bool) (StateLayout, error) {
 		Batches:     meta + batchesSuffix,
 		BatchPrefix: meta + ":" + batchPart,
 	}, nil
+}
+
+// SlotBase is the prefix of keys in stream's cluster slot: the name when
+// it has a valid hash tag, else "{stream}", which hashes like it. In a
+// cluster a name with '}' but no valid tag is refused (64, naming what and
+// the kind of key): no suffix can make a key that hashes to its slot.
+func SlotBase(stream string, cluster bool, what, kind string) (string, *exit.Error) {
+	if HasHashTag(stream) {
+		return stream, nil
+	}
+	if cluster && strings.Contains(stream, "}") {
+		e := exit.New(exit.Usage, what+" "+strconv.Quote(stream),
+			"the name holds '}' but no valid hash tag, so no %s can share its cluster slot", kind)
+		e.Hint = "use a hash-tagged stream name such as " + strconv.Quote("{"+strings.ReplaceAll(stream, "}", "_")+"}")
+		return "", e
+	}
+	return "{" + stream + "}", nil
 }
 
 // HasHashTag applies Redis Cluster's rule (splitTag).

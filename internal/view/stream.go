@@ -1,10 +1,12 @@
 package view
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/ops/consume"
 	"github.com/idmpctl/idmpctl/internal/ops/health"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/render"
@@ -14,10 +16,11 @@ import (
 // six IDMP ones, its mode, and its lints. With --watch, At is the view's
 // time and Rates the adds and duplicates a second since the view before.
 type Stream struct {
-	Info  stream.Info
-	Lints []health.Lint
-	Rates *Rates
-	At    time.Time
+	Info   stream.Info
+	Lints  []health.Lint
+	Rates  *Rates
+	At     time.Time
+	Groups []consume.Group // its consumer groups, with their dead-letter streams
 }
 
 // Rates are counter deltas a second between two --watch views.
@@ -29,15 +32,16 @@ type streamJSON struct {
 	Key  string `json:"key"`
 	Type string `json:"type"`
 	stream.Info
-	Lints            []health.Lint `json:"lints"`
-	Time             string        `json:"time,omitempty"`
-	AddsPerSec       *float64      `json:"adds_per_s,omitempty"`
-	DuplicatesPerSec *float64      `json:"duplicates_per_s,omitempty"`
+	Lints            []health.Lint   `json:"lints"`
+	Groups           []consume.Group `json:"groups,omitempty"`
+	Time             string          `json:"time,omitempty"`
+	AddsPerSec       *float64        `json:"adds_per_s,omitempty"`
+	DuplicatesPerSec *float64        `json:"duplicates_per_s,omitempty"`
 }
 
 func (v Stream) JSON() any {
 	info, at, r := v.Info, v.At, v.Rates
-	j := streamJSON{Key: info.Stream, Type: "stream", Info: info, Lints: append([]health.Lint{}, v.Lints...)}
+	j := streamJSON{Key: info.Stream, Type: "stream", Info: info, Lints: append([]health.Lint{}, v.Lints...), Groups: v.Groups}
 	if !at.IsZero() {
 		j.Time = at.UTC().Format(time.RFC3339Nano)
 	}
@@ -69,6 +73,21 @@ func (v Stream) kv(p *render.Printer) error {
 	}...)
 	if r != nil {
 		pairs = append(pairs, render.Pair{"adds/s", fmt.Sprintf("%.1f", r.Adds)}, render.Pair{"duplicates/s", fmt.Sprintf("%.1f", r.Duplicates)})
+	}
+	for _, g := range v.Groups {
+		// Raw: "group<TAB>name<TAB>pending<TAB>consumers<TAB>last-delivered-id<TAB>dead-letter<TAB>its length".
+		dead := "-"
+		if g.DeadLetterLength != nil {
+			dead = n(*g.DeadLetterLength)
+		}
+		label, value := "group", fmt.Sprintf("%s\t%d\t%d\t%s\t%s\t%s", g.Name, g.Pending, g.Consumers, g.LastDeliveredID, cmp.Or(g.DeadLetter, "-"), dead)
+		if p.Human() {
+			label, value = "group "+render.Field(g.Name), fmt.Sprintf("%s pending, %s", n(g.Pending), render.N(g.Consumers, "consumer"))
+			if g.DeadLetter != "" {
+				value += fmt.Sprintf(", %s dead-lettered in %s", dead, render.Field(g.DeadLetter))
+			}
+		}
+		pairs = append(pairs, render.Pair{label, value})
 	}
 	if p.Human() {
 		for _, pid := range info.PIDs {

@@ -41,13 +41,15 @@ var (
 // given: msOrKeep).
 type (
 	acquireArgs struct {
-		Key         string `lua:"KEY,key"`
-		Owner       string `lua:"OWNER"`
-		Lease       int64  `lua:"LEASE"` // ms
-		TTL         string `lua:"TTL"`
-		DefaultTTL  int64  `lua:"DEFAULT_TTL"`
-		Fingerprint string `lua:"FINGERPRINT"`
-		MaxAttempts int64  `lua:"MAX_ATTEMPTS"`
+		Key         string   `lua:"KEY,key"`
+		Owner       string   `lua:"OWNER"`
+		Lease       int64    `lua:"LEASE"` // ms
+		TTL         string   `lua:"TTL"`
+		DefaultTTL  int64    `lua:"DEFAULT_TTL"`
+		Fingerprint string   `lua:"FINGERPRINT"`
+		MaxAttempts int64    `lua:"MAX_ATTEMPTS"`
+		RetryDelay  int64    `lua:"RETRY_DELAY"` // ms
+		Ack         xackArgs // the entry acknowledged (Acking)
 	}
 	renewArgs struct {
 		Key          string `lua:"KEY,key"`
@@ -58,12 +60,13 @@ type (
 		DefaultTTL   int64  `lua:"DEFAULT_TTL"`
 	}
 	completeArgs struct {
-		Key        string `lua:"KEY,key"`
-		Token      int64  `lua:"TOKEN"`
-		TTL        string `lua:"TTL"`
-		DefaultTTL int64  `lua:"DEFAULT_TTL"`
-		HasResult  bool   `lua:"HAS_RESULT"`
-		Result     string `lua:"RESULT"`
+		Key        string   `lua:"KEY,key"`
+		Token      int64    `lua:"TOKEN"`
+		TTL        string   `lua:"TTL"`
+		DefaultTTL int64    `lua:"DEFAULT_TTL"`
+		HasResult  bool     `lua:"HAS_RESULT"`
+		Result     string   `lua:"RESULT"`
+		Ack        xackArgs // the entry acknowledged (Acking)
 	}
 	failArgs struct {
 		Key        string `lua:"KEY,key"`
@@ -77,7 +80,33 @@ type (
 		Key   string `lua:"KEY,key"`
 		Token int64  `lua:"TOKEN"`
 	}
+	// xackArgs are the stream entry a step acknowledges (Acking): the
+	// stream, a second key in the claim's slot, or no key for none.
+	xackArgs struct {
+		Stream []string `lua:"XACK_STREAM,key,rest"`
+		Group  string   `lua:"XACK_GROUP"`
+		ID     string   `lua:"XACK_ID"`
+	}
 )
+
+// Entry is a stream entry of a consumer group, which a complete (and an
+// acquire that finds the key COMPLETED) acknowledges with XACK in its own
+// script when given Acking: the claim and the XACK are one step. The
+// stream must be in the claim key's cluster slot.
+type Entry struct{ Stream, Group, ID string }
+
+// Acking makes complete, and an acquire that finds the key done,
+// acknowledge e in the same script. The zero Entry acknowledges nothing.
+func Acking(e Entry) Option {
+	return func(o *sendOpts) { o.entry = e }
+}
+
+func (e Entry) args() xackArgs {
+	if e.Stream == "" {
+		return xackArgs{}
+	}
+	return xackArgs{Stream: []string{e.Stream}, Group: e.Group, ID: e.ID}
+}
 
 // Claim statuses, as stored in the record's status field.
 const (
@@ -143,6 +172,7 @@ const (
 	Takeover  AcquireOutcome = "takeover"  // a stale PROCESSING claim was taken over
 	Retry     AcquireOutcome = "retry"     // a FAILED record was claimed again
 	Busy      AcquireOutcome = "busy"      // a live owner holds it: nothing changed
+	Delayed   AcquireOutcome = "delayed"   // FAILED less than RetryDelay ago: nothing changed
 	Done      AcquireOutcome = "done"      // COMPLETED: skip the work, replay Record.Result
 	Mismatch  AcquireOutcome = "mismatch"  // the stored fingerprint differs: nothing changed
 	Exhausted AcquireOutcome = "exhausted" // FAILED with attempts >= MaxAttempts: nothing changed
@@ -156,6 +186,9 @@ type AcquireParams struct {
 	TTL         time.Duration // the retention given; 0: the one the record keeps, else DefaultTTL
 	Fingerprint string        // optional; see Fingerprint
 	MaxAttempts int64         // 0: unlimited
+	// RetryDelay is how long after a failure (the record's updated, on the
+	// server's clock) a FAILED record may be claimed again (0: at once).
+	RetryDelay time.Duration
 }
 
 // AcquireResult is the outcome with the record as it stands after the call.
@@ -165,7 +198,7 @@ type AcquireResult struct {
 	Attempt       int64  // the caller's attempt number; 0 unless Acquired()
 	PreviousOwner string // Takeover: whose stale claim was taken over
 	Record        Record
-	LeaseLeftMs   int64 // Busy: how long the live owner's lease runs
+	LeaseLeftMs   int64 // Busy: how long the live owner's lease runs; Delayed: until the retry may come
 }
 
 // Acquired reports whether the caller now holds the claim.
@@ -202,11 +235,12 @@ func Fingerprint(payload []byte) string {
 // replicas did not acknowledge is given up again (giveUp): the result says
 // what was claimed, the error that it is not held.
 func Acquire(ctx context.Context, c *redisconn.Conn, p AcquireParams, opts ...Option) (AcquireResult, error) {
-	st, err := acquireStep(p)
+	o := options(opts)
+	st, err := acquireStep(p, o.entry)
 	if err != nil {
 		return AcquireResult{}, err
 	}
-	rep, err := st.sendRetrying(ctx, c, options(opts)) // never repeated: not retrySafe
+	rep, err := st.sendRetrying(ctx, c, o) // never repeated: not retrySafe
 	if err != nil {
 		return AcquireResult{}, err
 	}
@@ -258,12 +292,13 @@ func (st step) reply(err error) (scriptReply, error) {
 	return rep, nil
 }
 
-func acquireStep(p AcquireParams) (step, error) {
+func acquireStep(p AcquireParams, e Entry) (step, error) {
 	if err := p.Validate(); err != nil {
 		return step{}, err
 	}
 	return newStep(acquireScript, &acquireArgs{Key: p.Key, Owner: p.Owner, Lease: p.Lease.Milliseconds(), TTL: msOrKeep(p.TTL),
-		DefaultTTL: DefaultTTL.Milliseconds(), Fingerprint: p.Fingerprint, MaxAttempts: p.MaxAttempts}, "acquire", p.Key), nil
+		DefaultTTL: DefaultTTL.Milliseconds(), Fingerprint: p.Fingerprint, MaxAttempts: p.MaxAttempts,
+		RetryDelay: p.RetryDelay.Milliseconds(), Ack: e.args()}, "acquire", p.Key), nil
 }
 
 func (st step) acquireResult(rep scriptReply) (AcquireResult, error) {
@@ -274,6 +309,8 @@ func (st step) acquireResult(rep scriptReply) (AcquireResult, error) {
 		res.PreviousOwner = rep.extra
 	case Busy:
 		res.LeaseLeftMs = rep.record.LeaseLeftMs()
+	case Delayed:
+		res.LeaseLeftMs, _ = strconv.ParseInt(rep.extra, 10, 64)
 	case Done, Mismatch, Exhausted:
 	default:
 		return AcquireResult{}, rep.unexpected(st.what)
@@ -340,11 +377,11 @@ type CompleteParams struct {
 // only sets the retention again. A result over maxResult bytes (<= 0: no
 // cap) is refused (exit.Data).
 func Complete(ctx context.Context, c *redisconn.Conn, key string, token int64, result *string, ttl time.Duration, maxResult int, opts ...Option) (Record, error) {
-	st, err := completeStep(CompleteParams{Key: key, Token: token, Result: result, TTL: ttl, MaxResult: maxResult})
+	st, err := completeStep(CompleteParams{Key: key, Token: token, Result: result, TTL: ttl, MaxResult: maxResult}, options(opts).entry)
 	return st.do(ctx, c, opts, err, token, "ok", "again")
 }
 
-func completeStep(p CompleteParams) (step, error) {
+func completeStep(p CompleteParams, e Entry) (step, error) {
 	if err := firstErr(checkKey(p.Key), checkToken(p.Token), checkTTL(p.TTL, false)); err != nil {
 		return step{}, err
 	}
@@ -357,7 +394,7 @@ func completeStep(p CompleteParams) (step, error) {
 		hasResult, value = true, *p.Result
 	}
 	st := newStep(completeScript, &completeArgs{Key: p.Key, Token: p.Token, TTL: msOrKeep(p.TTL),
-		DefaultTTL: DefaultTTL.Milliseconds(), HasResult: hasResult, Result: value}, "complete", p.Key)
+		DefaultTTL: DefaultTTL.Milliseconds(), HasResult: hasResult, Result: value, Ack: e.args()}, "complete", p.Key)
 	st.result, st.retrySafe = p.Result, true
 	return st, nil
 }

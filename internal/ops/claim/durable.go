@@ -24,6 +24,7 @@ type sendOpts struct {
 	durability redisconn.Durability
 	ack        *redisconn.Ack
 	retries    int
+	entry      Entry // Acking
 }
 
 // Durably makes a transition that writes wait until d is met (WAIT or

@@ -15,9 +15,11 @@ import (
 // token is recognised.
 func TestRetrySafety(t *testing.T) {
 	steps := map[string]func() (step, error){
-		"acquire":      func() (step, error) { return acquireStep(AcquireParams{Key: "k", Owner: "o", Lease: time.Minute}) },
+		"acquire": func() (step, error) {
+			return acquireStep(AcquireParams{Key: "k", Owner: "o", Lease: time.Minute}, Entry{})
+		},
 		"renew":        func() (step, error) { return renewStep("k", 1, 0, 0) },
-		"complete":     func() (step, error) { return completeStep(CompleteParams{Key: "k", Token: 1}) },
+		"complete":     func() (step, error) { return completeStep(CompleteParams{Key: "k", Token: 1}, Entry{}) },
 		"fail":         func() (step, error) { return failStep("k", 1, "e", 0, false) },
 		"fail-release": func() (step, error) { return failStep("k", 1, "", 0, true) },
 		"release":      func() (step, error) { return releaseStep("k", 1) },

@@ -34,6 +34,9 @@ func (*Guard) whileStarting(sigs <-chan os.Signal) (os.Signal, error) {
 // Release: nothing to let go.
 func (*Guard) Release() {}
 
+// Reap: nothing to reap.
+func (*Guard) Reap() {}
+
 func startChild(_ *Guard, args, env []string, stdin io.Reader, stdout, stderr io.Writer) (child, error) {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = env, stdin, stdout, stderr

@@ -146,7 +146,7 @@ func (g *Guard) whileStarting(sigs <-chan os.Signal) (os.Signal, error) {
 }
 
 // Release lets the guard go without killing anything (it stays a zombie
-// until idmpctl exits).
+// until idmpctl exits, or Reap).
 func (g *Guard) Release() {
 	if g == nil {
 		return
@@ -156,6 +156,15 @@ func (g *Guard) Release() {
 		_, _ = g.w.WriteString(guardDone) // fails if the guard was killed: nothing to do then
 		_ = g.w.Close()
 		g.w = nil
+	}
+}
+
+// Reap waits for a guard let go (Release) to exit: a consumer that runs
+// for days starts one an entry, which would stay zombies until it exits.
+func (g *Guard) Reap() {
+	if g != nil && g.err == nil {
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(g.pid, &ws, 0, nil)
 	}
 }
 

@@ -3,7 +3,6 @@ package claimrun
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -163,7 +162,7 @@ func (r *claimedRun) renew(ctx context.Context, stop <-chan struct{}, lost, expi
 			if failing.IsZero() {
 				failing = r.clock.lastSent()
 			}
-			expire <- &exit.Error{Code: exit.Lost, What: "claim run " + strconv.Quote(o.Key),
+			expire <- &exit.Error{Code: exit.Lost, What: o.What,
 				Err: fmt.Errorf("renewals failed for %s (%s): the command was stopped before its lease (%s) could lapse",
 					time.Since(failing).Round(time.Millisecond), why, o.Lease)}
 			return

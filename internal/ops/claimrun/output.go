@@ -2,8 +2,8 @@ package claimrun
 
 import "io"
 
-// capWriter keeps up to max bytes (0: no cap, as for claim complete) and
-// notes whether more came.
+// capWriter keeps up to max bytes (0: no cap, as for claim complete; < 0:
+// none) and notes whether more came.
 type capWriter struct {
 	max  int
 	buf  []byte
@@ -11,6 +11,9 @@ type capWriter struct {
 }
 
 func (w *capWriter) Write(b []byte) (int, error) {
+	if w.max < 0 {
+		return len(b), nil
+	}
 	room := w.max - len(w.buf)
 	if w.max > 0 && len(b) > room {
 		w.buf = append(w.buf, b[:max(room, 0)]...)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -46,11 +45,11 @@ func (r *claimedRun) record(ctx context.Context, code int, reason string, ran bo
 		cctx, cancel := context.WithTimeout(ctx, bound)
 		if code == 0 {
 			var result *string
-			if !r.out.over {
+			if !r.out.over && o.MaxResult >= 0 {
 				s := string(r.out.buf)
 				result = &s
 			}
-			rec, err = claim.Complete(cctx, r.conn, o.Key, r.p.Token, result, o.TTL, 0, claim.Durably(o.Durability, &ack))
+			rec, err = claim.Complete(cctx, r.conn, o.Key, r.p.Token, result, o.TTL, 0, append([]claim.Option{claim.Durably(o.Durability, &ack)}, o.Complete...)...)
 		} else {
 			rec, err = claim.Fail(cctx, r.conn, o.Key, r.p.Token, reason, o.TTL, false, claim.Durably(o.Durability, &ack))
 		}
@@ -76,7 +75,7 @@ func (r *claimedRun) record(ctx context.Context, code int, reason string, ran bo
 	case err == nil:
 		r.Recorded, r.Ack = rec.Status, minAck(r.Ack, ack)
 		if code == 0 && r.out.over {
-			r.warnf("claim run %q: output over --max-result %d bytes: recorded COMPLETED without it (a redelivery replays nothing)", o.Key, o.MaxResult)
+			r.warnf("%s: output over --max-result %d bytes: recorded COMPLETED without it (a redelivery replays nothing)", o.What, o.MaxResult)
 		}
 		return nil
 	case errors.As(err, &na):
@@ -85,18 +84,18 @@ func (r *claimedRun) record(ctx context.Context, code int, reason string, ran bo
 		// a consumer acking on it is spared a redelivery's second run.
 		r.Recorded, r.Ack = rec.Status, minAck(r.Ack, ack)
 		r.Unacknowledged = fmt.Sprintf("%v; %s and its exit status is passed through: if a failover loses the outcome, the key is PROCESSING again and a redelivery runs the command again once the lease passes", err, what)
-		r.warnf("claim run %q: %s", o.Key, r.Unacknowledged)
+		r.warnf("%s: %s", o.What, r.Unacknowledged)
 		return nil
 	case !ran || exit.Code(err) == exit.Lost:
 		hint := what + " but its outcome could not be recorded; the key stays PROCESSING until its lease passes"
 		if !ran {
 			hint = "the command was not run; its claim could not be given up, and the key stays PROCESSING until its lease passes"
 		}
-		return exit.WithHint(exit.Wrap(err, "claim run "+strconv.Quote(o.Key)), hint)
+		return exit.WithHint(exit.Wrap(err, o.What), hint)
 	}
 	r.Unrecorded = fmt.Sprintf("%s (exit status %d) but its outcome could not be recorded (%d tries, until its lease could lapse): %v; "+
 		"its exit status is passed through; the key stays PROCESSING until the lease passes, and then a redelivery can run the command again",
 		what, code, tries, err)
-	r.warnf("claim run %q: %s", o.Key, r.Unrecorded)
+	r.warnf("%s: %s", o.What, r.Unrecorded)
 	return nil
 }

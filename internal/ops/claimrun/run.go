@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops/claim"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 )
 
@@ -23,9 +24,15 @@ type Params struct {
 	LeaseSent      time.Time     // when the acquire that took the claim was sent (Acquire)
 	Lease          time.Duration // the claim's lease, as stored at acquire
 	TTL            time.Duration // the retention given (0: the one the claim was taken with)
-	MaxResult      int           // the most output stored as the result (0: no cap)
+	MaxResult      int           // the most output stored as the result (0: no cap; < 0: none stored)
 	Durability     redisconn.Durability
 	Ack            redisconn.Ack // what acknowledged the claim (with Durability)
+	// What names the run in errors and warnings (default: claim run "KEY").
+	What string
+	// Complete are more options of the complete (consume: claim.Acking,
+	// and the wait for the AOF that completions alone need).
+	Complete []claim.Option
+	Env      []string // more of the command's environment, NAME=value
 
 	Command []string
 	Stdin   io.Reader
@@ -60,18 +67,21 @@ func Run(ctx context.Context, conn *redisconn.Conn, p Params) (Result, error) {
 	bound := conn.Timeout + p.Durability.Timeout
 	r := &claimedRun{Result: Result{Ack: p.Ack}, p: p, conn: conn,
 		out: &capWriter{max: p.MaxResult}, clock: &leaseClock{s: newSchedule(p.Lease, bound)}}
+	if p.What == "" {
+		r.p.What = "claim run " + strconv.Quote(p.Key)
+	}
 	r.clock.renewed(p.LeaseSent)
 	if p.LeaseSent.IsZero() {
 		r.clock.renewed(time.Now()) // later than the true send: callers give LeaseSent
 	}
 	var err error
 	if r.dm, err = newDeadman(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-		r.warnf("claim run %q: %v: if idmpctl is stopped (SIGSTOP) past the lease, its command goes on running", p.Key, err)
+		r.warnf("%s: %v: if idmpctl is stopped (SIGSTOP) past the lease, its command goes on running", r.p.What, err)
 	}
 	defer r.dm.disarm()
 	code, err := r.execute(ctx)
 	if r.stream != nil && r.stream.broken != nil {
-		r.warnf("claim run %q: stdout was closed (%v): the command's output was still captured, not streamed", p.Key, r.stream.broken)
+		r.warnf("%s: stdout was closed (%v): the command's output was still captured, not streamed", r.p.What, r.stream.broken)
 	}
 	r.ExitCode, r.Output, r.OutputTruncated = code, string(r.out.buf), r.out.over
 	return r.Result, err
@@ -97,10 +107,10 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	o := r.p
 	// Recording the outcome must survive the SIGINT that cancels ctx.
 	bg := context.WithoutCancel(ctx)
-	env := append(os.Environ(), "IDMPCTL_KEY="+o.Key,
+	env := append(append(os.Environ(), o.Env...), "IDMPCTL_KEY="+o.Key,
 		"IDMPCTL_TOKEN="+strconv.FormatInt(r.p.Token, 10), "IDMPCTL_ATTEMPT="+strconv.FormatInt(r.p.Attempt, 10))
 	r.stream = &streamWriter{out: o.Stdout, capture: r.out}
-	what := "claim run " + strconv.Quote(o.Key)
+	what := o.What
 	// A SIGINT or SIGTERM from here on is forwarded once the command runs;
 	// one that came before it started means it does not start.
 	sigs := r.p.Signals

@@ -1,10 +1,13 @@
 -- acquire(key, now; owner, lease ms, ttl ms or '' (not given), default ttl ms,
--- fingerprint or '', max attempts or 0)
+-- fingerprint or '', max attempts or 0, retry delay ms or 0, entry or nil)
 -- The claim is taken with the lease given; the retention is the one given,
 -- else the one the record keeps (ttl_ms), else the default. Both are stored
--- (lease_ms, ttl_ms) for renew, complete and fail to keep.
-local function acquire(key, now, owner, lease, ttl, default_ttl, fp, max_attempts)
-  lease, max_attempts = tonumber(lease), tonumber(max_attempts)
+-- (lease_ms, ttl_ms) for renew, complete and fail to keep. A FAILED record
+-- is claimed again once retry_delay ms have passed since it failed
+-- (updated); 'delayed' before, with the ms left. A COMPLETED one
+-- acknowledges the stream entry e, when given (consume), in this script.
+local function acquire(key, now, owner, lease, ttl, default_ttl, fp, max_attempts, retry_delay, e)
+  lease, max_attempts, retry_delay = tonumber(lease), tonumber(max_attempts), tonumber(retry_delay)
   local kind, h, token, attempts = load(key)
 
   if kind == 'foreign' then return foreign(key, now) end
@@ -16,13 +19,20 @@ local function acquire(key, now, owner, lease, ttl, default_ttl, fp, max_attempt
     if fp ~= '' and stored_fp ~= '' and stored_fp ~= fp then
       return reply('mismatch', now, redis.call('PTTL', key), '', h)
     end
-    if h.status == 'COMPLETED' then return reply('done', now, redis.call('PTTL', key), '', h) end
+    if h.status == 'COMPLETED' then
+      local refused = ack_refused(e)
+      if refused then return refused end
+      ack(e)
+      return reply('done', now, redis.call('PTTL', key), '', h)
+    end
     outcome = 'retry'
     if h.status == 'PROCESSING' then
       if now < int(h.lease_until) then return reply('busy', now, redis.call('PTTL', key), '', h) end
       outcome, previous = 'takeover', h.owner or ''
     elseif max_attempts > 0 and attempts >= max_attempts then
       return reply('exhausted', now, redis.call('PTTL', key), '', h)
+    elseif now < (int(h.updated) or 0) + retry_delay then
+      return reply('delayed', now, redis.call('PTTL', key), fmt((int(h.updated) or 0) + retry_delay - now), h)
     end
   end
 
@@ -51,4 +61,5 @@ local function acquire(key, now, owner, lease, ttl, default_ttl, fp, max_attempt
 end
 
 -- The call, with the arguments of acquireArgs (claim.go) by name.
-return acquire(KEY, clock_ms(), OWNER, LEASE, TTL, DEFAULT_TTL, FINGERPRINT, MAX_ATTEMPTS)
+return acquire(KEY, clock_ms(), OWNER, LEASE, TTL, DEFAULT_TTL, FINGERPRINT, MAX_ATTEMPTS, RETRY_DELAY,
+  entry(KEYS[XACK_STREAM], XACK_GROUP, XACK_ID))

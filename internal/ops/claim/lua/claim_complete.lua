@@ -1,7 +1,9 @@
 -- complete(key, now; token, ttl ms or '', default ttl ms, has result '1'|'0',
--- result)
+-- result, entry or nil)
 -- The retention is the one given, else the one the claim was taken with.
-local function complete(key, now, token, ttl, default_ttl, has_result, result)
+-- The stream entry e, when given (consume), is acknowledged in this script:
+-- COMPLETED and its XACK are one step.
+local function complete(key, now, token, ttl, default_ttl, has_result, result, e)
   token = tonumber(token)
   local kind, h, current = load(key)
 
@@ -12,7 +14,7 @@ local function complete(key, now, token, ttl, default_ttl, has_result, result)
     return reply('lost', now, redis.call('PTTL', key), '', h)
   end
   local keep = retention(key, h, ttl, default_ttl)
-  local err = denied({ { 'HSET', key, 'status', 'COMPLETED' }, { 'PEXPIRE', key, '1' } })
+  local err = denied({ { 'HSET', key, 'status', 'COMPLETED' }, { 'PEXPIRE', key, '1' } }) or ack_refused(e)
   if err then return err end
 
   -- A retried complete whose first reply was lost finds its own completion.
@@ -21,6 +23,7 @@ local function complete(key, now, token, ttl, default_ttl, has_result, result)
   if h.status == 'COMPLETED' then
     if ttl ~= '' then hset(key, h, { 'ttl_ms', fmt(keep) }) end
     redis.call('PEXPIRE', key, keep)
+    ack(e)
     return reply('again', now, keep, '', h)
   end
 
@@ -34,8 +37,9 @@ local function complete(key, now, token, ttl, default_ttl, has_result, result)
   hset(key, h, kv)
   h.result = nil -- Go has it: not sent back
   redis.call('PEXPIRE', key, keep)
+  ack(e)
   return reply('ok', now, keep, '', h)
 end
 
 -- The call, with the arguments of completeArgs (claim.go) by name.
-return complete(KEY, clock_ms(), TOKEN, TTL, DEFAULT_TTL, HAS_RESULT, RESULT)
+return complete(KEY, clock_ms(), TOKEN, TTL, DEFAULT_TTL, HAS_RESULT, RESULT, entry(KEYS[XACK_STREAM], XACK_GROUP, XACK_ID))

@@ -55,15 +55,42 @@ end
 -- written (for example PROCESSING without its expiry) by an ACL that
 -- allows one write and not the next. Servers before 7.0 have no
 -- acl_check_cmd; there an ACL denial can still stop a script midway.
-local function denied(cmds)
+local function denied(cmds, what)
   if not redis.acl_check_cmd then return nil end
   for _, c in ipairs(cmds) do
     if not redis.acl_check_cmd(unpack(c)) then
       return redis.error_reply("NOPERM this user has no permissions to run the '" .. string.lower(c[1]) ..
-        "' command on the claim's key")
+        "' command on " .. (what or "the claim's key"))
     end
   end
   return nil
+end
+
+-- entry is the stream entry a step acknowledges in its own script
+-- (consume: claim.Acking): { stream, group, id }, or nil for none.
+local function entry(stream, group, id)
+  if stream == nil then return nil end
+  return { stream, group, id }
+end
+
+-- ack_refused is nil when the XACK of entry e (or none) cannot fail, and
+-- otherwise the error to return before anything is written: the stream a
+-- key of another type, an ID XACK would refuse, or an ACL without XACK.
+local function ack_refused(e)
+  if not e then return nil end
+  local kind = redis.call('TYPE', e[1])['ok']
+  if kind ~= 'stream' and kind ~= 'none' then
+    return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
+  end
+  if not string.match(e[3], '^%d+%-%d+$') then
+    return redis.error_reply('ERR Invalid stream ID specified as stream command argument')
+  end
+  return denied({ { 'XACK', e[1], e[2], e[3] } }, 'the stream')
+end
+
+-- ack acknowledges entry e (none: nothing), checked by ack_refused.
+local function ack(e)
+  if e then redis.call('XACK', e[1], e[2], e[3]) end
 end
 
 -- retention is the TTL in ms a write sets: the one given (ttl, a string,
