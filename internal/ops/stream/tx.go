@@ -5,6 +5,7 @@ package stream
 // upgrade guard WATCHes the emulated state keys, checked absent.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strconv"
@@ -42,16 +43,16 @@ const maxGuardAborts = 20
 var errStateHeld = errors.New("the stream holds emulated IDMP state")
 
 // tx adds one run by MULTI/EXEC on a connection of its own to the stream's
-// primary: first, in one round trip, the stream's emulated state keys are
-// WATCHed and checked absent (and the eviction settings read, for xadd's
-// warning); then MULTI [XINFO, (XADD, XINFO)...] EXEC, which does not run
-// if state appeared meanwhile; with d, WAIT (or WAITAOF) after it on the
-// same connection. While the stream holds emulated state it is
-// errStateHeld. No script runs: the cheapest single add there is (the
-// server runs a script's first lines cold, each time, at a cost of
-// several commands: docs/speed.md). first, when set, adds commands to the
-// check's round trip and says, once its replies are read, whether tx goes
-// on (nil) or not (its error).
+// primary: first, in one round trip, MULTI and EXEC are proved allowed,
+// and the stream's emulated state keys WATCHed and checked absent (and the
+// eviction settings read, for xadd's warning); then MULTI [XINFO, (XADD,
+// XINFO)...] EXEC, which does not run if state appeared meanwhile; with
+// d, WAIT (or WAITAOF) after it on the same connection. While the stream
+// holds emulated state it is errStateHeld. No script runs: the cheapest
+// single add there is (the server runs a script's first lines cold, each
+// time, at a cost of several commands: docs/speed.md). first, when set,
+// adds commands to the check's round trip and says, once its replies are
+// read, whether tx goes on (nil) or not (its error).
 func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first func(redis.Pipeliner) func() error) ([]AddResult, redisconn.Ack, error) {
 	d := o.Durability
 	stream := reqs[0].Stream
@@ -63,6 +64,7 @@ func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first f
 		aborted := false
 		err := s.Conn.OnNode(ctx, stream, d, func(ctx context.Context, cn *redis.Conn) error {
 			var held, exists *redis.IntCmd
+			var multi, probed, watch *redis.Cmd
 			note := func() {}
 			goOn := func() error { return nil }
 			_, err := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -73,8 +75,13 @@ func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first f
 				if !o.NoOutcome {
 					exists = p.Exists(ctx, stream) // XINFO before the add only then
 				}
+				// A refused MULTI would leave the adds to run one by one,
+				// unwatched, after the refusal: MULTI and EXEC are proved
+				// allowed first, by an empty transaction (before the
+				// WATCH, which EXEC undoes; a refused EXEC discards it).
+				multi, probed = p.Do(ctx, "MULTI"), p.Do(ctx, "EXEC")
 				if lerr == nil {
-					p.Do(ctx, "WATCH", l.Meta, l.PIDs)
+					watch = p.Do(ctx, "WATCH", l.Meta, l.PIDs)
 					held = p.Exists(ctx, l.Meta, l.PIDs)
 				}
 				return nil
@@ -83,8 +90,11 @@ func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first f
 			if err := goOn(); err != nil {
 				return err
 			}
+			if err := cmp.Or(multi.Err(), probed.Err()); err != nil {
+				return err
+			}
 			if held != nil {
-				if err := held.Err(); err != nil {
+				if err := cmp.Or(watch.Err(), held.Err()); err != nil {
 					return err // the check failed (NOPERM, MOVED), or the round trip did
 				}
 				if held.Val() > 0 {
@@ -95,7 +105,7 @@ func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first f
 				return err
 			}
 			var t nativeTx
-			_, _ = cn.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			cmds, _ := cn.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				t = queueNativeAdds(ctx, p, reqs, !o.NoOutcome, exists != nil && exists.Val() > 0)
 				return nil
 			})
@@ -103,6 +113,14 @@ func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first f
 			if errors.Is(first, redis.TxFailedErr) {
 				aborted = true
 				return nil
+			}
+			if redis.HasErrorPrefix(first, "EXECABORT") {
+				// The command the server would not queue says why (NOPERM).
+				for _, c := range cmds {
+					if e := c.Err(); !redis.HasErrorPrefix(e, "EXECABORT") && e != nil {
+						return e
+					}
+				}
 			}
 			if first != nil && !errors.Is(first, redis.Nil) && !errors.As(first, new(redis.Error)) {
 				return first // the round trip failed
