@@ -56,13 +56,15 @@ var errStateHeld = errors.New("the stream holds emulated IDMP state")
 func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first func(redis.Pipeliner) func() error) ([]AddResult, redisconn.Ack, error) {
 	d := o.Durability
 	stream := reqs[0].Stream
-	l, lerr := idmp.StateKeys(stream, s.Conn.Cluster()) // lerr: no state key can exist for it
 	for attempt := 0; ; attempt++ {
 		var out []AddResult
 		var ack redisconn.Ack
 		var readErr error
 		aborted := false
 		err := s.Conn.OnNode(ctx, stream, d, func(ctx context.Context, cn *redis.Conn) error {
+			// Per try: a plain client that reached a cluster node is now a
+			// cluster client. lerr: no state key can exist for the stream.
+			l, lerr := idmp.StateKeys(stream, s.Conn.Cluster())
 			var held, exists *redis.IntCmd
 			var multi, probed, watch *redis.Cmd
 			note := func() {}
