@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/resp"
@@ -106,7 +107,7 @@ func (s *Session) sendRun(p *pending, reqs []stream.AddRequest) error {
 	p.split = func(rs []resp.Reply) []resp.Reply {
 		r := rs[0]
 		if r.IsError() {
-			if s.native && scriptsRefusedReply(r.Str) {
+			if s.native && exit.ScriptRefused(r.Str) {
 				r = resp.ErrorOf("NOPERM idmpctl exec sends XADD IDMP/IDMPAUTO through a script that keeps it from adding an iid that emulated IDMP state still knows (docs/upgrade.md), and this user may not run scripts: use idmpctl xadd, or grant EVALSHA and EVAL")
 			}
 			return slices.Repeat([]resp.Reply{r}, len(reqs))
@@ -463,18 +464,4 @@ func (s *Session) resolve(ctx context.Context) error {
 		return streams.Ready(ctx)
 	}
 	return nil
-}
-
-// scriptsRefusedReply reports an error reply that refuses a script call
-// itself: EVALSHA, EVAL or SCRIPT denied by ACL, or renamed away.
-func scriptsRefusedReply(msg string) bool {
-	m := strings.ToLower(msg)
-	if strings.HasPrefix(m, "noperm") {
-		for _, c := range []string{"'evalsha'", "'eval'", "'script|load'", "'script'"} {
-			if strings.Contains(m, c) {
-				return true
-			}
-		}
-	}
-	return strings.Contains(m, "unknown command 'evalsha'") || strings.Contains(m, "unknown command 'eval'")
 }
