@@ -108,7 +108,7 @@ func (s *Session) sendRun(p *pending, reqs []stream.AddRequest) error {
 		r := rs[0]
 		if r.IsError() {
 			if s.native && exit.ScriptRefused(r.Str) {
-				r = resp.ErrorOf("NOPERM idmpctl exec sends XADD IDMP/IDMPAUTO through a script that keeps it from adding an iid that emulated IDMP state still knows (docs/upgrade.md), and this user may not run scripts: use idmpctl xadd, or grant EVALSHA and EVAL")
+				r = guardNeedsScripts(r.Str)
 			}
 			return slices.Repeat([]resp.Reply{r}, len(reqs))
 		}
@@ -464,4 +464,17 @@ func (s *Session) resolve(ctx context.Context) error {
 		return streams.Ready(ctx)
 	}
 	return nil
+}
+
+// guardNeedsScripts is the refusal of a native XADD IDMP/IDMPAUTO that
+// may not run the upgrade guard's script (refused, the server's reply): a
+// permission (NOPERM), or the server's configuration (scripting renamed
+// away: its own words, which say so to exit.Classify).
+func guardNeedsScripts(refused string) resp.Reply {
+	const what = "idmpctl exec sends XADD IDMP/IDMPAUTO through a script that keeps it from adding an iid that emulated IDMP state still knows (docs/upgrade.md), and "
+	if exit.ScriptingDisabled(refused) {
+		refused, _, _ = strings.Cut(strings.TrimPrefix(refused, "ERR "), ",")
+		return resp.ErrorOf("ERR " + what + "the server has scripting renamed away (" + refused + "): use idmpctl xadd, or enable EVALSHA and EVAL")
+	}
+	return resp.ErrorOf("NOPERM " + what + "this user may not run scripts: use idmpctl xadd, or grant EVALSHA and EVAL")
 }
