@@ -65,7 +65,7 @@ func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first f
 			// Per try: a plain client that reached a cluster node is now a
 			// cluster client. lerr: no state key can exist for the stream.
 			l, lerr := idmp.StateKeys(stream, s.Conn.Cluster())
-			var held, exists *redis.IntCmd
+			var held *redis.IntCmd
 			var multi, probed, watch *redis.Cmd
 			note := func() {}
 			goOn := func() error { return nil }
@@ -74,9 +74,6 @@ func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first f
 					goOn = first(p)
 				}
 				note = s.Conn.QueueEviction(ctx, p)
-				if !o.NoOutcome {
-					exists = p.Exists(ctx, stream) // XINFO before the add only then
-				}
 				// A refused MULTI would leave the adds to run one by one,
 				// unwatched, after the refusal: MULTI and EXEC are proved
 				// allowed first, by an empty transaction (before the
@@ -108,7 +105,7 @@ func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first f
 			}
 			var t nativeTx
 			cmds, _ := cn.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				t = queueNativeAdds(ctx, p, reqs, !o.NoOutcome, exists != nil && exists.Val() > 0)
+				t = queueNativeAdds(ctx, p, reqs, !o.NoOutcome)
 				return nil
 			})
 			first := t.adds[0].Err()
@@ -154,16 +151,15 @@ type nativeTx struct {
 	adds  []*redis.StringCmd
 }
 
-// queueNativeAdds queues [XINFO, (XADD, XINFO)...], the first XINFO only
-// for a stream that exists (XINFO would fail), or XADDs without outcomes.
-func queueNativeAdds(ctx context.Context, p redis.Pipeliner, reqs []AddRequest, outcomes, exists bool) nativeTx {
+// queueNativeAdds queues [XINFO, (XADD, XINFO)...] for one stream's adds,
+// or the XADDs alone without outcomes. The first XINFO fails for a stream
+// that does not exist yet (which has no duplicate to count): asked in the
+// transaction all the same, as another client may make the stream, and
+// count duplicates in it, before the transaction runs.
+func queueNativeAdds(ctx context.Context, p redis.Pipeliner, reqs []AddRequest, outcomes bool) nativeTx {
 	tx := nativeTx{adds: make([]*redis.StringCmd, len(reqs))}
 	if outcomes {
-		var before *redis.XInfoStreamCmd
-		if exists {
-			before = p.XInfoStream(ctx, reqs[0].Stream)
-		}
-		tx.infos = append(tx.infos, before)
+		tx.infos = append(tx.infos, p.XInfoStream(ctx, reqs[0].Stream))
 	}
 	for i, r := range reqs {
 		tx.adds[i] = p.XAdd(ctx, nativeXAddArgs(r))
@@ -179,7 +175,7 @@ func (tx nativeTx) read(reqs []AddRequest) ([]AddResult, error) {
 	// The first XINFO fails when the stream does not exist yet: no duplicate
 	// is possible then, so the count before is 0.
 	var prev int64
-	if tx.infos != nil && tx.infos[0] != nil {
+	if tx.infos != nil {
 		if v, err := tx.infos[0].Result(); err == nil {
 			prev = v.IIDsDuplicates
 		}
