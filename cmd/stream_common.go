@@ -10,7 +10,7 @@ import (
 
 // addModeFlag adds --mode auto|native|emulated.
 func addModeFlag(c *cobra.Command, mode *string) {
-	c.Flags().StringVar(mode, "mode", "auto", "IDMP mode: auto (native when the server has it), native, emulated, or multi (native by MULTI/EXEC, for a user who may not run scripts)")
+	c.Flags().StringVar(mode, "mode", "auto", "IDMP mode: auto (native when the server has it), native or emulated")
 }
 
 // openStreams connects and resolves the IDMP mode (checked before connecting).

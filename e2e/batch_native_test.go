@@ -112,3 +112,40 @@ func TestNativeBatchACLRefusedBeforeWrite(t *testing.T) {
 		t.Fatalf("XLEN %d, want 52", n)
 	}
 }
+
+// TestNativeSingleACLRefusedBeforeWrite: a native single add (MULTI/EXEC,
+// no script) by a user who may not run one of the commands it sends is
+// refused (77, the command named) with nothing written. Before: without
+// MULTI, the XADD ran outside the transaction after the refusal (77 and an
+// entry written, unguarded); without WATCH, the add went on unguarded (0);
+// without XINFO, it was 70 (EXECABORT, the denied command unnamed).
+func TestNativeSingleACLRefusedBeforeWrite(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewNative(t)
+	rdb := faultRedis(t, srv)
+	ctx := context.Background()
+	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
+	sock := strings.TrimPrefix(srv.URL, "unix://")
+	c.Expect(0, "xadd", "s", "--pid", "p", "--iid", "i0", "f", "v")
+	for _, cmd := range []string{"multi", "watch", "exec", "exists", "xinfo", "xadd"} {
+		user := "no-" + cmd
+		if err := rdb.Do(ctx, "ACL", "SETUSER", user, "on", ">pw", "~*", "+@all", "-"+cmd).Err(); err != nil {
+			t.Fatal(err)
+		}
+		as := c.With("IDMPCTL_URL=unix://" + user + ":pw@" + sock)
+		for _, out := range []string{"json", "raw"} {
+			if cmd == "xinfo" && out == "raw" {
+				continue // raw output asks no outcome: no XINFO sent
+			}
+			before := keyDump(t, rdb)
+			r := as.Run("xadd", "s", "--pid", "p", "--iid", "i-"+cmd, "f", "v", "-o", out)
+			if r.Code != 77 || !strings.Contains(r.Stderr, "'"+cmd) {
+				t.Errorf("without %s, -o %s: want 77 naming it; got %s", cmd, out, r)
+			}
+			sameDump(t, "without "+cmd+", -o "+out, before, keyDump(t, rdb))
+		}
+	}
+	if n := rdb.XLen(ctx, "s").Val(); n != 1 {
+		t.Fatalf("XLEN %d, want 1", n)
+	}
+}

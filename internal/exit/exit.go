@@ -177,6 +177,20 @@ func Migrating(msg string) bool {
 		strings.Contains(msg, "Script attempted to access a non local key in a cluster node")
 }
 
+// ScriptRefused reports an error that refuses a script call itself:
+// EVALSHA, EVAL or SCRIPT denied by ACL, or renamed away.
+func ScriptRefused(msg string) bool {
+	m := strings.ToLower(msg)
+	if hasServerPrefix(msg, "NOPERM") {
+		for _, c := range []string{"'evalsha'", "'eval'", "'script|load'", "'script'"} {
+			if strings.Contains(m, c) {
+				return true
+			}
+		}
+	}
+	return ScriptingDisabled(msg)
+}
+
 // ScriptingDisabled reports a server on which EVAL, EVALSHA or SCRIPT is
 // renamed or disabled (rename-command): emulated IDMP cannot run there.
 func ScriptingDisabled(msg string) bool {

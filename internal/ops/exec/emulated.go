@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/resp"
@@ -106,8 +107,8 @@ func (s *Session) sendRun(p *pending, reqs []stream.AddRequest) error {
 	p.split = func(rs []resp.Reply) []resp.Reply {
 		r := rs[0]
 		if r.IsError() {
-			if s.native && scriptsRefusedReply(r.Str) {
-				r = resp.ErrorOf("NOPERM idmpctl exec sends XADD IDMP/IDMPAUTO through a script that keeps it from adding an iid that emulated IDMP state still knows (docs/upgrade.md), and this user may not run scripts: use idmpctl xadd, or grant EVALSHA and EVAL")
+			if s.native && exit.ScriptRefused(r.Str) {
+				r = guardNeedsScripts(r.Str)
 			}
 			return slices.Repeat([]resp.Reply{r}, len(reqs))
 		}
@@ -465,16 +466,15 @@ func (s *Session) resolve(ctx context.Context) error {
 	return nil
 }
 
-// scriptsRefusedReply reports an error reply that refuses a script call
-// itself: EVALSHA, EVAL or SCRIPT denied by ACL, or renamed away.
-func scriptsRefusedReply(msg string) bool {
-	m := strings.ToLower(msg)
-	if strings.HasPrefix(m, "noperm") {
-		for _, c := range []string{"'evalsha'", "'eval'", "'script|load'", "'script'"} {
-			if strings.Contains(m, c) {
-				return true
-			}
-		}
+// guardNeedsScripts is the refusal of a native XADD IDMP/IDMPAUTO that
+// may not run the upgrade guard's script (refused, the server's reply): a
+// permission (NOPERM), or the server's configuration (scripting renamed
+// away: its own words, which say so to exit.Classify).
+func guardNeedsScripts(refused string) resp.Reply {
+	const what = "idmpctl exec sends XADD IDMP/IDMPAUTO through a script that keeps it from adding an iid that emulated IDMP state still knows (docs/upgrade.md), and "
+	if exit.ScriptingDisabled(refused) {
+		refused, _, _ = strings.Cut(strings.TrimPrefix(refused, "ERR "), ",")
+		return resp.ErrorOf("ERR " + what + "the server has scripting renamed away (" + refused + "): use idmpctl xadd, or enable EVALSHA and EVAL")
 	}
-	return strings.Contains(m, "unknown command 'evalsha'") || strings.Contains(m, "unknown command 'eval'")
+	return resp.ErrorOf("NOPERM " + what + "this user may not run scripts: use idmpctl xadd, or grant EVALSHA and EVAL")
 }

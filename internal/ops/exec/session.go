@@ -118,6 +118,14 @@ func Open(ctx context.Context, conn *redisconn.Conn, opt Options) (*Session, err
 			s.conn.LearnHello(fields)
 		}
 	}}, cmd([]string{"HELLO", proto}))
+	if opt.Mode == stream.ModeNative {
+		// Asked for, native IDMP on a server without it is a usage error
+		// before the first command runs, not at the first that needs it.
+		if err := s.resolve(ctx); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 

@@ -7,6 +7,7 @@
 package redisconn
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -440,20 +441,29 @@ func clusterOptions(o *redis.Options) *redis.ClusterOptions {
 }
 
 // probe learns what the server is from HELLO 2 (cheaper than INFO, and
-// every user may send it); before Redis 6, PING proves it, unknown.
+// every user may send it); where HELLO is refused (renamed away, or
+// before Redis 6) from INFO server, else PING proves it, unknown.
 func probe(ctx context.Context, client redis.UniversalClient, timeout time.Duration) (Capabilities, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	hello := client.Do(ctx, "HELLO", "2")
+	fields := helloFields(hello)
 	var reply redis.Error
 	if err := hello.Err(); err != nil && !errors.As(err, &reply) {
 		return Capabilities{}, err
 	} else if err != nil {
-		if perr := client.Ping(ctx).Err(); perr != nil {
-			return Capabilities{}, perr
+		// Refused (renamed away, or before Redis 6): INFO server says the
+		// same where this user may read it.
+		info, ierr := client.Info(ctx, "server").Result()
+		if ierr != nil {
+			if perr := client.Ping(ctx).Err(); perr != nil {
+				return Capabilities{}, perr
+			}
 		}
+		m := ParseInfo(info)
+		fields = map[string]string{"server": m["server_name"], "version": cmp.Or(m["valkey_version"], m["redis_version"]), "mode": m["redis_mode"]}
 	}
-	caps, sure := capsOf(helloFields(hello))
+	caps, sure := capsOf(fields)
 	// Native IDMP is known by its command where the version does not say.
 	if !sure {
 		if vals, err := client.Do(ctx, "COMMAND", "INFO", "XCFGSET").Slice(); err == nil && len(vals) > 0 && vals[0] != nil {

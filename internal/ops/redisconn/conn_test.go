@@ -26,6 +26,21 @@ func TestConnectProbesStandalone(t *testing.T) {
 	}
 }
 
+// A server that refuses HELLO (renamed away), to a user who may not run
+// COMMAND either, is known from INFO server: Redis 8.6 has native IDMP.
+// Before: its version stayed unknown and auto mode went emulated on it.
+func TestProbeWithoutHELLO(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewNative(t, `rename-command HELLO ""`)
+	if _, err := srv.Do("ACL", "SETUSER", "nocmd", "on", ">pw", "~*", "&*", "+@all", "-command"); err != nil {
+		t.Fatal(err)
+	}
+	caps := redistest.Caps(t, redistest.Connect(t, strings.Replace(srv.URL, "unix://", "unix://nocmd:pw@", 1)))
+	if !caps.NativeIDMP || !strings.HasPrefix(caps.Version, "8.") || caps.Mode != "standalone" {
+		t.Fatalf("caps = %+v, want Redis 8.6 with native IDMP", caps)
+	}
+}
+
 // Open touches no server; the first command dials, and a bare HELLO 2 is
 // answered without a round trip: the server sees the command alone.
 func TestOpenSendsNoHandshake(t *testing.T) {

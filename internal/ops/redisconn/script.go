@@ -177,7 +177,7 @@ func (c *Conn) Run(ctx context.Context, o RunOpts, calls ...*Call) (Ack, error) 
 		})
 		note()
 		var again []*Call
-		ran := false
+		ran, next := false, how+1
 		for _, cl := range calls {
 			if cl.Cmd == nil { // refused before it was queued (CheckDurable)
 				cl.Cmd = redis.NewCmd(ctx)
@@ -189,8 +189,9 @@ func (c *Conn) Run(ctx context.Context, o RunOpts, calls ...*Call) (Ack, error) 
 			switch {
 			case how == bySHA && noScript(e):
 				again = append(again, cl)
-			case how == byEval && exit.ScriptingDisabled(errText(e)):
-				again = append(again, cl)
+			case how != byLoad && exit.ScriptingDisabled(errText(e)) && cl.Cmd.Name() == "eval":
+				// Sent as EVAL (after a NOSCRIPT, or with a wait after it).
+				again, next = append(again, cl), byLoad
 			default:
 				cl.Script.noteRun(cl.Cmd.Err())
 				ran = ran || e == nil || !noScript(e)
@@ -208,7 +209,7 @@ func (c *Conn) Run(ctx context.Context, o RunOpts, calls ...*Call) (Ack, error) 
 			}
 			return ack, err
 		}
-		calls, how = again, how+1
+		calls, how = again, next
 	}
 	return ack, nil
 }

@@ -3,6 +3,7 @@ package redisconn_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/redistest"
@@ -12,7 +13,8 @@ import (
 // scripts run (SCRIPT LOAD, then EVALSHA), single calls as batches do, and
 // the emulation probe says so. Before: a single call fell back to EVAL
 // and failed (78, "emulation unavailable") while batches, which load their
-// script first, ran.
+// script first, ran; and a call with a wait after it, which goes as EVAL
+// when the script is not known loaded, failed so (claim acquire --wait-aof).
 func TestScriptsWithoutEVAL(t *testing.T) {
 	t.Parallel()
 	conn, _ := redistest.Conn(t, `rename-command EVAL ""`)
@@ -21,6 +23,11 @@ func TestScriptsWithoutEVAL(t *testing.T) {
 		V string `lua:"v"`
 	}
 	s := redisconn.NewLua[args, any](redisconn.CommandReply, "return v\n")
+	cw := s.Call(&args{V: "w"})
+	d := redisconn.Durability{Replicas: 1, Timeout: 10 * time.Millisecond} // none: it times out
+	if _, err := conn.Run(ctx, redisconn.RunOpts{Key: "k", Durability: d}, cw); err != nil || cw.Cmd.Val() != "w" {
+		t.Fatalf("Run with a wait: %v, %v, %v", cw.Cmd.Val(), cw.Cmd.Err(), err)
+	}
 	cx := s.Call(&args{V: "x"})
 	if _, err := conn.Run(ctx, redisconn.RunOpts{}, cx); err != nil || cx.Cmd.Val() != "x" {
 		t.Fatalf("Run: %v, %v", cx.Cmd.Val(), err)

@@ -219,9 +219,13 @@ func (c *Conn) PipelinedDurable(ctx context.Context, key string, d Durability, f
 // OnNode runs fn on a connection of its own to the primary that holds key,
 // under a bound that allows for d's wait: for writes that must share a
 // connection with the WAIT after them but cannot share its pipeline (a
-// MULTI/EXEC; see WaitOn). fn returns the error of its first command, so
-// that a plain client that reached a cluster node switches as in Do.
+// MULTI/EXEC; see WaitOn). A wait the server cannot make is refused first
+// (CheckDurable). fn returns the error of its first command, so that a
+// plain client that reached a cluster node switches as in Do.
 func (c *Conn) OnNode(ctx context.Context, key string, d Durability, fn func(ctx context.Context, cn *redis.Conn) error) error {
+	if err := c.CheckDurable(ctx, key, d); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout+d.Timeout)
 	defer cancel()
 	return c.Do(func(uc redis.UniversalClient) error {
@@ -237,13 +241,9 @@ func (c *Conn) OnNode(ctx context.Context, key string, d Durability, fn func(ctx
 
 // WaitOn sends WAIT or WAITAOF for d on cn, the connection that made the
 // writes, after them (a second round trip: for writes that cannot share a
-// pipeline with it, such as a MULTI/EXEC). ctx must allow for d.Timeout.
+// pipeline with it, such as a MULTI/EXEC, in OnNode, which checked that
+// the server can make it). ctx must allow for d.Timeout.
 func (c *Conn) WaitOn(ctx context.Context, cn *redis.Conn, d Durability) Ack {
-	if d.AOF {
-		if err := c.checkWaitAOF(ctx, func(ctx context.Context) error { return probeWaitAOF(ctx, cn) }); err != nil {
-			return Ack{Err: err}
-		}
-	}
 	var read func() Ack
 	_, err := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
 		read = waitCmd(ctx, p, d)

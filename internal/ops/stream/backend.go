@@ -88,8 +88,10 @@ type unsettled struct {
 }
 
 // errNotNative stops a single add whose HELLO settled a mode that is not
-// native: it goes on in that mode.
-var errNotNative = errors.New("the mode settled is not native")
+// native, or said the server is a cluster node (the client, switched to a
+// cluster client, closed the connection of the check): it goes on in the
+// mode settled, on the stream's primary.
+var errNotNative = errors.New("the mode settled is not native, or the server is a cluster node")
 
 func (u unsettled) mode() Mode               { return u.want }
 func (unsettled) fits(*AddRequest) error     { return nil } // the emulated script refuses too
@@ -108,7 +110,7 @@ func (u unsettled) addCall([]AddRequest, *chunkProgress, bool) (*redisconn.Call,
 func (u unsettled) add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]AddResult, error) {
 	if len(reqs) == 1 && len(reqs[0].Fields) <= idmp.MaxEmulatedFieldArgs {
 		res, ack, err := native{u.Streams}.tx(ctx, reqs, o, func(p redis.Pipeliner) func() error {
-			learned := u.Conn.QueueHello(ctx, p)
+			learned, cluster := u.Conn.QueueHello(ctx, p), u.Conn.Cluster()
 			return func() error {
 				if err := learned(); err != nil {
 					return err
@@ -116,7 +118,7 @@ func (u unsettled) add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]
 				if err := u.Settle(ctx); err != nil {
 					return err
 				}
-				if u.Mode() != ModeNative {
+				if u.Mode() != ModeNative || u.Conn.Cluster() != cluster {
 					return errNotNative
 				}
 				return nil

@@ -337,6 +337,30 @@ func TestGuardReaderIsRefused(t *testing.T) {
 	wantErr(t, err, exit.Permission, "NOPERM")
 }
 
+// A user who may run scripts, but not a command the guard runs, is refused
+// for that command (77), nothing written: not told that it may not run
+// scripts (78, "grant EVALSHA and EVAL"), as a single add was.
+func TestGuardNamesTheCommandRefused(t *testing.T) {
+	t.Parallel()
+	g := newGuardEnv(t)
+	s := g.h.key("held")
+	g.add(t, g.emu, AddRequest{Stream: s, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
+	for _, cmd := range []string{"xinfo", "xadd"} {
+		if _, err := g.srv.Do("ACL", "SETUSER", "no-"+cmd, "on", ">pw", "~*", "&*", "+@all", "-"+cmd); err != nil {
+			t.Fatal(err)
+		}
+		nat, err := NewStreams(redistest.Connect(t, strings.Replace(g.srv.URL, "unix://", "unix://no-"+cmd+":pw@", 1)), ModeAuto)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = nat.add1(g.ctx, AddRequest{Stream: s, PID: "p", IID: "new", Fields: []string{"a", "1"}})
+		wantErr(t, err, exit.Permission, "run the "+strings.ToUpper(cmd)+" command")
+	}
+	if n := g.h.xlen(t, s); n != 1 {
+		t.Fatalf("XLEN %d, want 1", n)
+	}
+}
+
 // A native retry on a stream whose last ID was set back (XTRIM, then
 // XSETID below the tracked original) is still told a duplicate: the
 // original's ID is above the last ID, but the add did not make it.

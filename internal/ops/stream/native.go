@@ -222,7 +222,7 @@ func (s native) add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]Add
 		s.loadNativeDefaults(ctx)
 		res, err = s.runCall(ctx, reqs, o)
 	}
-	if exit.Code(err) == exit.Permission && len(reqs) == 1 {
+	if err != nil && len(reqs) == 1 && exit.ScriptRefused(err.Error()) {
 		// No script for this user: a single add needs one only where the
 		// stream holds emulated state.
 		err = errStateNeedsScripts(reqs[0].Stream)

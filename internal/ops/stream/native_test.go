@@ -2,14 +2,17 @@ package stream
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // Native-only behaviour beyond the shared rules. They run on a Redis 8.6
@@ -110,5 +113,75 @@ func TestNativeBatchCountsOnlyWrittenAdds(t *testing.T) {
 		if rec := h.rdb.HGetAll(ctx, l.Batch("p", "b")).Val(); len(rec) != 0 {
 			t.Errorf("NOMKSTREAM %v: the progress record counts lines that were not written: %v", nomk, rec)
 		}
+	}
+}
+
+// afterCheck runs fn once, on another connection, right after the round
+// trip of a native single add's check (its WATCH), before its MULTI.
+type afterCheck struct {
+	fired atomic.Bool
+	fn    func()
+}
+
+func (*afterCheck) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (*afterCheck) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *afterCheck) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return c.Name() == "watch" }) && !h.fired.Swap(true) {
+			h.fn()
+		}
+		return err
+	}
+}
+
+// A single add checks the stream's emulated state, then adds in a
+// MULTI/EXEC: emulated state written between the two (by an emulated
+// writer, for the same iid) aborts the EXEC, and the add is told the
+// duplicate it is, once.
+func TestNativeSingleAddStateBetweenCheckAndAdd(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []Mode{ModeAuto, ModeNative} {
+		g := newGuardEnv(t)
+		s, err := NewStreams(redistest.Connect(t, g.srv.URL), mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stream := g.h.key("s")
+		var first AddResult
+		s.Conn.Client().AddHook(&afterCheck{fn: func() {
+			first = g.add(t, g.emu, AddRequest{Stream: stream, PID: "p", IID: "i1", Fields: []string{"a", "1"}})
+		}})
+		r, err := s.add1(g.ctx, AddRequest{Stream: stream, PID: "p", IID: "i1", Fields: []string{"a", "2"}})
+		if err != nil || !r.Duplicate || r.ID != first.ID || g.h.xlen(t, stream) != 1 {
+			t.Fatalf("%v: %+v, %v after %+v; XLEN %d", mode, r, err, first, g.h.xlen(t, stream))
+		}
+	}
+}
+
+// A first add to a stream that another client makes, with a duplicate of
+// its own, between the add's check and its MULTI is new, not a
+// duplicate. Before: the check found no stream, so the MULTI read no
+// iids-duplicates before the XADD, and took the other's for this add's.
+func TestNativeSingleAddStreamMadeBetweenCheckAndAdd(t *testing.T) {
+	t.Parallel()
+	h := nativeHarness(t)
+	stream := h.key("s")
+	other := h.s.Conn.Client()
+	conn := redistest.Connect(t, h.url)
+	s, err := NewStreams(conn, ModeAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Client().AddHook(&afterCheck{fn: func() {
+		for range 2 {
+			if err := other.XAdd(h.ctx, &redis.XAddArgs{Stream: stream, ProducerID: "q", IdempotentID: "y", Values: []string{"f", "v"}}).Err(); err != nil {
+				t.Error(err)
+			}
+		}
+	}})
+	r, err := s.add1(h.ctx, AddRequest{Stream: stream, PID: "p", IID: "x", Fields: []string{"a", "1"}})
+	if err != nil || r.Duplicate || r.OriginalExists {
+		t.Fatalf("a first add: %+v, %v", r, err)
 	}
 }

@@ -192,7 +192,8 @@ type Streams struct {
 	maxBulk        int64          // the server's proto-max-bulk-len where known (a batch reads it)
 }
 
-// Mode is the mode the streams work in: native, emulated or multi.
+// Mode is the mode the streams work in: native or emulated (the mode
+// asked for while the server has not said: Settle).
 func (s *Streams) Mode() Mode { return s.be.mode() }
 
 // bound applies the connection's per-command timeout to one round trip.

@@ -5,6 +5,7 @@ package stream
 // upgrade guard WATCHes the emulated state keys, checked absent.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strconv"
@@ -42,27 +43,30 @@ const maxGuardAborts = 20
 var errStateHeld = errors.New("the stream holds emulated IDMP state")
 
 // tx adds one run by MULTI/EXEC on a connection of its own to the stream's
-// primary: first, in one round trip, the stream's emulated state keys are
-// WATCHed and checked absent (and the eviction settings read, for xadd's
-// warning); then MULTI [XINFO, (XADD, XINFO)...] EXEC, which does not run
-// if state appeared meanwhile; with d, WAIT (or WAITAOF) after it on the
-// same connection. While the stream holds emulated state it is
-// errStateHeld. No script runs: the cheapest single add there is (the
-// server runs a script's first lines cold, each time, at a cost of
-// several commands: docs/speed.md). first, when set, adds commands to the
-// check's round trip and says, once its replies are read, whether tx goes
-// on (nil) or not (its error).
+// primary: first, in one round trip, MULTI and EXEC are proved allowed,
+// and the stream's emulated state keys WATCHed and checked absent (and the
+// eviction settings read, for xadd's warning); then MULTI [XINFO, (XADD,
+// XINFO)...] EXEC, which does not run if state appeared meanwhile; with
+// d, WAIT (or WAITAOF) after it on the same connection. While the stream
+// holds emulated state it is errStateHeld. No script runs: the cheapest
+// single add there is (the server runs a script's first lines cold, each
+// time, at a cost of several commands: docs/speed.md). first, when set,
+// adds commands to the check's round trip and says, once its replies are
+// read, whether tx goes on (nil) or not (its error).
 func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first func(redis.Pipeliner) func() error) ([]AddResult, redisconn.Ack, error) {
 	d := o.Durability
 	stream := reqs[0].Stream
-	l, lerr := idmp.StateKeys(stream, s.Conn.Cluster()) // lerr: no state key can exist for it
 	for attempt := 0; ; attempt++ {
 		var out []AddResult
 		var ack redisconn.Ack
 		var readErr error
 		aborted := false
 		err := s.Conn.OnNode(ctx, stream, d, func(ctx context.Context, cn *redis.Conn) error {
-			var held, exists *redis.IntCmd
+			// Per try: a plain client that reached a cluster node is now a
+			// cluster client. lerr: no state key can exist for the stream.
+			l, lerr := idmp.StateKeys(stream, s.Conn.Cluster())
+			var held *redis.IntCmd
+			var multi, probed, watch *redis.Cmd
 			note := func() {}
 			goOn := func() error { return nil }
 			_, err := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -70,11 +74,13 @@ func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first f
 					goOn = first(p)
 				}
 				note = s.Conn.QueueEviction(ctx, p)
-				if !o.NoOutcome {
-					exists = p.Exists(ctx, stream) // XINFO before the add only then
-				}
+				// A refused MULTI would leave the adds to run one by one,
+				// unwatched, after the refusal: MULTI and EXEC are proved
+				// allowed first, by an empty transaction (before the
+				// WATCH, which EXEC undoes; a refused EXEC discards it).
+				multi, probed = p.Do(ctx, "MULTI"), p.Do(ctx, "EXEC")
 				if lerr == nil {
-					p.Do(ctx, "WATCH", l.Meta, l.PIDs)
+					watch = p.Do(ctx, "WATCH", l.Meta, l.PIDs)
 					held = p.Exists(ctx, l.Meta, l.PIDs)
 				}
 				return nil
@@ -83,8 +89,11 @@ func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first f
 			if err := goOn(); err != nil {
 				return err
 			}
+			if err := cmp.Or(multi.Err(), probed.Err()); err != nil {
+				return err
+			}
 			if held != nil {
-				if err := held.Err(); err != nil {
+				if err := cmp.Or(watch.Err(), held.Err()); err != nil {
 					return err // the check failed (NOPERM, MOVED), or the round trip did
 				}
 				if held.Val() > 0 {
@@ -95,14 +104,22 @@ func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first f
 				return err
 			}
 			var t nativeTx
-			_, _ = cn.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				t = queueNativeAdds(ctx, p, reqs, !o.NoOutcome, exists != nil && exists.Val() > 0)
+			cmds, _ := cn.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				t = queueNativeAdds(ctx, p, reqs, !o.NoOutcome)
 				return nil
 			})
 			first := t.adds[0].Err()
 			if errors.Is(first, redis.TxFailedErr) {
 				aborted = true
 				return nil
+			}
+			if redis.HasErrorPrefix(first, "EXECABORT") {
+				// The command the server would not queue says why (NOPERM).
+				for _, c := range cmds {
+					if e := c.Err(); !redis.HasErrorPrefix(e, "EXECABORT") && e != nil {
+						return e
+					}
+				}
 			}
 			if first != nil && !errors.Is(first, redis.Nil) && !errors.As(first, new(redis.Error)) {
 				return first // the round trip failed
@@ -134,16 +151,15 @@ type nativeTx struct {
 	adds  []*redis.StringCmd
 }
 
-// queueNativeAdds queues [XINFO, (XADD, XINFO)...], the first XINFO only
-// for a stream that exists (XINFO would fail), or XADDs without outcomes.
-func queueNativeAdds(ctx context.Context, p redis.Pipeliner, reqs []AddRequest, outcomes, exists bool) nativeTx {
+// queueNativeAdds queues [XINFO, (XADD, XINFO)...] for one stream's adds,
+// or the XADDs alone without outcomes. The first XINFO fails for a stream
+// that does not exist yet (which has no duplicate to count): asked in the
+// transaction all the same, as another client may make the stream, and
+// count duplicates in it, before the transaction runs.
+func queueNativeAdds(ctx context.Context, p redis.Pipeliner, reqs []AddRequest, outcomes bool) nativeTx {
 	tx := nativeTx{adds: make([]*redis.StringCmd, len(reqs))}
 	if outcomes {
-		var before *redis.XInfoStreamCmd
-		if exists {
-			before = p.XInfoStream(ctx, reqs[0].Stream)
-		}
-		tx.infos = append(tx.infos, before)
+		tx.infos = append(tx.infos, p.XInfoStream(ctx, reqs[0].Stream))
 	}
 	for i, r := range reqs {
 		tx.adds[i] = p.XAdd(ctx, nativeXAddArgs(r))
@@ -159,7 +175,7 @@ func (tx nativeTx) read(reqs []AddRequest) ([]AddResult, error) {
 	// The first XINFO fails when the stream does not exist yet: no duplicate
 	// is possible then, so the count before is 0.
 	var prev int64
-	if tx.infos != nil && tx.infos[0] != nil {
+	if tx.infos != nil {
 		if v, err := tx.infos[0].Result(); err == nil {
 			prev = v.IIDsDuplicates
 		}
