@@ -44,7 +44,7 @@ type Printer struct {
 	TTY      bool // stdout is a terminal (or IDMPCTL_FORCE_TTY)
 	ErrTTY   bool // stderr is a terminal: progress may be drawn
 	Color    bool
-	Width    int  // the terminal's columns, which views are cut to; 0: no limit
+	Width    int  // the terminal's columns, which views wrap to; 0: no limit
 	Quiet    bool // -q: no warnings (a loop running idmpctl per message repeats them)
 
 	st styleOnce
@@ -87,21 +87,16 @@ func (p *Printer) Warnf(format string, args ...any) {
 type Pair [2]string
 
 // KV writes a titled key-value view: with -o table aligned labels, each
-// value cut to Width; otherwise "label<TAB>value" lines.
-func (p *Printer) KV(title string, pairs []Pair) { p.View(title, Rows(pairs, Cut)) }
+// value wrapped to Width (View); otherwise "label<TAB>value" lines.
+func (p *Printer) KV(title string, pairs []Pair) { p.View(title, Rows(pairs)) }
 
-// Notes is KV for values that are sentences (explanations, warnings): a
-// view wraps them at Width, under their first line, rather than cutting.
-func (p *Printer) Notes(title string, pairs []Pair) { p.View(title, Rows(pairs, hardWrap)) }
-
-// Fit is how a view's value meets the terminal's width.
+// Fit is how a view's value meets the terminal's width. No value is cut
+// ("0.625 msg/ms pe…" says nothing): a view is fitted in View alone.
 type Fit int
 
 const (
-	Cut      Fit = iota // cut with "…": the first words say enough
-	Wrap                // wrapped, words whole: a sentence to read to its end (a hint naming a flag)
-	Whole               // neither: the line runs long, for what a user copies (a command, a key)
-	hardWrap            // Notes': wrapped, a long word broken at the width
+	Wrap  Fit = iota // wrapped at spaces under the value column, each word whole (a flag, a path)
+	Whole            // not wrapped: the line runs long, for what a user copies (a command)
 )
 
 // Row is one row of a view: its label, its value, and how the value fits.
@@ -110,17 +105,20 @@ type Row struct {
 	Fit          Fit
 }
 
-// Rows are pairs as rows of a view, each value fitted as fit says.
-func Rows(pairs []Pair, fit Fit) []Row {
+// Rows are pairs as rows of a view, each value wrapped.
+func Rows(pairs []Pair) []Row {
 	rows := make([]Row, len(pairs))
 	for i, kv := range pairs {
-		rows[i] = Row{kv[0], kv[1], fit}
+		rows[i] = Row{Label: kv[0], Value: kv[1]}
 	}
 	return rows
 }
 
-// View writes a titled view of rows: with -o table aligned labels, each
-// value fitted to Width as its row says; otherwise "label<TAB>value" lines.
+// View writes a titled view of rows: with -o table aligned labels, the
+// title and each value wrapped to Width at spaces (the value under its
+// column), never cut, a word wider than the room running long (a key or a
+// fingerprint is whole or useless); a Whole row is not wrapped. Otherwise
+// "label<TAB>value" lines.
 func (p *Printer) View(title string, rows []Row) {
 	if p.Format != Table {
 		for _, r := range rows {
@@ -129,7 +127,9 @@ func (p *Printer) View(title string, rows []Row) {
 		return
 	}
 	if title != "" {
-		fmt.Fprintln(p.Out, p.Head(p.Fit(title, 0)))
+		for _, line := range p.wrap(title, p.Width) {
+			fmt.Fprintln(p.Out, p.Head(line))
+		}
 	}
 	w := 0
 	for _, r := range rows {
@@ -137,18 +137,11 @@ func (p *Printer) View(title string, rows []Row) {
 	}
 	const indent, gap = 2, 2
 	under := "\n" + strings.Repeat(" ", indent+w+gap)
-	room := max(p.Width-indent-w-gap, minColumn)
 	for _, r := range rows {
 		label := r.Label + strings.Repeat(" ", w-DisplayWidth(r.Label))
 		value := r.Value
-		switch {
-		case p.Width <= 0 || r.Fit == Whole:
-		case r.Fit == Wrap:
-			value = strings.Join(wrapWords(value, room), under)
-		case r.Fit == hardWrap:
-			value = strings.ReplaceAll(ansi.Wrap(value, room, ""), "\n", under)
-		default:
-			value = p.Fit(value, indent+w+gap)
+		if r.Fit != Whole {
+			value = strings.Join(p.wrap(value, p.Width-indent-w-gap), under)
 		}
 		fmt.Fprintf(p.Out, "%*s%s%*s%s\n", indent, "", p.Bold(label), gap, "", value)
 	}
@@ -170,9 +163,14 @@ func (p *Printer) Fit(s string, used int) string {
 	return Truncate(s, max(p.Width-used, minColumn))
 }
 
-// wrapWords breaks s into lines of at most width columns at spaces only
-// (ansi's word wrap breaks --force at its hyphens); a wider word has a line.
-func wrapWords(s string, width int) []string {
+// wrap breaks s into lines of at most width columns (never below a few,
+// minColumn; no width, one line) at spaces only: ansi's word wrap breaks
+// --maxmemory at its hyphens, and a wider word has a line of its own.
+func (p *Printer) wrap(s string, width int) []string {
+	if p.Width <= 0 {
+		return []string{s}
+	}
+	width = max(width, minColumn)
 	var lines []string
 	line, w := "", 0
 	for _, word := range strings.Split(s, " ") {

@@ -87,34 +87,6 @@ func TestDisplayWidth(t *testing.T) {
 	}
 }
 
-// TestKVFitsWidth: a view's values are cut to the terminal's width.
-func TestKVFitsWidth(t *testing.T) {
-	var out bytes.Buffer
-	p := &Printer{Out: &out, Format: Table, TTY: true, Width: 30}
-	p.KV("claim", []Pair{{"status", "COMPLETED"}, {"result", strings.Repeat("r", 40)}})
-	want := "claim\n" +
-		"  status  COMPLETED\n" +
-		"  result  rrrrrrrrrrrrrrrrrrr…\n"
-	if out.String() != want {
-		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
-	}
-}
-
-// TestNotesWrap: sentences are wrapped at the width, under their first
-// line, not cut.
-func TestNotesWrap(t *testing.T) {
-	var out bytes.Buffer
-	p := &Printer{Out: &out, Format: Table, TTY: true, Width: 30}
-	p.Notes("Formula", []Pair{{"why", "MAXSIZE is stronger than DURATION while a producer is healthy"}})
-	want := "Formula\n" +
-		"  why  MAXSIZE is stronger\n" +
-		"       than DURATION while a\n" +
-		"       producer is healthy\n"
-	if out.String() != want {
-		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
-	}
-}
-
 // TestTableLeavesOut: no value is cut: on a narrow terminal the columns
 // that say nothing go, then the others are added back by rank, each that
 // still fits (so a narrow one of a higher Drop may stay where a wide one
@@ -190,8 +162,8 @@ func TestTableLeavesOut(t *testing.T) {
 	}
 }
 
-// TestViewFits: a Cut value ends in "…", a Wrap value wraps with its words
-// whole (a longer word runs over), a Whole value runs long.
+// TestViewFits: a Wrap value wraps with its words whole (a longer word runs
+// over), a Whole value runs long.
 func TestViewFits(t *testing.T) {
 	var out bytes.Buffer
 	p := &Printer{Out: &out, Format: Table, TTY: true, Width: 36}
@@ -199,7 +171,6 @@ func TestViewFits(t *testing.T) {
 		{"kept", "1 record (PROCESSING: its worker may be running; --force deletes it now)", Wrap},
 		{"backup", "saved to /var/backups/idmpctl/orders-2025-11-24.idmp", Wrap},
 		{"undo", "idmpctl restore /var/backups/idmpctl/orders-2025-11-24.idmp", Whole},
-		{"keys", "idem:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", Cut},
 	})
 	want := "purge\n" +
 		"  kept    1 record (PROCESSING: its\n" +
@@ -207,8 +178,7 @@ func TestViewFits(t *testing.T) {
 		"          --force deletes it now)\n" +
 		"  backup  saved to\n" +
 		"          /var/backups/idmpctl/orders-2025-11-24.idmp\n" +
-		"  undo    idmpctl restore /var/backups/idmpctl/orders-2025-11-24.idmp\n" +
-		"  keys    idem:aaaaaaaaaaaaaaaaaaaa…\n"
+		"  undo    idmpctl restore /var/backups/idmpctl/orders-2025-11-24.idmp\n"
 	if out.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}

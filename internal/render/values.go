@@ -63,7 +63,7 @@ func (p *Printer) TTLText(ttl int64) string {
 
 // ResultText is a stored result: in raw output its size (the bytes are -o
 // json's, or claim acquire's on stdout); in a view the result itself,
-// quoted when it is not printable text, cut to the terminal by KV.
+// quoted when it is not printable text, wrapped by KV.
 func (p *Printer) ResultText(result string, size int64) string {
 	if !p.Human() || (result == "" && size > 0) {
 		return N(size, "byte")

@@ -70,7 +70,7 @@ func (v CalcMaxsize) Table(p *render.Printer) error {
 		{"idmp-maxsize", p.Good(render.N(r.MaxSize, "iid")) + " per pid"},
 		{"idmp-duration", p.Good(fmt.Sprintf("%ds", r.Duration))},
 	})
-	p.Notes("Formula", []render.Pair{{"maxsize", r.MaxSizeFormula}, {"duration", r.DurationFormula}, {"interplay", r.Interplay}})
+	p.KV("Formula", []render.Pair{{"maxsize", r.MaxSizeFormula}, {"duration", r.DurationFormula}, {"interplay", r.Interplay}})
 	p.KV("Memory at full occupancy", []render.Pair{
 		{"native", fmt.Sprintf("~%s per pid, ~%s total (estimate)", render.Bytes(r.Memory.NativePerPID), render.Bytes(r.Memory.NativeTotal))},
 		{"emulated", fmt.Sprintf("%s per pid, %s total (measured %d B/iid)", render.Bytes(r.Memory.EmulatedPerPID), render.Bytes(r.Memory.EmulatedTotal), in.EmulatedBytesPerIID)},
@@ -133,7 +133,7 @@ func warnNotes(p *render.Printer, title string, texts []string) {
 	for i, t := range texts {
 		pairs[i] = render.Pair{p.Warn("!"), t}
 	}
-	p.Notes(title, pairs)
+	p.KV(title, pairs)
 }
 
 // CalcTTL is calc-ttl's result; Samples is --samples (-o json names it
@@ -244,21 +244,21 @@ func (v CalcTTL) Table(p *render.Printer) error {
 		result = append(result, render.Pair{"measured", p.Good(render.Bytes(r.MeasuredMemory)) +
 			fmt.Sprintf(" (%s B, at the sample's MEMORY USAGE; the formula is %+.0f%%)", render.Count(r.MeasuredMemory), 100*r.FormulaVsMeasured)})
 	}
-	p.Notes("Result", result)
+	p.KV("Result", result)
 	formula := []render.Pair{{"ttl", r.TTLFormula}, {"memory", r.MemoryFormula}}
 	if in.Measured != nil {
 		formula = append(formula, render.Pair{"measured", r.MeasuredFormula})
 	}
-	p.Notes("Formula", formula)
+	p.KV("Formula", formula)
 	if m := in.Measured; m != nil {
-		p.Notes(fmt.Sprintf("Sample (%s, %d keys)", render.Field(m.Pattern), m.Keys), []render.Pair{
+		p.KV(fmt.Sprintf("Sample (%s, %d keys)", render.Field(m.Pattern), m.Keys), []render.Pair{
 			{"key name", fmt.Sprintf("%.1f B mean", m.KeyBytes)},
 			{"value", fmt.Sprintf("%.1f B mean", m.ValueBytes)},
 			{"MEMORY USAGE", fmt.Sprintf("%.1f B mean a key (Redis's per-key overhead included: %.1f B beyond name and value)", m.UsageBytes, m.UsageBytes-m.KeyBytes-m.ValueBytes)},
 		})
 	}
 	warnNotes(p, "Advice", r.Advice)
-	p.KV("Run", []render.Pair{{"$", fmt.Sprintf("idmpctl claim run KEY --ttl %s -- COMMAND...", duration.Format(r.TTL))}})
+	p.View("Run", []render.Row{{Label: "$", Value: fmt.Sprintf("idmpctl claim run KEY --ttl %s -- COMMAND...", duration.Format(r.TTL)), Fit: render.Whole}})
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -14,11 +15,11 @@ type Migrate struct{ stream.MigrateResult }
 
 func (m Migrate) JSON() any { return m.MigrateResult }
 
-// migrateExpires is a kept iid's expiry, RFC 3339 in every form.
+// migrateExpires is a kept iid's expiry in RFC 3339 (raw).
 func migrateExpires(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
 
 func (m Migrate) Table(p *render.Printer) error {
-	r, expires := m.MigrateResult, migrateExpires
+	r := m.MigrateResult
 	status := map[string]string{
 		"none":    "no emulated IDMP state: nothing to do",
 		"foreign": "the emulated state under this name belongs to another stream (\"s\" and \"{s}\" share it): migrate that one",
@@ -51,28 +52,29 @@ func (m Migrate) Table(p *render.Printer) error {
 	})
 	if len(r.Kept) > 0 {
 		rows := make([][]string, 0, len(r.Kept))
+		var why []render.Row
 		for _, k := range r.Kept {
-			rows = append(rows, []string{render.Field(k.PID), render.Field(k.IID), k.ID, expires(k.ExpiresMS), k.Why})
+			// The local clock time, as ls -l shows one: the result has
+			// no server time to count "in 4m" from.
+			at := time.UnixMilli(k.ExpiresMS).Local().Format("Jan _2 15:04:05")
+			rows = append(rows, []string{render.Field(k.PID), render.Field(k.IID), k.ID, at, k.Why})
+			if !slices.ContainsFunc(why, func(w render.Row) bool { return w.Label == k.Why }) {
+				why = append(why, render.Row{Label: k.Why, Value: k.Describe()})
+			}
 		}
 		// An iid is its pid and iid, and why it stays (the lines below
 		// say more): never left out.
-		cols := []render.Column{{Head: "pid"}, {Head: "iid"}, {Head: "entry", Drop: 2}, {Head: "expires", Drop: 1}, {Head: "why"}}
+		cols := []render.Column{{Head: "PID"}, {Head: "IID"}, {Head: "ENTRY", Drop: 2}, {Head: "EXPIRES", Drop: 1}, {Head: "WHY"}}
 		if err := p.Table(cols, rows); err != nil {
 			return err
 		}
-		seen := map[string]bool{}
-		for _, k := range r.Kept {
-			if !seen[k.Why] {
-				seen[k.Why] = true
-				p.Line("  %s: %s", k.Why, k.Describe())
-			}
-		}
+		p.View("", why)
 	}
 	return nil
 }
 
 func (m Migrate) Raw(p *render.Printer) error {
-	r, expires := m.MigrateResult, migrateExpires
+	r := m.MigrateResult
 	dry := ""
 	if r.DryRun {
 		// A dry run's line must not read as the real run's.
@@ -80,7 +82,7 @@ func (m Migrate) Raw(p *render.Printer) error {
 	}
 	p.Line("%s\t%s\t%s\t%d\t%d\t%d%s", r.Stream, r.Status, r.Settings, r.Recorded, len(r.Kept), r.Dropped, dry)
 	for _, k := range r.Kept {
-		p.Line("kept\t%s\t%s\t%s\t%s\t%s\t%s", r.Stream, k.PID, k.IID, k.ID, expires(k.ExpiresMS), k.Why)
+		p.Line("kept\t%s\t%s\t%s\t%s\t%s\t%s", r.Stream, k.PID, k.IID, k.ID, migrateExpires(k.ExpiresMS), k.Why)
 	}
 	return nil
 }

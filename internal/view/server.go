@@ -70,6 +70,6 @@ func (v Server) kv(p *render.Printer) error {
 	} else {
 		pairs = append(pairs, render.Pair{"ping-rtt-us", fmt.Sprint(r.PingRTTus)})
 	}
-	p.View("Server", append(render.Rows(pairs, render.Cut), lintRows(p, lints)...))
+	p.View("Server", append(render.Rows(pairs), lintRows(p, lints)...))
 	return nil
 }

@@ -98,7 +98,7 @@ func (v Stream) kv(p *render.Printer) error {
 	if !at.IsZero() {
 		title += "  " + p.Dim(at.Local().Format("15:04:05"))
 	}
-	p.View(title, append(render.Rows(pairs, render.Cut), lintRows(p, lints)...))
+	p.View(title, append(render.Rows(pairs), lintRows(p, lints)...))
 	return nil
 }
 

@@ -9,9 +9,11 @@ package health
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
 )
@@ -61,8 +63,19 @@ func Stream(i stream.Info, c StreamContext) []Lint {
 	}
 	capacity := i.PIDsTracked * i.IDMPMaxSize
 	if capacity > 0 && float64(i.IIDsTracked) >= SaturationRatio*float64(capacity) && i.IIDsAdded > i.IIDsTracked {
-		add("saturated", "warn", "saturated: %d of %d iid slots (%d pids x maxsize %d) in use while iids-added climbs: iids are evicted by count, so a retry sent more than %d adds after its original will duplicate; raise IDMP-MAXSIZE (see calc-maxsize) or spread the rate over more pids",
-			i.IIDsTracked, capacity, i.PIDsTracked, i.IDMPMaxSize, i.IDMPMaxSize)
+		// Eviction by count is how calc-maxsize sizes a stream (its
+		// interplay line): a notice of the window, not a warning. An
+		// estimate as long as IDMP-DURATION is the rate of older entries
+		// than the ones evicting now: none is said then.
+		about, pids := "", "pids"
+		if window, ok := countWindow(i, capacity); ok && window < time.Duration(i.IDMPDuration)*time.Second {
+			about = fmt.Sprintf(" (about %s at the rate of the %d entries the stream holds)", duration.Format(window), i.Length)
+		}
+		if i.PIDsTracked == 1 {
+			pids = "pid"
+		}
+		add("saturated", "info", "saturated: %d of %d iid slots (%d %s x maxsize %d) in use while iids-added climbs: iids are evicted by count, so a retry is recognised within %d adds of its pid after its original%s, not for IDMP-DURATION %ds; normal for a stream whose IDMP-MAXSIZE covers its producers' mark-delay (calc-maxsize): raise IDMP-MAXSIZE only if a producer may take longer than that to mark a message sent",
+			i.IIDsTracked, capacity, i.PIDsTracked, pids, i.IDMPMaxSize, i.IDMPMaxSize, about, i.IDMPDuration)
 	}
 	if i.LastIDAheadOfClock(ClockTolerance.Milliseconds()) {
 		add("clock-ahead", "warn", "last-generated-id %s is ahead of the server clock (%d ms): iids are not expired by IDMP-DURATION until the clock catches up (an open upstream bug: https://github.com/redis/redis/issues/15836)",
@@ -90,6 +103,28 @@ func Stream(i stream.Info, c StreamContext) []Lint {
 		out = append(out, Server(*c.Server)...)
 	}
 	return out
+}
+
+// countWindow estimates how long capacity idempotent adds take at the rate
+// of the entries the stream holds (their count over the span of their
+// IDs' times, the share of idempotent ones from iids-added/entries-added):
+// how long an iid stays tracked when evicted by count. false when the IDs
+// tell no rate (one entry, one millisecond, IDs not in the server's past).
+func countWindow(i stream.Info, capacity int64) (time.Duration, bool) {
+	ms := func(id string) int64 { n, _ := strconv.ParseInt(strings.SplitN(id, "-", 2)[0], 10, 64); return n }
+	first, last := ms(i.FirstID), ms(i.LastID)
+	if i.Length < 2 || first <= 0 || last <= first || last > i.ServerTimeMS+ClockTolerance.Milliseconds() {
+		return 0, false
+	}
+	share := 1.0
+	if i.EntriesAdded > i.IIDsAdded && i.IIDsAdded > 0 {
+		share = float64(i.IIDsAdded) / float64(i.EntriesAdded)
+	}
+	d := time.Duration(float64(capacity) * float64(last-first) / (float64(i.Length-1) * share) * float64(time.Millisecond))
+	if d < 10*time.Second {
+		return max(d.Round(time.Millisecond), time.Millisecond), true
+	}
+	return d.Round(time.Second), true
 }
 
 // shellQuote quotes a stream name for a command line when it needs it.
