@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/resp"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -163,6 +164,12 @@ func (h *connHook) settle(err error) error {
 	if err == nil || errors.Is(err, redis.Nil) {
 		h.replied.Store(err == nil || errors.Is(err, redis.Nil))
 		return err
+	}
+	if strings.Contains(err.Error(), "Protocol error: unauthenticated") {
+		// Redis 7.4+ closes a connection without a user on its first
+		// command of more than 10 arguments or 16 KiB, before it could
+		// answer NOAUTH (the HELLO that would have asked is answered here).
+		err = resp.ReplyError("NOAUTH Authentication required.")
 	}
 	var e *exit.Error
 	switch {
