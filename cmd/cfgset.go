@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
@@ -106,6 +107,19 @@ Raw output: "status<TAB>changed|unchanged|dry-run", then
 	return c
 }
 
+// settingChanges names each setting that changes, before -> after: what
+// a confirmation is asked for.
+func settingChanges(before, after idmp.Config) string {
+	var out []string
+	if before.Duration != after.Duration {
+		out = append(out, fmt.Sprintf("idmp-duration %ds -> %ds", before.Duration, after.Duration))
+	}
+	if before.MaxSize != after.MaxSize {
+		out = append(out, fmt.Sprintf("idmp-maxsize %d -> %d", before.MaxSize, after.MaxSize))
+	}
+	return strings.Join(out, ", ")
+}
+
 // cfgsetRun is shared by cfgset and calc-maxsize --apply.
 func cfgsetRun(ctx context.Context, o *CfgSetOptions) error {
 	f, name := o.Factory, o.Stream
@@ -138,8 +152,8 @@ func cfgsetRun(ctx context.Context, o *CfgSetOptions) error {
 		status, cleared = "dry-run", info.IIDsTracked
 	default:
 		if info.IIDsTracked > 0 {
-			c := change{What: fmt.Sprintf("changing %s clears %s of %s", render.Field(name), render.N(info.IIDsTracked, "tracked iid"),
-				render.N(info.PIDsTracked, "producer")), Question: "Change the settings?"}
+			c := change{What: fmt.Sprintf("changing %s (%s) clears %s of %s", render.Field(name), settingChanges(before, after),
+				render.N(info.IIDsTracked, "tracked iid"), render.N(info.PIDsTracked, "producer")), Question: "Change the settings?"}
 			if err := confirm(f, o.Yes, c); err != nil {
 				return exit.Wrap(err, what)
 			}
