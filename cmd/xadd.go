@@ -99,7 +99,7 @@ func (o *XAddOptions) Validate() error {
 	if o.JSON != "" {
 		fields, err := batch.ParseFields([]byte(o.jsonText))
 		if err != nil {
-			return exit.Usagef("--json: %v", err)
+			return exit.Usagef("--json: %v", jsonWords(err))
 		}
 		o.Fields = fields
 	}
