@@ -83,7 +83,9 @@ Rates: 1000 (per second), 1000/s, 1k/s, 2.5k/s, 60000/m, 3.6M/h, 1/ms.
 Durations carry a unit (80ms, 1.5s, 17m): a bare number is refused.
 
 Raw output is one line to paste after XCFGSET key:
-  IDMP-DURATION 1000 IDMP-MAXSIZE 100`,
+  IDMP-DURATION 1000 IDMP-MAXSIZE 100
+and IDMP-MAXSIZE alone without --recovery (-o json: "idmp-duration": null):
+the stream keeps its own duration, as with --apply.`,
 		Example: `  idmpctl calc-maxsize --rate 1000/s --mark-delay 80ms --recovery 1000s
   idmpctl calc-maxsize --rate 2.5k/s --mark-delay 1.5s --producers 4 --margin 50% -o json`,
 		Args: noArgs,

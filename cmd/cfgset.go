@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
+	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
 	"github.com/idmpctl/idmpctl/internal/render"
@@ -24,15 +27,28 @@ type CfgSetOptions struct {
 	Mode                      string
 }
 
-// parseSetting reads an XCFGSET value as Redis 8.6.3 does, with its texts.
+// parseSetting reads an XCFGSET value as Redis 8.6.3 does, with its texts;
+// --duration also as a duration with its unit (1000s, 17m, 1h: whole seconds).
 func parseSetting(flag, s string, limit int64, name string) (int64, error) {
 	v, ok := idmp.ParseInt(s)
+	given := s
+	if d, err := duration.Parse(s); !ok && err == nil && flag == "duration" && strings.ContainsAny(s, "smhd") {
+		if d%time.Second != 0 {
+			return 0, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--duration %q: not a whole number of seconds", s),
+				Hint: "IDMP-DURATION is whole seconds: for example --duration 1000 (seconds), 1000s, 17m or 1h"}
+		}
+		v, ok = int64(d/time.Second), true
+		given = fmt.Sprintf("%s (%d seconds)", s, v)
+	}
 	if !ok {
-		return 0, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--%s %q: ERR value is not an integer or out of range", flag, s),
-			Hint: fmt.Sprintf("give a plain integer from 1 to %d, without sign, leading zeros or unit", limit)}
+		hint := fmt.Sprintf("give a plain integer from 1 to %d, without sign, leading zeros or unit", limit)
+		if flag == "duration" {
+			hint = fmt.Sprintf("give whole seconds from 1 to %d (no sign or leading zeros), or a duration with its unit: 1000s, 17m, 1h", limit)
+		}
+		return 0, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--%s %q: ERR value is not an integer or out of range", flag, s), Hint: hint}
 	}
 	if v < 1 || v > limit {
-		return 0, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--%s %s: ERR %s must be between 1 and %d %s", flag, s, name, limit, settingUnit(name)),
+		return 0, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--%s %s: ERR %s must be between 1 and %d %s", flag, given, name, limit, settingUnit(name)),
 			Hint: "idmpctl calc-maxsize computes both from your rate and mark-delay"}
 	}
 	return v, nil
@@ -83,7 +99,8 @@ messages sent before the change will no longer be recognised as duplicates),
 so a change that would clear tracked iids asks on a terminal and otherwise
 needs --yes. Setting the current values is a no-op that clears nothing.
 
-Ranges: --duration 1..86400 seconds, --maxsize 1..10000 iids per producer.
+Ranges: --duration 1..86400 seconds, bare (1000) or with a unit (1000s, 17m,
+1h: whole seconds); --maxsize 1..10000 iids per producer.
 Raw output: "status<TAB>changed|unchanged|dry-run", then
 "idmp-duration<TAB>before<TAB>after", "idmp-maxsize<TAB>before<TAB>after" and
 "cleared-iids<TAB>N".`,
@@ -97,13 +114,26 @@ Raw output: "status<TAB>changed|unchanged|dry-run", then
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&o.DurationFlag, "duration", "", "IDMP-DURATION in seconds (1-86400)")
+	fl.StringVar(&o.DurationFlag, "duration", "", "IDMP-DURATION: seconds (1000) or a duration with its unit (1000s, 17m, 1h), 1s to 24h")
 	fl.StringVar(&o.MaxSizeFlag, "maxsize", "", "IDMP-MAXSIZE, iids per producer (1-10000)")
 	allowEmpty(fl, "duration", "maxsize") // "" is Redis's "not an integer" (Validate)
 	fl.BoolVar(&o.Yes, "yes", false, "confirm a change that clears tracked iids")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "show what would change, change nothing")
 	addModeFlag(c, &o.Mode)
 	return c
+}
+
+// settingChanges names each setting that changes, before -> after: what
+// a confirmation is asked for.
+func settingChanges(before, after idmp.Config) string {
+	var out []string
+	if before.Duration != after.Duration {
+		out = append(out, fmt.Sprintf("idmp-duration %ds -> %ds", before.Duration, after.Duration))
+	}
+	if before.MaxSize != after.MaxSize {
+		out = append(out, fmt.Sprintf("idmp-maxsize %d -> %d", before.MaxSize, after.MaxSize))
+	}
+	return strings.Join(out, ", ")
 }
 
 // cfgsetRun is shared by cfgset and calc-maxsize --apply.
@@ -138,8 +168,8 @@ func cfgsetRun(ctx context.Context, o *CfgSetOptions) error {
 		status, cleared = "dry-run", info.IIDsTracked
 	default:
 		if info.IIDsTracked > 0 {
-			c := change{What: fmt.Sprintf("changing %s clears %s of %s", render.Field(name), render.N(info.IIDsTracked, "tracked iid"),
-				render.N(info.PIDsTracked, "producer")), Question: "Change the settings?"}
+			c := change{What: fmt.Sprintf("changing %s (%s) clears %s of %s", render.Field(name), settingChanges(before, after),
+				render.N(info.IIDsTracked, "tracked iid"), render.N(info.PIDsTracked, "producer")), Question: "Change the settings?"}
 			if err := confirm(f, o.Yes, c); err != nil {
 				return exit.Wrap(err, what)
 			}

@@ -285,7 +285,7 @@ func acquireExit(p *render.Printer, verb, key string, res claim.AcquireResult, w
 			Hint: "the same key with a different request is a client bug; use a new key for a new request"}
 	case claim.Exhausted:
 		return &exit.Error{Code: exit.Data, What: what,
-			Err: fmt.Errorf("attempts exhausted: FAILED after %d attempts (last error: %s)", r.Attempts, orDash(r.Error))}
+			Err: fmt.Errorf("attempts exhausted: FAILED after %s (last error: %s)", render.N(r.Attempts, "attempt"), orDash(r.Error))}
 	}
 	return nil
 }

@@ -47,6 +47,9 @@ func flagError(c *cobra.Command, err error) error {
 		// "idmpctl -h" alone, as one asks git or ls for help.
 		hint = "-h is the server's host, as in redis-cli (-h HOST); --help shows help"
 	}
+	if amongFields(c) {
+		hint = fieldsHint // "xadd s --pid p --iid i amount -5"
+	}
 	m := badFlagValue.FindStringSubmatch(err.Error())
 	if m == nil {
 		return &exit.Error{Code: exit.Usage, Err: err, Hint: hint}

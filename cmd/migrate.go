@@ -7,6 +7,7 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
+	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/idmpctl/idmpctl/internal/view"
 	"github.com/spf13/cobra"
 )
@@ -91,7 +92,13 @@ func migrateRun(ctx context.Context, o *MigrateOptions) error {
 	if err != nil {
 		return err
 	}
-	return streams.MigrateStreams(ctx, stream.MigrateSelection{Streams: o.Streams, Match: o.Match}, o.DryRun, func(r stream.MigrateResult) error {
-		return f.Printer.Show(view.Migrate{MigrateResult: r})
+	p, shown := f.Printer, false
+	err = streams.MigrateStreams(ctx, stream.MigrateSelection{Streams: o.Streams, Match: o.Match}, o.DryRun, func(r stream.MigrateResult) error {
+		shown = true
+		return p.Show(view.Migrate{MigrateResult: r})
 	})
+	if err == nil && !shown && p.Human() {
+		p.Line("No streams match %s", render.Field(o.Match)) // a person is told; raw and JSON print nothing
+	}
+	return err
 }

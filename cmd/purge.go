@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/idmpctl/idmpctl/internal/view"
@@ -26,6 +28,7 @@ type PurgeOptions struct {
 	Stale, NoTTL, AnyType, OrphanState bool
 	Literal, Force, DryRun, Yes        bool
 	Limit                              int64
+	LimitSet                           bool // --limit given: 0 is then an error, not "no limit"
 	ShowSecrets                        bool
 	PowertoolsAttrs                    string
 
@@ -40,11 +43,11 @@ func (o *PurgeOptions) Validate() error {
 			Hint: "see 'idmpctl purge --help'"}
 	case o.Match != "" && o.Stream != "":
 		return exit.Usagef("give --match or --stream, not both")
-	case o.Stream != "" && (o.StatusFlag != "" || o.Stale || o.NoTTL || o.AnyType || o.Force || o.Literal || o.OlderThanFlag != "" || o.MaxRateFlag != "" || o.Limit != 0 || o.OrphanState):
+	case o.Stream != "" && (o.StatusFlag != "" || o.Stale || o.NoTTL || o.AnyType || o.Force || o.Literal || o.OlderThanFlag != "" || o.MaxRateFlag != "" || o.LimitSet || o.OrphanState):
 		return exit.Usagef("--stream takes only --pid, --dry-run and --yes")
 	case o.Match != "" && o.PID != "":
 		return exit.Usagef("--pid goes with --stream")
-	case o.OrphanState && (o.StatusFlag != "" || o.Stale || o.NoTTL || o.AnyType || o.Force || o.OlderThanFlag != "" || o.MaxRateFlag != "" || o.Limit != 0 || o.Backup != ""):
+	case o.OrphanState && (o.StatusFlag != "" || o.Stale || o.NoTTL || o.AnyType || o.Force || o.OlderThanFlag != "" || o.MaxRateFlag != "" || o.LimitSet || o.Backup != ""):
 		return exit.Usagef("--orphan-state selects the emulated IDMP state of deleted streams: it takes only --match, --literal, --dry-run and --yes")
 	case o.Backup != "" && o.Stream != "":
 		return exit.Usagef("--backup goes with --match: purge --stream deletes no records")
@@ -52,6 +55,9 @@ func (o *PurgeOptions) Validate() error {
 		return exit.Usagef("--backup with --dry-run: a dry run deletes nothing to back up")
 	case o.Stream != "":
 		return nil
+	case o.LimitSet && o.Limit == 0:
+		return &exit.Error{Code: exit.Usage, Err: errors.New("--limit 0: give a number of candidates above 0, or leave --limit out for no limit"),
+			Hint: `an explicit 0 is never "no limit" (an unset variable in --limit "${N:-0}" would purge everything); nothing was deleted`}
 	}
 	if o.Backup != "" {
 		if _, err := os.Lstat(o.Backup); err == nil {
@@ -114,6 +120,7 @@ summary on stderr ("kept-live" for a record the re-check found live).
   idmpctl purge --stream orders --yes`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			o.LimitSet = c.Flags().Changed("limit")
 			return runValidated(c, o, runF, purgeRun, o.Validate)
 		},
 	}
@@ -127,7 +134,7 @@ summary on stderr ("kept-live" for a record the re-check found live).
 	fl.BoolVar(&o.AnyType, "any-type", false, "also delete keys that are not recognised records")
 	fl.BoolVar(&o.OrphanState, "orphan-state", false, "instead: drop the emulated IDMP state of deleted streams (flagged orphan-state) that matches, each state whole")
 	fl.BoolVar(&o.Force, "force", false, "also delete live PROCESSING records (under a lease or deadline, or without one) and, with --status LOCKED, locks whose TTL still runs")
-	fl.Int64Var(&o.Limit, "limit", 0, "stop after N candidates (0: no limit)")
+	fl.Int64Var(&o.Limit, "limit", 0, "stop after N candidates, N above 0 (default: no limit)")
 	fl.StringVar(&o.MaxRateFlag, "max-rate", "", "at most this many deletions per second (5000, 5k/s)")
 	fl.StringVar(&o.Stream, "stream", "", "clear this stream's tracked iids instead")
 	fl.StringVar(&o.PID, "pid", "", "with --stream: only this producer's iids (emulated mode)")
@@ -233,7 +240,7 @@ func purgeProgress(bar *progress.Bar, dryRun bool) func(keyspace.PurgeSummary) {
 
 // printPurge prints purge --match's summary, with what --backup saved.
 func printPurge(p *render.Printer, s keyspace.PurgeSummary, o *PurgeOptions, keys view.KeyList, bw *backup.Writer) error {
-	v := view.Purge{Summary: s, Match: o.Match, DryRun: o.DryRun, Keys: keys}
+	v := view.Purge{Summary: s, Match: o.Match, DryRun: o.DryRun, Keys: keys, Limit: o.Limit}
 	if bw != nil {
 		v.Backup = &view.PurgeBackup{File: o.Backup}
 		v.Backup.Saved, v.Backup.Kept = bw.Counts()
@@ -253,6 +260,13 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 	tracked, err := streams.TrackedIIDs(rctx, o.Stream, o.PID, o.DryRun)
 	if err != nil {
 		return err
+	}
+	if o.PID != "" && streams.Mode() == stream.ModeNative {
+		// What the clear refuses, refused before its question and in a
+		// dry run, in its words.
+		e := exit.New(exit.Usage, what+": clear one producer", "native IDMP can only clear the iids of every producer at once")
+		e.Hint = "omit the producer to clear all, or use --mode emulated for streams written in emulated mode"
+		return e
 	}
 	status, cleared := "dry-run", tracked
 	if !o.DryRun {

@@ -74,9 +74,10 @@ record of a file without its end line (a killed purge). The file is read whole f
 truncated line is reported with its number, the records before it are
 restored and nothing from it on (exit 65).
 
-Raw output: "restored|replaced|existing|expired|kept<TAB>KEY" per record
-(a dry run: "would-restore", or "would-replace" for a key --replace would
-overwrite), and a summary on stderr.`,
+Raw output: "restored|replaced|existing|expired|kept|failed<TAB>KEY" per
+record (a dry run: "would-restore", or "would-replace" for a key --replace
+would overwrite; "failed" for a payload the server would refuse, exit 65),
+and a summary on stderr.`,
 		Example: `  idmpctl purge --match 'idem:*' --status FAILED --backup purge-2026-11-23.ndjson --yes
   idmpctl restore purge-2026-11-23.ndjson --dry-run
   idmpctl restore purge-2026-11-23.ndjson

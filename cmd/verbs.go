@@ -66,12 +66,19 @@ func refuseUnknownVerbs(c *cobra.Command) {
 
 // refuseTyposWithHelp does refuseUnknownVerbs' work for "claim acquir
 // --help", which cobra answers before any RunE: the group's help prints
-// nothing and sets *typo to the usage error, which the run returns.
+// nothing and sets *typo to the usage error, which the run returns. So
+// for a --help among xadd's fields: a VALUE, not a request for help.
 func refuseTyposWithHelp(root *cobra.Command, typo *error) {
 	help := root.HelpFunc()
 	root.SetHelpFunc(func(c *cobra.Command, args []string) {
 		if a := c.Flags().Args(); c.HasSubCommands() && len(a) > 0 {
 			*typo = unknownVerb(c, a[0])
+			return
+		}
+		if amongFields(c) {
+			e := exit.New(exit.Usage, verbPath(c), "--help among the FIELD VALUE arguments is read as a flag: nothing was added")
+			e.Hint = fieldsHint + "; for help alone: " + c.CommandPath() + " --help"
+			*typo = e
 			return
 		}
 		help(c, args)

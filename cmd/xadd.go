@@ -74,7 +74,7 @@ func (o *XAddOptions) Validate() error {
 	case o.IIDSet && o.IID == "":
 		return exit.Usagef("--iid must not be empty (IDMP requires a non-empty idempotent ID)")
 	case len(o.Fields)%2 != 0:
-		return exit.Usagef("fields come in FIELD VALUE pairs: %q has no value", o.Fields[len(o.Fields)-1])
+		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("fields come in FIELD VALUE pairs: %q has no value", o.Fields[len(o.Fields)-1]), Hint: fieldsHint}
 	case o.JSON != "" && len(o.Fields) > 0:
 		return exit.Usagef("give the fields as FIELD VALUE pairs or --json, not both")
 	case o.Skip < 0:
@@ -99,7 +99,7 @@ func (o *XAddOptions) Validate() error {
 	if o.JSON != "" {
 		fields, err := batch.ParseFields([]byte(o.jsonText))
 		if err != nil {
-			return exit.Usagef("--json: %v", err)
+			return exit.Usagef("--json: %v", jsonWords(err))
 		}
 		o.Fields = fields
 	}
@@ -217,6 +217,20 @@ func (f once[T]) Set(s string) error {
 
 var errTwice = errors.New("IDMP/IDMPAUTO specified multiple times")
 
+// fieldsAnnotation marks xadd, whose arguments after the first are data
+// (FIELD VALUE): flags are read anywhere before --, so a --help or -5
+// among them is a flag, and its error says to put -- first.
+const fieldsAnnotation = "idmpctl/fields"
+
+const fieldsHint = "a FIELD or VALUE that begins with '-' is read as a flag unless -- comes before the fields: idmpctl xadd STREAM --pid P --iid I -- FIELD VALUE..."
+
+// amongFields says whether c's flags were read past its first argument,
+// among its fields.
+func amongFields(c *cobra.Command) bool {
+	_, ok := c.Annotations[fieldsAnnotation]
+	return ok && len(c.Flags().Args()) > 1
+}
+
 func (o *XAddOptions) request(iid string, fields []string) stream.AddRequest {
 	return stream.AddRequest{
 		Stream: o.Stream, PID: o.PID, IID: iid, Auto: o.Auto, Fields: fields,
@@ -228,11 +242,18 @@ func (o *XAddOptions) request(iid string, fields []string) stream.AddRequest {
 func NewCmdXAdd(f *Factory, runF func(*XAddOptions) error) *cobra.Command {
 	o := &XAddOptions{Factory: f}
 	c := &cobra.Command{
-		Use:   "xadd STREAM --pid P (--iid I | --auto) [FIELD VALUE...]",
-		Short: "Add to a stream idempotently (XADD IDMP), with safe retries and a batch mode",
+		Annotations: map[string]string{fieldsAnnotation: ""},
+		Use:         "xadd STREAM --pid P (--iid I | --auto) [--] [FIELD VALUE...]",
+		Short:       "Add to a stream idempotently (XADD IDMP), with safe retries and a batch mode",
 		Long: `Add an entry to a stream at most once per (producer ID, idempotent ID), and say
 whether it was a duplicate. Natively on Redis 8.6+ (XADD IDMP / IDMPAUTO),
 emulated with atomic server-side Lua elsewhere.
+
+Flags may come before or after the arguments. After --, every argument is a
+FIELD or VALUE: put -- before the fields when one may begin with '-' (-5, a
+variable's value). Without it such an argument is read as a flag: --help
+among the fields is refused (64), never help text and exit 0; -5 is an
+unknown flag (64).
 
 A duplicate is success: the reply is the original entry's ID, nothing is
 written, and -o json says "duplicate": true. After a network error the same

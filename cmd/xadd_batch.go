@@ -3,6 +3,7 @@ package cmd
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -167,16 +168,37 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 	if errors.As(err, &le) {
 		hint := fmt.Sprintf("%s committed; once it is fixed, run the same command again: it resumes after line %d (or pass over the line with --skip %d)",
 			committedText(sum.LastLine), sum.LastLine, le.Line)
+		if sum.LastLine == 0 {
+			hint = fmt.Sprintf("no line is committed; once it is fixed, run the same command again (or pass over the line with --skip %d)", le.Line)
+		}
 		if own := (*exit.Error)(nil); errors.As(le.Err, &own) && own.Hint != "" {
 			hint = own.Hint + "; " + hint
 		}
-		return &exit.Error{Code: exit.Data, What: "xadd --batch " + o.Batch, Err: le, Hint: hint}
+		return &exit.Error{Code: exit.Data, What: "xadd --batch " + o.Batch, Err: &batch.LineError{Line: le.Line, Err: jsonWords(le.Err)}, Hint: hint}
 	}
 	var e *exit.Error
 	if !errors.As(err, &e) {
 		err = exit.Wrap(err, "xadd --batch") // a server's reply: what failed, and its hint
 	}
 	return err
+}
+
+// jsonWords is a line's (or --json's) JSON syntax error in our words, not
+// Go's ("invalid character 'o' in literal null (expecting 'u')", whose
+// offset a json.Decoder's tokens do not keep exact).
+func jsonWords(err error) error {
+	if syn := (*json.SyntaxError)(nil); errors.As(err, &syn) {
+		return errors.New("not a JSON object")
+	}
+	return err
+}
+
+// linesUpTo is "line 1 was" or "lines 1-N were".
+func linesUpTo(n int64) string {
+	if n == 1 {
+		return "line 1 was"
+	}
+	return fmt.Sprintf("lines 1-%d were", n)
 }
 
 // committedText is "1 line is" or "1,000 lines are".
@@ -193,7 +215,7 @@ func printBatchSummary(p *render.Printer, o *XAddOptions, id string, s stream.Ba
 		p.Status("xadd --batch: batch %s: the stream was deleted since its progress was recorded: started from line 1", id)
 	case s.ResumedAt > 0 && !o.SkipSet:
 		// Line numbers are positions, not counts: no separators.
-		p.Status("xadd --batch: batch %s: lines 1-%d were committed by an earlier run: resumed after line %d", id, s.ResumedAt, s.ResumedAt)
+		p.Status("xadd --batch: batch %s: %s committed by an earlier run: resumed after line %d", id, linesUpTo(s.ResumedAt), s.ResumedAt)
 	}
 	p.Status("xadd --batch: %s: %s added, %s (%s)", render.N(s.Lines, "line"), render.Count(s.Added), render.N(s.Duplicates, "duplicate"), s.Mode)
 	if back := s.SkippedBack; back > 0 {
@@ -202,6 +224,6 @@ func printBatchSummary(p *render.Printer, o *XAddOptions, id string, s stream.Ba
 		if back == from {
 			what = fmt.Sprintf("line %d was sent again (it adds again once IDMP-MAXSIZE or IDMP-DURATION no longer tracks it)", back)
 		}
-		p.Warnf("--skip %d: the progress record said lines 1-%d were committed: %s", o.Skip, back, what)
+		p.Warnf("--skip %d: the progress record said %s committed: %s", o.Skip, linesUpTo(back), what)
 	}
 }

@@ -38,11 +38,17 @@ func (v CalcMaxsize) JSON() any {
 	if in.Recovery > 0 {
 		inputs["recovery_s"] = in.Recovery.Seconds()
 	}
+	// Without --recovery no duration is computed: null, never the
+	// server's default, which would shorten a window the stream has.
+	duration, needed := any(nil), any(nil)
+	if v.RecoveryGiven {
+		duration, needed = r.Duration, r.DurationNeeded
+	}
 	return map[string]any{
 		"inputs":                 inputs,
-		"idmp-duration":          r.Duration,
+		"idmp-duration":          duration,
 		"idmp-maxsize":           r.MaxSize,
-		"needed":                 map[string]int64{"idmp-duration": r.DurationNeeded, "idmp-maxsize": r.MaxSizeNeeded},
+		"needed":                 map[string]any{"idmp-duration": needed, "idmp-maxsize": r.MaxSizeNeeded},
 		"per_pid_rate_per_ms":    r.PerPIDRate,
 		"evict_after_s":          r.EvictAfter,
 		"pids_needed":            r.PIDsNeeded,
@@ -66,9 +72,13 @@ func (v CalcMaxsize) Table(p *render.Printer) error {
 		{"recovery", recovery},
 		{"margin", capacity.RatString(new(big.Rat).Mul(in.Margin, big.NewRat(100, 1))) + "%"},
 	})
+	duration := "the stream's own (no --recovery)"
+	if v.RecoveryGiven {
+		duration = p.Good(fmt.Sprintf("%ds", r.Duration))
+	}
 	p.KV("Result", []render.Pair{
 		{"idmp-maxsize", p.Good(render.N(r.MaxSize, "iid")) + " per pid"},
-		{"idmp-duration", p.Good(fmt.Sprintf("%ds", r.Duration))},
+		{"idmp-duration", duration},
 	})
 	p.KV("Formula", []render.Pair{{"maxsize", r.MaxSizeFormula}, {"duration", r.DurationFormula}, {"interplay", r.Interplay}})
 	p.KV("Memory at full occupancy", []render.Pair{
@@ -87,8 +97,14 @@ func (v CalcMaxsize) Table(p *render.Printer) error {
 	return nil
 }
 
+// Raw is the line to paste after XCFGSET key: IDMP-MAXSIZE alone without
+// --recovery, as --apply sets it.
 func (v CalcMaxsize) Raw(p *render.Printer) error {
-	p.Line("IDMP-DURATION %d IDMP-MAXSIZE %d", v.Result.Duration, v.Result.MaxSize)
+	if v.RecoveryGiven {
+		p.Line("IDMP-DURATION %d IDMP-MAXSIZE %d", v.Result.Duration, v.Result.MaxSize)
+	} else {
+		p.Line("IDMP-MAXSIZE %d", v.Result.MaxSize)
+	}
 	for _, w := range v.Result.Warnings {
 		p.Warnf("%s", w)
 	}

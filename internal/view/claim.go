@@ -3,6 +3,7 @@ package view
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/ops/claim"
 	"github.com/idmpctl/idmpctl/internal/render"
@@ -168,6 +169,9 @@ func (v ClaimRun) Raw(p *render.Printer) error {
 		return nil
 	}
 	fmt.Fprint(p.Out, v.Output)
+	if p.TTY && v.Output != "" && !strings.HasSuffix(v.Output, "\n") {
+		fmt.Fprintln(p.Out) // the terminal's next line, not the notice's, starts after it
+	}
 	if p.Human() || p.ErrTTY { // a person reads it: say what happened
 		p.Status("idmpctl: replayed: the command did not run (%s completed it, token %d)", render.Field(v.Key), v.ReplayedToken)
 	}

@@ -50,6 +50,17 @@ type Purge struct {
 	DryRun  bool
 	Keys    KeyList
 	Backup  *PurgeBackup
+	Limit   int64 // --limit (0: none)
+}
+
+// limited says where --limit stopped the purge, and what it left: the
+// records read past it were not acted on, and the rest never read.
+func (v Purge) limited() string {
+	left := ""
+	if n := v.Summary.PastLimit; n > 0 {
+		left = "left " + render.N(n, "more matching record") + " as they are, and "
+	}
+	return fmt.Sprintf("stopped at --limit %d: %sdid not look at the keys not yet scanned", v.Limit, left)
 }
 
 // purgeSummaryJSON is purge --match's last -o json object.
@@ -96,6 +107,9 @@ func (v Purge) Table(p *render.Printer) error {
 	if s.Changed > 0 {
 		rows = append(rows, render.Row{Label: "changed (kept)", Value: render.N(s.Changed, "record")})
 	}
+	if s.Limited {
+		rows = append(rows, render.Row{Label: "limited", Value: v.limited(), Fit: render.Wrap})
+	}
 	if s.Unknown > 0 {
 		rows = append(rows, render.Row{Label: "unknown", Value: render.N(s.Unknown, "record") + " (re-check sent, never answered: deleted or not)", Fit: render.Wrap})
 	}
@@ -127,6 +141,9 @@ func (v Purge) Raw(p *render.Printer) error {
 	what, n := v.deleted()
 	p.Status("purge: scanned %s, matched %s, %s %s, kept %s, changed %s", render.Count(s.Scanned), render.Count(s.Matched), what,
 		render.Count(n), render.Count(s.Kept), render.Count(s.Changed))
+	if s.Limited {
+		p.Status("purge: %s", v.limited())
+	}
 	if s.Unknown > 0 {
 		p.Status("purge: %s unknown: the re-check was sent but never answered (a timeout or an interrupt), so deleted or not; inspect --match says which are left", render.N(s.Unknown, "record"))
 	}

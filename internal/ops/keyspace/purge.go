@@ -122,19 +122,22 @@ type PurgeItem struct {
 	Outcome PurgeOutcome   `json:"outcome"`
 }
 
-// PurgeSummary counts a purge. Scanned = Kept + Matched; without DryRun,
+// PurgeSummary counts a purge. Scanned = Kept + Matched + PastLimit; without DryRun,
 // Matched = Deleted + Changed (Changed counts the candidates the re-check
 // kept: changed since they were read, or live on the server's clock).
 type PurgeSummary struct {
 	Scanned int64 `json:"scanned"` // keys SCAN returned
 	Matched int64 `json:"matched"` // candidates: recognised and passing every filter
 	Deleted int64 `json:"deleted"`
-	Kept    int64 `json:"kept"`    // scanned but not candidates (filtered out, unrecognised, gone, past Limit)
+	Kept    int64 `json:"kept"`    // scanned but not candidates (filtered out, unrecognised, gone)
 	Changed int64 `json:"changed"` // candidates the server re-check refused (changed, or live)
 	// Unknown counts candidates whose re-check was sent but never answered
 	// (a timeout, an interrupt): deleted or not, the purge did not learn.
 	Unknown int64 `json:"unknown,omitempty"`
-	Limited bool  `json:"limited,omitempty"`
+	// Limited says the scan stopped at Limit; PastLimit counts the
+	// candidates it had read past it, left as they are.
+	Limited   bool  `json:"limited,omitempty"`
+	PastLimit int64 `json:"past_limit,omitempty"`
 	// LocksKept counts the locks records.PurgeBlocked kept, LiveKept the
 	// records records.PurgeLive kept (at the scan or the re-check); each
 	// reason is the first one's.
@@ -210,12 +213,13 @@ func (p *purger) batch(ctx context.Context, keys []string, reads []keyRead) erro
 	p.sum.LockReason = cmp.Or(p.sum.LockReason, lockReason)
 	p.sum.LiveKept += live
 	p.sum.LiveReason = cmp.Or(p.sum.LiveReason, liveReason)
+	p.sum.Kept += int64(len(keys) - len(cands))
 	if l := p.opts.Limit; l > 0 && p.sum.Matched+int64(len(cands)) >= l {
+		p.sum.PastLimit += p.sum.Matched + int64(len(cands)) - l
 		cands = cands[:l-p.sum.Matched]
 		p.sum.Limited = true
 	}
 	p.sum.Matched += int64(len(cands))
-	p.sum.Kept += int64(len(keys) - len(cands))
 	if p.opts.DryRun {
 		for _, rd := range cands {
 			p.report(PurgeItem{Record: rd.rec, Outcome: PurgeWouldDelete})

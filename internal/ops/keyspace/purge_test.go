@@ -28,8 +28,8 @@ func purgeRun(t *testing.T, c *redisconn.Conn, opts PurgeOptions) (PurgeSummary,
 	for _, keys := range items {
 		slices.Sort(keys)
 	}
-	if sum.Scanned != sum.Kept+sum.Matched {
-		t.Errorf("scanned %d != kept %d + matched %d", sum.Scanned, sum.Kept, sum.Matched)
+	if sum.Scanned != sum.Kept+sum.Matched+sum.PastLimit {
+		t.Errorf("scanned %d != kept %d + matched %d + past limit %d", sum.Scanned, sum.Kept, sum.Matched, sum.PastLimit)
 	}
 	if !opts.DryRun && sum.Matched != sum.Deleted+sum.Changed {
 		t.Errorf("matched %d != deleted %d + changed %d", sum.Matched, sum.Deleted, sum.Changed)
@@ -221,7 +221,7 @@ func TestPurgeLimitAndRate(t *testing.T) {
 	fillClaims(t, c.Client(), "r:", 60)
 
 	sum, items := purgeRun(t, c, PurgeOptions{Pattern: "r:*", Limit: 7, Count: 10})
-	if sum.Deleted != 7 || sum.Matched != 7 || !sum.Limited || len(items[PurgeDeleted]) != 7 {
+	if sum.Deleted != 7 || sum.Matched != 7 || !sum.Limited || sum.PastLimit == 0 || sum.Kept != 0 || len(items[PurgeDeleted]) != 7 {
 		t.Errorf("limit: %+v", sum)
 	}
 

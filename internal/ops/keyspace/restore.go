@@ -9,10 +9,13 @@ import (
 	"cmp"
 	"context"
 	_ "embed"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc64"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/idmpctl/idmpctl/internal/backup"
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -74,6 +77,7 @@ type Restorer struct {
 	c      *redisconn.Conn
 	opts   RestoreOptions
 	abstTL bool // the server takes RESTORE ... ABSTTL (Redis 5.0+, Valkey)
+	rdb    int  // a dry run's: the server's RDB version (serverRDB); 0: not asked
 	// clientNow is the server's clock as the client last read it (TIME),
 	// to leave out what expired long ago; a test seam.
 	clientNow func(ctx context.Context) (int64, error)
@@ -142,9 +146,9 @@ func (r *Restorer) RestoreUnless(ctx context.Context, recs []backup.Record, miss
 		case errors.As(err, &bad):
 			first = exit.New(exit.Internal, what, "%v", bad)
 		case strings.Contains(msg, "DUMP payload") || strings.Contains(msg, "Bad data format"):
-			// A payload this server cannot load: another version's, or damaged.
-			first = &exit.Error{Code: exit.Data, What: what, Err: err,
-				Hint: "a DUMP payload loads only on a server of the same or a later RDB version than the one that made it"}
+			// Redis's words without the script's place ("script: SHA, on @user_script:58.").
+			msg, _, _ = strings.Cut(msg, " script: ")
+			first = payloadError(what, msg)
 		default:
 			first = exit.Wrap(err, what)
 		}
@@ -152,23 +156,65 @@ func (r *Restorer) RestoreUnless(ctx context.Context, recs []backup.Record, miss
 	return out, first
 }
 
+// payloadError is a payload this server cannot load: another version's,
+// or damaged.
+func payloadError(what, msg string) error {
+	return &exit.Error{Code: exit.Data, What: what, Err: errors.New(msg),
+		Hint: "a DUMP payload loads only on a server of the same or a later RDB version than the one that made it"}
+}
+
+// loads says whether RESTORE takes payload on a server of RDB version
+// rdb (0: unknown), as Redis checks it (verifyDumpPayload): its version,
+// then its CRC-64 (Jones), in its last 10 bytes.
+func loads(payload []byte, rdb int) bool {
+	n := len(payload)
+	if n < 10 || rdb > 0 && int(binary.LittleEndian.Uint16(payload[n-10:])) > rdb {
+		return false
+	}
+	return binary.LittleEndian.Uint64(payload[n-8:]) == ^crc64.Update(^uint64(0), jonesTable(), payload[:n-8])
+}
+
+var jonesTable = sync.OnceValue(func() *crc64.Table { return crc64.MakeTable(0x95ac9329ac4bc9b5) })
+
+// serverRDB is the RDB version of the server's DUMP payloads, read from
+// FUNCTION DUMP's (Redis 7.0+, Valkey); 0 where it cannot be read.
+func (r *Restorer) serverRDB(ctx context.Context) int {
+	tctx, cancel := r.c.Ctx(ctx)
+	defer cancel()
+	p, err := r.c.Client().FunctionDump(tctx).Bytes()
+	if err != nil || len(p) < 10 {
+		return 0
+	}
+	return int(binary.LittleEndian.Uint16(p[len(p)-10:]))
+}
+
 // dryRun says what Restore would do: EXISTS of each record not expired; a
 // key that exists would be replaced with --replace (unless missingOnly).
+// A payload the server would refuse is Failed, with the real run's error.
 func (r *Restorer) dryRun(ctx context.Context, recs []backup.Record, missingOnly []bool, nowMs int64, out []RestoreOutcome) error {
+	if r.rdb == 0 {
+		if r.rdb = r.serverRDB(ctx); r.rdb == 0 {
+			r.rdb = -1 // asked: unknown
+		}
+	}
+	var first error
 	cmds := make([]*redis.IntCmd, len(recs))
 	err := r.c.Pipelined(ctx, func(p redis.Pipeliner, ctx context.Context) {
 		for i, rec := range recs {
-			if rec.ExpiresAt > 0 && rec.ExpiresAt <= nowMs {
+			switch {
+			case rec.ExpiresAt > 0 && rec.ExpiresAt <= nowMs:
 				out[i] = Expired
-				continue
+			case !loads(rec.Payload, r.rdb):
+				out[i] = Failed
+				first = cmp.Or(first, payloadError("restore "+strconv.Quote(rec.Key), "ERR DUMP payload version or checksum are wrong"))
+			default:
+				cmds[i] = p.Exists(ctx, rec.Key)
 			}
-			cmds[i] = p.Exists(ctx, rec.Key)
 		}
 	})
 	if err != nil {
 		return exit.Wrap(err, "restore")
 	}
-	var first error
 	for i, cmd := range cmds {
 		if cmd == nil {
 			continue

@@ -147,3 +147,23 @@ func TestRestoreFile(t *testing.T) {
 		t.Errorf("bad line: %v, %+v", err, sum)
 	}
 }
+
+// TestLoads holds the dry run's check of a payload to Redis's: a newer
+// RDB version or a wrong CRC-64 is refused (Redis 8.6.3's DUMP of a
+// string, RDB 13).
+func TestLoads(t *testing.T) {
+	p := []byte("\x00\tCOMPLETED\r\x006\xc4\x05\x95\xe6-\x90\xcb")
+	for _, c := range []struct {
+		rdb  int
+		want bool
+	}{{13, true}, {14, true}, {-1, true}, {12, false}, {10, false}} {
+		if got := loads(p, c.rdb); got != c.want {
+			t.Errorf("loads(RDB 13 payload, server %d) = %v, want %v", c.rdb, got, c.want)
+		}
+	}
+	bad := slices.Clone(p)
+	bad[2] ^= 1
+	if loads(bad, 13) || loads(p[:9], -1) {
+		t.Error("a damaged or short payload loads")
+	}
+}
