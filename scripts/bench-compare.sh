@@ -75,7 +75,7 @@ END {
 			with(b, x[row, k, "base"]), with(c, x[row, k, "new"]), change == "" ? "-" : sprintf("%+.1f%%", change * 100),
 			z == "" ? "-" : sprintf("%.0f%%", z), flag
 	}
-	if (noisy) printf "\n%d figures noisy: the machine was too busy to tell %s%% apart for them; run again when it is quieter\n", noisy, t
+	if (noisy) printf "\n%d noisy: the machine was too busy to tell %s%% apart there; run again when it is quieter\n", noisy, t
 	if (maybe != "") printf "of them, worse by more than %s%% but within their noise (not judged):%s\n", t, maybe
 	if (regress != "") printf "\nREGRESSIONS (>%s%% worse):%s\n", t, regress
 	else printf "\nno figure is more than %s%% worse\n", t
