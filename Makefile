@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/idmpctl/idmpctl/cmd.version=$(VERSION)
 
-.PHONY: build demo test test-native luacheck test-soak test-soak-native test-valkey test-short fuzz bench completions man man-gz vet fmt redis-server clean
+.PHONY: build demo test test-native luacheck test-soak test-soak-native test-valkey test-short fuzz bench bench-speed completions man man-gz vet fmt redis-server clean
 
 # The build users get: static (no cgo: the pure-Go resolver, no dynamic
 # loader at every start) and stripped. go install users get the same with
@@ -92,21 +92,35 @@ fuzz: redis-server
 	$(GO) test ./internal/ops/exec -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./internal/resp -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 
-# First the speed table (BenchmarkCLI: the release build against redis-cli,
-# redis-benchmark -P 64, redis-cli --pipe and redis-cli < file (exec's
-# row), medians of one run, printed as markdown; with the batch by each
-# of its paths beside redis-cli --pipe of the same XADD ... IDMP lines on
-# Redis 8.6.3, for IDMPCTL_BENCH_BATCH_LINES lines (default 200000,1000000)
-# in IDMPCTL_BENCH_BATCH_ROUNDS rounds (default 5)); then every package's benchmarks (b.ReportMetric), the purge
+# The hot paths (BenchmarkHot in e2e/bench_hot_test.go: single xadd,
+# exec from stdin, xadd --batch, native on Redis 8.6.3 and emulated on 7.0,
+# claim acquire, claim run; wall time, the server's CPU and the ratios to
+# redis-cli), this tree's build and BENCH_BASE's interleaved in one run,
+# then a table of both with every figure more than 10% worse flagged
+# (scripts/bench-compare.sh, which says what the default base, the previous
+# main, is). make bench BENCH_BASE=<rev> compares with another revision;
+# IDMPCTL_BENCH_QUICK=1 runs small sizes. The lines go to bench.out.
+BENCH_BASE ?=
+bench: redis-server
+	@bash scripts/bench-compare.sh $(BENCH_BASE)
+
+# The figures of docs/speed.md: first the speed table (BenchmarkCLI: the
+# release build against redis-cli, redis-benchmark -P 64, redis-cli --pipe
+# and redis-cli < file (exec's row), medians of one run, printed as
+# markdown; with the batch by each of its paths beside redis-cli --pipe of
+# the same XADD ... IDMP lines on Redis 8.6.3, for IDMPCTL_BENCH_BATCH_LINES
+# lines (default 200000,1000000) in IDMPCTL_BENCH_BATCH_ROUNDS rounds
+# (default 5)); BenchmarkConsume (consume beside the hand-written loop of
+# docs/claim-run.md); then every package's benchmarks (b.ReportMetric), the purge
 # and scan ones over IDMPCTL_BENCH_KEYS records; then the CLI's own
 # inspect/purge figures over BENCH_CLI_KEYS (default 1,000,000) records on
-# a throwaway server (scripts/bench-cli.sh). All go to bench.out.
+# a throwaway server (scripts/bench-cli.sh). All go to bench-speed.out.
 IDMPCTL_BENCH_KEYS ?= 1000000
-bench: redis-server
-	@command -v redis-benchmark >/dev/null || { echo 'bench: redis-benchmark not found (apt-get install redis-tools)'; exit 1; }
-	@bash -o pipefail -c "$(GO) test -run '^\$$' -bench '^Benchmark(CLI|Consume)$$' -benchtime 1x -count 1 ./e2e | tee bench.out"
-	@IDMPCTL_BENCH_KEYS=$(IDMPCTL_BENCH_KEYS) bash -o pipefail -c "$(GO) test -run '^\$$' -bench . -benchtime 1x -count 1 ./internal/... | tee -a bench.out"
-	@bash -o pipefail -c 'bash scripts/bench-cli.sh | tee -a bench.out'
+bench-speed: redis-server
+	@command -v redis-benchmark >/dev/null || { echo 'bench-speed: redis-benchmark not found (apt-get install redis-tools)'; exit 1; }
+	@bash -o pipefail -c "$(GO) test -run '^\$$' -bench '^Benchmark(CLI|Consume)$$' -benchtime 1x -count 1 ./e2e | tee bench-speed.out"
+	@IDMPCTL_BENCH_KEYS=$(IDMPCTL_BENCH_KEYS) bash -o pipefail -c "$(GO) test -run '^\$$' -bench . -benchtime 1x -count 1 ./internal/... | tee -a bench-speed.out"
+	@bash -o pipefail -c 'bash scripts/bench-cli.sh | tee -a bench-speed.out'
 
 completions:
 	$(GO) run . completion bash > completions/idmpctl.bash
@@ -133,5 +147,5 @@ redis-server:
 	@{ command -v redis-server >/dev/null && test -x "$(REDIS86_DIR)/bin/redis-server" && command -v tclsh >/dev/null && command -v luacheck >/dev/null; } || bash scripts/install-redis.sh
 
 clean:
-	rm -f idmpctl bench.out
+	rm -f idmpctl bench.out bench-speed.out
 	rm -rf build

@@ -17,7 +17,7 @@ import (
 // The claim cycle (acquire + complete: two scripts) against the naive
 // SET NX + SET on the same server. cycles/s is the metric to compare: the
 // ratio is the price of leases, fencing and records. Every iteration runs a
-// round of benchRound cycles, so that `make bench` (-benchtime 1x) measures
+// round of benchRound cycles, so that `make bench-speed` (-benchtime 1x) measures
 // thousands of cycles, not one.
 //
 // ClaimCycle is acquire, then complete: 2 round trips (the work happens in
