@@ -551,6 +551,35 @@ func testInterruptedBatchPrintsItsLines(t *testing.T, m batchMode) {
 	}
 }
 
+// TestInterruptedBatchOfStalledProducer: a batch reading a producer that
+// has written nothing for a while stops on SIGTERM at once, with the lines
+// it has exactly: before, it waited for the producer's next line or its
+// end (a stalled producer held the exit for good).
+func TestInterruptedBatchOfStalledProducer(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewWith(t, redistest.Options{})
+	rdb := faultRedis(t, srv)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close() // after the run: the producer stalls throughout
+	c := clitest.New(t, "IDMPCTL_URL="+srv.URL).WithStdin(pr)
+	for i := 1; i <= 3; i++ {
+		fmt.Fprintf(pw, "{\"iid\":\"m-%d\",\"fields\":{\"n\":\"%d\"}}\n", i, i)
+	}
+	p := c.Start("xadd", "s", "--pid", "p", "--batch", "-")
+	pr.Close()
+	faultWaitFor(30*time.Second, func() bool { return rdb.XLen(context.Background(), "s").Val() == 3 || p.Exited() })
+	if err := syscall.Kill(p.Pid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	r := p.Wait(30 * time.Second)
+	if r.Code != 143 || !strings.Contains(r.Stderr, "lines 1-3 are committed, none after them") || len(faultLines(r.Stdout)) != 3 {
+		t.Fatalf("want 143, 3 results and lines 1-3 committed, got %s", r)
+	}
+}
+
 // TestConcurrentRunsOfOneBatch: two runs of the same batch at once; the one
 // behind stops with 75 (busy), the other completes, and every line is in
 // the stream once. Before: the one behind exited 70 ("its replies are not

@@ -663,7 +663,14 @@ func (r *batchRun) runScripted(ctx context.Context) error {
 	}()
 	if err := r.sendScripted(ctx, windows); err != nil {
 		cancel()
-		for range windows { // let the reader stop
+		// Let the reader stop; a stopped run does not wait for it, which may
+		// be waiting for a stalled producer's next line.
+		for more := true; more; {
+			select {
+			case _, more = <-windows:
+			case <-r.spec.Stop:
+				more = false
+			}
 		}
 		return err
 	}
