@@ -19,6 +19,13 @@ import (
 // that loop (batches, scans, watches): they stop cleanly, say what they did,
 // and an error exits 128 + the signal's number, as a shell reports it.
 func untilInterrupted(f *Factory, ctx context.Context) (context.Context, context.CancelFunc) {
+	return untilStopped(f, ctx, nil)
+}
+
+// untilStopped is untilInterrupted in two steps when onStop is set (a
+// batch, which reads the replies of what it sent): the first signal calls
+// onStop, a second cancels ctx.
+func untilStopped(f *Factory, ctx context.Context, onStop func(os.Signal)) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
@@ -28,16 +35,24 @@ func untilInterrupted(f *Factory, ctx context.Context) (context.Context, context
 		}
 	}
 	go func() {
-		select {
-		case s := <-ch:
-			note(s)
-			cancel()
-			// A reply being read does not end with the context: closing
-			// the connection ends it now rather than at --timeout.
-			if c := f.opened.Load(); c != nil {
-				_ = c.Close()
+		for {
+			select {
+			case s := <-ch:
+				note(s)
+				if onStop != nil {
+					onStop(s)
+					onStop = nil
+					continue
+				}
+				cancel()
+				// A reply being read does not end with the context: closing
+				// the connection ends it now rather than at --timeout.
+				if c := f.opened.Load(); c != nil {
+					_ = c.Close()
+				}
+			case <-ctx.Done():
 			}
-		case <-ctx.Done():
+			return
 		}
 	}()
 	return ctx, func() {

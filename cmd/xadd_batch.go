@@ -86,9 +86,15 @@ func (in *batchInput) Parse(n int64, raw []byte, req *stream.AddRequest) (bool, 
 }
 
 func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
-	ctx, stop := untilInterrupted(o.Factory, ctx)
-	defer stop()
 	f := o.Factory
+	// A first signal sends no more chunks, and the run prints the results
+	// of those sent before it exits; a second stops it at once.
+	halt := make(chan struct{})
+	ctx, stop := untilStopped(f, ctx, func(s os.Signal) {
+		f.Printer.Warnf("xadd --batch: %s: sending no more lines; waiting for the results of those sent (within --timeout %s; a second signal stops at once)", sigName(s), f.Global.Timeout)
+		close(halt)
+	})
+	defer stop()
 	file, err := openBatch(f, o.Batch)
 	if err != nil {
 		return err
@@ -117,7 +123,7 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 	spec := stream.BatchSpec{
 		Template: o.request("", nil), ID: id, Resume: o.Resume,
 		SkipSet: o.SkipSet, Skip: int64(o.Skip), TTL: o.ProgressTTL, Retries: f.Global.Retries,
-		Durability: o.Durable.durability(),
+		Durability: o.Durable.durability(), Stop: halt,
 		OnRetry: func(attempt int, err error) {
 			if attempt == 0 {
 				p.Warnf("xadd --batch: the stream's cluster slot is moving (%v): waiting for the migration (at most --timeout %s), then going on after the last committed line", err, f.Global.Timeout)

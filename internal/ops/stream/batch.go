@@ -72,6 +72,10 @@ type BatchSpec struct {
 	// Durability makes every round trip wait for the replicas: a line's
 	// result is emitted only once its write was acknowledged.
 	Durability redisconn.Durability
+	// Stop, once closed (xadd's first SIGINT), sends no further chunk: the
+	// replies of those sent are read and their results emitted, for at
+	// most Conn.Timeout, then the run ends with the interrupted error.
+	Stop <-chan struct{}
 }
 
 // BatchInput is a batch's input: Next yields each line's number (from 1)
@@ -177,7 +181,15 @@ type batchRun struct {
 	maxBulk int64
 	// busyHint says why another run was taken for live (stoppedRun).
 	busyHint string
+	// ghostTo is the last line sent on a pipe dropped before all its
+	// replies came: until the run confirms it, lines past LastLine may
+	// still be committed by that pipe's chunks.
+	ghostTo int64
 }
+
+// errStopped ends a run stopped by BatchSpec.Stop with nothing on the wire
+// (interrupted replaces it).
+var errStopped = errors.New("stopped")
 
 // chunk is a run of lines sent in one script call.
 type chunk struct {
@@ -249,7 +261,7 @@ func (s *Streams) RunBatch(ctx context.Context, spec BatchSpec, in BatchInput, e
 		printed <- perr
 	}()
 	err = r.runScripted(ctx)
-	if cerr := r.cover(ctx); err == nil {
+	if cerr := r.cover(ctx); cerr != nil && (err == nil || err == errStopped) {
 		err = cerr
 	}
 	close(r.results)
@@ -266,14 +278,29 @@ func newRunID() string {
 	return hex.EncodeToString(b)
 }
 
-// interrupted replaces a cancelled run's error (its closed connection says
-// nothing) by how far it got, and that the same command resumes there.
+// interrupted replaces a stopped or cancelled run's error (its closed
+// connection says nothing) by how far it got, and that the same command
+// resumes there: exactly, when every chunk sent was answered.
 func (r *batchRun) interrupted(ctx context.Context, err error) error {
-	if err == nil || ctx.Err() == nil {
+	if err == nil || ctx.Err() == nil && !r.stopped() {
 		return err
 	}
-	return &exit.Error{Code: exit.Interrupted, What: r.what(), Err: context.Canceled,
-		Hint: fmt.Sprintf("lines 1-%d are committed, and the progress record knows exactly how far the rest got: run the same command again to resume after the last committed line", r.sum.LastLine)}
+	n := r.sum.LastLine
+	hint := fmt.Sprintf("lines 1-%d are committed, none after them: run the same command again to resume after line %d", n, n)
+	if err != errStopped || n < r.ghostTo {
+		hint = fmt.Sprintf("lines 1-%d are committed; lines sent after them may be too, without their results printed, and the progress record knows exactly how far the rest got: run the same command again to resume after the last committed line", n)
+	}
+	return &exit.Error{Code: exit.Interrupted, What: r.what(), Err: context.Canceled, Hint: hint}
+}
+
+// stopped reports whether BatchSpec.Stop is closed.
+func (r *batchRun) stopped() bool {
+	select {
+	case <-r.spec.Stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // what names the batch in errors.
@@ -594,6 +621,19 @@ func (r *batchRun) lineError(c *chunk, i int, err error) error {
 func (r *batchRun) runScripted(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// After a stop, the replies on the wire get one timeout in all (the
+	// pipe closes with ctx).
+	go func() {
+		select {
+		case <-r.spec.Stop:
+			select {
+			case <-time.After(r.s.Conn.Timeout + r.spec.Durability.Timeout):
+				cancel()
+			case <-ctx.Done():
+			}
+		case <-ctx.Done():
+		}
+	}()
 	windows := make(chan []*chunk, 2)
 	var readErr error
 	go func() {
@@ -623,7 +663,14 @@ func (r *batchRun) runScripted(ctx context.Context) error {
 	}()
 	if err := r.sendScripted(ctx, windows); err != nil {
 		cancel()
-		for range windows { // let the reader stop
+		// Let the reader stop; a stopped run does not wait for it, which may
+		// be waiting for a stalled producer's next line.
+		for more := true; more; {
+			select {
+			case _, more = <-windows:
+			case <-r.spec.Stop:
+				more = false
+			}
 		}
 		return err
 	}
@@ -666,6 +713,7 @@ func (r *batchRun) sendScripted(ctx context.Context, windows <-chan []*chunk) er
 		queue      []*chunk // not confirmed, oldest first: the first onWire were sent
 		groups     []int    // chunks of each send on the wire, oldest first
 		onWire     int
+		sentTo     int64 // the last line sent
 		pipe       *redisconn.Pipe
 		more       = true
 		recovering bool
@@ -673,6 +721,9 @@ func (r *batchRun) sendScripted(ctx context.Context, windows <-chan []*chunk) er
 	drop := func() { // what is on the wire is left to a recovery
 		if pipe != nil {
 			pipe.Close()
+		}
+		if onWire > 0 {
+			r.ghostTo = sentTo
 		}
 		pipe, groups, onWire, recovering = nil, nil, 0, true
 	}
@@ -713,7 +764,7 @@ func (r *batchRun) sendScripted(ctx context.Context, windows <-chan []*chunk) er
 			cmds = append(cmds, redisconn.WaitCommand(d))
 		}
 		groups = append(groups, n-onWire)
-		onWire = n
+		onWire, sentTo = n, queue[n-1].to
 		return pipe.Send(cmds)
 	}
 	op := func() error {
@@ -725,16 +776,20 @@ func (r *batchRun) sendScripted(ctx context.Context, windows <-chan []*chunk) er
 				}
 				queue, recovering = q, false
 			}
-			// Chunks a recovery left go first, then windows as they come.
-			if err := send(); err != nil {
-				drop()
-				return err
+			// Chunks a recovery left go first, then windows as they come;
+			// after a stop, none: the replies on the wire are read.
+			if !r.stopped() {
+				if err := send(); err != nil {
+					drop()
+					return err
+				}
 			}
-			for more && len(groups) < depth && onWire == len(queue) {
+			for more && len(groups) < depth && onWire == len(queue) && !r.stopped() {
 				var w []*chunk
 				if len(groups) == 0 {
 					select {
 					case w, more = <-windows:
+					case <-r.spec.Stop:
 					case <-ctx.Done():
 						return ctx.Err()
 					}
@@ -754,6 +809,9 @@ func (r *batchRun) sendScripted(ctx context.Context, windows <-chan []*chunk) er
 				}
 			}
 			if len(groups) == 0 {
+				if r.stopped() && (more || len(queue) > 0) {
+					return errStopped
+				}
 				return nil
 			}
 			moved, err := r.receive(ctx, pipe, &queue, groups[0])
@@ -771,7 +829,13 @@ func (r *batchRun) sendScripted(ctx context.Context, windows <-chan []*chunk) er
 			groups = groups[1:]
 		}
 	}
-	err := redisconn.WithRetriesWithin(ctx, r.spec.Retries, r.s.Conn.Timeout, op, r.spec.OnRetry)
+	err := redisconn.WithRetriesWithin(ctx, r.spec.Retries, r.s.Conn.Timeout, func() error {
+		err := op()
+		if err != nil && r.stopped() && redisconn.Retryable(err) {
+			return errStopped // no retry after a stop: the record has what was lost (ghostTo)
+		}
+		return err
+	}, r.spec.OnRetry)
 	return r.unavailable(err)
 }
 

@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -448,5 +451,50 @@ func testBatchRunAfterStoppedRunAheadOfPipelinedChunks(t *testing.T, conn *redis
 	}
 	if n := conn.Client().XLen(ctx, stream).Val(); n != 500 {
 		t.Errorf("XLEN %d, want 500", n)
+	}
+}
+
+// A run stopped (BatchSpec.Stop: xadd's first SIGINT) with chunks on the
+// wire reads their replies and emits their results before it ends: every
+// line committed is emitted, and the interrupted error names the last one,
+// where the record stands. Before: the chunks in flight were committed
+// after the run ended, their results never emitted.
+func TestBatchStopReadsTheChunksSent(t *testing.T) {
+	t.Parallel()
+	forBatchModes(t, 100, nil, testBatchStopReadsTheChunksSent)
+}
+
+func testBatchStopReadsTheChunksSent(t *testing.T, conn *redisconn.Conn, s *Streams) {
+	ctx := context.Background()
+	tmpl := AddRequest{Stream: "s-stop", PID: "p"}
+	layout, _ := idmp.StateKeys(tmpl.Stream, false)
+	stop := make(chan struct{})
+	var once sync.Once
+	var emitted []int64 // by the emitting goroutine, read after RunBatch returns
+	sum, err := s.RunBatch(ctx, BatchSpec{Template: tmpl, ID: "b", Chunk: 100, Window: 1, Stop: stop},
+		&iidLines{lines: iids("i", 20_000), tmpl: tmpl}, func(r BatchResult) error {
+			once.Do(func() { close(stop) }) // the first chunk is in: more are on the wire
+			emitted = append(emitted, r.Line)
+			return nil
+		})
+	var e *exit.Error
+	if !errors.As(err, &e) || e.Code != exit.Interrupted {
+		t.Fatalf("err = %v, want the interrupted error", err)
+	}
+	hint := e.Hint
+	record := conn.Client().HGet(ctx, layout.Batch("p", "b"), "line").Val()
+	xlen := conn.Client().XLen(ctx, tmpl.Stream).Val()
+	t.Logf("stopped at line %d, %d emitted, record at %s, XLEN %d: %s", sum.LastLine, len(emitted), record, xlen, hint)
+	if sum.LastLine >= 20_000 || int64(len(emitted)) != sum.LastLine || record != strconv.FormatInt(sum.LastLine, 10) || xlen != sum.LastLine {
+		t.Fatalf("stopped at line %d: %d results emitted, record at line %s, XLEN %d: want them all equal (and short of the end)",
+			sum.LastLine, len(emitted), record, xlen)
+	}
+	for i, n := range emitted {
+		if n != int64(i+1) {
+			t.Fatalf("result %d is line %d", i+1, n)
+		}
+	}
+	if want := fmt.Sprintf("lines 1-%d are committed, none after them", sum.LastLine); !strings.Contains(hint, want) {
+		t.Errorf("hint %q, want %q", hint, want)
 	}
 }
