@@ -179,9 +179,29 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 			if code != 0 {
 				reason = fmt.Sprintf("exit status %d", code)
 			}
-			return code, r.record(bg, code, reason, true)
+			stopped := ch.stoppedBy()
+			if stopped != "" {
+				reason = fmt.Sprintf("stopped (%s), then ended: %s", stopped, reason)
+			}
+			if err := r.record(bg, code, reason, true); err != nil || stopped == "" {
+				return code, err
+			}
+			return code, stoppedError(what, stopped, code)
 		}
 	}
+}
+
+// stoppedError says why a command that was stopped was ended: its code
+// stands, FAILED recorded.
+func stoppedError(what, sig string, code int) error {
+	why := "a stopped command would keep its claim, renewed, for ever"
+	hint := "FAILED recorded: a redelivery runs it again"
+	if sig == "SIGTTIN" || sig == "SIGTTOU" {
+		why = "it used the terminal, which idmpctl did not hold in the foreground"
+		hint += "; run idmpctl in the foreground, or give the command another stdin (< /dev/null)"
+	}
+	return exit.WithHint(exit.New(code, what, "the command was stopped (%s: %s), so it was ended (exit %d)",
+		sig, why, code), hint)
 }
 
 // notStarted records FAILED for a command that did not start: err, or the
