@@ -189,10 +189,11 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	}
 	if runErr != nil {
 		report.Error = runErr.Error()
-		if exit.Code(runErr) == exit.Lost {
-			report.Outcome = "lost"
-		}
-	} else {
+	}
+	switch {
+	case exit.Code(runErr) == exit.Lost:
+		report.Outcome = "lost"
+	case run.Started: // a stopped command that was ended, too
 		report.Outcome = "ran"
 	}
 	// The command ran: output that could not be written (a reader that

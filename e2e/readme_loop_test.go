@@ -57,4 +57,28 @@ dead_letter() { echo "dead_letter $1" >> decisions; }
 	if got, want := read("effects"), "1\n2\n"; got != want {
 		t.Errorf("side effects:\n%s\nwant:\n%s", got, want)
 	}
+
+	// A command that cannot start (126 not executable, 127 not found)
+	// fails alike at every retry: dead-lettered, not nacked for ever
+	// (issue 30 item 8, finding 18).
+	for _, m := range []struct{ id, why string }{{"3", "chmod"}, {"4", "remove"}} {
+		var err error
+		if m.why == "chmod" {
+			err = os.Chmod(filepath.Join(c.Dir, "send-invoice.sh"), 0o644)
+		} else {
+			err = os.Remove(filepath.Join(c.Dir, "send-invoice.sh"))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("sh", "loop.sh")
+		cmd.Dir, cmd.Env = c.Dir, c.Env
+		cmd.Stdin = strings.NewReader(m.id + " {}\n")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("the loop: %v\n%s", err, out)
+		}
+	}
+	if got, want := read("decisions"), "ack 1\nnack 2\nack 1\ndead_letter 3\ndead_letter 4\n"; got != want {
+		t.Errorf("decisions:\n%s\nwant:\n%s", got, want)
+	}
 }

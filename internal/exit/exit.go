@@ -47,6 +47,8 @@ const Table = `Exit codes:
   76  lost: the claim's token is no longer current
   77  permission: NOAUTH, WRONGPASS, NOPERM
   78  configuration: bad URL, unreadable TLS file, a replica, scripting disabled, --cluster against a server that is no cluster, a --backup file that cannot be written, a port that answers but is not Redis
+ 126  claim run: the command could not start: not executable (FAILED recorded; a retry fails alike)
+ 127  claim run: the command could not start: not found (FAILED recorded; a retry fails alike)
  130  interrupted by SIGINT (work already committed stays committed; a batch resumes where it stopped)
  143  interrupted by SIGTERM (work already committed stays committed; a batch resumes where it stopped)`
 

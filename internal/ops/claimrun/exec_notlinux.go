@@ -51,6 +51,9 @@ func (c execChild) signal(s os.Signal) { signalChild(c.cmd, s) }
 
 func (c execChild) stop(sig syscall.Signal) { signalChild(c.cmd, sig) }
 
+// stoppedBy: os/exec's wait does not see a stop (WUNTRACED).
+func (execChild) stoppedBy() string { return "" }
+
 func (execChild) escapedLeft() bool { return false }
 
 func (c execChild) anyLeft() bool { return groupLeft(c.cmd) }

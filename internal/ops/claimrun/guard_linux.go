@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"golang.org/x/sys/unix"
 )
 
 // The guard ties the command's life to idmpctl's: a small /bin/sh leading
@@ -170,9 +171,11 @@ func (g *Guard) Reap() {
 
 // guardedChild is the command, in the guard's process group.
 type guardedChild struct {
-	pid    int
-	g      *Guard
-	copies sync.WaitGroup // stdio copiers the wait waits for
+	pid     int
+	g       *Guard
+	copies  sync.WaitGroup // stdio copiers the wait waits for
+	tty     *os.File       // the terminal whose foreground it holds, till it ends
+	stopped syscall.Signal // what stopped it, if anything did
 }
 
 // startChild starts the command in the guard's process group: an *os.File
@@ -227,16 +230,45 @@ func startChild(g *Guard, args, env []string, stdin io.Reader, stdout, stderr io
 		}(s.(io.Writer))
 	}
 	becomeSubreaper()
-	attr := &syscall.ProcAttr{Env: dedupEnv(env), Files: fds,
-		Sys: &syscall.SysProcAttr{Setpgid: true, Pgid: g.pid}}
+	sys := &syscall.SysProcAttr{Setpgid: true, Pgid: g.pid}
+	if tty, ok := stdin.(*os.File); ok && inForeground(tty) {
+		// As a shell gives its job the terminal: the command can read it,
+		// and Ctrl-C reaches it (a read from a background group is
+		// stopped by SIGTTIN).
+		sys.Foreground, sys.Ctty, c.tty = true, int(tty.Fd()), tty
+	}
+	attr := &syscall.ProcAttr{Env: dedupEnv(env), Files: fds, Sys: sys}
 	c.pid, err = syscall.ForkExec(path, args, attr)
 	if err == syscall.ENOEXEC {
 		c.pid, err = syscall.ForkExec("/bin/sh", append([]string{"/bin/sh", path}, args[1:]...), attr)
 	}
+	if c.tty != nil {
+		// idmpctl is in the background now: its writes (the command's
+		// stdout) and its taking the terminal back must not stop it
+		// (stty tostop). Not before the fork: the command would inherit it.
+		signal.Ignore(syscall.SIGTTOU)
+	}
 	if err != nil {
+		c.takeTerminal()
 		return nil, &os.PathError{Op: "fork/exec", Path: path, Err: err}
 	}
 	return c, nil
+}
+
+// inForeground reports whether f is idmpctl's controlling terminal with
+// idmpctl's process group in its foreground.
+func inForeground(f *os.File) bool {
+	pgrp, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
+	return err == nil && pgrp == syscall.Getpgrp()
+}
+
+// takeTerminal gives the terminal's foreground back to idmpctl's group.
+func (c *guardedChild) takeTerminal() {
+	if c.tty != nil {
+		_ = unix.IoctlSetPointerInt(int(c.tty.Fd()), unix.TIOCSPGRP, syscall.Getpgrp())
+		signal.Reset(syscall.SIGTTOU)
+		c.tty = nil
+	}
 }
 
 // dedupEnv keeps the last NAME=value of each name, as os/exec does (a claim
@@ -267,14 +299,28 @@ func (c *guardedChild) signal(s os.Signal) {
 func (c *guardedChild) wait() int {
 	var ws syscall.WaitStatus
 	for {
-		_, err := syscall.Wait4(c.pid, &ws, 0, nil)
-		if err != syscall.EINTR {
-			if err != nil {
-				return exit.Internal
-			}
+		_, err := syscall.Wait4(c.pid, &ws, syscall.WUNTRACED, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			c.takeTerminal()
+			return exit.Internal
+		}
+		if !ws.Stopped() {
 			break
 		}
+		// Stopped (SIGTTIN, a Ctrl-Z), it would hold its claim, renewed,
+		// for ever: it is ended, SIGTERM and SIGCONT to act on it, then
+		// SIGKILL should it stop again.
+		sig := syscall.SIGKILL
+		if c.stopped == 0 {
+			c.stopped, sig = ws.StopSignal(), syscall.SIGTERM
+		}
+		c.signal(sig)
+		c.signal(syscall.SIGCONT)
 	}
+	c.takeTerminal()
 	c.copies.Wait()
 	if ws.Signaled() {
 		return 128 + int(ws.Signal())
@@ -285,6 +331,13 @@ func (c *guardedChild) wait() int {
 func (c *guardedChild) stop(sig syscall.Signal) {
 	_ = syscall.Kill(-c.g.pid, sig)
 	signalEscaped(c.g.pid, sig)
+}
+
+func (c *guardedChild) stoppedBy() string {
+	if c.stopped == 0 {
+		return ""
+	}
+	return unix.SignalName(c.stopped)
 }
 
 func (c *guardedChild) escapedLeft() bool { return len(escaped(c.g.pid)) > 0 }

@@ -21,6 +21,10 @@ func TestMain(m *testing.M) {
 	if len(os.Args) == 2 && os.Args[1] == lateChild {
 		runLateChild()
 	}
+	if len(os.Args) == 2 && os.Args[1] == ttyChild {
+		runTTYChild()
+		os.Exit(0)
+	}
 	if len(os.Args) == 3 && os.Args[1] == deadmanChild {
 		runDeadmanChild(os.Args[2])
 	}

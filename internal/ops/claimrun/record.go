@@ -20,6 +20,7 @@ type child interface {
 	escapedLeft() bool       // a descendant that left the group still runs (Linux)
 	anyLeft() bool           // anything it started still runs: in its group (the guard aside) or (Linux) out of it
 	wait() int               // waits for it and its output: its exit code (128+n after signal n)
+	stoppedBy() string       // once waited: the signal that stopped it (it was ended then: SIGTTIN), or ""
 	ended()                  // it ended normally and was waited for
 }
 

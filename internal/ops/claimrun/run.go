@@ -132,8 +132,9 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 	r.setDeadman()
 	ch, err := startChild(r.p.Guard, o.Command, env, o.Stdin, r.stream, o.Stderr)
 	if err != nil {
-		code := startFailureCode(err)
-		return r.notStarted(bg, code, "cannot start: "+err.Error(), exit.New(code, what, "%v", err))
+		code, why := startFailure(o.Command[0], err)
+		return r.notStarted(bg, code, why, exit.WithHint(exit.New(code, what, "%s", why),
+			"nothing ran (FAILED recorded): running it again fails alike until the command is there and executable"))
 	}
 	r.Started = true
 
@@ -179,9 +180,29 @@ func (r *claimedRun) execute(ctx context.Context) (int, error) {
 			if code != 0 {
 				reason = fmt.Sprintf("exit status %d", code)
 			}
-			return code, r.record(bg, code, reason, true)
+			stopped := ch.stoppedBy()
+			if stopped != "" {
+				reason = fmt.Sprintf("stopped (%s), then ended: %s", stopped, reason)
+			}
+			if err := r.record(bg, code, reason, true); err != nil || stopped == "" {
+				return code, err
+			}
+			return code, stoppedError(what, stopped, code)
 		}
 	}
+}
+
+// stoppedError says why a command that was stopped was ended: its code
+// stands, FAILED recorded.
+func stoppedError(what, sig string, code int) error {
+	why := "a stopped command would keep its claim, renewed, for ever"
+	hint := "FAILED recorded: a redelivery runs it again"
+	if sig == "SIGTTIN" || sig == "SIGTTOU" {
+		why = "it used the terminal, which idmpctl did not hold in the foreground"
+		hint += "; run idmpctl in the foreground, or give the command another stdin (< /dev/null)"
+	}
+	return exit.WithHint(exit.New(code, what, "the command was stopped (%s: %s), so it was ended (exit %d)",
+		sig, why, code), hint)
 }
 
 // notStarted records FAILED for a command that did not start: err, or the
@@ -254,13 +275,22 @@ func killAll(ch child) {
 // where there is no /bin/sh (Linux): cmd/ registers it to call RunGuard.
 const GuardCommand = "__claim-guard"
 
-// startFailureCode is the shell's code for a command that cannot start:
-// 127 not found, 126 not executable.
-func startFailureCode(err error) int {
-	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-		return 127
+// startFailure is the shell's code for a command that cannot start (127
+// not found, 126 not executable) and why, in the system's words.
+func startFailure(name string, err error) (int, string) {
+	why := err.Error()
+	var pe *os.PathError
+	var ee *exec.Error
+	if errors.As(err, &pe) {
+		why = pe.Err.Error()
+	} else if errors.As(err, &ee) {
+		why = ee.Err.Error()
 	}
-	return 126
+	why = fmt.Sprintf("cannot start %q: %s", name, why)
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		return 127, why
+	}
+	return 126, why
 }
 
 // minAck is the weaker of two acknowledgements.

@@ -391,7 +391,7 @@ func (r *runner) run(ctx context.Context, e entry, key string, res claim.Acquire
 	case run.Recorded == claim.StatusFailed:
 		out.Outcome, out.Error = Failed, fmt.Sprintf("exit status %d", run.ExitCode)
 		if err != nil {
-			out.Error = err.Error() // it did not start
+			out.Error = err.Error() // it did not start, or was stopped (SIGTTIN) and ended
 		}
 		if res.Attempt >= p.MaxAttempts {
 			r.deadLetter(ctx, e, res.Attempt, out.Error, out)
