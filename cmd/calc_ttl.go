@@ -117,8 +117,8 @@ Needs no server unless --sample is given.
 Sizes take redis.conf's units: 40, 40b, 2k (2000), 2kb (2048), 4gb.
 Durations carry a unit (5m, 1h, 24h). Rates: 100, 100/s, 6000/m, 1k/s.
 
-Raw output: "name<TAB>value" lines (ttl, ttl_s, keys, memory_bytes, and with
---sample measured_memory_bytes); advice goes to stderr.`,
+Raw output: "name<TAB>value" lines (ttl, ttl-s, keys, memory-bytes, and with
+--sample measured-memory-bytes); advice goes to stderr.`,
 		Example: `  idmpctl calc-ttl --rate 100/s --ttl 24h --key-size 40 --value-size 80
   idmpctl calc-ttl --rate 100/s --max-processing 5m --max-retry-delay 1h --buffer 10m --key-size 40 --value-size 80
   idmpctl calc-ttl --rate 100/s --ttl 24h --sample 'idem:*' --maxmemory 1gb`,

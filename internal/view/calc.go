@@ -281,11 +281,11 @@ func (v CalcTTL) Table(p *render.Printer) error {
 func (v CalcTTL) Raw(p *render.Printer) error {
 	res := v.Result
 	p.Line("ttl\t%s", duration.Format(res.TTL))
-	p.Line("ttl_s\t%s", secondsText(res.TTL))
+	p.Line("ttl-s\t%s", secondsText(res.TTL))
 	p.Line("keys\t%d", res.Keys)
-	p.Line("memory_bytes\t%d", res.Memory)
+	p.Line("memory-bytes\t%d", res.Memory)
 	if v.Inputs.Measured != nil {
-		p.Line("measured_memory_bytes\t%d", res.MeasuredMemory)
+		p.Line("measured-memory-bytes\t%d", res.MeasuredMemory)
 	}
 	for _, a := range res.Advice {
 		p.Warnf("%s", a)
