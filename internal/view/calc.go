@@ -5,6 +5,7 @@ package view
 
 import (
 	"fmt"
+	"math"
 	"math/big"
 	"strconv"
 	"time"
@@ -50,7 +51,7 @@ func (v CalcMaxsize) JSON() any {
 		"idmp-maxsize":           r.MaxSize,
 		"needed":                 map[string]any{"idmp-duration": needed, "idmp-maxsize": r.MaxSizeNeeded},
 		"per_pid_rate_per_ms":    r.PerPIDRate,
-		"evict_after_s":          r.EvictAfter,
+		"evict_after_s":          math.Round(r.EvictAfter*1e6) / 1e6, // to the µs, no float noise
 		"pids_needed":            r.PIDsNeeded,
 		"formula":                []string{r.MaxSizeFormula, r.DurationFormula},
 		"interplay":              r.Interplay,
