@@ -149,15 +149,15 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	if err != nil {
 		var na *redisconn.NotAckedError
 		if errors.As(err, &na) {
-			_ = p.Show(view.ClaimRun{Key: o.Key, Outcome: "unacknowledged", ExitCode: exit.Code(err), Error: err.Error(),
+			_ = p.Show(view.ClaimRun{Key: render.Text(o.Key), Outcome: "unacknowledged", ExitCode: exit.Code(err), Error: err.Error(),
 				Ack: o.ackFor(true, &ack)})
 		}
 		return failClosed(err)
 	}
-	report := view.ClaimRun{Key: o.Key, Outcome: string(res.Outcome)}
+	report := view.ClaimRun{Key: render.Text(o.Key), Outcome: string(res.Outcome)}
 	if !res.Acquired() {
 		if res.Outcome == claim.Done {
-			report.Outcome, report.Output, report.ReplayedToken = "replayed", res.Record.Result, res.Record.Token
+			report.Outcome, report.Output, report.ReplayedToken = "replayed", render.Text(res.Record.Result), res.Record.Token
 			return p.Show(report)
 		}
 		err := acquireExit(p, "claim run", o.Key, res, o.Wait)
@@ -182,7 +182,7 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	code := run.ExitCode
 	report.Ack, report.Unacknowledged = o.ackFor(true, &run.Ack), run.Unacknowledged
 	report.Ran, report.ExitCode = run.Started, code
-	report.Output, report.OutputTruncated = run.Output, run.OutputTruncated
+	report.Output, report.OutputTruncated = render.Text(run.Output), run.OutputTruncated
 	report.Recorded, report.Unrecorded = run.Recorded, run.Unrecorded
 	if run.Interrupted != nil {
 		report.Interrupted = sigName(run.Interrupted)

@@ -284,7 +284,7 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 		}
 		status = "cleared"
 	}
-	return f.Printer.Show(view.PurgeStream{Stream: o.Stream, Mode: streams.Mode().String(), PID: o.PID,
+	return f.Printer.Show(view.PurgeStream{Stream: render.Text(o.Stream), Mode: streams.Mode().String(), PID: render.Text(o.PID),
 		Status: status, ClearedIIDs: cleared, DryRun: o.DryRun})
 }
 
