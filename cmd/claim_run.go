@@ -34,7 +34,7 @@ func NewCmdClaimRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	o.takes = true
 	c := &cobra.Command{
 		Use:   "run KEY [flags] -- COMMAND [ARGS...]",
-		Short: "Run a command at most once per KEY: claim, run with renewals, record the outcome",
+		Short: "Run a command at most once per KEY, recording its outcome",
 		Long: `Claim KEY, run COMMAND with the claim renewed from a third of the lease on,
 and record the outcome: exit 0 -> COMPLETED with the command's stdout (up to
 --max-result), non-zero -> FAILED; the command's exit code is passed through.
@@ -51,7 +51,8 @@ runs. Any --lease from 1s up works with any --timeout: a renewal may take
 stopped (one that is not answered by then has failed).
 
   already COMPLETED   prints the stored output, exits 0, runs nothing
-  busy                exits 75 (or waits with --wait, polling until done or free)
+  busy                exits 75 (or waits with --wait, polling until done
+                      or free)
   claim lost          a renewal found another owner, or renewals failed until
                       the command had to be stopped: it is stopped, exit 76
   Redis unreachable   before the command: exits 69 and it never runs (fail
