@@ -76,8 +76,10 @@ func NewCmdCalcMaxsize(f *Factory, runF func(*CalcMaxsizeOptions) error) *cobra.
 its producers, and what the IDMP state costs in memory. Needs no server
 unless --apply is given.
 
-  IDMP-MAXSIZE  = ceil(mark-delay[ms] x rate per pid[msg/ms] x (1 + margin)), at least 1, at most 10000
-  IDMP-DURATION = ceil(recovery[s]), at least 1, at most 86400 (the server default 100 without --recovery)
+  IDMP-MAXSIZE  = ceil(mark-delay[ms] x rate per pid[msg/ms] x (1 + margin)),
+                  at least 1, at most 10000
+  IDMP-DURATION = ceil(recovery[s]), at least 1, at most 86400
+                  (the server default 100 without --recovery)
 
 Rates: 1000 (per second), 1000/s, 1k/s, 2.5k/s, 60000/m, 3.6M/h, 1/ms.
 Durations carry a unit (80ms, 1.5s, 17m): a bare number is refused.
@@ -87,7 +89,8 @@ Raw output is one line to paste after XCFGSET key:
 and IDMP-MAXSIZE alone without --recovery (-o json: "idmp-duration": null):
 the stream keeps its own duration, as with --apply.`,
 		Example: `  idmpctl calc-maxsize --rate 1000/s --mark-delay 80ms --recovery 1000s
-  idmpctl calc-maxsize --rate 2.5k/s --mark-delay 1.5s --producers 4 --margin 50% -o json`,
+  idmpctl calc-maxsize --rate 2.5k/s --mark-delay 1.5s --producers 4 \
+    --margin 50% -o json`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			o.ModeSet = c.Flags().Changed("mode")

@@ -100,13 +100,16 @@ func NewCmdCalcTTL(f *Factory, runF func(*CalcTTLOptions) error) *cobra.Command 
 	o := &CalcTTLOptions{Factory: f}
 	c := &cobra.Command{
 		Annotations: map[string]string{writesAnnotation: writesNever},
-		Use:         "calc-ttl --rate R (--ttl D | --max-processing D --max-retry-delay D [--buffer D]) (--key-size B --value-size B | --sample PATTERN)",
-		Short:       "Compute the TTL and memory of idempotency keys, by formula or measured",
+		Use:         "calc-ttl --rate R (--ttl D | WINDOW) (SIZES | --sample GLOB)",
+		Short:       "Compute the TTL and memory of idempotency keys",
 		Long: `Compute the TTL of idempotency keys from the retry window, and what the keys
 cost in memory, by the formulas most guides give:
 
   TTL    = longest processing + longest retry delay + buffer
   memory = (key size + value size) x rate x TTL x 1.2
+
+WINDOW is --max-processing D --max-retry-delay D [--buffer D]; SIZES is
+--key-size B --value-size B.
 
 --sample PATTERN measures the keys that are there instead: the mean size of
 their names and values, and their MEMORY USAGE (Redis's own per-key overhead
@@ -117,10 +120,11 @@ Needs no server unless --sample is given.
 Sizes take redis.conf's units: 40, 40b, 2k (2000), 2kb (2048), 4gb.
 Durations carry a unit (5m, 1h, 24h). Rates: 100, 100/s, 6000/m, 1k/s.
 
-Raw output: "name<TAB>value" lines (ttl, ttl_s, keys, memory_bytes, and with
---sample measured_memory_bytes); advice goes to stderr.`,
+Raw output: "name<TAB>value" lines (ttl, ttl-s, keys, memory-bytes, and with
+--sample measured-memory-bytes); advice goes to stderr.`,
 		Example: `  idmpctl calc-ttl --rate 100/s --ttl 24h --key-size 40 --value-size 80
-  idmpctl calc-ttl --rate 100/s --max-processing 5m --max-retry-delay 1h --buffer 10m --key-size 40 --value-size 80
+  idmpctl calc-ttl --rate 100/s --max-processing 5m --max-retry-delay 1h \
+    --buffer 10m --key-size 40 --value-size 80
   idmpctl calc-ttl --rate 100/s --ttl 24h --sample 'idem:*' --maxmemory 1gb`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {

@@ -186,7 +186,7 @@ func cfgsetRun(ctx context.Context, o *CfgSetOptions) error {
 		}
 	}
 	return f.Printer.Show(view.CfgSet{
-		Stream: name, Mode: streams.Mode().String(), Status: status, ClearedIIDs: cleared,
+		Stream: render.Text(name), Mode: streams.Mode().String(), Status: status, ClearedIIDs: cleared,
 		Before: map[string]int{"idmp-duration": int(before.Duration), "idmp-maxsize": int(before.MaxSize)},
 		After:  map[string]int{"idmp-duration": int(after.Duration), "idmp-maxsize": int(after.MaxSize)},
 	})

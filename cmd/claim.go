@@ -21,7 +21,7 @@ import (
 func NewCmdClaim(f *Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "claim acquire|renew|complete|fail|release|run KEY",
-		Short: "Claim idempotency keys: at most once per key, with leases and fencing tokens",
+		Short: "Claim idempotency keys: at most once, with leases and tokens",
 		Long: `The claim protocol for idempotency keys. Every transition is one Lua script
 decided on the server's clock. The record is a hash at KEY with the fields
 status, owner, token, attempts, lease_until, lease_ms, ttl_ms, created,
@@ -129,7 +129,7 @@ var claimSteps = []claimStep{
 			r, err := claim.Complete(ctx, conn, o.Key, o.Token, result, o.ttlGiven(), o.MaxResult, opts...)
 			return r.Status, r, err
 		}},
-	{name: "fail", use: "fail KEY", short: "Record FAILED (with --error), or --release, for the claim held with --token", has: failFlags, token: true,
+	{name: "fail", use: "fail KEY", short: "Record FAILED (with --error), or --release, for --token's claim", has: failFlags, token: true,
 		flags: func(fl *pflag.FlagSet, o *ClaimStepOptions) {
 			fl.StringVar(&o.ErrorText, "error", "", "reason of the failure")
 			allowEmpty(fl, "error") // no reason given

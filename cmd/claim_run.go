@@ -34,7 +34,7 @@ func NewCmdClaimRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	o.takes = true
 	c := &cobra.Command{
 		Use:   "run KEY [flags] -- COMMAND [ARGS...]",
-		Short: "Run a command at most once per KEY: claim, run with renewals, record the outcome",
+		Short: "Run a command at most once per KEY, recording its outcome",
 		Long: `Claim KEY, run COMMAND with the claim renewed from a third of the lease on,
 and record the outcome: exit 0 -> COMPLETED with the command's stdout (up to
 --max-result), non-zero -> FAILED; the command's exit code is passed through.
@@ -51,7 +51,8 @@ runs. Any --lease from 1s up works with any --timeout: a renewal may take
 stopped (one that is not answered by then has failed).
 
   already COMPLETED   prints the stored output, exits 0, runs nothing
-  busy                exits 75 (or waits with --wait, polling until done or free)
+  busy                exits 75 (or waits with --wait, polling until done
+                      or free)
   claim lost          a renewal found another owner, or renewals failed until
                       the command had to be stopped: it is stopped, exit 76
   Redis unreachable   before the command: exits 69 and it never runs (fail
@@ -149,15 +150,15 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	if err != nil {
 		var na *redisconn.NotAckedError
 		if errors.As(err, &na) {
-			_ = p.Show(view.ClaimRun{Key: o.Key, Outcome: "unacknowledged", ExitCode: exit.Code(err), Error: err.Error(),
+			_ = p.Show(view.ClaimRun{Key: render.Text(o.Key), Outcome: "unacknowledged", ExitCode: exit.Code(err), Error: err.Error(),
 				Ack: o.ackFor(true, &ack)})
 		}
 		return failClosed(err)
 	}
-	report := view.ClaimRun{Key: o.Key, Outcome: string(res.Outcome)}
+	report := view.ClaimRun{Key: render.Text(o.Key), Outcome: string(res.Outcome)}
 	if !res.Acquired() {
 		if res.Outcome == claim.Done {
-			report.Outcome, report.Output, report.ReplayedToken = "replayed", res.Record.Result, res.Record.Token
+			report.Outcome, report.Output, report.ReplayedToken = "replayed", render.Text(res.Record.Result), res.Record.Token
 			return p.Show(report)
 		}
 		err := acquireExit(p, "claim run", o.Key, res, o.Wait)
@@ -182,7 +183,7 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	code := run.ExitCode
 	report.Ack, report.Unacknowledged = o.ackFor(true, &run.Ack), run.Unacknowledged
 	report.Ran, report.ExitCode = run.Started, code
-	report.Output, report.OutputTruncated = run.Output, run.OutputTruncated
+	report.Output, report.OutputTruncated = render.Text(run.Output), run.OutputTruncated
 	report.Recorded, report.Unrecorded = run.Recorded, run.Unrecorded
 	if run.Interrupted != nil {
 		report.Interrupted = sigName(run.Interrupted)

@@ -31,7 +31,7 @@ func NewCmdConsume(f *Factory, runF func(*ConsumeOptions) error) *cobra.Command 
 	o := &ConsumeOptions{Factory: f}
 	c := &cobra.Command{
 		Use:   "consume STREAM --group GROUP [flags] -- COMMAND [ARGS...]",
-		Short: "Run a command for each entry of a consumer group, at most once per entry",
+		Short: "Run a command once per entry of a consumer group",
 		Long: `Read STREAM as a consumer of GROUP and run COMMAND for each entry, at most once
 per entry and group: under a claim in the stream's cluster slot,
 {STREAM}:consume:GROUP:ID, kept as claim run keeps its command's.
@@ -51,7 +51,8 @@ completion waits for the AOF's fsync where the server can say (WAITAOF).
 SIGINT and SIGTERM stop the reading: the running handlers finish, then
 exit 130 or 143. More: docs/consume.md.`,
 		Example: `  idmpctl consume orders --group billing --create -- ./bill.sh
-  idmpctl consume orders --group billing --workers 4 --dead-letter orders-dead --until-empty -- ./bill.sh`,
+  idmpctl consume orders --group billing --workers 4 \
+    --dead-letter orders-dead --until-empty -- ./bill.sh`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			dash := c.ArgsLenAtDash()

@@ -51,7 +51,7 @@ func NewCmdExec(f *Factory, runF func(*ExecOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Annotations: map[string]string{writesAnnotation: writesPerCommand},
 		Use:         "exec [COMMAND [ARG...]]",
-		Short:       "Run Redis commands in Redis 8.6's own syntax on any server (XADD IDMP, XCFGSET, ...)",
+		Short:       "Run Redis commands in Redis 8.6's syntax on any server",
 		Long: `Run a Redis command, or a stream of them from stdin, with Redis 8.6's IDMP
 surface on any server: natively where the server has IDMP, emulated with
 idmpctl's atomic scripts elsewhere (--mode auto|native|emulated):
@@ -75,13 +75,13 @@ objects; a string that is not UTF-8 is {"b64":"..."}).
 One command: an error reply goes to stderr after "idmpctl: " (exit 65;
 NOPERM 77). With no COMMAND on a terminal, exec prompts as redis-cli does
 ("127.0.0.1:6379> "), with line editing and history; "help" and "quit" are
-the prompt's own. With no COMMAND otherwise, commands are read from stdin, one a line,
-split as redis-cli splits them ("double quotes" with \xNN, \n, \"; 'single
-quotes'), run in order on one connection, pipelined, one reply each (-o
-json: one JSON value a line, {"error":"..."} for an error reply); the exit
-status is 65 at the end if any failed. MULTI/EXEC/DISCARD/WATCH run on the
-server: an emulated XADD IDMP inside MULTI is queued and runs at EXEC, so a
-repeat later in the transaction dedupes.
+the prompt's own. With no COMMAND otherwise, commands are read from stdin,
+one a line, split as redis-cli splits them ("double quotes" with \xNN, \n,
+\"; 'single quotes'), run in order on one connection, pipelined, one reply
+each (-o json: one JSON value a line, {"error":"..."} for an error reply);
+the exit status is 65 at the end if any failed. MULTI/EXEC/DISCARD/WATCH run
+on the server: an emulated XADD IDMP inside MULTI is queued and runs at
+EXEC, so a repeat later in the transaction dedupes.
 
 exec talks to the server --url names, as redis-cli without -c does (in a
 cluster, a key of another node is a MOVED reply). --timeout bounds the wait

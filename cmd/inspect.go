@@ -132,7 +132,7 @@ func parseDecodeOptions(attrs string) (records.DecodeOptions, error) {
 // addRecordFlags adds the flags of commands that print records.
 func addRecordFlags(c *cobra.Command, showSecrets *bool, attrs *string) {
 	c.Flags().BoolVar(showSecrets, "show-secrets", false, "print stored secrets (Authorization headers, cookies, API keys, passwords, tokens) as they are")
-	c.Flags().StringVar(attrs, "powertools-attrs", "", "AWS Powertools records with custom attribute names: status=A,expiry=B,in-progress-expiry=C,data=D,validation=E")
+	c.Flags().StringVar(attrs, "powertools-attrs", "", "AWS Powertools records with custom attribute names, as status=A,expiry=B (also in-progress-expiry, data, validation)")
 }
 
 // NewCmdInspect builds inspect; runF replaces the run step in tests.

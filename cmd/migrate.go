@@ -40,7 +40,7 @@ func NewCmdMigrate(f *Factory, runF func(*MigrateOptions) error) *cobra.Command 
 	c := &cobra.Command{
 		Annotations: map[string]string{writesAnnotation: writesUnlessDryRun},
 		Use:         "migrate STREAM... | --match PATTERN [--dry-run]",
-		Short:       "Move streams' emulated IDMP state into native tracking (Redis 8.6.2+)",
+		Short:       "Move emulated IDMP state into native tracking (Redis 8.6.2+)",
 		Long: `Move the emulated IDMP state of streams into the server's native tracking,
 after an upgrade to Redis 8.6.2 or later (docs/upgrade.md). Per stream, in
 one atomic step: the stream's emulated IDMP-DURATION and IDMP-MAXSIZE with

@@ -95,7 +95,7 @@ func NewCmdPurge(f *Factory, runF func(*PurgeOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Annotations: map[string]string{writesAnnotation: writesUnlessDryRun},
 		Use:         "purge --match PATTERN [filters] | --stream STREAM [--pid P]",
-		Short:       "Delete idempotency records safely, or clear a stream's IDMP tracking",
+		Short:       "Delete idempotency records, or clear a stream's IDMP tracking",
 		Long: `Delete idempotency records matching a pattern, on every primary of a cluster.
 Each deletion is re-checked on the server: a record that changed since it was
 scanned is kept and counted as "changed". Only recognised records are deleted
@@ -284,7 +284,7 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 		}
 		status = "cleared"
 	}
-	return f.Printer.Show(view.PurgeStream{Stream: o.Stream, Mode: streams.Mode().String(), PID: o.PID,
+	return f.Printer.Show(view.PurgeStream{Stream: render.Text(o.Stream), Mode: streams.Mode().String(), PID: render.Text(o.PID),
 		Status: status, ClearedIIDs: cleared, DryRun: o.DryRun})
 }
 

@@ -70,15 +70,16 @@ ran out since the backup is not restored; a record the purge kept (it
 changed, or was live) is skipped; a record whose re-check went unanswered
 (the purge timed out or was interrupted: deleted or not, it did not learn)
 is restored only where its key is missing, even with --replace, as is every
-record of a file without its end line (a killed purge). The file is read whole first: a bad or
-truncated line is reported with its number, the records before it are
-restored and nothing from it on (exit 65).
+record of a file without its end line (a killed purge). The file is read
+whole first: a bad or truncated line is reported with its number, the
+records before it are restored and nothing from it on (exit 65).
 
 Raw output: "restored|replaced|existing|expired|kept|failed<TAB>KEY" per
 record (a dry run: "would-restore", or "would-replace" for a key --replace
 would overwrite; "failed" for a payload the server would refuse, exit 65),
 and a summary on stderr.`,
-		Example: `  idmpctl purge --match 'idem:*' --status FAILED --backup purge-2026-11-23.ndjson --yes
+		Example: `  idmpctl purge --match 'idem:*' --status FAILED \
+    --backup purge-2026-11-23.ndjson --yes
   idmpctl restore purge-2026-11-23.ndjson --dry-run
   idmpctl restore purge-2026-11-23.ndjson
   idmpctl restore purge-2026-11-23.ndjson --replace --yes`,

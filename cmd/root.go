@@ -6,10 +6,13 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,9 +38,10 @@ func newRoot(f *Factory, verb string) *cobra.Command {
 (XADD IDMP, native on Redis 8.6+, emulated with atomic Lua elsewhere),
 idempotency keys claimed by workers, and the sizing of IDMP settings.
 
-Connection: --url, or IDMPCTL_URL, or REDIS_URL (default ` + redisconn.DefaultURL + `);
-password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH. redis-cli's -h HOST,
--p PORT, -a PASSWORD and -n DB change that URL's parts (so help is --help).`,
+Connection: --url, or IDMPCTL_URL, or REDIS_URL
+(default ` + redisconn.DefaultURL + `); password from the URL, IDMPCTL_PASSWORD or
+REDISCLI_AUTH. redis-cli's -h HOST, -p PORT, -a PASSWORD and -n DB change
+that URL's parts (so help is --help).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
@@ -65,7 +69,10 @@ password from the URL, IDMPCTL_PASSWORD or REDISCLI_AUTH. redis-cli's -h HOST,
 	root.SetErr(f.Err)
 	root.SetFlagErrorFunc(flagError)
 	// The exit codes are a help topic of their own, not under every --help.
-	root.SetUsageTemplate(root.UsageTemplate() + "\nExit codes: idmpctl help " + exitCodesTopic + "\n")
+	// Flag usages wrap to the terminal's width, 80 columns when not one.
+	width := cmp.Or(f.IOStreams().TerminalWidth(), 80)
+	usage := strings.ReplaceAll(root.UsageTemplate(), "Flags.FlagUsages ", fmt.Sprintf("Flags.FlagUsagesWrapped %d ", width))
+	root.SetUsageTemplate(usage + "\nExit codes: idmpctl help " + exitCodesTopic + "\n")
 	root.CompletionOptions.DisableDefaultCmd = true
 
 	pf := root.PersistentFlags()

@@ -244,7 +244,7 @@ func NewCmdXAdd(f *Factory, runF func(*XAddOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Annotations: map[string]string{fieldsAnnotation: ""},
 		Use:         "xadd STREAM --pid P (--iid I | --auto) [--] [FIELD VALUE...]",
-		Short:       "Add to a stream idempotently (XADD IDMP), with safe retries and a batch mode",
+		Short:       "Add to a stream idempotently (XADD IDMP), one or a batch",
 		Long: `Add an entry to a stream at most once per (producer ID, idempotent ID), and say
 whether it was a duplicate. Natively on Redis 8.6+ (XADD IDMP / IDMPAUTO),
 emulated with atomic server-side Lua elsewhere.

@@ -39,18 +39,26 @@ const Table = `Exit codes:
    0  success (a duplicate in xadd is success)
    1  claim acquire: already completed, skip the work
   64  usage: bad flag, argument or value
-  65  data: malformed batch line, fingerprint mismatch, WRONGTYPE, an error reply (exec)
+  65  data: malformed batch line, fingerprint mismatch, WRONGTYPE, an error
+      reply (exec)
   66  not found: stream or key does not exist
-  69  unavailable: cannot reach Redis, it timed out, it is out of memory, or too few replicas acknowledged (--wait-replicas)
+  69  unavailable: cannot reach Redis, it timed out, it is out of memory, or
+      too few replicas acknowledged (--wait-replicas)
   70  internal error or unexpected reply
   75  busy: claimed by a live owner (or a batch run by another run), retry later
   76  lost: the claim's token is no longer current
   77  permission: NOAUTH, WRONGPASS, NOPERM
-  78  configuration: bad URL, unreadable TLS file, a replica, scripting disabled, --cluster against a server that is no cluster, a --backup file that cannot be written, a port that answers but is not Redis
- 126  claim run: the command could not start: not executable (FAILED recorded; a retry fails alike)
- 127  claim run: the command could not start: not found (FAILED recorded; a retry fails alike)
- 130  interrupted by SIGINT (work already committed stays committed; a batch resumes where it stopped)
- 143  interrupted by SIGTERM (work already committed stays committed; a batch resumes where it stopped)`
+  78  configuration: bad URL, unreadable TLS file, a replica, scripting
+      disabled, --cluster against a server that is no cluster, a --backup
+      file that cannot be written, a port that answers but is not Redis
+ 126  claim run: the command could not start: not executable (FAILED
+      recorded; a retry fails alike)
+ 127  claim run: the command could not start: not found (FAILED recorded; a
+      retry fails alike)
+ 130  interrupted by SIGINT (work already committed stays committed; a batch
+      resumes where it stopped)
+ 143  interrupted by SIGTERM (work already committed stays committed; a batch
+      resumes where it stopped)`
 
 // Error is a failure with its exit code. What names what failed, Err says
 // why (server texts verbatim), Hint is an optional second line for the user.

@@ -213,6 +213,12 @@ func mapKeysUTF8(r resp.Reply) bool {
 	return true
 }
 
+// Text is a user's bytes (a key, a pid, a command's output) in -o json:
+// a JSON string when UTF-8, else {"b64":"..."}, as exec prints replies.
+type Text string
+
+func (t Text) MarshalJSON() ([]byte, error) { return appendJSONValue(nil, string(t)), nil }
+
 // appendJSONValue is a string value: a JSON string, or {"b64":...}.
 func appendJSONValue(b []byte, s string) []byte {
 	if utf8.ValidString(s) {

@@ -67,3 +67,12 @@ func TestAppendReplyByFormat(t *testing.T) {
 		t.Errorf("-o json, a binary string: %q", got)
 	}
 }
+
+// Text is a user's bytes in -o json, as exec prints a reply's.
+func TestTextJSON(t *testing.T) {
+	for in, want := range map[string]string{"p<1>": `"p<1>"`, "\x00\x01\x02\xff": `{"b64":"AAEC/w=="}`} {
+		if got, _ := Text(in).MarshalJSON(); string(got) != want {
+			t.Errorf("Text(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ package view
 
 import (
 	"fmt"
+	"math"
 	"math/big"
 	"strconv"
 	"time"
@@ -50,7 +51,7 @@ func (v CalcMaxsize) JSON() any {
 		"idmp-maxsize":           r.MaxSize,
 		"needed":                 map[string]any{"idmp-duration": needed, "idmp-maxsize": r.MaxSizeNeeded},
 		"per_pid_rate_per_ms":    r.PerPIDRate,
-		"evict_after_s":          r.EvictAfter,
+		"evict_after_s":          math.Round(r.EvictAfter*1e6) / 1e6, // to the µs, no float noise
 		"pids_needed":            r.PIDsNeeded,
 		"formula":                []string{r.MaxSizeFormula, r.DurationFormula},
 		"interplay":              r.Interplay,
@@ -281,11 +282,11 @@ func (v CalcTTL) Table(p *render.Printer) error {
 func (v CalcTTL) Raw(p *render.Printer) error {
 	res := v.Result
 	p.Line("ttl\t%s", duration.Format(res.TTL))
-	p.Line("ttl_s\t%s", secondsText(res.TTL))
+	p.Line("ttl-s\t%s", secondsText(res.TTL))
 	p.Line("keys\t%d", res.Keys)
-	p.Line("memory_bytes\t%d", res.Memory)
+	p.Line("memory-bytes\t%d", res.Memory)
 	if v.Inputs.Measured != nil {
-		p.Line("measured_memory_bytes\t%d", res.MeasuredMemory)
+		p.Line("measured-memory-bytes\t%d", res.MeasuredMemory)
 	}
 	for _, a := range res.Advice {
 		p.Warnf("%s", a)

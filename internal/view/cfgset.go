@@ -5,7 +5,7 @@ import "github.com/idmpctl/idmpctl/internal/render"
 // CfgSet is cfgset's result (and calc-maxsize --apply's): the settings
 // before and after, and the iids the change cleared.
 type CfgSet struct {
-	Stream      string         `json:"stream"`
+	Stream      render.Text    `json:"stream"`
 	Mode        string         `json:"mode"`
 	Status      string         `json:"status"`
 	Before      map[string]int `json:"before"`
@@ -38,7 +38,7 @@ func (r CfgSet) Table(p *render.Printer) error {
 	}
 	// The result is a sentence to read to its end (what a change clears):
 	// it wraps rather than being cut.
-	p.View("cfgset "+render.Field(r.Stream)+" ("+r.Mode+")", []render.Row{
+	p.View("cfgset "+render.Field(string(r.Stream))+" ("+r.Mode+")", []render.Row{
 		{Label: "idmp-duration", Value: arrow(0)}, {Label: "idmp-maxsize", Value: arrow(1)},
 		{Label: "result", Value: status, Fit: render.Wrap},
 	})

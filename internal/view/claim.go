@@ -13,6 +13,7 @@ import (
 // _ms names (the old ones stay as aliases for now, docs/output.md);
 // retention_ms and lease_ms are the record's fields, ttl_ms the key's TTL.
 type claimRecordJSON struct {
+	Key render.Text `json:"key"` // first, as the record's, which it hides
 	*claim.Record
 	CreatedAt    int64 `json:"created_ms"`
 	UpdatedAt    int64 `json:"updated_ms"`
@@ -21,7 +22,7 @@ type claimRecordJSON struct {
 }
 
 func claimJSON(r claim.Record) *claimRecordJSON {
-	return &claimRecordJSON{Record: &r, CreatedAt: r.Created, UpdatedAt: r.Updated, LeaseUntilAt: r.LeaseUntil, NowAt: r.Now}
+	return &claimRecordJSON{Key: render.Text(r.Key), Record: &r, CreatedAt: r.Created, UpdatedAt: r.Updated, LeaseUntilAt: r.LeaseUntil, NowAt: r.Now}
 }
 
 // claimKV draws a claim record under title, with extra pairs after its
@@ -57,7 +58,7 @@ type ClaimAcquire struct {
 // claims, this one included; attempt is its old name, kept beside it for
 // now (docs/output.md).
 type acquireJSON struct {
-	Key           string           `json:"key"`
+	Key           render.Text      `json:"key"`
 	Outcome       string           `json:"outcome"`
 	Token         int64            `json:"token,omitempty"`
 	Attempts      int64            `json:"attempts,omitempty"`
@@ -70,7 +71,7 @@ type acquireJSON struct {
 
 func (v ClaimAcquire) JSON() any {
 	res := v.Result
-	return acquireJSON{Key: v.Key, Outcome: string(res.Outcome), Token: res.Token, Attempts: res.Attempt, Attempt: res.Attempt,
+	return acquireJSON{Key: render.Text(v.Key), Outcome: string(res.Outcome), Token: res.Token, Attempts: res.Attempt, Attempt: res.Attempt,
 		PreviousOwner: res.PreviousOwner, LeaseLeftMs: res.LeaseLeftMs, Record: claimJSON(res.Record), Ack: v.Ack}
 }
 
@@ -104,7 +105,7 @@ func (v ClaimStep) renewed() bool { return v.Verb == "renew" }
 
 func (v ClaimStep) JSON() any {
 	r := v.Record
-	j := map[string]any{"key": v.Key, "verb": v.Verb, "outcome": v.Outcome, "record": claimJSON(r)}
+	j := map[string]any{"key": render.Text(v.Key), "verb": v.Verb, "outcome": v.Outcome, "record": claimJSON(r)}
 	if v.renewed() {
 		j["lease_ms"], j["lease_until_ms"], j["lease_until"] = r.LeaseMs, r.LeaseUntil, r.LeaseUntil
 	}
@@ -139,18 +140,18 @@ func (v ClaimStep) Raw(p *render.Printer) error {
 // stdout in it; the other forms streamed that stdout and print nothing
 // more, but a replay prints the stored output (and tells a person so).
 type ClaimRun struct {
-	Key             string `json:"key"`
-	Outcome         string `json:"outcome"` // ran, replayed, busy, mismatch, exhausted, lost, unacknowledged
-	Ran             bool   `json:"ran"`
-	ExitCode        int    `json:"exit_code"`
-	Token           int64  `json:"token,omitempty"`
-	Attempts        int64  `json:"attempts,omitempty"` // the claim's count of claims, this run's included
-	Attempt         int64  `json:"attempt,omitempty"`  // attempts' old name, kept for now (docs/output.md)
-	Recorded        string `json:"recorded,omitempty"` // COMPLETED or FAILED
-	Output          string `json:"output"`
-	OutputTruncated bool   `json:"output_truncated,omitempty"`
-	Error           string `json:"error,omitempty"`
-	Unrecorded      string `json:"unrecorded,omitempty"` // why the outcome of a run could not be recorded
+	Key             render.Text `json:"key"`
+	Outcome         string      `json:"outcome"` // ran, replayed, busy, mismatch, exhausted, lost, unacknowledged
+	Ran             bool        `json:"ran"`
+	ExitCode        int         `json:"exit_code"`
+	Token           int64       `json:"token,omitempty"`
+	Attempts        int64       `json:"attempts,omitempty"` // the claim's count of claims, this run's included
+	Attempt         int64       `json:"attempt,omitempty"`  // attempts' old name, kept for now (docs/output.md)
+	Recorded        string      `json:"recorded,omitempty"` // COMPLETED or FAILED
+	Output          render.Text `json:"output"`
+	OutputTruncated bool        `json:"output_truncated,omitempty"`
+	Error           string      `json:"error,omitempty"`
+	Unrecorded      string      `json:"unrecorded,omitempty"` // why the outcome of a run could not be recorded
 	// With --wait-replicas: the fewest replicas that acknowledged a write
 	// of this run (the claim, and the outcome when it ran), and why the
 	// outcome stands unacknowledged when it does.
@@ -169,11 +170,11 @@ func (v ClaimRun) Raw(p *render.Printer) error {
 		return nil
 	}
 	fmt.Fprint(p.Out, v.Output)
-	if p.TTY && v.Output != "" && !strings.HasSuffix(v.Output, "\n") {
+	if p.TTY && v.Output != "" && !strings.HasSuffix(string(v.Output), "\n") {
 		fmt.Fprintln(p.Out) // the terminal's next line, not the notice's, starts after it
 	}
 	if p.Human() || p.ErrTTY { // a person reads it: say what happened
-		p.Status("idmpctl: replayed: the command did not run (%s completed it, token %d)", render.Field(v.Key), v.ReplayedToken)
+		p.Status("idmpctl: replayed: the command did not run (%s completed it, token %d)", render.Field(string(v.Key)), v.ReplayedToken)
 	}
 	return nil
 }

@@ -163,12 +163,12 @@ func (v Purge) Raw(p *render.Printer) error {
 // PurgeStream is purge --stream's result: the tracked iids it cleared (or
 // would clear).
 type PurgeStream struct {
-	Stream      string `json:"stream"`
-	Mode        string `json:"mode"`
-	PID         string `json:"pid"`
-	Status      string `json:"status"` // cleared or dry-run
-	ClearedIIDs int64  `json:"cleared_iids"`
-	DryRun      bool   `json:"dry_run"`
+	Stream      render.Text `json:"stream"`
+	Mode        string      `json:"mode"`
+	PID         render.Text `json:"pid"`
+	Status      string      `json:"status"` // cleared or dry-run
+	ClearedIIDs int64       `json:"cleared_iids"`
+	DryRun      bool        `json:"dry_run"`
 }
 
 func (v PurgeStream) JSON() any { return v }
@@ -178,7 +178,7 @@ func (v PurgeStream) Table(p *render.Printer) error {
 	if v.DryRun {
 		result = "dry run: would clear " + render.N(v.ClearedIIDs, "tracked iid")
 	}
-	p.KV("purge --stream "+render.Field(v.Stream)+" ("+v.Mode+")", []render.Pair{{"result", result}})
+	p.KV("purge --stream "+render.Field(string(v.Stream))+" ("+v.Mode+")", []render.Pair{{"result", result}})
 	return nil
 }
 

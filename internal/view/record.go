@@ -25,6 +25,7 @@ func Shown(r records.Record, showSecrets bool) records.Record {
 // hide the record's: stored JSON objects and arrays (a middleware's
 // request and response) are nested as they are, not as strings of JSON.
 type RecordJSON struct {
+	Key render.Text `json:"key"` // first, as the record's, which it hides
 	records.Record
 	msNames
 	Fields        map[string]json.RawMessage `json:"fields,omitempty"`
@@ -67,7 +68,7 @@ func nestedFields(fields map[string]string) map[string]json.RawMessage {
 // age of the last activity, and the lease left until the earlier of lease
 // and deadline (the instant the stale flag uses too).
 func WithTimes(r records.Record) RecordJSON {
-	j := RecordJSON{Record: r, Fields: nestedFields(r.Fields), ResultSummary: r.ResultSummary(),
+	j := RecordJSON{Key: render.Text(r.Key), Record: r, Fields: nestedFields(r.Fields), ResultSummary: r.ResultSummary(),
 		msNames: msNames{CreatedAt: r.CreatedMs, UpdatedAt: r.UpdatedMs, LeaseUntilAt: r.LeaseUntilMs,
 			DeadlineAt: r.DeadlineMs, ExpiresAt: r.ExpiresMs, NowAt: r.NowMs}}
 	if age, ok := r.AgeMs(); ok {

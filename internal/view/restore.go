@@ -13,7 +13,7 @@ import (
 type RestoreItem struct{ keyspace.RestoreItem }
 
 func (v *RestoreItem) JSON() any {
-	return map[string]any{"key": v.Key, "line": v.Line, "outcome": string(v.Outcome)}
+	return map[string]any{"key": render.Text(v.Key), "line": v.Line, "outcome": string(v.Outcome)}
 }
 
 func (v *RestoreItem) Table(*render.Printer) error { return nil }

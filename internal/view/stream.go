@@ -29,8 +29,8 @@ type Rates struct{ Adds, Duplicates float64 }
 // streamJSON is a stream in -o json: XINFO names, mode and lints; with
 // --watch, each view's time and the rates since the one before.
 type streamJSON struct {
-	Key  string `json:"key"`
-	Type string `json:"type"`
+	Key  render.Text `json:"key"`
+	Type string      `json:"type"`
 	stream.Info
 	Lints            []health.Lint   `json:"lints"`
 	Groups           []consume.Group `json:"groups,omitempty"`
@@ -41,7 +41,7 @@ type streamJSON struct {
 
 func (v Stream) JSON() any {
 	info, at, r := v.Info, v.At, v.Rates
-	j := streamJSON{Key: info.Stream, Type: "stream", Info: info, Lints: append([]health.Lint{}, v.Lints...), Groups: v.Groups}
+	j := streamJSON{Key: render.Text(info.Stream), Type: "stream", Info: info, Lints: append([]health.Lint{}, v.Lints...), Groups: v.Groups}
 	if !at.IsZero() {
 		j.Time = at.UTC().Format(time.RFC3339Nano)
 	}

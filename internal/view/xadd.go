@@ -21,23 +21,23 @@ type Add struct {
 
 // addJSON is one add in -o json.
 type addJSON struct {
-	Stream         string `json:"stream"`
-	ID             string `json:"id"`
-	PID            string `json:"pid"`
-	IID            string `json:"iid,omitempty"`
-	Auto           bool   `json:"auto,omitempty"`
-	Duplicate      bool   `json:"duplicate"`
-	OriginalExists *bool  `json:"original_exists,omitempty"`
-	Mode           string `json:"mode"`
-	Line           int    `json:"line,omitempty"`
-	Retried        bool   `json:"retried,omitempty"`
-	ReplyLost      bool   `json:"reply_lost,omitempty"` // committed, its reply lost (native batches): id unknown
+	Stream         render.Text `json:"stream"`
+	ID             string      `json:"id"`
+	PID            render.Text `json:"pid"`
+	IID            render.Text `json:"iid,omitempty"`
+	Auto           bool        `json:"auto,omitempty"`
+	Duplicate      bool        `json:"duplicate"`
+	OriginalExists *bool       `json:"original_exists,omitempty"`
+	Mode           string      `json:"mode"`
+	Line           int         `json:"line,omitempty"`
+	Retried        bool        `json:"retried,omitempty"`
+	ReplyLost      bool        `json:"reply_lost,omitempty"` // committed, its reply lost (native batches): id unknown
 	Ack
 }
 
 func (a *Add) json(line int) addJSON {
 	r := a.Result
-	j := addJSON{Stream: a.Stream, ID: r.ID, PID: a.PID, IID: r.IID, Auto: a.Auto,
+	j := addJSON{Stream: render.Text(a.Stream), ID: r.ID, PID: render.Text(a.PID), IID: render.Text(r.IID), Auto: a.Auto,
 		Duplicate: r.Duplicate, Mode: r.Mode.String(), Line: line, Retried: a.Retried,
 		Ack: AckOf(a.Durability, r.Ack)}
 	if r.Duplicate {
@@ -97,7 +97,7 @@ func (b *BatchLine) JSON() any {
 	j := b.json(b.line)
 	j.ReplyLost = b.replyLost
 	if b.pid != "" {
-		j.PID = b.pid // the line's own
+		j.PID = render.Text(b.pid) // the line's own
 	}
 	return j
 }

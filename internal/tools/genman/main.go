@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -242,6 +243,12 @@ func exitStatus() (string, error) {
 	}
 	var b strings.Builder
 	b.WriteString(".SH EXIT STATUS\n")
+	for i := len(lines) - 1; i > 1; i-- { // a meaning wrapped to 80 columns: one line again
+		if strings.HasPrefix(lines[i], "      ") {
+			lines[i-1] += " " + strings.TrimSpace(lines[i])
+			lines = slices.Delete(lines, i, i+1)
+		}
+	}
 	for _, l := range lines[1:] {
 		code, meaning, ok := strings.Cut(strings.TrimSpace(l), " ")
 		meaning = strings.TrimSpace(meaning)
