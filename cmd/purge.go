@@ -11,7 +11,6 @@ import (
 	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
-	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/idmpctl/idmpctl/internal/view"
@@ -260,13 +259,6 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 	tracked, err := streams.TrackedIIDs(rctx, o.Stream, o.PID, o.DryRun)
 	if err != nil {
 		return err
-	}
-	if o.PID != "" && streams.Mode() == stream.ModeNative {
-		// What the clear refuses, refused before its question and in a
-		// dry run, in its words.
-		e := exit.New(exit.Usage, what+": clear one producer", "native IDMP can only clear the iids of every producer at once")
-		e.Hint = "omit the producer to clear all, or use --mode emulated for streams written in emulated mode"
-		return e
 	}
 	status, cleared := "dry-run", tracked
 	if !o.DryRun {

@@ -34,6 +34,8 @@ type backend interface {
 	info(ctx context.Context, stream string) (Info, error)
 	cfgSet(ctx context.Context, stream string, duration, maxsize int64) (CfgResult, error)
 	clear(ctx context.Context, stream, pid string) (int64, error)
+	// clearable refuses, before anything is sent, a clear this mode cannot do.
+	clearable(pid string) error
 	defaults(ctx context.Context) (duration, maxsize int64, err error)
 }
 
@@ -154,6 +156,8 @@ func (u unsettled) clear(ctx context.Context, stream, pid string) (int64, error)
 	}
 	return u.be.clear(ctx, stream, pid)
 }
+
+func (u unsettled) clearable(string) error { return nil } // Settle comes first (Info)
 
 func (u unsettled) defaults(ctx context.Context) (int64, int64, error) {
 	if err := u.Settle(ctx); err != nil {

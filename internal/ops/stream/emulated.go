@@ -500,6 +500,8 @@ func decodeCfgSetReply(v any) (CfgResult, error) {
 	}, nil
 }
 
+func (emulated) clearable(string) error { return nil }
+
 func (s emulated) clear(ctx context.Context, stream, pid string) (int64, error) {
 	call, err := s.runState(ctx, stream, func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
 		a := clearArgs{State: st, PID: pid, Defaults: d}

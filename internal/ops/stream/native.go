@@ -403,11 +403,19 @@ type nativeClearArgs struct {
 	Stream string `lua:"STREAM,key"`
 }
 
+// clearable refuses clearing one producer's iids: native IDMP clears all.
+func (native) clearable(pid string) error {
+	if pid == "" {
+		return nil
+	}
+	e := exit.New(exit.Usage, "clear one producer", "native IDMP can only clear the iids of every producer at once")
+	e.Hint = "omit the producer to clear all, or use --mode emulated for streams written in emulated mode"
+	return e
+}
+
 func (s native) clear(ctx context.Context, stream, pid string) (int64, error) {
-	if pid != "" {
-		e := exit.New(exit.Usage, "clear one producer", "native IDMP can only clear the iids of every producer at once")
-		e.Hint = "omit the producer to clear all, or use --mode emulated for streams written in emulated mode"
-		return 0, e
+	if err := s.clearable(pid); err != nil {
+		return 0, err
 	}
 	call := nativeClearScript.Call(&nativeClearArgs{Stream: stream})
 	if _, err := s.Conn.Run(ctx, redisconn.RunOpts{Key: stream}, call); err != nil {

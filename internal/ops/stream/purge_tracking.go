@@ -26,6 +26,9 @@ func (s *Streams) TrackedIIDs(ctx context.Context, name, pid string, dryRun bool
 			return 0, exit.WithHint(exit.Wrap(cerr, what), hint)
 		}
 	}
+	if err == nil {
+		err = s.be.clearable(pid) // refused in a dry run and before the question too
+	}
 	if err != nil {
 		return 0, exit.Wrap(err, what)
 	}
