@@ -152,7 +152,7 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 	}
 	s, err := opsexec.Open(ctx, conn, opsexec.Options{Mode: mode, RESP3: p.Format == render.JSON, Emit: emit, Timeout: conn.Timeout, ReadOnly: o.ReadOnly})
 	if err != nil {
-		return err
+		return exit.Wrap(err, "exec")
 	}
 	if len(o.Args) > 0 {
 		single, err = s.One(ctx, o.Args)
