@@ -153,14 +153,36 @@ func (p *Printer) ClearScreen() {
 	_, _ = io.WriteString(p.Out, ansi.CursorHomePosition+ansi.EraseEntireScreen)
 }
 
-// Fit cuts s to what is left of the terminal's width after used columns,
-// ending it with "…" (never below a few characters). Without a width it
-// is s.
-func (p *Printer) Fit(s string, used int) string {
-	if p.Width <= 0 {
-		return s
+// Parts joins parts by two spaces into lines of at most Width columns,
+// never cutting one: a part that does not fit goes to the next line,
+// indented, and one wider than the room is wrapped at its spaces. Without
+// a width it is one line.
+func (p *Printer) Parts(indent int, parts ...string) string {
+	lines := []string{""}
+	w := 0
+	for _, part := range parts {
+		pw := DisplayWidth(part)
+		switch {
+		case w == 0:
+		case p.Width <= 0 || w+2+pw <= p.Width:
+			lines[len(lines)-1] += "  "
+			w += 2
+		default:
+			lines = append(lines, strings.Repeat(" ", indent))
+			w = indent
+		}
+		if p.Width > 0 && w+pw > p.Width {
+			wrapped := p.wrap(part, p.Width-w)
+			part = strings.Join(wrapped, "\n"+strings.Repeat(" ", w))
+			pw = DisplayWidth(wrapped[len(wrapped)-1])
+		}
+		lines[len(lines)-1] += part
+		w += pw
 	}
-	return Truncate(s, max(p.Width-used, minColumn))
+	for i := range lines {
+		lines[i] = strings.TrimRight(lines[i], " ")
+	}
+	return strings.Join(lines, "\n")
 }
 
 // wrap breaks s into lines of at most width columns (never below a few,

@@ -54,14 +54,14 @@ func (v ConsumeEntry) Table(p *render.Printer) error {
 	default:
 		outcome = p.Bad(outcome)
 	}
-	line := fmt.Sprintf("%s  %s  attempt %d  exit %-3s  %s", r.ID, outcome, r.Attempt, v.exit(), render.Duration(r.Duration))
+	parts := []string{r.ID, outcome, fmt.Sprintf("attempt %d", r.Attempt), fmt.Sprintf("exit %-3s", v.exit()), render.Duration(r.Duration)}
 	if r.DeadLetterID != "" {
-		line += "  -> " + r.DeadLetterID
+		parts = append(parts, "-> "+r.DeadLetterID)
 	}
 	if r.Error != "" && r.Outcome != consume.Failed {
-		line += "  " + p.Dim(render.Field(r.Error))
+		parts = append(parts, p.Dim(render.Field(r.Error)))
 	}
-	p.Line("%s", p.Fit(line, 0))
+	p.Line("%s", p.Parts(2, parts...))
 	return nil
 }
 
