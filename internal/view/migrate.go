@@ -41,15 +41,15 @@ func (m Migrate) Table(p *render.Printer) error {
 		"set":     "set to the emulated ones where wider than the server's defaults (XCFGSET, native tracking was empty)",
 		"native":  "the native ones stay (at least as wide as the emulated ones)",
 		"blocked": p.Warn("not moved: native tracking holds iids that XCFGSET would clear, or the stream's own native ones are narrower; 'idmpctl cfgset' applies the emulated ones when you accept that"),
-		"":        "-",
 	}[r.Settings]
-	p.KV("migrate "+render.Field(r.Stream), []render.Pair{
-		{"result", status},
-		{"settings", settings + " (emulated " + strconv.FormatInt(r.Duration, 10) + "s/" + strconv.FormatInt(r.MaxSize, 10) +
-			", native " + strconv.FormatInt(r.Native.Duration, 10) + "s/" + strconv.FormatInt(r.Native.MaxSize, 10) + ")"},
-		{"recorded", render.N(r.Recorded, "iid") + " (XIDMPRECORD; native iids-added counts them)"},
-		{"dropped", render.N(r.Dropped, "expired iid")},
-	})
+	pairs := []render.Pair{{"result", status}}
+	if r.Settings != "" { // none were compared: no state, or another stream's
+		pairs = append(pairs, render.Pair{"settings", settings + " (emulated " + strconv.FormatInt(r.Duration, 10) + "s/" + strconv.FormatInt(r.MaxSize, 10) +
+			", native " + strconv.FormatInt(r.Native.Duration, 10) + "s/" + strconv.FormatInt(r.Native.MaxSize, 10) + ")"})
+	}
+	p.KV("migrate "+render.Field(r.Stream), append(pairs,
+		render.Pair{"recorded", render.N(r.Recorded, "iid") + " (XIDMPRECORD; native iids-added counts them)"},
+		render.Pair{"dropped", render.N(r.Dropped, "expired iid")}))
 	if len(r.Kept) > 0 {
 		rows := make([][]string, 0, len(r.Kept))
 		var why []render.Row
