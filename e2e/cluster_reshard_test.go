@@ -188,10 +188,10 @@ func testClusterSlotMoveDuringBatch(t *testing.T, cl *redistest.Cluster, m batch
 			_ = pw.Close()
 			moveErr := <-moved
 			r := p.Wait(3 * time.Minute)
-			faultBatchInvariant(t, dst, s, lines)
 			if moveErr != nil {
-				t.Fatalf("moving slot %d: %v", slot, moveErr)
+				t.Fatalf("moving slot %d: %v; the batch: %s", slot, moveErr, r)
 			}
+			faultBatchInvariant(t, dst, s, lines)
 			missing, extra := faultScanStream(t, dst, s, lines)
 			t.Logf("maxsize %d: slot %d moved %s -> %s after line %d; batch: exit %d after %s; stderr: %s; XLEN %d, %d missing, %d duplicated",
 				maxsize, slot, from.Addr, to.Addr, half, r.Code, r.Elapsed.Round(time.Millisecond),

@@ -259,7 +259,15 @@ func (c *Cluster) MoveSlot(slot int, from, to *Server, batch int, pause time.Dur
 			break
 		}
 		args := append([]string{"MIGRATE", host, port, "", "0", "10000", "KEYS"}, strings.Split(keys, "\n")...)
-		if err := from.ok(args...); err != nil {
+		// A loaded machine can time a MIGRATE out (IOERR) after the target
+		// restored the keys: they stay on the source, and REPLACE moves
+		// them again (a few tries, as an operator would).
+		err = from.ok(args...)
+		for try := 0; try < 5 && err != nil && strings.Contains(err.Error(), "IOERR"); try++ {
+			time.Sleep(pause)
+			err = from.ok(append(args[:6:6], append([]string{"REPLACE", "KEYS"}, args[7:]...)...)...)
+		}
+		if err != nil {
 			return err
 		}
 		time.Sleep(pause)
