@@ -68,7 +68,7 @@ func Calculate(in Inputs) Result {
 		total := new(big.Rat).Mul(need, producers)
 		r.PIDsNeeded = ceilRat(new(big.Rat).Quo(total, big.NewRat(idmp.MaxMaxSize, 1)))
 		r.Warnings = append(r.Warnings, fmt.Sprintf(
-			"IDMP-MAXSIZE %d is over the limit %d: clamped to %d; spread the rate over at least %d producer IDs (--producers %d) so each needs at most %d",
+			"IDMP-MAXSIZE %d is over the limit %d: clamped to %d; spread the rate over at least %d producer IDs (--producers %d) so each needs at most %d; a retry must reuse the pid of the message's first send (the same iid under another pid is a new message, added again)",
 			r.MaxSizeNeeded, idmp.MaxMaxSize, idmp.MaxMaxSize, r.PIDsNeeded, r.PIDsNeeded, idmp.MaxMaxSize))
 	}
 

@@ -133,7 +133,10 @@ func TestClamping(t *testing.T) {
 	if r.Duration != idmp.MaxDuration || r.DurationNeeded != 172800 {
 		t.Errorf("duration clamp: %+v", r)
 	}
-	if len(r.Warnings) != 2 || !strings.Contains(r.Warnings[1], "claim") {
+	// Splitting producers over pids is safe only if a retry keeps its pid
+	// (spec R1: the same iid under another pid is another message).
+	if len(r.Warnings) != 2 || !strings.Contains(r.Warnings[0], "a retry must reuse the pid of the message's first send") ||
+		!strings.Contains(r.Warnings[1], "claim") {
 		t.Errorf("warnings: %q", r.Warnings)
 	}
 	// Spreading over the advised number of pids removes the clamp.

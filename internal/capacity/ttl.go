@@ -50,6 +50,16 @@ type MeasuredKeys struct {
 	KeyBytes   float64
 	ValueBytes float64
 	UsageBytes float64
+	Server     *ServerMemory // nil: INFO memory unreadable
+}
+
+// ServerMemory is the sampled server's memory (of a cluster, the fullest
+// primary's, and how many primaries share the keys).
+type ServerMemory struct {
+	Node            string // "" for one server
+	Used, MaxMemory int64
+	Policy          string
+	Primaries       int
 }
 
 // TTLResult is what calc-ttl computes. Memory figures are 0 when no sizes
@@ -168,7 +178,56 @@ func CalculateTTL(in TTLInputs) (TTLResult, error) {
 			"the formula is %.0f%% under what the sampled keys cost: their MEMORY USAGE is %s B a key against (%d B + %d B) x 1.2; Redis spends about %s B a key beyond its name and value (dictionary entry, object headers, TTL, allocator rounding), which x 1.2 does not cover for small keys: plan with the measured figure",
 			-100*r.FormulaVsMeasured, trimNum(m.UsageBytes), r.KeySize, r.ValueSize, trimNum(m.UsageBytes-m.KeyBytes-m.ValueBytes)))
 	}
+	if a := serverAdvice(in.Measured, r.MeasuredMemory); a != "" {
+		r.Advice = append(r.Advice, a)
+	}
 	return r, nil
+}
+
+// nearFull is the share of maxmemory past which calc-ttl advises.
+const nearFull = 0.9
+
+// serverAdvice is advice when the sampled server's used memory, or that
+// and need bytes of keys (split over its primaries), is near or over its
+// maxmemory: what happens then, by maxmemory-policy, and what to do.
+func serverAdvice(m *MeasuredKeys, need int64) string {
+	if m == nil || m.Server == nil || m.Server.MaxMemory <= 0 {
+		return ""
+	}
+	s := m.Server
+	where, what := "the server", ""
+	if s.Node != "" {
+		where = "primary " + s.Node
+	}
+	full := float64(s.MaxMemory)
+	if s.Primaries > 1 {
+		need /= int64(s.Primaries)
+	}
+	switch {
+	case float64(s.Used) >= nearFull*full:
+		what = fmt.Sprintf("%s uses %s, %.1f%% of its maxmemory %s",
+			where, bytesize.Format(s.Used), 100*float64(s.Used)/full, bytesize.Format(s.MaxMemory))
+	case float64(s.Used+need) >= nearFull*full:
+		what = fmt.Sprintf("the keys need %s at their measured size, and %s uses %s already: %.0f%% of its maxmemory %s (less what keys already there take)",
+			bytesize.Format(need), where, bytesize.Format(s.Used), 100*float64(s.Used+need)/full, bytesize.Format(s.MaxMemory))
+	default:
+		return ""
+	}
+	const oom = "it refuses writes with OOM"
+	then := fmt.Sprintf("when it is full %s (maxmemory-policy %s): claims and adds fail until memory is freed", oom, s.Policy)
+	todo := "raise maxmemory, shorten the TTL, or give the keys a server of their own"
+	if s.Policy != "noeviction" {
+		keys := "keys"
+		if strings.HasPrefix(s.Policy, "volatile-") {
+			keys = "keys with a TTL"
+		}
+		then = fmt.Sprintf("when it is full it evicts %s (maxmemory-policy %s), idempotency keys among them, and a retry whose key was evicted runs the work again", keys, s.Policy)
+		if keys != "keys" {
+			then += "; with none left to evict " + oom
+		}
+		todo += ", with maxmemory-policy noeviction"
+	}
+	return what + "; " + then + "; " + todo
 }
 
 // ceilRatFits is ceil(r), and whether it fits an int64.

@@ -159,3 +159,16 @@ func TestCalculateTTLOutOfRange(t *testing.T) {
 		t.Errorf("ttl %s, %v", r.TTL, err)
 	}
 }
+
+// The keys a cluster keeps are split over its primaries: advice compares
+// the fullest primary's room with its share.
+func TestServerAdviceSplitsOverPrimaries(t *testing.T) {
+	m := &MeasuredKeys{Keys: 1, Server: &ServerMemory{Node: "10.0.0.1:7000", Used: 10 << 20, MaxMemory: 100 << 20, Policy: "noeviction", Primaries: 3}}
+	if a := serverAdvice(m, 200<<20); a != "" {
+		t.Errorf("a third of 200 MiB fits 90 MiB of room, yet %q", a)
+	}
+	a := serverAdvice(m, 300<<20)
+	if !strings.HasPrefix(a, "the keys need 100.0 MiB at their measured size, and primary 10.0.0.1:7000 uses 10.0 MiB already: 110% of its maxmemory 100.0 MiB") {
+		t.Errorf("advice %q", a)
+	}
+}

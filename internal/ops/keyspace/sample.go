@@ -2,10 +2,13 @@ package keyspace
 
 import (
 	"context"
+	"strconv"
+	"sync"
 
 	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+	"github.com/redis/go-redis/v9"
 )
 
 // MeasureSample is calc-ttl --sample: the mean sizes of up to n keys
@@ -30,5 +33,36 @@ func MeasureSample(ctx context.Context, c *redisconn.Conn, pattern string, n int
 	}
 	n64 := float64(len(sizes))
 	m.KeyBytes, m.ValueBytes, m.UsageBytes = m.KeyBytes/n64, m.ValueBytes/n64, m.UsageBytes/n64
+	m.Server = serverMemory(ctx, c)
 	return m, nil
+}
+
+// serverMemory is INFO memory of the fullest primary (by used memory over
+// maxmemory); nil when none can be read (no INFO right).
+func serverMemory(ctx context.Context, c *redisconn.Conn) *capacity.ServerMemory {
+	ctx, cancel := c.Ctx(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	var fullest *capacity.ServerMemory
+	primaries := 0
+	_ = c.EachPrimary(ctx, func(ctx context.Context, node redis.Cmdable, addr string) error {
+		info, err := node.Info(ctx, "memory").Result()
+		mu.Lock()
+		defer mu.Unlock()
+		primaries++
+		m := redisconn.ParseInfo(info)
+		used, uerr := strconv.ParseInt(m["used_memory"], 10, 64)
+		maxmem, merr := strconv.ParseInt(m["maxmemory"], 10, 64)
+		if err != nil || uerr != nil || merr != nil || maxmem <= 0 {
+			return nil
+		}
+		if fullest == nil || float64(used)/float64(maxmem) > float64(fullest.Used)/float64(fullest.MaxMemory) {
+			fullest = &capacity.ServerMemory{Node: addr, Used: used, MaxMemory: maxmem, Policy: m["maxmemory_policy"]}
+		}
+		return nil
+	})
+	if fullest != nil {
+		fullest.Primaries = primaries
+	}
+	return fullest
 }
