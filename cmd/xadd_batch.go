@@ -48,6 +48,39 @@ func (c *countingReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// haltReader's Read ends once halt is closed, even one waiting for a
+// stalled producer (left to the process's exit): a signal ends the run
+// before its first chunk as after it.
+type haltReader struct {
+	r    io.Reader
+	halt <-chan struct{}
+}
+
+func (h haltReader) Read(b []byte) (int, error) {
+	type read struct {
+		n   int
+		err error
+	}
+	done := make(chan read, 1)
+	select {
+	case <-h.halt:
+		return 0, errHalted
+	default:
+	}
+	go func() {
+		n, err := h.r.Read(b)
+		done <- read{n, err}
+	}()
+	select {
+	case r := <-done:
+		return r.n, r.err
+	case <-h.halt:
+		return 0, errHalted
+	}
+}
+
+var errHalted = errors.New("stopped by a signal")
+
 // batchInput feeds stream.RunBatch from the NDJSON reader.
 type batchInput struct {
 	o     *XAddOptions
@@ -100,7 +133,7 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 		return err
 	}
 	defer file.Close()
-	read := &countingReader{r: file}
+	read := &countingReader{r: haltReader{file, halt}}
 	in := &batchInput{o: o, r: batch.NewReader(read, o.Auto)}
 	var size int64 // a regular file's bytes: the progress line's 100%
 	if st, ok := file.(interface{ Stat() (os.FileInfo, error) }); ok {

@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -578,6 +579,63 @@ func TestInterruptedBatchOfStalledProducer(t *testing.T) {
 	if r.Code != 143 || !strings.Contains(r.Stderr, "lines 1-3 are committed, none after them") || len(faultLines(r.Stdout)) != 3 {
 		t.Fatalf("want 143, 3 results and lines 1-3 committed, got %s", r)
 	}
+}
+
+// TestInterruptedBatchWaitingForItsInput: a signal while the batch reads
+// a stalled producer's lines before any is sent (the first line, read for
+// the default batch ID; the committed lines, read again to resume) ends the
+// run, 143 with how far the batch is committed. Before: SIGTERM, once or
+// twice, left idmpctl waiting for the producer, and the test killed it.
+func TestInterruptedBatchWaitingForItsInput(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewWith(t, redistest.Options{})
+	line := func(i int) string { return fmt.Sprintf("{\"iid\":\"m-%d\",\"fields\":{\"n\":\"%d\"}}\n", i, i) }
+	c := clitest.New(t, "IDMPCTL_URL="+srv.URL).WithStdin(strings.NewReader(line(1) + line(2)))
+	if r := c.Run("xadd", "r", "--pid", "p", "--batch", "-"); r.Code != 0 {
+		t.Fatalf("the first run: %s", r)
+	}
+	for _, tc := range []struct{ name, stream, written, want string }{
+		{"first line", "s", "", "no line is committed"},
+		{"resuming", "r", line(1), "lines 1-2 are committed, none after them"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pw.Close() // after the run: the producer stalls throughout
+			io.WriteString(pw, tc.written)
+			p := clitest.New(t, "IDMPCTL_URL="+srv.URL).WithStdin(pr).Start("xadd", tc.stream, "--pid", "p", "--batch", "-")
+			pr.Close()
+			if !faultWaitFor(30*time.Second, func() bool { return readingStdin(p.Pid()) || p.Exited() }) {
+				t.Fatal("never read its stdin")
+			}
+			if err := syscall.Kill(p.Pid(), syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			r := p.Wait(15 * time.Second)
+			if r.Code != 143 || !strings.Contains(r.Stderr, tc.want) || r.Stdout != "" {
+				t.Fatalf("want 143, no result and %q, got %s", tc.want, r)
+			}
+		})
+	}
+}
+
+// readingStdin reports whether a thread of process pid waits in read(0, ...)
+// (Linux /proc; elsewhere, after a second).
+func readingStdin(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		time.Sleep(time.Second)
+		return true
+	}
+	for _, task := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/syscall", pid, task.Name()))
+		if strings.HasPrefix(string(b), "0 0x0 ") {
+			return true
+		}
+	}
+	return false
 }
 
 // TestConcurrentRunsOfOneBatch: two runs of the same batch at once; the one

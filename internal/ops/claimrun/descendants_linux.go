@@ -20,7 +20,7 @@ func becomeSubreaper() {
 // proc is one line of /proc/PID/stat, as much as escaped needs.
 type proc struct {
 	pid, ppid, pgrp int
-	zombie          bool
+	zombie, stopped bool
 }
 
 func readProc(pid int) (proc, bool) {
@@ -42,7 +42,8 @@ func readProc(pid int) (proc, bool) {
 	if err1 != nil || err2 != nil {
 		return proc{}, false
 	}
-	return proc{pid: pid, ppid: ppid, pgrp: pgrp, zombie: f[0][0] == 'Z' || f[0][0] == 'X'}, true
+	return proc{pid: pid, ppid: ppid, pgrp: pgrp, zombie: f[0][0] == 'Z' || f[0][0] == 'X',
+		stopped: f[0][0] == 'T' || f[0][0] == 't'}, true
 }
 
 // escaped lists what the command started that left its group pgid.

@@ -321,11 +321,36 @@ func (c *guardedChild) wait() int {
 		c.signal(syscall.SIGCONT)
 	}
 	c.takeTerminal()
-	c.copies.Wait()
+	c.waitCopies()
 	if ws.Signaled() {
 		return 128 + int(ws.Signal())
 	}
 	return ws.ExitStatus()
+}
+
+// waitCopies waits for the command's stdout and stderr to close, which
+// what it left running may hold: one of those stopped (SIGTTIN: it read the
+// terminal idmpctl took back) would hold them, and the claim, for ever, so
+// all are ended as a stopped command is.
+func (c *guardedChild) waitCopies() {
+	done := make(chan struct{})
+	go func() { c.copies.Wait(); close(done) }()
+	sig := syscall.SIGTERM
+	for {
+		select {
+		case <-done:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		for _, p := range descendants(c.g.pid, true) {
+			if p.stopped {
+				c.stop(sig)
+				c.stop(syscall.SIGCONT)
+				sig = syscall.SIGKILL
+				break
+			}
+		}
+	}
 }
 
 func (c *guardedChild) stop(sig syscall.Signal) {

@@ -176,6 +176,16 @@ func TestTerminalCommand(t *testing.T) {
 			t.Errorf("status %q (%v), want FAILED", st, err)
 		}
 	})
+	// A child the command left reading the terminal, which idmpctl took
+	// back, is stopped by SIGTTIN while it holds the command's stdout:
+	// it is ended, and the run with it. Before: idmpctl waited for that
+	// stdout for ever, renewing the claim, deaf to Ctrl-C and SIGTERM.
+	t.Run("child left reading", func(t *testing.T) {
+		out := ttyRun(t, srv, "tty:left", `(sleep 0.5; read b </dev/tty; echo "child got $b") & echo parent-done`, "", "")
+		if strings.Contains(out, "child got") || !strings.Contains(out, "\nresult 0 true <nil>\n") {
+			t.Errorf("the terminal showed:\n%s", out)
+		}
+	})
 	// idmpctl in the background (`idmpctl claim run ... &` in a shell)
 	// does not take the terminal from the shell: its command, stopped by
 	// SIGTTIN, is ended with a clear error instead of holding its claim.

@@ -287,6 +287,9 @@ func (r *batchRun) interrupted(ctx context.Context, err error) error {
 	}
 	n := r.sum.LastLine
 	hint := fmt.Sprintf("lines 1-%d are committed, none after them: run the same command again to resume after line %d", n, n)
+	if n == 0 {
+		hint = "no line is committed: run the same command again to start from line 1"
+	}
 	if err != errStopped || n < r.ghostTo {
 		hint = fmt.Sprintf("lines 1-%d are committed; lines sent after them may be too, without their results printed, and the progress record knows exactly how far the rest got: run the same command again to resume after the last committed line", n)
 	}
@@ -310,11 +313,16 @@ func (r *batchRun) what() string {
 
 // start moves the input to where the run begins: after the record's line
 // (checked against the digest), after --skip, or at the start.
-func (r *batchRun) start(ctx context.Context) error {
+func (r *batchRun) start(ctx context.Context) (err error) {
 	p, entries, err := r.readProgress(ctx)
 	if err != nil {
 		return exit.Wrap(err, r.what())
 	}
+	defer func() {
+		if err == errStopped { // while reading up to the line the record says
+			r.sum.LastLine = p.Line
+		}
+	}()
 	r.prune(ctx)
 	stale := p.Exists && entries >= 0 && p.Entries >= 0 && entries < p.Entries
 	switch {
@@ -418,6 +426,8 @@ func (r *batchRun) next() (int64, []byte, error) {
 	n, raw, err := r.in.Next()
 	if err == io.EOF {
 		r.eof = true
+	} else if err != nil && r.stopped() {
+		err = errStopped // the input's read ended by the stop
 	}
 	return n, raw, err
 }
