@@ -124,7 +124,11 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 	// of those sent before it exits; a second stops it at once.
 	halt := make(chan struct{})
 	ctx, stop := untilStopped(f, ctx, func(s os.Signal) {
-		f.Printer.Warnf("xadd --batch: %s: sending no more lines; waiting for the results of those sent (within --timeout %s; a second signal stops at once)", sigName(s), f.Global.Timeout)
+		within := "--timeout " + f.Global.Timeout.String()
+		if d := o.Durable.durability(); d.On() {
+			within += " plus the replicas' wait, " + d.Timeout.String()
+		}
+		f.Printer.Warnf("xadd --batch: %s: sending no more lines; waiting for the results of those sent (within %s; a second signal stops at once)", sigName(s), within)
 		close(halt)
 	})
 	defer stop()

@@ -767,3 +767,35 @@ func testNativeBatchLineTooBigForScript(t *testing.T) {
 		t.Errorf("the big line has %d fields", n)
 	}
 }
+
+// TestInterruptedBatchWaitingForReplicas: a signal while a chunk's WAIT
+// waits for a frozen replica. The warning names the wait with --timeout
+// (the run waits for both), and the hint keeps what the wait found (0 of
+// 1 replicas acknowledged), not only "interrupted". Before: "within
+// --timeout 2s" for a 20 s wait, and the shortfall was lost.
+func TestInterruptedBatchWaitingForReplicas(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewWith(t, redistest.Options{})
+	replica := redistest.NewReplica(t, srv)
+	if err := srv.WaitReplicas(1, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
+	file := filepath.Join(c.Dir, "b.ndjson")
+	writeLines(t, file, 2000)
+	faultFreeze(t, replica)
+	p := c.Start("xadd", "s", "--pid", "p", "--batch", file, "--wait-replicas", "1", "--wait-timeout", "3s", "--timeout", "2s")
+	rdb := faultRedis(t, srv)
+	if !faultWaitFor(30*time.Second, func() bool { return rdb.XLen(context.Background(), "s").Val() > 0 || p.Exited() }) {
+		t.Fatal("nothing added")
+	}
+	if err := syscall.Kill(p.Pid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	r := p.Wait(30 * time.Second)
+	for _, want := range []string{"within --timeout 2s plus the replicas' wait, 3s", "0 of 1 replicas acknowledged the write within 3s"} {
+		if r.Code != 130 || !strings.Contains(r.Stderr, want) {
+			t.Fatalf("want 130 and %q, got %s", want, r)
+		}
+	}
+}

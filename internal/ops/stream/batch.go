@@ -293,6 +293,10 @@ func (r *batchRun) interrupted(ctx context.Context, err error) error {
 	if err != errStopped || n < r.ghostTo {
 		hint = fmt.Sprintf("lines 1-%d are committed; lines sent after them may be too, without their results printed, and the progress record knows exactly how far the rest got: run the same command again to resume after the last committed line", n)
 	}
+	var short *redisconn.NotAckedError
+	if errors.As(err, &short) { // what the wait found stays said
+		hint = short.Error() + ": their results were not printed; " + hint
+	}
 	return &exit.Error{Code: exit.Interrupted, What: r.what(), Err: context.Canceled, Hint: hint}
 }
 
