@@ -120,7 +120,8 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	// starts with the default action.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	// SIGHUP too: a terminal hung up, whose shell sends it to its jobs.
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	g := o.Factory.guard
 	if g == nil {

@@ -127,3 +127,29 @@ func TestClaimRunOutcomeAfterAPartition(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimRunHangup: the terminal hung up (SIGHUP, which the shell sends
+// its jobs) is forwarded as SIGINT and SIGTERM are: the command ends, FAILED
+// is recorded and idmpctl exits 129, so a redelivery can run it at once.
+// Before: idmpctl died of the signal and the key stayed PROCESSING until
+// its lease passed.
+func TestClaimRunHangup(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewWith(t, redistest.Options{})
+	c := clitest.New(t, "IDMPCTL_URL="+srv.URL)
+	started := filepath.Join(c.Dir, "started")
+	p := c.Start("claim", "run", "job:hup", "--", "sh", "-c", "touch "+started+"; exec sleep 30")
+	if !faultWaitFor(30*time.Second, func() bool { _, err := os.Stat(started); return err == nil || p.Exited() }) {
+		t.Fatal("the command never started")
+	}
+	if err := syscall.Kill(p.Pid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	r := p.Wait(30 * time.Second)
+	if r.Code != 129 || !strings.Contains(r.Stderr, "interrupted (SIGHUP)") {
+		t.Fatalf("want 129 and interrupted (SIGHUP), got %s", r)
+	}
+	if s := c.Run("inspect", "job:hup"); !strings.Contains(s.Stdout, "status\tFAILED") {
+		t.Fatalf("want FAILED recorded: %s", s)
+	}
+}
