@@ -260,6 +260,11 @@ func (cfg ConnConfig) Options() (*redis.Options, []string, error) {
 	// it (see dialer).
 	opt.Protocol = 2
 	opt.PoolSize = 8
+	// Pipelines on the same pool as other commands: go-redis v9.23's own
+	// pipeline pool made a single add that goes on after a MULTI/EXEC (on
+	// a server without IDMP) dial a second connection, measured at +16%
+	// of the server's CPU for the add.
+	opt.PipelinePoolSize = -1
 	opt.DialerRetries = 1
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	return opt, warnings, nil
@@ -435,6 +440,7 @@ func clusterOptions(o *redis.Options) *redis.ClusterOptions {
 		Protocol:                 o.Protocol,
 		Dialer:                   o.Dialer,
 		PoolSize:                 o.PoolSize,
+		PipelinePoolSize:         o.PipelinePoolSize,
 		DialerRetries:            o.DialerRetries,
 		MaintNotificationsConfig: o.MaintNotificationsConfig,
 	}
