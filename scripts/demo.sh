@@ -90,6 +90,12 @@ step $BIN claim run $demo:job:1 -- sh -c 'echo "this never runs"'
 step $BIN claim run $demo:job:2 -- sh -c 'echo "flaky"; exit 3'
 step $BIN claim run $demo:job:2 -- sh -c 'echo "retried: attempt $IDMPCTL_ATTEMPT"'
 
+say "consume: each entry of a consumer group runs its command at most once; one that keeps failing goes to a dead-letter stream"
+for n in 1 2 3; do $BIN xadd $demo:invoices --pid shop --iid inv-$n customer c$n >/dev/null; done
+step $BIN consume $demo:invoices --group billing --create --max-attempts 2 --retry-delay 1s --dead-letter $demo:invoices-dead --until-empty -- sh -c 'if grep -q "\"c2\""; then echo "c2: card declined" >&2; exit 3; fi; echo "invoiced $IDMPCTL_ENTRY_ID"'
+step $BIN consume $demo:invoices --group billing --until-empty -- sh -c 'echo "this never runs"'
+step $BIN inspect $demo:invoices -o table
+
 say "Records written by other libraries are recognised too"
 redis_cli() { if [ -n "${DEMO_URL:-}" ]; then redis-cli -u "$DEMO_URL" "$@"; else redis-cli -p "$port" "$@"; fi; }
 stale_ms=$(( $(date +%s) * 1000 - 60000 ))   # its worker's deadline passed a minute ago
