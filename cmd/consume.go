@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -74,7 +75,11 @@ exit 130 or 143. More: docs/consume.md.`,
 				return err
 			}
 			if _, err := exec.LookPath(o.Command[0]); err != nil {
-				return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("the handler %q cannot be run: %w", o.Command[0], errors.Unwrap(err)),
+				why := errors.Unwrap(err) // the system's words, not LookPath's "stat PATH:"
+				if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+					why = pe.Err
+				}
+				return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("the handler %q cannot be run: %w", o.Command[0], why),
 					Hint: "every entry would fail with it: give a command on PATH, or its path"}
 			}
 			if runF != nil {
