@@ -156,6 +156,9 @@ func calcTTLRun(ctx context.Context, o *CalcTTLOptions) error {
 			return err
 		}
 		o.Inputs.Measured = m
+		if m.ServerUnread != nil {
+			o.Factory.Printer.Warnf("calc-ttl: the server's memory could not be read (%v): no advice on its maxmemory", m.ServerUnread)
+		}
 	}
 	res, err := capacity.CalculateTTL(o.Inputs)
 	if err != nil {

@@ -50,7 +50,9 @@ type MeasuredKeys struct {
 	KeyBytes   float64
 	ValueBytes float64
 	UsageBytes float64
-	Server     *ServerMemory // nil: INFO memory unreadable
+	Server     *ServerMemory // nil: no maxmemory, or INFO memory unreadable
+	// ServerUnread is why no primary's INFO memory could be read (NOPERM).
+	ServerUnread error
 }
 
 // ServerMemory is the sampled server's memory (of a cluster, the fullest

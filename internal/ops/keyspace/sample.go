@@ -33,27 +33,34 @@ func MeasureSample(ctx context.Context, c *redisconn.Conn, pattern string, n int
 	}
 	n64 := float64(len(sizes))
 	m.KeyBytes, m.ValueBytes, m.UsageBytes = m.KeyBytes/n64, m.ValueBytes/n64, m.UsageBytes/n64
-	m.Server = serverMemory(ctx, c)
+	m.Server, m.ServerUnread = serverMemory(ctx, c)
 	return m, nil
 }
 
 // serverMemory is INFO memory of the fullest primary (by used memory over
-// maxmemory); nil when none can be read (no INFO right).
-func serverMemory(ctx context.Context, c *redisconn.Conn) *capacity.ServerMemory {
+// maxmemory); nil without a maxmemory, and then with why when no primary
+// could be read (no INFO right).
+func serverMemory(ctx context.Context, c *redisconn.Conn) (*capacity.ServerMemory, error) {
 	ctx, cancel := c.Ctx(ctx)
 	defer cancel()
 	var mu sync.Mutex
 	var fullest *capacity.ServerMemory
-	primaries := 0
+	primaries, read := 0, 0
+	var unread error
 	_ = c.EachPrimary(ctx, func(ctx context.Context, node redis.Cmdable, addr string) error {
 		info, err := node.Info(ctx, "memory").Result()
 		mu.Lock()
 		defer mu.Unlock()
 		primaries++
+		if err != nil {
+			unread = err
+			return nil
+		}
+		read++
 		m := redisconn.ParseInfo(info)
 		used, uerr := strconv.ParseInt(m["used_memory"], 10, 64)
 		maxmem, merr := strconv.ParseInt(m["maxmemory"], 10, 64)
-		if err != nil || uerr != nil || merr != nil || maxmem <= 0 {
+		if uerr != nil || merr != nil || maxmem <= 0 {
 			return nil
 		}
 		if fullest == nil || float64(used)/float64(maxmem) > float64(fullest.Used)/float64(fullest.MaxMemory) {
@@ -64,5 +71,8 @@ func serverMemory(ctx context.Context, c *redisconn.Conn) *capacity.ServerMemory
 	if fullest != nil {
 		fullest.Primaries = primaries
 	}
-	return fullest
+	if read > 0 {
+		unread = nil
+	}
+	return fullest, unread
 }
