@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/claim"
+	"github.com/idmpctl/idmpctl/internal/ops/claimrun"
 	"github.com/idmpctl/idmpctl/internal/ops/consume"
 	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/render"
@@ -75,11 +75,7 @@ exit 130 or 143. More: docs/consume.md.`,
 				return err
 			}
 			if _, err := exec.LookPath(o.Command[0]); err != nil {
-				why := errors.Unwrap(err) // the system's words, not LookPath's "stat PATH:"
-				if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
-					why = pe.Err
-				}
-				return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("the handler %q cannot be run: %w", o.Command[0], why),
+				return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("the handler %q cannot be run: %s", o.Command[0], claimrun.StartReason(err)),
 					Hint: "every entry would fail with it: give a command on PATH, or its path"}
 			}
 			if runF != nil {

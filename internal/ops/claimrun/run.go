@@ -278,19 +278,24 @@ const GuardCommand = "__claim-guard"
 // startFailure is the shell's code for a command that cannot start (127
 // not found, 126 not executable) and why, in the system's words.
 func startFailure(name string, err error) (int, string) {
-	why := err.Error()
-	var pe *os.PathError
-	var ee *exec.Error
-	if errors.As(err, &pe) {
-		why = pe.Err.Error()
-	} else if errors.As(err, &ee) {
-		why = ee.Err.Error()
-	}
-	why = fmt.Sprintf("cannot start %q: %s", name, why)
+	why := fmt.Sprintf("cannot start %q: %s", name, StartReason(err))
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 		return 127, why
 	}
 	return 126, why
+}
+
+// StartReason is why a command cannot start (an exec or LookPath error),
+// in the system's words: "no such file or directory", not "stat PATH: ...".
+func StartReason(err error) string {
+	var pe *os.PathError
+	var ee *exec.Error
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	} else if errors.As(err, &ee) {
+		return ee.Err.Error()
+	}
+	return err.Error()
 }
 
 // minAck is the weaker of two acknowledgements.
