@@ -28,13 +28,7 @@ func IsSecretName(name string) bool {
 	if len(name) > 64 {
 		return false
 	}
-	n := strings.Map(func(r rune) rune {
-		switch r {
-		case '-', '_', '.', ' ':
-			return -1
-		}
-		return r
-	}, strings.ToLower(name))
+	n := strings.NewReplacer("-", "", "_", "", ".", "", " ", "").Replace(strings.ToLower(name))
 	return n == "privatekey" || n == "credentials" ||
 		slices.ContainsFunc(secretSuffixes, func(s string) bool { return strings.HasSuffix(n, s) })
 }
