@@ -223,7 +223,7 @@ func scanNodes(ctx context.Context, c *redisconn.Conn, match string, count int64
 		count = DefaultScanCount
 	}
 	var stopped atomic.Bool
-	scanOne := func(ctx context.Context, node redis.Cmdable) error {
+	return c.EachPrimary(ctx, func(ctx context.Context, node redis.Cmdable, _ string) error {
 		ctx, cancel := context.WithCancel(ctx)
 		jobs := make(chan *scanJob)             // to the readers
 		order := make(chan *scanJob, scanAhead) // to handle, in SCAN order
@@ -282,7 +282,7 @@ func scanNodes(ctx context.Context, c *redisconn.Conn, match string, count int64
 					case buf = <-free:
 					default:
 					}
-					job.reads, job.err = rdr.read(ctx, job.keys, buf)
+					job.reads, job.err = rdr.read(ctx, job.keys, buf, 1)
 					close(job.done)
 				}
 			}()
@@ -321,8 +321,7 @@ func scanNodes(ctx context.Context, c *redisconn.Conn, match string, count int64
 		}
 		// SCAN also ends its queue when the caller cancelled: no complete scan.
 		return ctx.Err()
-	}
-	return c.EachPrimary(ctx, func(ctx context.Context, node redis.Cmdable, _ string) error { return scanOne(ctx, node) })
+	})
 }
 
 // GlobEscape quotes the glob metacharacters of SCAN MATCH (* ? [ ] \) so

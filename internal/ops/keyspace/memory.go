@@ -38,7 +38,7 @@ func SampleKeys(ctx context.Context, c *redisconn.Conn, pattern string, literal 
 	match := scanMatch(pattern, literal)
 	var mu sync.Mutex
 	var out []string
-	one := func(ctx context.Context, node redis.Cmdable) error {
+	err := c.EachPrimary(ctx, func(ctx context.Context, node redis.Cmdable, _ string) error {
 		var keys []string
 		var cursor uint64
 		seen := map[string]bool{}
@@ -64,8 +64,7 @@ func SampleKeys(ctx context.Context, c *redisconn.Conn, pattern string, literal 
 		out = append(out, keys...)
 		mu.Unlock()
 		return nil
-	}
-	err := c.EachPrimary(ctx, func(ctx context.Context, node redis.Cmdable, _ string) error { return one(ctx, node) })
+	})
 	if err != nil {
 		return nil, exit.Wrap(err, "scan")
 	}

@@ -259,23 +259,15 @@ const (
 // its read; one kept only by the lock or the live rule says which, and why.
 func (p *purger) selects(rd *keyRead) (bool, keptKind, string) {
 	r, o := rd.rec, p.opts
+	last := r.LastActivityMs()
 	switch {
-	case r.Format == records.FormatNone:
-		return false, keptFiltered, "" // gone since SCAN
-	case !o.AnyType && !r.Recognised():
+	case r.Format == records.FormatNone, // gone since SCAN
+		!o.AnyType && !r.Recognised(),
+		p.want != nil && !p.want[r.Status] && r.Status != records.Locked,
+		o.Stale && !r.HasFlag(records.FlagStale),
+		o.NoTTL && r.TTLms != -1,
+		o.OlderThan > 0 && (last <= 0 || rd.nowMs-last < o.OlderThan.Milliseconds()):
 		return false, keptFiltered, ""
-	case p.want != nil && !p.want[r.Status] && r.Status != records.Locked:
-		return false, keptFiltered, ""
-	case o.Stale && !r.HasFlag(records.FlagStale):
-		return false, keptFiltered, ""
-	case o.NoTTL && r.TTLms != -1:
-		return false, keptFiltered, ""
-	}
-	if o.OlderThan > 0 {
-		last := r.LastActivityMs()
-		if last <= 0 || rd.nowMs-last < o.OlderThan.Milliseconds() {
-			return false, keptFiltered, ""
-		}
 	}
 	flags := records.PurgeFlags{Locked: p.want[records.Locked], Stale: o.Stale, Force: o.Force, OlderThan: o.OlderThan > 0}
 	if reason, blocked := r.PurgeBlocked(flags); blocked {
@@ -311,7 +303,7 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []keyRead) error {
 	} else {
 		// The re-check's error is the one to report; a failed mark fails
 		// the backup's Close, leaving the file without its end line.
-		_ = p.markUnknown(chunk)
+		_ = p.markKept(chunk, nil)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -446,7 +438,8 @@ func (cl *recheckCall) add(rd *keyRead, noTTL, force bool) {
 			return
 		}
 		cl.open(recheckRun{kind: "strd", ttl: ttl})
-		cl.body = append(cl.body, rd.size, len(rd.str), sha1hex(rd.str))
+		sum := sha1.Sum([]byte(rd.str))
+		cl.body = append(cl.body, rd.size, len(rd.str), hex.EncodeToString(sum[:]))
 		return
 	case "hash":
 		fields := cl.fields[:0]
@@ -539,11 +532,6 @@ func (cl *recheckCall) finish() {
 	}
 	cl.args = append(cl.args, cl.body...)
 	cl.body = nil
-}
-
-func sha1hex(s string) string {
-	sum := sha1.Sum([]byte(s))
-	return hex.EncodeToString(sum[:])
 }
 
 // perCall is how many keys of chunk one script call carries: all on a

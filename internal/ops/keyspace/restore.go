@@ -90,10 +90,9 @@ func NewRestorer(ctx context.Context, c *redisconn.Conn, opts RestoreOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	major, minor, _ := strings.Cut(caps.Version, ".")
-	n, err := strconv.Atoi(major)
-	old := err == nil && minor != "" && minor[0] >= '0' && minor[0] <= '9' && caps.Product == "redis" && n < 5
-	return &Restorer{c: c, opts: opts, abstTL: !old}, nil
+	var major, minor int
+	n, _ := fmt.Sscanf(caps.Version, "%d.%d", &major, &minor)
+	return &Restorer{c: c, opts: opts, abstTL: n < 2 || caps.Product != "redis" || major >= 5}, nil
 }
 
 // RestoreUnless restores recs in one pipelined round trip after one for the
