@@ -92,7 +92,6 @@ func keyFields(l *line, key string) {
 // Writer appends to a backup file. Its methods may be called from several
 // goroutines (the nodes of a cluster are purged concurrently).
 type Writer struct {
-	path    string
 	mu      sync.Mutex
 	f       *os.File
 	bw      *bufio.Writer
@@ -115,7 +114,7 @@ func Create(path string, h Header) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{path: path, f: f, bw: bufio.NewWriterSize(f, 256<<10)}
+	w := &Writer{f: f, bw: bufio.NewWriterSize(f, 256<<10)}
 	v := Version
 	if h.Created == "" {
 		h.Created = time.Now().UTC().Format(time.RFC3339)
@@ -136,9 +135,6 @@ func Create(path string, h Header) (*Writer, error) {
 	}
 	return w, nil
 }
-
-// Path is the file's path.
-func (w *Writer) Path() string { return w.path }
 
 func (w *Writer) writeLine(l line) error {
 	b, err := json.Marshal(l)

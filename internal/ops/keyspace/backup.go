@@ -78,20 +78,21 @@ type backupEntry struct {
 
 // decodeBackupReply reads the backup script's reply: an entry a key.
 func decodeBackupReply(v any) ([]backupEntry, error) {
+	bad := errors.New("unexpected reply of the backup script")
 	list, ok := v.([]any)
 	if !ok {
-		return nil, errors.New("unexpected reply of the backup script")
+		return nil, bad
 	}
 	out := make([]backupEntry, len(list))
 	for i, e := range list {
-		t, ok := e.([]any)
-		if !ok || len(t) != 3 {
-			return nil, errors.New("unexpected reply of the backup script")
+		t, _ := e.([]any)
+		if len(t) != 3 {
+			return nil, bad
 		}
 		pttl, ok1 := t[0].(int64)
 		at, ok2 := t[1].(int64)
 		if !ok1 || !ok2 {
-			return nil, errors.New("unexpected reply of the backup script")
+			return nil, bad
 		}
 		payload, ok := t[2].(string)
 		out[i] = backupEntry{pttl: pttl, at: at, payload: payload, present: ok && pttl != -2}

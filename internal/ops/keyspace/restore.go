@@ -78,8 +78,8 @@ type Restorer struct {
 	opts   RestoreOptions
 	abstTL bool // the server takes RESTORE ... ABSTTL (Redis 5.0+, Valkey)
 	rdb    int  // a dry run's: the server's RDB version (serverRDB); 0: not asked
-	// clientNow is the server's clock as the client last read it (TIME),
-	// to leave out what expired long ago; a test seam.
+	// clientNow is the server's clock as the client last read it (TIME,
+	// serverTime), to leave out what expired long ago; a test seam.
 	clientNow func(ctx context.Context) (int64, error)
 }
 
@@ -92,7 +92,9 @@ func NewRestorer(ctx context.Context, c *redisconn.Conn, opts RestoreOptions) (*
 	}
 	var major, minor int
 	n, _ := fmt.Sscanf(caps.Version, "%d.%d", &major, &minor)
-	return &Restorer{c: c, opts: opts, abstTL: n < 2 || caps.Product != "redis" || major >= 5}, nil
+	r := &Restorer{c: c, opts: opts, abstTL: n < 2 || caps.Product != "redis" || major >= 5}
+	r.clientNow = r.serverTime
+	return r, nil
 }
 
 // RestoreUnless restores recs in one pipelined round trip after one for the
@@ -101,11 +103,7 @@ func NewRestorer(ctx context.Context, c *redisconn.Conn, opts RestoreOptions) (*
 // (nothing written) and the first is returned. A record with missingOnly[i]
 // (may be nil) is never written over an existing key, --replace or not.
 func (r *Restorer) RestoreUnless(ctx context.Context, recs []backup.Record, missingOnly []bool) ([]RestoreOutcome, error) {
-	now := r.clientNow
-	if now == nil {
-		now = r.serverTime
-	}
-	nowMs, err := now(ctx)
+	nowMs, err := r.clientNow(ctx)
 	if err != nil {
 		return nil, exit.Wrap(err, "restore")
 	}
