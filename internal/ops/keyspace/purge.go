@@ -19,7 +19,6 @@ import (
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/records"
-	"github.com/redis/go-redis/v9"
 )
 
 //go:embed lua/purge_recheck.lua
@@ -159,7 +158,6 @@ func Purge(ctx context.Context, c *redisconn.Conn, opts PurgeOptions, emit func(
 	}
 	p := &purger{c: c, opts: opts, emit: emit, want: recordStatusSet(opts.Statuses), chunk: deleteChunkSize,
 		decoded: records.DecodedFieldsWith(opts.Decode)}
-	_, p.cluster = c.Client().(*redis.ClusterClient)
 	if opts.MaxRate > 0 {
 		p.limiter = &deleteLimiter{rate: opts.MaxRate}
 		// Several small chunks a second rather than one burst a chunk.
@@ -182,7 +180,6 @@ type purger struct {
 	emit    func(PurgeItem)
 	want    map[records.Status]bool
 	chunk   int
-	cluster bool
 	limiter *deleteLimiter
 	decoded []string
 
@@ -537,7 +534,7 @@ func (cl *recheckCall) finish() {
 // perCall is how many keys of chunk one script call carries: all on a
 // single server, one in a cluster (keys of one call must share a slot).
 func (p *purger) perCall(chunk []keyRead) int {
-	if p.cluster {
+	if p.c.Cluster() {
 		return 1
 	}
 	return len(chunk)
