@@ -325,18 +325,11 @@ func scanNodes(ctx context.Context, c *redisconn.Conn, match string, count int64
 }
 
 // GlobEscape quotes the glob metacharacters of SCAN MATCH (* ? [ ] \) so
-// that the pattern matches s literally.
-func GlobEscape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ { // bytes: key names need not be UTF-8
-		switch s[i] {
-		case '*', '?', '[', ']', '\\':
-			b.WriteByte('\\')
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+// that the pattern matches s literally (byte by byte: key names need not be
+// UTF-8).
+func GlobEscape(s string) string { return globMeta.Replace(s) }
+
+var globMeta = strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`, `\`, `\\`)
 
 func scanMatch(pattern string, literal bool) string {
 	switch {
