@@ -35,13 +35,11 @@ func decodeRestoreReply(v any) (RestoreOutcome, error) {
 	case Restored, Replaced, Existing, Expired:
 		return RestoreOutcome(reply), nil
 	}
-	return "", &unexpectedReply{v}
+	return "", fmt.Errorf("%w %q", errUnexpectedReply, fmt.Sprint(v))
 }
 
-// unexpectedReply is a reply the script does not make.
-type unexpectedReply struct{ v any }
-
-func (e *unexpectedReply) Error() string { return fmt.Sprintf("unexpected reply %q", fmt.Sprint(e.v)) }
+// errUnexpectedReply is a reply the script does not make.
+var errUnexpectedReply = errors.New("unexpected reply")
 
 // restoreArgs are the restore script's (see lua/restore.lua).
 type restoreArgs struct {
@@ -138,10 +136,9 @@ func (r *Restorer) RestoreUnless(ctx context.Context, recs []backup.Record, miss
 			continue
 		}
 		what, msg := "restore "+strconv.Quote(recs[i].Key), err.Error()
-		var bad *unexpectedReply
 		switch {
-		case errors.As(err, &bad):
-			first = exit.New(exit.Internal, what, "%v", bad)
+		case errors.Is(err, errUnexpectedReply):
+			first = exit.New(exit.Internal, what, "%v", err)
 		case strings.Contains(msg, "DUMP payload") || strings.Contains(msg, "Bad data format"):
 			// Redis's words without the script's place ("script: SHA, on @user_script:58.").
 			msg, _, _ = strings.Cut(msg, " script: ")
