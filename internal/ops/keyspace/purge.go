@@ -380,6 +380,7 @@ type recheckCall struct {
 	list    map[string]int // the joined names of lists[i] -> i+1
 	last    int            // the list the previous hash used
 	fields  []string       // a buffer for one key's field names
+	vals    []string       // and one for their values
 	run     recheckRun     // the current run's header
 	runAt   int            // where in body its count is
 	body    []any
@@ -458,18 +459,12 @@ func (cl *recheckCall) add(rd *keyRead, noTTL, force bool) {
 		list := cl.fieldList(fields)
 		if inline {
 			cl.open(recheckRun{kind: "hash", ttl: ttl, size: rd.size, list: list})
-			n := len(fields)
+			vals := cl.vals[:0]
 			for _, f := range fields {
-				n += len(rd.raw.Hash[f])
+				vals = append(vals, rd.raw.Hash[f])
 			}
-			b := make([]byte, 0, n)
-			for i, f := range fields {
-				if i > 0 {
-					b = append(b, 0)
-				}
-				b = append(b, rd.raw.Hash[f]...)
-			}
-			cl.body = append(cl.body, string(b))
+			cl.vals = vals
+			cl.body = append(cl.body, strings.Join(vals, "\x00"))
 			return
 		}
 		cl.open(recheckRun{kind: "hashd", ttl: ttl, size: rd.size, list: list})
