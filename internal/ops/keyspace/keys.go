@@ -61,15 +61,14 @@ func missingKeys(keys []string) string {
 
 // ScanOptions selects the keys ScanKeys reports.
 type ScanOptions struct {
-	Pattern       string           // SCAN MATCH glob; "" is "*"
-	Literal       bool             // match Pattern as a plain key name (GlobEscape)
-	Statuses      []records.Status // report only records of these statuses; empty: every key
-	All           bool             // report idmpctl's emulated IDMP state keys too (hidden otherwise)
-	Limit         int64            // stop after this many reported; 0: no limit
-	Count         int64            // SCAN COUNT hint; 0: DefaultScanCount
-	MaxValueBytes int64            // read at most this much of a string; 0: ScanMaxValue
-	Decode        records.DecodeOptions
-	Progress      func(scanned int64) // after each batch, never concurrently
+	Pattern  string           // SCAN MATCH glob; "" is "*"
+	Literal  bool             // match Pattern as a plain key name (GlobEscape)
+	Statuses []records.Status // report only records of these statuses; empty: every key
+	All      bool             // report idmpctl's emulated IDMP state keys too (hidden otherwise)
+	Limit    int64            // stop after this many reported; 0: no limit
+	Count    int64            // SCAN COUNT hint; 0: DefaultScanCount
+	Decode   records.DecodeOptions
+	Progress func(scanned int64) // after each batch, never concurrently
 }
 
 // Summary counts a scan. Matched counts the keys reported (records, streams,
@@ -98,7 +97,7 @@ func ScanKeys(ctx context.Context, c *redisconn.Conn, opts ScanOptions, emit fun
 	want := recordStatusSet(opts.Statuses)
 	var mu sync.Mutex
 	var emitErr error
-	ro := readOptions{maxValue: opts.MaxValueBytes, decode: opts.Decode}
+	ro := readOptions{decode: opts.Decode} // strings read up to ScanMaxValue
 	err := scanNodes(ctx, c, scanMatch(opts.Pattern, opts.Literal), opts.Count, ro, func(ctx context.Context, keys []string, reads []keyRead) error {
 		mu.Lock()
 		defer mu.Unlock()

@@ -31,11 +31,11 @@ type KeySize struct {
 }
 
 // SampleKeys returns up to n keys matching pattern from each primary.
-func SampleKeys(ctx context.Context, c *redisconn.Conn, pattern string, literal bool, n int) ([]string, error) {
+func SampleKeys(ctx context.Context, c *redisconn.Conn, pattern string, n int) ([]string, error) {
 	if _, err := c.Capabilities(ctx); err != nil {
 		return nil, err
 	}
-	match := scanMatch(pattern, literal)
+	match := scanMatch(pattern, false)
 	var mu sync.Mutex
 	var out []string
 	err := c.EachPrimary(ctx, func(ctx context.Context, node redis.Cmdable, _ string) error {
