@@ -80,19 +80,20 @@ type line struct {
 	KeptCount *int64  `json:"kept_count,omitempty"`
 }
 
-func keyFields(l *line, key string) {
+// withKey is l naming key, as key_b64 when it is not UTF-8.
+func withKey(l line, key string) line {
 	if utf8.ValidString(key) {
 		l.Key = &key
-		return
+		return l
 	}
 	b := base64.StdEncoding.EncodeToString([]byte(key))
 	l.KeyB64 = &b
+	return l
 }
 
 // Writer appends to a backup file. Its methods may be called from several
 // goroutines (the nodes of a cluster are purged concurrently).
 type Writer struct {
-	path    string
 	mu      sync.Mutex
 	f       *os.File
 	bw      *bufio.Writer
@@ -115,7 +116,7 @@ func Create(path string, h Header) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{path: path, f: f, bw: bufio.NewWriterSize(f, 256<<10)}
+	w := &Writer{f: f, bw: bufio.NewWriterSize(f, 256<<10)}
 	v := Version
 	if h.Created == "" {
 		h.Created = time.Now().UTC().Format(time.RFC3339)
@@ -136,9 +137,6 @@ func Create(path string, h Header) (*Writer, error) {
 	}
 	return w, nil
 }
-
-// Path is the file's path.
-func (w *Writer) Path() string { return w.path }
 
 func (w *Writer) writeLine(l line) error {
 	b, err := json.Marshal(l)
@@ -167,17 +165,14 @@ func (w *Writer) Save(recs []Record) error {
 	}
 	for _, r := range recs {
 		d := base64.StdEncoding.EncodeToString(r.Payload)
-		l := line{PTTL: &r.PTTL, ExpiresAt: &r.ExpiresAt, Dump: &d}
-		keyFields(&l, r.Key)
-		if w.err = w.writeLine(l); w.err != nil {
+		if w.err = w.writeLine(withKey(line{PTTL: &r.PTTL, ExpiresAt: &r.ExpiresAt, Dump: &d}, r.Key)); w.err != nil {
 			return w.err
 		}
 	}
-	if w.err = w.sync(); w.err != nil {
-		return w.err
+	if w.err = w.sync(); w.err == nil {
+		w.records += int64(len(recs))
 	}
-	w.records += int64(len(recs))
-	return nil
+	return w.err
 }
 
 // Kept marks keys saved before as kept by the purge (reason: changed,
@@ -189,9 +184,7 @@ func (w *Writer) Kept(keys []string, reason string) error {
 		return w.err
 	}
 	for _, k := range keys {
-		l := line{Kept: reason}
-		keyFields(&l, k)
-		if w.err = w.writeLine(l); w.err != nil {
+		if w.err = w.writeLine(withKey(line{Kept: reason}, k)); w.err != nil {
 			return w.err
 		}
 	}

@@ -10,25 +10,15 @@ const maxMarker = 32
 
 func decodeHash(r *Record, h map[string]string, lens map[string]int64, lockTargetExists *bool) {
 	r.Fields = h
-	decodeHashRecord(r, h, lens)
-	lockFromObject(r, h, lockTargetExists)
-}
-
-func decodeHashRecord(r *Record, h map[string]string, lens map[string]int64) {
 	_, hasStatus := h["status"]
 	_, hasToken := h["token"]
-	switch {
-	case hasStatus && hasToken:
+	if raw, ok := lookup(h, statusNames...); hasStatus && hasToken {
 		r.Format = FormatIdmpctl
 		decodeIdmpctl(r, h)
 		if !r.HasResult && lens["result"] > 0 {
 			r.HasResult, r.ResultBytes = true, int(lens["result"])
 		}
-	default:
-		raw, ok := lookup(h, statusNames...)
-		if !ok {
-			return
-		}
+	} else if ok {
 		r.Format = FormatHash
 		r.RawStatus, r.Status = raw, NormaliseStatus(raw)
 		decodeGeneric(r, h)
@@ -41,6 +31,7 @@ func decodeHashRecord(r *Record, h map[string]string, lens map[string]int64) {
 			}
 		}
 	}
+	lockFromObject(r, h, lockTargetExists)
 }
 
 // decodeIdmpctl reads docs/claim.md's record: integers are server ms, exactly.

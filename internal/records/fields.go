@@ -106,14 +106,10 @@ func secondsMs(s string) int64 {
 
 // millis reads a Unix time in ms (Powertools' in_progress_expiration).
 func millis(s string) int64 {
-	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || math.IsNaN(f) || f <= 0 || f > 9e18 {
-		return 0
-	}
-	if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
+	if n := looseInt(s); n > 0 && float64(n) <= 9e18 {
 		return n
 	}
-	return int64(f)
+	return 0
 }
 
 // DecodedFields lists the hash fields the decoders read but payloads: what a

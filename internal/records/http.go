@@ -1,8 +1,10 @@
 package records
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -26,10 +28,7 @@ func isExpress(m map[string]string) bool {
 	if !ok {
 		return false
 	}
-	_, method := rm["method"]
-	_, url := rm["url"]
-	_, headers := rm["headers"]
-	if !method && !url && !headers {
+	if !slices.ContainsFunc([]string{"method", "url", "headers"}, func(k string) bool { _, ok := rm[k]; return ok }) {
 		return false
 	}
 	if resp, ok := m["response"]; ok && resp != "null" {
@@ -108,15 +107,12 @@ func setHTTPOutcome(r *Record, code int, errBody string, explicitError bool) {
 	}
 	r.Flags = append(r.Flags, FlagErrorResponse)
 	msg := errorMessage(errBody)
-	switch {
-	case code > 0 && msg != "":
-		r.Error = fmt.Sprintf("HTTP %d: %s", code, msg)
-	case code > 0:
+	r.Error = cmp.Or(msg, "error response")
+	if code > 0 {
 		r.Error = fmt.Sprintf("HTTP %d", code)
-	case msg != "":
-		r.Error = msg
-	default:
-		r.Error = "error response"
+		if msg != "" {
+			r.Error += ": " + msg
+		}
 	}
 }
 

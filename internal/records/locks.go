@@ -74,54 +74,23 @@ func lockValue(s string, ttlMs int64) (owner string, held bool) {
 	return "", false
 }
 
+// Character classes of lock values.
+const (
+	digits  = "0123456789"
+	letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+)
+
 // tokenShaped: the characters of ids, host names, base64 and base64url.
-func tokenShaped(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("._:@/+=-", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+func tokenShaped(s string) bool { return strings.Trim(s, letters+digits+"._:@/+=-") == "" }
 
-func isAllDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
-}
+func isAllDigits(s string) bool { return s != "" && strings.Trim(s, digits) == "" }
 
-func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i] | 0x20
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return s != ""
-}
+func isHex(s string) bool { return s != "" && strings.Trim(s, digits+"abcdefABCDEF") == "" }
 
 // isUUID: 8-4-4-4-12 hex digits.
 func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if i == 8 || i == 13 || i == 18 || i == 23 {
-			if s[i] != '-' {
-				return false
-			}
-		} else if !isHex(s[i : i+1]) {
-			return false
-		}
-	}
-	return true
+	return len(s) == 36 && s[8] == '-' && s[13] == '-' && s[18] == '-' && s[23] == '-' &&
+		isHex(s[:8]+s[9:13]+s[14:18]+s[19:23]+s[24:])
 }
 
 // hostPid: "host:pid" (idmpctl's default owner and many lock libraries'),
@@ -140,23 +109,8 @@ func hostPid(s string) bool {
 // randomToken: 16 or more base64/base64url characters mixing letters and
 // digits, as random tokens (nanoid, base64 of random bytes) do.
 func randomToken(s string) bool {
-	if len(s) < 16 {
-		return false
-	}
-	var letter, digit bool
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= '0' && c <= '9':
-			digit = true
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
-			letter = true
-		case strings.IndexByte("+/=_-", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return letter && digit
+	return len(s) >= 16 && strings.Trim(s, letters+digits+"+/=_-") == "" &&
+		strings.ContainsAny(s, letters) && strings.ContainsAny(s, digits)
 }
 
 // lockObject: a JSON object or hash at a lock-named key that did not decode

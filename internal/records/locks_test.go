@@ -2,6 +2,7 @@ package records
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -29,6 +30,13 @@ func TestLockTarget(t *testing.T) {
 func TestDecodeLocks(t *testing.T) {
 	yes, no := boolp(true), boolp(false)
 	const uuid = "9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d"
+	// A UUID's shape in bytes 0x10-0x19, which are no hex digits.
+	ctlUUID := strings.Map(func(r rune) rune {
+		if r == '-' {
+			return r
+		}
+		return 0x10 + r%10
+	}, uuid)
 	type lockWant struct {
 		format Format
 		status Status
@@ -111,6 +119,8 @@ func TestDecodeLocks(t *testing.T) {
 		{"plain name, no TTL", "lock:job", "string", str("worker-7"), nil, -1,
 			lockWant{FormatUnknown, Unknown, "", "", "", []Flag{FlagNoTTL}}},
 		{"sentence", "lock:job", "string", str("held by worker 7"), nil, 1000,
+			lockWant{FormatUnknown, Unknown, "", "", "", nil}},
+		{"control bytes are no uuid", "lock:order:23", "hash", hash(ctlUUID+":1", "1"), nil, 30000,
 			lockWant{FormatUnknown, Unknown, "", "", "", nil}},
 		{"json without holder", "lock:cfg", "string", str(`{"a":1}`), nil, 1000,
 			lockWant{FormatUnknown, Unknown, "", "", "", nil}},

@@ -219,13 +219,10 @@ func (r Record) AgeMs() (ms int64, known bool) {
 // of its lease and its deadline (0: neither). Stale and lease-left both
 // follow it, so a live lease never hides a passed deadline.
 func (r Record) LeaseEndMs() int64 {
-	switch {
-	case r.LeaseUntilMs > 0 && r.DeadlineMs > 0:
+	if r.LeaseUntilMs > 0 && r.DeadlineMs > 0 {
 		return min(r.LeaseUntilMs, r.DeadlineMs)
-	case r.LeaseUntilMs > 0:
-		return r.LeaseUntilMs
 	}
-	return max(r.DeadlineMs, 0)
+	return max(r.LeaseUntilMs, r.DeadlineMs, 0)
 }
 
 // LeaseLeftMs is LeaseEndMs - NowMs of a PROCESSING record (negative once

@@ -19,7 +19,10 @@ const maxStringNest = 4
 // Secret names, compared lower-case with '-', '_', '.' and spaces dropped:
 // any name ending in one of these (x-api-key, set-cookie, access_token,
 // clientSecret, db_password), and privatekey and credentials exactly.
-var secretSuffixes = []string{"authorization", "cookie", "password", "passwd", "secret", "apikey", "token"}
+var (
+	secretSuffixes   = []string{"authorization", "cookie", "password", "passwd", "secret", "apikey", "token"}
+	secretSeparators = strings.NewReplacer("-", "", "_", "", ".", "", " ", "")
+)
 
 // IsSecretName reports whether a header, hash field or JSON member of this
 // name holds a secret (credentials, session cookies, API keys, tokens),
@@ -28,13 +31,7 @@ func IsSecretName(name string) bool {
 	if len(name) > 64 {
 		return false
 	}
-	n := strings.Map(func(r rune) rune {
-		switch r {
-		case '-', '_', '.', ' ':
-			return -1
-		}
-		return r
-	}, strings.ToLower(name))
+	n := secretSeparators.Replace(strings.ToLower(name))
 	return n == "privatekey" || n == "credentials" ||
 		slices.ContainsFunc(secretSuffixes, func(s string) bool { return strings.HasSuffix(n, s) })
 }

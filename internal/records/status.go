@@ -33,13 +33,10 @@ func statusKey(raw string) string {
 	if len(raw) > 32 {
 		return ""
 	}
-	return strings.Map(func(r rune) rune {
-		if r == ' ' || r == '-' {
-			return '_'
-		}
-		return r
-	}, strings.ToUpper(raw))
+	return statusSeparators.Replace(strings.ToUpper(raw))
 }
+
+var statusSeparators = strings.NewReplacer(" ", "_", "-", "_")
 
 // Statuses lists every status in the order summaries show them.
 func Statuses() []Status {

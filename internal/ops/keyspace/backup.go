@@ -78,20 +78,21 @@ type backupEntry struct {
 
 // decodeBackupReply reads the backup script's reply: an entry a key.
 func decodeBackupReply(v any) ([]backupEntry, error) {
+	bad := errors.New("unexpected reply of the backup script")
 	list, ok := v.([]any)
 	if !ok {
-		return nil, errors.New("unexpected reply of the backup script")
+		return nil, bad
 	}
 	out := make([]backupEntry, len(list))
 	for i, e := range list {
-		t, ok := e.([]any)
-		if !ok || len(t) != 3 {
-			return nil, errors.New("unexpected reply of the backup script")
+		t, _ := e.([]any)
+		if len(t) != 3 {
+			return nil, bad
 		}
 		pttl, ok1 := t[0].(int64)
 		at, ok2 := t[1].(int64)
 		if !ok1 || !ok2 {
-			return nil, errors.New("unexpected reply of the backup script")
+			return nil, bad
 		}
 		payload, ok := t[2].(string)
 		out[i] = backupEntry{pttl: pttl, at: at, payload: payload, present: ok && pttl != -2}
@@ -99,34 +100,28 @@ func decodeBackupReply(v any) ([]backupEntry, error) {
 	return out, nil
 }
 
-// markUnknown marks the chunk's keys as of unknown fate: their re-check's
-// reply never came, so restore puts them back only where missing.
-func (p *purger) markUnknown(chunk []keyRead) error {
-	if p.opts.Backup == nil {
-		return nil
-	}
-	if err := p.opts.Backup.Kept(keysOf(chunk), backup.KeptUnknown); err != nil {
-		return &exit.Error{Code: exit.Config, What: "write the backup", Err: err}
-	}
-	return nil
-}
-
-// markKept marks the chunk's keys the re-check kept, as changed or live.
+// markKept marks the chunk's keys the re-check kept, as changed or live;
+// without outcomes (the re-check's reply never came) every key, as of
+// unknown fate: restore puts those back only where missing.
 func (p *purger) markKept(chunk []keyRead, outcomes []PurgeOutcome) error {
 	if p.opts.Backup == nil {
 		return nil
 	}
 	kept := map[string][]string{}
-	for i, o := range outcomes {
-		reason := backup.KeptChanged
-		if o == PurgeLive {
+	for i, rd := range chunk {
+		reason := backup.KeptUnknown
+		switch {
+		case outcomes == nil:
+		case outcomes[i] == PurgeDeleted:
+			continue
+		case outcomes[i] == PurgeLive:
 			reason = backup.KeptLive
+		default:
+			reason = backup.KeptChanged
 		}
-		if o != PurgeDeleted {
-			kept[reason] = append(kept[reason], chunk[i].rec.Key)
-		}
+		kept[reason] = append(kept[reason], rd.rec.Key)
 	}
-	for _, reason := range []string{backup.KeptChanged, backup.KeptLive} {
+	for _, reason := range []string{backup.KeptChanged, backup.KeptLive, backup.KeptUnknown} {
 		if len(kept[reason]) == 0 {
 			continue
 		}

@@ -61,15 +61,14 @@ func missingKeys(keys []string) string {
 
 // ScanOptions selects the keys ScanKeys reports.
 type ScanOptions struct {
-	Pattern       string           // SCAN MATCH glob; "" is "*"
-	Literal       bool             // match Pattern as a plain key name (GlobEscape)
-	Statuses      []records.Status // report only records of these statuses; empty: every key
-	All           bool             // report idmpctl's emulated IDMP state keys too (hidden otherwise)
-	Limit         int64            // stop after this many reported; 0: no limit
-	Count         int64            // SCAN COUNT hint; 0: DefaultScanCount
-	MaxValueBytes int64            // read at most this much of a string; 0: ScanMaxValue
-	Decode        records.DecodeOptions
-	Progress      func(scanned int64) // after each batch, never concurrently
+	Pattern  string           // SCAN MATCH glob; "" is "*"
+	Literal  bool             // match Pattern as a plain key name (GlobEscape)
+	Statuses []records.Status // report only records of these statuses; empty: every key
+	All      bool             // report idmpctl's emulated IDMP state keys too (hidden otherwise)
+	Limit    int64            // stop after this many reported; 0: no limit
+	Count    int64            // SCAN COUNT hint; 0: DefaultScanCount
+	Decode   records.DecodeOptions
+	Progress func(scanned int64) // after each batch, never concurrently
 }
 
 // Summary counts a scan. Matched counts the keys reported (records, streams,
@@ -98,7 +97,7 @@ func ScanKeys(ctx context.Context, c *redisconn.Conn, opts ScanOptions, emit fun
 	want := recordStatusSet(opts.Statuses)
 	var mu sync.Mutex
 	var emitErr error
-	ro := readOptions{maxValue: opts.MaxValueBytes, decode: opts.Decode}
+	ro := readOptions{decode: opts.Decode} // strings read up to ScanMaxValue
 	err := scanNodes(ctx, c, scanMatch(opts.Pattern, opts.Literal), opts.Count, ro, func(ctx context.Context, keys []string, reads []keyRead) error {
 		mu.Lock()
 		defer mu.Unlock()
@@ -223,7 +222,7 @@ func scanNodes(ctx context.Context, c *redisconn.Conn, match string, count int64
 		count = DefaultScanCount
 	}
 	var stopped atomic.Bool
-	scanOne := func(ctx context.Context, node redis.Cmdable) error {
+	return c.EachPrimary(ctx, func(ctx context.Context, node redis.Cmdable, _ string) error {
 		ctx, cancel := context.WithCancel(ctx)
 		jobs := make(chan *scanJob)             // to the readers
 		order := make(chan *scanJob, scanAhead) // to handle, in SCAN order
@@ -282,7 +281,7 @@ func scanNodes(ctx context.Context, c *redisconn.Conn, match string, count int64
 					case buf = <-free:
 					default:
 					}
-					job.reads, job.err = rdr.read(ctx, job.keys, buf)
+					job.reads, job.err = rdr.read(ctx, job.keys, buf, 1)
 					close(job.done)
 				}
 			}()
@@ -321,23 +320,15 @@ func scanNodes(ctx context.Context, c *redisconn.Conn, match string, count int64
 		}
 		// SCAN also ends its queue when the caller cancelled: no complete scan.
 		return ctx.Err()
-	}
-	return c.EachPrimary(ctx, func(ctx context.Context, node redis.Cmdable, _ string) error { return scanOne(ctx, node) })
+	})
 }
 
 // GlobEscape quotes the glob metacharacters of SCAN MATCH (* ? [ ] \) so
-// that the pattern matches s literally.
-func GlobEscape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ { // bytes: key names need not be UTF-8
-		switch s[i] {
-		case '*', '?', '[', ']', '\\':
-			b.WriteByte('\\')
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+// that the pattern matches s literally (byte by byte: key names need not be
+// UTF-8).
+func GlobEscape(s string) string { return globMeta.Replace(s) }
+
+var globMeta = strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`, `\`, `\\`)
 
 func scanMatch(pattern string, literal bool) string {
 	switch {

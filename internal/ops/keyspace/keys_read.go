@@ -87,7 +87,7 @@ func smallHash(enc string) bool {
 // each command by its key), plus one for keys the encoding does not type,
 // and decodes each at the server's time (TIME, in the first round).
 func readKeys(ctx context.Context, c *redisconn.Conn, keys []string, ro readOptions) ([]keyRead, error) {
-	return newKeyReader(c, ro).read(ctx, keys, nil)
+	return newKeyReader(c, ro).read(ctx, keys, nil, 1)
 }
 
 // keyReader reads batch after batch, reusing its buffers (one goroutine).
@@ -107,14 +107,9 @@ func newKeyReader(c *redisconn.Conn, ro readOptions) *keyReader {
 	return &keyReader{c: c, ro: ro, fields: records.DecodedFieldsWith(ro.decode)}
 }
 
-// read reads keys into out (reused when large enough), one keyRead a key.
-func (r *keyReader) read(ctx context.Context, keys []string, out []keyRead) ([]keyRead, error) {
-	return r.readAttempt(ctx, keys, out, 1)
-}
-
-// readAttempt reads keys; attempt 1 infers types from encodings, re-reads
-// ask TYPE.
-func (r *keyReader) readAttempt(ctx context.Context, keys []string, out []keyRead, attempt int) ([]keyRead, error) {
+// read reads keys into out (reused when large enough), one keyRead a key;
+// attempt 1 infers types from encodings, re-reads ask TYPE.
+func (r *keyReader) read(ctx context.Context, keys []string, out []keyRead, attempt int) ([]keyRead, error) {
 	c, ro := r.c, r.ro
 	typed := attempt > 1
 	n := len(keys)
@@ -226,7 +221,7 @@ func (r *keyReader) readAttempt(ctx context.Context, keys []string, out []keyRea
 		for j, i := range again {
 			keysAgain[j] = keys[i]
 		}
-		reads, err := newKeyReader(c, ro).readAttempt(ctx, keysAgain, nil, attempt+1)
+		reads, err := newKeyReader(c, ro).read(ctx, keysAgain, nil, attempt+1)
 		if err != nil {
 			return nil, err
 		}

@@ -31,14 +31,14 @@ type KeySize struct {
 }
 
 // SampleKeys returns up to n keys matching pattern from each primary.
-func SampleKeys(ctx context.Context, c *redisconn.Conn, pattern string, literal bool, n int) ([]string, error) {
+func SampleKeys(ctx context.Context, c *redisconn.Conn, pattern string, n int) ([]string, error) {
 	if _, err := c.Capabilities(ctx); err != nil {
 		return nil, err
 	}
-	match := scanMatch(pattern, literal)
+	match := scanMatch(pattern, false)
 	var mu sync.Mutex
 	var out []string
-	one := func(ctx context.Context, node redis.Cmdable) error {
+	err := c.EachPrimary(ctx, func(ctx context.Context, node redis.Cmdable, _ string) error {
 		var keys []string
 		var cursor uint64
 		seen := map[string]bool{}
@@ -64,8 +64,7 @@ func SampleKeys(ctx context.Context, c *redisconn.Conn, pattern string, literal 
 		out = append(out, keys...)
 		mu.Unlock()
 		return nil
-	}
-	err := c.EachPrimary(ctx, func(ctx context.Context, node redis.Cmdable, _ string) error { return one(ctx, node) })
+	})
 	if err != nil {
 		return nil, exit.Wrap(err, "scan")
 	}
@@ -122,42 +121,35 @@ func MeasureKeys(ctx context.Context, c *redisconn.Conn, keys []string, values b
 // measureValues fills ValueBytes: STRLEN, a hash's field and value bytes
 // (what a developer counts as "the value"), else the DUMP payload's length.
 func measureValues(ctx context.Context, c *redisconn.Conn, sizes []KeySize) error {
-	strlen := make([]*redis.IntCmd, len(sizes))
-	hashes := make([]*redis.MapStringStringCmd, len(sizes))
-	dumps := make([]*redis.StringCmd, len(sizes))
+	cmds := make([]redis.Cmder, len(sizes))
 	err := c.Pipelined(ctx, func(p redis.Pipeliner, ctx context.Context) {
 		for i, s := range sizes {
 			switch s.Type {
 			case "string":
-				strlen[i] = p.StrLen(ctx, s.Key)
+				cmds[i] = p.StrLen(ctx, s.Key)
 			case "hash":
-				hashes[i] = p.HGetAll(ctx, s.Key)
+				cmds[i] = p.HGetAll(ctx, s.Key)
 			default:
-				dumps[i] = p.Dump(ctx, s.Key)
+				cmds[i] = p.Dump(ctx, s.Key)
 			}
 		}
 	})
 	if err != nil {
 		return err
 	}
-	for i := range sizes {
-		var err error
-		switch {
-		case strlen[i] != nil:
-			sizes[i].ValueBytes, err = strlen[i].Result()
-		case hashes[i] != nil:
-			var h map[string]string
-			h, err = hashes[i].Result()
-			for f, v := range h {
+	for i, cmd := range cmds {
+		switch cmd := cmd.(type) {
+		case *redis.IntCmd:
+			sizes[i].ValueBytes = cmd.Val()
+		case *redis.MapStringStringCmd:
+			for f, v := range cmd.Val() {
 				sizes[i].ValueBytes += int64(len(f) + len(v))
 			}
-		case dumps[i] != nil:
-			var d string
-			d, err = dumps[i].Result()
-			sizes[i].ValueBytes = int64(len(d))
+		case *redis.StringCmd:
+			sizes[i].ValueBytes = int64(len(cmd.Val()))
 		}
 		// WRONGTYPE or nil: changed or gone since TYPE, measured as 0.
-		if err != nil && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(err, "WRONGTYPE") {
+		if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(err, "WRONGTYPE") {
 			return err
 		}
 	}

@@ -99,7 +99,7 @@ func TestSampleKeys(t *testing.T) {
 	ctx := context.Background()
 	fillClaims(t, c.Client(), "s:", 50)
 	c.Client().Set(ctx, "other", "x", 0)
-	keys, err := SampleKeys(ctx, c, "s:*", false, 20)
+	keys, err := SampleKeys(ctx, c, "s:*", 20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestSampleKeys(t *testing.T) {
 	if len(keys) != 20 {
 		t.Errorf("%d keys, want 20", len(keys))
 	}
-	if keys, err = SampleKeys(ctx, c, "s:*", false, 1000); err != nil || len(keys) != 50 {
+	if keys, err = SampleKeys(ctx, c, "s:*", 1000); err != nil || len(keys) != 50 {
 		t.Errorf("%d keys (%v), want all 50", len(keys), err)
 	}
 }
@@ -196,7 +196,7 @@ func TestMemoryOnCluster(t *testing.T) {
 	if keys != 300 || sum.Matched != 300 || rep.Estimated || rep.Bytes != total {
 		t.Errorf("keys %d matched %d, report %+v, MEMORY USAGE sums to %d", keys, sum.Matched, rep, total)
 	}
-	sample, err := SampleKeys(context.Background(), c, "bulk:*", false, 1000)
+	sample, err := SampleKeys(context.Background(), c, "bulk:*", 1000)
 	if err != nil || len(sample) != 300 {
 		t.Fatalf("sampled %d keys of every primary (%v), want 300", len(sample), err)
 	}

@@ -90,7 +90,7 @@ func (p *OrphanPlan) Drop(ctx context.Context, c *redisconn.Conn, dryRun bool, e
 		return sum, err
 	}
 	for _, g := range p.groups {
-		outcome := PurgeWouldDelete
+		outcome, count := PurgeWouldDelete, new(int64) // a dry run counts nothing
 		if !dryRun {
 			keys := make([]string, len(g.keys))
 			for i, r := range g.keys {
@@ -102,19 +102,14 @@ func (p *OrphanPlan) Drop(ctx context.Context, c *redisconn.Conn, dryRun bool, e
 			if err != nil {
 				return sum, err
 			}
-			outcome = PurgeDeleted
+			outcome, count = PurgeDeleted, &sum.Deleted
 			if kept {
-				outcome = PurgeChanged
+				outcome, count = PurgeChanged, &sum.Changed
 			}
 		}
 		slices.SortFunc(g.keys, func(a, b records.Record) int { return strings.Compare(a.Key, b.Key) })
 		for _, r := range g.keys {
-			switch outcome {
-			case PurgeDeleted:
-				sum.Deleted++
-			case PurgeChanged:
-				sum.Changed++
-			}
+			*count++
 			emit(PurgeItem{Record: r, Outcome: outcome})
 		}
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/records"
-	"github.com/redis/go-redis/v9"
 )
 
 //go:embed lua/purge_recheck.lua
@@ -159,7 +158,6 @@ func Purge(ctx context.Context, c *redisconn.Conn, opts PurgeOptions, emit func(
 	}
 	p := &purger{c: c, opts: opts, emit: emit, want: recordStatusSet(opts.Statuses), chunk: deleteChunkSize,
 		decoded: records.DecodedFieldsWith(opts.Decode)}
-	_, p.cluster = c.Client().(*redis.ClusterClient)
 	if opts.MaxRate > 0 {
 		p.limiter = &deleteLimiter{rate: opts.MaxRate}
 		// Several small chunks a second rather than one burst a chunk.
@@ -182,7 +180,6 @@ type purger struct {
 	emit    func(PurgeItem)
 	want    map[records.Status]bool
 	chunk   int
-	cluster bool
 	limiter *deleteLimiter
 	decoded []string
 
@@ -259,23 +256,15 @@ const (
 // its read; one kept only by the lock or the live rule says which, and why.
 func (p *purger) selects(rd *keyRead) (bool, keptKind, string) {
 	r, o := rd.rec, p.opts
+	last := r.LastActivityMs()
 	switch {
-	case r.Format == records.FormatNone:
-		return false, keptFiltered, "" // gone since SCAN
-	case !o.AnyType && !r.Recognised():
+	case r.Format == records.FormatNone, // gone since SCAN
+		!o.AnyType && !r.Recognised(),
+		p.want != nil && !p.want[r.Status] && r.Status != records.Locked,
+		o.Stale && !r.HasFlag(records.FlagStale),
+		o.NoTTL && r.TTLms != -1,
+		o.OlderThan > 0 && (last <= 0 || rd.nowMs-last < o.OlderThan.Milliseconds()):
 		return false, keptFiltered, ""
-	case p.want != nil && !p.want[r.Status] && r.Status != records.Locked:
-		return false, keptFiltered, ""
-	case o.Stale && !r.HasFlag(records.FlagStale):
-		return false, keptFiltered, ""
-	case o.NoTTL && r.TTLms != -1:
-		return false, keptFiltered, ""
-	}
-	if o.OlderThan > 0 {
-		last := r.LastActivityMs()
-		if last <= 0 || rd.nowMs-last < o.OlderThan.Milliseconds() {
-			return false, keptFiltered, ""
-		}
 	}
 	flags := records.PurgeFlags{Locked: p.want[records.Locked], Stale: o.Stale, Force: o.Force, OlderThan: o.OlderThan > 0}
 	if reason, blocked := r.PurgeBlocked(flags); blocked {
@@ -311,7 +300,7 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []keyRead) error {
 	} else {
 		// The re-check's error is the one to report; a failed mark fails
 		// the backup's Close, leaving the file without its end line.
-		_ = p.markUnknown(chunk)
+		_ = p.markKept(chunk, nil)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -391,6 +380,7 @@ type recheckCall struct {
 	list    map[string]int // the joined names of lists[i] -> i+1
 	last    int            // the list the previous hash used
 	fields  []string       // a buffer for one key's field names
+	vals    []string       // and one for their values
 	run     recheckRun     // the current run's header
 	runAt   int            // where in body its count is
 	body    []any
@@ -446,7 +436,8 @@ func (cl *recheckCall) add(rd *keyRead, noTTL, force bool) {
 			return
 		}
 		cl.open(recheckRun{kind: "strd", ttl: ttl})
-		cl.body = append(cl.body, rd.size, len(rd.str), sha1hex(rd.str))
+		sum := sha1.Sum([]byte(rd.str))
+		cl.body = append(cl.body, rd.size, len(rd.str), hex.EncodeToString(sum[:]))
 		return
 	case "hash":
 		fields := cl.fields[:0]
@@ -468,18 +459,12 @@ func (cl *recheckCall) add(rd *keyRead, noTTL, force bool) {
 		list := cl.fieldList(fields)
 		if inline {
 			cl.open(recheckRun{kind: "hash", ttl: ttl, size: rd.size, list: list})
-			n := len(fields)
+			vals := cl.vals[:0]
 			for _, f := range fields {
-				n += len(rd.raw.Hash[f])
+				vals = append(vals, rd.raw.Hash[f])
 			}
-			b := make([]byte, 0, n)
-			for i, f := range fields {
-				if i > 0 {
-					b = append(b, 0)
-				}
-				b = append(b, rd.raw.Hash[f]...)
-			}
-			cl.body = append(cl.body, string(b))
+			cl.vals = vals
+			cl.body = append(cl.body, strings.Join(vals, "\x00"))
 			return
 		}
 		cl.open(recheckRun{kind: "hashd", ttl: ttl, size: rd.size, list: list})
@@ -541,15 +526,10 @@ func (cl *recheckCall) finish() {
 	cl.body = nil
 }
 
-func sha1hex(s string) string {
-	sum := sha1.Sum([]byte(s))
-	return hex.EncodeToString(sum[:])
-}
-
 // perCall is how many keys of chunk one script call carries: all on a
 // single server, one in a cluster (keys of one call must share a slot).
 func (p *purger) perCall(chunk []keyRead) int {
-	if p.cluster {
+	if p.c.Cluster() {
 		return 1
 	}
 	return len(chunk)

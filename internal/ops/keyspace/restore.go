@@ -35,13 +35,11 @@ func decodeRestoreReply(v any) (RestoreOutcome, error) {
 	case Restored, Replaced, Existing, Expired:
 		return RestoreOutcome(reply), nil
 	}
-	return "", &unexpectedReply{v}
+	return "", fmt.Errorf("%w %q", errUnexpectedReply, fmt.Sprint(v))
 }
 
-// unexpectedReply is a reply the script does not make.
-type unexpectedReply struct{ v any }
-
-func (e *unexpectedReply) Error() string { return fmt.Sprintf("unexpected reply %q", fmt.Sprint(e.v)) }
+// errUnexpectedReply is a reply the script does not make.
+var errUnexpectedReply = errors.New("unexpected reply")
 
 // restoreArgs are the restore script's (see lua/restore.lua).
 type restoreArgs struct {
@@ -78,8 +76,8 @@ type Restorer struct {
 	opts   RestoreOptions
 	abstTL bool // the server takes RESTORE ... ABSTTL (Redis 5.0+, Valkey)
 	rdb    int  // a dry run's: the server's RDB version (serverRDB); 0: not asked
-	// clientNow is the server's clock as the client last read it (TIME),
-	// to leave out what expired long ago; a test seam.
+	// clientNow is the server's clock as the client last read it (TIME,
+	// serverTime), to leave out what expired long ago; a test seam.
 	clientNow func(ctx context.Context) (int64, error)
 }
 
@@ -90,10 +88,11 @@ func NewRestorer(ctx context.Context, c *redisconn.Conn, opts RestoreOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	major, minor, _ := strings.Cut(caps.Version, ".")
-	n, err := strconv.Atoi(major)
-	old := err == nil && minor != "" && minor[0] >= '0' && minor[0] <= '9' && caps.Product == "redis" && n < 5
-	return &Restorer{c: c, opts: opts, abstTL: !old}, nil
+	var major, minor int
+	n, _ := fmt.Sscanf(caps.Version, "%d.%d", &major, &minor)
+	r := &Restorer{c: c, opts: opts, abstTL: n < 2 || caps.Product != "redis" || major >= 5}
+	r.clientNow = r.serverTime
+	return r, nil
 }
 
 // RestoreUnless restores recs in one pipelined round trip after one for the
@@ -102,11 +101,7 @@ func NewRestorer(ctx context.Context, c *redisconn.Conn, opts RestoreOptions) (*
 // (nothing written) and the first is returned. A record with missingOnly[i]
 // (may be nil) is never written over an existing key, --replace or not.
 func (r *Restorer) RestoreUnless(ctx context.Context, recs []backup.Record, missingOnly []bool) ([]RestoreOutcome, error) {
-	now := r.clientNow
-	if now == nil {
-		now = r.serverTime
-	}
-	nowMs, err := now(ctx)
+	nowMs, err := r.clientNow(ctx)
 	if err != nil {
 		return nil, exit.Wrap(err, "restore")
 	}
@@ -141,10 +136,9 @@ func (r *Restorer) RestoreUnless(ctx context.Context, recs []backup.Record, miss
 			continue
 		}
 		what, msg := "restore "+strconv.Quote(recs[i].Key), err.Error()
-		var bad *unexpectedReply
 		switch {
-		case errors.As(err, &bad):
-			first = exit.New(exit.Internal, what, "%v", bad)
+		case errors.Is(err, errUnexpectedReply):
+			first = exit.New(exit.Internal, what, "%v", err)
 		case strings.Contains(msg, "DUMP payload") || strings.Contains(msg, "Bad data format"):
 			// Redis's words without the script's place ("script: SHA, on @user_script:58.").
 			msg, _, _ = strings.Cut(msg, " script: ")

@@ -14,7 +14,7 @@ import (
 // MeasureSample is calc-ttl --sample: the mean sizes of up to n keys
 // matching pattern (of each primary). No key matching is exit.NotFound.
 func MeasureSample(ctx context.Context, c *redisconn.Conn, pattern string, n int) (*capacity.MeasuredKeys, error) {
-	keys, err := SampleKeys(ctx, c, pattern, false, n)
+	keys, err := SampleKeys(ctx, c, pattern, n)
 	if err != nil {
 		return nil, exit.Wrap(err, "calc-ttl --sample")
 	}
