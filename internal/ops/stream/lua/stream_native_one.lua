@@ -4,20 +4,26 @@
 -- key can share a slot with). OUTCOMES '1': tell a duplicate, by XINFO
 -- STREAM's iids-duplicates before and after, and whether its original is
 -- still in the stream. Every check runs before the XADD, the one write;
--- a command's error reply is returned as the server gave it (pcall).
+-- a command's error reply is returned in the server's words (pcall; an
+-- ACL refusal as the server words it outside a script, NOPERM ...).
 -- Reply: 'H' when the stream holds emulated state, nil when NOMKSTREAM
 -- found no stream (nothing written either way); else { ID, 1 when a
 -- duplicate, 1 when its original is still in the stream }.
+local function refusal(r)
+  if type(r) ~= 'table' then return nil end
+  r.err = (string.gsub(r.err, '^ERR ACL failure in script: ', 'NOPERM '))
+  return r
+end
 if #KEYS > STATE then
   local held = redis.pcall('EXISTS', KEYS[STATE], KEYS[STATE + 1])
-  if type(held) == 'table' then return held end
+  if refusal(held) then return held end
   if held > 0 then return 'H' end
 end
 local function duplicates()
   local info = redis.pcall('XINFO', 'STREAM', STREAM)
   if info.err then
     if string.find(info.err, 'no such key', 1, true) then return 0 end
-    return nil, info
+    return nil, refusal(info)
   end
   return to_table(info)['iids-duplicates'] or 0
 end
@@ -39,7 +45,7 @@ end
 xadd[#xadd + 1] = '*'
 for i = FIELDS, #ARGV do xadd[#xadd + 1] = ARGV[i] end
 local id = redis.pcall('XADD', unpack(xadd))
-if type(id) == 'table' then return id end
+if refusal(id) then return id end
 if not id then return nil end
 if OUTCOMES ~= '1' then return { id, 0, 0 } end
 if duplicates() <= before then return { id, 0, 0 } end
