@@ -67,10 +67,7 @@ func (st step) sendRetrying(ctx context.Context, c *redisconn.Conn, o sendOpts) 
 // acknowledged is on rep.notAcked (the reply is good otherwise).
 func (st step) send(ctx context.Context, c *redisconn.Conn, o sendOpts) (scriptReply, error) {
 	ack, err := c.Run(ctx, redisconn.RunOpts{Key: st.key, Durability: o.durability}, st.call)
-	if err == nil {
-		err = st.call.Cmd.Err()
-	}
-	rep, err := st.reply(err)
+	rep, err := st.reply(err) // the call's own error is its reply's
 	if err != nil || !o.durability.On() {
 		return rep, err
 	}
