@@ -124,9 +124,7 @@ func (r *runner) prepare(ctx context.Context) error {
 		}
 	}
 	if !has {
-		_, err := do(ctx, c, func(ctx context.Context, uc redis.UniversalClient) (string, error) {
-			return uc.XGroupCreateMkStream(ctx, p.Stream, p.Group, "0").Result()
-		})
+		_, err := cmd(ctx, c, "XGROUP", "CREATE", p.Stream, p.Group, "0", "MKSTREAM")
 		if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") { // made meanwhile: as good
 			return exit.Wrap(err, r.what)
 		}

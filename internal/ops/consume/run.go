@@ -209,13 +209,9 @@ func (r *runner) loop(ctx context.Context) error {
 // names do not pile up.
 func (r *runner) leave(ctx context.Context) {
 	p := r.p
-	pending, err := do(ctx, r.conn, func(ctx context.Context, uc redis.UniversalClient) ([]redis.XPendingExt, error) {
-		return uc.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: p.Stream, Group: p.Group, Start: "-", End: "+", Count: 1, Consumer: p.Consumer}).Result()
-	})
-	if err == nil && len(pending) == 0 {
-		_, _ = do(ctx, r.conn, func(ctx context.Context, uc redis.UniversalClient) (int64, error) {
-			return uc.XGroupDelConsumer(ctx, p.Stream, p.Group, p.Consumer).Result()
-		})
+	pending, err := cmd(ctx, r.conn, "XPENDING", p.Stream, p.Group, "-", "+", 1, p.Consumer)
+	if list, ok := pending.([]any); err == nil && ok && len(list) == 0 {
+		_, _ = cmd(ctx, r.conn, "XGROUP", "DELCONSUMER", p.Stream, p.Group, p.Consumer)
 	}
 }
 
