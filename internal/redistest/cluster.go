@@ -30,16 +30,12 @@ func CLIBinary() string {
 		return b
 	}
 	if dir := filepath.Dir(Binary()); strings.ContainsRune(Binary(), filepath.Separator) {
-		if b := filepath.Join(dir, "redis-cli"); isExecutable(b) {
+		b := filepath.Join(dir, "redis-cli")
+		if st, err := os.Stat(b); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
 			return b
 		}
 	}
 	return "redis-cli"
-}
-
-func isExecutable(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
 }
 
 // HaveCLI reports whether redis-cli can be run (tests skip the cluster without it).

@@ -112,16 +112,9 @@ func Start(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{Opts: opts}
-	conf := []string{
-		"dir " + opts.Dir,
-		"save \"\"",
-		"logfile " + filepath.Join(opts.Dir, "redis.log"),
-		"daemonize no",
-	}
+	conf := []string{"dir " + opts.Dir, `save ""`, "logfile " + filepath.Join(opts.Dir, "redis.log"), "daemonize no", "appendonly no"}
 	if opts.AOF {
-		conf = append(conf, "appendonly yes", "appendfsync always")
-	} else {
-		conf = append(conf, "appendonly no")
+		conf = append(conf[:4], "appendonly yes", "appendfsync always")
 	}
 	if opts.Unix {
 		sock := filepath.Join(opts.Dir, "redis.sock")

@@ -26,35 +26,25 @@ type Relay struct {
 	wg     sync.WaitGroup
 }
 
-// NewRelay starts a relay to srv for one test, closed when the test ends.
+// NewRelay listens on a free loopback port and forwards each connection to
+// srv, for one test: closed when the test ends.
 func NewRelay(t testing.TB, srv *Server) *Relay {
 	t.Helper()
-	network := "tcp"
-	if srv.Opts.Unix {
-		network = "unix"
-	}
-	r, err := StartRelay(network, srv.Addr)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = r.Close() })
-	return r
-}
-
-// StartRelay listens on a free loopback port and forwards each connection
-// to target (network "tcp" or "unix").
-func StartRelay(network, target string) (*Relay, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
+	r := &Relay{network: "tcp", target: srv.Addr, ln: ln, conns: map[net.Conn]struct{}{}}
+	if srv.Opts.Unix {
+		r.network = "unix"
 	}
-	r := &Relay{network: network, target: target, ln: ln, conns: map[net.Conn]struct{}{}}
 	r.thawed = sync.NewCond(&r.mu)
 	r.Addr = ln.Addr().String()
 	r.URL = "redis://" + r.Addr + "/0"
 	r.wg.Add(1)
 	go r.accept()
-	return r, nil
+	t.Cleanup(func() { _ = r.Close() })
+	return r
 }
 
 func (r *Relay) accept() {

@@ -1,7 +1,6 @@
 package redistest
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -13,48 +12,34 @@ import (
 // replicaWait bounds the wait for a new replica's link and first sync.
 const replicaWait = 20 * time.Second
 
-// StartReplica starts a replica of primary (on TCP: replication has no unix
-// socket) under dir, and waits until the link is up on both sides, so that
-// WAIT counts it. The primary's diskless sync delay is set to 0 first (its
-// default 5 s would hold every first sync back).
-func StartReplica(primary *Server, dir string, config ...string) (*Server, error) {
+// NewReplica starts a replica of primary (on TCP: replication has no unix
+// socket) for one test, stopped when the test ends, and waits until the
+// link is up on both sides, so that WAIT counts it. The primary's diskless
+// sync delay is set to 0 first (its default 5 s would hold every first
+// sync back).
+func NewReplica(t testing.TB, primary *Server, config ...string) *Server {
+	t.Helper()
 	if primary.Opts.Unix {
-		return nil, errors.New("redistest: a replica needs a primary on a TCP port (Options.Unix false)")
+		t.Fatal("redistest: a replica needs a primary on a TCP port (Options.Unix false)")
 	}
 	if err := primary.ok("CONFIG", "SET", "repl-diskless-sync-delay", "0"); err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
 	before, err := primary.OnlineReplicas()
 	if err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
 	host, port, _ := strings.Cut(primary.Addr, ":")
 	// The primary's own build: an 8.6 primary beside a 7.0 server under
 	// test replicates to an 8.6 replica.
-	r, err := Start(Options{Dir: dir, Binary: primary.Opts.Binary, Config: append([]string{"replicaof " + host + " " + port}, config...)})
-	if err != nil {
-		return nil, err
-	}
+	r := NewWith(t, Options{Dir: filepath.Join(t.TempDir(), "replica"), Binary: primary.Opts.Binary,
+		Config: append([]string{"replicaof " + host + " " + port}, config...)})
 	if err := r.WaitLinkUp(replicaWait); err != nil {
-		r.Stop()
-		return nil, err
-	}
-	if err := primary.WaitReplicas(before+1, replicaWait); err != nil {
-		r.Stop()
-		return nil, err
-	}
-	return r, nil
-}
-
-// NewReplica starts a replica of primary for one test (see StartReplica),
-// stopped when the test ends.
-func NewReplica(t testing.TB, primary *Server, config ...string) *Server {
-	t.Helper()
-	r, err := StartReplica(primary, filepath.Join(t.TempDir(), "replica"), config...)
-	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(r.Stop)
+	if err := primary.WaitReplicas(before+1, replicaWait); err != nil {
+		t.Fatal(err)
+	}
 	return r
 }
 

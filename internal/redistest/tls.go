@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"net"
 	"os"
@@ -101,21 +102,13 @@ func issue(tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, certPath
 		return nil, nil, err
 	}
 	cert, err := x509.ParseCertificate(der)
-	if err != nil {
+	kder, kerr := x509.MarshalPKCS8PrivateKey(key)
+	if err = errors.Join(err, kerr); err != nil {
 		return nil, nil, err
 	}
-	return cert, key, writePEM(certPath, keyPath, der, key)
-}
-
-func writePEM(certPath, keyPath string, der []byte, key *ecdsa.PrivateKey) error {
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600)
+	return cert, key, errors.Join(
+		os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644),
+		os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600))
 }
 
 // TLSOptions says how a TLS server presents itself and whom it lets in.

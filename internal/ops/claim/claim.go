@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -263,23 +262,20 @@ type step struct {
 	retrySafe bool    // a repeat after a network error is recognised: Retries may send it again
 }
 
-func newStep[A any](s *redisconn.Lua[A, scriptReply], args *A, verb, key string) step {
-	return step{call: s.Call(args), decode: s.Reply, verb: verb, what: "claim " + verb + " " + strconv.Quote(key), key: key}
+func newStep[A any](s *redisconn.Lua[A, scriptReply], args *A, verb, key string, retrySafe bool) step {
+	return step{call: s.Call(args), decode: s.Reply, verb: verb, what: "claim " + verb + " " + strconv.Quote(key),
+		key: key, retrySafe: retrySafe}
 }
 
 // reply reads a step's reply (err: the round trip's): a transport or
 // server error, an internal error for a malformed reply, or the error for
 // a key that is no record.
 func (st step) reply(err error) (scriptReply, error) {
-	if err != nil {
-		return scriptReply{}, exit.Wrap(err, st.what)
+	rep := scriptReply{}
+	if err == nil {
+		rep, err = st.decode(st.call)
 	}
-	rep, err := st.decode(st.call)
-	var bad *badReply
-	switch {
-	case errors.As(err, &bad):
-		return scriptReply{}, exit.New(exit.Internal, st.what, "unexpected reply from the claim script: %v", bad.err)
-	case err != nil:
+	if err != nil {
 		return scriptReply{}, exit.Wrap(err, st.what)
 	}
 	rep.record.Key = st.key
@@ -293,12 +289,9 @@ func (st step) reply(err error) (scriptReply, error) {
 }
 
 func acquireStep(p AcquireParams, e Entry) (step, error) {
-	if err := p.Validate(); err != nil {
-		return step{}, err
-	}
 	return newStep(acquireScript, &acquireArgs{Key: p.Key, Owner: p.Owner, Lease: p.Lease.Milliseconds(), TTL: msOrKeep(p.TTL),
 		DefaultTTL: DefaultTTL.Milliseconds(), Fingerprint: p.Fingerprint, MaxAttempts: p.MaxAttempts,
-		RetryDelay: p.RetryDelay.Milliseconds(), Ack: e.args()}, "acquire", p.Key), nil
+		RetryDelay: p.RetryDelay.Milliseconds(), Ack: e.args()}, "acquire", p.Key, false), p.Validate()
 }
 
 func (st step) acquireResult(rep scriptReply) (AcquireResult, error) {
@@ -344,13 +337,9 @@ func (st step) do(ctx context.Context, c *redisconn.Conn, opts []Option, err err
 }
 
 func renewStep(key string, token int64, lease, ttl time.Duration) (step, error) {
-	if err := firstErr(checkKey(key), checkToken(token), checkLease(lease, ttl, false)); err != nil {
-		return step{}, err
-	}
 	st := newStep(renewScript, &renewArgs{Key: key, Token: token, Lease: msOrKeep(lease), TTL: msOrKeep(ttl),
-		DefaultLease: DefaultLease.Milliseconds(), DefaultTTL: DefaultTTL.Milliseconds()}, "renew", key)
-	st.retrySafe = true
-	return st, nil
+		DefaultLease: DefaultLease.Milliseconds(), DefaultTTL: DefaultTTL.Milliseconds()}, "renew", key, true)
+	return st, firstErr(checkKey(key), checkToken(token), checkLease(lease, ttl, false))
 }
 
 // msOrKeep is a duration as ARGV: its ms, or "" (0: not given) for the
@@ -362,51 +351,30 @@ func msOrKeep(d time.Duration) string {
 	return strconv.FormatInt(d.Milliseconds(), 10)
 }
 
-// CompleteParams are the inputs of a complete (see Complete).
-type CompleteParams struct {
-	Key       string
-	Token     int64
-	Result    *string       // nil: none stored
-	TTL       time.Duration // 0: the retention the claim was taken with
-	MaxResult int           // a longer Result is refused; <= 0: no cap
-}
-
 // Complete records COMPLETED (with result when non-nil) and sets the TTL
 // (0: the claim's own). The current token completes even past its lease,
 // as long as nobody took over. Safe to retry: a repeat by the same token
 // only sets the retention again. A result over maxResult bytes (<= 0: no
 // cap) is refused (exit.Data).
 func Complete(ctx context.Context, c *redisconn.Conn, key string, token int64, result *string, ttl time.Duration, maxResult int, opts ...Option) (Record, error) {
-	st, err := completeStep(CompleteParams{Key: key, Token: token, Result: result, TTL: ttl, MaxResult: maxResult}, options(opts).entry)
+	st, err := completeStep(key, token, result, ttl, maxResult, options(opts).entry)
 	return st.do(ctx, c, opts, err, token, "ok", "again")
 }
 
-func completeStep(p CompleteParams, e Entry) (step, error) {
-	if err := firstErr(checkKey(p.Key), checkToken(p.Token), checkTTL(p.TTL, false)); err != nil {
-		return step{}, err
+func completeStep(key string, token int64, result *string, ttl time.Duration, maxResult int, e Entry) (step, error) {
+	value := ""
+	if result != nil {
+		value = *result
 	}
-	what := "claim complete " + strconv.Quote(p.Key)
-	hasResult, value := false, ""
-	if p.Result != nil {
-		if err := CheckResultSize(len(*p.Result), p.MaxResult); err != nil {
-			return step{}, exit.Wrap(err, what)
-		}
-		hasResult, value = true, *p.Result
+	st := newStep(completeScript, &completeArgs{Key: key, Token: token, TTL: msOrKeep(ttl),
+		DefaultTTL: DefaultTTL.Milliseconds(), HasResult: result != nil, Result: value, Ack: e.args()}, "complete", key, true)
+	st.result = result
+	err := firstErr(checkKey(key), checkToken(token), checkTTL(ttl))
+	if err == nil && maxResult > 0 && len(value) > maxResult {
+		err = exit.WithHint(exit.New(exit.Data, st.what, "result is %d bytes, over --max-result %d", len(value), maxResult),
+			"raise --max-result, or store a smaller result")
 	}
-	st := newStep(completeScript, &completeArgs{Key: p.Key, Token: p.Token, TTL: msOrKeep(p.TTL),
-		DefaultTTL: DefaultTTL.Milliseconds(), HasResult: hasResult, Result: value, Ack: e.args()}, "complete", p.Key)
-	st.result, st.retrySafe = p.Result, true
-	return st, nil
-}
-
-// CheckResultSize refuses a result over max bytes (max <= 0: no cap).
-func CheckResultSize(size, max int) error {
-	if max > 0 && size > max {
-		e := exit.New(exit.Data, "", "result is %d bytes, over --max-result %d", size, max)
-		e.Hint = "raise --max-result, or store a smaller result"
-		return e
-	}
-	return nil
+	return st, err
 }
 
 // Fail records FAILED with errText (an empty one removes the previous
@@ -419,17 +387,13 @@ func Fail(ctx context.Context, c *redisconn.Conn, key string, token int64, errTe
 }
 
 func failStep(key string, token int64, errText string, ttl time.Duration, release bool) (step, error) {
-	checks := []error{checkKey(key), checkToken(token)}
+	err := firstErr(checkKey(key), checkToken(token))
 	if !release {
-		checks = append(checks, checkTTL(ttl, false))
+		err = firstErr(err, checkTTL(ttl))
 	}
-	if err := firstErr(checks...); err != nil {
-		return step{}, err
-	}
-	st := newStep(failScript, &failArgs{Key: key, Token: token, TTL: msOrKeep(ttl),
-		DefaultTTL: DefaultTTL.Milliseconds(), Err: errText, Release: release}, "fail", key)
-	st.retrySafe = !release // a release is not: see Release
-	return st, nil
+	// A release is not retrySafe: see Release.
+	return newStep(failScript, &failArgs{Key: key, Token: token, TTL: msOrKeep(ttl),
+		DefaultTTL: DefaultTTL.Milliseconds(), Err: errText, Release: release}, "fail", key, !release), err
 }
 
 // Release deletes the caller's PROCESSING or FAILED record so a redelivery
@@ -443,10 +407,8 @@ func Release(ctx context.Context, c *redisconn.Conn, key string, token int64, op
 }
 
 func releaseStep(key string, token int64) (step, error) {
-	if err := firstErr(checkKey(key), checkToken(token)); err != nil {
-		return step{}, err
-	}
-	return newStep(releaseScript, &releaseArgs{Key: key, Token: token}, "release", key), nil // not retrySafe: see Release
+	st := newStep(releaseScript, &releaseArgs{Key: key, Token: token}, "release", key, false) // not retrySafe: see Release
+	return st, firstErr(checkKey(key), checkToken(token))
 }
 
 func checkKey(key string) error {
@@ -463,13 +425,9 @@ func checkToken(token int64) error {
 	return nil
 }
 
-// checkTTL checks a retention given; 0 (not given, keep the stored one) is
-// allowed unless required.
-func checkTTL(ttl time.Duration, required bool) error {
-	if ttl == 0 && !required {
-		return nil
-	}
-	if ttl < time.Millisecond {
+// checkTTL checks a retention given (0: not given, keep the stored one).
+func checkTTL(ttl time.Duration) error {
+	if ttl != 0 && ttl < time.Millisecond {
 		return exit.Usagef("--ttl (%s) must be at least 1ms", duration.Compact(ttl))
 	}
 	return nil
@@ -484,7 +442,7 @@ func checkLease(lease, ttl time.Duration, required bool) error {
 			return exit.Usagef("--lease (%s) must be at least 1ms", duration.Compact(lease))
 		}
 	}
-	if err := checkTTL(ttl, false); err != nil {
+	if err := checkTTL(ttl); err != nil {
 		return err
 	}
 	if lease > 0 && ttl > 0 && lease > ttl {

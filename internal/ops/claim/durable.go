@@ -67,10 +67,7 @@ func (st step) sendRetrying(ctx context.Context, c *redisconn.Conn, o sendOpts) 
 // acknowledged is on rep.notAcked (the reply is good otherwise).
 func (st step) send(ctx context.Context, c *redisconn.Conn, o sendOpts) (scriptReply, error) {
 	ack, err := c.Run(ctx, redisconn.RunOpts{Key: st.key, Durability: o.durability}, st.call)
-	if err == nil {
-		err = st.call.Cmd.Err()
-	}
-	rep, err := st.reply(err)
+	rep, err := st.reply(err) // the call's own error is its reply's
 	if err != nil || !o.durability.On() {
 		return rep, err
 	}
@@ -110,29 +107,21 @@ func (st step) settled(rep scriptReply, token int64, success ...string) (Record,
 		rep.record.Result, rep.record.HasResult = *st.result, true
 	}
 	r, err := rep.settle(st.what, token, success...)
-	if err == nil && rep.notAcked != nil {
-		err = st.stepUnacked(rep.notAcked, rep)
+	if err != nil || rep.notAcked == nil {
+		return r, err
 	}
-	return r, err
-}
-
-// stepUnacked explains an unacknowledged renew, complete, fail or release.
-func (st step) stepUnacked(na *redisconn.NotAckedError, rep scriptReply) error {
-	switch st.verb {
-	case "renew":
-		return unacked(st.what, na, "the renewal stands on the primary but could be lost in a failover",
-			"renew is safe to repeat with the same token")
-	case "complete":
-		return unacked(st.what, na, "COMPLETED stands on the primary but could be lost in a failover (the claim would be PROCESSING again)",
-			"complete is safe to repeat with the same token: repeat it once the replicas are back")
-	case "fail":
-		if rep.outcome == "released" {
-			break
-		}
-		return unacked(st.what, na, "FAILED stands on the primary but could be lost in a failover (the claim would be PROCESSING again)",
-			"fail is safe to repeat with the same token: repeat it once the replicas are back")
+	story, hint := "the record was deleted on the primary, but a failover could bring the claim back (until its lease passes)", ""
+	lost := " stands on the primary but could be lost in a failover (the claim would be PROCESSING again)"
+	again := " is safe to repeat with the same token: repeat it once the replicas are back"
+	switch {
+	case st.verb == "renew":
+		story, hint = "the renewal stands on the primary but could be lost in a failover", "renew is safe to repeat with the same token"
+	case st.verb == "complete":
+		story, hint = StatusCompleted+lost, "complete"+again
+	case st.verb == "fail" && rep.outcome != "released":
+		story, hint = StatusFailed+lost, "fail"+again
 	}
-	return unacked(st.what, na, "the record was deleted on the primary, but a failover could bring the claim back (until its lease passes)", "")
+	return r, unacked(st.what, rep.notAcked, story, hint)
 }
 
 // giveUp undoes an acquire that was not acknowledged (GiveUp). The undo is

@@ -46,23 +46,18 @@ type scriptReply struct {
 }
 
 // decodeReply is the claim scripts' decoder (redisconn.NewLua): the step
-// gives the record its key; a reply of another shape is a *badReply.
+// gives the record its key; a reply of another shape is an internal error.
 func decodeReply(v any) (scriptReply, error) {
 	list, ok := v.([]any)
 	if !ok {
-		return scriptReply{}, &badReply{fmt.Errorf("not a list: %v", v)}
+		return scriptReply{}, exit.New(exit.Internal, "", "unexpected reply from the claim script: not a list: %v", v)
 	}
 	rep, err := parseReply("", list)
 	if err != nil {
-		return scriptReply{}, &badReply{err}
+		return scriptReply{}, exit.New(exit.Internal, "", "unexpected reply from the claim script: %v", err)
 	}
 	return rep, nil
 }
-
-// badReply is a reply the claim scripts do not make.
-type badReply struct{ err error }
-
-func (e *badReply) Error() string { return "unexpected reply from the claim script: " + e.err.Error() }
 
 func parseReply(key string, v []any) (scriptReply, error) {
 	if len(v) < 4 || len(v)%2 != 0 {

@@ -19,7 +19,7 @@ func TestRetrySafety(t *testing.T) {
 			return acquireStep(AcquireParams{Key: "k", Owner: "o", Lease: time.Minute}, Entry{})
 		},
 		"renew":        func() (step, error) { return renewStep("k", 1, 0, 0) },
-		"complete":     func() (step, error) { return completeStep(CompleteParams{Key: "k", Token: 1}, Entry{}) },
+		"complete":     func() (step, error) { return completeStep("k", 1, nil, 0, 0, Entry{}) },
 		"fail":         func() (step, error) { return failStep("k", 1, "e", 0, false) },
 		"fail-release": func() (step, error) { return failStep("k", 1, "", 0, true) },
 		"release":      func() (step, error) { return releaseStep("k", 1) },

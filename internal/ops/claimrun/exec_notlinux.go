@@ -54,8 +54,6 @@ func (c execChild) stop(sig syscall.Signal) { signalChild(c.cmd, sig) }
 // stoppedBy: os/exec's wait does not see a stop (WUNTRACED).
 func (execChild) stoppedBy() string { return "" }
 
-func (execChild) escapedLeft() bool { return false }
-
 func (c execChild) anyLeft() bool { return groupLeft(c.cmd) }
 
 func (c execChild) wait() int {
@@ -65,8 +63,8 @@ func (c execChild) wait() int {
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		if sig, ok := signaled(ee); ok {
-			return 128 + sig
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
 		}
 		return ee.ExitCode()
 	}

@@ -22,13 +22,6 @@ func signalChild(cmd *exec.Cmd, s os.Signal) {
 	_ = cmd.Process.Signal(s)
 }
 
-func signaled(ee *exec.ExitError) (int, bool) {
-	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return int(ws.Signal()), true
-	}
-	return 0, false
-}
-
 // groupLeft reports whether the command's process group still has a
 // member: what it started and left behind when it ended.
 func groupLeft(cmd *exec.Cmd) bool { return syscall.Kill(-cmd.Process.Pid, 0) == nil }

@@ -18,7 +18,5 @@ func signalChild(cmd *exec.Cmd, s os.Signal) {
 	_ = cmd.Process.Kill()
 }
 
-func signaled(*exec.ExitError) (int, bool) { return 0, false }
-
 // groupLeft: no process groups to ask.
 func groupLeft(*exec.Cmd) bool { return false }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -275,18 +276,15 @@ func (c *guardedChild) takeTerminal() {
 // run inside another has its own IDMPCTL_TOKEN).
 func dedupEnv(env []string) []string {
 	seen := make(map[string]bool, len(env))
-	out := make([]string, len(env))
-	n := len(env)
-	for i := len(env) - 1; i >= 0; i-- {
-		name, _, _ := strings.Cut(env[i], "=")
-		if seen[name] {
-			continue
+	var out []string
+	for _, kv := range slices.Backward(env) {
+		if name, _, _ := strings.Cut(kv, "="); !seen[name] {
+			seen[name] = true
+			out = append(out, kv)
 		}
-		seen[name] = true
-		n--
-		out[n] = env[i]
 	}
-	return out[n:]
+	slices.Reverse(out)
+	return out
 }
 
 // signal: the guard ignores s; a SIGKILL ends it too.

@@ -248,7 +248,7 @@ func TestStopReachesSetsidDescendants(t *testing.T) {
 		t.Fatal("the setsid descendant never started")
 	}
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	if !ch.escapedLeft() {
+	if !ch.(*guardedChild).escapedLeft() {
 		t.Fatal("the setsid descendant is not seen as outside the group")
 	}
 	waited := make(chan int, 1)
@@ -258,7 +258,7 @@ func TestStopReachesSetsidDescendants(t *testing.T) {
 	if !gone(pid, 5*time.Second) {
 		t.Errorf("the setsid descendant %d survived the stop", pid)
 	}
-	if ch.escapedLeft() {
+	if ch.(*guardedChild).escapedLeft() {
 		t.Error("escaped descendants left after the stop")
 	}
 }

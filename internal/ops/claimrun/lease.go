@@ -138,11 +138,7 @@ func (r *claimedRun) renew(ctx context.Context, stop <-chan struct{}, lost, expi
 	var last, answered error
 	failing := time.Time{}
 	for {
-		wake := next
-		if t := r.clock.termAt(); t.Before(wake) {
-			wake = t
-		}
-		timer := time.NewTimer(time.Until(wake))
+		timer := time.NewTimer(min(time.Until(next), time.Until(r.clock.termAt())))
 		select {
 		case <-stop:
 			timer.Stop()

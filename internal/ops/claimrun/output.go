@@ -11,16 +11,13 @@ type capWriter struct {
 }
 
 func (w *capWriter) Write(b []byte) (int, error) {
-	if w.max < 0 {
-		return len(b), nil
+	switch room := w.max - len(w.buf); {
+	case w.max < 0:
+	case w.max > 0 && len(b) > room:
+		w.buf, w.over = append(w.buf, b[:max(room, 0)]...), true
+	default:
+		w.buf = append(w.buf, b...)
 	}
-	room := w.max - len(w.buf)
-	if w.max > 0 && len(b) > room {
-		w.buf = append(w.buf, b[:max(room, 0)]...)
-		w.over = true
-		return len(b), nil
-	}
-	w.buf = append(w.buf, b...)
 	return len(b), nil
 }
 

@@ -17,7 +17,6 @@ import (
 type child interface {
 	signal(s os.Signal)      // to its process group, where there are groups: what idmpctl forwards
 	stop(sig syscall.Signal) // to its group and (Linux) its descendants that left it
-	escapedLeft() bool       // a descendant that left the group still runs (Linux)
 	anyLeft() bool           // anything it started still runs: in its group (the guard aside) or (Linux) out of it
 	wait() int               // waits for it and its output: its exit code (128+n after signal n)
 	stoppedBy() string       // once waited: the signal that stopped it (it was ended then: SIGTTIN), or ""

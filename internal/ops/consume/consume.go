@@ -96,9 +96,7 @@ func (r *runner) prepare(ctx context.Context) error {
 	}
 	r.base = base
 	if p.DeadLetter != "" {
-		kind, err := do(ctx, c, func(ctx context.Context, uc redis.UniversalClient) (string, error) {
-			return uc.Type(ctx, p.DeadLetter).Result()
-		})
+		kind, err := cmd(ctx, c, "TYPE", p.DeadLetter)
 		if err == nil && kind != "none" && kind != "stream" {
 			err = exit.New(exit.Data, "--dead-letter "+strconv.Quote(p.DeadLetter), "WRONGTYPE: the key holds a %s, not a stream", kind)
 		}
@@ -121,16 +119,12 @@ func (r *runner) prepare(ctx context.Context) error {
 			Hint: "--create makes it at the stream's start (0); XGROUP CREATE " + p.Stream + " " + p.Group + " $ starts it at the end"}
 	}
 	if p.DeadLetter != "" {
-		if _, err := do(ctx, c, func(ctx context.Context, uc redis.UniversalClient) (int64, error) {
-			return uc.HSet(ctx, metaKey(base), p.Group, p.DeadLetter).Result()
-		}); err != nil {
+		if _, err := cmd(ctx, c, "HSET", metaKey(base), p.Group, p.DeadLetter); err != nil {
 			return exit.Wrap(err, r.what)
 		}
 	}
 	if !has {
-		_, err := do(ctx, c, func(ctx context.Context, uc redis.UniversalClient) (string, error) {
-			return uc.XGroupCreateMkStream(ctx, p.Stream, p.Group, "0").Result()
-		})
+		_, err := cmd(ctx, c, "XGROUP", "CREATE", p.Stream, p.Group, "0", "MKSTREAM")
 		if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") { // made meanwhile: as good
 			return exit.Wrap(err, r.what)
 		}
@@ -181,6 +175,11 @@ func do[T any](ctx context.Context, c *redisconn.Conn, call func(context.Context
 	return v, err
 }
 
+// cmd is do of one command given as its words.
+func cmd(ctx context.Context, c *redisconn.Conn, args ...any) (any, error) {
+	return do(ctx, c, func(ctx context.Context, uc redis.UniversalClient) (any, error) { return uc.Do(ctx, args...).Result() })
+}
+
 // Group is a consumer group as inspect shows it, with the dead-letter
 // stream consume gives it and its length (nil: unknown).
 type Group struct {
@@ -213,10 +212,8 @@ func Groups(ctx context.Context, c *redisconn.Conn, name string) ([]Group, error
 		}
 		grp := Group{Name: g.Name, Consumers: g.Consumers, Pending: g.Pending, LastDeliveredID: g.LastDeliveredID, DeadLetter: dead[g.Name]}
 		if grp.DeadLetter != "" {
-			if n, err := do(ctx, c, func(ctx context.Context, uc redis.UniversalClient) (int64, error) {
-				return uc.XLen(ctx, grp.DeadLetter).Result()
-			}); err == nil {
-				grp.DeadLetterLength = &n
+			if n, err := cmd(ctx, c, "XLEN", grp.DeadLetter); err == nil {
+				grp.DeadLetterLength = new(n.(int64))
 			}
 		}
 		out = append(out, grp)

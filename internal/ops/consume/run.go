@@ -180,13 +180,8 @@ func (r *runner) loop(ctx context.Context) error {
 			continue
 		}
 		start(es)
-		for drained := false; !drained; {
-			select {
-			case <-finished:
-				running--
-			default:
-				drained = true
-			}
+		for ; len(finished) > 0; running-- { // only this loop receives: never blocks
+			<-finished
 		}
 		if _, retrying := r.nextRetry(); len(es) > 0 || running > 0 || retrying {
 			idleSince = time.Now() // a retry of this consumer's is to come
@@ -214,13 +209,9 @@ func (r *runner) loop(ctx context.Context) error {
 // names do not pile up.
 func (r *runner) leave(ctx context.Context) {
 	p := r.p
-	pending, err := do(ctx, r.conn, func(ctx context.Context, uc redis.UniversalClient) ([]redis.XPendingExt, error) {
-		return uc.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: p.Stream, Group: p.Group, Start: "-", End: "+", Count: 1, Consumer: p.Consumer}).Result()
-	})
-	if err == nil && len(pending) == 0 {
-		_, _ = do(ctx, r.conn, func(ctx context.Context, uc redis.UniversalClient) (int64, error) {
-			return uc.XGroupDelConsumer(ctx, p.Stream, p.Group, p.Consumer).Result()
-		})
+	pending, err := cmd(ctx, r.conn, "XPENDING", p.Stream, p.Group, "-", "+", 1, p.Consumer)
+	if list, ok := pending.([]any); err == nil && ok && len(list) == 0 {
+		_, _ = cmd(ctx, r.conn, "XGROUP", "DELCONSUMER", p.Stream, p.Group, p.Consumer)
 	}
 }
 
@@ -280,7 +271,7 @@ func (r *runner) reclaim(ctx context.Context, n int) ([]entry, error) {
 // call sends a read of the group: nothing when interrupted; a group or a
 // stream deleted meanwhile is not found (66).
 func (r *runner) call(ctx context.Context, args ...any) (any, error) {
-	v, err := do(ctx, r.conn, func(ctx context.Context, uc redis.UniversalClient) (any, error) { return uc.Do(ctx, args...).Result() })
+	v, err := cmd(ctx, r.conn, args...)
 	switch {
 	case errors.Is(err, redis.Nil), err != nil && ctx.Err() != nil:
 		return nil, nil
@@ -425,9 +416,7 @@ func (r *runner) deadLetter(ctx context.Context, e entry, attempts int64, why st
 		stream.AddRequest{Stream: p.DeadLetter, PID: p.Group, IID: e.id, Fields: fields})
 	r.dlMu.Unlock()
 	if err == nil {
-		_, err = do(ctx, r.conn, func(ctx context.Context, uc redis.UniversalClient) (int64, error) {
-			return uc.XAck(ctx, p.Stream, p.Group, e.id).Result()
-		})
+		_, err = cmd(ctx, r.conn, "XACK", p.Stream, p.Group, e.id)
 	}
 	if err != nil {
 		r.warnf("%s: entry %s is out of attempts but could not be dead-lettered (%v): it stays pending, and the next delivery tries again", r.what, e.id, err)

@@ -132,7 +132,7 @@ func generate() (map[string][]byte, error) {
 		}
 		extra += env
 		name := strings.ReplaceAll(c.CommandPath(), " ", "-") + ".1"
-		pages[name] = noHyphenation(optionLists(insertSections(buf.Bytes(), extra)))
+		pages[name] = []byte(noHyphenation(optionLists(insertSections(buf.String(), extra))))
 		return nil
 	}
 	if err := walk(root); err != nil {
@@ -177,25 +177,23 @@ var markdownEscaper = strings.NewReplacer(`\`, `\\`, "`", "\\`", `*`, `\*`, `_`,
 
 // insertSections puts extra (roff) where man-pages(7) orders EXIT STATUS
 // and ENVIRONMENT: after the options, before EXAMPLE and SEE ALSO.
-func insertSections(page []byte, extra string) []byte {
+func insertSections(page, extra string) string {
 	for _, h := range []string{"\n.SH EXAMPLE\n", "\n.SH SEE ALSO\n"} {
-		if i := bytes.Index(page, []byte(h)); i >= 0 {
-			out := append([]byte{}, page[:i+1]...)
-			out = append(out, extra...)
-			return append(out, page[i+1:]...)
+		if i := strings.Index(page, h); i >= 0 {
+			return page[:i+1] + extra + page[i+1:]
 		}
 	}
-	if len(page) > 0 && page[len(page)-1] != '\n' {
-		page = append(page, '\n')
+	if page != "" && !strings.HasSuffix(page, "\n") {
+		page += "\n"
 	}
-	return append(page, extra...)
+	return page + extra
 }
 
 // optionLists makes cobra's option entries (a bold flag line, a tab, the
 // usage, between .PP paragraphs) tagged paragraphs (.TP): the usage is
 // indented under its flag rather than after a tab stop.
-func optionLists(page []byte) []byte {
-	lines := strings.Split(string(page), "\n")
+func optionLists(page string) string {
+	lines := strings.Split(page, "\n")
 	out := make([]string, 0, len(lines))
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
@@ -213,25 +211,23 @@ func optionLists(page []byte) []byte {
 		}
 		out = append(out, l)
 	}
-	return []byte(strings.Join(out, "\n"))
+	return strings.Join(out, "\n")
 }
 
 // noHyphenation turns hyphenation off after .TH, which turns it back on
 // despite cobra's .nh, so no URL or option is broken; HY 0 keeps it off
 // after .EE and the like, which restore mode HY.
-func noHyphenation(page []byte) []byte {
-	i := bytes.Index(page, []byte("\n.TH "))
+func noHyphenation(page string) string {
+	i := strings.Index(page, "\n.TH ")
 	if i < 0 {
 		return page
 	}
-	j := bytes.IndexByte(page[i+1:], '\n')
+	j := strings.IndexByte(page[i+1:], '\n')
 	if j < 0 {
 		return page
 	}
 	at := i + 1 + j + 1
-	out := append([]byte{}, page[:at]...)
-	out = append(out, ".nr HY 0\n.nh\n"...)
-	return append(out, page[at:]...)
+	return page[:at] + ".nr HY 0\n.nh\n" + page[at:]
 }
 
 // exitStatus renders exit.Table (the contract printed by --help) as an
