@@ -100,10 +100,9 @@ type Record struct{ records.Record }
 
 func (v Record) JSON() any { return WithTimes(v.Record) }
 
-func (v Record) Table(p *render.Printer) error { return v.kv(p) }
-func (v Record) Raw(p *render.Printer) error   { return v.kv(p) }
+func (v Record) Raw(p *render.Printer) error { return v.Table(p) }
 
-func (v Record) kv(p *render.Printer) error {
+func (v Record) Table(p *render.Printer) error {
 	r := v.Record
 	j := WithTimes(r)
 	pairs := []render.Pair{{"key", render.Field(r.Key)}, {"format", string(r.Format)}, {"type", r.Type}, {"status", StatusText(p, r)}}

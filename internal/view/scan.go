@@ -95,9 +95,11 @@ func (v Scan) Table(p *render.Printer) error {
 
 func (v Scan) Raw(p *render.Printer) error {
 	p.Status("%s", summaryText(v.Summary))
-	if v.Memory != nil {
-		for _, line := range memoryLines(*v.Memory) {
-			p.Status("%s", line)
+	if m := v.Memory; m != nil {
+		kind := map[bool]string{false: "estimate", true: "exact"}
+		p.Status("memory: %d bytes (%s: MEMORY USAGE of %s sampled of %s)", m.Bytes, kind[!m.Estimated], render.Count(m.Sampled), render.N(m.Records, "key"))
+		for _, g := range m.Groups {
+			p.Status("memory: %s %s: %d bytes (%s: %s, %s sampled, mean %.1f)", g.Format, cmp.Or(string(g.Status), "-"), g.Bytes, kind[g.Exact], render.N(g.Records, "key"), render.Count(g.Sampled), g.Mean)
 		}
 	}
 	return nil
@@ -149,16 +151,6 @@ func memoryHeadline(m keyspace.MemoryReport) string {
 		return fmt.Sprintf("Memory (MEMORY USAGE of all %s, exact):", render.N(m.Records, "key"))
 	}
 	return fmt.Sprintf("Memory (estimated: MEMORY USAGE of %s sampled of %s; ~ marks estimates):", render.Count(m.Sampled), render.N(m.Records, "key"))
-}
-
-// memoryLines are the memory figures as lines for stderr (-o raw).
-func memoryLines(m keyspace.MemoryReport) []string {
-	kind := map[bool]string{false: "estimate", true: "exact"}
-	lines := []string{fmt.Sprintf("memory: %d bytes (%s: MEMORY USAGE of %s sampled of %s)", m.Bytes, kind[!m.Estimated], render.Count(m.Sampled), render.N(m.Records, "key"))}
-	for _, g := range m.Groups {
-		lines = append(lines, fmt.Sprintf("memory: %s %s: %d bytes (%s: %s, %s sampled, mean %.1f)", g.Format, cmp.Or(string(g.Status), "-"), g.Bytes, kind[g.Exact], render.N(g.Records, "key"), render.Count(g.Sampled), g.Mean))
-	}
-	return lines
 }
 
 // table draws a scan's table, sorted by key, under a line that

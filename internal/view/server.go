@@ -19,18 +19,12 @@ type Server struct {
 	Lints []health.Lint `json:"lints"`
 }
 
-func (v Server) JSON() any {
-	return struct {
-		redisconn.ServerReport
-		Lints []health.Lint `json:"lints"`
-	}{v.ServerReport, v.Lints}
-}
+func (v Server) JSON() any { return v }
 
-// Table and Raw show the same pairs, with human values for a person.
-func (v Server) Table(p *render.Printer) error { return v.kv(p) }
-func (v Server) Raw(p *render.Printer) error   { return v.kv(p) }
+// Raw shows Table's pairs, with raw values.
+func (v Server) Raw(p *render.Printer) error { return v.Table(p) }
 
-func (v Server) kv(p *render.Printer) error {
+func (v Server) Table(p *render.Printer) error {
 	r, lints := v.ServerReport, v.Lints
 	idmp := "no (idmpctl emulates IDMP with Lua)"
 	if r.NativeIDMP {
