@@ -68,7 +68,7 @@ func (v CalcMaxsize) Table(p *render.Printer) error {
 		recovery = render.Duration(in.Recovery)
 	}
 	p.KV("Inputs", []render.Pair{
-		{"rate", fmt.Sprintf("%s msg/s over %s: %s msg/ms per pid", rateText(in.Rate), render.N(in.Producers, "producer"), trimFloat(r.PerPIDRate))},
+		{"rate", fmt.Sprintf("%s msg/s over %s: %.6g msg/ms per pid", rateText(in.Rate), render.N(in.Producers, "producer"), r.PerPIDRate)},
 		{"mark-delay", render.Duration(in.MarkDelay)},
 		{"recovery", recovery},
 		{"margin", capacity.RatString(new(big.Rat).Mul(in.Margin, big.NewRat(100, 1))) + "%"},
@@ -88,11 +88,11 @@ func (v CalcMaxsize) Table(p *render.Printer) error {
 	})
 	warnNotes(p, "Warnings", r.Warnings)
 	title := "Run" // what the user may run; with --apply, what it does next
-	switch {
-	case v.Apply != "" && v.DryRun:
-		title = "Apply (dry run)"
-	case v.Apply != "":
+	if v.Apply != "" {
 		title = "Apply"
+		if v.DryRun {
+			title += " (dry run)"
+		}
 	}
 	p.View(title, v.runLine())
 	return nil
@@ -139,8 +139,6 @@ func rateText(r *big.Rat) string {
 	return capacity.RatString(r)
 }
 
-func trimFloat(f float64) string { return fmt.Sprintf("%.6g", f) }
-
 // warnNotes draws sentences to heed under title, each marked "!"; none, nothing.
 func warnNotes(p *render.Printer, title string, texts []string) {
 	if len(texts) == 0 {
@@ -159,15 +157,6 @@ type CalcTTL struct {
 	Inputs  capacity.TTLInputs
 	Result  capacity.TTLResult
 	Samples int
-}
-
-// secondsHuman is secondsText with thousands separators when d is whole
-// seconds ("4,500"), for the table.
-func secondsHuman(d time.Duration) string {
-	if d%time.Second == 0 {
-		return render.Count(int64(d / time.Second))
-	}
-	return secondsText(d)
 }
 
 // secondsText is d in seconds, as short as exact.
@@ -252,8 +241,12 @@ func (v CalcTTL) Table(p *render.Printer) error {
 		inputs = append(inputs, render.Pair{"maxmemory", fmt.Sprintf("%s (%s B)", render.Bytes(in.MaxMemory), render.Count(in.MaxMemory))})
 	}
 	p.KV("Inputs", inputs)
+	secs := secondsText(r.TTL) // with thousands separators when whole ("4,500")
+	if r.TTL%time.Second == 0 {
+		secs = render.Count(int64(r.TTL / time.Second))
+	}
 	result := []render.Pair{
-		{"TTL", p.Good(duration.Format(r.TTL)) + fmt.Sprintf(" (%s s)", secondsHuman(r.TTL))},
+		{"TTL", p.Good(duration.Format(r.TTL)) + fmt.Sprintf(" (%s s)", secs)},
 		{"keys", fmt.Sprintf("%s alive at a steady rate (rate x TTL)", render.Count(r.Keys))},
 		{"memory", p.Good(render.Bytes(r.Memory)) + fmt.Sprintf(" (%s B, by %s)", render.Count(r.Memory), capacity.RuleOfThumb)},
 	}

@@ -128,7 +128,11 @@ func memoryTable(p *render.Printer, m keyspace.MemoryReport) error {
 			render.Count(g.Sampled), fmt.Sprintf("%.1f", g.Mean), memoryBytes(g.Bytes, g.Exact)})
 	}
 	rows = append(rows, []string{"total", "", render.Count(m.Records), render.Count(m.Sampled), "", memoryBytes(m.Bytes, !m.Estimated)})
-	fmt.Fprintln(p.Out, memoryHeadline(m))
+	head := fmt.Sprintf("Memory (MEMORY USAGE of all %s, exact):", render.N(m.Records, "key"))
+	if m.Estimated {
+		head = fmt.Sprintf("Memory (estimated: MEMORY USAGE of %s sampled of %s; ~ marks estimates):", render.Count(m.Sampled), render.N(m.Records, "key"))
+	}
+	fmt.Fprintln(p.Out, head)
 	return p.Table(memoryColumns, rows)
 }
 
@@ -144,13 +148,6 @@ func memoryBytes(n int64, exact bool) string {
 		s = "~" + s
 	}
 	return s
-}
-
-func memoryHeadline(m keyspace.MemoryReport) string {
-	if !m.Estimated {
-		return fmt.Sprintf("Memory (MEMORY USAGE of all %s, exact):", render.N(m.Records, "key"))
-	}
-	return fmt.Sprintf("Memory (estimated: MEMORY USAGE of %s sampled of %s; ~ marks estimates):", render.Count(m.Sampled), render.N(m.Records, "key"))
 }
 
 // table draws a scan's table, sorted by key, under a line that
