@@ -216,11 +216,8 @@ func ParseBytes(flag, s string, minimum int64, example string) (int64, error) {
 		return 0, bad("overflow: more than 1 PB")
 	}
 	n := r.Num().Int64()
-	if n < minimum {
-		if minimum == 1 {
-			return 0, bad("must be greater than zero")
-		}
-		return 0, bad(fmt.Sprintf("must be at least %d", minimum))
+	if n < minimum { // n >= 0: only a minimum of 1 refuses one
+		return 0, bad("must be greater than zero")
 	}
 	return n, nil
 }

@@ -137,14 +137,11 @@ func AppendRepr(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// AppendReplyJSON appends r as one line of JSON, as redis-cli --json prints
-// it (RESP3's maps as objects, integers and doubles as numbers, nil as
+// appendJSON appends r as JSON, as redis-cli --json prints it (RESP3's maps as objects, integers and doubles as numbers, nil as
 // null), except that a string that is not UTF-8 is {"b64":"..."} (standard
 // base64 of its bytes) rather than bytes no JSON parser accepts, and an
 // error reply is {"error":"..."}. A map with a key that is not UTF-8 (an
 // object key cannot be {"b64":...}) is a list of [key, value] pairs.
-func AppendReplyJSON(b []byte, r resp.Reply) []byte { return append(appendJSON(b, r), '\n') }
-
 func appendJSON(b []byte, r resp.Reply) []byte {
 	switch r.Kind {
 	case resp.Error:
@@ -255,7 +252,7 @@ func plainASCII(s string) bool {
 func (p *Printer) AppendReply(b []byte, r resp.Reply) []byte {
 	switch p.Format {
 	case JSON:
-		return AppendReplyJSON(b, r)
+		return append(appendJSON(b, r), '\n')
 	case Table:
 		return AppendReplyTTY(b, r)
 	}
