@@ -167,23 +167,21 @@ func secondsText(d time.Duration) string {
 func (v CalcTTL) JSON() any {
 	in, r := v.Inputs, v.Result
 	inputs := map[string]any{"rate_per_s": ratFloat(in.Rate)}
-	for _, d := range []struct {
-		name string
-		d    time.Duration
-	}{{"ttl_s", in.TTL}, {"max_processing_s", in.MaxProcessing}, {"max_retry_delay_s", in.MaxRetryDelay}, {"buffer_s", in.Buffer}} {
-		if d.d > 0 {
-			inputs[d.name] = d.d.Seconds()
+	durations := map[string]time.Duration{"ttl_s": in.TTL, "max_processing_s": in.MaxProcessing,
+		"max_retry_delay_s": in.MaxRetryDelay, "buffer_s": in.Buffer}
+	for name, d := range durations {
+		if d > 0 {
+			inputs[name] = d.Seconds()
 		}
 	}
-	for _, n := range []struct {
-		name string
-		v    int64
-	}{{"key_size_bytes", in.KeySize}, {"value_size_bytes", in.ValueSize}, {"maxmemory_bytes", in.MaxMemory}} {
-		if n.v >= 0 && (n.name != "maxmemory_bytes" || n.v > 0) {
-			inputs[n.name] = n.v
+	for name, n := range map[string]int64{"key_size_bytes": in.KeySize, "value_size_bytes": in.ValueSize} {
+		if n >= 0 {
+			inputs[name] = n
 		}
 	}
-	formula := []string{r.TTLFormula, r.MemoryFormula}
+	if in.MaxMemory > 0 {
+		inputs["maxmemory_bytes"] = in.MaxMemory
+	}
 	out := map[string]any{
 		"inputs":           inputs,
 		"ttl_s":            r.TTL.Seconds(),
@@ -192,7 +190,7 @@ func (v CalcTTL) JSON() any {
 		"key_size_bytes":   r.KeySize,
 		"value_size_bytes": r.ValueSize,
 		"memory_bytes":     r.Memory,
-		"formula":          formula,
+		"formula":          []string{r.TTLFormula, r.MemoryFormula},
 		"advice":           append([]string{}, r.Advice...),
 	}
 	if in.Window {

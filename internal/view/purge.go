@@ -125,12 +125,10 @@ func (v Purge) Table(p *render.Printer) error {
 				render.N(saved.Saved, "record"), render.Field(saved.File), render.Count(saved.Kept)), Fit: render.Wrap},
 			render.Row{Label: "undo", Value: "idmpctl restore " + render.ShellWord(saved.File), Fit: render.Whole})
 	}
-	for i, l := range v.Keys.Lines() {
-		label := ""
-		if i == 0 {
-			label = "keys"
-		}
+	label := "keys"
+	for _, l := range v.Keys.Lines() {
 		rows = append(rows, render.Row{Label: label, Value: l, Fit: render.Whole})
+		label = ""
 	}
 	p.View(title, rows)
 	return nil
