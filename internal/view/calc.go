@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/bytesize"
 	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/render"
@@ -83,8 +84,8 @@ func (v CalcMaxsize) Table(p *render.Printer) error {
 	})
 	p.KV("Formula", []render.Pair{{"maxsize", r.MaxSizeFormula}, {"duration", r.DurationFormula}, {"interplay", r.Interplay}})
 	p.KV("Memory at full occupancy", []render.Pair{
-		{"native", fmt.Sprintf("~%s per pid, ~%s total (estimate)", render.Bytes(r.Memory.NativePerPID), render.Bytes(r.Memory.NativeTotal))},
-		{"emulated", fmt.Sprintf("%s per pid, %s total (measured %d B/iid)", render.Bytes(r.Memory.EmulatedPerPID), render.Bytes(r.Memory.EmulatedTotal), in.EmulatedBytesPerIID)},
+		{"native", fmt.Sprintf("~%s per pid, ~%s total (estimate)", bytesize.Format(r.Memory.NativePerPID), bytesize.Format(r.Memory.NativeTotal))},
+		{"emulated", fmt.Sprintf("%s per pid, %s total (measured %d B/iid)", bytesize.Format(r.Memory.EmulatedPerPID), bytesize.Format(r.Memory.EmulatedTotal), in.EmulatedBytesPerIID)},
 	})
 	warnNotes(p, "Warnings", r.Warnings)
 	title := "Run" // what the user may run; with --apply, what it does next
@@ -236,7 +237,7 @@ func (v CalcTTL) Table(p *render.Printer) error {
 	inputs = append(inputs, render.Pair{"key size", sizeText(in.KeySize, r.KeySize)},
 		render.Pair{"value size", sizeText(in.ValueSize, r.ValueSize)})
 	if in.MaxMemory > 0 {
-		inputs = append(inputs, render.Pair{"maxmemory", fmt.Sprintf("%s (%s B)", render.Bytes(in.MaxMemory), render.Count(in.MaxMemory))})
+		inputs = append(inputs, render.Pair{"maxmemory", fmt.Sprintf("%s (%s B)", bytesize.Format(in.MaxMemory), render.Count(in.MaxMemory))})
 	}
 	p.KV("Inputs", inputs)
 	secs := secondsText(r.TTL) // with thousands separators when whole ("4,500")
@@ -246,10 +247,10 @@ func (v CalcTTL) Table(p *render.Printer) error {
 	result := []render.Pair{
 		{"TTL", p.Good(duration.Format(r.TTL)) + fmt.Sprintf(" (%s s)", secs)},
 		{"keys", fmt.Sprintf("%s alive at a steady rate (rate x TTL)", render.Count(r.Keys))},
-		{"memory", p.Good(render.Bytes(r.Memory)) + fmt.Sprintf(" (%s B, by %s)", render.Count(r.Memory), capacity.RuleOfThumb)},
+		{"memory", p.Good(bytesize.Format(r.Memory)) + fmt.Sprintf(" (%s B, by %s)", render.Count(r.Memory), capacity.RuleOfThumb)},
 	}
 	if in.Measured != nil {
-		result = append(result, render.Pair{"measured", p.Good(render.Bytes(r.MeasuredMemory)) +
+		result = append(result, render.Pair{"measured", p.Good(bytesize.Format(r.MeasuredMemory)) +
 			fmt.Sprintf(" (%s B, at the sample's MEMORY USAGE; the formula is %+.0f%%)", render.Count(r.MeasuredMemory), 100*r.FormulaVsMeasured)})
 	}
 	p.KV("Result", result)

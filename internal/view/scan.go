@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/idmpctl/idmpctl/internal/bytesize"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
 	"github.com/idmpctl/idmpctl/internal/records"
 	"github.com/idmpctl/idmpctl/internal/render"
@@ -143,7 +144,7 @@ var memoryColumns = []render.Column{{Head: "FORMAT"}, {Head: "STATUS"}, {Head: "
 
 // memoryBytes is a byte figure in human units, "~" before an estimate.
 func memoryBytes(n int64, exact bool) string {
-	s := render.Bytes(n)
+	s := bytesize.Format(n)
 	if !exact {
 		s = "~" + s
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/bytesize"
 	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/ops/health"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
@@ -45,7 +46,7 @@ func (v Server) Table(p *render.Printer) error {
 		if p.Human() {
 			maxmemory = "0 (no limit)"
 			if e.MaxMemory > 0 {
-				maxmemory = fmt.Sprintf("%s (%s B)", render.Bytes(e.MaxMemory), render.Count(e.MaxMemory))
+				maxmemory = fmt.Sprintf("%s (%s B)", bytesize.Format(e.MaxMemory), render.Count(e.MaxMemory))
 			}
 		}
 		pairs = append(pairs, render.Pair{"maxmemory", maxmemory}, render.Pair{"maxmemory-policy", e.Policy})
