@@ -211,26 +211,20 @@ func (b *Bar) line(now time.Time, width int) string {
 		head += "  " + b.detail
 	}
 
-	var tail string
-	pct := -1
+	cols := width - 1
+	s := head + "  " + formatClock(now.Sub(b.start)) + " elapsed"
 	if total := b.opts.Total; total > 0 {
-		pct = int(min(max(b.bytes, 0), total) * 100 / total)
-		tail = strconv.Itoa(pct) + "%"
+		pct := int(min(max(b.bytes, 0), total) * 100 / total)
+		tail := strconv.Itoa(pct) + "%"
 		if left := total - b.bytes; left <= 0 {
 			tail += "  ETA 0:00"
 		} else if secs := float64(left) / byteRate; byteRate > 0 && secs < maxETA.Seconds() {
 			tail += "  ETA " + formatClock(time.Duration(secs*float64(time.Second)))
 		}
-	} else {
-		tail = formatClock(now.Sub(b.start)) + " elapsed"
-	}
-
-	cols := width - 1
-	s := head + "  " + tail
-	if n := utf8.RuneCountInString(s); pct >= 0 {
+		s = head + "  " + tail
 		// A bar of 8 to 30 cells between the rate and the percentage,
 		// when there is room for it ("  [" + cells + "] ").
-		if cells := min(30, cols-n-3); cells >= 8 {
+		if cells := min(30, cols-utf8.RuneCountInString(s)-3); cells >= 8 {
 			s = head + "  [" + bar(cells, pct) + "] " + tail
 		}
 	}
