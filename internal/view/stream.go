@@ -46,8 +46,7 @@ func (v Stream) JSON() any {
 		j.Time = at.UTC().Format(time.RFC3339Nano)
 	}
 	if r != nil {
-		adds, dups := r.Adds, r.Duplicates
-		j.AddsPerSec, j.DuplicatesPerSec = &adds, &dups
+		j.AddsPerSec, j.DuplicatesPerSec = &r.Adds, &r.Duplicates
 	}
 	return j
 }

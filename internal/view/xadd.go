@@ -41,8 +41,7 @@ func (a *Add) json(line int) addJSON {
 		Duplicate: r.Duplicate, Mode: r.Mode.String(), Line: line, Retried: a.Retried,
 		Ack: AckOf(a.Durability, r.Ack)}
 	if r.Duplicate {
-		exists := r.OriginalExists
-		j.OriginalExists = &exists
+		j.OriginalExists = &r.OriginalExists
 	}
 	return j
 }
