@@ -83,11 +83,10 @@ func newBar(w io.Writer, opts Options, now func() time.Time, width func() int) *
 }
 
 func terminalWidth(w io.Writer) func() int {
-	f, ok := w.(interface{ Fd() uintptr })
-	if !ok {
-		return func() int { return fallbackWidth }
+	fd := -1 // not a file: GetSize fails
+	if f, ok := w.(interface{ Fd() uintptr }); ok {
+		fd = int(f.Fd())
 	}
-	fd := int(f.Fd())
 	return func() int {
 		if cols, _, err := term.GetSize(fd); err == nil && cols > 0 {
 			return cols
