@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -90,10 +91,7 @@ func appendTTYAggregate(b []byte, r resp.Reply, prefix string) []byte {
 		if i > 0 {
 			b = append(b, prefix...)
 		}
-		idx := strconv.Itoa(i + 1)
-		b = append(b, strings.Repeat(" ", width-len(idx))...)
-		b = append(b, idx...)
-		b = append(b, look.sep, ' ')
+		b = fmt.Appendf(b, "%*d%c ", width, i+1, look.sep)
 		if r.Kind != resp.Map {
 			b = appendTTY(b, r.Elems[i], inner)
 			continue
