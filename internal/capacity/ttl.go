@@ -162,16 +162,14 @@ func CalculateTTL(in TTLInputs) (TTLResult, error) {
 		r.Advice = append(r.Advice,
 			"no --buffer: the TTL leaves no room for queueing delays, clock drift between producers, or a retry policy that changes; add one (for example --buffer 10m)")
 	}
-	if in.MaxMemory > 0 {
-		for _, m := range []struct {
-			what  string
-			bytes int64
-		}{{"by " + RuleOfThumb, r.Memory}, {"at their measured size", r.MeasuredMemory}} {
-			if m.bytes > in.MaxMemory {
-				r.Advice = append(r.Advice, fmt.Sprintf(
-					"%s the keys need %s, over --maxmemory %s (%.0f%% of it): shorten the TTL, keep smaller values, or give the keys a server of their own",
-					m.what, bytesize.Format(m.bytes), bytesize.Format(in.MaxMemory), 100*float64(m.bytes)/float64(in.MaxMemory)))
-			}
+	for _, m := range []struct {
+		what  string
+		bytes int64
+	}{{"by " + RuleOfThumb, r.Memory}, {"at their measured size", r.MeasuredMemory}} {
+		if in.MaxMemory > 0 && m.bytes > in.MaxMemory {
+			r.Advice = append(r.Advice, fmt.Sprintf(
+				"%s the keys need %s, over --maxmemory %s (%.0f%% of it): shorten the TTL, keep smaller values, or give the keys a server of their own",
+				m.what, bytesize.Format(m.bytes), bytesize.Format(in.MaxMemory), 100*float64(m.bytes)/float64(in.MaxMemory)))
 		}
 	}
 	if m := in.Measured; r.MeasuredMemory > 0 && r.Memory > 0 && r.FormulaVsMeasured < -0.1 {
