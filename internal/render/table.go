@@ -130,8 +130,7 @@ func layoutColumns(width int, cols []Column, rows [][]string) []int {
 	return shown
 }
 
-// minColumn is the narrowest a view's value is wrapped to (and a line cut
-// to by Fit): a few characters and "…" say more than a lone "…".
+// minColumn is the narrowest a view's value is wrapped to.
 const minColumn = 4
 
 // DisplayWidth is the terminal width of s: colour sequences take none,

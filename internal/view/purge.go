@@ -21,7 +21,6 @@ type PurgeItem struct {
 	Keys    *KeyList
 }
 
-// purgeItemJSON is one record of purge -o json and its outcome.
 type purgeItemJSON struct {
 	Record  RecordJSON            `json:"record"`
 	Outcome keyspace.PurgeOutcome `json:"outcome"`

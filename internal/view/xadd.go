@@ -19,7 +19,6 @@ type Add struct {
 	Retried    bool
 }
 
-// addJSON is one add in -o json.
 type addJSON struct {
 	Stream         render.Text `json:"stream"`
 	ID             string      `json:"id"`
