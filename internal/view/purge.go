@@ -62,14 +62,6 @@ func (v Purge) limited() string {
 	return fmt.Sprintf("stopped at --limit %d: %sdid not look at the keys not yet scanned", v.Limit, left)
 }
 
-// purgeSummaryJSON is purge --match's last -o json object.
-type purgeSummaryJSON struct {
-	Type    string                `json:"type"` // "summary"
-	Summary keyspace.PurgeSummary `json:"summary"`
-	DryRun  bool                  `json:"dry_run"`
-	Backup  *PurgeBackup          `json:"backup,omitempty"`
-}
-
 // PurgeBackup is what --backup saved.
 type PurgeBackup struct {
 	File  string `json:"file"`
@@ -85,8 +77,14 @@ func (v Purge) deleted() (string, int64) {
 	return "deleted", v.Summary.Deleted
 }
 
+// JSON is purge --match's last -o json object.
 func (v Purge) JSON() any {
-	return purgeSummaryJSON{Type: "summary", Summary: v.Summary, DryRun: v.DryRun, Backup: v.Backup}
+	return struct {
+		Type    string                `json:"type"` // "summary"
+		Summary keyspace.PurgeSummary `json:"summary"`
+		DryRun  bool                  `json:"dry_run"`
+		Backup  *PurgeBackup          `json:"backup,omitempty"`
+	}{"summary", v.Summary, v.DryRun, v.Backup}
 }
 
 func (v Purge) Table(p *render.Printer) error {

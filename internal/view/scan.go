@@ -77,8 +77,15 @@ type Scan struct {
 	Rows    *ScanRows
 }
 
+// JSON is a scan's last -o json object: type "summary", which no record
+// has (theirs is a Redis type). Memory's "estimated" and each group's
+// "exact" say what was measured.
 func (v Scan) JSON() any {
-	return scanSummaryJSON{Type: "summary", Summary: v.Summary, Memory: v.Memory}
+	return struct {
+		Type    string                 `json:"type"`
+		Summary keyspace.Summary       `json:"summary"`
+		Memory  *keyspace.MemoryReport `json:"memory,omitempty"`
+	}{"summary", v.Summary, v.Memory}
 }
 
 func (v Scan) Table(p *render.Printer) error {
@@ -104,15 +111,6 @@ func (v Scan) Raw(p *render.Printer) error {
 		}
 	}
 	return nil
-}
-
-// scanSummaryJSON is a scan's last -o json object: type "summary", which no
-// record has (theirs is a Redis type). Memory's "estimated" and each
-// group's "exact" say what was measured.
-type scanSummaryJSON struct {
-	Type    string                 `json:"type"`
-	Summary keyspace.Summary       `json:"summary"`
-	Memory  *keyspace.MemoryReport `json:"memory,omitempty"`
 }
 
 // memoryTable draws inspect --memory's figures: one row per format and
