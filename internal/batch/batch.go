@@ -178,18 +178,16 @@ func parseFields(dec *json.Decoder) ([]string, error) {
 			if err := expectDelim(dec, '[', `a ["field","value"] pair`); err != nil {
 				return nil, err
 			}
-			f, err := text(dec, "")
-			if err != nil {
-				return nil, err
-			}
-			v, err := text(dec, "")
-			if err != nil {
-				return nil, err
+			for range 2 { // the field, its value
+				s, err := text(dec, "")
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, s)
 			}
 			if err := expectDelim(dec, ']', `a ["field","value"] pair of two`); err != nil {
 				return nil, err
 			}
-			out = append(out, f, v)
 		}
 	default:
 		return nil, errors.New(`"fields" must be an object or a list of ["field","value"] pairs`)

@@ -12,11 +12,7 @@ func parseFast(b []byte, auto bool) (l Line, ok bool) {
 		return Line{}, false
 	}
 	seenFields := false
-	for first := true; ; first = false {
-		p.space()
-		if p.peek() == '}' && first {
-			break
-		}
+	for { // "{}" too gives up: it has no fields
 		key, ok := p.str()
 		if !ok || !p.byte(':') {
 			return Line{}, false
@@ -67,13 +63,6 @@ func (p *fastParser) space() {
 			return
 		}
 	}
-}
-
-func (p *fastParser) peek() byte {
-	if p.i < len(p.s) {
-		return p.s[p.i]
-	}
-	return 0
 }
 
 // byte skips spaces and then c, reporting whether it was there.

@@ -44,14 +44,8 @@ var (
 const maxRate = 1e12
 
 var rateUnits = map[string][2]int64{
-	"":    {1, 1},
-	"s":   {1, 1},
-	"sec": {1, 1},
-	"ms":  {1000, 1},
-	"m":   {1, 60},
-	"min": {1, 60},
-	"h":   {1, 3600},
-	"d":   {1, 86400},
+	"": {1, 1}, "s": {1, 1}, "sec": {1, 1}, "ms": {1000, 1},
+	"m": {1, 60}, "min": {1, 60}, "h": {1, 3600}, "d": {1, 86400},
 }
 
 var rateScale = map[string]int64{"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
@@ -216,11 +210,8 @@ func ParseBytes(flag, s string, minimum int64, example string) (int64, error) {
 		return 0, bad("overflow: more than 1 PB")
 	}
 	n := r.Num().Int64()
-	if n < minimum {
-		if minimum == 1 {
-			return 0, bad("must be greater than zero")
-		}
-		return 0, bad(fmt.Sprintf("must be at least %d", minimum))
+	if n < minimum { // n >= 0: only a minimum of 1 refuses one
+		return 0, bad("must be greater than zero")
 	}
 	return n, nil
 }

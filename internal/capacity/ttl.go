@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"strconv"
 	"strings"
 	"time"
 
@@ -117,7 +116,7 @@ func CalculateTTL(in TTLInputs) (TTLResult, error) {
 	keys := new(big.Rat).Mul(in.Rate, ttlSecs)
 	var ok bool
 	if r.Keys, ok = ceilRatFits(keys); !ok {
-		return r, fmt.Errorf("rate x TTL is more than %s keys: check --rate and the TTL", groupThousands(math.MaxInt64))
+		return r, errors.New("rate x TTL is more than 9,223,372,036,854,775,807 keys: check --rate and the TTL") // max int64
 	}
 	tooMuch := func(what string) error {
 		return fmt.Errorf("%s, the keys need more than %s (the largest count of bytes): check --rate, the TTL and the sizes", what, bytesize.Format(math.MaxInt64))
@@ -163,16 +162,14 @@ func CalculateTTL(in TTLInputs) (TTLResult, error) {
 		r.Advice = append(r.Advice,
 			"no --buffer: the TTL leaves no room for queueing delays, clock drift between producers, or a retry policy that changes; add one (for example --buffer 10m)")
 	}
-	if in.MaxMemory > 0 {
-		for _, m := range []struct {
-			what  string
-			bytes int64
-		}{{"by " + RuleOfThumb, r.Memory}, {"at their measured size", r.MeasuredMemory}} {
-			if m.bytes > in.MaxMemory {
-				r.Advice = append(r.Advice, fmt.Sprintf(
-					"%s the keys need %s, over --maxmemory %s (%.0f%% of it): shorten the TTL, keep smaller values, or give the keys a server of their own",
-					m.what, bytesize.Format(m.bytes), bytesize.Format(in.MaxMemory), 100*float64(m.bytes)/float64(in.MaxMemory)))
-			}
+	for _, m := range []struct {
+		what  string
+		bytes int64
+	}{{"by " + RuleOfThumb, r.Memory}, {"at their measured size", r.MeasuredMemory}} {
+		if in.MaxMemory > 0 && m.bytes > in.MaxMemory {
+			r.Advice = append(r.Advice, fmt.Sprintf(
+				"%s the keys need %s, over --maxmemory %s (%.0f%% of it): shorten the TTL, keep smaller values, or give the keys a server of their own",
+				m.what, bytesize.Format(m.bytes), bytesize.Format(in.MaxMemory), 100*float64(m.bytes)/float64(in.MaxMemory)))
 		}
 	}
 	if m := in.Measured; r.MeasuredMemory > 0 && r.Memory > 0 && r.FormulaVsMeasured < -0.1 {
@@ -239,15 +236,6 @@ func ceilRatFits(r *big.Rat) (int64, bool) {
 		q.Add(q, big.NewInt(1))
 	}
 	return q.Int64(), q.IsInt64()
-}
-
-// groupThousands is n with thousands separators.
-func groupThousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
 
 func roundHalfUp(f float64) int64 { return int64(f + 0.5) }

@@ -43,7 +43,7 @@ const (
 
 // Bar is a progress line, safe for concurrent use (a retry warning clears
 // it from another goroutine); a nil Bar does nothing. It draws only inside
-// Set and Add: before other output reaches its terminal, call Clear.
+// Set: before other output reaches its terminal, call Clear.
 type Bar struct {
 	mu       sync.Mutex
 	w        io.Writer
@@ -83,11 +83,10 @@ func newBar(w io.Writer, opts Options, now func() time.Time, width func() int) *
 }
 
 func terminalWidth(w io.Writer) func() int {
-	f, ok := w.(interface{ Fd() uintptr })
-	if !ok {
-		return func() int { return fallbackWidth }
+	fd := -1 // not a file: GetSize fails
+	if f, ok := w.(interface{ Fd() uintptr }); ok {
+		fd = int(f.Fd())
 	}
-	fd := int(f.Fd())
 	return func() int {
 		if cols, _, err := term.GetSize(fd); err == nil && cols > 0 {
 			return cols
@@ -98,12 +97,7 @@ func terminalWidth(w io.Writer) func() int {
 
 // Set records the work done so far: count items (lines, keys) and, when
 // Options.Total is set, done bytes of it; it redraws at most every 100 ms.
-func (b *Bar) Set(count, done int64) { b.update(count, done, false) }
-
-// Add records count more items and done more bytes, as Set does.
-func (b *Bar) Add(count, done int64) { b.update(count, done, true) }
-
-func (b *Bar) update(count, done int64, add bool) {
+func (b *Bar) Set(count, done int64) {
 	if b == nil {
 		return
 	}
@@ -112,15 +106,12 @@ func (b *Bar) update(count, done int64, add bool) {
 	if b.done {
 		return
 	}
-	if add {
-		count, done = b.count+count, b.bytes+done
-	}
 	b.count, b.bytes = count, done
 	b.maybeDraw()
 }
 
 // Detail sets a short text shown after the rate, for a second count the
-// work keeps ("3,120 deleted"); "" removes it. The next Set or Add draws it.
+// work keeps ("3,120 deleted"); "" removes it. The next Set draws it.
 func (b *Bar) Detail(s string) {
 	if b == nil {
 		return
@@ -132,7 +123,7 @@ func (b *Bar) Detail(s string) {
 
 // Clear erases the line (carriage return, spaces over it, carriage
 // return), so that other output can be written to the terminal; the next
-// Set or Add draws it again.
+// Set draws it again.
 func (b *Bar) Clear() {
 	if b == nil {
 		return
@@ -146,9 +137,7 @@ func (b *Bar) clear() {
 	if b.shown == 0 {
 		return
 	}
-	b.buf = append(b.buf[:0], '\r')
-	b.buf = appendSpaces(b.buf, b.shown)
-	b.buf = append(b.buf, '\r')
+	b.buf = append(append(b.buf[:0], '\r'), strings.Repeat(" ", b.shown)+"\r"...)
 	_, _ = b.w.Write(b.buf)
 	b.shown = 0
 	b.lastDraw = time.Time{}
@@ -182,16 +171,9 @@ func (b *Bar) maybeDraw() {
 	cols := utf8.RuneCountInString(line)
 	b.buf = append(b.buf[:0], '\r')
 	b.buf = append(b.buf, line...)
-	b.buf = appendSpaces(b.buf, min(b.shown, width-1)-cols)
+	b.buf = append(b.buf, strings.Repeat(" ", max(min(b.shown, width-1)-cols, 0))...)
 	_, _ = b.w.Write(b.buf)
 	b.shown = max(cols, 1)
-}
-
-func appendSpaces(buf []byte, n int) []byte {
-	for range n {
-		buf = append(buf, ' ')
-	}
-	return buf
 }
 
 // record adds the current state to the rate window and drops the states
@@ -228,26 +210,20 @@ func (b *Bar) line(now time.Time, width int) string {
 		head += "  " + b.detail
 	}
 
-	var tail string
-	pct := -1
+	cols := width - 1
+	s := head + "  " + formatClock(now.Sub(b.start)) + " elapsed"
 	if total := b.opts.Total; total > 0 {
-		pct = int(min(max(b.bytes, 0), total) * 100 / total)
-		tail = strconv.Itoa(pct) + "%"
+		pct := int(min(max(b.bytes, 0), total) * 100 / total)
+		tail := strconv.Itoa(pct) + "%"
 		if left := total - b.bytes; left <= 0 {
 			tail += "  ETA 0:00"
 		} else if secs := float64(left) / byteRate; byteRate > 0 && secs < maxETA.Seconds() {
 			tail += "  ETA " + formatClock(time.Duration(secs*float64(time.Second)))
 		}
-	} else {
-		tail = formatClock(now.Sub(b.start)) + " elapsed"
-	}
-
-	cols := width - 1
-	s := head + "  " + tail
-	if n := utf8.RuneCountInString(s); pct >= 0 {
+		s = head + "  " + tail
 		// A bar of 8 to 30 cells between the rate and the percentage,
 		// when there is room for it ("  [" + cells + "] ").
-		if cells := min(30, cols-n-3); cells >= 8 {
+		if cells := min(30, cols-utf8.RuneCountInString(s)-3); cells >= 8 {
 			s = head + "  [" + bar(cells, pct) + "] " + tail
 		}
 	}

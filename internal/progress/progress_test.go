@@ -81,7 +81,7 @@ func TestDisabledWritesNothing(t *testing.T) {
 	b := New(&out, false, Options{Label: "xadd --batch", Unit: "lines", Total: 100})
 	for i := range int64(1000) {
 		b.Set(i, i)
-		b.Add(1, 1)
+		b.Set(i+1, i+1)
 	}
 	b.Clear()
 	b.Finish()
@@ -194,9 +194,9 @@ func TestRateFollowsChanges(t *testing.T) {
 
 func TestUnknownTotal(t *testing.T) {
 	b, scr, clk := newTestBar(Options{Label: "inspect --match", Unit: "keys"}, 80)
-	for range 70 {
+	for i := range int64(70) {
 		clk.advance(time.Second)
-		b.Add(1000, 0)
+		b.Set((i+1)*1000, 0)
 	}
 	want := "inspect --match: 70,000 keys  1.0k keys/s  1:10 elapsed"
 	if got := scr.visible(); got != want {

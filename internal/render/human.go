@@ -3,7 +3,6 @@ package render
 import (
 	"time"
 
-	"github.com/idmpctl/idmpctl/internal/bytesize"
 	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/progress"
 )
@@ -34,7 +33,3 @@ func Duration(d time.Duration) string { return duration.Age(d) }
 
 // Ms is a duration given in milliseconds, as Duration shows it.
 func Ms(ms int64) string { return Duration(time.Duration(ms) * time.Millisecond) }
-
-// Bytes is n in binary units, as every command shows memory: "512 B",
-// "1.5 KiB", "3.2 MiB", "1.0 GiB" (internal/bytesize).
-func Bytes(n int64) string { return bytesize.Format(n) }

@@ -3,6 +3,8 @@ package render
 import (
 	"testing"
 	"time"
+
+	"github.com/idmpctl/idmpctl/internal/bytesize"
 )
 
 func TestCount(t *testing.T) {
@@ -57,7 +59,7 @@ func TestDuration(t *testing.T) {
 
 func TestBytes(t *testing.T) {
 	for n, want := range map[int64]string{1: "1 B", 512: "512 B", 1536: "1.5 KiB", 3 << 20: "3.0 MiB", 1 << 30: "1.0 GiB"} {
-		if got := Bytes(n); got != want {
+		if got := bytesize.Format(n); got != want {
 			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
 		}
 	}

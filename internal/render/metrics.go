@@ -80,21 +80,19 @@ func WriteMetrics(w io.Writer, m Metrics) error {
 		for _, s := range streams {
 			sample(&b, "idmpctl_stream_info", 1, "stream", s.Stream, "mode", s.Mode)
 		}
-		byStream := func(ms ...streamMetric) {
-			families(&b, streams, "stream", func(s StreamMetrics) string { return s.Stream }, ms...)
+		ms := []streamMetric{
+			{"idmpctl_stream_length", "gauge", "Entries in the stream (XLEN).", func(s StreamMetrics) int64 { return s.Length }},
+			{"idmpctl_stream_idmp_duration_seconds", "gauge", "IDMP-DURATION: how long an iid is kept, in seconds.", func(s StreamMetrics) int64 { return s.IDMPDuration }},
+			{"idmpctl_stream_idmp_maxsize", "gauge", "IDMP-MAXSIZE: most iids kept per producer.", func(s StreamMetrics) int64 { return s.IDMPMaxSize }},
+			{"idmpctl_stream_pids_tracked", "gauge", "Producers with tracked iids (pids-tracked).", func(s StreamMetrics) int64 { return s.PIDsTracked }},
+			{"idmpctl_stream_iids_tracked", "gauge", "Iids currently tracked (iids-tracked).", func(s StreamMetrics) int64 { return s.IIDsTracked }},
+			{"idmpctl_stream_iids_added_total", "counter", "Iids added since the stream's IDMP state was created (iids-added).", func(s StreamMetrics) int64 { return s.IIDsAdded }},
+			{"idmpctl_stream_iids_duplicates_total", "counter", "Adds recognised as duplicates of a tracked iid (iids-duplicates).", func(s StreamMetrics) int64 { return s.IIDsDuplicates }},
 		}
-		byStream(
-			streamMetric{"idmpctl_stream_length", "gauge", "Entries in the stream (XLEN).", func(s StreamMetrics) int64 { return s.Length }},
-			streamMetric{"idmpctl_stream_idmp_duration_seconds", "gauge", "IDMP-DURATION: how long an iid is kept, in seconds.", func(s StreamMetrics) int64 { return s.IDMPDuration }},
-			streamMetric{"idmpctl_stream_idmp_maxsize", "gauge", "IDMP-MAXSIZE: most iids kept per producer.", func(s StreamMetrics) int64 { return s.IDMPMaxSize }},
-			streamMetric{"idmpctl_stream_pids_tracked", "gauge", "Producers with tracked iids (pids-tracked).", func(s StreamMetrics) int64 { return s.PIDsTracked }},
-			streamMetric{"idmpctl_stream_iids_tracked", "gauge", "Iids currently tracked (iids-tracked).", func(s StreamMetrics) int64 { return s.IIDsTracked }},
-			streamMetric{"idmpctl_stream_iids_added_total", "counter", "Iids added since the stream's IDMP state was created (iids-added).", func(s StreamMetrics) int64 { return s.IIDsAdded }},
-			streamMetric{"idmpctl_stream_iids_duplicates_total", "counter", "Adds recognised as duplicates of a tracked iid (iids-duplicates).", func(s StreamMetrics) int64 { return s.IIDsDuplicates }},
-		)
 		if slices.ContainsFunc(streams, func(s StreamMetrics) bool { return s.NotAtomic }) {
-			byStream(streamMetric{"idmpctl_stream_read_atomic", "gauge", "1 when the stream's IDMP state was read in one atomic step, 0 when with plain commands (the user may not run scripts): its counts can then be off by the adds made meanwhile. Only in documents where some stream was read with plain commands.", func(s StreamMetrics) int64 { return one(!s.NotAtomic) }})
+			ms = append(ms, streamMetric{"idmpctl_stream_read_atomic", "gauge", "1 when the stream's IDMP state was read in one atomic step, 0 when with plain commands (the user may not run scripts): its counts can then be off by the adds made meanwhile. Only in documents where some stream was read with plain commands.", func(s StreamMetrics) int64 { return one(!s.NotAtomic) }})
 		}
+		families(&b, streams, "stream", func(s StreamMetrics) string { return s.Stream }, ms...)
 	}
 
 	if len(scans) > 0 {
@@ -111,33 +109,28 @@ func WriteMetrics(w io.Writer, m Metrics) error {
 			scanMetric{"idmpctl_scan_orphan_state", "gauge", "Keys of emulated IDMP state whose stream is gone (orphan-state): purge --match PATTERN --orphan-state drops them.", func(s ScanMetrics) int64 { return s.OrphanState }},
 			scanMetric{"idmpctl_scan_limited", "gauge", "1 when the scan stopped at --limit: the counts are lower bounds.", func(s ScanMetrics) int64 { return one(s.Limited) }},
 		)
-		writeScanMemory(&b, scans)
+		// The memory families of the scans that measured it. Every figure
+		// is an estimate and says so in its name (_estimate_bytes), except
+		// where idmpctl_scan_memory_exact is 1.
+		var measured []ScanMetrics
+		for _, s := range scans {
+			if s.Memory != nil {
+				measured = append(measured, s)
+			}
+		}
+		if len(measured) > 0 {
+			byPattern(&b, measured, scanMetric{"idmpctl_scan_memory_estimate_bytes", "gauge", "Bytes the records found use (MEMORY USAGE), estimated from a sample: each format and status's records times the mean of those sampled.", func(s ScanMetrics) int64 { return s.Memory.Bytes }})
+			breakdown(&b, measured, "idmpctl_scan_memory_by_status_estimate_bytes", "Bytes the records found use, by normalised status, estimated from a sample.", "status", func(s ScanMetrics) map[string]int64 { return s.Memory.ByStatus })
+			breakdown(&b, measured, "idmpctl_scan_memory_by_format_estimate_bytes", "Bytes the records found use, by record format, estimated from a sample.", "format", func(s ScanMetrics) map[string]int64 { return s.Memory.ByFormat })
+			byPattern(&b, measured,
+				scanMetric{"idmpctl_scan_memory_sampled_keys", "gauge", "Records whose MEMORY USAGE was measured for the estimates.", func(s ScanMetrics) int64 { return s.Memory.Sampled }},
+				scanMetric{"idmpctl_scan_memory_exact", "gauge", "1 when every record found was measured: the memory estimates are then exact sums of MEMORY USAGE.", func(s ScanMetrics) int64 { return one(s.Memory.Exact) }},
+			)
+		}
 	}
 
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// writeScanMemory writes the memory families of the scans that measured it.
-// Every figure is an estimate and says so in its name (_estimate_bytes),
-// except where idmpctl_scan_memory_exact is 1.
-func writeScanMemory(b *strings.Builder, scans []ScanMetrics) {
-	var measured []ScanMetrics
-	for _, s := range scans {
-		if s.Memory != nil {
-			measured = append(measured, s)
-		}
-	}
-	if len(measured) == 0 {
-		return
-	}
-	byPattern(b, measured, scanMetric{"idmpctl_scan_memory_estimate_bytes", "gauge", "Bytes the records found use (MEMORY USAGE), estimated from a sample: each format and status's records times the mean of those sampled.", func(s ScanMetrics) int64 { return s.Memory.Bytes }})
-	breakdown(b, measured, "idmpctl_scan_memory_by_status_estimate_bytes", "Bytes the records found use, by normalised status, estimated from a sample.", "status", func(s ScanMetrics) map[string]int64 { return s.Memory.ByStatus })
-	breakdown(b, measured, "idmpctl_scan_memory_by_format_estimate_bytes", "Bytes the records found use, by record format, estimated from a sample.", "format", func(s ScanMetrics) map[string]int64 { return s.Memory.ByFormat })
-	byPattern(b, measured,
-		scanMetric{"idmpctl_scan_memory_sampled_keys", "gauge", "Records whose MEMORY USAGE was measured for the estimates.", func(s ScanMetrics) int64 { return s.Memory.Sampled }},
-		scanMetric{"idmpctl_scan_memory_exact", "gauge", "1 when every record found was measured: the memory estimates are then exact sums of MEMORY USAGE.", func(s ScanMetrics) int64 { return one(s.Memory.Exact) }},
-	)
 }
 
 // metric is a family with one sample per item (a stream, a scan).

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -90,10 +91,7 @@ func appendTTYAggregate(b []byte, r resp.Reply, prefix string) []byte {
 		if i > 0 {
 			b = append(b, prefix...)
 		}
-		idx := strconv.Itoa(i + 1)
-		b = append(b, strings.Repeat(" ", width-len(idx))...)
-		b = append(b, idx...)
-		b = append(b, look.sep, ' ')
+		b = fmt.Appendf(b, "%*d%c ", width, i+1, look.sep)
 		if r.Kind != resp.Map {
 			b = appendTTY(b, r.Elems[i], inner)
 			continue
@@ -137,14 +135,11 @@ func AppendRepr(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// AppendReplyJSON appends r as one line of JSON, as redis-cli --json prints
-// it (RESP3's maps as objects, integers and doubles as numbers, nil as
+// appendJSON appends r as JSON, as redis-cli --json prints it (RESP3's maps as objects, integers and doubles as numbers, nil as
 // null), except that a string that is not UTF-8 is {"b64":"..."} (standard
 // base64 of its bytes) rather than bytes no JSON parser accepts, and an
 // error reply is {"error":"..."}. A map with a key that is not UTF-8 (an
 // object key cannot be {"b64":...}) is a list of [key, value] pairs.
-func AppendReplyJSON(b []byte, r resp.Reply) []byte { return append(appendJSON(b, r), '\n') }
-
 func appendJSON(b []byte, r resp.Reply) []byte {
 	switch r.Kind {
 	case resp.Error:
@@ -255,7 +250,7 @@ func plainASCII(s string) bool {
 func (p *Printer) AppendReply(b []byte, r resp.Reply) []byte {
 	switch p.Format {
 	case JSON:
-		return AppendReplyJSON(b, r)
+		return append(appendJSON(b, r), '\n')
 	case Table:
 		return AppendReplyTTY(b, r)
 	}

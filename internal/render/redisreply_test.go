@@ -48,7 +48,7 @@ func TestReplyForms(t *testing.T) {
 		if got := string(AppendReplyTTY(nil, c.r)); got != c.tty {
 			t.Errorf("%s tty = %q, want %q", c.name, got, c.tty)
 		}
-		if got := string(AppendReplyJSON(nil, c.r)); got != c.json {
+		if got := string((&Printer{Format: JSON}).AppendReply(nil, c.r)); got != c.json {
 			t.Errorf("%s json = %q, want %q", c.name, got, c.json)
 		}
 	}

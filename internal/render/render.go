@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/charmbracelet/x/ansi"
 )
@@ -47,7 +48,8 @@ type Printer struct {
 	Width    int  // the terminal's columns, which views wrap to; 0: no limit
 	Quiet    bool // -q: no warnings (a loop running idmpctl per message repeats them)
 
-	st styleOnce
+	stOnce sync.Once // builds st on first use
+	st     *styles
 }
 
 // Human says whether values are shown for a person (-o table: "3m ago")

@@ -2,7 +2,6 @@ package render
 
 import (
 	"io"
-	"sync"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
@@ -23,12 +22,10 @@ const (
 
 type styles [head + 1]lipgloss.Style
 
-func newStyles(color bool) *styles {
-	// 256 colours when colour is on (dim is grey 245), none when off.
-	p := termenv.Ascii
-	if color {
-		p = termenv.ANSI256
-	}
+// newStyles builds them in 256 colours (dim is grey 245): only a Printer
+// with Color on uses them.
+func newStyles() *styles {
+	p := termenv.ANSI256
 	// The renderer only carries the profile: a nil writer would make
 	// termenv look at os.Stdout.
 	r := lipgloss.NewRenderer(io.Discard, termenv.WithProfile(p))
@@ -45,12 +42,6 @@ func newStyles(color bool) *styles {
 	}
 }
 
-// styleOnce builds a Printer's styles once, on first use.
-type styleOnce struct {
-	once sync.Once
-	s    *styles
-}
-
 // Bold, Dim, Good, Warn, Bad and Head style text when colour is on.
 func (p *Printer) Bold(s string) string { return p.style(bold, s) }
 func (p *Printer) Dim(s string) string  { return p.style(dim, s) }
@@ -63,6 +54,6 @@ func (p *Printer) style(id int, s string) string {
 	if !p.Color || s == "" {
 		return s
 	}
-	p.st.once.Do(func() { p.st.s = newStyles(p.Color) })
-	return p.st.s[id].Render(s)
+	p.stOnce.Do(func() { p.st = newStyles() })
+	return p.st[id].Render(s)
 }

@@ -3,7 +3,6 @@ package render
 import (
 	"cmp"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -23,30 +22,6 @@ const (
 	cellFrame  = 3
 	tableFrame = 1
 )
-
-// drawTable draws a rounded box table with tablewriter: the header
-// centred, cells left aligned, never wrapped nor cut. East Asian ambiguous
-// characters count one column (tw.Off), whatever the locale, so that the
-// same rows draw the same table everywhere (and in the golden tests).
-func drawTable(out io.Writer, header []string, rows [][]string) error {
-	t := tablewriter.NewTable(out,
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleRounded)})),
-		tablewriter.WithEastAsian(tw.Off),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithHeaderAlignment(tw.AlignCenter),
-		tablewriter.WithRowAlignment(tw.AlignLeft),
-		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-		tablewriter.WithTrimSpace(tw.Off),
-	)
-	t.Header(header)
-	for _, r := range rows {
-		if err := t.Append(r); err != nil {
-			return err
-		}
-	}
-	return t.Render()
-}
 
 // Column is a column of a table, and how it gives way to a narrow
 // terminal.
@@ -84,11 +59,27 @@ func (p *Printer) Table(cols []Column, rows [][]string) error {
 		}
 		return out
 	}
-	fitted := make([][]string, len(rows))
-	for i, r := range rows {
-		fitted[i] = pick(r, func(s string) string { return s })
+	// A rounded box table with tablewriter: the header centred, cells left
+	// aligned, never wrapped nor cut. East Asian ambiguous characters count
+	// one column (tw.Off), whatever the locale, so that the same rows draw
+	// the same table everywhere (and in the golden tests).
+	t := tablewriter.NewTable(p.Out,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleRounded)})),
+		tablewriter.WithEastAsian(tw.Off),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignCenter),
+		tablewriter.WithRowAlignment(tw.AlignLeft),
+		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithTrimSpace(tw.Off),
+	)
+	t.Header(pick(header, p.Head))
+	for _, r := range rows {
+		if err := t.Append(pick(r, func(s string) string { return s })); err != nil {
+			return err
+		}
 	}
-	if err := drawTable(p.Out, pick(header, p.Head), fitted); err != nil {
+	if err := t.Render(); err != nil {
 		return err
 	}
 	if len(shown) < len(cols) {
@@ -139,8 +130,7 @@ func layoutColumns(width int, cols []Column, rows [][]string) []int {
 	return shown
 }
 
-// minColumn is the narrowest a view's value is wrapped to (and a line cut
-// to by Fit): a few characters and "…" say more than a lone "…".
+// minColumn is the narrowest a view's value is wrapped to.
 const minColumn = 4
 
 // DisplayWidth is the terminal width of s: colour sequences take none,
@@ -153,7 +143,7 @@ func DisplayWidth(s string) int {
 
 // pinWidths turns tablewriter's East Asian width off (twwidth guesses it
 // from the locale at start-up), so that cells are measured and cut as
-// drawTable's tables measure them.
+// Table's tables measure them.
 var pinWidths = sync.OnceFunc(func() { twwidth.SetOptions(twwidth.Options{}) })
 
 // Truncate cuts s to at most width columns, ending it with "…" when it was

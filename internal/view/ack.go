@@ -22,11 +22,10 @@ func AckOf(d redisconn.Durability, a *redisconn.Ack) Ack {
 	if !d.On() || a == nil || a.Err != nil {
 		return Ack{}
 	}
-	n := a.Replicas
-	j := Ack{ReplicasAcked: &n}
+	c := *a // the view's own copy
+	j := Ack{ReplicasAcked: &c.Replicas}
 	if d.AOF {
-		local := a.LocalAOF
-		j.LocalAOF = &local
+		j.LocalAOF = &c.LocalAOF
 	}
 	return j
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/bytesize"
 	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/render"
@@ -68,7 +69,7 @@ func (v CalcMaxsize) Table(p *render.Printer) error {
 		recovery = render.Duration(in.Recovery)
 	}
 	p.KV("Inputs", []render.Pair{
-		{"rate", fmt.Sprintf("%s msg/s over %s: %s msg/ms per pid", rateText(in.Rate), render.N(in.Producers, "producer"), trimFloat(r.PerPIDRate))},
+		{"rate", fmt.Sprintf("%s msg/s over %s: %.6g msg/ms per pid", rateText(in.Rate), render.N(in.Producers, "producer"), r.PerPIDRate)},
 		{"mark-delay", render.Duration(in.MarkDelay)},
 		{"recovery", recovery},
 		{"margin", capacity.RatString(new(big.Rat).Mul(in.Margin, big.NewRat(100, 1))) + "%"},
@@ -83,16 +84,16 @@ func (v CalcMaxsize) Table(p *render.Printer) error {
 	})
 	p.KV("Formula", []render.Pair{{"maxsize", r.MaxSizeFormula}, {"duration", r.DurationFormula}, {"interplay", r.Interplay}})
 	p.KV("Memory at full occupancy", []render.Pair{
-		{"native", fmt.Sprintf("~%s per pid, ~%s total (estimate)", render.Bytes(r.Memory.NativePerPID), render.Bytes(r.Memory.NativeTotal))},
-		{"emulated", fmt.Sprintf("%s per pid, %s total (measured %d B/iid)", render.Bytes(r.Memory.EmulatedPerPID), render.Bytes(r.Memory.EmulatedTotal), in.EmulatedBytesPerIID)},
+		{"native", fmt.Sprintf("~%s per pid, ~%s total (estimate)", bytesize.Format(r.Memory.NativePerPID), bytesize.Format(r.Memory.NativeTotal))},
+		{"emulated", fmt.Sprintf("%s per pid, %s total (measured %d B/iid)", bytesize.Format(r.Memory.EmulatedPerPID), bytesize.Format(r.Memory.EmulatedTotal), in.EmulatedBytesPerIID)},
 	})
 	warnNotes(p, "Warnings", r.Warnings)
 	title := "Run" // what the user may run; with --apply, what it does next
-	switch {
-	case v.Apply != "" && v.DryRun:
-		title = "Apply (dry run)"
-	case v.Apply != "":
+	if v.Apply != "" {
 		title = "Apply"
+		if v.DryRun {
+			title += " (dry run)"
+		}
 	}
 	p.View(title, v.runLine())
 	return nil
@@ -139,8 +140,6 @@ func rateText(r *big.Rat) string {
 	return capacity.RatString(r)
 }
 
-func trimFloat(f float64) string { return fmt.Sprintf("%.6g", f) }
-
 // warnNotes draws sentences to heed under title, each marked "!"; none, nothing.
 func warnNotes(p *render.Printer, title string, texts []string) {
 	if len(texts) == 0 {
@@ -161,15 +160,6 @@ type CalcTTL struct {
 	Samples int
 }
 
-// secondsHuman is secondsText with thousands separators when d is whole
-// seconds ("4,500"), for the table.
-func secondsHuman(d time.Duration) string {
-	if d%time.Second == 0 {
-		return render.Count(int64(d / time.Second))
-	}
-	return secondsText(d)
-}
-
 // secondsText is d in seconds, as short as exact.
 func secondsText(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
@@ -178,23 +168,21 @@ func secondsText(d time.Duration) string {
 func (v CalcTTL) JSON() any {
 	in, r := v.Inputs, v.Result
 	inputs := map[string]any{"rate_per_s": ratFloat(in.Rate)}
-	for _, d := range []struct {
-		name string
-		d    time.Duration
-	}{{"ttl_s", in.TTL}, {"max_processing_s", in.MaxProcessing}, {"max_retry_delay_s", in.MaxRetryDelay}, {"buffer_s", in.Buffer}} {
-		if d.d > 0 {
-			inputs[d.name] = d.d.Seconds()
+	durations := map[string]time.Duration{"ttl_s": in.TTL, "max_processing_s": in.MaxProcessing,
+		"max_retry_delay_s": in.MaxRetryDelay, "buffer_s": in.Buffer}
+	for name, d := range durations {
+		if d > 0 {
+			inputs[name] = d.Seconds()
 		}
 	}
-	for _, n := range []struct {
-		name string
-		v    int64
-	}{{"key_size_bytes", in.KeySize}, {"value_size_bytes", in.ValueSize}, {"maxmemory_bytes", in.MaxMemory}} {
-		if n.v >= 0 && (n.name != "maxmemory_bytes" || n.v > 0) {
-			inputs[n.name] = n.v
+	for name, n := range map[string]int64{"key_size_bytes": in.KeySize, "value_size_bytes": in.ValueSize} {
+		if n >= 0 {
+			inputs[name] = n
 		}
 	}
-	formula := []string{r.TTLFormula, r.MemoryFormula}
+	if in.MaxMemory > 0 {
+		inputs["maxmemory_bytes"] = in.MaxMemory
+	}
 	out := map[string]any{
 		"inputs":           inputs,
 		"ttl_s":            r.TTL.Seconds(),
@@ -203,7 +191,7 @@ func (v CalcTTL) JSON() any {
 		"key_size_bytes":   r.KeySize,
 		"value_size_bytes": r.ValueSize,
 		"memory_bytes":     r.Memory,
-		"formula":          formula,
+		"formula":          []string{r.TTLFormula, r.MemoryFormula},
 		"advice":           append([]string{}, r.Advice...),
 	}
 	if in.Window {
@@ -249,16 +237,20 @@ func (v CalcTTL) Table(p *render.Printer) error {
 	inputs = append(inputs, render.Pair{"key size", sizeText(in.KeySize, r.KeySize)},
 		render.Pair{"value size", sizeText(in.ValueSize, r.ValueSize)})
 	if in.MaxMemory > 0 {
-		inputs = append(inputs, render.Pair{"maxmemory", fmt.Sprintf("%s (%s B)", render.Bytes(in.MaxMemory), render.Count(in.MaxMemory))})
+		inputs = append(inputs, render.Pair{"maxmemory", fmt.Sprintf("%s (%s B)", bytesize.Format(in.MaxMemory), render.Count(in.MaxMemory))})
 	}
 	p.KV("Inputs", inputs)
+	secs := secondsText(r.TTL) // with thousands separators when whole ("4,500")
+	if r.TTL%time.Second == 0 {
+		secs = render.Count(int64(r.TTL / time.Second))
+	}
 	result := []render.Pair{
-		{"TTL", p.Good(duration.Format(r.TTL)) + fmt.Sprintf(" (%s s)", secondsHuman(r.TTL))},
+		{"TTL", p.Good(duration.Format(r.TTL)) + fmt.Sprintf(" (%s s)", secs)},
 		{"keys", fmt.Sprintf("%s alive at a steady rate (rate x TTL)", render.Count(r.Keys))},
-		{"memory", p.Good(render.Bytes(r.Memory)) + fmt.Sprintf(" (%s B, by %s)", render.Count(r.Memory), capacity.RuleOfThumb)},
+		{"memory", p.Good(bytesize.Format(r.Memory)) + fmt.Sprintf(" (%s B, by %s)", render.Count(r.Memory), capacity.RuleOfThumb)},
 	}
 	if in.Measured != nil {
-		result = append(result, render.Pair{"measured", p.Good(render.Bytes(r.MeasuredMemory)) +
+		result = append(result, render.Pair{"measured", p.Good(bytesize.Format(r.MeasuredMemory)) +
 			fmt.Sprintf(" (%s B, at the sample's MEMORY USAGE; the formula is %+.0f%%)", render.Count(r.MeasuredMemory), 100*r.FormulaVsMeasured)})
 	}
 	p.KV("Result", result)

@@ -15,9 +15,6 @@ type Migrate struct{ stream.MigrateResult }
 
 func (m Migrate) JSON() any { return m.MigrateResult }
 
-// migrateExpires is a kept iid's expiry in RFC 3339 (raw).
-func migrateExpires(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
-
 func (m Migrate) Table(p *render.Printer) error {
 	r := m.MigrateResult
 	status := map[string]string{
@@ -82,7 +79,8 @@ func (m Migrate) Raw(p *render.Printer) error {
 	}
 	p.Line("%s\t%s\t%s\t%d\t%d\t%d%s", r.Stream, r.Status, r.Settings, r.Recorded, len(r.Kept), r.Dropped, dry)
 	for _, k := range r.Kept {
-		p.Line("kept\t%s\t%s\t%s\t%s\t%s\t%s", r.Stream, k.PID, k.IID, k.ID, migrateExpires(k.ExpiresMS), k.Why)
+		p.Line("kept\t%s\t%s\t%s\t%s\t%s\t%s", r.Stream, k.PID, k.IID, k.ID,
+			time.UnixMilli(k.ExpiresMS).UTC().Format(time.RFC3339), k.Why)
 	}
 	return nil
 }

@@ -21,7 +21,6 @@ type PurgeItem struct {
 	Keys    *KeyList
 }
 
-// purgeItemJSON is one record of purge -o json and its outcome.
 type purgeItemJSON struct {
 	Record  RecordJSON            `json:"record"`
 	Outcome keyspace.PurgeOutcome `json:"outcome"`
@@ -63,14 +62,6 @@ func (v Purge) limited() string {
 	return fmt.Sprintf("stopped at --limit %d: %sdid not look at the keys not yet scanned", v.Limit, left)
 }
 
-// purgeSummaryJSON is purge --match's last -o json object.
-type purgeSummaryJSON struct {
-	Type    string                `json:"type"` // "summary"
-	Summary keyspace.PurgeSummary `json:"summary"`
-	DryRun  bool                  `json:"dry_run"`
-	Backup  *PurgeBackup          `json:"backup,omitempty"`
-}
-
 // PurgeBackup is what --backup saved.
 type PurgeBackup struct {
 	File  string `json:"file"`
@@ -86,8 +77,14 @@ func (v Purge) deleted() (string, int64) {
 	return "deleted", v.Summary.Deleted
 }
 
+// JSON is purge --match's last -o json object.
 func (v Purge) JSON() any {
-	return purgeSummaryJSON{Type: "summary", Summary: v.Summary, DryRun: v.DryRun, Backup: v.Backup}
+	return struct {
+		Type    string                `json:"type"` // "summary"
+		Summary keyspace.PurgeSummary `json:"summary"`
+		DryRun  bool                  `json:"dry_run"`
+		Backup  *PurgeBackup          `json:"backup,omitempty"`
+	}{"summary", v.Summary, v.DryRun, v.Backup}
 }
 
 func (v Purge) Table(p *render.Printer) error {
@@ -125,12 +122,10 @@ func (v Purge) Table(p *render.Printer) error {
 				render.N(saved.Saved, "record"), render.Field(saved.File), render.Count(saved.Kept)), Fit: render.Wrap},
 			render.Row{Label: "undo", Value: "idmpctl restore " + render.ShellWord(saved.File), Fit: render.Whole})
 	}
-	for i, l := range v.Keys.Lines() {
-		label := ""
-		if i == 0 {
-			label = "keys"
-		}
+	label := "keys"
+	for _, l := range v.Keys.Lines() {
 		rows = append(rows, render.Row{Label: label, Value: l, Fit: render.Whole})
+		label = ""
 	}
 	p.View(title, rows)
 	return nil

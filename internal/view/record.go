@@ -27,23 +27,19 @@ func Shown(r records.Record, showSecrets bool) records.Record {
 type RecordJSON struct {
 	Key render.Text `json:"key"` // first, as the record's, which it hides
 	records.Record
-	msNames
+	// The timestamps under _ms names; the old names stay beside them as
+	// aliases for now (docs/output.md).
+	CreatedAt     int64                      `json:"created_ms,omitempty"`
+	UpdatedAt     int64                      `json:"updated_ms,omitempty"`
+	LeaseUntilAt  int64                      `json:"lease_until_ms,omitempty"`
+	DeadlineAt    int64                      `json:"deadline_ms,omitempty"`
+	ExpiresAt     int64                      `json:"expires_ms,omitempty"`
+	NowAt         int64                      `json:"now_ms,omitempty"`
 	Fields        map[string]json.RawMessage `json:"fields,omitempty"`
 	AgeMs         *int64                     `json:"age_ms,omitempty"`
 	AgeUnknown    bool                       `json:"age_unknown,omitempty"` // a record that carries no time
 	LeaseLeftMs   *int64                     `json:"lease_left_ms,omitempty"`
 	ResultSummary string                     `json:"result_summary,omitempty"`
-}
-
-// msNames are a record's timestamps under _ms names; the old names stay
-// beside them as aliases for now (docs/output.md).
-type msNames struct {
-	CreatedAt    int64 `json:"created_ms,omitempty"`
-	UpdatedAt    int64 `json:"updated_ms,omitempty"`
-	LeaseUntilAt int64 `json:"lease_until_ms,omitempty"`
-	DeadlineAt   int64 `json:"deadline_ms,omitempty"`
-	ExpiresAt    int64 `json:"expires_ms,omitempty"`
-	NowAt        int64 `json:"now_ms,omitempty"`
 }
 
 // nestedFields is a record's fields for JSON: a value that is a JSON
@@ -69,8 +65,8 @@ func nestedFields(fields map[string]string) map[string]json.RawMessage {
 // and deadline (the instant the stale flag uses too).
 func WithTimes(r records.Record) RecordJSON {
 	j := RecordJSON{Key: render.Text(r.Key), Record: r, Fields: nestedFields(r.Fields), ResultSummary: r.ResultSummary(),
-		msNames: msNames{CreatedAt: r.CreatedMs, UpdatedAt: r.UpdatedMs, LeaseUntilAt: r.LeaseUntilMs,
-			DeadlineAt: r.DeadlineMs, ExpiresAt: r.ExpiresMs, NowAt: r.NowMs}}
+		CreatedAt: r.CreatedMs, UpdatedAt: r.UpdatedMs, LeaseUntilAt: r.LeaseUntilMs, DeadlineAt: r.DeadlineMs,
+		ExpiresAt: r.ExpiresMs, NowAt: r.NowMs}
 	if age, ok := r.AgeMs(); ok {
 		j.AgeMs = &age
 	} else {
@@ -100,10 +96,9 @@ type Record struct{ records.Record }
 
 func (v Record) JSON() any { return WithTimes(v.Record) }
 
-func (v Record) Table(p *render.Printer) error { return v.kv(p) }
-func (v Record) Raw(p *render.Printer) error   { return v.kv(p) }
+func (v Record) Raw(p *render.Printer) error { return v.Table(p) }
 
-func (v Record) kv(p *render.Printer) error {
+func (v Record) Table(p *render.Printer) error {
 	r := v.Record
 	j := WithTimes(r)
 	pairs := []render.Pair{{"key", render.Field(r.Key)}, {"format", string(r.Format)}, {"type", r.Type}, {"status", StatusText(p, r)}}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/idmpctl/idmpctl/internal/bytesize"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
 	"github.com/idmpctl/idmpctl/internal/records"
 	"github.com/idmpctl/idmpctl/internal/render"
@@ -76,8 +77,15 @@ type Scan struct {
 	Rows    *ScanRows
 }
 
+// JSON is a scan's last -o json object: type "summary", which no record
+// has (theirs is a Redis type). Memory's "estimated" and each group's
+// "exact" say what was measured.
 func (v Scan) JSON() any {
-	return scanSummaryJSON{Type: "summary", Summary: v.Summary, Memory: v.Memory}
+	return struct {
+		Type    string                 `json:"type"`
+		Summary keyspace.Summary       `json:"summary"`
+		Memory  *keyspace.MemoryReport `json:"memory,omitempty"`
+	}{"summary", v.Summary, v.Memory}
 }
 
 func (v Scan) Table(p *render.Printer) error {
@@ -95,21 +103,14 @@ func (v Scan) Table(p *render.Printer) error {
 
 func (v Scan) Raw(p *render.Printer) error {
 	p.Status("%s", summaryText(v.Summary))
-	if v.Memory != nil {
-		for _, line := range memoryLines(*v.Memory) {
-			p.Status("%s", line)
+	if m := v.Memory; m != nil {
+		kind := map[bool]string{false: "estimate", true: "exact"}
+		p.Status("memory: %d bytes (%s: MEMORY USAGE of %s sampled of %s)", m.Bytes, kind[!m.Estimated], render.Count(m.Sampled), render.N(m.Records, "key"))
+		for _, g := range m.Groups {
+			p.Status("memory: %s %s: %d bytes (%s: %s, %s sampled, mean %.1f)", g.Format, cmp.Or(string(g.Status), "-"), g.Bytes, kind[g.Exact], render.N(g.Records, "key"), render.Count(g.Sampled), g.Mean)
 		}
 	}
 	return nil
-}
-
-// scanSummaryJSON is a scan's last -o json object: type "summary", which no
-// record has (theirs is a Redis type). Memory's "estimated" and each
-// group's "exact" say what was measured.
-type scanSummaryJSON struct {
-	Type    string                 `json:"type"`
-	Summary keyspace.Summary       `json:"summary"`
-	Memory  *keyspace.MemoryReport `json:"memory,omitempty"`
 }
 
 // memoryTable draws inspect --memory's figures: one row per format and
@@ -126,7 +127,11 @@ func memoryTable(p *render.Printer, m keyspace.MemoryReport) error {
 			render.Count(g.Sampled), fmt.Sprintf("%.1f", g.Mean), memoryBytes(g.Bytes, g.Exact)})
 	}
 	rows = append(rows, []string{"total", "", render.Count(m.Records), render.Count(m.Sampled), "", memoryBytes(m.Bytes, !m.Estimated)})
-	fmt.Fprintln(p.Out, memoryHeadline(m))
+	head := fmt.Sprintf("Memory (MEMORY USAGE of all %s, exact):", render.N(m.Records, "key"))
+	if m.Estimated {
+		head = fmt.Sprintf("Memory (estimated: MEMORY USAGE of %s sampled of %s; ~ marks estimates):", render.Count(m.Sampled), render.N(m.Records, "key"))
+	}
+	fmt.Fprintln(p.Out, head)
 	return p.Table(memoryColumns, rows)
 }
 
@@ -137,28 +142,11 @@ var memoryColumns = []render.Column{{Head: "FORMAT"}, {Head: "STATUS"}, {Head: "
 
 // memoryBytes is a byte figure in human units, "~" before an estimate.
 func memoryBytes(n int64, exact bool) string {
-	s := render.Bytes(n)
+	s := bytesize.Format(n)
 	if !exact {
 		s = "~" + s
 	}
 	return s
-}
-
-func memoryHeadline(m keyspace.MemoryReport) string {
-	if !m.Estimated {
-		return fmt.Sprintf("Memory (MEMORY USAGE of all %s, exact):", render.N(m.Records, "key"))
-	}
-	return fmt.Sprintf("Memory (estimated: MEMORY USAGE of %s sampled of %s; ~ marks estimates):", render.Count(m.Sampled), render.N(m.Records, "key"))
-}
-
-// memoryLines are the memory figures as lines for stderr (-o raw).
-func memoryLines(m keyspace.MemoryReport) []string {
-	kind := map[bool]string{false: "estimate", true: "exact"}
-	lines := []string{fmt.Sprintf("memory: %d bytes (%s: MEMORY USAGE of %s sampled of %s)", m.Bytes, kind[!m.Estimated], render.Count(m.Sampled), render.N(m.Records, "key"))}
-	for _, g := range m.Groups {
-		lines = append(lines, fmt.Sprintf("memory: %s %s: %d bytes (%s: %s, %s sampled, mean %.1f)", g.Format, cmp.Or(string(g.Status), "-"), g.Bytes, kind[g.Exact], render.N(g.Records, "key"), render.Count(g.Sampled), g.Mean))
-	}
-	return lines
 }
 
 // table draws a scan's table, sorted by key, under a line that

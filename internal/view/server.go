@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/bytesize"
 	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/ops/health"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
@@ -19,18 +20,12 @@ type Server struct {
 	Lints []health.Lint `json:"lints"`
 }
 
-func (v Server) JSON() any {
-	return struct {
-		redisconn.ServerReport
-		Lints []health.Lint `json:"lints"`
-	}{v.ServerReport, v.Lints}
-}
+func (v Server) JSON() any { return v }
 
-// Table and Raw show the same pairs, with human values for a person.
-func (v Server) Table(p *render.Printer) error { return v.kv(p) }
-func (v Server) Raw(p *render.Printer) error   { return v.kv(p) }
+// Raw shows Table's pairs, with raw values.
+func (v Server) Raw(p *render.Printer) error { return v.Table(p) }
 
-func (v Server) kv(p *render.Printer) error {
+func (v Server) Table(p *render.Printer) error {
 	r, lints := v.ServerReport, v.Lints
 	idmp := "no (idmpctl emulates IDMP with Lua)"
 	if r.NativeIDMP {
@@ -51,7 +46,7 @@ func (v Server) kv(p *render.Printer) error {
 		if p.Human() {
 			maxmemory = "0 (no limit)"
 			if e.MaxMemory > 0 {
-				maxmemory = fmt.Sprintf("%s (%s B)", render.Bytes(e.MaxMemory), render.Count(e.MaxMemory))
+				maxmemory = fmt.Sprintf("%s (%s B)", bytesize.Format(e.MaxMemory), render.Count(e.MaxMemory))
 			}
 		}
 		pairs = append(pairs, render.Pair{"maxmemory", maxmemory}, render.Pair{"maxmemory-policy", e.Policy})

@@ -46,16 +46,14 @@ func (v Stream) JSON() any {
 		j.Time = at.UTC().Format(time.RFC3339Nano)
 	}
 	if r != nil {
-		adds, dups := r.Adds, r.Duplicates
-		j.AddsPerSec, j.DuplicatesPerSec = &adds, &dups
+		j.AddsPerSec, j.DuplicatesPerSec = &r.Adds, &r.Duplicates
 	}
 	return j
 }
 
-func (v Stream) Table(p *render.Printer) error { return v.kv(p) }
-func (v Stream) Raw(p *render.Printer) error   { return v.kv(p) }
+func (v Stream) Raw(p *render.Printer) error { return v.Table(p) }
 
-func (v Stream) kv(p *render.Printer) error {
+func (v Stream) Table(p *render.Printer) error {
 	info, at, r, lints := v.Info, v.At, v.Rates, v.Lints
 	n := func(v int64) string { return p.CountText(v) }
 	duration, maxsize := settings(p, info.IDMPDuration, info.IDMPMaxSize)

@@ -19,7 +19,6 @@ type Add struct {
 	Retried    bool
 }
 
-// addJSON is one add in -o json.
 type addJSON struct {
 	Stream         render.Text `json:"stream"`
 	ID             string      `json:"id"`
@@ -41,8 +40,7 @@ func (a *Add) json(line int) addJSON {
 		Duplicate: r.Duplicate, Mode: r.Mode.String(), Line: line, Retried: a.Retried,
 		Ack: AckOf(a.Durability, r.Ack)}
 	if r.Duplicate {
-		exists := r.OriginalExists
-		j.OriginalExists = &exists
+		j.OriginalExists = &r.OriginalExists
 	}
 	return j
 }
