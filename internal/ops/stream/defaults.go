@@ -18,9 +18,9 @@ import (
 // with this add and the server-level defaults were not sent.
 var errNeedDefaults = errors.New("the add needs the server-level IDMP defaults")
 
-// loadDefaults reads the emulated server-level defaults once (a key that
+// LoadDefaults reads the emulated server-level defaults once (a key that
 // is absent, or a value out of range, is Redis's default).
-func (s *Streams) loadDefaults(ctx context.Context) error {
+func (s *Streams) LoadDefaults(ctx context.Context) error {
 	if s.Defaults != nil {
 		return nil
 	}
@@ -33,9 +33,6 @@ func (s *Streams) loadDefaults(ctx context.Context) error {
 	s.Defaults = &d
 	return nil
 }
-
-// LoadDefaults reads the server-level defaults unless known already.
-func (s *Streams) LoadDefaults(ctx context.Context) error { return s.loadDefaults(ctx) }
 
 // SetDefaults tells the streams the server-level defaults (a caller that
 // read or wrote them itself).

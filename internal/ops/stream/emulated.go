@@ -194,7 +194,7 @@ func (emulated) iidOf(r *AddRequest) string {
 
 func (emulated) fits(r *AddRequest) error {
 	if n := len(r.Fields); n > idmp.MaxEmulatedFieldArgs {
-		return tooManyFields(n)
+		return TooManyFields(n)
 	}
 	return nil
 }
@@ -205,13 +205,13 @@ func (s emulated) add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]A
 	if o.Durability.On() {
 		// The wait is for a write: know the defaults first, so that the
 		// first call writes rather than asks for them.
-		if err := s.loadDefaults(ctx); err != nil {
+		if err := s.LoadDefaults(ctx); err != nil {
 			return nil, err
 		}
 	}
 	res, err := s.runCall(ctx, reqs, o)
 	if errors.Is(err, errNeedDefaults) && s.Defaults == nil {
-		if err := s.loadDefaults(ctx); err != nil {
+		if err := s.LoadDefaults(ctx); err != nil {
 			return nil, err
 		}
 		res, err = s.runCall(ctx, reqs, o)
@@ -219,10 +219,10 @@ func (s emulated) add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]A
 	return res, err
 }
 
-func (s emulated) ready(ctx context.Context) error { return s.loadDefaults(ctx) }
+func (s emulated) ready(ctx context.Context) error { return s.LoadDefaults(ctx) }
 
 func (s emulated) defaults(ctx context.Context) (int64, int64, error) {
-	if err := s.loadDefaults(ctx); err != nil {
+	if err := s.LoadDefaults(ctx); err != nil {
 		return idmp.DefaultDuration, idmp.DefaultMaxSize, err
 	}
 	return s.Defaults.Duration, s.Defaults.MaxSize, nil
@@ -272,9 +272,9 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress) (*redisc
 	return call, it.iids, nil
 }
 
-// tooManyFields refuses an add over idmp.MaxEmulatedFieldArgs: the client
+// TooManyFields refuses an add over idmp.MaxEmulatedFieldArgs: the client
 // before it sends, the script before it writes.
-func tooManyFields(n int) error {
+func TooManyFields(n int) error {
 	e := exit.New(exit.Data, "", "%d field/value arguments: emulated IDMP takes at most %d in one add (the script hands them to XADD with Lua's unpack, which stops near 8,000 values)",
 		n, idmp.MaxEmulatedFieldArgs)
 	e.Hint = "split the message's fields, or store them as one value (a JSON document); native IDMP (Redis 8.6+) has no such bound"
@@ -285,8 +285,8 @@ func tooManyFields(n int) error {
 // field/value arguments (the client checks first: this is the second line).
 type errFieldsRefused struct{ Index, N int }
 
-func (e *errFieldsRefused) Error() string { return tooManyFields(e.N).Error() }
-func (e *errFieldsRefused) Unwrap() error { return tooManyFields(e.N) }
+func (e *errFieldsRefused) Error() string { return TooManyFields(e.N).Error() }
+func (e *errFieldsRefused) Unwrap() error { return TooManyFields(e.N) }
 
 // errProgressMoved is a batch chunk the script refused: its progress record
 // stands at Line input lines, not where the chunk starts.
@@ -392,7 +392,7 @@ func (s emulated) info(ctx context.Context, stream string) (Info, error) {
 	if s.plainReads {
 		return s.emulatedInfoPlain(ctx, stream)
 	}
-	_ = s.loadDefaults(ctx) // best effort: a stream without state shows them
+	_ = s.LoadDefaults(ctx) // best effort: a stream without state shows them
 	call, err := s.runState(ctx, stream, func(_ idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
 		return infoScript.Call(&stateOnlyArgs{State: st, Defaults: d})
 	})
@@ -462,7 +462,7 @@ func parseInfoReply(reply []any, stream string) (Info, bool) {
 }
 
 func (s emulated) cfgSet(ctx context.Context, stream string, duration, maxsize int64) (CfgResult, error) {
-	if err := s.loadDefaults(ctx); err != nil {
+	if err := s.LoadDefaults(ctx); err != nil {
 		return CfgResult{}, err
 	}
 	call, err := s.runState(ctx, stream, func(_ idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {

@@ -3,7 +3,6 @@ package stream
 import (
 	"context"
 	_ "embed"
-	"errors"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
@@ -14,7 +13,7 @@ import (
 
 // AddCall is the call of one run (SameRun, validated, at most MaxRun), and
 // its reader: the IDs done, then what stopped the run (noStream, or XADD's
-// error verbatim). Emulated, call Ready first (NeedsDefaults).
+// error verbatim). Emulated, call Ready first.
 func (s *Streams) AddCall(reqs []AddRequest) (*redisconn.Call, func(v any) (ids []string, noStream bool, err error), error) {
 	call, parse, err := s.be.addCall(reqs, nil, false)
 	if err != nil {
@@ -36,20 +35,6 @@ func (s *Streams) AddCall(reqs []AddRequest) (*redisconn.Call, func(v any) (ids 
 // Ready learns what calls made for a caller that sends them itself must
 // carry (emulated: the server-level defaults; native: its own).
 func (s *Streams) Ready(ctx context.Context) error { return s.be.ready(ctx) }
-
-// NeedsDefaults reports an AddCall's refusal: send the server-level
-// defaults (LoadDefaults) and call again.
-func NeedsDefaults(err error) bool { return errors.Is(err, errNeedDefaults) }
-
-// MaxRun bounds the adds of one call.
-const MaxRun = maxRun
-
-// TooManyFields refuses an emulated add of n > idmp.MaxEmulatedFieldArgs
-// field/value arguments (checked per command, so it never stops a run).
-func TooManyFields(n int) error { return tooManyFields(n) }
-
-// SameRun reports whether two requests can share one call.
-func SameRun(a, b AddRequest) bool { return a.sameRun(b) }
 
 // CfgSetCall is the XCFGSET script's call (0 keeps a value). Its reply is
 // six integers, or the script's error (ERR no such key, WRONGTYPE).

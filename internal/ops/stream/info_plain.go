@@ -52,7 +52,7 @@ func (s *Streams) emulatedInfoPlain(ctx context.Context, stream string) (Info, e
 	if err != nil {
 		return Info{}, err
 	}
-	s.loadDefaults(ctx) // best effort, as for the script: a stream without state shows them
+	s.LoadDefaults(ctx) // best effort, as for the script: a stream without state shows them
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var node redis.UniversalClient = s.Conn.Client()
