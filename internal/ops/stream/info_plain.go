@@ -19,10 +19,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// wrongTypeErr is Redis's WRONGTYPE text, which the info script returns for
-// a key that is not a stream.
-const wrongTypeErr = "WRONGTYPE Operation against a key holding the wrong kind of value"
-
 // plainMeta is the meta hash as load_meta reads it.
 type plainMeta struct {
 	duration, maxsize, added, dups int64
@@ -82,7 +78,8 @@ func (s *Streams) emulatedInfoPlain(ctx context.Context, stream string) (Info, e
 	case t == "none":
 		return Info{}, errNoSuchKey()
 	case t != "stream":
-		return Info{}, exit.New(exit.Data, "", "%s", wrongTypeErr)
+		// Redis's WRONGTYPE text, as the info script returns it.
+		return Info{}, exit.New(exit.Data, "", "WRONGTYPE Operation against a key holding the wrong kind of value")
 	}
 	if err := meta.Err(); err != nil {
 		return Info{}, err
@@ -150,9 +147,7 @@ func (s *Streams) emulatedInfoPlain(ctx context.Context, stream string) (Info, e
 				info.IIDsTracked += p.IIDs
 			}
 		}
-	}
-	slices.SortFunc(info.PIDs, func(a, b PIDTracking) int { return strings.Compare(a.PID, b.PID) })
-	if mode == "emulated" {
+		slices.SortFunc(info.PIDs, func(a, b PIDTracking) int { return strings.Compare(a.PID, b.PID) })
 		info.Inconsistent = strings.Join(problems, "; ")
 	}
 	return info, nil
@@ -298,21 +293,16 @@ func plainStale(ctx context.Context, node redis.UniversalClient, stream string, 
 
 // entrySum is entry_sum(): a digest of the entry with this ID.
 func entrySum(ctx context.Context, node redis.UniversalClient, stream, id string) (string, bool, error) {
-	entries, err := node.Do(ctx, "XRANGE", stream, id, id).Slice()
+	v, err := node.Do(ctx, "XRANGE", stream, id, id).Result()
 	if err != nil {
 		return "", false, err
 	}
-	if len(entries) == 0 {
+	fields, ok := entryFields(v)
+	if !ok {
 		return "", false, nil
 	}
-	e, ok := entries[0].([]any)
-	if !ok || len(e) < 2 {
-		return "", false, nil
-	}
-	fields, _ := e[1].([]any)
 	var b strings.Builder
-	for _, f := range fields {
-		s, _ := f.(string)
+	for _, s := range fields {
 		b.WriteString(strconv.Itoa(len(s)))
 		b.WriteByte(':')
 		b.WriteString(s)
@@ -321,40 +311,18 @@ func entrySum(ctx context.Context, node redis.UniversalClient, stream, id string
 	return hex.EncodeToString(sum[:]), true, nil
 }
 
-// idLess compares stream IDs exactly (ms-seq, digit strings).
+// idLess compares stream IDs exactly (ms-seq; another text counts as 0-0).
 func idLess(a, b string) bool {
-	split := func(id string) (string, string) {
-		ms, seq, ok := strings.Cut(id, "-")
-		if !ok || !allDigits(ms) || !allDigits(seq) {
-			return "0", "0"
+	key := func(id string) []uint64 {
+		ms, seq, _ := strings.Cut(id, "-")
+		m, err1 := strconv.ParseUint(ms, 10, 64)
+		n, err2 := strconv.ParseUint(seq, 10, 64)
+		if err1 != nil || err2 != nil {
+			return []uint64{0, 0}
 		}
-		return ms, seq
+		return []uint64{m, n}
 	}
-	numLess := func(x, y string) bool {
-		x, y = strings.TrimLeft(x, "0"), strings.TrimLeft(y, "0")
-		if len(x) != len(y) {
-			return len(x) < len(y)
-		}
-		return x < y
-	}
-	am, as := split(a)
-	bm, bs := split(b)
-	if am != bm {
-		return numLess(am, bm)
-	}
-	return numLess(as, bs)
-}
-
-func allDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return slices.Compare(key(a), key(b)) < 0
 }
 
 // tokenPrefix starts the name of a liveness token: a consumer group that
@@ -365,15 +333,7 @@ const tokenPrefix = "idmpctl:"
 // liveness token: idmpctl: and 12 hex digits.
 func IsTokenGroup(name string) bool {
 	gen, ok := strings.CutPrefix(name, tokenPrefix)
-	if !ok || len(gen) != 12 {
-		return false
-	}
-	for i := 0; i < len(gen); i++ {
-		if c := gen[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	return ok && len(gen) == 12 && strings.Trim(gen, "0123456789abcdef") == ""
 }
 
 // plainTokenGroups counts the liveness tokens among the stream's groups

@@ -77,10 +77,7 @@ func parseULL(s string) (uint64, bool) {
 		neg = t[0] == '-'
 		t = t[1:]
 	}
-	if !allDigits(t) {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(t, 10, 64)
+	n, err := strconv.ParseUint(t, 10, 64) // digits only: no sign, no '_'
 	if err != nil {
 		return 0, false
 	}
