@@ -281,13 +281,6 @@ func TooManyFields(n int) error {
 	return e
 }
 
-// errFieldsRefused is the script's own refusal of an item with too many
-// field/value arguments (the client checks first: this is the second line).
-type errFieldsRefused struct{ Index, N int }
-
-func (e *errFieldsRefused) Error() string { return TooManyFields(e.N).Error() }
-func (e *errFieldsRefused) Unwrap() error { return TooManyFields(e.N) }
-
 // errProgressMoved is a batch chunk the script refused: its progress record
 // stands at Line input lines, not where the chunk starts.
 type errProgressMoved struct{ Line int64 }
@@ -317,7 +310,8 @@ func (r runReply) addResults(what string, iids []string, n int) ([]AddResult, er
 		if r.item > len(iids) {
 			return nil, r.unexpected(what)
 		}
-		return nil, &errFieldsRefused{Index: r.item - 1, N: r.nfields}
+		// The script's own refusal (the client checks first: this is the second line).
+		return nil, TooManyFields(r.nfields)
 	case "P":
 		return nil, &errProgressMoved{Line: r.line}
 	default:

@@ -38,9 +38,25 @@ func decodeMigrateReply(v any) (migrateReply, error) {
 	if len(reply) == 1 && (reply[0] == "retry" || reply[0] == "old") {
 		return migrateReply{signal: reply[0].(string)}, nil
 	}
-	res, ok := parseMigrateReply(reply)
-	if !ok {
+	if len(reply) < 9 || (len(reply)-9)%5 != 0 {
 		return migrateReply{}, exit.New(exit.Internal, "migrate", "unexpected reply %v", v)
+	}
+	str := func(i int) string { v, _ := reply[i].(string); return v }
+	num := func(i int) int64 {
+		switch v := reply[i].(type) {
+		case int64:
+			return v
+		case string:
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+		return 0
+	}
+	res := MigrateResult{Status: str(0), Settings: str(1), Duration: num(2), MaxSize: num(3),
+		Native:   NativeView{Duration: num(4), MaxSize: num(5), Tracked: num(8)},
+		Recorded: num(6), Dropped: num(7), Kept: []MigrateKept{}}
+	for i := 9; i < len(reply); i += 5 {
+		res.Kept = append(res.Kept, MigrateKept{PID: str(i), IID: str(i + 1), ID: str(i + 2), ExpiresMS: num(i + 3), Why: str(i + 4)})
 	}
 	return migrateReply{res: res}, nil
 }
@@ -240,30 +256,6 @@ func (s *Streams) Migrate(ctx context.Context, stream string, dry bool) (Migrate
 		res.Stream, res.DryRun = stream, dry
 		return res, nil
 	}
-}
-
-func parseMigrateReply(reply []any) (MigrateResult, bool) {
-	if len(reply) < 9 || (len(reply)-9)%5 != 0 {
-		return MigrateResult{}, false
-	}
-	str := func(i int) string { v, _ := reply[i].(string); return v }
-	num := func(i int) int64 {
-		switch v := reply[i].(type) {
-		case int64:
-			return v
-		case string:
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-		return 0
-	}
-	res := MigrateResult{Status: str(0), Settings: str(1), Duration: num(2), MaxSize: num(3),
-		Native:   NativeView{Duration: num(4), MaxSize: num(5), Tracked: num(8)},
-		Recorded: num(6), Dropped: num(7), Kept: []MigrateKept{}}
-	for i := 9; i < len(reply); i += 5 {
-		res.Kept = append(res.Kept, MigrateKept{PID: str(i), IID: str(i + 1), ID: str(i + 2), ExpiresMS: num(i + 3), Why: str(i + 4)})
-	}
-	return res, true
 }
 
 // Describe says in a sentence what happens to a kept iid.
