@@ -291,18 +291,14 @@ func (e *errProgressMoved) Error() string {
 }
 
 // parseAddReply reads the add script's reply for n requests (see
-// lua/stream_emu_add.lua).
+// lua/stream_emu_add.lua): the adds' results, and the refusal or the
+// error that stopped the run.
 func parseAddReply(v any, iids []string, n int) ([]AddResult, error) {
+	const what = "emulated XADD"
 	r, err := addScript.Decode(v)
 	if err != nil {
 		return nil, err
 	}
-	return r.addResults("emulated XADD", iids, n)
-}
-
-// addResults are the results of the adds of an add (or guard) reply for n
-// requests, and the refusal or the error that stopped the run.
-func (r runReply) addResults(what string, iids []string, n int) ([]AddResult, error) {
 	switch r.code {
 	case "":
 	case "D":
@@ -425,23 +421,13 @@ func decodeInfoReply(v any) (*Info, error) {
 		return nil, nil
 	}
 	reply, _ := v.([]any)
-	info, ok := parseInfoReply(reply, "")
-	if !ok {
-		return nil, exit.New(exit.Internal, "emulated XINFO", "unexpected reply %v", v)
-	}
-	return &info, nil
-}
-
-// parseInfoReply reads the info script's reply (lua/stream_emu_info.lua);
-// false for a reply of another shape.
-func parseInfoReply(reply []any, stream string) (Info, bool) {
 	if len(reply) < 14 || len(reply)%2 != 0 {
-		return Info{}, false
+		return nil, exit.New(exit.Internal, "emulated XINFO", "unexpected reply %v", v)
 	}
 	str := func(i int) string { v, _ := reply[i].(string); return v }
 	num := func(i int) int64 { v, _ := reply[i].(int64); return v }
 	info := Info{
-		Stream: stream, Mode: str(0), IDMPDuration: num(1), IDMPMaxSize: num(2),
+		Mode: str(0), IDMPDuration: num(1), IDMPMaxSize: num(2),
 		IIDsAdded: num(3), IIDsDuplicates: num(4), ServerTimeMS: num(5), Length: num(6),
 		LastGeneratedID: str(7), EntriesAdded: num(8), FirstID: str(9), LastID: str(10),
 		Inconsistent: str(11), TokenGroups: num(12), Token: num(13) == 1,
@@ -453,7 +439,7 @@ func parseInfoReply(reply []any, stream string) (Info, bool) {
 		info.IIDsTracked += p.IIDs
 	}
 	slices.SortFunc(info.PIDs, func(a, b PIDTracking) int { return strings.Compare(a.PID, b.PID) })
-	return info, true
+	return &info, nil
 }
 
 func (s emulated) cfgSet(ctx context.Context, stream string, duration, maxsize int64) (CfgResult, error) {
