@@ -122,12 +122,8 @@ type Progress struct {
 	Line       int64 // input lines committed
 	DigestLine int64 // lines Digest covers (Line, unless a chunk stopped early)
 	Digest     string
-	Entries    int64 // the stream's entries-added after the last chunk (-1 unknown)
-	Started    int64
-	Updated    int64
-	Expires    int64 // when the record goes (server clock, ms); 0 unknown
-	Mode       string
-	Batch, PID string
+	Entries    int64            // the stream's entries-added after the last chunk (-1 unknown)
+	Updated    int64            // when a chunk last moved it
 	Run        string           // the run that wrote its last chunk
 	replies    map[int64]string // kept replies by the line their chunk starts after
 }
@@ -143,9 +139,7 @@ func parseProgress(h map[string]string) Progress {
 		return def
 	}
 	p := Progress{Exists: true, Line: num("line", 0), DigestLine: num("digest-line", 0), Digest: h["digest"],
-		Entries: num("entries", -1), Started: num("started", 0), Updated: num("updated", 0),
-		Expires: num("expires", 0), Mode: h["mode"], Batch: h["batch"], PID: h["pid"], Run: h["run"],
-		replies: map[int64]string{}}
+		Entries: num("entries", -1), Updated: num("updated", 0), Run: h["run"], replies: map[int64]string{}}
 	for k, v := range h {
 		if from, ok := strings.CutPrefix(k, "r:"); ok {
 			if n, err := strconv.ParseInt(from, 10, 64); err == nil {

@@ -229,16 +229,9 @@ func (s emulated) defaults(ctx context.Context) (int64, int64, error) {
 	return s.Defaults.Duration, s.Defaults.MaxSize, nil
 }
 
-// addCall is the add script's call for one run (every emulated add tells
-// its outcome: outcomes changes nothing).
+// addCall prepares the add script's call for one run (every emulated add
+// tells its outcome: outcomes changes nothing).
 func (s emulated) addCall(reqs []AddRequest, cp *chunkProgress, _ bool) (*redisconn.Call, replyParser, error) {
-	call, iids, err := s.emulatedAddCall(reqs, cp)
-	return call, func(v any) ([]AddResult, error) { return parseAddReply(v, iids, len(iids)) }, err
-}
-
-// emulatedAddCall prepares the add script's call for one run, and returns
-// each request's iid (derived for Auto).
-func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress) (*redisconn.Call, []string, error) {
 	r0 := reqs[0]
 	l, st, err := s.state(r0.Stream)
 	if err != nil {
@@ -270,7 +263,7 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress) (*redisc
 	}
 	call := addScript.Call(&addArgs{State: st, PIDKeys: keys, NoMkStream: r0.NoMkStream, Trim: trimArgsOf(&r0),
 		Deletion: r0.Deletion, Progress: progressArgsOf(cp), NPIDs: len(it.pids) / 2, Items: it, Defaults: s.defaultArgs()})
-	return call, it.iids, nil
+	return call, func(v any) ([]AddResult, error) { return parseAddReply(v, it.iids, len(it.iids)) }, nil
 }
 
 // TooManyFields refuses an add over idmp.MaxEmulatedFieldArgs: the client
