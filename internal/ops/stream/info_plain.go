@@ -363,30 +363,23 @@ func plainTokenGroups(ctx context.Context, node redis.UniversalClient, stream st
 // plainPIDs is each producer's live_count (binary searches for the expired
 // prefix, stepping together in pipelined rounds), and what is inconsistent.
 func plainPIDs(ctx context.Context, node redis.UniversalClient, l idmp.StateLayout, m plainMeta, nowMs int64) ([]PIDTracking, []string, error) {
-	var members *redis.StringSliceCmd
-	var scard *redis.IntCmd
-	if _, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
-		members, scard = p.SMembers(ctx, l.PIDs), p.SCard(ctx, l.PIDs)
-		return nil
-	}); err != nil {
+	pids, err := node.SMembers(ctx, l.PIDs).Result()
+	if err != nil {
 		return nil, nil, err
 	}
 	var problems []string
-	if m.pids != nil && *m.pids != scard.Val() {
-		problems = append(problems, fmt.Sprintf("the pids set %s names %d of the %d producers last written", l.PIDs, scard.Val(), *m.pids))
+	if m.pids != nil && *m.pids != int64(len(pids)) {
+		problems = append(problems, fmt.Sprintf("the pids set %s names %d of the %d producers last written", l.PIDs, len(pids), *m.pids))
 	}
-	pids := members.Val()
 	type search struct {
-		lo, hi, n int64
-		lindex    *redis.StringCmd
-		hget      *redis.StringCmd
+		lo, hi, n    int64
+		hlen, llen   *redis.IntCmd
+		lindex, hget *redis.StringCmd
 	}
 	ss := make([]search, len(pids))
-	hlens := make([]*redis.IntCmd, len(pids))
-	llens := make([]*redis.IntCmd, len(pids))
 	if _, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, pid := range pids {
-			hlens[i], llens[i] = p.HLen(ctx, l.IDs(pid)), p.LLen(ctx, l.Order(pid))
+			ss[i].hlen, ss[i].llen = p.HLen(ctx, l.IDs(pid)), p.LLen(ctx, l.Order(pid))
 		}
 		return nil
 	}); err != nil && !isReply(err) {
@@ -394,17 +387,18 @@ func plainPIDs(ctx context.Context, node redis.UniversalClient, l idmp.StateLayo
 	}
 	broken := 0
 	for i, pid := range pids {
-		hlen, llen := hlens[i].Val(), llens[i].Val()
-		if err := cmpErr(hlens[i].Err(), llens[i].Err()); err != nil {
+		s := &ss[i]
+		if err := cmpErr(s.hlen.Err(), s.llen.Err()); err != nil {
 			return nil, nil, err
 		}
+		hlen, llen := s.hlen.Val(), s.llen.Val()
 		if hlen != llen {
 			broken++
 			if broken <= 3 {
 				problems = append(problems, fmt.Sprintf("producer %s has %d iids but %d in its order list", luaQuote(pid), hlen, llen))
 			}
 		}
-		ss[i] = search{lo: 0, hi: llen, n: llen}
+		s.hi, s.n = llen, llen
 	}
 	if broken > 3 {
 		problems = append(problems, fmt.Sprintf("%d more producers likewise", broken-3))
@@ -412,17 +406,15 @@ func plainPIDs(ctx context.Context, node redis.UniversalClient, l idmp.StateLayo
 	durMs := m.duration * 1000
 	if m.unordered {
 		// Out of entry order: the expired prefix is scanned from the front.
-		out := make([]PIDTracking, len(pids))
 		for i, pid := range pids {
-			n, err := plainLiveScan(ctx, node, l, pid, ss[i].n, durMs, nowMs)
+			live, err := plainLiveScan(ctx, node, l, pid, ss[i].n, durMs, nowMs)
 			if err != nil {
 				return nil, nil, err
 			}
-			out[i] = PIDTracking{PID: pid, IIDs: n}
+			ss[i].lo = ss[i].n - live
 		}
-		return out, problems, nil
 	}
-	for round := 0; round < 64; round++ { // log2 of any list length
+	for round := 0; round < 64 && !m.unordered; round++ { // log2 of any list length
 		active := false
 		if _, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i := range ss {
@@ -458,17 +450,14 @@ func plainPIDs(ctx context.Context, node redis.UniversalClient, l idmp.StateLayo
 			if err := cmpErr(s.lindex.Err()); err != nil {
 				return nil, nil, err
 			}
-			mid := (s.lo + s.hi) / 2
-			live := false
+			id := "" // a missing iid is not live
 			if s.hget != nil {
 				if err := cmpErr(s.hget.Err()); err != nil {
 					return nil, nil, err
 				}
-				if ms, ok := idMillis(s.hget.Val()); ok && s.hget.Err() == nil && int64(ms)+durMs > nowMs {
-					live = true
-				}
+				id = s.hget.Val()
 			}
-			if live {
+			if mid := (s.lo + s.hi) / 2; liveID(id, durMs, nowMs) {
 				s.hi = mid
 			} else {
 				s.lo = mid + 1
@@ -498,14 +487,19 @@ func plainLiveScan(ctx context.Context, node redis.UniversalClient, l idmp.State
 			return 0, err
 		}
 		for k, v := range ids {
-			id, _ := v.(string)
-			if ms, ok := idMillis(id); ok && id != "" && int64(ms)+durMs > nowMs {
+			if id, _ := v.(string); liveID(id, durMs, nowMs) {
 				return n - (i + int64(k)), nil
 			}
 		}
 		i += int64(len(chunk))
 	}
 	return 0, nil
+}
+
+// liveID reports whether an iid whose entry has this ID is within DURATION.
+func liveID(id string, durMs, nowMs int64) bool {
+	ms, ok := idMillis(id)
+	return ok && int64(ms)+durMs > nowMs
 }
 
 // cmpErr is the first error that is not redis.Nil (a missing element).
