@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
@@ -297,25 +296,6 @@ func entryFields(v any) ([]string, bool) {
 	return fields, true
 }
 
-// ScanStreams lists the streams on one node whose names match pattern
-// (SCAN ... TYPE stream), each round trip bounded by timeout.
-func ScanStreams(ctx context.Context, node redis.Cmdable, pattern string, timeout time.Duration) ([]string, error) {
-	var out []string
-	var cursor uint64
-	for {
-		cctx, cancel := context.WithTimeout(ctx, timeout)
-		keys, next, err := node.ScanType(cctx, cursor, pattern, 1000, "stream").Result()
-		cancel()
-		if err != nil {
-			return out, err
-		}
-		out = append(out, keys...)
-		if cursor = next; cursor == 0 {
-			return out, nil
-		}
-	}
-}
-
 // MigrateSelection is what migrate moves: the streams named, or those
 // matching Match on every primary.
 type MigrateSelection struct {
@@ -361,11 +341,17 @@ func (s *Streams) scanStreams(ctx context.Context, pattern string) ([]string, er
 	var mu sync.Mutex
 	var names []string
 	err := s.Conn.EachPrimary(ctx, func(ctx context.Context, node redis.Cmdable, _ string) error {
-		found, err := ScanStreams(ctx, node, pattern, s.Conn.Timeout)
-		mu.Lock()
-		names = append(names, found...)
-		mu.Unlock()
-		return err
+		for cursor := uint64(0); ; {
+			cctx, cancel := s.Conn.Ctx(ctx) // each round trip bounded
+			keys, next, err := node.ScanType(cctx, cursor, pattern, 1000, "stream").Result()
+			cancel()
+			mu.Lock()
+			names = append(names, keys...)
+			mu.Unlock()
+			if cursor = next; err != nil || cursor == 0 {
+				return err
+			}
+		}
 	})
 	slices.Sort(names)
 	return slices.Compact(names), err
