@@ -8,6 +8,7 @@ package stream
 // on exactly after the last committed line, however small IDMP-MAXSIZE is.
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -510,12 +511,9 @@ func (r *batchRun) nextChunk(size int, from int64) (*chunk, error) {
 		}
 	}
 	if len(c.reqs) == 0 { // trailing blank lines are not worth a record
-		if r.pendingErr != nil {
-			err := r.pendingErr
-			r.pendingErr = nil
-			return nil, err
-		}
-		return nil, io.EOF
+		err := cmp.Or(r.pendingErr, io.EOF)
+		r.pendingErr = nil
+		return nil, err
 	}
 	c.digest = r.digestHex()
 	return c, nil

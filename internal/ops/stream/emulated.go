@@ -99,6 +99,15 @@ func (s *Streams) state(stream string) (idmp.StateLayout, stateArgs, error) {
 	return l, stateArgsOf(stream, l), nil
 }
 
+// callOf is the call mk makes of stream's state and the emulated defaults.
+func (s *Streams) callOf(stream string, mk func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call) (*redisconn.Call, error) {
+	l, st, err := s.state(stream)
+	if err != nil {
+		return nil, err
+	}
+	return mk(l, st, s.defaultArgs()), nil
+}
+
 // scriptErr gives script errors their exit codes: a state-key conflict is data.
 func scriptErr(err error) error {
 	if err == nil || !strings.HasPrefix(err.Error(), "IDMPCONFLICT ") {
@@ -360,11 +369,7 @@ func parseDone(done string, iids []string, n int) ([]AddResult, error) {
 // and returns it for its script's Reply; an error only when none could run.
 func (s *Streams) runState(ctx context.Context, stream string, mk func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call) (*redisconn.Call, error) {
 	call, _, err := s.runKeyed(ctx, redisconn.RunOpts{Key: stream}, func() (*redisconn.Call, error) {
-		l, st, err := s.state(stream)
-		if err != nil {
-			return nil, err
-		}
-		return mk(l, st, s.defaultArgs()), nil
+		return s.callOf(stream, mk)
 	})
 	if call == nil || call.Cmd == nil {
 		return nil, err

@@ -40,20 +40,16 @@ func (s *Streams) Ready(ctx context.Context) error { return s.be.ready(ctx) }
 // CfgSetCall is the XCFGSET script's call (0 keeps a value). Its reply is
 // six integers, or the script's error (ERR no such key, WRONGTYPE).
 func (s *Streams) CfgSetCall(stream string, duration, maxsize int64) (*redisconn.Call, error) {
-	_, st, err := s.state(stream)
-	if err != nil {
-		return nil, err
-	}
-	return cfgsetScript.Call(&cfgsetArgs{State: st, Duration: duration, MaxSize: maxsize, Defaults: s.defaultArgs()}), nil
+	return s.callOf(stream, func(_ idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
+		return cfgsetScript.Call(&cfgsetArgs{State: st, Duration: duration, MaxSize: maxsize, Defaults: d})
+	})
 }
 
 // InfoCall is the XINFO view script's call; ParseInfoCallReply reads it.
 func (s *Streams) InfoCall(stream string) (*redisconn.Call, error) {
-	_, st, err := s.state(stream)
-	if err != nil {
-		return nil, err
-	}
-	return infoScript.Call(&stateOnlyArgs{State: st, Defaults: s.defaultArgs()}), nil
+	return s.callOf(stream, func(_ idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
+		return infoScript.Call(&stateOnlyArgs{State: st, Defaults: d})
+	})
 }
 
 // ParseInfoCallReply reads an InfoCall's reply: ok false when the stream
@@ -166,11 +162,9 @@ type delArgs struct {
 // MarkCall gives stream without emulated state the defaults d in force
 // before a CONFIG SET (natively a stream keeps its creation's); reply 1 or 0.
 func (s *Streams) MarkCall(stream string, d idmp.Defaults) (*redisconn.Call, error) {
-	_, st, err := s.state(stream)
-	if err != nil {
-		return nil, err
-	}
-	return markScript.Call(&stateOnlyArgs{State: st, Defaults: defaultsArgsOf(&d)}), nil
+	return s.callOf(stream, func(_ idmp.StateLayout, st stateArgs, _ defaultsArgs) *redisconn.Call {
+		return markScript.Call(&stateOnlyArgs{State: st, Defaults: defaultsArgsOf(&d)})
+	})
 }
 
 // DelCall is the call of the script that runs DEL (or UNLINK, op) of keys

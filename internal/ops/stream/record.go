@@ -106,11 +106,9 @@ func ValidateRecord(pid, iid, id string) (string, error) {
 // RecordCall is the record script's call for exec (id as ValidateRecord
 // returns it); ParseRecordReply reads its reply.
 func (s *Streams) RecordCall(stream, pid, iid, id string) (*redisconn.Call, error) {
-	l, st, err := s.state(stream)
-	if err != nil {
-		return nil, err
-	}
-	return recordScript.Call(&recordArgs{State: st, IDs: l.IDs(pid), Order: l.Order(pid), PID: pid, IID: iid, ID: id, Defaults: s.defaultArgs()}), nil
+	return s.callOf(stream, func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
+		return recordScript.Call(&recordArgs{State: st, IDs: l.IDs(pid), Order: l.Order(pid), PID: pid, IID: iid, ID: id, Defaults: d})
+	})
 }
 
 // ParseRecordReply reads the record script's reply: nil for OK, or
