@@ -55,10 +55,7 @@ func LeftoverState(ctx context.Context, c *redisconn.Conn, names []string) []str
 			continue
 		}
 		cctx, cancel := c.Ctx(ctx)
-		n, err := c.Client().Exists(cctx, l.Meta).Result()
-		if err == nil && n == 0 {
-			n, err = c.Client().Exists(cctx, l.PIDs).Result()
-		}
+		n, err := c.Client().Exists(cctx, l.Meta, l.PIDs).Result() // one slot: a hash tag
 		cancel()
 		if err == nil && n > 0 {
 			out = append(out, name)
