@@ -539,9 +539,8 @@ func (s *Streams) DropOrphanedState(ctx context.Context, names, keys []string) (
 	return n, false, nil
 }
 
-// The adding scripts' reply, as their decoder (redisconn.NewLua) reads it.
-
-// runReply is the reply of lua/stream_emu_add.lua or stream_native_add.lua:
+// runReply is the reply of lua/stream_emu_add.lua or stream_native_add.lua,
+// as their decoder (redisconn.NewLua) reads it:
 // a refusal, nothing written, or the adds done and why the run stopped.
 type runReply struct {
 	// code is a refusal's: 'D' no defaults, 'C' no native defaults, 'F'

@@ -137,9 +137,8 @@ func (s *Streams) MoveDBCall(op, src, dst string, replace bool, db string, from 
 		Defaults: s.defaultArgs()}), nil
 }
 
-// Calls for exec's keyspace commands in emulated mode: CONFIG SET of the
+// Exec's keyspace commands in emulated mode: CONFIG SET of the
 // server-level defaults (MarkCall) and DEL/UNLINK (DelCall).
-
 var (
 	//go:embed lua/stream_emu_mark.lua
 	markLua string
