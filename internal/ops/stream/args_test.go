@@ -45,7 +45,7 @@ func TestArgListLengths(t *testing.T) {
 			exact(name+", native batch", call)
 		}
 		for _, cp := range []*chunkProgress{nil, {Key: "k", Index: "i", From: 1, To: 3, DropReplies: -1, Lines: []int64{2, 3}}} {
-			call, _, err := s.emulatedAddCall(reqs, cp)
+			call, _, err := emulated{s}.addCall(reqs, cp, true)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ package stream
 // on exactly after the last committed line, however small IDMP-MAXSIZE is.
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -17,6 +18,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -121,12 +123,8 @@ type Progress struct {
 	Line       int64 // input lines committed
 	DigestLine int64 // lines Digest covers (Line, unless a chunk stopped early)
 	Digest     string
-	Entries    int64 // the stream's entries-added after the last chunk (-1 unknown)
-	Started    int64
-	Updated    int64
-	Expires    int64 // when the record goes (server clock, ms); 0 unknown
-	Mode       string
-	Batch, PID string
+	Entries    int64            // the stream's entries-added after the last chunk (-1 unknown)
+	Updated    int64            // when a chunk last moved it
 	Run        string           // the run that wrote its last chunk
 	replies    map[int64]string // kept replies by the line their chunk starts after
 }
@@ -142,9 +140,7 @@ func parseProgress(h map[string]string) Progress {
 		return def
 	}
 	p := Progress{Exists: true, Line: num("line", 0), DigestLine: num("digest-line", 0), Digest: h["digest"],
-		Entries: num("entries", -1), Started: num("started", 0), Updated: num("updated", 0),
-		Expires: num("expires", 0), Mode: h["mode"], Batch: h["batch"], PID: h["pid"], Run: h["run"],
-		replies: map[int64]string{}}
+		Entries: num("entries", -1), Updated: num("updated", 0), Run: h["run"], replies: map[int64]string{}}
 	for k, v := range h {
 		if from, ok := strings.CutPrefix(k, "r:"); ok {
 			if n, err := strconv.ParseInt(from, 10, 64); err == nil {
@@ -515,12 +511,9 @@ func (r *batchRun) nextChunk(size int, from int64) (*chunk, error) {
 		}
 	}
 	if len(c.reqs) == 0 { // trailing blank lines are not worth a record
-		if r.pendingErr != nil {
-			err := r.pendingErr
-			r.pendingErr = nil
-			return nil, err
-		}
-		return nil, io.EOF
+		err := cmp.Or(r.pendingErr, io.EOF)
+		r.pendingErr = nil
+		return nil, err
 	}
 	c.digest = r.digestHex()
 	return c, nil
@@ -1171,4 +1164,18 @@ func (r *batchRun) cover(ctx context.Context) error {
 		return r.unavailable(exit.Wrap(err, r.what()))
 	}
 	return r.settle(ack)
+}
+
+// DefaultBatchID is the batch ID without --batch-id: 16 hex digits of the
+// SHA-256 of the input's absolute path ("-": stdin), newline, first line.
+func DefaultBatchID(input string, firstLine []byte) string {
+	if input != "-" {
+		if abs, err := filepath.Abs(input); err == nil {
+			input = abs
+		}
+	}
+	h := sha256.New()
+	h.Write([]byte(input + "\n"))
+	h.Write(firstLine)
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }

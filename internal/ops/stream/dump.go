@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/idmp"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 )
 
@@ -96,11 +97,9 @@ func (d *DumpState) Size() int {
 // DumpCall is the call of the script that runs DUMP key and takes the
 // emulated IDMP state of the stream it is (ParseDumpReply reads it).
 func (s *Streams) DumpCall(key string) (*redisconn.Call, error) {
-	_, st, err := s.state(key)
-	if err != nil {
-		return nil, err
-	}
-	return dumpScript.Call(&stateOnlyArgs{State: st, Defaults: s.defaultArgs()}), nil
+	return s.callOf(key, func(_ idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
+		return dumpScript.Call(&stateOnlyArgs{State: st, Defaults: d})
+	})
 }
 
 // ParseDumpReply reads DumpCall's reply: the payload (ok false: no key),
@@ -168,16 +167,14 @@ func decodeDumpReply(v any) (dumpReply, error) {
 // RestoreCall runs RESTORE key restoreArgs... and writes state (as DumpCall
 // took it) under key's names. Its reply is RESTORE's.
 func (s *Streams) RestoreCall(key string, restoreArgs []string, state *DumpState) (*redisconn.Call, error) {
-	l, st, err := s.state(key)
-	if err != nil {
-		return nil, err
-	}
-	var keys []string
-	for _, p := range state.PIDs {
-		keys = append(keys, l.IDs(p.PID), l.Order(p.PID))
-	}
-	return restoreScript.Call(&restoreArgsOf{State: st, PIDKeys: keys, NRestore: len(restoreArgs),
-		Rest: &restoredState{restoreArgs: restoreArgs, state: state}, Defaults: s.defaultArgs()}), nil
+	return s.callOf(key, func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
+		var keys []string
+		for _, p := range state.PIDs {
+			keys = append(keys, l.IDs(p.PID), l.Order(p.PID))
+		}
+		return restoreScript.Call(&restoreArgsOf{State: st, PIDKeys: keys, NRestore: len(restoreArgs),
+			Rest: &restoredState{restoreArgs: restoreArgs, state: state}, Defaults: d})
+	})
 }
 
 // tokenInPayload finds a token's name in a DUMP payload: an RDB compresses

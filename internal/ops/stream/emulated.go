@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -96,6 +97,15 @@ func (s *Streams) state(stream string) (idmp.StateLayout, stateArgs, error) {
 		return l, stateArgs{}, err
 	}
 	return l, stateArgsOf(stream, l), nil
+}
+
+// callOf is the call mk makes of stream's state and the emulated defaults.
+func (s *Streams) callOf(stream string, mk func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call) (*redisconn.Call, error) {
+	l, st, err := s.state(stream)
+	if err != nil {
+		return nil, err
+	}
+	return mk(l, st, s.defaultArgs()), nil
 }
 
 // scriptErr gives script errors their exit codes: a state-key conflict is data.
@@ -194,7 +204,7 @@ func (emulated) iidOf(r *AddRequest) string {
 
 func (emulated) fits(r *AddRequest) error {
 	if n := len(r.Fields); n > idmp.MaxEmulatedFieldArgs {
-		return tooManyFields(n)
+		return TooManyFields(n)
 	}
 	return nil
 }
@@ -205,13 +215,13 @@ func (s emulated) add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]A
 	if o.Durability.On() {
 		// The wait is for a write: know the defaults first, so that the
 		// first call writes rather than asks for them.
-		if err := s.loadDefaults(ctx); err != nil {
+		if err := s.LoadDefaults(ctx); err != nil {
 			return nil, err
 		}
 	}
 	res, err := s.runCall(ctx, reqs, o)
 	if errors.Is(err, errNeedDefaults) && s.Defaults == nil {
-		if err := s.loadDefaults(ctx); err != nil {
+		if err := s.LoadDefaults(ctx); err != nil {
 			return nil, err
 		}
 		res, err = s.runCall(ctx, reqs, o)
@@ -219,25 +229,18 @@ func (s emulated) add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]A
 	return res, err
 }
 
-func (s emulated) ready(ctx context.Context) error { return s.loadDefaults(ctx) }
+func (s emulated) ready(ctx context.Context) error { return s.LoadDefaults(ctx) }
 
 func (s emulated) defaults(ctx context.Context) (int64, int64, error) {
-	if err := s.loadDefaults(ctx); err != nil {
+	if err := s.LoadDefaults(ctx); err != nil {
 		return idmp.DefaultDuration, idmp.DefaultMaxSize, err
 	}
 	return s.Defaults.Duration, s.Defaults.MaxSize, nil
 }
 
-// addCall is the add script's call for one run (every emulated add tells
-// its outcome: outcomes changes nothing).
+// addCall prepares the add script's call for one run (every emulated add
+// tells its outcome: outcomes changes nothing).
 func (s emulated) addCall(reqs []AddRequest, cp *chunkProgress, _ bool) (*redisconn.Call, replyParser, error) {
-	call, iids, err := s.emulatedAddCall(reqs, cp)
-	return call, func(v any) ([]AddResult, error) { return parseAddReply(v, iids, len(iids)) }, err
-}
-
-// emulatedAddCall prepares the add script's call for one run, and returns
-// each request's iid (derived for Auto).
-func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress) (*redisconn.Call, []string, error) {
 	r0 := reqs[0]
 	l, st, err := s.state(r0.Stream)
 	if err != nil {
@@ -269,24 +272,17 @@ func (s *Streams) emulatedAddCall(reqs []AddRequest, cp *chunkProgress) (*redisc
 	}
 	call := addScript.Call(&addArgs{State: st, PIDKeys: keys, NoMkStream: r0.NoMkStream, Trim: trimArgsOf(&r0),
 		Deletion: r0.Deletion, Progress: progressArgsOf(cp), NPIDs: len(it.pids) / 2, Items: it, Defaults: s.defaultArgs()})
-	return call, it.iids, nil
+	return call, func(v any) ([]AddResult, error) { return parseAddReply(v, it.iids, len(it.iids)) }, nil
 }
 
-// tooManyFields refuses an add over idmp.MaxEmulatedFieldArgs: the client
+// TooManyFields refuses an add over idmp.MaxEmulatedFieldArgs: the client
 // before it sends, the script before it writes.
-func tooManyFields(n int) error {
+func TooManyFields(n int) error {
 	e := exit.New(exit.Data, "", "%d field/value arguments: emulated IDMP takes at most %d in one add (the script hands them to XADD with Lua's unpack, which stops near 8,000 values)",
 		n, idmp.MaxEmulatedFieldArgs)
 	e.Hint = "split the message's fields, or store them as one value (a JSON document); native IDMP (Redis 8.6+) has no such bound"
 	return e
 }
-
-// errFieldsRefused is the script's own refusal of an item with too many
-// field/value arguments (the client checks first: this is the second line).
-type errFieldsRefused struct{ Index, N int }
-
-func (e *errFieldsRefused) Error() string { return tooManyFields(e.N).Error() }
-func (e *errFieldsRefused) Unwrap() error { return tooManyFields(e.N) }
 
 // errProgressMoved is a batch chunk the script refused: its progress record
 // stands at Line input lines, not where the chunk starts.
@@ -297,18 +293,14 @@ func (e *errProgressMoved) Error() string {
 }
 
 // parseAddReply reads the add script's reply for n requests (see
-// lua/stream_emu_add.lua).
+// lua/stream_emu_add.lua): the adds' results, and the refusal or the
+// error that stopped the run.
 func parseAddReply(v any, iids []string, n int) ([]AddResult, error) {
+	const what = "emulated XADD"
 	r, err := addScript.Decode(v)
 	if err != nil {
 		return nil, err
 	}
-	return r.addResults("emulated XADD", iids, n)
-}
-
-// addResults are the results of the adds of an add (or guard) reply for n
-// requests, and the refusal or the error that stopped the run.
-func (r runReply) addResults(what string, iids []string, n int) ([]AddResult, error) {
 	switch r.code {
 	case "":
 	case "D":
@@ -317,7 +309,8 @@ func (r runReply) addResults(what string, iids []string, n int) ([]AddResult, er
 		if r.item > len(iids) {
 			return nil, r.unexpected(what)
 		}
-		return nil, &errFieldsRefused{Index: r.item - 1, N: r.nfields}
+		// The script's own refusal (the client checks first: this is the second line).
+		return nil, TooManyFields(r.nfields)
 	case "P":
 		return nil, &errProgressMoved{Line: r.line}
 	default:
@@ -376,11 +369,7 @@ func parseDone(done string, iids []string, n int) ([]AddResult, error) {
 // and returns it for its script's Reply; an error only when none could run.
 func (s *Streams) runState(ctx context.Context, stream string, mk func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call) (*redisconn.Call, error) {
 	call, _, err := s.runKeyed(ctx, redisconn.RunOpts{Key: stream}, func() (*redisconn.Call, error) {
-		l, st, err := s.state(stream)
-		if err != nil {
-			return nil, err
-		}
-		return mk(l, st, s.defaultArgs()), nil
+		return s.callOf(stream, mk)
 	})
 	if call == nil || call.Cmd == nil {
 		return nil, err
@@ -392,7 +381,7 @@ func (s emulated) info(ctx context.Context, stream string) (Info, error) {
 	if s.plainReads {
 		return s.emulatedInfoPlain(ctx, stream)
 	}
-	_ = s.loadDefaults(ctx) // best effort: a stream without state shows them
+	_ = s.LoadDefaults(ctx) // best effort: a stream without state shows them
 	call, err := s.runState(ctx, stream, func(_ idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
 		return infoScript.Call(&stateOnlyArgs{State: st, Defaults: d})
 	})
@@ -430,23 +419,13 @@ func decodeInfoReply(v any) (*Info, error) {
 		return nil, nil
 	}
 	reply, _ := v.([]any)
-	info, ok := parseInfoReply(reply, "")
-	if !ok {
-		return nil, exit.New(exit.Internal, "emulated XINFO", "unexpected reply %v", v)
-	}
-	return &info, nil
-}
-
-// parseInfoReply reads the info script's reply (lua/stream_emu_info.lua);
-// false for a reply of another shape.
-func parseInfoReply(reply []any, stream string) (Info, bool) {
 	if len(reply) < 14 || len(reply)%2 != 0 {
-		return Info{}, false
+		return nil, exit.New(exit.Internal, "emulated XINFO", "unexpected reply %v", v)
 	}
 	str := func(i int) string { v, _ := reply[i].(string); return v }
 	num := func(i int) int64 { v, _ := reply[i].(int64); return v }
 	info := Info{
-		Stream: stream, Mode: str(0), IDMPDuration: num(1), IDMPMaxSize: num(2),
+		Mode: str(0), IDMPDuration: num(1), IDMPMaxSize: num(2),
 		IIDsAdded: num(3), IIDsDuplicates: num(4), ServerTimeMS: num(5), Length: num(6),
 		LastGeneratedID: str(7), EntriesAdded: num(8), FirstID: str(9), LastID: str(10),
 		Inconsistent: str(11), TokenGroups: num(12), Token: num(13) == 1,
@@ -458,11 +437,11 @@ func parseInfoReply(reply []any, stream string) (Info, bool) {
 		info.IIDsTracked += p.IIDs
 	}
 	slices.SortFunc(info.PIDs, func(a, b PIDTracking) int { return strings.Compare(a.PID, b.PID) })
-	return info, true
+	return &info, nil
 }
 
 func (s emulated) cfgSet(ctx context.Context, stream string, duration, maxsize int64) (CfgResult, error) {
-	if err := s.loadDefaults(ctx); err != nil {
+	if err := s.LoadDefaults(ctx); err != nil {
 		return CfgResult{}, err
 	}
 	call, err := s.runState(ctx, stream, func(_ idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
@@ -559,3 +538,100 @@ func (s *Streams) DropOrphanedState(ctx context.Context, names, keys []string) (
 	}
 	return n, false, nil
 }
+
+// runReply is the reply of lua/stream_emu_add.lua or stream_native_add.lua,
+// as their decoder (redisconn.NewLua) reads it:
+// a refusal, nothing written, or the adds done and why the run stopped.
+type runReply struct {
+	// code is a refusal's: 'D' no defaults, 'C' no native defaults, 'F'
+	// item has too many (nfields), 'P' the record stands at line; "" a run.
+	code    string
+	item    int // 'F': from 1
+	nfields int
+	line    int64
+	done    string // the items done, comma-separated (parseDone)
+	stop    string // "" every item done; 'n' no stream; 'e' an error (message)
+	message string
+	fourth  any // the native script's 'u'; nil without
+	raw     any // the reply as it came, for errors
+}
+
+// runReplyDecoder is the decoder of a script that runs adds: what names it
+// in an error for a reply of another shape.
+func runReplyDecoder(what string) func(v any) (runReply, error) {
+	return func(v any) (runReply, error) {
+		reply, ok := v.([]any)
+		bad := func() (runReply, error) { return runReply{}, exit.New(exit.Internal, what, "unexpected reply %v", v) }
+		if !ok || len(reply) == 0 {
+			return bad()
+		}
+		r := runReply{raw: v}
+		code, _ := reply[0].(string)
+		switch {
+		case len(reply) == 1 && (code == "D" || code == "C"):
+			r.code = code
+			return r, nil
+		case len(reply) == 3 && code == "F":
+			i, err1 := strconv.Atoi(fmt.Sprint(reply[1]))
+			n, err2 := strconv.Atoi(fmt.Sprint(reply[2]))
+			if err1 != nil || err2 != nil || i < 1 {
+				return bad()
+			}
+			r.code, r.item, r.nfields = code, i, n
+			return r, nil
+		case len(reply) == 2 && code == "P":
+			text, _ := reply[1].(string)
+			line, err := strconv.ParseInt(text, 10, 64)
+			if err != nil {
+				return bad()
+			}
+			r.code, r.line = code, line
+			return r, nil
+		case len(reply) != 3 && len(reply) != 4:
+			return bad()
+		}
+		r.done, _ = reply[0].(string)
+		r.stop, _ = reply[1].(string)
+		r.message, _ = reply[2].(string)
+		if len(reply) == 4 {
+			r.fourth = reply[3]
+		}
+		return r, nil
+	}
+}
+
+// unexpected is the internal error of a reply that the script makes but
+// that makes no sense here.
+func (r runReply) unexpected(what string) error {
+	return exit.New(exit.Internal, what, "unexpected reply %v", r.raw)
+}
+
+// Emulated server-level defaults (exec's CONFIG SET stream-idmp-*) live at
+// idmp.DefaultsKey, in one cluster slot, so scripts never read it: the
+// caller reads it once and sends the values. A stream keeps those of its
+// state's start; a script not sent them refuses ({'D'}) only then, before
+// writing, so the steady-state add stays one round trip.
+
+// errNeedDefaults is the add script's refusal: the stream's state starts
+// with this add and the server-level defaults were not sent.
+var errNeedDefaults = errors.New("the add needs the server-level IDMP defaults")
+
+// LoadDefaults reads the emulated server-level defaults once (a key that
+// is absent, or a value out of range, is Redis's default).
+func (s *Streams) LoadDefaults(ctx context.Context) error {
+	if s.Defaults != nil {
+		return nil
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	d, err := s.Conn.EmulatedIDMPDefaults(ctx)
+	if err != nil {
+		return exit.Wrap(err, "read the IDMP defaults ("+idmp.DefaultsKey+")")
+	}
+	s.Defaults = &d
+	return nil
+}
+
+// SetDefaults tells the streams the server-level defaults (a caller that
+// read or wrote them itself).
+func (s *Streams) SetDefaults(d idmp.Defaults) { s.Defaults = &d }

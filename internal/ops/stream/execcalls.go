@@ -3,9 +3,9 @@ package stream
 import (
 	"context"
 	_ "embed"
-	"errors"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/idmp"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 )
 
@@ -14,7 +14,7 @@ import (
 
 // AddCall is the call of one run (SameRun, validated, at most MaxRun), and
 // its reader: the IDs done, then what stopped the run (noStream, or XADD's
-// error verbatim). Emulated, call Ready first (NeedsDefaults).
+// error verbatim). Emulated, call Ready first.
 func (s *Streams) AddCall(reqs []AddRequest) (*redisconn.Call, func(v any) (ids []string, noStream bool, err error), error) {
 	call, parse, err := s.be.addCall(reqs, nil, false)
 	if err != nil {
@@ -37,37 +37,19 @@ func (s *Streams) AddCall(reqs []AddRequest) (*redisconn.Call, func(v any) (ids 
 // carry (emulated: the server-level defaults; native: its own).
 func (s *Streams) Ready(ctx context.Context) error { return s.be.ready(ctx) }
 
-// NeedsDefaults reports an AddCall's refusal: send the server-level
-// defaults (LoadDefaults) and call again.
-func NeedsDefaults(err error) bool { return errors.Is(err, errNeedDefaults) }
-
-// MaxRun bounds the adds of one call.
-const MaxRun = maxRun
-
-// TooManyFields refuses an emulated add of n > idmp.MaxEmulatedFieldArgs
-// field/value arguments (checked per command, so it never stops a run).
-func TooManyFields(n int) error { return tooManyFields(n) }
-
-// SameRun reports whether two requests can share one call.
-func SameRun(a, b AddRequest) bool { return a.sameRun(b) }
-
 // CfgSetCall is the XCFGSET script's call (0 keeps a value). Its reply is
 // six integers, or the script's error (ERR no such key, WRONGTYPE).
 func (s *Streams) CfgSetCall(stream string, duration, maxsize int64) (*redisconn.Call, error) {
-	_, st, err := s.state(stream)
-	if err != nil {
-		return nil, err
-	}
-	return cfgsetScript.Call(&cfgsetArgs{State: st, Duration: duration, MaxSize: maxsize, Defaults: s.defaultArgs()}), nil
+	return s.callOf(stream, func(_ idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
+		return cfgsetScript.Call(&cfgsetArgs{State: st, Duration: duration, MaxSize: maxsize, Defaults: d})
+	})
 }
 
 // InfoCall is the XINFO view script's call; ParseInfoCallReply reads it.
 func (s *Streams) InfoCall(stream string) (*redisconn.Call, error) {
-	_, st, err := s.state(stream)
-	if err != nil {
-		return nil, err
-	}
-	return infoScript.Call(&stateOnlyArgs{State: st, Defaults: s.defaultArgs()}), nil
+	return s.callOf(stream, func(_ idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
+		return infoScript.Call(&stateOnlyArgs{State: st, Defaults: d})
+	})
 }
 
 // ParseInfoCallReply reads an InfoCall's reply: ok false when the stream
@@ -153,4 +135,52 @@ func (s *Streams) MoveDBCall(op, src, dst string, replace bool, db string, from 
 	}
 	return moveDBScript.Call(&moveDBArgs{State: st, Dst: dt, Op: op, Replace: replace, DB: db, From: from,
 		Defaults: s.defaultArgs()}), nil
+}
+
+// Exec's keyspace commands in emulated mode: CONFIG SET of the
+// server-level defaults (MarkCall) and DEL/UNLINK (DelCall).
+var (
+	//go:embed lua/stream_emu_mark.lua
+	markLua string
+	//go:embed lua/stream_emu_del.lua
+	delLua string
+
+	markScript = emulatedScript[stateOnlyArgs](redisconn.Int64Reply, markLua)
+	delScript  = emulatedScript[delArgs](redisconn.CommandReply, delLua) // the command's
+)
+
+// delArgs are the DEL script's (lua/stream_emu_del.lua).
+type delArgs struct {
+	State    stateArgs
+	MoreKeys []string `lua:"MORE_KEYS,key,rest"`
+	More     []any    `lua:"MORE,rest"`
+	Op       string   `lua:"OP"`
+	Defaults defaultsArgs
+}
+
+// MarkCall gives stream without emulated state the defaults d in force
+// before a CONFIG SET (natively a stream keeps its creation's); reply 1 or 0.
+func (s *Streams) MarkCall(stream string, d idmp.Defaults) (*redisconn.Call, error) {
+	return s.callOf(stream, func(_ idmp.StateLayout, st stateArgs, _ defaultsArgs) *redisconn.Call {
+		return markScript.Call(&stateOnlyArgs{State: st, Defaults: defaultsArgsOf(&d)})
+	})
+}
+
+// DelCall is the call of the script that runs DEL (or UNLINK, op) of keys
+// and drops the emulated IDMP state of each. Its reply is the command's.
+func (s *Streams) DelCall(op string, keys []string) (*redisconn.Call, error) {
+	a := delArgs{Op: op, Defaults: s.defaultArgs()}
+	for i, k := range keys {
+		_, st, err := s.state(k)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			a.State = st
+			continue
+		}
+		a.MoreKeys = append(a.MoreKeys, st.Stream, st.Meta, st.PIDs)
+		a.More = append(a.More, st.IDsPrefix, st.OrderPrefix, st.Owner)
+	}
+	return delScript.Call(&a), nil
 }

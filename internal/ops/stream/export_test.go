@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/redis/go-redis/v9"
@@ -100,4 +101,57 @@ func (r *batchRun) nativeBatchCall(c *chunk) (*redisconn.Call, []string) {
 // parseNativeBatchReplyT reads a native add reply for n requests.
 func parseNativeBatchReplyT(v any, iids []string, _ int) ([]AddResult, error) {
 	return parseNativeReply(v, iids)
+}
+
+// RecordIID runs XIDMPRECORD in the streams' mode; a repeat changes
+// nothing. No stream or entry: exit.NotFound; the pair on another ID
+// (ErrRecordConflict) or WRONGTYPE: exit.Data.
+func (s *Streams) RecordIID(ctx context.Context, stream, pid, iid, id string) error {
+	canon, err := ValidateRecord(pid, iid, id)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	if err := s.Settle(ctx); err != nil {
+		return err
+	}
+	if s.Mode() != ModeEmulated {
+		err = s.Conn.Do(func(c redis.UniversalClient) error {
+			return c.Do(ctx, "XIDMPRECORD", stream, pid, iid, canon).Err()
+		})
+		return recordErr(err)
+	}
+	for {
+		call, err := s.runState(ctx, stream, func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
+			return recordScript.Call(&recordArgs{State: st, IDs: l.IDs(pid), Order: l.Order(pid), PID: pid, IID: iid, ID: canon, Defaults: d})
+		})
+		if err == nil {
+			err = call.Cmd.Err() // the script's error reply
+		}
+		if err != nil {
+			return recordErr(scriptErr(err))
+		}
+		err = ParseRecordReply(call.Cmd.Val())
+		if !errors.Is(err, errNeedDefaults) || s.Defaults != nil {
+			return err
+		}
+		if err := s.LoadDefaults(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// recordErr gives XIDMPRECORD's errors their exit codes.
+func recordErr(err error) error {
+	var e *exit.Error
+	switch {
+	case err == nil || errors.As(err, &e):
+		return err
+	case strings.Contains(err.Error(), "no such key"), strings.Contains(err.Error(), ErrRecordNoEntry):
+		return &exit.Error{Code: exit.NotFound, Err: err}
+	case strings.Contains(err.Error(), ErrRecordConflict):
+		return &exit.Error{Code: exit.Data, Err: err}
+	}
+	return err
 }

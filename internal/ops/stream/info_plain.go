@@ -19,10 +19,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// wrongTypeErr is Redis's WRONGTYPE text, which the info script returns for
-// a key that is not a stream.
-const wrongTypeErr = "WRONGTYPE Operation against a key holding the wrong kind of value"
-
 // plainMeta is the meta hash as load_meta reads it.
 type plainMeta struct {
 	duration, maxsize, added, dups int64
@@ -52,7 +48,7 @@ func (s *Streams) emulatedInfoPlain(ctx context.Context, stream string) (Info, e
 	if err != nil {
 		return Info{}, err
 	}
-	s.loadDefaults(ctx) // best effort, as for the script: a stream without state shows them
+	s.LoadDefaults(ctx) // best effort, as for the script: a stream without state shows them
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var node redis.UniversalClient = s.Conn.Client()
@@ -82,7 +78,8 @@ func (s *Streams) emulatedInfoPlain(ctx context.Context, stream string) (Info, e
 	case t == "none":
 		return Info{}, errNoSuchKey()
 	case t != "stream":
-		return Info{}, exit.New(exit.Data, "", "%s", wrongTypeErr)
+		// Redis's WRONGTYPE text, as the info script returns it.
+		return Info{}, exit.New(exit.Data, "", "WRONGTYPE Operation against a key holding the wrong kind of value")
 	}
 	if err := meta.Err(); err != nil {
 		return Info{}, err
@@ -150,9 +147,7 @@ func (s *Streams) emulatedInfoPlain(ctx context.Context, stream string) (Info, e
 				info.IIDsTracked += p.IIDs
 			}
 		}
-	}
-	slices.SortFunc(info.PIDs, func(a, b PIDTracking) int { return strings.Compare(a.PID, b.PID) })
-	if mode == "emulated" {
+		slices.SortFunc(info.PIDs, func(a, b PIDTracking) int { return strings.Compare(a.PID, b.PID) })
 		info.Inconsistent = strings.Join(problems, "; ")
 	}
 	return info, nil
@@ -298,21 +293,16 @@ func plainStale(ctx context.Context, node redis.UniversalClient, stream string, 
 
 // entrySum is entry_sum(): a digest of the entry with this ID.
 func entrySum(ctx context.Context, node redis.UniversalClient, stream, id string) (string, bool, error) {
-	entries, err := node.Do(ctx, "XRANGE", stream, id, id).Slice()
+	v, err := node.Do(ctx, "XRANGE", stream, id, id).Result()
 	if err != nil {
 		return "", false, err
 	}
-	if len(entries) == 0 {
+	fields, ok := entryFields(v)
+	if !ok {
 		return "", false, nil
 	}
-	e, ok := entries[0].([]any)
-	if !ok || len(e) < 2 {
-		return "", false, nil
-	}
-	fields, _ := e[1].([]any)
 	var b strings.Builder
-	for _, f := range fields {
-		s, _ := f.(string)
+	for _, s := range fields {
 		b.WriteString(strconv.Itoa(len(s)))
 		b.WriteByte(':')
 		b.WriteString(s)
@@ -321,40 +311,18 @@ func entrySum(ctx context.Context, node redis.UniversalClient, stream, id string
 	return hex.EncodeToString(sum[:]), true, nil
 }
 
-// idLess compares stream IDs exactly (ms-seq, digit strings).
+// idLess compares stream IDs exactly (ms-seq; another text counts as 0-0).
 func idLess(a, b string) bool {
-	split := func(id string) (string, string) {
-		ms, seq, ok := strings.Cut(id, "-")
-		if !ok || !allDigits(ms) || !allDigits(seq) {
-			return "0", "0"
+	key := func(id string) []uint64 {
+		ms, seq, _ := strings.Cut(id, "-")
+		m, err1 := strconv.ParseUint(ms, 10, 64)
+		n, err2 := strconv.ParseUint(seq, 10, 64)
+		if err1 != nil || err2 != nil {
+			return []uint64{0, 0}
 		}
-		return ms, seq
+		return []uint64{m, n}
 	}
-	numLess := func(x, y string) bool {
-		x, y = strings.TrimLeft(x, "0"), strings.TrimLeft(y, "0")
-		if len(x) != len(y) {
-			return len(x) < len(y)
-		}
-		return x < y
-	}
-	am, as := split(a)
-	bm, bs := split(b)
-	if am != bm {
-		return numLess(am, bm)
-	}
-	return numLess(as, bs)
-}
-
-func allDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return slices.Compare(key(a), key(b)) < 0
 }
 
 // tokenPrefix starts the name of a liveness token: a consumer group that
@@ -365,15 +333,7 @@ const tokenPrefix = "idmpctl:"
 // liveness token: idmpctl: and 12 hex digits.
 func IsTokenGroup(name string) bool {
 	gen, ok := strings.CutPrefix(name, tokenPrefix)
-	if !ok || len(gen) != 12 {
-		return false
-	}
-	for i := 0; i < len(gen); i++ {
-		if c := gen[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	return ok && len(gen) == 12 && strings.Trim(gen, "0123456789abcdef") == ""
 }
 
 // plainTokenGroups counts the liveness tokens among the stream's groups
@@ -403,30 +363,23 @@ func plainTokenGroups(ctx context.Context, node redis.UniversalClient, stream st
 // plainPIDs is each producer's live_count (binary searches for the expired
 // prefix, stepping together in pipelined rounds), and what is inconsistent.
 func plainPIDs(ctx context.Context, node redis.UniversalClient, l idmp.StateLayout, m plainMeta, nowMs int64) ([]PIDTracking, []string, error) {
-	var members *redis.StringSliceCmd
-	var scard *redis.IntCmd
-	if _, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
-		members, scard = p.SMembers(ctx, l.PIDs), p.SCard(ctx, l.PIDs)
-		return nil
-	}); err != nil {
+	pids, err := node.SMembers(ctx, l.PIDs).Result()
+	if err != nil {
 		return nil, nil, err
 	}
 	var problems []string
-	if m.pids != nil && *m.pids != scard.Val() {
-		problems = append(problems, fmt.Sprintf("the pids set %s names %d of the %d producers last written", l.PIDs, scard.Val(), *m.pids))
+	if m.pids != nil && *m.pids != int64(len(pids)) {
+		problems = append(problems, fmt.Sprintf("the pids set %s names %d of the %d producers last written", l.PIDs, len(pids), *m.pids))
 	}
-	pids := members.Val()
 	type search struct {
-		lo, hi, n int64
-		lindex    *redis.StringCmd
-		hget      *redis.StringCmd
+		lo, hi, n    int64
+		hlen, llen   *redis.IntCmd
+		lindex, hget *redis.StringCmd
 	}
 	ss := make([]search, len(pids))
-	hlens := make([]*redis.IntCmd, len(pids))
-	llens := make([]*redis.IntCmd, len(pids))
 	if _, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, pid := range pids {
-			hlens[i], llens[i] = p.HLen(ctx, l.IDs(pid)), p.LLen(ctx, l.Order(pid))
+			ss[i].hlen, ss[i].llen = p.HLen(ctx, l.IDs(pid)), p.LLen(ctx, l.Order(pid))
 		}
 		return nil
 	}); err != nil && !isReply(err) {
@@ -434,17 +387,18 @@ func plainPIDs(ctx context.Context, node redis.UniversalClient, l idmp.StateLayo
 	}
 	broken := 0
 	for i, pid := range pids {
-		hlen, llen := hlens[i].Val(), llens[i].Val()
-		if err := cmpErr(hlens[i].Err(), llens[i].Err()); err != nil {
+		s := &ss[i]
+		if err := cmpErr(s.hlen.Err(), s.llen.Err()); err != nil {
 			return nil, nil, err
 		}
+		hlen, llen := s.hlen.Val(), s.llen.Val()
 		if hlen != llen {
 			broken++
 			if broken <= 3 {
 				problems = append(problems, fmt.Sprintf("producer %s has %d iids but %d in its order list", luaQuote(pid), hlen, llen))
 			}
 		}
-		ss[i] = search{lo: 0, hi: llen, n: llen}
+		s.hi, s.n = llen, llen
 	}
 	if broken > 3 {
 		problems = append(problems, fmt.Sprintf("%d more producers likewise", broken-3))
@@ -452,17 +406,15 @@ func plainPIDs(ctx context.Context, node redis.UniversalClient, l idmp.StateLayo
 	durMs := m.duration * 1000
 	if m.unordered {
 		// Out of entry order: the expired prefix is scanned from the front.
-		out := make([]PIDTracking, len(pids))
 		for i, pid := range pids {
-			n, err := plainLiveScan(ctx, node, l, pid, ss[i].n, durMs, nowMs)
+			live, err := plainLiveScan(ctx, node, l, pid, ss[i].n, durMs, nowMs)
 			if err != nil {
 				return nil, nil, err
 			}
-			out[i] = PIDTracking{PID: pid, IIDs: n}
+			ss[i].lo = ss[i].n - live
 		}
-		return out, problems, nil
 	}
-	for round := 0; round < 64; round++ { // log2 of any list length
+	for round := 0; round < 64 && !m.unordered; round++ { // log2 of any list length
 		active := false
 		if _, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i := range ss {
@@ -498,17 +450,14 @@ func plainPIDs(ctx context.Context, node redis.UniversalClient, l idmp.StateLayo
 			if err := cmpErr(s.lindex.Err()); err != nil {
 				return nil, nil, err
 			}
-			mid := (s.lo + s.hi) / 2
-			live := false
+			id := "" // a missing iid is not live
 			if s.hget != nil {
 				if err := cmpErr(s.hget.Err()); err != nil {
 					return nil, nil, err
 				}
-				if ms, ok := idMillis(s.hget.Val()); ok && s.hget.Err() == nil && int64(ms)+durMs > nowMs {
-					live = true
-				}
+				id = s.hget.Val()
 			}
-			if live {
+			if mid := (s.lo + s.hi) / 2; liveID(id, durMs, nowMs) {
 				s.hi = mid
 			} else {
 				s.lo = mid + 1
@@ -538,14 +487,19 @@ func plainLiveScan(ctx context.Context, node redis.UniversalClient, l idmp.State
 			return 0, err
 		}
 		for k, v := range ids {
-			id, _ := v.(string)
-			if ms, ok := idMillis(id); ok && id != "" && int64(ms)+durMs > nowMs {
+			if id, _ := v.(string); liveID(id, durMs, nowMs) {
 				return n - (i + int64(k)), nil
 			}
 		}
 		i += int64(len(chunk))
 	}
 	return 0, nil
+}
+
+// liveID reports whether an iid whose entry has this ID is within DURATION.
+func liveID(id string, durMs, nowMs int64) bool {
+	ms, ok := idMillis(id)
+	return ok && int64(ms)+durMs > nowMs
 }
 
 // cmpErr is the first error that is not redis.Nil (a missing element).

@@ -10,6 +10,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
 	"github.com/idmpctl/idmpctl/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // bothInfos reads stream with the info script and with plain reads, and
@@ -68,6 +69,31 @@ func TestEmulatedInfoPlainMatchesScript(t *testing.T) {
 	h.mustNew(t, e, "p", "new-1")
 	if got := bothInfos(t, h, e); got.IIDsTracked != 1 || got.PIDsTracked != 1 {
 		t.Errorf("expiring: %+v", got)
+	}
+
+	// Out of entry order (XIDMPRECORD of older entries): the list is
+	// scanned for its expired prefix, not searched. In write order x, y,
+	// z, w: all but y are entries of before the wait, so expire first.
+	u := h.key("unordered")
+	var old []string
+	for range 3 {
+		old = append(old, h.rdb.XAdd(h.ctx, &redis.XAddArgs{Stream: u, Values: []string{"f", "v"}}).Val())
+	}
+	h.mustNew(t, u, "p", "first")
+	h.cfgset(t, u, 2, 100)
+	record := func(iid, id string) {
+		if err := h.s.RecordIID(h.ctx, u, "p", iid, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record("x", old[0])
+	time.Sleep(1200 * time.Millisecond)
+	h.mustNew(t, u, "p", "y")
+	record("z", old[1])
+	record("w", old[2])
+	time.Sleep(1000 * time.Millisecond)
+	if got := bothInfos(t, h, u); got.PIDsTracked != 1 || got.IIDsTracked != 3 {
+		t.Errorf("unordered: %+v", got)
 	}
 
 	// No state: a stream never written idempotently.

@@ -10,9 +10,10 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
+	"sync"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
@@ -38,9 +39,25 @@ func decodeMigrateReply(v any) (migrateReply, error) {
 	if len(reply) == 1 && (reply[0] == "retry" || reply[0] == "old") {
 		return migrateReply{signal: reply[0].(string)}, nil
 	}
-	res, ok := parseMigrateReply(reply)
-	if !ok {
+	if len(reply) < 9 || (len(reply)-9)%5 != 0 {
 		return migrateReply{}, exit.New(exit.Internal, "migrate", "unexpected reply %v", v)
+	}
+	str := func(i int) string { v, _ := reply[i].(string); return v }
+	num := func(i int) int64 {
+		switch v := reply[i].(type) {
+		case int64:
+			return v
+		case string:
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+		return 0
+	}
+	res := MigrateResult{Status: str(0), Settings: str(1), Duration: num(2), MaxSize: num(3),
+		Native:   NativeView{Duration: num(4), MaxSize: num(5), Tracked: num(8)},
+		Recorded: num(6), Dropped: num(7), Kept: []MigrateKept{}}
+	for i := 9; i < len(reply); i += 5 {
+		res.Kept = append(res.Kept, MigrateKept{PID: str(i), IID: str(i + 1), ID: str(i + 2), ExpiresMS: num(i + 3), Why: str(i + 4)})
 	}
 	return migrateReply{res: res}, nil
 }
@@ -242,30 +259,6 @@ func (s *Streams) Migrate(ctx context.Context, stream string, dry bool) (Migrate
 	}
 }
 
-func parseMigrateReply(reply []any) (MigrateResult, bool) {
-	if len(reply) < 9 || (len(reply)-9)%5 != 0 {
-		return MigrateResult{}, false
-	}
-	str := func(i int) string { v, _ := reply[i].(string); return v }
-	num := func(i int) int64 {
-		switch v := reply[i].(type) {
-		case int64:
-			return v
-		case string:
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-		return 0
-	}
-	res := MigrateResult{Status: str(0), Settings: str(1), Duration: num(2), MaxSize: num(3),
-		Native:   NativeView{Duration: num(4), MaxSize: num(5), Tracked: num(8)},
-		Recorded: num(6), Dropped: num(7), Kept: []MigrateKept{}}
-	for i := 9; i < len(reply); i += 5 {
-		res.Kept = append(res.Kept, MigrateKept{PID: str(i), IID: str(i + 1), ID: str(i + 2), ExpiresMS: num(i + 3), Why: str(i + 4)})
-	}
-	return res, true
-}
-
 // Describe says in a sentence what happens to a kept iid.
 func (k MigrateKept) Describe() string {
 	switch k.Why {
@@ -303,21 +296,63 @@ func entryFields(v any) ([]string, bool) {
 	return fields, true
 }
 
-// ScanStreams lists the streams on one node whose names match pattern
-// (SCAN ... TYPE stream), each round trip bounded by timeout.
-func ScanStreams(ctx context.Context, node redis.Cmdable, pattern string, timeout time.Duration) ([]string, error) {
-	var out []string
-	var cursor uint64
-	for {
-		cctx, cancel := context.WithTimeout(ctx, timeout)
-		keys, next, err := node.ScanType(cctx, cursor, pattern, 1000, "stream").Result()
-		cancel()
-		if err != nil {
-			return out, err
-		}
-		out = append(out, keys...)
-		if cursor = next; cursor == 0 {
-			return out, nil
+// MigrateSelection is what migrate moves: the streams named, or those
+// matching Match on every primary.
+type MigrateSelection struct {
+	Streams []string
+	Match   string
+}
+
+// MigrateStreams checks XIDMPRECORD (78), lists the streams (sorted), then
+// migrates each and hands each result to each. A scanned stream gone since
+// is passed over; a named one is exit.NotFound.
+func (s *Streams) MigrateStreams(ctx context.Context, sel MigrateSelection, dryRun bool, each func(MigrateResult) error) error {
+	cctx, cancel := s.Conn.Ctx(ctx)
+	err := s.CheckMigrate(cctx)
+	cancel()
+	if err != nil {
+		return exit.Wrap(err, "migrate")
+	}
+	names := sel.Streams
+	if sel.Match != "" {
+		if names, err = s.scanStreams(ctx, sel.Match); err != nil {
+			return exit.Wrap(err, "migrate --match "+strconv.Quote(sel.Match))
 		}
 	}
+	for _, name := range names {
+		mctx, cancel := s.Conn.Ctx(ctx)
+		res, err := s.Migrate(mctx, name, dryRun)
+		cancel()
+		if sel.Match != "" && exit.Code(err) == exit.NotFound {
+			continue // deleted since the scan
+		}
+		if err != nil {
+			return exit.Wrap(err, "migrate "+strconv.Quote(name))
+		}
+		if err := each(res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanStreams lists the streams matching pattern on every primary, sorted.
+func (s *Streams) scanStreams(ctx context.Context, pattern string) ([]string, error) {
+	var mu sync.Mutex
+	var names []string
+	err := s.Conn.EachPrimary(ctx, func(ctx context.Context, node redis.Cmdable, _ string) error {
+		for cursor := uint64(0); ; {
+			cctx, cancel := s.Conn.Ctx(ctx) // each round trip bounded
+			keys, next, err := node.ScanType(cctx, cursor, pattern, 1000, "stream").Result()
+			cancel()
+			mu.Lock()
+			names = append(names, keys...)
+			mu.Unlock()
+			if cursor = next; err != nil || cursor == 0 {
+				return err
+			}
+		}
+	})
+	slices.Sort(names)
+	return slices.Compact(names), err
 }

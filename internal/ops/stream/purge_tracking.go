@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/idmp"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 )
 
 // TrackedIIDs counts what purge --stream NAME [--pid PID] would forget. For
@@ -41,4 +43,23 @@ func (s *Streams) TrackedIIDs(ctx context.Context, name, pid string, dryRun bool
 		}
 	}
 	return 0, nil
+}
+
+// LeftoverState names those of names (no key) whose emulated state remains
+// (deleted by hand), read-only; unreadable ones are left out (only a hint).
+func LeftoverState(ctx context.Context, c *redisconn.Conn, names []string) []string {
+	var out []string
+	for _, name := range names {
+		l, err := idmp.StateKeys(name, c.Cluster())
+		if err != nil {
+			continue
+		}
+		cctx, cancel := c.Ctx(ctx)
+		n, err := c.Client().Exists(cctx, l.Meta, l.PIDs).Result() // one slot: a hash tag
+		cancel()
+		if err == nil && n > 0 {
+			out = append(out, name)
+		}
+	}
+	return out
 }

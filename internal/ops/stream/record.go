@@ -1,9 +1,7 @@
 package stream
 
 import (
-	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,7 +9,6 @@ import (
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
-	"github.com/redis/go-redis/v9"
 )
 
 // XIDMPRECORD (R14): attach (pid, iid) to an existing entry. Natively Redis
@@ -80,10 +77,7 @@ func parseULL(s string) (uint64, bool) {
 		neg = t[0] == '-'
 		t = t[1:]
 	}
-	if !allDigits(t) {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(t, 10, 64)
+	n, err := strconv.ParseUint(t, 10, 64) // digits only: no sign, no '_'
 	if err != nil {
 		return 0, false
 	}
@@ -109,91 +103,33 @@ func ValidateRecord(pid, iid, id string) (string, error) {
 	return canon, nil
 }
 
-// RecordIID runs XIDMPRECORD in the streams' mode; a repeat changes
-// nothing. No stream or entry: exit.NotFound; the pair on another ID
-// (ErrRecordConflict) or WRONGTYPE: exit.Data.
-func (s *Streams) RecordIID(ctx context.Context, stream, pid, iid, id string) error {
-	canon, err := ValidateRecord(pid, iid, id)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	if err := s.Settle(ctx); err != nil {
-		return err
-	}
-	if s.Mode() != ModeEmulated {
-		err = s.Conn.Do(func(c redis.UniversalClient) error {
-			return c.Do(ctx, "XIDMPRECORD", stream, pid, iid, canon).Err()
-		})
-		return recordErr(err)
-	}
-	for {
-		call, err := s.runState(ctx, stream, func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
-			return recordScript.Call(&recordArgs{State: st, IDs: l.IDs(pid), Order: l.Order(pid), PID: pid, IID: iid, ID: canon, Defaults: d})
-		})
-		if err == nil {
-			err = call.Cmd.Err() // the script's error reply
-		}
-		if err != nil {
-			return recordErr(scriptErr(err))
-		}
-		err = ParseRecordReply(call.Cmd.Val())
-		if !errors.Is(err, errNeedDefaults) || s.Defaults != nil {
-			return err
-		}
-		if err := s.loadDefaults(ctx); err != nil {
-			return err
-		}
-	}
-}
-
-// recordErr gives XIDMPRECORD's errors their exit codes.
-func recordErr(err error) error {
-	var e *exit.Error
-	switch {
-	case err == nil || errors.As(err, &e):
-		return err
-	case strings.Contains(err.Error(), "no such key"), strings.Contains(err.Error(), ErrRecordNoEntry):
-		return &exit.Error{Code: exit.NotFound, Err: err}
-	case strings.Contains(err.Error(), ErrRecordConflict):
-		return &exit.Error{Code: exit.Data, Err: err}
-	}
-	return err
-}
-
 // RecordCall is the record script's call for exec (id as ValidateRecord
 // returns it); ParseRecordReply reads its reply.
 func (s *Streams) RecordCall(stream, pid, iid, id string) (*redisconn.Call, error) {
-	l, st, err := s.state(stream)
-	if err != nil {
-		return nil, err
-	}
-	return recordScript.Call(&recordArgs{State: st, IDs: l.IDs(pid), Order: l.Order(pid), PID: pid, IID: iid, ID: id, Defaults: s.defaultArgs()}), nil
+	return s.callOf(stream, func(l idmp.StateLayout, st stateArgs, d defaultsArgs) *redisconn.Call {
+		return recordScript.Call(&recordArgs{State: st, IDs: l.IDs(pid), Order: l.Order(pid), PID: pid, IID: iid, ID: id, Defaults: d})
+	})
 }
 
 // ParseRecordReply reads the record script's reply: nil for OK, or
-// NeedsDefaults (the state starts here; nothing written).
+// errNeedDefaults (the state starts here; nothing written).
 func ParseRecordReply(v any) error {
-	needs, err := recordScript.Decode(v)
-	if needs {
-		return errNeedDefaults
-	}
+	_, err := recordScript.Decode(v)
 	return err
 }
 
-// decodeRecordReply is the record script's decoder: OK (false), or {'D'}:
-// the defaults are needed (true).
-func decodeRecordReply(v any) (needsDefaults bool, err error) {
+// decodeRecordReply is the record script's decoder: OK, or {'D'}: the
+// defaults are needed.
+func decodeRecordReply(v any) (struct{}, error) {
 	switch r := v.(type) {
 	case string:
 		if r == "OK" {
-			return false, nil
+			return struct{}{}, nil
 		}
 	case []any:
 		if len(r) == 1 && r[0] == "D" {
-			return true, nil
+			return struct{}{}, errNeedDefaults
 		}
 	}
-	return false, exit.New(exit.Internal, "emulated XIDMPRECORD", "unexpected reply %s", fmt.Sprint(v))
+	return struct{}{}, exit.New(exit.Internal, "emulated XIDMPRECORD", "unexpected reply %s", fmt.Sprint(v))
 }

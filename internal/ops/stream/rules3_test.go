@@ -73,7 +73,7 @@ var _ = rule("AddBatch splits a long batch and keeps its order", func(t *testing
 	s := h.key("s")
 	h.mustNew(t, s, "p", "setup")
 	h.cfgset(t, s, 3600, 10000)
-	n := 2*maxRun + 300
+	n := 2*MaxRun + 300
 	batch := append(reqs(s, "p", "m-%d", seq(1, n)...), reqs(s, "p", "m-%d", seq(1, n)...)...)
 	res, err := h.s.AddBatch(h.ctx, batch)
 	if err != nil || len(res) != 2*n {

@@ -221,8 +221,8 @@ type AddOptions struct {
 	NoOutcome bool
 }
 
-// Add performs idempotent adds, one round trip per run (sameRun, at most
-// maxRun), validated first; later duplicates dedupe (R11). A failure at i
+// Add performs idempotent adds, one round trip per run (SameRun, at most
+// MaxRun), validated first; later duplicates dedupe (R11). A failure at i
 // returns the results before i and a *BatchError (a single add: its own):
 // NOMKSTREAM on no stream is exit.NotFound, WRONGTYPE exit.Data. An add
 // not acknowledged comes with a *redisconn.NotAckedError, never retried.
@@ -252,7 +252,7 @@ func (s *Streams) Add(ctx context.Context, o AddOptions, reqs ...AddRequest) ([]
 	out := make([]AddResult, 0, valid)
 	for start := 0; start < valid; {
 		end := start + 1
-		for end < valid && end-start < maxRun && reqs[end].sameRun(reqs[start]) {
+		for end < valid && end-start < MaxRun && SameRun(reqs[end], reqs[start]) {
 			end++
 		}
 		var res []AddResult
@@ -275,13 +275,13 @@ func (s *Streams) Add(ctx context.Context, o AddOptions, reqs ...AddRequest) ([]
 	return out, verr
 }
 
-// maxRun bounds the adds of one round trip, so one script call or MULTI
+// MaxRun bounds the adds of one round trip, so one script call or MULTI
 // never blocks the server for long.
-const maxRun = 1000
+const MaxRun = 1000
 
-// sameRun reports whether two requests can share one round trip: the same
+// SameRun reports whether two requests can share one round trip: the same
 // stream, kind of iid and options.
-func (r AddRequest) sameRun(o AddRequest) bool {
+func SameRun(r, o AddRequest) bool {
 	return r.Stream == o.Stream && r.NoMkStream == o.NoMkStream && r.MaxLen == o.MaxLen &&
 		r.MinID == o.MinID && r.Approx == o.Approx && r.Limit == o.Limit && r.Auto == o.Auto && r.Deletion == o.Deletion
 }
