@@ -178,29 +178,104 @@ func (c *Cluster) Owner(slot int) (*Server, error) {
 // slots are the slot ranges s serves, as its "myself" line of CLUSTER
 // NODES lists them (not those being migrated or imported, "[...]").
 func (s *Server) slots() ([][2]int, error) {
-	nodes, err := s.Do("CLUSTER", "NODES")
+	nodes, err := s.clusterNodes()
 	if err != nil {
 		return nil, err
 	}
-	var out [][2]int
-	for _, line := range strings.Split(nodes, "\n") {
+	for _, n := range nodes {
+		if strings.Contains(n.flags, "myself") {
+			return n.slots, nil
+		}
+	}
+	return nil, nil
+}
+
+// nodeLine is a line of CLUSTER NODES.
+type nodeLine struct {
+	id, addr, flags, epoch string
+	slots                  [][2]int // served ranges
+	open                   []string // "[slot->-id]" MIGRATING, "[slot-<-id]" IMPORTING
+}
+
+func (s *Server) clusterNodes() ([]nodeLine, error) {
+	reply, err := s.Do("CLUSTER", "NODES")
+	if err != nil {
+		return nil, err
+	}
+	var out []nodeLine
+	for _, line := range strings.Split(reply, "\n") {
 		f := strings.Fields(line)
-		if len(f) < 9 || !strings.Contains(f[2], "myself") {
+		if len(f) < 8 {
 			continue
 		}
+		addr, _, _ := strings.Cut(f[1], "@")
+		n := nodeLine{id: f[0], addr: addr, flags: f[2], epoch: f[6]}
 		for _, r := range f[8:] {
+			if strings.HasPrefix(r, "[") {
+				n.open = append(n.open, r)
+				continue
+			}
 			lo, hi, ranged := strings.Cut(r, "-")
 			a, err1 := strconv.Atoi(lo)
 			b, err2 := strconv.Atoi(hi)
 			if !ranged {
 				b, err2 = a, nil
 			}
-			if !strings.HasPrefix(r, "[") && err1 == nil && err2 == nil {
-				out = append(out, [2]int{a, b})
+			if err1 == nil && err2 == nil {
+				n.slots = append(n.slots, [2]int{a, b})
 			}
 		}
+		out = append(out, n)
 	}
 	return out, nil
+}
+
+// SlotReport is every primary's view of slot, for a failed test to say
+// why: the owner it knows (and that owner's config epoch), its own epoch,
+// its MIGRATING or IMPORTING mark, its keys in the slot, its cluster_state,
+// and its log's last lines about epochs and slots.
+func (c *Cluster) SlotReport(slot int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "slot %d as each primary sees it:", slot)
+	for _, s := range c.Nodes {
+		nodes, err := s.clusterNodes()
+		if err != nil {
+			fmt.Fprintf(&b, "\n  %s: CLUSTER NODES: %v", s.Addr, err)
+			continue
+		}
+		owner, mine := "none", ""
+		for _, n := range nodes {
+			for _, r := range n.slots {
+				if r[0] <= slot && slot <= r[1] {
+					owner = n.addr + " (epoch " + n.epoch + ")"
+				}
+			}
+			if strings.Contains(n.flags, "myself") {
+				mine = "epoch " + n.epoch
+				for _, o := range n.open {
+					if strings.HasPrefix(o, "["+strconv.Itoa(slot)+"-") {
+						mine += " " + o
+					}
+				}
+			}
+		}
+		keys, _ := s.Do("CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(slot))
+		info, _ := s.Do("CLUSTER", "INFO")
+		_, state, _ := strings.Cut(info, "cluster_state:")
+		state, _, _ = strings.Cut(state, "\r")
+		fmt.Fprintf(&b, "\n  %s (%s, %s keys, cluster_state %s): owner %s", s.Addr, mine, keys, state, owner)
+		log, _ := os.ReadFile(filepath.Join(s.Opts.Dir, "redis.log"))
+		var notes []string
+		for _, l := range strings.Split(string(log), "\n") {
+			if strings.Contains(l, "poch") || strings.Contains(l, "slot") {
+				notes = append(notes, l)
+			}
+		}
+		for _, l := range notes[max(0, len(notes)-8):] {
+			b.WriteString("\n    log: " + l)
+		}
+	}
+	return b.String()
 }
 
 // Slot is the cluster slot of key (CLUSTER KEYSLOT).
