@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -20,6 +22,9 @@ type Cluster struct {
 	Nodes    []*Server
 	Replicas []*Server // added by AddReplica
 	URL      string    // redis://host:port/0 of the first node; clients discover the rest
+
+	// moving serialises MoveSlot's hand-overs (see there).
+	moving sync.Mutex
 }
 
 // CLIBinary is redis-cli, which creates the cluster: $IDMPCTL_TEST_REDIS_CLI,
@@ -197,6 +202,20 @@ type nodeLine struct {
 	open                   []string // "[slot->-id]" MIGRATING, "[slot-<-id]" IMPORTING
 }
 
+func (n nodeLine) serves(slot int) bool {
+	for _, r := range n.slots {
+		if r[0] <= slot && slot <= r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// opens reports a MIGRATING or IMPORTING mark of slot.
+func (n nodeLine) opens(slot int) bool {
+	return slices.ContainsFunc(n.open, func(o string) bool { return strings.HasPrefix(o, "["+strconv.Itoa(slot)+"-") })
+}
+
 func (s *Server) clusterNodes() ([]nodeLine, error) {
 	reply, err := s.Do("CLUSTER", "NODES")
 	if err != nil {
@@ -245,17 +264,13 @@ func (c *Cluster) SlotReport(slot int) string {
 		}
 		owner, mine := "none", ""
 		for _, n := range nodes {
-			for _, r := range n.slots {
-				if r[0] <= slot && slot <= r[1] {
-					owner = n.addr + " (epoch " + n.epoch + ")"
-				}
+			if n.serves(slot) {
+				owner = n.addr + " (epoch " + n.epoch + ")"
 			}
 			if strings.Contains(n.flags, "myself") {
 				mine = "epoch " + n.epoch
-				for _, o := range n.open {
-					if strings.HasPrefix(o, "["+strconv.Itoa(slot)+"-") {
-						mine += " " + o
-					}
+				if n.opens(slot) {
+					mine += " " + strings.Join(n.open, " ")
 				}
 			}
 		}
@@ -318,6 +333,16 @@ func (c *Cluster) StableSlot(slot int, from, to *Server) error {
 // MoveSlot moves slot between primaries as redis-cli --cluster reshard
 // does (IMPORTING and MIGRATING, MIGRATE batch keys at a time, SETSLOT NODE
 // everywhere), pausing after MIGRATING and each batch to let clients run.
+//
+// Moves may run at once, but their hand-overs take turns. SETSLOT NODE
+// raises the target's config epoch without the cluster's consent (or
+// keeps it, if it is the highest). If another move raises the source's epoch meanwhile (it imports a slot too,
+// or wins a collision of two such raises), the source still owns this slot
+// until its own SETSLOT NODE, and its higher epoch out-claims the target:
+// the target drops the slot and deletes the keys it received, then the
+// source hands it over, and no node serves the slot (MOVED back and forth)
+// or ever claims it again. So each hand-over waits until every primary
+// agrees on the slot's owner and on every node's epoch.
 func (c *Cluster) MoveSlot(slot int, from, to *Server, batch int, pause time.Duration) error {
 	if err := c.StartMigration(slot, from, to); err != nil {
 		return err
@@ -351,6 +376,8 @@ func (c *Cluster) MoveSlot(slot int, from, to *Server, batch int, pause time.Dur
 	if err != nil {
 		return err
 	}
+	c.moving.Lock()
+	defer c.moving.Unlock()
 	// The target first, then the source, then the other primaries.
 	for i, n := range append([]*Server{to, from}, c.Nodes...) {
 		if i >= 2 && (n == from || n == to) {
@@ -360,7 +387,47 @@ func (c *Cluster) MoveSlot(slot int, from, to *Server, batch int, pause time.Dur
 			return err
 		}
 	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.agree(slot, toID) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redistest: the primaries do not agree on slot %d within 10s\n%s", slot, c.SlotReport(slot))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	return nil
+}
+
+// agree reports whether every primary names owner as slot's, holds it
+// open nowhere, and sees the same distinct config epochs of the primaries.
+func (c *Cluster) agree(slot int, owner string) bool {
+	var first string
+	for i, s := range c.Nodes {
+		nodes, err := s.clusterNodes()
+		if err != nil {
+			return false
+		}
+		var epochs []string
+		seen := map[string]bool{}
+		for _, n := range nodes {
+			if n.id != owner && n.serves(slot) || n.id == owner && !n.serves(slot) || n.opens(slot) {
+				return false
+			}
+			if strings.Contains(n.flags, "master") {
+				if seen[n.epoch] {
+					return false
+				}
+				seen[n.epoch] = true
+				epochs = append(epochs, n.id+":"+n.epoch)
+			}
+		}
+		slices.Sort(epochs)
+		if view := strings.Join(epochs, " "); i == 0 {
+			first = view
+		} else if view != first {
+			return false
+		}
+	}
+	return true
 }
 
 // FirstSlot is the lowest slot s serves (the one redis-cli --cluster
