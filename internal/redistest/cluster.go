@@ -23,7 +23,7 @@ type Cluster struct {
 	Replicas []*Server // added by AddReplica
 	URL      string    // redis://host:port/0 of the first node; clients discover the rest
 
-	// moving serialises MoveSlot's hand-overs (see there).
+	// moving serialises MoveSlot's MIGRATEs and hand-overs (see there).
 	moving sync.Mutex
 }
 
@@ -334,9 +334,12 @@ func (c *Cluster) StableSlot(slot int, from, to *Server) error {
 // does (IMPORTING and MIGRATING, MIGRATE batch keys at a time, SETSLOT NODE
 // everywhere), pausing after MIGRATING and each batch to let clients run.
 //
-// Moves may run at once, but their hand-overs take turns. SETSLOT NODE
-// raises the target's config epoch without the cluster's consent (or
-// keeps it, if it is the highest). If another move raises the source's epoch meanwhile (it imports a slot too,
+// Moves may run at once, but their MIGRATEs and hand-overs take turns.
+// A MIGRATE blocks its source until the target answers: moves around the
+// ring (A to B, B to C, C to A) each wait on a node that waits too, until
+// MIGRATE's own timeout. SETSLOT NODE raises the target's config epoch
+// without the cluster's consent (or keeps it, if it is the highest). If
+// another move raises the source's epoch meanwhile (it imports a slot too,
 // or wins a collision of two such raises), the source still owns this slot
 // until its own SETSLOT NODE, and its higher epoch out-claims the target:
 // the target drops the slot and deletes the keys it received, then the
@@ -358,15 +361,9 @@ func (c *Cluster) MoveSlot(slot int, from, to *Server, batch int, pause time.Dur
 		if keys == "" {
 			break
 		}
-		args := append([]string{"MIGRATE", host, port, "", "0", "10000", "KEYS"}, strings.Split(keys, "\n")...)
-		// A loaded machine can time a MIGRATE out (IOERR) after the target
-		// restored the keys: they stay on the source, and REPLACE moves
-		// them again (a few tries, as an operator would).
-		err = from.ok(args...)
-		for try := 0; try < 5 && err != nil && strings.Contains(err.Error(), "IOERR"); try++ {
-			time.Sleep(pause)
-			err = from.ok(append(args[:6:6], append([]string{"REPLACE", "KEYS"}, args[7:]...)...)...)
-		}
+		c.moving.Lock()
+		err = from.ok(append([]string{"MIGRATE", host, port, "", "0", "10000", "KEYS"}, strings.Split(keys, "\n")...)...)
+		c.moving.Unlock()
 		if err != nil {
 			return err
 		}
