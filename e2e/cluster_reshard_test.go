@@ -11,6 +11,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -19,7 +20,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -186,10 +186,10 @@ func testClusterSlotMoveDuringBatch(t *testing.T, cl *redistest.Cluster, m batch
 				time.Sleep(10 * time.Millisecond)
 			}
 			_ = pw.Close()
-			moveErr := <-moved
+			moveErr := moveResult(moved)
 			r := p.Wait(3 * time.Minute)
 			if moveErr != nil {
-				t.Fatalf("moving slot %d: %v; the batch: %s", slot, moveErr, r)
+				t.Fatalf("moving slot %d: %v; the batch: %s\n%s", slot, moveErr, r, cl.SlotReport(slot))
 			}
 			faultBatchInvariant(t, dst, s, lines)
 			missing, extra := faultScanStream(t, dst, s, lines)
@@ -197,13 +197,23 @@ func testClusterSlotMoveDuringBatch(t *testing.T, cl *redistest.Cluster, m batch
 				maxsize, slot, from.Addr, to.Addr, half, r.Code, r.Elapsed.Round(time.Millisecond),
 				strings.ReplaceAll(strings.TrimSpace(r.Stderr), "\n", " | "), dst.XLen(ctx, s).Val(), missing, extra)
 			if r.Code != 0 {
-				t.Fatalf("the batch did not ride out the migration: %s", r)
+				t.Fatalf("the batch did not ride out the migration: %s\n%s", r, cl.SlotReport(slot))
 			}
 			wantPath(t, m, r.Stderr)
 			if missing != 0 || extra != 0 {
 				t.Fatalf("%d missing, %d duplicated", missing, extra)
 			}
 		})
+	}
+}
+
+// moveResult is MoveSlot's result from moved, waited for a minute at most.
+func moveResult(moved <-chan error) error {
+	select {
+	case err := <-moved:
+		return err
+	case <-time.After(time.Minute):
+		return errors.New("the slot's move still runs after a minute")
 	}
 }
 
@@ -226,16 +236,11 @@ func clusterSlotMoveDuringSingleAdds(t *testing.T, cl *redistest.Cluster, m batc
 			slot, from, to := slotNodes(t, cl, s)
 			src, dst := nodeClient(t, from), nodeClient(t, to)
 			clusterStream(t, c, src, s, maxsize, m)
-			var wg sync.WaitGroup
-			var moveErr error
+			moved := make(chan error, 1)
 			failed := 0
 			for k := 1; k <= adds; k++ {
 				if k == adds/4 {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						moveErr = cl.MoveSlot(slot, from, to, 1, 50*time.Millisecond)
-					}()
+					go func() { moved <- cl.MoveSlot(slot, from, to, 1, 50*time.Millisecond) }()
 				}
 				// With maxsize 1 only the latest add dedupes: the same add
 				// is repeated at once, as a producer's retry is.
@@ -247,13 +252,12 @@ func clusterSlotMoveDuringSingleAdds(t *testing.T, cl *redistest.Cluster, m batc
 					}
 					failed++
 					if try == 20 {
-						t.Fatalf("add %d failed 20 times: %s", k, r)
+						t.Fatalf("add %d failed 20 times: %s\nthe slot's move: %v\n%s", k, r, moveResult(moved), cl.SlotReport(slot))
 					}
 				}
 			}
-			wg.Wait()
-			if moveErr != nil {
-				t.Fatal(moveErr)
+			if err := moveResult(moved); err != nil {
+				t.Fatalf("%v\n%s", err, cl.SlotReport(slot))
 			}
 			missing, extra := faultScanStream(t, dst, s, adds)
 			t.Logf("maxsize %d: %d adds during the move of slot %d, %d runs failed and were repeated; %d missing, %d duplicated",

@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -20,6 +22,9 @@ type Cluster struct {
 	Nodes    []*Server
 	Replicas []*Server // added by AddReplica
 	URL      string    // redis://host:port/0 of the first node; clients discover the rest
+
+	// moving serialises MoveSlot's MIGRATEs and hand-overs (see there).
+	moving sync.Mutex
 }
 
 // CLIBinary is redis-cli, which creates the cluster: $IDMPCTL_TEST_REDIS_CLI,
@@ -174,29 +179,114 @@ func (c *Cluster) Owner(slot int) (*Server, error) {
 // slots are the slot ranges s serves, as its "myself" line of CLUSTER
 // NODES lists them (not those being migrated or imported, "[...]").
 func (s *Server) slots() ([][2]int, error) {
-	nodes, err := s.Do("CLUSTER", "NODES")
+	nodes, err := s.clusterNodes()
 	if err != nil {
 		return nil, err
 	}
-	var out [][2]int
-	for _, line := range strings.Split(nodes, "\n") {
+	for _, n := range nodes {
+		if strings.Contains(n.flags, "myself") {
+			return n.slots, nil
+		}
+	}
+	return nil, nil
+}
+
+// nodeLine is a line of CLUSTER NODES.
+type nodeLine struct {
+	id, addr, flags, epoch string
+	slots                  [][2]int // served ranges
+	open                   []string // "[slot->-id]" MIGRATING, "[slot-<-id]" IMPORTING
+}
+
+func (n nodeLine) serves(slot int) bool {
+	for _, r := range n.slots {
+		if r[0] <= slot && slot <= r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// opens reports a MIGRATING or IMPORTING mark of slot.
+func (n nodeLine) opens(slot int) bool {
+	return slices.ContainsFunc(n.open, func(o string) bool { return strings.HasPrefix(o, "["+strconv.Itoa(slot)+"-") })
+}
+
+func (s *Server) clusterNodes() ([]nodeLine, error) {
+	reply, err := s.Do("CLUSTER", "NODES")
+	if err != nil {
+		return nil, err
+	}
+	var out []nodeLine
+	for _, line := range strings.Split(reply, "\n") {
 		f := strings.Fields(line)
-		if len(f) < 9 || !strings.Contains(f[2], "myself") {
+		if len(f) < 8 {
 			continue
 		}
+		addr, _, _ := strings.Cut(f[1], "@")
+		n := nodeLine{id: f[0], addr: addr, flags: f[2], epoch: f[6]}
 		for _, r := range f[8:] {
+			if strings.HasPrefix(r, "[") {
+				n.open = append(n.open, r)
+				continue
+			}
 			lo, hi, ranged := strings.Cut(r, "-")
 			a, err1 := strconv.Atoi(lo)
 			b, err2 := strconv.Atoi(hi)
 			if !ranged {
 				b, err2 = a, nil
 			}
-			if !strings.HasPrefix(r, "[") && err1 == nil && err2 == nil {
-				out = append(out, [2]int{a, b})
+			if err1 == nil && err2 == nil {
+				n.slots = append(n.slots, [2]int{a, b})
 			}
 		}
+		out = append(out, n)
 	}
 	return out, nil
+}
+
+// SlotReport is every primary's view of slot, for a failed test to say
+// why: the owner it knows (and that owner's config epoch), its own epoch,
+// its MIGRATING or IMPORTING mark, its keys in the slot, its cluster_state,
+// and its log's last lines about epochs and slots.
+func (c *Cluster) SlotReport(slot int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "slot %d as each primary sees it:", slot)
+	for _, s := range c.Nodes {
+		nodes, err := s.clusterNodes()
+		if err != nil {
+			fmt.Fprintf(&b, "\n  %s: CLUSTER NODES: %v", s.Addr, err)
+			continue
+		}
+		owner, mine := "none", ""
+		for _, n := range nodes {
+			if n.serves(slot) {
+				owner = n.addr + " (epoch " + n.epoch + ")"
+			}
+			if strings.Contains(n.flags, "myself") {
+				mine = "epoch " + n.epoch
+				if n.opens(slot) {
+					mine += " " + strings.Join(n.open, " ")
+				}
+			}
+		}
+		keys, _ := s.Do("CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(slot))
+		info, _ := s.Do("CLUSTER", "INFO")
+		_, state, _ := strings.Cut(info, "cluster_state:")
+		state, _, _ = strings.Cut(state, "\r")
+		fmt.Fprintf(&b, "\n  %s (%s, %s keys, cluster_state %s): owner %s", s.Addr, mine, keys, state, owner)
+		log, _ := os.ReadFile(filepath.Join(s.Opts.Dir, "redis.log"))
+		var notes []string
+		for _, l := range strings.Split(string(log), "\n") {
+			if strings.Contains(l, "poch") || strings.Contains(l, "slot") {
+				notes = append(notes, l)
+			}
+		}
+		for _, l := range notes[max(0, len(notes)-8):] {
+			b.WriteString("\n    log: " + l)
+		}
+	}
+	return b.String()
 }
 
 // Slot is the cluster slot of key (CLUSTER KEYSLOT).
@@ -239,6 +329,19 @@ func (c *Cluster) StableSlot(slot int, from, to *Server) error {
 // MoveSlot moves slot between primaries as redis-cli --cluster reshard
 // does (IMPORTING and MIGRATING, MIGRATE batch keys at a time, SETSLOT NODE
 // everywhere), pausing after MIGRATING and each batch to let clients run.
+//
+// Moves may run at once, but their MIGRATEs and hand-overs take turns.
+// A MIGRATE blocks its source until the target answers: moves around the
+// ring (A to B, B to C, C to A) each wait on a node that waits too, until
+// MIGRATE's own timeout. SETSLOT NODE raises the target's config epoch
+// without the cluster's consent (or keeps it, if it is the highest). If
+// another move raises the source's epoch meanwhile (it imports a slot too,
+// or wins a collision of two such raises), the source still owns this slot
+// until its own SETSLOT NODE, and its higher epoch out-claims the target:
+// the target drops the slot and deletes the keys it received, then the
+// source hands it over, and no node serves the slot (MOVED back and forth)
+// or ever claims it again. So each hand-over waits until every primary
+// agrees on the slot's owner and on every node's epoch.
 func (c *Cluster) MoveSlot(slot int, from, to *Server, batch int, pause time.Duration) error {
 	if err := c.StartMigration(slot, from, to); err != nil {
 		return err
@@ -254,15 +357,9 @@ func (c *Cluster) MoveSlot(slot int, from, to *Server, batch int, pause time.Dur
 		if keys == "" {
 			break
 		}
-		args := append([]string{"MIGRATE", host, port, "", "0", "10000", "KEYS"}, strings.Split(keys, "\n")...)
-		// A loaded machine can time a MIGRATE out (IOERR) after the target
-		// restored the keys: they stay on the source, and REPLACE moves
-		// them again (a few tries, as an operator would).
-		err = from.ok(args...)
-		for try := 0; try < 5 && err != nil && strings.Contains(err.Error(), "IOERR"); try++ {
-			time.Sleep(pause)
-			err = from.ok(append(args[:6:6], append([]string{"REPLACE", "KEYS"}, args[7:]...)...)...)
-		}
+		c.moving.Lock()
+		err = from.ok(append([]string{"MIGRATE", host, port, "", "0", "10000", "KEYS"}, strings.Split(keys, "\n")...)...)
+		c.moving.Unlock()
 		if err != nil {
 			return err
 		}
@@ -272,6 +369,8 @@ func (c *Cluster) MoveSlot(slot int, from, to *Server, batch int, pause time.Dur
 	if err != nil {
 		return err
 	}
+	c.moving.Lock()
+	defer c.moving.Unlock()
 	// The target first, then the source, then the other primaries.
 	for i, n := range append([]*Server{to, from}, c.Nodes...) {
 		if i >= 2 && (n == from || n == to) {
@@ -281,7 +380,47 @@ func (c *Cluster) MoveSlot(slot int, from, to *Server, batch int, pause time.Dur
 			return err
 		}
 	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.agree(slot, toID) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redistest: the primaries do not agree on slot %d within 10s\n%s", slot, c.SlotReport(slot))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	return nil
+}
+
+// agree reports whether every primary names owner as slot's, holds it
+// open nowhere, and sees the same distinct config epochs of the primaries.
+func (c *Cluster) agree(slot int, owner string) bool {
+	var first string
+	for i, s := range c.Nodes {
+		nodes, err := s.clusterNodes()
+		if err != nil {
+			return false
+		}
+		var epochs []string
+		seen := map[string]bool{}
+		for _, n := range nodes {
+			if n.id != owner && n.serves(slot) || n.id == owner && !n.serves(slot) || n.opens(slot) {
+				return false
+			}
+			if strings.Contains(n.flags, "master") {
+				if seen[n.epoch] {
+					return false
+				}
+				seen[n.epoch] = true
+				epochs = append(epochs, n.id+":"+n.epoch)
+			}
+		}
+		slices.Sort(epochs)
+		if view := strings.Join(epochs, " "); i == 0 {
+			first = view
+		} else if view != first {
+			return false
+		}
+	}
+	return true
 }
 
 // FirstSlot is the lowest slot s serves (the one redis-cli --cluster
