@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -72,15 +73,6 @@ type ClaimStepOptions struct {
 	Release   bool   // fail --release: delete the record instead
 }
 
-// The inputs of each step, as their runF seams take them.
-type (
-	AcquireOptions  ClaimStepOptions
-	RenewOptions    ClaimStepOptions
-	CompleteOptions ClaimStepOptions
-	FailOptions     ClaimStepOptions
-	ReleaseOptions  ClaimStepOptions
-)
-
 // claimStep defines one claim verb but run. A verb with send makes one
 // transition and shows its ClaimStep view; acquire, whose outcome is more
 // than a record, has run instead.
@@ -149,7 +141,8 @@ var claimSteps = []claimStep{
 		}},
 }
 
-// newCmdClaimStep builds the claim verb name of claimSteps.
+// newCmdClaimStep builds the claim verb name of claimSteps; runF replaces
+// the run step in tests.
 func newCmdClaimStep(f *Factory, name string, runF func(*ClaimStepOptions) error) *cobra.Command {
 	i := slices.IndexFunc(claimSteps, func(st claimStep) bool { return st.name == name })
 	st := claimSteps[i]
@@ -204,37 +197,6 @@ func claimStepRun(ctx context.Context, st claimStep, o *ClaimStepOptions) error 
 	return o.Factory.Printer.Show(view.ClaimStep{Verb: st.name, Key: o.Key, Outcome: outcome, Record: r, Ack: o.ackFor(true, &ack)})
 }
 
-// NewCmdClaimAcquire, ...Renew, ...Complete, ...Fail and ...Release build
-// the claim steps; runF replaces the run step in tests.
-func NewCmdClaimAcquire(f *Factory, runF func(*AcquireOptions) error) *cobra.Command {
-	return claimStepCmd(f, "acquire", runF)
-}
-
-func NewCmdClaimRenew(f *Factory, runF func(*RenewOptions) error) *cobra.Command {
-	return claimStepCmd(f, "renew", runF)
-}
-
-func NewCmdClaimComplete(f *Factory, runF func(*CompleteOptions) error) *cobra.Command {
-	return claimStepCmd(f, "complete", runF)
-}
-
-func NewCmdClaimFail(f *Factory, runF func(*FailOptions) error) *cobra.Command {
-	return claimStepCmd(f, "fail", runF)
-}
-
-func NewCmdClaimRelease(f *Factory, runF func(*ReleaseOptions) error) *cobra.Command {
-	return claimStepCmd(f, "release", runF)
-}
-
-// claimStepCmd is newCmdClaimStep with runF taking the step's own type.
-func claimStepCmd[O *AcquireOptions | *RenewOptions | *CompleteOptions | *FailOptions | *ReleaseOptions](f *Factory, name string, runF func(O) error) *cobra.Command {
-	var seam func(*ClaimStepOptions) error
-	if runF != nil {
-		seam = func(o *ClaimStepOptions) error { return runF(O(o)) }
-	}
-	return newCmdClaimStep(f, name, seam)
-}
-
 // claimAcquireRun is claim acquire's step; a token not written is given up.
 func claimAcquireRun(ctx context.Context, conn *redisconn.Conn, o *ClaimStepOptions) error {
 	var ack redisconn.Ack
@@ -285,14 +247,7 @@ func acquireExit(p *render.Printer, verb, key string, res claim.AcquireResult, w
 			Hint: "the same key with a different request is a client bug; use a new key for a new request"}
 	case claim.Exhausted:
 		return &exit.Error{Code: exit.Data, What: what,
-			Err: fmt.Errorf("attempts exhausted: FAILED after %s (last error: %s)", render.N(r.Attempts, "attempt"), orDash(r.Error))}
+			Err: fmt.Errorf("attempts exhausted: FAILED after %s (last error: %s)", render.N(r.Attempts, "attempt"), cmp.Or(r.Error, "-"))}
 	}
 	return nil
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
