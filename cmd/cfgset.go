@@ -29,7 +29,7 @@ type CfgSetOptions struct {
 
 // parseSetting reads an XCFGSET value as Redis 8.6.3 does, with its texts;
 // --duration also as a duration with its unit (1000s, 17m, 1h: whole seconds).
-func parseSetting(flag, s string, limit int64, name string) (int64, error) {
+func parseSetting(flag, s string, limit int64) (int64, error) {
 	v, ok := idmp.ParseInt(s)
 	given := s
 	if d, err := duration.Parse(s); !ok && err == nil && flag == "duration" && strings.ContainsAny(s, "smhd") {
@@ -48,18 +48,14 @@ func parseSetting(flag, s string, limit int64, name string) (int64, error) {
 		return 0, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--%s %q: ERR value is not an integer or out of range", flag, s), Hint: hint}
 	}
 	if v < 1 || v > limit {
-		return 0, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--%s %s: ERR %s must be between 1 and %d %s", flag, given, name, limit, settingUnit(name)),
+		unit := "entries"
+		if flag == "duration" {
+			unit = "seconds"
+		}
+		return 0, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--%s %s: ERR IDMP-%s must be between 1 and %d %s", flag, given, strings.ToUpper(flag), limit, unit),
 			Hint: "idmpctl calc-maxsize computes both from your rate and mark-delay"}
 	}
 	return v, nil
-}
-
-// settingUnit is the unit XCFGSET's range error ends in.
-func settingUnit(name string) string {
-	if name == "IDMP-DURATION" {
-		return "seconds"
-	}
-	return "entries"
 }
 
 // Validate parses and range-checks the settings.
@@ -73,12 +69,12 @@ func (o *CfgSetOptions) Validate() error {
 	}
 	var err error
 	if o.DurationSet {
-		if o.Duration, err = parseSetting("duration", o.DurationFlag, idmp.MaxDuration, "IDMP-DURATION"); err != nil {
+		if o.Duration, err = parseSetting("duration", o.DurationFlag, idmp.MaxDuration); err != nil {
 			return err
 		}
 	}
 	if o.MaxSizeSet {
-		if o.MaxSize, err = parseSetting("maxsize", o.MaxSizeFlag, idmp.MaxMaxSize, "IDMP-MAXSIZE"); err != nil {
+		if o.MaxSize, err = parseSetting("maxsize", o.MaxSizeFlag, idmp.MaxMaxSize); err != nil {
 			return err
 		}
 	}

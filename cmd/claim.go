@@ -168,7 +168,7 @@ func newCmdClaimStep(f *Factory, name string, runF func(*ClaimStepOptions) error
 	}
 	addClaimFlagsFor(c, &o.ClaimFlags, st.has)
 	if st.token {
-		addTokenFlag(c, &o.Token)
+		c.Flags().Int64Var(&o.Token, "token", 0, "the fencing token acquire printed")
 	}
 	if st.flags != nil {
 		st.flags(c.Flags(), o)

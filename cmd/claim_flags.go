@@ -178,10 +178,6 @@ func (o *ClaimFlags) durably(ack *redisconn.Ack) claim.Option {
 	return claim.Durably(o.Durable.durability(), ack)
 }
 
-func addTokenFlag(c *cobra.Command, token *int64) {
-	c.Flags().Int64Var(token, "token", 0, "the fencing token acquire printed")
-}
-
 // ackFor is the acknowledgement to show (none for an outcome that wrote nothing).
 func (o *ClaimFlags) ackFor(wrote bool, ack *redisconn.Ack) view.Ack {
 	if !wrote {

@@ -12,7 +12,6 @@ import (
 	"github.com/idmpctl/idmpctl/internal/ops/consume"
 	"github.com/idmpctl/idmpctl/internal/ops/health"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
-	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/records"
@@ -47,7 +46,7 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 		}
 		if r.Format == records.FormatStream {
 			if sv == nil {
-				if sv, err = newStreamViewer(ctx, o.Factory, conn, o.Mode); err != nil {
+				if sv, err = newStreamViewer(ctx, o.Factory, o.Mode); err != nil {
 					return err
 				}
 				sv.count = o.Count
@@ -95,7 +94,7 @@ func inspectMatch(ctx context.Context, o *InspectOptions) error {
 // scanMatch is inspect --match's scan, each matching record to each, under
 // a progress line; with --memory, the records' memory is measured after.
 func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(records.Record) error) ([]records.Status, keyspace.Summary, *keyspace.MemoryReport, error) {
-	ctx, stop := untilInterrupted(o.Factory, ctx)
+	ctx, stop := untilInterrupted(o.Factory, ctx, nil)
 	defer stop()
 	statuses, err := parseStatuses(o.Status)
 	if err != nil {
@@ -120,7 +119,7 @@ func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(
 			return inner(r)
 		}
 	}
-	defer bulkGC(o.Factory.Getenv)()
+	defer bulkGC(o.Factory.Getenv, 40<<20)()
 	sum, err := keyspace.ScanKeys(ctx, conn, opts, each)
 	if err != nil || sampler == nil {
 		return statuses, sum, nil, err
@@ -141,8 +140,8 @@ type streamViewer struct {
 	count   int // --watch: views to draw (0: until interrupted)
 }
 
-func newStreamViewer(ctx context.Context, f *Factory, conn *redisconn.Conn, mode string) (*streamViewer, error) {
-	streams, err := openStreamsOn(ctx, conn, mode)
+func newStreamViewer(ctx context.Context, f *Factory, mode string) (*streamViewer, error) {
+	streams, err := openStreams(ctx, f, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +176,7 @@ func (sv *streamViewer) print(info stream.Info, r *view.Rates, at time.Time) err
 // deltas, until interrupted or --count: in place on a terminal, elsewhere
 // one view after another, each with its time.
 func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
-	ctx, stop := untilInterrupted(sv.f, ctx)
+	ctx, stop := untilInterrupted(sv.f, ctx, nil)
 	defer stop()
 	interval, err := parseWatch(every)
 	if err != nil {

@@ -50,7 +50,7 @@ func inspectStreamMetrics(ctx context.Context, o *InspectOptions) error {
 	}
 	var m render.Metrics
 	if len(names) > 0 {
-		streams, err := openStreamsOn(ctx, conn, o.Mode)
+		streams, err := openStreams(ctx, o.Factory, o.Mode)
 		if err != nil {
 			return err
 		}

@@ -156,7 +156,7 @@ func purgeRun(ctx context.Context, o *PurgeOptions) error {
 }
 
 func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {
-	ctx, stop := untilInterrupted(o.Factory, ctx)
+	ctx, stop := untilInterrupted(o.Factory, ctx, nil)
 	defer stop()
 	f := o.Factory
 	p := f.Printer
@@ -164,7 +164,7 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	defer bulkGC(f.Getenv)()
+	defer bulkGC(f.Getenv, 40<<20)()
 	if !o.DryRun && !o.Yes {
 		// Count first, so the question can say how many and name them.
 		count := o.Ops
@@ -283,7 +283,7 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 // purgeOrphanRun is purge --orphan-state: the matching emulated IDMP state
 // of deleted streams goes, each state whole, once confirmed.
 func purgeOrphanRun(ctx context.Context, o *PurgeOptions) error {
-	ctx, stop := untilInterrupted(o.Factory, ctx)
+	ctx, stop := untilInterrupted(o.Factory, ctx, nil)
 	defer stop()
 	f := o.Factory
 	p := f.Printer

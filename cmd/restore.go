@@ -97,7 +97,7 @@ and a summary on stderr.`,
 }
 
 func restoreRun(ctx context.Context, o *RestoreOptions) error {
-	ctx, stop := untilInterrupted(o.Factory, ctx)
+	ctx, stop := untilInterrupted(o.Factory, ctx, nil)
 	defer stop()
 	fct := o.Factory
 	p := fct.Printer

@@ -123,7 +123,7 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 	// A first signal sends no more chunks, and the run prints the results
 	// of those sent before it exits; a second stops it at once.
 	halt := make(chan struct{})
-	ctx, stop := untilStopped(f, ctx, func(s os.Signal) {
+	ctx, stop := untilInterrupted(f, ctx, func(s os.Signal) {
 		within := "--timeout " + f.Global.Timeout.String()
 		if d := o.Durable.durability(); d.On() {
 			within += " plus the replicas' wait, " + d.Timeout.String()
@@ -174,7 +174,7 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 	// ran about twice as often, a fifth of the client's CPU, which on a
 	// shared machine is the server's idle time (measured on 1,000,000
 	// lines: 0.67 s of CPU, 0.55 s at 64 MiB; peak RSS 47 and 70 MB).
-	defer bulkGCLimit(f.Getenv, 64<<20)()
+	defer bulkGC(f.Getenv, 64<<20)()
 	// linesOut: every line prints a result on stdout.
 	bar, stopProgress := startProgress(p, true, progress.Options{Label: "xadd --batch", Unit: "lines", Total: size})
 	defer stopProgress()
