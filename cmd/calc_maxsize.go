@@ -104,7 +104,10 @@ the stream keeps its own duration, as with --apply.`,
 	fl.Int64Var(&o.Producers, "producers", 1, "how many producer IDs share the rate")
 	annotateExample(fl, "producers", "", producersExample)
 	fl.StringVar(&o.MarginFlag, "margin", "25%", "safety margin on MAXSIZE: 25% or 0.25 (a bare number is a fraction, below 1)")
-	addApplyFlags(c, o)
+	fl.StringVar(&o.Apply, "apply", "", "apply the result to STREAM through cfgset (same confirmation rules; IDMP-DURATION only with --recovery)")
+	fl.BoolVar(&o.Yes, "yes", false, "with --apply: confirm a change that clears tracked iids")
+	fl.BoolVar(&o.DryRun, "dry-run", false, "with --apply: show what would change, change nothing")
+	fl.StringVar(&o.Mode, "mode", "auto", "with --apply: IDMP mode: auto, native or emulated")
 	return c
 }
 
@@ -123,14 +126,6 @@ func calcMaxsizeRun(ctx context.Context, o *CalcMaxsizeOptions) error {
 // emulatedBytesPerIID is the measured cost of one iid in emulated mode
 // (BenchmarkEmulatedMemoryPerIID; a test holds it within 30%).
 var emulatedBytesPerIID int64 = stream.EmulatedBytesPerIID
-
-func addApplyFlags(c *cobra.Command, o *CalcMaxsizeOptions) {
-	fl := c.Flags()
-	fl.StringVar(&o.Apply, "apply", "", "apply the result to STREAM through cfgset (same confirmation rules; IDMP-DURATION only with --recovery)")
-	fl.BoolVar(&o.Yes, "yes", false, "with --apply: confirm a change that clears tracked iids")
-	fl.BoolVar(&o.DryRun, "dry-run", false, "with --apply: show what would change, change nothing")
-	fl.StringVar(&o.Mode, "mode", "auto", "with --apply: IDMP mode: auto, native or emulated")
-}
 
 // applyCalc sets the computed MAXSIZE on the stream, and its DURATION only
 // with --recovery: the server's default must not replace (and maybe

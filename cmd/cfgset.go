@@ -164,9 +164,9 @@ func cfgsetRun(ctx context.Context, o *CfgSetOptions) error {
 		status, cleared = "dry-run", info.IIDsTracked
 	default:
 		if info.IIDsTracked > 0 {
-			c := change{What: fmt.Sprintf("changing %s (%s) clears %s of %s", render.Field(name), settingChanges(before, after),
-				render.N(info.IIDsTracked, "tracked iid"), render.N(info.PIDsTracked, "producer")), Question: "Change the settings?"}
-			if err := confirm(f, o.Yes, c); err != nil {
+			change := fmt.Sprintf("changing %s (%s) clears %s of %s", render.Field(name), settingChanges(before, after),
+				render.N(info.IIDsTracked, "tracked iid"), render.N(info.PIDsTracked, "producer"))
+			if err := confirm(f, o.Yes, change, "Change the settings?", view.KeyList{}); err != nil {
 				return exit.Wrap(err, what)
 			}
 		}

@@ -167,11 +167,6 @@ func (sv *streamViewer) show(ctx context.Context, name, watch string) error {
 	return sv.f.Printer.Show(view.Stream{Info: info, Lints: health.Stream(info, sv.ctx), Groups: groups})
 }
 
-// print shows a stream with its lints; at is a --watch view's time.
-func (sv *streamViewer) print(info stream.Info, r *view.Rates, at time.Time) error {
-	return sv.f.Printer.Show(view.Stream{Info: info, Lints: health.Stream(info, sv.ctx), Rates: r, At: at})
-}
-
 // watch redraws the name view every interval with rates from counter
 // deltas, until interrupted or --count: in place on a terminal, elsewhere
 // one view after another, each with its time.
@@ -214,7 +209,7 @@ func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
 		case i > 0 && p.Format != render.JSON:
 			fmt.Fprintln(p.Out)
 		}
-		if err := sv.print(info, r, now); err != nil {
+		if err := p.Show(view.Stream{Info: info, Lints: health.Stream(info, sv.ctx), Rates: r, At: now}); err != nil {
 			return err
 		}
 		prev, prevAt = info, now

@@ -181,7 +181,7 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {
 			return printPurge(p, sum, o, view.KeyList{}, nil)
 		}
 		what := fmt.Sprintf("delete %s matching %s (%s scanned)", render.N(sum.Matched, "record"), strconv.Quote(o.Match), render.N(sum.Scanned, "key"))
-		if err := confirm(f, false, change{What: what, Question: "Delete them?", Keys: keys.Keys, More: keys.More}); err != nil {
+		if err := confirm(f, false, what, "Delete them?", keys); err != nil {
 			return exit.Wrap(err, "purge")
 		}
 	}
@@ -263,9 +263,8 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 	status, cleared := "dry-run", tracked
 	if !o.DryRun {
 		if tracked > 0 {
-			c := change{What: fmt.Sprintf("forget %s of %s (retries of earlier messages will add again)", render.N(tracked, "tracked iid"), render.Field(o.Stream)),
-				Question: "Forget them?"}
-			if err := confirm(f, o.Yes, c); err != nil {
+			change := fmt.Sprintf("forget %s of %s (retries of earlier messages will add again)", render.N(tracked, "tracked iid"), render.Field(o.Stream))
+			if err := confirm(f, o.Yes, change, "Forget them?", view.KeyList{}); err != nil {
 				return exit.Wrap(err, what)
 			}
 		}
@@ -302,7 +301,7 @@ func purgeOrphanRun(ctx context.Context, o *PurgeOptions) error {
 		}
 		what := fmt.Sprintf("drop the emulated IDMP state of %s whose stream is gone (%s matching %s)",
 			render.N(int64(plan.States()), "deleted stream"), render.N(plan.Summary.Matched, "key"), strconv.Quote(o.Match))
-		if err := confirm(f, false, change{What: what, Question: "Drop it?", Keys: listed.Keys, More: listed.More}); err != nil {
+		if err := confirm(f, false, what, "Drop it?", listed); err != nil {
 			return exit.Wrap(err, "purge")
 		}
 	}
