@@ -58,7 +58,7 @@ func (o *CalcMaxsizeOptions) Validate() error {
 		return usageErr(err)
 	}
 	o.Inputs = capacity.Inputs{Rate: rate, MarkDelay: delay, Recovery: recovery,
-		Producers: o.Producers, Margin: margin, EmulatedBytesPerIID: emulatedBytesPerIID}
+		Producers: o.Producers, Margin: margin, EmulatedBytesPerIID: stream.EmulatedBytesPerIID}
 	return nil
 }
 
@@ -122,10 +122,6 @@ func calcMaxsizeRun(ctx context.Context, o *CalcMaxsizeOptions) error {
 	}
 	return nil
 }
-
-// emulatedBytesPerIID is the measured cost of one iid in emulated mode
-// (BenchmarkEmulatedMemoryPerIID; a test holds it within 30%).
-var emulatedBytesPerIID int64 = stream.EmulatedBytesPerIID
 
 // applyCalc sets the computed MAXSIZE on the stream, and its DURATION only
 // with --recovery: the server's default must not replace (and maybe

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -103,12 +104,7 @@ const defaultMemorySamples = 1000
 
 // givenFlag names the first flag given, in a fixed order.
 func givenFlag(given map[string]bool) string {
-	names := make([]string, 0, len(given))
-	for name := range given {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(given)) {
 		if given[name] {
 			return name
 		}
