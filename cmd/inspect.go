@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/health"
@@ -26,7 +27,8 @@ type InspectOptions struct {
 	Server, Literal      bool
 	All                  bool // with --match: idmpctl's IDMP state keys too
 	Limit                int64
-	Count                int // with --watch: stop after this many views (0: until interrupted)
+	Count                int           // with --watch: stop after this many views (0: until interrupted)
+	interval             time.Duration // --watch's, parsed
 	Memory, SamplesGiven bool
 	Samples              int    // with --memory: records measured of each format and status
 	Mode                 string // --mode: the IDMP state a stream view reads (auto, native, emulated)
@@ -77,8 +79,9 @@ func (o *InspectOptions) Validate() error {
 		// for ever without it.
 		return exit.Usagef("--watch redraws one stream: give one STREAM (%d keys given)", len(o.Keys))
 	}
+	var err error
 	if o.Watch != "" {
-		if _, err := parseWatch(o.Watch); err != nil {
+		if o.interval, err = parseWatch(o.Watch); err != nil {
 			return err
 		}
 	}
@@ -94,7 +97,6 @@ func (o *InspectOptions) Validate() error {
 				Hint: "let Prometheus scrape it at its own interval (see docs/monitoring.md)"}
 		}
 	}
-	var err error
 	o.Decode, err = parseDecodeOptions(o.PowertoolsAttrs)
 	return err
 }

@@ -49,9 +49,9 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 				if sv, err = newStreamViewer(ctx, o.Factory, o.Mode); err != nil {
 					return err
 				}
-				sv.count = o.Count
+				sv.count, sv.interval = o.Count, o.interval
 			}
-			if err := sv.show(ctx, r.Key, o.Watch); err != nil {
+			if err := sv.show(ctx, r.Key); err != nil {
 				return err
 			}
 			continue
@@ -134,10 +134,11 @@ func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(
 
 // streamViewer shows streams with their IDMP state and health.
 type streamViewer struct {
-	f       *Factory
-	streams *stream.Streams
-	ctx     health.StreamContext
-	count   int // --watch: views to draw (0: until interrupted)
+	f        *Factory
+	streams  *stream.Streams
+	ctx      health.StreamContext
+	count    int           // --watch: views to draw (0: until interrupted)
+	interval time.Duration // --watch's (0: one view)
 }
 
 func newStreamViewer(ctx context.Context, f *Factory, mode string) (*streamViewer, error) {
@@ -152,9 +153,9 @@ func newStreamViewer(ctx context.Context, f *Factory, mode string) (*streamViewe
 	return &streamViewer{f: f, streams: streams, ctx: sctx}, nil
 }
 
-func (sv *streamViewer) show(ctx context.Context, name, watch string) error {
-	if watch != "" {
-		return sv.watch(ctx, name, watch)
+func (sv *streamViewer) show(ctx context.Context, name string) error {
+	if sv.interval > 0 {
+		return sv.watch(ctx, name)
 	}
 	ctx, cancel := sv.f.callBound(ctx, 0)
 	defer cancel()
@@ -170,13 +171,9 @@ func (sv *streamViewer) show(ctx context.Context, name, watch string) error {
 // watch redraws the name view every interval with rates from counter
 // deltas, until interrupted or --count: in place on a terminal, elsewhere
 // one view after another, each with its time.
-func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
+func (sv *streamViewer) watch(ctx context.Context, name string) error {
 	ctx, stop := untilInterrupted(sv.f, ctx, nil)
 	defer stop()
-	interval, err := parseWatch(every)
-	if err != nil {
-		return err
-	}
 	p := sv.f.Printer
 	var prev stream.Info
 	var prevAt time.Time
@@ -185,7 +182,7 @@ func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-time.After(interval):
+			case <-time.After(sv.interval):
 			}
 		}
 		ictx, cancel := sv.f.callBound(ctx, 0)
