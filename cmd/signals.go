@@ -5,6 +5,7 @@ package cmd
 // action, bounded by --timeout instead.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -78,15 +79,7 @@ func interruptedBy(err error, sig syscall.Signal) error {
 	return out
 }
 
-// sigName is a signal's name as errors give it (SIGINT).
-func sigName(s os.Signal) string {
-	switch s {
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGHUP:
-		return "SIGHUP"
-	}
-	return s.String()
-}
+// sigNames are the signals' names as errors give them.
+var sigNames = map[os.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"}
+
+func sigName(s os.Signal) string { return cmp.Or(sigNames[s], s.String()) }
