@@ -46,10 +46,9 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 		}
 		if r.Format == records.FormatStream {
 			if sv == nil {
-				if sv, err = newStreamViewer(ctx, o.Factory, o.Mode); err != nil {
+				if sv, err = newStreamViewer(ctx, o); err != nil {
 					return err
 				}
-				sv.count, sv.interval = o.Count, o.interval
 			}
 			if err := sv.show(ctx, r.Key); err != nil {
 				return err
@@ -134,15 +133,13 @@ func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(
 
 // streamViewer shows streams with their IDMP state and health.
 type streamViewer struct {
-	f        *Factory
-	streams  *stream.Streams
-	ctx      health.StreamContext
-	count    int           // --watch: views to draw (0: until interrupted)
-	interval time.Duration // --watch's (0: one view)
+	*InspectOptions
+	streams *stream.Streams
+	ctx     health.StreamContext
 }
 
-func newStreamViewer(ctx context.Context, f *Factory, mode string) (*streamViewer, error) {
-	streams, err := openStreams(ctx, f, mode)
+func newStreamViewer(ctx context.Context, o *InspectOptions) (*streamViewer, error) {
+	streams, err := openStreams(ctx, o.Factory, o.Mode)
 	if err != nil {
 		return nil, err
 	}
@@ -150,14 +147,14 @@ func newStreamViewer(ctx context.Context, f *Factory, mode string) (*streamViewe
 	if err != nil {
 		return nil, err
 	}
-	return &streamViewer{f: f, streams: streams, ctx: sctx}, nil
+	return &streamViewer{InspectOptions: o, streams: streams, ctx: sctx}, nil
 }
 
 func (sv *streamViewer) show(ctx context.Context, name string) error {
 	if sv.interval > 0 {
 		return sv.watch(ctx, name)
 	}
-	ctx, cancel := sv.f.callBound(ctx, 0)
+	ctx, cancel := sv.Factory.callBound(ctx, 0)
 	defer cancel()
 	info, err := sv.streams.Info(ctx, name)
 	if err != nil {
@@ -165,19 +162,19 @@ func (sv *streamViewer) show(ctx context.Context, name string) error {
 	}
 	// The groups where they can be read (a user without XINFO: none).
 	groups, _ := consume.Groups(ctx, sv.streams.Conn, name)
-	return sv.f.Printer.Show(view.Stream{Info: info, Lints: health.Stream(info, sv.ctx), Groups: groups})
+	return sv.Factory.Printer.Show(view.Stream{Info: info, Lints: health.Stream(info, sv.ctx), Groups: groups})
 }
 
 // watch redraws the name view every interval with rates from counter
 // deltas, until interrupted or --count: in place on a terminal, elsewhere
 // one view after another, each with its time.
 func (sv *streamViewer) watch(ctx context.Context, name string) error {
-	ctx, stop := untilInterrupted(sv.f, ctx, nil)
+	ctx, stop := untilInterrupted(sv.Factory, ctx, nil)
 	defer stop()
-	p := sv.f.Printer
+	p := sv.Factory.Printer
 	var prev stream.Info
 	var prevAt time.Time
-	for i := 0; sv.count == 0 || i < sv.count; i++ {
+	for i := 0; sv.Count == 0 || i < sv.Count; i++ {
 		if i > 0 {
 			select {
 			case <-ctx.Done():
@@ -185,7 +182,7 @@ func (sv *streamViewer) watch(ctx context.Context, name string) error {
 			case <-time.After(sv.interval):
 			}
 		}
-		ictx, cancel := sv.f.callBound(ctx, 0)
+		ictx, cancel := sv.Factory.callBound(ctx, 0)
 		info, err := sv.streams.Info(ictx, name)
 		cancel()
 		if errors.Is(err, context.Canceled) {
@@ -194,7 +191,7 @@ func (sv *streamViewer) watch(ctx context.Context, name string) error {
 		if err != nil {
 			return exit.Wrap(err, "inspect --watch "+strconv.Quote(name))
 		}
-		now := sv.f.Now()
+		now := sv.Factory.Now()
 		var r *view.Rates
 		if i > 0 {
 			dt := now.Sub(prevAt).Seconds()
