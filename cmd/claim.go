@@ -77,13 +77,11 @@ type ClaimStepOptions struct {
 // transition and shows its ClaimStep view; acquire, whose outcome is more
 // than a record, has run instead.
 type claimStep struct {
-	name, use, short string
-	has              claimFlagSet
-	takes            bool // it takes a claim: its lease is --lease or its default
-	token            bool // --token
+	name, short string
+	has         claimFlagSet
+	flags       func(fl *pflag.FlagSet, o *ClaimStepOptions)
 	// prepare reads what the verb's own flags name, before any server
 	// (complete's --result, STRING, @FILE or -).
-	flags   func(fl *pflag.FlagSet, o *ClaimStepOptions)
 	prepare func(c *cobra.Command, o *ClaimStepOptions) error
 	send    func(ctx context.Context, conn *redisconn.Conn, o *ClaimStepOptions, opts ...claim.Option) (outcome string, r claim.Record, err error)
 	run     func(ctx context.Context, conn *redisconn.Conn, o *ClaimStepOptions) error
@@ -91,14 +89,14 @@ type claimStep struct {
 
 // claimSteps are the claim verbs but run, in --help's order.
 var claimSteps = []claimStep{
-	{name: "acquire", use: "acquire KEY", short: "Claim KEY and print the fencing token", has: acquireFlags, takes: true,
+	{name: "acquire", short: "Claim KEY and print the fencing token", has: acquireFlags,
 		run: claimAcquireRun},
-	{name: "renew", use: "renew KEY", short: "Extend the lease of the claim held with --token", has: renewFlags, token: true,
+	{name: "renew", short: "Extend the lease of the claim held with --token", has: renewFlags,
 		send: func(ctx context.Context, conn *redisconn.Conn, o *ClaimStepOptions, opts ...claim.Option) (string, claim.Record, error) {
 			r, err := claim.Renew(ctx, conn, o.Key, o.Token, o.leaseGiven(), o.ttlGiven(), opts...)
 			return "renewed", r, err
 		}},
-	{name: "complete", use: "complete KEY", short: "Record COMPLETED (with --result) for the claim held with --token", has: completeFlags, token: true,
+	{name: "complete", short: "Record COMPLETED (with --result) for the claim held with --token", has: completeFlags,
 		flags: func(fl *pflag.FlagSet, o *ClaimStepOptions) {
 			fl.StringVar(&o.Result, "result", "", "outcome to replay to a redelivery (STRING, @FILE or - for stdin)")
 			allowEmpty(fl, "result") // an empty outcome
@@ -121,7 +119,7 @@ var claimSteps = []claimStep{
 			r, err := claim.Complete(ctx, conn, o.Key, o.Token, result, o.ttlGiven(), o.MaxResult, opts...)
 			return r.Status, r, err
 		}},
-	{name: "fail", use: "fail KEY", short: "Record FAILED (with --error), or --release, for --token's claim", has: failFlags, token: true,
+	{name: "fail", short: "Record FAILED (with --error), or --release, for --token's claim", has: failFlags,
 		flags: func(fl *pflag.FlagSet, o *ClaimStepOptions) {
 			fl.StringVar(&o.ErrorText, "error", "", "reason of the failure")
 			allowEmpty(fl, "error") // no reason given
@@ -134,7 +132,7 @@ var claimSteps = []claimStep{
 			}
 			return r.Status, r, err
 		}},
-	{name: "release", use: "release KEY", short: "Delete the claim held with --token", has: releaseFlags, token: true,
+	{name: "release", short: "Delete the claim held with --token", has: releaseFlags,
 		send: func(ctx context.Context, conn *redisconn.Conn, o *ClaimStepOptions, opts ...claim.Option) (string, claim.Record, error) {
 			err := claim.Release(ctx, conn, o.Key, o.Token, opts...)
 			return "RELEASED", claim.Record{Key: o.Key, TTLms: -2}, err
@@ -147,16 +145,15 @@ func newCmdClaimStep(f *Factory, name string, runF func(*ClaimStepOptions) error
 	i := slices.IndexFunc(claimSteps, func(st claimStep) bool { return st.name == name })
 	st := claimSteps[i]
 	o := &ClaimStepOptions{Factory: f}
-	o.takes = st.takes
 	c := &cobra.Command{
-		Use:   st.use,
+		Use:   st.name + " KEY",
 		Short: st.short,
 		Args:  exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Key = args[0]
 			o.noteChanged(c)
 			checks := []func() error{func() error { return o.complete(f) }, o.validate}
-			if st.token {
+			if !o.takesClaim() {
 				checks = append(checks, func() error { return validateToken(o.Token) })
 			}
 			if st.prepare != nil {
@@ -167,7 +164,7 @@ func newCmdClaimStep(f *Factory, name string, runF func(*ClaimStepOptions) error
 		},
 	}
 	addClaimFlagsFor(c, &o.ClaimFlags, st.has)
-	if st.token {
+	if !o.takesClaim() { // it acts on the claim held with --token
 		c.Flags().Int64Var(&o.Token, "token", 0, "the fencing token acquire printed")
 	}
 	if st.flags != nil {

@@ -25,13 +25,10 @@ type ClaimFlags struct {
 	// LeaseSet and TTLSet say whether --lease and --ttl were given: a flag
 	// not given never changes what a stored claim was taken with.
 	LeaseSet, TTLSet bool
-	// takes says the verb takes a claim (acquire, run): its lease is
-	// --lease or its default; other verbs keep the stored lease.
-	takes       bool
-	Payload     string
-	MaxAttempts int64
-	MaxResult   int
-	Durable     WaitFlags
+	Payload          string
+	MaxAttempts      int64
+	MaxResult        int
+	Durable          WaitFlags
 
 	fingerprint string
 }
@@ -65,6 +62,10 @@ func defaultOwner() string {
 	return host + ":" + strconv.Itoa(os.Getpid())
 }
 
+// takesClaim says the verb takes a claim (acquire, run: those with --owner):
+// its lease is --lease or its default; the others keep the stored lease.
+func (o *ClaimFlags) takesClaim() bool { return o.has&hasOwner != 0 }
+
 // complete does the I/O before validation: the default owner, --payload.
 func (o *ClaimFlags) complete(f *Factory) error {
 	if o.has&hasOwner != 0 && !o.OwnerSet {
@@ -92,7 +93,7 @@ func (o *ClaimFlags) validate() error {
 		return exit.Usagef("--lease %s: must be greater than zero", render.Duration(o.Lease))
 	case has(hasTTL) && o.TTL <= 0:
 		return exit.Usagef("--ttl %s: must be greater than zero", render.Duration(o.TTL))
-	case o.TTLSet && (o.takes || o.LeaseSet) && o.Lease > o.TTL:
+	case o.TTLSet && (o.takesClaim() || o.LeaseSet) && o.Lease > o.TTL:
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--lease %s is longer than --ttl %s", render.Duration(o.Lease), render.Duration(o.TTL)),
 			Hint: "the record must outlive its lease: raise --ttl or lower --lease"}
 	case o.MaxResult < 0:

@@ -31,7 +31,6 @@ type RunOptions struct {
 // NewCmdClaimRun builds claim run; runF replaces the run step in tests.
 func NewCmdClaimRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	o := &RunOptions{Factory: f}
-	o.takes = true
 	c := &cobra.Command{
 		Use:   "run KEY [flags] -- COMMAND [ARGS...]",
 		Short: "Run a command at most once per KEY, recording its outcome",
