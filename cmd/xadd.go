@@ -165,15 +165,9 @@ func unescapeArg(s string) (string, error) {
 // streamID says whether s is a stream ID as Redis reads MINID's (MS[-SEQ]).
 func streamID(s string) bool {
 	ms, seq, hasSeq := strings.Cut(s, "-")
-	if _, err := strconv.ParseUint(ms, 10, 64); err != nil {
-		return false
-	}
-	if hasSeq {
-		if _, err := strconv.ParseUint(seq, 10, 64); err != nil {
-			return false
-		}
-	}
-	return true
+	_, msErr := strconv.ParseUint(ms, 10, 64)
+	_, seqErr := strconv.ParseUint(seq, 10, 64)
+	return msErr == nil && (!hasSeq || seqErr == nil)
 }
 
 func isHex(c byte) bool {

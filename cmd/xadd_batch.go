@@ -18,20 +18,22 @@ import (
 	"github.com/idmpctl/idmpctl/internal/view"
 )
 
-// openBatch opens the --batch input: a file, or stdin for "-".
-func openBatch(f *Factory, name string) (io.ReadCloser, error) {
+// openBatch opens the --batch input: a file and what Stat says of it, or
+// stdin for "-" (nil: nothing is known of it).
+func openBatch(f *Factory, name string) (io.ReadCloser, os.FileInfo, error) {
 	if name == "-" {
-		return io.NopCloser(f.In), nil
+		return io.NopCloser(f.In), nil, nil
 	}
 	file, err := os.Open(name)
 	if err != nil {
-		return nil, inputError("--batch", err)
+		return nil, nil, inputError("--batch", err)
 	}
-	if st, err := file.Stat(); err == nil && st.IsDir() {
+	st, err := file.Stat()
+	if err == nil && st.IsDir() {
 		file.Close()
-		return nil, exit.New(exit.NotFound, "--batch", "%s is a directory, not a file of NDJSON lines", name)
+		return nil, nil, exit.New(exit.NotFound, "--batch", "%s is a directory, not a file of NDJSON lines", name)
 	}
-	return file, nil
+	return file, st, nil
 }
 
 // countingReader counts the bytes read (another goroutine reads the count)
@@ -132,7 +134,7 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 		close(halt)
 	})
 	defer stop()
-	file, err := openBatch(f, o.Batch)
+	file, fi, err := openBatch(f, o.Batch)
 	if err != nil {
 		return err
 	}
@@ -140,10 +142,8 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 	read := &countingReader{r: haltReader{file, halt}}
 	in := &batchInput{o: o, r: batch.NewReader(read, o.Auto)}
 	var size int64 // a regular file's bytes: the progress line's 100%
-	if st, ok := file.(interface{ Stat() (os.FileInfo, error) }); ok {
-		if fi, err := st.Stat(); err == nil && fi.Mode().IsRegular() {
-			in.file, size = true, fi.Size()
-		}
+	if fi != nil && fi.Mode().IsRegular() {
+		in.file, size = true, fi.Size()
 	}
 	id := o.BatchID
 	if id == "" {
