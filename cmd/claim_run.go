@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -246,11 +247,8 @@ func interruptedRun(p *render.Printer, key string, run claimrun.Result) error {
 
 // contractCode reports whether code is one of idmpctl's own exit codes.
 func contractCode(code int) bool {
-	switch code {
-	case exit.Usage, exit.Data, exit.NotFound, exit.Unavailable, exit.Internal, exit.Busy, exit.Lost, exit.Permission, exit.Config:
-		return true
-	}
-	return false
+	return slices.Contains([]int{exit.Usage, exit.Data, exit.NotFound, exit.Unavailable, exit.Internal, exit.Busy, exit.Lost,
+		exit.Permission, exit.Config}, code)
 }
 
 // failClosed adds to the error's hint that the command was not run.
