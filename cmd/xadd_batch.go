@@ -204,9 +204,6 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 		// any line is read for adding: no summary of a batch that never ran.
 		printBatchSummary(p, o, id, sum)
 	}
-	if err == nil {
-		return nil
-	}
 	var le *batch.LineError
 	if errors.As(err, &le) {
 		hint := fmt.Sprintf("%s committed; once it is fixed, run the same command again: it resumes after line %d (or pass over the line with --skip %d)",
@@ -219,8 +216,7 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 		}
 		return &exit.Error{Code: exit.Data, What: "xadd --batch " + o.Batch, Err: &batch.LineError{Line: le.Line, Err: jsonWords(le.Err)}, Hint: hint}
 	}
-	var e *exit.Error
-	if !errors.As(err, &e) {
+	if e := (*exit.Error)(nil); !errors.As(err, &e) {
 		err = exit.Wrap(err, "xadd --batch") // a server's reply: what failed, and its hint
 	}
 	return err
