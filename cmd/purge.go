@@ -11,6 +11,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/idmpctl/idmpctl/internal/view"
@@ -146,24 +147,23 @@ summary on stderr ("kept-live" for a record the re-check found live).
 }
 
 func purgeRun(ctx context.Context, o *PurgeOptions) error {
-	switch {
-	case o.Stream != "":
+	if o.Stream != "" {
 		return purgeStreamRun(ctx, o)
-	case o.OrphanState:
-		return purgeOrphanRun(ctx, o)
 	}
-	return purgeMatchRun(ctx, o)
-}
-
-func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {
 	ctx, stop := untilInterrupted(o.Factory, ctx, nil)
 	defer stop()
-	f := o.Factory
-	p := f.Printer
-	conn, err := f.Conn(ctx)
+	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err
 	}
+	if o.OrphanState {
+		return purgeOrphanRun(ctx, o, conn)
+	}
+	return purgeMatchRun(ctx, o, conn)
+}
+
+func purgeMatchRun(ctx context.Context, o *PurgeOptions, conn *redisconn.Conn) (err error) {
+	f, p := o.Factory, o.Factory.Printer
 	defer bulkGC(f.Getenv, 40<<20)()
 	if !o.DryRun && !o.Yes {
 		// Count first, so the question can say how many and name them.
@@ -281,15 +281,8 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 
 // purgeOrphanRun is purge --orphan-state: the matching emulated IDMP state
 // of deleted streams goes, each state whole, once confirmed.
-func purgeOrphanRun(ctx context.Context, o *PurgeOptions) error {
-	ctx, stop := untilInterrupted(o.Factory, ctx, nil)
-	defer stop()
-	f := o.Factory
-	p := f.Printer
-	conn, err := f.Conn(ctx)
-	if err != nil {
-		return err
-	}
+func purgeOrphanRun(ctx context.Context, o *PurgeOptions, conn *redisconn.Conn) error {
+	f, p := o.Factory, o.Factory.Printer
 	plan, err := keyspace.FindOrphanState(ctx, conn, keyspace.OrphanOptions{Pattern: o.Match, Literal: o.Literal, Decode: o.Ops.Decode})
 	if err != nil {
 		return exit.Wrap(err, "purge")
