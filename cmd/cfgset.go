@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -150,13 +151,7 @@ func cfgsetRun(ctx context.Context, o *CfgSetOptions) error {
 		return exit.Wrap(err, what)
 	}
 	before := idmp.Config{Duration: info.IDMPDuration, MaxSize: info.IDMPMaxSize}
-	after := before
-	if o.Duration > 0 {
-		after.Duration = o.Duration
-	}
-	if o.MaxSize > 0 {
-		after.MaxSize = o.MaxSize
-	}
+	after := idmp.Config{Duration: cmp.Or(o.Duration, before.Duration), MaxSize: cmp.Or(o.MaxSize, before.MaxSize)} // 0: keep
 	status, cleared := "unchanged", int64(0)
 	switch {
 	case after == before:
