@@ -177,7 +177,7 @@ func newCmdClaimStep(f *Factory, name string, runF func(*ClaimStepOptions) error
 // wait for replicas and retries included); claim.Retries decides which
 // steps are repeated after a network error.
 func claimStepRun(ctx context.Context, st claimStep, o *ClaimStepOptions) error {
-	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
+	ctx, cancel := o.Factory.callBound(ctx, o.Durable.durability().Timeout)
 	defer cancel()
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {

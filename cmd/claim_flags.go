@@ -135,7 +135,7 @@ func givenOr0(set bool, d time.Duration) time.Duration {
 func (o *ClaimFlags) noteChanged(c *cobra.Command) {
 	o.OwnerSet = c.Flags().Changed("owner")
 	o.LeaseSet, o.TTLSet = c.Flags().Changed("lease"), c.Flags().Changed("ttl")
-	o.Durable.noteChanged(c)
+	o.Durable.TimeoutSet = c.Flags().Changed("wait-timeout")
 }
 
 // addClaimFlagsFor adds the shared flags a verb takes, and the wait flags.

@@ -261,7 +261,7 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 			o.Stream, o.Fields = args[0], args[1:]
 			o.IIDSet, o.SkipSet = c.Flags().Changed("iid"), c.Flags().Changed("skip")
 			o.TTLSet = c.Flags().Changed("progress-ttl")
-			o.Durable.noteChanged(c)
+			o.Durable.TimeoutSet = c.Flags().Changed("wait-timeout")
 			if !o.TTLSet {
 				o.ProgressTTL = 0 // the default, which --batch alone may have
 			}
@@ -297,7 +297,7 @@ func xaddRun(ctx context.Context, o *XAddOptions) error {
 	if o.Batch != "" {
 		return xaddBatchRun(ctx, o)
 	}
-	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
+	ctx, cancel := o.Factory.callBound(ctx, o.Durable.durability().Timeout)
 	defer cancel()
 	streams, err := openStreams(ctx, o.Factory, o.Mode)
 	if err != nil {
