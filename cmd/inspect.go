@@ -101,9 +101,6 @@ func (o *InspectOptions) Validate() error {
 	return err
 }
 
-// defaultMemorySamples is --samples: up to this many records are measured whole.
-const defaultMemorySamples = 1000
-
 // givenFlag names the first flag given, in a fixed order.
 func givenFlag(given map[string]bool) string {
 	for _, name := range slices.Sorted(maps.Keys(given)) {
@@ -174,7 +171,7 @@ document of the others.
 	fl.StringVar(&o.Watch, "watch", "", "redraw a stream view every INTERVAL (e.g. 1s) with adds/s and duplicates/s")
 	fl.IntVar(&o.Count, "count", 0, "with --watch: stop after N views (0: until interrupted)")
 	fl.BoolVar(&o.Memory, "memory", false, "with --match: bytes by format and status, estimated from a sample of MEMORY USAGE")
-	fl.IntVar(&o.Samples, "samples", defaultMemorySamples, "with --memory: records measured of each format and status (the rest estimated)")
+	fl.IntVar(&o.Samples, "samples", 1000, "with --memory: records measured of each format and status (the rest estimated)")
 	fl.StringVar(&o.Mode, "mode", "auto", "with STREAM: the IDMP state to show: auto (native when the server has it), native or emulated")
 	addRecordFlags(c, &o.ShowSecrets, &o.PowertoolsAttrs)
 	return c

@@ -10,7 +10,6 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
-	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/records"
 	"github.com/idmpctl/idmpctl/internal/render"
 )
@@ -59,7 +58,12 @@ func inspectStreamMetrics(ctx context.Context, o *InspectOptions) error {
 			if err != nil {
 				return exit.Wrap(err, "inspect "+strconv.Quote(name))
 			}
-			m.Streams = append(m.Streams, streamMetrics(info))
+			m.Streams = append(m.Streams, render.StreamMetrics{
+				Stream: info.Stream, Mode: info.Mode, Length: info.Length,
+				IDMPDuration: info.IDMPDuration, IDMPMaxSize: info.IDMPMaxSize,
+				PIDsTracked: info.PIDsTracked, IIDsTracked: info.IIDsTracked,
+				IIDsAdded: info.IIDsAdded, IIDsDuplicates: info.IIDsDuplicates, NotAtomic: info.NotAtomic,
+			})
 		}
 	}
 	if err := render.WriteMetrics(o.Factory.Printer.Out, m); err != nil {
@@ -69,16 +73,6 @@ func inspectStreamMetrics(ctx context.Context, o *InspectOptions) error {
 		return exit.New(exit.NotFound, "inspect", "no such key: %s", quoteJoin(missing, ", "))
 	}
 	return nil
-}
-
-// streamMetrics is a stream's XINFO view as metrics.
-func streamMetrics(info stream.Info) render.StreamMetrics {
-	return render.StreamMetrics{
-		Stream: info.Stream, Mode: info.Mode, Length: info.Length,
-		IDMPDuration: info.IDMPDuration, IDMPMaxSize: info.IDMPMaxSize,
-		PIDsTracked: info.PIDsTracked, IIDsTracked: info.IIDsTracked,
-		IIDsAdded: info.IIDsAdded, IIDsDuplicates: info.IIDsDuplicates, NotAtomic: info.NotAtomic,
-	}
 }
 
 // inspectMatchMetrics scans like inspect --match, counting instead of

@@ -206,8 +206,12 @@ func xaddBatchRun(ctx context.Context, o *XAddOptions) error {
 	}
 	var le *batch.LineError
 	if errors.As(err, &le) {
+		committed := render.N(sum.LastLine, "line") + " are"
+		if sum.LastLine == 1 {
+			committed = "1 line is"
+		}
 		hint := fmt.Sprintf("%s committed; once it is fixed, run the same command again: it resumes after line %d (or pass over the line with --skip %d)",
-			committedText(sum.LastLine), sum.LastLine, le.Line)
+			committed, sum.LastLine, le.Line)
 		if sum.LastLine == 0 {
 			hint = fmt.Sprintf("no line is committed; once it is fixed, run the same command again (or pass over the line with --skip %d)", le.Line)
 		}
@@ -238,14 +242,6 @@ func linesUpTo(n int64) string {
 		return "line 1 was"
 	}
 	return fmt.Sprintf("lines 1-%d were", n)
-}
-
-// committedText is "1 line is" or "1,000 lines are".
-func committedText(n int64) string {
-	if n == 1 {
-		return "1 line is"
-	}
-	return render.N(n, "line") + " are"
 }
 
 func printBatchSummary(p *render.Printer, o *XAddOptions, id string, s stream.BatchSummary) {
