@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/health"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
@@ -81,8 +82,9 @@ func (o *InspectOptions) Validate() error {
 	}
 	var err error
 	if o.Watch != "" {
-		if o.interval, err = parseWatch(o.Watch); err != nil {
-			return err
+		if o.interval, err = duration.Parse(o.Watch); err != nil || o.interval < 10*time.Millisecond {
+			return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--watch %q: want an interval of at least 10ms with its unit", o.Watch),
+				Hint: "for example --watch 1s or --watch 500ms"}
 		}
 	}
 	if _, err := stream.ParseMode(o.Mode); err != nil {

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/consume"
 	"github.com/idmpctl/idmpctl/internal/ops/health"
@@ -209,14 +208,4 @@ func (sv *streamViewer) watch(ctx context.Context, name string) error {
 		prev, prevAt = info, now
 	}
 	return nil
-}
-
-// parseWatch reads --watch's interval.
-func parseWatch(every string) (time.Duration, error) {
-	interval, err := duration.Parse(every)
-	if err != nil || interval < 10*time.Millisecond {
-		return 0, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--watch %q: want an interval of at least 10ms with its unit", every),
-			Hint: "for example --watch 1s or --watch 500ms"}
-	}
-	return interval, nil
 }
