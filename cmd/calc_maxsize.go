@@ -117,20 +117,16 @@ func calcMaxsizeRun(ctx context.Context, o *CalcMaxsizeOptions) error {
 	if err := o.Factory.Printer.Show(v); err != nil {
 		return err
 	}
-	if o.Apply != "" {
-		return applyCalc(ctx, o, res)
+	if o.Apply == "" {
+		return nil
 	}
-	return nil
-}
-
-// applyCalc sets the computed MAXSIZE on the stream, and its DURATION only
-// with --recovery: the server's default must not replace (and maybe
-// shorten) a window the stream already has.
-func applyCalc(ctx context.Context, o *CalcMaxsizeOptions, r capacity.Result) error {
+	// --apply sets the computed MAXSIZE on the stream, and its DURATION only
+	// with --recovery: the server's default must not replace (and maybe
+	// shorten) a window the stream already has.
 	var duration int64 // 0: keep the stream's
 	if o.RecoveryFlag != "" {
-		duration = r.Duration
+		duration = res.Duration
 	}
-	return cfgsetRun(ctx, &CfgSetOptions{Factory: o.Factory, Stream: o.Apply, Duration: duration, MaxSize: r.MaxSize,
+	return cfgsetRun(ctx, &CfgSetOptions{Factory: o.Factory, Stream: o.Apply, Duration: duration, MaxSize: res.MaxSize,
 		Yes: o.Yes, DryRun: o.DryRun, Mode: o.Mode})
 }
