@@ -58,7 +58,7 @@ func (o *CalcMaxsizeOptions) Validate() error {
 		return usageErr(err)
 	}
 	o.Inputs = capacity.Inputs{Rate: rate, MarkDelay: delay, Recovery: recovery,
-		Producers: o.Producers, Margin: margin, EmulatedBytesPerIID: emulatedBytesPerIID}
+		Producers: o.Producers, Margin: margin, EmulatedBytesPerIID: stream.EmulatedBytesPerIID}
 	return nil
 }
 
@@ -104,7 +104,10 @@ the stream keeps its own duration, as with --apply.`,
 	fl.Int64Var(&o.Producers, "producers", 1, "how many producer IDs share the rate")
 	annotateExample(fl, "producers", "", producersExample)
 	fl.StringVar(&o.MarginFlag, "margin", "25%", "safety margin on MAXSIZE: 25% or 0.25 (a bare number is a fraction, below 1)")
-	addApplyFlags(c, o)
+	fl.StringVar(&o.Apply, "apply", "", "apply the result to STREAM through cfgset (same confirmation rules; IDMP-DURATION only with --recovery)")
+	fl.BoolVar(&o.Yes, "yes", false, "with --apply: confirm a change that clears tracked iids")
+	fl.BoolVar(&o.DryRun, "dry-run", false, "with --apply: show what would change, change nothing")
+	fl.StringVar(&o.Mode, "mode", "auto", "with --apply: IDMP mode: auto, native or emulated")
 	return c
 }
 
@@ -114,32 +117,16 @@ func calcMaxsizeRun(ctx context.Context, o *CalcMaxsizeOptions) error {
 	if err := o.Factory.Printer.Show(v); err != nil {
 		return err
 	}
-	if o.Apply != "" {
-		return applyCalc(ctx, o, res)
+	if o.Apply == "" {
+		return nil
 	}
-	return nil
-}
-
-// emulatedBytesPerIID is the measured cost of one iid in emulated mode
-// (BenchmarkEmulatedMemoryPerIID; a test holds it within 30%).
-var emulatedBytesPerIID int64 = stream.EmulatedBytesPerIID
-
-func addApplyFlags(c *cobra.Command, o *CalcMaxsizeOptions) {
-	fl := c.Flags()
-	fl.StringVar(&o.Apply, "apply", "", "apply the result to STREAM through cfgset (same confirmation rules; IDMP-DURATION only with --recovery)")
-	fl.BoolVar(&o.Yes, "yes", false, "with --apply: confirm a change that clears tracked iids")
-	fl.BoolVar(&o.DryRun, "dry-run", false, "with --apply: show what would change, change nothing")
-	fl.StringVar(&o.Mode, "mode", "auto", "with --apply: IDMP mode: auto, native or emulated")
-}
-
-// applyCalc sets the computed MAXSIZE on the stream, and its DURATION only
-// with --recovery: the server's default must not replace (and maybe
-// shorten) a window the stream already has.
-func applyCalc(ctx context.Context, o *CalcMaxsizeOptions, r capacity.Result) error {
+	// --apply sets the computed MAXSIZE on the stream, and its DURATION only
+	// with --recovery: the server's default must not replace (and maybe
+	// shorten) a window the stream already has.
 	var duration int64 // 0: keep the stream's
 	if o.RecoveryFlag != "" {
-		duration = r.Duration
+		duration = res.Duration
 	}
-	return cfgsetRun(ctx, &CfgSetOptions{Factory: o.Factory, Stream: o.Apply, Duration: duration, MaxSize: r.MaxSize,
+	return cfgsetRun(ctx, &CfgSetOptions{Factory: o.Factory, Stream: o.Apply, Duration: duration, MaxSize: res.MaxSize,
 		Yes: o.Yes, DryRun: o.DryRun, Mode: o.Mode})
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -29,7 +30,7 @@ type CfgSetOptions struct {
 
 // parseSetting reads an XCFGSET value as Redis 8.6.3 does, with its texts;
 // --duration also as a duration with its unit (1000s, 17m, 1h: whole seconds).
-func parseSetting(flag, s string, limit int64, name string) (int64, error) {
+func parseSetting(flag, s string, limit int64) (int64, error) {
 	v, ok := idmp.ParseInt(s)
 	given := s
 	if d, err := duration.Parse(s); !ok && err == nil && flag == "duration" && strings.ContainsAny(s, "smhd") {
@@ -48,18 +49,14 @@ func parseSetting(flag, s string, limit int64, name string) (int64, error) {
 		return 0, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--%s %q: ERR value is not an integer or out of range", flag, s), Hint: hint}
 	}
 	if v < 1 || v > limit {
-		return 0, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--%s %s: ERR %s must be between 1 and %d %s", flag, given, name, limit, settingUnit(name)),
+		unit := "entries"
+		if flag == "duration" {
+			unit = "seconds"
+		}
+		return 0, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--%s %s: ERR IDMP-%s must be between 1 and %d %s", flag, given, strings.ToUpper(flag), limit, unit),
 			Hint: "idmpctl calc-maxsize computes both from your rate and mark-delay"}
 	}
 	return v, nil
-}
-
-// settingUnit is the unit XCFGSET's range error ends in.
-func settingUnit(name string) string {
-	if name == "IDMP-DURATION" {
-		return "seconds"
-	}
-	return "entries"
 }
 
 // Validate parses and range-checks the settings.
@@ -73,12 +70,12 @@ func (o *CfgSetOptions) Validate() error {
 	}
 	var err error
 	if o.DurationSet {
-		if o.Duration, err = parseSetting("duration", o.DurationFlag, idmp.MaxDuration, "IDMP-DURATION"); err != nil {
+		if o.Duration, err = parseSetting("duration", o.DurationFlag, idmp.MaxDuration); err != nil {
 			return err
 		}
 	}
 	if o.MaxSizeSet {
-		if o.MaxSize, err = parseSetting("maxsize", o.MaxSizeFlag, idmp.MaxMaxSize, "IDMP-MAXSIZE"); err != nil {
+		if o.MaxSize, err = parseSetting("maxsize", o.MaxSizeFlag, idmp.MaxMaxSize); err != nil {
 			return err
 		}
 	}
@@ -154,13 +151,7 @@ func cfgsetRun(ctx context.Context, o *CfgSetOptions) error {
 		return exit.Wrap(err, what)
 	}
 	before := idmp.Config{Duration: info.IDMPDuration, MaxSize: info.IDMPMaxSize}
-	after := before
-	if o.Duration > 0 {
-		after.Duration = o.Duration
-	}
-	if o.MaxSize > 0 {
-		after.MaxSize = o.MaxSize
-	}
+	after := idmp.Config{Duration: cmp.Or(o.Duration, before.Duration), MaxSize: cmp.Or(o.MaxSize, before.MaxSize)} // 0: keep
 	status, cleared := "unchanged", int64(0)
 	switch {
 	case after == before:
@@ -168,9 +159,9 @@ func cfgsetRun(ctx context.Context, o *CfgSetOptions) error {
 		status, cleared = "dry-run", info.IIDsTracked
 	default:
 		if info.IIDsTracked > 0 {
-			c := change{What: fmt.Sprintf("changing %s (%s) clears %s of %s", render.Field(name), settingChanges(before, after),
-				render.N(info.IIDsTracked, "tracked iid"), render.N(info.PIDsTracked, "producer")), Question: "Change the settings?"}
-			if err := confirm(f, o.Yes, c); err != nil {
+			change := fmt.Sprintf("changing %s (%s) clears %s of %s", render.Field(name), settingChanges(before, after),
+				render.N(info.IIDsTracked, "tracked iid"), render.N(info.PIDsTracked, "producer"))
+			if err := confirm(f, o.Yes, change, "Change the settings?", view.KeyList{}); err != nil {
 				return exit.Wrap(err, what)
 			}
 		}

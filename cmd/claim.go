@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -72,26 +73,15 @@ type ClaimStepOptions struct {
 	Release   bool   // fail --release: delete the record instead
 }
 
-// The inputs of each step, as their runF seams take them.
-type (
-	AcquireOptions  ClaimStepOptions
-	RenewOptions    ClaimStepOptions
-	CompleteOptions ClaimStepOptions
-	FailOptions     ClaimStepOptions
-	ReleaseOptions  ClaimStepOptions
-)
-
 // claimStep defines one claim verb but run. A verb with send makes one
 // transition and shows its ClaimStep view; acquire, whose outcome is more
 // than a record, has run instead.
 type claimStep struct {
-	name, use, short string
-	has              claimFlagSet
-	takes            bool // it takes a claim: its lease is --lease or its default
-	token            bool // --token
+	name, short string
+	has         claimFlagSet
+	flags       func(fl *pflag.FlagSet, o *ClaimStepOptions)
 	// prepare reads what the verb's own flags name, before any server
 	// (complete's --result, STRING, @FILE or -).
-	flags   func(fl *pflag.FlagSet, o *ClaimStepOptions)
 	prepare func(c *cobra.Command, o *ClaimStepOptions) error
 	send    func(ctx context.Context, conn *redisconn.Conn, o *ClaimStepOptions, opts ...claim.Option) (outcome string, r claim.Record, err error)
 	run     func(ctx context.Context, conn *redisconn.Conn, o *ClaimStepOptions) error
@@ -99,14 +89,14 @@ type claimStep struct {
 
 // claimSteps are the claim verbs but run, in --help's order.
 var claimSteps = []claimStep{
-	{name: "acquire", use: "acquire KEY", short: "Claim KEY and print the fencing token", has: acquireFlags, takes: true,
+	{name: "acquire", short: "Claim KEY and print the fencing token", has: acquireFlags,
 		run: claimAcquireRun},
-	{name: "renew", use: "renew KEY", short: "Extend the lease of the claim held with --token", has: renewFlags, token: true,
+	{name: "renew", short: "Extend the lease of the claim held with --token", has: renewFlags,
 		send: func(ctx context.Context, conn *redisconn.Conn, o *ClaimStepOptions, opts ...claim.Option) (string, claim.Record, error) {
 			r, err := claim.Renew(ctx, conn, o.Key, o.Token, o.leaseGiven(), o.ttlGiven(), opts...)
 			return "renewed", r, err
 		}},
-	{name: "complete", use: "complete KEY", short: "Record COMPLETED (with --result) for the claim held with --token", has: completeFlags, token: true,
+	{name: "complete", short: "Record COMPLETED (with --result) for the claim held with --token", has: completeFlags,
 		flags: func(fl *pflag.FlagSet, o *ClaimStepOptions) {
 			fl.StringVar(&o.Result, "result", "", "outcome to replay to a redelivery (STRING, @FILE or - for stdin)")
 			allowEmpty(fl, "result") // an empty outcome
@@ -129,7 +119,7 @@ var claimSteps = []claimStep{
 			r, err := claim.Complete(ctx, conn, o.Key, o.Token, result, o.ttlGiven(), o.MaxResult, opts...)
 			return r.Status, r, err
 		}},
-	{name: "fail", use: "fail KEY", short: "Record FAILED (with --error), or --release, for --token's claim", has: failFlags, token: true,
+	{name: "fail", short: "Record FAILED (with --error), or --release, for --token's claim", has: failFlags,
 		flags: func(fl *pflag.FlagSet, o *ClaimStepOptions) {
 			fl.StringVar(&o.ErrorText, "error", "", "reason of the failure")
 			allowEmpty(fl, "error") // no reason given
@@ -142,28 +132,28 @@ var claimSteps = []claimStep{
 			}
 			return r.Status, r, err
 		}},
-	{name: "release", use: "release KEY", short: "Delete the claim held with --token", has: releaseFlags, token: true,
+	{name: "release", short: "Delete the claim held with --token", has: releaseFlags,
 		send: func(ctx context.Context, conn *redisconn.Conn, o *ClaimStepOptions, opts ...claim.Option) (string, claim.Record, error) {
 			err := claim.Release(ctx, conn, o.Key, o.Token, opts...)
 			return "RELEASED", claim.Record{Key: o.Key, TTLms: -2}, err
 		}},
 }
 
-// newCmdClaimStep builds the claim verb name of claimSteps.
+// newCmdClaimStep builds the claim verb name of claimSteps; runF replaces
+// the run step in tests.
 func newCmdClaimStep(f *Factory, name string, runF func(*ClaimStepOptions) error) *cobra.Command {
 	i := slices.IndexFunc(claimSteps, func(st claimStep) bool { return st.name == name })
 	st := claimSteps[i]
 	o := &ClaimStepOptions{Factory: f}
-	o.takes = st.takes
 	c := &cobra.Command{
-		Use:   st.use,
+		Use:   st.name + " KEY",
 		Short: st.short,
 		Args:  exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Key = args[0]
 			o.noteChanged(c)
 			checks := []func() error{func() error { return o.complete(f) }, o.validate}
-			if st.token {
+			if !o.takesClaim() {
 				checks = append(checks, func() error { return validateToken(o.Token) })
 			}
 			if st.prepare != nil {
@@ -174,8 +164,8 @@ func newCmdClaimStep(f *Factory, name string, runF func(*ClaimStepOptions) error
 		},
 	}
 	addClaimFlagsFor(c, &o.ClaimFlags, st.has)
-	if st.token {
-		addTokenFlag(c, &o.Token)
+	if !o.takesClaim() { // it acts on the claim held with --token
+		c.Flags().Int64Var(&o.Token, "token", 0, "the fencing token acquire printed")
 	}
 	if st.flags != nil {
 		st.flags(c.Flags(), o)
@@ -187,7 +177,7 @@ func newCmdClaimStep(f *Factory, name string, runF func(*ClaimStepOptions) error
 // wait for replicas and retries included); claim.Retries decides which
 // steps are repeated after a network error.
 func claimStepRun(ctx context.Context, st claimStep, o *ClaimStepOptions) error {
-	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
+	ctx, cancel := o.Factory.callBound(ctx, o.Durable.durability().Timeout)
 	defer cancel()
 	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
@@ -202,37 +192,6 @@ func claimStepRun(ctx context.Context, st claimStep, o *ClaimStepOptions) error 
 		return err
 	}
 	return o.Factory.Printer.Show(view.ClaimStep{Verb: st.name, Key: o.Key, Outcome: outcome, Record: r, Ack: o.ackFor(true, &ack)})
-}
-
-// NewCmdClaimAcquire, ...Renew, ...Complete, ...Fail and ...Release build
-// the claim steps; runF replaces the run step in tests.
-func NewCmdClaimAcquire(f *Factory, runF func(*AcquireOptions) error) *cobra.Command {
-	return claimStepCmd(f, "acquire", runF)
-}
-
-func NewCmdClaimRenew(f *Factory, runF func(*RenewOptions) error) *cobra.Command {
-	return claimStepCmd(f, "renew", runF)
-}
-
-func NewCmdClaimComplete(f *Factory, runF func(*CompleteOptions) error) *cobra.Command {
-	return claimStepCmd(f, "complete", runF)
-}
-
-func NewCmdClaimFail(f *Factory, runF func(*FailOptions) error) *cobra.Command {
-	return claimStepCmd(f, "fail", runF)
-}
-
-func NewCmdClaimRelease(f *Factory, runF func(*ReleaseOptions) error) *cobra.Command {
-	return claimStepCmd(f, "release", runF)
-}
-
-// claimStepCmd is newCmdClaimStep with runF taking the step's own type.
-func claimStepCmd[O *AcquireOptions | *RenewOptions | *CompleteOptions | *FailOptions | *ReleaseOptions](f *Factory, name string, runF func(O) error) *cobra.Command {
-	var seam func(*ClaimStepOptions) error
-	if runF != nil {
-		seam = func(o *ClaimStepOptions) error { return runF(O(o)) }
-	}
-	return newCmdClaimStep(f, name, seam)
 }
 
 // claimAcquireRun is claim acquire's step; a token not written is given up.
@@ -285,14 +244,7 @@ func acquireExit(p *render.Printer, verb, key string, res claim.AcquireResult, w
 			Hint: "the same key with a different request is a client bug; use a new key for a new request"}
 	case claim.Exhausted:
 		return &exit.Error{Code: exit.Data, What: what,
-			Err: fmt.Errorf("attempts exhausted: FAILED after %s (last error: %s)", render.N(r.Attempts, "attempt"), orDash(r.Error))}
+			Err: fmt.Errorf("attempts exhausted: FAILED after %s (last error: %s)", render.N(r.Attempts, "attempt"), cmp.Or(r.Error, "-"))}
 	}
 	return nil
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

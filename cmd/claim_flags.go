@@ -25,13 +25,10 @@ type ClaimFlags struct {
 	// LeaseSet and TTLSet say whether --lease and --ttl were given: a flag
 	// not given never changes what a stored claim was taken with.
 	LeaseSet, TTLSet bool
-	// takes says the verb takes a claim (acquire, run): its lease is
-	// --lease or its default; other verbs keep the stored lease.
-	takes       bool
-	Payload     string
-	MaxAttempts int64
-	MaxResult   int
-	Durable     WaitFlags
+	Payload          string
+	MaxAttempts      int64
+	MaxResult        int
+	Durable          WaitFlags
 
 	fingerprint string
 }
@@ -65,6 +62,10 @@ func defaultOwner() string {
 	return host + ":" + strconv.Itoa(os.Getpid())
 }
 
+// takesClaim says the verb takes a claim (acquire, run: those with --owner):
+// its lease is --lease or its default; the others keep the stored lease.
+func (o *ClaimFlags) takesClaim() bool { return o.has&hasOwner != 0 }
+
 // complete does the I/O before validation: the default owner, --payload.
 func (o *ClaimFlags) complete(f *Factory) error {
 	if o.has&hasOwner != 0 && !o.OwnerSet {
@@ -92,7 +93,7 @@ func (o *ClaimFlags) validate() error {
 		return exit.Usagef("--lease %s: must be greater than zero", render.Duration(o.Lease))
 	case has(hasTTL) && o.TTL <= 0:
 		return exit.Usagef("--ttl %s: must be greater than zero", render.Duration(o.TTL))
-	case o.TTLSet && (o.takes || o.LeaseSet) && o.Lease > o.TTL:
+	case o.TTLSet && (o.takesClaim() || o.LeaseSet) && o.Lease > o.TTL:
 		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--lease %s is longer than --ttl %s", render.Duration(o.Lease), render.Duration(o.TTL)),
 			Hint: "the record must outlive its lease: raise --ttl or lower --lease"}
 	case o.MaxResult < 0:
@@ -134,7 +135,7 @@ func givenOr0(set bool, d time.Duration) time.Duration {
 func (o *ClaimFlags) noteChanged(c *cobra.Command) {
 	o.OwnerSet = c.Flags().Changed("owner")
 	o.LeaseSet, o.TTLSet = c.Flags().Changed("lease"), c.Flags().Changed("ttl")
-	o.Durable.noteChanged(c)
+	o.Durable.TimeoutSet = c.Flags().Changed("wait-timeout")
 }
 
 // addClaimFlagsFor adds the shared flags a verb takes, and the wait flags.
@@ -176,10 +177,6 @@ func addClaimFlagsFor(c *cobra.Command, o *ClaimFlags, has claimFlagSet) {
 // durably is the wait flags' claim option; ack receives what was acknowledged.
 func (o *ClaimFlags) durably(ack *redisconn.Ack) claim.Option {
 	return claim.Durably(o.Durable.durability(), ack)
-}
-
-func addTokenFlag(c *cobra.Command, token *int64) {
-	c.Flags().Int64Var(token, "token", 0, "the fencing token acquire printed")
 }
 
 // ackFor is the acknowledgement to show (none for an outcome that wrote nothing).

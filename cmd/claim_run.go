@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -31,7 +32,6 @@ type RunOptions struct {
 // NewCmdClaimRun builds claim run; runF replaces the run step in tests.
 func NewCmdClaimRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	o := &RunOptions{Factory: f}
-	o.takes = true
 	c := &cobra.Command{
 		Use:   "run KEY [flags] -- COMMAND [ARGS...]",
 		Short: "Run a command at most once per KEY, recording its outcome",
@@ -247,11 +247,8 @@ func interruptedRun(p *render.Printer, key string, run claimrun.Result) error {
 
 // contractCode reports whether code is one of idmpctl's own exit codes.
 func contractCode(code int) bool {
-	switch code {
-	case exit.Usage, exit.Data, exit.NotFound, exit.Unavailable, exit.Internal, exit.Busy, exit.Lost, exit.Permission, exit.Config:
-		return true
-	}
-	return false
+	return slices.Contains([]int{exit.Usage, exit.Data, exit.NotFound, exit.Unavailable, exit.Internal, exit.Busy, exit.Lost,
+		exit.Permission, exit.Config}, code)
 }
 
 // failClosed adds to the error's hint that the command was not run.

@@ -67,20 +67,16 @@ func keyNames(f *Factory, most int, then cobra.ShellCompDirective) cobra.Complet
 		if most > 0 && len(args) >= most {
 			return nil, then
 		}
-		keys := slices.DeleteFunc(completeKeyNames(f, toComplete), func(k string) bool { return slices.Contains(args, k) })
+		// The server's keys that start with toComplete (none, silently, on failure).
+		f.Global.Timeout = min(f.Global.Timeout, keyCompletionBound)
+		ctx, cancel := context.WithTimeout(context.Background(), keyCompletionBound)
+		defer cancel()
+		conn, err := f.Conn(ctx)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		keys, _ := keyspace.CompleteKeys(ctx, conn, toComplete, keyCompletionLimit)
+		keys = slices.DeleteFunc(keys, func(k string) bool { return slices.Contains(args, k) })
 		return keys, cobra.ShellCompDirectiveNoFileComp
 	}
-}
-
-// completeKeyNames asks the server for keys that start with prefix (none, silently, on failure).
-func completeKeyNames(f *Factory, prefix string) []string {
-	f.Global.Timeout = min(f.Global.Timeout, keyCompletionBound)
-	ctx, cancel := context.WithTimeout(context.Background(), keyCompletionBound)
-	defer cancel()
-	conn, err := f.Conn(ctx)
-	if err != nil {
-		return nil
-	}
-	keys, _ := keyspace.CompleteKeys(ctx, conn, prefix, keyCompletionLimit)
-	return keys
 }

@@ -9,32 +9,24 @@ import (
 	"github.com/idmpctl/idmpctl/internal/view"
 )
 
-// change is what a confirmation is about: what the command would do, the
-// question, and the keys it would touch (the first of More+len(Keys)).
-type change struct {
-	What     string
-	Question string
-	Keys     []string
-	More     int64
-}
-
-// confirm asks on a terminal; elsewhere the change needs --yes.
-func confirm(f *Factory, yes bool, c change) error {
+// confirm asks question about what the command would do, and the keys it
+// would touch, on a terminal; elsewhere the change needs --yes.
+func confirm(f *Factory, yes bool, what, question string, keys view.KeyList) error {
 	if yes {
 		return nil
 	}
 	if !f.IOStreams().CanPrompt() {
-		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%s: confirmation needed", c.What),
+		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%s: confirmation needed", what),
 			Hint: "pass --yes to confirm (or --dry-run to only see what would change)"}
 	}
-	head := c.What + "\n"
-	if len(c.Keys) > 0 {
-		head = c.What + ":\n"
-		for _, l := range (view.KeyList{Keys: c.Keys, More: c.More}).Lines() {
+	head := what + "\n"
+	if len(keys.Keys) > 0 {
+		head = what + ":\n"
+		for _, l := range keys.Lines() {
 			head += "  " + l + "\n"
 		}
 	}
-	fmt.Fprintf(f.Err, "%s%s [y/N] ", head, c.Question)
+	fmt.Fprintf(f.Err, "%s%s [y/N] ", head, question)
 	answer, err := bufio.NewReader(f.In).ReadString('\n')
 	if err != nil {
 		// End of input (Ctrl-D, a closed pipe): no newline was typed, so

@@ -71,17 +71,13 @@ exit 130 or 143. More: docs/consume.md.`,
 				o.Consumer = defaultOwner()
 			}
 			o.Retries = f.Global.Retries
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if _, err := exec.LookPath(o.Command[0]); err != nil {
-				return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("the handler %q cannot be run: %s", o.Command[0], claimrun.StartReason(err)),
-					Hint: "every entry would fail with it: give a command on PATH, or its path"}
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return consumeRun(c.Context(), o)
+			return runValidated(c, o, runF, consumeRun, o.Validate, func() error {
+				if _, err := exec.LookPath(o.Command[0]); err != nil {
+					return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("the handler %q cannot be run: %s", o.Command[0], claimrun.StartReason(err)),
+						Hint: "every entry would fail with it: give a command on PATH, or its path"}
+				}
+				return nil
+			})
 		},
 	}
 	fl := c.Flags()

@@ -37,13 +37,6 @@ type termLines struct {
 	t   *term.Terminal
 }
 
-func newTermLines(in, out *os.File) *termLines {
-	return &termLines{fd: int(in.Fd()), out: out, t: term.NewTerminal(struct {
-		io.Reader
-		io.Writer
-	}{in, out}, "")}
-}
-
 func (l *termLines) ReadLine(prompt string) (string, error) {
 	old, err := term.MakeRaw(l.fd)
 	if err != nil {
@@ -226,7 +219,10 @@ func promptLines(f *Factory) lineReader {
 	in, inOK := ios.In.(*os.File)
 	out, outOK := iostreams.File(ios.Out)
 	if inOK && outOK && ios.RealTerminals() {
-		return newTermLines(in, out)
+		return &termLines{fd: int(in.Fd()), out: out, t: term.NewTerminal(struct {
+			io.Reader
+			io.Writer
+		}{in, out}, "")}
 	}
 	return &plainLines{rd: bufio.NewReader(f.In), out: f.Out}
 }

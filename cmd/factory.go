@@ -63,12 +63,10 @@ func (f *Factory) Conn(ctx context.Context) (*redisconn.Conn, error) {
 		return f.conn, nil
 	}
 	cfg := redisconn.ConnConfig{
-		URL: f.Global.URL, URLFromFlag: f.Global.URL != "",
-		TLSCA: f.Global.TLSCA, TLSCert: f.Global.TLSCert, TLSKey: f.Global.TLSKey,
+		URL:         cmp.Or(f.Global.URL, f.Getenv("IDMPCTL_URL"), f.Getenv("REDIS_URL"), redisconn.DefaultURL),
+		URLFromFlag: f.Global.URL != "",
+		TLSCA:       f.Global.TLSCA, TLSCert: f.Global.TLSCert, TLSKey: f.Global.TLSKey,
 		TLSInsecure: f.Global.TLSInsecure, Timeout: f.Global.Timeout, Cluster: f.Global.Cluster,
-	}
-	if cfg.URL == "" {
-		cfg.URL = cmp.Or(f.Getenv("IDMPCTL_URL"), f.Getenv("REDIS_URL"), redisconn.DefaultURL)
 	}
 	if len(f.Global.cliFlags) > 0 {
 		u, err := cliURL(cfg.URL, f.Global)
@@ -121,10 +119,7 @@ func (f *Factory) passwordSource() string {
 	if f.Global.cliFlags["pass"] {
 		return "-a"
 	}
-	raw := f.Global.URL
-	if raw == "" {
-		raw = cmp.Or(f.Getenv("IDMPCTL_URL"), f.Getenv("REDIS_URL"))
-	}
+	raw := cmp.Or(f.Global.URL, f.Getenv("IDMPCTL_URL"), f.Getenv("REDIS_URL"))
 	if u, err := url.Parse(raw); err == nil && u.User != nil {
 		if _, ok := u.User.Password(); ok {
 			return "the URL"

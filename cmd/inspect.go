@@ -3,8 +3,11 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"time"
 
+	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/health"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
@@ -25,7 +28,8 @@ type InspectOptions struct {
 	Server, Literal      bool
 	All                  bool // with --match: idmpctl's IDMP state keys too
 	Limit                int64
-	Count                int // with --watch: stop after this many views (0: until interrupted)
+	Count                int           // with --watch: stop after this many views (0: until interrupted)
+	interval             time.Duration // --watch's, parsed
 	Memory, SamplesGiven bool
 	Samples              int    // with --memory: records measured of each format and status
 	Mode                 string // --mode: the IDMP state a stream view reads (auto, native, emulated)
@@ -76,9 +80,11 @@ func (o *InspectOptions) Validate() error {
 		// for ever without it.
 		return exit.Usagef("--watch redraws one stream: give one STREAM (%d keys given)", len(o.Keys))
 	}
+	var err error
 	if o.Watch != "" {
-		if _, err := parseWatch(o.Watch); err != nil {
-			return err
+		if o.interval, err = duration.Parse(o.Watch); err != nil || o.interval < 10*time.Millisecond {
+			return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--watch %q: want an interval of at least 10ms with its unit", o.Watch),
+				Hint: "for example --watch 1s or --watch 500ms"}
 		}
 	}
 	if _, err := stream.ParseMode(o.Mode); err != nil {
@@ -93,22 +99,13 @@ func (o *InspectOptions) Validate() error {
 				Hint: "let Prometheus scrape it at its own interval (see docs/monitoring.md)"}
 		}
 	}
-	var err error
 	o.Decode, err = parseDecodeOptions(o.PowertoolsAttrs)
 	return err
 }
 
-// defaultMemorySamples is --samples: up to this many records are measured whole.
-const defaultMemorySamples = 1000
-
 // givenFlag names the first flag given, in a fixed order.
 func givenFlag(given map[string]bool) string {
-	names := make([]string, 0, len(given))
-	for name := range given {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(given)) {
 		if given[name] {
 			return name
 		}
@@ -176,7 +173,7 @@ document of the others.
 	fl.StringVar(&o.Watch, "watch", "", "redraw a stream view every INTERVAL (e.g. 1s) with adds/s and duplicates/s")
 	fl.IntVar(&o.Count, "count", 0, "with --watch: stop after N views (0: until interrupted)")
 	fl.BoolVar(&o.Memory, "memory", false, "with --match: bytes by format and status, estimated from a sample of MEMORY USAGE")
-	fl.IntVar(&o.Samples, "samples", defaultMemorySamples, "with --memory: records measured of each format and status (the rest estimated)")
+	fl.IntVar(&o.Samples, "samples", 1000, "with --memory: records measured of each format and status (the rest estimated)")
 	fl.StringVar(&o.Mode, "mode", "auto", "with STREAM: the IDMP state to show: auto (native when the server has it), native or emulated")
 	addRecordFlags(c, &o.ShowSecrets, &o.PowertoolsAttrs)
 	return c

@@ -7,12 +7,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/consume"
 	"github.com/idmpctl/idmpctl/internal/ops/health"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
-	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/records"
@@ -47,12 +45,11 @@ func inspectKeys(ctx context.Context, o *InspectOptions) error {
 		}
 		if r.Format == records.FormatStream {
 			if sv == nil {
-				if sv, err = newStreamViewer(ctx, o.Factory, conn, o.Mode); err != nil {
+				if sv, err = newStreamViewer(ctx, o); err != nil {
 					return err
 				}
-				sv.count = o.Count
 			}
-			if err := sv.show(ctx, r.Key, o.Watch); err != nil {
+			if err := sv.show(ctx, r.Key); err != nil {
 				return err
 			}
 			continue
@@ -95,7 +92,7 @@ func inspectMatch(ctx context.Context, o *InspectOptions) error {
 // scanMatch is inspect --match's scan, each matching record to each, under
 // a progress line; with --memory, the records' memory is measured after.
 func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(records.Record) error) ([]records.Status, keyspace.Summary, *keyspace.MemoryReport, error) {
-	ctx, stop := untilInterrupted(o.Factory, ctx)
+	ctx, stop := untilInterrupted(o.Factory, ctx, nil)
 	defer stop()
 	statuses, err := parseStatuses(o.Status)
 	if err != nil {
@@ -120,7 +117,7 @@ func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(
 			return inner(r)
 		}
 	}
-	defer bulkGC(o.Factory.Getenv)()
+	defer bulkGC(o.Factory.Getenv, 40<<20)()
 	sum, err := keyspace.ScanKeys(ctx, conn, opts, each)
 	if err != nil || sampler == nil {
 		return statuses, sum, nil, err
@@ -135,14 +132,13 @@ func scanMatch(ctx context.Context, o *InspectOptions, linesOut bool, each func(
 
 // streamViewer shows streams with their IDMP state and health.
 type streamViewer struct {
-	f       *Factory
+	*InspectOptions
 	streams *stream.Streams
 	ctx     health.StreamContext
-	count   int // --watch: views to draw (0: until interrupted)
 }
 
-func newStreamViewer(ctx context.Context, f *Factory, conn *redisconn.Conn, mode string) (*streamViewer, error) {
-	streams, err := openStreamsOn(ctx, conn, mode)
+func newStreamViewer(ctx context.Context, o *InspectOptions) (*streamViewer, error) {
+	streams, err := openStreams(ctx, o.Factory, o.Mode)
 	if err != nil {
 		return nil, err
 	}
@@ -150,14 +146,14 @@ func newStreamViewer(ctx context.Context, f *Factory, conn *redisconn.Conn, mode
 	if err != nil {
 		return nil, err
 	}
-	return &streamViewer{f: f, streams: streams, ctx: sctx}, nil
+	return &streamViewer{InspectOptions: o, streams: streams, ctx: sctx}, nil
 }
 
-func (sv *streamViewer) show(ctx context.Context, name, watch string) error {
-	if watch != "" {
-		return sv.watch(ctx, name, watch)
+func (sv *streamViewer) show(ctx context.Context, name string) error {
+	if sv.interval > 0 {
+		return sv.watch(ctx, name)
 	}
-	ctx, cancel := sv.f.callBound(ctx, 0)
+	ctx, cancel := sv.Factory.callBound(ctx, 0)
 	defer cancel()
 	info, err := sv.streams.Info(ctx, name)
 	if err != nil {
@@ -165,36 +161,27 @@ func (sv *streamViewer) show(ctx context.Context, name, watch string) error {
 	}
 	// The groups where they can be read (a user without XINFO: none).
 	groups, _ := consume.Groups(ctx, sv.streams.Conn, name)
-	return sv.f.Printer.Show(view.Stream{Info: info, Lints: health.Stream(info, sv.ctx), Groups: groups})
-}
-
-// print shows a stream with its lints; at is a --watch view's time.
-func (sv *streamViewer) print(info stream.Info, r *view.Rates, at time.Time) error {
-	return sv.f.Printer.Show(view.Stream{Info: info, Lints: health.Stream(info, sv.ctx), Rates: r, At: at})
+	return sv.Factory.Printer.Show(view.Stream{Info: info, Lints: health.Stream(info, sv.ctx), Groups: groups})
 }
 
 // watch redraws the name view every interval with rates from counter
 // deltas, until interrupted or --count: in place on a terminal, elsewhere
 // one view after another, each with its time.
-func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
-	ctx, stop := untilInterrupted(sv.f, ctx)
+func (sv *streamViewer) watch(ctx context.Context, name string) error {
+	ctx, stop := untilInterrupted(sv.Factory, ctx, nil)
 	defer stop()
-	interval, err := parseWatch(every)
-	if err != nil {
-		return err
-	}
-	p := sv.f.Printer
+	p := sv.Factory.Printer
 	var prev stream.Info
 	var prevAt time.Time
-	for i := 0; sv.count == 0 || i < sv.count; i++ {
+	for i := 0; sv.Count == 0 || i < sv.Count; i++ {
 		if i > 0 {
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-time.After(interval):
+			case <-time.After(sv.interval):
 			}
 		}
-		ictx, cancel := sv.f.callBound(ctx, 0)
+		ictx, cancel := sv.Factory.callBound(ctx, 0)
 		info, err := sv.streams.Info(ictx, name)
 		cancel()
 		if errors.Is(err, context.Canceled) {
@@ -203,7 +190,7 @@ func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
 		if err != nil {
 			return exit.Wrap(err, "inspect --watch "+strconv.Quote(name))
 		}
-		now := sv.f.Now()
+		now := sv.Factory.Now()
 		var r *view.Rates
 		if i > 0 {
 			dt := now.Sub(prevAt).Seconds()
@@ -215,20 +202,10 @@ func (sv *streamViewer) watch(ctx context.Context, name, every string) error {
 		case i > 0 && p.Format != render.JSON:
 			fmt.Fprintln(p.Out)
 		}
-		if err := sv.print(info, r, now); err != nil {
+		if err := p.Show(view.Stream{Info: info, Lints: health.Stream(info, sv.ctx), Rates: r, At: now}); err != nil {
 			return err
 		}
 		prev, prevAt = info, now
 	}
 	return nil
-}
-
-// parseWatch reads --watch's interval.
-func parseWatch(every string) (time.Duration, error) {
-	interval, err := duration.Parse(every)
-	if err != nil || interval < 10*time.Millisecond {
-		return 0, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--watch %q: want an interval of at least 10ms with its unit", every),
-			Hint: "for example --watch 1s or --watch 500ms"}
-	}
-	return interval, nil
 }

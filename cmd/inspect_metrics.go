@@ -10,7 +10,6 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
-	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/records"
 	"github.com/idmpctl/idmpctl/internal/render"
 )
@@ -50,7 +49,7 @@ func inspectStreamMetrics(ctx context.Context, o *InspectOptions) error {
 	}
 	var m render.Metrics
 	if len(names) > 0 {
-		streams, err := openStreamsOn(ctx, conn, o.Mode)
+		streams, err := openStreams(ctx, o.Factory, o.Mode)
 		if err != nil {
 			return err
 		}
@@ -59,7 +58,12 @@ func inspectStreamMetrics(ctx context.Context, o *InspectOptions) error {
 			if err != nil {
 				return exit.Wrap(err, "inspect "+strconv.Quote(name))
 			}
-			m.Streams = append(m.Streams, streamMetrics(info))
+			m.Streams = append(m.Streams, render.StreamMetrics{
+				Stream: info.Stream, Mode: info.Mode, Length: info.Length,
+				IDMPDuration: info.IDMPDuration, IDMPMaxSize: info.IDMPMaxSize,
+				PIDsTracked: info.PIDsTracked, IIDsTracked: info.IIDsTracked,
+				IIDsAdded: info.IIDsAdded, IIDsDuplicates: info.IIDsDuplicates, NotAtomic: info.NotAtomic,
+			})
 		}
 	}
 	if err := render.WriteMetrics(o.Factory.Printer.Out, m); err != nil {
@@ -71,27 +75,17 @@ func inspectStreamMetrics(ctx context.Context, o *InspectOptions) error {
 	return nil
 }
 
-// streamMetrics is a stream's XINFO view as metrics.
-func streamMetrics(info stream.Info) render.StreamMetrics {
-	return render.StreamMetrics{
-		Stream: info.Stream, Mode: info.Mode, Length: info.Length,
-		IDMPDuration: info.IDMPDuration, IDMPMaxSize: info.IDMPMaxSize,
-		PIDsTracked: info.PIDsTracked, IIDsTracked: info.IIDsTracked,
-		IIDsAdded: info.IIDsAdded, IIDsDuplicates: info.IIDsDuplicates, NotAtomic: info.NotAtomic,
-	}
-}
-
 // inspectMatchMetrics scans like inspect --match, counting instead of
 // printing, and writes the scan's metrics. No summary on stderr: the
 // document carries it, and a cron job mails whatever reaches stderr.
 func inspectMatchMetrics(ctx context.Context, o *InspectOptions) error {
-	var flagged flagCounts
+	flagged := flagCounts{}
 	statuses, sum, mem, err := scanMatch(ctx, o, false, func(r records.Record) error {
 		switch {
 		case r.IsRecord(): // a stream's no-ttl is no record's
 			flagged.add(r.Flags)
 		case r.HasFlag(records.FlagOrphanState):
-			flagged.orphanState++
+			flagged[records.FlagOrphanState]++
 		}
 		return nil
 	})
@@ -125,19 +119,12 @@ func scanMemoryMetrics(m render.ScanMetrics, rep keyspace.MemoryReport) *render.
 	return mm
 }
 
-// flagCounts counts the records of a scan by the flags metrics export.
-type flagCounts struct{ stale, noTTL, orphanLocks, orphanState int64 }
+// flagCounts counts the records of a scan by flag.
+type flagCounts map[records.Flag]int64
 
-func (c *flagCounts) add(flags []records.Flag) {
+func (c flagCounts) add(flags []records.Flag) {
 	for _, f := range flags {
-		switch f {
-		case records.FlagStale:
-			c.stale++
-		case records.FlagNoTTL:
-			c.noTTL++
-		case records.FlagOrphanLock:
-			c.orphanLocks++
-		}
+		c[f]++
 	}
 }
 
@@ -151,7 +138,8 @@ func scanMetrics(pattern string, statuses []records.Status, sum keyspace.Summary
 	}
 	m := render.ScanMetrics{Pattern: pattern, Scanned: sum.Scanned, Matched: matched,
 		ByStatus: map[string]int64{}, ByFormat: map[string]int64{},
-		Stale: flagged.stale, NoTTL: flagged.noTTL, OrphanLocks: flagged.orphanLocks, OrphanState: flagged.orphanState, Limited: sum.Limited}
+		Stale: flagged[records.FlagStale], NoTTL: flagged[records.FlagNoTTL], OrphanLocks: flagged[records.FlagOrphanLock],
+		OrphanState: flagged[records.FlagOrphanState], Limited: sum.Limited}
 	if len(statuses) == 0 {
 		for _, st := range records.Statuses() {
 			if st != records.Absent {

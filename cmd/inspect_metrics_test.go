@@ -55,7 +55,7 @@ func TestScanMetrics(t *testing.T) {
 	sum := keyspace.Summary{Scanned: 10, Matched: 4,
 		ByStatus: map[records.Status]int64{records.Processing: 3, records.Locked: 1},
 		ByFormat: map[records.Format]int64{records.FormatIdmpctl: 3, records.FormatPowertoolsLock: 1}}
-	var fl flagCounts
+	fl := flagCounts{}
 	fl.add([]records.Flag{records.FlagStale, records.FlagNoTTL})
 	fl.add([]records.Flag{records.FlagStale, records.FlagOrphanLock, records.FlagExpired})
 	fl.add(nil)

@@ -84,7 +84,7 @@ then one line per kept iid: "kept", stream, pid, iid, entry ID, expires (RFC
 
 func migrateRun(ctx context.Context, o *MigrateOptions) error {
 	f := o.Factory
-	ctx, cancel := untilInterrupted(f, ctx)
+	ctx, cancel := untilInterrupted(f, ctx, nil)
 	defer cancel()
 	rctx, rcancel := f.callBound(ctx, 0)
 	defer rcancel()

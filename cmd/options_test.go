@@ -272,9 +272,9 @@ func TestClaimVerbOptions(t *testing.T) {
 	if err := os.WriteFile(payload, []byte(`{"amount":100}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var acq *AcquireOptions
+	var acq *ClaimStepOptions
 	f := testFactory("")
-	if err := execute(t, f, NewCmdClaimAcquire(f, func(o *AcquireOptions) error { acq = o; return nil }),
+	if err := execute(t, f, newCmdClaimStep(f, "acquire", func(o *ClaimStepOptions) error { acq = o; return nil }),
 		"acquire", "pay:1", "--lease", "1m", "--payload", "@"+payload, "--max-attempts", "3"); err != nil {
 		t.Fatal(err)
 	}
@@ -284,9 +284,9 @@ func TestClaimVerbOptions(t *testing.T) {
 		t.Errorf("acquire parsed %+v", acq)
 	}
 
-	var cmp *CompleteOptions
+	var cmp *ClaimStepOptions
 	f = testFactory("charged 100")
-	if err := execute(t, f, NewCmdClaimComplete(f, func(o *CompleteOptions) error { cmp = o; return nil }),
+	if err := execute(t, f, newCmdClaimStep(f, "complete", func(o *ClaimStepOptions) error { cmp = o; return nil }),
 		"complete", "pay:1", "--token", "2", "--result", "-"); err != nil {
 		t.Fatal(err)
 	}
@@ -294,9 +294,9 @@ func TestClaimVerbOptions(t *testing.T) {
 		t.Errorf("complete parsed %+v", cmp)
 	}
 
-	var fail *FailOptions
+	var fail *ClaimStepOptions
 	f = testFactory("")
-	if err := execute(t, f, NewCmdClaimFail(f, func(o *FailOptions) error { fail = o; return nil }),
+	if err := execute(t, f, newCmdClaimStep(f, "fail", func(o *ClaimStepOptions) error { fail = o; return nil }),
 		"fail", "pay:1", "--token", "1", "--error", "card declined", "--release"); err != nil {
 		t.Fatal(err)
 	}
@@ -319,16 +319,16 @@ func TestClaimVerbOptions(t *testing.T) {
 	}
 	verbs := map[string]func(f *Factory) *cobra.Command{
 		"acquire": func(f *Factory) *cobra.Command {
-			return NewCmdClaimAcquire(f, func(*AcquireOptions) error { return never("")() })
+			return newCmdClaimStep(f, "acquire", func(*ClaimStepOptions) error { return never("")() })
 		},
 		"renew": func(f *Factory) *cobra.Command {
-			return NewCmdClaimRenew(f, func(*RenewOptions) error { return never("")() })
+			return newCmdClaimStep(f, "renew", func(*ClaimStepOptions) error { return never("")() })
 		},
 		"complete": func(f *Factory) *cobra.Command {
-			return NewCmdClaimComplete(f, func(*CompleteOptions) error { return never("")() })
+			return newCmdClaimStep(f, "complete", func(*ClaimStepOptions) error { return never("")() })
 		},
 		"release": func(f *Factory) *cobra.Command {
-			return NewCmdClaimRelease(f, func(*ReleaseOptions) error { return never("")() })
+			return newCmdClaimStep(f, "release", func(*ClaimStepOptions) error { return never("")() })
 		},
 		"run": func(f *Factory) *cobra.Command {
 			return NewCmdClaimRun(f, func(*RunOptions) error { return never("")() })
@@ -417,9 +417,9 @@ func TestRedisWording(t *testing.T) {
 // --wait-replicas, --wait-timeout and --wait-aof on every claim verb and
 // xadd: parsed into what each write must reach, checked without a server.
 func TestWaitFlags(t *testing.T) {
-	var acq *AcquireOptions
+	var acq *ClaimStepOptions
 	f := testFactory("")
-	if err := execute(t, f, NewCmdClaimAcquire(f, func(o *AcquireOptions) error { acq = o; return nil }),
+	if err := execute(t, f, newCmdClaimStep(f, "acquire", func(o *ClaimStepOptions) error { acq = o; return nil }),
 		"acquire", "k", "--wait-replicas", "2", "--wait-timeout", "250ms", "--wait-aof"); err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +445,7 @@ func TestWaitFlags(t *testing.T) {
 		t.Errorf("xadd --wait-aof alone (local AOF only): durability %+v", d)
 	}
 	f = testFactory("")
-	if err := execute(t, f, NewCmdClaimRelease(f, func(o *ReleaseOptions) error {
+	if err := execute(t, f, newCmdClaimStep(f, "release", func(o *ClaimStepOptions) error {
 		if o.Durable.durability().On() {
 			t.Errorf("no wait flags: durability %+v", o.Durable.durability())
 		}
@@ -456,15 +456,19 @@ func TestWaitFlags(t *testing.T) {
 
 	verbs := map[string]func(f *Factory) *cobra.Command{
 		"acquire": func(f *Factory) *cobra.Command {
-			return NewCmdClaimAcquire(f, func(*AcquireOptions) error { return nil })
+			return newCmdClaimStep(f, "acquire", func(*ClaimStepOptions) error { return nil })
 		},
-		"renew": func(f *Factory) *cobra.Command { return NewCmdClaimRenew(f, func(*RenewOptions) error { return nil }) },
+		"renew": func(f *Factory) *cobra.Command {
+			return newCmdClaimStep(f, "renew", func(*ClaimStepOptions) error { return nil })
+		},
 		"complete": func(f *Factory) *cobra.Command {
-			return NewCmdClaimComplete(f, func(*CompleteOptions) error { return nil })
+			return newCmdClaimStep(f, "complete", func(*ClaimStepOptions) error { return nil })
 		},
-		"fail": func(f *Factory) *cobra.Command { return NewCmdClaimFail(f, func(*FailOptions) error { return nil }) },
+		"fail": func(f *Factory) *cobra.Command {
+			return newCmdClaimStep(f, "fail", func(*ClaimStepOptions) error { return nil })
+		},
 		"release": func(f *Factory) *cobra.Command {
-			return NewCmdClaimRelease(f, func(*ReleaseOptions) error { return nil })
+			return newCmdClaimStep(f, "release", func(*ClaimStepOptions) error { return nil })
 		},
 		"run":  func(f *Factory) *cobra.Command { return NewCmdClaimRun(f, func(*RunOptions) error { return nil }) },
 		"xadd": func(f *Factory) *cobra.Command { return NewCmdXAdd(f, func(*XAddOptions) error { return nil }) },
@@ -512,9 +516,9 @@ func TestMissingInputFiles(t *testing.T) {
 		case "xadd":
 			c = NewCmdXAdd(f, func(*XAddOptions) error { t.Errorf("%v: ran", args); return nil })
 		case "acquire":
-			c = NewCmdClaimAcquire(f, func(*AcquireOptions) error { t.Errorf("%v: ran", args); return nil })
+			c = newCmdClaimStep(f, "acquire", func(*ClaimStepOptions) error { t.Errorf("%v: ran", args); return nil })
 		case "complete":
-			c = NewCmdClaimComplete(f, func(*CompleteOptions) error { t.Errorf("%v: ran", args); return nil })
+			c = newCmdClaimStep(f, "complete", func(*ClaimStepOptions) error { t.Errorf("%v: ran", args); return nil })
 		}
 		err := execute(t, f, c, args...)
 		if exit.Code(err) != exit.NotFound || !strings.Contains(err.Error(), `"/nonexistent/`) || !strings.Contains(err.Error(), "no such file or directory") {

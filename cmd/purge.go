@@ -11,6 +11,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/idmpctl/idmpctl/internal/view"
@@ -146,25 +147,24 @@ summary on stderr ("kept-live" for a record the re-check found live).
 }
 
 func purgeRun(ctx context.Context, o *PurgeOptions) error {
-	switch {
-	case o.Stream != "":
+	if o.Stream != "" {
 		return purgeStreamRun(ctx, o)
-	case o.OrphanState:
-		return purgeOrphanRun(ctx, o)
 	}
-	return purgeMatchRun(ctx, o)
-}
-
-func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {
-	ctx, stop := untilInterrupted(o.Factory, ctx)
+	ctx, stop := untilInterrupted(o.Factory, ctx, nil)
 	defer stop()
-	f := o.Factory
-	p := f.Printer
-	conn, err := f.Conn(ctx)
+	conn, err := o.Factory.Conn(ctx)
 	if err != nil {
 		return err
 	}
-	defer bulkGC(f.Getenv)()
+	if o.OrphanState {
+		return purgeOrphanRun(ctx, o, conn)
+	}
+	return purgeMatchRun(ctx, o, conn)
+}
+
+func purgeMatchRun(ctx context.Context, o *PurgeOptions, conn *redisconn.Conn) (err error) {
+	f, p := o.Factory, o.Factory.Printer
+	defer bulkGC(f.Getenv, 40<<20)()
 	if !o.DryRun && !o.Yes {
 		// Count first, so the question can say how many and name them.
 		count := o.Ops
@@ -181,7 +181,7 @@ func purgeMatchRun(ctx context.Context, o *PurgeOptions) (err error) {
 			return printPurge(p, sum, o, view.KeyList{}, nil)
 		}
 		what := fmt.Sprintf("delete %s matching %s (%s scanned)", render.N(sum.Matched, "record"), strconv.Quote(o.Match), render.N(sum.Scanned, "key"))
-		if err := confirm(f, false, change{What: what, Question: "Delete them?", Keys: keys.Keys, More: keys.More}); err != nil {
+		if err := confirm(f, false, what, "Delete them?", keys); err != nil {
 			return exit.Wrap(err, "purge")
 		}
 	}
@@ -263,9 +263,8 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 	status, cleared := "dry-run", tracked
 	if !o.DryRun {
 		if tracked > 0 {
-			c := change{What: fmt.Sprintf("forget %s of %s (retries of earlier messages will add again)", render.N(tracked, "tracked iid"), render.Field(o.Stream)),
-				Question: "Forget them?"}
-			if err := confirm(f, o.Yes, c); err != nil {
+			change := fmt.Sprintf("forget %s of %s (retries of earlier messages will add again)", render.N(tracked, "tracked iid"), render.Field(o.Stream))
+			if err := confirm(f, o.Yes, change, "Forget them?", view.KeyList{}); err != nil {
 				return exit.Wrap(err, what)
 			}
 		}
@@ -282,15 +281,8 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 
 // purgeOrphanRun is purge --orphan-state: the matching emulated IDMP state
 // of deleted streams goes, each state whole, once confirmed.
-func purgeOrphanRun(ctx context.Context, o *PurgeOptions) error {
-	ctx, stop := untilInterrupted(o.Factory, ctx)
-	defer stop()
-	f := o.Factory
-	p := f.Printer
-	conn, err := f.Conn(ctx)
-	if err != nil {
-		return err
-	}
+func purgeOrphanRun(ctx context.Context, o *PurgeOptions, conn *redisconn.Conn) error {
+	f, p := o.Factory, o.Factory.Printer
 	plan, err := keyspace.FindOrphanState(ctx, conn, keyspace.OrphanOptions{Pattern: o.Match, Literal: o.Literal, Decode: o.Ops.Decode})
 	if err != nil {
 		return exit.Wrap(err, "purge")
@@ -302,7 +294,7 @@ func purgeOrphanRun(ctx context.Context, o *PurgeOptions) error {
 		}
 		what := fmt.Sprintf("drop the emulated IDMP state of %s whose stream is gone (%s matching %s)",
 			render.N(int64(plan.States()), "deleted stream"), render.N(plan.Summary.Matched, "key"), strconv.Quote(o.Match))
-		if err := confirm(f, false, change{What: what, Question: "Drop it?", Keys: listed.Keys, More: listed.More}); err != nil {
+		if err := confirm(f, false, what, "Drop it?", listed); err != nil {
 			return exit.Wrap(err, "purge")
 		}
 	}

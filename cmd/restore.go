@@ -97,7 +97,7 @@ and a summary on stderr.`,
 }
 
 func restoreRun(ctx context.Context, o *RestoreOptions) error {
-	ctx, stop := untilInterrupted(o.Factory, ctx)
+	ctx, stop := untilInterrupted(o.Factory, ctx, nil)
 	defer stop()
 	fct := o.Factory
 	p := fct.Printer
@@ -164,7 +164,7 @@ func (o *RestoreOptions) confirmReplace(ctx context.Context, conn *redisconn.Con
 		return agreed, nil
 	}
 	what := fmt.Sprintf("restore --replace would overwrite %s that exist now with what %s saved", render.N(int64(len(agreed)), "key"), render.Field(o.File))
-	if err := confirm(o.Factory, o.Yes, change{What: what, Question: "Overwrite them?", Keys: keys.Keys, More: keys.More}); err != nil {
+	if err := confirm(o.Factory, o.Yes, what, "Overwrite them?", keys); err != nil {
 		return nil, err
 	}
 	return agreed, nil

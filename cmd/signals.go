@@ -5,6 +5,7 @@ package cmd
 // action, bounded by --timeout instead.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,15 +18,10 @@ import (
 
 // untilInterrupted is ctx cancelled by SIGINT or SIGTERM, for the commands
 // that loop (batches, scans, watches): they stop cleanly, say what they did,
-// and an error exits 128 + the signal's number, as a shell reports it.
-func untilInterrupted(f *Factory, ctx context.Context) (context.Context, context.CancelFunc) {
-	return untilStopped(f, ctx, nil)
-}
-
-// untilStopped is untilInterrupted in two steps when onStop is set (a
-// batch, which reads the replies of what it sent): the first signal calls
-// onStop, a second cancels ctx.
-func untilStopped(f *Factory, ctx context.Context, onStop func(os.Signal)) (context.Context, context.CancelFunc) {
+// and an error exits 128 + the signal's number, as a shell reports it. With
+// onStop (a batch, which reads the replies of what it sent) it takes two
+// steps: the first signal calls onStop, a second cancels ctx.
+func untilInterrupted(f *Factory, ctx context.Context, onStop func(os.Signal)) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
@@ -83,15 +79,7 @@ func interruptedBy(err error, sig syscall.Signal) error {
 	return out
 }
 
-// sigName is a signal's name as errors give it (SIGINT).
-func sigName(s os.Signal) string {
-	switch s {
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGHUP:
-		return "SIGHUP"
-	}
-	return s.String()
-}
+// sigNames are the signals' names as errors give them.
+var sigNames = map[os.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"}
+
+func sigName(s os.Signal) string { return cmp.Or(sigNames[s], s.String()) }

@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 
-	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/spf13/cobra"
 )
@@ -15,19 +14,11 @@ func addModeFlag(c *cobra.Command, mode *string) {
 
 // openStreams connects and resolves the IDMP mode (checked before connecting).
 func openStreams(ctx context.Context, f *Factory, mode string) (*stream.Streams, error) {
-	if _, err := stream.ParseMode(mode); err != nil {
-		return nil, err
-	}
-	conn, err := f.Conn(ctx)
+	m, err := stream.ParseMode(mode)
 	if err != nil {
 		return nil, err
 	}
-	return openStreamsOn(ctx, conn, mode)
-}
-
-// openStreamsOn is openStreams on a connection already open.
-func openStreamsOn(ctx context.Context, conn *redisconn.Conn, mode string) (*stream.Streams, error) {
-	m, err := stream.ParseMode(mode)
+	conn, err := f.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -172,15 +172,11 @@ var verbs = []struct {
 	{claimrun.GuardCommand, newCmdGuard},
 }
 
-// verbOf is the verb args run: the first argument that is neither a global
-// flag nor its value; "" (the whole tree) when it is none, so that help,
-// completion and "unknown command"'s suggestions see every verb.
-func verbOf(args []string) string {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			return ""
+// words are args before "--" that are neither a global flag nor its value.
+func words(args []string) []string {
+	var out []string
+	for i := 0; i < len(args) && args[i] != "--"; i++ {
+		switch a := args[i]; {
 		case strings.HasPrefix(a, "--"):
 			if valueFlags[a] {
 				i++ // "--url URL"; "--url=URL" carries its value
@@ -189,15 +185,22 @@ func verbOf(args []string) string {
 			if valueShorthands[a] {
 				i++ // "-o json"; "-ojson" carries its value
 			}
-		case a == "completion": // its scripts describe the whole tree
-			return ""
 		default:
-			for _, v := range verbs {
-				if v.name == a {
-					return a
-				}
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// verbOf is the verb args run: their first word; "" (the whole tree) when
+// it is none, so that help, completion (whose scripts describe the whole
+// tree) and "unknown command"'s suggestions see every verb.
+func verbOf(args []string) string {
+	if w := words(args); len(w) > 0 && w[0] != "completion" {
+		for _, v := range verbs {
+			if v.name == w[0] {
+				return v.name
 			}
-			return ""
 		}
 	}
 	return ""
@@ -227,21 +230,6 @@ func fewRoundTrips(args []string) bool {
 // isClaimRun says whether args run "claim run", for starting its guard early
 // (wrong guesses cost a guard let go at exit).
 func isClaimRun(args []string) bool {
-	if verbOf(args) != "claim" {
-		return false
-	}
-	seen := false
-	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
-		case a == "--":
-			return false
-		case valueFlags[a] || valueShorthands[a]:
-			i++ // its value
-		case a == "claim" && !seen:
-			seen = true
-		case seen && !strings.HasPrefix(a, "-"):
-			return a == "run"
-		}
-	}
-	return false
+	w := words(args)
+	return len(w) > 1 && w[0] == "claim" && w[1] == "run"
 }

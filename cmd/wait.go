@@ -16,19 +16,11 @@ type WaitFlags struct {
 	TimeoutSet bool // --wait-timeout was given
 }
 
-// defaultWaitTimeout bounds WAIT when --wait-timeout is not given.
-const defaultWaitTimeout = time.Second
-
 func addWaitFlags(c *cobra.Command, w *WaitFlags) {
 	fl := c.Flags()
 	fl.IntVar(&w.Replicas, "wait-replicas", 0, "after each write, wait until N replicas acknowledged it (WAIT); exit 69 if fewer did (0: no wait)")
-	durationVar(fl, &w.Timeout, "wait-timeout", defaultWaitTimeout, "how long --wait-replicas and --wait-aof wait (more than 0)")
+	durationVar(fl, &w.Timeout, "wait-timeout", time.Second, "how long --wait-replicas and --wait-aof wait (more than 0)")
 	fl.BoolVar(&w.AOF, "wait-aof", false, "wait with WAITAOF (Redis 7.2+): the write fsynced to the primary's AOF, and to the AOF of the --wait-replicas replicas")
-}
-
-// noteChanged records which wait flags were given (validate is pure).
-func (w *WaitFlags) noteChanged(c *cobra.Command) {
-	w.TimeoutSet = c.Flags().Changed("wait-timeout")
 }
 
 // validate checks the wait flags without a server.
@@ -44,9 +36,6 @@ func (w WaitFlags) validate() error {
 	}
 	return nil
 }
-
-// bound is how long a write may wait for acknowledgements beyond --timeout.
-func (w WaitFlags) bound() time.Duration { return w.durability().Timeout }
 
 // durability is what the flags ask of each write.
 func (w WaitFlags) durability() redisconn.Durability {

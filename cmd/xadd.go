@@ -16,6 +16,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/idmpctl/idmpctl/internal/view"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // XAddOptions are xadd's inputs.
@@ -164,55 +165,29 @@ func unescapeArg(s string) (string, error) {
 // streamID says whether s is a stream ID as Redis reads MINID's (MS[-SEQ]).
 func streamID(s string) bool {
 	ms, seq, hasSeq := strings.Cut(s, "-")
-	if _, err := strconv.ParseUint(ms, 10, 64); err != nil {
-		return false
-	}
-	if hasSeq {
-		if _, err := strconv.ParseUint(seq, 10, 64); err != nil {
-			return false
-		}
-	}
-	return true
+	_, msErr := strconv.ParseUint(ms, 10, 64)
+	_, seqErr := strconv.ParseUint(seq, 10, 64)
+	return msErr == nil && (!hasSeq || seqErr == nil)
 }
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
-// once is a string or bool flag that may be given once: Redis refuses IDMP
-// twice ("IDMP/IDMPAUTO specified multiple times"), and so does xadd,
-// rather than letting the last one win.
-type once[T string | bool] struct {
-	v    *T
-	seen *bool
+// once is a flag that may be given once: Redis refuses IDMP twice
+// ("IDMP/IDMPAUTO specified multiple times"), and so does xadd, rather
+// than letting the last one win.
+type once struct {
+	pflag.Value
+	seen bool
 }
 
-func newOnce[T string | bool](v *T) once[T] { return once[T]{v: v, seen: new(bool)} }
-
-func (f once[T]) String() string {
-	if f.v == nil {
-		return fmt.Sprint(*new(T))
-	}
-	return fmt.Sprint(*f.v)
-}
-func (f once[T]) Type() string     { return fmt.Sprintf("%T", *new(T)) }
-func (f once[T]) IsBoolFlag() bool { return f.Type() == "bool" }
-func (f once[T]) Set(s string) error {
-	if *f.seen {
+func (f *once) Set(s string) error {
+	if f.seen {
 		return errTwice
 	}
-	switch v := any(f.v).(type) {
-	case *string:
-		*v = s
-	case *bool:
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			return err
-		}
-		*v = b
-	}
-	*f.seen = true
-	return nil
+	f.seen = true
+	return f.Value.Set(s)
 }
 
 var errTwice = errors.New("IDMP/IDMPAUTO specified multiple times")
@@ -286,7 +261,7 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 			o.Stream, o.Fields = args[0], args[1:]
 			o.IIDSet, o.SkipSet = c.Flags().Changed("iid"), c.Flags().Changed("skip")
 			o.TTLSet = c.Flags().Changed("progress-ttl")
-			o.Durable.noteChanged(c)
+			o.Durable.TimeoutSet = c.Flags().Changed("wait-timeout")
 			if !o.TTLSet {
 				o.ProgressTTL = 0 // the default, which --batch alone may have
 			}
@@ -294,11 +269,13 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 		},
 	}
 	fl := c.Flags()
-	fl.Var(newOnce(&o.PID), "pid", "producer ID")
-	fl.Var(newOnce(&o.IID), "iid", "idempotent ID of the message")
+	fl.StringVar(&o.PID, "pid", "", "producer ID")
+	fl.StringVar(&o.IID, "iid", "", "idempotent ID of the message")
 	allowEmpty(fl, "pid", "iid") // refused by Validate with Redis's words
-	fl.Var(newOnce(&o.Auto), "auto", "derive the iid from the fields (IDMPAUTO)")
-	fl.Lookup("auto").NoOptDefVal = "true"
+	fl.BoolVar(&o.Auto, "auto", false, "derive the iid from the fields (IDMPAUTO)")
+	for _, name := range []string{"pid", "iid", "auto"} {
+		fl.Lookup(name).Value = &once{Value: fl.Lookup(name).Value}
+	}
 	fl.BoolVar(&o.Escapes, "escapes", false, `read \xNN (any byte) and \\ in --pid, --iid, FIELD and VALUE: binary IDs and values`)
 	fl.StringVar(&o.JSON, "json", "", `fields as JSON: {"f":"v"} or [["f","v"],...]; @FILE or - reads it`)
 	fl.StringVar(&o.Batch, "batch", "", "NDJSON file of adds, - for stdin")
@@ -320,7 +297,7 @@ func xaddRun(ctx context.Context, o *XAddOptions) error {
 	if o.Batch != "" {
 		return xaddBatchRun(ctx, o)
 	}
-	ctx, cancel := o.Factory.callBound(ctx, o.Durable.bound())
+	ctx, cancel := o.Factory.callBound(ctx, o.Durable.durability().Timeout)
 	defer cancel()
 	streams, err := openStreams(ctx, o.Factory, o.Mode)
 	if err != nil {
