@@ -90,7 +90,9 @@ func (s *Session) flushRun() error {
 	}
 	run := s.run
 	s.run, s.runBytes = nil, 0
-	return s.sendRun(&pending{}, run)
+	err := s.sendRun(&pending{}, run)
+	s.run = run[:0] // the call is written: its array serves the next run
+	return err
 }
 
 // sendRun sends one add script call for reqs, whose reply becomes one
