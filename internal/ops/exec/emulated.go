@@ -48,21 +48,23 @@ func (s *Session) fixedReply(p *pending, r resp.Reply, standIn bool) {
 	s.send(p)
 }
 
-func (s *Session) xadd(p *pending, c Command) error {
+// xadd sends an add, or adds it to the run; only what it sends alone has
+// a pending of its own.
+func (s *Session) xadd(c *Command) error {
 	if s.native && len(c.Add.Fields) > idmp.MaxEmulatedFieldArgs {
 		// More fields than XADD from Lua takes (about 8,000): sent unguarded
 		// (docs/upgrade.md); no emulated add can have written such an entry.
-		s.send(p, cmd(c.Args))
+		s.send(&pending{queued: s.inMulti}, cmd(c.Args))
 		return nil
 	}
-	if p.queued || c.Add.Deletion != "" {
+	if s.inMulti || c.Add.Deletion != "" {
 		// Inside MULTI each command is queued on its own; so goes an add
 		// with KEEPREF, DELREF or ACKED: a server without them refuses it in
 		// the script, which would stop the run and refuse every add after it.
 		if err := s.flushRun(); err != nil {
 			return err
 		}
-		return s.sendRun(p, []stream.AddRequest{c.Add})
+		return s.sendRun(&pending{queued: s.inMulti}, []stream.AddRequest{c.Add})
 	}
 	// Consecutive adds to one stream with the same options go in one call
 	// (the same replies, in order; a repeat within the run dedupes: R11),

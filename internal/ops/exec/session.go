@@ -155,7 +155,7 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 		}
 	}
 	if !s.native || c.Name == "XADD" {
-		c = Parse(args)
+		c.parse()
 		if c.Op != OpPass {
 			if err := s.resolve(ctx); err != nil {
 				return err
@@ -181,6 +181,9 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 		if err := s.streams.LoadDefaults(ctx); err != nil {
 			return err
 		}
+	}
+	if c.Op == OpXAdd {
+		return s.xadd(&c)
 	}
 	p := &pending{queued: s.inMulti}
 	// A MULTI, DISCARD or RESET with arguments is an arity error, which
@@ -232,8 +235,6 @@ func (s *Session) dispatch(p *pending, c Command) error {
 		s.send(p, cmd(c.Args))
 	case OpError:
 		s.fixedReply(p, resp.ErrorOf(c.Err), queueTimeError(c))
-	case OpXAdd:
-		return s.xadd(p, c)
 	case OpXCfgSet:
 		if c.CfgErr != "" {
 			s.xcfgsetRefused(p, c)
