@@ -30,7 +30,7 @@ func appendSplit(args []string, line string) ([]string, error) {
 			return args, nil
 		}
 		start := p
-		for p < len(line) && !isSpace(line[p]) && line[p] != 0 && line[p] != '"' && line[p] != '\'' {
+		for p < len(line) && !wordEnd[line[p]] {
 			p++
 		}
 		if p == len(line) || line[p] != '"' && line[p] != '\'' {
@@ -99,6 +99,9 @@ func appendSplit(args []string, line string) ([]string, error) {
 		args = append(args, string(cur))
 	}
 }
+
+// wordEnd: the bytes that end or quote a word (isSpace, NUL, quotes).
+var wordEnd = [256]bool{' ': true, '\n': true, '\r': true, '\t': true, '\v': true, '\f': true, 0: true, '"': true, '\'': true}
 
 // isSpace is C's isspace in the C locale.
 func isSpace(c byte) bool {
