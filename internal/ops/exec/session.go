@@ -10,7 +10,6 @@ package exec
 import (
 	"context"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -55,8 +54,7 @@ type Session struct {
 
 	pending  chan *pending
 	readDone chan struct{}
-	mu       sync.Mutex
-	readErr  error
+	failure  atomic.Pointer[error] // the session's first error (fail)
 	closed   bool
 }
 
