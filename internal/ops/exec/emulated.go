@@ -100,11 +100,12 @@ func (s *Session) flushRun() error {
 // sendRun sends one add script call for reqs, whose reply becomes one
 // reply per request.
 func (s *Session) sendRun(p *pending, reqs []stream.AddRequest) error {
-	p.outs = len(reqs)
+	n := len(reqs) // the array serves the next run once the call is written
+	p.outs = n
 	call, parse, err := s.streams.AddCall(reqs)
 	if err != nil {
 		r := resp.ErrorOf("ERR " + err.Error())
-		p.split = func([]resp.Reply) []resp.Reply { return slices.Repeat([]resp.Reply{r}, len(reqs)) }
+		p.split = func([]resp.Reply) []resp.Reply { return slices.Repeat([]resp.Reply{r}, n) }
 		s.send(p)
 		return nil
 	}
@@ -114,9 +115,11 @@ func (s *Session) sendRun(p *pending, reqs []stream.AddRequest) error {
 			if s.native && exit.ScriptRefused(r.Str) {
 				r = guardNeedsScripts(r.Str)
 			}
-			return slices.Repeat([]resp.Reply{r}, len(reqs))
+			return slices.Repeat([]resp.Reply{r}, n)
 		}
-		out := make([]resp.Reply, 0, len(reqs))
+		// The reader emits a run's replies before it reads the next run's:
+		// their array serves the next.
+		out := s.runReplies[:0]
 		ids, noStream, err := parse(r.Value())
 		for _, id := range ids {
 			out = append(out, resp.BulkOf(id))
@@ -128,9 +131,10 @@ func (s *Session) sendRun(p *pending, reqs []stream.AddRequest) error {
 		if !noStream && err != nil {
 			rest = resp.ErrorOf(strings.TrimSpace(err.Error()))
 		}
-		for len(out) < len(reqs) {
+		for len(out) < n {
 			out = append(out, rest)
 		}
+		s.runReplies = out
 		return out
 	}
 	s.send(p, script(call))

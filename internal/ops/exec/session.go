@@ -51,6 +51,7 @@ type Session struct {
 	defaultsInTx             bool                // a CONFIG SET of the defaults was queued: read them again after EXEC or DISCARD
 	run                      []stream.AddRequest // adds waiting to go in one call
 	runBytes                 int                 // their arguments' bytes
+	runReplies               []resp.Reply        // the reader's: a run's replies (sendRun)
 
 	pending  chan *pending
 	readDone chan struct{}
