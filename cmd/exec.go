@@ -161,6 +161,7 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 	} else {
 		// SIGINT and SIGTERM keep their default action, as for redis-cli:
 		// a stream waiting for its next line (a terminal) ends at once.
+		defer bulkGC(f.Getenv, 40<<20)()
 		err = opsexec.RunLines(ctx, s, f.In)
 	}
 	cerr := s.Close()

@@ -48,21 +48,23 @@ func (s *Session) fixedReply(p *pending, r resp.Reply, standIn bool) {
 	s.send(p)
 }
 
-func (s *Session) xadd(p *pending, c Command) error {
+// xadd sends an add, or adds it to the run; only what it sends alone has
+// a pending of its own.
+func (s *Session) xadd(c *Command) error {
 	if s.native && len(c.Add.Fields) > idmp.MaxEmulatedFieldArgs {
 		// More fields than XADD from Lua takes (about 8,000): sent unguarded
 		// (docs/upgrade.md); no emulated add can have written such an entry.
-		s.send(p, cmd(c.Args))
+		s.send(&pending{queued: s.inMulti}, cmd(c.Args))
 		return nil
 	}
-	if p.queued || c.Add.Deletion != "" {
+	if s.inMulti || c.Add.Deletion != "" {
 		// Inside MULTI each command is queued on its own; so goes an add
 		// with KEEPREF, DELREF or ACKED: a server without them refuses it in
 		// the script, which would stop the run and refuse every add after it.
 		if err := s.flushRun(); err != nil {
 			return err
 		}
-		return s.sendRun(p, []stream.AddRequest{c.Add})
+		return s.sendRun(&pending{queued: s.inMulti}, []stream.AddRequest{c.Add})
 	}
 	// Consecutive adds to one stream with the same options go in one call
 	// (the same replies, in order; a repeat within the run dedupes: R11),
@@ -90,17 +92,20 @@ func (s *Session) flushRun() error {
 	}
 	run := s.run
 	s.run, s.runBytes = nil, 0
-	return s.sendRun(&pending{}, run)
+	err := s.sendRun(&pending{}, run)
+	s.run = run[:0] // the call is written: its array serves the next run
+	return err
 }
 
 // sendRun sends one add script call for reqs, whose reply becomes one
 // reply per request.
 func (s *Session) sendRun(p *pending, reqs []stream.AddRequest) error {
-	p.outs = len(reqs)
+	n := len(reqs) // the array serves the next run once the call is written
+	p.outs = n
 	call, parse, err := s.streams.AddCall(reqs)
 	if err != nil {
 		r := resp.ErrorOf("ERR " + err.Error())
-		p.split = func([]resp.Reply) []resp.Reply { return slices.Repeat([]resp.Reply{r}, len(reqs)) }
+		p.split = func([]resp.Reply) []resp.Reply { return slices.Repeat([]resp.Reply{r}, n) }
 		s.send(p)
 		return nil
 	}
@@ -110,9 +115,11 @@ func (s *Session) sendRun(p *pending, reqs []stream.AddRequest) error {
 			if s.native && exit.ScriptRefused(r.Str) {
 				r = guardNeedsScripts(r.Str)
 			}
-			return slices.Repeat([]resp.Reply{r}, len(reqs))
+			return slices.Repeat([]resp.Reply{r}, n)
 		}
-		out := make([]resp.Reply, 0, len(reqs))
+		// The reader emits a run's replies before it reads the next run's:
+		// their array serves the next.
+		out := s.runReplies[:0]
 		ids, noStream, err := parse(r.Value())
 		for _, id := range ids {
 			out = append(out, resp.BulkOf(id))
@@ -124,9 +131,10 @@ func (s *Session) sendRun(p *pending, reqs []stream.AddRequest) error {
 		if !noStream && err != nil {
 			rest = resp.ErrorOf(strings.TrimSpace(err.Error()))
 		}
-		for len(out) < len(reqs) {
+		for len(out) < n {
 			out = append(out, rest)
 		}
+		s.runReplies = out
 		return out
 	}
 	s.send(p, script(call))

@@ -79,15 +79,21 @@ func arity(name string) string {
 // 8.6's grammar and errors, in Redis's order; anything else passes.
 func Parse(args []string) Command {
 	c := Command{Args: args, Op: OpPass}
-	if len(args) == 0 {
-		return c
+	if len(args) > 0 {
+		c.Name = strings.ToUpper(args[0])
+		c.parse()
 	}
-	c.Name = strings.ToUpper(args[0])
+	return c
+}
+
+// parse is Parse of c.Args, whose Name is set and Op OpPass.
+func (c *Command) parse() {
+	args := c.Args
 	switch c.Name {
 	case "XADD":
-		c.fail(parseXAdd(&c))
+		c.fail(parseXAdd(c))
 	case "XCFGSET":
-		parseXCfgSet(&c)
+		parseXCfgSet(c)
 	case "XINFO":
 		if len(args) >= 3 && strings.EqualFold(args[1], "STREAM") && xinfoStreamArgsOK(args) {
 			c.Op, c.Stream = OpXInfo, args[2]
@@ -96,15 +102,15 @@ func Parse(args []string) Command {
 			c.Op, c.Stream = OpXInfoGroups, args[2]
 		}
 	case "CONFIG":
-		c.fail(parseConfig(&c))
+		c.fail(parseConfig(c))
 	case "RENAME", "RENAMENX":
 		if len(args) == 3 {
 			c.Op, c.Move = OpMove, MoveRequest{Src: args[1], Dst: args[2]}
 		}
 	case "COPY":
-		parseCopy(&c)
+		parseCopy(c)
 	case "XIDMPRECORD":
-		parseXIdmpRecord(&c)
+		parseXIdmpRecord(c)
 	case "DUMP":
 		if len(args) == 2 {
 			c.Op, c.Stream = OpDump, args[1]
@@ -122,7 +128,6 @@ func Parse(args []string) Command {
 			c.Op, c.Move = OpMove, MoveRequest{Src: args[1], Dst: args[1], DB: args[2]}
 		}
 	}
-	return c
 }
 
 // fail refuses the command with msg ("": the command stands).

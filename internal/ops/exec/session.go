@@ -10,7 +10,6 @@ package exec
 import (
 	"context"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,11 +51,11 @@ type Session struct {
 	defaultsInTx             bool                // a CONFIG SET of the defaults was queued: read them again after EXEC or DISCARD
 	run                      []stream.AddRequest // adds waiting to go in one call
 	runBytes                 int                 // their arguments' bytes
+	runReplies               []resp.Reply        // the reader's: a run's replies (sendRun)
 
 	pending  chan *pending
 	readDone chan struct{}
-	mu       sync.Mutex
-	readErr  error
+	failure  atomic.Pointer[error] // the session's first error (fail)
 	closed   bool
 }
 
@@ -155,7 +154,7 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 		}
 	}
 	if !s.native || c.Name == "XADD" {
-		c = Parse(args)
+		c.parse()
 		if c.Op != OpPass {
 			if err := s.resolve(ctx); err != nil {
 				return err
@@ -181,6 +180,9 @@ func (s *Session) Do(ctx context.Context, args []string) error {
 		if err := s.streams.LoadDefaults(ctx); err != nil {
 			return err
 		}
+	}
+	if c.Op == OpXAdd {
+		return s.xadd(&c)
 	}
 	p := &pending{queued: s.inMulti}
 	// A MULTI, DISCARD or RESET with arguments is an arity error, which
@@ -232,8 +234,6 @@ func (s *Session) dispatch(p *pending, c Command) error {
 		s.send(p, cmd(c.Args))
 	case OpError:
 		s.fixedReply(p, resp.ErrorOf(c.Err), queueTimeError(c))
-	case OpXAdd:
-		return s.xadd(p, c)
 	case OpXCfgSet:
 		if c.CfgErr != "" {
 			s.xcfgsetRefused(p, c)

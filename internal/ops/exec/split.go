@@ -16,8 +16,11 @@ var ErrInvalidArgs = errors.New("Invalid argument(s)")
 // \t, \b, \a and \<c> (the character c) inside; 'single quotes' with \'
 // only. A quote may start inside a word, and must be followed by a space or
 // the end of the line when it closes. An empty line gives no words.
-func SplitLine(line string) ([]string, error) {
-	var args []string
+func SplitLine(line string) ([]string, error) { return appendSplit(nil, line) }
+
+// appendSplit is SplitLine appending to args; a word without quotes is a
+// substring of line.
+func appendSplit(args []string, line string) ([]string, error) {
 	p := 0
 	for {
 		for p < len(line) && isSpace(line[p]) {
@@ -26,7 +29,16 @@ func SplitLine(line string) ([]string, error) {
 		if p >= len(line) {
 			return args, nil
 		}
-		var cur []byte
+		start := p
+		for p < len(line) && !wordEnd[line[p]] {
+			p++
+		}
+		if p == len(line) || line[p] != '"' && line[p] != '\'' {
+			args = append(args, line[start:p])
+			p++ // past the space or NUL that ends it
+			continue
+		}
+		cur := []byte(line[start:p])
 		inq, insq, done := false, false, false
 		for !done {
 			switch {
@@ -87,6 +99,9 @@ func SplitLine(line string) ([]string, error) {
 		args = append(args, string(cur))
 	}
 }
+
+// wordEnd: the bytes that end or quote a word (isSpace, NUL, quotes).
+var wordEnd = [256]bool{' ': true, '\n': true, '\r': true, '\t': true, '\v': true, '\f': true, 0: true, '"': true, '\'': true}
 
 // isSpace is C's isspace in the C locale.
 func isSpace(c byte) bool {

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -17,11 +18,39 @@ import (
 func RunLines(ctx context.Context, s *Session, in io.Reader) error {
 	rd := bufio.NewReaderSize(in, 64<<10)
 	var long []byte
+	var words []string // the lines' words, cut from one array
+	run := func(line string) (stop bool, err error) {
+		if cap(words)-len(words) < 64 {
+			words = make([]string, 0, 4096)
+		}
+		args, err := appendSplit(words[len(words):], line)
+		if len(args) <= cap(words)-len(words) {
+			words = words[:len(words)+len(args)]
+		}
+		quit, err := runLine(ctx, s, args[:len(args):len(args)], err)
+		return quit || err != nil, err
+	}
 	for {
 		if rd.Buffered() == 0 {
 			if err := s.Flush(); err != nil {
 				return err
 			}
+		}
+		// The whole lines buffered, as one string: their words are its
+		// substrings.
+		buf, _ := rd.Peek(rd.Buffered())
+		if n := bytes.LastIndexByte(buf, '\n') + 1; n > 0 {
+			lines := string(buf[:n])
+			_, _ = rd.Discard(n)
+			for line := range strings.Lines(lines) {
+				if stop, err := run(line); stop {
+					return err
+				}
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+			}
+			continue
 		}
 		line, err := rd.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -33,14 +62,10 @@ func RunLines(ctx context.Context, s *Session, in io.Reader) error {
 			line = long
 		}
 		if len(line) > 0 {
-			quit, lerr := runLine(ctx, s, line)
-			if lerr != nil {
+			// The server closes the connection after QUIT's OK: the lines
+			// after it cannot run (redis-cli stops there too).
+			if stop, lerr := run(string(line)); stop {
 				return lerr
-			}
-			if quit {
-				// The server closes the connection after its OK: the
-				// lines after it cannot run (redis-cli stops there too).
-				return nil
 			}
 		}
 		if err == io.EOF {
@@ -59,11 +84,11 @@ func RunLines(ctx context.Context, s *Session, in io.Reader) error {
 // argument(s)"), which redis-cli prints as a plain line.
 const LocalError = -1
 
-// runLine runs one line; quit reports a QUIT, which ends the stream.
-func runLine(ctx context.Context, s *Session, line []byte) (quit bool, err error) {
-	args, err := SplitLine(string(line))
-	if err != nil {
-		r := resp.ErrorOf(err.Error())
+// runLine runs one line's words (splitErr: it could not be split); quit
+// reports a QUIT, which ends the stream.
+func runLine(ctx context.Context, s *Session, args []string, splitErr error) (quit bool, err error) {
+	if splitErr != nil {
+		r := resp.ErrorOf(splitErr.Error())
 		r.Int = LocalError
 		return false, s.Reply(r)
 	}

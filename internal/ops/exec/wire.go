@@ -125,18 +125,18 @@ func (s *Session) Flush() error {
 	return s.err()
 }
 
+// fail keeps the session's first error.
 func (s *Session) fail(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.readErr == nil {
-		s.readErr = err
+	if err != nil {
+		s.failure.CompareAndSwap(nil, &err)
 	}
 }
 
 func (s *Session) err() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.readErr
+	if err := s.failure.Load(); err != nil {
+		return *err
+	}
+	return nil
 }
 
 // Close flushes, waits for every reply, and closes the connection. Its
