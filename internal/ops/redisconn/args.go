@@ -62,20 +62,14 @@ func (l *Lua[A, R]) Call(a *A) *Call {
 
 // Reply is a call's error (redis.Nil for a nil reply), or its decoded reply.
 func (l *Lua[A, R]) Reply(cl *Call) (R, error) {
-	v, err := cl.reply(l.Script)
-	if err != nil {
+	if cl.Script != l.Script {
+		panic("redisconn: a reply read as another script's")
+	}
+	if err := cl.Cmd.Err(); err != nil {
 		var zero R
 		return zero, err
 	}
-	return l.decode(v)
-}
-
-// reply is the reply of the call, a call of s that ran.
-func (cl *Call) reply(s *Script) (any, error) {
-	if cl.Script != s {
-		panic("redisconn: a reply read as another script's")
-	}
-	return cl.Cmd.Val(), cl.Cmd.Err()
+	return l.decode(cl.Cmd.Val())
 }
 
 // Decode reads a reply of the script that the caller read itself (exec, a

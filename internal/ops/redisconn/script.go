@@ -19,7 +19,7 @@ var luaPrelude string
 // Script is the prelude (lua/prelude.lua) and its parts, made by NewLua and
 // built on first use: hashing every script at start would cost every run.
 type Script struct {
-	script func() *redis.Script
+	hash   func() string
 	src    func() string
 	parts  func() []string
 	loaded atomic.Bool // this process saw a server run it (see RunDurable)
@@ -33,11 +33,9 @@ var scripts struct {
 
 // newScript makes a script of parts, in order (the prelude first).
 func newScript(parts func() []string) *Script {
-	parts = sync.OnceValue(parts)
-	src := sync.OnceValue(func() string { return strings.Join(parts(), "") })
-	s := &Script{src: src, parts: parts, script: sync.OnceValue(func() *redis.Script {
-		return redis.NewScript(src())
-	})}
+	s := &Script{parts: sync.OnceValue(parts)}
+	s.src = sync.OnceValue(func() string { return strings.Join(s.parts(), "") })
+	s.hash = sync.OnceValue(func() string { return redis.NewScript(s.src()).Hash() })
 	scripts.Lock()
 	scripts.all = append(scripts.all, s)
 	scripts.Unlock()
@@ -57,7 +55,7 @@ func Scripts() []*Script {
 func (s *Script) Parts() []string { return slices.Clone(s.parts()) }
 
 // Hash is the script's SHA1, as EVALSHA takes it.
-func (s *Script) Hash() string { return s.script().Hash() }
+func (s *Script) Hash() string { return s.hash() }
 
 // noteRun: any reply but NOSCRIPT means the server's cache holds the
 // script; a network error says nothing.
@@ -197,7 +195,7 @@ func (c *Conn) Run(ctx context.Context, o RunOpts, calls ...*Call) (Ack, error) 
 			switch {
 			case how == bySHA && noScript(e):
 				again = append(again, cl)
-			case how != byLoad && exit.ScriptingDisabled(errText(e)) && cl.Cmd.Name() == "eval":
+			case how != byLoad && e != nil && exit.ScriptingDisabled(e.Error()) && cl.Cmd.Name() == "eval":
 				// Sent as EVAL (after a NOSCRIPT, or with a wait after it).
 				again, next = append(again, cl), byLoad
 			default:
@@ -223,11 +221,4 @@ func (c *Conn) Run(ctx context.Context, o RunOpts, calls ...*Call) (Ack, error) 
 		calls, how = again, next
 	}
 	return ack, nil
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }

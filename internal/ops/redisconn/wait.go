@@ -135,21 +135,38 @@ func waitCmd(ctx context.Context, p redis.Pipeliner, d Durability) func() Ack {
 	return func() Ack { return AckOf(d, cmd.Val(), cmd.Err()) }
 }
 
-// CheckDurable refuses, once, a wait the server cannot make (WAITAOF on a
-// server without it or without AOF), before anything is written.
+// CheckDurable refuses, once, a wait the server cannot make before anything
+// is written: WAITAOF, on a server before Redis 7.2 or without appendonly,
+// would refuse it only after the write. The probe, WAITAOF 1 0 1, is
+// refused at once there, and otherwise done within 1 ms.
 func (c *Conn) CheckDurable(ctx context.Context, key string, d Durability) error {
-	if !d.AOF {
+	c.mu.Lock()
+	done := c.waitAOFOK
+	c.mu.Unlock()
+	if !d.AOF || done {
 		return nil
 	}
-	return c.checkWaitAOF(ctx, func(ctx context.Context) error {
-		return c.Do(func(uc redis.UniversalClient) error {
-			node, err := nodeFor(ctx, uc, key)
-			if err != nil {
-				return err
-			}
-			return probeWaitAOF(ctx, node)
-		})
+	ctx, cancel := c.Ctx(ctx)
+	defer cancel()
+	err := c.Do(func(uc redis.UniversalClient) error {
+		node, err := nodeFor(ctx, uc, key)
+		if err != nil {
+			return err
+		}
+		return node.Do(ctx, "waitaof", 1, 0, 1).Err()
 	})
+	switch {
+	case err != nil && waitAOFUnsupported(err):
+		e := exit.New(exit.Config, "--wait-aof", "the server cannot WAITAOF: %v", err)
+		e.Hint = "WAITAOF came with Redis 7.2 and needs appendonly yes on the primary; without --wait-aof, --wait-replicas waits with WAIT"
+		return e
+	case err != nil:
+		return exit.Wrap(err, "--wait-aof: WAITAOF")
+	}
+	c.mu.Lock()
+	c.waitAOFOK = true
+	c.mu.Unlock()
+	return nil
 }
 
 // nodeFor is key's primary (a cluster pipeline would send the keyless WAIT
@@ -254,38 +271,4 @@ func (c *Conn) WaitOn(ctx context.Context, cn *redis.Conn, d Durability) Ack {
 		ack.Err = err
 	}
 	return ack
-}
-
-// checkWaitAOF checks once that the server can WAITAOF: one before Redis
-// 7.2, or without appendonly, would refuse it only after the write.
-func (c *Conn) checkWaitAOF(ctx context.Context, probe func(context.Context) error) error {
-	c.mu.Lock()
-	done := c.waitAOFOK
-	c.mu.Unlock()
-	if done {
-		return nil
-	}
-	cctx, cancel := c.Ctx(ctx)
-	defer cancel()
-	err := probe(cctx)
-	switch {
-	case err != nil && waitAOFUnsupported(err):
-		e := exit.New(exit.Config, "--wait-aof", "the server cannot WAITAOF: %v", err)
-		e.Hint = "WAITAOF came with Redis 7.2 and needs appendonly yes on the primary; without --wait-aof, --wait-replicas waits with WAIT"
-		return e
-	case err != nil:
-		return exit.Wrap(err, "--wait-aof: WAITAOF")
-	}
-	c.mu.Lock()
-	c.waitAOFOK = true
-	c.mu.Unlock()
-	return nil
-}
-
-// probeWaitAOF is WAITAOF 1 0 1: refused at once by a server without it or
-// without appendonly, and otherwise done within 1 ms.
-func probeWaitAOF(ctx context.Context, c interface {
-	Do(context.Context, ...any) *redis.Cmd
-}) error {
-	return c.Do(ctx, "waitaof", 1, 0, 1).Err()
 }
