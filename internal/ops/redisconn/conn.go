@@ -229,13 +229,8 @@ func (cfg ConnConfig) Options() (*redis.Options, []string, error) {
 		// (go-redis's HELLO AUTH passes silently on a server without one,
 		// where those fail): refused there, it goes on with a warning.
 		// go-redis would SELECT before OnConnect's AUTH: OnConnect does.
-		notNeeded := cfg.PasswordNotNeeded
 		opt.CredentialsProvider = func() (string, string) { return "", "" }
-		opt.OnConnect = authPassword(opt.Password, opt.DB, func(err error) {
-			if notNeeded != nil {
-				notNeeded(err)
-			}
-		})
+		opt.OnConnect = authPassword(opt.Password, opt.DB, cfg.PasswordNotNeeded)
 		opt.DB = 0
 	}
 	tlsFlags := cfg.TLSCA != "" || cfg.TLSCert != "" || cfg.TLSKey != "" || cfg.TLSInsecure
@@ -378,13 +373,16 @@ func schemeHint(wrapped, err error, opt *redis.Options) error {
 }
 
 // authPassword sends AUTH password, then SELECT db (see Options); a
-// server that asks for none refuses it: notNeeded is told, and it goes on.
+// server that asks for none refuses it: notNeeded (if any) is told, and it
+// goes on.
 func authPassword(password string, db int, notNeeded func(error)) func(context.Context, *redis.Conn) error {
 	return func(ctx context.Context, cn *redis.Conn) error {
 		err := cn.Do(ctx, "AUTH", password).Err()
 		switch {
 		case err != nil && PasswordNotNeeded(err):
-			notNeeded(err)
+			if notNeeded != nil {
+				notNeeded(err)
+			}
 		case err != nil:
 			return err
 		}

@@ -147,12 +147,8 @@ func (h *connHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
 		for _, cmd := range cmds {
-			if e := cmd.Err(); e != nil {
-				if w := h.settle(e); w != e {
-					cmd.SetErr(w)
-				}
-			} else {
-				h.replied.Store(true)
+			if w := h.settle(cmd.Err()); w != cmd.Err() {
+				cmd.SetErr(w)
 			}
 		}
 		return h.settle(err)
@@ -162,7 +158,7 @@ func (h *connHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // settle returns err, or err as a connect error.
 func (h *connHook) settle(err error) error {
 	if err == nil || errors.Is(err, redis.Nil) {
-		h.replied.Store(err == nil || errors.Is(err, redis.Nil))
+		h.replied.Store(true)
 		return err
 	}
 	if strings.Contains(err.Error(), "Protocol error: unauthenticated") {

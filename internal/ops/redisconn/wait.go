@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -223,10 +224,9 @@ func (c *Conn) PipelinedDurable(ctx context.Context, key string, d Durability, f
 		}
 		// A command's own error reply stays on it; an error reply no
 		// command carries is the connection's (a refused AUTH).
-		for _, cmd := range cmds {
-			if cmd.Err() != nil && errors.As(err, new(redis.Error)) {
-				return nil
-			}
+		failed := func(cmd redis.Cmder) bool { return cmd.Err() != nil }
+		if errors.As(err, new(redis.Error)) && slices.ContainsFunc(cmds, failed) {
+			return nil
 		}
 		return err
 	})
