@@ -100,10 +100,6 @@ func (s *IOStreams) IsStdoutTTY() bool { return s.isTTY(s.Out) || s.forced() }
 // lines may be drawn.
 func (s *IOStreams) IsStderrTTY() bool { return s.isTTY(s.ErrOut) || s.forced() }
 
-// IsStdinTTY says whether stdin is a real terminal (never forced): line
-// editing needs one.
-func (s *IOStreams) IsStdinTTY() bool { return s.isTTY(s.In) }
-
 // RealTerminals says whether stdin and stdout are both real terminals
 // (never forced): a line editor needs them.
 func (s *IOStreams) RealTerminals() bool { return s.isTTY(s.In) && s.isTTY(s.Out) }

@@ -29,18 +29,17 @@ var helloReply = []byte("*2\r\n$5\r\nproto\r\n:2\r\n")
 func dialer(opt *redis.Options, display string) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		nd := &net.Dialer{Timeout: opt.DialTimeout}
+		var conn net.Conn
+		var err error
 		if opt.TLSConfig != nil {
-			conn, err := dialTLS(ctx, nd, opt.TLSConfig, network, addr)
-			if err != nil {
-				return nil, schemeHint(exit.Connect(err, display), err, opt)
-			}
-			return conn, nil
+			conn, err = dialTLS(ctx, nd, opt.TLSConfig, network, addr)
+		} else if conn, err = nd.DialContext(ctx, network, addr); err == nil {
+			conn = &helloShim{prefixConn: prefixConn{Conn: conn}}
 		}
-		conn, err := nd.DialContext(ctx, network, addr)
 		if err != nil {
 			return nil, schemeHint(exit.Connect(err, display), err, opt)
 		}
-		return &helloShim{prefixConn: prefixConn{Conn: conn}}, nil
+		return conn, nil
 	}
 }
 
