@@ -192,8 +192,8 @@ func urlProblem(raw string, err error) string {
 	return strings.TrimPrefix(strings.ReplaceAll(msg, raw, Redact(raw)), "redis: ")
 }
 
-// Options turns the config into client options without touching the network.
-// Failures are configuration errors (78).
+// Options turns the config into client options without touching the
+// network; failures are configuration errors (78).
 func (cfg ConnConfig) Options() (*redis.Options, []string, error) {
 	display := Redact(cfg.URL)
 	opt, err := redis.ParseURL(cfg.URL)
@@ -336,8 +336,7 @@ func (c *Conn) Capabilities(ctx context.Context) (Capabilities, error) {
 	return caps, nil
 }
 
-// KnownCapabilities is what the server is, when the connection knows
-// already (Capabilities asked, or LearnHello was told).
+// KnownCapabilities is what Capabilities or LearnHello learned, if any.
 func (c *Conn) KnownCapabilities() (Capabilities, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -373,8 +372,7 @@ func schemeHint(wrapped, err error, opt *redis.Options) error {
 }
 
 // authPassword sends AUTH password, then SELECT db (see Options); a
-// server that asks for none refuses it: notNeeded (if any) is told, and it
-// goes on.
+// refusal for want of a password goes to notNeeded (if any), and on.
 func authPassword(password string, db int, notNeeded func(error)) func(context.Context, *redis.Conn) error {
 	return func(ctx context.Context, cn *redis.Conn) error {
 		err := cn.Do(ctx, "AUTH", password).Err()
@@ -442,8 +440,6 @@ func probe(ctx context.Context, client redis.UniversalClient, timeout time.Durat
 	if err := hello.Err(); err != nil && !errors.As(err, &reply) {
 		return Capabilities{}, err
 	} else if err != nil {
-		// Refused (renamed away, or before Redis 6): INFO server says the
-		// same where this user may read it.
 		info, ierr := client.Info(ctx, "server").Result()
 		if ierr != nil {
 			if perr := client.Ping(ctx).Err(); perr != nil {

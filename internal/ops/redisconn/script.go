@@ -42,16 +42,14 @@ func newScript(parts func() []string) *Script {
 	return s
 }
 
-// Scripts are the scripts made so far (by the packages imported), for a
-// test that checks them all (the Lua linter).
+// Scripts are the scripts made so far, for the test that lints them all.
 func Scripts() []*Script {
 	scripts.Lock()
 	defer scripts.Unlock()
 	return slices.Clone(scripts.all)
 }
 
-// Parts are the script's parts, the prelude first: its source is their
-// concatenation.
+// Parts are the script's parts, the prelude first, that its source joins.
 func (s *Script) Parts() []string { return slices.Clone(s.parts()) }
 
 // Hash is the script's SHA1, as EVALSHA takes it.

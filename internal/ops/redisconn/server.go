@@ -35,8 +35,7 @@ type ServerReport struct {
 // pingSamples is how many PINGs the round-trip figure is the median of.
 const pingSamples = 5
 
-// InspectServer reports the server's capabilities, its role and a PING
-// round-trip time (median of a few).
+// InspectServer reports the server's capabilities, role and PING time.
 func InspectServer(ctx context.Context, c *Conn) (ServerReport, error) {
 	caps, err := c.Capabilities(ctx)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 )
 
 // Durability is WAIT Replicas Timeout, or with AOF, WAITAOF 1 Replicas
-// Timeout. The zero value asks nothing.
+// Timeout; the zero value asks nothing.
 type Durability struct {
 	Replicas int
 	Timeout  time.Duration // > 0 when On: WAIT's 0 would block for ever
@@ -42,8 +42,7 @@ func (d Durability) Check(a Ack) error {
 	return &NotAckedError{Want: d, Got: a}
 }
 
-// min is the weaker of two acknowledgements (of two round trips that
-// both wrote).
+// min is the weaker of two round trips' acknowledgements.
 func (a Ack) min(b Ack) Ack {
 	if a.Err == nil {
 		a.Err = b.Err
@@ -233,12 +232,10 @@ func (c *Conn) PipelinedDurable(ctx context.Context, key string, d Durability, f
 	return ack, err
 }
 
-// OnNode runs fn on a connection of its own to the primary that holds key,
-// under a bound that allows for d's wait: for writes that must share a
-// connection with the WAIT after them but cannot share its pipeline (a
-// MULTI/EXEC; see WaitOn). A wait the server cannot make is refused first
-// (CheckDurable). fn returns the error of its first command, so that a
-// plain client that reached a cluster node switches as in Do.
+// OnNode runs fn on its own connection to key's primary, bounded to allow
+// for d's wait (after CheckDurable): for writes that share a connection but
+// not a pipeline with the WAIT (a MULTI/EXEC; see WaitOn). fn returns its
+// first command's error, so that a plain client switches as in Do.
 func (c *Conn) OnNode(ctx context.Context, key string, d Durability, fn func(ctx context.Context, cn *redis.Conn) error) error {
 	if err := c.CheckDurable(ctx, key, d); err != nil {
 		return err
@@ -256,10 +253,9 @@ func (c *Conn) OnNode(ctx context.Context, key string, d Durability, fn func(ctx
 	})
 }
 
-// WaitOn sends WAIT or WAITAOF for d on cn, the connection that made the
-// writes, after them (a second round trip: for writes that cannot share a
-// pipeline with it, such as a MULTI/EXEC, in OnNode, which checked that
-// the server can make it). ctx must allow for d.Timeout.
+// WaitOn sends d's WAIT or WAITAOF on cn, the connection that made the
+// writes, in a round trip of its own (in OnNode). ctx must allow for
+// d.Timeout.
 func (c *Conn) WaitOn(ctx context.Context, cn *redis.Conn, d Durability) Ack {
 	var read func() Ack
 	_, err := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
