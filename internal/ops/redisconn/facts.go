@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -66,18 +67,14 @@ func ReadServerFacts(ctx context.Context, c *Conn) (ServerFacts, error) {
 			nf.Role = m["role"]
 			nf.Replicas, _ = strconv.Atoi(m["connected_slaves"])
 		}
+		nf.Config = map[string]string{}
 		for _, cmd := range cmds {
 			vals, err := cmd.Result()
 			if err != nil {
 				nf.Config, nf.ConfigError = nil, err.Error()
 				return nf, nil
 			}
-			if nf.Config == nil {
-				nf.Config = map[string]string{}
-			}
-			for k, v := range vals {
-				nf.Config[k] = v
-			}
+			maps.Copy(nf.Config, vals)
 		}
 		return nf, nil
 	}
