@@ -1,6 +1,7 @@
 package redisconn
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -124,12 +125,6 @@ func (cl *Call) Command(eval bool) []any {
 	return args
 }
 
-// queue adds the call to p, as EVAL when eval.
-func (cl *Call) queue(ctx context.Context, p redis.Pipeliner, eval bool) {
-	cl.Cmd = redis.NewCmd(ctx, cl.Command(eval)...)
-	_ = p.Process(ctx, cl.Cmd)
-}
-
 // RunOpts say where and how Run sends its calls.
 type RunOpts struct {
 	Key        string     // a key of the calls: its primary runs them, and the wait
@@ -176,7 +171,9 @@ func (c *Conn) Run(ctx context.Context, o RunOpts, calls ...*Call) (Ack, error) 
 				if how == byLoad {
 					p.ScriptLoad(ctx, cl.Script.src())
 				}
-				cl.queue(ctx, p, how == byEval || how == bySHA && o.Durability.On() && !cl.Script.loaded.Load())
+				eval := how == byEval || how == bySHA && o.Durability.On() && !cl.Script.loaded.Load()
+				cl.Cmd = redis.NewCmd(ctx, cl.Command(eval)...)
+				_ = p.Process(ctx, cl.Cmd)
 			}
 		})
 		note()
@@ -205,8 +202,9 @@ func (c *Conn) Run(ctx context.Context, o RunOpts, calls ...*Call) (Ack, error) 
 			err = check()
 		}
 		if ran && o.Durability.On() {
-			if acked {
-				a = ack.min(a)
+			if acked { // the weaker of the round trips' acknowledgements
+				a = Ack{Replicas: min(ack.Replicas, a.Replicas), LocalAOF: ack.LocalAOF && a.LocalAOF,
+					Err: cmp.Or(ack.Err, a.Err)}
 			}
 			ack, acked = a, true
 		}

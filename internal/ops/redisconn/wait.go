@@ -42,16 +42,6 @@ func (d Durability) Check(a Ack) error {
 	return &NotAckedError{Want: d, Got: a}
 }
 
-// min is the weaker of two round trips' acknowledgements.
-func (a Ack) min(b Ack) Ack {
-	if a.Err == nil {
-		a.Err = b.Err
-	}
-	a.Replicas = min(a.Replicas, b.Replicas)
-	a.LocalAOF = a.LocalAOF && b.LocalAOF
-	return a
-}
-
 // NotAckedError is a write made but not acknowledged as asked: never
 // retried (Retryable), the wait was the caller's bound.
 type NotAckedError struct {
@@ -257,14 +247,6 @@ func (c *Conn) OnNode(ctx context.Context, key string, d Durability, fn func(ctx
 // writes, in a round trip of its own (in OnNode). ctx must allow for
 // d.Timeout.
 func (c *Conn) WaitOn(ctx context.Context, cn *redis.Conn, d Durability) Ack {
-	var read func() Ack
-	_, err := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
-		read = waitCmd(ctx, p, d)
-		return nil
-	})
-	ack := read()
-	if ack.Err == nil && err != nil {
-		ack.Err = err
-	}
-	return ack
+	cmd := cn.Do(ctx, WaitCommand(d)...)
+	return AckOf(d, cmd.Val(), cmd.Err())
 }
