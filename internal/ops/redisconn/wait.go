@@ -118,13 +118,6 @@ func AckOf(d Durability, v any, err error) Ack {
 	return Ack{Replicas: int(n)}
 }
 
-// waitCmd queues WAIT or WAITAOF for d and returns how to read its reply.
-func waitCmd(ctx context.Context, p redis.Pipeliner, d Durability) func() Ack {
-	cmd := redis.NewCmd(ctx, WaitCommand(d)...)
-	_ = p.Process(ctx, cmd)
-	return func() Ack { return AckOf(d, cmd.Val(), cmd.Err()) }
-}
-
 // CheckDurable refuses, once, a wait the server cannot make before anything
 // is written: WAITAOF, on a server before Redis 7.2 or without appendonly,
 // would refuse it only after the write. The probe, WAITAOF 1 0 1, is
@@ -194,11 +187,12 @@ func (c *Conn) PipelinedDurable(ctx context.Context, key string, d Durability, f
 			// the wait must fit in it.
 			target = node.WithTimeout(bound)
 		}
-		read := func() Ack { return Ack{} }
+		var wait *redis.Cmd
 		cmds, err := target.Pipelined(ctx, func(p redis.Pipeliner) error {
 			fn(p, ctx)
 			if d.On() {
-				read = waitCmd(ctx, p, d)
+				wait = redis.NewCmd(ctx, WaitCommand(d)...)
+				_ = p.Process(ctx, wait)
 			}
 			return nil
 		})
@@ -207,7 +201,9 @@ func (c *Conn) PipelinedDurable(ctx context.Context, key string, d Durability, f
 				return e // nothing ran on this node: Do goes to the cluster
 			}
 		}
-		ack = read()
+		if wait != nil {
+			ack = AckOf(d, wait.Val(), wait.Err())
+		}
 		if err == nil || errors.Is(err, redis.Nil) {
 			return nil
 		}
