@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -191,26 +192,18 @@ func Migrating(msg string) bool {
 // EVALSHA, EVAL or SCRIPT denied by ACL, or renamed away.
 func ScriptRefused(msg string) bool {
 	m := strings.ToLower(msg)
-	if hasServerPrefix(msg, "NOPERM") {
-		for _, c := range []string{"'evalsha'", "'eval'", "'script|load'", "'script'"} {
-			if strings.Contains(m, c) {
-				return true
-			}
-		}
-	}
-	return ScriptingDisabled(msg)
+	names := []string{"'evalsha'", "'eval'", "'script|load'", "'script'"}
+	named := func(c string) bool { return strings.Contains(m, c) }
+	return hasServerPrefix(msg, "NOPERM") && slices.ContainsFunc(names, named) || ScriptingDisabled(msg)
 }
 
 // ScriptingDisabled reports a server on which EVAL, EVALSHA or SCRIPT is
 // renamed or disabled (rename-command): emulated IDMP cannot run there.
 func ScriptingDisabled(msg string) bool {
 	m := strings.ToLower(msg)
-	for _, c := range []string{"'evalsha'", "'eval'", "'script'"} {
-		if strings.Contains(m, "unknown command "+c) || strings.Contains(m, "unknown command `"+strings.Trim(c, "'")+"`") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc([]string{"evalsha", "eval", "script"}, func(c string) bool {
+		return strings.Contains(m, "unknown command '"+c+"'") || strings.Contains(m, "unknown command `"+c+"`")
+	})
 }
 
 func hasServerPrefix(msg string, prefixes ...string) bool {

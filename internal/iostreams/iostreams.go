@@ -60,8 +60,7 @@ func System() *IOStreams {
 	return New(os.Stdin, &OutWriter{w: os.Stdout}, os.Stderr, os.Getenv, IsTerminal, TerminalWidth)
 }
 
-// IsTerminal says whether f (an *os.File, or an OutWriter around one) is a
-// terminal.
+// IsTerminal says whether f (an *os.File, or an OutWriter on one) is a terminal.
 func IsTerminal(f any) bool {
 	if file, ok := File(f); ok {
 		return isatty.IsTerminal(file.Fd())
@@ -96,13 +95,8 @@ func (s *IOStreams) forced() bool { return s.getenv(ForceTTY) != "" }
 // IsStdoutTTY says whether stdout is a terminal (or forced to be one).
 func (s *IOStreams) IsStdoutTTY() bool { return s.isTTY(s.Out) || s.forced() }
 
-// IsStderrTTY says whether stderr is a terminal (or forced): progress
-// lines may be drawn.
+// IsStderrTTY says whether stderr is a terminal (or forced): progress is drawn.
 func (s *IOStreams) IsStderrTTY() bool { return s.isTTY(s.ErrOut) || s.forced() }
-
-// IsStdinTTY says whether stdin is a real terminal (never forced): line
-// editing needs one.
-func (s *IOStreams) IsStdinTTY() bool { return s.isTTY(s.In) }
 
 // RealTerminals says whether stdin and stdout are both real terminals
 // (never forced): a line editor needs them.

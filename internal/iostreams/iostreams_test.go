@@ -31,9 +31,9 @@ func TestTerminalFacts(t *testing.T) {
 		t.Errorf("pipes: a terminal somewhere")
 	}
 	s, _, _ = fake(map[string]string{ForceTTY: "1"})
-	if !s.IsStdoutTTY() || !s.IsStderrTTY() || !s.CanPrompt() || s.IsStdinTTY() || s.PromptWanted() || s.TerminalWidth() != 80 {
-		t.Errorf("forced: stdout %v stderr %v prompt %v stdin %v exec prompt %v width %d",
-			s.IsStdoutTTY(), s.IsStderrTTY(), s.CanPrompt(), s.IsStdinTTY(), s.PromptWanted(), s.TerminalWidth())
+	if !s.IsStdoutTTY() || !s.IsStderrTTY() || !s.CanPrompt() || s.RealTerminals() || s.PromptWanted() || s.TerminalWidth() != 80 {
+		t.Errorf("forced: stdout %v stderr %v prompt %v real terminals %v exec prompt %v width %d",
+			s.IsStdoutTTY(), s.IsStderrTTY(), s.CanPrompt(), s.RealTerminals(), s.PromptWanted(), s.TerminalWidth())
 	}
 	s, _, _ = fake(map[string]string{ForceTTY: "1", ForceTTYIn: "1", "COLUMNS": "132"})
 	if !s.PromptWanted() || s.TerminalWidth() != 132 {

@@ -207,9 +207,8 @@ func AppendCommand(b []byte, args ...string) []byte {
 	return b
 }
 
-// AppendArgs appends one command as a RESP array of bulk strings, its
-// arguments strings, *string, []byte or integers (anything else as
-// fmt.Sprint writes it): a script call's arguments as they are built, sent
+// AppendArgs is AppendCommand for a script call's arguments as they are
+// built (strings, *string, []byte, integers; else fmt.Sprint's form): sent
 // without copying them into strings first.
 func AppendArgs(b []byte, args []any) []byte {
 	b = appendLen(b, '*', len(args))

@@ -7,6 +7,7 @@ package redisconn
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -62,20 +63,14 @@ func (l *Lua[A, R]) Call(a *A) *Call {
 
 // Reply is a call's error (redis.Nil for a nil reply), or its decoded reply.
 func (l *Lua[A, R]) Reply(cl *Call) (R, error) {
-	v, err := cl.reply(l.Script)
-	if err != nil {
+	if cl.Script != l.Script {
+		panic("redisconn: a reply read as another script's")
+	}
+	if err := cl.Cmd.Err(); err != nil {
 		var zero R
 		return zero, err
 	}
-	return l.decode(v)
-}
-
-// reply is the reply of the call, a call of s that ran.
-func (cl *Call) reply(s *Script) (any, error) {
-	if cl.Script != s {
-		panic("redisconn: a reply read as another script's")
-	}
-	return cl.Cmd.Val(), cl.Cmd.Err()
+	return l.decode(cl.Cmd.Val())
 }
 
 // Decode reads a reply of the script that the caller read itself (exec, a
@@ -172,15 +167,10 @@ func (l *argLayout) add(t reflect.Type, index []int) {
 		name, opts, _ := strings.Cut(tag, ",")
 		key, rest := false, false
 		for o := range strings.SplitSeq(opts, ",") {
-			switch o {
-			case "key":
-				key = true
-			case "rest":
-				rest = true
-			case "":
-			default:
+			if o != "" && o != "key" && o != "rest" {
 				panic(fmt.Sprintf("redisconn: %s.%s: unknown lua tag option %q", l.typ, sf.Name, o))
 			}
+			key, rest = key || o == "key", rest || o == "rest"
 		}
 		f := argField{field: sf.Name, name: name, index: idx, kind: sf.Type.Kind()}
 		switch {
@@ -199,13 +189,9 @@ func (l *argLayout) add(t reflect.Type, index []int) {
 				panic(fmt.Sprintf("redisconn: %s.%s: the one rest field is a []any or an ArgList", l.typ, sf.Name))
 			}
 			l.rest = len(l.args)
-		default:
-			switch {
-			case f.kind == reflect.String, f.kind == reflect.Int, f.kind == reflect.Int64, f.kind == reflect.Bool,
-				sf.Type == reflect.TypeFor[*string](), sf.Type == reflect.TypeFor[[]byte]():
-			default:
-				panic(fmt.Sprintf("redisconn: %s.%s: cannot send a %s", l.typ, sf.Name, sf.Type))
-			}
+		case !slices.Contains([]reflect.Kind{reflect.String, reflect.Int, reflect.Int64, reflect.Bool}, f.kind) &&
+			sf.Type != reflect.TypeFor[*string]() && sf.Type != reflect.TypeFor[[]byte]():
+			panic(fmt.Sprintf("redisconn: %s.%s: cannot send a %s", l.typ, sf.Name, sf.Type))
 		}
 		if key {
 			l.keys = append(l.keys, f)

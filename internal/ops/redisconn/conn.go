@@ -72,7 +72,7 @@ type Conn struct {
 	cluster bool          // client is a cluster client (forced, probed or redirected)
 	caps    *Capabilities // probed, once
 
-	waitAOFOK bool // the server answered a WAITAOF probe (see checkWaitAOF)
+	waitAOFOK bool // the server answered a WAITAOF probe (see CheckDurable)
 
 	// WatchEviction: single adds read the eviction settings in their round trip.
 	WatchEviction bool
@@ -87,8 +87,7 @@ type Capabilities struct {
 	Version    string
 	Mode       string // standalone, cluster, sentinel (HELLO's mode)
 	Cluster    bool
-	NativeIDMP bool              // Redis 8.6+, or COMMAND INFO XCFGSET is known
-	Info       map[string]string // HELLO's reply
+	NativeIDMP bool // Redis 8.6+, or COMMAND INFO XCFGSET is known
 }
 
 // Close releases the client.
@@ -117,10 +116,14 @@ func (c *Conn) useCluster() {
 		return
 	}
 	old := c.client
+	c.client, c.cluster = c.clusterClient(), true
+	_ = old.Close()
+}
+
+func (c *Conn) clusterClient() *redis.ClusterClient {
 	cc := redis.NewClusterClient(clusterOptions(c.opt))
 	cc.AddHook(&connHook{display: c.Display, opt: c.opt})
-	c.client, c.cluster = cc, true
-	_ = old.Close()
+	return cc
 }
 
 // Do runs op with the client. A plain client that reached a cluster node
@@ -189,26 +192,24 @@ func urlProblem(raw string, err error) string {
 	return strings.TrimPrefix(strings.ReplaceAll(msg, raw, Redact(raw)), "redis: ")
 }
 
-// Options turns the config into client options without touching the network.
-// Failures are configuration errors (78).
+// Options turns the config into client options without touching the
+// network; failures are configuration errors (78).
 func (cfg ConnConfig) Options() (*redis.Options, []string, error) {
 	display := Redact(cfg.URL)
 	opt, err := redis.ParseURL(cfg.URL)
-	if err != nil {
-		e := exit.New(exit.Config, "bad URL "+quote(display), "%s", urlProblem(cfg.URL, err))
-		e.Hint = "use redis://[user[:password]@]host[:port][/db], rediss:// for TLS, or unix:///path/to/socket"
-		return nil, nil, e
-	}
-	if opt.Network == "tcp" {
+	if err == nil && opt.Network == "tcp" {
 		// The parser takes any number for a port; the dialer's "invalid
 		// port" would read as an unreachable server (69), not a bad URL.
-		if _, port, err := net.SplitHostPort(opt.Addr); err == nil {
-			if n, err := strconv.Atoi(port); err == nil && (n < 1 || n > 65535) {
-				e := exit.New(exit.Config, "bad URL "+quote(display), "port %d is out of range: want 1 to 65535", n)
-				e.Hint = "use redis://[user[:password]@]host[:port][/db], rediss:// for TLS, or unix:///path/to/socket"
-				return nil, nil, e
+		if _, port, perr := net.SplitHostPort(opt.Addr); perr == nil {
+			if n, perr := strconv.Atoi(port); perr == nil && (n < 1 || n > 65535) {
+				err = fmt.Errorf("port %d is out of range: want 1 to 65535", n)
 			}
 		}
+	}
+	if err != nil {
+		e := exit.New(exit.Config, "bad URL "+strconv.Quote(display), "%s", urlProblem(cfg.URL, err))
+		e.Hint = "use redis://[user[:password]@]host[:port][/db], rediss:// for TLS, or unix:///path/to/socket"
+		return nil, nil, e
 	}
 	var warnings []string
 	if opt.Password != "" && cfg.URLFromFlag {
@@ -221,24 +222,20 @@ func (cfg ConnConfig) Options() (*redis.Options, []string, error) {
 	case opt.Username != "" && opt.Password == "":
 		// go-redis sends no AUTH without a password: the default user's
 		// rights, silently. AUTH user "" works for nopass, else 77.
-		opt.OnConnect = authUserWithoutPassword(opt.Username)
+		user := opt.Username
+		opt.OnConnect = func(ctx context.Context, cn *redis.Conn) error { return cn.Do(ctx, "AUTH", user, "").Err() }
 	case opt.Username == "" && opt.Password != "":
 		// AUTH PASSWORD, as redis-cli and idmpctl's own connections send it
 		// (go-redis's HELLO AUTH passes silently on a server without one,
 		// where those fail): refused there, it goes on with a warning.
 		// go-redis would SELECT before OnConnect's AUTH: OnConnect does.
-		notNeeded := cfg.PasswordNotNeeded
 		opt.CredentialsProvider = func() (string, string) { return "", "" }
-		opt.OnConnect = authPassword(opt.Password, opt.DB, func(err error) {
-			if notNeeded != nil {
-				notNeeded(err)
-			}
-		})
+		opt.OnConnect = authPassword(opt.Password, opt.DB, cfg.PasswordNotNeeded)
 		opt.DB = 0
 	}
 	tlsFlags := cfg.TLSCA != "" || cfg.TLSCert != "" || cfg.TLSKey != "" || cfg.TLSInsecure
 	if tlsFlags && opt.TLSConfig == nil {
-		return nil, nil, exit.New(exit.Config, "TLS options", "%s is not a rediss:// URL", quote(display))
+		return nil, nil, exit.New(exit.Config, "TLS options", "%s is not a rediss:// URL", strconv.Quote(display))
 	}
 	if opt.TLSConfig != nil {
 		if err := cfg.applyTLS(opt.TLSConfig); err != nil {
@@ -296,8 +293,6 @@ func (cfg ConnConfig) applyTLS(tc *tls.Config) error {
 	return nil
 }
 
-func quote(s string) string { return fmt.Sprintf("%q", s) }
-
 // Open makes a client for cfg without touching the network: a cluster
 // client with --cluster, a plain one otherwise (switched when need be).
 func Open(cfg ConnConfig) (*Conn, error) {
@@ -313,14 +308,11 @@ func Open(cfg ConnConfig) (*Conn, error) {
 		c.passwordNotNeeded = cfg.PasswordNotNeeded
 	}
 	opt.Dialer = dialer(opt, c.Display)
-	hook := &connHook{display: c.Display, opt: opt}
 	if cfg.Cluster {
-		cc := redis.NewClusterClient(clusterOptions(opt))
-		cc.AddHook(hook)
-		c.client, c.cluster = cc, true
+		c.client, c.cluster = c.clusterClient(), true
 	} else {
 		rc := redis.NewClient(opt)
-		rc.AddHook(hook)
+		rc.AddHook(&connHook{display: c.Display, opt: opt})
 		c.client = rc
 	}
 	return c, nil
@@ -329,11 +321,8 @@ func Open(cfg ConnConfig) (*Conn, error) {
 // Capabilities asks the server what it is, once: version, mode (a cluster
 // node switches the client to a cluster client) and native IDMP.
 func (c *Conn) Capabilities(ctx context.Context) (Capabilities, error) {
-	c.mu.Lock()
-	known := c.caps
-	c.mu.Unlock()
-	if known != nil {
-		return *known, nil
+	if known, ok := c.KnownCapabilities(); ok {
+		return known, nil
 	}
 	caps, err := probe(ctx, c.Client(), c.Timeout)
 	if err != nil {
@@ -347,8 +336,7 @@ func (c *Conn) Capabilities(ctx context.Context) (Capabilities, error) {
 	return caps, nil
 }
 
-// KnownCapabilities is what the server is, when the connection knows
-// already (Capabilities asked, or LearnHello was told).
+// KnownCapabilities is what Capabilities or LearnHello learned, if any.
 func (c *Conn) KnownCapabilities() (Capabilities, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -384,13 +372,15 @@ func schemeHint(wrapped, err error, opt *redis.Options) error {
 }
 
 // authPassword sends AUTH password, then SELECT db (see Options); a
-// server that asks for none refuses it: notNeeded is told, and it goes on.
+// refusal for want of a password goes to notNeeded (if any), and on.
 func authPassword(password string, db int, notNeeded func(error)) func(context.Context, *redis.Conn) error {
 	return func(ctx context.Context, cn *redis.Conn) error {
 		err := cn.Do(ctx, "AUTH", password).Err()
 		switch {
 		case err != nil && PasswordNotNeeded(err):
-			notNeeded(err)
+			if notNeeded != nil {
+				notNeeded(err)
+			}
 		case err != nil:
 			return err
 		}
@@ -413,14 +403,6 @@ func PasswordNotNeeded(err error) bool {
 // NotePasswordNotNeeded tells ConnConfig.PasswordNotNeeded of a pipe's
 // connection to a server that asks for no password.
 func (c *Conn) NotePasswordNotNeeded(err error) { c.passwordNotNeeded(err) }
-
-// authUserWithoutPassword logs a new connection in as user with an empty
-// password (see Options).
-func authUserWithoutPassword(user string) func(context.Context, *redis.Conn) error {
-	return func(ctx context.Context, cn *redis.Conn) error {
-		return cn.Do(ctx, "AUTH", user, "").Err()
-	}
-}
 
 func clusterOptions(o *redis.Options) *redis.ClusterOptions {
 	return &redis.ClusterOptions{
@@ -458,8 +440,6 @@ func probe(ctx context.Context, client redis.UniversalClient, timeout time.Durat
 	if err := hello.Err(); err != nil && !errors.As(err, &reply) {
 		return Capabilities{}, err
 	} else if err != nil {
-		// Refused (renamed away, or before Redis 6): INFO server says the
-		// same where this user may read it.
 		info, ierr := client.Info(ctx, "server").Result()
 		if ierr != nil {
 			if perr := client.Ping(ctx).Err(); perr != nil {
@@ -482,17 +462,13 @@ func probe(ctx context.Context, client redis.UniversalClient, timeout time.Durat
 // capsOf reads HELLO's fields; sure is false when the version does not
 // settle native IDMP (then COMMAND INFO XCFGSET asks).
 func capsOf(hello map[string]string) (caps Capabilities, sure bool) {
-	caps = Capabilities{Info: hello, Product: hello["server"], Version: hello["version"], Mode: hello["mode"]}
-	if caps.Product == "" {
-		caps.Product = "redis"
-	}
-	if caps.Mode == "" {
-		caps.Mode = "standalone"
-	}
+	caps = Capabilities{Product: cmp.Or(hello["server"], "redis"), Version: hello["version"],
+		Mode: cmp.Or(hello["mode"], "standalone")}
 	caps.Cluster = caps.Mode == "cluster"
-	major, minor, ok := majorMinor(caps.Version)
-	caps.NativeIDMP = ok && caps.Product == "redis" && (major > 8 || major == 8 && minor >= 6)
-	return caps, caps.NativeIDMP || !mayHaveIDMP(caps)
+	_, _, known := majorMinor(caps.Version)
+	may := mayHaveIDMP(caps)
+	caps.NativeIDMP = known && may && caps.Product == "redis"
+	return caps, caps.NativeIDMP || !may
 }
 
 // helloFields reads a HELLO 2 reply (none for an error).

@@ -29,18 +29,17 @@ var helloReply = []byte("*2\r\n$5\r\nproto\r\n:2\r\n")
 func dialer(opt *redis.Options, display string) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		nd := &net.Dialer{Timeout: opt.DialTimeout}
+		var conn net.Conn
+		var err error
 		if opt.TLSConfig != nil {
-			conn, err := dialTLS(ctx, nd, opt.TLSConfig, network, addr)
-			if err != nil {
-				return nil, schemeHint(exit.Connect(err, display), err, opt)
-			}
-			return conn, nil
+			conn, err = dialTLS(ctx, nd, opt.TLSConfig, network, addr)
+		} else if conn, err = nd.DialContext(ctx, network, addr); err == nil {
+			conn = &helloShim{prefixConn: prefixConn{Conn: conn}}
 		}
-		conn, err := nd.DialContext(ctx, network, addr)
 		if err != nil {
 			return nil, schemeHint(exit.Connect(err, display), err, opt)
 		}
-		return &helloShim{prefixConn: prefixConn{Conn: conn}}, nil
+		return conn, nil
 	}
 }
 
@@ -147,12 +146,8 @@ func (h *connHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
 		for _, cmd := range cmds {
-			if e := cmd.Err(); e != nil {
-				if w := h.settle(e); w != e {
-					cmd.SetErr(w)
-				}
-			} else {
-				h.replied.Store(true)
+			if w := h.settle(cmd.Err()); w != cmd.Err() {
+				cmd.SetErr(w)
 			}
 		}
 		return h.settle(err)
@@ -162,7 +157,7 @@ func (h *connHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // settle returns err, or err as a connect error.
 func (h *connHook) settle(err error) error {
 	if err == nil || errors.Is(err, redis.Nil) {
-		h.replied.Store(err == nil || errors.Is(err, redis.Nil))
+		h.replied.Store(true)
 		return err
 	}
 	if strings.Contains(err.Error(), "Protocol error: unauthenticated") {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -11,8 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// IDMPBugSettings are the settings that known Redis 8.6 IDMP bugs depend on
-// (internal/ops/health lints them).
+// IDMPBugSettings are the settings known Redis 8.6 IDMP bugs depend on.
 var IDMPBugSettings = []string{"appendonly", "aof-use-rdb-preamble", "repl-diskless-load"}
 
 // ServerFacts are what the server's health lints are functions of: what the
@@ -24,8 +24,7 @@ type ServerFacts struct {
 	Nodes      []NodeFacts `json:"nodes"` // the server, or every primary of a cluster (sorted by Addr)
 }
 
-// NodeFacts are one node's settings of IDMPBugSettings, and its place in
-// replication.
+// NodeFacts are one node's IDMPBugSettings and its place in replication.
 type NodeFacts struct {
 	Addr string `json:"addr,omitempty"` // cluster nodes only
 	// Config holds the settings read; nil when CONFIG GET was refused,
@@ -68,18 +67,14 @@ func ReadServerFacts(ctx context.Context, c *Conn) (ServerFacts, error) {
 			nf.Role = m["role"]
 			nf.Replicas, _ = strconv.Atoi(m["connected_slaves"])
 		}
+		nf.Config = map[string]string{}
 		for _, cmd := range cmds {
 			vals, err := cmd.Result()
 			if err != nil {
 				nf.Config, nf.ConfigError = nil, err.Error()
 				return nf, nil
 			}
-			if nf.Config == nil {
-				nf.Config = map[string]string{}
-			}
-			for k, v := range vals {
-				nf.Config[k] = v
-			}
+			maps.Copy(nf.Config, vals)
 		}
 		return nf, nil
 	}

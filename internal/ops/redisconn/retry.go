@@ -32,15 +32,6 @@ func Retryable(err error) bool {
 	return exit.Classify(err) == exit.Unavailable
 }
 
-// expired says ctx is done or past its deadline: a socket's timeout set
-// to the deadline fires before the context's own timer marks it done.
-func expired(ctx context.Context) bool {
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-		return true
-	}
-	return ctx.Err() != nil
-}
-
 // WithRetries runs an idempotent op, again up to retries times after a
 // Retryable error, with jittered exponential backoff, until ctx expires.
 func WithRetries(ctx context.Context, retries int, op func() error, onRetry func(attempt int, err error)) error {
@@ -56,9 +47,11 @@ func WithRetriesWithin(ctx context.Context, retries int, migration time.Duration
 	var moving time.Time // the first migration reply of the current streak
 	attempt := 0
 	for {
+		// Cancelled or out of time, a retry would only fail again (a socket's
+		// timeout set to the deadline fires before ctx's timer marks it done).
 		err := op()
-		if err == nil || expired(ctx) {
-			return err // cancelled or out of time: a retry would only fail again
+		if dl, ok := ctx.Deadline(); err == nil || ctx.Err() != nil || ok && !time.Now().Before(dl) {
+			return err
 		}
 		tell := -1 // the attempt onRetry hears of; -1: none
 		if migration > 0 && exit.Migrating(err.Error()) {

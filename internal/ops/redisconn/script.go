@@ -1,6 +1,7 @@
 package redisconn
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -19,7 +20,7 @@ var luaPrelude string
 // Script is the prelude (lua/prelude.lua) and its parts, made by NewLua and
 // built on first use: hashing every script at start would cost every run.
 type Script struct {
-	script func() *redis.Script
+	hash   func() string
 	src    func() string
 	parts  func() []string
 	loaded atomic.Bool // this process saw a server run it (see RunDurable)
@@ -33,31 +34,27 @@ var scripts struct {
 
 // newScript makes a script of parts, in order (the prelude first).
 func newScript(parts func() []string) *Script {
-	parts = sync.OnceValue(parts)
-	src := sync.OnceValue(func() string { return strings.Join(parts(), "") })
-	s := &Script{src: src, parts: parts, script: sync.OnceValue(func() *redis.Script {
-		return redis.NewScript(src())
-	})}
+	s := &Script{parts: sync.OnceValue(parts)}
+	s.src = sync.OnceValue(func() string { return strings.Join(s.parts(), "") })
+	s.hash = sync.OnceValue(func() string { return redis.NewScript(s.src()).Hash() })
 	scripts.Lock()
 	scripts.all = append(scripts.all, s)
 	scripts.Unlock()
 	return s
 }
 
-// Scripts are the scripts made so far (by the packages imported), for a
-// test that checks them all (the Lua linter).
+// Scripts are the scripts made so far, for the test that lints them all.
 func Scripts() []*Script {
 	scripts.Lock()
 	defer scripts.Unlock()
 	return slices.Clone(scripts.all)
 }
 
-// Parts are the script's parts, the prelude first: its source is their
-// concatenation.
+// Parts are the script's parts, the prelude first, that its source joins.
 func (s *Script) Parts() []string { return slices.Clone(s.parts()) }
 
 // Hash is the script's SHA1, as EVALSHA takes it.
-func (s *Script) Hash() string { return s.script().Hash() }
+func (s *Script) Hash() string { return s.hash() }
 
 // noteRun: any reply but NOSCRIPT means the server's cache holds the
 // script; a network error says nothing.
@@ -128,12 +125,6 @@ func (cl *Call) Command(eval bool) []any {
 	return args
 }
 
-// queue adds the call to p, as EVAL when eval.
-func (cl *Call) queue(ctx context.Context, p redis.Pipeliner, eval bool) {
-	cl.Cmd = redis.NewCmd(ctx, cl.Command(eval)...)
-	_ = p.Process(ctx, cl.Cmd)
-}
-
 // RunOpts say where and how Run sends its calls.
 type RunOpts struct {
 	Key        string     // a key of the calls: its primary runs them, and the wait
@@ -180,7 +171,9 @@ func (c *Conn) Run(ctx context.Context, o RunOpts, calls ...*Call) (Ack, error) 
 				if how == byLoad {
 					p.ScriptLoad(ctx, cl.Script.src())
 				}
-				cl.queue(ctx, p, how == byEval || how == bySHA && o.Durability.On() && !cl.Script.loaded.Load())
+				eval := how == byEval || how == bySHA && o.Durability.On() && !cl.Script.loaded.Load()
+				cl.Cmd = redis.NewCmd(ctx, cl.Command(eval)...)
+				_ = p.Process(ctx, cl.Cmd)
 			}
 		})
 		note()
@@ -197,7 +190,7 @@ func (c *Conn) Run(ctx context.Context, o RunOpts, calls ...*Call) (Ack, error) 
 			switch {
 			case how == bySHA && noScript(e):
 				again = append(again, cl)
-			case how != byLoad && exit.ScriptingDisabled(errText(e)) && cl.Cmd.Name() == "eval":
+			case how != byLoad && e != nil && exit.ScriptingDisabled(e.Error()) && cl.Cmd.Name() == "eval":
 				// Sent as EVAL (after a NOSCRIPT, or with a wait after it).
 				again, next = append(again, cl), byLoad
 			default:
@@ -209,8 +202,9 @@ func (c *Conn) Run(ctx context.Context, o RunOpts, calls ...*Call) (Ack, error) 
 			err = check()
 		}
 		if ran && o.Durability.On() {
-			if acked {
-				a = ack.min(a)
+			if acked { // the weaker of the round trips' acknowledgements
+				a = Ack{Replicas: min(ack.Replicas, a.Replicas), LocalAOF: ack.LocalAOF && a.LocalAOF,
+					Err: cmp.Or(ack.Err, a.Err)}
 			}
 			ack, acked = a, true
 		}
@@ -223,11 +217,4 @@ func (c *Conn) Run(ctx context.Context, o RunOpts, calls ...*Call) (Ack, error) 
 		calls, how = again, next
 	}
 	return ack, nil
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -35,8 +34,7 @@ type ServerReport struct {
 // pingSamples is how many PINGs the round-trip figure is the median of.
 const pingSamples = 5
 
-// InspectServer reports the server's capabilities, its role and a PING
-// round-trip time (median of a few).
+// InspectServer reports the server's capabilities, role and PING time.
 func InspectServer(ctx context.Context, c *Conn) (ServerReport, error) {
 	caps, err := c.Capabilities(ctx)
 	if err != nil {
@@ -104,20 +102,14 @@ func (c *Conn) EmulatedIDMPDefaults(ctx context.Context) (idmp.Defaults, error) 
 	return idmp.ParseDefaults(str(vals[0]), str(vals[1])), nil
 }
 
-// ServerIDMPDefaults reads CONFIG GET stream-idmp-duration/-maxsize.
+// ServerIDMPDefaults reads CONFIG GET stream-idmp-duration/-maxsize (the
+// server holds them in idmp's ranges, as ParseDefaults reads them).
 func ServerIDMPDefaults(ctx context.Context, c redis.UniversalClient) (idmp.Defaults, error) {
 	vals, err := c.ConfigGet(ctx, "stream-idmp-*").Result()
 	if err != nil {
 		return idmp.Defaults{}, err
 	}
-	d := idmp.Defaults{Duration: idmp.DefaultDuration, MaxSize: idmp.DefaultMaxSize}
-	if v, err := strconv.ParseInt(vals["stream-idmp-duration"], 10, 64); err == nil {
-		d.Duration = v
-	}
-	if v, err := strconv.ParseInt(vals["stream-idmp-maxsize"], 10, 64); err == nil {
-		d.MaxSize = v
-	}
-	return d, nil
+	return idmp.ParseDefaults(vals[idmp.ParamDuration], vals[idmp.ParamMaxSize]), nil
 }
 
 // Role is the replication role of the node reached (INFO replication):

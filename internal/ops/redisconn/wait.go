@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 )
 
 // Durability is WAIT Replicas Timeout, or with AOF, WAITAOF 1 Replicas
-// Timeout. The zero value asks nothing.
+// Timeout; the zero value asks nothing.
 type Durability struct {
 	Replicas int
 	Timeout  time.Duration // > 0 when On: WAIT's 0 would block for ever
@@ -39,17 +40,6 @@ func (d Durability) Check(a Ack) error {
 		return nil
 	}
 	return &NotAckedError{Want: d, Got: a}
-}
-
-// min is the weaker of two acknowledgements (of two round trips that
-// both wrote).
-func (a Ack) min(b Ack) Ack {
-	if a.Err == nil {
-		a.Err = b.Err
-	}
-	a.Replicas = min(a.Replicas, b.Replicas)
-	a.LocalAOF = a.LocalAOF && b.LocalAOF
-	return a
 }
 
 // NotAckedError is a write made but not acknowledged as asked: never
@@ -128,28 +118,38 @@ func AckOf(d Durability, v any, err error) Ack {
 	return Ack{Replicas: int(n)}
 }
 
-// waitCmd queues WAIT or WAITAOF for d and returns how to read its reply.
-func waitCmd(ctx context.Context, p redis.Pipeliner, d Durability) func() Ack {
-	cmd := redis.NewCmd(ctx, WaitCommand(d)...)
-	_ = p.Process(ctx, cmd)
-	return func() Ack { return AckOf(d, cmd.Val(), cmd.Err()) }
-}
-
-// CheckDurable refuses, once, a wait the server cannot make (WAITAOF on a
-// server without it or without AOF), before anything is written.
+// CheckDurable refuses, once, a wait the server cannot make before anything
+// is written: WAITAOF, on a server before Redis 7.2 or without appendonly,
+// would refuse it only after the write. The probe, WAITAOF 1 0 1, is
+// refused at once there, and otherwise done within 1 ms.
 func (c *Conn) CheckDurable(ctx context.Context, key string, d Durability) error {
-	if !d.AOF {
+	c.mu.Lock()
+	done := c.waitAOFOK
+	c.mu.Unlock()
+	if !d.AOF || done {
 		return nil
 	}
-	return c.checkWaitAOF(ctx, func(ctx context.Context) error {
-		return c.Do(func(uc redis.UniversalClient) error {
-			node, err := nodeFor(ctx, uc, key)
-			if err != nil {
-				return err
-			}
-			return probeWaitAOF(ctx, node)
-		})
+	ctx, cancel := c.Ctx(ctx)
+	defer cancel()
+	err := c.Do(func(uc redis.UniversalClient) error {
+		node, err := nodeFor(ctx, uc, key)
+		if err != nil {
+			return err
+		}
+		return node.Do(ctx, "waitaof", 1, 0, 1).Err()
 	})
+	switch {
+	case err != nil && waitAOFUnsupported(err):
+		e := exit.New(exit.Config, "--wait-aof", "the server cannot WAITAOF: %v", err)
+		e.Hint = "WAITAOF came with Redis 7.2 and needs appendonly yes on the primary; without --wait-aof, --wait-replicas waits with WAIT"
+		return e
+	case err != nil:
+		return exit.Wrap(err, "--wait-aof: WAITAOF")
+	}
+	c.mu.Lock()
+	c.waitAOFOK = true
+	c.mu.Unlock()
+	return nil
 }
 
 // nodeFor is key's primary (a cluster pipeline would send the keyless WAIT
@@ -187,11 +187,12 @@ func (c *Conn) PipelinedDurable(ctx context.Context, key string, d Durability, f
 			// the wait must fit in it.
 			target = node.WithTimeout(bound)
 		}
-		read := func() Ack { return Ack{} }
+		var wait *redis.Cmd
 		cmds, err := target.Pipelined(ctx, func(p redis.Pipeliner) error {
 			fn(p, ctx)
 			if d.On() {
-				read = waitCmd(ctx, p, d)
+				wait = redis.NewCmd(ctx, WaitCommand(d)...)
+				_ = p.Process(ctx, wait)
 			}
 			return nil
 		})
@@ -200,28 +201,27 @@ func (c *Conn) PipelinedDurable(ctx context.Context, key string, d Durability, f
 				return e // nothing ran on this node: Do goes to the cluster
 			}
 		}
-		ack = read()
+		if wait != nil {
+			ack = AckOf(d, wait.Val(), wait.Err())
+		}
 		if err == nil || errors.Is(err, redis.Nil) {
 			return nil
 		}
 		// A command's own error reply stays on it; an error reply no
 		// command carries is the connection's (a refused AUTH).
-		for _, cmd := range cmds {
-			if cmd.Err() != nil && errors.As(err, new(redis.Error)) {
-				return nil
-			}
+		failed := func(cmd redis.Cmder) bool { return cmd.Err() != nil }
+		if errors.As(err, new(redis.Error)) && slices.ContainsFunc(cmds, failed) {
+			return nil
 		}
 		return err
 	})
 	return ack, err
 }
 
-// OnNode runs fn on a connection of its own to the primary that holds key,
-// under a bound that allows for d's wait: for writes that must share a
-// connection with the WAIT after them but cannot share its pipeline (a
-// MULTI/EXEC; see WaitOn). A wait the server cannot make is refused first
-// (CheckDurable). fn returns the error of its first command, so that a
-// plain client that reached a cluster node switches as in Do.
+// OnNode runs fn on its own connection to key's primary, bounded to allow
+// for d's wait (after CheckDurable): for writes that share a connection but
+// not a pipeline with the WAIT (a MULTI/EXEC; see WaitOn). fn returns its
+// first command's error, so that a plain client switches as in Do.
 func (c *Conn) OnNode(ctx context.Context, key string, d Durability, fn func(ctx context.Context, cn *redis.Conn) error) error {
 	if err := c.CheckDurable(ctx, key, d); err != nil {
 		return err
@@ -239,53 +239,10 @@ func (c *Conn) OnNode(ctx context.Context, key string, d Durability, fn func(ctx
 	})
 }
 
-// WaitOn sends WAIT or WAITAOF for d on cn, the connection that made the
-// writes, after them (a second round trip: for writes that cannot share a
-// pipeline with it, such as a MULTI/EXEC, in OnNode, which checked that
-// the server can make it). ctx must allow for d.Timeout.
+// WaitOn sends d's WAIT or WAITAOF on cn, the connection that made the
+// writes, in a round trip of its own (in OnNode). ctx must allow for
+// d.Timeout.
 func (c *Conn) WaitOn(ctx context.Context, cn *redis.Conn, d Durability) Ack {
-	var read func() Ack
-	_, err := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
-		read = waitCmd(ctx, p, d)
-		return nil
-	})
-	ack := read()
-	if ack.Err == nil && err != nil {
-		ack.Err = err
-	}
-	return ack
-}
-
-// checkWaitAOF checks once that the server can WAITAOF: one before Redis
-// 7.2, or without appendonly, would refuse it only after the write.
-func (c *Conn) checkWaitAOF(ctx context.Context, probe func(context.Context) error) error {
-	c.mu.Lock()
-	done := c.waitAOFOK
-	c.mu.Unlock()
-	if done {
-		return nil
-	}
-	cctx, cancel := c.Ctx(ctx)
-	defer cancel()
-	err := probe(cctx)
-	switch {
-	case err != nil && waitAOFUnsupported(err):
-		e := exit.New(exit.Config, "--wait-aof", "the server cannot WAITAOF: %v", err)
-		e.Hint = "WAITAOF came with Redis 7.2 and needs appendonly yes on the primary; without --wait-aof, --wait-replicas waits with WAIT"
-		return e
-	case err != nil:
-		return exit.Wrap(err, "--wait-aof: WAITAOF")
-	}
-	c.mu.Lock()
-	c.waitAOFOK = true
-	c.mu.Unlock()
-	return nil
-}
-
-// probeWaitAOF is WAITAOF 1 0 1: refused at once by a server without it or
-// without appendonly, and otherwise done within 1 ms.
-func probeWaitAOF(ctx context.Context, c interface {
-	Do(context.Context, ...any) *redis.Cmd
-}) error {
-	return c.Do(ctx, "waitaof", 1, 0, 1).Err()
+	cmd := cn.Do(ctx, WaitCommand(d)...)
+	return AckOf(d, cmd.Val(), cmd.Err())
 }
