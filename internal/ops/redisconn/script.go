@@ -130,10 +130,6 @@ type RunOpts struct {
 	Key        string     // a key of the calls: its primary runs them, and the wait
 	Durability Durability // the wait after the calls, in their round trip
 	Eviction   bool       // read the eviction settings in the round trip, once per Conn
-	// First queues commands before the calls in the first round trip,
-	// and returns their check, run after it: an error stops Run there
-	// (the calls' replies stay on their Cmds), before a second round.
-	First func(p redis.Pipeliner) func() error
 }
 
 // how a round of Run sends a call.
@@ -156,13 +152,9 @@ func (c *Conn) Run(ctx context.Context, o RunOpts, calls ...*Call) (Ack, error) 
 	for _, cl := range calls {
 		cl.Cmd = nil
 	}
-	first := o.First
 	for len(calls) > 0 {
-		note, check := func() {}, func() error { return nil }
+		note := func() {}
 		a, err := c.PipelinedDurable(ctx, o.Key, o.Durability, func(p redis.Pipeliner, ctx context.Context) {
-			if first != nil {
-				check = first(p)
-			}
 			if o.Eviction {
 				note = c.QueueEviction(ctx, p)
 			}
@@ -197,9 +189,6 @@ func (c *Conn) Run(ctx context.Context, o RunOpts, calls ...*Call) (Ack, error) 
 				cl.Script.noteRun(cl.Cmd.Err())
 				ran = ran || e == nil || !noScript(e)
 			}
-		}
-		if first = nil; err == nil {
-			err = check()
 		}
 		if ran && o.Durability.On() {
 			if acked { // the weaker of the round trips' acknowledgements

@@ -83,7 +83,7 @@ func (s *Streams) Settle(ctx context.Context) error {
 }
 
 // unsettled is the backend before the mode is known: each use settles it,
-// a single add by a HELLO in the round trip of its one-add script call.
+// a single add by a HELLO in its tx's check round trip.
 type unsettled struct {
 	*Streams
 	want Mode
@@ -110,8 +110,8 @@ func (u unsettled) addCall([]AddRequest, *chunkProgress, bool) (*redisconn.Call,
 }
 
 func (u unsettled) add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]AddResult, error) {
-	if len(reqs) == 1 && len(reqs[0].Fields) <= idmp.MaxEmulatedFieldArgs && !u.oneRefused {
-		res, err := native{u.Streams}.one(ctx, reqs[0], o, func(p redis.Pipeliner) func() error {
+	if len(reqs) == 1 && len(reqs[0].Fields) <= idmp.MaxEmulatedFieldArgs {
+		res, ack, err := native{u.Streams}.tx(ctx, reqs, o, func(p redis.Pipeliner) func() error {
 			learned, cluster := u.Conn.QueueHello(ctx, p), u.Conn.Cluster()
 			return func() error {
 				if err := learned(); err != nil {
@@ -126,8 +126,8 @@ func (u unsettled) add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]
 				return nil
 			}
 		})
-		if !errors.Is(err, errNotNative) && !errors.Is(err, errStateHeld) && !errors.Is(err, errOneRefused) {
-			return res, err
+		if !errors.Is(err, errNotNative) && !errors.Is(err, errStateHeld) {
+			return judge(res, err, o.Durability, ack)
 		}
 	}
 	if err := u.Settle(ctx); err != nil {
@@ -184,8 +184,7 @@ func (s *Streams) runCall(ctx context.Context, reqs []AddRequest, o AddOptions) 
 
 // runKeyed runs the call mk makes, made again once when a redirect (which
 // Run follows) taught that the server is a cluster node: the keys depend
-// on it (a call that ran is not made again, whatever o.First's check
-// said). The call is nil when mk failed; err is also the call's own error.
+// on it. The call is nil when mk failed; err is also the call's own error.
 func (s *Streams) runKeyed(ctx context.Context, o redisconn.RunOpts, mk func() (*redisconn.Call, error)) (*redisconn.Call, redisconn.Ack, error) {
 	for try := 0; ; try++ {
 		cluster := s.Conn.Cluster()
@@ -197,7 +196,7 @@ func (s *Streams) runKeyed(ctx context.Context, o redisconn.RunOpts, mk func() (
 		if err == nil {
 			err = call.Cmd.Err()
 		}
-		if err == nil || call.Cmd.Err() == nil || cluster || !s.Conn.Cluster() || try == 1 {
+		if err == nil || cluster || !s.Conn.Cluster() || try == 1 {
 			return call, ack, err
 		}
 	}

@@ -201,24 +201,15 @@ func (s native) addCall(reqs []AddRequest, cp *chunkProgress, outcomes bool) (*r
 	return call, func(v any) ([]AddResult, error) { return parseNativeReply(v, iids) }, nil
 }
 
-// add: a single add by the one-add script (one), or by MULTI/EXEC (tx)
-// for a user who may not run it and for a run too big for Lua's unpack;
-// other runs, and adds to streams holding emulated state, by the guard
-// script.
+// add: a single add, or a run too big for Lua's unpack, by MULTI/EXEC (tx);
+// other runs, and adds to streams holding emulated state, by the script.
 func (s native) add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]AddResult, error) {
 	big := false
 	for i := range reqs {
 		big = big || len(reqs[i].Fields) > idmp.MaxEmulatedFieldArgs
 	}
-	single := len(reqs) == 1 && !big
-	if single && !s.oneRefused && !s.held {
-		res, err := s.one(ctx, reqs[0], o, nil)
-		if !errors.Is(err, errStateHeld) && !errors.Is(err, errOneRefused) {
-			return res, err
-		}
-	}
-	if big || single && !s.held {
-		res, ack, err := s.tx(ctx, reqs, o)
+	if big || len(reqs) == 1 {
+		res, ack, err := s.tx(ctx, reqs, o, nil)
 		switch {
 		case !errors.Is(err, errStateHeld):
 			return judge(res, err, o.Durability, ack)
@@ -237,73 +228,6 @@ func (s native) add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]Add
 		err = errStateNeedsScripts(reqs[0].Stream)
 	}
 	return res, err
-}
-
-//go:embed lua/stream_native_one.lua
-var nativeOneLua string
-
-var nativeOneScript = redisconn.NewLua[nativeOneArgs](func(v any) (any, error) { return v, nil }, xaddHeadLua, nativeOneLua)
-
-// nativeOneArgs are the one-add script's (lua/stream_native_one.lua).
-type nativeOneArgs struct {
-	Stream     string   `lua:"STREAM,key"`
-	State      []string `lua:"STATE,key,rest"` // the two emulated state keys, or none
-	NoMkStream bool     `lua:"NOMK"`
-	Deletion   string   `lua:"DELETION"`
-	Trim       trimArgs
-	Auto       bool   `lua:"AUTO"`
-	PID        string `lua:"PID"`
-	IID        string `lua:"IID"`
-	Outcomes   bool   `lua:"OUTCOMES"`
-	Fields     []any  `lua:"FIELDS,rest"`
-}
-
-// errOneRefused: this user may not run the one-add script (tx adds).
-var errOneRefused = errors.New("the single add's script was refused")
-
-// one adds r by one call of the one-add script, in one round trip with
-// the commands first queues (unsettled's HELLO): the cheapest single add
-// the upgrade guard allows (docs/speed.md). errStateHeld when the stream
-// holds emulated state, errOneRefused when the user may not run scripts:
-// nothing was written. first's check error comes back unless the add ran.
-func (s native) one(ctx context.Context, r AddRequest, o AddOptions, first func(redis.Pipeliner) func() error) ([]AddResult, error) {
-	fields := make([]any, len(r.Fields))
-	for i := range r.Fields {
-		fields[i] = r.Fields[i]
-	}
-	ro := redisconn.RunOpts{Key: r.Stream, Durability: o.Durability, Eviction: s.Conn.WatchEviction, First: first}
-	call, ack, err := s.runKeyed(ctx, ro, func() (*redisconn.Call, error) {
-		a := nativeOneArgs{Stream: r.Stream, NoMkStream: r.NoMkStream, Deletion: strings.ToUpper(r.Deletion),
-			Trim: trimArgsOf(&r), Auto: r.Auto, PID: r.PID, IID: r.IID, Outcomes: !o.NoOutcome, Fields: fields}
-		if l, err := idmp.StateKeys(r.Stream, s.Conn.Cluster()); err == nil {
-			a.State = []string{l.Meta, l.PIDs}
-		}
-		return nativeOneScript.Call(&a), nil
-	})
-	v, cerr := call.Cmd.Result()
-	switch {
-	case cerr == nil && v == "H":
-		s.held = true
-		return nil, errStateHeld
-	case cerr == nil:
-		t, ok := v.([]any)
-		if len(t) != 3 || !ok {
-			return nil, exit.New(exit.Internal, "native XADD", "unexpected reply %v", v)
-		}
-		id, _ := t[0].(string)
-		dup, _ := t[1].(int64)
-		orig, _ := t[2].(int64)
-		res := []AddResult{{ID: id, IID: r.IID, Duplicate: dup == 1, OriginalExists: orig > 0}}
-		return judge(res, nil, o.Durability, ack)
-	case errors.Is(cerr, redis.Nil):
-		return nil, errNoStream()
-	case err != nil && !errors.Is(err, cerr):
-		return nil, err // the round trip, or first's check
-	case exit.ScriptRefused(cerr.Error()):
-		s.oneRefused = true
-		return nil, errOneRefused
-	}
-	return nil, cerr
 }
 
 // errBigWithState refuses an add too big for the guard script to a stream

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
@@ -136,11 +135,10 @@ func (h *afterCheck) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
-// A single add without the one-add script (tx: a user who may not run
-// it, forced here by oneRefused) checks the stream's emulated state, then
-// adds in a MULTI/EXEC: emulated state written between the two (by an
-// emulated writer, for the same iid) aborts the EXEC, and the add is told
-// the duplicate it is, once.
+// A single add checks the stream's emulated state, then adds in a
+// MULTI/EXEC: emulated state written between the two (by an emulated
+// writer, for the same iid) aborts the EXEC, and the add is told the
+// duplicate it is, once.
 func TestNativeSingleAddStateBetweenCheckAndAdd(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []Mode{ModeAuto, ModeNative} {
@@ -149,7 +147,6 @@ func TestNativeSingleAddStateBetweenCheckAndAdd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.oneRefused = true
 		stream := g.h.key("s")
 		var first AddResult
 		s.Conn.Client().AddHook(&afterCheck{fn: func() {
@@ -162,9 +159,8 @@ func TestNativeSingleAddStateBetweenCheckAndAdd(t *testing.T) {
 	}
 }
 
-// A first add by tx (oneRefused, as above) to a stream that another client
-// makes, with a duplicate of its own, between the add's check and its
-// MULTI is new, not a
+// A first add to a stream that another client makes, with a duplicate of
+// its own, between the add's check and its MULTI is new, not a
 // duplicate. Before: the check found no stream, so the MULTI read no
 // iids-duplicates before the XADD, and took the other's for this add's.
 func TestNativeSingleAddStreamMadeBetweenCheckAndAdd(t *testing.T) {
@@ -177,7 +173,6 @@ func TestNativeSingleAddStreamMadeBetweenCheckAndAdd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.oneRefused = true
 	conn.Client().AddHook(&afterCheck{fn: func() {
 		for range 2 {
 			if err := other.XAdd(h.ctx, &redis.XAddArgs{Stream: stream, ProducerID: "q", IdempotentID: "y", Values: []string{"f", "v"}}).Err(); err != nil {
@@ -188,91 +183,5 @@ func TestNativeSingleAddStreamMadeBetweenCheckAndAdd(t *testing.T) {
 	r, err := s.add1(h.ctx, AddRequest{Stream: stream, PID: "p", IID: "x", Fields: []string{"a", "1"}})
 	if err != nil || r.Duplicate || r.OriginalExists {
 		t.Fatalf("a first add: %+v, %v", r, err)
-	}
-}
-
-// cmdCalls reads the calls of each command from INFO commandstats.
-func cmdCalls(t *testing.T, srv *redistest.Server) map[string]int64 {
-	t.Helper()
-	info, err := srv.Do("INFO", "commandstats")
-	if err != nil {
-		t.Fatal(err)
-	}
-	calls := map[string]int64{}
-	for k, v := range redisconn.ParseInfo(info) {
-		if name, ok := strings.CutPrefix(k, "cmdstat_"); ok {
-			n, _ := strconv.ParseInt(strings.TrimPrefix(strings.Split(v, ",")[0], "calls="), 10, 64)
-			calls[name] = n
-		}
-	}
-	return calls
-}
-
-// unsettled opens streams as a new process does: the server not known yet.
-func unsettledStreams(t *testing.T, url string) *Streams {
-	t.Helper()
-	c, err := redisconn.Open(redisconn.ConnConfig{URL: url, Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	s, err := NewStreams(c, ModeAuto)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// A single add, on a server with native IDMP, is HELLO and one script
-// call (the upgrade guard's EXISTS and the XADD) in one round trip, as a
-// new process makes it: no MULTI, WATCH, INFO or XCFGSET (docs/speed.md).
-func TestNativeSingleAddOneCall(t *testing.T) {
-	t.Parallel()
-	srv := redistest.NewNative(t)
-	add := func(iid string, reset bool) AddResult {
-		s := unsettledStreams(t, srv.URL)
-		if reset {
-			if _, err := srv.Do("CONFIG", "RESETSTAT"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		r, err := s.add1(context.Background(), AddRequest{Stream: "s", PID: "p", IID: iid, Fields: []string{"f", "v"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	add("warm", false) // the server caches the script (EVAL after NOSCRIPT)
-	first, again := add("a", true), add("a", false)
-	if first.Duplicate || !again.Duplicate || !again.OriginalExists || again.ID != first.ID {
-		t.Fatalf("outcomes: %+v then %+v", first, again)
-	}
-	calls := cmdCalls(t, srv)
-	for _, c := range []string{"multi", "exec", "watch", "info", "xcfgset", "eval", "script|load"} {
-		if calls[c] != 0 {
-			t.Errorf("%s: %d calls, want none (%v)", c, calls[c], calls)
-		}
-	}
-	if calls["hello"] != 2 || calls["evalsha"] != 2 || calls["xadd"] != 2 {
-		t.Errorf("hello %d, evalsha %d, xadd %d: want one of each an add (%v)", calls["hello"], calls["evalsha"], calls["xadd"], calls)
-	}
-}
-
-// Where the server has no native IDMP, a single add never loads the
-// one-add script: HELLO, in its round trip, stops it before an EVAL.
-func TestEmulatedSingleAddLoadsNoNativeScript(t *testing.T) {
-	t.Parallel()
-	if redistest.AtLeast(8, 6) && !redistest.IsValkey() {
-		t.Skip("the server under test has native IDMP")
-	}
-	srv := redistest.New(t)
-	for _, iid := range []string{"a", "b"} {
-		s := unsettledStreams(t, srv.URL)
-		if r, err := s.add1(context.Background(), AddRequest{Stream: "s", PID: "p", IID: iid, Fields: []string{"f", "v"}}); err != nil || r.Mode != ModeEmulated {
-			t.Fatalf("%+v, %v", r, err)
-		}
-	}
-	if v, err := srv.Do("SCRIPT", "EXISTS", nativeOneScript.Script.Hash()); err != nil || !strings.Contains(v, "0") {
-		t.Fatalf("SCRIPT EXISTS of the one-add script: %q, %v", v, err)
 	}
 }

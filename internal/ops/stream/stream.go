@@ -190,10 +190,6 @@ type Streams struct {
 	nativeDefaults *idmp.Defaults // CONFIG GET stream-idmp-* once read (the guard's)
 	plainReads     bool           // the info script was refused: read with plain commands
 	maxBulk        int64          // the server's proto-max-bulk-len where known (a batch reads it)
-	// oneRefused: this user may not run the single add's script (tx adds);
-	// held: a single add found the stream holding emulated state (the
-	// guard script adds). Either way a second single add goes straight on.
-	oneRefused, held bool
 }
 
 // Mode is the mode the streams work in: native or emulated (the mode

@@ -1,9 +1,8 @@
 package stream
 
-// A native add without a script (a user who may not run one, a run too
-// big for Lua's unpack): MULTI [XINFO, XADD, XINFO] EXEC (a duplicate iff
-// iids-duplicates grew). A MULTI cannot look first, so the upgrade guard
-// WATCHes the emulated state keys, checked absent.
+// A native single add without a script: MULTI [XINFO, XADD, XINFO] EXEC (a
+// duplicate iff iids-duplicates grew). A MULTI cannot look first, so the
+// upgrade guard WATCHes the emulated state keys, checked absent.
 
 import (
 	"cmp"
@@ -49,9 +48,12 @@ var errStateHeld = errors.New("the stream holds emulated IDMP state")
 // eviction settings read, for xadd's warning); then MULTI [XINFO, (XADD,
 // XINFO)...] EXEC, which does not run if state appeared meanwhile; with
 // d, WAIT (or WAITAOF) after it on the same connection. While the stream
-// holds emulated state it is errStateHeld. No script runs: for a user who
-// may not run one, and for a run too big for Lua's unpack.
-func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions) ([]AddResult, redisconn.Ack, error) {
+// holds emulated state it is errStateHeld. No script runs: the cheapest
+// single add there is (the server runs a script's first lines cold, each
+// time, at a cost of several commands: docs/speed.md). first, when set,
+// adds commands to the check's round trip and says, once its replies are
+// read, whether tx goes on (nil) or not (its error).
+func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first func(redis.Pipeliner) func() error) ([]AddResult, redisconn.Ack, error) {
 	d := o.Durability
 	stream := reqs[0].Stream
 	for attempt := 0; ; attempt++ {
@@ -66,7 +68,11 @@ func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions) ([]AddR
 			var held *redis.IntCmd
 			var multi, probed, watch *redis.Cmd
 			note := func() {}
+			goOn := func() error { return nil }
 			_, err := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
+				if first != nil {
+					goOn = first(p)
+				}
 				note = s.Conn.QueueEviction(ctx, p)
 				// A refused MULTI would leave the adds to run one by one,
 				// unwatched, after the refusal: MULTI and EXEC are proved
@@ -80,6 +86,9 @@ func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions) ([]AddR
 				return nil
 			})
 			note()
+			if err := goOn(); err != nil {
+				return err
+			}
 			if err := cmp.Or(multi.Err(), probed.Err()); err != nil {
 				return err
 			}
