@@ -2,11 +2,13 @@ package stream
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
@@ -183,5 +185,43 @@ func TestNativeSingleAddStreamMadeBetweenCheckAndAdd(t *testing.T) {
 	r, err := s.add1(h.ctx, AddRequest{Stream: stream, PID: "p", IID: "x", Fields: []string{"a", "1"}})
 	if err != nil || r.Duplicate || r.OriginalExists {
 		t.Fatalf("a first add: %+v, %v", r, err)
+	}
+}
+
+// A native single add, as a new process makes it (the server not known
+// yet), sends in two round trips HELLO, an empty MULTI/EXEC, WATCH and
+// EXISTS, then MULTI, XADD, EXEC: no INFO, no XCFGSET the server would
+// reject, no script (docs/speed.md: A single add).
+func TestNativeSingleAddCommands(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewNative(t)
+	c, err := redisconn.Open(redisconn.ConnConfig{URL: srv.URL, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := NewStreams(c, ModeAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Do("CONFIG", "RESETSTAT"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.add1(context.Background(), AddRequest{Stream: "s", PID: "p", IID: "a", Fields: []string{"f", "v"}}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := srv.Do("INFO", "commandstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]string{}
+	for k, v := range redisconn.ParseInfo(info) {
+		if name, ok := strings.CutPrefix(k, "cmdstat_"); ok && name != "config|resetstat" {
+			calls[name], _, _ = strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+		}
+	}
+	want := map[string]string{"hello": "1", "multi": "2", "exec": "2", "watch": "1", "exists": "1", "xadd": "1", "xinfo|stream": "2"}
+	if !maps.Equal(calls, want) {
+		t.Fatalf("commands sent: %v, want %v", calls, want)
 	}
 }
