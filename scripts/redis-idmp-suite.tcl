@@ -82,7 +82,9 @@ proc jp_value {} {
         }
     }
 }
-proc unobj {v} { if {[llength $v] == 2 && [lindex $v 0] eq "__obj"} { set o {}; foreach {k x} [lindex $v 1] {lappend o $k [unobj $x]}; return $o }; return $v }
+# A string that is not a Tcl list (a DUMP payload with a quote or a brace
+# in it) is a value, never an object.
+proc unobj {v} { if {[string is list $v] && [llength $v] == 2 && [lindex $v 0] eq "__obj"} { set o {}; foreach {k x} [lindex $v 1] {lappend o $k [unobj $x]}; return $o }; return $v }
 proc jp_string {} {
     incr ::jp_i ;# opening quote
     set out ""
@@ -130,7 +132,7 @@ proc client_call {fd argv} {
     }
     set v [json_parse $line]
     set cmd [string toupper [lindex $argv 0]]
-    if {[llength $v] == 2 && [lindex $v 0] eq "__obj"} {
+    if {[string is list $v] && [llength $v] == 2 && [lindex $v 0] eq "__obj"} {
         if {$cmd in {XREAD XREADGROUP}} {
             set o {}; foreach {k x} [lindex $v 1] {lappend o [list $k [unobj $x]]}; return $o
         }
