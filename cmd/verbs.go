@@ -172,10 +172,11 @@ var verbs = []struct {
 	{claimrun.GuardCommand, newCmdGuard},
 }
 
-// words are args before "--" that are neither a global flag nor its value.
-func words(args []string) []string {
+// words are the first most args before "--" that are neither a global flag
+// nor its value.
+func words(args []string, most int) []string {
 	var out []string
-	for i := 0; i < len(args) && args[i] != "--"; i++ {
+	for i := 0; i < len(args) && args[i] != "--" && len(out) < most; i++ {
 		switch a := args[i]; {
 		case strings.HasPrefix(a, "--"):
 			if valueFlags[a] {
@@ -196,7 +197,7 @@ func words(args []string) []string {
 // it is none, so that help, completion (whose scripts describe the whole
 // tree) and "unknown command"'s suggestions see every verb.
 func verbOf(args []string) string {
-	if w := words(args); len(w) > 0 && w[0] != "completion" {
+	if w := words(args, 1); len(w) > 0 && w[0] != "completion" {
 		for _, v := range verbs {
 			if v.name == w[0] {
 				return v.name
@@ -230,6 +231,6 @@ func fewRoundTrips(args []string) bool {
 // isClaimRun says whether args run "claim run", for starting its guard early
 // (wrong guesses cost a guard let go at exit).
 func isClaimRun(args []string) bool {
-	w := words(args)
+	w := words(args, 2)
 	return len(w) > 1 && w[0] == "claim" && w[1] == "run"
 }
