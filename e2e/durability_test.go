@@ -178,7 +178,7 @@ func TestDurabilityClaimRunShortLease(t *testing.T) {
 			case !frozen && (r.Stdout != "ran\n" || hget(t, replica, "job:1", "status") != "COMPLETED"):
 				t.Errorf("want COMPLETED on the replica: %s", r)
 			case frozen && (strings.Contains(r.Stdout, "ran") || !regexp.MustCompile(
-				`renewals failed for \d+ms \(the last: claim renew "job:1": (0 of 1 replicas acknowledged the write within \d+ms|no reply within the \d+ms left before the command had to be stopped; the last answer: claim renew "job:1": 0 of 1 replicas acknowledged the write within \d+ms)[^)]*\): the command was stopped before its lease \(1s\) could lapse`).MatchString(r.Stderr)):
+				`renewals failed for \d+ms \(the last: claim renew "job:1": (0 of 1 replicas acknowledged the write within \d+ms|no reply within the (\d+ms|0s) left before the command had to be stopped; the last answer: claim renew "job:1": 0 of 1 replicas acknowledged the write within \d+ms)[^)]*\): the command was stopped before its lease \(1s\) could lapse`).MatchString(r.Stderr)):
 				t.Errorf("want the command stopped for unacknowledged renewals: %s", r)
 			}
 			t.Logf("exit %d after %s; stderr: %s", r.Code, r.Elapsed.Round(time.Millisecond), strings.TrimSpace(r.Stderr))
