@@ -122,7 +122,6 @@ var claimSteps = []claimStep{
 	{name: "fail", short: "Record FAILED (with --error), or --release, for --token's claim", has: failFlags,
 		flags: func(fl *pflag.FlagSet, o *ClaimStepOptions) {
 			fl.StringVar(&o.ErrorText, "error", "", "reason of the failure")
-			allowEmpty(fl, "error") // no reason given
 			fl.BoolVar(&o.Release, "release", false, "delete the record instead of recording FAILED")
 		},
 		send: func(ctx context.Context, conn *redisconn.Conn, o *ClaimStepOptions, opts ...claim.Option) (string, claim.Record, error) {

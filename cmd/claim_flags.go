@@ -162,7 +162,6 @@ func addClaimFlagsFor(c *cobra.Command, o *ClaimFlags, has claimFlagSet) {
 	}
 	if has&hasPayload != 0 {
 		fl.StringVar(&o.Payload, "payload", "", "request payload (STRING or @FILE): its SHA-256 must match on redelivery")
-		allowEmpty(fl, "payload") // an empty request is a request
 	}
 	if has&hasMaxAttempts != 0 {
 		fl.Int64Var(&o.MaxAttempts, "max-attempts", 0, "refuse a retry after this many attempts (0: unlimited)")
