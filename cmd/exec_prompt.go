@@ -141,10 +141,8 @@ func execPrompt(ctx context.Context, f *Factory, conn *redisconn.Conn, s *opsexe
 			continue
 		}
 		switch strings.ToLower(args[0]) {
-		case "quit", "exit":
-			if len(args) == 1 {
-				return nil
-			}
+		case "quit", "exit": // whatever follows, as redis-cli
+			return nil
 		case "help":
 			fmt.Fprint(f.Out, promptHelp(args[1:]))
 			continue

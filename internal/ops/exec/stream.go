@@ -85,7 +85,8 @@ func RunLines(ctx context.Context, s *Session, in io.Reader) error {
 const LocalError = -1
 
 // runLine runs one line's words (splitErr: it could not be split); quit
-// reports a QUIT, which ends the stream.
+// reports a QUIT, which ends the stream: with arguments too, which Redis
+// (7.0, 8.6) answers OK before it closes the connection as for a bare QUIT.
 func runLine(ctx context.Context, s *Session, args []string, splitErr error) (quit bool, err error) {
 	if splitErr != nil {
 		r := resp.ErrorOf(splitErr.Error())
@@ -95,5 +96,5 @@ func runLine(ctx context.Context, s *Session, args []string, splitErr error) (qu
 	if len(args) == 0 {
 		return false, nil
 	}
-	return len(args) == 1 && strings.EqualFold(args[0], "QUIT"), s.Do(ctx, args)
+	return strings.EqualFold(args[0], "QUIT"), s.Do(ctx, args)
 }
