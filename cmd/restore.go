@@ -72,7 +72,8 @@ changed, or was live) is skipped; a record whose re-check went unanswered
 is restored only where its key is missing, even with --replace, as is every
 record of a file without its end line (a killed purge). The file is read
 whole first: a bad or truncated line is reported with its number, the
-records before it are restored and nothing from it on (exit 65).
+records before it are restored and nothing from it on (exit 65); a file
+whose end line counts other lines than it holds is refused whole (65).
 
 Raw output: "restored|replaced|existing|expired|kept|failed<TAB>KEY" per
 record (a dry run: "would-restore", or "would-replace" for a key --replace

@@ -2,6 +2,7 @@ package backup
 
 import (
 	"errors"
+	"fmt"
 	"io"
 )
 
@@ -17,9 +18,11 @@ type Plan struct {
 }
 
 // ReadPlan reads the whole file. An invalid line past the first is the
-// plan's BadLine, not an error: the records before it can be restored.
+// plan's BadLine, not an error: the records before it can be restored. An
+// end line whose counts are not the file's is the error.
 func ReadPlan(r io.Reader) (*Plan, error) {
 	plan := &Plan{Kept: map[string]string{}}
+	var kept int64
 	err := Read(r, func(e Entry) error {
 		switch {
 		case e.Header != nil:
@@ -28,6 +31,7 @@ func ReadPlan(r io.Reader) (*Plan, error) {
 			plan.Records++
 		case e.Kept != "":
 			plan.Kept[e.KeptOf] = e.Kept
+			kept++
 		case e.End:
 			plan.End = &e
 		}
@@ -39,6 +43,12 @@ func ReadPlan(r io.Reader) (*Plan, error) {
 		plan.BadLine = le
 	case err != nil:
 		return nil, err
+	}
+	// Lines lost or added whole (a copy, an edit) leave no bad line: only the
+	// counts tell, and a lost kept line would put back what purge kept.
+	if e := plan.End; e != nil && (e.Records != plan.Records || e.KeptCount != kept) {
+		return nil, &LineError{Line: e.Line, Why: fmt.Sprintf("the end line's counts (records %d, kept %d) are not the file's (records %d, kept %d): a line was lost or added since purge wrote it; nothing was restored",
+			e.Records, e.KeptCount, plan.Records, kept)}
 	}
 	return plan, nil
 }

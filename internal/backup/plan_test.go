@@ -39,6 +39,20 @@ func TestReadPlan(t *testing.T) {
 		t.Errorf("cut file: %+v (bad line %+v)", p, p.BadLine)
 	}
 
+	// The end line's counts are the file's: a lost or added record or kept
+	// line refuses the whole file (65 in restore), not only the lines after it.
+	for name, file := range map[string]string{
+		"record lost":       header + recs[strings.Index(recs, "\n")+1:] + end,
+		"kept line lost":    header + recs[:strings.LastIndex(recs[:len(recs)-1], "\n")+1] + end,
+		"record after end":  header + recs + end + `{"key":"d","dump":"AA==","pttl_ms":-1,"expires_at_ms":0}` + "\n",
+		"count of no lines": header + `{"end":true,"records":1,"kept_count":0}` + "\n",
+	} {
+		var le *LineError
+		if p, err := ReadPlan(strings.NewReader(file)); !errors.As(err, &le) || !strings.Contains(le.Why, "the end line's counts") {
+			t.Errorf("%s: plan %+v, err %v; want the end line's counts refused", name, p, err)
+		}
+	}
+
 	// Not a backup: the first line is the error.
 	_, err = ReadPlan(strings.NewReader("hello\n"))
 	var le *LineError
