@@ -357,6 +357,8 @@ func lineKey(l line) (string, bool, error) {
 	switch {
 	case l.Key != nil && l.KeyB64 != nil:
 		return "", false, errors.New("both \"key\" and \"key_b64\"")
+	case l.Key != nil && *l.Key == "", l.KeyB64 != nil && *l.KeyB64 == "":
+		return "", false, errors.New("the key must not be empty") // no idmpctl verb names it
 	case l.Key != nil:
 		return *l.Key, true, nil
 	case l.KeyB64 != nil:
