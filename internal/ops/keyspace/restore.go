@@ -217,7 +217,7 @@ func (r *Restorer) dryRun(ctx context.Context, recs []backup.Record, missingOnly
 		switch {
 		case err != nil:
 			out[i] = Failed
-			first = cmp.Or(first, exit.Wrap(err, "restore --dry-run "+strconv.Quote(recs[i].Key)))
+			first = cmp.Or(first, exit.Wrap(err, "restore "+strconv.Quote(recs[i].Key)))
 		case n > 0 && r.opts.Replace && (missingOnly == nil || !missingOnly[i]):
 			out[i] = WouldReplace
 		case n > 0:
