@@ -401,7 +401,9 @@ func (r *runner) run(ctx context.Context, e entry, key string, res claim.Acquire
 
 // deadLetter adds the entry to the dead-letter stream with IDMP (pid the
 // group, iid the entry's ID: a retry adds it once), then acknowledges it;
-// without one, or when the add fails, it stays pending, exhausted.
+// without one it stays pending, exhausted. A failed add or XACK leaves it
+// pending too, and stops the run: a refusal (NOPERM) does not pass by
+// itself, and would refuse every entry out of attempts alike.
 func (r *runner) deadLetter(ctx context.Context, e entry, attempts int64, why string, out *Result) {
 	p := r.p
 	out.Outcome, out.Error = Exhausted, why
@@ -419,7 +421,11 @@ func (r *runner) deadLetter(ctx context.Context, e entry, attempts int64, why st
 		_, err = cmd(ctx, r.conn, "XACK", p.Stream, p.Group, e.id)
 	}
 	if err != nil {
-		r.warnf("%s: entry %s is out of attempts but could not be dead-lettered (%v): it stays pending, and the next delivery tries again", r.what, e.id, err)
+		hint := "it stays pending, not acknowledged: a run that may add to --dead-letter adds it (once: IDMP) and acknowledges it, without running it again"
+		if h := exit.Hint(err); h != "" {
+			hint += "; " + h
+		}
+		r.stop(&exit.Error{Code: exit.Code(err), What: fmt.Sprintf("%s: entry %s is out of attempts", r.what, e.id), Err: err, Hint: hint})
 		return
 	}
 	out.Outcome, out.DeadLetterID = DeadLettered, added[0].ID
