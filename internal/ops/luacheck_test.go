@@ -16,6 +16,7 @@ import (
 
 	"github.com/idmpctl/idmpctl/internal/idmp"
 	_ "github.com/idmpctl/idmpctl/internal/ops/claim"
+	_ "github.com/idmpctl/idmpctl/internal/ops/consume"
 	_ "github.com/idmpctl/idmpctl/internal/ops/keyspace"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	_ "github.com/idmpctl/idmpctl/internal/ops/stream"

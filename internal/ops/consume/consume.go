@@ -10,7 +10,9 @@
 package consume
 
 import (
+	"cmp"
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -83,6 +85,16 @@ func ClaimKey(base, group, id string) string { return base + ":consume:" + group
 // stream), which consume --dead-letter writes and inspect reads.
 func metaKey(base string) string { return base + ":consume" }
 
+//go:embed lua/consume_dead_letter.lua
+var deadLetterLua string
+
+// deadLetterScript is the dead-letter stream's type, checked addable.
+var deadLetterScript = redisconn.NewLua[deadLetterArgs](redisconn.CommandReply, deadLetterLua)
+
+type deadLetterArgs struct {
+	Dead string `lua:"DEAD,key"`
+}
+
 // prepare checks the server's side, then writes what is asked: the
 // dead-letter stream's name for inspect, the group (--create).
 func (r *runner) prepare(ctx context.Context) error {
@@ -96,12 +108,14 @@ func (r *runner) prepare(ctx context.Context) error {
 	}
 	r.base = base
 	if p.DeadLetter != "" {
-		kind, err := cmd(ctx, c, "TYPE", p.DeadLetter)
-		if err == nil && kind != "none" && kind != "stream" {
-			err = exit.New(exit.Data, "--dead-letter "+strconv.Quote(p.DeadLetter), "WRONGTYPE: the key holds a %s, not a stream", kind)
+		call := deadLetterScript.Call(&deadLetterArgs{Dead: p.DeadLetter})
+		_, err := c.Run(ctx, redisconn.RunOpts{}, call)
+		kind, rerr := deadLetterScript.Reply(call)
+		if err = cmp.Or(err, rerr); err == nil && kind != "none" && kind != "stream" {
+			err = fmt.Errorf("WRONGTYPE: the key holds a %s, not a stream", kind)
 		}
 		if err != nil {
-			return exit.Wrap(err, r.what)
+			return exit.Wrap(exit.Wrap(err, "--dead-letter "+strconv.Quote(p.DeadLetter)), r.what)
 		}
 	}
 	groups, err := do(ctx, c, func(ctx context.Context, uc redis.UniversalClient) ([]redis.XInfoGroup, error) {
