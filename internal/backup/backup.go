@@ -38,6 +38,7 @@ const Version = 1
 const (
 	KeptChanged = "changed" // changed or gone since it was read: not deleted
 	KeptLive    = "live"    // a lease or deadline still ran: not deleted
+	KeptRefused = "refused" // the server refused the delete (NOPERM): not deleted
 	// KeptUnknown: the re-check's reply never came; deleted or not, nobody
 	// knows. Restore never writes it over an existing key.
 	KeptUnknown = "unknown"

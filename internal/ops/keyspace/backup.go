@@ -100,9 +100,9 @@ func decodeBackupReply(v any) ([]backupEntry, error) {
 	return out, nil
 }
 
-// markKept marks the chunk's keys the re-check kept, as changed or live;
-// without outcomes (the re-check's reply never came) every key, as of
-// unknown fate: restore puts those back only where missing.
+// markKept marks the chunk's keys the re-check kept, as changed, live or
+// refused; without outcomes (the re-check's reply never came) every key,
+// as of unknown fate: restore puts those back only where missing.
 func (p *purger) markKept(chunk []keyRead, outcomes []PurgeOutcome) error {
 	if p.opts.Backup == nil {
 		return nil
@@ -116,12 +116,14 @@ func (p *purger) markKept(chunk []keyRead, outcomes []PurgeOutcome) error {
 			continue
 		case outcomes[i] == PurgeLive:
 			reason = backup.KeptLive
+		case outcomes[i] == purgeRefused:
+			reason = backup.KeptRefused
 		default:
 			reason = backup.KeptChanged
 		}
 		kept[reason] = append(kept[reason], rd.rec.Key)
 	}
-	for _, reason := range []string{backup.KeptChanged, backup.KeptLive, backup.KeptUnknown} {
+	for _, reason := range []string{backup.KeptChanged, backup.KeptLive, backup.KeptRefused, backup.KeptUnknown} {
 		if len(kept[reason]) == 0 {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/records"
+	"github.com/redis/go-redis/v9"
 )
 
 //go:embed lua/purge_recheck.lua
@@ -113,6 +115,7 @@ const (
 	PurgeChanged     PurgeOutcome = "changed"      // changed or gone since it was read: kept
 	PurgeLive        PurgeOutcome = "kept-live"    // live on the server's clock at the re-check: kept
 	PurgeWouldDelete PurgeOutcome = "would-delete" // dry run
+	purgeRefused     PurgeOutcome = "refused"      // its re-check answered an error (NOPERM): kept, its error reported
 )
 
 // PurgeItem is one candidate and its outcome.
@@ -295,21 +298,19 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []keyRead) error {
 		return err
 	}
 	outcomes, err := p.recheck(ctx, chunk)
-	if err == nil {
-		err = p.markKept(chunk, outcomes)
-	} else {
-		// The re-check's error is the one to report; a failed mark fails
-		// the backup's Close, leaving the file without its end line.
-		_ = p.markKept(chunk, nil)
-	}
+	// The re-check's error is the one to report; a failed mark fails the
+	// backup's Close, leaving the file without its end line.
+	err = cmp.Or(err, p.markKept(chunk, outcomes))
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err != nil {
+	if outcomes == nil {
 		p.sum.Unknown += int64(len(chunk))
 		return err
 	}
 	for i, outcome := range outcomes {
 		switch outcome {
+		case purgeRefused:
+			continue
 		case PurgeDeleted:
 			p.sum.Deleted++
 		case PurgeLive:
@@ -321,14 +322,16 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []keyRead) error {
 		}
 		p.report(PurgeItem{Record: chunk[i].rec, Outcome: outcome})
 	}
-	return nil
+	return err
 }
 
 // recheckOutcomes are the re-check's replies but 0 (changed).
 var recheckOutcomes = map[int64]PurgeOutcome{1: PurgeDeleted, 2: PurgeLive}
 
 // recheck runs the re-check script on the chunk (pipelined calls of
-// perCall keys): each key's outcome is deleted, changed, or live.
+// perCall keys): each key's outcome is deleted, changed, or live; refused
+// where its call answered an error, which is then returned with the
+// outcomes. No outcomes: a call's reply never came.
 func (p *purger) recheck(ctx context.Context, chunk []keyRead) ([]PurgeOutcome, error) {
 	var calls []*recheckCall
 	var pipe []*redisconn.Call
@@ -342,14 +345,19 @@ func (p *purger) recheck(ctx context.Context, chunk []keyRead) ([]PurgeOutcome, 
 		calls = append(calls, cl)
 		pipe = append(pipe, recheckScript.Call(&recheckArgs{Candidates: cl.keys, NLists: len(cl.lists), Body: cl.args}))
 	}
-	if _, err := p.c.Run(ctx, redisconn.RunOpts{}, pipe...); err != nil {
-		return nil, err
-	}
+	_, err := p.c.Run(ctx, redisconn.RunOpts{}, pipe...)
 	outcomes := make([]PurgeOutcome, len(chunk))
 	for i, cl := range calls {
-		vals, err := recheckScript.Reply(pipe[i])
-		if err != nil {
-			return nil, err
+		vals, rerr := recheckScript.Reply(pipe[i])
+		if errors.As(rerr, new(redis.Error)) { // answered: the script's one write, its last command, did not run
+			for j := range cl.keys {
+				outcomes[i*n+j] = purgeRefused
+			}
+			err = cmp.Or(err, rerr)
+			continue
+		}
+		if rerr != nil {
+			return nil, rerr
 		}
 		if len(vals) != len(cl.keys) {
 			return nil, exit.New(exit.Internal, "purge re-check", "%d replies for %d keys", len(vals), len(cl.keys))
@@ -358,7 +366,7 @@ func (p *purger) recheck(ctx context.Context, chunk []keyRead) ([]PurgeOutcome, 
 			outcomes[i*n+j] = cmp.Or(recheckOutcomes[v], PurgeChanged)
 		}
 	}
-	return outcomes, nil
+	return outcomes, err
 }
 
 const (

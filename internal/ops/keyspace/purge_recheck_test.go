@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/records"
 	"github.com/idmpctl/idmpctl/internal/redistest"
 )
@@ -67,4 +68,34 @@ func TestPurgeRecheckKeyTwice(t *testing.T) {
 		t.Errorf("outcomes %v %v", outcomes, err)
 	}
 	wantKeysExist(t, c, false, "m")
+}
+
+// A re-check the server answers with an error deleted nothing: its UNLINK,
+// checked first, is its one write and its last command. A user who may
+// UNLINK ok:* only (an ACL selector) gets each key of the call refused and
+// the NOPERM (77), not a lost reply (no outcomes); both keys stay.
+func TestPurgeRecheckRefused(t *testing.T) {
+	srv := redistest.New(t)
+	ctx := context.Background()
+	if _, err := srv.Do("ACL", "SETUSER", "op", "on", ">pw", "~*", "&*", "+@all", "-unlink", "(~ok:* +unlink)"); err != nil {
+		t.Fatal(err)
+	}
+	admin := redistest.Connect(t, srv.URL).Client()
+	admin.Set(ctx, "ok:1", "DONE", 0)
+	admin.Set(ctx, "no:1", "DONE", 0)
+	c := redistest.Connect(t, "unix://op:pw@"+srv.Addr)
+	reads, err := readKeys(ctx, c, []string{"ok:1", "no:1"}, readOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &purger{c: c}
+	outcomes, err := p.recheck(ctx, reads)
+	if exit.Code(err) != exit.Permission || !slices.Equal(outcomes, []PurgeOutcome{purgeRefused, purgeRefused}) {
+		t.Fatalf("outcomes %v, %v", outcomes, err)
+	}
+	wantKeysExist(t, c, true, "ok:1", "no:1")
+	if outcomes, err = p.recheck(ctx, reads[:1]); err != nil || !slices.Equal(outcomes, []PurgeOutcome{PurgeDeleted}) {
+		t.Errorf("ok:1 alone: %v, %v", outcomes, err)
+	}
+	wantKeysExist(t, c, false, "ok:1")
 }

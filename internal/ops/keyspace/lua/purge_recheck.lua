@@ -103,5 +103,12 @@ while a <= nargv do
 end
 -- One UNLINK for the lot: the script is atomic, so deleting at its end is
 -- deleting at each check, for one command's overhead instead of one a key.
-if #gone > 0 then redis.call('UNLINK', unpack(gone)) end
+-- It is the script's one write and its last command: an error reply says
+-- nothing was deleted (purge.go counts on it), a refused UNLINK included.
+if #gone > 0 then
+  if redis.acl_check_cmd and not redis.acl_check_cmd('UNLINK', unpack(gone)) then
+    return redis.error_reply("NOPERM this user has no permissions to run the 'unlink' command: the re-check deleted none of its keys")
+  end
+  redis.call('UNLINK', unpack(gone))
+end
 return out
