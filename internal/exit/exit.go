@@ -165,7 +165,7 @@ func Classify(err error) int {
 	case strings.Contains(msg, "DB index is out of range"):
 		return Usage // the URL's database (redis://host/N): a value the user gave
 	case strings.Contains(msg, "cluster support disabled"), // --cluster against a server that is no cluster
-		isTLSVerify(err), hasServerPrefix(msg, "READONLY"), ScriptingDisabled(msg), NotRESP(err):
+		isTLSVerify(err), onReplica(msg), ScriptingDisabled(msg), NotRESP(err):
 		return Config
 	case hasServerPrefix(msg, "OOM"), Migrating(msg):
 		return Unavailable
@@ -204,6 +204,12 @@ func ScriptingDisabled(msg string) bool {
 	return slices.ContainsFunc([]string{"evalsha", "eval", "script"}, func(c string) bool {
 		return strings.Contains(m, "unknown command '"+c+"'") || strings.Contains(m, "unknown command `"+c+"`")
 	})
+}
+
+// onReplica reports a replica's refusal of a write (READONLY), or of WAIT
+// or WAITAOF, which a replica refuses in plain ERR words.
+func onReplica(msg string) bool {
+	return hasServerPrefix(msg, "READONLY") || strings.Contains(msg, "cannot be used with replica instances")
 }
 
 func hasServerPrefix(msg string, prefixes ...string) bool {
@@ -319,7 +325,7 @@ func Hint(err error) string {
 		return "the server is not a cluster node: drop --cluster (idmpctl detects a cluster by itself)"
 	case hasServerPrefix(msg, "OOM"):
 		return "the server is out of memory (used memory above maxmemory, maxmemory-policy noeviction) and refuses writes: free memory or raise maxmemory, then run the same command again (nothing more was written)"
-	case hasServerPrefix(msg, "READONLY"):
+	case onReplica(msg):
 		return "this server is a replica, which takes no writes: point --url at its primary"
 	case ScriptingDisabled(msg):
 		return "the server has EVAL/EVALSHA/SCRIPT renamed or disabled (rename-command): emulated IDMP runs server-side Lua, so it is unavailable there; enable them, or use a server with native IDMP (Redis 8.6+)"

@@ -67,3 +67,18 @@ func TestDenial(t *testing.T) {
 		t.Error("WRONGPASS read as a denial")
 	}
 }
+
+// A replica refuses WAIT and WAITAOF in plain ERR words, not READONLY: it
+// is the same configuration error (78) with the same hint. Before: 70.
+func TestOnReplica(t *testing.T) {
+	for _, msg := range []string{
+		"READONLY You can't write against a read only replica.",
+		"--wait-replicas: WAIT: ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.",
+		"--wait-aof: WAITAOF: ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.",
+	} {
+		err := errors.New(msg)
+		if Classify(err) != Config || !strings.HasPrefix(Hint(err), "this server is a replica") {
+			t.Errorf("%s: code %d, hint %q", msg, Classify(err), Hint(err))
+		}
+	}
+}
