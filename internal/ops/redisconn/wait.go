@@ -118,17 +118,19 @@ func AckOf(d Durability, v any, err error) Ack {
 	return Ack{Replicas: int(n)}
 }
 
-// CheckDurable refuses, once, a wait the server cannot make before anything
-// is written: WAITAOF, on a server before Redis 7.2 or without appendonly,
-// would refuse it only after the write. The probe, WAITAOF 1 0 1, is
-// refused at once there, and otherwise done within 1 ms.
+// CheckDurable refuses, once per kind of wait, a wait the server would
+// refuse only after the write: WAIT or WAITAOF denied by ACL (NOPERM),
+// WAITAOF on a server before Redis 7.2 or without appendonly. The probe
+// asks for no replica, WAIT 0 1 or WAITAOF 1 0 1: answered at once (the
+// primary's fsync of nothing written), or refused.
 func (c *Conn) CheckDurable(ctx context.Context, key string, d Durability) error {
 	c.mu.Lock()
-	done := c.waitAOFOK
+	done := c.waitOK[d.AOF]
 	c.mu.Unlock()
-	if !d.AOF || done {
+	if !d.On() || done {
 		return nil
 	}
+	probe := WaitCommand(Durability{Timeout: time.Millisecond, AOF: d.AOF})
 	ctx, cancel := c.Ctx(ctx)
 	defer cancel()
 	err := c.Do(func(uc redis.UniversalClient) error {
@@ -136,18 +138,20 @@ func (c *Conn) CheckDurable(ctx context.Context, key string, d Durability) error
 		if err != nil {
 			return err
 		}
-		return node.Do(ctx, "waitaof", 1, 0, 1).Err()
+		return node.Do(ctx, probe...).Err()
 	})
 	switch {
-	case err != nil && waitAOFUnsupported(err):
+	case err != nil && d.AOF && waitAOFUnsupported(err):
 		e := exit.New(exit.Config, "--wait-aof", "the server cannot WAITAOF: %v", err)
 		e.Hint = "WAITAOF came with Redis 7.2 and needs appendonly yes on the primary; without --wait-aof, --wait-replicas waits with WAIT"
 		return e
-	case err != nil:
+	case err != nil && d.AOF:
 		return exit.Wrap(err, "--wait-aof: WAITAOF")
+	case err != nil:
+		return exit.Wrap(err, "--wait-replicas: WAIT")
 	}
 	c.mu.Lock()
-	c.waitAOFOK = true
+	c.waitOK[d.AOF] = true
 	c.mu.Unlock()
 	return nil
 }

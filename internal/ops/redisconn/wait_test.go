@@ -160,6 +160,42 @@ func TestWaitAOFRefusedBeforeTheWrite(t *testing.T) {
 	}
 }
 
+// A user who may not run WAIT: refused (77) before the write, on both
+// paths (a pipeline, and a connection for MULTI/EXEC). Before: the write
+// was made, then WAIT's NOPERM came back. The probe is sent once per Conn,
+// and only for a write that waits.
+func TestWaitRefusedBeforeTheWrite(t *testing.T) {
+	srv := redistest.NewWith(t, redistest.Options{Unix: true})
+	if _, err := srv.Do("ACL", "SETUSER", "nowait", "on", ">pw", "~*", "&*", "+@all", "-wait"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	d := redisconn.Durability{Replicas: 1, Timeout: 10 * time.Millisecond}
+	c := redistest.Connect(t, strings.Replace(srv.URL, "unix://", "unix://nowait:pw@", 1))
+	_, err := c.Run(ctx, redisconn.RunOpts{Key: "k", Durability: d}, setCall("k", "v")...)
+	if exit.Code(err) != exit.Permission {
+		t.Fatalf("Run: err %v (exit %d), want a permission error (77)", err, exit.Code(err))
+	}
+	err = c.OnNode(ctx, "k", d, func(ctx context.Context, cn *redis.Conn) error { return cn.Set(ctx, "k", "v", 0).Err() })
+	if exit.Code(err) != exit.Permission {
+		t.Fatalf("OnNode: err %v (exit %d), want a permission error (77)", err, exit.Code(err))
+	}
+	if got, _ := srv.Do("EXISTS", "k"); got != "0" {
+		t.Errorf("k was written before WAIT was refused")
+	}
+
+	c = redistest.Connect(t, srv.URL)
+	before := commandCalls(t, srv)["wait"]
+	for _, d := range []redisconn.Durability{{}, d, d} {
+		if _, err := c.Run(ctx, redisconn.RunOpts{Key: "k", Durability: d}, setCall("k", "v")...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := commandCalls(t, srv)["wait"] - before; n != 3 {
+		t.Errorf("%d WAITs for two writes that wait and one that does not, want 3 (one probe)", n)
+	}
+}
+
 func TestWaitAOF(t *testing.T) {
 	if !redistest.AtLeast(7, 2) {
 		t.Skip("WAITAOF needs Redis 7.2 or later; the test server is older (TestWaitAOFRefusedBeforeTheWrite covers it)")
