@@ -313,9 +313,11 @@ func xaddRun(ctx context.Context, o *XAddOptions) error {
 	// A moving cluster slot is waited for while --timeout allows; an add
 	// not acknowledged is never retried. Raw output is the entry ID alone,
 	// as redis-cli's: asking whether it was a duplicate costs a native
-	// server more than the add.
-	res, err := streams.Add(ctx, stream.AddOptions{Durability: o.Durable.durability(), Retries: o.Factory.Global.Retries,
-		NoOutcome: p.Format == render.Raw,
+	// server more than the add, but not more than a wait, whose error
+	// says which it was.
+	d := o.Durable.durability()
+	res, err := streams.Add(ctx, stream.AddOptions{Durability: d, Retries: o.Factory.Global.Retries,
+		NoOutcome: p.Format == render.Raw && !d.On(),
 		OnRetry: func(attempt int, err error) {
 			retried = true
 			if attempt == 0 {
@@ -327,7 +329,7 @@ func xaddRun(ctx context.Context, o *XAddOptions) error {
 	if err != nil {
 		return exit.Wrap(err, "")
 	}
-	return p.Show(&view.Add{Stream: o.Stream, PID: o.PID, Auto: o.Auto, Durability: o.Durable.durability(), Result: res[0], Retried: retried})
+	return p.Show(&view.Add{Stream: o.Stream, PID: o.PID, Auto: o.Auto, Durability: d, Result: res[0], Retried: retried})
 }
 
 // warnEviction warns when the server may evict keys (maxmemory with a
