@@ -257,6 +257,19 @@ func testRoles(t *testing.T, mode string) {
 			t.Errorf("the batch again added lines:\n%s", r)
 		}
 		deniedWritesNothing(t, prod, "purge", "--match", "idem:*", "--status", "FAILED", "--yes")
+		if mode == "native" && nativeServer {
+			// A stream that holds emulated state: the single add's check lets
+			// go of its WATCH with what the role has (UNWATCH; it has no
+			// DISCARD), and the guard script knows the iid.
+			admin.Expect(0, "xadd", "mixed", "--pid", "api-1", "--iid", "m-1", "--mode", "emulated", "amount", "1")
+			if r := prod.Expect(0, "xadd", "mixed", "--pid", "api-1", "--iid", "m-1", "amount", "1", "-o", "json"); !strings.Contains(r.Stdout, `"duplicate":true`) {
+				t.Errorf("a retry to a stream with emulated state is not a duplicate:\n%s", r)
+			}
+			prod.Expect(0, "xadd", "mixed", "--pid", "api-1", "--iid", "m-2", "amount", "2")
+			if n := rc.XLen(context.Background(), "mixed").Val(); n != 2 {
+				t.Errorf("XLEN mixed = %d, want 2", n)
+			}
+		}
 
 		// Emulated IDMP writes hashes and sets as claims do, so commands alone
 		// cannot keep a producer from claiming: key patterns can. The same
