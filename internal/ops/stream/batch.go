@@ -708,7 +708,7 @@ func (r *batchRun) prepare(c *chunk) error {
 func (r *batchRun) sendScripted(ctx context.Context, windows <-chan []*chunk) error {
 	d := r.spec.Durability
 	if err := r.s.Conn.CheckDurable(ctx, r.spec.Template.Stream, d); err != nil {
-		return err
+		return exit.Wrap(err, r.what())
 	}
 	// A wait that falls short stops the run: no more writes go before one
 	// that did not.
