@@ -262,6 +262,7 @@ func (p *purger) selects(rd *keyRead) (bool, keptKind, string) {
 	last := r.LastActivityMs()
 	switch {
 	case r.Format == records.FormatNone, // gone since SCAN
+		r.Key == "", // restore refuses the empty name: its backup could not undo it
 		!o.AnyType && !r.Recognised(),
 		p.want != nil && !p.want[r.Status] && r.Status != records.Locked,
 		o.Stale && !r.HasFlag(records.FlagStale),
