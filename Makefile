@@ -87,6 +87,7 @@ test-short:
 FUZZTIME ?= 2m
 fuzz: redis-server
 	$(GO) test ./internal/ops/stream -run '^$$' -fuzz '^FuzzEmulatedAdd$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./internal/ops/stream -run '^$$' -fuzz '^FuzzXXH3$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./internal/ops/claim -run '^$$' -fuzz '^FuzzParseReply$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./internal/backup -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./internal/ops/exec -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
