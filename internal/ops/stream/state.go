@@ -7,8 +7,6 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
-
-	"github.com/zeebo/xxh3"
 )
 
 // AutoIID derives the emulated IDMPAUTO iid from flat field/value pairs: the
@@ -49,11 +47,11 @@ func NativeAutoIID(fields []string) string {
 		buf = append(buf[:0], f...)
 		buf = binary.LittleEndian.AppendUint64(buf, uint64(len(f)))
 		buf = append(buf, v...)
-		h := xxh3.Hash128(buf)
-		sumLo += h.Lo
-		sumHi += h.Hi
-		xorLo ^= h.Lo
-		xorHi ^= h.Hi
+		lo, hi := xxh3Hash128(buf)
+		sumLo += lo
+		sumHi += hi
+		xorLo ^= lo
+		xorHi ^= hi
 	}
 	out := binary.LittleEndian.AppendUint64(nil, sumLo^bits.RotateLeft64(xorHi, 1))
 	out = binary.LittleEndian.AppendUint64(out, sumHi^bits.RotateLeft64(xorLo, 1))
