@@ -199,9 +199,13 @@ func ScriptRefused(msg string) bool {
 
 // ScriptingDisabled reports a server on which EVAL, EVALSHA or SCRIPT is
 // renamed or disabled (rename-command): emulated IDMP cannot run there.
-func ScriptingDisabled(msg string) bool {
+func ScriptingDisabled(msg string) bool { return Renamed(msg, "evalsha", "eval", "script") }
+
+// Renamed reports the server's "unknown command" for one of cmds (lower
+// case): renamed away (rename-command) or disabled.
+func Renamed(msg string, cmds ...string) bool {
 	m := strings.ToLower(msg)
-	return slices.ContainsFunc([]string{"evalsha", "eval", "script"}, func(c string) bool {
+	return slices.ContainsFunc(cmds, func(c string) bool {
 		return strings.Contains(m, "unknown command '"+c+"'") || strings.Contains(m, "unknown command `"+c+"`")
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -65,8 +66,7 @@ func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first f
 			// Per try: a plain client that reached a cluster node is now a
 			// cluster client. lerr: no state key can exist for the stream.
 			l, lerr := idmp.StateKeys(stream, s.Conn.Cluster())
-			var held *redis.IntCmd
-			var multi, probed, watch *redis.Cmd
+			var multi, probed, watch, held *redis.Cmd
 			note := func() {}
 			goOn := func() error { return nil }
 			_, err := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -81,22 +81,34 @@ func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first f
 				multi, probed = p.Do(ctx, "MULTI"), p.Do(ctx, "EXEC")
 				if lerr == nil {
 					watch = p.Do(ctx, "WATCH", l.Meta, l.PIDs)
-					held = p.Exists(ctx, l.Meta, l.PIDs)
+					// Untyped: queued after an EXEC renamed away, it replies QUEUED.
+					held = p.Do(ctx, "EXISTS", l.Meta, l.PIDs)
 				}
 				return nil
 			})
 			note()
+			if multi.Err() == nil && probed.Err() != nil && !redis.HasErrorPrefix(probed.Err(), "EXECABORT") {
+				// An EXEC renamed away, unlike a refused one, leaves the MULTI
+				// open (the WATCH and EXISTS queued in it): it is left before
+				// the connection goes back to the pool, or nothing may use it.
+				if e := cn.Do(ctx, "DISCARD").Err(); e != nil && !redis.HasErrorPrefix(e, "ERR DISCARD without MULTI") {
+					return errNoTx(probed.Err())
+				}
+			}
 			if err := goOn(); err != nil {
 				return err
 			}
-			if err := cmp.Or(multi.Err(), probed.Err()); err != nil {
+			if err := cmp.Or(multi.Err(), probed.Err()); exit.Renamed(fmt.Sprint(err), "multi", "exec") {
+				return errNoTx(err)
+			} else if err != nil {
 				return err
 			}
 			if held != nil {
-				if err := cmp.Or(watch.Err(), held.Err()); err != nil {
+				n, err := held.Int64()
+				if err := cmp.Or(watch.Err(), err); err != nil {
 					return err // the check failed (NOPERM, MOVED), or the round trip did
 				}
-				if held.Val() > 0 {
+				if n > 0 {
 					_ = cn.Do(ctx, "UNWATCH").Err()
 					return errStateHeld
 				}
@@ -223,6 +235,14 @@ func (s *Streams) nativeOriginals(ctx context.Context, stream string, res []AddR
 		res[i].OriginalExists = len(c.Val()) > 0
 	}
 	return nil
+}
+
+// errNoTx refuses a single add on a server without MULTI or EXEC (err:
+// the server's unknown command): nothing was written.
+func errNoTx(err error) error {
+	e := exit.New(exit.Config, "", "this server has MULTI or EXEC renamed away (%v), which a native single add needs: nothing was written", err)
+	e.Hint = "add through a script, which needs neither (xadd --batch FILE, or idmpctl exec), or give the server back MULTI and EXEC (rename-command)"
+	return e
 }
 
 // errStateNeedsScripts refuses an add to a stream that holds emulated
