@@ -105,7 +105,9 @@ func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first f
 			}
 			if held != nil {
 				n, err := held.Int64()
-				if err := cmp.Or(watch.Err(), err); err != nil {
+				if err := cmp.Or(watch.Err(), err); exit.Renamed(fmt.Sprint(err), "watch", "exists") {
+					return errNoTx(err)
+				} else if err != nil {
 					return err // the check failed (NOPERM, MOVED), or the round trip did
 				}
 				if n > 0 {
@@ -237,11 +239,12 @@ func (s *Streams) nativeOriginals(ctx context.Context, stream string, res []AddR
 	return nil
 }
 
-// errNoTx refuses a single add on a server without MULTI or EXEC (err:
-// the server's unknown command): nothing was written.
+// errNoTx refuses a single add on a server that has a command of its
+// MULTI/EXEC renamed away (err: the server's unknown command): nothing was
+// written.
 func errNoTx(err error) error {
-	e := exit.New(exit.Config, "", "this server has MULTI or EXEC renamed away (%v), which a native single add needs: nothing was written", err)
-	e.Hint = "add through a script, which needs neither (xadd --batch FILE, or idmpctl exec), or give the server back MULTI and EXEC (rename-command)"
+	e := exit.New(exit.Config, "", "this server has a command of the single add's transaction renamed away (%v): nothing was written", err)
+	e.Hint = "add through a script, which needs no MULTI, EXEC or WATCH (xadd --batch FILE, or idmpctl exec), or give the server back the command (rename-command)"
 	return e
 }
 

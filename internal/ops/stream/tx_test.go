@@ -46,29 +46,32 @@ func TestSingleAddNativeModeRefusedWithoutExec(t *testing.T) {
 // alone: an unknown EXEC leaves the check's MULTI open, which must be left
 // before the connection serves the script (it failed with
 // strconv.ParseInt: parsing "QUEUED", exit 70). Natively, the single add
-// needs MULTI/EXEC: a configuration error (78), nothing written.
+// needs MULTI, EXEC, WATCH and EXISTS: without one, a configuration error
+// (78), nothing written.
 func TestSingleAddExecRenamed(t *testing.T) {
 	t.Parallel()
-	t.Run("native", func(t *testing.T) {
-		t.Parallel()
-		srv := redistest.NewNative(t, `rename-command EXEC ""`)
-		c, err := redisconn.Open(redisconn.ConnConfig{URL: srv.URL, Timeout: 5 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		s, err := NewStreams(c, ModeAuto)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = s.add1(context.Background(), AddRequest{Stream: "s", PID: "p", IID: "i", Fields: []string{"f", "v"}})
-		if exit.Code(err) != exit.Config || !strings.Contains(err.Error(), "renamed away") {
-			t.Fatalf("add: %v (exit %d), want 78: MULTI or EXEC renamed away", err, exit.Code(err))
-		}
-		if n, _ := srv.Do("EXISTS", "s"); n != "0" {
-			t.Fatal("the stream exists after a refused add")
-		}
-	})
+	for _, cmd := range []string{"MULTI", "EXEC", "WATCH", "EXISTS"} {
+		t.Run("native-"+cmd, func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.NewNative(t, "rename-command "+cmd+` ""`)
+			c, err := redisconn.Open(redisconn.ConnConfig{URL: srv.URL, Timeout: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			s, err := NewStreams(c, ModeAuto)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = s.add1(context.Background(), AddRequest{Stream: "s", PID: "p", IID: "i", Fields: []string{"f", "v"}})
+			if exit.Code(err) != exit.Config || !strings.Contains(err.Error(), "renamed away") {
+				t.Fatalf("add: %v (exit %d), want 78: %s renamed away", err, exit.Code(err), cmd)
+			}
+			if typ, _ := srv.Do("TYPE", "s"); typ != "none" {
+				t.Fatal("the stream exists after a refused add")
+			}
+		})
+	}
 	t.Run("emulated", func(t *testing.T) {
 		t.Parallel()
 		if redistest.AtLeast(8, 6) && !redistest.IsValkey() {
