@@ -243,6 +243,17 @@ func (c *Conn) OnNode(ctx context.Context, key string, d Durability, fn func(ctx
 	})
 }
 
+// Retire keeps cn out of the pool for good: a connection left inside a
+// MULTI that could not be ended (EXEC and DISCARD renamed away), which
+// would queue its next user's commands. A command whose deadline has
+// passed fails before it is written, and go-redis closes a connection
+// whose command failed other than by a server's reply.
+func Retire(ctx context.Context, cn *redis.Conn) {
+	ctx, cancel := context.WithDeadline(ctx, time.Unix(1, 0))
+	defer cancel()
+	_ = cn.Ping(ctx).Err()
+}
+
 // WaitOn sends d's WAIT or WAITAOF on cn, the connection that made the
 // writes, in a round trip of its own (in OnNode). ctx must allow for
 // d.Timeout.

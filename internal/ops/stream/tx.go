@@ -90,9 +90,10 @@ func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first f
 			if multi.Err() == nil && probed.Err() != nil && !redis.HasErrorPrefix(probed.Err(), "EXECABORT") {
 				// An EXEC renamed away, unlike a refused one, leaves the MULTI
 				// open (the WATCH and EXISTS queued in it): it is left before
-				// the connection goes back to the pool, or nothing may use it.
+				// the connection goes back to the pool, or the connection is
+				// closed (DISCARD renamed or refused too): nothing may use it.
 				if e := cn.Do(ctx, "DISCARD").Err(); e != nil && !redis.HasErrorPrefix(e, "ERR DISCARD without MULTI") {
-					return errNoTx(probed.Err())
+					redisconn.Retire(ctx, cn)
 				}
 			}
 			if err := goOn(); err != nil {
