@@ -85,14 +85,17 @@ func ClaimKey(base, group, id string) string { return base + ":consume:" + group
 // stream), which consume --dead-letter writes and inspect reads.
 func metaKey(base string) string { return base + ":consume" }
 
-//go:embed lua/consume_dead_letter.lua
-var deadLetterLua string
+//go:embed lua/consume_prepare.lua
+var prepareLua string
 
-// deadLetterScript is the dead-letter stream's type, checked addable.
-var deadLetterScript = redisconn.NewLua[deadLetterArgs](redisconn.CommandReply, deadLetterLua)
+// prepareScript checks, before consume writes or runs anything, that the
+// user may acknowledge and dead-letter, and reads the dead-letter type.
+var prepareScript = redisconn.NewLua[prepareArgs](redisconn.CommandReply, prepareLua)
 
-type deadLetterArgs struct {
-	Dead string `lua:"DEAD,key"`
+type prepareArgs struct {
+	Stream string   `lua:"stream"`
+	Group  string   `lua:"group"`
+	Dead   []string `lua:"DEAD,key,rest"` // none, or the dead-letter stream
 }
 
 // prepare checks the server's side, then writes what is asked: the
@@ -107,16 +110,21 @@ func (r *runner) prepare(ctx context.Context) error {
 		return berr
 	}
 	r.base = base
+	args := prepareArgs{Stream: p.Stream, Group: p.Group}
 	if p.DeadLetter != "" {
-		call := deadLetterScript.Call(&deadLetterArgs{Dead: p.DeadLetter})
-		_, err := c.Run(ctx, redisconn.RunOpts{}, call)
-		kind, rerr := deadLetterScript.Reply(call)
-		if err = cmp.Or(err, rerr); err == nil && kind != "none" && kind != "stream" {
-			err = fmt.Errorf("WRONGTYPE: the key holds a %s, not a stream", kind)
-		}
-		if err != nil {
-			return exit.Wrap(exit.Wrap(err, "--dead-letter "+strconv.Quote(p.DeadLetter)), r.what)
-		}
+		args.Dead = []string{p.DeadLetter}
+	}
+	call := prepareScript.Call(&args)
+	_, err := c.Run(ctx, redisconn.RunOpts{}, call)
+	kind, rerr := prepareScript.Reply(call)
+	if err = cmp.Or(err, rerr); err == nil && kind != "none" && kind != "stream" {
+		err = fmt.Errorf("WRONGTYPE: the key holds a %s, not a stream", kind)
+	}
+	if err != nil && p.DeadLetter != "" && !strings.Contains(err.Error(), "'xack'") {
+		err = exit.Wrap(err, "--dead-letter "+strconv.Quote(p.DeadLetter))
+	}
+	if err != nil {
+		return exit.Wrap(err, r.what)
 	}
 	groups, err := do(ctx, c, func(ctx context.Context, uc redis.UniversalClient) ([]redis.XInfoGroup, error) {
 		return uc.XInfoGroups(ctx, p.Stream).Result()
