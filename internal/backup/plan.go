@@ -32,6 +32,8 @@ func ReadPlan(r io.Reader) (*Plan, error) {
 		case e.Kept != "":
 			plan.Kept[e.KeptOf] = e.Kept
 			kept++
+		case e.End && plan.End != nil:
+			return &LineError{Line: e.Line, Why: "a second end line"}
 		case e.End:
 			plan.End = &e
 		}

@@ -53,6 +53,18 @@ func TestReadPlan(t *testing.T) {
 		}
 	}
 
+	// A second end line is a bad line, as a second header is: a wrong first
+	// one refuses the whole file; after a right one, the records stand.
+	wrongEnd := `{"end":true,"records":2,"kept_count":2}` + "\n"
+	var le2 *LineError
+	if p, err := ReadPlan(strings.NewReader(header + recs + wrongEnd + end)); !errors.As(err, &le2) || !strings.Contains(le2.Why, "the end line's counts") {
+		t.Errorf("a wrong end line, then a right one: plan %+v, err %v; want the end line's counts refused", p, err)
+	}
+	p, err = ReadPlan(strings.NewReader(header + recs + end + end))
+	if err != nil || p.BadLine == nil || p.BadLine.Line != 8 || p.Complete() || p.Records != 3 {
+		t.Errorf("two end lines: %+v, %v (bad line %+v); want line 8 bad, the records standing", p, err, p.BadLine)
+	}
+
 	// Not a backup: the first line is the error.
 	_, err = ReadPlan(strings.NewReader("hello\n"))
 	var le *LineError
