@@ -195,8 +195,7 @@ func (c *Conn) PipelinedDurable(ctx context.Context, key string, d Durability, f
 		cmds, err := target.Pipelined(ctx, func(p redis.Pipeliner) error {
 			fn(p, ctx)
 			if d.On() {
-				wait = redis.NewCmd(ctx, WaitCommand(d)...)
-				_ = p.Process(ctx, wait)
+				wait = p.Do(ctx, WaitCommand(d)...)
 			}
 			return nil
 		})

@@ -8,7 +8,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -99,17 +98,13 @@ func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first f
 			if err := goOn(); err != nil {
 				return err
 			}
-			if err := cmp.Or(multi.Err(), probed.Err()); exit.Renamed(fmt.Sprint(err), "multi", "exec") {
-				return errNoTx(err)
-			} else if err != nil {
-				return err
+			if err := cmp.Or(multi.Err(), probed.Err()); err != nil {
+				return txRefusal(err)
 			}
 			if held != nil {
 				n, err := held.Int64()
-				if err := cmp.Or(watch.Err(), err); exit.Renamed(fmt.Sprint(err), "watch", "exists") {
-					return errNoTx(err)
-				} else if err != nil {
-					return err // the check failed (NOPERM, MOVED), or the round trip did
+				if err := cmp.Or(watch.Err(), err); err != nil {
+					return txRefusal(err) // the check failed (NOPERM, MOVED), or the round trip did
 				}
 				if n > 0 {
 					_ = cn.Do(ctx, "UNWATCH").Err()
@@ -240,10 +235,13 @@ func (s *Streams) nativeOriginals(ctx context.Context, stream string, res []AddR
 	return nil
 }
 
-// errNoTx refuses a single add on a server that has a command of its
-// MULTI/EXEC renamed away (err: the server's unknown command): nothing was
-// written.
-func errNoTx(err error) error {
+// txRefusal is err, or where err is the server's unknown command for one
+// of the single add's transaction (renamed away), a configuration error:
+// nothing was written.
+func txRefusal(err error) error {
+	if !exit.Renamed(err.Error(), "multi", "exec", "watch", "exists") {
+		return err
+	}
 	e := exit.New(exit.Config, "", "this server has a command of the single add's transaction renamed away (%v): nothing was written", err)
 	e.Hint = "add through a script, which needs no MULTI, EXEC or WATCH (xadd --batch FILE, or idmpctl exec), or give the server back the command (rename-command)"
 	return e
