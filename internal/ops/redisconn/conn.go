@@ -72,7 +72,7 @@ type Conn struct {
 	cluster bool          // client is a cluster client (forced, probed or redirected)
 	caps    *Capabilities // probed, once
 
-	waitOK map[bool]bool // by AOF: the server answered a WAIT, or WAITAOF, probe (see CheckDurable)
+	waitOK map[waitProbe]bool // the primaries that answered a WAIT, or WAITAOF, probe (see CheckDurable)
 
 	// WatchEviction: single adds read the eviction settings in their round trip.
 	WatchEviction bool
@@ -300,7 +300,7 @@ func Open(cfg ConnConfig) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{Display: Redact(cfg.URL), Timeout: opt.ReadTimeout, Warnings: warnings, opt: opt, passwordNotNeeded: func(error) {}, waitOK: map[bool]bool{}}
+	c := &Conn{Display: Redact(cfg.URL), Timeout: opt.ReadTimeout, Warnings: warnings, opt: opt, passwordNotNeeded: func(error) {}, waitOK: map[waitProbe]bool{}}
 	if u, err := redis.ParseURL(cfg.URL); err == nil {
 		c.db = u.DB // opt.DB may be 0, the SELECT left to OnConnect
 	}

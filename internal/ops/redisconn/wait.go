@@ -118,16 +118,13 @@ func AckOf(d Durability, v any, err error) Ack {
 	return Ack{Replicas: int(n)}
 }
 
-// CheckDurable refuses, once per kind of wait, a wait the server would
+// CheckDurable refuses, once per primary and kind of wait, a wait the server would
 // refuse only after the write: WAIT or WAITAOF denied by ACL (NOPERM),
 // WAITAOF on a server before Redis 7.2 or without appendonly. The probe
 // asks for no replica, WAIT 0 1 or WAITAOF 1 0 1: answered at once (the
 // primary's fsync of nothing written), or refused.
 func (c *Conn) CheckDurable(ctx context.Context, key string, d Durability) error {
-	c.mu.Lock()
-	done := c.waitOK[d.AOF]
-	c.mu.Unlock()
-	if !d.On() || done {
+	if !d.On() {
 		return nil
 	}
 	probe := WaitCommand(Durability{Timeout: time.Millisecond, AOF: d.AOF})
@@ -138,7 +135,21 @@ func (c *Conn) CheckDurable(ctx context.Context, key string, d Durability) error
 		if err != nil {
 			return err
 		}
-		return node.Do(ctx, probe...).Err()
+		// A node's ACL is its own: each primary is asked once.
+		done := waitProbe{node.Options().Addr, d.AOF}
+		c.mu.Lock()
+		ok := c.waitOK[done]
+		c.mu.Unlock()
+		if ok {
+			return nil
+		}
+		if err := node.Do(ctx, probe...).Err(); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.waitOK[done] = true
+		c.mu.Unlock()
+		return nil
 	})
 	switch {
 	case err != nil && d.AOF && waitAOFUnsupported(err):
@@ -150,10 +161,13 @@ func (c *Conn) CheckDurable(ctx context.Context, key string, d Durability) error
 	case err != nil:
 		return exit.Wrap(err, "--wait-replicas: WAIT")
 	}
-	c.mu.Lock()
-	c.waitOK[d.AOF] = true
-	c.mu.Unlock()
 	return nil
+}
+
+// waitProbe is a primary and a kind of wait CheckDurable asked it about.
+type waitProbe struct {
+	addr string
+	aof  bool
 }
 
 // nodeFor is key's primary (a cluster pipeline would send the keyless WAIT

@@ -258,3 +258,43 @@ func TestRunDurableCluster(t *testing.T) {
 		t.Fatalf("keys on the replicated primary: %d, elsewhere: %d; want both", seen[true], seen[false])
 	}
 }
+
+// ACLs are a node's own: in a cluster where one primary denies the user
+// WAIT, a write to a key of that primary is refused before it is written,
+// though a probe of another primary passed.
+func TestWaitRefusedOnOneClusterNode(t *testing.T) {
+	cl := redistest.NewCluster(t)
+	for i, n := range cl.Nodes {
+		rule := "+wait"
+		if i == 1 {
+			rule = "-wait"
+		}
+		if _, err := n.Do("ACL", "SETUSER", "w", "on", ">pw", "~*", "&*", "+@all", rule); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := redistest.Connect(t, strings.Replace(cl.URL, "redis://", "redis://w:pw@", 1))
+	cc := c.Client().(*redis.ClusterClient)
+	ctx := context.Background()
+	d := redisconn.Durability{Replicas: 1, Timeout: 10 * time.Millisecond}
+	on := map[string]string{} // node address: a key it holds
+	for i := 0; len(on) < len(cl.Nodes) && i < 1000; i++ {
+		key := "k" + strconv.Itoa(i)
+		node, err := cc.MasterForKey(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		on[node.Options().Addr] = key
+	}
+	allowed, denied := on[cl.Nodes[0].Addr], on[cl.Nodes[1].Addr]
+	if err := c.CheckDurable(ctx, allowed, d); err != nil {
+		t.Fatalf("%s on the primary that allows WAIT: %v", allowed, err)
+	}
+	_, err := c.Run(ctx, redisconn.RunOpts{Key: denied, Durability: d}, setCall(denied, "v")...)
+	if exit.Code(err) != exit.Permission {
+		t.Fatalf("Run on the primary that denies WAIT: err %v (exit %d), want a permission error (77)", err, exit.Code(err))
+	}
+	if got, _ := cl.Nodes[1].Do("EXISTS", denied); got != "0" {
+		t.Errorf("%s was written before WAIT was refused", denied)
+	}
+}
