@@ -63,6 +63,20 @@ func TestXAddOptions(t *testing.T) {
 		t.Errorf("parsed %+v", got)
 	}
 
+	// --limit 0, given, is LIMIT 0 (no limit), not Redis's default limit.
+	for _, c := range []struct {
+		args  []string
+		limit int64
+	}{{nil, 0}, {[]string{"--limit", "0"}, -1}, {[]string{"--limit", "7"}, 7}} {
+		f := testFactory("")
+		if err := execute(t, f, NewCmdXAdd(f, runF), append([]string{"xadd", "s", "--pid", "p", "--iid", "i", "--maxlen", "9", "--approx", "f", "v"}, c.args...)...); err != nil {
+			t.Fatal(err)
+		}
+		if r := got.request(got.IID, got.Fields); r.Limit != c.limit {
+			t.Errorf("%v: AddRequest.Limit %d, want %d", c.args, r.Limit, c.limit)
+		}
+	}
+
 	// --json @FILE is read before validation; - reads stdin.
 	file := filepath.Join(t.TempDir(), "fields.json")
 	if err := os.WriteFile(file, []byte(`[["b","2"],["a","1"]]`), 0o644); err != nil {
@@ -100,6 +114,8 @@ func TestXAddOptions(t *testing.T) {
 		{[]string{"s", "--pid", "p", "--batch", "in.ndjson", "--skip", "2", "--resume"}, "give one"},
 		{[]string{"s", "--pid", "p", "--iid", "i", "--json", "{}", "f", "v"}, "not both"},
 		{[]string{"s", "--pid", "p", "--iid", "i", "--limit", "5", "--maxlen", "9", "f", "v"}, "LIMIT cannot be used without"},
+		{[]string{"s", "--pid", "p", "--iid", "i", "--limit", "0", "--maxlen", "9", "f", "v"}, "LIMIT cannot be used without"},
+		{[]string{"s", "--pid", "p", "--iid", "i", "--limit", "-1", "--maxlen", "9", "--approx", "f", "v"}, "--limit -1: must not be negative"},
 		{[]string{"s", "--pid", "p", "--iid", "i", "--nosuchflag", "f", "v"}, "unknown flag"},
 		{[]string{}, "needs a STREAM"},
 	} {

@@ -33,6 +33,7 @@ type XAddOptions struct {
 	Skip                    int
 	BatchID                 string
 	SkipSet, Resume, TTLSet bool // TTLSet: --progress-ttl given (0 included)
+	LimitSet                bool // --limit given: 0 sends LIMIT 0 (no limit), not Redis's default
 	ProgressTTL             time.Duration
 	Durable                 WaitFlags
 
@@ -80,6 +81,8 @@ func (o *XAddOptions) Validate() error {
 		return exit.Usagef("give the fields as FIELD VALUE pairs or --json, not both")
 	case o.Skip < 0:
 		return exit.Usagef("--skip %d: must not be negative", o.Skip)
+	case o.Limit < 0:
+		return exit.Usagef("--limit %d: must not be negative (ERR The LIMIT argument must be >= 0.)", o.Limit)
 	case o.Batch == "" && (o.SkipSet || o.BatchID != "" || o.Resume || o.TTLSet):
 		return exit.Usagef("--skip, --batch-id, --resume and --progress-ttl go with --batch")
 	case o.Resume && o.SkipSet:
@@ -207,9 +210,13 @@ func amongFields(c *cobra.Command) bool {
 }
 
 func (o *XAddOptions) request(iid string, fields []string) stream.AddRequest {
+	limit := o.Limit
+	if o.LimitSet && limit == 0 {
+		limit = -1 // AddRequest's LIMIT 0
+	}
 	return stream.AddRequest{
 		Stream: o.Stream, PID: o.PID, IID: iid, Auto: o.Auto, Fields: fields,
-		NoMkStream: o.NoMkStream, MaxLen: o.MaxLen, MinID: o.MinID, Approx: o.Approx, Limit: o.Limit,
+		NoMkStream: o.NoMkStream, MaxLen: o.MaxLen, MinID: o.MinID, Approx: o.Approx, Limit: limit,
 	}
 }
 
@@ -260,7 +267,7 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Stream, o.Fields = args[0], args[1:]
 			o.IIDSet, o.SkipSet = c.Flags().Changed("iid"), c.Flags().Changed("skip")
-			o.TTLSet = c.Flags().Changed("progress-ttl")
+			o.TTLSet, o.LimitSet = c.Flags().Changed("progress-ttl"), c.Flags().Changed("limit")
 			o.Durable.TimeoutSet = c.Flags().Changed("wait-timeout")
 			if !o.TTLSet {
 				o.ProgressTTL = 0 // the default, which --batch alone may have
@@ -286,7 +293,7 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 	fl.Int64Var(&o.MaxLen, "maxlen", 0, "trim to MAXLEN N")
 	fl.StringVar(&o.MinID, "minid", "", "trim with MINID ID")
 	fl.BoolVar(&o.Approx, "approx", false, "approximate trimming (~)")
-	fl.Int64Var(&o.Limit, "limit", 0, "LIMIT of approximate trimming")
+	fl.Int64Var(&o.Limit, "limit", 0, "LIMIT of approximate trimming (0: no limit; unset: the server's)")
 	fl.BoolVar(&o.NoMkStream, "nomkstream", false, "do not create a missing stream (exit 66)")
 	addModeFlag(c, &o.Mode)
 	addWaitFlags(c, &o.Durable)
