@@ -95,6 +95,8 @@ var prepareScript = redisconn.NewLua[prepareArgs](redisconn.CommandReply, prepar
 type prepareArgs struct {
 	Stream string   `lua:"stream"`
 	Group  string   `lua:"group"`
+	Create bool     `lua:"create"`        // the group is to be made
+	Meta   string   `lua:"meta"`          // the consume hash that names the dead-letter stream
 	Dead   []string `lua:"DEAD,key,rest"` // none, or the dead-letter stream
 }
 
@@ -110,22 +112,6 @@ func (r *runner) prepare(ctx context.Context) error {
 		return berr
 	}
 	r.base = base
-	args := prepareArgs{Stream: p.Stream, Group: p.Group}
-	if p.DeadLetter != "" {
-		args.Dead = []string{p.DeadLetter}
-	}
-	call := prepareScript.Call(&args)
-	_, err := c.Run(ctx, redisconn.RunOpts{}, call)
-	kind, rerr := prepareScript.Reply(call)
-	if err = cmp.Or(err, rerr); err == nil && kind != "none" && kind != "stream" {
-		err = fmt.Errorf("WRONGTYPE: the key holds a %s, not a stream", kind)
-	}
-	if err != nil && p.DeadLetter != "" && !strings.Contains(err.Error(), "'xack'") {
-		err = exit.Wrap(err, "--dead-letter "+strconv.Quote(p.DeadLetter))
-	}
-	if err != nil {
-		return exit.Wrap(err, r.what)
-	}
 	groups, err := do(ctx, c, func(ctx context.Context, uc redis.UniversalClient) ([]redis.XInfoGroup, error) {
 		return uc.XInfoGroups(ctx, p.Stream).Result()
 	})
@@ -139,6 +125,22 @@ func (r *runner) prepare(ctx context.Context) error {
 	if !has && !p.Create {
 		return &exit.Error{Code: exit.NotFound, What: r.what, Err: fmt.Errorf("no consumer group %q", p.Group),
 			Hint: "--create makes it at the stream's start (0); XGROUP CREATE " + p.Stream + " " + p.Group + " $ starts it at the end"}
+	}
+	args := prepareArgs{Stream: p.Stream, Group: p.Group, Create: !has, Meta: metaKey(base)}
+	if p.DeadLetter != "" {
+		args.Dead = []string{p.DeadLetter}
+	}
+	call := prepareScript.Call(&args)
+	_, err = c.Run(ctx, redisconn.RunOpts{}, call)
+	kind, rerr := prepareScript.Reply(call)
+	if err = cmp.Or(err, rerr); err == nil && kind != "none" && kind != "stream" {
+		err = fmt.Errorf("WRONGTYPE: the key holds a %s, not a stream", kind)
+	}
+	if err != nil && p.DeadLetter != "" && !strings.Contains(err.Error(), "command on the stream") { // XACK, XGROUP: the stream's
+		err = exit.Wrap(err, "--dead-letter "+strconv.Quote(p.DeadLetter))
+	}
+	if err != nil {
+		return exit.Wrap(err, r.what)
 	}
 	if p.DeadLetter != "" {
 		if _, err := cmd(ctx, c, "HSET", metaKey(base), p.Group, p.DeadLetter); err != nil {
