@@ -215,12 +215,16 @@ func (r *runner) loop(ctx context.Context) error {
 
 // leave deletes this consumer from the group when nothing is pending with
 // it (the reading is over: nothing can be added), so that hostname:pid
-// names do not pile up.
+// names do not pile up. A refusal is a warning: the entries were handled.
 func (r *runner) leave(ctx context.Context) {
-	p := r.p
-	pending, err := cmd(ctx, r.conn, "XPENDING", p.Stream, p.Group, "-", "+", 1, p.Consumer)
+	p, what := r.p, "XPENDING"
+	pending, err := cmd(ctx, r.conn, what, p.Stream, p.Group, "-", "+", 1, p.Consumer)
 	if list, ok := pending.([]any); err == nil && ok && len(list) == 0 {
-		_, _ = cmd(ctx, r.conn, "XGROUP", "DELCONSUMER", p.Stream, p.Group, p.Consumer)
+		what = "XGROUP DELCONSUMER"
+		_, err = cmd(ctx, r.conn, "XGROUP", "DELCONSUMER", p.Stream, p.Group, p.Consumer)
+	}
+	if err != nil {
+		r.warnf("%s: consumer %q stays in group %q: %s: %v", r.what, p.Consumer, p.Group, what, err)
 	}
 }
 
