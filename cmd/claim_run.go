@@ -115,10 +115,7 @@ func claimRunRun(ctx context.Context, o *RunOptions) error {
 	// starts now beside the acquire; one not needed is let go.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// A reader gone (| head -1) must not kill idmpctl with SIGPIPE: the
-	// outcome is still recorded. Caught, not ignored, so the command
-	// starts with the default action.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	surviveClosedStdout() // the outcome is still recorded
 	sigs := make(chan os.Signal, 4)
 	// SIGHUP too: a terminal hung up, whose shell sends it to its jobs.
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)

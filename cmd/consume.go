@@ -102,6 +102,7 @@ func consumeRun(ctx context.Context, o *ConsumeOptions) error {
 	// not untilInterrupted, which closes it).
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	surviveClosedStdout() // the handlers finish, as on a full disk
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)

@@ -83,3 +83,9 @@ func interruptedBy(err error, sig syscall.Signal) error {
 var sigNames = map[os.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"}
 
 func sigName(s os.Signal) string { return cmp.Or(sigNames[s], s.String()) }
+
+// surviveClosedStdout keeps a reader gone (| head -1) from killing
+// idmpctl with SIGPIPE: a write to stdout fails (EPIPE, not lost output:
+// IOStreams.OutputLost) and the work goes on. Caught, not ignored, so a
+// command started afterwards starts with the default action.
+func surviveClosedStdout() { signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) }

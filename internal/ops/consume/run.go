@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -84,7 +85,8 @@ type runner struct {
 	sum     Summary
 	done    int64 // entries reported
 	retries []retry
-	err     error // the first that stops the run
+	running map[string]bool // the entries whose handle runs
+	err     error           // the first that stops the run
 	cursor  string
 }
 
@@ -92,7 +94,8 @@ type runner struct {
 // entries, or with UntilEmpty nothing is left it may take (docs/consume.md).
 // onResult and warn are called one at a time, from any goroutine.
 func Run(ctx context.Context, c *redisconn.Conn, p Params, onResult func(Result), warn func(string)) (Summary, error) {
-	r := &runner{p: p, conn: c, what: "consume " + strconv.Quote(p.Stream), onResult: onResult, warn: warn, cursor: "0-0"}
+	r := &runner{p: p, conn: c, what: "consume " + strconv.Quote(p.Stream), onResult: onResult, warn: warn, cursor: "0-0",
+		running: map[string]bool{}}
 	err := r.prepare(ctx)
 	if err == nil {
 		if err = r.loop(ctx); err == nil {
@@ -127,9 +130,15 @@ func (r *runner) loop(ctx context.Context) error {
 	start := func(es []entry) {
 		for _, e := range es {
 			running++
+			r.mu.Lock()
+			r.running[e.id] = true
+			r.mu.Unlock()
 			go func() {
 				defer func() { finished <- struct{}{} }()
 				r.handle(ctx, e)
+				r.mu.Lock()
+				delete(r.running, e.id)
+				r.mu.Unlock()
 			}()
 		}
 	}
@@ -206,12 +215,16 @@ func (r *runner) loop(ctx context.Context) error {
 
 // leave deletes this consumer from the group when nothing is pending with
 // it (the reading is over: nothing can be added), so that hostname:pid
-// names do not pile up.
+// names do not pile up. A refusal is a warning: the entries were handled.
 func (r *runner) leave(ctx context.Context) {
-	p := r.p
-	pending, err := cmd(ctx, r.conn, "XPENDING", p.Stream, p.Group, "-", "+", 1, p.Consumer)
+	p, what := r.p, "XPENDING"
+	pending, err := cmd(ctx, r.conn, what, p.Stream, p.Group, "-", "+", 1, p.Consumer)
 	if list, ok := pending.([]any); err == nil && ok && len(list) == 0 {
-		_, _ = cmd(ctx, r.conn, "XGROUP", "DELCONSUMER", p.Stream, p.Group, p.Consumer)
+		what = "XGROUP DELCONSUMER"
+		_, err = cmd(ctx, r.conn, "XGROUP", "DELCONSUMER", p.Stream, p.Group, p.Consumer)
+	}
+	if err != nil {
+		r.warnf("%s: consumer %q stays in group %q: %s: %v", r.what, p.Consumer, p.Group, what, err)
 	}
 }
 
@@ -258,14 +271,24 @@ func (r *runner) read(ctx context.Context, n int, wait time.Duration) ([]entry, 
 }
 
 // reclaim is XAUTOCLAIM of up to n entries idle longer than the lease,
-// from the cursor (a pass ends when it is 0-0 again).
+// from the cursor (a pass ends when it is 0-0 again), less this consumer's
+// own: a handler that runs longer than the lease renews its claim, not its
+// entry's idle time, and a failed entry waits here for its retry. They are
+// noted before the call: one that ends meanwhile is not taken again.
 func (r *runner) reclaim(ctx context.Context, n int) ([]entry, error) {
-	v, err := r.call(ctx, "XAUTOCLAIM", r.p.Stream, r.p.Group, r.p.Consumer, r.p.Lease.Milliseconds(), r.cursor, "COUNT", n)
-	if rep, _ := v.([]any); len(rep) >= 2 { // [cursor, entries, deleted IDs (7.0+)]
-		r.cursor, _ = rep[0].(string)
-		return entries(rep[1]), nil
+	r.mu.Lock()
+	mine := maps.Clone(r.running)
+	for _, rt := range r.retries {
+		mine[rt.id] = true
 	}
-	return nil, err
+	r.mu.Unlock()
+	v, err := r.call(ctx, "XAUTOCLAIM", r.p.Stream, r.p.Group, r.p.Consumer, r.p.Lease.Milliseconds(), r.cursor, "COUNT", n)
+	rep, _ := v.([]any)
+	if len(rep) < 2 { // [cursor, entries, deleted IDs (7.0+)]
+		return nil, err
+	}
+	r.cursor, _ = rep[0].(string)
+	return slices.DeleteFunc(entries(rep[1]), func(e entry) bool { return mine[e.id] }), nil
 }
 
 // call sends a read of the group: nothing when interrupted; a group or a
