@@ -23,6 +23,7 @@ type CalcMaxsizeOptions struct {
 	ModeSet                                           bool // --mode was given
 
 	Inputs capacity.Inputs
+	Result capacity.Result // computed by Validate
 }
 
 // Validate parses every input; it needs no server.
@@ -59,6 +60,9 @@ func (o *CalcMaxsizeOptions) Validate() error {
 	}
 	o.Inputs = capacity.Inputs{Rate: rate, MarkDelay: delay, Recovery: recovery,
 		Producers: o.Producers, Margin: margin, EmulatedBytesPerIID: stream.EmulatedBytesPerIID}
+	if o.Result, err = capacity.Calculate(o.Inputs); err != nil {
+		return usageErr(err)
+	}
 	return nil
 }
 
@@ -112,7 +116,7 @@ the stream keeps its own duration, as with --apply.`,
 }
 
 func calcMaxsizeRun(ctx context.Context, o *CalcMaxsizeOptions) error {
-	res := capacity.Calculate(o.Inputs)
+	res := o.Result
 	v := view.CalcMaxsize{Inputs: o.Inputs, Result: res, Apply: o.Apply, DryRun: o.DryRun, RecoveryGiven: o.RecoveryFlag != ""}
 	if err := o.Factory.Printer.Show(v); err != nil {
 		return err

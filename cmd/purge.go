@@ -12,6 +12,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/ops/keyspace"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
+	"github.com/idmpctl/idmpctl/internal/ops/stream"
 	"github.com/idmpctl/idmpctl/internal/progress"
 	"github.com/idmpctl/idmpctl/internal/render"
 	"github.com/idmpctl/idmpctl/internal/view"
@@ -256,7 +257,11 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 	if err != nil {
 		return err
 	}
-	tracked, err := streams.TrackedIIDs(rctx, o.Stream, o.PID, o.DryRun)
+	tracked, err := streams.TrackedIIDs(rctx, o.Stream, o.PID)
+	if exit.Code(err) == exit.NotFound && streams.Mode() == stream.ModeEmulated &&
+		len(stream.LeftoverState(rctx, streams.Conn, []string{o.Stream})) > 0 {
+		return purgeLeftoverRun(ctx, o, streams, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -277,6 +282,27 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 	}
 	return f.Printer.Show(view.PurgeStream{Stream: render.Text(o.Stream), Mode: streams.Mode().String(), PID: render.Text(o.PID),
 		Status: status, ClearedIIDs: cleared, DryRun: o.DryRun})
+}
+
+// purgeLeftoverRun is purge --stream S on a stream that is gone but left
+// emulated state (R13): it goes whole, once confirmed, and the command
+// exits 66 (missing) either way. --pid, which would leave part of it, and
+// --dry-run only say so.
+func purgeLeftoverRun(ctx context.Context, o *PurgeOptions, streams *stream.Streams, missing error) error {
+	f, what := o.Factory, "purge --stream "+strconv.Quote(o.Stream)
+	switch {
+	case o.PID != "":
+		return exit.WithHint(missing, "the stream does not exist: its leftover emulated IDMP state goes only whole, without --pid; nothing was dropped")
+	case o.DryRun:
+		return exit.WithHint(missing, "the stream does not exist: with --yes, its leftover emulated IDMP state would be dropped")
+	}
+	change := fmt.Sprintf("drop the leftover emulated IDMP state of %s, a stream that no longer exists", render.Field(o.Stream))
+	if err := confirm(f, o.Yes, change, "Drop it?", view.KeyList{}); err != nil {
+		return exit.Wrap(err, what)
+	}
+	wctx, cancel := f.callBound(ctx, 0)
+	defer cancel()
+	return streams.DropLeftover(wctx, o.Stream)
 }
 
 // purgeOrphanRun is purge --orphan-state: the matching emulated IDMP state

@@ -29,6 +29,10 @@ type RestoreOptions struct {
 // Validate reads the whole file before any server is contacted: its header,
 // the keys purge marked kept, the end line, and the first bad line if any.
 func (o *RestoreOptions) Validate() error {
+	if o.File == "" {
+		return &exit.Error{Code: exit.Usage, Err: errors.New("restore: the FILE must not be empty"),
+			Hint: "an unset shell variable? give the file purge --backup wrote; nothing was changed"}
+	}
 	f, err := os.Open(o.File)
 	if err != nil {
 		return inputError("restore", err) // 66, as --batch FILE and @FILE

@@ -64,6 +64,10 @@ type Record struct {
 	ExpiresAt int64  // server ms at which it expires; 0: never
 }
 
+// MaxExpiresAt is the latest expiry restore takes: its script's numbers
+// are Lua doubles, exact up to 2^53 (Redis 7.0 sends 1e17 as "1e+17").
+const MaxExpiresAt = 1 << 53
+
 // line is every field a line may have.
 type line struct {
 	Version   *int    `json:"idmpctl_backup,omitempty"`
@@ -344,6 +348,8 @@ func parseLine(n int, raw []byte) (Entry, error) {
 			return bad("record %q needs \"pttl_ms\" of -1 (no TTL) or more", key)
 		case l.ExpiresAt == nil || *l.ExpiresAt < 0 || (*l.PTTL == -1) != (*l.ExpiresAt == 0):
 			return bad("record %q: \"expires_at_ms\" must be 0 exactly when pttl_ms is -1", key)
+		case *l.ExpiresAt > MaxExpiresAt:
+			return bad("record %q: \"expires_at_ms\" %d is past the latest expiry restore can set, %d (2^53 ms)", key, *l.ExpiresAt, int64(MaxExpiresAt))
 		}
 		payload, err := base64.StdEncoding.DecodeString(*l.Dump)
 		if err != nil {

@@ -83,6 +83,7 @@ func TestReadBadLines(t *testing.T) {
 		{"pttl -2", header + `{"key":"k","dump":"AAE=","pttl_ms":-2,"expires_at_ms":0}` + "\n", 2, `needs "pttl_ms"`},
 		{"ttl without expiry", header + `{"key":"k","dump":"AAE=","pttl_ms":500,"expires_at_ms":0}` + "\n", 2, "expires_at_ms"},
 		{"expiry without ttl", header + `{"key":"k","dump":"AAE=","pttl_ms":-1,"expires_at_ms":5}` + "\n", 2, "expires_at_ms"},
+		{"expiry past 2^53", header + `{"key":"k","dump":"AAE=","pttl_ms":5,"expires_at_ms":9007199254740993}` + "\n", 2, `"expires_at_ms" 9007199254740993 is past the latest expiry restore can set, 9007199254740992`},
 		{"empty key", header + `{"key":"","dump":"AAE=","pttl_ms":-1,"expires_at_ms":0}` + "\n", 2, "the key must not be empty"},
 		{"empty key_b64", header + `{"key_b64":"","dump":"AAE=","pttl_ms":-1,"expires_at_ms":0}` + "\n", 2, "the key must not be empty"},
 		{"kept empty key", header + `{"key":"","kept":"changed"}` + "\n", 2, "the key must not be empty"},

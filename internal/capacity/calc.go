@@ -1,11 +1,14 @@
 package capacity
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"strings"
 	"time"
 
+	"github.com/idmpctl/idmpctl/internal/bytesize"
 	"github.com/idmpctl/idmpctl/internal/duration"
 	"github.com/idmpctl/idmpctl/internal/idmp"
 )
@@ -48,8 +51,9 @@ type Memory struct {
 	EmulatedPerPID, EmulatedTotal int64 // from the measured constant
 }
 
-// Calculate applies docs/capacity.md's rules.
-func Calculate(in Inputs) Result {
+// Calculate applies docs/capacity.md's rules; inputs whose results do not
+// fit an int64 are an error naming the flags.
+func Calculate(in Inputs) (Result, error) {
 	var r Result
 	producers := big.NewRat(in.Producers, 1)
 	perPID := new(big.Rat).Quo(in.Rate, big.NewRat(1000, 1)) // msg/ms
@@ -58,15 +62,22 @@ func Calculate(in Inputs) Result {
 
 	delayMs := new(big.Rat).SetFrac64(in.MarkDelay.Nanoseconds(), int64(time.Millisecond))
 	factor := new(big.Rat).Add(big.NewRat(1, 1), in.Margin)
-	need := new(big.Rat).Mul(delayMs, perPID)
-	need.Mul(need, factor)
-	r.MaxSizeNeeded = max(ceilRat(need), 1)
+	// The iids of all pids bound each pid's and the pids needed.
+	total := new(big.Rat).Mul(delayMs, new(big.Rat).Quo(in.Rate, big.NewRat(1000, 1)))
+	if _, ok := ceilRatFits(total.Mul(total, factor)); !ok {
+		return r, errors.New("rate x mark-delay x (1 + margin) is more than 9,223,372,036,854,775,807 iids: check --rate, --mark-delay and --margin") // max int64
+	}
+	need := new(big.Rat).Quo(total, producers)
+	r.MaxSizeNeeded, _ = ceilRatFits(need)
+	r.MaxSizeNeeded = max(r.MaxSizeNeeded, 1)
 	r.MaxSize = min(r.MaxSizeNeeded, idmp.MaxMaxSize)
+	if each := r.MaxSize * max(NativeBytesPerIID, in.EmulatedBytesPerIID); in.Producers > math.MaxInt64/each {
+		return r, fmt.Errorf("--producers %d: their IDMP state would take more than %s (the largest count of bytes): check --producers", in.Producers, bytesize.Format(math.MaxInt64))
+	}
 	r.MaxSizeFormula = fmt.Sprintf("IDMP-MAXSIZE = ceil(%s ms x %s msg/ms x %s) = %d",
 		RatString(delayMs), RatString(perPID), RatString(factor), r.MaxSizeNeeded)
 	if r.MaxSizeNeeded > idmp.MaxMaxSize {
-		total := new(big.Rat).Mul(need, producers)
-		r.PIDsNeeded = ceilRat(new(big.Rat).Quo(total, big.NewRat(idmp.MaxMaxSize, 1)))
+		r.PIDsNeeded, _ = ceilRatFits(new(big.Rat).Quo(total, big.NewRat(idmp.MaxMaxSize, 1)))
 		r.Warnings = append(r.Warnings, fmt.Sprintf(
 			"IDMP-MAXSIZE %d is over the limit %d: clamped to %d; spread the rate over at least %d producer IDs (--producers %d) so each needs at most %d; a retry must reuse the pid of the message's first send (the same iid under another pid is a new message, added again)",
 			r.MaxSizeNeeded, idmp.MaxMaxSize, idmp.MaxMaxSize, r.PIDsNeeded, r.PIDsNeeded, idmp.MaxMaxSize))
@@ -74,7 +85,8 @@ func Calculate(in Inputs) Result {
 
 	if in.Recovery > 0 {
 		secs := new(big.Rat).SetFrac64(in.Recovery.Nanoseconds(), int64(time.Second))
-		r.DurationNeeded = max(ceilRat(secs), 1)
+		r.DurationNeeded, _ = ceilRatFits(secs) // a time.Duration fits
+		r.DurationNeeded = max(r.DurationNeeded, 1)
 		r.DurationFormula = fmt.Sprintf("IDMP-DURATION = ceil(%s s) = %d", RatString(secs), r.DurationNeeded)
 	} else {
 		r.DurationNeeded = idmp.DefaultDuration
@@ -104,15 +116,7 @@ func Calculate(in Inputs) Result {
 		EmulatedPerPID: r.MaxSize * in.EmulatedBytesPerIID,
 		EmulatedTotal:  r.MaxSize * in.EmulatedBytesPerIID * in.Producers,
 	}
-	return r
-}
-
-// ceilRat is ceil(r), 1<<62 past int64.
-func ceilRat(r *big.Rat) int64 {
-	if n, ok := ceilRatFits(r); ok {
-		return n
-	}
-	return 1 << 62
+	return r, nil
 }
 
 // RatString prints an exact value with up to 6 decimals, trailing zeros trimmed.

@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"math"
 	"math/big"
 	"strings"
 	"testing"
@@ -101,8 +102,12 @@ func calc(t *testing.T, rate, delay string, recovery time.Duration, producers in
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Calculate(Inputs{Rate: mustRate(t, rate), MarkDelay: d, Recovery: recovery,
+	r, err := Calculate(Inputs{Rate: mustRate(t, rate), MarkDelay: d, Recovery: recovery,
 		Producers: producers, Margin: big.NewRat(1, 4), EmulatedBytesPerIID: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func TestWorkedExamples(t *testing.T) {
@@ -118,10 +123,29 @@ func TestWorkedExamples(t *testing.T) {
 func TestExactArithmetic(t *testing.T) {
 	// 0.1 is not exact in binary floating point; 80 x 1 x 1.1 must be 88, not 89.
 	d, _ := ParseDuration("mark-delay", "80ms", "")
-	r := Calculate(Inputs{Rate: mustRate(t, "1/ms"), MarkDelay: d, Producers: 1,
+	r, err := Calculate(Inputs{Rate: mustRate(t, "1/ms"), MarkDelay: d, Producers: 1,
 		Margin: big.NewRat(1, 10)})
-	if r.MaxSize != 88 {
+	if err != nil || r.MaxSize != 88 {
 		t.Fatalf("MaxSize = %d, want 88", r.MaxSize)
+	}
+}
+
+// TestOverflow: results past an int64 are errors naming the flags, not a
+// saturated 2^62 (attack34 D9); the largest that fits is exact.
+func TestOverflow(t *testing.T) {
+	in := func(delay time.Duration, producers int64) Inputs {
+		return Inputs{Rate: mustRate(t, "1e12"), MarkDelay: delay, Producers: producers, Margin: big.NewRat(1, 4), EmulatedBytesPerIID: 160}
+	}
+	if r, err := Calculate(in(2049*time.Hour, 1)); err != nil || r.MaxSizeNeeded != 9_220_500_000_000_000_000 {
+		t.Errorf("2049h: %d, %v", r.MaxSizeNeeded, err)
+	}
+	for _, i := range []Inputs{in(2050*time.Hour, 1), in(2050*time.Hour, 1_000_000)} {
+		if _, err := Calculate(i); err == nil || !strings.Contains(err.Error(), "check --rate, --mark-delay and --margin") {
+			t.Errorf("%s over %d producers: %v", i.MarkDelay, i.Producers, err)
+		}
+	}
+	if _, err := Calculate(in(time.Hour, math.MaxInt64)); err == nil || !strings.Contains(err.Error(), "check --producers") {
+		t.Errorf("MaxInt64 producers: %v", err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
@@ -100,7 +101,7 @@ func (p *OrphanPlan) Drop(ctx context.Context, c *redisconn.Conn, dryRun bool, e
 			_, kept, err := streams.DropOrphanedState(wctx, g.names, keys)
 			cancel()
 			if err != nil {
-				return sum, err
+				return sum, exit.Wrap(err, "purge --orphan-state")
 			}
 			outcome, count = PurgeDeleted, &sum.Deleted
 			if kept {

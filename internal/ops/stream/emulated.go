@@ -512,7 +512,7 @@ var dropOrphanScript = emulatedScript[dropOrphanArgs](redisconn.Int64Reply, drop
 // DropOrphanedState drops a deleted stream's emulated state (purge
 // --orphan-state): names from idmp.StateStreams, keys found by a scan. It
 // deletes atomically only while no name is a stream (else kept, nothing
-// deleted); a repeat is safe.
+// deleted); a repeat is safe. Its errors name nothing: the caller does.
 func (s *Streams) DropOrphanedState(ctx context.Context, names, keys []string) (deleted int64, kept bool, err error) {
 	if len(names) == 0 {
 		return 0, false, exit.New(exit.Internal, "purge --orphan-state", "no stream name for %q", keys)
@@ -527,11 +527,11 @@ func (s *Streams) DropOrphanedState(ctx context.Context, names, keys []string) (
 		return dropOrphanScript.Call(&a)
 	})
 	if err != nil {
-		return 0, false, exit.Wrap(err, "purge --orphan-state")
+		return 0, false, err
 	}
 	n, err := dropOrphanScript.Reply(call)
 	if err != nil {
-		return 0, false, exit.Wrap(err, "purge --orphan-state")
+		return 0, false, err
 	}
 	if n < 0 {
 		return 0, true, nil

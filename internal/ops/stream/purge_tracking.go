@@ -9,25 +9,12 @@ import (
 	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 )
 
-// TrackedIIDs counts what purge --stream NAME [--pid PID] would forget. For
-// a missing stream (exit.NotFound), unless dryRun or native, its leftover
-// emulated state is dropped first (R13), and the hint says how that went.
-func (s *Streams) TrackedIIDs(ctx context.Context, name, pid string, dryRun bool) (int64, error) {
+// TrackedIIDs counts what purge --stream NAME [--pid PID] would forget,
+// read-only: a missing stream is exit.NotFound (its leftover emulated
+// state, if any, goes only by DropLeftover, once confirmed).
+func (s *Streams) TrackedIIDs(ctx context.Context, name, pid string) (int64, error) {
 	what := "purge --stream " + strconv.Quote(name)
 	info, err := s.Info(ctx, name)
-	if exit.Code(err) == exit.NotFound && !dryRun && s.Mode() == ModeEmulated {
-		switch _, cerr := s.ClearTracking(ctx, name, ""); {
-		case exit.Code(cerr) == exit.NotFound:
-			return 0, exit.WithHint(exit.Wrap(err, what), "the stream does not exist: its leftover emulated IDMP state, if any, was dropped")
-		case cerr != nil:
-			// The leftover state stays: say why, not "no such key".
-			hint := "the stream does not exist, and its leftover emulated IDMP state could not be dropped"
-			if h := exit.Hint(cerr); h != "" {
-				hint += ": " + h
-			}
-			return 0, exit.WithHint(exit.Wrap(cerr, what), hint)
-		}
-	}
 	if err == nil {
 		err = s.be.clearable(pid) // refused in a dry run and before the question too
 	}
@@ -43,6 +30,26 @@ func (s *Streams) TrackedIIDs(ctx context.Context, name, pid string, dryRun bool
 		}
 	}
 	return 0, nil
+}
+
+// DropLeftover drops, whole, the emulated state that the deleted stream
+// name left (R13), atomically only while name is no stream; the stream's
+// absence stays the error (66), its hint saying what became of the state.
+func (s *Streams) DropLeftover(ctx context.Context, name string) error {
+	what := "purge --stream " + strconv.Quote(name)
+	_, kept, err := s.DropOrphanedState(ctx, []string{name}, nil)
+	switch {
+	case err != nil:
+		// The leftover state stays: say why, not "no such key".
+		hint := "the stream does not exist, and its leftover emulated IDMP state could not be dropped"
+		if h := exit.Hint(err); h != "" {
+			hint += ": " + h
+		}
+		return exit.WithHint(exit.Wrap(err, what), hint)
+	case kept:
+		return exit.New(exit.Busy, what, "the stream was created again meanwhile: nothing was dropped")
+	}
+	return exit.WithHint(exit.Wrap(errNoSuchKey(), what), "the stream does not exist: its leftover emulated IDMP state was dropped")
 }
 
 // LeftoverState names those of names (no key) whose emulated state remains

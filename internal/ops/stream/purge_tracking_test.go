@@ -11,8 +11,8 @@ import (
 )
 
 // TestTrackedIIDs: what purge --stream would forget, per producer or all;
-// on a deleted stream, a dry run leaves its emulated state and a purge
-// drops it, both saying the stream does not exist.
+// on a deleted stream it is 66 and its emulated state stays (purge asks
+// first): DropLeftover drops it, only while the stream is still gone.
 func TestTrackedIIDs(t *testing.T) {
 	t.Parallel()
 	conn, _ := redistest.Conn(t)
@@ -21,13 +21,17 @@ func TestTrackedIIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, a := range [][2]string{{"p1", "a"}, {"p1", "b"}, {"p2", "c"}} {
-		if _, err := s.add1(ctx, AddRequest{Stream: "s", PID: a[0], IID: a[1], Fields: []string{"f", "v"}}); err != nil {
-			t.Fatal(err)
+	add := func(stream string) {
+		t.Helper()
+		for _, a := range [][2]string{{"p1", "a"}, {"p1", "b"}, {"p2", "c"}} {
+			if _, err := s.add1(ctx, AddRequest{Stream: stream, PID: a[0], IID: a[1], Fields: []string{"f", "v"}}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+	add("s")
 	for pid, want := range map[string]int64{"": 3, "p1": 2, "p2": 1, "nobody": 0} {
-		if n, err := s.TrackedIIDs(ctx, "s", pid, false); err != nil || n != want {
+		if n, err := s.TrackedIIDs(ctx, "s", pid); err != nil || n != want {
 			t.Errorf("pid %q: %d, %v; want %d", pid, n, err, want)
 		}
 	}
@@ -35,19 +39,30 @@ func TestTrackedIIDs(t *testing.T) {
 	if err := conn.Client().Del(ctx, "s").Err(); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.TrackedIIDs(ctx, "s", "", true)
-	if exit.Code(err) != exit.NotFound || !strings.HasPrefix(err.Error(), `purge --stream "s": `) || hintOf(err) != "" {
-		t.Errorf("dry run on a deleted stream: %v (hint %q)", err, hintOf(err))
+	for _, pid := range []string{"", "p1"} {
+		_, err = s.TrackedIIDs(ctx, "s", pid)
+		if exit.Code(err) != exit.NotFound || err.Error() != `purge --stream "s": ERR no such key` {
+			t.Errorf("pid %q on a deleted stream: %v", pid, err)
+		}
 	}
 	if left := LeftoverState(ctx, conn, []string{"s"}); len(left) != 1 {
-		t.Fatalf("a dry run dropped the leftover state")
+		t.Fatalf("counting dropped the leftover state")
 	}
-	_, err = s.TrackedIIDs(ctx, "s", "", false)
-	if exit.Code(err) != exit.NotFound || !strings.Contains(hintOf(err), "leftover emulated IDMP state, if any, was dropped") {
-		t.Errorf("purge of a deleted stream: %v (hint %q)", err, hintOf(err))
+	err = s.DropLeftover(ctx, "s")
+	if exit.Code(err) != exit.NotFound || !strings.Contains(hintOf(err), "leftover emulated IDMP state was dropped") {
+		t.Errorf("drop of a deleted stream's state: %v (hint %q)", err, hintOf(err))
 	}
 	if left := LeftoverState(ctx, conn, []string{"s"}); len(left) != 0 {
 		t.Errorf("the leftover state stays: %q", left)
+	}
+
+	// Created again between the question and the drop: nothing goes.
+	add("s")
+	if err := s.DropLeftover(ctx, "s"); exit.Code(err) != exit.Busy {
+		t.Errorf("drop with the stream back: %v", err)
+	}
+	if n, err := s.TrackedIIDs(ctx, "s", ""); err != nil || n != 3 {
+		t.Errorf("after a refused drop: %d, %v; want 3", n, err)
 	}
 }
 
