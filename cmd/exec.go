@@ -195,10 +195,12 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 }
 
 // replyError is an error reply of a single command: its text verbatim,
-// exit 65 (the contract's classes first: NOPERM 77, LOADING 69).
+// exit 65 (the contract's classes first: NOPERM 77, LOADING 69); a
+// command the server does not know is the user's, unless it is the
+// scripting that exec's emulation needs (78).
 func replyError(text string) error {
 	code := exit.Classify(errors.New(text))
-	if code == exit.Internal {
+	if _, unknown := exit.Unknown(text); code == exit.Internal || unknown && !exit.ScriptingDisabled(text) {
 		code = exit.Data
 	}
 	return &exit.Error{Code: code, Err: errors.New(strings.TrimRight(text, "\r\n"))}

@@ -165,10 +165,12 @@ func Classify(err error) int {
 	case strings.Contains(msg, "DB index is out of range"):
 		return Usage // the URL's database (redis://host/N): a value the user gave
 	case strings.Contains(msg, "cluster support disabled"), // --cluster against a server that is no cluster
-		isTLSVerify(err), onReplica(msg), ScriptingDisabled(msg), NotRESP(err):
+		isTLSVerify(err), onReplica(msg), NotRESP(err):
 		return Config
 	case hasServerPrefix(msg, "OOM"), Migrating(msg):
 		return Unavailable
+	case unknownCommand.MatchString(msg):
+		return Config // renamed away (rename-command) or disabled: so are EVAL and EVALSHA
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
 		errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.EPIPE),
@@ -204,10 +206,25 @@ func ScriptingDisabled(msg string) bool { return Renamed(msg, "evalsha", "eval",
 // Renamed reports the server's "unknown command" for one of cmds (lower
 // case): renamed away (rename-command) or disabled.
 func Renamed(msg string, cmds ...string) bool {
-	m := strings.ToLower(msg)
-	return slices.ContainsFunc(cmds, func(c string) bool {
-		return strings.Contains(m, "unknown command '"+c+"'") || strings.Contains(m, "unknown command `"+c+"`")
-	})
+	c, ok := Unknown(msg)
+	return ok && slices.Contains(cmds, strings.ToLower(c))
+}
+
+// unknownCommand is the server's reply to a command it does not know, by
+// that name ("ERR unknown command 'x', with args ..."; idmpctl's scripts
+// say it so of what redis.acl_check_cmd found unknown), or a script's call
+// of one ("Unknown Redis command called from script"; Valkey's has no
+// "Redis"), which does not name it.
+var unknownCommand = regexp.MustCompile("(?i)unknown command ['`]([^'`]*)['`]|Unknown (?:Redis )?command called from script")
+
+// Unknown returns the command the server does not know (renamed away, or
+// disabled); "" when a script's call did not say which. ok: msg says so.
+func Unknown(msg string) (cmd string, ok bool) {
+	m := unknownCommand.FindStringSubmatch(msg)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
 }
 
 // onReplica reports a replica's refusal of a write (READONLY), or of WAIT
@@ -337,6 +354,13 @@ func Hint(err error) string {
 		return "an argument (a field, value or ID) is longer than the server's proto-max-bulk-len: nothing of that command was written"
 	case Migrating(msg):
 		return "the stream's cluster slot is moving to another node: run the same command again once the migration is done (xadd retries while --timeout allows)"
+	}
+	if cmd, ok := Unknown(msg); ok {
+		what := "a command idmpctl's script runs"
+		if cmd != "" {
+			what = strings.ToUpper(cmd)
+		}
+		return "the server does not know " + what + " by that name: it is renamed away (rename-command) or disabled there, or the server is too old for it; give the server back the command"
 	}
 	switch Classify(err) {
 	case Unavailable:

@@ -30,6 +30,9 @@ func (v Server) Table(p *render.Printer) error {
 	idmp := "no (idmpctl emulates IDMP with Lua)"
 	if r.NativeIDMP {
 		idmp = "yes (XADD IDMP, XCFGSET)"
+		if len(r.Unknown) > 0 {
+			idmp = "yes (XADD IDMP; the server does not know " + strings.Join(r.Unknown, ", ") + " by that name: renamed away or disabled)"
+		}
 	}
 	pairs := []render.Pair{
 		{"url", r.URL},

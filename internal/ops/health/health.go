@@ -88,7 +88,7 @@ func Stream(i stream.Info, c StreamContext) []Lint {
 		add("replica", "warn", "read from a replica: idempotent adds go to the primary, and what is shown may lag it")
 	}
 	if i.NotAtomic {
-		add("not-atomic", "info", "read with plain commands (this user may not run scripts): not one atomic snapshot, so the counts can be off by the adds made while it was read")
+		add("not-atomic", "info", "read with plain commands (this user may not run scripts, or the server renamed EVALSHA away): not one atomic snapshot, so the counts can be off by the adds made while it was read")
 	}
 	switch {
 	case i.OtherMode == "emulated":

@@ -178,6 +178,9 @@ func (h *connHook) settle(err error) error {
 	var reply redis.Error
 	if errors.As(err, &reply) {
 		h.replied.Store(true)
+		if msg, ok := ownError(err.Error()); ok {
+			return resp.ReplyError(msg)
+		}
 	}
 	return err
 }

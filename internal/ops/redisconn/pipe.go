@@ -273,6 +273,9 @@ func (p *Pipe) RecvReply() (resp.Reply, error) {
 		_ = p.nc.SetReadDeadline(time.Now().Add(p.rtimeout))
 	}
 	r, err := resp.Read(p.rd)
+	if err == nil {
+		ownReply(&r)
+	}
 	if err != nil {
 		p.Close()
 		select {
@@ -284,6 +287,17 @@ func (p *Pipe) RecvReply() (resp.Reply, error) {
 		}
 	}
 	return r, err
+}
+
+// ownReply drops the script's place from r's errors of idmpctl's scripts
+// (ownError), an EXEC's among them.
+func ownReply(r *resp.Reply) {
+	if r.Kind == resp.Error {
+		r.Str, _ = ownError(r.Str)
+	}
+	for i := range r.Elems {
+		ownReply(&r.Elems[i])
+	}
 }
 
 // Buffered reports whether a further reply is read already, at least in

@@ -5,6 +5,7 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -206,4 +207,19 @@ func (c *Conn) Run(ctx context.Context, o RunOpts, calls ...*Call) (Ack, error) 
 		calls, how = again, next
 	}
 	return ack, nil
+}
+
+// scriptPlace is what Redis 7+ appends to an error raised in a script.
+var scriptPlace = regexp.MustCompile(` script: ([0-9a-f]{40}), on @user_script:\d+\.$`)
+
+// ownError is msg without the place (" script: SHA, on @user_script:N.")
+// when it is an error of one of idmpctl's scripts: the server's words, as
+// its command gives them natively. Other scripts' errors (exec's EVAL)
+// keep theirs, as redis-cli shows them.
+func ownError(msg string) (string, bool) {
+	m := scriptPlace.FindStringSubmatchIndex(msg)
+	if m == nil || !slices.ContainsFunc(Scripts(), func(s *Script) bool { return s.Hash() == msg[m[2]:m[3]] }) {
+		return msg, false
+	}
+	return msg[:m[0]], true
 }

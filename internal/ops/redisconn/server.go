@@ -14,14 +14,17 @@ import (
 
 // ServerReport is what `inspect --server` shows.
 type ServerReport struct {
-	URL        string         `json:"url"`
-	Product    string         `json:"product"`
-	Version    string         `json:"version"`
-	Mode       string         `json:"mode"` // standalone or cluster
-	Role       string         `json:"role"` // master or replica (of the node reached)
-	Primaries  []string       `json:"primaries,omitempty"`
-	NativeIDMP bool           `json:"native_idmp"`
-	Defaults   *idmp.Defaults `json:"defaults,omitempty"` // in force: the server's (native) or idmpctl's (emulated)
+	URL        string   `json:"url"`
+	Product    string   `json:"product"`
+	Version    string   `json:"version"`
+	Mode       string   `json:"mode"` // standalone or cluster
+	Role       string   `json:"role"` // master or replica (of the node reached)
+	Primaries  []string `json:"primaries,omitempty"`
+	NativeIDMP bool     `json:"native_idmp"`
+	// Unknown are the native IDMP commands the server does not know by
+	// their names (XCFGSET renamed away with rename-command).
+	Unknown  []string       `json:"unknown_commands,omitempty"`
+	Defaults *idmp.Defaults `json:"defaults,omitempty"` // in force: the server's (native) or idmpctl's (emulated)
 	// Emulation says whether emulated IDMP can run: "available",
 	// "available-unchecked" (no redis.acl_check_cmd: permissions are not
 	// checked before the scripts write), or "unavailable: why".
@@ -65,6 +68,9 @@ func InspectServer(ctx context.Context, c *Conn) (ServerReport, error) {
 	}
 	slices.Sort(r.Primaries)
 	if r.NativeIDMP {
+		if v, err := c.Client().Do(ctx, "COMMAND", "INFO", "XCFGSET").Slice(); err == nil && (len(v) == 0 || v[0] == nil) {
+			r.Unknown = []string{"XCFGSET"}
+		}
 		d, err := ServerIDMPDefaults(ctx, c.Client())
 		if err == nil {
 			r.Defaults = &d

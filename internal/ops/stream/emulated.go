@@ -389,9 +389,10 @@ func (s emulated) info(ctx context.Context, stream string) (Info, error) {
 		return Info{}, err
 	}
 	reply, err := infoScript.Reply(call)
-	if err != nil && exit.Classify(err) == exit.Permission {
-		// A user who may not run scripts (or this one): the same view with
-		// plain reads, which says it is not one atomic snapshot.
+	if err != nil && (exit.Classify(err) == exit.Permission || exit.ScriptingDisabled(err.Error())) {
+		// A user who may not run scripts (or this one), or a server that
+		// renamed them away: the same view with plain reads, which says it
+		// is not one atomic snapshot.
 		s.plainReads = true
 		return s.emulatedInfoPlain(ctx, stream)
 	}

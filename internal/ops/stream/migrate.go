@@ -115,7 +115,8 @@ type NativeView struct {
 }
 
 // CheckMigrate refuses (78) a server without XIDMPRECORD (Redis before
-// 8.6.2, or no native IDMP): the migration changes nothing there.
+// 8.6.2, no native IDMP, or the command renamed away): the migration
+// changes nothing there.
 func (s *Streams) CheckMigrate(ctx context.Context) error {
 	caps, err := s.Conn.Capabilities(ctx)
 	if err != nil {
@@ -132,6 +133,12 @@ func (s *Streams) CheckMigrate(ctx context.Context) error {
 		if len(info) == 1 && info[0] != nil {
 			return nil
 		}
+	}
+	var major, minor, patch int
+	if _, _ = fmt.Sscanf(caps.Version, "%d.%d.%d", &major, &minor, &patch); caps.NativeIDMP && (major > 8 || major == 8 && (minor > 6 || minor == 6 && patch >= 2)) {
+		e := exit.New(exit.Config, "", "the server (%s) does not know XIDMPRECORD by that name: it is renamed away (rename-command) or disabled there; nothing was changed", what)
+		e.Hint = "give the server back the command; until then the emulation keeps working as it is"
+		return e
 	}
 	e := exit.New(exit.Config, "", "the server (%s) has no XIDMPRECORD: moving emulated IDMP state into native tracking needs Redis 8.6.2 or later; nothing was changed", what)
 	e.Hint = "upgrade the server first; until then the emulation keeps working as it is"

@@ -19,3 +19,19 @@ local function to_table(flat)
   return t
 end
 
+
+-- redis.acl_check_cmd of a command the server does not know by that name
+-- (rename-command) raises "Invalid command passed to redis.acl_check_cmd()":
+-- say which, in the server's words for an unknown command.
+local redis = redis
+if redis.acl_check_cmd then
+  local check = redis.acl_check_cmd
+  redis = setmetatable({acl_check_cmd = function(...)
+    local ok, r = pcall(check, ...)
+    if ok then return r end
+    if string.find(tostring(type(r) == 'table' and r.err or r), 'Invalid command', 1, true) then
+      r = {err = "ERR unknown command '" .. string.lower(tostring((...))) .. "'"}
+    end
+    error(r, 0)
+  end}, {__index = redis})
+end
