@@ -140,9 +140,7 @@ func (r *Restorer) RestoreUnless(ctx context.Context, recs []backup.Record, miss
 		case errors.Is(err, errUnexpectedReply):
 			first = exit.New(exit.Internal, what, "%v", err)
 		case strings.Contains(msg, "DUMP payload") || strings.Contains(msg, "Bad data format"):
-			// Redis's words without the script's place ("script: SHA, on @user_script:58.").
-			msg, _, _ = strings.Cut(msg, " script: ")
-			first = payloadError(what, msg)
+			first = payloadError(what, msg) // the script's place is gone (redisconn's ownError)
 		default:
 			first = exit.Wrap(err, what)
 		}
