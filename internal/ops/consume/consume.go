@@ -93,13 +93,14 @@ var prepareLua string
 var prepareScript = redisconn.NewLua[prepareArgs](redisconn.CommandReply, prepareLua)
 
 type prepareArgs struct {
-	Stream   string   `lua:"stream"`
-	Group    string   `lua:"group"`
-	Consumer string   `lua:"consumer"`
-	Claim    string   `lua:"claim"`         // a claim key of the group's
-	Create   bool     `lua:"create"`        // the group is to be made
-	Meta     string   `lua:"meta"`          // the consume hash that names the dead-letter stream
-	Dead     []string `lua:"DEAD,key,rest"` // none, or the dead-letter stream
+	On       string `lua:"on,key"` // where the checks run: the stream, or the dead-letter stream
+	Stream   string `lua:"stream"`
+	Group    string `lua:"group"`
+	Consumer string `lua:"consumer"`
+	Claim    string `lua:"claim"`  // a claim key of the group's
+	Create   bool   `lua:"create"` // the group is to be made
+	Meta     string `lua:"meta"`   // the consume hash that names the dead-letter stream
+	Dead     string `lua:"dead"`   // "": none
 }
 
 // prepare checks the server's side, then writes what is asked: the
@@ -128,21 +129,24 @@ func (r *runner) prepare(ctx context.Context) error {
 		return &exit.Error{Code: exit.NotFound, What: r.what, Err: fmt.Errorf("no consumer group %q", p.Group),
 			Hint: "--create makes it at the stream's start (0); XGROUP CREATE " + p.Stream + " " + p.Group + " $ starts it at the end"}
 	}
-	args := prepareArgs{Stream: p.Stream, Group: p.Group, Consumer: p.Consumer, Claim: ClaimKey(base, p.Group, "0-1"), Create: !has, Meta: metaKey(base)}
-	if p.DeadLetter != "" {
-		args.Dead = []string{p.DeadLetter}
+	check := func(on string) (any, error) {
+		call := prepareScript.Call(&prepareArgs{On: on, Stream: p.Stream, Group: p.Group, Consumer: p.Consumer,
+			Claim: ClaimKey(base, p.Group, "0-1"), Create: !has, Meta: metaKey(base), Dead: p.DeadLetter})
+		_, err := c.Run(ctx, redisconn.RunOpts{}, call)
+		kind, rerr := prepareScript.Reply(call)
+		return kind, cmp.Or(err, rerr)
 	}
-	call := prepareScript.Call(&args)
-	_, err = c.Run(ctx, redisconn.RunOpts{}, call)
-	kind, rerr := prepareScript.Reply(call)
-	if err = cmp.Or(err, rerr); err == nil && kind != "none" && kind != "stream" {
-		err = fmt.Errorf("WRONGTYPE: the key holds a %s, not a stream", kind)
-	}
-	if err != nil && p.DeadLetter != "" && !strings.Contains(err.Error(), "command on the stream") && !strings.Contains(err.Error(), "command on the claim keys") {
-		err = exit.Wrap(err, "--dead-letter "+strconv.Quote(p.DeadLetter))
-	}
-	if err != nil {
+	if _, err := check(p.Stream); err != nil {
 		return exit.Wrap(err, r.what)
+	}
+	if p.DeadLetter != "" {
+		kind, err := check(p.DeadLetter)
+		if err == nil && kind != "none" && kind != "stream" {
+			err = fmt.Errorf("WRONGTYPE: the key holds a %s, not a stream", kind)
+		}
+		if err != nil {
+			return exit.Wrap(exit.Wrap(err, "--dead-letter "+strconv.Quote(p.DeadLetter)), r.what)
+		}
 	}
 	if p.DeadLetter != "" {
 		if _, err := cmd(ctx, c, "HSET", metaKey(base), p.Group, p.DeadLetter); err != nil {

@@ -1,0 +1,57 @@
+package consume_test
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops/consume"
+	"github.com/idmpctl/idmpctl/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// ACLs are a node's own: consume's start checks of the stream (here
+// XREADGROUP, denied on the stream's primary only) run on the stream's
+// primary, and those of the dead-letter stream on its own, whichever
+// primary that is: refused before the group or anything else is written.
+func TestPrepareChecksEachStreamOnItsNode(t *testing.T) {
+	cl := redistest.NewCluster(t)
+	ctx := context.Background()
+	admin := redistest.Connect(t, cl.URL).Client().(*redis.ClusterClient)
+	stream, dead := "{s1}jobs", "{d9}dead"
+	sn, err := admin.MasterForKey(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dn, err := admin.MasterForKey(ctx, dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sn.Options().Addr == dn.Options().Addr {
+		t.Fatalf("%s and %s share a primary: pick keys of two", stream, dead)
+	}
+	for _, n := range cl.Nodes {
+		rule := "+@all"
+		if n.Addr == sn.Options().Addr {
+			rule = "-xreadgroup"
+		}
+		if _, err := n.Do("ACL", "SETUSER", "u", "on", ">pw", "~*", "&*", "+@all", rule); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := redistest.Connect(t, strings.Replace(cl.URL, "redis://", "redis://u:pw@", 1))
+	for _, dl := range []string{"", dead} {
+		_, err = consume.Run(ctx, c, consume.Params{Stream: stream, Group: "g", Consumer: "c", Create: true, DeadLetter: dl,
+			Workers: 1, Lease: time.Minute, MaxAttempts: 1, UntilEmpty: true, Block: 10 * time.Millisecond,
+			Command: []string{"true"}, Output: io.Discard}, func(consume.Result) {}, func(string) {})
+		if exit.Code(err) != exit.Permission || !strings.Contains(err.Error(), "xreadgroup") {
+			t.Errorf("--dead-letter %q: err %v (exit %d), want the XREADGROUP refusal (77)", dl, err, exit.Code(err))
+		}
+		if keys, err := sn.Keys(ctx, "*").Result(); err != nil || len(keys) != 0 {
+			t.Errorf("--dead-letter %q: written on the stream's primary: %q (%v)", dl, keys, err)
+		}
+	}
+}
