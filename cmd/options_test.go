@@ -116,6 +116,7 @@ func TestXAddOptions(t *testing.T) {
 		{[]string{"s", "--pid", "p", "--iid", "i", "--limit", "5", "--maxlen", "9", "f", "v"}, "LIMIT cannot be used without"},
 		{[]string{"s", "--pid", "p", "--iid", "i", "--limit", "0", "--maxlen", "9", "f", "v"}, "LIMIT cannot be used without"},
 		{[]string{"s", "--pid", "p", "--iid", "i", "--limit", "-1", "--maxlen", "9", "--approx", "f", "v"}, "--limit -1: must not be negative"},
+		{[]string{"s", "--pid", "p", "--iid", "i", "--maxlen", "0", "f", "v"}, "--maxlen 0 would trim every entry"},
 		{[]string{"s", "--pid", "p", "--iid", "i", "--nosuchflag", "f", "v"}, "unknown flag"},
 		{[]string{}, "needs a STREAM"},
 	} {

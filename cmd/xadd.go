@@ -33,7 +33,7 @@ type XAddOptions struct {
 	Skip                    int
 	BatchID                 string
 	SkipSet, Resume, TTLSet bool // TTLSet: --progress-ttl given (0 included)
-	LimitSet                bool // --limit given: 0 sends LIMIT 0 (no limit), not Redis's default
+	LimitSet, MaxLenSet     bool // --limit given: 0 sends LIMIT 0 (no limit), not Redis's default
 	ProgressTTL             time.Duration
 	Durable                 WaitFlags
 
@@ -81,6 +81,9 @@ func (o *XAddOptions) Validate() error {
 		return exit.Usagef("give the fields as FIELD VALUE pairs or --json, not both")
 	case o.Skip < 0:
 		return exit.Usagef("--skip %d: must not be negative", o.Skip)
+	case o.MaxLenSet && o.MaxLen == 0:
+		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--maxlen 0 would trim every entry of the stream, the one added too"),
+			Hint: "give 1 or more, or leave --maxlen out to keep every entry"}
 	case o.Limit < 0:
 		return exit.Usagef("--limit %d: must not be negative (ERR The LIMIT argument must be >= 0.)", o.Limit)
 	case o.Batch == "" && (o.SkipSet || o.BatchID != "" || o.Resume || o.TTLSet):
@@ -267,7 +270,7 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Stream, o.Fields = args[0], args[1:]
 			o.IIDSet, o.SkipSet = c.Flags().Changed("iid"), c.Flags().Changed("skip")
-			o.TTLSet, o.LimitSet = c.Flags().Changed("progress-ttl"), c.Flags().Changed("limit")
+			o.TTLSet, o.LimitSet, o.MaxLenSet = c.Flags().Changed("progress-ttl"), c.Flags().Changed("limit"), c.Flags().Changed("maxlen")
 			o.Durable.TimeoutSet = c.Flags().Changed("wait-timeout")
 			if !o.TTLSet {
 				o.ProgressTTL = 0 // the default, which --batch alone may have
