@@ -258,8 +258,7 @@ func purgeStreamRun(ctx context.Context, o *PurgeOptions) error {
 		return err
 	}
 	tracked, err := streams.TrackedIIDs(rctx, o.Stream, o.PID)
-	if exit.Code(err) == exit.NotFound && streams.Mode() == stream.ModeEmulated &&
-		len(stream.LeftoverState(rctx, streams.Conn, []string{o.Stream})) > 0 {
+	if exit.Code(err) == exit.NotFound && streams.HasLeftover(rctx, o.Stream) {
 		return purgeLeftoverRun(ctx, o, streams, err)
 	}
 	if err != nil {

@@ -89,7 +89,8 @@ func metaKey(base string) string { return base + ":consume" }
 var prepareLua string
 
 // prepareScript checks, before consume writes or runs anything, that the
-// user may acknowledge and dead-letter, and reads the dead-letter type.
+// user may run what consume does there (on the stream, or on the
+// dead-letter stream), and reads that key's type.
 var prepareScript = redisconn.NewLua[prepareArgs](redisconn.CommandReply, prepareLua)
 
 type prepareArgs struct {

@@ -32,6 +32,12 @@ func (s *Streams) TrackedIIDs(ctx context.Context, name, pid string) (int64, err
 	return 0, nil
 }
 
+// HasLeftover reports whether name, a stream that does not exist, left
+// emulated state that this mode drops (purge --stream: DropLeftover).
+func (s *Streams) HasLeftover(ctx context.Context, name string) bool {
+	return s.Mode() == ModeEmulated && len(LeftoverState(ctx, s.Conn, []string{name})) > 0
+}
+
 // DropLeftover drops, whole, the emulated state that the deleted stream
 // name left (R13), atomically only while name is no stream; the stream's
 // absence stays the error (66), its hint saying what became of the state.

@@ -39,7 +39,7 @@ local function acquire(key, now, owner, lease, ttl, default_ttl, fp, max_attempt
   -- Everything that can fail, before the first write.
   local keep = retention(key, h, ttl, default_ttl)
   if lease > keep then return over_retention(key, now, lease, keep, h) end
-  local err = denied({ { 'HSET', key, 'status', 'PROCESSING' }, { 'PEXPIRE', key, '1' } })
+  local err = denied_on({ { 'HSET', key, 'status', 'PROCESSING' }, { 'PEXPIRE', key, '1' } }, "the claim's key")
   if err then return err end
 
   -- One compare-and-set: only the fields a claim owns change.

@@ -14,7 +14,7 @@ local function complete(key, now, token, ttl, default_ttl, has_result, result, e
     return reply('lost', now, redis.call('PTTL', key), '', h)
   end
   local keep = retention(key, h, ttl, default_ttl)
-  local err = denied({ { 'HSET', key, 'status', 'COMPLETED' }, { 'PEXPIRE', key, '1' } }) or ack_refused(e)
+  local err = denied_on({ { 'HSET', key, 'status', 'COMPLETED' }, { 'PEXPIRE', key, '1' } }, "the claim's key") or ack_refused(e)
   if err then return err end
 
   -- A retried complete whose first reply was lost finds its own completion.

@@ -16,13 +16,13 @@ local function fail(key, now, token, ttl, default_ttl, err, release)
     return reply('lost', now, redis.call('PTTL', key), '', h)
   end
   if release then
-    local denial = denied({ { 'DEL', key } })
+    local denial = denied_on({ { 'DEL', key } }, "the claim's key")
     if denial then return denial end
     redis.call('DEL', key)
     return reply('released', now, -2)
   end
   local keep = retention(key, h, ttl, default_ttl)
-  local denial = denied({ { 'HSET', key, 'status', 'FAILED' }, { 'HDEL', key, 'error' }, { 'PEXPIRE', key, '1' } })
+  local denial = denied_on({ { 'HSET', key, 'status', 'FAILED' }, { 'HDEL', key, 'error' }, { 'PEXPIRE', key, '1' } }, "the claim's key")
   if denial then return denial end
 
   -- A retried fail whose first reply was lost finds its own failure; the

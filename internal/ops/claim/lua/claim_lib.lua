@@ -49,23 +49,6 @@ local function next_token(current)
   return math.max(current + 1, s * 1000000 + us)
 end
 
--- denied is nil when the user may run every command of cmds (each a
--- command with its arguments) on the key, and otherwise the NOPERM error
--- to return before anything is written: a claim is never left half
--- written (for example PROCESSING without its expiry) by an ACL that
--- allows one write and not the next. Servers before 7.0 have no
--- acl_check_cmd; there an ACL denial can still stop a script midway.
-local function denied(cmds, what)
-  if not redis.acl_check_cmd then return nil end
-  for _, c in ipairs(cmds) do
-    if not redis.acl_check_cmd(unpack(c)) then
-      return redis.error_reply("NOPERM this user has no permissions to run the '" .. string.lower(c[1]) ..
-        "' command on " .. (what or "the claim's key"))
-    end
-  end
-  return nil
-end
-
 -- entry is the stream entry a step acknowledges in its own script
 -- (consume: claim.Acking): { stream, group, id }, or nil for none.
 local function entry(stream, group, id)
@@ -85,7 +68,7 @@ local function ack_refused(e)
   if not string.match(e[3], '^%d+%-%d+$') then
     return redis.error_reply('ERR Invalid stream ID specified as stream command argument')
   end
-  return denied({ { 'XACK', e[1], e[2], e[3] } }, 'the stream')
+  return denied_on({ { 'XACK', e[1], e[2], e[3] } }, 'the stream')
 end
 
 -- ack acknowledges entry e (none: nothing), checked by ack_refused.

@@ -10,7 +10,7 @@ local function release(key, now, token)
   if current ~= token or h.status == 'COMPLETED' then
     return reply('lost', now, redis.call('PTTL', key), '', h)
   end
-  local err = denied({ { 'DEL', key } })
+  local err = denied_on({ { 'DEL', key } }, "the claim's key")
   if err then return err end
   redis.call('DEL', key)
   return reply('released', now, -2)

@@ -19,7 +19,7 @@ local function renew(key, now, token, lease, ttl, default_lease, default_ttl)
   if lease == '' then grant = math.max(grant, int(h.lease_until) - now) end
   local keep = retention(key, h, ttl, default_ttl)
   if grant > keep then return over_retention(key, now, grant, keep, h) end
-  local err = denied({ { 'HSET', key, 'lease_until', '1' }, { 'PEXPIRE', key, '1' } })
+  local err = denied_on({ { 'HSET', key, 'lease_until', '1' }, { 'PEXPIRE', key, '1' } }, "the claim's key")
   if err then return err end
 
   -- The current token renews even past its lease: nobody has taken over.

@@ -19,7 +19,6 @@ local function to_table(flat)
   return t
 end
 
-
 -- redis.acl_check_cmd of a command the server does not know by that name
 -- (rename-command) raises "Invalid command passed to redis.acl_check_cmd()":
 -- say which, in the server's words for an unknown command.
@@ -34,4 +33,23 @@ if redis.acl_check_cmd then
     end
     error(r, 0)
   end}, {__index = redis})
+end
+
+-- first_denied is the first of cmds (each a command with its arguments)
+-- that this user may not run, or nil: a script asks before it writes
+-- anything, so that an ACL that allows one write and not the next leaves
+-- nothing half written. Servers before 7.0 have no acl_check_cmd; there
+-- an ACL denial can still stop a script midway.
+local function first_denied(cmds)
+  if not redis.acl_check_cmd then return nil end
+  for _, c in ipairs(cmds) do
+    if not redis.acl_check_cmd(unpack(c)) then return c end
+  end
+end
+
+-- denied_on is nil when the user may run every command of cmds, else the
+-- NOPERM error to return, naming the command and what it runs on.
+local function denied_on(cmds, what)
+  local c = first_denied(cmds)
+  return c and redis.error_reply("NOPERM this user has no permissions to run the '" .. string.lower(c[1]) .. "' command on " .. what)
 end

@@ -230,14 +230,9 @@ end
 -- unchecked: inspect --server says "available-unchecked" there (docs/emulated.md,
 -- "Permissions").
 local function denied(checks, who)
-  if not redis.acl_check_cmd then return nil end
-  for _, c in ipairs(checks) do
-    if not redis.acl_check_cmd(unpack(c)) then
-      return redis.error_reply('NOPERM this user has no permission to run the ' .. string.upper(c[1]) ..
-        ' command on key ' .. (c[1] == 'XINFO' and c[3] or c[2]) .. ', which ' .. (who or 'emulated IDMP') .. ' needs: nothing was written')
-    end
-  end
-  return nil
+  local c = first_denied(checks)
+  return c and redis.error_reply('NOPERM this user has no permission to run the ' .. string.upper(c[1]) ..
+    ' command on key ' .. (c[1] == 'XINFO' and c[3] or c[2]) .. ', which ' .. (who or 'emulated IDMP') .. ' needs: nothing was written')
 end
 
 -- A plan to drop state: the keys to delete, and the pids and progress
