@@ -15,8 +15,9 @@ import (
 
 // ACLs are a node's own: consume's start checks of the stream (here
 // XREADGROUP, denied on the stream's primary only) run on the stream's
-// primary, and those of the dead-letter stream on its own, whichever
-// primary that is: refused before the group or anything else is written.
+// primary, and those of the dead-letter stream (TYPE, denied on its
+// primary only) on its own: refused, and named, before the group or
+// anything else is written.
 func TestPrepareChecksEachStreamOnItsNode(t *testing.T) {
 	cl := redistest.NewCluster(t)
 	ctx := context.Background()
@@ -33,25 +34,30 @@ func TestPrepareChecksEachStreamOnItsNode(t *testing.T) {
 	if sn.Options().Addr == dn.Options().Addr {
 		t.Fatalf("%s and %s share a primary: pick keys of two", stream, dead)
 	}
-	for _, n := range cl.Nodes {
-		rule := "+@all"
-		if n.Addr == sn.Options().Addr {
-			rule = "-xreadgroup"
+	for _, c := range []struct {
+		denied, on string // the command refused, on the primary of on
+		deadLetter []string
+	}{{"xreadgroup", stream, []string{"", dead}}, {"type", dead, []string{dead}}} {
+		for _, n := range cl.Nodes {
+			rule := "+@all"
+			if on, err := admin.MasterForKey(ctx, c.on); err == nil && n.Addr == on.Options().Addr {
+				rule = "-" + c.denied
+			}
+			if _, err := n.Do("ACL", "SETUSER", "u", "reset", "on", ">pw", "~*", "&*", "+@all", rule); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if _, err := n.Do("ACL", "SETUSER", "u", "on", ">pw", "~*", "&*", "+@all", rule); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c := redistest.Connect(t, strings.Replace(cl.URL, "redis://", "redis://u:pw@", 1))
-	for _, dl := range []string{"", dead} {
-		_, err = consume.Run(ctx, c, consume.Params{Stream: stream, Group: "g", Consumer: "c", Create: true, DeadLetter: dl,
-			Workers: 1, Lease: time.Minute, MaxAttempts: 1, UntilEmpty: true, Block: 10 * time.Millisecond,
-			Command: []string{"true"}, Output: io.Discard}, func(consume.Result) {}, func(string) {})
-		if exit.Code(err) != exit.Permission || !strings.Contains(err.Error(), "xreadgroup") {
-			t.Errorf("--dead-letter %q: err %v (exit %d), want the XREADGROUP refusal (77)", dl, err, exit.Code(err))
-		}
-		if keys, err := sn.Keys(ctx, "*").Result(); err != nil || len(keys) != 0 {
-			t.Errorf("--dead-letter %q: written on the stream's primary: %q (%v)", dl, keys, err)
+		conn := redistest.Connect(t, strings.Replace(cl.URL, "redis://", "redis://u:pw@", 1))
+		for _, dl := range c.deadLetter {
+			_, err = consume.Run(ctx, conn, consume.Params{Stream: stream, Group: "g", Consumer: "c", Create: true, DeadLetter: dl,
+				Workers: 1, Lease: time.Minute, MaxAttempts: 1, UntilEmpty: true, Block: 10 * time.Millisecond,
+				Command: []string{"true"}, Output: io.Discard}, func(consume.Result) {}, func(string) {})
+			if exit.Code(err) != exit.Permission || !strings.Contains(err.Error(), "'"+c.denied+"' command on") {
+				t.Errorf("%s denied, --dead-letter %q: err %v (exit %d), want its refusal named (77)", c.denied, dl, err, exit.Code(err))
+			}
+			if keys, err := sn.Keys(ctx, "*").Result(); err != nil || len(keys) != 0 {
+				t.Errorf("%s denied, --dead-letter %q: written on the stream's primary: %q (%v)", c.denied, dl, keys, err)
+			}
 		}
 	}
 }

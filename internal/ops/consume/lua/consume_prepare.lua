@@ -9,7 +9,7 @@
 -- script checks), by the prelude's denied_on. Then ON's type.
 local err
 if on ~= stream then
-  err = denied_on({ { 'XADD', on, '*', 'f', 'v' } }, 'the --dead-letter stream')
+  err = denied_on({ { 'XADD', on, '*', 'f', 'v' }, { 'TYPE', on } }, 'the --dead-letter stream')
 else
   local on_stream = { { 'XREADGROUP', 'GROUP', group, consumer, 'COUNT', '1', 'STREAMS', stream, '>' },
     { 'XAUTOCLAIM', stream, group, consumer, '1', '0-0', 'COUNT', '1' }, { 'XACK', stream, group, '0-1' }, { 'TYPE', stream } }
