@@ -293,7 +293,7 @@ Raw output: the entry ID (batch: "ID<TAB>added|duplicate" per line).`,
 	fl.StringVar(&o.BatchID, "batch-id", "", "with --batch: the batch's identity (default: a digest of the input's path and first line)")
 	fl.BoolVar(&o.Resume, "resume", false, "with --batch: go on after the last committed line; fail if there is no progress record")
 	durationVar(fl, &o.ProgressTTL, "progress-ttl", stream.DefaultProgressTTL, "with --batch: how long the progress record outlives its last chunk (at least 1m)")
-	fl.Int64Var(&o.MaxLen, "maxlen", 0, "trim to MAXLEN N")
+	fl.Int64Var(&o.MaxLen, "maxlen", 0, "trim to MAXLEN N (1 or more)")
 	fl.StringVar(&o.MinID, "minid", "", "trim with MINID ID")
 	fl.BoolVar(&o.Approx, "approx", false, "approximate trimming (~)")
 	fl.Int64Var(&o.Limit, "limit", 0, "LIMIT of approximate trimming (0: no limit; unset: the server's)")
