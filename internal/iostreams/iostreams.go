@@ -167,9 +167,6 @@ type OutWriter struct {
 	err error
 }
 
-// NewOutWriter is w keeping its first write error.
-func NewOutWriter(w io.Writer) *OutWriter { return &OutWriter{w: w} }
-
 func (o *OutWriter) Write(b []byte) (int, error) {
 	if o.err != nil {
 		return 0, o.err

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 )
+
+// NewOutWriter is w keeping its first write error.
+func NewOutWriter(w io.Writer) *OutWriter { return &OutWriter{w: w} }
 
 // fake is streams whose terminals are those named in ttys, in env.
 func fake(env map[string]string, ttys ...any) (*IOStreams, *bytes.Buffer, *bytes.Buffer) {

@@ -64,7 +64,7 @@ func redactField(name, v string) string {
 		}
 		return Redacted
 	}
-	out, _ := RedactJSON(v) // v itself when it holds no secret
+	out, _ := redactJSONText(v, 0) // v itself when it holds no secret
 	return out
 }
 
@@ -73,13 +73,10 @@ func exactIntOK(s string) bool {
 	return isAllDigits(s) && len(s) <= 19
 }
 
-// RedactJSON is Redact for the JSON text s; changed is false, and s comes
-// back as it is, when s is not JSON or holds no secret.
-func RedactJSON(s string) (out string, changed bool) {
-	return redactJSONText(s, 0)
-}
-
-func redactJSONText(s string, nest int) (string, bool) {
+// redactJSONText is Redact for the JSON text s, kept as text nest deep;
+// changed is false, and s comes back as it is, when s is not JSON or holds
+// no secret.
+func redactJSONText(s string, nest int) (out string, changed bool) {
 	t := strings.TrimSpace(s)
 	if t == "" || (t[0] != '{' && t[0] != '[') || !json.Valid([]byte(s)) {
 		return s, false

@@ -24,6 +24,9 @@ func TestIsSecretName(t *testing.T) {
 	}
 }
 
+// RedactJSON is Redact for the JSON text s (redactJSONText at the top).
+func RedactJSON(s string) (out string, changed bool) { return redactJSONText(s, 0) }
+
 func TestRedactJSON(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
 		{"express request headers", expressRequest,

@@ -190,14 +190,8 @@ func appendJSON(b []byte, r resp.Reply) []byte {
 	return appendJSONValue(b, r.Str)
 }
 
-// keyText is a map key as an object key: strings as they are, other
-// scalars in their raw form.
-func keyText(r resp.Reply) string {
-	if r.Kind == resp.Bulk || r.Kind == resp.Status || r.Kind == resp.Verbatim || r.Kind == resp.Double || r.Kind == resp.BigNum {
-		return r.Str
-	}
-	return string(appendRaw(nil, r))
-}
+// keyText is a map key as an object key: its raw form (strings as they are).
+func keyText(r resp.Reply) string { return string(appendRaw(nil, r)) }
 
 func mapKeysUTF8(r resp.Reply) bool {
 	for i := 0; i < len(r.Elems); i += 2 {

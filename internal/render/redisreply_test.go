@@ -6,10 +6,12 @@ import (
 	"github.com/idmpctl/idmpctl/internal/resp"
 )
 
+func arrayOf(e ...resp.Reply) resp.Reply { return resp.Reply{Kind: resp.Array, Elems: e} }
+
 // The forms of redis-cli 7.0 (checked against its output for the same
 // replies: testdata/script/exec/exec_forms.txtar compares the two).
 func TestReplyForms(t *testing.T) {
-	entry := resp.ArrayOf(resp.BulkOf("1-0"), resp.ArrayOf(resp.BulkOf("f"), resp.BulkOf("v")))
+	entry := arrayOf(resp.BulkOf("1-0"), arrayOf(resp.BulkOf("f"), resp.BulkOf("v")))
 	many := make([]resp.Reply, 10)
 	for i := range many {
 		many[i] = resp.IntOf(int64(i))
@@ -26,10 +28,10 @@ func TestReplyForms(t *testing.T) {
 		{"int", resp.IntOf(-3), "-3\n", "(integer) -3\n", "-3\n"},
 		{"nil", resp.NilReply(), "\n", "(nil)\n", "null\n"},
 		{"error", resp.ErrorOf("ERR x"), "ERR x\n\n", "(error) ERR x\n", `{"error":"ERR x"}` + "\n"},
-		{"empty", resp.ArrayOf(), "\n", "(empty array)\n", "[]\n"},
-		{"nested", resp.ArrayOf(resp.BulkOf("first-entry"), entry), "first-entry\n1-0\nf\nv\n",
+		{"empty", arrayOf(), "\n", "(empty array)\n", "[]\n"},
+		{"nested", arrayOf(resp.BulkOf("first-entry"), entry), "first-entry\n1-0\nf\nv\n",
 			"1) \"first-entry\"\n2) 1) \"1-0\"\n   2) 1) \"f\"\n      2) \"v\"\n", `["first-entry",["1-0",["f","v"]]]` + "\n"},
-		{"wide", resp.ArrayOf(many...), "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n",
+		{"wide", arrayOf(many...), "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n",
 			" 1) (integer) 0\n 2) (integer) 1\n 3) (integer) 2\n 4) (integer) 3\n 5) (integer) 4\n 6) (integer) 5\n 7) (integer) 6\n 8) (integer) 7\n 9) (integer) 8\n10) (integer) 9\n",
 			"[0,1,2,3,4,5,6,7,8,9]\n"},
 		{"map", resp.Reply{Kind: resp.Map, Elems: []resp.Reply{resp.BulkOf("k"), resp.IntOf(1), resp.BulkOf("e"), entry}},

@@ -13,9 +13,6 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 )
 
-// Ellipsis ends a value cut to fit the terminal.
-const Ellipsis = "…"
-
 // A table's frame (tw.StyleRounded, one space of padding each side): "│ "
 // before each cell, " " after it, and the closing "│".
 const (
@@ -145,16 +142,3 @@ func DisplayWidth(s string) int {
 // from the locale at start-up), so that cells are measured and cut as
 // Table's tables measure them.
 var pinWidths = sync.OnceFunc(func() { twwidth.SetOptions(twwidth.Options{}) })
-
-// Truncate cuts s to at most width columns, ending it with "…" when it was
-// cut. Colour sequences are kept and closed.
-func Truncate(s string, width int) string {
-	if DisplayWidth(s) <= width {
-		return s
-	}
-	if width < 1 {
-		return ""
-	}
-	pinWidths()
-	return twwidth.Truncate(s, width, Ellipsis)
-}

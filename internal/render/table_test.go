@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
 )
 
 func TestTableLayout(t *testing.T) {
@@ -59,6 +61,20 @@ func heads(names ...string) []Column {
 		cols[i].Head = n
 	}
 	return cols
+}
+
+// Truncate cuts s to at most width columns, ending it with "…" when it was
+// cut. Colour sequences are kept and closed. No view cuts a value: only
+// this test keeps it, beside DisplayWidth's measure.
+func Truncate(s string, width int) string {
+	if DisplayWidth(s) <= width {
+		return s
+	}
+	if width < 1 {
+		return ""
+	}
+	pinWidths()
+	return twwidth.Truncate(s, width, "…")
 }
 
 func TestTruncate(t *testing.T) {

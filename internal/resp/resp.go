@@ -48,7 +48,6 @@ func StatusOf(s string) Reply  { return Reply{Kind: Status, Str: s} }
 func ErrorOf(s string) Reply   { return Reply{Kind: Error, Str: s} }
 func IntOf(n int64) Reply      { return Reply{Kind: Int, Int: n} }
 func NilReply() Reply          { return Reply{Kind: Nil} }
-func ArrayOf(e ...Reply) Reply { return Reply{Kind: Array, Elems: e} }
 func (r Reply) IsError() bool  { return r.Kind == Error }
 func (r Reply) IsQueued() bool { return r.Kind == Status && r.Str == "QUEUED" }
 func (r Reply) Aggregate() bool {

@@ -7,6 +7,8 @@ import (
 	"testing"
 )
 
+func ArrayOf(e ...Reply) Reply { return Reply{Kind: Array, Elems: e} }
+
 func TestRead(t *testing.T) {
 	cases := []struct {
 		in   string
