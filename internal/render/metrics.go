@@ -112,12 +112,7 @@ func WriteMetrics(w io.Writer, m Metrics) error {
 		// The memory families of the scans that measured it. Every figure
 		// is an estimate and says so in its name (_estimate_bytes), except
 		// where idmpctl_scan_memory_exact is 1.
-		var measured []ScanMetrics
-		for _, s := range scans {
-			if s.Memory != nil {
-				measured = append(measured, s)
-			}
-		}
+		measured := slices.DeleteFunc(slices.Clone(scans), func(s ScanMetrics) bool { return s.Memory == nil })
 		if len(measured) > 0 {
 			byPattern(&b, measured, scanMetric{"idmpctl_scan_memory_estimate_bytes", "gauge", "Bytes the records found use (MEMORY USAGE), estimated from a sample: each format and status's records times the mean of those sampled.", func(s ScanMetrics) int64 { return s.Memory.Bytes }})
 			breakdown(&b, measured, "idmpctl_scan_memory_by_status_estimate_bytes", "Bytes the records found use, by normalised status, estimated from a sample.", "status", func(s ScanMetrics) map[string]int64 { return s.Memory.ByStatus })

@@ -130,9 +130,9 @@ func (v ClaimStep) Table(p *render.Printer) error {
 func (v ClaimStep) Raw(p *render.Printer) error {
 	if v.renewed() {
 		p.Line("%s\t%d", v.Outcome, v.Record.LeaseMs)
-		return nil
+	} else {
+		p.Line("%s", v.Outcome)
 	}
-	p.Line("%s", v.Outcome)
 	return nil
 }
 

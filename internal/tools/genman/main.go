@@ -69,10 +69,7 @@ func write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	old, err := filepath.Glob(filepath.Join(dir, "*.1"))
-	if err != nil {
-		return err
-	}
+	old, _ := filepath.Glob(filepath.Join(dir, "*.1")) // only a bad pattern fails
 	for _, f := range old {
 		if _, ok := pages[filepath.Base(f)]; !ok {
 			if err := os.Remove(f); err != nil {
@@ -101,7 +98,10 @@ func generate() (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := environmentSection()
+	env := ".SH ENVIRONMENT\n"
+	for _, v := range environment {
+		env += fmt.Sprintf(".TP\n.B %s\n%s\n", roffText(v.Name), roffText(v.Text))
+	}
 	pages := map[string][]byte{}
 	var walk func(c *cobra.Command) error
 	walk = func(c *cobra.Command) error {
@@ -218,16 +218,12 @@ func optionLists(page string) string {
 // despite cobra's .nh, so no URL or option is broken; HY 0 keeps it off
 // after .EE and the like, which restore mode HY.
 func noHyphenation(page string) string {
-	i := strings.Index(page, "\n.TH ")
-	if i < 0 {
+	head, rest, ok := strings.Cut(page, "\n.TH ")
+	th, tail, ok2 := strings.Cut(rest, "\n")
+	if !ok || !ok2 {
 		return page
 	}
-	j := strings.IndexByte(page[i+1:], '\n')
-	if j < 0 {
-		return page
-	}
-	at := i + 1 + j + 1
-	return page[:at] + ".nr HY 0\n.nh\n" + page[at:]
+	return head + "\n.TH " + th + "\n.nr HY 0\n.nh\n" + tail
 }
 
 // exitStatus renders exit.Table (the contract printed by --help) as an
@@ -237,8 +233,7 @@ func exitStatus() (string, error) {
 	if len(lines) < 2 || !strings.HasSuffix(lines[0], ":") {
 		return "", fmt.Errorf("exit.Table: unexpected layout")
 	}
-	var b strings.Builder
-	b.WriteString(".SH EXIT STATUS\n")
+	b := ".SH EXIT STATUS\n"
 	for i := len(lines) - 1; i > 1; i-- { // a meaning wrapped to 80 columns: one line again
 		if strings.HasPrefix(lines[i], "      ") {
 			lines[i-1] += " " + strings.TrimSpace(lines[i])
@@ -251,18 +246,9 @@ func exitStatus() (string, error) {
 		if !ok || meaning == "" || strings.Trim(code, "0123456789") != "" {
 			return "", fmt.Errorf("exit.Table: cannot read line %q", l)
 		}
-		fmt.Fprintf(&b, ".TP\n.B %s\n%s\n", code, roffText(meaning))
+		b += fmt.Sprintf(".TP\n.B %s\n%s\n", code, roffText(meaning))
 	}
-	return b.String(), nil
-}
-
-func environmentSection() string {
-	var b strings.Builder
-	b.WriteString(".SH ENVIRONMENT\n")
-	for _, v := range environment {
-		fmt.Fprintf(&b, ".TP\n.B %s\n%s\n", roffText(v.Name), roffText(v.Text))
-	}
-	return b.String()
+	return b, nil
 }
 
 // roffText escapes one line of plain text for roff: backslashes, hyphens
