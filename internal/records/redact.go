@@ -109,34 +109,25 @@ func (w *jsonRedactor) copyTo(i int) {
 // returns the index after it.
 func (w *jsonRedactor) value(i int) int {
 	switch w.src[i] {
-	case '{':
-		i = skipSpace(w.src, i+1)
-		for w.src[i] != '}' {
-			end := stringEnd(w.src, i)
-			var name string
-			_ = json.Unmarshal(w.src[i:end], &name)
-			i = skipSpace(w.src, end) // at ':'
-			i = skipSpace(w.src, i+1) // at the value
-			if IsSecretName(name) {
-				vend := valueEnd(w.src, i)
+	case '{', '[': // the input is valid: '}' or ']' closes what it opened
+		obj := w.src[i] == '{'
+		for i = skipSpace(w.src, i+1); w.src[i] != '}' && w.src[i] != ']'; {
+			secret := false
+			if obj { // a member's name, then ':' before its value
+				end := stringEnd(w.src, i)
+				var name string
+				_ = json.Unmarshal(w.src[i:end], &name)
+				i, secret = skipSpace(w.src, skipSpace(w.src, end)+1), IsSecretName(name)
+			}
+			if secret {
+				end := valueEnd(w.src, i)
 				w.copyTo(i)
-				w.out = append(w.out, redactedValue(w.src[i:vend])...)
-				w.pos = vend
-				i = vend
+				w.out = append(w.out, redactedValue(w.src[i:end])...)
+				w.pos, i = end, end
 			} else {
 				i = w.value(i)
 			}
-			i = skipSpace(w.src, i)
-			if w.src[i] == ',' {
-				i = skipSpace(w.src, i+1)
-			}
-		}
-		return i + 1
-	case '[':
-		i = skipSpace(w.src, i+1)
-		for w.src[i] != ']' {
-			i = skipSpace(w.src, w.value(i))
-			if w.src[i] == ',' {
+			if i = skipSpace(w.src, i); w.src[i] == ',' {
 				i = skipSpace(w.src, i+1)
 			}
 		}
