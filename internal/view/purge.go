@@ -101,21 +101,16 @@ func (v Purge) Table(p *render.Printer) error {
 		{Label: "scanned", Value: render.N(s.Scanned, "key")}, {Label: "matched", Value: render.N(s.Matched, "record")},
 		{Label: what, Value: render.N(n, "record")}, {Label: "kept", Value: render.N(s.Kept, "key")},
 	}
-	if s.Changed > 0 {
-		rows = append(rows, render.Row{Label: "changed (kept)", Value: render.N(s.Changed, "record")})
+	wrapped := func(on bool, label, value string) {
+		if on {
+			rows = append(rows, render.Row{Label: label, Value: value, Fit: render.Wrap})
+		}
 	}
-	if s.Limited {
-		rows = append(rows, render.Row{Label: "limited", Value: v.limited(), Fit: render.Wrap})
-	}
-	if s.Unknown > 0 {
-		rows = append(rows, render.Row{Label: "unknown", Value: render.N(s.Unknown, "record") + " (re-check sent, never answered: deleted or not)", Fit: render.Wrap})
-	}
-	if s.LocksKept > 0 {
-		rows = append(rows, render.Row{Label: "locks kept", Value: fmt.Sprintf("%s (%s)", render.N(s.LocksKept, "lock"), s.LockReason), Fit: render.Wrap})
-	}
-	if s.LiveKept > 0 {
-		rows = append(rows, render.Row{Label: "live kept", Value: fmt.Sprintf("%s (%s)", render.N(s.LiveKept, "record"), s.LiveReason), Fit: render.Wrap})
-	}
+	wrapped(s.Changed > 0, "changed (kept)", render.N(s.Changed, "record"))
+	wrapped(s.Limited, "limited", v.limited())
+	wrapped(s.Unknown > 0, "unknown", render.N(s.Unknown, "record")+" (re-check sent, never answered: deleted or not)")
+	wrapped(s.LocksKept > 0, "locks kept", fmt.Sprintf("%s (%s)", render.N(s.LocksKept, "lock"), s.LockReason))
+	wrapped(s.LiveKept > 0, "live kept", fmt.Sprintf("%s (%s)", render.N(s.LiveKept, "record"), s.LiveReason))
 	if saved != nil {
 		rows = append(rows,
 			render.Row{Label: "backup", Value: fmt.Sprintf("%s saved to %s, each before its delete was sent (%s then kept)",
@@ -136,18 +131,15 @@ func (v Purge) Raw(p *render.Printer) error {
 	what, n := v.deleted()
 	p.Status("purge: scanned %s, matched %s, %s %s, kept %s, changed %s", render.Count(s.Scanned), render.Count(s.Matched), what,
 		render.Count(n), render.Count(s.Kept), render.Count(s.Changed))
-	if s.Limited {
-		p.Status("purge: %s", v.limited())
+	status := func(on bool, format string, args ...any) {
+		if on {
+			p.Status("purge: "+format, args...)
+		}
 	}
-	if s.Unknown > 0 {
-		p.Status("purge: %s unknown: the re-check was sent but never answered (a timeout or an interrupt), so deleted or not; inspect --match says which are left", render.N(s.Unknown, "record"))
-	}
-	if s.LocksKept > 0 {
-		p.Status("purge: %s kept (%s)", render.N(s.LocksKept, "lock"), s.LockReason)
-	}
-	if s.LiveKept > 0 {
-		p.Status("purge: %s kept (%s)", render.N(s.LiveKept, "live record"), s.LiveReason)
-	}
+	status(s.Limited, "%s", v.limited())
+	status(s.Unknown > 0, "%s unknown: the re-check was sent but never answered (a timeout or an interrupt), so deleted or not; inspect --match says which are left", render.N(s.Unknown, "record"))
+	status(s.LocksKept > 0, "%s kept (%s)", render.N(s.LocksKept, "lock"), s.LockReason)
+	status(s.LiveKept > 0, "%s kept (%s)", render.N(s.LiveKept, "live record"), s.LiveReason)
 	if saved != nil {
 		p.Status("purge: backup %s holds %s, each saved before its delete was sent (%s then kept); put back with: idmpctl restore %s",
 			render.Field(saved.File), render.N(saved.Saved, "record"), render.Count(saved.Kept), render.ShellWord(saved.File))
