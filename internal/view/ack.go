@@ -30,6 +30,14 @@ func AckOf(d redisconn.Durability, a *redisconn.Ack) Ack {
 	return j
 }
 
+// addIf is pairs with {label, value} after them when on.
+func addIf(pairs []render.Pair, on bool, label, value string) []render.Pair {
+	if on {
+		return append(pairs, render.Pair{label, value})
+	}
+	return pairs
+}
+
 // Pairs is the acknowledgement in a view.
 func (j Ack) Pairs() []render.Pair {
 	var out []render.Pair

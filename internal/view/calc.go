@@ -217,9 +217,7 @@ func (v CalcTTL) JSON() any {
 func (v CalcTTL) Table(p *render.Printer) error {
 	in, r := v.Inputs, v.Result
 	inputs := []render.Pair{{"rate", rateText(in.Rate) + " msg/s"}}
-	if in.TTL > 0 {
-		inputs = append(inputs, render.Pair{"ttl", duration.Format(in.TTL)})
-	}
+	inputs = addIf(inputs, in.TTL > 0, "ttl", duration.Format(in.TTL))
 	if in.Window {
 		buffer := "none"
 		if in.Buffer > 0 {
@@ -236,9 +234,7 @@ func (v CalcTTL) Table(p *render.Printer) error {
 	}
 	inputs = append(inputs, render.Pair{"key size", sizeText(in.KeySize, r.KeySize)},
 		render.Pair{"value size", sizeText(in.ValueSize, r.ValueSize)})
-	if in.MaxMemory > 0 {
-		inputs = append(inputs, render.Pair{"maxmemory", fmt.Sprintf("%s (%s B)", bytesize.Format(in.MaxMemory), render.Count(in.MaxMemory))})
-	}
+	inputs = addIf(inputs, in.MaxMemory > 0, "maxmemory", fmt.Sprintf("%s (%s B)", bytesize.Format(in.MaxMemory), render.Count(in.MaxMemory)))
 	p.KV("Inputs", inputs)
 	secs := secondsText(r.TTL) // with thousands separators when whole ("4,500")
 	if r.TTL%time.Second == 0 {
@@ -255,9 +251,7 @@ func (v CalcTTL) Table(p *render.Printer) error {
 	}
 	p.KV("Result", result)
 	formula := []render.Pair{{"ttl", r.TTLFormula}, {"memory", r.MemoryFormula}}
-	if in.Measured != nil {
-		formula = append(formula, render.Pair{"measured", r.MeasuredFormula})
-	}
+	formula = addIf(formula, in.Measured != nil, "measured", r.MeasuredFormula)
 	p.KV("Formula", formula)
 	if m := in.Measured; m != nil {
 		p.KV(fmt.Sprintf("Sample (%s, %d keys)", render.Field(m.Pattern), m.Keys), []render.Pair{

@@ -30,19 +30,11 @@ func claimJSON(r claim.Record) *claimRecordJSON {
 func claimKV(p *render.Printer, title string, r claim.Record, extra ...render.Pair) {
 	pairs := []render.Pair{{"status", render.Field(r.Status)}, {"owner", render.Field(r.Owner)}, {"token", strconv.FormatInt(r.Token, 10)},
 		{"attempts", p.CountText(r.Attempts)}}
-	if r.Status == claim.StatusProcessing {
-		pairs = append(pairs, render.Pair{"lease-left", p.MsDuration(r.LeaseUntil - r.Now)})
-	}
+	pairs = addIf(pairs, r.Status == claim.StatusProcessing, "lease-left", p.MsDuration(r.LeaseUntil-r.Now))
 	pairs = append(pairs, render.Pair{"ttl", p.TTLText(r.TTLms)})
-	if r.Fingerprint != "" {
-		pairs = append(pairs, render.Pair{"fingerprint", render.Field(r.Fingerprint)})
-	}
-	if r.HasResult {
-		pairs = append(pairs, render.Pair{"result", p.ResultText(r.Result, int64(len(r.Result)))})
-	}
-	if r.Error != "" {
-		pairs = append(pairs, render.Pair{"error", render.Field(r.Error)})
-	}
+	pairs = addIf(pairs, r.Fingerprint != "", "fingerprint", render.Field(r.Fingerprint))
+	pairs = addIf(pairs, r.HasResult, "result", p.ResultText(r.Result, int64(len(r.Result))))
+	pairs = addIf(pairs, r.Error != "", "error", render.Field(r.Error))
 	p.KV(title, append(pairs, extra...))
 }
 
