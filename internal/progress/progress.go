@@ -98,40 +98,32 @@ func terminalWidth(w io.Writer) func() int {
 // Set records the work done so far: count items (lines, keys) and, when
 // Options.Total is set, done bytes of it; it redraws at most every 100 ms.
 func (b *Bar) Set(count, done int64) {
+	b.locked(func() {
+		if !b.done {
+			b.count, b.bytes = count, done
+			b.maybeDraw()
+		}
+	})
+}
+
+// locked runs f holding the lock; a nil Bar does nothing.
+func (b *Bar) locked(f func()) {
 	if b == nil {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.done {
-		return
-	}
-	b.count, b.bytes = count, done
-	b.maybeDraw()
+	f()
 }
 
 // Detail sets a short text shown after the rate, for a second count the
 // work keeps ("3,120 deleted"); "" removes it. The next Set draws it.
-func (b *Bar) Detail(s string) {
-	if b == nil {
-		return
-	}
-	b.mu.Lock()
-	b.detail = s
-	b.mu.Unlock()
-}
+func (b *Bar) Detail(s string) { b.locked(func() { b.detail = s }) }
 
 // Clear erases the line (carriage return, spaces over it, carriage
 // return), so that other output can be written to the terminal; the next
 // Set draws it again.
-func (b *Bar) Clear() {
-	if b == nil {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.clear()
-}
+func (b *Bar) Clear() { b.locked(b.clear) }
 
 func (b *Bar) clear() {
 	if b.shown == 0 {
@@ -147,13 +139,10 @@ func (b *Bar) clear() {
 // and stops the Bar: later calls do nothing. It may be called more than
 // once (defer it, and call it before printing a summary).
 func (b *Bar) Finish() {
-	if b == nil {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.clear()
-	b.done = true
+	b.locked(func() {
+		b.clear()
+		b.done = true
+	})
 }
 
 func (b *Bar) maybeDraw() {
