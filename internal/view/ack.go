@@ -30,12 +30,13 @@ func AckOf(d redisconn.Durability, a *redisconn.Ack) Ack {
 	return j
 }
 
-// addIf is pairs with {label, value} after them when on.
-func addIf(pairs []render.Pair, on bool, label, value string) []render.Pair {
+// addIf is list with v after it when on: a pair or a part a view shows
+// only when it applies.
+func addIf[T any](list []T, on bool, v T) []T {
 	if on {
-		return append(pairs, render.Pair{label, value})
+		return append(list, v)
 	}
-	return pairs
+	return list
 }
 
 // Pairs is the acknowledgement in a view.

@@ -217,7 +217,7 @@ func (v CalcTTL) JSON() any {
 func (v CalcTTL) Table(p *render.Printer) error {
 	in, r := v.Inputs, v.Result
 	inputs := []render.Pair{{"rate", rateText(in.Rate) + " msg/s"}}
-	inputs = addIf(inputs, in.TTL > 0, "ttl", duration.Format(in.TTL))
+	inputs = addIf(inputs, in.TTL > 0, render.Pair{"ttl", duration.Format(in.TTL)})
 	if in.Window {
 		buffer := "none"
 		if in.Buffer > 0 {
@@ -234,7 +234,7 @@ func (v CalcTTL) Table(p *render.Printer) error {
 	}
 	inputs = append(inputs, render.Pair{"key size", sizeText(in.KeySize, r.KeySize)},
 		render.Pair{"value size", sizeText(in.ValueSize, r.ValueSize)})
-	inputs = addIf(inputs, in.MaxMemory > 0, "maxmemory", fmt.Sprintf("%s (%s B)", bytesize.Format(in.MaxMemory), render.Count(in.MaxMemory)))
+	inputs = addIf(inputs, in.MaxMemory > 0, render.Pair{"maxmemory", fmt.Sprintf("%s (%s B)", bytesize.Format(in.MaxMemory), render.Count(in.MaxMemory))})
 	p.KV("Inputs", inputs)
 	secs := secondsText(r.TTL) // with thousands separators when whole ("4,500")
 	if r.TTL%time.Second == 0 {
@@ -245,13 +245,11 @@ func (v CalcTTL) Table(p *render.Printer) error {
 		{"keys", fmt.Sprintf("%s alive at a steady rate (rate x TTL)", render.Count(r.Keys))},
 		{"memory", p.Good(bytesize.Format(r.Memory)) + fmt.Sprintf(" (%s B, by %s)", render.Count(r.Memory), capacity.RuleOfThumb)},
 	}
-	if in.Measured != nil {
-		result = append(result, render.Pair{"measured", p.Good(bytesize.Format(r.MeasuredMemory)) +
-			fmt.Sprintf(" (%s B, at the sample's MEMORY USAGE; the formula is %+.0f%%)", render.Count(r.MeasuredMemory), 100*r.FormulaVsMeasured)})
-	}
+	result = addIf(result, in.Measured != nil, render.Pair{"measured", p.Good(bytesize.Format(r.MeasuredMemory)) +
+		fmt.Sprintf(" (%s B, at the sample's MEMORY USAGE; the formula is %+.0f%%)", render.Count(r.MeasuredMemory), 100*r.FormulaVsMeasured)})
 	p.KV("Result", result)
 	formula := []render.Pair{{"ttl", r.TTLFormula}, {"memory", r.MemoryFormula}}
-	formula = addIf(formula, in.Measured != nil, "measured", r.MeasuredFormula)
+	formula = addIf(formula, in.Measured != nil, render.Pair{"measured", r.MeasuredFormula})
 	p.KV("Formula", formula)
 	if m := in.Measured; m != nil {
 		p.KV(fmt.Sprintf("Sample (%s, %d keys)", render.Field(m.Pattern), m.Keys), []render.Pair{

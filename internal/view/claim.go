@@ -30,11 +30,11 @@ func claimJSON(r claim.Record) *claimRecordJSON {
 func claimKV(p *render.Printer, title string, r claim.Record, extra ...render.Pair) {
 	pairs := []render.Pair{{"status", render.Field(r.Status)}, {"owner", render.Field(r.Owner)}, {"token", strconv.FormatInt(r.Token, 10)},
 		{"attempts", p.CountText(r.Attempts)}}
-	pairs = addIf(pairs, r.Status == claim.StatusProcessing, "lease-left", p.MsDuration(r.LeaseUntil-r.Now))
+	pairs = addIf(pairs, r.Status == claim.StatusProcessing, render.Pair{"lease-left", p.MsDuration(r.LeaseUntil - r.Now)})
 	pairs = append(pairs, render.Pair{"ttl", p.TTLText(r.TTLms)})
-	pairs = addIf(pairs, r.Fingerprint != "", "fingerprint", render.Field(r.Fingerprint))
-	pairs = addIf(pairs, r.HasResult, "result", p.ResultText(r.Result, int64(len(r.Result))))
-	pairs = addIf(pairs, r.Error != "", "error", render.Field(r.Error))
+	pairs = addIf(pairs, r.Fingerprint != "", render.Pair{"fingerprint", render.Field(r.Fingerprint)})
+	pairs = addIf(pairs, r.HasResult, render.Pair{"result", p.ResultText(r.Result, int64(len(r.Result)))})
+	pairs = addIf(pairs, r.Error != "", render.Pair{"error", render.Field(r.Error)})
 	p.KV(title, append(pairs, extra...))
 }
 

@@ -55,12 +55,8 @@ func (v ConsumeEntry) Table(p *render.Printer) error {
 		outcome = p.Bad(outcome)
 	}
 	parts := []string{r.ID, outcome, fmt.Sprintf("attempt %d", r.Attempt), fmt.Sprintf("exit %-3s", v.exit()), render.Duration(r.Duration)}
-	if r.DeadLetterID != "" {
-		parts = append(parts, "-> "+r.DeadLetterID)
-	}
-	if r.Error != "" && r.Outcome != consume.Failed {
-		parts = append(parts, p.Dim(render.Field(r.Error)))
-	}
+	parts = addIf(parts, r.DeadLetterID != "", "-> "+r.DeadLetterID)
+	parts = addIf(parts, r.Error != "" && r.Outcome != consume.Failed, p.Dim(render.Field(r.Error)))
 	p.Line("%s", p.Parts(2, parts...))
 	return nil
 }

@@ -55,13 +55,13 @@ func (v Restore) Table(p *render.Printer) error {
 		{"records", strconv.FormatInt(s.Records, 10)},
 		{restored, p.Good(strconv.FormatInt(s.Restored, 10))},
 	}
-	pairs = addIf(pairs, v.Replace, replaced+" (existed)", strconv.FormatInt(s.Replaced, 10))
+	pairs = addIf(pairs, v.Replace, render.Pair{replaced + " (existed)", strconv.FormatInt(s.Replaced, 10)})
 	pairs = append(pairs, []render.Pair{
 		{"skipped, existing", strconv.FormatInt(s.Existing, 10)},
 		{"skipped, expired meanwhile", strconv.FormatInt(s.Expired, 10)},
 		{"skipped, kept by purge", strconv.FormatInt(s.Kept, 10)},
 	}...)
-	pairs = addIf(pairs, s.Failed > 0, "failed", p.Bad(strconv.FormatInt(s.Failed, 10)))
+	pairs = addIf(pairs, s.Failed > 0, render.Pair{"failed", p.Bad(strconv.FormatInt(s.Failed, 10))})
 	p.KV("restore "+render.Field(v.File), pairs)
 	return nil
 }

@@ -205,16 +205,10 @@ func summaryText(s keyspace.Summary) string {
 	if len(parts) > 0 {
 		line += ": " + strings.Join(parts, ", ")
 	}
-	var others []string
-	if n := s.ByFormat[records.FormatStream]; n > 0 {
-		others = append(others, render.N(n, "stream"))
-	}
-	if n := s.ByFormat[records.FormatIDMPState]; n > 0 {
-		others = append(others, render.N(n, "idmp state key"))
-	}
-	if s.StateHidden > 0 {
-		others = append(others, render.N(s.StateHidden, "idmp state key")+" hidden (--all shows them)")
-	}
+	streams, states := s.ByFormat[records.FormatStream], s.ByFormat[records.FormatIDMPState]
+	others := addIf(nil, streams > 0, render.N(streams, "stream"))
+	others = addIf(others, states > 0, render.N(states, "idmp state key"))
+	others = addIf(others, s.StateHidden > 0, render.N(s.StateHidden, "idmp state key")+" hidden (--all shows them)")
 	if len(others) > 0 {
 		line += "; " + strings.Join(others, ", ")
 	}

@@ -40,7 +40,7 @@ func (v Server) Table(p *render.Printer) error {
 		{"mode", r.Mode},
 		{"role", r.Role},
 	}
-	pairs = addIf(pairs, len(r.Primaries) > 0, "primaries", strings.Join(r.Primaries, " "))
+	pairs = addIf(pairs, len(r.Primaries) > 0, render.Pair{"primaries", strings.Join(r.Primaries, " ")})
 	pairs = append(pairs, render.Pair{"native-idmp", idmp}, render.Pair{"emulation", r.Emulation})
 	if e := r.Eviction; e != nil {
 		maxmemory := fmt.Sprint(e.MaxMemory)

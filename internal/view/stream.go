@@ -57,10 +57,7 @@ func (v Stream) Table(p *render.Printer) error {
 	info, at, r, lints := v.Info, v.At, v.Rates, v.Lints
 	n := func(v int64) string { return p.CountText(v) }
 	duration, maxsize := settings(p, info.IDMPDuration, info.IDMPMaxSize)
-	var pairs []render.Pair
-	if !at.IsZero() && !p.Human() {
-		pairs = append(pairs, render.Pair{"time", at.UTC().Format(time.RFC3339Nano)})
-	}
+	pairs := addIf(nil, !at.IsZero() && !p.Human(), render.Pair{"time", at.UTC().Format(time.RFC3339Nano)})
 	pairs = append(pairs, []render.Pair{
 		{"key", render.Field(info.Stream)}, {"type", "stream"}, {"mode", info.Mode},
 		{"length", n(info.Length)}, {"first-entry-id", info.FirstID}, {"last-entry-id", info.LastID},
