@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 }
 
 // sigIgn is the SigIgn mask of pid.
-func (c *guardedChild) escapedLeft() bool { return len(escaped(c.g.pid)) > 0 }
+func (c *guardedChild) escapedLeft() bool { return len(descendants(c.g.pid, false)) > 0 }
 
 func sigIgn(t *testing.T, pid int) uint64 {
 	t.Helper()
