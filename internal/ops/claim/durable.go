@@ -36,7 +36,7 @@ func Durably(d redisconn.Durability, ack *redisconn.Ack) Option {
 
 // Retries lets a transition that is safe to repeat (renew, complete, fail:
 // a repeat by the same token is recognised) go again after a network
-// error, up to n times, with redisconn.WithRetries' backoff; the others
+// error, up to n times, with redisconn.WithRetriesWithin's backoff; the others
 // ignore it.
 func Retries(n int) Option {
 	return func(o *sendOpts) { o.retries = n }
@@ -56,7 +56,7 @@ func (st step) sendRetrying(ctx context.Context, c *redisconn.Conn, o sendOpts) 
 	if !st.retrySafe || o.retries <= 0 {
 		return st.send(ctx, c, o)
 	}
-	err = redisconn.WithRetries(ctx, o.retries, func() (err error) {
+	err = redisconn.WithRetriesWithin(ctx, o.retries, 0, func() (err error) {
 		rep, err = st.send(ctx, c, o)
 		return err
 	}, nil)

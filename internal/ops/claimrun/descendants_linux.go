@@ -17,7 +17,7 @@ func becomeSubreaper() {
 	_, _, _ = syscall.RawSyscall6(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0, 0, 0, 0)
 }
 
-// proc is one line of /proc/PID/stat, as much as escaped needs.
+// proc is one line of /proc/PID/stat, as much as descendants needs.
 type proc struct {
 	pid, ppid, pgrp int
 	zombie, stopped bool
@@ -45,9 +45,6 @@ func readProc(pid int) (proc, bool) {
 	return proc{pid: pid, ppid: ppid, pgrp: pgrp, zombie: f[0][0] == 'Z' || f[0][0] == 'X',
 		stopped: f[0][0] == 'T' || f[0][0] == 't'}, true
 }
-
-// escaped lists what the command started that left its group pgid.
-func escaped(pgid int) []proc { return descendants(pgid, false) }
 
 // descendants lists the live descendants of idmpctl but the guard (pid
 // pgid): those outside the group pgid, and with inGroup those in it too. A
@@ -88,7 +85,7 @@ func descendants(pgid int, inGroup bool) []proc {
 // signalEscaped sends sig to each escaped descendant, checking just before
 // that it still is one (a pid read from /proc may have been reused since).
 func signalEscaped(pgid int, sig syscall.Signal) {
-	for _, p := range escaped(pgid) {
+	for _, p := range descendants(pgid, false) {
 		if now, ok := readProc(p.pid); ok && now.ppid == p.ppid && !now.zombie {
 			_ = syscall.Kill(p.pid, sig)
 		}

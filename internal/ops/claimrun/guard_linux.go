@@ -363,8 +363,6 @@ func (c *guardedChild) stoppedBy() string {
 	return unix.SignalName(c.stopped)
 }
 
-func (c *guardedChild) escapedLeft() bool { return len(escaped(c.g.pid)) > 0 }
-
 func (c *guardedChild) anyLeft() bool { return len(descendants(c.g.pid, true)) > 0 }
 
 func (c *guardedChild) ended() { c.g.Release() }

@@ -32,6 +32,8 @@ func TestMain(m *testing.M) {
 }
 
 // sigIgn is the SigIgn mask of pid.
+func (c *guardedChild) escapedLeft() bool { return len(descendants(c.g.pid, false)) > 0 }
+
 func sigIgn(t *testing.T, pid int) uint64 {
 	t.Helper()
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")

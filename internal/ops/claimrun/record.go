@@ -73,7 +73,7 @@ func (r *claimedRun) record(ctx context.Context, code int, reason string, ran bo
 	var na *redisconn.NotAckedError
 	switch {
 	case err == nil:
-		r.Recorded, r.Ack = rec.Status, minAck(r.Ack, ack)
+		r.Recorded, r.Ack = rec.Status, r.Ack.Min(ack)
 		if code == 0 && r.out.over {
 			r.warnf("%s: output over --max-result %d bytes: recorded COMPLETED without it (a redelivery replays nothing)", o.What, o.MaxResult)
 		}
@@ -82,7 +82,7 @@ func (r *claimedRun) record(ctx context.Context, code int, reason string, ran bo
 		// Recorded on the primary, but a failover could lose it. The command
 		// ran: its exit status is passed through (README.md's contract), and
 		// a consumer acking on it is spared a redelivery's second run.
-		r.Recorded, r.Ack = rec.Status, minAck(r.Ack, ack)
+		r.Recorded, r.Ack = rec.Status, r.Ack.Min(ack)
 		r.Unacknowledged = fmt.Sprintf("%v; %s and its exit status is passed through: if a failover loses the outcome, the key is PROCESSING again and a redelivery runs the command again once the lease passes", err, what)
 		r.warnf("%s: %s", o.What, r.Unacknowledged)
 		return nil

@@ -297,13 +297,3 @@ func StartReason(err error) string {
 	}
 	return err.Error()
 }
-
-// minAck is the weaker of two acknowledgements.
-func minAck(a, b redisconn.Ack) redisconn.Ack {
-	if a.Err == nil {
-		a.Err = b.Err
-	}
-	a.Replicas = min(a.Replicas, b.Replicas)
-	a.LocalAOF = a.LocalAOF && b.LocalAOF
-	return a
-}

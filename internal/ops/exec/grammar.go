@@ -75,18 +75,9 @@ func arity(name string) string {
 	return "ERR wrong number of arguments for '" + strings.ToLower(name) + "' command"
 }
 
-// Parse reads one command in emulated mode: the IDMP surface with Redis
-// 8.6's grammar and errors, in Redis's order; anything else passes.
-func Parse(args []string) Command {
-	c := Command{Args: args, Op: OpPass}
-	if len(args) > 0 {
-		c.Name = strings.ToUpper(args[0])
-		c.parse()
-	}
-	return c
-}
-
-// parse is Parse of c.Args, whose Name is set and Op OpPass.
+// parse reads c.Args (Name set, Op OpPass) in emulated mode: the IDMP
+// surface with Redis 8.6's grammar and errors, in Redis's order; anything
+// else passes.
 func (c *Command) parse() {
 	args := c.Args
 	switch c.Name {

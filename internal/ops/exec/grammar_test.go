@@ -9,6 +9,16 @@ import (
 	"github.com/idmpctl/idmpctl/internal/ops/stream"
 )
 
+// Parse is what Session.Do makes of one command in emulated mode.
+func Parse(args []string) Command {
+	c := Command{Args: args, Op: OpPass}
+	if len(args) > 0 {
+		c.Name = strings.ToUpper(args[0])
+		c.parse()
+	}
+	return c
+}
+
 func words(s string) []string {
 	args, err := SplitLine(s)
 	if err != nil {

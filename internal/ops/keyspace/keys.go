@@ -32,7 +32,7 @@ func InspectKeys(ctx context.Context, c *redisconn.Conn, keys []string, decode r
 	}
 	out := make([]records.Record, 0, len(keys))
 	for chunk := range slices.Chunk(keys, keyBatch) {
-		reads, err := readKeys(ctx, c, chunk, readOptions{maxValue: InspectMaxValue, fullHashes: true, decode: decode})
+		reads, err := newKeyReader(c, readOptions{maxValue: InspectMaxValue, fullHashes: true, decode: decode}).read(ctx, chunk, nil, 1)
 		if err != nil {
 			return nil, exit.Wrap(err, "inspect")
 		}

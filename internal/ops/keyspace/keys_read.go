@@ -83,13 +83,6 @@ func smallHash(enc string) bool {
 	return enc == "listpack" || enc == "ziplist" || enc == "listpackex"
 }
 
-// readKeys reads keys in two pipelined round trips (a cluster client routes
-// each command by its key), plus one for keys the encoding does not type,
-// and decodes each at the server's time (TIME, in the first round).
-func readKeys(ctx context.Context, c *redisconn.Conn, keys []string, ro readOptions) ([]keyRead, error) {
-	return newKeyReader(c, ro).read(ctx, keys, nil, 1)
-}
-
 // keyReader reads batch after batch, reusing its buffers (one goroutine).
 type keyReader struct {
 	c      *redisconn.Conn
@@ -107,8 +100,11 @@ func newKeyReader(c *redisconn.Conn, ro readOptions) *keyReader {
 	return &keyReader{c: c, ro: ro, fields: records.DecodedFieldsWith(ro.decode)}
 }
 
-// read reads keys into out (reused when large enough), one keyRead a key;
-// attempt 1 infers types from encodings, re-reads ask TYPE.
+// read reads keys into out (reused when large enough), one keyRead a key,
+// in two pipelined round trips (a cluster client routes each command by
+// its key), plus one for keys the encoding does not type, and decodes each
+// at the server's time (TIME, in the first round); attempt 1 infers types
+// from encodings, re-reads ask TYPE.
 func (r *keyReader) read(ctx context.Context, keys []string, out []keyRead, attempt int) ([]keyRead, error) {
 	c, ro := r.c, r.ro
 	typed := attempt > 1

@@ -7,9 +7,15 @@ import (
 	"testing"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
+	"github.com/idmpctl/idmpctl/internal/ops/redisconn"
 	"github.com/idmpctl/idmpctl/internal/records"
 	"github.com/idmpctl/idmpctl/internal/redistest"
 )
+
+// readKeys reads one batch of keys, as a scan's reader does.
+func readKeys(ctx context.Context, c *redisconn.Conn, keys []string, ro readOptions) ([]keyRead, error) {
+	return newKeyReader(c, ro).read(ctx, keys, nil, 1)
+}
 
 // The re-check compares short values whole and long ones (or ones holding a
 // NUL, which the joined comparison cannot tell apart) by digest: both

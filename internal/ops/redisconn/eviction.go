@@ -99,18 +99,11 @@ func (c *Conn) Eviction(ctx context.Context) (Eviction, bool) {
 // KnownEviction is the eviction settings when a call already read them.
 func (c *Conn) KnownEviction() (Eviction, bool) { return c.eviction.get() }
 
-// WantsEviction reports whether a call should read the eviction settings
-// in its round trip (WatchEviction, and not known yet).
-func (c *Conn) WantsEviction() bool {
-	_, known := c.eviction.get()
-	return c.WatchEviction && !known
-}
-
 // QueueEviction adds CONFIG GET of the two settings (a quarter of INFO
-// memory's cost) to a single add's round trip when WantsEviction, and
-// returns what notes its reply.
+// memory's cost) to a single add's round trip when WatchEviction and they
+// are not known yet, and returns what notes its reply.
 func (c *Conn) QueueEviction(ctx context.Context, p redis.Pipeliner) func() {
-	if !c.WantsEviction() {
+	if _, known := c.eviction.get(); known || !c.WatchEviction {
 		return func() {}
 	}
 	cmd := redis.NewMapStringStringCmd(ctx, "config", "get", "maxmemory-policy", "maxmemory")

@@ -91,18 +91,11 @@ func (c *Conn) OpenPipe(ctx context.Context, key, name string, scripts ...*Scrip
 		return nil, fmt.Errorf("connect %s: %w", c.Display, err)
 	}
 	p := newPipe(nc, c.Timeout)
-	var hello [][]any
 	db := c.db
 	if c.Cluster() {
 		db = 0 // a cluster node has database 0 only
 	}
-	for _, cmd := range openingCommands(opt, db) {
-		args := make([]any, len(cmd))
-		for i, a := range cmd {
-			args[i] = a
-		}
-		hello = append(hello, args)
-	}
+	hello := openingCommands(opt, db)
 	authed := -1 // AUTH PASSWORD: a server that asks for none refuses it, and the pipe goes on
 	if len(hello) > 0 && len(hello[0]) == 2 {
 		authed = 0
@@ -110,16 +103,16 @@ func (c *Conn) OpenPipe(ctx context.Context, key, name string, scripts ...*Scrip
 	named := -1 // the reply that may be refused
 	if name != "" {
 		named = len(hello)
-		hello = append(hello, []any{"client", "setname", name})
+		hello = append(hello, []string{"client", "setname", name})
 	}
 	for _, s := range scripts {
-		hello = append(hello, []any{"script", "load", s.src()})
+		hello = append(hello, []string{"script", "load", s.src()})
 		p.scripts.loaded[s] = true
 	}
 	w := bufio.NewWriterSize(nc, 64<<10)
 	_ = nc.SetWriteDeadline(time.Now().Add(p.wtimeout))
 	for _, cmd := range hello {
-		_ = writeCommand(w, nil, cmd)
+		_, _ = w.Write(resp.AppendCommand(nil, cmd...))
 	}
 	if err := w.Flush(); err != nil {
 		nc.Close()

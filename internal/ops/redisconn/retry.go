@@ -10,7 +10,7 @@ import (
 	"github.com/idmpctl/idmpctl/internal/exit"
 )
 
-// Backoff bounds for WithRetries: the first wait and the cap, each with full jitter.
+// Backoff bounds for WithRetriesWithin: the first wait and the cap, each with full jitter.
 var (
 	retryBase = 50 * time.Millisecond
 	retryCap  = 2 * time.Second
@@ -32,16 +32,12 @@ func Retryable(err error) bool {
 	return exit.Classify(err) == exit.Unavailable
 }
 
-// WithRetries runs an idempotent op, again up to retries times after a
-// Retryable error, with jittered exponential backoff, until ctx expires.
-func WithRetries(ctx context.Context, retries int, op func() error, onRetry func(attempt int, err error)) error {
-	return WithRetriesWithin(ctx, retries, 0, op, onRetry)
-}
-
-// WithRetriesWithin is WithRetries where a moving slot's replies do not
-// count: op goes again for as long as migration allows from the first of a
-// streak (onRetry hears it as attempt 0). A reshard takes moments; retries
-// alone would give up within a second.
+// WithRetriesWithin runs an idempotent op, again up to retries times after
+// a Retryable error, with jittered exponential backoff, until ctx expires.
+// With migration > 0 a moving slot's replies do not count: op goes again
+// for as long as migration allows from the first of a streak (onRetry
+// hears it as attempt 0). A reshard takes moments; retries alone would
+// give up within a second.
 func WithRetriesWithin(ctx context.Context, retries int, migration time.Duration, op func() error, onRetry func(attempt int, err error)) error {
 	wait := retryBase
 	var moving time.Time // the first migration reply of the current streak

@@ -10,6 +10,11 @@ import (
 	"github.com/idmpctl/idmpctl/internal/exit"
 )
 
+// WithRetries is WithRetriesWithin without the migration allowance.
+func WithRetries(ctx context.Context, retries int, op func() error, onRetry func(attempt int, err error)) error {
+	return WithRetriesWithin(ctx, retries, 0, op, onRetry)
+}
+
 func TestRetryOnlyNetworkErrors(t *testing.T) {
 	retryBase = 1
 	ctx := context.Background()

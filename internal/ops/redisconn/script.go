@@ -1,7 +1,6 @@
 package redisconn
 
 import (
-	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -193,8 +192,7 @@ func (c *Conn) Run(ctx context.Context, o RunOpts, calls ...*Call) (Ack, error) 
 		}
 		if ran && o.Durability.On() {
 			if acked { // the weaker of the round trips' acknowledgements
-				a = Ack{Replicas: min(ack.Replicas, a.Replicas), LocalAOF: ack.LocalAOF && a.LocalAOF,
-					Err: cmp.Or(ack.Err, a.Err)}
+				a = ack.Min(a)
 			}
 			ack, acked = a, true
 		}

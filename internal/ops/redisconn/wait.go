@@ -5,6 +5,7 @@ package redisconn
 // key's primary. It bounds what a failover can lose; it is not consistency.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,11 @@ type Ack struct {
 	Replicas int   // replicas that acknowledged the write (WAITAOF: fsynced it to their AOF)
 	LocalAOF bool  // WAITAOF: the primary fsynced it to its AOF
 	Err      error // WAIT or WAITAOF itself failed (NOPERM, no WAITAOF): nothing is known
+}
+
+// Min is the weaker of two acknowledgements.
+func (a Ack) Min(b Ack) Ack {
+	return Ack{Replicas: min(a.Replicas, b.Replicas), LocalAOF: a.LocalAOF && b.LocalAOF, Err: cmp.Or(a.Err, b.Err)}
 }
 
 // Check is nil when a meets d, and a *NotAckedError otherwise.
