@@ -28,13 +28,12 @@ type CalcMaxsizeOptions struct {
 
 // Validate parses every input; it needs no server.
 func (o *CalcMaxsizeOptions) Validate() error {
-	if o.RateFlag == "" {
+	switch {
+	case o.RateFlag == "":
 		return exit.Usagef("--rate is required (for example --rate 1000/s)")
-	}
-	if o.MarkDelayFlag == "" {
+	case o.MarkDelayFlag == "":
 		return exit.Usagef("--mark-delay is required (for example --mark-delay 80ms)")
-	}
-	if o.Apply == "" && (o.Yes || o.DryRun || o.ModeSet) {
+	case o.Apply == "" && (o.Yes || o.DryRun || o.ModeSet):
 		return exit.Usagef("%s goes with --apply STREAM", givenFlag(map[string]bool{"--yes": o.Yes, "--dry-run": o.DryRun, "--mode": o.ModeSet}))
 	}
 	rate, err := capacity.ParseRate("rate", o.RateFlag)
@@ -118,11 +117,8 @@ the stream keeps its own duration, as with --apply.`,
 func calcMaxsizeRun(ctx context.Context, o *CalcMaxsizeOptions) error {
 	res := o.Result
 	v := view.CalcMaxsize{Inputs: o.Inputs, Result: res, Apply: o.Apply, DryRun: o.DryRun, RecoveryGiven: o.RecoveryFlag != ""}
-	if err := o.Factory.Printer.Show(v); err != nil {
+	if err := o.Factory.Printer.Show(v); err != nil || o.Apply == "" {
 		return err
-	}
-	if o.Apply == "" {
-		return nil
 	}
 	// --apply sets the computed MAXSIZE on the stream, and its DURATION only
 	// with --recovery: the server's default must not replace (and maybe
