@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"time"
 
 	"github.com/idmpctl/idmpctl/internal/capacity"
 	"github.com/idmpctl/idmpctl/internal/exit"
@@ -28,39 +27,35 @@ type CalcMaxsizeOptions struct {
 
 // Validate parses every input; it needs no server.
 func (o *CalcMaxsizeOptions) Validate() error {
-	if o.RateFlag == "" {
+	switch {
+	case o.RateFlag == "":
 		return exit.Usagef("--rate is required (for example --rate 1000/s)")
-	}
-	if o.MarkDelayFlag == "" {
+	case o.MarkDelayFlag == "":
 		return exit.Usagef("--mark-delay is required (for example --mark-delay 80ms)")
-	}
-	if o.Apply == "" && (o.Yes || o.DryRun || o.ModeSet) {
+	case o.Apply == "" && (o.Yes || o.DryRun || o.ModeSet):
 		return exit.Usagef("%s goes with --apply STREAM", givenFlag(map[string]bool{"--yes": o.Yes, "--dry-run": o.DryRun, "--mode": o.ModeSet}))
 	}
-	rate, err := capacity.ParseRate("rate", o.RateFlag)
-	if err != nil {
+	in := capacity.Inputs{Producers: o.Producers, EmulatedBytesPerIID: stream.EmulatedBytesPerIID}
+	var err error
+	if in.Rate, err = capacity.ParseRate("rate", o.RateFlag); err != nil {
 		return usageErr(err)
 	}
-	delay, err := capacity.ParseDuration("mark-delay", o.MarkDelayFlag, "80ms or 1.5s")
-	if err != nil {
+	if in.MarkDelay, err = capacity.ParseDuration("mark-delay", o.MarkDelayFlag, "80ms or 1.5s"); err != nil {
 		return usageErr(err)
 	}
-	var recovery time.Duration
 	if o.RecoveryFlag != "" {
-		if recovery, err = capacity.ParseDuration("recovery", o.RecoveryFlag, "1000s or 17m"); err != nil {
+		if in.Recovery, err = capacity.ParseDuration("recovery", o.RecoveryFlag, "1000s or 17m"); err != nil {
 			return usageErr(err)
 		}
 	}
 	if o.Producers < 1 {
 		return exit.Usagef("--producers %d: must be at least 1 (for example --producers %s)", o.Producers, producersExample)
 	}
-	margin, err := capacity.ParseMargin("margin", o.MarginFlag)
-	if err != nil {
+	if in.Margin, err = capacity.ParseMargin("margin", o.MarginFlag); err != nil {
 		return usageErr(err)
 	}
-	o.Inputs = capacity.Inputs{Rate: rate, MarkDelay: delay, Recovery: recovery,
-		Producers: o.Producers, Margin: margin, EmulatedBytesPerIID: stream.EmulatedBytesPerIID}
-	if o.Result, err = capacity.Calculate(o.Inputs); err != nil {
+	o.Inputs = in
+	if o.Result, err = capacity.Calculate(in); err != nil {
 		return usageErr(err)
 	}
 	return nil
@@ -118,11 +113,8 @@ the stream keeps its own duration, as with --apply.`,
 func calcMaxsizeRun(ctx context.Context, o *CalcMaxsizeOptions) error {
 	res := o.Result
 	v := view.CalcMaxsize{Inputs: o.Inputs, Result: res, Apply: o.Apply, DryRun: o.DryRun, RecoveryGiven: o.RecoveryFlag != ""}
-	if err := o.Factory.Printer.Show(v); err != nil {
+	if err := o.Factory.Printer.Show(v); err != nil || o.Apply == "" {
 		return err
-	}
-	if o.Apply == "" {
-		return nil
 	}
 	// --apply sets the computed MAXSIZE on the stream, and its DURATION only
 	// with --recovery: the server's default must not replace (and maybe

@@ -28,9 +28,10 @@ type CfgSetOptions struct {
 	Mode                      string
 }
 
-// parseSetting reads an XCFGSET value as Redis 8.6.3 does, with its texts;
-// --duration also as a duration with its unit (1000s, 17m, 1h: whole seconds).
-func parseSetting(flag, s string, limit int64) (int64, error) {
+// parseSetting reads an XCFGSET value (limit units at most) as Redis 8.6.3
+// does, with its texts; --duration also as a duration with its unit (1000s,
+// 17m, 1h: whole seconds).
+func parseSetting(flag, s string, limit int64, unit string) (int64, error) {
 	v, ok := idmp.ParseInt(s)
 	given := s
 	if d, err := duration.Parse(s); !ok && err == nil && flag == "duration" && strings.ContainsAny(s, "smhd") {
@@ -49,10 +50,6 @@ func parseSetting(flag, s string, limit int64) (int64, error) {
 		return 0, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--%s %q: ERR value is not an integer or out of range", flag, s), Hint: hint}
 	}
 	if v < 1 || v > limit {
-		unit := "entries"
-		if flag == "duration" {
-			unit = "seconds"
-		}
 		return 0, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("--%s %s: ERR IDMP-%s must be between 1 and %d %s", flag, given, strings.ToUpper(flag), limit, unit),
 			Hint: "idmpctl calc-maxsize computes both from your rate and mark-delay"}
 	}
@@ -70,12 +67,12 @@ func (o *CfgSetOptions) Validate() error {
 	}
 	var err error
 	if o.DurationSet {
-		if o.Duration, err = parseSetting("duration", o.DurationFlag, idmp.MaxDuration); err != nil {
+		if o.Duration, err = parseSetting("duration", o.DurationFlag, idmp.MaxDuration, "seconds"); err != nil {
 			return err
 		}
 	}
 	if o.MaxSizeSet {
-		if o.MaxSize, err = parseSetting("maxsize", o.MaxSizeFlag, idmp.MaxMaxSize); err != nil {
+		if o.MaxSize, err = parseSetting("maxsize", o.MaxSizeFlag, idmp.MaxMaxSize, "entries"); err != nil {
 			return err
 		}
 	}

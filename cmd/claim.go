@@ -141,8 +141,7 @@ var claimSteps = []claimStep{
 // newCmdClaimStep builds the claim verb name of claimSteps; runF replaces
 // the run step in tests.
 func newCmdClaimStep(f *Factory, name string, runF func(*ClaimStepOptions) error) *cobra.Command {
-	i := slices.IndexFunc(claimSteps, func(st claimStep) bool { return st.name == name })
-	st := claimSteps[i]
+	st := claimSteps[slices.IndexFunc(claimSteps, func(st claimStep) bool { return st.name == name })]
 	o := &ClaimStepOptions{Factory: f}
 	c := &cobra.Command{
 		Use:   st.name + " KEY",

@@ -104,8 +104,7 @@ and a summary on stderr.`,
 func restoreRun(ctx context.Context, o *RestoreOptions) error {
 	ctx, stop := untilInterrupted(o.Factory, ctx, nil)
 	defer stop()
-	fct := o.Factory
-	p := fct.Printer
+	fct, p := o.Factory, o.Factory.Printer
 	conn, err := fct.Conn(ctx)
 	if err != nil {
 		return err

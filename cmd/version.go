@@ -12,9 +12,10 @@ import (
 // version is stamped at release: -ldflags "-X github.com/idmpctl/idmpctl/cmd.version=1.2.3".
 var version = ""
 
-// Version is idmpctl's version: the stamped one, else the module's build info.
-func Version() (v, commit string) {
-	v = version
+// printVersion is idmpctl version's output (and idmpctl --version's): the
+// stamped version, else the module's build info.
+func printVersion(p *render.Printer) error {
+	v, commit := version, ""
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if v == "" && bi.Main.Version != "" {
 			v = bi.Main.Version
@@ -28,7 +29,7 @@ func Version() (v, commit string) {
 	if v == "" {
 		v = "(devel)"
 	}
-	return v, commit
+	return p.Show(view.Version{Version: v, Commit: commit, Go: runtime.Version()})
 }
 
 // NewCmdVersion prints the version.
@@ -42,10 +43,4 @@ func NewCmdVersion(f *Factory) *cobra.Command {
 			return printVersion(f.Printer)
 		},
 	}
-}
-
-// printVersion is idmpctl version's output (and idmpctl --version's).
-func printVersion(p *render.Printer) error {
-	v, commit := Version()
-	return p.Show(view.Version{Version: v, Commit: commit, Go: runtime.Version()})
 }

@@ -41,12 +41,8 @@ type XAddOptions struct {
 }
 
 // complete reads what --json names (@FILE or - for stdin) before validation.
-func (o *XAddOptions) complete() error {
-	if o.JSON == "" {
-		return nil
-	}
-	raw, err := readArg(o.Factory.In, "json", o.JSON, true)
-	o.jsonText = raw
+func (o *XAddOptions) complete() (err error) {
+	o.jsonText, err = readArg(o.Factory.In, "json", o.JSON, true)
 	return err
 }
 
@@ -317,7 +313,6 @@ func xaddRun(ctx context.Context, o *XAddOptions) error {
 	// native without a wait); the warning goes once, on stderr.
 	streams.Conn.WatchEviction = true
 	defer func() { warnEviction(ctx, o.Factory.Printer, streams.Conn, err == nil) }()
-	req := o.request(o.IID, o.Fields)
 	p := o.Factory.Printer
 	retried := false
 	// A moving cluster slot is waited for while --timeout allows; an add
@@ -335,7 +330,7 @@ func xaddRun(ctx context.Context, o *XAddOptions) error {
 				return
 			}
 			p.Warnf("xadd: %v: retrying (%d of %d)", err, attempt, o.Factory.Global.Retries)
-		}}, req)
+		}}, o.request(o.IID, o.Fields))
 	if err != nil {
 		return exit.Wrap(err, "")
 	}
