@@ -434,11 +434,8 @@ func (r *runner) deadLetter(ctx context.Context, e entry, attempts int64, why st
 		r.warnf("%s: entry %s is out of attempts (%d of --max-attempts %d): it stays pending (no --dead-letter)", r.what, e.id, attempts, p.MaxAttempts)
 		return
 	}
-	fields := append(slices.Clip(e.fields), "idmpctl-stream", p.Stream, "idmpctl-group", p.Group, "idmpctl-id", e.id,
-		"idmpctl-attempts", strconv.FormatInt(attempts, 10), "idmpctl-error", why)
 	r.dlMu.Lock()
-	added, err := r.streams.Add(ctx, stream.AddOptions{Retries: p.Retries},
-		stream.AddRequest{Stream: p.DeadLetter, PID: p.Group, IID: e.id, Fields: fields})
+	added, err := r.streams.Add(ctx, stream.AddOptions{Retries: p.Retries}, r.deadLetterAdd(e, attempts, why))
 	r.dlMu.Unlock()
 	if err == nil {
 		_, err = cmd(ctx, r.conn, "XACK", p.Stream, p.Group, e.id)
@@ -452,6 +449,15 @@ func (r *runner) deadLetter(ctx context.Context, e entry, attempts int64, why st
 		return
 	}
 	out.Outcome, out.DeadLetterID = DeadLettered, added[0].ID
+}
+
+// deadLetterAdd is the add of e to the dead-letter stream: its fields and
+// where it came from, with IDMP (pid the group, iid the entry's ID).
+func (r *runner) deadLetterAdd(e entry, attempts int64, why string) stream.AddRequest {
+	p := r.p
+	fields := append(slices.Clip(e.fields), "idmpctl-stream", p.Stream, "idmpctl-group", p.Group, "idmpctl-id", e.id,
+		"idmpctl-attempts", strconv.FormatInt(attempts, 10), "idmpctl-error", why)
+	return stream.AddRequest{Stream: p.DeadLetter, PID: p.Group, IID: e.id, Fields: fields}
 }
 
 // entryJSON is the handler's stdin, {"stream":...,"id":...,"fields":{...}}

@@ -141,6 +141,7 @@ type addArgs struct {
 	Deletion   string   `lua:"DELETION"` // KEEPREF, DELREF, ACKED or ""
 	Trim       trimArgs
 	Progress   progressArgs
+	Dry        bool      `lua:"DRY"` // a check: nothing is added (CheckAdd)
 	NPIDs      int       `lua:"NPIDS"`
 	Items      *addItems `lua:"ITEMS,rest"`
 	Defaults   defaultsArgs
@@ -240,7 +241,7 @@ func (s emulated) defaults(ctx context.Context) (int64, int64, error) {
 
 // addCall prepares the add script's call for one run (every emulated add
 // tells its outcome: outcomes changes nothing).
-func (s emulated) addCall(reqs []AddRequest, cp *chunkProgress, _ bool) (*redisconn.Call, replyParser, error) {
+func (s emulated) addCall(reqs []AddRequest, cp *chunkProgress, want reply) (*redisconn.Call, replyParser, error) {
 	r0 := reqs[0]
 	l, st, err := s.state(r0.Stream)
 	if err != nil {
@@ -271,7 +272,7 @@ func (s emulated) addCall(reqs []AddRequest, cp *chunkProgress, _ bool) (*redisc
 		keys = append(keys, cp.Key, cp.Index)
 	}
 	call := addScript.Call(&addArgs{State: st, PIDKeys: keys, NoMkStream: r0.NoMkStream, Trim: trimArgsOf(&r0),
-		Deletion: r0.Deletion, Progress: progressArgsOf(cp), NPIDs: len(it.pids) / 2, Items: it, Defaults: s.defaultArgs()})
+		Deletion: r0.Deletion, Progress: progressArgsOf(cp), NPIDs: len(it.pids) / 2, Items: it, Defaults: s.defaultArgs(), Dry: want == replyCheck})
 	return call, func(v any) ([]AddResult, error) { return parseAddReply(v, it.iids, len(it.iids)) }, nil
 }
 

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -269,6 +270,28 @@ func (s *Streams) Add(ctx context.Context, o AddOptions, reqs ...AddRequest) ([]
 		start = end
 	}
 	return out, verr
+}
+
+// CheckAdd adds nothing: it refuses r as Add would be refused by the
+// server, for a permission (NOPERM 77, a command renamed away 78) or a
+// key's type (65), by the mode's add script, which checks all that before
+// it writes. A caller that must not act before it knows an add will go
+// (consume's dead-letter adds) asks first. It needs scripts in either mode.
+func (s *Streams) CheckAdd(ctx context.Context, r AddRequest) error {
+	err := cmp.Or(r.Validate(), s.be.ready(ctx))
+	if err != nil {
+		return exit.Wrap(err, "xadd "+strconv.Quote(r.Stream))
+	}
+	call, _, err := s.runKeyed(ctx, redisconn.RunOpts{Key: r.Stream}, func() (*redisconn.Call, error) {
+		call, _, err := s.be.addCall([]AddRequest{r}, nil, replyCheck)
+		return call, err
+	})
+	if err == nil {
+		if v, ok := call.Cmd.Val().([]any); !ok || len(v) != 1 || v[0] != "K" {
+			err = exit.New(exit.Internal, "", "unexpected reply to the check of an add: %v", call.Cmd.Val())
+		}
+	}
+	return exit.Wrap(scriptErr(err), "xadd "+strconv.Quote(r.Stream))
 }
 
 // MaxRun bounds the adds of one round trip, so one script call or MULTI

@@ -231,8 +231,18 @@ end
 -- "Permissions").
 local function denied(checks, who)
   local c = first_denied(checks)
+  local key = c and (c[1] == 'XINFO' and c[3] or c[2])
   return c and redis.error_reply('NOPERM this user has no permission to run the ' .. string.upper(c[1]) ..
-    ' command on key ' .. (c[1] == 'XINFO' and c[3] or c[2]) .. ', which ' .. (who or 'emulated IDMP') .. ' needs: nothing was written')
+    ' command' .. (key and ' on key ' .. key or '') .. ', which ' .. (who or 'emulated IDMP') .. ' needs: nothing was written')
+end
+
+-- A check of an add (DRY, Streams.CheckAdd) names a refused read as a
+-- refused write is named, rather than failing it: the reads every add
+-- makes first, of the stream and of its state's keys (the pids' in keys).
+local function denied_reads(who, keys)
+  local c = { { 'TYPE', STREAM }, { 'XINFO', 'STREAM', STREAM }, { 'EXISTS', META, PIDS }, { 'HMGET', META, 'f' } }
+  for _, k in ipairs({ META, PIDS, unpack(keys) }) do c[#c + 1] = { 'TYPE', k } end
+  return denied(c, who)
 end
 
 -- A plan to drop state: the keys to delete, and the pids and progress

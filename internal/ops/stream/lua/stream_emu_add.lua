@@ -26,6 +26,8 @@
 -- (message). Items before a stop stay written, and tracked. One string,
 -- not three values an item: a reply of thousands of elements costs the
 -- server more than the adds.
+-- DRY '1': nothing is added; the reply is {'K'} where the adds would be
+-- tried (Streams.CheckAdd), else the refusal they would get.
 -- Refusals, with nothing written: {'D'} the stream's state starts now and the server-level defaults, the
 -- last two arguments, were not given;
 -- {'P', lines} the progress record stands at another line count (a chunk
@@ -88,6 +90,10 @@ for i = 1, nitems do
   if iid == '' then return redis.error_reply('ERR syntax error, IDMP requires a non-empty idempotent ID') end
 end
 if a - 1 ~= nargv then return malformed() end
+if DRY == '1' then
+  local err = denied_reads(nil, { unpack(KEYS, PID_KEYS) })
+  if err then return err end
+end
 
 -- Every key of the types the writes expect.
 local t = key_type(STREAM)
@@ -314,6 +320,7 @@ for _, p in ipairs(per) do members[p.pid] = redis.call('SISMEMBER', PIDS, p.pid)
 
 err = denied(checks)
 if err then return err end
+if DRY == '1' then return { 'K' } end -- checked: nothing is added
 
 ------------------------------------------------------------------------
 -- Part 2: the writes, none of which can fail: every key's type, every
