@@ -37,6 +37,9 @@ type backend interface {
 	// clearable refuses, before anything is sent, a clear this mode cannot do.
 	clearable(pid string) error
 	defaults(ctx context.Context) (duration, maxsize int64, err error)
+	// check refuses what an add of r would be refused for, adding nothing
+	// (CheckAdd; after ready).
+	check(ctx context.Context, r AddRequest) error
 }
 
 // replyParser reads the reply of an add call into its results.
@@ -167,6 +170,13 @@ func (u unsettled) clear(ctx context.Context, stream, pid string) (int64, error)
 }
 
 func (u unsettled) clearable(string) error { return nil } // Settle comes first (Info)
+
+func (u unsettled) check(ctx context.Context, r AddRequest) error {
+	if err := u.Settle(ctx); err != nil {
+		return err
+	}
+	return u.be.check(ctx, r)
+}
 
 func (u unsettled) defaults(ctx context.Context) (int64, int64, error) {
 	if err := u.Settle(ctx); err != nil {

@@ -232,6 +232,8 @@ func (s emulated) add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]A
 
 func (s emulated) ready(ctx context.Context) error { return s.LoadDefaults(ctx) }
 
+func (s emulated) check(ctx context.Context, r AddRequest) error { return s.scriptCheck(ctx, r) }
+
 func (s emulated) defaults(ctx context.Context) (int64, int64, error) {
 	if err := s.LoadDefaults(ctx); err != nil {
 		return idmp.DefaultDuration, idmp.DefaultMaxSize, err

@@ -231,6 +231,16 @@ func (s native) add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]Add
 	return res, err
 }
 
+// check: the single add's transaction, queued and discarded; where the
+// stream holds emulated state, the guard script's check.
+func (s native) check(ctx context.Context, r AddRequest) error {
+	_, _, err := s.tx(ctx, []AddRequest{r}, AddOptions{check: true}, nil)
+	if errors.Is(err, errStateHeld) {
+		return s.scriptCheck(ctx, r)
+	}
+	return err
+}
+
 // errBigWithState refuses an add too big for the guard script to a stream
 // that holds emulated state.
 func errBigWithState(stream string) error {

@@ -237,11 +237,14 @@ local function denied(checks, who)
 end
 
 -- A check of an add (DRY, Streams.CheckAdd) names a refused read as a
--- refused write is named, rather than failing it: the reads every add
--- makes first, of the stream and of its state's keys (the pids' in keys).
-local function denied_reads(who, keys)
-  local c = { { 'TYPE', STREAM }, { 'XINFO', 'STREAM', STREAM }, { 'EXISTS', META, PIDS }, { 'HMGET', META, 'f' } }
-  for _, k in ipairs({ META, PIDS, unpack(keys) }) do c[#c + 1] = { 'TYPE', k } end
+-- refused write is named, rather than failing it: every read an add may
+-- make, whatever the state holds now (a later add reads more than the
+-- first: a producer's tracked and expired iids, idle producers), those
+-- of both modes and then the mode's own (reads: {command, args...} each).
+local function denied_reads(who, reads)
+  local c = { { 'TYPE', STREAM }, { 'XINFO', 'STREAM', STREAM }, { 'EXISTS', META, PIDS }, { 'HMGET', META, 'f' },
+    { 'TYPE', META }, { 'TYPE', PIDS }, { 'TIME' } }
+  for _, r in ipairs(reads) do c[#c + 1] = r end
   return denied(c, who)
 end
 

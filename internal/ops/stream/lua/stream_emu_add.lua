@@ -91,7 +91,18 @@ for i = 1, nitems do
 end
 if a - 1 ~= nargv then return malformed() end
 if DRY == '1' then
-  local err = denied_reads(nil, { unpack(KEYS, PID_KEYS) })
+  -- The pids set, the batch index (of a state dropped) and each pid's
+  -- ids hash and order list, as part 1 below may read them.
+  local reads = { { 'SMEMBERS', PIDS }, { 'SRANDMEMBER', PIDS, '3' }, { 'SCARD', PIDS }, { 'SISMEMBER', PIDS, 'm' },
+    { 'EXISTS', BATCH_INDEX }, { 'ZRANGE', BATCH_INDEX, '0', '-1' } }
+  for j = 1, npids do
+    local ids, order = KEYS[PID_KEYS + 2 * j - 2], KEYS[PID_KEYS + 2 * j - 1]
+    for _, r in ipairs({ { 'TYPE', ids }, { 'HKEYS', ids }, { 'HGET', ids, 'i' }, { 'HGETALL', ids }, { 'HMGET', ids, 'i' },
+      { 'TYPE', order }, { 'LLEN', order }, { 'LINDEX', order, '0' }, { 'LRANGE', order, '0', '-1' } }) do
+      reads[#reads + 1] = r
+    end
+  end
+  local err = denied_reads(nil, reads)
   if err then return err end
 end
 

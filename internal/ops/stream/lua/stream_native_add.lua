@@ -151,7 +151,13 @@ for i = 1, packed and 0 or nitems do
 end
 if a - 1 ~= nargv then return malformed() end
 if DRY == '1' then
-  local err = denied_reads('an idempotent XADD', { unpack(KEYS, PID_KEYS) })
+  -- The guard reads the pids' emulated ids hashes.
+  local reads = {}
+  for j = 1, npids do
+    local ids = KEYS[PID_KEYS + j - 1]
+    reads[#reads + 1], reads[#reads + 2] = { 'TYPE', ids }, { 'HGET', ids, 'i' }
+  end
+  local err = denied_reads('an idempotent XADD', reads)
   if err then return err end
 end
 
@@ -183,13 +189,6 @@ local checks = { xa, { 'XRANGE', STREAM, '-', '+' }, { 'XINFO', 'STREAM', STREAM
 if chunk then
   for _, c in ipairs({ { 'HSET', PROGRESS, 'f', 'v' }, { 'HDEL', PROGRESS, 'f' }, { 'PERSIST', PROGRESS },
     { 'ZADD', BATCHES, '0', 'm' }, { 'PERSIST', BATCHES } }) do checks[#checks + 1] = c end
-end
-if DRY == '1' then
-  -- A check of what an add needs (Streams.CheckAdd): a single add's
-  -- MULTI/EXEC, with its guard's WATCH and EXISTS, too.
-  for _, c in ipairs({ { 'MULTI' }, { 'EXEC' }, { 'WATCH', META, PIDS }, { 'EXISTS', META, PIDS } }) do
-    checks[#checks + 1] = c
-  end
 end
 local err = denied(checks, chunk and 'xadd --batch' or 'an idempotent XADD')
 if err then return err end
