@@ -426,7 +426,8 @@ func (r *runner) run(ctx context.Context, e entry, key string, res claim.Acquire
 // group, iid the entry's ID: a retry adds it once), then acknowledges it;
 // without one it stays pending, exhausted. A failed add or XACK leaves it
 // pending too, and stops the run: a refusal (NOPERM) does not pass by
-// itself, and would refuse every entry out of attempts alike.
+// itself, and would refuse every entry out of attempts alike. Only an add
+// refused for the entry's own size (stream.ErrTooBig) warns and goes on.
 func (r *runner) deadLetter(ctx context.Context, e entry, attempts int64, why string, out *Result) {
 	p := r.p
 	out.Outcome, out.Error = Exhausted, why
@@ -437,6 +438,11 @@ func (r *runner) deadLetter(ctx context.Context, e entry, attempts int64, why st
 	r.dlMu.Lock()
 	added, err := r.streams.Add(ctx, stream.AddOptions{Retries: p.Retries}, r.deadLetterAdd(e, attempts, why))
 	r.dlMu.Unlock()
+	if errors.Is(err, stream.ErrTooBig) {
+		// This entry's own size: the next one may go.
+		r.warnf("%s: entry %s is out of attempts, and too big to dead-letter here: it stays pending (%v)", r.what, e.id, err)
+		return
+	}
 	if err == nil {
 		_, err = cmd(ctx, r.conn, "XACK", p.Stream, p.Group, e.id)
 	}

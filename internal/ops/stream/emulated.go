@@ -284,8 +284,18 @@ func TooManyFields(n int) error {
 	e := exit.New(exit.Data, "", "%d field/value arguments: emulated IDMP takes at most %d in one add (the script hands them to XADD with Lua's unpack, which stops near 8,000 values)",
 		n, idmp.MaxEmulatedFieldArgs)
 	e.Hint = "split the message's fields, or store them as one value (a JSON document); native IDMP (Redis 8.6+) has no such bound"
+	e.Err = tooBig{e.Err}
 	return e
 }
+
+// ErrTooBig is in the error of an add refused for its own size (its
+// field/value arguments) where the mode bounds it: other adds may go.
+var ErrTooBig = errors.New("an add too big for the mode")
+
+type tooBig struct{ error }
+
+func (tooBig) Is(target error) bool { return target == ErrTooBig }
+func (t tooBig) Unwrap() error      { return t.error }
 
 // errProgressMoved is a batch chunk the script refused: its progress record
 // stands at Line input lines, not where the chunk starts.

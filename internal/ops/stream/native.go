@@ -246,6 +246,7 @@ func (s native) check(ctx context.Context, r AddRequest) error {
 func errBigWithState(stream string) error {
 	e := exit.New(exit.Data, "", "an add of more field/value arguments than XADD from Lua takes (%d), to a stream that holds emulated IDMP state", idmp.MaxEmulatedFieldArgs)
 	e.Hint = "the upgrade guard hands an add's fields to XADD from Lua: migrate the stream first (idmpctl migrate " + strconv.Quote(stream) + ")"
+	e.Err = tooBig{e.Err}
 	return e
 }
 
