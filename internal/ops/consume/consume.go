@@ -10,7 +10,6 @@
 package consume
 
 import (
-	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -89,13 +88,11 @@ func metaKey(base string) string { return base + ":consume" }
 var prepareLua string
 
 // prepareScript checks, before consume writes or runs anything, that the
-// user may run what consume does there (on the stream, or on the
-// dead-letter stream), and reads that key's type.
+// user may run what consume does on the stream, and reads its type.
 var prepareScript = redisconn.NewLua[prepareArgs](redisconn.CommandReply, prepareLua)
 
 type prepareArgs struct {
-	On       string `lua:"on,key"` // where the checks run: the stream, or the dead-letter stream
-	Stream   string `lua:"stream"`
+	Stream   string `lua:"stream,key"`
 	Group    string `lua:"group"`
 	Consumer string `lua:"consumer"`
 	Claim    string `lua:"claim"`  // a claim key of the group's
@@ -130,20 +127,20 @@ func (r *runner) prepare(ctx context.Context) error {
 		return &exit.Error{Code: exit.NotFound, What: r.what, Err: fmt.Errorf("no consumer group %q", p.Group),
 			Hint: "--create makes it at the stream's start (0); XGROUP CREATE " + p.Stream + " " + p.Group + " $ starts it at the end"}
 	}
-	check := func(on string) (any, error) {
-		call := prepareScript.Call(&prepareArgs{On: on, Stream: p.Stream, Group: p.Group, Consumer: p.Consumer,
-			Claim: ClaimKey(base, p.Group, "0-1"), Create: !has, Meta: metaKey(base), Dead: p.DeadLetter})
-		_, err := c.Run(ctx, redisconn.RunOpts{}, call)
-		kind, rerr := prepareScript.Reply(call)
-		return kind, cmp.Or(err, rerr)
+	call := prepareScript.Call(&prepareArgs{Stream: p.Stream, Group: p.Group, Consumer: p.Consumer,
+		Claim: ClaimKey(base, p.Group, "0-1"), Create: !has, Meta: metaKey(base), Dead: p.DeadLetter})
+	if _, err := c.Run(ctx, redisconn.RunOpts{}, call); err != nil {
+		return exit.Wrap(err, r.what)
 	}
-	if _, err := check(p.Stream); err != nil {
+	if _, err := prepareScript.Reply(call); err != nil {
 		return exit.Wrap(err, r.what)
 	}
 	if p.DeadLetter != "" {
-		kind, err := check(p.DeadLetter)
-		if err == nil && kind != "none" && kind != "stream" {
-			err = fmt.Errorf("WRONGTYPE: the key holds a %s, not a stream", kind)
+		// The dead-letter add is checked before anything runs: refused
+		// only once an entry ran out of attempts, it would stop the run.
+		var err error
+		if r.streams, err = stream.Open(ctx, c, stream.ModeAuto); err == nil {
+			err = r.streams.CheckAdd(ctx, r.deadLetterAdd(entry{id: "0-1"}, 1, ""))
 		}
 		if err != nil {
 			return exit.Wrap(exit.Wrap(err, "--dead-letter "+strconv.Quote(p.DeadLetter)), r.what)
@@ -161,11 +158,6 @@ func (r *runner) prepare(ctx context.Context) error {
 		}
 	}
 	r.learnDurability(ctx)
-	if p.DeadLetter != "" {
-		var err error
-		r.streams, err = stream.Open(ctx, c, stream.ModeAuto)
-		return err
-	}
 	return nil
 }
 

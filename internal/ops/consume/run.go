@@ -426,7 +426,8 @@ func (r *runner) run(ctx context.Context, e entry, key string, res claim.Acquire
 // group, iid the entry's ID: a retry adds it once), then acknowledges it;
 // without one it stays pending, exhausted. A failed add or XACK leaves it
 // pending too, and stops the run: a refusal (NOPERM) does not pass by
-// itself, and would refuse every entry out of attempts alike.
+// itself, and would refuse every entry out of attempts alike. Only an add
+// refused for the entry's own size (stream.ErrTooBig) warns and goes on.
 func (r *runner) deadLetter(ctx context.Context, e entry, attempts int64, why string, out *Result) {
 	p := r.p
 	out.Outcome, out.Error = Exhausted, why
@@ -434,12 +435,14 @@ func (r *runner) deadLetter(ctx context.Context, e entry, attempts int64, why st
 		r.warnf("%s: entry %s is out of attempts (%d of --max-attempts %d): it stays pending (no --dead-letter)", r.what, e.id, attempts, p.MaxAttempts)
 		return
 	}
-	fields := append(slices.Clip(e.fields), "idmpctl-stream", p.Stream, "idmpctl-group", p.Group, "idmpctl-id", e.id,
-		"idmpctl-attempts", strconv.FormatInt(attempts, 10), "idmpctl-error", why)
 	r.dlMu.Lock()
-	added, err := r.streams.Add(ctx, stream.AddOptions{Retries: p.Retries},
-		stream.AddRequest{Stream: p.DeadLetter, PID: p.Group, IID: e.id, Fields: fields})
+	added, err := r.streams.Add(ctx, stream.AddOptions{Retries: p.Retries}, r.deadLetterAdd(e, attempts, why))
 	r.dlMu.Unlock()
+	if errors.Is(err, stream.ErrTooBig) {
+		// This entry's own size: the next one may go.
+		r.warnf("%s: entry %s is out of attempts, and too big to dead-letter here: it stays pending (%v)", r.what, e.id, err)
+		return
+	}
 	if err == nil {
 		_, err = cmd(ctx, r.conn, "XACK", p.Stream, p.Group, e.id)
 	}
@@ -452,6 +455,15 @@ func (r *runner) deadLetter(ctx context.Context, e entry, attempts int64, why st
 		return
 	}
 	out.Outcome, out.DeadLetterID = DeadLettered, added[0].ID
+}
+
+// deadLetterAdd is the add of e to the dead-letter stream: its fields and
+// where it came from, with IDMP (pid the group, iid the entry's ID).
+func (r *runner) deadLetterAdd(e entry, attempts int64, why string) stream.AddRequest {
+	p := r.p
+	fields := append(slices.Clip(e.fields), "idmpctl-stream", p.Stream, "idmpctl-group", p.Group, "idmpctl-id", e.id,
+		"idmpctl-attempts", strconv.FormatInt(attempts, 10), "idmpctl-error", why)
+	return stream.AddRequest{Stream: p.DeadLetter, PID: p.Group, IID: e.id, Fields: fields}
 }
 
 // entryJSON is the handler's stdin, {"stream":...,"id":...,"fields":{...}}

@@ -45,13 +45,13 @@ func TestArgListLengths(t *testing.T) {
 			exact(name+", native batch", call)
 		}
 		for _, cp := range []*chunkProgress{nil, {Key: "k", Index: "i", From: 1, To: 3, DropReplies: -1, Lines: []int64{2, 3}}} {
-			call, _, err := emulated{s}.addCall(reqs, cp, true)
+			call, _, err := emulated{s}.addCall(reqs, cp, replyOutcomes)
 			if err != nil {
 				t.Fatal(err)
 			}
 			exact(name+", emulated add", call)
 		}
-		call, _, err := native{s}.addCall(reqs, nil, true)
+		call, _, err := native{s}.addCall(reqs, nil, replyOutcomes)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -26,8 +26,8 @@ type backend interface {
 	// add adds one run (sameRun, validated) and waits as o asks (judge).
 	add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]AddResult, error)
 	// addCall is the call that adds one run and moves a batch chunk's
-	// record (cp); outcomes: exec needs only the IDs.
-	addCall(reqs []AddRequest, cp *chunkProgress, outcomes bool) (call *redisconn.Call, parse replyParser, err error)
+	// record (cp), replying as want says.
+	addCall(reqs []AddRequest, cp *chunkProgress, want reply) (call *redisconn.Call, parse replyParser, err error)
 	// ready learns, once, what calls made without a round trip of their
 	// own must carry (emulated: the server-level defaults).
 	ready(ctx context.Context) error
@@ -37,10 +37,22 @@ type backend interface {
 	// clearable refuses, before anything is sent, a clear this mode cannot do.
 	clearable(pid string) error
 	defaults(ctx context.Context) (duration, maxsize int64, err error)
+	// check refuses what an add of r would be refused for, adding nothing
+	// (CheckAdd; after ready).
+	check(ctx context.Context, r AddRequest) error
 }
 
 // replyParser reads the reply of an add call into its results.
 type replyParser func(v any) ([]AddResult, error)
+
+// reply is what an add call's reply is to tell.
+type reply int
+
+const (
+	replyIDs      reply = iota // the entries' IDs (exec)
+	replyOutcomes              // each add new or a duplicate
+	replyCheck                 // nothing added: {'K'}, or the refusal the adds would get (CheckAdd)
+)
 
 // Open prepares production in the requested mode: auto and native settle
 // once the server says what it is, at the first use if not known yet (a
@@ -105,7 +117,7 @@ func (u unsettled) ready(ctx context.Context) error {
 	return u.be.ready(ctx)
 }
 
-func (u unsettled) addCall([]AddRequest, *chunkProgress, bool) (*redisconn.Call, replyParser, error) {
+func (u unsettled) addCall([]AddRequest, *chunkProgress, reply) (*redisconn.Call, replyParser, error) {
 	return nil, nil, exit.New(exit.Internal, "", "a script call before the mode was settled (Settle)")
 }
 
@@ -159,6 +171,13 @@ func (u unsettled) clear(ctx context.Context, stream, pid string) (int64, error)
 
 func (u unsettled) clearable(string) error { return nil } // Settle comes first (Info)
 
+func (u unsettled) check(ctx context.Context, r AddRequest) error {
+	if err := u.Settle(ctx); err != nil {
+		return err
+	}
+	return u.be.check(ctx, r)
+}
+
 func (u unsettled) defaults(ctx context.Context) (int64, int64, error) {
 	if err := u.Settle(ctx); err != nil {
 		return 0, 0, err
@@ -171,7 +190,11 @@ func (s *Streams) runCall(ctx context.Context, reqs []AddRequest, o AddOptions) 
 	d := o.Durability
 	var parse replyParser
 	call, ack, err := s.runKeyed(ctx, redisconn.RunOpts{Key: reqs[0].Stream, Durability: d, Eviction: s.Conn.WatchEviction}, func() (*redisconn.Call, error) {
-		call, p, err := s.be.addCall(reqs, nil, !o.NoOutcome)
+		want := replyOutcomes
+		if o.NoOutcome {
+			want = replyIDs
+		}
+		call, p, err := s.be.addCall(reqs, nil, want)
 		parse = p
 		return call, err
 	})

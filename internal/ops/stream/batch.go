@@ -697,7 +697,7 @@ func (r *batchRun) prepare(c *chunk) error {
 	cp := &chunkProgress{Key: r.key, Index: r.layout.Batches, ID: r.spec.ID, PID: r.spec.Template.PID,
 		From: c.from, To: c.to, Digest: c.digest, DropReplies: -1, TTL: r.spec.TTL, Lines: c.lines, Run: r.run}
 	var err error
-	c.call, c.parse, err = r.s.be.addCall(c.reqs, cp, true)
+	c.call, c.parse, err = r.s.be.addCall(c.reqs, cp, replyOutcomes)
 	return err
 }
 

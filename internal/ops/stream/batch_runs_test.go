@@ -162,7 +162,7 @@ func (o *otherRun) commit(from, to int) {
 	}
 	cp := &chunkProgress{Key: o.layout.Batch(o.tmpl.PID, "b"), Index: o.layout.Batches, ID: "b", PID: o.tmpl.PID,
 		From: int64(from), To: int64(to), Digest: hex.EncodeToString(h.Sum(nil)), DropReplies: -1, TTL: time.Hour, Lines: lines, Run: o.run}
-	call, _, err := emulated{o.s}.addCall(reqs, cp, true)
+	call, _, err := emulated{o.s}.addCall(reqs, cp, replyOutcomes)
 	if err != nil {
 		o.t.Fatal(err)
 	}

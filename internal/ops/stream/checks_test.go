@@ -96,7 +96,7 @@ func (f *checksFixture) req(pid, iid string, fields ...string) AddRequest {
 // run sends one add call as the client builds it.
 func (f *checksFixture) run(t *testing.T, reqs []AddRequest, cp *chunkProgress) (any, error) {
 	t.Helper()
-	call, _, err := emulated{f.h.s}.addCall(reqs, cp, true)
+	call, _, err := emulated{f.h.s}.addCall(reqs, cp, replyOutcomes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestAddScriptChecksBeforeWriting(t *testing.T) {
 	f := newChecksFixture(t)
 	rdb := f.h.rdb
 	ctx := context.Background()
-	call, _, err := emulated{f.h.s}.addCall([]AddRequest{f.req("p", "new1"), f.req("q", "new2")}, f.cp, true)
+	call, _, err := emulated{f.h.s}.addCall([]AddRequest{f.req("p", "new1"), f.req("q", "new2")}, f.cp, replyOutcomes)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func TestAddAsksForDefaultsBeforeWriting(t *testing.T) {
 	}
 	ask := func(stream string) (any, error) {
 		s := streamsOf(conn, ModeEmulated, nil)
-		call, _, err := emulated{s}.addCall([]AddRequest{{Stream: stream, PID: "p", IID: "i", Fields: []string{"f", "v"}}}, nil, true)
+		call, _, err := emulated{s}.addCall([]AddRequest{{Stream: stream, PID: "p", IID: "i", Fields: []string{"f", "v"}}}, nil, replyOutcomes)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -141,6 +141,7 @@ type addArgs struct {
 	Deletion   string   `lua:"DELETION"` // KEEPREF, DELREF, ACKED or ""
 	Trim       trimArgs
 	Progress   progressArgs
+	Dry        bool      `lua:"DRY"` // a check: nothing is added (CheckAdd)
 	NPIDs      int       `lua:"NPIDS"`
 	Items      *addItems `lua:"ITEMS,rest"`
 	Defaults   defaultsArgs
@@ -231,6 +232,8 @@ func (s emulated) add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]A
 
 func (s emulated) ready(ctx context.Context) error { return s.LoadDefaults(ctx) }
 
+func (s emulated) check(ctx context.Context, r AddRequest) error { return s.scriptCheck(ctx, r) }
+
 func (s emulated) defaults(ctx context.Context) (int64, int64, error) {
 	if err := s.LoadDefaults(ctx); err != nil {
 		return idmp.DefaultDuration, idmp.DefaultMaxSize, err
@@ -240,7 +243,7 @@ func (s emulated) defaults(ctx context.Context) (int64, int64, error) {
 
 // addCall prepares the add script's call for one run (every emulated add
 // tells its outcome: outcomes changes nothing).
-func (s emulated) addCall(reqs []AddRequest, cp *chunkProgress, _ bool) (*redisconn.Call, replyParser, error) {
+func (s emulated) addCall(reqs []AddRequest, cp *chunkProgress, want reply) (*redisconn.Call, replyParser, error) {
 	r0 := reqs[0]
 	l, st, err := s.state(r0.Stream)
 	if err != nil {
@@ -271,7 +274,7 @@ func (s emulated) addCall(reqs []AddRequest, cp *chunkProgress, _ bool) (*redisc
 		keys = append(keys, cp.Key, cp.Index)
 	}
 	call := addScript.Call(&addArgs{State: st, PIDKeys: keys, NoMkStream: r0.NoMkStream, Trim: trimArgsOf(&r0),
-		Deletion: r0.Deletion, Progress: progressArgsOf(cp), NPIDs: len(it.pids) / 2, Items: it, Defaults: s.defaultArgs()})
+		Deletion: r0.Deletion, Progress: progressArgsOf(cp), NPIDs: len(it.pids) / 2, Items: it, Defaults: s.defaultArgs(), Dry: want == replyCheck})
 	return call, func(v any) ([]AddResult, error) { return parseAddReply(v, it.iids, len(it.iids)) }, nil
 }
 
@@ -281,8 +284,18 @@ func TooManyFields(n int) error {
 	e := exit.New(exit.Data, "", "%d field/value arguments: emulated IDMP takes at most %d in one add (the script hands them to XADD with Lua's unpack, which stops near 8,000 values)",
 		n, idmp.MaxEmulatedFieldArgs)
 	e.Hint = "split the message's fields, or store them as one value (a JSON document); native IDMP (Redis 8.6+) has no such bound"
+	e.Err = tooBig{e.Err}
 	return e
 }
+
+// ErrTooBig is in the error of an add refused for its own size (its
+// field/value arguments) where the mode bounds it: other adds may go.
+var ErrTooBig = errors.New("an add too big for the mode")
+
+type tooBig struct{ error }
+
+func (tooBig) Is(target error) bool { return target == ErrTooBig }
+func (t tooBig) Unwrap() error      { return t.error }
 
 // errProgressMoved is a batch chunk the script refused: its progress record
 // stands at Line input lines, not where the chunk starts.

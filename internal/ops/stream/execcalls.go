@@ -16,7 +16,7 @@ import (
 // its reader: the IDs done, then what stopped the run (noStream, or XADD's
 // error verbatim). Emulated, call Ready first.
 func (s *Streams) AddCall(reqs []AddRequest) (*redisconn.Call, func(v any) (ids []string, noStream bool, err error), error) {
-	call, parse, err := s.be.addCall(reqs, nil, false)
+	call, parse, err := s.be.addCall(reqs, nil, replyIDs)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -90,7 +90,7 @@ func (r *batchRun) nativeBatchCall(c *chunk) (*redisconn.Call, []string) {
 	s.maxBulk = r.maxBulk
 	cp := &chunkProgress{Key: r.key, Index: r.layout.Batches, From: c.from, To: c.to, Digest: c.digest, DropReplies: -1, TTL: r.spec.TTL,
 		ID: r.spec.ID, PID: r.spec.Template.PID, Lines: c.lines, Run: r.run}
-	call, _, _ := native{&s}.addCall(c.reqs, cp, true)
+	call, _, _ := native{&s}.addCall(c.reqs, cp, replyOutcomes)
 	iids := make([]string, len(c.reqs))
 	for i, q := range c.reqs {
 		iids[i] = q.IID

@@ -45,6 +45,7 @@ type nativeAddArgs struct {
 	Trim       trimArgs
 	Auto       bool         `lua:"AUTO"`
 	Outcomes   bool         `lua:"OUTCOMES"`
+	Dry        bool         `lua:"DRY"` // a check: nothing is added (CheckAdd)
 	NPIDs      int          `lua:"NPIDS"`
 	Items      *nativeItems `lua:"ITEMS,rest"`
 	Defaults   defaultsArgs // the server's native defaults
@@ -143,7 +144,7 @@ const packedMax = 255
 
 // addCall prepares the native add script's call for one run (each of at
 // most idmp.MaxEmulatedFieldArgs field arguments).
-func (s native) addCall(reqs []AddRequest, cp *chunkProgress, outcomes bool) (*redisconn.Call, replyParser, error) {
+func (s native) addCall(reqs []AddRequest, cp *chunkProgress, want reply) (*redisconn.Call, replyParser, error) {
 	r0 := &reqs[0]
 	l, err := idmp.StateKeys(r0.Stream, s.Conn.Cluster())
 	noState := err != nil
@@ -193,7 +194,7 @@ func (s native) addCall(reqs []AddRequest, cp *chunkProgress, outcomes bool) (*r
 	}
 	call := nativeAddScript.Call(&nativeAddArgs{State: stateArgsOf(r0.Stream, l), PIDKeys: keys, Chunk: progressArgsOf(cp),
 		NoState: noState, NoMkStream: r0.NoMkStream, Deletion: strings.ToUpper(r0.Deletion), Trim: trimArgsOf(r0), Auto: r0.Auto,
-		Outcomes: outcomes, NPIDs: len(it.pids), Items: it, Defaults: defaultsArgsOf(s.nativeDefaults)})
+		Outcomes: want == replyOutcomes, NPIDs: len(it.pids), Items: it, Defaults: defaultsArgsOf(s.nativeDefaults), Dry: want == replyCheck})
 	iids := make([]string, len(reqs))
 	for i := range reqs {
 		iids[i] = s.iidOf(&reqs[i])
@@ -230,11 +231,22 @@ func (s native) add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]Add
 	return res, err
 }
 
+// check: the single add's transaction, queued and discarded; where the
+// stream holds emulated state, the guard script's check.
+func (s native) check(ctx context.Context, r AddRequest) error {
+	_, _, err := s.tx(ctx, []AddRequest{r}, AddOptions{check: true}, nil)
+	if errors.Is(err, errStateHeld) {
+		return s.scriptCheck(ctx, r)
+	}
+	return err
+}
+
 // errBigWithState refuses an add too big for the guard script to a stream
 // that holds emulated state.
 func errBigWithState(stream string) error {
 	e := exit.New(exit.Data, "", "an add of more field/value arguments than XADD from Lua takes (%d), to a stream that holds emulated IDMP state", idmp.MaxEmulatedFieldArgs)
 	e.Hint = "the upgrade guard hands an add's fields to XADD from Lua: migrate the stream first (idmpctl migrate " + strconv.Quote(stream) + ")"
+	e.Err = tooBig{e.Err}
 	return e
 }
 

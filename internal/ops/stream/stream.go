@@ -215,6 +215,7 @@ type AddOptions struct {
 	// NoOutcome: the entry IDs suffice (xadd's raw output); natively
 	// Duplicate is then not asked, and may be false.
 	NoOutcome bool
+	check     bool // CheckAdd: a native transaction queued, then discarded
 }
 
 // Add performs idempotent adds, one round trip per run (SameRun, at most
@@ -269,6 +270,42 @@ func (s *Streams) Add(ctx context.Context, o AddOptions, reqs ...AddRequest) ([]
 		start = end
 	}
 	return out, verr
+}
+
+// CheckAdd adds nothing: it refuses r as Add would be refused by the
+// server, for a permission (NOPERM 77, a command renamed away 78) or a
+// key's type (65), the way the add itself would go in the mode settled: a
+// native add's transaction queued and discarded, or the add script in its
+// check mode (DRY: it reads, checks every command its writes need, and
+// returns before its first write). A caller that must not act before it
+// knows an add will go (consume's dead-letter adds) asks first. It needs
+// scripts, but for a native add to a stream without emulated state.
+func (s *Streams) CheckAdd(ctx context.Context, r AddRequest) error {
+	err := r.Validate()
+	if err == nil {
+		err = s.be.fits(&r)
+	}
+	if err == nil {
+		err = s.be.ready(ctx)
+	}
+	if err == nil {
+		err = s.be.check(ctx, r)
+	}
+	return exit.Wrap(err, "xadd "+strconv.Quote(r.Stream))
+}
+
+// scriptCheck runs the add script of r in its check mode (CheckAdd).
+func (s *Streams) scriptCheck(ctx context.Context, r AddRequest) error {
+	call, _, err := s.runKeyed(ctx, redisconn.RunOpts{Key: r.Stream}, func() (*redisconn.Call, error) {
+		call, _, err := s.be.addCall([]AddRequest{r}, nil, replyCheck)
+		return call, err
+	})
+	if err == nil {
+		if v, ok := call.Cmd.Val().([]any); !ok || len(v) != 1 || v[0] != "K" {
+			err = exit.New(exit.Internal, "", "unexpected reply to the check of an add: %v", call.Cmd.Val())
+		}
+	}
+	return scriptErr(err)
 }
 
 // MaxRun bounds the adds of one round trip, so one script call or MULTI

@@ -113,6 +113,9 @@ func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first f
 			} else if err != nil && !errors.As(err, new(redis.Error)) {
 				return err
 			}
+			if o.check {
+				return checkQueued(ctx, cn, reqs, !o.NoOutcome)
+			}
 			var t nativeTx
 			cmds, _ := cn.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				t = queueNativeAdds(ctx, p, reqs, !o.NoOutcome)
@@ -153,6 +156,39 @@ func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first f
 		}
 		return out, ack, s.nativeOriginals(ctx, stream, out)
 	}
+}
+
+// checkQueued queues the adds' commands in a MULTI that DISCARD ends: the
+// server refuses at queueing what it would refuse to run (ACL, a command
+// renamed away), and runs nothing (CheckAdd). The stream's type, which
+// queueing does not check, is read before (a user who may not is not
+// refused for it: the add runs no TYPE).
+func checkQueued(ctx context.Context, cn *redis.Conn, reqs []AddRequest, outcomes bool) error {
+	var discard, kind *redis.Cmd
+	cmds, _ := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
+		kind = p.Do(ctx, "TYPE", reqs[0].Stream)
+		p.Do(ctx, "MULTI")
+		for _, r := range reqs {
+			if outcomes {
+				p.Do(ctx, "XINFO", "STREAM", r.Stream)
+			}
+			p.XAdd(ctx, nativeXAddArgs(r))
+		}
+		discard = p.Do(ctx, "DISCARD")
+		return nil
+	})
+	if discard.Err() != nil {
+		redisconn.Retire(ctx, cn) // the MULTI may stay open: nothing may use it
+	}
+	if t, err := kind.Text(); err == nil && t != "none" && t != "stream" {
+		return errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
+	}
+	for _, c := range cmds[1:] {
+		if err := c.Err(); err != nil {
+			return txRefusal(err)
+		}
+	}
+	return nil
 }
 
 // nativeTx is the commands of one native MULTI/EXEC of adds.

@@ -231,8 +231,21 @@ end
 -- "Permissions").
 local function denied(checks, who)
   local c = first_denied(checks)
+  local key = c and (c[1] == 'XINFO' and c[3] or c[2])
   return c and redis.error_reply('NOPERM this user has no permission to run the ' .. string.upper(c[1]) ..
-    ' command on key ' .. (c[1] == 'XINFO' and c[3] or c[2]) .. ', which ' .. (who or 'emulated IDMP') .. ' needs: nothing was written')
+    ' command' .. (key and ' on key ' .. key or '') .. ', which ' .. (who or 'emulated IDMP') .. ' needs: nothing was written')
+end
+
+-- A check of an add (DRY, Streams.CheckAdd) names a refused read as a
+-- refused write is named, rather than failing it: every read an add may
+-- make, whatever the state holds now (a later add reads more than the
+-- first: a producer's tracked and expired iids, idle producers), those
+-- of both modes and then the mode's own (reads: {command, args...} each).
+local function denied_reads(who, reads)
+  local c = { { 'TYPE', STREAM }, { 'XINFO', 'STREAM', STREAM }, { 'EXISTS', META, PIDS }, { 'HMGET', META, 'f' },
+    { 'TYPE', META }, { 'TYPE', PIDS }, { 'TIME' } }
+  for _, r in ipairs(reads) do c[#c + 1] = r end
+  return denied(c, who)
 end
 
 -- A plan to drop state: the keys to delete, and the pids and progress

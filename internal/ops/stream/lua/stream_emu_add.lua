@@ -26,6 +26,8 @@
 -- (message). Items before a stop stay written, and tracked. One string,
 -- not three values an item: a reply of thousands of elements costs the
 -- server more than the adds.
+-- DRY '1': nothing is added; the reply is {'K'} where the adds would be
+-- tried (Streams.CheckAdd), else the refusal they would get.
 -- Refusals, with nothing written: {'D'} the stream's state starts now and the server-level defaults, the
 -- last two arguments, were not given;
 -- {'P', lines} the progress record stands at another line count (a chunk
@@ -88,6 +90,21 @@ for i = 1, nitems do
   if iid == '' then return redis.error_reply('ERR syntax error, IDMP requires a non-empty idempotent ID') end
 end
 if a - 1 ~= nargv then return malformed() end
+if DRY == '1' then
+  -- The pids set, the batch index (of a state dropped) and each pid's
+  -- ids hash and order list, as part 1 below may read them.
+  local reads = { { 'SMEMBERS', PIDS }, { 'SRANDMEMBER', PIDS, '3' }, { 'SCARD', PIDS }, { 'SISMEMBER', PIDS, 'm' },
+    { 'EXISTS', BATCH_INDEX }, { 'ZRANGE', BATCH_INDEX, '0', '-1' } }
+  for j = 1, npids do
+    local ids, order = KEYS[PID_KEYS + 2 * j - 2], KEYS[PID_KEYS + 2 * j - 1]
+    for _, r in ipairs({ { 'TYPE', ids }, { 'HKEYS', ids }, { 'HGET', ids, 'i' }, { 'HGETALL', ids }, { 'HMGET', ids, 'i' },
+      { 'TYPE', order }, { 'LLEN', order }, { 'LINDEX', order, '0' }, { 'LRANGE', order, '0', '-1' } }) do
+      reads[#reads + 1] = r
+    end
+  end
+  local err = denied_reads(nil, reads)
+  if err then return err end
+end
 
 -- Every key of the types the writes expect.
 local t = key_type(STREAM)
@@ -314,6 +331,7 @@ for _, p in ipairs(per) do members[p.pid] = redis.call('SISMEMBER', PIDS, p.pid)
 
 err = denied(checks)
 if err then return err end
+if DRY == '1' then return { 'K' } end -- checked: nothing is added
 
 ------------------------------------------------------------------------
 -- Part 2: the writes, none of which can fail: every key's type, every

@@ -50,6 +50,8 @@
 -- Items before a stop stay written. 'u': the server's counters do not
 -- agree with the outcomes told (see part 2): the adds stand, their
 -- outcomes are not known.
+-- DRY '1': nothing is added; the reply is {'K'} where the adds would be
+-- tried (Streams.CheckAdd), else the refusal they would get.
 -- Refusals, with nothing written: {'P', lines} the progress record stands
 -- at another line count; {'C'} the guard would carry the emulated settings
 -- over and needs the server's native defaults; {'F', item, nfields} an
@@ -148,6 +150,16 @@ for i = 1, packed and 0 or nitems do
   if iid == '' then return redis.error_reply('ERR IDMP requires a non-empty idempotent ID') end
 end
 if a - 1 ~= nargv then return malformed() end
+if DRY == '1' then
+  -- The guard reads the pids' emulated ids hashes.
+  local reads = {}
+  for j = 1, npids do
+    local ids = KEYS[PID_KEYS + j - 1]
+    reads[#reads + 1], reads[#reads + 2] = { 'TYPE', ids }, { 'HGET', ids, 'i' }
+  end
+  local err = denied_reads('an idempotent XADD', reads)
+  if err then return err end
+end
 
 local t = key_type(STREAM)
 if t ~= 'none' and t ~= 'stream' then return redis.error_reply(WRONGTYPE) end
@@ -300,6 +312,8 @@ local function next_id(id)
   if seq == '18446744073709551615' then return incr(ms) .. '-0' end
   return ms .. '-' .. incr(seq)
 end
+
+if DRY == '1' then return { 'K' } end -- checked: nothing is added
 
 ------------------------------------------------------------------------
 -- Part 2: the adds, each an XADD under pcall: one that fails (OOM at the
