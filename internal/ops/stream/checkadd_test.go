@@ -78,7 +78,8 @@ func TestCheckAddWritesNothing(t *testing.T) {
 				// A native add to a stream without emulated state touches
 				// the stream and the two keys its guard watches, no more:
 				// a user of those alone may add, and the check says so.
-				if _, err := srv.Do("ACL", "SETUSER", "narrow", "on", ">pw", "~dl", "~{dl}:idmp", "~{dl}:idmp:pids", "&*", "+@all"); err != nil {
+				// (DISCARD included: the add sends none.)
+				if _, err := srv.Do("ACL", "SETUSER", "narrow", "on", ">pw", "~dl", "~{dl}:idmp", "~{dl}:idmp:pids", "~str", "~{str}:idmp", "~{str}:idmp:pids", "&*", "+@all", "-discard", "-type"); err != nil {
 					t.Fatal(err)
 				}
 				us, err := NewStreams(redistest.Connect(t, strings.Replace(srv.URL, "://", "://narrow:pw@", 1)), mode)
@@ -92,7 +93,55 @@ func TestCheckAddWritesNothing(t *testing.T) {
 				if _, err := us.Add(ctx, AddOptions{}, req); err != nil {
 					t.Errorf("add by a user of the add's keys alone: %v", err)
 				}
+				// A key of another type is refused as the add is, though
+				// this user may not ask its TYPE.
+				if err := rdb.Set(ctx, "str", "x", 0).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if err := us.CheckAdd(ctx, AddRequest{Stream: "str", PID: "g", IID: "1", Fields: []string{"f", "v"}}); exit.Code(err) != exit.Data {
+					t.Errorf("check of a string key: %v (exit %d), want WRONGTYPE (65)", err, exit.Code(err))
+				}
 			}
 		})
+	}
+}
+
+// A user who may not UNWATCH: the single add's guard, which finds the
+// stream's emulated state held and goes to the script, must not leave its
+// WATCH on a pooled connection, where a change of the state keys made the
+// next add's transaction probe fail ("redis: nil", 70).
+func TestGuardWithoutUnwatchLeavesNoWatch(t *testing.T) {
+	t.Parallel()
+	conn, srv := redistest.Conn(t)
+	if !redistest.Caps(t, conn).NativeIDMP {
+		srv = redistest.NewNative(t)
+	}
+	ctx := context.Background()
+	admin := redistest.Connect(t, srv.URL)
+	emu, err := NewStreams(admin, ModeEmulated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(s *Streams, pid, iid string) error {
+		_, err := s.Add(ctx, AddOptions{}, AddRequest{Stream: "held", PID: pid, IID: iid, Fields: []string{"f", "v"}})
+		return err
+	}
+	if err := add(emu, "a", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Do("ACL", "SETUSER", "nounwatch", "on", ">pw", "~*", "&*", "+@all", "-unwatch"); err != nil {
+		t.Fatal(err)
+	}
+	us, err := NewStreams(redistest.Connect(t, strings.Replace(srv.URL, "://", "://nounwatch:pw@", 1)), ModeNative)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := add(us, "g", fmt.Sprint("i", i)); err != nil {
+			t.Fatalf("add %d: %v", i, err)
+		}
+		if err := add(emu, "b", fmt.Sprint("y", i)); err != nil { // the state keys change
+			t.Fatal(err)
+		}
 	}
 }

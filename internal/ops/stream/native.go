@@ -231,12 +231,15 @@ func (s native) add(ctx context.Context, reqs []AddRequest, o AddOptions) ([]Add
 	return res, err
 }
 
-// check: the single add's transaction, queued and discarded; where the
+// check: the single add's transaction, queued and refused (checkQueued); where the
 // stream holds emulated state, the guard script's check.
 func (s native) check(ctx context.Context, r AddRequest) error {
 	_, _, err := s.tx(ctx, []AddRequest{r}, AddOptions{check: true}, nil)
 	if errors.Is(err, errStateHeld) {
-		return s.scriptCheck(ctx, r)
+		err = s.scriptCheck(ctx, r)
+		if err != nil && exit.ScriptRefused(err.Error()) {
+			err = errStateNeedsScripts(r.Stream) // as add says
+		}
 	}
 	return err
 }

@@ -215,7 +215,7 @@ type AddOptions struct {
 	// NoOutcome: the entry IDs suffice (xadd's raw output); natively
 	// Duplicate is then not asked, and may be false.
 	NoOutcome bool
-	check     bool // CheckAdd: a native transaction queued, then discarded
+	check     bool // CheckAdd: a native transaction queued, then refused
 }
 
 // Add performs idempotent adds, one round trip per run (SameRun, at most
@@ -275,7 +275,7 @@ func (s *Streams) Add(ctx context.Context, o AddOptions, reqs ...AddRequest) ([]
 // CheckAdd adds nothing: it refuses r as Add would be refused by the
 // server, for a permission (NOPERM 77, a command renamed away 78) or a
 // key's type (65), the way the add itself would go in the mode settled: a
-// native add's transaction queued and discarded, or the add script in its
+// native add's transaction queued and refused, or the add script in its
 // check mode (DRY: it reads, checks every command its writes need, and
 // returns before its first write). A caller that must not act before it
 // knows an add will go (consume's dead-letter adds) asks first. It needs

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/idmpctl/idmpctl/internal/exit"
 	"github.com/idmpctl/idmpctl/internal/idmp"
@@ -107,14 +108,17 @@ func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first f
 					return txRefusal(err) // the check failed (NOPERM, MOVED), or the round trip did
 				}
 				if n > 0 {
-					_ = cn.Do(ctx, "UNWATCH").Err()
+					if cn.Do(ctx, "UNWATCH").Err() != nil {
+						// Still watching: a later EXEC on it would fail.
+						redisconn.Retire(ctx, cn)
+					}
 					return errStateHeld
 				}
 			} else if err != nil && !errors.As(err, new(redis.Error)) {
 				return err
 			}
 			if o.check {
-				return checkQueued(ctx, cn, reqs, !o.NoOutcome)
+				return checkQueued(ctx, cn, reqs)
 			}
 			var t nativeTx
 			cmds, _ := cn.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -158,35 +162,35 @@ func (s native) tx(ctx context.Context, reqs []AddRequest, o AddOptions, first f
 	}
 }
 
-// checkQueued queues the adds' commands in a MULTI that DISCARD ends: the
-// server refuses at queueing what it would refuse to run (ACL, a command
-// renamed away), and runs nothing (CheckAdd). The stream's type, which
-// queueing does not check, is read before (a user who may not is not
-// refused for it: the add runs no TYPE).
-func checkQueued(ctx context.Context, cn *redis.Conn, reqs []AddRequest, outcomes bool) error {
-	var discard, kind *redis.Cmd
-	cmds, _ := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
-		kind = p.Do(ctx, "TYPE", reqs[0].Stream)
+// checkQueued queues the adds in a MULTI whose EXEC the server refuses: a
+// command that cannot be queued (ECHO without its argument) is queued
+// last, so the transaction runs nothing (EXECABORT), and the server has
+// refused at queueing what it would refuse to run (ACL, a command renamed
+// away). The stream's XINFO, which the add runs too, goes before the MULTI:
+// queueing does not tell a key of another type (CheckAdd).
+func checkQueued(ctx context.Context, cn *redis.Conn, reqs []AddRequest) error {
+	var info, exec *redis.Cmd
+	var adds []*redis.StringCmd
+	_, _ = cn.Pipelined(ctx, func(p redis.Pipeliner) error {
+		info = p.Do(ctx, "XINFO", "STREAM", reqs[0].Stream)
 		p.Do(ctx, "MULTI")
 		for _, r := range reqs {
-			if outcomes {
-				p.Do(ctx, "XINFO", "STREAM", r.Stream)
-			}
-			p.XAdd(ctx, nativeXAddArgs(r))
+			adds = append(adds, p.XAdd(ctx, nativeXAddArgs(r)))
 		}
-		discard = p.Do(ctx, "DISCARD")
+		p.Do(ctx, "ECHO")
+		exec = p.Do(ctx, "EXEC")
 		return nil
 	})
-	if discard.Err() != nil {
-		redisconn.Retire(ctx, cn) // the MULTI may stay open: nothing may use it
+	if err := info.Err(); err != nil && !strings.Contains(err.Error(), "no such key") {
+		return txRefusal(err)
 	}
-	if t, err := kind.Text(); err == nil && t != "none" && t != "stream" {
-		return errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
-	}
-	for _, c := range cmds[1:] {
+	for _, c := range adds {
 		if err := c.Err(); err != nil {
 			return txRefusal(err)
 		}
+	}
+	if err := exec.Err(); !redis.HasErrorPrefix(err, "EXECABORT") {
+		return exit.New(exit.Internal, "", "the check's transaction was not refused as it must be: %v", err)
 	}
 	return nil
 }
