@@ -136,6 +136,20 @@ func TestGuardWithoutUnwatchLeavesNoWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A user without scripts is told by the check what its add says: the
+	// stream holds emulated state, whose guard needs them (78).
+	if _, err := srv.Do("ACL", "SETUSER", "noscript", "on", ">pw", "~*", "&*", "+@all", "-evalsha", "-eval"); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := NewStreams(redistest.Connect(t, strings.Replace(srv.URL, "://", "://noscript:pw@", 1)), ModeNative)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := AddRequest{Stream: "held", PID: "g", IID: "n", Fields: []string{"f", "v"}}
+	_, aerr := ns.Add(ctx, AddOptions{}, req)
+	if cerr := ns.CheckAdd(ctx, req); exit.Code(cerr) != exit.Config || exit.Code(aerr) != exit.Config {
+		t.Errorf("without scripts: check %v, add %v: want both 78", cerr, aerr)
+	}
 	for i := range 5 {
 		if err := add(us, "g", fmt.Sprint("i", i)); err != nil {
 			t.Fatalf("add %d: %v", i, err)
