@@ -115,33 +115,12 @@ func idmpBugRelease(f redisconn.ServerFacts) (before, known bool) {
 	if f.Product != "" && f.Product != "redis" {
 		return false, true
 	}
-	v, ok := parseVersion(f.Version)
+	v, ok := redisconn.ParseVersion(f.Version)
 	if !ok {
 		return false, false
 	}
-	fixed, _ := parseVersion(IDMPFixedIn)
+	fixed, _ := redisconn.ParseVersion(IDMPFixedIn)
 	return slices.Compare(v[:], fixed[:]) < 0, true
-}
-
-func parseVersion(s string) ([3]int, bool) {
-	var v [3]int
-	parts := strings.SplitN(s, ".", 3)
-	if len(parts) < 2 {
-		return v, false
-	}
-	for i, p := range parts {
-		// "8.6.1-rc1": the digits before anything else.
-		end := strings.IndexFunc(p, func(r rune) bool { return r < '0' || r > '9' })
-		if end >= 0 {
-			p = p[:end]
-		}
-		n, err := strconv.Atoi(p)
-		if err != nil {
-			return v, false
-		}
-		v[i] = n
-	}
-	return v, true
 }
 
 func yes(s string) bool { return strings.EqualFold(s, "yes") }

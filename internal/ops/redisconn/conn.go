@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -465,7 +466,7 @@ func capsOf(hello map[string]string) (caps Capabilities, sure bool) {
 	caps = Capabilities{Product: cmp.Or(hello["server"], "redis"), Version: hello["version"],
 		Mode: cmp.Or(hello["mode"], "standalone")}
 	caps.Cluster = caps.Mode == "cluster"
-	_, _, known := majorMinor(caps.Version)
+	_, known := ParseVersion(caps.Version)
 	may := mayHaveIDMP(caps)
 	caps.NativeIDMP = known && may && caps.Product == "redis"
 	return caps, caps.NativeIDMP || !may
@@ -514,24 +515,36 @@ func (c *Conn) LearnHello(fields map[string]string) bool {
 // mayHaveIDMP is false only for versions known to lack XCFGSET: Redis
 // before 8.6 and Valkey before 9. Unknown versions are asked.
 func mayHaveIDMP(c Capabilities) bool {
-	major, minor, ok := majorMinor(c.Version)
+	v, ok := ParseVersion(c.Version)
 	switch {
 	case !ok:
 		return true
 	case c.Product == "valkey":
-		return major >= 9
+		return v[0] >= 9
 	}
-	return major > 8 || (major == 8 && minor >= 6)
+	return slices.Compare(v[:2], []int{8, 6}) >= 0
 }
 
-func majorMinor(v string) (int, int, bool) {
-	parts := strings.SplitN(v, ".", 3)
+// ParseVersion reads "8.6.2" (or "8.6", "8.6.1-rc1": the digits before
+// anything else) as major, minor, patch.
+func ParseVersion(s string) ([3]int, bool) {
+	var v [3]int
+	parts := strings.SplitN(s, ".", 3)
 	if len(parts) < 2 {
-		return 0, 0, false
+		return v, false
 	}
-	major, err1 := strconv.Atoi(parts[0])
-	minor, err2 := strconv.Atoi(parts[1])
-	return major, minor, err1 == nil && err2 == nil
+	for i, p := range parts {
+		end := strings.IndexFunc(p, func(r rune) bool { return r < '0' || r > '9' })
+		if end >= 0 {
+			p = p[:end]
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return v, false
+		}
+		v[i] = n
+	}
+	return v, true
 }
 
 // ParseInfo reads an INFO reply into field -> value.

@@ -22,7 +22,8 @@ type ServerReport struct {
 	Primaries  []string `json:"primaries,omitempty"`
 	NativeIDMP bool     `json:"native_idmp"`
 	// Unknown are the native IDMP commands the server does not know by
-	// their names (XCFGSET renamed away with rename-command).
+	// their names (XCFGSET, or 8.6.2's XIDMPRECORD, renamed away with
+	// rename-command).
 	Unknown  []string       `json:"unknown_commands,omitempty"`
 	Defaults *idmp.Defaults `json:"defaults,omitempty"` // in force: the server's (native) or idmpctl's (emulated)
 	// Emulation says whether emulated IDMP can run: "available",
@@ -68,8 +69,17 @@ func InspectServer(ctx context.Context, c *Conn) (ServerReport, error) {
 	}
 	slices.Sort(r.Primaries)
 	if r.NativeIDMP {
-		if v, err := c.Client().Do(ctx, "COMMAND", "INFO", "XCFGSET").Slice(); err == nil && (len(v) == 0 || v[0] == nil) {
-			r.Unknown = []string{"XCFGSET"}
+		// XIDMPRECORD came with Redis 8.6.2: before, unknown is no news.
+		names := []any{"XCFGSET"}
+		if v, ok := ParseVersion(caps.Version); ok && slices.Compare(v[:], []int{8, 6, 2}) >= 0 {
+			names = append(names, "XIDMPRECORD")
+		}
+		if v, err := c.Client().Do(ctx, append([]any{"COMMAND", "INFO"}, names...)...).Slice(); err == nil {
+			for i, n := range names {
+				if i >= len(v) || v[i] == nil {
+					r.Unknown = append(r.Unknown, n.(string))
+				}
+			}
 		}
 		d, err := ServerIDMPDefaults(ctx, c.Client())
 		if err == nil {
