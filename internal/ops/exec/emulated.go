@@ -112,8 +112,8 @@ func (s *Session) sendRun(p *pending, reqs []stream.AddRequest) error {
 	p.split = func(rs []resp.Reply) []resp.Reply {
 		r := rs[0]
 		if r.IsError() {
-			if s.native && exit.ScriptRefused(r.Str) {
-				r = guardNeedsScripts(r.Str)
+			if exit.ScriptRefused(r.Str) {
+				r = scriptsNeeded(s.native, r.Str)
 			}
 			return slices.Repeat([]resp.Reply{r}, n)
 		}
@@ -474,15 +474,20 @@ func (s *Session) resolve(ctx context.Context) error {
 	return nil
 }
 
-// guardNeedsScripts is the refusal of a native XADD IDMP/IDMPAUTO that
-// may not run the upgrade guard's script (refused, the server's reply): a
-// permission (NOPERM), or the server's configuration (scripting renamed
-// away: its own words, which say so to exit.Classify).
-func guardNeedsScripts(refused string) resp.Reply {
-	const what = "idmpctl exec sends XADD IDMP/IDMPAUTO through a script that keeps it from adding an iid that emulated IDMP state still knows (docs/upgrade.md), and "
+// scriptsNeeded answers an add whose script the server refused (no
+// EVALSHA for this user, or scripting renamed away) in idmpctl's words,
+// not the script call's (its SHA and state keys): natively the upgrade
+// guard is the script, and idmpctl xadd needs none; emulated IDMP is one.
+// NOPERM, or the server's own "unknown command" words, say to
+// exit.Classify what it is: a permission (77) or its configuration (78).
+func scriptsNeeded(native bool, refused string) resp.Reply {
+	what, other := "idmpctl exec emulates XADD IDMP/IDMPAUTO with a script on this server (it has no native IDMP), and ", ""
+	if native {
+		what, other = "idmpctl exec sends XADD IDMP/IDMPAUTO through a script that keeps it from adding an iid that emulated IDMP state still knows (docs/upgrade.md), and ", "use idmpctl xadd, or "
+	}
 	if exit.ScriptingDisabled(refused) {
 		refused, _, _ = strings.Cut(strings.TrimPrefix(refused, "ERR "), ",")
-		return resp.ErrorOf("ERR " + what + "the server has scripting renamed away (" + refused + "): use idmpctl xadd, or enable EVALSHA and EVAL")
+		return resp.ErrorOf("ERR " + what + "the server has scripting renamed away (" + refused + "): " + other + "enable EVALSHA and EVAL")
 	}
-	return resp.ErrorOf("NOPERM " + what + "this user may not run scripts: use idmpctl xadd, or grant EVALSHA and EVAL")
+	return resp.ErrorOf("NOPERM " + what + "this user may not run scripts: " + other + "grant EVALSHA and EVAL")
 }
