@@ -547,6 +547,12 @@ func ParseVersion(s string) ([3]int, bool) {
 	return v, true
 }
 
+// VersionAtLeast reports whether version (ParseVersion) is want or later.
+func VersionAtLeast(version string, want ...int) bool {
+	v, ok := ParseVersion(version)
+	return ok && slices.Compare(v[:len(want)], want) >= 0
+}
+
 // ParseInfo reads an INFO reply into field -> value.
 func ParseInfo(s string) map[string]string {
 	m := make(map[string]string)

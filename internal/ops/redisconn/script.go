@@ -210,11 +210,23 @@ func (c *Conn) Run(ctx context.Context, o RunOpts, calls ...*Call) (Ack, error) 
 // scriptPlace is what Redis 7+ appends to an error raised in a script.
 var scriptPlace = regexp.MustCompile(` script: ([0-9a-f]{40}), on @user_script:\d+\.$`)
 
+// unknownArgs starts the server's list of the first arguments of a command
+// it does not know (EVALSHA or EVAL renamed away).
+const unknownArgs = ", with args beginning with: '"
+
 // ownError is msg without the place (" script: SHA, on @user_script:N.")
-// when it is an error of one of idmpctl's scripts: the server's words, as
-// its command gives them natively. Other scripts' errors (exec's EVAL)
-// keep theirs, as redis-cli shows them.
+// when it is an error of one of idmpctl's scripts, or without the
+// arguments (the SHA or source, the state keys) of a call of one the server
+// does not know: the server's words, as its command gives them natively.
+// Other scripts' errors (exec's EVAL) keep theirs, as redis-cli shows them.
 func ownError(msg string) (string, bool) {
+	if i := strings.Index(msg, unknownArgs); i >= 0 && exit.Renamed(msg, "evalsha", "eval") {
+		args := msg[i+len(unknownArgs):]
+		if strings.HasPrefix(args, luaPrelude[:min(40, len(luaPrelude))]) ||
+			slices.ContainsFunc(Scripts(), func(s *Script) bool { return strings.HasPrefix(args, s.Hash()+"'") }) {
+			return msg[:i], true
+		}
+	}
 	m := scriptPlace.FindStringSubmatchIndex(msg)
 	if m == nil || !slices.ContainsFunc(Scripts(), func(s *Script) bool { return s.Hash() == msg[m[2]:m[3]] }) {
 		return msg, false

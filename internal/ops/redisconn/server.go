@@ -71,7 +71,7 @@ func InspectServer(ctx context.Context, c *Conn) (ServerReport, error) {
 	if r.NativeIDMP {
 		// XIDMPRECORD came with Redis 8.6.2: before, unknown is no news.
 		names := []any{"XCFGSET"}
-		if v, ok := ParseVersion(caps.Version); ok && slices.Compare(v[:], []int{8, 6, 2}) >= 0 {
+		if VersionAtLeast(caps.Version, 8, 6, 2) {
 			names = append(names, "XIDMPRECORD")
 		}
 		if v, err := c.Client().Do(ctx, append([]any{"COMMAND", "INFO"}, names...)...).Slice(); err == nil {

@@ -108,15 +108,8 @@ func (s *Streams) callOf(stream string, mk func(l idmp.StateLayout, st stateArgs
 	return mk(l, st, s.defaultArgs()), nil
 }
 
-// scriptErr gives script errors their exit codes: a state-key conflict is
-// data; a call refused because scripting is renamed away says so without
-// its arguments (the script's SHA and keys).
+// scriptErr gives script errors their exit codes: a state-key conflict is data.
 func scriptErr(err error) error {
-	if err != nil && exit.ScriptingDisabled(err.Error()) {
-		// The server's words, less the call's arguments (SHA, state keys).
-		msg, _, _ := strings.Cut(err.Error(), ", with args beginning with:")
-		return errors.New(msg)
-	}
 	if err == nil || !strings.HasPrefix(err.Error(), "IDMPCONFLICT ") {
 		return err
 	}

@@ -134,8 +134,7 @@ func (s *Streams) CheckMigrate(ctx context.Context) error {
 			return nil
 		}
 	}
-	var major, minor, patch int
-	if _, _ = fmt.Sscanf(caps.Version, "%d.%d.%d", &major, &minor, &patch); caps.NativeIDMP && (major > 8 || major == 8 && (minor > 6 || minor == 6 && patch >= 2)) {
+	if caps.NativeIDMP && redisconn.VersionAtLeast(caps.Version, 8, 6, 2) {
 		e := exit.New(exit.Config, "", "the server (%s) does not know XIDMPRECORD by that name: it is renamed away (rename-command) or disabled there; nothing was changed", what)
 		e.Hint = "give the server back the command; until then the emulation keeps working as it is"
 		return e
