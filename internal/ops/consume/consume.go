@@ -145,8 +145,6 @@ func (r *runner) prepare(ctx context.Context) error {
 		if err != nil {
 			return exit.Wrap(exit.Wrap(err, "--dead-letter "+strconv.Quote(p.DeadLetter)), r.what)
 		}
-	}
-	if p.DeadLetter != "" {
 		if _, err := cmd(ctx, c, "HSET", metaKey(base), p.Group, p.DeadLetter); err != nil {
 			return exit.Wrap(err, r.what)
 		}

@@ -486,7 +486,7 @@ func scriptsNeeded(native bool, refused string) resp.Reply {
 		what, other = "idmpctl exec sends XADD IDMP/IDMPAUTO through a script that keeps it from adding an iid that emulated IDMP state still knows (docs/upgrade.md), and ", "use idmpctl xadd, or "
 	}
 	if exit.ScriptingDisabled(refused) {
-		refused, _, _ = strings.Cut(strings.TrimPrefix(refused, "ERR "), ",")
+		refused = strings.TrimPrefix(refused, "ERR ") // its arguments are gone (redisconn's ownError)
 		return resp.ErrorOf("ERR " + what + "the server has scripting renamed away (" + refused + "): " + other + "enable EVALSHA and EVAL")
 	}
 	return resp.ErrorOf("NOPERM " + what + "this user may not run scripts: " + other + "grant EVALSHA and EVAL")

@@ -233,15 +233,8 @@ func (s *Streams) Add(ctx context.Context, o AddOptions, reqs ...AddRequest) ([]
 	}
 	valid := len(reqs)
 	var verr error
-	for i, r := range reqs {
-		err := r.Validate()
-		if err == nil {
-			err = s.checkBulk(ctx, &reqs[i])
-		}
-		if err == nil {
-			err = s.be.fits(&reqs[i])
-		}
-		if err != nil {
+	for i := range reqs {
+		if err := s.admissible(ctx, &reqs[i]); err != nil {
 			valid, verr = i, fail(i, err)
 			break
 		}
@@ -281,10 +274,7 @@ func (s *Streams) Add(ctx context.Context, o AddOptions, reqs ...AddRequest) ([]
 // knows an add will go (consume's dead-letter adds) asks first. It needs
 // scripts, but for a native add to a stream without emulated state.
 func (s *Streams) CheckAdd(ctx context.Context, r AddRequest) error {
-	err := r.Validate()
-	if err == nil {
-		err = s.be.fits(&r)
-	}
+	err := s.admissible(ctx, &r)
 	if err == nil {
 		err = s.be.ready(ctx)
 	}
@@ -306,6 +296,20 @@ func (s *Streams) scriptCheck(ctx context.Context, r AddRequest) error {
 		}
 	}
 	return scriptErr(err)
+}
+
+// admissible refuses, before anything is sent, a request the server or the
+// mode would refuse whole: its arguments (R12), a bulk over the server's
+// proto-max-bulk-len, more fields than the mode takes.
+func (s *Streams) admissible(ctx context.Context, r *AddRequest) error {
+	err := r.Validate()
+	if err == nil {
+		err = s.checkBulk(ctx, r)
+	}
+	if err == nil {
+		err = s.be.fits(r)
+	}
+	return err
 }
 
 // MaxRun bounds the adds of one round trip, so one script call or MULTI
